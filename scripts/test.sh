@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The project's test command: installs what the tests need (each scripts/setup.d/*.sh step is
+# idempotent and caches heavy builds outside the clone), then runs every test of the workspace.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export KUSION_CACHE="${KUSION_CACHE:-$HOME/.cache/kusion-rs}"
+mkdir -p "$KUSION_CACHE"
+for step in scripts/setup.d/*.sh; do
+  [ -e "$step" ] || continue
+  echo "== setup: $step"
+  bash "$step"
+done
+# Build everything first so plugin cdylibs exist before tests that load them run.
+cargo build --workspace --all-targets --locked
+cargo test --workspace --locked -- "$@"

@@ -1,0 +1,46 @@
+//! `kusion-sdk`: everything a plugin needs and nothing of the kernel.
+//!
+//! Three plugin kinds exist:
+//! - [`runtime::Runtime`]: creates, reads, updates, deletes and watches resources of some `type`
+//!   (`Kubernetes`, `Terraform`, ...).
+//! - [`function::FunctionPlugin`]: functions KCL code calls as `kcl_plugin.<module>.<fn>(...)`.
+//! - [`policy::PolicyPlugin`]: evaluates a spec (and plan) and returns findings.
+//!
+//! All values that cross a plugin boundary are JSON-shaped ([`serde_json::Value`]), so the
+//! kernel and a plugin only have to agree on this crate's types and its [`ABI_VERSION`].
+
+pub mod error;
+pub mod function;
+pub mod path;
+pub mod policy;
+pub mod resource;
+pub mod runtime;
+
+pub use error::{ErrorKind, PluginError, PluginResult};
+pub use path::{FieldPath, Segment};
+pub use resource::{Resource, ResourceType};
+pub use serde_json::{Map, Value};
+
+/// Version of the plugin contract. A plugin built against a different major version is refused;
+/// a plugin built against an older minor version of the same major keeps loading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AbiVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl AbiVersion {
+    /// Whether a plugin built against `plugin` can be used by a host built against `self`.
+    pub fn accepts(self, plugin: AbiVersion) -> bool {
+        self.major == plugin.major && plugin.minor <= self.minor
+    }
+}
+
+impl std::fmt::Display for AbiVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The contract version this build of the SDK implements.
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 0 };

@@ -1,0 +1,191 @@
+//! The runtime plugin contract: per-resource verbs the kernel drives.
+//!
+//! Every verb is synchronous and may be called from several threads at once; a runtime that
+//! talks to an async client keeps its own executor inside. "Absent" is a value (`None`), never
+//! an error.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::PluginResult;
+use crate::{AbiVersion, Resource};
+
+/// What a runtime can do, declared up front so the kernel never discovers it by failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// `apply(.., dry_run: true)` computes what the remote system would store without changing it.
+    pub dry_run: bool,
+    /// `watch` reports readiness after apply.
+    pub watch: bool,
+    /// `import` adopts an existing remote object.
+    pub import: bool,
+    /// Responses list sensitive attribute paths to be masked in every output.
+    pub sensitive_fields: bool,
+}
+
+/// Who a runtime is and what it serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeInfo {
+    pub name: String,
+    pub version: String,
+    pub abi: AbiVersion,
+    /// The resource `type`s this runtime serves (`Kubernetes`, `Terraform`, ...).
+    pub resource_types: Vec<String>,
+    pub capabilities: Capabilities,
+}
+
+/// Create or update one resource, or (with `dry_run`) compute what it would become.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplyRequest {
+    /// The resource as recorded in state after the last successful apply, if any.
+    pub prior: Option<Resource>,
+    /// Opaque bytes the runtime returned with `prior` (e.g. a Terraform provider's private data).
+    #[serde(default)]
+    pub prior_private: Option<String>,
+    /// The desired resource, with every `$kusion_path` reference already resolved (during a
+    /// dry-run, references to values not yet known are left in place).
+    pub planned: Resource,
+    pub dry_run: bool,
+    /// Upper bound for this call; the runtime should give up (with a `Timeout` error) after it.
+    #[serde(default)]
+    pub timeout: Option<Duration>,
+}
+
+/// Result of [`Runtime::apply`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplyResponse {
+    /// The resource as the remote system stores it (or would store it, for a dry-run), in the
+    /// same shape as the planned resource so the two can be diffed.
+    pub resource: Resource,
+    /// Opaque data to keep in state next to the resource and hand back as `prior_private`.
+    #[serde(default)]
+    pub private: Option<String>,
+    /// Attribute paths (see [`crate::resource`] path syntax in the kernel docs) whose values
+    /// must never be shown.
+    #[serde(default)]
+    pub sensitive_paths: Vec<String>,
+    /// Attribute paths whose values are only known after a real apply.
+    #[serde(default)]
+    pub unknown_paths: Vec<String>,
+    /// Attribute paths whose change forces the resource to be replaced (delete + create).
+    #[serde(default)]
+    pub requires_replace: Vec<String>,
+}
+
+/// Read the live object behind a resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadRequest {
+    pub prior: Option<Resource>,
+    #[serde(default)]
+    pub prior_private: Option<String>,
+    pub planned: Option<Resource>,
+    #[serde(default)]
+    pub timeout: Option<Duration>,
+}
+
+/// Result of [`Runtime::read`] and [`Runtime::import`]; `resource: None` means absent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadResponse {
+    pub resource: Option<Resource>,
+    #[serde(default)]
+    pub private: Option<String>,
+    #[serde(default)]
+    pub sensitive_paths: Vec<String>,
+}
+
+/// Adopt an existing remote object as the given planned resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportRequest {
+    pub planned: Resource,
+    /// A runtime-specific identifier of the remote object (`kusionstack.io/import-id`).
+    #[serde(default)]
+    pub import_id: Option<String>,
+    #[serde(default)]
+    pub timeout: Option<Duration>,
+}
+
+/// Delete the remote object behind a resource. Deleting an absent object succeeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteRequest {
+    pub resource: Resource,
+    #[serde(default)]
+    pub private: Option<String>,
+    #[serde(default)]
+    pub timeout: Option<Duration>,
+}
+
+/// Follow a resource (and what it owns) until it is ready or failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchRequest {
+    pub resource: Resource,
+}
+
+/// How healthy a watched object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Health {
+    Progressing,
+    Ready,
+    Failed,
+}
+
+/// One row of the live watch table (`Type Kind Name Detail`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStatus {
+    pub kind: String,
+    pub name: String,
+    pub health: Health,
+    pub detail: String,
+}
+
+/// A snapshot of a watched resource: its overall health and the objects it owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchEvent {
+    pub health: Health,
+    /// Why the resource is not ready, or why it failed.
+    pub detail: String,
+    pub objects: Vec<ObjectStatus>,
+}
+
+/// The answer of one poll of a [`Watch`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WatchPoll {
+    Event(WatchEvent),
+    /// Nothing new within the poll's timeout.
+    Pending,
+    /// The watch ended; no further events will come.
+    Closed,
+}
+
+/// A running watch. Dropping it stops the watch.
+pub trait Watch: Send {
+    /// Wait up to `timeout` for the next event.
+    fn poll(&mut self, timeout: Duration) -> PluginResult<WatchPoll>;
+}
+
+/// A runtime serves the resources of one or more `type`s.
+pub trait Runtime: Send + Sync {
+    fn describe(&self) -> RuntimeInfo;
+    /// Called once per operation, before any verb, with the operator's configuration for this
+    /// runtime (kubeconfig paths, provider mirrors, ...).
+    fn configure(&self, config: &Value) -> PluginResult<()>;
+    fn apply(&self, request: &ApplyRequest) -> PluginResult<ApplyResponse>;
+    fn read(&self, request: &ReadRequest) -> PluginResult<ReadResponse>;
+    fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse>;
+    fn delete(&self, request: &DeleteRequest) -> PluginResult<()>;
+    fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>>;
+}
