@@ -2,7 +2,7 @@
 
 use kusion_sdk::{FieldPath, Resource};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What replaces a sensitive value in every output.
 pub const MASK: &str = "(sensitive value)";
@@ -102,6 +102,35 @@ fn numbers_equal(a: &Value, b: &Value) -> bool {
 pub fn strip(value: &mut Value, paths: &[FieldPath]) {
     for path in paths {
         path.remove(value);
+    }
+}
+
+/// Set the value at `path`, creating objects on the way; list elements must already exist.
+/// Returns false when the path cannot be reached.
+pub fn set_path(value: &mut Value, path: &FieldPath, new: Value) -> bool {
+    use kusion_sdk::Segment;
+    let Some((last, parents)) = path.0.split_last() else {
+        *value = new;
+        return true;
+    };
+    let mut current = value;
+    for segment in parents {
+        current = match (segment, current) {
+            (Segment::Key(k), Value::Object(map)) => map.entry(k.clone()).or_insert_with(|| Value::Object(Map::new())),
+            (Segment::Index(i), Value::Array(items)) if *i < items.len() => &mut items[*i],
+            _ => return false,
+        };
+    }
+    match (last, current) {
+        (Segment::Key(k), Value::Object(map)) => {
+            map.insert(k.clone(), new);
+            true
+        }
+        (Segment::Index(i), Value::Array(items)) if *i < items.len() => {
+            items[*i] = new;
+            true
+        }
+        _ => false,
     }
 }
 

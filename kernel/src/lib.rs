@@ -15,6 +15,11 @@
 
 
 pub mod graph;
+pub mod apply;
+pub mod plan;
+pub mod operation;
+pub mod registry;
+pub mod walk;
 pub mod id;
 
 pub mod reference;

@@ -14,6 +14,23 @@
 
 use std::collections::HashSet;
 
+/// A set of resource IDs references may name.
+pub trait KnownIds {
+    fn has(&self, id: &str) -> bool;
+}
+
+impl KnownIds for HashSet<&str> {
+    fn has(&self, id: &str) -> bool {
+        self.contains(id)
+    }
+}
+
+impl KnownIds for HashSet<String> {
+    fn has(&self, id: &str) -> bool {
+        self.contains(id)
+    }
+}
+
 use kusion_sdk::{FieldPath, Resource};
 use serde_json::{Map, Value};
 
@@ -51,7 +68,7 @@ fn ends_token(c: char) -> bool {
 }
 
 /// Find every reference in `text`. `known_ids` is used to split legacy dotted references.
-pub fn find_references(text: &str, known_ids: &HashSet<&str>, resource: &str) -> Result<Vec<Reference>, ReferenceError> {
+pub fn find_references(text: &str, known_ids: &impl KnownIds, resource: &str) -> Result<Vec<Reference>, ReferenceError> {
     let mut found = Vec::new();
     let mut search_from = 0;
     while let Some(offset) = text[search_from..].find(PREFIX) {
@@ -67,7 +84,7 @@ pub fn find_references(text: &str, known_ids: &HashSet<&str>, resource: &str) ->
             Some('.') => legacy_id(text, after + 1, known_ids, resource)?,
             _ => return Err(malformed("expected '[' or '.' after $kusion_path")),
         };
-        if !known_ids.contains(id.as_str()) {
+        if !known_ids.has(id.as_str()) {
             return Err(ReferenceError::MissingResource { resource: resource.to_string(), text: text.to_string(), target: id });
         }
         let mut path_text_start = path_start;
@@ -108,18 +125,18 @@ fn bracketed_id(text: &str, open: usize) -> Result<(String, usize), &'static str
 fn legacy_id(
     text: &str,
     start: usize,
-    known_ids: &HashSet<&str>,
+    known_ids: &impl KnownIds,
     resource: &str,
 ) -> Result<(String, usize), ReferenceError> {
     let token_end = text[start..].find(ends_token).map_or(text.len(), |o| start + o);
     let token = &text[start..token_end];
     let mut candidates: Vec<&str> = Vec::new();
     for (i, c) in token.char_indices() {
-        if c == '.' && known_ids.contains(&token[..i]) {
+        if c == '.' && known_ids.has(&token[..i]) {
             candidates.push(&token[..i]);
         }
     }
-    if known_ids.contains(token) {
+    if known_ids.has(token) {
         candidates.push(token);
     }
     match candidates.as_slice() {
@@ -148,7 +165,7 @@ fn for_each_string<'a>(value: &'a Value, f: &mut impl FnMut(&'a str) -> Result<(
 }
 
 /// All references in a resource's attributes.
-pub fn references_of(resource: &Resource, known_ids: &HashSet<&str>) -> Result<Vec<Reference>, ReferenceError> {
+pub fn references_of(resource: &Resource, known_ids: &impl KnownIds) -> Result<Vec<Reference>, ReferenceError> {
     let mut refs = Vec::new();
     for value in resource.attributes.values() {
         for_each_string(value, &mut |s| {
@@ -173,7 +190,7 @@ pub enum Lookup<'a> {
 /// any reference had to be left unresolved because its target is [`Lookup::Unknown`].
 pub fn resolve<'a>(
     resource: &Resource,
-    known_ids: &HashSet<&str>,
+    known_ids: &impl KnownIds,
     lookup: &dyn Fn(&str) -> Lookup<'a>,
 ) -> Result<(Resource, bool), ReferenceError> {
     let mut resolved = resource.clone();
@@ -187,7 +204,7 @@ pub fn resolve<'a>(
 fn resolve_value<'a>(
     value: &mut Value,
     resource: &str,
-    known_ids: &HashSet<&str>,
+    known_ids: &impl KnownIds,
     lookup: &dyn Fn(&str) -> Lookup<'a>,
     unresolved: &mut bool,
 ) -> Result<(), ReferenceError> {

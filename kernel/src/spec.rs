@@ -124,6 +124,16 @@ impl Spec {
     }
 }
 
+/// Parse YAML (or JSON) text into a JSON value (for configuration files).
+pub fn yaml_to_json(text: &str) -> Result<serde_json::Value, serde_yaml_ng::Error> {
+    serde_yaml_ng::from_str(text)
+}
+
+/// Render a JSON value as YAML for people.
+pub fn json_to_yaml(value: &serde_json::Value) -> String {
+    serde_yaml_ng::to_string(value).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,6 +82,9 @@ pub enum JournalRecord {
     Applied { entry: StateEntry },
     /// The step finished and the resource no longer exists.
     Deleted { id: String },
+    /// An intent was never acted on (its step was skipped or cancelled before calling the
+    /// runtime): the entry is restored to what it was before the intent.
+    Revert { id: String, previous: Option<StateEntry> },
 }
 
 impl State {
@@ -110,6 +113,14 @@ impl State {
             JournalRecord::Deleted { id } => {
                 self.resources.shift_remove(id);
             }
+            JournalRecord::Revert { id, previous } => match previous {
+                Some(entry) => {
+                    self.resources.insert(id.clone(), entry.clone());
+                }
+                None => {
+                    self.resources.shift_remove(id);
+                }
+            },
         }
     }
 }

@@ -1,0 +1,182 @@
+//! Whole operations on a stack: preview, apply and destroy, with the lease, history and journal.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::apply::{self, ApplyOptions, ApplyReport, Event, Outcome};
+use crate::plan::{self, Plan, PlanError, PlanOptions};
+use crate::registry::Registry;
+use crate::spec::Spec;
+use crate::state::{LeaseHolder, Release, ReleaseStatus, ReleaseStep, StateError, StateStore, now_ms};
+
+/// A stack as the engine sees it: where its state lives and which runtimes serve it.
+#[derive(Clone)]
+pub struct Stack {
+    pub store: Arc<dyn StateStore>,
+    pub registry: Registry,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperationError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("configuring runtime {runtime:?}: {message}")]
+    Configure { runtime: String, message: String },
+}
+
+/// How long a lease lives without renewal; renewed every third of it while an operation runs.
+pub const LEASE_TTL: Duration = Duration::from_secs(60);
+
+/// What happened to an apply or destroy.
+#[derive(Debug)]
+pub enum Applied {
+    /// The plan changed nothing, so nothing ran and no release was recorded.
+    NothingToDo(Plan),
+    /// The user declined the plan.
+    Declined(Plan),
+    Done { plan: Plan, report: ApplyReport, revision: u64 },
+}
+
+/// Configure every runtime with its section of `config` (keyed by runtime name).
+pub fn configure(registry: &Registry, config: &serde_json::Value) -> Result<(), OperationError> {
+    for (info, runtime) in registry.runtimes() {
+        let section = config.get(&info.name).cloned().unwrap_or(serde_json::Value::Null);
+        runtime
+            .configure(&section)
+            .map_err(|e| OperationError::Configure { runtime: info.name.clone(), message: e.message })?;
+    }
+    Ok(())
+}
+
+/// Compute the plan without changing anything and without taking the lease.
+pub async fn preview(
+    spec: &Spec,
+    stack: &Stack,
+    options: &PlanOptions,
+    cancel: Arc<AtomicBool>,
+) -> Result<Plan, OperationError> {
+    let state = stack.store.load()?;
+    Ok(plan::compute(spec, &state, &stack.registry, options, cancel).await?)
+}
+
+/// Take the lease, plan, ask `confirm`, execute and record the release.
+#[allow(clippy::too_many_arguments)]
+pub async fn apply(
+    spec: &Spec,
+    stack: &Stack,
+    operation: &str,
+    plan_options: &PlanOptions,
+    apply_options: &ApplyOptions,
+    notes: Vec<String>,
+    confirm: impl FnOnce(&Plan) -> bool,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Arc<AtomicBool>,
+) -> Result<Applied, OperationError> {
+    let store = stack.store.clone();
+    let holder = LeaseHolder::current(operation);
+    let lease = store.acquire_lease(&holder, LEASE_TTL.as_millis() as u64)?;
+    let lease_lost = Arc::new(AtomicBool::new(false));
+    let renewer = {
+        let store = store.clone();
+        let lease = lease.clone();
+        let cancel = cancel.clone();
+        let lost = lease_lost.clone();
+        tokio::spawn(async move {
+            let mut current = lease;
+            loop {
+                tokio::time::sleep(LEASE_TTL / 3).await;
+                let s = store.clone();
+                let l = current.clone();
+                match tokio::task::spawn_blocking(move || s.renew_lease(&l, LEASE_TTL.as_millis() as u64)).await {
+                    Ok(Ok(renewed)) => current = renewed,
+                    _ => {
+                        // Someone took the stack over: stop starting new work.
+                        tracing::error!("lost the state lease; stopping");
+                        lost.store(true, Ordering::SeqCst);
+                        cancel.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                }
+            }
+        })
+    };
+    let result = apply_locked(spec, stack, operation, &holder, plan_options, apply_options, notes, confirm, events, cancel).await;
+    renewer.abort();
+    if !lease_lost.load(Ordering::SeqCst) {
+        store.release_lease(&lease)?;
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn apply_locked(
+    spec: &Spec,
+    stack: &Stack,
+    operation: &str,
+    holder: &LeaseHolder,
+    plan_options: &PlanOptions,
+    apply_options: &ApplyOptions,
+    notes: Vec<String>,
+    confirm: impl FnOnce(&Plan) -> bool,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Arc<AtomicBool>,
+) -> Result<Applied, OperationError> {
+    let state = stack.store.load()?;
+    let plan = plan::compute(spec, &state, &stack.registry, plan_options, cancel.clone()).await?;
+    if !plan.has_changes() && !state.resources.values().any(|e| e.pending) {
+        return Ok(Applied::NothingToDo(plan));
+    }
+    if !confirm(&plan) {
+        return Ok(Applied::Declined(plan));
+    }
+    let mut release = Release {
+        revision: 0,
+        operation: operation.to_string(),
+        holder: holder.clone(),
+        started_at: now_ms(),
+        finished_at: None,
+        status: ReleaseStatus::Running,
+        spec: if plan_options.destroy { Spec::default() } else { spec.clone() },
+        steps: Vec::new(),
+        notes,
+    };
+    let revision = stack.store.create_release(&mut release)?;
+    let (report, _state) = apply::execute(
+        plan.clone(),
+        stack.store.clone(),
+        state,
+        &stack.registry,
+        apply_options,
+        cancel,
+        events,
+    )
+    .await?;
+    release.finished_at = Some(now_ms());
+    release.status = if report.succeeded() {
+        ReleaseStatus::Succeeded
+    } else if report.interrupted {
+        ReleaseStatus::Interrupted
+    } else {
+        ReleaseStatus::Failed
+    };
+    release.steps = report
+        .steps
+        .iter()
+        .map(|s| {
+            let (outcome, error) = match &s.outcome {
+                Outcome::Succeeded => ("succeeded".to_string(), None),
+                Outcome::Failed(e) => ("failed".to_string(), Some(e.clone())),
+                Outcome::Skipped(e) => ("skipped".to_string(), Some(e.clone())),
+                Outcome::Cancelled => ("cancelled".to_string(), None),
+            };
+            ReleaseStep { id: s.id.clone(), action: s.action.to_string(), outcome, error }
+        })
+        .collect();
+    stack.store.update_release(&release)?;
+    Ok(Applied::Done { plan, report, revision })
+}
