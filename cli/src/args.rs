@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "kusionctl", version, about = "Preview, apply, watch and destroy a stack's resources")]
+#[command(
+    name = "kusionctl",
+    version,
+    about = "Preview, apply, watch and destroy a stack's resources"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,

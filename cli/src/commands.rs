@@ -32,14 +32,17 @@ pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
         Err(e) => {
             let code = if e.downcast_ref::<UsageError>().is_some() {
                 exit::USAGE
-            } else if e.chain().any(|c| matches!(c.downcast_ref::<StateError>(), Some(StateError::Locked { .. })))
-                || e.chain().any(|c| {
-                    matches!(
-                        c.downcast_ref::<operation::OperationError>(),
-                        Some(operation::OperationError::State(StateError::Locked { .. }))
-                    )
-                })
-            {
+            } else if e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<StateError>(),
+                    Some(StateError::Locked { .. })
+                )
+            }) || e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<operation::OperationError>(),
+                    Some(operation::OperationError::State(StateError::Locked { .. }))
+                )
+            }) {
                 exit::LOCKED
             } else {
                 exit::FAILED
@@ -66,7 +69,11 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         Some(d) => d.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let state_dir = cli.global.state_dir.clone().unwrap_or_else(|| workdir.join(".kusion").join("state"));
+    let state_dir = cli
+        .global
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| workdir.join(".kusion").join("state"));
     let mut registry = Registry::new();
     for runtime in runtimes {
         registry.register(runtime)?;
@@ -76,17 +83,23 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         None => Value::Null,
     };
     operation::configure(&registry, &config)?;
-    let color = !cli.global.no_color && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = !cli.global.no_color
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
     Ok(Context_ {
         workdir,
         output: cli.global.output,
         styles: Styles { color },
-        stack: Stack { store: Arc::new(LocalStore::new(state_dir)), registry },
+        stack: Stack {
+            store: Arc::new(LocalStore::new(state_dir)),
+            registry,
+        },
     })
 }
 
 fn read_runtime_config(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading runtime config {}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading runtime config {}", path.display()))?;
     serde_yaml_to_json(&text).with_context(|| format!("parsing runtime config {}", path.display()))
 }
 
@@ -98,7 +111,9 @@ fn spec_path(ctx: &Context_, spec: &Option<PathBuf>) -> Result<PathBuf> {
     match spec {
         Some(p) if p.is_absolute() => Ok(p.clone()),
         Some(p) => Ok(ctx.workdir.join(p)),
-        None => Err(UsageError("no spec given: pass --spec FILE (a YAML or JSON spec)".into()).into()),
+        None => {
+            Err(UsageError("no spec given: pass --spec FILE (a YAML or JSON spec)".into()).into())
+        }
     }
 }
 
@@ -111,12 +126,20 @@ fn plan_options(args: &PlanArgs, destroy: bool) -> Result<PlanOptions> {
     let ignore_fields = args
         .ignore_fields
         .iter()
-        .map(|f| FieldPath::parse(f).map_err(|e| anyhow::Error::new(UsageError(format!("--ignore-fields: {e}")))))
+        .map(|f| {
+            FieldPath::parse(f)
+                .map_err(|e| anyhow::Error::new(UsageError(format!("--ignore-fields: {e}"))))
+        })
         .collect::<Result<Vec<_>>>()?;
     if args.concurrency == 0 {
         return Err(UsageError("--concurrency must be at least 1".into()).into());
     }
-    Ok(PlanOptions { ignore_fields, concurrency: args.concurrency, timeout: args.timeout, destroy })
+    Ok(PlanOptions {
+        ignore_fields,
+        concurrency: args.concurrency,
+        timeout: args.timeout,
+        destroy,
+    })
 }
 
 /// First Ctrl-C: stop starting new work; second: leave at once (the journal is consistent).
@@ -124,7 +147,9 @@ fn install_interrupt(cancel: Arc<AtomicBool>) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             cancel.store(true, Ordering::SeqCst);
-            eprintln!("\nInterrupted: no new steps start; running steps finish or time out, then state is saved. Ctrl-C again to quit now.");
+            eprintln!(
+                "\nInterrupted: no new steps start; running steps finish or time out, then state is saved. Ctrl-C again to quit now."
+            );
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
             }
@@ -139,11 +164,19 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     match cli.command {
         Command::Preview { plan, detail } => {
             let spec = load_spec(&ctx, &plan.spec)?;
-            let plan = operation::preview(&spec, &ctx.stack, &plan_options(&plan, false)?, cancel).await?;
+            let plan =
+                operation::preview(&spec, &ctx.stack, &plan_options(&plan, false)?, cancel).await?;
             print_plan(&ctx, &plan, detail);
             Ok(exit::OK)
         }
-        Command::Apply { plan, yes, dry_run, watch, watch_timeout, detail } => {
+        Command::Apply {
+            plan,
+            yes,
+            dry_run,
+            watch,
+            watch_timeout,
+            detail,
+        } => {
             let spec = load_spec(&ctx, &plan.spec)?;
             let options = plan_options(&plan, false)?;
             if dry_run {
@@ -158,20 +191,45 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 watch_timeout,
                 ignore_fields: options.ignore_fields.clone(),
             };
-            run_apply(&ctx, &spec, "apply", &options, &apply_options, yes, detail, cancel).await
+            run_apply(
+                &ctx,
+                &spec,
+                "apply",
+                &options,
+                &apply_options,
+                yes,
+                detail,
+                cancel,
+            )
+            .await
         }
         Command::Destroy { plan, yes } => {
             let options = plan_options(&plan, true)?;
-            let apply_options = ApplyOptions { concurrency: plan.concurrency, timeout: plan.timeout, ..Default::default() };
-            run_apply(&ctx, &Spec::default(), "destroy", &options, &apply_options, yes, false, cancel).await
+            let apply_options = ApplyOptions {
+                concurrency: plan.concurrency,
+                timeout: plan.timeout,
+                ..Default::default()
+            };
+            run_apply(
+                &ctx,
+                &Spec::default(),
+                "destroy",
+                &options,
+                &apply_options,
+                yes,
+                false,
+                cancel,
+            )
+            .await
         }
         Command::Graph { spec, format } => {
             let spec = load_spec(&ctx, &spec)?;
-            spec.validate(&ctx.stack.registry.types()).or_else(|e| match e {
-                // The graph does not need runtimes: only structural errors matter here.
-                kusion_kernel::spec::SpecError::UnknownType { .. } => Ok(()),
-                other => Err(other),
-            })?;
+            spec.validate(&ctx.stack.registry.types())
+                .or_else(|e| match e {
+                    // The graph does not need runtimes: only structural errors matter here.
+                    kusion_kernel::spec::SpecError::UnknownType { .. } => Ok(()),
+                    other => Err(other),
+                })?;
             let dag = Dag::build(&spec)?;
             match (ctx.output, format) {
                 (Output::Json, _) => println!(
@@ -237,14 +295,28 @@ async fn run_apply(
     cancel: Arc<AtomicBool>,
 ) -> Result<u8> {
     if !yes && !std::io::stdin().is_terminal() {
-        return Err(UsageError(format!("standard input is not a terminal: pass --yes to {operation_name} without confirmation")).into());
+        return Err(UsageError(format!(
+            "standard input is not a terminal: pass --yes to {operation_name} without confirmation"
+        ))
+        .into());
     }
     let human = ctx.output == Output::Human;
     let (tx, rx) = mpsc::unbounded_channel();
     let total_holder = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let progress = tokio::spawn(show_progress(rx, human, ctx.styles.color, total_holder.clone()));
-    let verb = if operation_name == "destroy" { "Destroy" } else { "Apply" };
-    let styles = Styles { color: ctx.styles.color };
+    let progress = tokio::spawn(show_progress(
+        rx,
+        human,
+        ctx.styles.color,
+        total_holder.clone(),
+    ));
+    let verb = if operation_name == "destroy" {
+        "Destroy"
+    } else {
+        "Apply"
+    };
+    let styles = Styles {
+        color: ctx.styles.color,
+    };
     let confirm = |plan: &Plan| {
         if human {
             println!("{}", render::plan_table(plan, &styles));
@@ -253,10 +325,27 @@ async fn run_apply(
             }
             println!("{}", render::plan_summary_line(plan));
         }
-        total_holder.store(plan.steps.iter().filter(|s| s.action.changes_something()).count(), Ordering::SeqCst);
+        total_holder.store(
+            plan.steps
+                .iter()
+                .filter(|s| s.action.changes_something())
+                .count(),
+            Ordering::SeqCst,
+        );
         yes || ask(plan, &styles, operation_name)
     };
-    let result = operation::apply(spec, &ctx.stack, operation_name, options, apply_options, Vec::new(), confirm, Some(tx), cancel).await;
+    let result = operation::apply(
+        spec,
+        &ctx.stack,
+        operation_name,
+        options,
+        apply_options,
+        Vec::new(),
+        confirm,
+        Some(tx),
+        cancel,
+    )
+    .await;
     let _ = progress.await;
     match result? {
         Applied::NothingToDo(plan) => {
@@ -264,9 +353,14 @@ async fn run_apply(
                 if !plan.steps.is_empty() {
                     println!("{}", render::plan_table(&plan, &ctx.styles));
                 }
-                println!("No changes. {verb} complete! Resources: 0 created, 0 updated, 0 deleted.");
+                println!(
+                    "No changes. {verb} complete! Resources: 0 created, 0 updated, 0 deleted."
+                );
             } else {
-                println!("{}", json!({"plan": render::plan_json(&plan), "result": null, "summary": format!("{verb} complete! Resources: 0 created, 0 updated, 0 deleted.")}));
+                println!(
+                    "{}",
+                    json!({"plan": render::plan_json(&plan), "result": null, "summary": format!("{verb} complete! Resources: 0 created, 0 updated, 0 deleted.")})
+                );
             }
             Ok(exit::OK)
         }
@@ -274,20 +368,38 @@ async fn run_apply(
             if human {
                 println!("{verb} cancelled; nothing changed.");
             } else {
-                println!("{}", json!({"plan": render::plan_json(&plan), "result": null, "declined": true}));
+                println!(
+                    "{}",
+                    json!({"plan": render::plan_json(&plan), "result": null, "declined": true})
+                );
             }
             Ok(exit::OK)
         }
-        Applied::Done { plan, report, revision } => {
+        Applied::Done {
+            plan,
+            report,
+            revision,
+        } => {
             if human {
                 print!("{}", render::failures(&report, &ctx.styles));
                 let line = report.summary_line(verb);
-                let style = if report.succeeded() { ctx.styles.green() } else { ctx.styles.red() };
+                let style = if report.succeeded() {
+                    ctx.styles.green()
+                } else {
+                    ctx.styles.red()
+                };
                 println!("{}", style.apply_to(line));
             } else {
-                println!("{}", json!({"plan": render::plan_json(&plan), "result": render::report_json(&report, Some(revision), verb)}));
+                println!(
+                    "{}",
+                    json!({"plan": render::plan_json(&plan), "result": render::report_json(&report, Some(revision), verb)})
+                );
             }
-            Ok(if report.succeeded() { exit::OK } else { exit::FAILED })
+            Ok(if report.succeeded() {
+                exit::OK
+            } else {
+                exit::FAILED
+            })
         }
     }
 }
@@ -304,7 +416,11 @@ async fn show_progress(
     let multi = MultiProgress::new();
     let bar = if tty {
         let bar = multi.add(ProgressBar::new(0));
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         Some(bar)
     } else {
@@ -325,16 +441,32 @@ async fn show_progress(
                     bar.set_message(format!("{action} {id}"));
                 }
             }
-            Event::Finished { id, action, outcome } => {
+            Event::Finished {
+                id,
+                action,
+                outcome,
+            } => {
                 if !action.changes_something() {
                     continue;
                 }
-                let took = started.get(&id).map(|t: &std::time::Instant| format!(" ({:.1}s)", t.elapsed().as_secs_f64())).unwrap_or_default();
+                let took = started
+                    .get(&id)
+                    .map(|t: &std::time::Instant| format!(" ({:.1}s)", t.elapsed().as_secs_f64()))
+                    .unwrap_or_default();
                 let line = match &outcome {
-                    Outcome::Succeeded => format!("{} {action} {id}{took}", styles.green().apply_to("✔")),
-                    Outcome::Failed(e) => format!("{} {action} {id}: {e}", styles.red().apply_to("✘")),
-                    Outcome::Skipped(e) => format!("{} {action} {id}: skipped, {e}", styles.yellow().apply_to("-")),
-                    Outcome::Cancelled => format!("{} {action} {id}: not started", styles.dim().apply_to("-")),
+                    Outcome::Succeeded => {
+                        format!("{} {action} {id}{took}", styles.green().apply_to("✔"))
+                    }
+                    Outcome::Failed(e) => {
+                        format!("{} {action} {id}: {e}", styles.red().apply_to("✘"))
+                    }
+                    Outcome::Skipped(e) => format!(
+                        "{} {action} {id}: skipped, {e}",
+                        styles.yellow().apply_to("-")
+                    ),
+                    Outcome::Cancelled => {
+                        format!("{} {action} {id}: not started", styles.dim().apply_to("-"))
+                    }
                 };
                 if !human {
                     continue;
@@ -347,7 +479,11 @@ async fn show_progress(
                     None => eprintln!("{line}"),
                 }
             }
-            Event::Watch { id, resource_type, event } => {
+            Event::Watch {
+                id,
+                resource_type,
+                event,
+            } => {
                 if !human {
                     continue;
                 }
@@ -358,9 +494,14 @@ async fn show_progress(
                         Health::Failed => styles.red().apply_to("failed").to_string(),
                         Health::Progressing => styles.yellow().apply_to("waiting").to_string(),
                     };
-                    let text = format!("{:<12} {:<14} {:<40} {mark} {}", resource_type, object.kind, object.name, object.detail);
+                    let text = format!(
+                        "{:<12} {:<14} {:<40} {mark} {}",
+                        resource_type, object.kind, object.name, object.detail
+                    );
                     if tty {
-                        let row = rows.entry(key).or_insert_with(|| multi.add(ProgressBar::new_spinner()));
+                        let row = rows
+                            .entry(key)
+                            .or_insert_with(|| multi.add(ProgressBar::new_spinner()));
                         row.set_message(text);
                         if object.health != Health::Progressing {
                             row.finish();
@@ -394,24 +535,41 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
                     table.add_row(vec![
                         e.resource.id.clone(),
                         e.resource.resource_type.clone(),
-                        if e.pending { "pending (outcome unknown)".to_string() } else { "applied".to_string() },
+                        if e.pending {
+                            "pending (outcome unknown)".to_string()
+                        } else {
+                            "applied".to_string()
+                        },
                         format_time(e.updated_at),
                     ]);
                 }
                 println!("{table}");
-                println!("{} resource(s) in {}", state.resources.len(), store.location());
+                println!(
+                    "{} resource(s) in {}",
+                    state.resources.len(),
+                    store.location()
+                );
             }
             Ok(exit::OK)
         }
         StateCommand::Show { id } => {
             let state = store.load()?;
             let entries: Vec<Value> = match &id {
-                Some(id) => vec![render::masked_entry(
-                    state.resources.get(id).ok_or_else(|| anyhow!("resource {id:?} is not in the state at {}", store.location()))?,
-                )],
+                Some(id) => vec![render::masked_entry(state.resources.get(id).ok_or_else(
+                    || {
+                        anyhow!(
+                            "resource {id:?} is not in the state at {}",
+                            store.location()
+                        )
+                    },
+                )?)],
                 None => state.resources.values().map(render::masked_entry).collect(),
             };
-            let value = if id.is_some() { entries.into_iter().next().unwrap_or(Value::Null) } else { Value::Array(entries) };
+            let value = if id.is_some() {
+                entries.into_iter().next().unwrap_or(Value::Null)
+            } else {
+                Value::Array(entries)
+            };
             if ctx.output == Output::Json {
                 println!("{value}");
             } else {
@@ -441,7 +599,15 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
                     } else {
                         let mut table = comfy_table::Table::new();
                         table.load_preset(comfy_table::presets::NOTHING);
-                        table.set_header(vec!["Revision", "Operation", "Status", "Started", "Finished", "By", "Steps"]);
+                        table.set_header(vec![
+                            "Revision",
+                            "Operation",
+                            "Status",
+                            "Started",
+                            "Finished",
+                            "By",
+                            "Steps",
+                        ]);
                         for r in &releases {
                             table.add_row(vec![
                                 r.revision.to_string(),

@@ -58,7 +58,10 @@ pub fn plan_table(plan: &Plan, styles: &Styles) -> String {
         table.add_row(vec![
             step.id.clone(),
             step.resource_type.clone(),
-            styles.action(step.action).apply_to(step.action.to_string()).to_string(),
+            styles
+                .action(step.action)
+                .apply_to(step.action.to_string())
+                .to_string(),
         ]);
     }
     table.to_string()
@@ -83,21 +86,41 @@ fn show(v: &Option<Value>) -> String {
 pub fn plan_details(plan: &Plan, styles: &Styles) -> String {
     let mut out = String::new();
     for step in plan.steps.iter().filter(|s| s.action.changes_something()) {
-        out.push_str(&format!("{} {}\n", styles.action(step.action).apply_to(step.action.to_string()), styles.bold().apply_to(&step.id)));
+        out.push_str(&format!(
+            "{} {}\n",
+            styles.action(step.action).apply_to(step.action.to_string()),
+            styles.bold().apply_to(&step.id)
+        ));
         for c in masked_changes(step) {
             let line = match c.kind {
-                ChangeKind::Added => styles.green().apply_to(format!("  + {}: {}", c.path, show(&c.new))).to_string(),
-                ChangeKind::Removed => styles.red().apply_to(format!("  - {}: {}", c.path, show(&c.old))).to_string(),
+                ChangeKind::Added => styles
+                    .green()
+                    .apply_to(format!("  + {}: {}", c.path, show(&c.new)))
+                    .to_string(),
+                ChangeKind::Removed => styles
+                    .red()
+                    .apply_to(format!("  - {}: {}", c.path, show(&c.old)))
+                    .to_string(),
                 ChangeKind::Changed => styles
                     .yellow()
-                    .apply_to(format!("  ~ {}: {} => {}", c.path, show(&c.old), show(&c.new)))
+                    .apply_to(format!(
+                        "  ~ {}: {} => {}",
+                        c.path,
+                        show(&c.old),
+                        show(&c.new)
+                    ))
                     .to_string(),
             };
             out.push_str(&line);
             out.push('\n');
         }
         for u in &step.unknown {
-            out.push_str(&styles.dim().apply_to(format!("  ? {u}: (known after apply)\n")).to_string());
+            out.push_str(
+                &styles
+                    .dim()
+                    .apply_to(format!("  ? {u}: (known after apply)\n"))
+                    .to_string(),
+            );
         }
     }
     out
@@ -134,8 +157,18 @@ pub fn failures(report: &ApplyReport, styles: &Styles) -> String {
     let mut out = String::new();
     for s in &report.steps {
         match &s.outcome {
-            Outcome::Failed(e) => out.push_str(&format!("{} {} ({}): {e}\n", styles.red().apply_to("failed"), s.id, s.action)),
-            Outcome::Skipped(e) => out.push_str(&format!("{} {} ({}): {e}\n", styles.yellow().apply_to("skipped"), s.id, s.action)),
+            Outcome::Failed(e) => out.push_str(&format!(
+                "{} {} ({}): {e}\n",
+                styles.red().apply_to("failed"),
+                s.id,
+                s.action
+            )),
+            Outcome::Skipped(e) => out.push_str(&format!(
+                "{} {} ({}): {e}\n",
+                styles.yellow().apply_to("skipped"),
+                s.id,
+                s.action
+            )),
             _ => {}
         }
     }
@@ -145,7 +178,12 @@ pub fn failures(report: &ApplyReport, styles: &Styles) -> String {
 /// A state entry as shown to people and machines: sensitive values masked, private data hidden.
 pub fn masked_entry(entry: &StateEntry) -> Value {
     let mut sensitive: Vec<FieldPath> = diff::builtin_sensitive_paths(&entry.resource);
-    sensitive.extend(entry.sensitive_paths.iter().filter_map(|p| FieldPath::parse(p).ok()));
+    sensitive.extend(
+        entry
+            .sensitive_paths
+            .iter()
+            .filter_map(|p| FieldPath::parse(p).ok()),
+    );
     let mut attrs = Value::Object(entry.resource.attributes.clone());
     diff::mask(&mut attrs, &sensitive);
     json!({

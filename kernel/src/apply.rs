@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kusion_sdk::runtime::{ApplyRequest, DeleteRequest, Health, WatchEvent, WatchPoll, WatchRequest};
+use kusion_sdk::runtime::{
+    ApplyRequest, DeleteRequest, Health, WatchEvent, WatchPoll, WatchRequest,
+};
 use kusion_sdk::{FieldPath, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -58,9 +60,20 @@ pub enum Outcome {
 /// Progress reported while executing.
 #[derive(Debug, Clone)]
 pub enum Event {
-    Started { id: String, action: Action },
-    Finished { id: String, action: Action, outcome: Outcome },
-    Watch { id: String, resource_type: String, event: WatchEvent },
+    Started {
+        id: String,
+        action: Action,
+    },
+    Finished {
+        id: String,
+        action: Action,
+        outcome: Outcome,
+    },
+    Watch {
+        id: String,
+        resource_type: String,
+        event: WatchEvent,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,7 +92,10 @@ pub struct ApplyReport {
 
 impl ApplyReport {
     fn count(&self, actions: &[Action]) -> usize {
-        self.steps.iter().filter(|s| s.outcome == Outcome::Succeeded && actions.contains(&s.action)).count()
+        self.steps
+            .iter()
+            .filter(|s| s.outcome == Outcome::Succeeded && actions.contains(&s.action))
+            .count()
     }
     pub fn created(&self) -> usize {
         self.count(&[Action::Create])
@@ -91,21 +107,41 @@ impl ApplyReport {
         self.count(&[Action::Delete])
     }
     pub fn failed(&self) -> Vec<&StepReport> {
-        self.steps.iter().filter(|s| matches!(s.outcome, Outcome::Failed(_))).collect()
+        self.steps
+            .iter()
+            .filter(|s| matches!(s.outcome, Outcome::Failed(_)))
+            .collect()
     }
     pub fn succeeded(&self) -> bool {
         !self.interrupted && self.steps.iter().all(|s| s.outcome == Outcome::Succeeded)
     }
     /// `Apply complete! Resources: N created, M updated, K deleted.` or what went wrong.
     pub fn summary_line(&self, verb: &str) -> String {
-        let counts = format!("{} created, {} updated, {} deleted", self.created(), self.updated(), self.deleted());
+        let counts = format!(
+            "{} created, {} updated, {} deleted",
+            self.created(),
+            self.updated(),
+            self.deleted()
+        );
         if self.succeeded() {
             format!("{verb} complete! Resources: {counts}.")
         } else {
             let failed = self.failed().len();
-            let skipped = self.steps.iter().filter(|s| matches!(s.outcome, Outcome::Skipped(_))).count();
-            let cancelled = self.steps.iter().filter(|s| s.outcome == Outcome::Cancelled).count();
-            let why = if self.interrupted { "interrupted" } else { "failed" };
+            let skipped = self
+                .steps
+                .iter()
+                .filter(|s| matches!(s.outcome, Outcome::Skipped(_)))
+                .count();
+            let cancelled = self
+                .steps
+                .iter()
+                .filter(|s| s.outcome == Outcome::Cancelled)
+                .count();
+            let why = if self.interrupted {
+                "interrupted"
+            } else {
+                "failed"
+            };
             format!(
                 "{verb} {why}! Resources: {counts}; {failed} failed, {skipped} skipped, {cancelled} not started."
             )
@@ -129,7 +165,10 @@ impl Journal {
             .name("kusion-journal".into())
             .spawn(move || journal_worker(store, state, rx))
             .expect("spawning the journal thread");
-        Journal { tx: Some(tx), worker: Some(worker) }
+        Journal {
+            tx: Some(tx),
+            worker: Some(worker),
+        }
     }
 
     /// Append records; returns once they are durable.
@@ -140,15 +179,23 @@ impl Journal {
             .ok_or("journal closed")?
             .send((records, ack))
             .map_err(|_| "the journal writer stopped".to_string())?;
-        done.await.map_err(|_| "the journal writer stopped".to_string())?
+        done.await
+            .map_err(|_| "the journal writer stopped".to_string())?
     }
 
     /// Stop, checkpoint, and return the final state.
     pub fn finish(mut self) -> Result<State, StateError> {
         self.tx.take();
-        self.worker.take().expect("finish once").join().unwrap_or_else(|_| {
-            Err(StateError::Io { location: "journal".into(), message: "the journal writer panicked".into() })
-        })
+        self.worker
+            .take()
+            .expect("finish once")
+            .join()
+            .unwrap_or_else(|_| {
+                Err(StateError::Io {
+                    location: "journal".into(),
+                    message: "the journal writer panicked".into(),
+                })
+            })
     }
 }
 
@@ -163,7 +210,8 @@ fn journal_worker(
         while let Ok(more) = rx.try_recv() {
             batch.push(more);
         }
-        let records: Vec<JournalRecord> = batch.iter().flat_map(|(r, _)| r.iter().cloned()).collect();
+        let records: Vec<JournalRecord> =
+            batch.iter().flat_map(|(r, _)| r.iter().cloned()).collect();
         let result = store.append(&records).map_err(|e| e.to_string());
         if result.is_ok() {
             let now = now_ms();
@@ -197,13 +245,23 @@ fn intent_kind(action: Action) -> Option<IntentKind> {
     }
 }
 
-/// The resource recorded in state: the runtime's answer for attributes, the spec's identity.
-fn recorded(planned: &Resource, answer: Resource) -> Resource {
+/// The resource recorded in state: the runtime's answer for attributes, the spec's identity,
+/// and every dependency (explicit and implicit), since references are resolved by then and a
+/// later destroy must still order deletions.
+fn recorded(planned: &Resource, answer: Resource, known: &HashSet<String>) -> Resource {
+    let mut depends_on = planned.depends_on.clone();
+    if let Ok(refs) = reference::references_of(planned, known) {
+        for r in refs {
+            if !depends_on.contains(&r.id) {
+                depends_on.push(r.id);
+            }
+        }
+    }
     Resource {
         id: planned.id.clone(),
         resource_type: planned.resource_type.clone(),
         attributes: answer.attributes,
-        depends_on: planned.depends_on.clone(),
+        depends_on,
         extensions: planned.extensions.clone(),
     }
 }
@@ -244,16 +302,27 @@ pub async fn execute(
         .iter()
         .filter_map(|s| {
             let kind = intent_kind(s.action)?;
-            let resource = s.planned.clone().or_else(|| s.prior.as_ref().map(|p| p.resource.clone()))?;
+            let resource = s
+                .planned
+                .clone()
+                .or_else(|| s.prior.as_ref().map(|p| p.resource.clone()))?;
             Some(JournalRecord::Intent { kind, resource })
         })
         .collect();
     if let Err(e) = journal.write(intents).await {
         let _ = journal.finish();
-        return Err(StateError::Io { location: "journal".into(), message: e });
+        return Err(StateError::Io {
+            location: "journal".into(),
+            message: e,
+        });
     }
 
-    let spec_ids: HashSet<String> = plan.steps.iter().filter(|s| s.planned.is_some()).map(|s| s.id.clone()).collect();
+    let spec_ids: HashSet<String> = plan
+        .steps
+        .iter()
+        .filter(|s| s.planned.is_some())
+        .map(|s| s.id.clone())
+        .collect();
     let cx = Arc::new(ExecContext {
         registry: registry.clone(),
         journal,
@@ -272,7 +341,10 @@ pub async fn execute(
     .await;
 
     let interrupted = cancel.load(Ordering::SeqCst);
-    let mut report = ApplyReport { steps: Vec::with_capacity(steps.len()), interrupted };
+    let mut report = ApplyReport {
+        steps: Vec::with_capacity(steps.len()),
+        interrupted,
+    };
     let mut reverts = Vec::new();
     for (i, result) in results.into_iter().enumerate() {
         let step = &steps[i];
@@ -284,50 +356,88 @@ pub async fn execute(
         };
         if matches!(outcome, Outcome::Skipped(_) | Outcome::Cancelled) {
             if intent_kind(step.action).is_some() {
-                reverts.push(JournalRecord::Revert { id: step.id.clone(), previous: step.prior.clone() });
+                reverts.push(JournalRecord::Revert {
+                    id: step.id.clone(),
+                    previous: step.prior.clone(),
+                });
             }
-            cx.emit(Event::Finished { id: step.id.clone(), action: step.action, outcome: outcome.clone() });
+            cx.emit(Event::Finished {
+                id: step.id.clone(),
+                action: step.action,
+                outcome: outcome.clone(),
+            });
         }
-        report.steps.push(StepReport { id: step.id.clone(), action: step.action, outcome });
+        report.steps.push(StepReport {
+            id: step.id.clone(),
+            action: step.action,
+            outcome,
+        });
     }
     let write = cx.journal.write(reverts).await;
     let cx = match Arc::try_unwrap(cx) {
         Ok(cx) => cx,
-        Err(_) => return Err(StateError::Io { location: "journal".into(), message: "a step outlived the walk".into() }),
+        Err(_) => {
+            return Err(StateError::Io {
+                location: "journal".into(),
+                message: "a step outlived the walk".into(),
+            });
+        }
     };
     let state = cx.journal.finish()?;
-    write.map_err(|e| StateError::Io { location: "journal".into(), message: e })?;
+    write.map_err(|e| StateError::Io {
+        location: "journal".into(),
+        message: e,
+    })?;
     Ok((report, state))
 }
 
 async fn execute_one(step: &Step, cx: &ExecContext) -> Result<(), String> {
-    cx.emit(Event::Started { id: step.id.clone(), action: step.action });
+    cx.emit(Event::Started {
+        id: step.id.clone(),
+        action: step.action,
+    });
     let result = run_step(step, cx).await;
     let outcome = match &result {
         Ok(()) => Outcome::Succeeded,
         Err(e) => Outcome::Failed(e.clone()),
     };
-    cx.emit(Event::Finished { id: step.id.clone(), action: step.action, outcome });
+    cx.emit(Event::Finished {
+        id: step.id.clone(),
+        action: step.action,
+        outcome,
+    });
     result
 }
 
 async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
-    let runtime = cx.registry.get(&step.resource_type).ok_or_else(|| format!("no runtime serves type {:?}", step.resource_type))?.clone();
+    let runtime = cx
+        .registry
+        .get(&step.resource_type)
+        .ok_or_else(|| format!("no runtime serves type {:?}", step.resource_type))?
+        .clone();
     let timeout = cx.options.timeout;
     match step.action {
         Action::UnChanged | Action::Import => {
-            let live = step.live.clone().ok_or("no live object recorded for an unchanged resource")?;
+            let live = step
+                .live
+                .clone()
+                .ok_or("no live object recorded for an unchanged resource")?;
             let planned = step.planned.as_ref().ok_or("no planned resource")?;
-            cx.applied.lock().map_err(|_| "poisoned")?.insert(step.id.clone(), live.attributes.clone());
+            cx.applied
+                .lock()
+                .map_err(|_| "poisoned")?
+                .insert(step.id.clone(), live.attributes.clone());
             if step.action == Action::Import {
                 let entry = StateEntry {
-                    resource: recorded(planned, live),
+                    resource: recorded(planned, live, &cx.known),
                     private: step.live_private.clone(),
                     sensitive_paths: step.sensitive.iter().map(|p| p.to_string()).collect(),
                     pending: false,
                     updated_at: now_ms(),
                 };
-                cx.journal.write(vec![JournalRecord::Applied { entry }]).await?;
+                cx.journal
+                    .write(vec![JournalRecord::Applied { entry }])
+                    .await?;
             }
             Ok(())
         }
@@ -335,11 +445,12 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
             let planned = step.planned.as_ref().ok_or("no planned resource")?;
             let resolved = {
                 let applied = cx.applied.lock().map_err(|_| "poisoned")?;
-                let (resolved, unresolved) = reference::resolve(planned, &cx.known, &|id| match applied.get(id) {
-                    Some(attrs) => Lookup::Known(attrs),
-                    None => Lookup::Unknown,
-                })
-                .map_err(|e| e.to_string())?;
+                let (resolved, unresolved) =
+                    reference::resolve(planned, &cx.known, &|id| match applied.get(id) {
+                        Some(attrs) => Lookup::Known(attrs),
+                        None => Lookup::Unknown,
+                    })
+                    .map_err(|e| e.to_string())?;
                 if unresolved {
                     return Err("a referenced resource has no value in this run".into());
                 }
@@ -368,7 +479,11 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
             }
             let request = ApplyRequest {
                 prior: step.prior.as_ref().map(|p| p.resource.clone()),
-                prior_private: step.prior.as_ref().and_then(|p| p.private.clone()).or_else(|| step.live_private.clone()),
+                prior_private: step
+                    .prior
+                    .as_ref()
+                    .and_then(|p| p.private.clone())
+                    .or_else(|| step.live_private.clone()),
                 planned: to_send,
                 dry_run: false,
                 timeout,
@@ -380,16 +495,26 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
             sensitive.sort();
             sensitive.dedup();
             let entry = StateEntry {
-                resource: recorded(&resolved, response.resource),
+                resource: recorded(planned, response.resource, &cx.known),
                 private: response.private,
                 sensitive_paths: sensitive,
                 pending: false,
                 updated_at: now_ms(),
             };
             let attrs = entry.resource.attributes.clone();
-            cx.journal.write(vec![JournalRecord::Applied { entry: entry.clone() }]).await?;
-            cx.applied.lock().map_err(|_| "poisoned")?.insert(step.id.clone(), attrs);
-            let capable = cx.registry.info(&step.resource_type).is_some_and(|i| i.capabilities.watch);
+            cx.journal
+                .write(vec![JournalRecord::Applied {
+                    entry: entry.clone(),
+                }])
+                .await?;
+            cx.applied
+                .lock()
+                .map_err(|_| "poisoned")?
+                .insert(step.id.clone(), attrs);
+            let capable = cx
+                .registry
+                .info(&step.resource_type)
+                .is_some_and(|i| i.capabilities.watch);
             if cx.options.watch && capable {
                 watch_until_ready(step, &entry.resource, cx).await?;
             }
@@ -397,25 +522,45 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
         }
         Action::Delete => {
             let prior = step.prior.as_ref().ok_or("no prior state for a delete")?;
-            let request = DeleteRequest { resource: prior.resource.clone(), private: prior.private.clone(), timeout };
+            let request = DeleteRequest {
+                resource: prior.resource.clone(),
+                private: prior.private.clone(),
+                timeout,
+            };
             let rt = runtime.clone();
             blocking(timeout, move || rt.delete(&request)).await?;
-            cx.journal.write(vec![JournalRecord::Deleted { id: step.id.clone() }]).await?;
+            cx.journal
+                .write(vec![JournalRecord::Deleted {
+                    id: step.id.clone(),
+                }])
+                .await?;
             Ok(())
         }
     }
 }
 
-async fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Result<(), String> {
-    let runtime = cx.registry.get(&step.resource_type).ok_or("no runtime")?.clone();
-    let request = WatchRequest { resource: resource.clone() };
+async fn watch_until_ready(
+    step: &Step,
+    resource: &Resource,
+    cx: &ExecContext,
+) -> Result<(), String> {
+    let runtime = cx
+        .registry
+        .get(&step.resource_type)
+        .ok_or("no runtime")?
+        .clone();
+    let request = WatchRequest {
+        resource: resource.clone(),
+    };
     let rt = runtime.clone();
     let mut watch = blocking(cx.options.timeout, move || rt.watch(&request)).await?;
     let deadline = Instant::now() + cx.options.watch_timeout;
     let mut last_detail = String::from("no status reported");
     loop {
         if cx.cancel.load(Ordering::SeqCst) {
-            return Err(format!("interrupted while waiting for readiness ({last_detail})"));
+            return Err(format!(
+                "interrupted while waiting for readiness ({last_detail})"
+            ));
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
@@ -436,7 +581,11 @@ async fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -
             WatchPoll::Event(event) => {
                 last_detail = event.detail.clone();
                 let health = event.health;
-                cx.emit(Event::Watch { id: step.id.clone(), resource_type: step.resource_type.clone(), event });
+                cx.emit(Event::Watch {
+                    id: step.id.clone(),
+                    resource_type: step.resource_type.clone(),
+                    event,
+                });
                 match health {
                     Health::Ready => return Ok(()),
                     Health::Failed => return Err(format!("failed: {last_detail}")),
@@ -444,7 +593,11 @@ async fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -
                 }
             }
             WatchPoll::Pending => {}
-            WatchPoll::Closed => return Err(format!("the watch ended before the resource was ready: {last_detail}")),
+            WatchPoll::Closed => {
+                return Err(format!(
+                    "the watch ended before the resource was ready: {last_detail}"
+                ));
+            }
         }
     }
 }

@@ -18,7 +18,10 @@ pub enum ChangeKind {
 /// One changed field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FieldChange {
-    #[serde(serialize_with = "path_as_string", deserialize_with = "path_from_string")]
+    #[serde(
+        serialize_with = "path_as_string",
+        deserialize_with = "path_from_string"
+    )]
     pub path: FieldPath,
     pub kind: ChangeKind,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,10 +77,20 @@ fn diff_into(path: &FieldPath, old: &Value, new: &Value, out: &mut Vec<FieldChan
                 diff_into(&path.child_index(i), va, vb, out);
             }
             for (i, va) in a.iter().enumerate().skip(b.len()) {
-                out.push(FieldChange { path: path.child_index(i), kind: ChangeKind::Removed, old: Some(va.clone()), new: None });
+                out.push(FieldChange {
+                    path: path.child_index(i),
+                    kind: ChangeKind::Removed,
+                    old: Some(va.clone()),
+                    new: None,
+                });
             }
             for (i, vb) in b.iter().enumerate().skip(a.len()) {
-                out.push(FieldChange { path: path.child_index(i), kind: ChangeKind::Added, old: None, new: Some(vb.clone()) });
+                out.push(FieldChange {
+                    path: path.child_index(i),
+                    kind: ChangeKind::Added,
+                    old: None,
+                    new: Some(vb.clone()),
+                });
             }
         }
         _ if numbers_equal(old, new) => {}
@@ -93,7 +106,9 @@ fn diff_into(path: &FieldPath, old: &Value, new: &Value, out: &mut Vec<FieldChan
 /// `1` and `1.0` are the same value for a diff (YAML and JSON sources disagree on the form).
 fn numbers_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || (x.as_f64().is_some() && x.as_f64() == y.as_f64()),
+        (Value::Number(x), Value::Number(y)) => {
+            x == y || (x.as_f64().is_some() && x.as_f64() == y.as_f64())
+        }
         _ => a == b,
     }
 }
@@ -116,7 +131,9 @@ pub fn set_path(value: &mut Value, path: &FieldPath, new: Value) -> bool {
     let mut current = value;
     for segment in parents {
         current = match (segment, current) {
-            (Segment::Key(k), Value::Object(map)) => map.entry(k.clone()).or_insert_with(|| Value::Object(Map::new())),
+            (Segment::Key(k), Value::Object(map)) => map
+                .entry(k.clone())
+                .or_insert_with(|| Value::Object(Map::new())),
             (Segment::Index(i), Value::Array(items)) if *i < items.len() => &mut items[*i],
             _ => return false,
         };
@@ -132,6 +149,20 @@ pub fn set_path(value: &mut Value, path: &FieldPath, new: Value) -> bool {
         }
         _ => false,
     }
+}
+
+/// Like [`set_path`], but an index one past the end of a list appends (how an `Added` list
+/// element is applied).
+pub fn set_path_or_push(value: &mut Value, path: &FieldPath, new: Value) -> bool {
+    use kusion_sdk::Segment;
+    if let Some((Segment::Index(i), parents)) = path.0.split_last()
+        && let Some(Value::Array(items)) = FieldPath(parents.to_vec()).get_mut(value)
+        && *i == items.len()
+    {
+        items.push(new);
+        return true;
+    }
+    set_path(value, path, new)
 }
 
 /// Whether `path` lies at or under one of `sensitive`.
@@ -183,9 +214,16 @@ pub fn mask_changes(changes: &mut [FieldChange], sensitive: &[FieldPath]) {
 pub fn builtin_sensitive_paths(resource: &Resource) -> Vec<FieldPath> {
     let is_secret = resource.resource_type == crate::id::KUBERNETES
         && resource.attributes.get("kind").and_then(Value::as_str) == Some("Secret")
-        && resource.attributes.get("apiVersion").and_then(Value::as_str) == Some("v1");
+        && resource
+            .attributes
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            == Some("v1");
     if is_secret {
-        vec![FieldPath::root().child_key("data"), FieldPath::root().child_key("stringData")]
+        vec![
+            FieldPath::root().child_key("data"),
+            FieldPath::root().child_key("stringData"),
+        ]
     } else {
         Vec::new()
     }
@@ -193,7 +231,11 @@ pub fn builtin_sensitive_paths(resource: &Resource) -> Vec<FieldPath> {
 
 /// Render changes for a person, one line each: `~ spec.replicas: 1 => 2`.
 pub fn render_changes(changes: &[FieldChange]) -> String {
-    let show = |v: &Option<Value>| v.as_ref().map_or_else(String::new, |v| serde_json::to_string(v).unwrap_or_default());
+    let show = |v: &Option<Value>| {
+        v.as_ref().map_or_else(String::new, |v| {
+            serde_json::to_string(v).unwrap_or_default()
+        })
+    };
     let mut out = String::new();
     for c in changes {
         let line = match c.kind {
@@ -214,10 +256,14 @@ mod tests {
     #[test]
     fn field_level_changes() {
         let old = json!({"spec": {"replicas": 1, "ports": [80], "keep": "x"}, "gone": true});
-        let new = json!({"spec": {"replicas": 2, "ports": [80, 443], "keep": "x"}, "added": {"a": 1}});
+        let new =
+            json!({"spec": {"replicas": 2, "ports": [80, 443], "keep": "x"}, "added": {"a": 1}});
         let changes = diff(&old, &new);
         let text = render_changes(&changes);
-        assert_eq!(text, "~ spec.replicas: 1 => 2\n+ spec.ports[1]: 443\n- gone: true\n+ added: {\"a\":1}\n");
+        assert_eq!(
+            text,
+            "~ spec.replicas: 1 => 2\n+ spec.ports[1]: 443\n- gone: true\n+ added: {\"a\":1}\n"
+        );
         assert!(diff(&json!({"a": 1}), &json!({"a": 1.0})).is_empty());
     }
 
@@ -229,7 +275,10 @@ mod tests {
         mask(&mut v, &[FieldPath::parse("data").unwrap()]);
         assert_eq!(v["data"]["password"], json!(MASK));
 
-        let mut changes = diff(&json!({}), &json!({"data": {"password": "hunter2"}, "kind": "Secret"}));
+        let mut changes = diff(
+            &json!({}),
+            &json!({"data": {"password": "hunter2"}, "kind": "Secret"}),
+        );
         mask_changes(&mut changes, &[FieldPath::parse("data").unwrap()]);
         let text = render_changes(&changes);
         assert!(!text.contains("hunter2"), "{text}");

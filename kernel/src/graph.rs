@@ -37,12 +37,19 @@ impl Dag {
     pub fn build(spec: &Spec) -> Result<Dag, GraphError> {
         let known: HashSet<&str> = spec.resources.iter().map(|r| r.id.as_str()).collect();
         let mut edges = Vec::new();
-        let position: HashMap<&str, usize> = spec.resources.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
+        let position: HashMap<&str, usize> = spec
+            .resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.as_str(), i))
+            .collect();
         for (i, resource) in spec.resources.iter().enumerate() {
             for dependency in &resource.depends_on {
-                let from = *position.get(dependency.as_str()).ok_or_else(|| GraphError::MissingDependency {
-                    id: resource.id.clone(),
-                    dependency: dependency.clone(),
+                let from = *position.get(dependency.as_str()).ok_or_else(|| {
+                    GraphError::MissingDependency {
+                        id: resource.id.clone(),
+                        dependency: dependency.clone(),
+                    }
                 })?;
                 edges.push((from, i));
             }
@@ -70,9 +77,17 @@ impl Dag {
         }
         let order = match petgraph::algo::toposort(&graph, None) {
             Ok(order) => order,
-            Err(cycle) => return Err(GraphError::Cycle { cycle: find_cycle(&graph, cycle.node_id()) }),
+            Err(cycle) => {
+                return Err(GraphError::Cycle {
+                    cycle: find_cycle(&graph, cycle.node_id()),
+                });
+            }
         };
-        let mut dag = Dag { graph, index, order };
+        let mut dag = Dag {
+            graph,
+            index,
+            order,
+        };
         dag.reduce();
         Ok(dag)
     }
@@ -91,7 +106,10 @@ impl Dag {
         let mut visited = vec![u32::MAX; n];
         let mut stack = Vec::new();
         for (stamp, v) in self.order.iter().enumerate() {
-            let preds: Vec<NodeIndex> = self.graph.neighbors_directed(*v, Direction::Incoming).collect();
+            let preds: Vec<NodeIndex> = self
+                .graph
+                .neighbors_directed(*v, Direction::Incoming)
+                .collect();
             if preds.len() < 2 {
                 continue;
             }
@@ -155,8 +173,14 @@ impl Dag {
     }
 
     fn neighbors(&self, id: &str, direction: Direction) -> Vec<&str> {
-        let Some(n) = self.index.get(id) else { return Vec::new() };
-        let mut out: Vec<&str> = self.graph.neighbors_directed(*n, direction).map(|m| self.graph[m].as_str()).collect();
+        let Some(n) = self.index.get(id) else {
+            return Vec::new();
+        };
+        let mut out: Vec<&str> = self
+            .graph
+            .neighbors_directed(*n, direction)
+            .map(|m| self.graph[m].as_str())
+            .collect();
         out.sort_unstable();
         out
     }
@@ -212,7 +236,10 @@ impl Dag {
 /// A cycle through `start` (which toposort reported as part of one), as IDs, closed.
 fn find_cycle(graph: &DiGraph<String, ()>, start: NodeIndex) -> Vec<String> {
     // Restrict the search to start's strongly connected component.
-    let scc = petgraph::algo::tarjan_scc(graph).into_iter().find(|c| c.contains(&start)).unwrap_or_else(|| vec![start]);
+    let scc = petgraph::algo::tarjan_scc(graph)
+        .into_iter()
+        .find(|c| c.contains(&start))
+        .unwrap_or_else(|| vec![start]);
     let members: HashSet<NodeIndex> = scc.iter().copied().collect();
     // BFS from start's successors back to start gives a shortest cycle.
     let mut parent: HashMap<NodeIndex, NodeIndex> = HashMap::new();
@@ -273,12 +300,17 @@ mod tests {
         let e = dag(4, &[(0, 1), (1, 2), (2, 3), (3, 1)]).unwrap_err();
         let text = e.to_string();
         assert!(text.starts_with("dependency cycle: "), "{text}");
-        let GraphError::Cycle { cycle } = e else { panic!() };
+        let GraphError::Cycle { cycle } = e else {
+            panic!()
+        };
         assert_eq!(cycle.len(), 4, "{cycle:?}");
         assert_eq!(cycle.first(), cycle.last());
         for w in cycle.windows(2) {
             let pair = (w[0].as_str(), w[1].as_str());
-            assert!([("r1", "r2"), ("r2", "r3"), ("r3", "r1")].contains(&pair), "{pair:?}");
+            assert!(
+                [("r1", "r2"), ("r2", "r3"), ("r3", "r1")].contains(&pair),
+                "{pair:?}"
+            );
         }
         let e = dag(1, &[(0, 0)]).unwrap_err();
         assert_eq!(e.to_string(), "dependency cycle: r0 -> r0");

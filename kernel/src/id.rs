@@ -11,9 +11,19 @@ pub const TERRAFORM: &str = "Terraform";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResourceId {
     /// `apiVersion:Kind[:namespace]:name`
-    Kubernetes { api_version: String, kind: String, namespace: Option<String>, name: String },
+    Kubernetes {
+        api_version: String,
+        kind: String,
+        namespace: Option<String>,
+        name: String,
+    },
     /// `providerNamespace:providerName:resourceType:resourceName`
-    Terraform { provider_namespace: String, provider_name: String, resource_type: String, name: String },
+    Terraform {
+        provider_namespace: String,
+        provider_name: String,
+        resource_type: String,
+        name: String,
+    },
     /// A type the kernel has no ID rules for (third-party runtimes): any non-empty ID.
     Other(String),
 }
@@ -26,7 +36,10 @@ pub struct IdError {
 }
 
 fn err(id: &str, reason: impl Into<String>) -> IdError {
-    IdError { id: id.to_string(), reason: reason.into() }
+    IdError {
+        id: id.to_string(),
+        reason: reason.into(),
+    }
 }
 
 impl ResourceId {
@@ -56,7 +69,10 @@ impl ResourceId {
                     namespace: Some(namespace.to_string()),
                     name: name.to_string(),
                 }),
-                _ => Err(err(id, "a Kubernetes ID is apiVersion:Kind[:namespace]:name")),
+                _ => Err(err(
+                    id,
+                    "a Kubernetes ID is apiVersion:Kind[:namespace]:name",
+                )),
             },
             TERRAFORM => match parts.as_slice() {
                 [ns, provider, rtype, name] => Ok(ResourceId::Terraform {
@@ -65,7 +81,10 @@ impl ResourceId {
                     resource_type: rtype.to_string(),
                     name: name.to_string(),
                 }),
-                _ => Err(err(id, "a Terraform ID is providerNamespace:providerName:resourceType:resourceName")),
+                _ => Err(err(
+                    id,
+                    "a Terraform ID is providerNamespace:providerName:resourceType:resourceName",
+                )),
             },
             _ => Ok(ResourceId::Other(id.to_string())),
         }
@@ -86,32 +105,48 @@ pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> 
     let parsed = ResourceId::parse(id, &resource.resource_type)?;
     let attrs = Value::Object(resource.attributes.clone());
     match &parsed {
-        ResourceId::Kubernetes { api_version, kind, namespace, name } => {
-            let check = |field: &str, path: &[&str], expected: Option<&str>| -> Result<(), IdError> {
-                let actual = str_at(&attrs, path);
-                if actual != expected {
-                    return Err(err(
-                        id,
-                        format!(
-                            "the ID says {field} {} but the object has {}",
-                            expected.map_or("(none)".to_string(), |e| format!("{e:?}")),
-                            actual.map_or("(none)".to_string(), |a| format!("{a:?}"))
-                        ),
-                    ));
-                }
-                Ok(())
-            };
+        ResourceId::Kubernetes {
+            api_version,
+            kind,
+            namespace,
+            name,
+        } => {
+            let check =
+                |field: &str, path: &[&str], expected: Option<&str>| -> Result<(), IdError> {
+                    let actual = str_at(&attrs, path);
+                    if actual != expected {
+                        return Err(err(
+                            id,
+                            format!(
+                                "the ID says {field} {} but the object has {}",
+                                expected.map_or("(none)".to_string(), |e| format!("{e:?}")),
+                                actual.map_or("(none)".to_string(), |a| format!("{a:?}"))
+                            ),
+                        ));
+                    }
+                    Ok(())
+                };
             check("apiVersion", &["apiVersion"], Some(api_version))?;
             check("kind", &["kind"], Some(kind))?;
             check("metadata.name", &["metadata", "name"], Some(name))?;
-            check("metadata.namespace", &["metadata", "namespace"], namespace.as_deref())?;
+            check(
+                "metadata.namespace",
+                &["metadata", "namespace"],
+                namespace.as_deref(),
+            )?;
         }
         ResourceId::Terraform { resource_type, .. } => {
-            let provider = resource
-                .extension_str("provider")
-                .ok_or_else(|| err(id, "Terraform resources need extensions.provider (host/namespace/name/version)"))?;
+            let provider = resource.extension_str("provider").ok_or_else(|| {
+                err(
+                    id,
+                    "Terraform resources need extensions.provider (host/namespace/name/version)",
+                )
+            })?;
             if provider.split('/').count() != 4 || provider.split('/').any(str::is_empty) {
-                return Err(err(id, format!("extensions.provider {provider:?} is not host/namespace/name/version")));
+                return Err(err(
+                    id,
+                    format!("extensions.provider {provider:?} is not host/namespace/name/version"),
+                ));
             }
             let ext_type = resource
                 .extension_str("resourceType")
@@ -119,7 +154,9 @@ pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> 
             if ext_type != resource_type {
                 return Err(err(
                     id,
-                    format!("the ID says resource type {resource_type:?} but extensions.resourceType is {ext_type:?}"),
+                    format!(
+                        "the ID says resource type {resource_type:?} but extensions.resourceType is {ext_type:?}"
+                    ),
                 ));
             }
             if let Some(meta) = resource.extensions.get("providerMeta")
@@ -149,7 +186,10 @@ mod tests {
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "demo"}}),
         );
         assert!(validate_resource_id(&r).is_ok());
-        let ns = k8s("v1:Namespace:demo", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}));
+        let ns = k8s(
+            "v1:Namespace:demo",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
+        );
         assert!(validate_resource_id(&ns).is_ok());
         let ingress = k8s(
             "networking.k8s.io/v1:Ingress:ns:name",
@@ -175,10 +215,18 @@ mod tests {
 
     #[test]
     fn terraform_ids() {
-        let mut r = Resource::new("hashicorp:aws:aws_s3_bucket:logs", TERRAFORM, Default::default());
+        let mut r = Resource::new(
+            "hashicorp:aws:aws_s3_bucket:logs",
+            TERRAFORM,
+            Default::default(),
+        );
         assert!(validate_resource_id(&r).is_err());
-        r.extensions.insert("provider".into(), json!("registry.terraform.io/hashicorp/aws/5.100.0"));
-        r.extensions.insert("resourceType".into(), json!("aws_s3_bucket"));
+        r.extensions.insert(
+            "provider".into(),
+            json!("registry.terraform.io/hashicorp/aws/5.100.0"),
+        );
+        r.extensions
+            .insert("resourceType".into(), json!("aws_s3_bucket"));
         assert!(validate_resource_id(&r).is_ok());
         r.extensions.insert("resourceType".into(), json!("aws_vpc"));
         assert!(validate_resource_id(&r).is_err());

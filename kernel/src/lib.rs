@@ -12,22 +12,19 @@
 //!
 //! The kernel talks to runtimes only through `kusion_sdk::runtime::Runtime`.
 
-
-
-pub mod graph;
 pub mod apply;
-pub mod plan;
+pub mod graph;
+pub mod id;
 pub mod operation;
+pub mod plan;
 pub mod registry;
 pub mod walk;
-pub mod id;
 
 pub mod reference;
 
+pub mod diff;
 pub mod spec;
 pub mod state;
-pub mod diff;
-
 
 pub use kusion_sdk as sdk;
 pub use kusion_sdk::Resource;

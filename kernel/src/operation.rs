@@ -10,7 +10,9 @@ use crate::apply::{self, ApplyOptions, ApplyReport, Event, Outcome};
 use crate::plan::{self, Plan, PlanError, PlanOptions};
 use crate::registry::Registry;
 use crate::spec::Spec;
-use crate::state::{LeaseHolder, Release, ReleaseStatus, ReleaseStep, StateError, StateStore, now_ms};
+use crate::state::{
+    LeaseHolder, Release, ReleaseStatus, ReleaseStep, StateError, StateStore, now_ms,
+};
 
 /// A stack as the engine sees it: where its state lives and which runtimes serve it.
 #[derive(Clone)]
@@ -39,16 +41,46 @@ pub enum Applied {
     NothingToDo(Plan),
     /// The user declined the plan.
     Declined(Plan),
-    Done { plan: Plan, report: ApplyReport, revision: u64 },
+    Done {
+        plan: Plan,
+        report: ApplyReport,
+        revision: u64,
+    },
+}
+
+/// The spec as kept in history: values of sensitive fields masked, so no secret rests there.
+fn masked_spec(spec: &Spec, plan: &Plan) -> Spec {
+    let mut masked = spec.clone();
+    for resource in &mut masked.resources {
+        let mut sensitive = crate::diff::builtin_sensitive_paths(resource);
+        if let Some(step) = plan.steps.iter().find(|s| s.id == resource.id) {
+            sensitive.extend(step.sensitive.iter().cloned());
+        }
+        if sensitive.is_empty() {
+            continue;
+        }
+        let mut attrs = serde_json::Value::Object(std::mem::take(&mut resource.attributes));
+        crate::diff::mask(&mut attrs, &sensitive);
+        if let serde_json::Value::Object(map) = attrs {
+            resource.attributes = map;
+        }
+    }
+    masked
 }
 
 /// Configure every runtime with its section of `config` (keyed by runtime name).
 pub fn configure(registry: &Registry, config: &serde_json::Value) -> Result<(), OperationError> {
     for (info, runtime) in registry.runtimes() {
-        let section = config.get(&info.name).cloned().unwrap_or(serde_json::Value::Null);
+        let section = config
+            .get(&info.name)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
         runtime
             .configure(&section)
-            .map_err(|e| OperationError::Configure { runtime: info.name.clone(), message: e.message })?;
+            .map_err(|e| OperationError::Configure {
+                runtime: info.name.clone(),
+                message: e.message,
+            })?;
     }
     Ok(())
 }
@@ -92,7 +124,11 @@ pub async fn apply(
                 tokio::time::sleep(LEASE_TTL / 3).await;
                 let s = store.clone();
                 let l = current.clone();
-                match tokio::task::spawn_blocking(move || s.renew_lease(&l, LEASE_TTL.as_millis() as u64)).await {
+                match tokio::task::spawn_blocking(move || {
+                    s.renew_lease(&l, LEASE_TTL.as_millis() as u64)
+                })
+                .await
+                {
                     Ok(Ok(renewed)) => current = renewed,
                     _ => {
                         // Someone took the stack over: stop starting new work.
@@ -105,7 +141,19 @@ pub async fn apply(
             }
         })
     };
-    let result = apply_locked(spec, stack, operation, &holder, plan_options, apply_options, notes, confirm, events, cancel).await;
+    let result = apply_locked(
+        spec,
+        stack,
+        operation,
+        &holder,
+        plan_options,
+        apply_options,
+        notes,
+        confirm,
+        events,
+        cancel,
+    )
+    .await;
     renewer.abort();
     if !lease_lost.load(Ordering::SeqCst) {
         store.release_lease(&lease)?;
@@ -141,7 +189,11 @@ async fn apply_locked(
         started_at: now_ms(),
         finished_at: None,
         status: ReleaseStatus::Running,
-        spec: if plan_options.destroy { Spec::default() } else { spec.clone() },
+        spec: if plan_options.destroy {
+            Spec::default()
+        } else {
+            masked_spec(spec, &plan)
+        },
         steps: Vec::new(),
         notes,
     };
@@ -174,9 +226,18 @@ async fn apply_locked(
                 Outcome::Skipped(e) => ("skipped".to_string(), Some(e.clone())),
                 Outcome::Cancelled => ("cancelled".to_string(), None),
             };
-            ReleaseStep { id: s.id.clone(), action: s.action.to_string(), outcome, error }
+            ReleaseStep {
+                id: s.id.clone(),
+                action: s.action.to_string(),
+                outcome,
+                error,
+            }
         })
         .collect();
     stack.store.update_release(&release)?;
-    Ok(Applied::Done { plan, report, revision })
+    Ok(Applied::Done {
+        plan,
+        report,
+        revision,
+    })
 }

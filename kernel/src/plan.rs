@@ -133,7 +133,12 @@ pub struct PlanOptions {
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        PlanOptions { ignore_fields: Vec::new(), concurrency: 10, timeout: None, destroy: false }
+        PlanOptions {
+            ignore_fields: Vec::new(),
+            concurrency: 10,
+            timeout: None,
+            destroy: false,
+        }
     }
 }
 
@@ -172,7 +177,9 @@ pub(crate) async fn blocking<T: Send + 'static>(
 }
 
 fn sensitive_of(resource: Option<&Resource>, extra: &[String]) -> Vec<FieldPath> {
-    let mut out = resource.map(diff::builtin_sensitive_paths).unwrap_or_default();
+    let mut out = resource
+        .map(diff::builtin_sensitive_paths)
+        .unwrap_or_default();
     out.extend(extra.iter().filter_map(|p| FieldPath::parse(p).ok()));
     out.sort();
     out.dedup();
@@ -187,7 +194,11 @@ fn attrs_value(r: &Resource) -> Value {
 /// `ids`, used to order deletions in reverse.
 fn prior_edges(entries: &[&StateEntry]) -> Vec<(usize, usize)> {
     let known: HashSet<&str> = entries.iter().map(|e| e.resource.id.as_str()).collect();
-    let pos: HashMap<&str, usize> = entries.iter().enumerate().map(|(i, e)| (e.resource.id.as_str(), i)).collect();
+    let pos: HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.resource.id.as_str(), i))
+        .collect();
     let mut edges = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         for d in &e.resource.depends_on {
@@ -197,7 +208,10 @@ fn prior_edges(entries: &[&StateEntry]) -> Vec<(usize, usize)> {
         }
         // References that no longer resolve (a renamed target) simply add no edge.
         if let Ok(refs) = reference::references_of(&e.resource, &known) {
-            edges.extend(refs.iter().filter_map(|r| pos.get(r.id.as_str()).map(|&j| (j, i))));
+            edges.extend(
+                refs.iter()
+                    .filter_map(|r| pos.get(r.id.as_str()).map(|&j| (j, i))),
+            );
         }
     }
     edges
@@ -218,12 +232,25 @@ pub async fn compute(
 
     let mut steps: Vec<Step> = Vec::with_capacity(spec.resources.len());
     let mut deps: Vec<Vec<usize>> = Vec::with_capacity(spec.resources.len());
-    let position: HashMap<&str, usize> = spec.resources.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
+    let position: HashMap<&str, usize> = spec
+        .resources
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
     for resource in &spec.resources {
         if registry.get(&resource.resource_type).is_none() {
-            return Err(PlanError::NoRuntime { id: resource.id.clone(), resource_type: resource.resource_type.clone() });
+            return Err(PlanError::NoRuntime {
+                id: resource.id.clone(),
+                resource_type: resource.resource_type.clone(),
+            });
         }
-        deps.push(dag.dependencies(&resource.id).iter().map(|d| position[d]).collect());
+        deps.push(
+            dag.dependencies(&resource.id)
+                .iter()
+                .map(|d| position[d])
+                .collect(),
+        );
         steps.push(Step {
             id: resource.id.clone(),
             resource_type: resource.resource_type.clone(),
@@ -240,7 +267,11 @@ pub async fn compute(
     }
 
     // Resources only in state are deleted, dependents before their dependencies.
-    let gone: Vec<&StateEntry> = state.resources.values().filter(|e| !position.contains_key(e.resource.id.as_str())).collect();
+    let gone: Vec<&StateEntry> = state
+        .resources
+        .values()
+        .filter(|e| !position.contains_key(e.resource.id.as_str()))
+        .collect();
     let first_delete = steps.len();
     for entry in &gone {
         if registry.get(&entry.resource.resource_type).is_none() {
@@ -280,7 +311,12 @@ pub async fn compute(
     let context = Arc::new(PlanContext {
         registry: registry.clone(),
         known: spec.resources.iter().map(|r| r.id.clone()).collect(),
-        position: spec.resources.iter().enumerate().map(|(i, r)| (r.id.clone(), i)).collect(),
+        position: spec
+            .resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.clone(), i))
+            .collect(),
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
     });
@@ -292,22 +328,37 @@ pub async fn compute(
     })
     .await;
     let steps: Vec<Step> = match Arc::try_unwrap(steps) {
-        Ok(list) => list.into_iter().map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner())).collect(),
-        Err(shared) => shared.iter().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone()).collect(),
+        Ok(list) => list
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .collect(),
+        Err(shared) => shared
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .collect(),
     };
     let mut failures = Vec::new();
     for (i, result) in results.into_iter().enumerate() {
         match result {
             NodeResult::Done(()) => {}
             NodeResult::Failed(e) => failures.push((steps[i].id.clone(), e)),
-            NodeResult::Skipped(d) => failures.push((steps[i].id.clone(), format!("not planned: {} failed", steps[d].id))),
-            NodeResult::Cancelled => failures.push((steps[i].id.clone(), "not planned: interrupted".to_string())),
+            NodeResult::Skipped(d) => failures.push((
+                steps[i].id.clone(),
+                format!("not planned: {} failed", steps[d].id),
+            )),
+            NodeResult::Cancelled => {
+                failures.push((steps[i].id.clone(), "not planned: interrupted".to_string()))
+            }
         }
     }
     if !failures.is_empty() {
         return Err(PlanError::Resources(failures));
     }
-    Ok(Plan { steps, deps, known_ids })
+    Ok(Plan {
+        steps,
+        deps,
+        known_ids,
+    })
 }
 
 /// What every planning step shares.
@@ -323,33 +374,60 @@ struct PlanContext {
 fn expected_for_references(step: &Step) -> Option<Map<String, Value>> {
     match step.action {
         Action::UnChanged | Action::Import => step.live.as_ref().map(|r| r.attributes.clone()),
-        Action::Update if step.unknown.is_empty() => step.expected.as_ref().map(|r| r.attributes.clone()),
+        Action::Update if step.unknown.is_empty() => {
+            step.expected.as_ref().map(|r| r.attributes.clone())
+        }
         _ => None,
     }
 }
 
-async fn plan_one(i: usize, steps: &Arc<Vec<Mutex<Step>>>, cx: &Arc<PlanContext>) -> Result<(), String> {
+async fn plan_one(
+    i: usize,
+    steps: &Arc<Vec<Mutex<Step>>>,
+    cx: &Arc<PlanContext>,
+) -> Result<(), String> {
     let (planned, prior) = {
-        let s = steps[i].lock().map_err(|_| "poisoned plan step".to_string())?;
-        (s.planned.clone().expect("spec steps have a planned resource"), s.prior.clone())
+        let s = steps[i]
+            .lock()
+            .map_err(|_| "poisoned plan step".to_string())?;
+        (
+            s.planned
+                .clone()
+                .expect("spec steps have a planned resource"),
+            s.prior.clone(),
+        )
     };
-    let runtime = cx.registry.get(&planned.resource_type).expect("checked before the walk").clone();
-    let capabilities = cx.registry.info(&planned.resource_type).map(|i| i.capabilities.clone()).unwrap_or_default();
+    let runtime = cx
+        .registry
+        .get(&planned.resource_type)
+        .expect("checked before the walk")
+        .clone();
+    let capabilities = cx
+        .registry
+        .info(&planned.resource_type)
+        .map(|i| i.capabilities.clone())
+        .unwrap_or_default();
 
     // Collect the referenced resources' expected attributes (their steps are already decided).
     let refs = reference::references_of(&planned, &cx.known).map_err(|e| e.to_string())?;
     let mut targets: HashMap<String, Option<Map<String, Value>>> = HashMap::new();
     for r in &refs {
         if !targets.contains_key(&r.id) {
-            let target = cx.position.get(&r.id).and_then(|&j| steps[j].lock().ok().and_then(|s| expected_for_references(&s)));
+            let target = cx.position.get(&r.id).and_then(|&j| {
+                steps[j]
+                    .lock()
+                    .ok()
+                    .and_then(|s| expected_for_references(&s))
+            });
             targets.insert(r.id.clone(), target);
         }
     }
-    let (resolved, unresolved) = reference::resolve(&planned, &cx.known, &|id| match targets.get(id) {
-        Some(Some(attrs)) => Lookup::Known(attrs),
-        _ => Lookup::Unknown,
-    })
-    .map_err(|e| e.to_string())?;
+    let (resolved, unresolved) =
+        reference::resolve(&planned, &cx.known, &|id| match targets.get(id) {
+            Some(Some(attrs)) => Lookup::Known(attrs),
+            _ => Lookup::Unknown,
+        })
+        .map_err(|e| e.to_string())?;
 
     let read = {
         let runtime = runtime.clone();
@@ -405,7 +483,10 @@ async fn plan_one(i: usize, steps: &Arc<Vec<Mutex<Step>>>, cx: &Arc<PlanContext>
                 let runtime = runtime.clone();
                 let request = ApplyRequest {
                     prior: prior.as_ref().map(|p| p.resource.clone()),
-                    prior_private: prior.as_ref().and_then(|p| p.private.clone()).or_else(|| read.private.clone()),
+                    prior_private: prior
+                        .as_ref()
+                        .and_then(|p| p.private.clone())
+                        .or_else(|| read.private.clone()),
                     planned: resolved.clone(),
                     dry_run: true,
                     timeout: cx.timeout,
@@ -413,7 +494,11 @@ async fn plan_one(i: usize, steps: &Arc<Vec<Mutex<Step>>>, cx: &Arc<PlanContext>
                 let response = blocking(cx.timeout, move || runtime.apply(&request)).await?;
                 extra_sensitive.extend(response.sensitive_paths);
                 unknown.extend(response.unknown_paths);
-                replace_paths = response.requires_replace.iter().filter_map(|p| FieldPath::parse(p).ok()).collect();
+                replace_paths = response
+                    .requires_replace
+                    .iter()
+                    .filter_map(|p| FieldPath::parse(p).ok())
+                    .collect();
                 response.resource
             };
             let mut before = attrs_value(live);
@@ -426,7 +511,11 @@ async fn plan_one(i: usize, steps: &Arc<Vec<Mutex<Step>>>, cx: &Arc<PlanContext>
                     Some(p) if !p.pending => Action::UnChanged,
                     _ => Action::Import,
                 }
-            } else if changes.iter().any(|c| replace_paths.iter().any(|r| r.is_prefix_of(&c.path) || c.path.is_prefix_of(r))) {
+            } else if changes.iter().any(|c| {
+                replace_paths
+                    .iter()
+                    .any(|r| r.is_prefix_of(&c.path) || c.path.is_prefix_of(r))
+            }) {
                 Action::Replace
             } else {
                 Action::Update
@@ -435,7 +524,9 @@ async fn plan_one(i: usize, steps: &Arc<Vec<Mutex<Step>>>, cx: &Arc<PlanContext>
         }
     };
     let sensitive = sensitive_of(Some(&planned), &extra_sensitive);
-    let mut s = steps[i].lock().map_err(|_| "poisoned plan step".to_string())?;
+    let mut s = steps[i]
+        .lock()
+        .map_err(|_| "poisoned plan step".to_string())?;
     s.action = action;
     s.live = read.resource;
     s.live_private = read.private;

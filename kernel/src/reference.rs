@@ -50,25 +50,67 @@ pub struct Reference {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReferenceError {
-    #[error("resource {resource:?}: {text:?} refers to resource {target:?}, which is not in the spec")]
-    MissingResource { resource: String, text: String, target: String },
-    #[error("resource {resource:?}: {text:?} refers to {path} of {target:?}, which has no such field")]
-    MissingField { resource: String, text: String, target: String, path: String },
+    #[error(
+        "resource {resource:?}: {text:?} refers to resource {target:?}, which is not in the spec"
+    )]
+    MissingResource {
+        resource: String,
+        text: String,
+        target: String,
+    },
+    #[error(
+        "resource {resource:?}: {text:?} refers to {path} of {target:?}, which has no such field"
+    )]
+    MissingField {
+        resource: String,
+        text: String,
+        target: String,
+        path: String,
+    },
     #[error(
         "resource {resource:?}: {text:?} is ambiguous: it could name {candidates:?}; write it as $kusion_path[<id>].<path>"
     )]
-    Ambiguous { resource: String, text: String, candidates: Vec<String> },
+    Ambiguous {
+        resource: String,
+        text: String,
+        candidates: Vec<String>,
+    },
     #[error("resource {resource:?}: malformed reference {text:?}: {reason}")]
-    Malformed { resource: String, text: String, reason: String },
+    Malformed {
+        resource: String,
+        text: String,
+        reason: String,
+    },
 }
 
 /// Characters that end a legacy reference embedded in a longer string.
 fn ends_token(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | ')' | '}' | '>' | '<' | '=' | '@' | '|' | '&' | '?' | '#' | '!')
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\''
+                | ','
+                | ';'
+                | ')'
+                | '}'
+                | '>'
+                | '<'
+                | '='
+                | '@'
+                | '|'
+                | '&'
+                | '?'
+                | '#'
+                | '!'
+        )
 }
 
 /// Find every reference in `text`. `known_ids` is used to split legacy dotted references.
-pub fn find_references(text: &str, known_ids: &impl KnownIds, resource: &str) -> Result<Vec<Reference>, ReferenceError> {
+pub fn find_references(
+    text: &str,
+    known_ids: &impl KnownIds,
+    resource: &str,
+) -> Result<Vec<Reference>, ReferenceError> {
     let mut found = Vec::new();
     let mut search_from = 0;
     while let Some(offset) = text[search_from..].find(PREFIX) {
@@ -80,24 +122,39 @@ pub fn find_references(text: &str, known_ids: &impl KnownIds, resource: &str) ->
             reason: reason.to_string(),
         };
         let (id, path_start) = match text[after..].chars().next() {
-            Some('[') => bracketed_id(text, after + 1).map_err(|r| malformed(r))?,
+            Some('[') => bracketed_id(text, after + 1).map_err(&malformed)?,
             Some('.') => legacy_id(text, after + 1, known_ids, resource)?,
             _ => return Err(malformed("expected '[' or '.' after $kusion_path")),
         };
         if !known_ids.has(id.as_str()) {
-            return Err(ReferenceError::MissingResource { resource: resource.to_string(), text: text.to_string(), target: id });
+            return Err(ReferenceError::MissingResource {
+                resource: resource.to_string(),
+                text: text.to_string(),
+                target: id,
+            });
         }
         let mut path_text_start = path_start;
         if text[path_start..].starts_with('.') {
             path_text_start += 1;
         }
-        let (path, used) = if text[path_start..].starts_with('.') || text[path_start..].starts_with('[') {
-            FieldPath::parse_prefix(&text[path_text_start..]).map_err(|e| malformed(&e.to_string()))?
+        let (path, used) =
+            if text[path_start..].starts_with('.') || text[path_start..].starts_with('[') {
+                FieldPath::parse_prefix(&text[path_text_start..])
+                    .map_err(|e| malformed(&e.to_string()))?
+            } else {
+                (FieldPath::root(), 0)
+            };
+        let end = if used == 0 {
+            path_start
         } else {
-            (FieldPath::root(), 0)
+            path_text_start + used
         };
-        let end = if used == 0 { path_start } else { path_text_start + used };
-        found.push(Reference { id, path, start, end });
+        found.push(Reference {
+            id,
+            path,
+            start,
+            end,
+        });
         search_from = end.max(after);
     }
     Ok(found)
@@ -128,7 +185,9 @@ fn legacy_id(
     known_ids: &impl KnownIds,
     resource: &str,
 ) -> Result<(String, usize), ReferenceError> {
-    let token_end = text[start..].find(ends_token).map_or(text.len(), |o| start + o);
+    let token_end = text[start..]
+        .find(ends_token)
+        .map_or(text.len(), |o| start + o);
     let token = &text[start..token_end];
     let mut candidates: Vec<&str> = Vec::new();
     for (i, c) in token.char_indices() {
@@ -143,7 +202,11 @@ fn legacy_id(
         [] => {
             // Name what the user most likely meant: upstream's split on the first dot.
             let target = token.split('.').next().unwrap_or(token).to_string();
-            Err(ReferenceError::MissingResource { resource: resource.to_string(), text: text.to_string(), target })
+            Err(ReferenceError::MissingResource {
+                resource: resource.to_string(),
+                text: text.to_string(),
+                target,
+            })
         }
         [one] => Ok((one.to_string(), start + one.len())),
         many => Err(ReferenceError::Ambiguous {
@@ -155,7 +218,10 @@ fn legacy_id(
 }
 
 /// Visit every string in a JSON value.
-fn for_each_string<'a>(value: &'a Value, f: &mut impl FnMut(&'a str) -> Result<(), ReferenceError>) -> Result<(), ReferenceError> {
+fn for_each_string<'a>(
+    value: &'a Value,
+    f: &mut impl FnMut(&'a str) -> Result<(), ReferenceError>,
+) -> Result<(), ReferenceError> {
     match value {
         Value::String(s) => f(s),
         Value::Array(items) => items.iter().try_for_each(|v| for_each_string(v, f)),
@@ -165,7 +231,10 @@ fn for_each_string<'a>(value: &'a Value, f: &mut impl FnMut(&'a str) -> Result<(
 }
 
 /// All references in a resource's attributes.
-pub fn references_of(resource: &Resource, known_ids: &impl KnownIds) -> Result<Vec<Reference>, ReferenceError> {
+pub fn references_of(
+    resource: &Resource,
+    known_ids: &impl KnownIds,
+) -> Result<Vec<Reference>, ReferenceError> {
     let mut refs = Vec::new();
     for value in resource.attributes.values() {
         for_each_string(value, &mut |s| {
@@ -209,8 +278,12 @@ fn resolve_value<'a>(
     unresolved: &mut bool,
 ) -> Result<(), ReferenceError> {
     match value {
-        Value::Array(items) => items.iter_mut().try_for_each(|v| resolve_value(v, resource, known_ids, lookup, unresolved)),
-        Value::Object(map) => map.values_mut().try_for_each(|v| resolve_value(v, resource, known_ids, lookup, unresolved)),
+        Value::Array(items) => items
+            .iter_mut()
+            .try_for_each(|v| resolve_value(v, resource, known_ids, lookup, unresolved)),
+        Value::Object(map) => map
+            .values_mut()
+            .try_for_each(|v| resolve_value(v, resource, known_ids, lookup, unresolved)),
         Value::String(s) if s.contains(PREFIX) => {
             let refs = find_references(s, known_ids, resource)?;
             let mut values = Vec::with_capacity(refs.len());
@@ -222,11 +295,13 @@ fn resolve_value<'a>(
                     }
                     Lookup::Known(attrs) => {
                         let root = Value::Object(attrs.clone());
-                        let found = r.path.get(&root).cloned().ok_or_else(|| ReferenceError::MissingField {
-                            resource: resource.to_string(),
-                            text: s.clone(),
-                            target: r.id.clone(),
-                            path: r.path.to_string(),
+                        let found = r.path.get(&root).cloned().ok_or_else(|| {
+                            ReferenceError::MissingField {
+                                resource: resource.to_string(),
+                                text: s.clone(),
+                                target: r.id.clone(),
+                                path: r.path.to_string(),
+                            }
                         })?;
                         values.push(found);
                     }
@@ -265,14 +340,32 @@ mod tests {
 
     #[test]
     fn bracketed_and_legacy_forms() {
-        let known = ids(&["v1:Service:demo:web", "networking.k8s.io/v1:Ingress:demo:front"]);
-        let r = find_references("$kusion_path.v1:Service:demo:web.spec.ports[0].port", &known, "x").unwrap();
+        let known = ids(&[
+            "v1:Service:demo:web",
+            "networking.k8s.io/v1:Ingress:demo:front",
+        ]);
+        let r = find_references(
+            "$kusion_path.v1:Service:demo:web.spec.ports[0].port",
+            &known,
+            "x",
+        )
+        .unwrap();
         assert_eq!(r[0].id, "v1:Service:demo:web");
         assert_eq!(r[0].path.to_string(), "spec.ports[0].port");
-        let r = find_references("$kusion_path[networking.k8s.io/v1:Ingress:demo:front].spec.rules[0].host", &known, "x").unwrap();
+        let r = find_references(
+            "$kusion_path[networking.k8s.io/v1:Ingress:demo:front].spec.rules[0].host",
+            &known,
+            "x",
+        )
+        .unwrap();
         assert_eq!(r[0].id, "networking.k8s.io/v1:Ingress:demo:front");
         assert_eq!(r[0].path.to_string(), "spec.rules[0].host");
-        let r = find_references("$kusion_path.networking.k8s.io/v1:Ingress:demo:front.metadata.name", &known, "x").unwrap();
+        let r = find_references(
+            "$kusion_path.networking.k8s.io/v1:Ingress:demo:front.metadata.name",
+            &known,
+            "x",
+        )
+        .unwrap();
         assert_eq!(r[0].id, "networking.k8s.io/v1:Ingress:demo:front");
         let r = find_references("$kusion_path[\"v1:Service:demo:web\"]", &known, "x").unwrap();
         assert!(r[0].path.0.is_empty());
@@ -295,10 +388,19 @@ mod tests {
         let vpc = json!({"id": "vpc-1", "cidr": {"size": 16}, "ports": [80, 443]});
         let vpc = vpc.as_object().unwrap();
         let mut subnet = Resource::new("t:subnet", "Test", Default::default());
-        subnet.attributes.insert("vpcId".into(), json!("$kusion_path[t:vpc].id"));
-        subnet.attributes.insert("size".into(), json!("$kusion_path.t:vpc.cidr.size"));
-        subnet.attributes.insert("port".into(), json!("$kusion_path[t:vpc].ports[1]"));
-        subnet.attributes.insert("label".into(), json!("vpc=$kusion_path.t:vpc.id/size=$kusion_path[t:vpc].cidr.size"));
+        subnet
+            .attributes
+            .insert("vpcId".into(), json!("$kusion_path[t:vpc].id"));
+        subnet
+            .attributes
+            .insert("size".into(), json!("$kusion_path.t:vpc.cidr.size"));
+        subnet
+            .attributes
+            .insert("port".into(), json!("$kusion_path[t:vpc].ports[1]"));
+        subnet.attributes.insert(
+            "label".into(),
+            json!("vpc=$kusion_path.t:vpc.id/size=$kusion_path[t:vpc].cidr.size"),
+        );
         let refs = references_of(&subnet, &known).unwrap();
         assert_eq!(refs.len(), 5);
         let (resolved, unresolved) = resolve(&subnet, &known, &|_| Lookup::Known(vpc)).unwrap();
@@ -308,10 +410,17 @@ mod tests {
         assert_eq!(resolved.attributes["port"], json!(443));
         assert_eq!(resolved.attributes["label"], json!("vpc=vpc-1/size=16"));
         let e = {
-            subnet.attributes.insert("bad".into(), json!("$kusion_path[t:vpc].nope"));
+            subnet
+                .attributes
+                .insert("bad".into(), json!("$kusion_path[t:vpc].nope"));
             resolve(&subnet, &known, &|_| Lookup::Known(vpc)).unwrap_err()
         };
-        assert!(e.to_string().contains("t:subnet") && e.to_string().contains("t:vpc") && e.to_string().contains("nope"), "{e}");
+        assert!(
+            e.to_string().contains("t:subnet")
+                && e.to_string().contains("t:vpc")
+                && e.to_string().contains("nope"),
+            "{e}"
+        );
         let (_, unresolved) = resolve(&subnet, &known, &|_| Lookup::Unknown).unwrap();
         assert!(unresolved);
     }

@@ -8,9 +8,17 @@ use kusion_sdk::runtime::{Runtime, RuntimeInfo};
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     #[error("resource type {resource_type:?} is served by both {first:?} and {second:?}")]
-    Conflict { resource_type: String, first: String, second: String },
+    Conflict {
+        resource_type: String,
+        first: String,
+        second: String,
+    },
     #[error("runtime {name:?} was built for plugin ABI {plugin} but this kusion speaks {host}")]
-    Abi { name: String, plugin: kusion_sdk::AbiVersion, host: kusion_sdk::AbiVersion },
+    Abi {
+        name: String,
+        plugin: kusion_sdk::AbiVersion,
+        host: kusion_sdk::AbiVersion,
+    },
 }
 
 /// The runtimes available to one operation.
@@ -28,7 +36,11 @@ impl Registry {
     pub fn register(&mut self, runtime: Arc<dyn Runtime>) -> Result<(), RegistryError> {
         let info = runtime.describe();
         if !kusion_sdk::ABI_VERSION.accepts(info.abi) {
-            return Err(RegistryError::Abi { name: info.name, plugin: info.abi, host: kusion_sdk::ABI_VERSION });
+            return Err(RegistryError::Abi {
+                name: info.name,
+                plugin: info.abi,
+                host: kusion_sdk::ABI_VERSION,
+            });
         }
         for t in &info.resource_types {
             if let Some((existing, _)) = self.by_type.get(t) {
@@ -40,7 +52,8 @@ impl Registry {
             }
         }
         for t in &info.resource_types {
-            self.by_type.insert(t.clone(), (info.clone(), runtime.clone()));
+            self.by_type
+                .insert(t.clone(), (info.clone(), runtime.clone()));
         }
         Ok(())
     }

@@ -18,13 +18,26 @@ pub struct Spec {
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     #[error("{file}:{line}:{column}: {message}")]
-    Syntax { file: String, line: usize, column: usize, message: String },
+    Syntax {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{file}: {message}")]
     Io { file: String, message: String },
     #[error("duplicate resource ID {id:?} (resources #{first} and #{second})")]
-    Duplicate { id: String, first: usize, second: usize },
+    Duplicate {
+        id: String,
+        first: usize,
+        second: usize,
+    },
     #[error("resource {id:?}: unknown type {resource_type:?} (known: {known})")]
-    UnknownType { id: String, resource_type: String, known: String },
+    UnknownType {
+        id: String,
+        resource_type: String,
+        known: String,
+    },
     #[error(transparent)]
     Id(#[from] IdError),
     #[error("resource {id:?}: dependsOn names {dependency:?}, which is not in the spec")]
@@ -56,7 +69,12 @@ impl Spec {
             // Parse to a generic value first so structural errors carry a location.
             let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| {
                 let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-                SpecError::Syntax { file: file.to_string(), line, column, message: e.to_string() }
+                SpecError::Syntax {
+                    file: file.to_string(),
+                    line,
+                    column,
+                    message: e.to_string(),
+                }
             })?;
             if value.is_null() {
                 return Ok(Spec::default());
@@ -77,7 +95,10 @@ impl Spec {
     /// Read a spec file (YAML or JSON).
     pub fn read_file(path: &Path) -> Result<Spec, SpecError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError::Io { file: file.clone(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError::Io {
+            file: file.clone(),
+            message: e.to_string(),
+        })?;
         Spec::parse(&text, &file)
     }
 
@@ -95,7 +116,11 @@ impl Spec {
         let mut seen: HashMap<&str, usize> = HashMap::with_capacity(self.resources.len());
         for (index, resource) in self.resources.iter().enumerate() {
             if let Some(first) = seen.insert(resource.id.as_str(), index) {
-                return Err(SpecError::Duplicate { id: resource.id.clone(), first, second: index });
+                return Err(SpecError::Duplicate {
+                    id: resource.id.clone(),
+                    first,
+                    second: index,
+                });
             }
             if !known_types.contains(&resource.resource_type) {
                 return Err(SpecError::UnknownType {
@@ -109,10 +134,15 @@ impl Spec {
         for resource in &self.resources {
             for dependency in &resource.depends_on {
                 if dependency == &resource.id {
-                    return Err(SpecError::SelfDependency { id: resource.id.clone() });
+                    return Err(SpecError::SelfDependency {
+                        id: resource.id.clone(),
+                    });
                 }
                 if !seen.contains_key(dependency.as_str()) {
-                    return Err(SpecError::MissingDependency { id: resource.id.clone(), dependency: dependency.clone() });
+                    return Err(SpecError::MissingDependency {
+                        id: resource.id.clone(),
+                        dependency: dependency.clone(),
+                    });
                 }
             }
         }
@@ -139,7 +169,10 @@ mod tests {
     use super::*;
 
     fn types() -> BTreeSet<String> {
-        ["Kubernetes", "Terraform", "Test"].iter().map(|s| s.to_string()).collect()
+        ["Kubernetes", "Terraform", "Test"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     }
 
     const SPEC: &str = r#"resources:
@@ -186,19 +219,35 @@ mod tests {
 
     #[test]
     fn errors_name_the_resource_or_location() {
-        let dup = format!("{SPEC}{}", &SPEC["resources:\n".len()..SPEC.find("- id: v1:ConfigMap").unwrap()]);
-        let e = Spec::parse(&dup, "s.yaml").unwrap().validate(&types()).unwrap_err();
-        assert!(e.to_string().contains("duplicate resource ID \"v1:Namespace:demo\""), "{e}");
+        let dup = format!(
+            "{SPEC}{}",
+            &SPEC["resources:\n".len()..SPEC.find("- id: v1:ConfigMap").unwrap()]
+        );
+        let e = Spec::parse(&dup, "s.yaml")
+            .unwrap()
+            .validate(&types())
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("duplicate resource ID \"v1:Namespace:demo\""),
+            "{e}"
+        );
 
         let unknown = SPEC.replacen("type: Kubernetes", "type: Helm", 1);
-        let e = Spec::parse(&unknown, "s.yaml").unwrap().validate(&types()).unwrap_err();
+        let e = Spec::parse(&unknown, "s.yaml")
+            .unwrap()
+            .validate(&types())
+            .unwrap_err();
         assert!(e.to_string().contains("unknown type \"Helm\""), "{e}");
 
         let e = Spec::parse("resources:\n- id: [\n", "broken.yaml").unwrap_err();
         assert!(e.to_string().starts_with("broken.yaml:"), "{e}");
 
         let missing = SPEC.replacen("  - v1:Namespace:demo", "  - v1:Namespace:other", 1);
-        let e = Spec::parse(&missing, "s.yaml").unwrap().validate(&types()).unwrap_err();
+        let e = Spec::parse(&missing, "s.yaml")
+            .unwrap()
+            .validate(&types())
+            .unwrap_err();
         assert!(e.to_string().contains("v1:Namespace:other"), "{e}");
     }
 }

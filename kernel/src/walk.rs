@@ -20,7 +20,12 @@ pub enum NodeResult<T> {
 }
 
 /// Walk nodes `0..deps.len()`; `deps[i]` lists the nodes `i` waits for.
-pub async fn walk<T, F, Fut>(deps: &[Vec<usize>], concurrency: usize, cancel: Arc<AtomicBool>, run: F) -> Vec<NodeResult<T>>
+pub async fn walk<T, F, Fut>(
+    deps: &[Vec<usize>],
+    concurrency: usize,
+    cancel: Arc<AtomicBool>,
+    run: F,
+) -> Vec<NodeResult<T>>
 where
     T: Send + 'static,
     F: Fn(usize) -> Fut,
@@ -36,7 +41,8 @@ where
         }
     }
     let mut results: Vec<Option<NodeResult<T>>> = (0..n).map(|_| None).collect();
-    let mut ready: std::collections::VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    let mut ready: std::collections::VecDeque<usize> =
+        (0..n).filter(|&i| waiting[i] == 0).collect();
     let mut running = JoinSet::new();
     let concurrency = concurrency.max(1);
     loop {
@@ -45,7 +51,9 @@ where
             let fut = run(i);
             running.spawn(async move { (i, fut.await) });
         }
-        let Some(joined) = running.join_next().await else { break };
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
         let (i, outcome) = match joined {
             Ok(pair) => pair,
             Err(e) => {
@@ -78,7 +86,10 @@ where
             }
         }
     }
-    results.into_iter().map(|r| r.unwrap_or(NodeResult::Cancelled)).collect()
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or(NodeResult::Cancelled))
+        .collect()
 }
 
 #[cfg(test)]
@@ -91,10 +102,22 @@ mod tests {
         // 0 -> 1 -> 2 ; 3 independent
         let deps = vec![vec![], vec![0], vec![1], vec![]];
         let r = walk(&deps, 4, Arc::new(AtomicBool::new(false)), |i| async move {
-            if i == 1 { Err("boom".to_string()) } else { Ok(i) }
+            if i == 1 {
+                Err("boom".to_string())
+            } else {
+                Ok(i)
+            }
         })
         .await;
-        assert_eq!(r, vec![NodeResult::Done(0), NodeResult::Failed("boom".into()), NodeResult::Skipped(1), NodeResult::Done(3)]);
+        assert_eq!(
+            r,
+            vec![
+                NodeResult::Done(0),
+                NodeResult::Failed("boom".into()),
+                NodeResult::Skipped(1),
+                NodeResult::Done(3)
+            ]
+        );
     }
 
     #[tokio::test]
@@ -129,6 +152,13 @@ mod tests {
             }
         })
         .await;
-        assert_eq!(r, vec![NodeResult::Done(0), NodeResult::Cancelled, NodeResult::Cancelled]);
+        assert_eq!(
+            r,
+            vec![
+                NodeResult::Done(0),
+                NodeResult::Cancelled,
+                NodeResult::Cancelled
+            ]
+        );
     }
 }

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::{
-    JournalRecord, Lease, LeaseHolder, Release, State, StateError, StateStore, format_time, hostname, now_ms,
+    JournalRecord, Lease, LeaseHolder, Release, State, StateError, StateStore, format_time,
+    hostname, now_ms,
 };
 
 pub struct LocalStore {
@@ -21,7 +22,10 @@ pub struct LocalStore {
 impl LocalStore {
     /// A store in `dir` (created on first write).
     pub fn new(dir: impl Into<PathBuf>) -> LocalStore {
-        LocalStore { dir: dir.into(), journal: Mutex::new(None) }
+        LocalStore {
+            dir: dir.into(),
+            journal: Mutex::new(None),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -29,7 +33,10 @@ impl LocalStore {
     }
 
     fn io(&self, e: impl std::fmt::Display) -> StateError {
-        StateError::Io { location: self.dir.display().to_string(), message: e.to_string() }
+        StateError::Io {
+            location: self.dir.display().to_string(),
+            message: e.to_string(),
+        }
     }
 
     fn ensure_dir(&self) -> Result<(), StateError> {
@@ -53,7 +60,9 @@ impl LocalStore {
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<(), StateError> {
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| self.io(e))
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| self.io(e))
     }
 
     /// Run `f` while holding the cross-process guard lock.
@@ -74,23 +83,31 @@ impl LocalStore {
     fn read_lease(&self) -> Result<Option<Lease>, StateError> {
         let path = self.dir.join("lease.json");
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| StateError::Corrupt {
-                location: path.display().to_string(),
-                message: e.to_string(),
-            }),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| StateError::Corrupt {
+                        location: path.display().to_string(),
+                        message: e.to_string(),
+                    })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(self.io(e)),
         }
     }
 
     fn release_path(&self, revision: u64) -> PathBuf {
-        self.dir.join("releases").join(format!("{revision:08}.json"))
+        self.dir
+            .join("releases")
+            .join(format!("{revision:08}.json"))
     }
 }
 
 /// Whether the process that holds `lease` is certainly gone (same host, no such pid).
 fn holder_is_dead(holder: &LeaseHolder) -> bool {
-    holder.host == hostname() && cfg!(target_os = "linux") && !Path::new(&format!("/proc/{}", holder.pid)).exists()
+    holder.host == hostname()
+        && cfg!(target_os = "linux")
+        && !Path::new(&format!("/proc/{}", holder.pid)).exists()
 }
 
 fn random_token() -> String {
@@ -109,10 +126,12 @@ impl StateStore for LocalStore {
     fn load(&self) -> Result<State, StateError> {
         let snapshot = self.dir.join("state.json");
         let mut state = match fs::read(&snapshot) {
-            Ok(bytes) => serde_json::from_slice::<State>(&bytes).map_err(|e| StateError::Corrupt {
-                location: snapshot.display().to_string(),
-                message: e.to_string(),
-            })?,
+            Ok(bytes) => {
+                serde_json::from_slice::<State>(&bytes).map_err(|e| StateError::Corrupt {
+                    location: snapshot.display().to_string(),
+                    message: e.to_string(),
+                })?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::default(),
             Err(e) => return Err(self.io(e)),
         };
@@ -159,7 +178,11 @@ impl StateStore for LocalStore {
             self.ensure_dir()?;
             let path = self.journal_path();
             let existed = path.exists();
-            let f = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| self.io(e))?;
+            let f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| self.io(e))?;
             if !existed {
                 self.sync_dir(&self.dir)?;
             }
@@ -202,9 +225,17 @@ impl StateStore for LocalStore {
                 && existing.expires_at > now
                 && !holder_is_dead(&existing.holder)
             {
-                return Err(StateError::Locked { holder: existing.holder, expires: format_time(existing.expires_at) });
+                return Err(StateError::Locked {
+                    holder: existing.holder,
+                    expires: format_time(existing.expires_at),
+                });
             }
-            let lease = Lease { holder: holder.clone(), token: random_token(), acquired_at: now, expires_at: now + ttl_ms };
+            let lease = Lease {
+                holder: holder.clone(),
+                token: random_token(),
+                acquired_at: now,
+                expires_at: now + ttl_ms,
+            };
             let bytes = serde_json::to_vec_pretty(&lease).map_err(|e| self.io(e))?;
             self.write_atomic(&self.dir.join("lease.json"), &bytes)?;
             Ok(lease)
@@ -217,7 +248,10 @@ impl StateStore for LocalStore {
                 Some(current) if current.token == lease.token => {}
                 _ => return Err(StateError::LeaseLost),
             }
-            let renewed = Lease { expires_at: now_ms() + ttl_ms, ..lease.clone() };
+            let renewed = Lease {
+                expires_at: now_ms() + ttl_ms,
+                ..lease.clone()
+            };
             let bytes = serde_json::to_vec_pretty(&renewed).map_err(|e| self.io(e))?;
             self.write_atomic(&self.dir.join("lease.json"), &bytes)?;
             Ok(renewed)
@@ -274,11 +308,15 @@ impl StateStore for LocalStore {
         let path = self.release_path(revision);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(StateError::NoSuchRelease(revision)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StateError::NoSuchRelease(revision));
+            }
             Err(e) => return Err(self.io(e)),
         };
-        serde_json::from_slice(&bytes)
-            .map_err(|e| StateError::Corrupt { location: path.display().to_string(), message: e.to_string() })
+        serde_json::from_slice(&bytes).map_err(|e| StateError::Corrupt {
+            location: path.display().to_string(),
+            message: e.to_string(),
+        })
     }
 }
 
@@ -292,7 +330,12 @@ impl LocalStore {
         };
         Ok(entries
             .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".json")).and_then(|n| n.parse().ok()))
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".json"))
+                    .and_then(|n| n.parse().ok())
+            })
             .collect())
     }
 }
@@ -320,17 +363,28 @@ mod tests {
         assert!(store.load().unwrap().resources.is_empty());
         store
             .append(&[
-                JournalRecord::Intent { kind: IntentKind::Create, resource: entry("a").resource },
-                JournalRecord::Intent { kind: IntentKind::Create, resource: entry("b").resource },
+                JournalRecord::Intent {
+                    kind: IntentKind::Create,
+                    resource: entry("a").resource,
+                },
+                JournalRecord::Intent {
+                    kind: IntentKind::Create,
+                    resource: entry("b").resource,
+                },
                 JournalRecord::Applied { entry: entry("a") },
             ])
             .unwrap();
         let state = store.load().unwrap();
         assert!(!state.resources["a"].pending);
-        assert!(state.resources["b"].pending, "an intent without outcome is pending");
+        assert!(
+            state.resources["b"].pending,
+            "an intent without outcome is pending"
+        );
         store.checkpoint(&state).unwrap();
         assert_eq!(store.journal_len().unwrap(), 0);
-        store.append(&[JournalRecord::Deleted { id: "a".into() }]).unwrap();
+        store
+            .append(&[JournalRecord::Deleted { id: "a".into() }])
+            .unwrap();
         let state = store.load().unwrap();
         assert_eq!(state.resources.keys().collect::<Vec<_>>(), vec!["b"]);
     }
@@ -339,7 +393,9 @@ mod tests {
     fn torn_last_line_is_dropped_but_middle_corruption_is_reported() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStore::new(dir.path());
-        store.append(&[JournalRecord::Applied { entry: entry("a") }]).unwrap();
+        store
+            .append(&[JournalRecord::Applied { entry: entry("a") }])
+            .unwrap();
         let journal = dir.path().join("journal.jsonl");
         let mut text = fs::read_to_string(&journal).unwrap();
         text.push_str("{\"op\":\"applied\",\"entry\":{\"reso");
@@ -357,15 +413,29 @@ mod tests {
         let store = LocalStore::new(dir.path());
         let me = LeaseHolder::current("apply");
         let lease = store.acquire_lease(&me, 60_000).unwrap();
-        let e = store.acquire_lease(&LeaseHolder::current("destroy"), 60_000).unwrap_err();
+        let e = store
+            .acquire_lease(&LeaseHolder::current("destroy"), 60_000)
+            .unwrap_err();
         assert!(matches!(e, StateError::Locked { .. }));
-        assert!(e.to_string().contains(&format!("pid {}", std::process::id())), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("pid {}", std::process::id())),
+            "{e}"
+        );
         let lease = store.renew_lease(&lease, 0).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(5));
-        let taken = store.acquire_lease(&LeaseHolder::current("destroy"), 60_000).unwrap();
-        assert!(matches!(store.renew_lease(&lease, 1000), Err(StateError::LeaseLost)));
+        let taken = store
+            .acquire_lease(&LeaseHolder::current("destroy"), 60_000)
+            .unwrap();
+        assert!(matches!(
+            store.renew_lease(&lease, 1000),
+            Err(StateError::LeaseLost)
+        ));
         store.release_lease(&lease).unwrap();
-        assert!(store.current_lease().unwrap().is_some(), "releasing a lost lease leaves the new holder alone");
+        assert!(
+            store.current_lease().unwrap().is_some(),
+            "releasing a lost lease leaves the new holder alone"
+        );
         store.release_lease(&taken).unwrap();
         assert!(store.current_lease().unwrap().is_none());
     }
@@ -377,7 +447,9 @@ mod tests {
         let mut ghost = LeaseHolder::current("apply");
         ghost.pid = u32::MAX - 1;
         store.acquire_lease(&ghost, 600_000).unwrap();
-        store.acquire_lease(&LeaseHolder::current("apply"), 600_000).unwrap();
+        store
+            .acquire_lease(&LeaseHolder::current("apply"), 600_000)
+            .unwrap();
     }
 
     #[test]
@@ -401,7 +473,13 @@ mod tests {
             store.update_release(&r).unwrap();
         }
         let all = store.releases().unwrap();
-        assert_eq!(all.iter().map(|r| r.revision).collect::<Vec<_>>(), vec![1, 2, 3]);
-        assert!(matches!(store.release(9), Err(StateError::NoSuchRelease(9))));
+        assert_eq!(
+            all.iter().map(|r| r.revision).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        assert!(matches!(
+            store.release(9),
+            Err(StateError::NoSuchRelease(9))
+        ));
     }
 }

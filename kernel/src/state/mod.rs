@@ -51,14 +51,22 @@ mod entries_as_list {
     use indexmap::IndexMap;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub fn serialize<S: Serializer>(map: &IndexMap<String, StateEntry>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(
+        map: &IndexMap<String, StateEntry>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         let list: Vec<&StateEntry> = map.values().collect();
         list.serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<IndexMap<String, StateEntry>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<IndexMap<String, StateEntry>, D::Error> {
         let list = Vec::<StateEntry>::deserialize(d)?;
-        Ok(list.into_iter().map(|e| (e.resource.id.clone(), e)).collect())
+        Ok(list
+            .into_iter()
+            .map(|e| (e.resource.id.clone(), e))
+            .collect())
     }
 }
 
@@ -77,38 +85,47 @@ pub enum IntentKind {
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum JournalRecord {
     /// The resource may be changed by the running operation.
-    Intent { kind: IntentKind, resource: Resource },
+    Intent {
+        kind: IntentKind,
+        resource: Resource,
+    },
     /// The step finished and the resource now exists as described.
     Applied { entry: StateEntry },
     /// The step finished and the resource no longer exists.
     Deleted { id: String },
     /// An intent was never acted on (its step was skipped or cancelled before calling the
     /// runtime): the entry is restored to what it was before the intent.
-    Revert { id: String, previous: Option<StateEntry> },
+    Revert {
+        id: String,
+        previous: Option<StateEntry>,
+    },
 }
 
 impl State {
     /// Apply one journal record (used by replay and by the writer's in-memory copy).
     pub fn apply_record(&mut self, record: &JournalRecord, now: u64) {
         match record {
-            JournalRecord::Intent { kind, resource } => match self.resources.get_mut(&resource.id) {
-                Some(entry) => entry.pending = true,
-                None if *kind != IntentKind::Delete => {
-                    self.resources.insert(
-                        resource.id.clone(),
-                        StateEntry {
-                            resource: resource.clone(),
-                            private: None,
-                            sensitive_paths: Vec::new(),
-                            pending: true,
-                            updated_at: now,
-                        },
-                    );
+            JournalRecord::Intent { kind, resource } => {
+                match self.resources.get_mut(&resource.id) {
+                    Some(entry) => entry.pending = true,
+                    None if *kind != IntentKind::Delete => {
+                        self.resources.insert(
+                            resource.id.clone(),
+                            StateEntry {
+                                resource: resource.clone(),
+                                private: None,
+                                sensitive_paths: Vec::new(),
+                                pending: true,
+                                updated_at: now,
+                            },
+                        );
+                    }
+                    None => {}
                 }
-                None => {}
-            },
+            }
             JournalRecord::Applied { entry } => {
-                self.resources.insert(entry.resource.id.clone(), entry.clone());
+                self.resources
+                    .insert(entry.resource.id.clone(), entry.clone());
             }
             JournalRecord::Deleted { id } => {
                 self.resources.shift_remove(id);
@@ -141,13 +158,22 @@ impl LeaseHolder {
         let owner = std::env::var("KUSION_OWNER")
             .or_else(|_| std::env::var("USER"))
             .unwrap_or_else(|_| "unknown".to_string());
-        LeaseHolder { owner, host: hostname(), pid: std::process::id(), operation: operation.to_string() }
+        LeaseHolder {
+            owner,
+            host: hostname(),
+            pid: std::process::id(),
+            operation: operation.to_string(),
+        }
     }
 }
 
 impl std::fmt::Display for LeaseHolder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} on {} (pid {}, {})", self.owner, self.host, self.pid, self.operation)
+        write!(
+            f,
+            "{} on {} (pid {}, {})",
+            self.owner, self.host, self.pid, self.operation
+        )
     }
 }
 
@@ -216,8 +242,13 @@ pub enum StateError {
     Io { location: String, message: String },
     #[error("state at {location} is corrupt: {message}")]
     Corrupt { location: String, message: String },
-    #[error("the stack is locked by {holder} until {expires}; wait, or run `kusionctl state unlock` if that process is gone")]
-    Locked { holder: LeaseHolder, expires: String },
+    #[error(
+        "the stack is locked by {holder} until {expires}; wait, or run `kusionctl state unlock` if that process is gone"
+    )]
+    Locked {
+        holder: LeaseHolder,
+        expires: String,
+    },
     #[error("the lease was lost (taken over or unlocked by someone else)")]
     LeaseLost,
     #[error("no release {0}")]

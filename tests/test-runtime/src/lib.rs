@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ObjectStatus, ReadRequest,
-    ReadResponse, Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
+    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ObjectStatus,
+    ReadRequest, ReadResponse, Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
 };
 use kusion_sdk::{ErrorKind, PluginError, PluginResult, Resource, Value};
 
@@ -29,7 +29,10 @@ impl Default for TestRuntime {
 impl TestRuntime {
     pub fn new() -> TestRuntime {
         let dir = std::env::var_os("KUSION_TEST_CLOUD").map(PathBuf::from);
-        TestRuntime { dir: RwLock::new(dir), delay_ms: AtomicU64::new(0) }
+        TestRuntime {
+            dir: RwLock::new(dir),
+            delay_ms: AtomicU64::new(0),
+        }
     }
 
     pub fn with_dir(dir: impl Into<PathBuf>) -> TestRuntime {
@@ -43,13 +46,28 @@ impl TestRuntime {
             .read()
             .map_err(|_| PluginError::internal("poisoned"))?
             .clone()
-            .ok_or_else(|| PluginError::invalid("the test runtime has no cloud directory (config `dir` or KUSION_TEST_CLOUD)"))
+            .ok_or_else(|| {
+                PluginError::invalid(
+                    "the test runtime has no cloud directory (config `dir` or KUSION_TEST_CLOUD)",
+                )
+            })
     }
 
     fn object_path(&self, id: &str) -> PluginResult<PathBuf> {
-        let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        let safe: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         // Keep names unique even when two IDs map to the same safe text.
-        let hash = id.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+        let hash = id.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        });
         Ok(self.dir()?.join(format!("{safe}-{hash:016x}.json")))
     }
 
@@ -67,16 +85,19 @@ impl TestRuntime {
     fn store(&self, resource: &Resource) -> PluginResult<()> {
         let path = self.object_path(&resource.id)?;
         let dir = self.dir()?;
-        fs::create_dir_all(&dir).map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))?;
+        fs::create_dir_all(&dir)
+            .map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))?;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let bytes = serde_json::to_vec(resource).map_err(|e| PluginError::internal(e.to_string()))?;
+        let bytes =
+            serde_json::to_vec(resource).map_err(|e| PluginError::internal(e.to_string()))?;
         fs::write(&tmp, bytes)
             .and_then(|_| fs::rename(&tmp, &path))
             .map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))
     }
 
     fn log_creation(&self, id: &str) -> PluginResult<()> {
-        fs::create_dir_all(self.dir()?).map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))?;
+        fs::create_dir_all(self.dir()?)
+            .map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))?;
         let mut f = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -87,7 +108,9 @@ impl TestRuntime {
 
     /// Every object currently in the cloud directory.
     pub fn objects(dir: &Path) -> Vec<Resource> {
-        let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+        let Ok(entries) = fs::read_dir(dir) else {
+            return Vec::new();
+        };
         entries
             .filter_map(|e| e.ok())
             .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
@@ -98,12 +121,21 @@ impl TestRuntime {
 }
 
 fn sensitive(resource: &Resource) -> Vec<String> {
-    if resource.attributes.contains_key("secret") { vec!["secret".to_string()] } else { Vec::new() }
+    if resource.attributes.contains_key("secret") {
+        vec!["secret".to_string()]
+    } else {
+        Vec::new()
+    }
 }
 
 fn new_uid(id: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let hash = id.bytes().fold(nanos as u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let hash = id.bytes().fold(nanos as u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
     format!("uid-{hash:016x}")
 }
 
@@ -114,13 +146,21 @@ impl Runtime for TestRuntime {
             version: env!("CARGO_PKG_VERSION").into(),
             abi: kusion_sdk::ABI_VERSION,
             resource_types: vec![TYPE.into()],
-            capabilities: Capabilities { dry_run: true, watch: true, import: true, sensitive_fields: true },
+            capabilities: Capabilities {
+                dry_run: true,
+                watch: true,
+                import: true,
+                sensitive_fields: true,
+            },
         }
     }
 
     fn configure(&self, config: &Value) -> PluginResult<()> {
         if let Some(dir) = config.get("dir").and_then(Value::as_str) {
-            *self.dir.write().map_err(|_| PluginError::internal("poisoned"))? = Some(PathBuf::from(dir));
+            *self
+                .dir
+                .write()
+                .map_err(|_| PluginError::internal("poisoned"))? = Some(PathBuf::from(dir));
         }
         if let Some(ms) = config.get("delayMs").and_then(Value::as_u64) {
             self.delay_ms.store(ms, Ordering::SeqCst);
@@ -134,7 +174,9 @@ impl Runtime for TestRuntime {
         let mut result = planned.clone();
         result.depends_on.clear();
         result.extensions.clear();
-        let uid = existing.as_ref().and_then(|e| e.attributes.get("uid").cloned());
+        let uid = existing
+            .as_ref()
+            .and_then(|e| e.attributes.get("uid").cloned());
         let mut unknown = Vec::new();
         if request.dry_run {
             match uid {
@@ -151,12 +193,19 @@ impl Runtime for TestRuntime {
                 requires_replace: Vec::new(),
             });
         }
-        let delay = planned.attributes.get("delayMs").and_then(Value::as_u64).unwrap_or(self.delay_ms.load(Ordering::SeqCst));
+        let delay = planned
+            .attributes
+            .get("delayMs")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.delay_ms.load(Ordering::SeqCst));
         if delay > 0 {
             std::thread::sleep(Duration::from_millis(delay));
         }
         if planned.attributes.get("testFail").and_then(Value::as_bool) == Some(true) {
-            return Err(PluginError::new(ErrorKind::Rejected, format!("{}: the test cloud refused it (testFail)", planned.id)));
+            return Err(PluginError::new(
+                ErrorKind::Rejected,
+                format!("{}: the test cloud refused it (testFail)", planned.id),
+            ));
         }
         let uid = uid.unwrap_or_else(|| Value::String(new_uid(&planned.id)));
         result.attributes.insert("uid".into(), uid);
@@ -190,7 +239,11 @@ impl Runtime for TestRuntime {
 
     fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse> {
         let resource = self.load(&request.planned.id)?;
-        Ok(ReadResponse { sensitive_paths: resource.as_ref().map(sensitive).unwrap_or_default(), private: None, resource })
+        Ok(ReadResponse {
+            sensitive_paths: resource.as_ref().map(sensitive).unwrap_or_default(),
+            private: None,
+            resource,
+        })
     }
 
     fn delete(&self, request: &DeleteRequest) -> PluginResult<()> {
@@ -206,7 +259,10 @@ impl Runtime for TestRuntime {
         let attrs = &request.resource.attributes;
         Ok(Box::new(TestWatch {
             name: request.resource.id.clone(),
-            remaining: attrs.get("readyAfterPolls").and_then(Value::as_u64).unwrap_or(0),
+            remaining: attrs
+                .get("readyAfterPolls")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
             failed: attrs.get("testHealth").and_then(Value::as_str) == Some("failed"),
             done: false,
         }))
@@ -228,10 +284,16 @@ impl Watch for TestWatch {
         std::thread::sleep(timeout.min(Duration::from_millis(5)));
         let (health, detail) = if self.failed {
             self.done = true;
-            (Health::Failed, "CrashLoopBackOff: the test object is unhealthy".to_string())
+            (
+                Health::Failed,
+                "CrashLoopBackOff: the test object is unhealthy".to_string(),
+            )
         } else if self.remaining > 0 {
             self.remaining -= 1;
-            (Health::Progressing, format!("{} polls to go", self.remaining + 1))
+            (
+                Health::Progressing,
+                format!("{} polls to go", self.remaining + 1),
+            )
         } else {
             self.done = true;
             (Health::Ready, "ready".to_string())
@@ -239,7 +301,12 @@ impl Watch for TestWatch {
         Ok(WatchPoll::Event(WatchEvent {
             health,
             detail: detail.clone(),
-            objects: vec![ObjectStatus { kind: "TestObject".into(), name: self.name.clone(), health, detail }],
+            objects: vec![ObjectStatus {
+                kind: "TestObject".into(),
+                name: self.name.clone(),
+                health,
+                detail,
+            }],
         }))
     }
 }
