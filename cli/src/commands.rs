@@ -164,8 +164,12 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     match cli.command {
         Command::Preview { plan, detail } => {
             let spec = load_spec(&ctx, &plan.spec)?;
-            let plan =
-                operation::preview(&spec, &ctx.stack, &plan_options(&plan, false)?, cancel).await?;
+            let plan = {
+                let options = plan_options(&plan, false)?;
+                tokio::task::block_in_place(|| {
+                    operation::preview(&spec, &ctx.stack, &options, cancel)
+                })?
+            };
             print_plan(&ctx, &plan, detail);
             Ok(exit::OK)
         }
@@ -180,7 +184,9 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             let spec = load_spec(&ctx, &plan.spec)?;
             let options = plan_options(&plan, false)?;
             if dry_run {
-                let computed = operation::preview(&spec, &ctx.stack, &options, cancel).await?;
+                let computed = tokio::task::block_in_place(|| {
+                    operation::preview(&spec, &ctx.stack, &options, cancel)
+                })?;
                 print_plan(&ctx, &computed, detail);
                 return Ok(exit::OK);
             }
@@ -334,18 +340,19 @@ async fn run_apply(
         );
         yes || ask(plan, &styles, operation_name)
     };
-    let result = operation::apply(
-        spec,
-        &ctx.stack,
-        operation_name,
-        options,
-        apply_options,
-        Vec::new(),
-        confirm,
-        Some(tx),
-        cancel,
-    )
-    .await;
+    let result = tokio::task::block_in_place(|| {
+        operation::apply(
+            spec,
+            &ctx.stack,
+            operation_name,
+            options,
+            apply_options,
+            Vec::new(),
+            confirm,
+            Some(tx),
+            cancel,
+        )
+    });
     let _ = progress.await;
     match result? {
         Applied::NothingToDo(plan) => {

@@ -12,10 +12,10 @@ use kusion_sdk::runtime::{
 use kusion_sdk::{FieldPath, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::diff;
-use crate::plan::{Action, Plan, Step, blocking};
+use crate::plan::{Action, Plan, Step, call};
 use crate::reference::{self, Lookup};
 use crate::registry::Registry;
 use crate::state::{IntentKind, JournalRecord, State, StateEntry, StateError, StateStore, now_ms};
@@ -149,7 +149,7 @@ impl ApplyReport {
     }
 }
 
-type Ack = oneshot::Sender<Result<(), String>>;
+type Ack = std::sync::mpsc::SyncSender<Result<(), String>>;
 
 /// Durable, group-committed journal writes: concurrent steps share one fsync.
 pub struct Journal {
@@ -172,14 +172,14 @@ impl Journal {
     }
 
     /// Append records; returns once they are durable.
-    pub async fn write(&self, records: Vec<JournalRecord>) -> Result<(), String> {
-        let (ack, done) = oneshot::channel();
+    pub fn write(&self, records: Vec<JournalRecord>) -> Result<(), String> {
+        let (ack, done) = std::sync::mpsc::sync_channel(1);
         self.tx
             .as_ref()
             .ok_or("journal closed")?
             .send((records, ack))
             .map_err(|_| "the journal writer stopped".to_string())?;
-        done.await
+        done.recv()
             .map_err(|_| "the journal writer stopped".to_string())?
     }
 
@@ -287,7 +287,7 @@ impl ExecContext {
 
 /// Execute `plan`. Journals intents for every changing step first (one durable write), then
 /// walks the DAG. Returns the report and the final state (checkpointed).
-pub async fn execute(
+pub fn execute(
     plan: Plan,
     store: Arc<dyn StateStore>,
     state: State,
@@ -309,7 +309,7 @@ pub async fn execute(
             Some(JournalRecord::Intent { kind, resource })
         })
         .collect();
-    if let Err(e) = journal.write(intents).await {
+    if let Err(e) = journal.write(intents) {
         let _ = journal.finish();
         return Err(StateError::Io {
             location: "journal".into(),
@@ -323,7 +323,7 @@ pub async fn execute(
         .filter(|s| s.planned.is_some())
         .map(|s| s.id.clone())
         .collect();
-    let cx = Arc::new(ExecContext {
+    let cx = ExecContext {
         registry: registry.clone(),
         journal,
         options: options.clone(),
@@ -331,14 +331,11 @@ pub async fn execute(
         applied: Mutex::new(HashMap::new()),
         events,
         cancel: cancel.clone(),
+    };
+    let steps = plan.steps;
+    let results = walk(&plan.deps, options.concurrency, &cancel, |i| {
+        execute_one(&steps[i], &cx)
     });
-    let steps: Arc<Vec<Step>> = Arc::new(plan.steps);
-    let results = walk(&plan.deps, options.concurrency, cancel.clone(), |i| {
-        let cx = cx.clone();
-        let steps = steps.clone();
-        async move { execute_one(&steps[i], &cx).await }
-    })
-    .await;
 
     let interrupted = cancel.load(Ordering::SeqCst);
     let mut report = ApplyReport {
@@ -373,16 +370,7 @@ pub async fn execute(
             outcome,
         });
     }
-    let write = cx.journal.write(reverts).await;
-    let cx = match Arc::try_unwrap(cx) {
-        Ok(cx) => cx,
-        Err(_) => {
-            return Err(StateError::Io {
-                location: "journal".into(),
-                message: "a step outlived the walk".into(),
-            });
-        }
-    };
+    let write = cx.journal.write(reverts);
     let state = cx.journal.finish()?;
     write.map_err(|e| StateError::Io {
         location: "journal".into(),
@@ -391,12 +379,12 @@ pub async fn execute(
     Ok((report, state))
 }
 
-async fn execute_one(step: &Step, cx: &ExecContext) -> Result<(), String> {
+fn execute_one(step: &Step, cx: &ExecContext) -> Result<(), String> {
     cx.emit(Event::Started {
         id: step.id.clone(),
         action: step.action,
     });
-    let result = run_step(step, cx).await;
+    let result = run_step(step, cx);
     let outcome = match &result {
         Ok(()) => Outcome::Succeeded,
         Err(e) => Outcome::Failed(e.clone()),
@@ -409,7 +397,7 @@ async fn execute_one(step: &Step, cx: &ExecContext) -> Result<(), String> {
     result
 }
 
-async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
+fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
     let runtime = cx
         .registry
         .get(&step.resource_type)
@@ -435,9 +423,7 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
                     pending: false,
                     updated_at: now_ms(),
                 };
-                cx.journal
-                    .write(vec![JournalRecord::Applied { entry }])
-                    .await?;
+                cx.journal.write(vec![JournalRecord::Applied { entry }])?;
             }
             Ok(())
         }
@@ -489,7 +475,7 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
                 timeout,
             };
             let rt = runtime.clone();
-            let response = blocking(timeout, move || rt.apply(&request)).await?;
+            let response = call(timeout, move || rt.apply(&request))?;
             let mut sensitive: Vec<String> = step.sensitive.iter().map(|p| p.to_string()).collect();
             sensitive.extend(response.sensitive_paths.iter().cloned());
             sensitive.sort();
@@ -502,11 +488,9 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
                 updated_at: now_ms(),
             };
             let attrs = entry.resource.attributes.clone();
-            cx.journal
-                .write(vec![JournalRecord::Applied {
-                    entry: entry.clone(),
-                }])
-                .await?;
+            cx.journal.write(vec![JournalRecord::Applied {
+                entry: entry.clone(),
+            }])?;
             cx.applied
                 .lock()
                 .map_err(|_| "poisoned")?
@@ -516,7 +500,7 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
                 .info(&step.resource_type)
                 .is_some_and(|i| i.capabilities.watch);
             if cx.options.watch && capable {
-                watch_until_ready(step, &entry.resource, cx).await?;
+                watch_until_ready(step, &entry.resource, cx)?;
             }
             Ok(())
         }
@@ -528,22 +512,16 @@ async fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
                 timeout,
             };
             let rt = runtime.clone();
-            blocking(timeout, move || rt.delete(&request)).await?;
-            cx.journal
-                .write(vec![JournalRecord::Deleted {
-                    id: step.id.clone(),
-                }])
-                .await?;
+            call(timeout, move || rt.delete(&request))?;
+            cx.journal.write(vec![JournalRecord::Deleted {
+                id: step.id.clone(),
+            }])?;
             Ok(())
         }
     }
 }
 
-async fn watch_until_ready(
-    step: &Step,
-    resource: &Resource,
-    cx: &ExecContext,
-) -> Result<(), String> {
+fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Result<(), String> {
     let runtime = cx
         .registry
         .get(&step.resource_type)
@@ -553,7 +531,7 @@ async fn watch_until_ready(
         resource: resource.clone(),
     };
     let rt = runtime.clone();
-    let mut watch = blocking(cx.options.timeout, move || rt.watch(&request)).await?;
+    let mut watch = call(cx.options.timeout, move || rt.watch(&request))?;
     let deadline = Instant::now() + cx.options.watch_timeout;
     let mut last_detail = String::from("no status reported");
     loop {
@@ -570,14 +548,7 @@ async fn watch_until_ready(
             ));
         }
         let poll_for = remaining.min(Duration::from_millis(500));
-        let (w, polled) = tokio::task::spawn_blocking(move || {
-            let r = watch.poll(poll_for);
-            (watch, r)
-        })
-        .await
-        .map_err(|e| format!("watch panicked: {e}"))?;
-        watch = w;
-        match polled.map_err(|e| e.message)? {
+        match watch.poll(poll_for).map_err(|e| e.message)? {
             WatchPoll::Event(event) => {
                 last_detail = event.detail.clone();
                 let health = event.health;

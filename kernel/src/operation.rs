@@ -86,19 +86,25 @@ pub fn configure(registry: &Registry, config: &serde_json::Value) -> Result<(), 
 }
 
 /// Compute the plan without changing anything and without taking the lease.
-pub async fn preview(
+pub fn preview(
     spec: &Spec,
     stack: &Stack,
     options: &PlanOptions,
     cancel: Arc<AtomicBool>,
 ) -> Result<Plan, OperationError> {
     let state = stack.store.load()?;
-    Ok(plan::compute(spec, &state, &stack.registry, options, cancel).await?)
+    Ok(plan::compute(
+        spec,
+        &state,
+        &stack.registry,
+        options,
+        &cancel,
+    )?)
 }
 
 /// Take the lease, plan, ask `confirm`, execute and record the release.
 #[allow(clippy::too_many_arguments)]
-pub async fn apply(
+pub fn apply(
     spec: &Spec,
     stack: &Stack,
     operation: &str,
@@ -113,33 +119,36 @@ pub async fn apply(
     let holder = LeaseHolder::current(operation);
     let lease = store.acquire_lease(&holder, LEASE_TTL.as_millis() as u64)?;
     let lease_lost = Arc::new(AtomicBool::new(false));
+    let (stop_renewing, stopped) = std::sync::mpsc::channel::<()>();
     let renewer = {
         let store = store.clone();
         let lease = lease.clone();
         let cancel = cancel.clone();
         let lost = lease_lost.clone();
-        tokio::spawn(async move {
-            let mut current = lease;
-            loop {
-                tokio::time::sleep(LEASE_TTL / 3).await;
-                let s = store.clone();
-                let l = current.clone();
-                match tokio::task::spawn_blocking(move || {
-                    s.renew_lease(&l, LEASE_TTL.as_millis() as u64)
-                })
-                .await
+        std::thread::Builder::new()
+            .name("kusion-lease".into())
+            .spawn(move || {
+                let mut current = lease;
+                // Renew every third of the lease's life until told to stop.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(LEASE_TTL / 3)
                 {
-                    Ok(Ok(renewed)) => current = renewed,
-                    _ => {
-                        // Someone took the stack over: stop starting new work.
-                        tracing::error!("lost the state lease; stopping");
-                        lost.store(true, Ordering::SeqCst);
-                        cancel.store(true, Ordering::SeqCst);
-                        return;
+                    match store.renew_lease(&current, LEASE_TTL.as_millis() as u64) {
+                        Ok(renewed) => current = renewed,
+                        Err(e) => {
+                            // Someone took the stack over: stop starting new work.
+                            tracing::error!("lost the state lease ({e}); stopping");
+                            lost.store(true, Ordering::SeqCst);
+                            cancel.store(true, Ordering::SeqCst);
+                            return;
+                        }
                     }
                 }
-            }
-        })
+            })
+            .map_err(|e| StateError::Io {
+                location: "lease".into(),
+                message: format!("starting the lease renewer: {e}"),
+            })?
     };
     let result = apply_locked(
         spec,
@@ -152,9 +161,9 @@ pub async fn apply(
         confirm,
         events,
         cancel,
-    )
-    .await;
-    renewer.abort();
+    );
+    drop(stop_renewing);
+    let _ = renewer.join();
     if !lease_lost.load(Ordering::SeqCst) {
         store.release_lease(&lease)?;
     }
@@ -162,7 +171,7 @@ pub async fn apply(
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn apply_locked(
+fn apply_locked(
     spec: &Spec,
     stack: &Stack,
     operation: &str,
@@ -175,7 +184,7 @@ async fn apply_locked(
     cancel: Arc<AtomicBool>,
 ) -> Result<Applied, OperationError> {
     let state = stack.store.load()?;
-    let plan = plan::compute(spec, &state, &stack.registry, plan_options, cancel.clone()).await?;
+    let plan = plan::compute(spec, &state, &stack.registry, plan_options, &cancel)?;
     if !plan.has_changes() && !state.resources.values().any(|e| e.pending) {
         return Ok(Applied::NothingToDo(plan));
     }
@@ -206,8 +215,7 @@ async fn apply_locked(
         apply_options,
         cancel,
         events,
-    )
-    .await?;
+    )?;
     release.finished_at = Some(now_ms());
     release.status = if report.succeeded() {
         ReleaseStatus::Succeeded

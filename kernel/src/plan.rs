@@ -7,8 +7,8 @@
 //! runtime says a changed field forces it).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kusion_sdk::runtime::{ApplyRequest, ReadRequest};
@@ -156,23 +156,31 @@ pub enum PlanError {
     Resources(Vec<(String, String)>),
 }
 
-/// Run a blocking runtime call off the async workers, bounded by `timeout`.
-pub(crate) async fn blocking<T: Send + 'static>(
+/// Call a runtime, bounded by `timeout`. Without a timeout the call runs on the caller's thread;
+/// with one it runs on a helper thread that is abandoned (and finishes in the background) if
+/// the time runs out.
+pub(crate) fn call<T: Send + 'static>(
     timeout: Option<Duration>,
     call: impl FnOnce() -> Result<T, PluginError> + Send + 'static,
 ) -> Result<T, String> {
-    let task = tokio::task::spawn_blocking(call);
-    let joined = match timeout {
-        Some(t) => match tokio::time::timeout(t, task).await {
-            Ok(j) => j,
-            Err(_) => return Err(format!("timed out after {}", humantime::format_duration(t))),
-        },
-        None => task.await,
+    let describe = |e: PluginError| format!("{:?}: {}", e.kind, e.message);
+    let Some(limit) = timeout else {
+        return call().map_err(describe);
     };
-    match joined {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(format!("{:?}: {}", e.kind, e.message)),
-        Err(e) => Err(format!("runtime call panicked: {e}")),
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("kusion-call".into())
+        .spawn(move || {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)));
+        })
+        .map_err(|e| format!("starting a runtime call: {e}"))?;
+    match rx.recv_timeout(limit) {
+        Ok(Ok(result)) => result.map_err(describe),
+        Ok(Err(_)) => Err("the runtime panicked".to_string()),
+        Err(_) => Err(format!(
+            "timed out after {}",
+            humantime::format_duration(limit)
+        )),
     }
 }
 
@@ -218,12 +226,12 @@ fn prior_edges(entries: &[&StateEntry]) -> Vec<(usize, usize)> {
 }
 
 /// Compute the plan for converging `state` to `spec` (or deleting everything, for destroy).
-pub async fn compute(
+pub fn compute(
     spec: &Spec,
     state: &State,
     registry: &Registry,
     options: &PlanOptions,
-    cancel: Arc<AtomicBool>,
+    cancel: &AtomicBool,
 ) -> Result<Plan, PlanError> {
     let empty = Spec::default();
     let spec = if options.destroy { &empty } else { spec };
@@ -307,8 +315,8 @@ pub async fn compute(
 
     // Decide each spec resource along the DAG so references resolve against what their
     // targets are expected to become.
-    let steps: Arc<Vec<Mutex<Step>>> = Arc::new(steps.into_iter().map(Mutex::new).collect());
-    let context = Arc::new(PlanContext {
+    let steps: Vec<Mutex<Step>> = steps.into_iter().map(Mutex::new).collect();
+    let context = PlanContext {
         registry: registry.clone(),
         known: spec.resources.iter().map(|r| r.id.clone()).collect(),
         position: spec
@@ -319,24 +327,15 @@ pub async fn compute(
             .collect(),
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
-    });
+    };
     let spec_deps: Vec<Vec<usize>> = deps[..first_delete].to_vec();
     let results = walk(&spec_deps, options.concurrency, cancel, |i| {
-        let steps = steps.clone();
-        let context = context.clone();
-        async move { plan_one(i, &steps, &context).await }
-    })
-    .await;
-    let steps: Vec<Step> = match Arc::try_unwrap(steps) {
-        Ok(list) => list
-            .into_iter()
-            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect(),
-        Err(shared) => shared
-            .iter()
-            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
-            .collect(),
-    };
+        plan_one(i, &steps, &context)
+    });
+    let steps: Vec<Step> = steps
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect();
     let mut failures = Vec::new();
     for (i, result) in results.into_iter().enumerate() {
         match result {
@@ -381,11 +380,7 @@ fn expected_for_references(step: &Step) -> Option<Map<String, Value>> {
     }
 }
 
-async fn plan_one(
-    i: usize,
-    steps: &Arc<Vec<Mutex<Step>>>,
-    cx: &Arc<PlanContext>,
-) -> Result<(), String> {
+fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), String> {
     let (planned, prior) = {
         let s = steps[i]
             .lock()
@@ -437,7 +432,7 @@ async fn plan_one(
             planned: Some(resolved.clone()),
             timeout: cx.timeout,
         };
-        blocking(cx.timeout, move || runtime.read(&request)).await?
+        call(cx.timeout, move || runtime.read(&request))?
     };
     let mut extra_sensitive = read.sensitive_paths.clone();
     if let Some(p) = &prior {
@@ -463,7 +458,7 @@ async fn plan_one(
                     dry_run: true,
                     timeout: cx.timeout,
                 };
-                match blocking(cx.timeout, move || runtime.apply(&request)).await {
+                match call(cx.timeout, move || runtime.apply(&request)) {
                     Ok(response) => {
                         extra_sensitive.extend(response.sensitive_paths);
                         unknown.extend(response.unknown_paths);
@@ -491,7 +486,7 @@ async fn plan_one(
                     dry_run: true,
                     timeout: cx.timeout,
                 };
-                let response = blocking(cx.timeout, move || runtime.apply(&request)).await?;
+                let response = call(cx.timeout, move || runtime.apply(&request))?;
                 extra_sensitive.extend(response.sensitive_paths);
                 unknown.extend(response.unknown_paths);
                 replace_paths = response

@@ -1,12 +1,13 @@
-//! A bounded-concurrency walk over a DAG: a node starts when all its dependencies succeeded; a
-//! failed node skips its descendants while independent branches go on; after cancellation no
-//! new node starts and running ones finish.
+//! A bounded-concurrency walk over a DAG on a pool of worker threads: a node starts when all its
+//! dependencies succeeded; a failed node skips its descendants while independent branches go on;
+//! after cancellation no new node starts and running ones finish.
+//!
+//! Runtime calls are synchronous, so each worker simply calls them: no per-call thread hand-off,
+//! which is what makes planning 100,000 resources cheap.
 
-use std::future::Future;
-use std::sync::Arc;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use tokio::task::JoinSet;
+use std::sync::{Condvar, Mutex};
 
 /// What became of one node.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,17 +20,26 @@ pub enum NodeResult<T> {
     Cancelled,
 }
 
-/// Walk nodes `0..deps.len()`; `deps[i]` lists the nodes `i` waits for.
-pub async fn walk<T, F, Fut>(
+struct Shared<T> {
+    ready: VecDeque<usize>,
+    waiting: Vec<usize>,
+    results: Vec<Option<NodeResult<T>>>,
+    running: usize,
+    /// Nodes not yet decided (done, failed, skipped).
+    open: usize,
+}
+
+/// Walk nodes `0..deps.len()`; `deps[i]` lists the nodes `i` waits for. `run` is called on up to
+/// `concurrency` threads at once.
+pub fn walk<T, F>(
     deps: &[Vec<usize>],
     concurrency: usize,
-    cancel: Arc<AtomicBool>,
+    cancel: &AtomicBool,
     run: F,
 ) -> Vec<NodeResult<T>>
 where
-    T: Send + 'static,
-    F: Fn(usize) -> Fut,
-    Fut: Future<Output = Result<T, String>> + Send + 'static,
+    T: Send,
+    F: Fn(usize) -> Result<T, String> + Sync,
 {
     let n = deps.len();
     let mut dependents = vec![Vec::new(); n];
@@ -40,53 +50,77 @@ where
             dependents[d].push(i);
         }
     }
-    let mut results: Vec<Option<NodeResult<T>>> = (0..n).map(|_| None).collect();
-    let mut ready: std::collections::VecDeque<usize> =
-        (0..n).filter(|&i| waiting[i] == 0).collect();
-    let mut running = JoinSet::new();
-    let concurrency = concurrency.max(1);
-    loop {
-        while running.len() < concurrency && !cancel.load(Ordering::SeqCst) {
-            let Some(i) = ready.pop_front() else { break };
-            let fut = run(i);
-            running.spawn(async move { (i, fut.await) });
-        }
-        let Some(joined) = running.join_next().await else {
-            break;
-        };
-        let (i, outcome) = match joined {
-            Ok(pair) => pair,
-            Err(e) => {
-                // A panicking step is a bug; the walk itself goes on without that branch.
-                tracing::error!("a step panicked: {e}");
-                continue;
-            }
-        };
-        match outcome {
-            Ok(value) => {
-                results[i] = Some(NodeResult::Done(value));
-                for &d in &dependents[i] {
-                    waiting[d] -= 1;
-                    if waiting[d] == 0 {
-                        ready.push_back(d);
-                    }
-                }
-            }
-            Err(message) => {
-                results[i] = Some(NodeResult::Failed(message));
-                let mut stack = vec![i];
-                while let Some(f) = stack.pop() {
-                    for &d in &dependents[f] {
-                        if results[d].is_none() {
-                            results[d] = Some(NodeResult::Skipped(f));
-                            stack.push(d);
+    let shared = Mutex::new(Shared {
+        ready: (0..n).filter(|&i| waiting[i] == 0).collect(),
+        waiting,
+        results: (0..n).map(|_| None).collect(),
+        running: 0,
+        open: n,
+    });
+    let wake = Condvar::new();
+    let workers = concurrency.max(1).min(n.max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let next = {
+                        let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+                        loop {
+                            if cancel.load(Ordering::SeqCst) || s.open == 0 {
+                                break None;
+                            }
+                            if let Some(i) = s.ready.pop_front() {
+                                s.running += 1;
+                                break Some(i);
+                            }
+                            if s.running == 0 {
+                                // Nothing ready, nothing running: the rest can never start.
+                                break None;
+                            }
+                            s = wake.wait(s).unwrap_or_else(|p| p.into_inner());
+                        }
+                    };
+                    let Some(i) = next else {
+                        wake.notify_all();
+                        return;
+                    };
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(i)))
+                        .unwrap_or_else(|_| Err("the step panicked (a bug in kusion)".to_string()));
+                    let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+                    s.running -= 1;
+                    s.open -= 1;
+                    match outcome {
+                        Ok(value) => {
+                            s.results[i] = Some(NodeResult::Done(value));
+                            for &d in &dependents[i] {
+                                s.waiting[d] -= 1;
+                                if s.waiting[d] == 0 {
+                                    s.ready.push_back(d);
+                                }
+                            }
+                        }
+                        Err(message) => {
+                            s.results[i] = Some(NodeResult::Failed(message));
+                            let mut stack = vec![i];
+                            while let Some(f) = stack.pop() {
+                                for &d in &dependents[f] {
+                                    if s.results[d].is_none() {
+                                        s.results[d] = Some(NodeResult::Skipped(f));
+                                        s.open -= 1;
+                                        stack.push(d);
+                                    }
+                                }
+                            }
                         }
                     }
+                    drop(s);
+                    wake.notify_all();
                 }
-            }
+            });
         }
-    }
-    results
+    });
+    let s = shared.into_inner().unwrap_or_else(|p| p.into_inner());
+    s.results
         .into_iter()
         .map(|r| r.unwrap_or(NodeResult::Cancelled))
         .collect()
@@ -97,18 +131,17 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
 
-    #[tokio::test]
-    async fn failure_skips_descendants_only() {
+    #[test]
+    fn failure_skips_descendants_only() {
         // 0 -> 1 -> 2 ; 3 independent
         let deps = vec![vec![], vec![0], vec![1], vec![]];
-        let r = walk(&deps, 4, Arc::new(AtomicBool::new(false)), |i| async move {
+        let r = walk(&deps, 4, &AtomicBool::new(false), |i| {
             if i == 1 {
                 Err("boom".to_string())
             } else {
                 Ok(i)
             }
-        })
-        .await;
+        });
         assert_eq!(
             r,
             vec![
@@ -120,38 +153,37 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn concurrency_is_bounded() {
-        let deps = vec![vec![]; 20];
-        let live = Arc::new(AtomicUsize::new(0));
-        let peak = Arc::new(AtomicUsize::new(0));
-        walk(&deps, 3, Arc::new(AtomicBool::new(false)), |_| {
-            let (live, peak) = (live.clone(), peak.clone());
-            async move {
-                let now = live.fetch_add(1, Ordering::SeqCst) + 1;
-                peak.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-                live.fetch_sub(1, Ordering::SeqCst);
-                Ok(())
+    #[test]
+    fn concurrency_is_bounded_and_order_respected() {
+        let deps: Vec<Vec<usize>> = (0..40)
+            .map(|i| if i >= 20 { vec![i - 20] } else { vec![] })
+            .collect();
+        let live = AtomicUsize::new(0);
+        let peak = AtomicUsize::new(0);
+        let finished: Vec<AtomicBool> = (0..40).map(|_| AtomicBool::new(false)).collect();
+        let r = walk(&deps, 3, &AtomicBool::new(false), |i| {
+            if i >= 20 {
+                assert!(finished[i - 20].load(Ordering::SeqCst));
             }
-        })
-        .await;
+            let now = live.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            live.fetch_sub(1, Ordering::SeqCst);
+            finished[i].store(true, Ordering::SeqCst);
+            Ok(())
+        });
+        assert!(r.iter().all(|x| *x == NodeResult::Done(())));
         assert_eq!(peak.load(Ordering::SeqCst), 3);
     }
 
-    #[tokio::test]
-    async fn cancel_stops_new_work() {
+    #[test]
+    fn cancel_stops_new_work() {
         let deps = vec![vec![], vec![0], vec![1]];
-        let cancel = Arc::new(AtomicBool::new(false));
-        let c = cancel.clone();
-        let r = walk(&deps, 1, cancel, move |i| {
-            let c = c.clone();
-            async move {
-                c.store(true, Ordering::SeqCst);
-                Ok(i)
-            }
-        })
-        .await;
+        let cancel = AtomicBool::new(false);
+        let r = walk(&deps, 1, &cancel, |i| {
+            cancel.store(true, Ordering::SeqCst);
+            Ok(i)
+        });
         assert_eq!(
             r,
             vec![
@@ -160,5 +192,16 @@ mod tests {
                 NodeResult::Cancelled
             ]
         );
+    }
+
+    #[test]
+    fn a_panicking_step_fails_only_its_branch() {
+        let deps = vec![vec![], vec![0], vec![]];
+        let r = walk(&deps, 2, &AtomicBool::new(false), |i| {
+            if i == 0 { panic!("bug") } else { Ok(i) }
+        });
+        assert!(matches!(r[0], NodeResult::Failed(_)));
+        assert_eq!(r[1], NodeResult::Skipped(0));
+        assert_eq!(r[2], NodeResult::Done(2));
     }
 }

@@ -86,6 +86,7 @@ fn sigkill_at_random_points_then_converge() {
     eprintln!("an undisturbed apply takes {full:?}");
 
     let mut killed_mid_run = 0;
+    let mut uids: HashMap<String, serde_json::Value> = HashMap::new();
     for round in 0..KILLS {
         std::fs::write(dir.path().join("spec.yaml"), spec(round / 2)).unwrap();
         let mut child = apply().spawn().unwrap();
@@ -102,6 +103,14 @@ fn sigkill_at_random_points_then_converge() {
             .unwrap_or_else(|e| panic!("round {round}: state does not load: {e}"));
         let named: HashSet<String> = state.resources.keys().cloned().collect();
         for object in TestRuntime::objects(&cloud) {
+            // Once an object exists it is never created again: its cloud-assigned uid is stable.
+            let uid = object.attributes["uid"].clone();
+            let first = uids.entry(object.id.clone()).or_insert_with(|| uid.clone());
+            assert_eq!(
+                *first, uid,
+                "round {round}: {} was created again",
+                object.id
+            );
             assert!(
                 named.contains(&object.id),
                 "round {round} (kill at {at:?}): {} exists but state does not name it",
@@ -145,7 +154,15 @@ fn sigkill_at_random_points_then_converge() {
     }
     let twice: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "created more than once: {twice:?}");
-    assert_eq!(counts.len(), RESOURCES);
+    for object in &objects {
+        if let Some(first) = uids.get(&object.id) {
+            assert_eq!(
+                first, &object.attributes["uid"],
+                "{} was created again",
+                object.id
+            );
+        }
+    }
     // References resolved to the uids the parents really have.
     assert!(
         state

@@ -43,7 +43,7 @@ fn no_cancel() -> Arc<AtomicBool> {
     Arc::new(AtomicBool::new(false))
 }
 
-async fn apply(f: &Fixture, s: &Spec, plan: &PlanOptions, options: &ApplyOptions) -> Applied {
+fn apply(f: &Fixture, s: &Spec, plan: &PlanOptions, options: &ApplyOptions) -> Applied {
     operation::apply(
         s,
         &f.stack,
@@ -55,14 +55,11 @@ async fn apply(f: &Fixture, s: &Spec, plan: &PlanOptions, options: &ApplyOptions
         None,
         no_cancel(),
     )
-    .await
     .unwrap()
 }
 
-async fn actions(f: &Fixture, s: &Spec, plan: &PlanOptions) -> Vec<(String, Action)> {
-    let p = operation::preview(s, &f.stack, plan, no_cancel())
-        .await
-        .unwrap();
+fn actions(f: &Fixture, s: &Spec, plan: &PlanOptions) -> Vec<(String, Action)> {
+    let p = operation::preview(s, &f.stack, plan, no_cancel()).unwrap();
     p.steps.iter().map(|s| (s.id.clone(), s.action)).collect()
 }
 
@@ -78,19 +75,19 @@ resources:
     parentSize: $kusion_path.t:a.size
 "#;
 
-#[tokio::test]
-async fn action_table_create_unchanged_update_delete_import() {
+#[test]
+fn action_table_create_unchanged_update_delete_import() {
     let f = fixture();
     let opts = PlanOptions::default();
     let s = spec(BASE);
     assert_eq!(
-        actions(&f, &s, &opts).await,
+        actions(&f, &s, &opts),
         vec![
             ("t:a".into(), Action::Create),
             ("t:b".into(), Action::Create)
         ]
     );
-    let Applied::Done { report, .. } = apply(&f, &s, &opts, &ApplyOptions::default()).await else {
+    let Applied::Done { report, .. } = apply(&f, &s, &opts, &ApplyOptions::default()) else {
         panic!()
     };
     assert!(report.succeeded(), "{report:?}");
@@ -113,7 +110,7 @@ async fn action_table_create_unchanged_update_delete_import() {
     );
 
     assert_eq!(
-        actions(&f, &s, &opts).await,
+        actions(&f, &s, &opts),
         vec![
             ("t:a".into(), Action::UnChanged),
             ("t:b".into(), Action::UnChanged)
@@ -122,9 +119,7 @@ async fn action_table_create_unchanged_update_delete_import() {
 
     // One field changes: exactly that field shows.
     let changed = spec(&BASE.replace("size: 1", "size: 2"));
-    let p = operation::preview(&changed, &f.stack, &opts, no_cancel())
-        .await
-        .unwrap();
+    let p = operation::preview(&changed, &f.stack, &opts, no_cancel()).unwrap();
     assert_eq!(p.steps[0].action, Action::Update);
     assert_eq!(p.steps[0].changes.len(), 1);
     assert_eq!(p.steps[0].changes[0].path.to_string(), "size");
@@ -134,14 +129,13 @@ async fn action_table_create_unchanged_update_delete_import() {
     // Removing b from the spec deletes it.
     let only_a = spec("resources:\n- id: t:a\n  type: Test\n  attributes: {size: 1}\n");
     assert_eq!(
-        actions(&f, &only_a, &opts).await,
+        actions(&f, &only_a, &opts),
         vec![
             ("t:a".into(), Action::UnChanged),
             ("t:b".into(), Action::Delete)
         ]
     );
-    let Applied::Done { report, .. } = apply(&f, &only_a, &opts, &ApplyOptions::default()).await
-    else {
+    let Applied::Done { report, .. } = apply(&f, &only_a, &opts, &ApplyOptions::default()) else {
         panic!()
     };
     assert_eq!(report.deleted(), 1);
@@ -167,25 +161,24 @@ async fn action_table_create_unchanged_update_delete_import() {
         .attributes
         .insert("uid".into(), live.resource.attributes["uid"].clone());
     assert_eq!(
-        actions(&g, &with_uid, &opts).await,
+        actions(&g, &with_uid, &opts),
         vec![("t:a".into(), Action::Import)]
     );
-    let Applied::Done { report, .. } = apply(&g, &with_uid, &opts, &ApplyOptions::default()).await
-    else {
+    let Applied::Done { report, .. } = apply(&g, &with_uid, &opts, &ApplyOptions::default()) else {
         panic!()
     };
     assert!(report.succeeded());
     assert_eq!(
-        actions(&g, &with_uid, &opts).await,
+        actions(&g, &with_uid, &opts),
         vec![("t:a".into(), Action::UnChanged)]
     );
 }
 
-#[tokio::test]
-async fn ignore_fields_hold_in_preview_and_apply() {
+#[test]
+fn ignore_fields_hold_in_preview_and_apply() {
     let f = fixture();
     let s = spec("resources:\n- id: t:web\n  type: Test\n  attributes: {replicas: 2, image: v1}\n");
-    apply(&f, &s, &PlanOptions::default(), &ApplyOptions::default()).await;
+    apply(&f, &s, &PlanOptions::default(), &ApplyOptions::default());
     let ignore = vec![FieldPath::parse("replicas").unwrap()];
     let plan = PlanOptions {
         ignore_fields: ignore.clone(),
@@ -198,13 +191,13 @@ async fn ignore_fields_hold_in_preview_and_apply() {
     let scaled =
         spec("resources:\n- id: t:web\n  type: Test\n  attributes: {replicas: 5, image: v1}\n");
     assert_eq!(
-        actions(&f, &scaled, &plan).await,
+        actions(&f, &scaled, &plan),
         vec![("t:web".into(), Action::UnChanged)]
     );
     // An update of another field keeps the live replicas.
     let both =
         spec("resources:\n- id: t:web\n  type: Test\n  attributes: {replicas: 5, image: v2}\n");
-    let Applied::Done { report, .. } = apply(&f, &both, &plan, &options).await else {
+    let Applied::Done { report, .. } = apply(&f, &both, &plan, &options) else {
         panic!()
     };
     assert!(report.succeeded());
@@ -213,8 +206,8 @@ async fn ignore_fields_hold_in_preview_and_apply() {
     assert_eq!(live.attributes["image"], json!("v2"));
 }
 
-#[tokio::test]
-async fn a_failure_skips_descendants_and_independent_branches_continue() {
+#[test]
+fn a_failure_skips_descendants_and_independent_branches_continue() {
     let f = fixture();
     let s = spec(
         r#"resources:
@@ -234,7 +227,7 @@ async fn a_failure_skips_descendants_and_independent_branches_continue() {
 "#,
     );
     let Applied::Done { report, .. } =
-        apply(&f, &s, &PlanOptions::default(), &ApplyOptions::default()).await
+        apply(&f, &s, &PlanOptions::default(), &ApplyOptions::default())
     else {
         panic!()
     };
@@ -259,8 +252,8 @@ async fn a_failure_skips_descendants_and_independent_branches_continue() {
     assert!(state.resources["t:root"].pending);
 }
 
-#[tokio::test]
-async fn per_resource_timeout() {
+#[test]
+fn per_resource_timeout() {
     let f = fixture();
     let s = spec(
         "resources:\n- id: t:slow\n  type: Test\n  attributes: {delayMs: 2000}\n- id: t:fast\n  type: Test\n  attributes: {}\n",
@@ -274,7 +267,7 @@ async fn per_resource_timeout() {
         ..Default::default()
     };
     let started = std::time::Instant::now();
-    let Applied::Done { report, .. } = apply(&f, &s, &plan, &options).await else {
+    let Applied::Done { report, .. } = apply(&f, &s, &plan, &options) else {
         panic!()
     };
     assert!(
@@ -288,8 +281,8 @@ async fn per_resource_timeout() {
     );
 }
 
-#[tokio::test]
-async fn watch_reports_failure_with_reason() {
+#[test]
+fn watch_reports_failure_with_reason() {
     let f = fixture();
     let s = spec(
         "resources:\n- id: t:ok\n  type: Test\n  attributes: {readyAfterPolls: 3}\n- id: t:sick\n  type: Test\n  attributes: {testHealth: failed}\n",
@@ -299,8 +292,7 @@ async fn watch_reports_failure_with_reason() {
         watch_timeout: Duration::from_secs(10),
         ..Default::default()
     };
-    let Applied::Done { report, .. } = apply(&f, &s, &PlanOptions::default(), &options).await
-    else {
+    let Applied::Done { report, .. } = apply(&f, &s, &PlanOptions::default(), &options) else {
         panic!()
     };
     assert_eq!(report.steps[0].outcome, Outcome::Succeeded);
@@ -310,45 +302,39 @@ async fn watch_reports_failure_with_reason() {
     );
 }
 
-#[tokio::test]
-async fn bad_specs_are_named() {
+#[test]
+fn bad_specs_are_named() {
     let f = fixture();
     let cycle = spec(
         "resources:\n- id: t:a\n  type: Test\n  dependsOn: [t:b]\n- id: t:b\n  type: Test\n  attributes: {x: \"$kusion_path[t:a].uid\"}\n",
     );
-    let e = operation::preview(&cycle, &f.stack, &PlanOptions::default(), no_cancel())
-        .await
-        .unwrap_err();
+    let e = operation::preview(&cycle, &f.stack, &PlanOptions::default(), no_cancel()).unwrap_err();
     assert!(e.to_string().contains("dependency cycle: "), "{e}");
     let missing = spec(
         "resources:\n- id: t:a\n  type: Test\n  attributes: {x: \"$kusion_path[t:zz].uid\"}\n",
     );
-    let e = operation::preview(&missing, &f.stack, &PlanOptions::default(), no_cancel())
-        .await
-        .unwrap_err();
+    let e =
+        operation::preview(&missing, &f.stack, &PlanOptions::default(), no_cancel()).unwrap_err();
     assert!(
         e.to_string().contains("t:a") && e.to_string().contains("t:zz"),
         "{e}"
     );
     let unknown = spec("resources:\n- id: t:a\n  type: Helm\n");
-    let e = operation::preview(&unknown, &f.stack, &PlanOptions::default(), no_cancel())
-        .await
-        .unwrap_err();
+    let e =
+        operation::preview(&unknown, &f.stack, &PlanOptions::default(), no_cancel()).unwrap_err();
     assert!(e.to_string().contains("unknown type \"Helm\""), "{e}");
 }
 
-#[tokio::test]
-async fn destroy_deletes_dependents_first() {
+#[test]
+fn destroy_deletes_dependents_first() {
     let f = fixture();
     let s = spec(BASE);
-    apply(&f, &s, &PlanOptions::default(), &ApplyOptions::default()).await;
+    apply(&f, &s, &PlanOptions::default(), &ApplyOptions::default());
     let destroy = PlanOptions {
         destroy: true,
         ..Default::default()
     };
-    let p = operation::preview(&s, &f.stack, &destroy, no_cancel())
-        .await
-        .unwrap();
+    let p = operation::preview(&s, &f.stack, &destroy, no_cancel()).unwrap();
     let a = p.index_of("t:a").unwrap();
     let b = p.index_of("t:b").unwrap();
     assert!(
@@ -367,7 +353,6 @@ async fn destroy_deletes_dependents_first() {
         None,
         no_cancel(),
     )
-    .await
     .unwrap() else {
         panic!()
     };

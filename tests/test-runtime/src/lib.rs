@@ -209,10 +209,12 @@ impl Runtime for TestRuntime {
         }
         let uid = uid.unwrap_or_else(|| Value::String(new_uid(&planned.id)));
         result.attributes.insert("uid".into(), uid);
+        self.store(&result)?;
+        // Logged after the object exists, so a crash in between can only lose a line, never
+        // count a creation that did not happen.
         if existing.is_none() {
             self.log_creation(&planned.id)?;
         }
-        self.store(&result)?;
         Ok(ApplyResponse {
             sensitive_paths: sensitive(planned),
             resource: result,
