@@ -303,7 +303,7 @@ pub fn execute(
         .iter()
         .filter_map(|s| {
             let kind = intent_kind(s.action)?;
-            let resource = s.planned.clone().or_else(|| s.prior.map(|p| &p.resource))?;
+            let resource = s.planned.or_else(|| s.prior.map(|p| &p.resource))?;
             Some(JournalRecord::Intent {
                 kind,
                 resource: resource.clone(),
