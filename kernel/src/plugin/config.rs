@@ -42,6 +42,8 @@ pub struct PluginConfig {
     pub default_dirs: bool,
     /// A kusion-rs checkout whose build output holds the in-repo plugins.
     pub workspace: Option<PathBuf>,
+    /// That checkout's cargo target directory (default `<workspace>/target`).
+    pub target_dir: Option<PathBuf>,
     /// When set, only these plugin names are loaded; the rest are listed as disabled.
     pub only: Option<Vec<String>>,
     pub settings: BTreeMap<String, PluginSettings>,
@@ -49,7 +51,14 @@ pub struct PluginConfig {
 
 impl Default for PluginConfig {
     fn default() -> Self {
-        PluginConfig { path: Vec::new(), default_dirs: true, workspace: None, only: None, settings: BTreeMap::new() }
+        PluginConfig {
+            path: Vec::new(),
+            default_dirs: true,
+            workspace: None,
+            target_dir: None,
+            only: None,
+            settings: BTreeMap::new(),
+        }
     }
 }
 
@@ -77,7 +86,8 @@ impl PluginConfig {
     /// Layer the sources: `file` (TOML, optional), the environment, then `overrides`
     /// (`("plugins.workspace", "/src")`, as parsed from `--set key=value` flags).
     pub fn load(file: Option<&Path>, overrides: &[(String, String)]) -> Result<PluginConfig, LoadError> {
-        let err = |detail: String| LoadError::Config { detail };
+        let source = file.map_or_else(|| "environment and flags".to_string(), |f| format!("{}, environment and flags", f.display()));
+        let err = |detail: String| LoadError::Config { detail: format!("{source}: {detail}") };
         let mut builder = config::Config::builder();
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).format(config::FileFormat::Toml).required(true));
@@ -160,6 +170,6 @@ grants = { dirs = { "/data" = "/srv/data" } }
         let file = dir.path().join("kusion.toml");
         std::fs::write(&file, "[plugins]\npath = 3\n").unwrap();
         let err = PluginConfig::load(Some(&file), &[]).unwrap_err().to_string();
-        assert!(err.contains("path"), "{err}");
+        assert!(err.contains("kusion.toml") && err.contains("expected a sequence"), "{err}");
     }
 }

@@ -10,9 +10,13 @@
 //!   recording for each candidate what it is or why it was refused ([`PluginEntry`]).
 
 pub mod config;
+pub mod fixtures;
 pub mod manifest;
 pub mod native;
 pub mod wasm;
+
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -126,12 +130,13 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
         }
     }
     if let Some(ws) = &config.workspace {
-        found.extend(discover_workspace(ws));
+        let target = config.target_dir.clone().unwrap_or_else(|| ws.join("target"));
+        found.extend(discover_workspace(ws, &target));
     }
     found
 }
 
-fn discover_workspace(ws: &Path) -> Vec<Candidate> {
+fn discover_workspace(ws: &Path, target: &Path) -> Vec<Candidate> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(ws.join("examples")) else {
         return found;
@@ -146,7 +151,6 @@ fn discover_workspace(ws: &Path) -> Vec<Candidate> {
         let manifest = Manifest::load(&manifest_path);
         let file = manifest.as_ref().ok().and_then(|m| {
             let profiles = ["debug", "release"];
-            let target = ws.join("target");
             let candidates: Vec<PathBuf> = match m.format() {
                 Format::Native => profiles.iter().map(|p| target.join(p).join(&m.file)).collect(),
                 Format::Wasm => profiles.iter().map(|p| target.join("wasm32-wasip2").join(p).join(&m.file)).collect(),

@@ -155,7 +155,9 @@ fn exported_contract(engine: &Engine, component: &Component) -> Result<(PluginKi
     )))
 }
 
-/// A compiled plugin component, ready to be instantiated with some grants and limits.
+/// A compiled plugin component, ready to be instantiated with some grants and limits. Cloning
+/// is cheap (the compiled code is shared).
+#[derive(Clone)]
 pub struct WasmModule {
     engine: Engine,
     component: Component,
