@@ -37,6 +37,12 @@ pub struct Global {
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, global = true, env = "KUSION_RUNTIME_CONFIG")]
     pub runtime_config: Option<PathBuf>,
+    /// The kusion configuration file (TOML; default ~/.kusion/config.toml when it exists).
+    #[arg(long, global = true, env = "KUSION_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Override one configuration key, e.g. --set plugins.workspace=/src/kusion-rs.
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// More log output (-v, -vv, -vvv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -110,6 +116,17 @@ pub enum Command {
         #[command(subcommand)]
         command: StateCommand,
     },
+    /// Inspect plugins.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Show every plugin found: kind, version, ABI, capabilities, and why any was refused.
+    List,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -20,9 +20,10 @@ use kusion_sdk::runtime::{Health, Runtime};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::args::{Cli, Command, GraphFormat, Output, PlanArgs, StateCommand};
+use crate::args::{Cli, Command, GraphFormat, Output, PlanArgs, PluginCommand, StateCommand};
 use crate::render::{self, Styles};
 use crate::{UsageError, exit};
+use kusion_kernel::plugin::{LoadedPlugins, PluginConfig, Status};
 
 /// Run a parsed command line; returns the exit code.
 pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
@@ -58,6 +59,7 @@ pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
 }
 
 struct Context_ {
+    plugins: LoadedPlugins,
     workdir: PathBuf,
     output: Output,
     styles: Styles,
@@ -74,9 +76,19 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         .state_dir
         .clone()
         .unwrap_or_else(|| workdir.join(".kusion").join("state"));
+    let plugin_config = plugin_config(cli)?;
+    let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
     let mut registry = Registry::new();
     for runtime in runtimes {
         registry.register(runtime)?;
+    }
+    for (name, runtime) in &plugins.runtimes {
+        let served = runtime.describe().resource_types;
+        if served.iter().any(|t| registry.get(t).is_some()) {
+            tracing::debug!(plugin = %name, "a compiled-in runtime already serves its types; plugin not used");
+            continue;
+        }
+        registry.register(runtime.clone())?;
     }
     let config = match &cli.global.runtime_config {
         Some(path) => read_runtime_config(path)?,
@@ -87,6 +99,7 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     Ok(Context_ {
+        plugins,
         workdir,
         output: cli.global.output,
         styles: Styles { color },
@@ -95,6 +108,56 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
             registry,
         },
     })
+}
+
+/// The plugin configuration: the config file, `KUSION_PLUGINS__*` variables and `--set` flags;
+/// when kusionctl runs from a checkout's build output, that checkout's in-repo plugins too.
+fn plugin_config(cli: &Cli) -> Result<PluginConfig> {
+    let file = cli.global.config.clone().or_else(|| {
+        let default = PathBuf::from(std::env::var_os("HOME")?)
+            .join(".kusion")
+            .join("config.toml");
+        default.is_file().then_some(default)
+    });
+    let overrides = cli
+        .global
+        .set
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| {
+                    anyhow::Error::new(UsageError(format!("--set {kv:?}: expected KEY=VALUE")))
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut config = PluginConfig::load(file.as_deref(), &overrides)?;
+    if config.workspace.is_none()
+        && let Some((workspace, target)) = checkout_of_this_binary()
+    {
+        config.workspace = Some(workspace);
+        config.target_dir.get_or_insert(target);
+    }
+    Ok(config)
+}
+
+/// `<checkout>/target/<profile>/kusionctl` -> (checkout, target dir), for development builds.
+fn checkout_of_this_binary() -> Option<(PathBuf, PathBuf)> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let target = exe.parent()?.parent()?.to_path_buf();
+    let candidates = [
+        target.parent().map(Path::to_path_buf),
+        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .flat_map(|dir| dir.ancestors().map(Path::to_path_buf).collect::<Vec<_>>())
+        .find(|dir| {
+            dir.join("Cargo.toml").is_file()
+                && dir.join("kernel").join("src").join("plugin").is_dir()
+        })
+        .map(|ws| (ws, target))
 }
 
 fn read_runtime_config(path: &Path) -> Result<Value> {
@@ -248,6 +311,9 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             Ok(exit::OK)
         }
         Command::State { command } => state_command(&ctx, command),
+        Command::Plugin {
+            command: PluginCommand::List,
+        } => plugin_list(&ctx),
     }
 }
 
@@ -524,6 +590,58 @@ async fn show_progress(
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+}
+
+fn plugin_list(ctx: &Context_) -> Result<u8> {
+    let entries = &ctx.plugins.entries;
+    if ctx.output == Output::Json {
+        println!("{}", serde_json::to_value(entries)?);
+        return Ok(exit::OK);
+    }
+    if entries.is_empty() {
+        println!(
+            "No plugins found (searched --set plugins.path, $KUSION_PLUGIN_PATH, ~/.kusion/plugins and this checkout's build output)."
+        );
+        return Ok(exit::OK);
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(vec![
+        "Name",
+        "Kind",
+        "Format",
+        "Version",
+        "ABI",
+        "Capabilities",
+        "Status",
+    ]);
+    for e in entries {
+        let status = match &e.status {
+            Status::Loaded => ctx
+                .styles
+                .green()
+                .apply_to("loaded".to_string())
+                .to_string(),
+            Status::Disabled(why) => format!("disabled: {why}"),
+            Status::Refused(why) => ctx
+                .styles
+                .red()
+                .apply_to(format!("refused: {why}"))
+                .to_string(),
+        };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        table.add_row(vec![
+            e.name.clone(),
+            opt(e.kind.map(|k| k.to_string())),
+            opt(e.format.map(|f| format!("{f:?}").to_lowercase())),
+            opt(e.version.clone()),
+            opt(e.abi.map(|a| a.to_string())),
+            e.capabilities.join(" "),
+            status,
+        ]);
+    }
+    println!("{table}");
+    Ok(exit::OK)
 }
 
 fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {

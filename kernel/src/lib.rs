@@ -17,6 +17,7 @@ pub mod graph;
 pub mod id;
 pub mod operation;
 pub mod plan;
+pub mod plugin;
 pub mod registry;
 pub mod walk;
 

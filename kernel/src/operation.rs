@@ -68,15 +68,15 @@ fn masked_spec(spec: &Spec, plan: &Plan<'_>) -> Spec {
     masked
 }
 
-/// Configure every runtime with its section of `config` (keyed by runtime name).
+/// Configure every runtime that has a section in `config` (keyed by runtime name); runtimes
+/// without one keep the configuration they were loaded with.
 pub fn configure(registry: &Registry, config: &serde_json::Value) -> Result<(), OperationError> {
     for (info, runtime) in registry.runtimes() {
-        let section = config
-            .get(&info.name)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
+        let Some(section) = config.get(&info.name) else {
+            continue;
+        };
         runtime
-            .configure(&section)
+            .configure(section)
             .map_err(|e| OperationError::Configure {
                 runtime: info.name.clone(),
                 message: e.message,

@@ -9,6 +9,7 @@
 //! All values that cross a plugin boundary are JSON-shaped ([`serde_json::Value`]), so the
 //! kernel and a plugin only have to agree on this crate's types and its [`ABI_VERSION`].
 
+pub mod abi;
 pub mod error;
 pub mod function;
 pub mod path;

@@ -312,3 +312,7 @@ impl Watch for TestWatch {
         }))
     }
 }
+
+// Loadable as a native plugin (plugin.toml beside Cargo.toml), so the engine is tested end to end
+// through the plugin ABI, not only in-process.
+kusion_sdk::export_runtime!(TestRuntime::new);

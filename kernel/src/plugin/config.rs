@@ -1,0 +1,206 @@
+//! The `[plugins]` section of the kernel's configuration, read with the `config` crate from a TOML
+//! file, then `KUSION_PLUGINS__*` environment variables, then command-line overrides (later
+//! sources win).
+//!
+//! ```toml
+//! [plugins]
+//! path = ["/opt/kusion/plugins"]      # searched before the default directories
+//! default_dirs = true                 # also search $KUSION_PLUGIN_PATH and ~/.kusion/plugins
+//! workspace = "/src/kusion-rs"        # in-repo plugins from this checkout's build output
+//! only = ["localfile"]                # if set, load only these plugins
+//!
+//! [plugins.settings.localfile]
+//! config = { root = "/srv/files" }    # handed to the plugin's configure()
+//!
+//! [plugins.settings.deployment-limits]
+//! limits = { fuel = 1000000000, memoryBytes = 33554432 }
+//! grants = { dirs = { "/data" = "/srv/policy-data" } }
+//! ```
+//!
+//! Environment example: `KUSION_PLUGINS__WORKSPACE=/src/kusion-rs`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kusion_sdk::Value;
+use serde::{Deserialize, Serialize};
+
+use super::LoadError;
+use super::wasm::{WasmGrants, WasmLimits};
+
+fn yes() -> bool {
+    true
+}
+
+/// How plugins are found and configured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginConfig {
+    /// Extra plugin directories, searched first, in order.
+    pub path: Vec<PathBuf>,
+    /// Also search `$KUSION_PLUGIN_PATH` and `~/.kusion/plugins`.
+    pub default_dirs: bool,
+    /// A kusion-rs checkout whose build output holds the in-repo plugins.
+    pub workspace: Option<PathBuf>,
+    /// That checkout's cargo target directory (default `<workspace>/target`).
+    pub target_dir: Option<PathBuf>,
+    /// When set, only these plugin names are loaded; the rest are listed as disabled.
+    pub only: Option<Vec<String>>,
+    pub settings: BTreeMap<String, PluginSettings>,
+}
+
+impl Default for PluginConfig {
+    fn default() -> Self {
+        PluginConfig {
+            path: Vec::new(),
+            default_dirs: true,
+            workspace: None,
+            target_dir: None,
+            only: None,
+            settings: BTreeMap::new(),
+        }
+    }
+}
+
+/// The operator's settings for one plugin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginSettings {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Passed to the plugin's `configure` after loading (`null` skips the call).
+    pub config: Value,
+    /// Per-call limits (WASM plugins).
+    pub limits: WasmLimits,
+    /// What the operator allows a WASM plugin to reach; it gets only what its manifest also asks.
+    pub grants: WasmGrants,
+}
+
+impl Default for PluginSettings {
+    fn default() -> Self {
+        PluginSettings {
+            enabled: true,
+            config: Value::Null,
+            limits: WasmLimits::default(),
+            grants: WasmGrants::default(),
+        }
+    }
+}
+
+impl PluginConfig {
+    /// Layer the sources: `file` (TOML, optional), the environment, then `overrides`
+    /// (`("plugins.workspace", "/src")`, as parsed from `--set key=value` flags).
+    pub fn load(
+        file: Option<&Path>,
+        overrides: &[(String, String)],
+    ) -> Result<PluginConfig, LoadError> {
+        let source = file.map_or_else(
+            || "environment and flags".to_string(),
+            |f| format!("{}, environment and flags", f.display()),
+        );
+        let err = |detail: String| LoadError::Config {
+            detail: format!("{source}: {detail}"),
+        };
+        let mut builder = config::Config::builder();
+        if let Some(file) = file {
+            builder = builder.add_source(
+                config::File::from(file)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix("KUSION")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .list_separator(",")
+                .with_list_parse_key("plugins.path")
+                .with_list_parse_key("plugins.only"),
+        );
+        for (key, value) in overrides {
+            builder = builder
+                .set_override(key.as_str(), value.as_str())
+                .map_err(|e| err(format!("--set {key}: {e}")))?;
+        }
+        let layered = builder.build().map_err(|e| err(e.to_string()))?;
+        match layered.get::<PluginConfig>("plugins") {
+            Ok(config) => Ok(config),
+            Err(config::ConfigError::NotFound(_)) => Ok(PluginConfig::default()),
+            Err(e) => Err(err(e.to_string())),
+        }
+    }
+
+    pub fn settings_for(&self, name: &str) -> PluginSettings {
+        self.settings.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Whether a plugin of this name is wanted (see `only` and `enabled`).
+    pub fn wanted(&self, name: &str) -> Result<(), String> {
+        if let Some(only) = &self.only
+            && !only.iter().any(|n| n == name)
+        {
+            return Err("not selected by `plugins.only`".into());
+        }
+        if !self.settings_for(name).enabled {
+            return Err("disabled by `plugins.settings.<name>.enabled = false`".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kusion.toml");
+        std::fs::write(
+            &file,
+            r#"
+[plugins]
+path = ["/a", "/b"]
+only = ["localfile"]
+[plugins.settings.localfile]
+config = { root = "/srv" }
+[plugins.settings.policy]
+limits = { fuel = 5, memoryBytes = 1024 }
+grants = { dirs = { "/data" = "/srv/data" } }
+"#,
+        )
+        .unwrap();
+        let config =
+            PluginConfig::load(Some(&file), &[("plugins.workspace".into(), "/ws".into())]).unwrap();
+        assert_eq!(config.path, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(config.workspace, Some(PathBuf::from("/ws")));
+        assert!(config.default_dirs);
+        assert_eq!(config.settings_for("localfile").config["root"], "/srv");
+        let policy = config.settings_for("policy");
+        assert_eq!(
+            policy.limits,
+            WasmLimits {
+                fuel: 5,
+                memory_bytes: 1024
+            }
+        );
+        assert_eq!(policy.grants.dirs["/data"], PathBuf::from("/srv/data"));
+        assert!(config.wanted("localfile").is_ok());
+        assert!(config.wanted("other").unwrap_err().contains("plugins.only"));
+    }
+
+    #[test]
+    fn bad_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kusion.toml");
+        std::fs::write(&file, "[plugins]\npath = 3\n").unwrap();
+        let err = PluginConfig::load(Some(&file), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kusion.toml") && err.contains("expected a sequence"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! Builds the in-repo plugins (the examples and the test fixtures under `fixtures/`) so tests and
+//! benchmarks load real libraries. Each is built with cargo into `target/plugin-tests` (its own
+//! target directory, so the build never waits on the `cargo test` that runs us) and copied to a
+//! per-variant path, because feature variants of one crate overwrite each other's output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// What to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fixture {
+    /// `examples/localfile-runtime` (native runtime plugin).
+    LocalFile,
+    /// `fixtures/native-fixture` (native function plugin: echo, panic).
+    NativeFunction,
+    /// `fixtures/native-fixture` built with `claim-abi-2`.
+    NativeFunctionAbi2,
+    /// `examples/wasm-policy` (WASM policy component).
+    WasmPolicy,
+    /// `fixtures/wasm-fixture` (WASM function component: echo, spin, grow, read_file, env, panic).
+    WasmFunction,
+}
+
+impl Fixture {
+    fn package(self) -> &'static str {
+        match self {
+            Fixture::LocalFile => "localfile-runtime",
+            Fixture::NativeFunction | Fixture::NativeFunctionAbi2 => "kusion-native-fixture",
+            Fixture::WasmPolicy => "wasm-policy",
+            Fixture::WasmFunction => "kusion-wasm-fixture",
+        }
+    }
+
+    fn is_wasm(self) -> bool {
+        matches!(self, Fixture::WasmPolicy | Fixture::WasmFunction)
+    }
+
+    fn features(self) -> &'static [&'static str] {
+        match self {
+            Fixture::NativeFunctionAbi2 => &["claim-abi-2"],
+            _ => &[],
+        }
+    }
+
+    fn variant(self) -> &'static str {
+        match self {
+            Fixture::LocalFile => "localfile",
+            Fixture::NativeFunction => "native-function",
+            Fixture::NativeFunctionAbi2 => "native-function-abi2",
+            Fixture::WasmPolicy => "wasm-policy",
+            Fixture::WasmFunction => "wasm-function",
+        }
+    }
+
+    /// The file cargo produces for this package.
+    fn output_name(self) -> String {
+        let stem = self.package().replace('-', "_");
+        if self.is_wasm() {
+            format!("{stem}.wasm")
+        } else {
+            super::dylib_file_name(&stem)
+        }
+    }
+}
+
+/// The kusion-rs checkout this kernel was built from.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Where fixture builds go.
+pub fn target_dir() -> PathBuf {
+    workspace_root().join("target").join("plugin-tests")
+}
+
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+/// Build `fixture` (incrementally) and return the path of a private copy of its output.
+/// Panics with cargo's output when the build fails: tests cannot run without their plugin.
+pub fn build(fixture: Fixture) -> PathBuf {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let target = target_dir();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace_root())
+        .args(["build", "--locked", "-p", fixture.package(), "--target-dir"])
+        .arg(&target);
+    if !fixture.features().is_empty() {
+        cmd.arg("--features").arg(fixture.features().join(","));
+    }
+    // WASM plugins are built optimised: a debug component is ~6 MB and slow to compile.
+    let profile_dir = if fixture.is_wasm() {
+        cmd.args(["--release", "--target", "wasm32-wasip2"])
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+            .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+        target.join("wasm32-wasip2").join("release")
+    } else {
+        target.join("debug")
+    };
+    // Inherited RUSTFLAGS from a coverage or sanitizer run must not leak into the guest build.
+    cmd.env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build {}: {e}", fixture.package()));
+    if !output.status.success() {
+        panic!(
+            "building plugin fixture {} failed (for WASM run scripts/setup.d/10-wasm.sh first):\n{}",
+            fixture.package(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let built = profile_dir.join(fixture.output_name());
+    let dir = target.join("variants").join(fixture.variant());
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let copy = dir.join(fixture.output_name());
+    // Copy only when changed: a library already mapped by this process must not be rewritten.
+    let same = std::fs::read(&copy).ok() == std::fs::read(&built).ok();
+    if !same {
+        // Write a new inode rather than truncating one that another test process may have mapped.
+        let tmp = dir.join(format!(".{}.tmp", fixture.output_name()));
+        std::fs::copy(&built, &tmp).unwrap_or_else(|e| panic!("{}: {e}", built.display()));
+        std::fs::rename(&tmp, &copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
+    }
+    copy
+}

@@ -1,0 +1,511 @@
+//! The plugin host: finds plugins, checks them, loads them, and hands the kernel plain
+//! `Arc<dyn Runtime>`, `Arc<dyn FunctionPlugin>` and `Arc<dyn PolicyPlugin>` so no other kernel
+//! code sees an ABI.
+//!
+//! - [`native`]: `cdylib` plugins over `abi_stable` (runtime, function and policy plugins).
+//! - [`wasm`]: WebAssembly components over `wasmtime` (function and policy plugins), sandboxed.
+//! - [`manifest`]: `plugin.toml` files (name, kind, version, file, checksum, permissions).
+//! - [`config`]: the `[plugins]` section of the kernel configuration.
+//! - [`discover`] and [`load_plugins`]: search the plugin directories and load what is wanted,
+//!   recording for each candidate what it is or why it was refused ([`PluginEntry`]).
+
+pub mod config;
+pub mod fixtures;
+pub mod manifest;
+pub mod native;
+pub mod wasm;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kusion_sdk::abi::PluginKind;
+use kusion_sdk::function::FunctionPlugin;
+use kusion_sdk::policy::PolicyPlugin;
+use kusion_sdk::runtime::Runtime;
+use kusion_sdk::{AbiVersion, PluginError, Value};
+use serde::Serialize;
+
+pub use config::{PluginConfig, PluginSettings};
+pub use manifest::{Format, MANIFEST_FILE, Manifest};
+pub use native::NativeLibrary;
+pub use wasm::{WasmGrants, WasmHost, WasmLimits};
+
+/// Why a plugin could not be loaded. Every variant names the file concerned.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: cannot open: {detail}", path.display())]
+    Open { path: PathBuf, detail: String },
+    #[error("{}: not a kusion plugin: {detail}", path.display())]
+    NotAPlugin { path: PathBuf, detail: String },
+    #[error(
+        "{}: plugin ABI {plugin} is incompatible with this kusion's plugin ABI {host} \
+         (the major version must match and the plugin's minor must not be newer); rebuild the plugin \
+         against a kusion-sdk with ABI {host}",
+        path.display()
+    )]
+    AbiMismatch {
+        path: PathBuf,
+        plugin: AbiVersion,
+        host: AbiVersion,
+    },
+    #[error("{}: rejected by the ABI layout check: {detail}", path.display())]
+    Layout { path: PathBuf, detail: String },
+    #[error("{}: is a {found} plugin, expected a {expected} plugin", path.display())]
+    WrongKind {
+        path: PathBuf,
+        found: PluginKind,
+        expected: PluginKind,
+    },
+    #[error("{}: the plugin failed to start: {error}", path.display())]
+    Instantiate { path: PathBuf, error: PluginError },
+    #[error("{}: {detail}", path.display())]
+    Manifest { path: PathBuf, detail: String },
+    #[error("{}: checksum check failed: {detail}", path.display())]
+    Checksum { path: PathBuf, detail: String },
+    #[error("{}: WASM component rejected: {detail}", path.display())]
+    Wasm { path: PathBuf, detail: String },
+    #[error("plugin configuration: {detail}")]
+    Config { detail: String },
+}
+
+/// Where a plugin directory came from, in search order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// `plugins.path` in the configuration.
+    Configured,
+    /// `$KUSION_PLUGIN_PATH`.
+    EnvPath,
+    /// `~/.kusion/plugins`.
+    UserDir,
+    /// The workspace build output (in-repo plugins; no checksum, they are rebuilt constantly).
+    Workspace,
+}
+
+/// The directories to search, in order, for a configuration.
+pub fn search_dirs(config: &PluginConfig) -> Vec<(PathBuf, Source)> {
+    let mut dirs: Vec<(PathBuf, Source)> = config
+        .path
+        .iter()
+        .map(|p| (p.clone(), Source::Configured))
+        .collect();
+    if config.default_dirs {
+        if let Some(path) = std::env::var_os("KUSION_PLUGIN_PATH") {
+            dirs.extend(
+                std::env::split_paths(&path)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map(|p| (p, Source::EnvPath)),
+            );
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            dirs.push((
+                PathBuf::from(home).join(".kusion").join("plugins"),
+                Source::UserDir,
+            ));
+        }
+    }
+    dirs
+}
+
+/// A plugin candidate: a manifest and where its file is.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub manifest_path: PathBuf,
+    pub source: Source,
+    pub manifest: Result<Manifest, LoadError>,
+    /// The resolved plugin file (for workspace plugins, in the build output).
+    pub file: Option<PathBuf>,
+}
+
+/// The platform file name of a `cdylib` crate's library (`liblocalfile_runtime.so`).
+pub fn dylib_file_name(crate_name: &str) -> String {
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        crate_name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Find every manifest: `<dir>/<plugin>/plugin.toml` in the search directories, then the in-repo
+/// plugins of the workspace (`<ws>/{runtimes,plugins,examples,tests}/*/plugin.toml`, their files looked up in
+/// `<ws>/target/{debug,release}` or, for WASM, `<ws>/target/wasm32-wasip2/{debug,release}`).
+pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for (dir, source) in search_dirs(config) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            tracing::debug!(dir = %dir.display(), "plugin directory absent or unreadable");
+            continue;
+        };
+        let mut subdirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        subdirs.sort();
+        for sub in subdirs {
+            let manifest_path = sub.join(MANIFEST_FILE);
+            if !manifest_path.is_file() {
+                continue;
+            }
+            let manifest = Manifest::load(&manifest_path);
+            let file = manifest.as_ref().ok().map(|m| m.file_path(&manifest_path));
+            found.push(Candidate {
+                manifest_path,
+                source,
+                manifest,
+                file,
+            });
+        }
+    }
+    if let Some(ws) = &config.workspace {
+        let target = config
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| ws.join("target"));
+        found.extend(discover_workspace(ws, &target));
+    }
+    found
+}
+
+fn discover_workspace(ws: &Path, target: &Path) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    // In-repo plugins live one folder deep under these (runtimes/kubernetes, plugins/cmdb, ...).
+    let mut crates: Vec<PathBuf> = ["runtimes", "plugins", "examples", "tests"]
+        .iter()
+        .filter_map(|group| std::fs::read_dir(ws.join(group)).ok())
+        .flat_map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    crates.sort();
+    for dir in crates {
+        let manifest_path = dir.join(MANIFEST_FILE);
+        if !manifest_path.is_file() {
+            continue;
+        }
+        let manifest = Manifest::load(&manifest_path);
+        let file = manifest.as_ref().ok().and_then(|m| {
+            let profiles = ["debug", "release"];
+            let candidates: Vec<PathBuf> = match m.format() {
+                Format::Native => profiles
+                    .iter()
+                    .map(|p| target.join(p).join(&m.file))
+                    .collect(),
+                Format::Wasm => profiles
+                    .iter()
+                    .map(|p| target.join("wasm32-wasip2").join(p).join(&m.file))
+                    .collect(),
+            };
+            // The newest build wins, so a fresh debug build is not shadowed by a stale release.
+            candidates
+                .into_iter()
+                .filter_map(|p| {
+                    std::fs::metadata(&p)
+                        .and_then(|md| md.modified())
+                        .ok()
+                        .map(|t| (t, p))
+                })
+                .max()
+                .map(|(_, p)| p)
+        });
+        found.push(Candidate {
+            manifest_path,
+            source: Source::Workspace,
+            manifest,
+            file,
+        });
+    }
+    found
+}
+
+/// The state of one listed plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "state", content = "reason")]
+pub enum Status {
+    Loaded,
+    Disabled(String),
+    Refused(String),
+}
+
+/// One line of `kusionctl plugin list`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginEntry {
+    /// From the manifest, or the manifest's directory name when the manifest is unreadable.
+    pub name: String,
+    pub kind: Option<PluginKind>,
+    pub format: Option<Format>,
+    pub version: Option<String>,
+    pub abi: Option<AbiVersion>,
+    pub manifest: PathBuf,
+    pub file: Option<PathBuf>,
+    pub source: Source,
+    /// Runtime capabilities (`dryRun`, `watch`, ...), the resource types served, exported
+    /// functions, or granted sandbox permissions, as words.
+    pub capabilities: Vec<String>,
+    pub status: Status,
+}
+
+/// Everything loaded, plus the listing.
+#[derive(Default)]
+pub struct LoadedPlugins {
+    pub runtimes: BTreeMap<String, Arc<dyn Runtime>>,
+    pub functions: BTreeMap<String, Arc<dyn FunctionPlugin>>,
+    pub policies: BTreeMap<String, Arc<dyn PolicyPlugin>>,
+    pub entries: Vec<PluginEntry>,
+}
+
+impl LoadedPlugins {
+    /// The runtime serving a resource `type`, if any.
+    pub fn runtime_for(&self, resource_type: &str) -> Option<Arc<dyn Runtime>> {
+        self.runtimes
+            .values()
+            .find(|r| {
+                r.describe()
+                    .resource_types
+                    .iter()
+                    .any(|t| t == resource_type)
+            })
+            .cloned()
+    }
+}
+
+enum Loaded {
+    Runtime(Arc<dyn Runtime>),
+    Function(Arc<dyn FunctionPlugin>),
+    Policy(Arc<dyn PolicyPlugin>),
+}
+
+/// Discover and load every wanted plugin. Never fails as a whole: each refusal is recorded in
+/// its entry, so one broken plugin does not take the others down.
+pub fn load_plugins(config: &PluginConfig) -> LoadedPlugins {
+    let mut out = LoadedPlugins::default();
+    let mut wasm_host: Option<Result<WasmHost, LoadError>> = None;
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for candidate in discover(config) {
+        let fallback_name = candidate
+            .manifest_path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut entry = PluginEntry {
+            name: fallback_name,
+            kind: None,
+            format: None,
+            version: None,
+            abi: None,
+            manifest: candidate.manifest_path.clone(),
+            file: candidate.file.clone(),
+            source: candidate.source,
+            capabilities: Vec::new(),
+            status: Status::Loaded,
+        };
+        let manifest = match candidate.manifest {
+            Ok(m) => m,
+            Err(e) => {
+                entry.status = Status::Refused(e.to_string());
+                out.entries.push(entry);
+                continue;
+            }
+        };
+        entry.name = manifest.name.clone();
+        entry.kind = Some(manifest.kind);
+        entry.format = Some(manifest.format());
+        entry.version = Some(manifest.version.clone());
+        if let Some(first) = seen.get(&manifest.name) {
+            entry.status = Status::Disabled(format!("shadowed by {}", first.display()));
+            out.entries.push(entry);
+            continue;
+        }
+        seen.insert(manifest.name.clone(), candidate.manifest_path.clone());
+        if let Err(why) = config.wanted(&manifest.name) {
+            entry.status = Status::Disabled(why);
+            out.entries.push(entry);
+            continue;
+        }
+        let Some(file) = candidate.file.clone() else {
+            entry.status = Status::Refused(format!(
+                "`{}` not found in the workspace build output; build it first (cargo build -p <crate>, \
+                 or scripts/build-wasm-plugins.sh for WASM)",
+                manifest.file
+            ));
+            out.entries.push(entry);
+            continue;
+        };
+        let settings = config.settings_for(&manifest.name);
+        let result = manifest
+            .verify(&file, candidate.source != Source::Workspace)
+            .and_then(|()| load_one(&manifest, &file, &settings, &mut wasm_host, &mut entry));
+        match result {
+            Ok(loaded) => {
+                let configured = if settings.config.is_null() {
+                    Ok(())
+                } else {
+                    match &loaded {
+                        Loaded::Runtime(p) => p.configure(&settings.config),
+                        Loaded::Function(p) => p.configure(&settings.config),
+                        Loaded::Policy(p) => p.configure(&settings.config),
+                    }
+                };
+                if let Err(e) = configured {
+                    entry.status = Status::Refused(format!("configure failed: {e}"));
+                } else {
+                    match loaded {
+                        Loaded::Runtime(p) => {
+                            out.runtimes.insert(manifest.name.clone(), p);
+                        }
+                        Loaded::Function(p) => {
+                            out.functions.insert(manifest.name.clone(), p);
+                        }
+                        Loaded::Policy(p) => {
+                            out.policies.insert(manifest.name.clone(), p);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(plugin = %manifest.name, error = %e, "plugin refused");
+                entry.status = Status::Refused(e.to_string());
+            }
+        }
+        out.entries.push(entry);
+    }
+    out
+}
+
+/// List what is found and why anything was refused (loads the wanted plugins to describe them).
+pub fn list_plugins(config: &PluginConfig) -> Vec<PluginEntry> {
+    load_plugins(config).entries
+}
+
+fn load_one(
+    manifest: &Manifest,
+    file: &Path,
+    settings: &PluginSettings,
+    wasm_host: &mut Option<Result<WasmHost, LoadError>>,
+    entry: &mut PluginEntry,
+) -> Result<Loaded, LoadError> {
+    match manifest.format() {
+        Format::Native => {
+            let lib = NativeLibrary::open(file)?;
+            entry.abi = Some(lib.abi());
+            if lib.kind() != manifest.kind {
+                return Err(LoadError::WrongKind {
+                    path: file.to_path_buf(),
+                    found: lib.kind(),
+                    expected: manifest.kind,
+                });
+            }
+            Ok(match manifest.kind {
+                PluginKind::Runtime => {
+                    let runtime = lib.runtime()?;
+                    let info = runtime.describe();
+                    entry.capabilities = runtime_capabilities(&info);
+                    Loaded::Runtime(runtime)
+                }
+                PluginKind::Function => {
+                    let function = lib.function()?;
+                    entry.capabilities = function
+                        .describe()
+                        .functions
+                        .iter()
+                        .map(|f| format!("fn:{f}"))
+                        .collect();
+                    Loaded::Function(function)
+                }
+                PluginKind::Policy => Loaded::Policy(lib.policy()?),
+            })
+        }
+        Format::Wasm => {
+            let host = wasm_host
+                .get_or_insert_with(WasmHost::new)
+                .as_ref()
+                .map_err(Clone::clone)?;
+            let module = host.compile(file)?;
+            entry.abi = Some(module.abi());
+            let grants =
+                WasmGrants::intersect(&manifest.permissions.as_request(), &settings.grants);
+            let mut caps = vec![
+                format!("fuel:{}", settings.limits.fuel),
+                format!("memory:{}", settings.limits.memory_bytes),
+            ];
+            caps.extend(
+                grants
+                    .dirs
+                    .iter()
+                    .map(|(g, h)| format!("dir:{g}={}", h.display())),
+            );
+            caps.extend(grants.env.iter().map(|v| format!("env:{v}")));
+            if grants.network {
+                caps.push("network".into());
+            }
+            let loaded = match manifest.kind {
+                PluginKind::Function => {
+                    let function = module.function(grants, settings.limits)?;
+                    caps.extend(
+                        function
+                            .describe()
+                            .functions
+                            .iter()
+                            .map(|f| format!("fn:{f}")),
+                    );
+                    Loaded::Function(function)
+                }
+                PluginKind::Policy => Loaded::Policy(module.policy(grants, settings.limits)?),
+                PluginKind::Runtime => {
+                    return Err(LoadError::WrongKind {
+                        path: file.to_path_buf(),
+                        found: module.kind(),
+                        expected: PluginKind::Runtime,
+                    });
+                }
+            };
+            entry.capabilities = caps;
+            Ok(loaded)
+        }
+    }
+}
+
+fn runtime_capabilities(info: &kusion_sdk::runtime::RuntimeInfo) -> Vec<String> {
+    let c = &info.capabilities;
+    let mut caps: Vec<String> = info
+        .resource_types
+        .iter()
+        .map(|t| format!("type:{t}"))
+        .collect();
+    for (on, word) in [
+        (c.dry_run, "dryRun"),
+        (c.watch, "watch"),
+        (c.import, "import"),
+        (c.sensitive_fields, "sensitiveFields"),
+    ] {
+        if on {
+            caps.push(word.to_string());
+        }
+    }
+    caps
+}
+
+/// Load a single plugin file directly (no manifest): for tests and `kusionctl plugin check`.
+pub fn load_native_runtime(path: &Path) -> Result<Arc<dyn Runtime>, LoadError> {
+    NativeLibrary::open(path)?.runtime()
+}
+
+/// Helper for hosts and tests: configure a freshly loaded plugin, mapping its error to a load error.
+pub fn configure_runtime(
+    path: &Path,
+    runtime: &dyn Runtime,
+    config: &Value,
+) -> Result<(), LoadError> {
+    runtime
+        .configure(config)
+        .map_err(|error| LoadError::Instantiate {
+            path: path.to_path_buf(),
+            error,
+        })
+}

@@ -1,0 +1,240 @@
+//! The JSON wire format shared by native and WASM plugins.
+//!
+//! A call is `(verb, payload)`; the payload and the answer are JSON text. The `serve_*` functions
+//! are the plugin side: they decode a payload, call the plain trait, and encode the answer. The
+//! host side builds payloads with the `*Ref` envelopes below and decodes with serde_json.
+//! Unknown verbs answer `Unsupported`, so a newer host can probe an older plugin.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{ErrorKind, PluginError, PluginResult};
+use crate::function::FunctionPlugin;
+use crate::policy::PolicyPlugin;
+use crate::runtime::{
+    ApplyRequest, DeleteRequest, ImportRequest, ReadRequest, Runtime, WatchPoll, WatchRequest,
+};
+
+/// Verb names. `describe` takes `null`; the rest take the request type of the trait method.
+pub mod verb {
+    pub const DESCRIBE: &str = "describe";
+    pub const CONFIGURE: &str = "configure";
+    pub const APPLY: &str = "apply";
+    pub const READ: &str = "read";
+    pub const IMPORT: &str = "import";
+    pub const DELETE: &str = "delete";
+    pub const WATCH: &str = "watch";
+    pub const CALL: &str = "call";
+    pub const EVALUATE: &str = "evaluate";
+}
+
+/// Payload of `call` for a function plugin, borrowed on the host side.
+#[derive(Debug, Serialize)]
+pub struct CallRef<'a> {
+    pub function: &'a str,
+    pub args: &'a [Value],
+    pub kwargs: &'a Map<String, Value>,
+}
+
+/// Payload of `call`, as the plugin decodes it.
+#[derive(Debug, Deserialize)]
+pub struct CallPayload {
+    pub function: String,
+    #[serde(default)]
+    pub args: Vec<Value>,
+    #[serde(default)]
+    pub kwargs: Map<String, Value>,
+}
+
+/// Payload of `evaluate` for a policy plugin, borrowed on the host side.
+#[derive(Debug, Serialize)]
+pub struct EvaluateRef<'a> {
+    pub spec: &'a Value,
+    pub context: &'a Value,
+}
+
+/// Payload of `evaluate`, as the plugin decodes it.
+#[derive(Debug, Deserialize)]
+pub struct EvaluatePayload {
+    pub spec: Value,
+    #[serde(default)]
+    pub context: Value,
+}
+
+/// Encode an error for the trip back to the host.
+pub fn encode_error(error: &PluginError) -> String {
+    // A PluginError has only strings, an enum and a bool: serialising it cannot fail.
+    serde_json::to_string(error).unwrap_or_else(|_| {
+        r#"{"kind":"internal","message":"unencodable error","retryable":false}"#.to_string()
+    })
+}
+
+/// Decode an error sent by a plugin; text that is not an encoded error becomes `Internal`.
+pub fn decode_error(plugin: &str, text: &str) -> PluginError {
+    serde_json::from_str(text).unwrap_or_else(|_| {
+        PluginError::internal(format!(
+            "plugin `{plugin}` returned a malformed error: {text}"
+        ))
+    })
+}
+
+/// Decode a plugin's answer for `verb`; a mismatch means the plugin broke the contract.
+pub fn decode_answer<T: DeserializeOwned>(plugin: &str, verb: &str, text: &str) -> PluginResult<T> {
+    serde_json::from_str(text).map_err(|e| {
+        PluginError::internal(format!(
+            "plugin `{plugin}` returned a malformed answer to `{verb}`: {e}"
+        ))
+    })
+}
+
+/// Encode a host-side request. Request types hold only JSON-shaped data, so this cannot fail in
+/// practice; an error still becomes a value rather than a panic.
+pub fn encode_request<T: Serialize + ?Sized>(verb: &str, request: &T) -> PluginResult<String> {
+    serde_json::to_string(request)
+        .map_err(|e| PluginError::invalid(format!("cannot encode the `{verb}` request: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(verb: &str, payload: &str) -> PluginResult<T> {
+    serde_json::from_str(payload)
+        .map_err(|e| PluginError::invalid(format!("malformed `{verb}` payload: {e}")))
+}
+
+fn encode<T: Serialize>(value: &T) -> PluginResult<String> {
+    serde_json::to_string(value)
+        .map_err(|e| PluginError::internal(format!("cannot encode the answer: {e}")))
+}
+
+fn unknown_verb(kind: &str, verb: &str) -> PluginError {
+    PluginError::new(
+        ErrorKind::Unsupported,
+        format!("{kind} plugins have no verb `{verb}`"),
+    )
+}
+
+/// Serve one non-watch verb of a runtime. `watch` goes through [`serve_runtime_watch`] because
+/// its answer is a handle, not JSON.
+pub fn serve_runtime(runtime: &dyn Runtime, verb: &str, payload: &str) -> PluginResult<String> {
+    match verb {
+        verb::DESCRIBE => encode(&runtime.describe()),
+        verb::CONFIGURE => {
+            let config: Value = decode(verb, payload)?;
+            runtime.configure(&config)?;
+            Ok("null".to_string())
+        }
+        verb::APPLY => encode(&runtime.apply(&decode::<ApplyRequest>(verb, payload)?)?),
+        verb::READ => encode(&runtime.read(&decode::<ReadRequest>(verb, payload)?)?),
+        verb::IMPORT => encode(&runtime.import(&decode::<ImportRequest>(verb, payload)?)?),
+        verb::DELETE => {
+            runtime.delete(&decode::<DeleteRequest>(verb, payload)?)?;
+            Ok("null".to_string())
+        }
+        other => Err(unknown_verb("runtime", other)),
+    }
+}
+
+/// Start a watch from an encoded [`WatchRequest`].
+pub fn serve_runtime_watch(
+    runtime: &dyn Runtime,
+    payload: &str,
+) -> PluginResult<Box<dyn crate::runtime::Watch>> {
+    runtime.watch(&decode::<WatchRequest>(verb::WATCH, payload)?)
+}
+
+/// Encode one poll result of a watch.
+pub fn encode_poll(poll: &WatchPoll) -> PluginResult<String> {
+    encode(poll)
+}
+
+/// Serve one verb of a function plugin.
+pub fn serve_function(
+    plugin: &dyn FunctionPlugin,
+    verb: &str,
+    payload: &str,
+) -> PluginResult<String> {
+    match verb {
+        verb::DESCRIBE => encode(&plugin.describe()),
+        verb::CONFIGURE => {
+            let config: Value = decode(verb, payload)?;
+            plugin.configure(&config)?;
+            Ok("null".to_string())
+        }
+        verb::CALL => {
+            let call: CallPayload = decode(verb, payload)?;
+            encode(&plugin.call(&call.function, &call.args, &call.kwargs)?)
+        }
+        other => Err(unknown_verb("function", other)),
+    }
+}
+
+/// Serve one verb of a policy plugin.
+pub fn serve_policy(plugin: &dyn PolicyPlugin, verb: &str, payload: &str) -> PluginResult<String> {
+    match verb {
+        verb::DESCRIBE => encode(&plugin.describe()),
+        verb::CONFIGURE => {
+            let config: Value = decode(verb, payload)?;
+            plugin.configure(&config)?;
+            Ok("null".to_string())
+        }
+        verb::EVALUATE => {
+            let request: EvaluatePayload = decode(verb, payload)?;
+            encode(&plugin.evaluate(&request.spec, &request.context)?)
+        }
+        other => Err(unknown_verb("policy", other)),
+    }
+}
+
+/// Glue for a WASM component's exports (see `sdk/wit/plugin.wit`): each function maps one WIT
+/// export onto the plain trait, with errors encoded as JSON text.
+pub mod guest {
+    use super::*;
+
+    fn wrap(result: PluginResult<String>) -> Result<String, String> {
+        result.map_err(|e| encode_error(&e))
+    }
+
+    pub fn policy_describe(plugin: &dyn PolicyPlugin) -> String {
+        serde_json::to_string(&plugin.describe()).unwrap_or_default()
+    }
+
+    pub fn policy_configure(plugin: &dyn PolicyPlugin, config: &str) -> Result<(), String> {
+        wrap(serve_policy(plugin, verb::CONFIGURE, config)).map(|_| ())
+    }
+
+    pub fn policy_evaluate(
+        plugin: &dyn PolicyPlugin,
+        spec: &str,
+        context: &str,
+    ) -> Result<String, String> {
+        let spec: Value = serde_json::from_str(spec)
+            .map_err(|e| encode_error(&PluginError::invalid(format!("malformed spec: {e}"))))?;
+        let context: Value = serde_json::from_str(context)
+            .map_err(|e| encode_error(&PluginError::invalid(format!("malformed context: {e}"))))?;
+        wrap(
+            plugin
+                .evaluate(&spec, &context)
+                .and_then(|findings| encode(&findings)),
+        )
+    }
+
+    pub fn function_describe(plugin: &dyn FunctionPlugin) -> String {
+        serde_json::to_string(&plugin.describe()).unwrap_or_default()
+    }
+
+    pub fn function_configure(plugin: &dyn FunctionPlugin, config: &str) -> Result<(), String> {
+        wrap(serve_function(plugin, verb::CONFIGURE, config)).map(|_| ())
+    }
+
+    pub fn function_call(
+        plugin: &dyn FunctionPlugin,
+        name: &str,
+        args: &str,
+        kwargs: &str,
+    ) -> Result<String, String> {
+        let args: Vec<Value> = serde_json::from_str(args)
+            .map_err(|e| encode_error(&PluginError::invalid(format!("malformed args: {e}"))))?;
+        let kwargs: Map<String, Value> = serde_json::from_str(kwargs)
+            .map_err(|e| encode_error(&PluginError::invalid(format!("malformed kwargs: {e}"))))?;
+        wrap(plugin.call(name, &args, &kwargs).and_then(|v| encode(&v)))
+    }
+}
