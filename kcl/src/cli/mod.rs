@@ -1,0 +1,36 @@
+//! The `kcl` binary's subcommands. Each lives in its own file so the front end (`fmt`,
+//! `parse`) and the evaluator (`run`) can grow independently.
+
+pub mod parse;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// KCL language tool.
+#[derive(Parser, Debug)]
+#[command(name = "kcl", version, about = "KCL configuration language tool")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse KCL files and report syntax errors.
+    Parse(parse::ParseArgs),
+}
+
+/// Entry point of the `kcl` binary: exit code 0 on success, 1 on errors.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Parse(a) => parse::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
