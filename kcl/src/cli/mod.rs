@@ -2,6 +2,7 @@
 //! `parse`) and the evaluator (`run`) can grow independently.
 
 pub mod parse;
+pub mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,6 +19,8 @@ pub struct Cli {
 enum Command {
     /// Parse KCL files and report syntax errors.
     Parse(parse::ParseArgs),
+    /// Evaluate KCL files and print the result.
+    Run(run::RunArgs),
 }
 
 /// Entry point of the `kcl` binary: exit code 0 on success, 1 on errors.
@@ -25,6 +28,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Parse(a) => parse::run(a),
+        Command::Run(a) => run::run(a),
     };
     match result {
         Ok(code) => code,

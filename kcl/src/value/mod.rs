@@ -457,3 +457,13 @@ mod tests {
         assert_eq!(Value::None.type_name(), "NoneType");
     }
 }
+
+/// Ordering used by `sorted`, `max` and `min`.
+pub fn ops_cmp(a: &Value, b: &Value) -> RtResult<std::cmp::Ordering> {
+    ops::cmp_values(a, b)
+}
+
+/// Apply one config entry `k <op> v` to `d` (`check`: `:` conflicts are errors).
+pub fn ops_merge_entry(d: &mut Dict, k: &Str, v: &Value, op: ConfigOp, index: Option<i64>, check: bool) -> RtResult<()> {
+    ops::merge_entry(d, k, v, op, index, check, 0)
+}

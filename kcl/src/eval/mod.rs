@@ -1,0 +1,600 @@
+//! The evaluator: loads packages, evaluates statements with upstream's order-independent
+//! semantics (a name read before its remaining assignments ran triggers them first), builds
+//! schema instances, and calls functions.
+//!
+//! Parsed modules are leaked (`&'static`): a program's AST lives for the whole run anyway, and
+//! static references let closures and schema types point into it without reference counting.
+
+mod error;
+mod expr;
+mod schema;
+mod types;
+
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+
+use crate::ast::{self, FileId, Span, Stmt, StmtKind, Symbol};
+use crate::parser::loader::{ImportTarget, Program};
+use crate::value::{ErrKind, RtError, Str, Value};
+
+pub use error::{EvalError, EvalResult};
+pub use schema::SchemaType;
+
+/// A host-provided handler for `kcl_plugin.<module>.<function>(...)` calls.
+pub trait PluginHook {
+    /// Call `function` of plugin `module` with JSON-shaped arguments.
+    fn call(
+        &self,
+        module: &str,
+        function: &str,
+        args: &[serde_json::Value],
+        kwargs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, String>;
+}
+
+/// Settings of one evaluation.
+#[derive(Clone, Default)]
+pub struct EvalOptions {
+    /// `-D key=value` / settings-file options for `option()`.
+    pub args: Vec<(String, Value)>,
+    /// `-E name=path` external packages.
+    pub external_pkgs: Vec<(String, PathBuf)>,
+    /// Directory `file.*` functions resolve relative paths against.
+    pub work_dir: PathBuf,
+    /// The `kcl_plugin` handler.
+    pub plugin: Option<Rc<dyn PluginHook>>,
+}
+
+/// A loaded package: its statements (from every file) and global variables.
+pub struct Pkg {
+    pub path: String,
+    pub dir: PathBuf,
+    stmts: Vec<&'static Stmt>,
+    setters: FxHashMap<Symbol, Vec<usize>>,
+    state: RefCell<Vec<u8>>,
+    globals: RefCell<FxHashMap<Symbol, Value>>,
+    /// Global names in first-assignment order (the output order).
+    order: RefCell<Vec<Symbol>>,
+    imports: RefCell<FxHashMap<(FileId, Symbol), Value>>,
+    import_stmts: Vec<(FileId, &'static ast::ImportStmt, Span)>,
+    imports_done: Cell<bool>,
+}
+
+const PENDING: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+
+/// A local scope (lambda body, comprehension).
+pub struct Scope {
+    vars: RefCell<FxHashMap<Symbol, Value>>,
+    parent: Option<Rc<Scope>>,
+}
+
+impl Scope {
+    fn new(parent: Option<Rc<Scope>>) -> Rc<Scope> {
+        Rc::new(Scope { vars: RefCell::new(FxHashMap::default()), parent })
+    }
+    fn lookup(&self, s: Symbol) -> Option<Value> {
+        if let Some(v) = self.vars.borrow().get(&s) {
+            return Some(v.clone());
+        }
+        self.parent.as_ref().and_then(|p| p.lookup(s))
+    }
+    /// Assign to the innermost scope that has the name, else this one.
+    fn assign(self: &Rc<Self>, s: Symbol, v: Value) {
+        let mut cur = Some(self.clone());
+        while let Some(sc) = cur {
+            if let Some(slot) = sc.vars.borrow_mut().get_mut(&s) {
+                *slot = v;
+                return;
+            }
+            cur = sc.parent.clone();
+        }
+        self.vars.borrow_mut().insert(s, v);
+    }
+}
+
+/// Where evaluation currently is: package, local scopes and the schema instance being built.
+#[derive(Clone)]
+pub struct Ctx {
+    pub pkg: Rc<Pkg>,
+    pub locals: Option<Rc<Scope>>,
+    pub schema: Option<Rc<schema::Frame>>,
+    pub file: FileId,
+    /// Inside a lambda body assignments create locals.
+    pub in_lambda: bool,
+}
+
+/// An imported module value.
+pub enum ModuleRef {
+    Pkg(Rc<Pkg>),
+    System(&'static str),
+    Plugin(String),
+}
+
+/// A lambda closure.
+pub struct Closure {
+    pub lambda: &'static ast::LambdaExpr,
+    pub ctx: Ctx,
+}
+
+/// The evaluator of one program run.
+pub struct Evaluator {
+    pub opts: EvalOptions,
+    pub root: PathBuf,
+    /// Parsed but not yet evaluated packages of the program.
+    sources: RefCell<FxHashMap<String, (PathBuf, Vec<ast::Module>)>>,
+    import_targets: FxHashMap<Span, ImportTarget>,
+    pkgs: RefCell<FxHashMap<String, Rc<Pkg>>>,
+    depth: Cell<usize>,
+    /// Text printed by `print()`, in order.
+    pub stdout: RefCell<String>,
+    /// Set by `manifests.yaml_stream`: replaces the YAML output.
+    pub output_override: RefCell<Option<String>>,
+    /// Warnings (deprecated decorators) to print on stderr.
+    pub warnings: RefCell<Vec<String>>,
+}
+
+/// Deepest nesting of calls / schema instantiations before a clear error.
+const MAX_CALL_DEPTH: usize = 400;
+
+impl Evaluator {
+    /// An evaluator over a loaded program; returns it with the main package's modules.
+    pub fn new(program: Program, opts: EvalOptions) -> (Self, Vec<ast::Module>) {
+        let mut sources = FxHashMap::default();
+        for (k, p) in program.packages.iter() {
+            sources.insert(k.to_string(), (p.path.clone(), p.modules.clone()));
+        }
+        let ev = Evaluator {
+            opts,
+            root: program.root.clone(),
+            sources: RefCell::new(sources),
+            import_targets: program.imports,
+            pkgs: RefCell::new(FxHashMap::default()),
+            depth: Cell::new(0),
+            stdout: RefCell::new(String::new()),
+            output_override: RefCell::new(None),
+            warnings: RefCell::new(Vec::new()),
+        };
+        (ev, program.main.modules)
+    }
+
+    /// Build a package from parsed modules.
+    pub fn make_pkg(&self, path: &str, dir: PathBuf, modules: Vec<ast::Module>) -> EvalResult<Rc<Pkg>> {
+        let mut stmts: Vec<&'static Stmt> = Vec::new();
+        let mut import_stmts = Vec::new();
+        for m in modules {
+            let m: &'static ast::Module = Box::leak(Box::new(m));
+            for s in &m.body {
+                if let StmtKind::Import(i) = &s.kind {
+                    import_stmts.push((m.file, i, s.span));
+                }
+                stmts.push(s);
+            }
+        }
+        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        let mut assign_count: FxHashMap<Symbol, (usize, Span)> = FxHashMap::default();
+        for (i, s) in stmts.iter().enumerate() {
+            let mut names = Vec::new();
+            stmt_targets(s, &mut names);
+            for n in names {
+                let e = setters.entry(n).or_default();
+                if e.last() != Some(&i) {
+                    e.push(i);
+                }
+            }
+            if let StmtKind::Assign(a) = &s.kind {
+                for t in &a.targets {
+                    if t.path.is_empty() && !t.name.sym.as_str().starts_with('_') {
+                        let c = assign_count.entry(t.name.sym).or_insert((0, t.span));
+                        c.0 += 1;
+                        if c.0 > 1 {
+                            return Err(EvalError::new(
+                                ErrKind::Immutable,
+                                format!("Can not change the value of '{}', because it was declared immutable", t.name.sym),
+                                Some(t.name.span),
+                            )
+                            .with_note(c.1, format!("The variable '{}' is declared here", t.name.sym)));
+                        }
+                    }
+                }
+            }
+        }
+        let n = stmts.len();
+        let pkg = Rc::new(Pkg {
+            path: path.to_string(),
+            dir,
+            stmts,
+            setters,
+            state: RefCell::new(vec![PENDING; n]),
+            globals: RefCell::new(FxHashMap::default()),
+            order: RefCell::new(Vec::new()),
+            imports: RefCell::new(FxHashMap::default()),
+            import_stmts,
+            imports_done: Cell::new(false),
+        });
+        self.pkgs.borrow_mut().insert(path.to_string(), pkg.clone());
+        Ok(pkg)
+    }
+
+    fn ctx(&self, pkg: &Rc<Pkg>, file: FileId) -> Ctx {
+        Ctx { pkg: pkg.clone(), locals: None, schema: None, file, in_lambda: false }
+    }
+
+    /// Run every statement of a package (each at most once).
+    pub fn run_pkg(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
+        self.resolve_imports(pkg)?;
+        for i in 0..pkg.stmts.len() {
+            self.run_global_stmt(pkg, i)?;
+        }
+        Ok(())
+    }
+
+    fn run_global_stmt(&self, pkg: &Rc<Pkg>, i: usize) -> EvalResult<()> {
+        if pkg.state.borrow()[i] != PENDING {
+            return Ok(());
+        }
+        pkg.state.borrow_mut()[i] = RUNNING;
+        let s = pkg.stmts[i];
+        let ctx = self.ctx(pkg, s.span.file);
+        let r = self.exec_stmt(&ctx, s);
+        pkg.state.borrow_mut()[i] = DONE;
+        r.map(|_| ())
+    }
+
+    /// The package's output: top-level public values in order.
+    pub fn pkg_output(&self, pkg: &Rc<Pkg>, show_hidden: bool) -> crate::value::Dict {
+        let mut d = crate::value::Dict::new();
+        let g = pkg.globals.borrow();
+        for sym in pkg.order.borrow().iter() {
+            let name = sym.as_str();
+            if name.starts_with('_') && !show_hidden {
+                continue;
+            }
+            if let Some(v) = g.get(sym) {
+                if matches!(v, Value::Func(_)) {
+                    continue;
+                }
+                d.map.insert(Rc::from(name), v.clone());
+            }
+        }
+        d
+    }
+
+    // ------------------------------------------------------------------- imports ------
+
+    fn resolve_imports(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
+        if pkg.imports_done.replace(true) {
+            return Ok(());
+        }
+        for (file, imp, span) in &pkg.import_stmts {
+            let Some(local) = imp.local_name() else { continue };
+            let v = self.import(pkg, *file, imp, *span)?;
+            pkg.imports.borrow_mut().insert((*file, local), v);
+        }
+        Ok(())
+    }
+
+    fn import(&self, _pkg: &Rc<Pkg>, _file: FileId, imp: &ast::ImportStmt, span: Span) -> EvalResult<Value> {
+        let last = imp.names.last().map(|n| n.sym.as_str()).unwrap_or("");
+        let modval = |m: ModuleRef| Value::Func(Rc::new(crate::value::Func::User { name: Rc::from(last), data: Rc::new(m) }));
+        match self.import_targets.get(&imp.path_span) {
+            Some(ImportTarget::System(m)) => match crate::builtins::system_module_name(m) {
+                Some(n) => Ok(modval(ModuleRef::System(n))),
+                None => Err(EvalError::new(ErrKind::Compile, format!("unknown system module '{m}'"), Some(span))),
+            },
+            Some(ImportTarget::Plugin(p)) => Ok(modval(ModuleRef::Plugin(p.to_string()))),
+            Some(ImportTarget::Package(path)) => {
+                if let Some(p) = self.pkgs.borrow().get(&**path) {
+                    return Ok(modval(ModuleRef::Pkg(p.clone())));
+                }
+                let src = self.sources.borrow_mut().remove(&**path);
+                let Some((dir, modules)) = src else {
+                    return Err(EvalError::new(ErrKind::Compile, format!("pkgpath {path} not found in the program"), Some(span)));
+                };
+                let p = self.make_pkg(path, dir, modules)?;
+                self.run_pkg(&p)?;
+                Ok(modval(ModuleRef::Pkg(p)))
+            }
+            None => Err(EvalError::new(ErrKind::Compile, format!("pkgpath {} not found in the program", imp.path), Some(span))),
+        }
+    }
+
+    // ------------------------------------------------------------------- names --------
+
+    /// Read a global of `pkg`, running its pending assignments first.
+    pub fn get_global(&self, pkg: &Rc<Pkg>, name: Symbol) -> EvalResult<Option<Value>> {
+        if let Some(idx) = pkg.setters.get(&name) {
+            for &i in idx {
+                let st = pkg.state.borrow()[i];
+                if st == PENDING {
+                    self.run_global_stmt(pkg, i)?;
+                }
+            }
+        }
+        Ok(pkg.globals.borrow().get(&name).cloned())
+    }
+
+    fn set_global(&self, pkg: &Rc<Pkg>, name: Symbol, v: Value) {
+        let mut g = pkg.globals.borrow_mut();
+        if g.insert(name, v).is_none() {
+            pkg.order.borrow_mut().push(name);
+        }
+    }
+
+    /// Resolve a name in `ctx`.
+    pub fn lookup(&self, ctx: &Ctx, name: Symbol, span: Span) -> EvalResult<Value> {
+        if let Some(l) = &ctx.locals {
+            if let Some(v) = l.lookup(name) {
+                return Ok(v);
+            }
+        }
+        if let Some(fr) = &ctx.schema {
+            if let Some(v) = self.schema_lookup(fr, name)? {
+                return Ok(v);
+            }
+        }
+        if let Some(v) = self.get_global(&ctx.pkg, name)? {
+            return Ok(v);
+        }
+        if let Some(v) = ctx.pkg.imports.borrow().get(&(ctx.file, name)) {
+            return Ok(v.clone());
+        }
+        // imports of other files of the same package are visible too in upstream's resolver
+        // only through their own file; fall back to builtins
+        if let Some(v) = crate::builtins::lookup(name.as_str()) {
+            return Ok(v);
+        }
+        Err(EvalError::new(ErrKind::Compile, format!("name '{name}' is not defined"), Some(span)))
+    }
+
+    // ---------------------------------------------------------------- statements ------
+
+    /// Execute a statement; returns the value of an expression statement.
+    pub fn exec_stmt(&self, ctx: &Ctx, s: &'static Stmt) -> EvalResult<Option<Value>> {
+        match &s.kind {
+            StmtKind::Expr(e) => {
+                let v = self.eval(ctx, e)?;
+                Ok(Some(v))
+            }
+            StmtKind::Assign(a) => {
+                let mut v = self.eval(ctx, &a.value)?;
+                if let Some(ty) = &a.ty {
+                    v = self.convert_type(ctx, v, ty, a.value.span)?;
+                }
+                for t in &a.targets {
+                    self.assign_target(ctx, t, v.clone(), a.ty.as_ref())?;
+                }
+                Ok(None)
+            }
+            StmtKind::AugAssign(a) => {
+                let cur = self.read_target(ctx, &a.target)?;
+                let rhs = self.eval(ctx, &a.value)?;
+                let v = self.binop(a.op.bin_op(), &cur, &rhs, s.span)?;
+                self.assign_target(ctx, &a.target, v, None)?;
+                Ok(None)
+            }
+            StmtKind::Unification(u) => {
+                let v = self.eval(ctx, &u.value)?;
+                let cur = self.lookup_opt_for_unify(ctx, u.target.sym)?;
+                let v = match cur {
+                    Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, true).map_err(|e| EvalError::from_rt(e, u.value.span))?,
+                    _ => v,
+                };
+                self.assign_path(ctx, u.target, &[], u.target.span, v, None)?;
+                Ok(None)
+            }
+            StmtKind::Assert(a) => {
+                if let Some(c) = &a.if_cond {
+                    if !self.eval(ctx, c)?.truthy() {
+                        return Ok(None);
+                    }
+                }
+                if !self.eval(ctx, &a.test)?.truthy() {
+                    let msg = match &a.msg {
+                        Some(m) => crate::value::to_str(&self.eval(ctx, m)?),
+                        None => String::new(),
+                    };
+                    return Err(EvalError::new(ErrKind::Assertion, if msg.is_empty() { "AssertionError".to_string() } else { msg }, Some(a.test.span)));
+                }
+                Ok(None)
+            }
+            StmtKind::If(i) => {
+                let body = if self.eval(ctx, &i.cond)?.truthy() { &i.body } else { &i.orelse };
+                let mut last = None;
+                for st in body {
+                    last = self.exec_stmt(ctx, st)?;
+                }
+                Ok(last)
+            }
+            StmtKind::Import(_) => Ok(None),
+            StmtKind::SchemaAttr(attr) => {
+                if let Some(fr) = &ctx.schema {
+                    self.exec_schema_attr(ctx, fr, attr, s.span)?;
+                } else {
+                    // a module-level `a: T = v` declaration
+                    if let Some(val) = &attr.value {
+                        let mut v = self.eval(ctx, val)?;
+                        v = self.convert_type(ctx, v, &attr.ty, val.span)?;
+                        self.assign_path(ctx, attr.name, &[], attr.name.span, v, Some(&attr.ty))?;
+                    }
+                }
+                Ok(None)
+            }
+            StmtKind::Schema(sc) => {
+                let ty = schema::SchemaType::from_stmt(sc, ctx.clone(), false);
+                self.define(ctx, sc.name.sym, ty);
+                Ok(None)
+            }
+            StmtKind::Rule(r) => {
+                let ty = schema::SchemaType::from_rule(r, ctx.clone());
+                self.define(ctx, r.name.sym, ty);
+                Ok(None)
+            }
+            StmtKind::TypeAlias(t) => {
+                let v = Value::Func(Rc::new(crate::value::Func::User { name: Rc::from(t.name.sym.as_str()), data: Rc::new(types::TypeAlias { ty: &t.ty, ctx: ctx.clone() }) }));
+                self.define(ctx, t.name.sym, v);
+                Ok(None)
+            }
+        }
+    }
+
+    fn define(&self, ctx: &Ctx, name: Symbol, v: Value) {
+        if let Some(l) = &ctx.locals {
+            l.vars.borrow_mut().insert(name, v);
+        } else {
+            self.set_global(&ctx.pkg, name, v);
+        }
+    }
+
+    fn lookup_opt_for_unify(&self, ctx: &Ctx, name: Symbol) -> EvalResult<Option<Value>> {
+        if let Some(l) = &ctx.locals {
+            if let Some(v) = l.lookup(name) {
+                return Ok(Some(v));
+            }
+        }
+        if let Some(fr) = &ctx.schema {
+            return Ok(fr.attrs.borrow().get(name.as_str()).cloned());
+        }
+        Ok(ctx.pkg.globals.borrow().get(&name).cloned())
+    }
+
+    fn read_target(&self, ctx: &Ctx, t: &'static ast::Target) -> EvalResult<Value> {
+        let mut v = self.lookup(ctx, t.name.sym, t.name.span)?;
+        for p in &t.path {
+            v = match p {
+                ast::TargetPath::Attr(n) => self.select(ctx, &v, n.sym.as_str(), false, n.span)?,
+                ast::TargetPath::Index(e) => {
+                    let i = self.eval(ctx, e)?;
+                    self.subscript(&v, &i, false, e.span)?
+                }
+            };
+        }
+        Ok(v)
+    }
+
+    fn assign_target(&self, ctx: &Ctx, t: &'static ast::Target, v: Value, ty: Option<&ast::Type>) -> EvalResult<()> {
+        self.assign_path(ctx, t.name, &t.path, t.span, v, ty)
+    }
+
+    fn assign_path(&self, ctx: &Ctx, tname: ast::Name, tpath: &'static [ast::TargetPath], tspan: Span, v: Value, ty: Option<&ast::Type>) -> EvalResult<()> {
+        let t = TargetRef { name: tname, path: tpath, span: tspan };
+        let name = t.name.sym;
+        let newv = if t.path.is_empty() {
+            v
+        } else {
+            let root = self.lookup_opt_for_unify(ctx, name)?.unwrap_or(Value::Undefined);
+            let mut keys = Vec::new();
+            for p in t.path {
+                keys.push(match p {
+                    ast::TargetPath::Attr(n) => Value::str(n.sym.as_str()),
+                    ast::TargetPath::Index(e) => self.eval(ctx, e)?,
+                });
+            }
+            set_path(root, &keys, v).map_err(|e| EvalError::from_rt(e, t.span))?
+        };
+        let _ = ty;
+        if ctx.in_lambda {
+            let l = ctx.locals.as_ref().unwrap();
+            if ctx.schema.is_some() && l.lookup(name).is_none() && ctx.schema.as_ref().unwrap().attrs.borrow().get(name.as_str()).is_some() {
+                // lambdas never write the enclosing schema's attributes
+            }
+            l.assign(name, newv);
+            return Ok(());
+        }
+        if let Some(l) = &ctx.locals {
+            if l.lookup(name).is_some() {
+                l.assign(name, newv);
+                return Ok(());
+            }
+        }
+        if let Some(fr) = &ctx.schema {
+            self.schema_set(ctx, fr, name, newv, t.span)?;
+            return Ok(());
+        }
+        self.set_global(&ctx.pkg, name, newv);
+        Ok(())
+    }
+
+    pub(crate) fn enter(&self, span: Span) -> EvalResult<()> {
+        let d = self.depth.get() + 1;
+        if d > MAX_CALL_DEPTH {
+            return Err(EvalError::new(ErrKind::RecursionLimit, "maximum recursion depth exceeded", Some(span)));
+        }
+        self.depth.set(d);
+        Ok(())
+    }
+    pub(crate) fn leave(&self) {
+        self.depth.set(self.depth.get() - 1);
+    }
+
+    pub fn rt(&self, e: RtError, span: Span) -> EvalError {
+        EvalError::from_rt(e, span)
+    }
+}
+
+struct TargetRef {
+    name: ast::Name,
+    path: &'static [ast::TargetPath],
+    span: Span,
+}
+
+/// Names a top-level statement assigns (for the lazy setter table).
+fn stmt_targets(s: &Stmt, out: &mut Vec<Symbol>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
+        StmtKind::AugAssign(a) => out.push(a.target.name.sym),
+        StmtKind::Unification(u) => out.push(u.target.sym),
+        StmtKind::SchemaAttr(a) => out.push(a.name.sym),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(i.orelse.iter()) {
+                stmt_targets(st, out);
+            }
+        }
+        StmtKind::Schema(s) => out.push(s.name.sym),
+        StmtKind::Rule(r) => out.push(r.name.sym),
+        StmtKind::TypeAlias(t) => out.push(t.name.sym),
+        _ => {}
+    }
+}
+
+/// `root.k1[k2]... = v` with copy-on-write.
+fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
+    if keys.is_empty() {
+        return Ok(v);
+    }
+    let mut root = root;
+    match (&mut root, &keys[0]) {
+        (Value::List(l), Value::Int(i)) => {
+            let l = Rc::make_mut(l);
+            let idx = if *i < 0 { l.len() as i64 + i } else { *i };
+            if idx < 0 || idx as usize >= l.len() {
+                return Err(RtError::eval(format!("index out of bounds: the len is {} but the index is {i}", l.len())));
+            }
+            let cur = std::mem::take(&mut l[idx as usize]);
+            l[idx as usize] = set_path(cur, &keys[1..], v)?;
+            Ok(root)
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => {
+            let d = root.dict_mut().unwrap();
+            let cur = d.map.get(&**k).cloned().unwrap_or(Value::Undefined);
+            let nv = set_path(cur, &keys[1..], v)?;
+            d.map.insert(k.clone(), nv);
+            Ok(root)
+        }
+        (Value::Undefined | Value::None, Value::Str(k)) => {
+            let mut d = crate::value::Dict::new();
+            d.map.insert(k.clone(), set_path(Value::Undefined, &keys[1..], v)?);
+            Ok(Value::from(d))
+        }
+        (r, k) => Err(RtError::eval(format!("'{}' object does not support item assignment with key '{}'", r.type_name(), crate::value::to_str(k)))),
+    }
+}
+
+/// Keys as shared strings.
+pub fn key(s: &str) -> Str {
+    Rc::from(s)
+}

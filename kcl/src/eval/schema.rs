@@ -1,0 +1,442 @@
+//! Schema types and instantiation: parent first, then own body, then mixins; the config is laid
+//! over the body's defaults as each attribute is set; then types, required attributes and
+//! `check:` blocks.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+use rustc_hash::FxHashMap;
+
+use super::{Ctx, DONE, EvalError, EvalResult, Evaluator, PENDING, RUNNING, Scope};
+use crate::ast::{self, Span, Stmt, StmtKind, Symbol};
+use crate::value::{self, ConfigOp, Dict, ErrKind, Func, SchemaInst, Str, Value};
+
+/// A schema (or rule / mixin / protocol) type value.
+pub struct SchemaType {
+    pub name: Str,
+    pub pkgpath: Str,
+    pub stmt: Option<&'static ast::SchemaStmt>,
+    pub rule: Option<&'static ast::RuleStmt>,
+    pub def_ctx: Ctx,
+    pub instances: RefCell<Vec<Value>>,
+}
+
+impl SchemaType {
+    pub fn from_stmt(s: &'static ast::SchemaStmt, ctx: Ctx, _nested: bool) -> Value {
+        let name: Str = Rc::from(s.name.sym.as_str());
+        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: Some(s), rule: None, def_ctx: ctx, instances: RefCell::new(Vec::new()) };
+        Value::Func(Rc::new(Func::User { name, data: Rc::new(t) }))
+    }
+    pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
+        let name: Str = Rc::from(r.name.sym.as_str());
+        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: None, rule: Some(r), def_ctx: ctx, instances: RefCell::new(Vec::new()) };
+        Value::Func(Rc::new(Func::User { name, data: Rc::new(t) }))
+    }
+}
+
+/// A declared attribute.
+#[derive(Clone)]
+pub struct AttrDecl {
+    pub ty: Option<&'static ast::Type>,
+    pub optional: bool,
+    pub span: Span,
+    pub ctx: Ctx,
+    pub schema_attr: bool,
+}
+
+/// The instance being built.
+pub struct Frame {
+    pub name: Str,
+    pub attrs: RefCell<Dict>,
+    pub config: Dict,
+    body: Vec<(&'static Stmt, Ctx)>,
+    setters: FxHashMap<Symbol, Vec<usize>>,
+    state: RefCell<Vec<u8>>,
+    pub declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
+}
+
+/// Downcast a value to a schema type.
+pub fn as_schema_type(v: &Value) -> Option<Rc<SchemaType>> {
+    match v {
+        Value::Func(f) => match &**f {
+            Func::User { data, .. } => data.clone().downcast::<SchemaType>().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Is `inst` an instance of `ty` or of one of its subtypes?
+pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) -> bool {
+    let Some(t) = &inst.ty else { return false };
+    let Ok(mut cur) = t.clone().downcast::<SchemaType>() else { return false };
+    loop {
+        if Rc::ptr_eq(&cur, ty) || (cur.name == ty.name && cur.pkgpath == ty.pkgpath) {
+            return true;
+        }
+        match ev.parent_of(&cur) {
+            Ok(Some(p)) => cur = p,
+            _ => return false,
+        }
+    }
+}
+
+fn collect_targets(s: &Stmt, out: &mut Vec<Symbol>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
+        StmtKind::AugAssign(a) => out.push(a.target.name.sym),
+        StmtKind::Unification(u) => out.push(u.target.sym),
+        StmtKind::SchemaAttr(a) => out.push(a.name.sym),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(i.orelse.iter()) {
+                collect_targets(st, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Evaluator {
+    pub(crate) fn parent_of(&self, t: &Rc<SchemaType>) -> EvalResult<Option<Rc<SchemaType>>> {
+        let Some(s) = t.stmt else { return Ok(None) };
+        let Some(p) = &s.parent else { return Ok(None) };
+        let v = self.eval_identifier(&t.def_ctx, p)?;
+        match as_schema_type(&v) {
+            Some(x) => Ok(Some(x)),
+            None => Err(EvalError::new(ErrKind::Compile, format!("illegal parent schema '{}'", p.names.iter().map(|n| n.sym.as_str()).collect::<Vec<_>>().join(".")), Some(p.span))),
+        }
+    }
+
+    fn mixins_of(&self, t: &Rc<SchemaType>) -> EvalResult<Vec<Rc<SchemaType>>> {
+        let Some(s) = t.stmt else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for m in &s.mixins {
+            let v = self.eval_identifier(&t.def_ctx, m)?;
+            match as_schema_type(&v) {
+                Some(x) => out.push(x),
+                None => return Err(EvalError::new(ErrKind::Compile, "illegal mixin", Some(m.span))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Instantiate `ty_val` (a schema type value) with a config value.
+    #[allow(clippy::too_many_arguments)]
+    pub fn instantiate_value(&self, _ctx: &Ctx, ty_val: &Value, args: &[Value], kwargs: &[(Str, Value)], cfg: Value, span: Span, cfg_span: Span) -> EvalResult<Value> {
+        let Some(ty) = as_schema_type(ty_val) else {
+            // `dict {..}`-like forms on a non-schema: union
+            if ty_val.is_config() {
+                return value::union(ty_val, &cfg, false).map_err(|e| self.rt(e, span));
+            }
+            return Err(EvalError::new(ErrKind::Type, format!("'{}' is not a schema", ty_val.type_name()), Some(span)));
+        };
+        let cfg_dict = match &cfg {
+            Value::Dict(d) => (**d).clone(),
+            Value::Schema(s) => s.attrs.clone(),
+            Value::None | Value::Undefined => Dict::new(),
+            other => return Err(EvalError::new(ErrKind::Type, format!("expect schema config, got {}", other.type_name()), Some(cfg_span))),
+        };
+        self.enter(span)?;
+        let r = self.instantiate(&ty, args, kwargs, cfg_dict, span);
+        self.leave();
+        r
+    }
+
+    pub fn instantiate(&self, ty: &Rc<SchemaType>, args: &[Value], kwargs: &[(Str, Value)], config: Dict, span: Span) -> EvalResult<Value> {
+        if let Some(r) = ty.rule {
+            return self.run_rule(ty, r, args, kwargs, config, span);
+        }
+        // base first
+        let mut chain = vec![ty.clone()];
+        while let Some(p) = self.parent_of(chain.last().unwrap())? {
+            if chain.len() > 64 {
+                return Err(EvalError::new(ErrKind::Compile, "schema inheritance is too deep or cyclic", Some(span)));
+            }
+            chain.push(p);
+        }
+        chain.reverse();
+        let mut parts: Vec<Rc<SchemaType>> = Vec::new();
+        for t in &chain {
+            parts.push(t.clone());
+            for m in self.mixins_of(t)? {
+                parts.push(m);
+            }
+        }
+        // parameters bind in a scope visible to every body
+        let params_scope = Scope::new(None);
+        if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
+            for (i, p) in ps.iter().enumerate() {
+                let v = if i < args.len() {
+                    args[i].clone()
+                } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+                    v.clone()
+                } else if let Some(d) = &p.default {
+                    self.eval(&ty.def_ctx, d)?
+                } else {
+                    Value::None
+                };
+                params_scope.vars.borrow_mut().insert(p.name.sym, v);
+            }
+        }
+        let mut body: Vec<(&'static Stmt, Ctx)> = Vec::new();
+        let mut declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher> = IndexMap::default();
+        let mut index_sig: Option<(&'static ast::IndexSignature, Ctx)> = None;
+        let mut attrs = Dict::new();
+        for t in &parts {
+            let Some(s) = t.stmt else { continue };
+            let mut c = t.def_ctx.clone();
+            c.locals = Some(Scope::new(Some(params_scope.clone())));
+            c.in_lambda = false;
+            if let Some(is) = &s.index_signature {
+                index_sig = Some((is, c.clone()));
+            }
+            for st in &s.body {
+                if let StmtKind::SchemaAttr(a) = &st.kind {
+                    let k: Str = Rc::from(a.name.sym.as_str());
+                    let d = AttrDecl { ty: Some(&a.ty), optional: a.optional, span: a.name.span, ctx: c.clone(), schema_attr: true };
+                    match declared.get_mut(&k) {
+                        Some(old) => {
+                            // a subschema may redeclare; keep the stricter optional flag of the latest
+                            *old = d;
+                        }
+                        None => {
+                            declared.insert(k.clone(), d);
+                        }
+                    }
+                    if !attrs.map.contains_key(&k) {
+                        attrs.map.insert(k, Value::Undefined);
+                    }
+                } else {
+                    let mut names = Vec::new();
+                    collect_targets(st, &mut names);
+                    for n in names {
+                        let k: Str = Rc::from(n.as_str());
+                        if !declared.contains_key(&k) {
+                            declared.insert(k.clone(), AttrDecl { ty: None, optional: true, span: st.span, ctx: c.clone(), schema_attr: false });
+                        }
+                        if !attrs.map.contains_key(&k) {
+                            attrs.map.insert(k, Value::Undefined);
+                        }
+                    }
+                }
+                body.push((st, c.clone()));
+            }
+        }
+        // the config is visible from the start
+        for (k, v) in &config.map {
+            let (op, _) = config.op_of(k);
+            let cur = attrs.map.get(k).cloned().unwrap_or(Value::Undefined);
+            let nv = match op {
+                ConfigOp::Insert if !cur.is_none_or_undefined() => value::binary(value::BinOp::Add, &cur, v).unwrap_or(v.clone()),
+                _ => v.clone(),
+            };
+            attrs.map.insert(k.clone(), nv);
+        }
+        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        for (i, (st, _)) in body.iter().enumerate() {
+            let mut names = Vec::new();
+            collect_targets(st, &mut names);
+            for n in names {
+                let e = setters.entry(n).or_default();
+                if e.last() != Some(&i) {
+                    e.push(i);
+                }
+            }
+        }
+        let n = body.len();
+        let frame = Rc::new(Frame {
+            name: ty.name.clone(),
+            attrs: RefCell::new(attrs),
+            config,
+            body,
+            setters,
+            state: RefCell::new(vec![PENDING; n]),
+            declared,
+        });
+        for i in 0..n {
+            self.run_schema_stmt(&frame, i)?;
+        }
+        // unknown config keys
+        for k in frame.config.map.keys() {
+            if !frame.declared.contains_key(k) && index_sig.is_none() {
+                let cands: Vec<&str> = frame.declared.keys().filter(|d| similar(d, k)).map(|d| &**d).collect();
+                let msg = if cands.is_empty() {
+                    format!("Cannot add member '{k}' to schema '{}'", ty.name)
+                } else {
+                    format!("Cannot add member '{k}' to schema '{}', did you mean '{:?}'?", ty.name, cands)
+                };
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+            }
+        }
+        // types and required attributes
+        let mut attrs = frame.attrs.borrow().clone();
+        for (k, d) in &frame.declared {
+            let Some(v) = attrs.map.get(k).cloned() else { continue };
+            if let Some(t) = d.ty {
+                if !v.is_none_or_undefined() {
+                    let c = Ctx { schema: Some(frame.clone()), ..d.ctx.clone() };
+                    let nv = self.convert_type(&c, v, t, span).map_err(|e| {
+                        if e.kind == ErrKind::Type {
+                            e.with_note(d.span, format!("variable is defined here, its type is {}, but got {}", super::types::type_str(t), "value"))
+                        } else {
+                            e
+                        }
+                    })?;
+                    attrs.map.insert(k.clone(), nv);
+                }
+            }
+        }
+        if let Some((is, c)) = &index_sig {
+            for (k, v) in attrs.map.iter_mut() {
+                if !frame.declared.contains_key(k) && !v.is_none_or_undefined() {
+                    let cx = Ctx { schema: Some(frame.clone()), ..c.clone() };
+                    *v = self.convert_type(&cx, v.clone(), &is.value_ty, span)?;
+                }
+            }
+        }
+        for (k, d) in &frame.declared {
+            if d.schema_attr && !d.optional {
+                let v = attrs.map.get(k);
+                if v.is_none_or(|v| v.is_none_or_undefined()) {
+                    return Err(EvalError::new(ErrKind::Compile, format!("attribute '{k}' of {} is required and can't be None or Undefined", ty.name), Some(span)));
+                }
+            }
+        }
+        *frame.attrs.borrow_mut() = attrs;
+        // checks, base first
+        for t in &parts {
+            let Some(s) = t.stmt else { continue };
+            let c = Ctx { schema: Some(frame.clone()), locals: Some(Scope::new(Some(params_scope.clone()))), in_lambda: false, ..t.def_ctx.clone() };
+            self.run_checks(&c, &s.checks, span)?;
+        }
+        let mut attrs = std::mem::take(&mut *frame.attrs.borrow_mut());
+        attrs.map.retain(|_, v| !v.is_undefined());
+        attrs.ops = None;
+        let inst = Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs, ty: Some(ty.clone() as Rc<dyn std::any::Any>) }));
+        ty.instances.borrow_mut().push(inst.clone());
+        Ok(inst)
+    }
+
+    fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
+        for ch in checks {
+            if let Some(cond) = &ch.if_cond {
+                if !self.eval(c, cond)?.truthy() {
+                    continue;
+                }
+            }
+            if !self.eval(c, &ch.test)?.truthy() {
+                let msg = match &ch.msg {
+                    Some(m) => format!("Check failed on the condition: {}", value::to_str(&self.eval(c, m)?)),
+                    None => "Check failed on the condition".to_string(),
+                };
+                return Err(EvalError::new(ErrKind::Schema, "Instance check failed", Some(span)).with_note(ch.span, msg));
+            }
+        }
+        Ok(())
+    }
+
+    fn run_rule(&self, ty: &Rc<SchemaType>, r: &'static ast::RuleStmt, args: &[Value], kwargs: &[(Str, Value)], config: Dict, span: Span) -> EvalResult<Value> {
+        for p in &r.parents {
+            let v = self.eval_identifier(&ty.def_ctx, p)?;
+            if let Some(pt) = as_schema_type(&v) {
+                self.instantiate(&pt, args, kwargs, config.clone(), span)?;
+            }
+        }
+        let scope = Scope::new(None);
+        if let Some(ps) = &r.params {
+            for (i, p) in ps.iter().enumerate() {
+                let v = if i < args.len() {
+                    args[i].clone()
+                } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+                    v.clone()
+                } else if let Some(d) = &p.default {
+                    self.eval(&ty.def_ctx, d)?
+                } else {
+                    Value::None
+                };
+                scope.vars.borrow_mut().insert(p.name.sym, v);
+            }
+        }
+        for (k, v) in &config.map {
+            scope.vars.borrow_mut().insert(Symbol::intern(k), v.clone());
+        }
+        let c = Ctx { locals: Some(scope), schema: None, in_lambda: false, ..ty.def_ctx.clone() };
+        self.run_checks(&c, &r.checks, span)?;
+        Ok(Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs: Dict::new(), ty: Some(ty.clone() as Rc<dyn std::any::Any>) })))
+    }
+
+    fn run_schema_stmt(&self, fr: &Rc<Frame>, i: usize) -> EvalResult<()> {
+        if fr.state.borrow()[i] != PENDING {
+            return Ok(());
+        }
+        fr.state.borrow_mut()[i] = RUNNING;
+        let (st, c) = &fr.body[i];
+        let ctx = Ctx { schema: Some(fr.clone()), ..c.clone() };
+        let r = self.exec_stmt(&ctx, st);
+        fr.state.borrow_mut()[i] = DONE;
+        r.map(|_| ())
+    }
+
+    /// A name read inside a schema body: its attribute (after running pending assignments).
+    pub(crate) fn schema_lookup(&self, fr: &Rc<Frame>, name: Symbol) -> EvalResult<Option<Value>> {
+        if let Some(idx) = fr.setters.get(&name) {
+            for &i in idx {
+                if fr.state.borrow()[i] == PENDING {
+                    self.run_schema_stmt(fr, i)?;
+                }
+            }
+        }
+        let a = fr.attrs.borrow();
+        match a.map.get(name.as_str()) {
+            Some(v) => Ok(Some(v.clone())),
+            None => Ok(None),
+        }
+    }
+
+    /// Set an attribute from the body: the config entry for it is laid on top.
+    pub(crate) fn schema_set(&self, _ctx: &Ctx, fr: &Rc<Frame>, name: Symbol, v: Value, span: Span) -> EvalResult<()> {
+        let k = name.as_str();
+        let nv = match fr.config.map.get_key_value(k) {
+            Some((kk, cv)) => {
+                let (op, idx) = fr.config.op_of(kk);
+                let mut d = Dict::new();
+                d.map.insert(kk.clone(), v);
+                value::ops_merge_entry(&mut d, kk, cv, op, idx, false).map_err(|e| self.rt(e, span))?;
+                d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
+            }
+            None => v,
+        };
+        let mut a = fr.attrs.borrow_mut();
+        match a.map.get_mut(k) {
+            Some(slot) => *slot = nv,
+            None => {
+                a.map.insert(Rc::from(k), nv);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn exec_schema_attr(&self, ctx: &Ctx, fr: &Rc<Frame>, attr: &'static ast::SchemaAttr, span: Span) -> EvalResult<()> {
+        let Some(val) = &attr.value else { return Ok(()) };
+        let v = self.eval(ctx, val)?;
+        let v = match attr.op {
+            Some(ast::AttrOp::Aug(op)) => {
+                let cur = fr.attrs.borrow().get(attr.name.sym.as_str()).cloned().unwrap_or(Value::Undefined);
+                if cur.is_none_or_undefined() { v } else { self.binop(op.bin_op(), &cur, &v, span)? }
+            }
+            _ => v,
+        };
+        self.schema_set(ctx, fr, attr.name.sym, v, span)
+    }
+}
+
+fn similar(a: &str, b: &str) -> bool {
+    // cheap edit-distance-1-ish suggestion, as upstream's "did you mean"
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    if la.abs_diff(lb) > 2 {
+        return false;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    common >= la.min(lb).saturating_sub(1) && common > 0
+}
