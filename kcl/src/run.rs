@@ -118,6 +118,9 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
         files = crate::cli_profile_entries(&work_dir)?;
     }
     let files: Vec<PathBuf> = files.into_iter().map(|f| if f.is_absolute() || f.to_string_lossy().contains("${KCL_MOD}") { f } else { work_dir.join(f) }).collect();
+    // a file named both on the command line and in a settings file is loaded once
+    let mut seen = std::collections::HashSet::new();
+    let files: Vec<PathBuf> = files.into_iter().filter(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))).collect();
     let load = LoadOptions { external: opts.external.clone(), work_dir: Some(work_dir.clone()) };
     let mut program = load_program(&files, &load).map_err(|d| KclError::Syntax(d.to_string()))?;
     if !opts.overrides.is_empty() {
@@ -127,6 +130,7 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     let (ev, modules) = Evaluator::new(program, eopts);
     let main = ev.make_pkg("__main__", work_dir.clone(), modules).map_err(KclError::Eval)?;
     ev.run_pkg(&main).map_err(KclError::Eval)?;
+    ev.check_pkg_required(&main).map_err(KclError::Eval)?;
     let out = ev.pkg_output(&main, opts.show_hidden);
     let mut value = Value::from(out);
     let po = PrintOpts { sort_keys: opts.sort_keys, drop_none: opts.disable_none };

@@ -300,6 +300,13 @@ impl Evaluator {
     }
 
     pub fn eval_entries(&self, ctx: &Ctx, entries: &'static [ast::ConfigEntry], d: &mut Dict) -> EvalResult<()> {
+        // keys written earlier in a config are names for the entries after them
+        let scope = Scope::new(ctx.locals.clone());
+        let c2 = Ctx { locals: Some(scope.clone()), ..ctx.clone() };
+        self.eval_entries_in(&c2, &scope, entries, d)
+    }
+
+    fn eval_entries_in(&self, ctx: &Ctx, scope: &Rc<Scope>, entries: &'static [ast::ConfigEntry], d: &mut Dict) -> EvalResult<()> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
@@ -324,7 +331,26 @@ impl Evaluator {
                     }
                     path.push(self.eval_key(ctx, k)?);
                     path.reverse();
-                    let v = self.eval(ctx, value)?;
+                    let k0 = path[0].clone();
+                    // `key: Schema {...}` onto an existing config merges the configs first, so
+                    // the schema is instantiated once with everything
+                    let v = match (&value.kind, path.len(), op, d.map.get(&k0)) {
+                        (ExprKind::Schema(se), 1, ConfigOp::Union, Some(existing)) if existing.is_config() => {
+                            let ty = self.eval_identifier(ctx, &se.name)?;
+                            let cfg = self.eval(ctx, &se.config)?;
+                            let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
+                            let merged = value::union(&base, &cfg, false).map_err(|x| self.rt(x, en.span))?;
+                            let (pos, kw) = match &se.args {
+                                Some(a) => self.eval_args(ctx, a)?,
+                                None => (Vec::new(), Vec::new()),
+                            };
+                            let inst = self.instantiate_value(ctx, &ty, &pos, &kw, merged, value.span, se.config.span)?;
+                            d.map.insert(k0.clone(), inst.clone());
+                            scope.vars.borrow_mut().insert(crate::ast::Symbol::intern(&k0), inst);
+                            continue;
+                        }
+                        _ => self.eval(ctx, value)?,
+                    };
                     // build nested dicts from the inside out
                     let mut v = v;
                     let mut op_inner = op;
@@ -335,12 +361,14 @@ impl Evaluator {
                         v = Value::from(nd);
                         op_inner = ConfigOp::Union;
                     }
-                    let k0 = &path[0];
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
-                    value::ops_merge_entry(d, k0, &v, op0, idx0, true).map_err(|x| self.rt(x, en.span))?;
+                    value::ops_merge_entry(d, &k0, &v, op0, idx0, false).map_err(|x| self.rt(x, en.span))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);
+                    }
+                    if let Some(nv) = d.map.get(&k0) {
+                        scope.vars.borrow_mut().insert(crate::ast::Symbol::intern(&k0), nv.clone());
                     }
                 }
                 ast::ConfigEntryKind::Unpack(x) => {
@@ -358,7 +386,7 @@ impl Evaluator {
                 }
                 ast::ConfigEntryKind::If(ci) => {
                     let body = if self.eval(ctx, &ci.cond)?.truthy() { &ci.body } else { &ci.orelse };
-                    self.eval_entries(ctx, body, d)?;
+                    self.eval_entries_in(ctx, scope, body, d)?;
                 }
             }
         }
@@ -381,7 +409,7 @@ impl Evaluator {
                     vs.insert(vars[0], a);
                     vs.insert(vars[1], b);
                 } else {
-                    vs.insert(vars[0], b.clone_first(a));
+                    vs.insert(vars[0], single(&it, a, b));
                 }
             }
             let mut ok = true;
@@ -414,7 +442,7 @@ impl Evaluator {
                     vs.insert(q.vars[0].sym, a);
                     vs.insert(q.vars[1].sym, b);
                 } else {
-                    vs.insert(q.vars[0].sym, b.clone_first(a));
+                    vs.insert(q.vars[0].sym, single(&it, a, b));
                 }
             }
             if let Some(c) = &q.if_cond {
@@ -442,7 +470,7 @@ impl Evaluator {
                                 dict_out.map.insert(k.clone(), orig_b);
                             }
                         } else {
-                            list_out.push(orig_b.clone_first(orig_a));
+                            list_out.push(single(&it, orig_a, orig_b));
                         }
                     }
                 }
@@ -637,20 +665,18 @@ impl Value {
     fn native_bound(v: Vec<Value>) -> Value {
         Value::Func(Rc::new(Func::User { name: Rc::from("instances"), data: Rc::new(Bound(Value::from(v))) }))
     }
-    /// For one-variable loops: lists give the item, dicts the key.
-    fn clone_first(self, first: Value) -> Value {
-        match first {
-            Value::Undefined => self,
-            f => f,
-        }
-    }
 }
 
-/// Loop pairs: list -> (index, item) but one-var loops use item; dict -> (key, value); str -> (index, char).
-/// The first element is `Undefined` when a single loop variable should bind the second.
+/// What a single loop variable binds: the key for dicts, the item otherwise.
+fn single(container: &Value, a: Value, b: Value) -> Value {
+    if container.is_config() { a } else { b }
+}
+
+/// Loop pairs: list -> (index, item); dict -> (key, value); str -> (index, char). A single loop
+/// variable binds the item for lists and strings and the key for dicts ([`single`]).
 fn iter_pairs(v: &Value) -> Result<Vec<(Value, Value)>, RtError> {
     Ok(match v {
-        Value::List(l) => l.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), x.clone())).map(|(i, x)| (i, x)).collect::<Vec<_>>().into_iter().map(|(i, x)| (i, x)).collect(),
+        Value::List(l) => l.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), x.clone())).collect(),
         Value::Dict(_) | Value::Schema(_) => v.as_dict().unwrap().map.iter().map(|(k, x)| (Value::Str(k.clone()), x.clone())).collect(),
         Value::Str(s) => s.chars().enumerate().map(|(i, c)| (Value::Int(i as i64), Value::from(c.to_string()))).collect(),
         Value::None | Value::Undefined => Vec::new(),

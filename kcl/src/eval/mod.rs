@@ -245,6 +245,15 @@ impl Evaluator {
         r.map(|_| ())
     }
 
+    /// Check required attributes of every schema instance reachable from the package's globals.
+    pub fn check_pkg_required(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
+        let vals: Vec<Value> = pkg.order.borrow().iter().filter_map(|s| pkg.globals.borrow().get(s).cloned()).collect();
+        for v in &vals {
+            self.check_required(v, 0)?;
+        }
+        Ok(())
+    }
+
     /// The package's output: top-level public values in order.
     pub fn pkg_output(&self, pkg: &Rc<Pkg>, show_hidden: bool) -> crate::value::Dict {
         let mut d = crate::value::Dict::new();
@@ -378,10 +387,13 @@ impl Evaluator {
                 Ok(None)
             }
             StmtKind::Unification(u) => {
+                if ctx.schema.is_none() && ctx.locals.is_none() {
+                    return self.unify_global(ctx, u).map(|_| None);
+                }
                 let v = self.eval(ctx, &u.value)?;
                 let cur = self.lookup_opt_for_unify(ctx, u.target.sym)?;
                 let v = match cur {
-                    Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, true).map_err(|e| EvalError::from_rt(e, u.value.span))?,
+                    Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false).map_err(|e| EvalError::from_rt(e, u.value.span))?,
                     _ => v,
                 };
                 self.assign_path(ctx, u.target, &[], u.target.span, v, None)?;
@@ -440,6 +452,47 @@ impl Evaluator {
                 Ok(None)
             }
         }
+    }
+
+    /// `a: S {...}` at package level: every such statement for `a` is merged into one config
+    /// and the schema is instantiated once, as upstream unifies them.
+    fn unify_global(&self, ctx: &Ctx, u: &'static ast::UnificationStmt) -> EvalResult<()> {
+        let pkg = &ctx.pkg;
+        let name = u.target.sym;
+        let idxs = pkg.setters.get(&name).cloned().unwrap_or_default();
+        let mut exprs: Vec<&'static ast::Expr> = Vec::new();
+        for i in idxs {
+            let st = pkg.stmts[i];
+            if let StmtKind::Unification(u2) = &st.kind {
+                let state = pkg.state.borrow()[i];
+                if state == PENDING || std::ptr::eq(u2, u) {
+                    exprs.push(&u2.value);
+                    pkg.state.borrow_mut()[i] = if state == PENDING { DONE } else { state };
+                }
+            }
+        }
+        let Some(first) = exprs.first() else { return Ok(()) };
+        let ast::ExprKind::Schema(se) = &first.kind else {
+            let v = self.eval(ctx, first)?;
+            self.set_global(pkg, name, v);
+            return Ok(());
+        };
+        let mut merged = pkg.globals.borrow().get(&name).and_then(|v| v.as_dict().cloned()).map(Value::from).unwrap_or_else(Value::empty_dict);
+        for e in &exprs {
+            let cfg = match &e.kind {
+                ast::ExprKind::Schema(s2) => self.eval(ctx, &s2.config)?,
+                _ => self.eval(ctx, e)?,
+            };
+            merged = crate::value::union(&merged, &cfg, false).map_err(|x| self.rt(x, e.span))?;
+        }
+        let ty = self.eval_identifier(ctx, &se.name)?;
+        let (pos, kw) = match &se.args {
+            Some(a) => self.eval_args(ctx, a)?,
+            None => (Vec::new(), Vec::new()),
+        };
+        let v = self.instantiate_value(ctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
+        self.set_global(pkg, name, v);
+        Ok(())
     }
 
     fn define(&self, ctx: &Ctx, name: Symbol, v: Value) {

@@ -20,17 +20,31 @@ pub struct SchemaType {
     pub rule: Option<&'static ast::RuleStmt>,
     pub def_ctx: Ctx,
     pub instances: RefCell<Vec<Value>>,
+    layout: RefCell<Option<Rc<Layout>>>,
+}
+
+/// What instantiation needs from a schema and its bases/mixins, computed once per type.
+pub struct Layout {
+    parts: Vec<Rc<SchemaType>>,
+    body: Vec<(&'static Stmt, usize)>,
+    declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
+    setters: FxHashMap<Symbol, Vec<usize>>,
+    index_sig: Option<(&'static ast::IndexSignature, usize)>,
+    /// Attribute names in declaration order (the instance's key order).
+    order: Vec<Str>,
+    /// Non-optional attributes.
+    pub required: Vec<Str>,
 }
 
 impl SchemaType {
     pub fn from_stmt(s: &'static ast::SchemaStmt, ctx: Ctx, _nested: bool) -> Value {
         let name: Str = Rc::from(s.name.sym.as_str());
-        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: Some(s), rule: None, def_ctx: ctx, instances: RefCell::new(Vec::new()) };
+        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: Some(s), rule: None, def_ctx: ctx, instances: RefCell::new(Vec::new()), layout: RefCell::new(None) };
         Value::Func(Rc::new(Func::User { name, data: Rc::new(t) }))
     }
     pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
         let name: Str = Rc::from(r.name.sym.as_str());
-        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: None, rule: Some(r), def_ctx: ctx, instances: RefCell::new(Vec::new()) };
+        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: None, rule: Some(r), def_ctx: ctx, instances: RefCell::new(Vec::new()), layout: RefCell::new(None) };
         Value::Func(Rc::new(Func::User { name, data: Rc::new(t) }))
     }
 }
@@ -41,7 +55,8 @@ pub struct AttrDecl {
     pub ty: Option<&'static ast::Type>,
     pub optional: bool,
     pub span: Span,
-    pub ctx: Ctx,
+    /// Index of the schema (in the layout's parts) that declares it.
+    pub part: usize,
     pub schema_attr: bool,
 }
 
@@ -50,10 +65,10 @@ pub struct Frame {
     pub name: Str,
     pub attrs: RefCell<Dict>,
     pub config: Dict,
-    body: Vec<(&'static Stmt, Ctx)>,
-    setters: FxHashMap<Symbol, Vec<usize>>,
+    layout: Rc<Layout>,
+    /// Per-part evaluation contexts (definition package + parameter scope).
+    ctxs: Vec<Ctx>,
     state: RefCell<Vec<u8>>,
-    pub declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
 }
 
 /// Downcast a value to a schema type.
@@ -124,6 +139,16 @@ impl Evaluator {
     /// Instantiate `ty_val` (a schema type value) with a config value.
     #[allow(clippy::too_many_arguments)]
     pub fn instantiate_value(&self, _ctx: &Ctx, ty_val: &Value, args: &[Value], kwargs: &[(Str, Value)], cfg: Value, span: Span, cfg_span: Span) -> EvalResult<Value> {
+        if let Value::Func(f) = ty_val {
+            if let Func::User { data, .. } = &**f {
+                if let Some(a) = data.downcast_ref::<super::types::TypeAlias>() {
+                    if let ast::TypeKind::Named(id) = &a.ty.kind {
+                        let t = self.eval_identifier(&a.ctx, id)?;
+                        return self.instantiate_value(_ctx, &t, args, kwargs, cfg, span, cfg_span);
+                    }
+                }
+            }
+        }
         let Some(ty) = as_schema_type(ty_val) else {
             // `dict {..}`-like forms on a non-schema: union
             if ty_val.is_config() {
@@ -143,9 +168,9 @@ impl Evaluator {
         r
     }
 
-    pub fn instantiate(&self, ty: &Rc<SchemaType>, args: &[Value], kwargs: &[(Str, Value)], config: Dict, span: Span) -> EvalResult<Value> {
-        if let Some(r) = ty.rule {
-            return self.run_rule(ty, r, args, kwargs, config, span);
+    fn layout(&self, ty: &Rc<SchemaType>, span: Span) -> EvalResult<Rc<Layout>> {
+        if let Some(l) = ty.layout.borrow().as_ref() {
+            return Ok(l.clone());
         }
         // base first
         let mut chain = vec![ty.clone()];
@@ -163,6 +188,60 @@ impl Evaluator {
                 parts.push(m);
             }
         }
+        let mut body = Vec::new();
+        let mut declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher> = IndexMap::default();
+        let mut index_sig = None;
+        let mut order: Vec<Str> = Vec::new();
+        for (pi, t) in parts.iter().enumerate() {
+            let Some(s) = t.stmt else { continue };
+            if let Some(is) = &s.index_signature {
+                index_sig = Some((is, pi));
+            }
+            for st in &s.body {
+                if let StmtKind::SchemaAttr(a) = &st.kind {
+                    let k: Str = Rc::from(a.name.sym.as_str());
+                    declared.insert(k.clone(), AttrDecl { ty: Some(&a.ty), optional: a.optional, span: a.name.span, part: pi, schema_attr: true });
+                    if !order.contains(&k) {
+                        order.push(k);
+                    }
+                } else {
+                    let mut names = Vec::new();
+                    collect_targets(st, &mut names);
+                    for n in names {
+                        let k: Str = Rc::from(n.as_str());
+                        if !declared.contains_key(&k) {
+                            declared.insert(k.clone(), AttrDecl { ty: None, optional: true, span: st.span, part: pi, schema_attr: false });
+                        }
+                        if !order.contains(&k) {
+                            order.push(k);
+                        }
+                    }
+                }
+                body.push((st, pi));
+            }
+        }
+        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        for (i, (st, _)) in body.iter().enumerate() {
+            let mut names = Vec::new();
+            collect_targets(st, &mut names);
+            for n in names {
+                let e = setters.entry(n).or_default();
+                if e.last() != Some(&i) {
+                    e.push(i);
+                }
+            }
+        }
+        let required = declared.iter().filter(|(_, d)| d.schema_attr && !d.optional).map(|(k, _)| k.clone()).collect();
+        let l = Rc::new(Layout { parts, body, declared, setters, index_sig, order, required });
+        *ty.layout.borrow_mut() = Some(l.clone());
+        Ok(l)
+    }
+
+    pub fn instantiate(&self, ty: &Rc<SchemaType>, args: &[Value], kwargs: &[(Str, Value)], config: Dict, span: Span) -> EvalResult<Value> {
+        if let Some(r) = ty.rule {
+            return self.run_rule(ty, r, args, kwargs, config, span);
+        }
+        let layout = self.layout(ty, span)?;
         // parameters bind in a scope visible to every body
         let params_scope = Scope::new(None);
         if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
@@ -179,49 +258,14 @@ impl Evaluator {
                 params_scope.vars.borrow_mut().insert(p.name.sym, v);
             }
         }
-        let mut body: Vec<(&'static Stmt, Ctx)> = Vec::new();
-        let mut declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher> = IndexMap::default();
-        let mut index_sig: Option<(&'static ast::IndexSignature, Ctx)> = None;
-        let mut attrs = Dict::new();
-        for t in &parts {
-            let Some(s) = t.stmt else { continue };
-            let mut c = t.def_ctx.clone();
-            c.locals = Some(Scope::new(Some(params_scope.clone())));
-            c.in_lambda = false;
-            if let Some(is) = &s.index_signature {
-                index_sig = Some((is, c.clone()));
-            }
-            for st in &s.body {
-                if let StmtKind::SchemaAttr(a) = &st.kind {
-                    let k: Str = Rc::from(a.name.sym.as_str());
-                    let d = AttrDecl { ty: Some(&a.ty), optional: a.optional, span: a.name.span, ctx: c.clone(), schema_attr: true };
-                    match declared.get_mut(&k) {
-                        Some(old) => {
-                            // a subschema may redeclare; keep the stricter optional flag of the latest
-                            *old = d;
-                        }
-                        None => {
-                            declared.insert(k.clone(), d);
-                        }
-                    }
-                    if !attrs.map.contains_key(&k) {
-                        attrs.map.insert(k, Value::Undefined);
-                    }
-                } else {
-                    let mut names = Vec::new();
-                    collect_targets(st, &mut names);
-                    for n in names {
-                        let k: Str = Rc::from(n.as_str());
-                        if !declared.contains_key(&k) {
-                            declared.insert(k.clone(), AttrDecl { ty: None, optional: true, span: st.span, ctx: c.clone(), schema_attr: false });
-                        }
-                        if !attrs.map.contains_key(&k) {
-                            attrs.map.insert(k, Value::Undefined);
-                        }
-                    }
-                }
-                body.push((st, c.clone()));
-            }
+        let ctxs: Vec<Ctx> = layout
+            .parts
+            .iter()
+            .map(|t| Ctx { locals: Some(params_scope.clone()), in_lambda: false, schema: None, ..t.def_ctx.clone() })
+            .collect();
+        let mut attrs = Dict::with_capacity(layout.order.len() + config.len());
+        for k in &layout.order {
+            attrs.map.insert(k.clone(), Value::Undefined);
         }
         // the config is visible from the start
         for (k, v) in &config.map {
@@ -233,34 +277,15 @@ impl Evaluator {
             };
             attrs.map.insert(k.clone(), nv);
         }
-        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
-        for (i, (st, _)) in body.iter().enumerate() {
-            let mut names = Vec::new();
-            collect_targets(st, &mut names);
-            for n in names {
-                let e = setters.entry(n).or_default();
-                if e.last() != Some(&i) {
-                    e.push(i);
-                }
-            }
-        }
-        let n = body.len();
-        let frame = Rc::new(Frame {
-            name: ty.name.clone(),
-            attrs: RefCell::new(attrs),
-            config,
-            body,
-            setters,
-            state: RefCell::new(vec![PENDING; n]),
-            declared,
-        });
+        let n = layout.body.len();
+        let frame = Rc::new(Frame { name: ty.name.clone(), attrs: RefCell::new(attrs), config, layout: layout.clone(), ctxs, state: RefCell::new(vec![PENDING; n]) });
         for i in 0..n {
             self.run_schema_stmt(&frame, i)?;
         }
         // unknown config keys
         for k in frame.config.map.keys() {
-            if !frame.declared.contains_key(k) && index_sig.is_none() {
-                let cands: Vec<&str> = frame.declared.keys().filter(|d| similar(d, k)).map(|d| &**d).collect();
+            if !layout.declared.contains_key(k) && layout.index_sig.is_none() {
+                let cands: Vec<&str> = layout.declared.keys().filter(|d| similar(d, k)).map(|d| &**d).collect();
                 let msg = if cands.is_empty() {
                     format!("Cannot add member '{k}' to schema '{}'", ty.name)
                 } else {
@@ -269,16 +294,18 @@ impl Evaluator {
                 return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
             }
         }
-        // types and required attributes
+        // types
         let mut attrs = frame.attrs.borrow().clone();
-        for (k, d) in &frame.declared {
+        for (k, d) in &layout.declared {
             let Some(v) = attrs.map.get(k).cloned() else { continue };
             if let Some(t) = d.ty {
                 if !v.is_none_or_undefined() {
-                    let c = Ctx { schema: Some(frame.clone()), ..d.ctx.clone() };
+                    let c = Ctx { schema: Some(frame.clone()), ..frame.ctxs[d.part].clone() };
+                    let shown = v.type_with_value();
                     let nv = self.convert_type(&c, v, t, span).map_err(|e| {
-                        if e.kind == ErrKind::Type {
-                            e.with_note(d.span, format!("variable is defined here, its type is {}, but got {}", super::types::type_str(t), "value"))
+                        if e.kind == ErrKind::Type && e.notes.is_empty() {
+                            let ts = super::types::type_str(t);
+                            EvalError { msg: format!("expected {ts}, got {shown}"), ..e }.with_note(d.span, format!("variable is defined here, its type is {ts}, but got {shown}"))
                         } else {
                             e
                         }
@@ -287,35 +314,76 @@ impl Evaluator {
                 }
             }
         }
-        if let Some((is, c)) = &index_sig {
-            for (k, v) in attrs.map.iter_mut() {
-                if !frame.declared.contains_key(k) && !v.is_none_or_undefined() {
-                    let cx = Ctx { schema: Some(frame.clone()), ..c.clone() };
-                    *v = self.convert_type(&cx, v.clone(), &is.value_ty, span)?;
+        if let Some((is, pi)) = &layout.index_sig {
+            let keys: Vec<Str> = attrs.map.keys().filter(|k| !layout.declared.contains_key(*k)).cloned().collect();
+            for k in keys {
+                let cx = Ctx { schema: Some(frame.clone()), ..frame.ctxs[*pi].clone() };
+                let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
+                if let Some(def) = &is.value {
+                    // the signature's default is merged under the given value
+                    let sc = Scope::new(cx.locals.clone());
+                    if let Some(kn) = &is.key_name {
+                        sc.vars.borrow_mut().insert(kn.sym, Value::Str(k.clone()));
+                    }
+                    let c2 = Ctx { locals: Some(sc), ..cx.clone() };
+                    let dv = self.eval(&c2, def)?;
+                    v = if v.is_config() && dv.is_config() { value::union(&dv, &v, false).map_err(|e| self.rt(e, span))? } else if v.is_none_or_undefined() { dv } else { v };
                 }
-            }
-        }
-        for (k, d) in &frame.declared {
-            if d.schema_attr && !d.optional {
-                let v = attrs.map.get(k);
-                if v.is_none_or(|v| v.is_none_or_undefined()) {
-                    return Err(EvalError::new(ErrKind::Compile, format!("attribute '{k}' of {} is required and can't be None or Undefined", ty.name), Some(span)));
+                if !v.is_none_or_undefined() {
+                    v = self.convert_type(&cx, v, &is.value_ty, span)?;
                 }
+                attrs.map.insert(k, v);
             }
         }
         *frame.attrs.borrow_mut() = attrs;
         // checks, base first
-        for t in &parts {
+        for (pi, t) in layout.parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
-            let c = Ctx { schema: Some(frame.clone()), locals: Some(Scope::new(Some(params_scope.clone()))), in_lambda: false, ..t.def_ctx.clone() };
+            let c = Ctx { schema: Some(frame.clone()), ..frame.ctxs[pi].clone() };
             self.run_checks(&c, &s.checks, span)?;
         }
         let mut attrs = std::mem::take(&mut *frame.attrs.borrow_mut());
         attrs.map.retain(|_, v| !v.is_undefined());
         attrs.ops = None;
-        let inst = Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs, ty: Some(ty.clone() as Rc<dyn std::any::Any>) }));
+        let inst = Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs, ty: Some(ty.clone() as Rc<dyn std::any::Any>), span: Some(span) }));
         ty.instances.borrow_mut().push(inst.clone());
         Ok(inst)
+    }
+
+    /// Required attributes are checked on the final values (after every merge), as upstream
+    /// reports them for the instance as it ends up.
+    pub fn check_required(&self, v: &Value, depth: usize) -> EvalResult<()> {
+        if depth > value::MAX_DEPTH {
+            return Ok(());
+        }
+        match v {
+            Value::Schema(s) => {
+                if let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok()) {
+                    if let Some(l) = ty.layout.borrow().as_ref() {
+                        for k in &l.required {
+                            if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
+                                return Err(EvalError::new(ErrKind::Compile, format!("attribute '{k}' of {} is required and can't be None or Undefined", s.name), s.span));
+                            }
+                        }
+                    }
+                }
+                for x in s.attrs.map.values() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            Value::Dict(d) => {
+                for x in d.map.values() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            Value::List(l) => {
+                for x in l.iter() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
@@ -363,7 +431,7 @@ impl Evaluator {
         }
         let c = Ctx { locals: Some(scope), schema: None, in_lambda: false, ..ty.def_ctx.clone() };
         self.run_checks(&c, &r.checks, span)?;
-        Ok(Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs: Dict::new(), ty: Some(ty.clone() as Rc<dyn std::any::Any>) })))
+        Ok(Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs: Dict::new(), ty: Some(ty.clone() as Rc<dyn std::any::Any>), span: Some(span) })))
     }
 
     fn run_schema_stmt(&self, fr: &Rc<Frame>, i: usize) -> EvalResult<()> {
@@ -371,8 +439,8 @@ impl Evaluator {
             return Ok(());
         }
         fr.state.borrow_mut()[i] = RUNNING;
-        let (st, c) = &fr.body[i];
-        let ctx = Ctx { schema: Some(fr.clone()), ..c.clone() };
+        let (st, pi) = fr.layout.body[i];
+        let ctx = Ctx { schema: Some(fr.clone()), ..fr.ctxs[pi].clone() };
         let r = self.exec_stmt(&ctx, st);
         fr.state.borrow_mut()[i] = DONE;
         r.map(|_| ())
@@ -380,7 +448,7 @@ impl Evaluator {
 
     /// A name read inside a schema body: its attribute (after running pending assignments).
     pub(crate) fn schema_lookup(&self, fr: &Rc<Frame>, name: Symbol) -> EvalResult<Option<Value>> {
-        if let Some(idx) = fr.setters.get(&name) {
+        if let Some(idx) = fr.layout.setters.get(&name) {
             for &i in idx {
                 if fr.state.borrow()[i] == PENDING {
                     self.run_schema_stmt(fr, i)?;

@@ -16,6 +16,7 @@ pub const MAIN_PKG: &str = "__main__";
 
 /// Upstream's built-in system modules (importable without files).
 pub const SYSTEM_MODULES: &[&str] = &[
+    "base32",
     "base64",
     "collection",
     "crypto",

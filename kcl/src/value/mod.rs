@@ -157,6 +157,8 @@ pub struct SchemaInst {
     pub attrs: Dict,
     /// The schema type (owned by the evaluator), used for `instanceof` and re-instantiation.
     pub ty: Option<Rc<dyn Any>>,
+    /// Where it was instantiated (for errors reported later, e.g. missing attributes).
+    pub span: Option<crate::ast::Span>,
 }
 
 impl PartialEq for SchemaInst {
