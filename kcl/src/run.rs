@@ -50,14 +50,6 @@ pub struct RunOutput {
     pub warnings: Vec<String>,
 }
 
-fn parse_cli_value(s: &str) -> Value {
-    // `-D` values: JSON when they parse as JSON, otherwise the raw string
-    match serde_json::from_str::<serde_json::Value>(s) {
-        Ok(j) if !j.is_string() => crate::builtins::from_json_value(&j),
-        _ => Value::str(s),
-    }
-}
-
 /// Settings from `-Y` files merged into the options (files listed there are returned).
 fn apply_settings(opts: &mut RunOptions, files: &mut Vec<PathBuf>, args: &mut Vec<(String, Value)>) -> Result<(), KclError> {
     for path in opts.settings.clone() {
@@ -108,7 +100,8 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     let mut args: Vec<(String, Value)> = Vec::new();
     apply_settings(&mut opts, &mut files, &mut args)?;
     for (k, v) in &opts.args {
-        args.push((k.clone(), parse_cli_value(v)));
+        // kept raw: `option()` converts by its `type` (so `-D sha=12e1` stays a string)
+        args.push((k.clone(), Value::str(v)));
     }
     let work_dir = match &opts.work_dir {
         Some(w) => w.clone(),
@@ -126,14 +119,21 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     if !opts.overrides.is_empty() {
         crate::overrides::apply(&mut program, &opts.overrides).map_err(KclError::Other)?;
     }
-    let eopts = EvalOptions { args, external_pkgs: opts.external.clone(), work_dir: work_dir.clone(), plugin: opts.plugin.clone() };
+    let exec_workdir = opts.work_dir.as_ref().map(|w| w.display().to_string()).unwrap_or_default();
+    let eopts = EvalOptions { args, external_pkgs: opts.external.clone(), work_dir: work_dir.clone(), exec_workdir, plugin: opts.plugin.clone() };
     let (ev, modules) = Evaluator::new(program, eopts);
     let main = ev.make_pkg("__main__", work_dir.clone(), modules).map_err(KclError::Eval)?;
     ev.run_pkg(&main).map_err(KclError::Eval)?;
     ev.check_pkg_required(&main).map_err(KclError::Eval)?;
     let out = ev.pkg_output(&main, opts.show_hidden);
     let mut value = Value::from(out);
-    let po = PrintOpts { sort_keys: opts.sort_keys, drop_none: opts.disable_none };
+    if let Some(doc) = ev.expr_output(&main).map_err(KclError::Eval)? {
+        value = match (&doc, value.as_dict().is_some_and(|d| !d.is_empty())) {
+            (Value::Dict(_) | Value::Schema(_), true) => crate::value::union(&doc, &value, false).map_err(|e| KclError::Other(e.msg))?,
+            _ => doc,
+        };
+    }
+    let po = PrintOpts { sort_keys: opts.sort_keys, drop_none: opts.disable_none, hide_private: !opts.show_hidden, quote_digit_start: false };
     let printed = ev.stdout.borrow().clone();
     let warnings = ev.warnings.borrow().clone();
     if let Some(t) = ev.output_override.borrow().clone() {

@@ -241,6 +241,61 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     }))
 }
 
+fn json_guess(s: &str) -> Value {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(j) if !j.is_string() => from_json_value(&j),
+        _ => Value::str(s),
+    }
+}
+
+/// `option()` type conversion: `-D` values arrive as raw strings.
+fn convert_option(v: Value, ty: Option<&str>, key: &str) -> RtResult<Value> {
+    let bad = |v: &Value, t: &str| RtError::eval(format!("cannot use '{}' as type '{t}' for option('{key}')", value::to_str(v)));
+    Ok(match ty {
+        None | Some("") | Some("any") => match &v {
+            Value::Str(s) => json_guess(s),
+            _ => v,
+        },
+        Some("str") => match &v {
+            Value::Str(_) => v,
+            other => Value::from(value::to_str(other)),
+        },
+        Some("bool") => match &v {
+            Value::Str(s) => match s.as_ref() {
+                "True" | "true" => Value::Bool(true),
+                "False" | "false" | "" => Value::Bool(false),
+                other => Value::Bool(json_guess(other).truthy()),
+            },
+            other => Value::Bool(other.truthy()),
+        },
+        Some("int") => match &v {
+            Value::Str(s) => match json_guess(s) {
+                Value::Int(i) => Value::Int(i),
+                Value::Float(f) => Value::Int(f as i64),
+                _ => return Err(bad(&v, "int")),
+            },
+            Value::Float(f) => Value::Int(*f as i64),
+            Value::Bool(b) => Value::Int(*b as i64),
+            Value::Int(_) => v,
+            _ => return Err(bad(&v, "int")),
+        },
+        Some("float") => match &v {
+            Value::Str(s) => match s.trim().parse::<f64>() {
+                Ok(f) => Value::Float(f),
+                Err(_) => return Err(bad(&v, "float")),
+            },
+            Value::Int(i) => Value::Float(*i as f64),
+            Value::Float(_) => v,
+            _ => return Err(bad(&v, "float")),
+        },
+        Some("list") | Some("dict") => match &v {
+            Value::Str(s) => json_guess(s),
+            _ => v,
+        },
+        Some(_) => v,
+    })
+}
+
 fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let key = str_arg(args, kw, 0, "key", "option")?;
     let ty = arg(args, kw, 1, "type").map(value::to_str);
@@ -248,29 +303,7 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     let default = arg(args, kw, 3, "default").cloned();
     let help = arg(args, kw, 4, "help").map(value::to_str);
     match h.option(&key) {
-        Some(v) => match ty.as_deref() {
-            Some("int") => match &v {
-                Value::Str(s) => s.parse::<i64>().map(Value::Int).map_err(|_| RtError::eval(format!("cannot use '{s}' as type 'int'"))),
-                Value::Float(f) => Ok(Value::Int(*f as i64)),
-                _ => Ok(v),
-            },
-            Some("float") => match &v {
-                Value::Str(s) => s.parse::<f64>().map(Value::Float).map_err(|_| RtError::eval(format!("cannot use '{s}' as type 'float'"))),
-                Value::Int(i) => Ok(Value::Float(*i as f64)),
-                _ => Ok(v),
-            },
-            Some("str") => Ok(match &v {
-                Value::Str(_) => v,
-                other => Value::from(value::to_str(other)),
-            }),
-            Some("bool") => Ok(match &v {
-                Value::Str(s) => Value::Bool(matches!(s.to_ascii_lowercase().as_str(), "true" | "1" | "yes")),
-                other => Value::Bool(other.truthy()),
-            }),
-            Some("list") => Ok(v),
-            Some("dict") => Ok(v),
-            _ => Ok(v),
-        },
+        Some(v) => convert_option(v, ty.as_deref(), &key),
         None => {
             if required && default.is_none() {
                 let mut msg = format!("option('{key}') must be initialized, try '-D {key}=?' argument");
@@ -279,7 +312,20 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
                 }
                 return Err(RtError::eval(msg));
             }
-            Ok(default.unwrap_or(Value::None))
+            match default {
+                Some(d) if !d.is_none_or_undefined() => {
+                    let conv = match &d {
+                        Value::Str(_) if ty.as_deref() == Some("str") => d.clone(),
+                        Value::Str(_) => convert_option(d.clone(), ty.as_deref(), &key)?,
+                        _ => match ty.as_deref() {
+                            Some("bool") | Some("int") | Some("float") | Some("str") => convert_option(d.clone(), ty.as_deref(), &key)?,
+                            _ => d.clone(),
+                        },
+                    };
+                    Ok(conv)
+                }
+                _ => Ok(Value::None),
+            }
         }
     }
 }

@@ -7,6 +7,8 @@ use base64::Engine;
 
 use super::{arg, req, str_arg};
 use crate::output::{PrintOpts, to_json, to_yaml, to_yaml_stream};
+#[allow(unused_imports)]
+use crate::value::to_str;
 use crate::value::{self, Dict, Host, RtError, RtResult, Str, Value};
 
 const MODULES: &[&str] = &["base64", "base32", "math", "regex", "json", "yaml", "datetime", "net", "units", "crypto", "file", "manifests", "template", "runtime", "collection"];
@@ -71,7 +73,7 @@ fn prep(v: &Value, args: A, kw: K, base: usize) -> (Value, PrintOpts) {
     if sort {
         v = sorted_keys(&v);
     }
-    (v, PrintOpts { sort_keys: false, drop_none: ignore_none })
+    (v, PrintOpts { sort_keys: false, drop_none: ignore_none, hide_private: false, quote_digit_start: true })
 }
 
 macro_rules! natives {
@@ -191,7 +193,8 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                     docs.push(prep(x, a, k, 1).0);
                 }
                 let o = prep(&Value::None, a, k, 1).1;
-                Ok(Value::from(to_yaml_stream(&docs, o)))
+                let parts: Vec<String> = docs.iter().map(|d| to_yaml(d, o)).collect();
+                Ok(Value::from(parts.join("\n---\n")))
             },
             "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let s = str_arg(a, k, 0, "value", "decode")?;
@@ -242,7 +245,7 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                     }
                     docs.push(x);
                 }
-                let o = PrintOpts { sort_keys: false, drop_none: get("ignore_none") };
+                let o = PrintOpts { sort_keys: false, drop_none: get("ignore_none"), hide_private: false, quote_digit_start: false };
                 let mut out = String::new();
                 for (i, d) in docs.iter().enumerate() {
                     if i > 0 {
@@ -301,8 +304,8 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 Ok(Value::from(glob(h, &pat).into_iter().map(Value::from).collect::<Vec<_>>()))
             },
             "modpath" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.mod_root().display().to_string())) },
-            "workdir" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.workdir().display().to_string())) },
-            "current" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.workdir().display().to_string())) },
+            "workdir" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.exec_workdir())) },
+            "current" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.current_file())) },
             "exists" => |h: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(resolve(h, &str_arg(a, k, 0, "filepath", "exists")?).exists())) },
             "abs" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let p = resolve(h, &str_arg(a, k, 0, "filepath", "abs")?);
@@ -351,7 +354,6 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 let t = str_arg(a, k, 0, "template", "execute")?;
                 let data = arg(a, k, 1, "data").cloned().unwrap_or_else(Value::empty_dict);
                 let mut hb = handlebars::Handlebars::new();
-                hb.register_escape_fn(handlebars::no_escape);
                 hb.register_helper("raw", Box::new(raw_helper));
                 hb.render_template(&t, &super::to_json_value(&data)).map(Value::from).map_err(|e| RtError::eval(e.to_string()))
             },

@@ -214,7 +214,10 @@ impl Evaluator {
                 let scope = Scope::new(ctx.locals.clone());
                 let c2 = Ctx { locals: Some(scope), ..ctx.clone() };
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
-                    let k = this.eval_key(cx, &c.key)?;
+                    let k = match this.eval(cx, &c.key)? {
+                        Value::Str(s) => s,
+                        other => Rc::from(value::to_str(&other)),
+                    };
                     let v = this.eval(cx, &c.value)?;
                     value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false).map_err(|x| this.rt(x, c.key.span))
                 })?;
@@ -496,7 +499,7 @@ impl Evaluator {
     pub fn select(&self, ctx: &Ctx, v: &Value, name: &str, optional: bool, span: Span) -> EvalResult<Value> {
         match v {
             Value::None | Value::Undefined if optional => Ok(Value::None),
-            Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
+            Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(if optional { Value::None } else { Value::Undefined })),
             Value::Schema(s) => match s.attrs.get(name) {
                 Some(x) => Ok(x.clone()),
                 None => Ok(Value::Undefined),
@@ -639,10 +642,15 @@ impl Evaluator {
         }
         let mut last = Value::None;
         for st in &c.lambda.body {
-            if let Some(v) = self.exec_stmt(&ctx, st)? {
-                last = v;
-            } else if !matches!(st.kind, crate::ast::StmtKind::If(_)) {
-                last = Value::None;
+            match self.exec_stmt(&ctx, st)? {
+                Some(v) => last = v,
+                None => {
+                    if let crate::ast::StmtKind::Assign(a) = &st.kind {
+                        last = scope.lookup(a.targets[0].name.sym).unwrap_or(Value::None);
+                    } else if !matches!(st.kind, crate::ast::StmtKind::If(_)) {
+                        last = Value::None;
+                    }
+                }
             }
         }
         match &c.lambda.ret {
@@ -696,7 +704,13 @@ impl value::Host for HostCtx<'_> {
         self.ev.opts.args.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone())
     }
     fn call(&mut self, f: &Value, args: &[Value], kwargs: &[(Str, Value)]) -> Result<Value, RtError> {
-        self.ev.call_value(&self.ctx, f, args, kwargs, self.span).map_err(|e| RtError::new(e.kind, e.msg))
+        self.ev.call_value(&self.ctx, f, args, kwargs, self.span).map_err(|e| {
+            // a failed check reports its own message
+            match e.notes.iter().find_map(|(_, m)| m.strip_prefix("Check failed on the condition: ")) {
+                Some(m) => RtError::new(e.kind, m.to_string()),
+                None => RtError::new(e.kind, e.msg),
+            }
+        })
     }
     fn print(&mut self, text: &str) {
         self.ev.stdout.borrow_mut().push_str(text);
@@ -706,6 +720,12 @@ impl value::Host for HostCtx<'_> {
     }
     fn workdir(&self) -> std::path::PathBuf {
         self.ev.opts.work_dir.clone()
+    }
+    fn exec_workdir(&self) -> String {
+        self.ev.opts.exec_workdir.clone()
+    }
+    fn current_file(&self) -> String {
+        crate::ast::source_map().get(self.ctx.file).map(|f| f.name.to_string()).unwrap_or_default()
     }
     fn mod_root(&self) -> std::path::PathBuf {
         self.ev.root.clone()

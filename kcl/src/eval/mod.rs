@@ -44,6 +44,8 @@ pub struct EvalOptions {
     pub external_pkgs: Vec<(String, PathBuf)>,
     /// Directory `file.*` functions resolve relative paths against.
     pub work_dir: PathBuf,
+    /// The work directory as given by the caller (`file.workdir()`; empty for `kcl run`).
+    pub exec_workdir: String,
     /// The `kcl_plugin` handler.
     pub plugin: Option<Rc<dyn PluginHook>>,
 }
@@ -61,6 +63,8 @@ pub struct Pkg {
     imports: RefCell<FxHashMap<(FileId, Symbol), Value>>,
     import_stmts: Vec<(FileId, &'static ast::ImportStmt, Span)>,
     imports_done: Cell<bool>,
+    /// Values of top-level expression statements (configs, lists, numbers): output documents.
+    pub exprs: RefCell<Vec<(Value, Span)>>,
 }
 
 const PENDING: u8 = 0;
@@ -215,6 +219,7 @@ impl Evaluator {
             imports: RefCell::new(FxHashMap::default()),
             import_stmts,
             imports_done: Cell::new(false),
+            exprs: RefCell::new(Vec::new()),
         });
         self.pkgs.borrow_mut().insert(path.to_string(), pkg.clone());
         Ok(pkg)
@@ -242,6 +247,11 @@ impl Evaluator {
         let ctx = self.ctx(pkg, s.span.file);
         let r = self.exec_stmt(&ctx, s);
         pkg.state.borrow_mut()[i] = DONE;
+        if let (Ok(Some(v)), StmtKind::Expr(_)) = (&r, &s.kind) {
+            if matches!(v, Value::Dict(_) | Value::Schema(_) | Value::List(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_)) {
+                pkg.exprs.borrow_mut().push((v.clone(), s.span));
+            }
+        }
         r.map(|_| ())
     }
 
@@ -252,6 +262,25 @@ impl Evaluator {
             self.check_required(v, 0)?;
         }
         Ok(())
+    }
+
+    /// Top-level expression values merged into one document (`None` when there are none).
+    pub fn expr_output(&self, pkg: &Rc<Pkg>) -> EvalResult<Option<Value>> {
+        let ex = pkg.exprs.borrow();
+        let mut acc: Option<Value> = None;
+        for (v, sp) in ex.iter() {
+            acc = Some(match acc {
+                None => v.clone(),
+                Some(a) => {
+                    if !(a.is_config() && v.is_config()) && !(matches!(a, Value::List(_)) && matches!(v, Value::List(_))) && a != *v {
+                        let show = |x: &Value| if x.is_config() { "{...}".to_string() } else { crate::value::to_str(x) };
+                        return Err(EvalError::new(ErrKind::Evaluation, format!("conflicting values between {} and {}", show(v), show(&a)), Some(*sp)));
+                    }
+                    crate::value::union(&a, v, false).map_err(|e| self.rt(e, *sp))?
+                }
+            });
+        }
+        Ok(acc)
     }
 
     /// The package's output: top-level public values in order.

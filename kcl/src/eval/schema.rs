@@ -319,7 +319,8 @@ impl Evaluator {
             for k in keys {
                 let cx = Ctx { schema: Some(frame.clone()), ..frame.ctxs[*pi].clone() };
                 let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
-                if let Some(def) = &is.value {
+                let merge_default = frame.config.op_of(&k).0 == ConfigOp::Union;
+                if let (Some(def), true) = (&is.value, merge_default || v.is_none_or_undefined()) {
                     // the signature's default is merged under the given value
                     let sc = Scope::new(cx.locals.clone());
                     if let Some(kn) = &is.key_name {

@@ -15,6 +15,10 @@ pub use scalar::{StrStyle, str_style};
 pub struct PrintOpts {
     pub sort_keys: bool,
     pub drop_none: bool,
+    /// Skip `_`-prefixed keys (what `kcl run` does unless `-H`).
+    pub hide_private: bool,
+    /// Quote strings starting with a digit (`'5m'`), as upstream's `yaml.encode` does.
+    pub quote_digit_start: bool,
 }
 
 fn entries<'a>(v: &'a Value, o: PrintOpts) -> Vec<(&'a str, &'a Value)> {
@@ -22,7 +26,7 @@ fn entries<'a>(v: &'a Value, o: PrintOpts) -> Vec<(&'a str, &'a Value)> {
     let mut e: Vec<(&str, &Value)> = d
         .map
         .iter()
-        .filter(|(_, v)| !matches!(v, Value::Undefined | Value::Func(_)) && !(o.drop_none && matches!(v, Value::None)))
+        .filter(|(k, v)| !matches!(v, Value::Undefined | Value::Func(_)) && !(o.drop_none && matches!(v, Value::None)) && !(o.hide_private && k.starts_with('_')))
         .map(|(k, v)| (&**k, v))
         .collect();
     if o.sort_keys {
@@ -117,14 +121,14 @@ fn write_seq(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
     }
 }
 
-fn write_scalar(v: &Value, _o: PrintOpts, ind: usize, out: &mut String) {
+fn write_scalar(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
     match v {
         Value::None | Value::Undefined | Value::Func(_) => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(itoa(*i).as_str()),
         Value::Float(f) => crate::value::float_to_yaml(*f, out),
         Value::Unit(u) => unit_number(u.value(), out),
-        Value::Str(s) => scalar::write_str(s, ind, false, out),
+        Value::Str(s) => scalar::write_str_opts(s, ind, false, o.quote_digit_start, out),
         Value::List(_) => out.push_str("[]"),
         Value::Dict(_) | Value::Schema(_) => out.push_str("{}"),
     }

@@ -267,7 +267,16 @@ pub fn str_style(s: &str, key: bool) -> StrStyle {
 
 /// Write string `s`; `ind` is the indentation of the enclosing node (block scalars go 2 deeper).
 pub fn write_str(s: &str, ind: usize, key: bool, out: &mut String) {
-    match str_style(s, key) {
+    write_str_opts(s, ind, key, false, out)
+}
+
+/// [`write_str`], optionally quoting strings that start with a digit.
+pub fn write_str_opts(s: &str, ind: usize, key: bool, quote_digit: bool, out: &mut String) {
+    let mut style = str_style(s, key);
+    if quote_digit && style == StrStyle::Plain && s.starts_with(|c: char| c.is_ascii_digit()) {
+        style = StrStyle::Single;
+    }
+    match style {
         StrStyle::Plain => out.push_str(s),
         StrStyle::Single => {
             out.push('\'');

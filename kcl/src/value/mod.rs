@@ -182,6 +182,14 @@ pub trait Host {
     fn set_output(&mut self, text: String);
     /// Working directory for `file.*` relative paths, and the module root.
     fn workdir(&self) -> std::path::PathBuf;
+    /// `file.workdir()`: the work directory the run was given (empty when none).
+    fn exec_workdir(&self) -> String {
+        String::new()
+    }
+    /// `file.current()`: the file being evaluated.
+    fn current_file(&self) -> String {
+        String::new()
+    }
     fn mod_root(&self) -> std::path::PathBuf;
     /// A plugin call (`kcl_plugin.<module>.<fn>`).
     fn plugin(&mut self, module: &str, func: &str, args: &[Value], kwargs: &[(Str, Value)]) -> RtResult<Value>;

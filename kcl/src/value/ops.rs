@@ -226,7 +226,8 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
             }
             Ok(Value::from(v))
         }
-        (BitOr, _, _) if (a.is_config() || a.is_none_or_undefined()) && (b.is_config() || b.is_none_or_undefined()) => union(a, b, false),
+        (BitOr, _, _) if (a.is_config() || b.is_config()) && (a.is_config() || a.is_none_or_undefined()) && (b.is_config() || b.is_none_or_undefined()) => union(a, b, false),
+        (BitOr, Value::None | Value::Undefined, Value::None | Value::Undefined) => Ok(b.clone()),
         (BitOr, Value::List(_), Value::List(_)) => union(a, b, false),
         (BitOr, Value::None | Value::Undefined, _) => Ok(b.clone()),
         (BitOr, _, Value::None | Value::Undefined) => Ok(a.clone()),
