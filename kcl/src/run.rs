@@ -78,11 +78,19 @@ fn apply_settings(opts: &mut RunOptions, files: &mut Vec<PathBuf>, args: &mut Ve
                 opts.path_selector.extend(s.iter().filter_map(|x| x.as_str().map(String::from)));
             }
         }
-        if let Some(serde_yaml_ng::Value::Sequence(items)) = y.get("kcl_options") {
-            for it in items {
-                let (Some(k), Some(v)) = (it.get("key").and_then(|k| k.as_str()), it.get("value")) else { continue };
-                args.push((k.to_string(), crate::builtins::from_yaml_value(v)));
+        let invalid = || KclError::Other(format!("EvaluationError\nFailed to load '{}', invalid setting file format", path.display()));
+        if !matches!(y, serde_yaml_ng::Value::Mapping(_)) {
+            return Err(invalid());
+        }
+        match y.get("kcl_options") {
+            Some(serde_yaml_ng::Value::Sequence(items)) => {
+                for it in items {
+                    let (Some(k), Some(v)) = (it.get("key").and_then(|k| k.as_str()), it.get("value")) else { return Err(invalid()) };
+                    args.push((k.to_string(), crate::builtins::from_yaml_value(v)));
+                }
             }
+            None | Some(serde_yaml_ng::Value::Null) => {}
+            Some(_) => return Err(invalid()),
         }
     }
     Ok(())
@@ -211,14 +219,9 @@ fn pick(v: &Value, parts: &[&str]) -> Option<Value> {
         }
         return Some(Value::from(d));
     }
-    if let Some(idx) = first.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
-        let l = v.list_items()?;
-        let mut out = Vec::new();
-        for i in idx.split(',') {
-            let i: usize = i.trim().parse().ok()?;
-            out.push(pick(l.get(i)?, rest)?);
-        }
-        return Some(Value::from(out));
+    if first.starts_with('[') {
+        // list element selection is not supported by upstream either
+        return None;
     }
     let x = v.as_dict()?.get(*first)?;
     let mut d = Dict::new();

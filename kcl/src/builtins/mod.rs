@@ -288,10 +288,17 @@ fn convert_option(v: Value, ty: Option<&str>, key: &str) -> RtResult<Value> {
             Value::Float(_) => v,
             _ => return Err(bad(&v, "float")),
         },
-        Some("list") | Some("dict") => match &v {
-            Value::Str(s) => json_guess(s),
-            _ => v,
-        },
+        Some(t @ ("list" | "dict")) => {
+            let v = match &v {
+                Value::Str(s) => json_guess(s),
+                _ => v,
+            };
+            let ok = if t == "list" { matches!(v, Value::List(_)) } else { v.is_config() };
+            if !ok {
+                return Err(RtError::eval(format!("cannot use '{}' as type '{t}'", value::to_str(&v))));
+            }
+            v
+        }
         Some(_) => v,
     })
 }
@@ -318,7 +325,7 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
                         Value::Str(_) if ty.as_deref() == Some("str") => d.clone(),
                         Value::Str(_) => convert_option(d.clone(), ty.as_deref(), &key)?,
                         _ => match ty.as_deref() {
-                            Some("bool") | Some("int") | Some("float") | Some("str") => convert_option(d.clone(), ty.as_deref(), &key)?,
+                            Some("bool") | Some("int") | Some("float") | Some("str") | Some("list") | Some("dict") => convert_option(d.clone(), ty.as_deref(), &key)?,
                             _ => d.clone(),
                         },
                     };

@@ -401,6 +401,12 @@ impl Evaluator {
             return f(self, ctx);
         }
         let c = &clauses[i];
+        if c.targets.len() > 2 {
+            return Err(EvalError::new(ErrKind::Compile, format!("the number of loop variables is {}, which can only be 1 or 2", c.targets.len()), Some(c.targets[0].span)));
+        }
+        if let Some(t) = c.targets.iter().find(|t| t.names.len() > 1) {
+            return Err(EvalError::new(ErrKind::Compile, "loop variables can only be ordinary identifiers", Some(t.span)));
+        }
         let it = self.eval(ctx, &c.iter)?;
         let scope = ctx.locals.as_ref().unwrap();
         let vars: Vec<crate::ast::Symbol> = c.targets.iter().map(|t| t.names[0].sym).collect();

@@ -257,7 +257,8 @@ impl Evaluator {
 
     /// Check required attributes of every schema instance reachable from the package's globals.
     pub fn check_pkg_required(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
-        let vals: Vec<Value> = pkg.order.borrow().iter().filter_map(|s| pkg.globals.borrow().get(s).cloned()).collect();
+        let mut vals: Vec<Value> = pkg.order.borrow().iter().filter_map(|s| pkg.globals.borrow().get(s).cloned()).collect();
+        vals.extend(pkg.exprs.borrow().iter().map(|(v, _)| v.clone()));
         for v in &vals {
             self.check_required(v, 0)?;
         }
@@ -267,6 +268,11 @@ impl Evaluator {
     /// Top-level expression values merged into one document (`None` when there are none).
     pub fn expr_output(&self, pkg: &Rc<Pkg>) -> EvalResult<Option<Value>> {
         let ex = pkg.exprs.borrow();
+        if let Some((v, sp)) = ex.iter().find(|(v, _)| !v.is_config() && !matches!(v, Value::List(_))) {
+            if pkg.order.borrow().iter().any(|s| !s.as_str().starts_with('_')) {
+                return Err(EvalError::new(ErrKind::Evaluation, format!("conflicting values between {{...}} and {}", crate::value::to_str(v)), Some(*sp)));
+            }
+        }
         let mut acc: Option<Value> = None;
         for (v, sp) in ex.iter() {
             acc = Some(match acc {
@@ -568,7 +574,13 @@ impl Evaluator {
         let newv = if t.path.is_empty() {
             v
         } else {
-            let root = self.lookup_opt_for_unify(ctx, name)?.unwrap_or(Value::Undefined);
+            if ctx.schema.is_none() && ctx.locals.is_none() && !name.as_str().starts_with('_') {
+                return Err(EvalError::new(ErrKind::Immutable, format!("Can not change the value of '{name}', because it was declared immutable"), Some(t.span)));
+            }
+            let root = match self.lookup_opt_for_unify(ctx, name)? {
+                Some(r) if !r.is_none_or_undefined() => r,
+                _ => return Err(EvalError::new(ErrKind::Evaluation, format!("'{name}' is not defined or is None, cannot assign to its attributes"), Some(t.span))),
+            };
             let mut keys = Vec::new();
             for p in t.path {
                 keys.push(match p {
@@ -597,6 +609,15 @@ impl Evaluator {
             self.schema_set(ctx, fr, name, newv, t.span)?;
             return Ok(());
         }
+        if name.as_str().starts_with('_') {
+            if let Some(prev) = ctx.pkg.globals.borrow().get(&name) {
+                if let (Some(a), Some(b)) = (simple_type(prev), simple_type(&newv)) {
+                    if a != b {
+                        return Err(EvalError::new(ErrKind::Type, format!("expected {a}, got {}", shown_type(&newv)), Some(t.span)));
+                    }
+                }
+            }
+        }
         self.set_global(&ctx.pkg, name, newv);
         Ok(())
     }
@@ -615,6 +636,27 @@ impl Evaluator {
 
     pub fn rt(&self, e: RtError, span: Span) -> EvalError {
         EvalError::from_rt(e, span)
+    }
+}
+
+/// Inferred type of simple values (scalars and lists of one scalar type), for re-assignments.
+fn simple_type(v: &Value) -> Option<String> {
+    match v {
+        Value::Str(_) => Some("str".into()),
+        Value::Int(_) => Some("int".into()),
+        Value::Bool(_) => Some("bool".into()),
+        Value::List(l) if !l.is_empty() => {
+            let t = simple_type(&l[0])?;
+            l.iter().all(|x| simple_type(x).as_deref() == Some(&t)).then(|| format!("[{t}]"))
+        }
+        _ => None,
+    }
+}
+
+fn shown_type(v: &Value) -> String {
+    match v {
+        Value::List(l) => format!("[{}]", l.iter().map(|x| x.type_with_value()).collect::<Vec<_>>().join(" | ")),
+        _ => v.type_with_value(),
     }
 }
 
@@ -667,7 +709,8 @@ fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
             d.map.insert(k.clone(), nv);
             Ok(root)
         }
-        (Value::Undefined | Value::None, Value::Str(k)) => {
+        (Value::Undefined | Value::None, Value::Str(k)) if keys.len() > 1 => {
+            // intermediate levels of an existing value may be created
             let mut d = crate::value::Dict::new();
             d.map.insert(k.clone(), set_path(Value::Undefined, &keys[1..], v)?);
             Ok(Value::from(d))

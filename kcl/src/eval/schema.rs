@@ -34,6 +34,8 @@ pub struct Layout {
     order: Vec<Str>,
     /// Non-optional attributes.
     pub required: Vec<Str>,
+    /// `@deprecated` attributes with their decorator.
+    deprecated: Vec<(Str, &'static ast::Decorator, usize)>,
 }
 
 impl SchemaType {
@@ -192,14 +194,49 @@ impl Evaluator {
         let mut declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher> = IndexMap::default();
         let mut index_sig = None;
         let mut order: Vec<Str> = Vec::new();
+        let mut deprecated = Vec::new();
         for (pi, t) in parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
             if let Some(is) = &s.index_signature {
                 index_sig = Some((is, pi));
+                // attributes declared before the signature must fit it too
+                for (k, d) in declared.iter() {
+                    if let (Some(kn), true) = (&is.key_name, d.schema_attr) {
+                        if kn.sym.as_str() == &**k {
+                            return Err(EvalError::new(ErrKind::IndexSignature, format!("index signature attribute name '{k}' cannot have the same name as schema attributes"), Some(is.span)));
+                        }
+                    }
+                }
             }
             for st in &s.body {
                 if let StmtKind::SchemaAttr(a) = &st.kind {
                     let k: Str = Rc::from(a.name.sym.as_str());
+                    for d in &a.decorators {
+                        if d.name.names.len() == 1 && d.name.names[0].sym.as_str() == "deprecated" {
+                            deprecated.push((k.clone(), d, pi));
+                        }
+                    }
+                    if let Some(prev) = declared.get(&k) {
+                        if let (Some(pt), true) = (prev.ty, prev.schema_attr) {
+                            let (ps, ns) = (super::types::type_str(pt), super::types::type_str(&a.ty));
+                            if ps != ns && prev.part != pi {
+                                return Err(EvalError::new(ErrKind::Type, format!("can't change schema field type of '{k}' from {ps} to {ns}"), Some(a.name.span)));
+                            }
+                            if !prev.optional && a.optional && prev.part != pi {
+                                return Err(EvalError::new(ErrKind::Type, format!("can't change the required schema attribute of '{k}' to optional"), Some(a.name.span)));
+                            }
+                        }
+                    }
+                    if let Some((is, _)) = &index_sig {
+                        if let Some(kn) = &is.key_name {
+                            if kn.sym == a.name.sym {
+                                return Err(EvalError::new(ErrKind::IndexSignature, format!("index signature attribute name '{k}' cannot have the same name as schema attributes"), Some(a.name.span)));
+                            }
+                        }
+                        if !is.any_other && !matches!(is.value_ty.kind, ast::TypeKind::Any) && super::types::type_str(&is.value_ty) != super::types::type_str(&a.ty) && !matches!(is.value_ty.kind, ast::TypeKind::Union(_)) {
+                            return Err(EvalError::new(ErrKind::IndexSignature, format!("the type '{}' of schema attribute '{k}' does not meet the index signature definition {}", super::types::type_str(&a.ty), index_sig_str(is)), Some(a.name.span)));
+                        }
+                    }
                     declared.insert(k.clone(), AttrDecl { ty: Some(&a.ty), optional: a.optional, span: a.name.span, part: pi, schema_attr: true });
                     if !order.contains(&k) {
                         order.push(k);
@@ -232,7 +269,7 @@ impl Evaluator {
             }
         }
         let required = declared.iter().filter(|(_, d)| d.schema_attr && !d.optional).map(|(k, _)| k.clone()).collect();
-        let l = Rc::new(Layout { parts, body, declared, setters, index_sig, order, required });
+        let l = Rc::new(Layout { parts, body, declared, setters, index_sig, order, required, deprecated });
         *ty.layout.borrow_mut() = Some(l.clone());
         Ok(l)
     }
@@ -255,7 +292,25 @@ impl Evaluator {
                 } else {
                     Value::None
                 };
+                let v = match &p.ty {
+                    Some(t) if !v.is_none_or_undefined() => {
+                        let shown = match &v {
+                            Value::List(l) => format!("[{}]", l.iter().map(|x| x.type_with_value()).collect::<Vec<_>>().join(" | ")),
+                            other => other.type_with_value(),
+                        };
+                        self.convert_type(&ty.def_ctx, v, t, span).map_err(|e| EvalError { msg: format!("expected {}, got {shown}", super::types::type_str(t)), ..e })?
+                    }
+                    _ => v,
+                };
                 params_scope.vars.borrow_mut().insert(p.name.sym, v);
+            }
+        }
+        if let Some(d) = ty.stmt.and_then(|s| s.decorators.iter().find(|d| d.name.names.len() == 1 && d.name.names[0].sym.as_str() == "deprecated")) {
+            self.deprecated(&ty.def_ctx, d, &ty.name, span)?;
+        }
+        for (k, d, pi) in &layout.deprecated {
+            if config.get(k).is_some_and(|v| !v.is_none_or_undefined()) {
+                self.deprecated(&layout.parts[*pi].def_ctx, d, k, span)?;
             }
         }
         let ctxs: Vec<Ctx> = layout
@@ -387,6 +442,37 @@ impl Evaluator {
         Ok(())
     }
 
+    fn deprecated(&self, ctx: &Ctx, d: &'static ast::Decorator, name: &str, span: Span) -> EvalResult<()> {
+        let (mut version, mut reason, mut strict) = (String::new(), String::new(), true);
+        if let Some(a) = &d.args {
+            for k in &a.keywords {
+                let v = self.eval(ctx, &k.value)?;
+                match k.name.sym.as_str() {
+                    "version" => version = value::to_str(&v),
+                    "reason" => reason = value::to_str(&v),
+                    "strict" => strict = v.truthy(),
+                    other => return Err(EvalError::new(ErrKind::Evaluation, format!("deprecated() got an unexpected keyword argument '{other}'"), Some(k.name.span))),
+                }
+            }
+            if let Some(x) = a.args.first() {
+                version = value::to_str(&self.eval(ctx, x)?);
+            }
+        }
+        let mut msg = format!("{name} was deprecated");
+        if !version.is_empty() {
+            msg.push_str(&format!(" since version {version}"));
+        }
+        if !reason.is_empty() {
+            msg.push_str(&format!(", {reason}"));
+        }
+        if strict {
+            Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)))
+        } else {
+            self.warnings.borrow_mut().push(format!("warning: {msg}"));
+            Ok(())
+        }
+    }
+
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
         for ch in checks {
             if let Some(cond) = &ch.if_cond {
@@ -498,6 +584,10 @@ impl Evaluator {
         };
         self.schema_set(ctx, fr, attr.name.sym, v, span)
     }
+}
+
+fn index_sig_str(is: &ast::IndexSignature) -> String {
+    format!("[{}{}]: {}", is.key_name.map(|n| format!("{}: ", n.sym)).unwrap_or_default(), super::types::type_str(&is.key_ty), super::types::type_str(&is.value_ty))
 }
 
 fn similar(a: &str, b: &str) -> bool {

@@ -112,6 +112,12 @@ fn py_mod_f(a: f64, b: f64) -> f64 {
 /// `a <op> b`.
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     use BinOp::*;
+    if matches!(a, Value::Bool(_)) || matches!(b, Value::Bool(_)) {
+        // bools are not numbers in KCL arithmetic
+        if !(matches!(op, BitOr | BitAnd | BitXor) && matches!((a, b), (Value::Bool(_), Value::Bool(_)))) {
+            return Err(unsupported(op.symbol(), a, b));
+        }
+    }
     if let (Some(x), Some(y)) = (num(a), num(b)) {
         return match (x, y) {
             (Num::I(x), Num::I(y)) => match op {
@@ -226,6 +232,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
             }
             Ok(Value::from(v))
         }
+        (BitOr, Value::Dict(_), Value::Schema(_)) => Err(unsupported("|", a, b)),
         (BitOr, _, _) if (a.is_config() || b.is_config()) && (a.is_config() || a.is_none_or_undefined()) && (b.is_config() || b.is_none_or_undefined()) => union(a, b, false),
         (BitOr, Value::None | Value::Undefined, Value::None | Value::Undefined) => Ok(b.clone()),
         (BitOr, Value::List(_), Value::List(_)) => union(a, b, false),
@@ -433,7 +440,11 @@ pub fn merge_entry(d: &mut Dict, k: &super::Str, v: &Value, op: ConfigOp, index:
                     }
                     Value::from(x)
                 }
-                (Value::None | Value::Undefined, Value::List(_)) => v.clone(),
+                (Value::None | Value::Undefined, Value::List(_)) => match index {
+                    Some(i) if i < 0 => return Err(RtError::eval("index out of bounds")),
+                    Some(i) if i > 0 => return Err(RtError::eval(format!("insertion index (is {i}) should be <= len (is 0)"))),
+                    _ => v.clone(),
+                },
                 _ => binary(BinOp::Add, &cur, v)?,
             };
             d.map.insert(k.clone(), new);
