@@ -235,6 +235,7 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     Ok(Value::from(match v {
         Value::Schema(s) if full && !s.pkg.is_empty() && &*s.pkg != "__main__" => format!("{}.{}", s.pkg, s.name),
         Value::Schema(s) => s.name.to_string(),
+        Value::Func(f) if matches!(&**f, value::Func::User { data, .. } if data.is::<crate::eval::SchemaType>()) => "type".into(),
         Value::None => "None".into(),
         Value::Undefined => "Undefined".into(),
         other => other.type_name(),

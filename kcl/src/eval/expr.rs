@@ -88,10 +88,10 @@ impl Evaluator {
                         ast::StrPart::Lit(s) => out.push_str(s),
                         ast::StrPart::Interp { expr, spec } => {
                             let v = self.eval(ctx, expr)?;
-                            match spec.as_deref() {
+                            match spec.as_deref().map(|x| x.trim().to_ascii_lowercase()).as_deref() {
                                 Some("#json") => out.push_str(&crate::output::to_json(&v, Default::default(), 0)),
                                 Some("#yaml") => out.push_str(&crate::output::to_yaml(&v, Default::default())),
-                                Some(other) => return Err(EvalError::new(ErrKind::Compile, format!("{other} is a invalid format spec"), Some(expr.span))),
+                                Some(_) => return Err(EvalError::new(ErrKind::Compile, format!("{} is a invalid format spec", spec.as_deref().unwrap_or("").trim()), Some(expr.span))),
                                 None => out.push_str(&value::to_str(&v)),
                             }
                         }
@@ -177,6 +177,10 @@ impl Evaluator {
             }
             ExprKind::Call { func, args } => {
                 let f = self.eval(ctx, func)?;
+                if f.is_none_or_undefined() && matches!(func.kind, ExprKind::Selector { optional: true, .. } | ExprKind::Subscript { optional: true, .. }) {
+                    // `a?.f()` on None short-circuits the call too
+                    return Ok(Value::None);
+                }
                 let (pos, kw) = self.eval_args(ctx, args)?;
                 self.call_value(ctx, &f, &pos, &kw, e.span)
             }
@@ -324,7 +328,7 @@ impl Evaluator {
                                 path.push(Rc::from(attr.sym.as_str()));
                                 k = inner;
                             }
-                            ExprKind::Subscript { value: inner, index: idx, optional: false } if path.is_empty() && index.is_none() && matches!(inner.kind, ExprKind::Ident(_)) => {
+                            ExprKind::Subscript { value: inner, index: idx, optional: false } if path.is_empty() && index.is_none() && matches!(inner.kind, ExprKind::Ident(_)) && matches!(idx.kind, ExprKind::Int(_) | ExprKind::Unary { .. }) => {
                                 let i = self.eval(ctx, idx)?;
                                 index = Some(i.as_int().ok_or_else(|| EvalError::new(ErrKind::Type, "list index must be an integer", Some(idx.span)))?);
                                 k = inner;

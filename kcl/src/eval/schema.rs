@@ -218,7 +218,11 @@ impl Evaluator {
                     }
                     if let Some(prev) = declared.get(&k) {
                         if let (Some(pt), true) = (prev.ty, prev.schema_attr) {
-                            let (ps, ns) = (super::types::type_str(pt), super::types::type_str(&a.ty));
+                            let short = |t: &ast::Type| match &t.kind {
+                                ast::TypeKind::Named(id) => id.names.last().map(|n| n.sym.as_str().to_string()).unwrap_or_default(),
+                                _ => super::types::type_str(t),
+                            };
+                            let (ps, ns) = (short(pt), short(&a.ty));
                             if ps != ns && prev.part != pi {
                                 return Err(EvalError::new(ErrKind::Type, format!("can't change schema field type of '{k}' from {ps} to {ns}"), Some(a.name.span)));
                             }
@@ -392,13 +396,32 @@ impl Evaluator {
             }
         }
         *frame.attrs.borrow_mut() = attrs;
-        // checks, base first
+        // checks, base first; with an index signature key name, once per extra key
+        let sig_keys: Vec<Value> = match &layout.index_sig {
+            Some((is, _)) if is.key_name.is_some() => frame.attrs.borrow().map.keys().filter(|k| !layout.declared.contains_key(*k)).map(|k| Value::Str(k.clone())).collect(),
+            _ => Vec::new(),
+        };
         for (pi, t) in layout.parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
+            if s.checks.is_empty() {
+                continue;
+            }
             let c = Ctx { schema: Some(frame.clone()), ..frame.ctxs[pi].clone() };
-            self.run_checks(&c, &s.checks, span)?;
+            match layout.index_sig.and_then(|(is, _)| is.key_name) {
+                Some(kn) => {
+                    let keys = if sig_keys.is_empty() { vec![Value::Undefined] } else { sig_keys.clone() };
+                    for k in keys {
+                        let sc = Scope::new(c.locals.clone());
+                        sc.vars.borrow_mut().insert(kn.sym, k);
+                        let c2 = Ctx { locals: Some(sc), ..c.clone() };
+                        self.run_checks(&c2, &s.checks, span)?;
+                    }
+                }
+                None => self.run_checks(&c, &s.checks, span)?,
+            }
         }
-        let mut attrs = std::mem::take(&mut *frame.attrs.borrow_mut());
+        // closures created in the body keep the frame; they still need the final attributes
+        let mut attrs = if Rc::strong_count(&frame) > 1 { frame.attrs.borrow().clone() } else { std::mem::take(&mut *frame.attrs.borrow_mut()) };
         attrs.map.retain(|_, v| !v.is_undefined());
         attrs.ops = None;
         let inst = Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs, ty: Some(ty.clone() as Rc<dyn std::any::Any>), span: Some(span) }));

@@ -67,10 +67,9 @@ impl Evaluator {
                 if name == "units.NumberMultiplier" || name == "NumberMultiplier" {
                     return Ok(matches!(v, Value::Unit(_)).then(|| v.clone()));
                 }
-                let tv = self.eval_identifier(ctx, id).or_else(|e| {
-                    // a type named from the defining package
-                    Err(e)
-                })?;
+                // type names are package-level names, never attributes or locals
+                let tctx = Ctx { schema: None, locals: None, in_lambda: false, ..ctx.clone() };
+                let tv = self.eval_identifier(&tctx, id)?;
                 if let Some(st) = as_schema_type(&tv) {
                     match v {
                         Value::Schema(inst) => {
