@@ -118,6 +118,23 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     if files.is_empty() {
         files = crate::cli_profile_entries(&work_dir)?;
     }
+    // `-E name=path` paths are relative to the work directory; `${name:KCL_MOD}` in a file
+    // argument is that package's root
+    for (_, p) in opts.external.iter_mut() {
+        if !p.is_absolute() {
+            *p = work_dir.join(&*p);
+        }
+    }
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .map(|f| {
+            let mut s = f.to_string_lossy().into_owned();
+            for (n, p) in &opts.external {
+                s = s.replace(&format!("${{{n}:KCL_MOD}}"), &p.display().to_string());
+            }
+            PathBuf::from(s)
+        })
+        .collect();
     let files: Vec<PathBuf> = files.into_iter().map(|f| if f.is_absolute() || f.to_string_lossy().contains("${KCL_MOD}") { f } else { work_dir.join(f) }).collect();
     // a file named both on the command line and in a settings file is loaded once
     let mut seen = std::collections::HashSet::new();

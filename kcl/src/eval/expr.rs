@@ -509,7 +509,7 @@ impl Evaluator {
     pub fn select(&self, ctx: &Ctx, v: &Value, name: &str, optional: bool, span: Span) -> EvalResult<Value> {
         match v {
             Value::None | Value::Undefined if optional => Ok(Value::None),
-            Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(if optional { Value::None } else { Value::Undefined })),
+            Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
             Value::Schema(s) => match s.attrs.get(name) {
                 Some(x) => Ok(x.clone()),
                 None => Ok(Value::Undefined),
@@ -563,7 +563,7 @@ impl Evaluator {
                 }
                 Ok(l[j as usize].clone())
             }
-            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => Ok(v.as_dict().unwrap().get(k).cloned().unwrap_or(Value::Undefined)),
+            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => Ok(v.as_dict().unwrap().get(k).cloned().unwrap_or(if optional { Value::None } else { Value::Undefined })),
             (Value::Dict(_) | Value::Schema(_), _) => Ok(v.as_dict().unwrap().get(&value::to_str(i)).cloned().unwrap_or(Value::Undefined)),
             (Value::Str(s), _) => {
                 let Some(idx) = i.as_int() else {

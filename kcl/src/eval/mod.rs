@@ -514,18 +514,21 @@ impl Evaluator {
         };
         let mut merged = pkg.globals.borrow().get(&name).and_then(|v| v.as_dict().cloned()).map(Value::from).unwrap_or_else(Value::empty_dict);
         for e in &exprs {
+            // each statement's names resolve in its own file (imports are per file)
+            let fctx = Ctx { file: e.span.file, ..ctx.clone() };
             let cfg = match &e.kind {
-                ast::ExprKind::Schema(s2) => self.eval(ctx, &s2.config)?,
-                _ => self.eval(ctx, e)?,
+                ast::ExprKind::Schema(s2) => self.eval(&fctx, &s2.config)?,
+                _ => self.eval(&fctx, e)?,
             };
             merged = crate::value::union(&merged, &cfg, false).map_err(|x| self.rt(x, e.span))?;
         }
-        let ty = self.eval_identifier(ctx, &se.name)?;
+        let fctx = Ctx { file: first.span.file, ..ctx.clone() };
+        let ty = self.eval_identifier(&fctx, &se.name)?;
         let (pos, kw) = match &se.args {
-            Some(a) => self.eval_args(ctx, a)?,
+            Some(a) => self.eval_args(&fctx, a)?,
             None => (Vec::new(), Vec::new()),
         };
-        let v = self.instantiate_value(ctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
+        let v = self.instantiate_value(&fctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
         self.set_global(pkg, name, v);
         Ok(())
     }

@@ -89,7 +89,8 @@ pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) ->
     let Some(t) = &inst.ty else { return false };
     let Ok(mut cur) = t.clone().downcast::<SchemaType>() else { return false };
     loop {
-        if Rc::ptr_eq(&cur, ty) || (cur.name == ty.name && cur.pkgpath == ty.pkgpath) {
+        // by name: one file can be loaded both as part of its folder package and on its own
+        if Rc::ptr_eq(&cur, ty) || cur.name == ty.name {
             return true;
         }
         match ev.parent_of(&cur) {

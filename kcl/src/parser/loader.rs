@@ -227,6 +227,8 @@ struct Loader<'o> {
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
+    /// Package path by folder, so one folder imported under two names is one package.
+    by_dir: FxHashMap<PathBuf, Arc<str>>,
 }
 
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
@@ -267,6 +269,7 @@ pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, D
         packages: Default::default(),
         imports: FxHashMap::default(),
         errors: Vec::new(),
+        by_dir: FxHashMap::default(),
     };
     let mut modules = Vec::new();
     for f in &files {
@@ -345,10 +348,27 @@ impl Loader<'_> {
             let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
             (target, parts.join("."))
         } else {
-            let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
-            (target, parts.join("."))
+            // a file inside another module (e.g. a vendored dependency with its own kcl.mod)
+            // imports from that module's root
+            let file_root = find_mod_root(dir).map(|r| normalize(&r));
+            match file_root.filter(|r| *r != normalize(&self.root)) {
+                Some(fr) => {
+                    let target = parts.iter().fold(fr.clone(), |p, s| p.join(s));
+                    let ext = self.opts.external.iter().find(|(_, p)| std::path::absolute(p).map(|a| normalize(&a)).ok().as_ref() == Some(&fr));
+                    let pkgpath = match ext {
+                        Some((n, _)) => format!("{n}.{}", parts.join(".")),
+                        None => format!("{}/{}", fr.display(), parts.join(".")),
+                    };
+                    (target, pkgpath)
+                }
+                None => {
+                    let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
+                    (target, parts.join("."))
+                }
+            }
         };
-        let pkgpath: Arc<str> = Arc::from(pkgpath);
+        let key = std::path::absolute(&base).map(|a| normalize(&a)).unwrap_or_else(|_| base.clone());
+        let pkgpath: Arc<str> = self.by_dir.entry(key).or_insert_with(|| Arc::from(pkgpath)).clone();
         self.imports
             .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
         if self.packages.contains_key(&pkgpath) {
