@@ -352,10 +352,12 @@ impl Evaluator {
     /// Read a global of `pkg`, running its pending assignments first.
     pub fn get_global(&self, pkg: &Rc<Pkg>, name: Symbol) -> EvalResult<Option<Value>> {
         if let Some(idx) = pkg.setters.get(&name) {
-            for &i in idx {
-                let st = pkg.state.borrow()[i];
-                if st == PENDING {
-                    self.run_global_stmt(pkg, i)?;
+            // a name read while one of its own assignments runs sees its current value
+            if !idx.iter().any(|&i| pkg.state.borrow()[i] == RUNNING) {
+                for &i in idx {
+                    if pkg.state.borrow()[i] == PENDING {
+                        self.run_global_stmt(pkg, i)?;
+                    }
                 }
             }
         }

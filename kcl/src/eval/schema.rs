@@ -90,7 +90,8 @@ pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) ->
     let Ok(mut cur) = t.clone().downcast::<SchemaType>() else { return false };
     loop {
         // by name: one file can be loaded both as part of its folder package and on its own
-        if Rc::ptr_eq(&cur, ty) || cur.name == ty.name {
+        let related = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}.")) || b.starts_with(&format!("{a}."));
+        if Rc::ptr_eq(&cur, ty) || (cur.name == ty.name && related(&cur.pkgpath, &ty.pkgpath)) {
             return true;
         }
         match ev.parent_of(&cur) {
@@ -560,9 +561,12 @@ impl Evaluator {
     /// A name read inside a schema body: its attribute (after running pending assignments).
     pub(crate) fn schema_lookup(&self, fr: &Rc<Frame>, name: Symbol) -> EvalResult<Option<Value>> {
         if let Some(idx) = fr.layout.setters.get(&name) {
-            for &i in idx {
-                if fr.state.borrow()[i] == PENDING {
-                    self.run_schema_stmt(fr, i)?;
+            // a name read while one of its own assignments runs sees its current value
+            if !idx.iter().any(|&i| fr.state.borrow()[i] == RUNNING) {
+                for &i in idx {
+                    if fr.state.borrow()[i] == PENDING {
+                        self.run_schema_stmt(fr, i)?;
+                    }
                 }
             }
         }
