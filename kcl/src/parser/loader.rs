@@ -346,7 +346,9 @@ impl Loader<'_> {
             (target, pkgpath)
         } else if let Some((_, ext)) = self.opts.external.iter().find(|(n, _)| n == parts[0]) {
             let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
-            (target, parts.join("."))
+            // `-E konfig=.` names the program root itself: same packages as plain imports
+            let same_root = std::path::absolute(ext).map(|a| normalize(&a)).ok() == Some(normalize(&self.root));
+            (target, if same_root { parts[1..].join(".") } else { parts.join(".") })
         } else {
             // a file inside another module (e.g. a vendored dependency with its own kcl.mod)
             // imports from that module's root
