@@ -74,7 +74,13 @@ impl Evaluator {
         }
     }
 
+    /// Evaluate an expression. Deeply nested programs grow the stack on the heap instead of
+    /// overflowing it; runaway recursion stops at the call-depth limit with an error.
     pub fn eval(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.eval_inner(ctx, e))
+    }
+
+    fn eval_inner(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
         match &e.kind {
             ExprKind::Ident(s) => self.lookup(ctx, *s, e.span),
             ExprKind::Int(i) => Ok(Value::Int(*i)),

@@ -143,7 +143,7 @@ pub struct Evaluator {
 }
 
 /// Deepest nesting of calls / schema instantiations before a clear error.
-const MAX_CALL_DEPTH: usize = 400;
+const MAX_CALL_DEPTH: usize = 2000;
 
 impl Evaluator {
     /// An evaluator over a loaded program; returns it with the main package's modules.
