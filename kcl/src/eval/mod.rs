@@ -293,7 +293,10 @@ impl Evaluator {
     pub fn pkg_output(&self, pkg: &Rc<Pkg>, show_hidden: bool) -> crate::value::Dict {
         let mut d = crate::value::Dict::new();
         let g = pkg.globals.borrow();
-        for sym in pkg.order.borrow().iter() {
+        // statement order, whatever order the lazy evaluation assigned them in
+        let mut names: Vec<Symbol> = pkg.order.borrow().clone();
+        names.sort_by_key(|s| pkg.setters.get(s).and_then(|v| v.first().copied()).unwrap_or(usize::MAX));
+        for sym in names.iter() {
             let name = sym.as_str();
             if name.starts_with('_') && !show_hidden {
                 continue;

@@ -285,7 +285,7 @@ mod tests {
         ]);
         let want = "a: 1\ne: []\nf: {}\nj:\n- 1\n- a: 1\n  b:\n  - 1\n  - 2\n- - 3\n  - - 4\n'n': 3.14\nd: |-\n  multi\n  line\nt: |\n  a\nz: null\n";
         assert_eq!(to_yaml(&v, PrintOpts::default()), want);
-        let nn = to_yaml(&v, PrintOpts { drop_none: true, sort_keys: true });
+        let nn = to_yaml(&v, PrintOpts { drop_none: true, sort_keys: true, ..Default::default() });
         assert!(nn.starts_with("a: 1\nd: |-"));
         assert!(!nn.contains("z:"));
     }
