@@ -24,6 +24,8 @@ pub struct RunOptions {
     /// `-S path` selectors.
     pub path_selector: Vec<String>,
     pub disable_none: bool,
+    /// `-r`: integers must fit in 32 bits.
+    pub strict_range_check: bool,
     pub sort_keys: bool,
     pub show_hidden: bool,
     /// `--format json`.
@@ -145,7 +147,7 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
         crate::overrides::apply(&mut program, &opts.overrides).map_err(KclError::Other)?;
     }
     let exec_workdir = opts.work_dir.as_ref().map(|w| w.display().to_string()).unwrap_or_default();
-    let eopts = EvalOptions { args, external_pkgs: opts.external.clone(), work_dir: work_dir.clone(), exec_workdir, plugin: opts.plugin.clone() };
+    let eopts = EvalOptions { args, external_pkgs: opts.external.clone(), work_dir: work_dir.clone(), exec_workdir, plugin: opts.plugin.clone(), strict_range_check: opts.strict_range_check };
     let (ev, modules) = Evaluator::new(program, eopts);
     let main = ev.make_pkg("__main__", work_dir.clone(), modules).map_err(KclError::Eval)?;
     ev.run_pkg(&main).map_err(KclError::Eval)?;

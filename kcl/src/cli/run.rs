@@ -63,6 +63,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         overrides: a.overrides,
         settings: a.setting,
         json: a.format == "json",
+        strict_range_check: a.strict_range_check,
         ..Default::default()
     };
     for d in &a.argument {

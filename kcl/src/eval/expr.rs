@@ -54,7 +54,15 @@ pub(crate) fn conv_op(op: ast::ConfigOp) -> ConfigOp {
 impl Evaluator {
     pub fn binop(&self, op: ast::BinOp, a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
         match conv_bin(op) {
-            Some(o) => value::binary(o, a, b).map_err(|e| self.rt(e, span)),
+            Some(o) => {
+                let r = value::binary(o, a, b).map_err(|e| self.rt(e, span))?;
+                if let (true, Value::Int(i)) = (self.opts.strict_range_check, &r) {
+                    if i32::try_from(*i).is_err() {
+                        return Err(EvalError::new(ErrKind::Evaluation, format!("{i}: A 32 bit integer overflow"), Some(span)));
+                    }
+                }
+                Ok(r)
+            }
             None => Ok(match op {
                 ast::BinOp::And => {
                     if a.truthy() {

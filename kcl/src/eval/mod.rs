@@ -48,6 +48,8 @@ pub struct EvalOptions {
     pub exec_workdir: String,
     /// The `kcl_plugin` handler.
     pub plugin: Option<Rc<dyn PluginHook>>,
+    /// `-r`: integers must fit in 32 bits.
+    pub strict_range_check: bool,
 }
 
 /// A loaded package: its statements (from every file) and global variables.

@@ -427,7 +427,12 @@ impl Evaluator {
         attrs.map.retain(|_, v| !v.is_undefined());
         attrs.ops = None;
         let inst = Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs, ty: Some(ty.clone() as Rc<dyn std::any::Any>), span: Some(span) }));
-        ty.instances.borrow_mut().push(inst.clone());
+        // `Base.instances()` includes instances of its subschemas
+        for t in layout.parts.iter() {
+            if t.stmt.is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin()) {
+                t.instances.borrow_mut().push(inst.clone());
+            }
+        }
         Ok(inst)
     }
 
