@@ -17,5 +17,8 @@ if [ -x target/release/kcl ] || [ "${KCL_GRAMMAR_MIN:-0}" -gt 0 ]; then
   out=$(KCL="$root/target/release/kcl run" bash "$shared/conformance/run-kcl-conformance.sh" "$shared/conformance/kcl-grammar" || true)
   passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
   check kcl-grammar "${passed:-0}" "$KCL_GRAMMAR_MIN"
+  out=$(cd "$shared/conformance/konfig" && KCL="$root/target/release/kcl run" bash ./run.sh || true)
+  passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
+  check kcl-konfig "${passed:-0}" "${KCL_KONFIG_MIN:-0}"
 fi
 exit $status

@@ -28,7 +28,8 @@ pub use run::{KclError, RunOptions, RunOutput, run, run_full};
 
 /// The `[profile] entries` of the `kcl.mod` in `dir` (what `kcl run` with no files runs).
 pub fn cli_profile_entries(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>, KclError> {
-    let text = std::fs::read_to_string(dir.join("kcl.mod")).map_err(|_| KclError::Other("No input KCL files or paths".into()))?;
+    let text = std::fs::read_to_string(dir.join("kcl.mod"))
+        .map_err(|_| KclError::Other("No input KCL files or paths".into()))?;
     let mut in_profile = false;
     let mut buf = String::new();
     let mut collecting = false;
@@ -46,7 +47,10 @@ pub fn cli_profile_entries(dir: &std::path::Path) -> Result<Vec<std::path::PathB
             }
         }
     }
-    let list = buf.split_once('[').map(|(_, r)| r.trim_end_matches(']')).unwrap_or("");
+    let list = buf
+        .split_once('[')
+        .map(|(_, r)| r.trim_end_matches(']'))
+        .unwrap_or("");
     let files: Vec<std::path::PathBuf> = list
         .split(',')
         .map(|s| s.trim().trim_matches('"').trim_matches('\''))

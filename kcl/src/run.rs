@@ -53,10 +53,18 @@ pub struct RunOutput {
 }
 
 /// Settings from `-Y` files merged into the options (files listed there are returned).
-fn apply_settings(opts: &mut RunOptions, files: &mut Vec<PathBuf>, args: &mut Vec<(String, Value)>) -> Result<(), KclError> {
+fn apply_settings(
+    opts: &mut RunOptions,
+    files: &mut Vec<PathBuf>,
+    args: &mut Vec<(String, Value)>,
+) -> Result<(), KclError> {
     for path in opts.settings.clone() {
-        let text = std::fs::read_to_string(&path).map_err(|e| KclError::Other(format!("cannot read settings file {}: {e}", path.display())))?;
-        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| KclError::Other(format!("invalid settings file {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            KclError::Other(format!("cannot read settings file {}: {e}", path.display()))
+        })?;
+        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| {
+            KclError::Other(format!("invalid settings file {}: {e}", path.display()))
+        })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if let Some(c) = y.get("kcl_cli_configs") {
             for key in ["files", "file"] {
@@ -64,7 +72,11 @@ fn apply_settings(opts: &mut RunOptions, files: &mut Vec<PathBuf>, args: &mut Ve
                     for f in fs {
                         if let Some(s) = f.as_str() {
                             let p = PathBuf::from(s);
-                            files.push(if p.is_absolute() || s.contains("${KCL_MOD}") { p } else { base.join(p) });
+                            files.push(if p.is_absolute() || s.contains("${KCL_MOD}") {
+                                p
+                            } else {
+                                base.join(p)
+                            });
                         }
                     }
                 }
@@ -74,20 +86,31 @@ fn apply_settings(opts: &mut RunOptions, files: &mut Vec<PathBuf>, args: &mut Ve
             opts.sort_keys |= b("sort_keys");
             opts.show_hidden |= b("show_hidden");
             if let Some(serde_yaml_ng::Value::Sequence(s)) = c.get("overrides") {
-                opts.overrides.extend(s.iter().filter_map(|x| x.as_str().map(String::from)));
+                opts.overrides
+                    .extend(s.iter().filter_map(|x| x.as_str().map(String::from)));
             }
             if let Some(serde_yaml_ng::Value::Sequence(s)) = c.get("path_selector") {
-                opts.path_selector.extend(s.iter().filter_map(|x| x.as_str().map(String::from)));
+                opts.path_selector
+                    .extend(s.iter().filter_map(|x| x.as_str().map(String::from)));
             }
         }
-        let invalid = || KclError::Other(format!("EvaluationError\nFailed to load '{}', invalid setting file format", path.display()));
+        let invalid = || {
+            KclError::Other(format!(
+                "EvaluationError\nFailed to load '{}', invalid setting file format",
+                path.display()
+            ))
+        };
         if !matches!(y, serde_yaml_ng::Value::Mapping(_)) {
             return Err(invalid());
         }
         match y.get("kcl_options") {
             Some(serde_yaml_ng::Value::Sequence(items)) => {
                 for it in items {
-                    let (Some(k), Some(v)) = (it.get("key").and_then(|k| k.as_str()), it.get("value")) else { return Err(invalid()) };
+                    let (Some(k), Some(v)) =
+                        (it.get("key").and_then(|k| k.as_str()), it.get("value"))
+                    else {
+                        return Err(invalid());
+                    };
                     args.push((k.to_string(), crate::builtins::from_yaml_value(v)));
                 }
             }
@@ -137,34 +160,74 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
             PathBuf::from(s)
         })
         .collect();
-    let files: Vec<PathBuf> = files.into_iter().map(|f| if f.is_absolute() || f.to_string_lossy().contains("${KCL_MOD}") { f } else { work_dir.join(f) }).collect();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .map(|f| {
+            if f.is_absolute() || f.to_string_lossy().contains("${KCL_MOD}") {
+                f
+            } else {
+                work_dir.join(f)
+            }
+        })
+        .collect();
     // a file named both on the command line and in a settings file is loaded once
     let mut seen = std::collections::HashSet::new();
-    let files: Vec<PathBuf> = files.into_iter().filter(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))).collect();
-    let load = LoadOptions { external: opts.external.clone(), work_dir: Some(work_dir.clone()) };
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())))
+        .collect();
+    let load = LoadOptions {
+        external: opts.external.clone(),
+        work_dir: Some(work_dir.clone()),
+    };
     let mut program = load_program(&files, &load).map_err(|d| KclError::Syntax(d.to_string()))?;
     if !opts.overrides.is_empty() {
         crate::overrides::apply(&mut program, &opts.overrides).map_err(KclError::Other)?;
     }
-    let exec_workdir = opts.work_dir.as_ref().map(|w| w.display().to_string()).unwrap_or_default();
-    let eopts = EvalOptions { args, external_pkgs: opts.external.clone(), work_dir: work_dir.clone(), exec_workdir, plugin: opts.plugin.clone(), strict_range_check: opts.strict_range_check };
+    let exec_workdir = opts
+        .work_dir
+        .as_ref()
+        .map(|w| w.display().to_string())
+        .unwrap_or_default();
+    let eopts = EvalOptions {
+        args,
+        external_pkgs: opts.external.clone(),
+        work_dir: work_dir.clone(),
+        exec_workdir,
+        plugin: opts.plugin.clone(),
+        strict_range_check: opts.strict_range_check,
+    };
     let (ev, modules) = Evaluator::new(program, eopts);
-    let main = ev.make_pkg("__main__", work_dir.clone(), modules).map_err(KclError::Eval)?;
+    let main = ev
+        .make_pkg("__main__", work_dir.clone(), modules)
+        .map_err(KclError::Eval)?;
     ev.run_pkg(&main).map_err(KclError::Eval)?;
     ev.check_pkg_required(&main).map_err(KclError::Eval)?;
     let out = ev.pkg_output(&main, opts.show_hidden);
     let mut value = Value::from(out);
     if let Some(doc) = ev.expr_output(&main).map_err(KclError::Eval)? {
         value = match (&doc, value.as_dict().is_some_and(|d| !d.is_empty())) {
-            (Value::Dict(_) | Value::Schema(_), true) => crate::value::union(&doc, &value, false).map_err(|e| KclError::Other(e.msg))?,
+            (Value::Dict(_) | Value::Schema(_), true) => {
+                crate::value::union(&doc, &value, false).map_err(|e| KclError::Other(e.msg))?
+            }
             _ => doc,
         };
     }
-    let po = PrintOpts { sort_keys: opts.sort_keys, drop_none: opts.disable_none, hide_private: !opts.show_hidden, quote_digit_start: false };
+    let po = PrintOpts {
+        sort_keys: opts.sort_keys,
+        drop_none: opts.disable_none,
+        hide_private: !opts.show_hidden,
+        quote_digit_start: false,
+    };
     let printed = ev.stdout.borrow().clone();
     let warnings = ev.warnings.borrow().clone();
     if let Some(t) = ev.output_override.borrow().clone() {
-        return Ok(RunOutput { value, text: t, printed, warnings });
+        return Ok(RunOutput {
+            value,
+            text: t,
+            printed,
+            warnings,
+        });
     }
     if !opts.path_selector.is_empty() {
         value = select(&value, &opts.path_selector).map_err(KclError::Other)?;
@@ -183,15 +246,26 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
             _ => to_yaml(&v, po),
         }
     };
-    Ok(RunOutput { value, text, printed, warnings })
+    Ok(RunOutput {
+        value,
+        text,
+        printed,
+        warnings,
+    })
 }
 
 /// `-S` selectors: `a.b.c`, `pkg:a.b`, `:a.{x,y}`, `a.[0,1]`.
 fn select(v: &Value, sels: &[String]) -> Result<Value, String> {
-    if sels.len() == 1 && !sels[0].contains('{') && !sels[0].contains('[') && !sels[0].contains(':') {
+    if sels.len() == 1 && !sels[0].contains('{') && !sels[0].contains('[') && !sels[0].contains(':')
+    {
         let mut cur = v.clone();
         for part in sels[0].split('.') {
-            cur = cur.as_dict().and_then(|d| d.get(part).cloned()).ok_or_else(|| format!("invalid path select operand {}, value not found", sels[0]))?;
+            cur = cur
+                .as_dict()
+                .and_then(|d| d.get(part).cloned())
+                .ok_or_else(|| {
+                    format!("invalid path select operand {}, value not found", sels[0])
+                })?;
         }
         return Ok(cur);
     }
@@ -200,8 +274,10 @@ fn select(v: &Value, sels: &[String]) -> Result<Value, String> {
     for s in sels {
         let path = s.split_once(':').map(|(_, p)| p).unwrap_or(s);
         let parts: Vec<&str> = split_sel(path);
-        let picked = pick(v, &parts).ok_or_else(|| format!("invalid path select operand {s}, value not found"))?;
-        let merged = crate::value::union(&Value::from(std::mem::take(&mut out)), &picked, false).map_err(|e| e.msg)?;
+        let picked = pick(v, &parts)
+            .ok_or_else(|| format!("invalid path select operand {s}, value not found"))?;
+        let merged = crate::value::union(&Value::from(std::mem::take(&mut out)), &picked, false)
+            .map_err(|e| e.msg)?;
         out = merged.as_dict().cloned().unwrap_or_default();
     }
     Ok(Value::from(out))
@@ -228,7 +304,9 @@ fn split_sel(p: &str) -> Vec<&str> {
 
 /// The value at `parts` wrapped back in its path (`{a: {b: v}}`).
 fn pick(v: &Value, parts: &[&str]) -> Option<Value> {
-    let Some((first, rest)) = parts.split_first() else { return Some(v.clone()) };
+    let Some((first, rest)) = parts.split_first() else {
+        return Some(v.clone());
+    };
     if let Some(keys) = first.strip_prefix('{').and_then(|x| x.strip_suffix('}')) {
         let mut d = Dict::new();
         for k in keys.split(',') {
@@ -242,7 +320,7 @@ fn pick(v: &Value, parts: &[&str]) -> Option<Value> {
         // list element selection is not supported by upstream either
         return None;
     }
-    let x = v.as_dict()?.get(*first)?;
+    let x = v.as_dict()?.get(first)?;
     let mut d = Dict::new();
     d.map.insert(Rc::from(*first), pick(x, rest)?);
     Some(Value::from(d))

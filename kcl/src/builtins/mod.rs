@@ -10,18 +10,40 @@ use crate::value::{self, Dict, Host, RtError, RtResult, Str, Value};
 pub use strs::{call_method, str_method};
 pub use sys::{is_system_module, system_member, system_module_name};
 
-pub(crate) fn arg<'a>(args: &'a [Value], kwargs: &'a [(Str, Value)], i: usize, name: &str) -> Option<&'a Value> {
-    args.get(i).or_else(|| kwargs.iter().find(|(k, _)| &**k == name).map(|(_, v)| v))
+pub(crate) fn arg<'a>(
+    args: &'a [Value],
+    kwargs: &'a [(Str, Value)],
+    i: usize,
+    name: &str,
+) -> Option<&'a Value> {
+    args.get(i)
+        .or_else(|| kwargs.iter().find(|(k, _)| &**k == name).map(|(_, v)| v))
 }
 
-pub(crate) fn req<'a>(args: &'a [Value], kwargs: &'a [(Str, Value)], i: usize, name: &str, f: &str) -> RtResult<&'a Value> {
-    arg(args, kwargs, i, name).ok_or_else(|| RtError::ty(format!("{f}() missing required argument '{name}'")))
+pub(crate) fn req<'a>(
+    args: &'a [Value],
+    kwargs: &'a [(Str, Value)],
+    i: usize,
+    name: &str,
+    f: &str,
+) -> RtResult<&'a Value> {
+    arg(args, kwargs, i, name)
+        .ok_or_else(|| RtError::ty(format!("{f}() missing required argument '{name}'")))
 }
 
-pub(crate) fn str_arg(args: &[Value], kwargs: &[(Str, Value)], i: usize, name: &str, f: &str) -> RtResult<Str> {
+pub(crate) fn str_arg(
+    args: &[Value],
+    kwargs: &[(Str, Value)],
+    i: usize,
+    name: &str,
+    f: &str,
+) -> RtResult<Str> {
     match req(args, kwargs, i, name, f)? {
         Value::Str(s) => Ok(s.clone()),
-        other => Err(RtError::ty(format!("{f}() argument '{name}' must be str, not {}", other.type_name()))),
+        other => Err(RtError::ty(format!(
+            "{f}() argument '{name}' must be str, not {}",
+            other.type_name()
+        ))),
     }
 }
 
@@ -73,8 +95,16 @@ fn leak_name(name: &str) -> &'static str {
 }
 
 fn b_print(h: &mut dyn Host, args: &[Value], kwargs: &[(Str, Value)]) -> RtResult<Value> {
-    let sep = kwargs.iter().find(|(k, _)| &**k == "sep").map(|(_, v)| value::to_str(v)).unwrap_or_else(|| " ".into());
-    let end = kwargs.iter().find(|(k, _)| &**k == "end").map(|(_, v)| value::to_str(v)).unwrap_or_else(|| "\n".into());
+    let sep = kwargs
+        .iter()
+        .find(|(k, _)| &**k == "sep")
+        .map(|(_, v)| value::to_str(v))
+        .unwrap_or_else(|| " ".into());
+    let end = kwargs
+        .iter()
+        .find(|(k, _)| &**k == "end")
+        .map(|(_, v)| value::to_str(v))
+        .unwrap_or_else(|| "\n".into());
     let s: Vec<String> = args.iter().map(value::to_str).collect();
     h.print(&format!("{}{}", s.join(&sep), end));
     Ok(Value::None)
@@ -94,7 +124,11 @@ fn b_sum(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 }
 
 fn minmax(args: &[Value], want: std::cmp::Ordering, f: &str) -> RtResult<Value> {
-    let items = if args.len() == 1 { args[0].iter_items()? } else { args.to_vec() };
+    let items = if args.len() == 1 {
+        args[0].iter_items()?
+    } else {
+        args.to_vec()
+    };
     let mut best: Option<Value> = None;
     for x in items {
         best = Some(match best {
@@ -123,13 +157,18 @@ fn b_abs(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
         Value::Int(i) => Ok(Value::Int(i.abs())),
         Value::Float(f) => Ok(Value::Float(f.abs())),
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
-        other => Err(RtError::ty(format!("bad operand type for abs(): '{}'", other.type_name()))),
+        other => Err(RtError::ty(format!(
+            "bad operand type for abs(): '{}'",
+            other.type_name()
+        ))),
     }
 }
 
 fn b_int(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let v = arg(args, kw, 0, "number").cloned().unwrap_or(Value::Int(0));
-    let base = arg(args, kw, 1, "base").and_then(|b| b.as_int()).unwrap_or(10);
+    let base = arg(args, kw, 1, "base")
+        .and_then(|b| b.as_int())
+        .unwrap_or(10);
     match &v {
         Value::Int(_) => Ok(v),
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
@@ -141,29 +180,54 @@ fn b_int(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
                 Some(b) => (true, b.to_string()),
                 None => (false, t.strip_prefix('+').unwrap_or(&t).to_string()),
             };
-            let (radix, digits) = if base == 16 || (base == 0 && body.to_ascii_lowercase().starts_with("0x")) {
-                (16, body.trim_start_matches("0x").trim_start_matches("0X").to_string())
-            } else if base == 8 || (base == 0 && body.to_ascii_lowercase().starts_with("0o")) {
-                (8, body.trim_start_matches("0o").trim_start_matches("0O").to_string())
-            } else if base == 2 || (base == 0 && body.to_ascii_lowercase().starts_with("0b")) {
-                (2, body.trim_start_matches("0b").trim_start_matches("0B").to_string())
-            } else {
-                (if base == 0 { 10 } else { base as u32 }, body.clone())
-            };
+            let (radix, digits) =
+                if base == 16 || (base == 0 && body.to_ascii_lowercase().starts_with("0x")) {
+                    (
+                        16,
+                        body.trim_start_matches("0x")
+                            .trim_start_matches("0X")
+                            .to_string(),
+                    )
+                } else if base == 8 || (base == 0 && body.to_ascii_lowercase().starts_with("0o")) {
+                    (
+                        8,
+                        body.trim_start_matches("0o")
+                            .trim_start_matches("0O")
+                            .to_string(),
+                    )
+                } else if base == 2 || (base == 0 && body.to_ascii_lowercase().starts_with("0b")) {
+                    (
+                        2,
+                        body.trim_start_matches("0b")
+                            .trim_start_matches("0B")
+                            .to_string(),
+                    )
+                } else {
+                    (if base == 0 { 10 } else { base as u32 }, body.clone())
+                };
             if let Some((n, suf)) = value::parse_unit_suffix(&body) {
-                return Ok(Value::Int((n * value::unit_multiplier(suf).unwrap()) as i64 * if neg { -1 } else { 1 }));
+                return Ok(Value::Int(
+                    (n * value::unit_multiplier(suf).unwrap()) as i64 * if neg { -1 } else { 1 },
+                ));
             }
             match i64::from_str_radix(&digits, radix) {
                 Ok(n) => Ok(Value::Int(if neg { -n } else { n })),
-                Err(_) => Err(RtError::eval(format!("invalid literal for int() with base {base}: '{s}'"))),
+                Err(_) => Err(RtError::eval(format!(
+                    "invalid literal for int() with base {base}: '{s}'"
+                ))),
             }
         }
-        other => Err(RtError::ty(format!("int() argument must be a string, a bytes-like object or a number, not '{}'", other.type_name()))),
+        other => Err(RtError::ty(format!(
+            "int() argument must be a string, a bytes-like object or a number, not '{}'",
+            other.type_name()
+        ))),
     }
 }
 
 fn b_float(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let v = arg(args, kw, 0, "number").cloned().unwrap_or(Value::Float(0.0));
+    let v = arg(args, kw, 0, "number")
+        .cloned()
+        .unwrap_or(Value::Float(0.0));
     match &v {
         Value::Float(_) => Ok(v),
         Value::Int(i) => Ok(Value::Float(*i as f64)),
@@ -177,9 +241,13 @@ fn b_float(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Va
                 "nan" => Some(f64::NAN),
                 _ => t.replace('_', "").parse::<f64>().ok(),
             };
-            f.map(Value::Float).ok_or_else(|| RtError::eval(format!("could not convert string to float: '{s}'")))
+            f.map(Value::Float)
+                .ok_or_else(|| RtError::eval(format!("could not convert string to float: '{s}'")))
         }
-        other => Err(RtError::ty(format!("float() argument must be a string or a number, not '{}'", other.type_name()))),
+        other => Err(RtError::ty(format!(
+            "float() argument must be a string or a number, not '{}'",
+            other.type_name()
+        ))),
     }
 }
 
@@ -191,7 +259,9 @@ fn b_str(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 }
 
 fn b_bool(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    Ok(Value::Bool(arg(args, kw, 0, "x").is_some_and(|v| v.truthy())))
+    Ok(Value::Bool(
+        arg(args, kw, 0, "x").is_some_and(|v| v.truthy()),
+    ))
 }
 
 fn b_list(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
@@ -214,13 +284,21 @@ fn b_dict(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Val
                 for p in l.iter() {
                     let items = p.iter_items()?;
                     if items.len() != 2 {
-                        return Err(RtError::ty("dictionary update sequence element has wrong length"));
+                        return Err(RtError::ty(
+                            "dictionary update sequence element has wrong length",
+                        ));
                     }
-                    d.map.insert(Rc::from(value::to_str(&items[0])), items[1].clone());
+                    d.map
+                        .insert(Rc::from(value::to_str(&items[0])), items[1].clone());
                 }
             }
             Value::None | Value::Undefined => {}
-            other => return Err(RtError::ty(format!("'{}' object is not iterable", other.type_name()))),
+            other => {
+                return Err(RtError::ty(format!(
+                    "'{}' object is not iterable",
+                    other.type_name()
+                )));
+            }
         }
     }
     for (k, v) in kw {
@@ -233,9 +311,13 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     let v = req(args, kw, 0, "x", "typeof")?;
     let full = arg(args, kw, 1, "full_name").is_some_and(|v| v.truthy());
     Ok(Value::from(match v {
-        Value::Schema(s) if full && !s.pkg.is_empty() && &*s.pkg != "__main__" => format!("{}.{}", s.pkg, s.name),
+        Value::Schema(s) if full && !s.pkg.is_empty() && &*s.pkg != "__main__" => {
+            format!("{}.{}", s.pkg, s.name)
+        }
         Value::Schema(s) => s.name.to_string(),
-        Value::Func(f) if matches!(&**f, value::Func::User { data, .. } if data.is::<crate::eval::SchemaType>()) => "type".into(),
+        Value::Func(f) if matches!(&**f, value::Func::User { data, .. } if data.is::<crate::eval::SchemaType>()) => {
+            "type".into()
+        }
         Value::None => "None".into(),
         Value::Undefined => "Undefined".into(),
         other => other.type_name(),
@@ -251,7 +333,12 @@ fn json_guess(s: &str) -> Value {
 
 /// `option()` type conversion: `-D` values arrive as raw strings.
 fn convert_option(v: Value, ty: Option<&str>, key: &str) -> RtResult<Value> {
-    let bad = |v: &Value, t: &str| RtError::eval(format!("cannot use '{}' as type '{t}' for option('{key}')", value::to_str(v)));
+    let bad = |v: &Value, t: &str| {
+        RtError::eval(format!(
+            "cannot use '{}' as type '{t}' for option('{key}')",
+            value::to_str(v)
+        ))
+    };
     Ok(match ty {
         None | Some("") | Some("any") => match &v {
             Value::Str(s) => json_guess(s),
@@ -294,9 +381,16 @@ fn convert_option(v: Value, ty: Option<&str>, key: &str) -> RtResult<Value> {
                 Value::Str(s) => json_guess(s),
                 _ => v,
             };
-            let ok = if t == "list" { matches!(v, Value::List(_)) } else { v.is_config() };
+            let ok = if t == "list" {
+                matches!(v, Value::List(_))
+            } else {
+                v.is_config()
+            };
             if !ok {
-                return Err(RtError::eval(format!("cannot use '{}' as type '{t}'", value::to_str(&v))));
+                return Err(RtError::eval(format!(
+                    "cannot use '{}' as type '{t}'",
+                    value::to_str(&v)
+                )));
             }
             v
         }
@@ -314,7 +408,8 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
         Some(v) => convert_option(v, ty.as_deref(), &key),
         None => {
             if required && default.is_none() {
-                let mut msg = format!("option('{key}') must be initialized, try '-D {key}=?' argument");
+                let mut msg =
+                    format!("option('{key}') must be initialized, try '-D {key}=?' argument");
                 if let Some(hp) = help {
                     msg.push_str(&format!(" ({hp})"));
                 }
@@ -326,7 +421,10 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
                         Value::Str(_) if ty.as_deref() == Some("str") => d.clone(),
                         Value::Str(_) => convert_option(d.clone(), ty.as_deref(), &key)?,
                         _ => match ty.as_deref() {
-                            Some("bool") | Some("int") | Some("float") | Some("str") | Some("list") | Some("dict") => convert_option(d.clone(), ty.as_deref(), &key)?,
+                            Some("bool") | Some("int") | Some("float") | Some("str")
+                            | Some("list") | Some("dict") => {
+                                convert_option(d.clone(), ty.as_deref(), &key)?
+                            }
                             _ => d.clone(),
                         },
                     };
@@ -339,8 +437,12 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
 }
 
 fn b_multiplyof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let a = req(args, kw, 0, "a", "multiplyof")?.as_int().ok_or_else(|| RtError::ty("multiplyof() expects int arguments"))?;
-    let b = req(args, kw, 1, "b", "multiplyof")?.as_int().ok_or_else(|| RtError::ty("multiplyof() expects int arguments"))?;
+    let a = req(args, kw, 0, "a", "multiplyof")?
+        .as_int()
+        .ok_or_else(|| RtError::ty("multiplyof() expects int arguments"))?;
+    let b = req(args, kw, 1, "b", "multiplyof")?
+        .as_int()
+        .ok_or_else(|| RtError::ty("multiplyof() expects int arguments"))?;
     Ok(Value::Bool(b != 0 && a % b == 0))
 }
 
@@ -377,7 +479,13 @@ fn b_sorted(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
 }
 
 fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
-    let ints: Vec<i64> = args.iter().map(|a| a.as_int().ok_or_else(|| RtError::ty("range() integer argument expected"))).collect::<RtResult<_>>()?;
+    let ints: Vec<i64> = args
+        .iter()
+        .map(|a| {
+            a.as_int()
+                .ok_or_else(|| RtError::ty("range() integer argument expected"))
+        })
+        .collect::<RtResult<_>>()?;
     let (start, stop, step) = match ints.len() {
         1 => (0, ints[0], 1),
         2 => (ints[0], ints[1], 1),
@@ -397,33 +505,58 @@ fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Val
 }
 
 fn b_zip(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
-    let lists: Vec<Vec<Value>> = args.iter().map(|a| a.iter_items()).collect::<RtResult<_>>()?;
+    let lists: Vec<Vec<Value>> = args
+        .iter()
+        .map(|a| a.iter_items())
+        .collect::<RtResult<_>>()?;
     let n = lists.iter().map(Vec::len).min().unwrap_or(0);
-    Ok(Value::from((0..n).map(|i| Value::from(lists.iter().map(|l| l[i].clone()).collect::<Vec<_>>())).collect::<Vec<_>>()))
+    Ok(Value::from(
+        (0..n)
+            .map(|i| Value::from(lists.iter().map(|l| l[i].clone()).collect::<Vec<_>>()))
+            .collect::<Vec<_>>(),
+    ))
 }
 
 fn b_all(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    Ok(Value::Bool(req(args, kw, 0, "inval", "all_true")?.iter_items()?.iter().all(Value::truthy)))
+    Ok(Value::Bool(
+        req(args, kw, 0, "inval", "all_true")?
+            .iter_items()?
+            .iter()
+            .all(Value::truthy),
+    ))
 }
 fn b_any(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    Ok(Value::Bool(req(args, kw, 0, "inval", "any_true")?.iter_items()?.iter().any(Value::truthy)))
+    Ok(Value::Bool(
+        req(args, kw, 0, "inval", "any_true")?
+            .iter_items()?
+            .iter()
+            .any(Value::truthy),
+    ))
 }
 fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let s = str_arg(args, kw, 0, "c", "ord")?;
     let mut it = s.chars();
     match (it.next(), it.next()) {
         (Some(c), None) => Ok(Value::Int(c as i64)),
-        _ => Err(RtError::ty(format!("ord() expected a character, but string of length {} found", s.chars().count()))),
+        _ => Err(RtError::ty(format!(
+            "ord() expected a character, but string of length {} found",
+            s.chars().count()
+        ))),
     }
 }
 fn int_fmt(args: &[Value], kw: &[(Str, Value)], f: &str, pre: &str, radix: u32) -> RtResult<Value> {
-    let i = req(args, kw, 0, "number", f)?.as_int().ok_or_else(|| RtError::ty(format!("{f}() expects an int")))?;
+    let i = req(args, kw, 0, "number", f)?
+        .as_int()
+        .ok_or_else(|| RtError::ty(format!("{f}() expects an int")))?;
     let digits = match radix {
         16 => format!("{:x}", i.unsigned_abs()),
         8 => format!("{:o}", i.unsigned_abs()),
         _ => format!("{:b}", i.unsigned_abs()),
     };
-    Ok(Value::from(format!("{}{pre}{digits}", if i < 0 { "-" } else { "" })))
+    Ok(Value::from(format!(
+        "{}{pre}{digits}",
+        if i < 0 { "-" } else { "" }
+    )))
 }
 fn b_hex(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     int_fmt(args, kw, "hex", "0x", 16)
@@ -437,18 +570,28 @@ fn b_bin(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 fn b_round(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let x = req(args, kw, 0, "number", "round")?;
     let nd = arg(args, kw, 1, "ndigits").and_then(|v| v.as_int());
-    let f = x.as_f64().ok_or_else(|| RtError::ty("round() expects a number"))?;
+    let f = x
+        .as_f64()
+        .ok_or_else(|| RtError::ty("round() expects a number"))?;
     match nd {
         None => {
             // banker's rounding like Python
             let r = f.round();
-            let r = if (f - f.trunc()).abs() == 0.5 { 2.0 * (f / 2.0).round() } else { r };
+            let r = if (f - f.trunc()).abs() == 0.5 {
+                2.0 * (f / 2.0).round()
+            } else {
+                r
+            };
             Ok(Value::Int(r as i64))
         }
         Some(n) => {
             let m = 10f64.powi(n as i32);
             let v = (f * m).round() / m;
-            Ok(if matches!(x, Value::Int(_)) { Value::Int(v as i64) } else { Value::Float(v) })
+            Ok(if matches!(x, Value::Int(_)) {
+                Value::Int(v as i64)
+            } else {
+                Value::Float(v)
+            })
         }
     }
 }
@@ -463,10 +606,18 @@ fn b_pow(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 }
 fn b_enumerate(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let items = req(args, kw, 0, "x", "enumerate")?.iter_items()?;
-    Ok(Value::from(items.into_iter().enumerate().map(|(i, x)| Value::from(vec![Value::Int(i as i64), x])).collect::<Vec<_>>()))
+    Ok(Value::from(
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| Value::from(vec![Value::Int(i as i64), x]))
+            .collect::<Vec<_>>(),
+    ))
 }
 fn b_isnullish(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    Ok(Value::Bool(req(args, kw, 0, "x", "isnullish")?.is_none_or_undefined()))
+    Ok(Value::Bool(
+        req(args, kw, 0, "x", "isnullish")?.is_none_or_undefined(),
+    ))
 }
 
 /// `v[lo:hi:step]` for lists and strings.
@@ -478,12 +629,23 @@ pub fn slice(v: &Value, lo: Option<i64>, hi: Option<i64>, step: Option<i64>) -> 
     let idx = |n: i64| -> Vec<usize> {
         let norm = |x: i64, def: i64| -> i64 {
             let x = if x < 0 { x + n } else { x };
-            if step > 0 { x.clamp(0, n) } else { x.clamp(-1, n - 1) }.min(if step > 0 { n } else { def.max(n - 1) })
+            if step > 0 {
+                x.clamp(0, n)
+            } else {
+                x.clamp(-1, n - 1)
+            }
+            .min(if step > 0 { n } else { def.max(n - 1) })
         };
         let (start, stop) = if step > 0 {
-            (lo.map(|x| norm(x, 0)).unwrap_or(0), hi.map(|x| norm(x, n)).unwrap_or(n))
+            (
+                lo.map(|x| norm(x, 0)).unwrap_or(0),
+                hi.map(|x| norm(x, n)).unwrap_or(n),
+            )
         } else {
-            (lo.map(|x| norm(x, n - 1)).unwrap_or(n - 1), hi.map(|x| norm(x, -1)).unwrap_or(-1))
+            (
+                lo.map(|x| norm(x, n - 1)).unwrap_or(n - 1),
+                hi.map(|x| norm(x, -1)).unwrap_or(-1),
+            )
         };
         let mut out = Vec::new();
         let mut i = start;
@@ -496,12 +658,25 @@ pub fn slice(v: &Value, lo: Option<i64>, hi: Option<i64>, step: Option<i64>) -> 
         out
     };
     match v {
-        Value::List(l) => Ok(Value::from(idx(l.len() as i64).into_iter().map(|i| l[i].clone()).collect::<Vec<_>>())),
+        Value::List(l) => Ok(Value::from(
+            idx(l.len() as i64)
+                .into_iter()
+                .map(|i| l[i].clone())
+                .collect::<Vec<_>>(),
+        )),
         Value::Str(s) => {
             let chars: Vec<char> = s.chars().collect();
-            Ok(Value::from(idx(chars.len() as i64).into_iter().map(|i| chars[i]).collect::<String>()))
+            Ok(Value::from(
+                idx(chars.len() as i64)
+                    .into_iter()
+                    .map(|i| chars[i])
+                    .collect::<String>(),
+            ))
         }
-        other => Err(RtError::ty(format!("'{}' object is not subscriptable", other.type_name()))),
+        other => Err(RtError::ty(format!(
+            "'{}' object is not subscriptable",
+            other.type_name()
+        ))),
     }
 }
 
@@ -511,8 +686,12 @@ pub fn to_json_value(v: &Value) -> serde_json::Value {
         Value::None | Value::Undefined | Value::Func(_) => serde_json::Value::Null,
         Value::Bool(b) => (*b).into(),
         Value::Int(i) => (*i).into(),
-        Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null),
-        Value::Unit(u) => serde_json::Number::from_f64(u.value()).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        Value::Unit(u) => serde_json::Number::from_f64(u.value())
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
         Value::Str(s) => serde_json::Value::String(s.to_string()),
         Value::List(l) => serde_json::Value::Array(l.iter().map(to_json_value).collect()),
         Value::Dict(_) | Value::Schema(_) => {
@@ -536,7 +715,9 @@ pub fn from_json_value(j: &serde_json::Value) -> Value {
             None => Value::Float(n.as_f64().unwrap_or(0.0)),
         },
         serde_json::Value::String(s) => Value::str(s),
-        serde_json::Value::Array(a) => Value::from(a.iter().map(from_json_value).collect::<Vec<_>>()),
+        serde_json::Value::Array(a) => {
+            Value::from(a.iter().map(from_json_value).collect::<Vec<_>>())
+        }
         serde_json::Value::Object(o) => {
             let mut d = Dict::with_capacity(o.len());
             for (k, v) in o {
@@ -601,36 +782,78 @@ mod tests {
     }
 
     fn call(name: &str, args: Vec<Value>) -> RtResult<Value> {
-        let Some(Value::Func(f)) = lookup(name) else { panic!("no builtin {name}") };
-        let value::Func::Native { f, .. } = &*f else { unreachable!() };
+        let Some(Value::Func(f)) = lookup(name) else {
+            panic!("no builtin {name}")
+        };
+        let value::Func::Native { f, .. } = &*f else {
+            unreachable!()
+        };
         f(&mut NoHost(String::new()), &args, &[])
     }
 
     #[test]
     fn numeric_builtins() {
-        assert_eq!(call("int", vec![Value::str("0x10"), Value::Int(16)]).unwrap(), Value::Int(16));
+        assert_eq!(
+            call("int", vec![Value::str("0x10"), Value::Int(16)]).unwrap(),
+            Value::Int(16)
+        );
         assert_eq!(call("int", vec![Value::Float(3.9)]).unwrap(), Value::Int(3));
-        assert_eq!(call("sum", vec![Value::from(vec![Value::Int(1), Value::Int(2)])]).unwrap(), Value::Int(3));
-        assert_eq!(call("max", vec![Value::Int(1), Value::Int(5), Value::Int(2)]).unwrap(), Value::Int(5));
+        assert_eq!(
+            call("sum", vec![Value::from(vec![Value::Int(1), Value::Int(2)])]).unwrap(),
+            Value::Int(3)
+        );
+        assert_eq!(
+            call("max", vec![Value::Int(1), Value::Int(5), Value::Int(2)]).unwrap(),
+            Value::Int(5)
+        );
         assert!(call("max", vec![Value::from(Vec::new())]).is_err());
         assert_eq!(call("abs", vec![Value::Int(-3)]).unwrap(), Value::Int(3));
-        assert_eq!(call("multiplyof", vec![Value::Int(10), Value::Int(5)]).unwrap(), Value::Bool(true));
+        assert_eq!(
+            call("multiplyof", vec![Value::Int(10), Value::Int(5)]).unwrap(),
+            Value::Bool(true)
+        );
     }
 
     #[test]
     fn collection_builtins() {
         let l = Value::from(vec![Value::Int(3), Value::Int(1), Value::Int(2)]);
-        assert_eq!(value::to_str(&call("sorted", vec![l.clone()]).unwrap()), "[1, 2, 3]");
+        assert_eq!(
+            value::to_str(&call("sorted", vec![l.clone()]).unwrap()),
+            "[1, 2, 3]"
+        );
         assert_eq!(call("isunique", vec![l]).unwrap(), Value::Bool(true));
-        assert_eq!(value::to_str(&call("range", vec![Value::Int(0), Value::Int(6), Value::Int(2)]).unwrap()), "[0, 2, 4]");
-        assert_eq!(value::to_str(&slice(&Value::str("Hello"), Some(-1), None, None).unwrap()), "o");
-        assert_eq!(value::to_str(&slice(&Value::from(vec![Value::Int(1), Value::Int(2), Value::Int(3)]), None, None, Some(-1)).unwrap()), "[3, 2, 1]");
+        assert_eq!(
+            value::to_str(
+                &call("range", vec![Value::Int(0), Value::Int(6), Value::Int(2)]).unwrap()
+            ),
+            "[0, 2, 4]"
+        );
+        assert_eq!(
+            value::to_str(&slice(&Value::str("Hello"), Some(-1), None, None).unwrap()),
+            "o"
+        );
+        assert_eq!(
+            value::to_str(
+                &slice(
+                    &Value::from(vec![Value::Int(1), Value::Int(2), Value::Int(3)]),
+                    None,
+                    None,
+                    Some(-1)
+                )
+                .unwrap()
+            ),
+            "[3, 2, 1]"
+        );
     }
 
     #[test]
     fn print_goes_to_host() {
-        let Some(Value::Func(f)) = lookup("print") else { panic!() };
-        let value::Func::Native { f, .. } = &*f else { unreachable!() };
+        let Some(Value::Func(f)) = lookup("print") else {
+            panic!()
+        };
+        let value::Func::Native { f, .. } = &*f else {
+            unreachable!()
+        };
         let mut h = NoHost(String::new());
         f(&mut h, &[Value::str("a"), Value::Int(1)], &[]).unwrap();
         assert_eq!(h.0, "a 1\n");

@@ -6,25 +6,67 @@ use super::{arg, str_arg};
 use crate::value::{self, Func, Host, RtError, RtResult, Str, Value};
 
 const METHODS: &[&str] = &[
-    "capitalize", "count", "endswith", "find", "format", "index", "isalnum", "isalpha", "isdigit", "islower", "isspace", "istitle", "isupper", "join", "lower",
-    "lstrip", "replace", "removeprefix", "removesuffix", "rfind", "rindex", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "title", "upper",
+    "capitalize",
+    "count",
+    "endswith",
+    "find",
+    "format",
+    "index",
+    "isalnum",
+    "isalpha",
+    "isdigit",
+    "islower",
+    "isspace",
+    "istitle",
+    "isupper",
+    "join",
+    "lower",
+    "lstrip",
+    "replace",
+    "removeprefix",
+    "removesuffix",
+    "rfind",
+    "rindex",
+    "rsplit",
+    "rstrip",
+    "split",
+    "splitlines",
+    "startswith",
+    "strip",
+    "title",
+    "upper",
     "chars",
 ];
 
 /// A bound string method, if `name` is one.
 pub fn str_method(recv: &Value, name: &str) -> Option<Value> {
-    METHODS.contains(&name).then(|| Value::Func(Rc::new(Func::Method { name: Rc::from(name), recv: recv.clone() })))
+    METHODS.contains(&name).then(|| {
+        Value::Func(Rc::new(Func::Method {
+            name: Rc::from(name),
+            recv: recv.clone(),
+        }))
+    })
 }
 
 fn opt_str(args: &[Value], kw: &[(Str, Value)], i: usize, name: &str) -> Option<String> {
-    arg(args, kw, i, name).filter(|v| !v.is_none_or_undefined()).map(value::to_str)
+    arg(args, kw, i, name)
+        .filter(|v| !v.is_none_or_undefined())
+        .map(value::to_str)
 }
 
 fn char_range(s: &str, args: &[Value], start_i: usize) -> (usize, usize) {
     let n = s.chars().count() as i64;
     let norm = |x: i64| (if x < 0 { x + n } else { x }).clamp(0, n) as usize;
-    let start = args.get(start_i).and_then(|v| v.as_int()).map(norm).unwrap_or(0);
-    let end = args.get(start_i + 1).and_then(|v| v.as_int()).map(norm).unwrap_or(n as usize);
+    let start = args
+        .get(start_i)
+        .and_then(|v| v.as_int())
+        .map(norm)
+        .unwrap_or(0);
+    let end = args
+        .get(start_i + 1)
+        .and_then(|v| v.as_int())
+        .map(norm)
+        .unwrap_or(n as usize);
     (start, end)
 }
 
@@ -37,9 +79,18 @@ fn char_of(s: &str, bi: usize) -> usize {
 }
 
 /// Call string method `name` on `recv`.
-pub fn call_method(_h: &mut dyn Host, name: &str, recv: &Value, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+pub fn call_method(
+    _h: &mut dyn Host,
+    name: &str,
+    recv: &Value,
+    args: &[Value],
+    kw: &[(Str, Value)],
+) -> RtResult<Value> {
     let Value::Str(s) = recv else {
-        return Err(RtError::ty(format!("'{}' object has no attribute '{name}'", recv.type_name())));
+        return Err(RtError::ty(format!(
+            "'{}' object has no attribute '{name}'",
+            recv.type_name()
+        )));
     };
     let s: &str = s;
     Ok(match name {
@@ -74,7 +125,11 @@ pub fn call_method(_h: &mut dyn Host, name: &str, recv: &Value, args: &[Value], 
             let sub = str_arg(args, kw, 0, "sub", "count")?;
             let (a, b) = char_range(s, args, 1);
             let hay = &s[byte_of(s, a)..byte_of(s, b)];
-            Value::Int(if sub.is_empty() { hay.chars().count() as i64 + 1 } else { hay.matches(&*sub).count() as i64 })
+            Value::Int(if sub.is_empty() {
+                hay.chars().count() as i64 + 1
+            } else {
+                hay.matches(&*sub).count() as i64
+            })
         }
         "endswith" => {
             let sub = str_arg(args, kw, 0, "suffix", "endswith")?;
@@ -91,18 +146,28 @@ pub fn call_method(_h: &mut dyn Host, name: &str, recv: &Value, args: &[Value], 
             let (a, b) = char_range(s, args, 1);
             let (ba, bb) = (byte_of(s, a), byte_of(s, b));
             let hay = &s[ba..bb];
-            let found = if name.starts_with('r') { hay.rfind(&*sub) } else { hay.find(&*sub) };
+            let found = if name.starts_with('r') {
+                hay.rfind(&*sub)
+            } else {
+                hay.find(&*sub)
+            };
             match found {
                 Some(i) => Value::Int(char_of(s, ba + i) as i64),
-                None if name.ends_with("index") => return Err(RtError::eval("substring not found")),
+                None if name.ends_with("index") => {
+                    return Err(RtError::eval("substring not found"));
+                }
                 None => Value::Int(-1),
             }
         }
         "isalnum" => Value::Bool(!s.is_empty() && s.chars().all(char::is_alphanumeric)),
         "isalpha" => Value::Bool(!s.is_empty() && s.chars().all(char::is_alphabetic)),
         "isdigit" => Value::Bool(!s.is_empty() && s.chars().all(|c| c.is_ascii_digit())),
-        "islower" => Value::Bool(s.chars().any(char::is_lowercase) && !s.chars().any(char::is_uppercase)),
-        "isupper" => Value::Bool(s.chars().any(char::is_uppercase) && !s.chars().any(char::is_lowercase)),
+        "islower" => {
+            Value::Bool(s.chars().any(char::is_lowercase) && !s.chars().any(char::is_uppercase))
+        }
+        "isupper" => {
+            Value::Bool(s.chars().any(char::is_uppercase) && !s.chars().any(char::is_lowercase))
+        }
         "isspace" => Value::Bool(!s.is_empty() && s.chars().all(char::is_whitespace)),
         "istitle" => {
             let mut prev_alpha = false;
@@ -132,7 +197,10 @@ pub fn call_method(_h: &mut dyn Host, name: &str, recv: &Value, args: &[Value], 
                 .iter()
                 .map(|v| match v {
                     Value::Str(x) => Ok(x.to_string()),
-                    other => Err(RtError::ty(format!("sequence item: expected str instance, {} found", other.type_name()))),
+                    other => Err(RtError::ty(format!(
+                        "sequence item: expected str instance, {} found",
+                        other.type_name()
+                    ))),
                 })
                 .collect::<RtResult<_>>()?;
             Value::from(parts.join(s))
@@ -167,7 +235,9 @@ pub fn call_method(_h: &mut dyn Host, name: &str, recv: &Value, args: &[Value], 
         }
         "split" | "rsplit" => {
             let sep = opt_str(args, kw, 0, "sep");
-            let max = arg(args, kw, 1, "maxsplit").and_then(|v| v.as_int()).unwrap_or(-1);
+            let max = arg(args, kw, 1, "maxsplit")
+                .and_then(|v| v.as_int())
+                .unwrap_or(-1);
             let parts: Vec<String> = match &sep {
                 None => {
                     let words: Vec<&str> = s.split_whitespace().collect();
@@ -208,9 +278,14 @@ pub fn call_method(_h: &mut dyn Host, name: &str, recv: &Value, args: &[Value], 
                     if max < 0 {
                         s.split(sep.as_str()).map(String::from).collect()
                     } else if name == "split" {
-                        s.splitn(max as usize + 1, sep.as_str()).map(String::from).collect()
+                        s.splitn(max as usize + 1, sep.as_str())
+                            .map(String::from)
+                            .collect()
                     } else {
-                        let mut v: Vec<String> = s.rsplitn(max as usize + 1, sep.as_str()).map(String::from).collect();
+                        let mut v: Vec<String> = s
+                            .rsplitn(max as usize + 1, sep.as_str())
+                            .map(String::from)
+                            .collect();
                         v.reverse();
                         v
                     }
@@ -244,7 +319,11 @@ pub fn call_method(_h: &mut dyn Host, name: &str, recv: &Value, args: &[Value], 
             Value::from(out)
         }
         "format" => Value::from(format_str(s, args, kw)?),
-        "chars" => Value::from(s.chars().map(|c| Value::from(c.to_string())).collect::<Vec<_>>()),
+        "chars" => Value::from(
+            s.chars()
+                .map(|c| Value::from(c.to_string()))
+                .collect::<Vec<_>>(),
+        ),
         _ => return Err(RtError::ty(format!("str object has no attribute '{name}'"))),
     })
 }
@@ -277,13 +356,20 @@ fn format_str(s: &str, args: &[Value], kw: &[(Str, Value)]) -> RtResult<String> 
                     None => (field.clone(), None),
                 };
                 let v = if name.is_empty() {
-                    let v = args.get(auto).cloned().ok_or_else(|| RtError::eval("Replacement index out of range for positional args tuple"))?;
+                    let v = args.get(auto).cloned().ok_or_else(|| {
+                        RtError::eval("Replacement index out of range for positional args tuple")
+                    })?;
                     auto += 1;
                     v
                 } else if let Ok(i) = name.parse::<usize>() {
-                    args.get(i).cloned().ok_or_else(|| RtError::eval("Replacement index out of range for positional args tuple"))?
+                    args.get(i).cloned().ok_or_else(|| {
+                        RtError::eval("Replacement index out of range for positional args tuple")
+                    })?
                 } else {
-                    kw.iter().find(|(k, _)| &**k == name).map(|(_, v)| v.clone()).ok_or_else(|| RtError::eval(format!("KeyError: '{name}'")))?
+                    kw.iter()
+                        .find(|(k, _)| **k == name)
+                        .map(|(_, v)| v.clone())
+                        .ok_or_else(|| RtError::eval(format!("KeyError: '{name}'")))?
                 };
                 out.push_str(&apply_spec(&v, spec.as_deref()));
             }
@@ -294,17 +380,26 @@ fn format_str(s: &str, args: &[Value], kw: &[(Str, Value)]) -> RtResult<String> 
 }
 
 fn apply_spec(v: &Value, spec: Option<&str>) -> String {
-    let Some(spec) = spec else { return value::to_str(v) };
-    if let Some(p) = spec.strip_prefix('.').and_then(|x| x.strip_suffix('f')) {
-        if let (Ok(p), Some(f)) = (p.parse::<usize>(), v.as_f64()) {
-            return format!("{f:.p$}");
-        }
+    let Some(spec) = spec else {
+        return value::to_str(v);
+    };
+    if let Some(p) = spec.strip_prefix('.').and_then(|x| x.strip_suffix('f'))
+        && let (Ok(p), Some(f)) = (p.parse::<usize>(), v.as_f64())
+    {
+        return format!("{f:.p$}");
     }
     let s = value::to_str(v);
     // width with alignment: `<10`, `>10`, `^10`, `10`
     let (align, width) = match spec.chars().next() {
         Some(a @ ('<' | '>' | '^')) => (a, spec[1..].parse::<usize>().unwrap_or(0)),
-        _ => (if matches!(v, Value::Int(_) | Value::Float(_)) { '>' } else { '<' }, spec.parse::<usize>().unwrap_or(0)),
+        _ => (
+            if matches!(v, Value::Int(_) | Value::Float(_)) {
+                '>'
+            } else {
+                '<'
+            },
+            spec.parse::<usize>().unwrap_or(0),
+        ),
     };
     let n = s.chars().count();
     if n >= width {
@@ -331,13 +426,36 @@ mod tests {
     fn string_methods() {
         assert_eq!(m("abc", "upper", vec![]), Value::str("ABC"));
         assert_eq!(m("hello world", "title", vec![]), Value::str("Hello World"));
-        assert_eq!(value::to_str(&m("a,b,c", "split", vec![Value::str(",")])), "['a', 'b', 'c']");
-        assert_eq!(value::to_str(&m("a b  c", "split", vec![])), "['a', 'b', 'c']");
-        assert_eq!(m("-", "join", vec![Value::from(vec![Value::str("a"), Value::str("b")])]), Value::str("a-b"));
-        assert_eq!(m("{} and {}", "format", vec![Value::Int(1), Value::str("x")]), Value::str("1 and x"));
+        assert_eq!(
+            value::to_str(&m("a,b,c", "split", vec![Value::str(",")])),
+            "['a', 'b', 'c']"
+        );
+        assert_eq!(
+            value::to_str(&m("a b  c", "split", vec![])),
+            "['a', 'b', 'c']"
+        );
+        assert_eq!(
+            m(
+                "-",
+                "join",
+                vec![Value::from(vec![Value::str("a"), Value::str("b")])]
+            ),
+            Value::str("a-b")
+        );
+        assert_eq!(
+            m("{} and {}", "format", vec![Value::Int(1), Value::str("x")]),
+            Value::str("1 and x")
+        );
         assert_eq!(m("  x ", "strip", vec![]), Value::str("x"));
         assert_eq!(m("hello", "find", vec![Value::str("l")]), Value::Int(2));
         assert_eq!(m("hello", "rfind", vec![Value::str("l")]), Value::Int(3));
-        assert_eq!(m("aaa", "replace", vec![Value::str("a"), Value::str("b"), Value::Int(2)]), Value::str("bba"));
+        assert_eq!(
+            m(
+                "aaa",
+                "replace",
+                vec![Value::str("a"), Value::str("b"), Value::Int(2)]
+            ),
+            Value::str("bba")
+        );
     }
 }

@@ -11,7 +11,23 @@ use crate::output::{PrintOpts, to_json, to_yaml, to_yaml_stream};
 use crate::value::to_str;
 use crate::value::{self, Dict, Host, RtError, RtResult, Str, Value};
 
-const MODULES: &[&str] = &["base64", "base32", "math", "regex", "json", "yaml", "datetime", "net", "units", "crypto", "file", "manifests", "template", "runtime", "collection"];
+const MODULES: &[&str] = &[
+    "base64",
+    "base32",
+    "math",
+    "regex",
+    "json",
+    "yaml",
+    "datetime",
+    "net",
+    "units",
+    "crypto",
+    "file",
+    "manifests",
+    "template",
+    "runtime",
+    "collection",
+];
 
 pub fn is_system_module(name: &str) -> bool {
     MODULES.contains(&name)
@@ -26,7 +42,9 @@ type A<'a> = &'a [Value];
 type K<'a> = &'a [(Str, Value)];
 
 fn f64_arg(args: A, kw: K, i: usize, name: &str, f: &str) -> RtResult<f64> {
-    req(args, kw, i, name, f)?.as_f64().ok_or_else(|| RtError::ty(format!("{f}() expects a number")))
+    req(args, kw, i, name, f)?
+        .as_f64()
+        .ok_or_else(|| RtError::ty(format!("{f}() expects a number")))
 }
 
 fn flag(args: A, kw: K, i: usize, name: &str) -> bool {
@@ -53,7 +71,13 @@ fn sorted_keys(v: &Value) -> Value {
     match v {
         Value::List(l) => Value::from(l.iter().map(sorted_keys).collect::<Vec<_>>()),
         Value::Dict(_) | Value::Schema(_) => {
-            let mut items: Vec<(Str, Value)> = v.as_dict().unwrap().map.iter().map(|(k, x)| (k.clone(), sorted_keys(x))).collect();
+            let mut items: Vec<(Str, Value)> = v
+                .as_dict()
+                .unwrap()
+                .map
+                .iter()
+                .map(|(k, x)| (k.clone(), sorted_keys(x)))
+                .collect();
             items.sort_by(|a, b| a.0.cmp(&b.0));
             value::dict_of(items)
         }
@@ -66,14 +90,26 @@ fn prep(v: &Value, args: A, kw: K, base: usize) -> (Value, PrintOpts) {
     let sort = flag(args, kw, base, "sort_keys");
     let ignore_private = flag(args, kw, base + 2, "ignore_private");
     let ignore_none = flag(args, kw, base + 3, "ignore_none");
-    let mut v = if ignore_private { strip_private(v) } else { v.clone() };
+    let mut v = if ignore_private {
+        strip_private(v)
+    } else {
+        v.clone()
+    };
     if ignore_none {
         v = v.without_none();
     }
     if sort {
         v = sorted_keys(&v);
     }
-    (v, PrintOpts { sort_keys: false, drop_none: ignore_none, hide_private: false, quote_digit_start: true })
+    (
+        v,
+        PrintOpts {
+            sort_keys: false,
+            drop_none: ignore_none,
+            hide_private: false,
+            quote_digit_start: true,
+        },
+    )
 }
 
 macro_rules! natives {
@@ -385,7 +421,13 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
     }
 }
 
-fn raw_helper(h: &handlebars::Helper, _: &handlebars::Handlebars, _: &handlebars::Context, _: &mut handlebars::RenderContext, out: &mut dyn handlebars::Output) -> handlebars::HelperResult {
+fn raw_helper(
+    h: &handlebars::Helper,
+    _: &handlebars::Handlebars,
+    _: &handlebars::Context,
+    _: &mut handlebars::RenderContext,
+    out: &mut dyn handlebars::Output,
+) -> handlebars::HelperResult {
     if let Some(p) = h.param(0) {
         match p.value() {
             serde_json::Value::String(s) => out.write(s)?,
@@ -396,7 +438,8 @@ fn raw_helper(h: &handlebars::Helper, _: &handlebars::Handlebars, _: &handlebars
 }
 
 fn compile(p: &str) -> RtResult<fancy_regex::Regex> {
-    fancy_regex::Regex::new(p).map_err(|e| RtError::eval(format!("invalid regex pattern '{p}': {e}")))
+    fancy_regex::Regex::new(p)
+        .map_err(|e| RtError::eval(format!("invalid regex pattern '{p}': {e}")))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -411,12 +454,18 @@ fn hash<D: sha2::Digest>(a: A, k: K) -> R {
 fn resolve(h: &mut dyn Host, p: &str) -> std::path::PathBuf {
     let p = p.replace("${KCL_MOD}", &h.mod_root().display().to_string());
     let pb = std::path::PathBuf::from(&p);
-    if pb.is_absolute() { pb } else { h.workdir().join(pb) }
+    if pb.is_absolute() {
+        pb
+    } else {
+        h.workdir().join(pb)
+    }
 }
 
 fn write_file(h: &mut dyn Host, p: &str, content: &str) -> R {
     let path = resolve(h, p);
-    std::fs::write(&path, content).map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to write '{}': {e}", path.display())))
+    std::fs::write(&path, content)
+        .map(|_| Value::None)
+        .map_err(|e| RtError::eval(format!("failed to write '{}': {e}", path.display())))
 }
 
 fn glob(h: &mut dyn Host, pat: &str) -> Vec<String> {
@@ -446,7 +495,17 @@ fn glob(h: &mut dyn Host, pat: &str) -> Vec<String> {
         }
         cur = next;
     }
-    cur.into_iter().map(|p| if abs { p.display().to_string() } else { p.strip_prefix(&base).map(|x| x.display().to_string()).unwrap_or_else(|_| p.display().to_string()) }).collect()
+    cur.into_iter()
+        .map(|p| {
+            if abs {
+                p.display().to_string()
+            } else {
+                p.strip_prefix(&base)
+                    .map(|x| x.display().to_string())
+                    .unwrap_or_else(|_| p.display().to_string())
+            }
+        })
+        .collect()
 }
 
 fn wild(p: &str, s: &str) -> bool {
@@ -534,7 +593,9 @@ fn units_member(name: &str) -> Option<Value> {
         ($suf:literal) => {
             |_: &mut dyn Host, a: A, k: K| -> R {
                 let x = req(a, k, 0, "num", "to_unit")?;
-                let f = x.as_f64().ok_or_else(|| RtError::ty("units conversion expects a number"))?;
+                let f = x
+                    .as_f64()
+                    .ok_or_else(|| RtError::ty("units conversion expects a number"))?;
                 let m = value::unit_multiplier($suf).unwrap();
                 let r = f / m;
                 Ok(Value::from(format!("{}{}", r as i64, $suf)))
@@ -611,32 +672,81 @@ mod tests {
     use crate::builtins::tests::NoHost;
 
     fn call(m: &str, f: &str, args: Vec<Value>) -> Value {
-        let Some(Value::Func(func)) = system_member(m, f) else { panic!("no {m}.{f}") };
-        let value::Func::Native { f, .. } = &*func else { unreachable!() };
+        let Some(Value::Func(func)) = system_member(m, f) else {
+            panic!("no {m}.{f}")
+        };
+        let value::Func::Native { f, .. } = &*func else {
+            unreachable!()
+        };
         f(&mut NoHost(String::new()), &args, &[]).unwrap()
     }
 
     #[test]
     fn encodings_and_hashes() {
-        assert_eq!(call("base64", "encode", vec![Value::str("abc")]), Value::str("YWJj"));
-        assert_eq!(call("base64", "decode", vec![Value::str("YWJj")]), Value::str("abc"));
-        assert_eq!(call("base32", "encode", vec![Value::str("abc")]), Value::str("MFRGG==="));
-        assert_eq!(call("crypto", "md5", vec![Value::str("abc")]), Value::str("900150983cd24fb0d6963f7d28e17f72"));
+        assert_eq!(
+            call("base64", "encode", vec![Value::str("abc")]),
+            Value::str("YWJj")
+        );
+        assert_eq!(
+            call("base64", "decode", vec![Value::str("YWJj")]),
+            Value::str("abc")
+        );
+        assert_eq!(
+            call("base32", "encode", vec![Value::str("abc")]),
+            Value::str("MFRGG===")
+        );
+        assert_eq!(
+            call("crypto", "md5", vec![Value::str("abc")]),
+            Value::str("900150983cd24fb0d6963f7d28e17f72")
+        );
     }
 
     #[test]
     fn regex_json_yaml() {
-        assert_eq!(call("regex", "match", vec![Value::str("abc123"), Value::str("[a-z]+")]), Value::Bool(true));
-        assert_eq!(call("regex", "match", vec![Value::str("1abc"), Value::str("[a-z]+")]), Value::Bool(false));
-        let d = call("json", "decode", vec![Value::str(r#"{"a": [1, 2.5, null]}"#)]);
-        assert_eq!(call("json", "encode", vec![d.clone()]), Value::str(r#"{"a": [1, 2.5, null]}"#));
-        assert_eq!(call("yaml", "encode", vec![d]), Value::str("a:\n- 1\n- 2.5\n- null\n"));
+        assert_eq!(
+            call(
+                "regex",
+                "match",
+                vec![Value::str("abc123"), Value::str("[a-z]+")]
+            ),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            call(
+                "regex",
+                "match",
+                vec![Value::str("1abc"), Value::str("[a-z]+")]
+            ),
+            Value::Bool(false)
+        );
+        let d = call(
+            "json",
+            "decode",
+            vec![Value::str(r#"{"a": [1, 2.5, null]}"#)],
+        );
+        assert_eq!(
+            call("json", "encode", vec![d.clone()]),
+            Value::str(r#"{"a": [1, 2.5, null]}"#)
+        );
+        assert_eq!(
+            call("yaml", "encode", vec![d]),
+            Value::str("a:\n- 1\n- 2.5\n- null\n")
+        );
     }
 
     #[test]
     fn math_and_net() {
-        assert_eq!(call("math", "floor", vec![Value::Float(2.7)]), Value::Int(2));
-        assert_eq!(call("net", "is_IP", vec![Value::str("10.0.0.1")]), Value::Bool(true));
-        assert_eq!(value::to_str(&call("net", "split_host_port", vec![Value::str("a.b:80")])), "['a.b', '80']");
+        assert_eq!(
+            call("math", "floor", vec![Value::Float(2.7)]),
+            Value::Int(2)
+        );
+        assert_eq!(
+            call("net", "is_IP", vec![Value::str("10.0.0.1")]),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            value::to_str(&call("net", "split_host_port", vec![Value::str("a.b:80")])),
+            "['a.b', '80']"
+        );
     }
 }

@@ -18,10 +18,22 @@ pub struct EvalError {
 
 impl EvalError {
     pub fn new(kind: ErrKind, msg: impl Into<String>, span: Option<Span>) -> Self {
-        EvalError { kind, msg: msg.into(), span, notes: Vec::new(), plain: false }
+        EvalError {
+            kind,
+            msg: msg.into(),
+            span,
+            notes: Vec::new(),
+            plain: false,
+        }
     }
     pub fn plain(msg: impl Into<String>) -> Self {
-        EvalError { kind: ErrKind::Evaluation, msg: msg.into(), span: None, notes: Vec::new(), plain: true }
+        EvalError {
+            kind: ErrKind::Evaluation,
+            msg: msg.into(),
+            span: None,
+            notes: Vec::new(),
+            plain: true,
+        }
     }
     pub fn from_rt(e: RtError, span: Span) -> Self {
         EvalError::new(e.kind, e.msg, Some(span))

@@ -56,10 +56,14 @@ impl Evaluator {
         match conv_bin(op) {
             Some(o) => {
                 let r = value::binary(o, a, b).map_err(|e| self.rt(e, span))?;
-                if let (true, Value::Int(i)) = (self.opts.strict_range_check, &r) {
-                    if i32::try_from(*i).is_err() {
-                        return Err(EvalError::new(ErrKind::Evaluation, format!("{i}: A 32 bit integer overflow"), Some(span)));
-                    }
+                if let (true, Value::Int(i)) = (self.opts.strict_range_check, &r)
+                    && i32::try_from(*i).is_err()
+                {
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        format!("{i}: A 32 bit integer overflow"),
+                        Some(span),
+                    ));
                 }
                 Ok(r)
             }
@@ -93,7 +97,10 @@ impl Evaluator {
             ExprKind::Ident(s) => self.lookup(ctx, *s, e.span),
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Float(f) => Ok(Value::Float(*f)),
-            ExprKind::NumberUnit { value, suffix } => Ok(Value::Unit(Rc::new(value::Unit { raw: *value as f64, suffix: Rc::from(suffix.as_str()) }))),
+            ExprKind::NumberUnit { value, suffix } => Ok(Value::Unit(Rc::new(value::Unit {
+                raw: *value as f64,
+                suffix: Rc::from(suffix.as_str()),
+            }))),
             ExprKind::Str(s) => Ok(Value::Str(Rc::from(&**s))),
             ExprKind::JoinedStr(parts) => {
                 let mut out = String::new();
@@ -102,10 +109,27 @@ impl Evaluator {
                         ast::StrPart::Lit(s) => out.push_str(s),
                         ast::StrPart::Interp { expr, spec } => {
                             let v = self.eval(ctx, expr)?;
-                            match spec.as_deref().map(|x| x.trim().to_ascii_lowercase()).as_deref() {
-                                Some("#json") => out.push_str(&crate::output::to_json(&v, Default::default(), 0)),
-                                Some("#yaml") => out.push_str(&crate::output::to_yaml(&v, Default::default())),
-                                Some(_) => return Err(EvalError::new(ErrKind::Compile, format!("{} is a invalid format spec", spec.as_deref().unwrap_or("").trim()), Some(expr.span))),
+                            match spec
+                                .as_deref()
+                                .map(|x| x.trim().to_ascii_lowercase())
+                                .as_deref()
+                            {
+                                Some("#json") => {
+                                    out.push_str(&crate::output::to_json(&v, Default::default(), 0))
+                                }
+                                Some("#yaml") => {
+                                    out.push_str(&crate::output::to_yaml(&v, Default::default()))
+                                }
+                                Some(_) => {
+                                    return Err(EvalError::new(
+                                        ErrKind::Compile,
+                                        format!(
+                                            "{} is a invalid format spec",
+                                            spec.as_deref().unwrap_or("").trim()
+                                        ),
+                                        Some(expr.span),
+                                    ));
+                                }
                                 None => out.push_str(&value::to_str(&v)),
                             }
                         }
@@ -160,11 +184,19 @@ impl Evaluator {
                     self.eval(ctx, orelse)
                 }
             }
-            ExprKind::Selector { value, attr, optional } => {
+            ExprKind::Selector {
+                value,
+                attr,
+                optional,
+            } => {
                 let v = self.eval(ctx, value)?;
                 self.select(ctx, &v, attr.sym.as_str(), *optional, attr.span)
             }
-            ExprKind::Subscript { value, index, optional } => {
+            ExprKind::Subscript {
+                value,
+                index,
+                optional,
+            } => {
                 let v = self.eval(ctx, value)?;
                 if *optional && v.is_none_or_undefined() {
                     return Ok(Value::None);
@@ -181,7 +213,13 @@ impl Evaluator {
                     match x {
                         Some(x) => match self.eval(ctx, x)? {
                             Value::None | Value::Undefined => Ok(None),
-                            v => v.as_int().map(Some).ok_or_else(|| EvalError::new(ErrKind::Type, "slice indices must be integers or None", Some(x.span))),
+                            v => v.as_int().map(Some).ok_or_else(|| {
+                                EvalError::new(
+                                    ErrKind::Type,
+                                    "slice indices must be integers or None",
+                                    Some(x.span),
+                                )
+                            }),
                         },
                         None => Ok(None),
                     }
@@ -191,7 +229,13 @@ impl Evaluator {
             }
             ExprKind::Call { func, args } => {
                 let f = self.eval(ctx, func)?;
-                if f.is_none_or_undefined() && matches!(func.kind, ExprKind::Selector { optional: true, .. } | ExprKind::Subscript { optional: true, .. }) {
+                if f.is_none_or_undefined()
+                    && matches!(
+                        func.kind,
+                        ExprKind::Selector { optional: true, .. }
+                            | ExprKind::Subscript { optional: true, .. }
+                    )
+                {
                     // `a?.f()` on None short-circuits the call too
                     return Ok(Value::None);
                 }
@@ -219,7 +263,10 @@ impl Evaluator {
             ExprKind::ListComp(c) => {
                 let mut out = Vec::new();
                 let scope = Scope::new(ctx.locals.clone());
-                let c2 = Ctx { locals: Some(scope), ..ctx.clone() };
+                let c2 = Ctx {
+                    locals: Some(scope),
+                    ..ctx.clone()
+                };
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let v = this.eval(cx, &c.elt)?;
                     out.push(v);
@@ -230,14 +277,18 @@ impl Evaluator {
             ExprKind::DictComp(c) => {
                 let mut d = Dict::new();
                 let scope = Scope::new(ctx.locals.clone());
-                let c2 = Ctx { locals: Some(scope), ..ctx.clone() };
+                let c2 = Ctx {
+                    locals: Some(scope),
+                    ..ctx.clone()
+                };
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let k = match this.eval(cx, &c.key)? {
                         Value::Str(s) => s,
                         other => Rc::from(value::to_str(&other)),
                     };
                     let v = this.eval(cx, &c.value)?;
-                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false).map_err(|x| this.rt(x, c.key.span))
+                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false)
+                        .map_err(|x| this.rt(x, c.key.span))
                 })?;
                 Ok(Value::from(d))
             }
@@ -251,12 +302,22 @@ impl Evaluator {
                 };
                 self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
             }
-            ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User { name: Rc::from("lambda"), data: Rc::new(Closure { lambda: l, ctx: ctx.clone() }) }))),
+            ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
+                name: Rc::from("lambda"),
+                data: Rc::new(Closure {
+                    lambda: l,
+                    ctx: ctx.clone(),
+                }),
+            }))),
             ExprKind::As { value, ty } => {
                 let v = self.eval(ctx, value)?;
                 self.convert_type(ctx, v, ty, e.span)
             }
-            ExprKind::Missing => Err(EvalError::new(ErrKind::Compile, "invalid syntax", Some(e.span))),
+            ExprKind::Missing => Err(EvalError::new(
+                ErrKind::Compile,
+                "invalid syntax",
+                Some(e.span),
+            )),
         }
     }
 
@@ -268,7 +329,7 @@ impl Evaluator {
         Ok(v)
     }
 
-    pub fn eval_args(&self, ctx: &Ctx, a: &'static ast::CallArgs) -> EvalResult<(Vec<Value>, Vec<(Str, Value)>)> {
+    pub fn eval_args(&self, ctx: &Ctx, a: &'static ast::CallArgs) -> EvalResult<Args> {
         let mut pos = Vec::with_capacity(a.args.len());
         for x in &a.args {
             if let ExprKind::Starred(inner) = &x.kind {
@@ -295,7 +356,11 @@ impl Evaluator {
                 }
             }
             ExprKind::ListIf(li) => {
-                let body = if self.eval(ctx, &li.cond)?.truthy() { &li.body } else { &li.orelse };
+                let body = if self.eval(ctx, &li.cond)?.truthy() {
+                    &li.body
+                } else {
+                    &li.orelse
+                };
                 for b in body {
                     self.eval_list_item(ctx, b, out)?;
                 }
@@ -320,14 +385,28 @@ impl Evaluator {
         }
     }
 
-    pub fn eval_entries(&self, ctx: &Ctx, entries: &'static [ast::ConfigEntry], d: &mut Dict) -> EvalResult<()> {
+    pub fn eval_entries(
+        &self,
+        ctx: &Ctx,
+        entries: &'static [ast::ConfigEntry],
+        d: &mut Dict,
+    ) -> EvalResult<()> {
         // keys written earlier in a config are names for the entries after them
         let scope = Scope::new(ctx.locals.clone());
-        let c2 = Ctx { locals: Some(scope.clone()), ..ctx.clone() };
+        let c2 = Ctx {
+            locals: Some(scope.clone()),
+            ..ctx.clone()
+        };
         self.eval_entries_in(&c2, &scope, entries, d)
     }
 
-    fn eval_entries_in(&self, ctx: &Ctx, scope: &Rc<Scope>, entries: &'static [ast::ConfigEntry], d: &mut Dict) -> EvalResult<()> {
+    fn eval_entries_in(
+        &self,
+        ctx: &Ctx,
+        scope: &Rc<Scope>,
+        entries: &'static [ast::ConfigEntry],
+        d: &mut Dict,
+    ) -> EvalResult<()> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
@@ -338,13 +417,34 @@ impl Evaluator {
                     let mut k = key;
                     loop {
                         match &k.kind {
-                            ExprKind::Selector { value: inner, attr, optional: false } => {
+                            ExprKind::Selector {
+                                value: inner,
+                                attr,
+                                optional: false,
+                            } => {
                                 path.push(Rc::from(attr.sym.as_str()));
                                 k = inner;
                             }
-                            ExprKind::Subscript { value: inner, index: idx, optional: false } if path.is_empty() && index.is_none() && matches!(inner.kind, ExprKind::Ident(_)) && matches!(idx.kind, ExprKind::Int(_) | ExprKind::Unary { .. }) => {
+                            ExprKind::Subscript {
+                                value: inner,
+                                index: idx,
+                                optional: false,
+                            } if path.is_empty()
+                                && index.is_none()
+                                && matches!(inner.kind, ExprKind::Ident(_))
+                                && matches!(
+                                    idx.kind,
+                                    ExprKind::Int(_) | ExprKind::Unary { .. }
+                                ) =>
+                            {
                                 let i = self.eval(ctx, idx)?;
-                                index = Some(i.as_int().ok_or_else(|| EvalError::new(ErrKind::Type, "list index must be an integer", Some(idx.span)))?);
+                                index = Some(i.as_int().ok_or_else(|| {
+                                    EvalError::new(
+                                        ErrKind::Type,
+                                        "list index must be an integer",
+                                        Some(idx.span),
+                                    )
+                                })?);
                                 k = inner;
                             }
                             _ => break,
@@ -356,18 +456,32 @@ impl Evaluator {
                     // `key: Schema {...}` onto an existing config merges the configs first, so
                     // the schema is instantiated once with everything
                     let v = match (&value.kind, path.len(), op, d.map.get(&k0)) {
-                        (ExprKind::Schema(se), 1, ConfigOp::Union, Some(existing)) if existing.is_config() => {
+                        (ExprKind::Schema(se), 1, ConfigOp::Union, Some(existing))
+                            if existing.is_config() =>
+                        {
                             let ty = self.eval_identifier(ctx, &se.name)?;
                             let cfg = self.eval(ctx, &se.config)?;
                             let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = value::union(&base, &cfg, false).map_err(|x| self.rt(x, en.span))?;
+                            let merged = value::union(&base, &cfg, false)
+                                .map_err(|x| self.rt(x, en.span))?;
                             let (pos, kw) = match &se.args {
                                 Some(a) => self.eval_args(ctx, a)?,
                                 None => (Vec::new(), Vec::new()),
                             };
-                            let inst = self.instantiate_value(ctx, &ty, &pos, &kw, merged, value.span, se.config.span)?;
+                            let inst = self.instantiate_value(
+                                ctx,
+                                &ty,
+                                &pos,
+                                &kw,
+                                merged,
+                                value.span,
+                                se.config.span,
+                            )?;
                             d.map.insert(k0.clone(), inst.clone());
-                            scope.vars.borrow_mut().insert(crate::ast::Symbol::intern(&k0), inst);
+                            scope
+                                .vars
+                                .borrow_mut()
+                                .insert(crate::ast::Symbol::intern(&k0), inst);
                             continue;
                         }
                         _ => self.eval(ctx, value)?,
@@ -384,12 +498,16 @@ impl Evaluator {
                     }
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
-                    value::ops_merge_entry(d, &k0, &v, op0, idx0, false).map_err(|x| self.rt(x, en.span))?;
+                    value::ops_merge_entry(d, &k0, &v, op0, idx0, false)
+                        .map_err(|x| self.rt(x, en.span))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);
                     }
                     if let Some(nv) = d.map.get(&k0) {
-                        scope.vars.borrow_mut().insert(crate::ast::Symbol::intern(&k0), nv.clone());
+                        scope
+                            .vars
+                            .borrow_mut()
+                            .insert(crate::ast::Symbol::intern(&k0), nv.clone());
                     }
                 }
                 ast::ConfigEntryKind::Unpack(x) => {
@@ -398,15 +516,29 @@ impl Evaluator {
                         Some(src) => {
                             for (k, val) in &src.map {
                                 let (op, idx) = src.op_of(k);
-                                value::ops_merge_entry(d, k, val, op, idx, false).map_err(|x| self.rt(x, en.span))?;
+                                value::ops_merge_entry(d, k, val, op, idx, false)
+                                    .map_err(|x| self.rt(x, en.span))?;
                             }
                         }
                         None if v.is_none_or_undefined() => {}
-                        None => return Err(EvalError::new(ErrKind::Type, format!("only dict and schema can be used ** unpack, got '{}'", v.type_name()), Some(x.span))),
+                        None => {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "only dict and schema can be used ** unpack, got '{}'",
+                                    v.type_name()
+                                ),
+                                Some(x.span),
+                            ));
+                        }
                     }
                 }
                 ast::ConfigEntryKind::If(ci) => {
-                    let body = if self.eval(ctx, &ci.cond)?.truthy() { &ci.body } else { &ci.orelse };
+                    let body = if self.eval(ctx, &ci.cond)?.truthy() {
+                        &ci.body
+                    } else {
+                        &ci.orelse
+                    };
                     self.eval_entries_in(ctx, scope, body, d)?;
                 }
             }
@@ -414,16 +546,33 @@ impl Evaluator {
         Ok(())
     }
 
-    fn comp(&self, ctx: &Ctx, clauses: &'static [ast::CompClause], i: usize, f: &mut dyn FnMut(&Self, &Ctx) -> EvalResult<()>) -> EvalResult<()> {
+    fn comp(
+        &self,
+        ctx: &Ctx,
+        clauses: &'static [ast::CompClause],
+        i: usize,
+        f: &mut dyn FnMut(&Self, &Ctx) -> EvalResult<()>,
+    ) -> EvalResult<()> {
         if i == clauses.len() {
             return f(self, ctx);
         }
         let c = &clauses[i];
         if c.targets.len() > 2 {
-            return Err(EvalError::new(ErrKind::Compile, format!("the number of loop variables is {}, which can only be 1 or 2", c.targets.len()), Some(c.targets[0].span)));
+            return Err(EvalError::new(
+                ErrKind::Compile,
+                format!(
+                    "the number of loop variables is {}, which can only be 1 or 2",
+                    c.targets.len()
+                ),
+                Some(c.targets[0].span),
+            ));
         }
         if let Some(t) = c.targets.iter().find(|t| t.names.len() > 1) {
-            return Err(EvalError::new(ErrKind::Compile, "loop variables can only be ordinary identifiers", Some(t.span)));
+            return Err(EvalError::new(
+                ErrKind::Compile,
+                "loop variables can only be ordinary identifiers",
+                Some(t.span),
+            ));
         }
         let it = self.eval(ctx, &c.iter)?;
         let scope = ctx.locals.as_ref().unwrap();
@@ -456,7 +605,10 @@ impl Evaluator {
     fn quant(&self, ctx: &Ctx, q: &'static ast::QuantExpr, span: Span) -> EvalResult<Value> {
         let it = self.eval(ctx, &q.target)?;
         let scope = Scope::new(ctx.locals.clone());
-        let c2 = Ctx { locals: Some(scope.clone()), ..ctx.clone() };
+        let c2 = Ctx {
+            locals: Some(scope.clone()),
+            ..ctx.clone()
+        };
         let pairs = iter_pairs(&it).map_err(|e| self.rt(e, span))?;
         let mut list_out = Vec::new();
         let mut dict_out = Dict::new();
@@ -472,10 +624,10 @@ impl Evaluator {
                     vs.insert(q.vars[0].sym, single(&it, a, b));
                 }
             }
-            if let Some(c) = &q.if_cond {
-                if !self.eval(&c2, c)?.truthy() {
-                    continue;
-                }
+            if let Some(c) = &q.if_cond
+                && !self.eval(&c2, c)?.truthy()
+            {
+                continue;
             }
             let t = self.eval(&c2, &q.test)?;
             match q.op {
@@ -509,7 +661,10 @@ impl Evaluator {
             ast::QuantOp::Map => Value::from(list_out),
             ast::QuantOp::Filter => {
                 if let Value::Schema(s) = &it {
-                    Value::Schema(Rc::new(value::SchemaInst { attrs: dict_out, ..(**s).clone() }))
+                    Value::Schema(Rc::new(value::SchemaInst {
+                        attrs: dict_out,
+                        ..(**s).clone()
+                    }))
                 } else if it.is_config() {
                     Value::from(dict_out)
                 } else {
@@ -520,7 +675,14 @@ impl Evaluator {
     }
 
     /// `v.name`.
-    pub fn select(&self, ctx: &Ctx, v: &Value, name: &str, optional: bool, span: Span) -> EvalResult<Value> {
+    pub fn select(
+        &self,
+        ctx: &Ctx,
+        v: &Value,
+        name: &str,
+        optional: bool,
+        span: Span,
+    ) -> EvalResult<Value> {
         match v {
             Value::None | Value::Undefined if optional => Ok(Value::None),
             Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
@@ -530,18 +692,41 @@ impl Evaluator {
             },
             Value::Str(_) => match crate::builtins::str_method(v, name) {
                 Some(m) => Ok(m),
-                None => Err(EvalError::new(ErrKind::Attribute, format!("str object has no attribute '{name}'"), Some(span))),
+                None => Err(EvalError::new(
+                    ErrKind::Attribute,
+                    format!("str object has no attribute '{name}'"),
+                    Some(span),
+                )),
             },
             Value::Func(f) => match &**f {
                 Func::User { data, .. } => {
                     if let Some(m) = data.downcast_ref::<ModuleRef>() {
                         return match m {
-                            ModuleRef::Pkg(p) => match self.get_global(p, crate::ast::Symbol::intern(name))? {
-                                Some(x) => Ok(x),
-                                None => Err(EvalError::new(ErrKind::Attribute, format!("module '{}' has no attribute '{name}'", p.path), Some(span))),
-                            },
-                            ModuleRef::System(m) => crate::builtins::system_member(m, name).ok_or_else(|| EvalError::new(ErrKind::Attribute, format!("module '{m}' has no attribute '{name}'"), Some(span))),
-                            ModuleRef::Plugin(p) => Ok(Value::Func(Rc::new(Func::User { name: Rc::from(format!("{p}.{name}")), data: Rc::new(PluginFn { module: p.clone(), func: name.to_string() }) }))),
+                            ModuleRef::Pkg(p) => {
+                                match self.get_global(p, crate::ast::Symbol::intern(name))? {
+                                    Some(x) => Ok(x),
+                                    None => Err(EvalError::new(
+                                        ErrKind::Attribute,
+                                        format!("module '{}' has no attribute '{name}'", p.path),
+                                        Some(span),
+                                    )),
+                                }
+                            }
+                            ModuleRef::System(m) => crate::builtins::system_member(m, name)
+                                .ok_or_else(|| {
+                                    EvalError::new(
+                                        ErrKind::Attribute,
+                                        format!("module '{m}' has no attribute '{name}'"),
+                                        Some(span),
+                                    )
+                                }),
+                            ModuleRef::Plugin(p) => Ok(Value::Func(Rc::new(Func::User {
+                                name: Rc::from(format!("{p}.{name}")),
+                                data: Rc::new(PluginFn {
+                                    module: p.clone(),
+                                    func: name.to_string(),
+                                }),
+                            }))),
                         };
                     }
                     if let Some(st) = data.downcast_ref::<super::SchemaType>() {
@@ -552,11 +737,23 @@ impl Evaluator {
                         }
                     }
                     let _ = ctx;
-                    Err(EvalError::new(ErrKind::Attribute, format!("'{}' object has no attribute '{name}'", v.type_name()), Some(span)))
+                    Err(EvalError::new(
+                        ErrKind::Attribute,
+                        format!("'{}' object has no attribute '{name}'", v.type_name()),
+                        Some(span),
+                    ))
                 }
-                _ => Err(EvalError::new(ErrKind::Attribute, format!("'{}' object has no attribute '{name}'", v.type_name()), Some(span))),
+                _ => Err(EvalError::new(
+                    ErrKind::Attribute,
+                    format!("'{}' object has no attribute '{name}'", v.type_name()),
+                    Some(span),
+                )),
             },
-            _ => Err(EvalError::new(ErrKind::Attribute, format!("'{}' object has no attribute '{name}'", v.type_name()), Some(span))),
+            _ => Err(EvalError::new(
+                ErrKind::Attribute,
+                format!("'{}' object has no attribute '{name}'", v.type_name()),
+                Some(span),
+            )),
         }
     }
 
@@ -565,7 +762,11 @@ impl Evaluator {
             (Value::None | Value::Undefined, _) if optional => Ok(Value::None),
             (Value::List(l), _) => {
                 let Some(idx) = i.as_int() else {
-                    return Err(EvalError::new(ErrKind::Type, format!("list indices must be integers, not {}", i.type_name()), Some(span)));
+                    return Err(EvalError::new(
+                        ErrKind::Type,
+                        format!("list indices must be integers, not {}", i.type_name()),
+                        Some(span),
+                    ));
                 };
                 let n = l.len() as i64;
                 let j = if idx < 0 { n + idx } else { idx };
@@ -573,32 +774,70 @@ impl Evaluator {
                     if optional {
                         return Ok(Value::None);
                     }
-                    return Err(EvalError::new(ErrKind::Evaluation, "list index out of range", Some(span)));
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        "list index out of range",
+                        Some(span),
+                    ));
                 }
                 Ok(l[j as usize].clone())
             }
-            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => Ok(v.as_dict().unwrap().get(k).cloned().unwrap_or(if optional { Value::None } else { Value::Undefined })),
-            (Value::Dict(_) | Value::Schema(_), _) => Ok(v.as_dict().unwrap().get(&value::to_str(i)).cloned().unwrap_or(Value::Undefined)),
+            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => {
+                Ok(v.as_dict().unwrap().get(k).cloned().unwrap_or(if optional {
+                    Value::None
+                } else {
+                    Value::Undefined
+                }))
+            }
+            (Value::Dict(_) | Value::Schema(_), _) => Ok(v
+                .as_dict()
+                .unwrap()
+                .get(&value::to_str(i))
+                .cloned()
+                .unwrap_or(Value::Undefined)),
             (Value::Str(s), _) => {
                 let Some(idx) = i.as_int() else {
-                    return Err(EvalError::new(ErrKind::Type, "string indices must be integers", Some(span)));
+                    return Err(EvalError::new(
+                        ErrKind::Type,
+                        "string indices must be integers",
+                        Some(span),
+                    ));
                 };
                 let chars: Vec<char> = s.chars().collect();
                 let n = chars.len() as i64;
                 let j = if idx < 0 { n + idx } else { idx };
                 if j < 0 || j >= n {
-                    return Err(EvalError::new(ErrKind::Evaluation, "string index out of range", Some(span)));
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        "string index out of range",
+                        Some(span),
+                    ));
                 }
                 Ok(Value::from(chars[j as usize].to_string()))
             }
-            _ => Err(EvalError::new(ErrKind::Type, format!("'{}' object is not subscriptable", v.type_name()), Some(span))),
+            _ => Err(EvalError::new(
+                ErrKind::Type,
+                format!("'{}' object is not subscriptable", v.type_name()),
+                Some(span),
+            )),
         }
     }
 
     /// Call any callable value.
-    pub fn call_value(&self, ctx: &Ctx, f: &Value, args: &[Value], kwargs: &[(Str, Value)], span: Span) -> EvalResult<Value> {
+    pub fn call_value(
+        &self,
+        ctx: &Ctx,
+        f: &Value,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
         let Value::Func(func) = f else {
-            return Err(EvalError::new(ErrKind::Type, format!("'{}' object is not callable", f.type_name()), Some(span)));
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!("'{}' object is not callable", f.type_name()),
+                Some(span),
+            ));
         };
         self.enter(span)?;
         let r = self.call_func(ctx, func, args, kwargs, span);
@@ -606,15 +845,31 @@ impl Evaluator {
         r
     }
 
-    fn call_func(&self, ctx: &Ctx, func: &Rc<Func>, args: &[Value], kwargs: &[(Str, Value)], span: Span) -> EvalResult<Value> {
+    fn call_func(
+        &self,
+        ctx: &Ctx,
+        func: &Rc<Func>,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
         match &**func {
             Func::Native { f, .. } => {
-                let mut host = HostCtx { ev: self, ctx: ctx.clone(), span };
+                let mut host = HostCtx {
+                    ev: self,
+                    ctx: ctx.clone(),
+                    span,
+                };
                 f(&mut host, args, kwargs).map_err(|e| self.rt(e, span))
             }
             Func::Method { name, recv } => {
-                let mut host = HostCtx { ev: self, ctx: ctx.clone(), span };
-                crate::builtins::call_method(&mut host, name, recv, args, kwargs).map_err(|e| self.rt(e, span))
+                let mut host = HostCtx {
+                    ev: self,
+                    ctx: ctx.clone(),
+                    span,
+                };
+                crate::builtins::call_method(&mut host, name, recv, args, kwargs)
+                    .map_err(|e| self.rt(e, span))
             }
             Func::User { data, .. } => {
                 if let Some(c) = data.downcast_ref::<Closure>() {
@@ -622,26 +877,61 @@ impl Evaluator {
                 }
                 if data.downcast_ref::<super::SchemaType>().is_some() {
                     let v = Value::Func(func.clone());
-                    return self.instantiate_value(ctx, &v, args, kwargs, Value::empty_dict(), span, span);
+                    return self.instantiate_value(
+                        ctx,
+                        &v,
+                        args,
+                        kwargs,
+                        Value::empty_dict(),
+                        span,
+                        span,
+                    );
                 }
                 if let Some(p) = data.downcast_ref::<PluginFn>() {
-                    let mut host = HostCtx { ev: self, ctx: ctx.clone(), span };
-                    return value::Host::plugin(&mut host, &p.module, &p.func, args, kwargs).map_err(|e| self.rt(e, span));
+                    let mut host = HostCtx {
+                        ev: self,
+                        ctx: ctx.clone(),
+                        span,
+                    };
+                    return value::Host::plugin(&mut host, &p.module, &p.func, args, kwargs)
+                        .map_err(|e| self.rt(e, span));
                 }
                 if let Some(b) = data.downcast_ref::<Bound>() {
                     return Ok(b.0.clone());
                 }
-                Err(EvalError::new(ErrKind::Type, "object is not callable", Some(span)))
+                Err(EvalError::new(
+                    ErrKind::Type,
+                    "object is not callable",
+                    Some(span),
+                ))
             }
         }
     }
 
-    pub fn call_closure(&self, c: &Closure, args: &[Value], kwargs: &[(Str, Value)], span: Span) -> EvalResult<Value> {
+    pub fn call_closure(
+        &self,
+        c: &Closure,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
         let scope = Scope::new(c.ctx.locals.clone());
-        let ctx = Ctx { locals: Some(scope.clone()), in_lambda: true, ..c.ctx.clone() };
+        let ctx = Ctx {
+            locals: Some(scope.clone()),
+            in_lambda: true,
+            ..c.ctx.clone()
+        };
         let params = &c.lambda.params;
         if args.len() > params.len() {
-            return Err(EvalError::new(ErrKind::Type, format!("lambda takes {} positional argument but {} were given", params.len(), args.len()), Some(span)));
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!(
+                    "lambda takes {} positional argument but {} were given",
+                    params.len(),
+                    args.len()
+                ),
+                Some(span),
+            ));
         }
         for (i, p) in params.iter().enumerate() {
             let v = if i < args.len() {
@@ -651,7 +941,14 @@ impl Evaluator {
             } else if let Some(d) = &p.default {
                 self.eval(&ctx, d)?
             } else {
-                return Err(EvalError::new(ErrKind::Type, format!("lambda() missing 1 required positional argument: '{}'", p.name.sym), Some(span)));
+                return Err(EvalError::new(
+                    ErrKind::Type,
+                    format!(
+                        "lambda() missing 1 required positional argument: '{}'",
+                        p.name.sym
+                    ),
+                    Some(span),
+                ));
             };
             let v = match &p.ty {
                 Some(t) => self.convert_type(&ctx, v, t, span)?,
@@ -661,7 +958,11 @@ impl Evaluator {
         }
         for (k, _) in kwargs {
             if !params.iter().any(|p| p.name.sym.as_str() == &**k) {
-                return Err(EvalError::new(ErrKind::Type, format!("lambda() got an unexpected keyword argument '{k}'"), Some(span)));
+                return Err(EvalError::new(
+                    ErrKind::Type,
+                    format!("lambda() got an unexpected keyword argument '{k}'"),
+                    Some(span),
+                ));
             }
         }
         let mut last = Value::None;
@@ -684,6 +985,9 @@ impl Evaluator {
     }
 }
 
+/// Evaluated call arguments: positional and keyword.
+pub type Args = (Vec<Value>, Vec<(Str, Value)>);
+
 /// A plugin function value.
 pub struct PluginFn {
     pub module: String,
@@ -695,7 +999,10 @@ pub struct Bound(pub Value);
 
 impl Value {
     fn native_bound(v: Vec<Value>) -> Value {
-        Value::Func(Rc::new(Func::User { name: Rc::from("instances"), data: Rc::new(Bound(Value::from(v))) }))
+        Value::Func(Rc::new(Func::User {
+            name: Rc::from("instances"),
+            data: Rc::new(Bound(Value::from(v))),
+        }))
     }
 }
 
@@ -708,11 +1015,30 @@ fn single(container: &Value, a: Value, b: Value) -> Value {
 /// variable binds the item for lists and strings and the key for dicts ([`single`]).
 fn iter_pairs(v: &Value) -> Result<Vec<(Value, Value)>, RtError> {
     Ok(match v {
-        Value::List(l) => l.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), x.clone())).collect(),
-        Value::Dict(_) | Value::Schema(_) => v.as_dict().unwrap().map.iter().map(|(k, x)| (Value::Str(k.clone()), x.clone())).collect(),
-        Value::Str(s) => s.chars().enumerate().map(|(i, c)| (Value::Int(i as i64), Value::from(c.to_string()))).collect(),
+        Value::List(l) => l
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (Value::Int(i as i64), x.clone()))
+            .collect(),
+        Value::Dict(_) | Value::Schema(_) => v
+            .as_dict()
+            .unwrap()
+            .map
+            .iter()
+            .map(|(k, x)| (Value::Str(k.clone()), x.clone()))
+            .collect(),
+        Value::Str(s) => s
+            .chars()
+            .enumerate()
+            .map(|(i, c)| (Value::Int(i as i64), Value::from(c.to_string())))
+            .collect(),
         Value::None | Value::Undefined => Vec::new(),
-        other => return Err(RtError::ty(format!("'{}' object is not iterable", other.type_name()))),
+        other => {
+            return Err(RtError::ty(format!(
+                "'{}' object is not iterable",
+                other.type_name()
+            )));
+        }
     })
 }
 
@@ -725,16 +1051,33 @@ pub struct HostCtx<'a> {
 
 impl value::Host for HostCtx<'_> {
     fn option(&mut self, key: &str) -> Option<Value> {
-        self.ev.opts.args.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+        self.ev
+            .opts
+            .args
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
     }
-    fn call(&mut self, f: &Value, args: &[Value], kwargs: &[(Str, Value)]) -> Result<Value, RtError> {
-        self.ev.call_value(&self.ctx, f, args, kwargs, self.span).map_err(|e| {
-            // a failed check reports its own message
-            match e.notes.iter().find_map(|(_, m)| m.strip_prefix("Check failed on the condition: ")) {
-                Some(m) => RtError::new(e.kind, m.to_string()),
-                None => RtError::new(e.kind, e.msg),
-            }
-        })
+    fn call(
+        &mut self,
+        f: &Value,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> Result<Value, RtError> {
+        self.ev
+            .call_value(&self.ctx, f, args, kwargs, self.span)
+            .map_err(|e| {
+                // a failed check reports its own message
+                match e
+                    .notes
+                    .iter()
+                    .find_map(|(_, m)| m.strip_prefix("Check failed on the condition: "))
+                {
+                    Some(m) => RtError::new(e.kind, m.to_string()),
+                    None => RtError::new(e.kind, e.msg),
+                }
+            })
     }
     fn print(&mut self, text: &str) {
         self.ev.stdout.borrow_mut().push_str(text);
@@ -749,27 +1092,48 @@ impl value::Host for HostCtx<'_> {
         self.ev.opts.exec_workdir.clone()
     }
     fn current_file(&self) -> String {
-        crate::ast::source_map().get(self.ctx.file).map(|f| f.name.to_string()).unwrap_or_default()
+        crate::ast::source_map()
+            .get(self.ctx.file)
+            .map(|f| f.name.to_string())
+            .unwrap_or_default()
     }
     fn mod_root(&self) -> std::path::PathBuf {
         self.ev.root.clone()
     }
-    fn plugin(&mut self, module: &str, func: &str, args: &[Value], kwargs: &[(Str, Value)]) -> Result<Value, RtError> {
+    fn plugin(
+        &mut self,
+        module: &str,
+        func: &str,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> Result<Value, RtError> {
         let Some(h) = &self.ev.opts.plugin else {
-            return Err(RtError::eval(format!("the plugin 'kcl_plugin.{module}' is not available (no plugin host configured) when calling '{func}'")));
+            return Err(RtError::eval(format!(
+                "the plugin 'kcl_plugin.{module}' is not available (no plugin host configured) when calling '{func}'"
+            )));
         };
-        let jargs: Vec<serde_json::Value> = args.iter().map(crate::builtins::to_json_value).collect();
+        let jargs: Vec<serde_json::Value> =
+            args.iter().map(crate::builtins::to_json_value).collect();
         let mut jk = serde_json::Map::new();
         for (k, v) in kwargs {
             jk.insert(k.to_string(), crate::builtins::to_json_value(v));
         }
-        let r = h.call(module, func, &jargs, &jk).map_err(|e| RtError::eval(format!("kcl_plugin.{module}.{func}: {e}")))?;
+        let r = h
+            .call(module, func, &jargs, &jk)
+            .map_err(|e| RtError::eval(format!("kcl_plugin.{module}.{func}: {e}")))?;
         Ok(crate::builtins::from_json_value(&r))
     }
 }
 
 impl EvalError {
     pub fn at(self, span: Span) -> Self {
-        if self.span.is_none() { EvalError { span: Some(span), ..self } } else { self }
+        if self.span.is_none() {
+            EvalError {
+                span: Some(span),
+                ..self
+            }
+        } else {
+            self
+        }
     }
 }

@@ -81,7 +81,10 @@ pub struct Scope {
 
 impl Scope {
     fn new(parent: Option<Rc<Scope>>) -> Rc<Scope> {
-        Rc::new(Scope { vars: RefCell::new(FxHashMap::default()), parent })
+        Rc::new(Scope {
+            vars: RefCell::new(FxHashMap::default()),
+            parent,
+        })
     }
     fn lookup(&self, s: Symbol) -> Option<Value> {
         if let Some(v) = self.vars.borrow().get(&s) {
@@ -169,7 +172,12 @@ impl Evaluator {
     }
 
     /// Build a package from parsed modules.
-    pub fn make_pkg(&self, path: &str, dir: PathBuf, modules: Vec<ast::Module>) -> EvalResult<Rc<Pkg>> {
+    pub fn make_pkg(
+        &self,
+        path: &str,
+        dir: PathBuf,
+        modules: Vec<ast::Module>,
+    ) -> EvalResult<Rc<Pkg>> {
         let mut stmts: Vec<&'static Stmt> = Vec::new();
         let mut import_stmts = Vec::new();
         for m in modules {
@@ -228,7 +236,13 @@ impl Evaluator {
     }
 
     fn ctx(&self, pkg: &Rc<Pkg>, file: FileId) -> Ctx {
-        Ctx { pkg: pkg.clone(), locals: None, schema: None, file, in_lambda: false }
+        Ctx {
+            pkg: pkg.clone(),
+            locals: None,
+            schema: None,
+            file,
+            in_lambda: false,
+        }
     }
 
     /// Run every statement of a package (each at most once).
@@ -249,17 +263,30 @@ impl Evaluator {
         let ctx = self.ctx(pkg, s.span.file);
         let r = self.exec_stmt(&ctx, s);
         pkg.state.borrow_mut()[i] = DONE;
-        if let (Ok(Some(v)), StmtKind::Expr(_)) = (&r, &s.kind) {
-            if matches!(v, Value::Dict(_) | Value::Schema(_) | Value::List(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_)) {
-                pkg.exprs.borrow_mut().push((v.clone(), s.span));
-            }
+        if let (Ok(Some(v)), StmtKind::Expr(_)) = (&r, &s.kind)
+            && matches!(
+                v,
+                Value::Dict(_)
+                    | Value::Schema(_)
+                    | Value::List(_)
+                    | Value::Int(_)
+                    | Value::Float(_)
+                    | Value::Bool(_)
+            )
+        {
+            pkg.exprs.borrow_mut().push((v.clone(), s.span));
         }
         r.map(|_| ())
     }
 
     /// Check required attributes of every schema instance reachable from the package's globals.
     pub fn check_pkg_required(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
-        let mut vals: Vec<Value> = pkg.order.borrow().iter().filter_map(|s| pkg.globals.borrow().get(s).cloned()).collect();
+        let mut vals: Vec<Value> = pkg
+            .order
+            .borrow()
+            .iter()
+            .filter_map(|s| pkg.globals.borrow().get(s).cloned())
+            .collect();
         vals.extend(pkg.exprs.borrow().iter().map(|(v, _)| v.clone()));
         for v in &vals {
             self.check_required(v, 0)?;
@@ -270,19 +297,45 @@ impl Evaluator {
     /// Top-level expression values merged into one document (`None` when there are none).
     pub fn expr_output(&self, pkg: &Rc<Pkg>) -> EvalResult<Option<Value>> {
         let ex = pkg.exprs.borrow();
-        if let Some((v, sp)) = ex.iter().find(|(v, _)| !v.is_config() && !matches!(v, Value::List(_))) {
-            if pkg.order.borrow().iter().any(|s| !s.as_str().starts_with('_')) {
-                return Err(EvalError::new(ErrKind::Evaluation, format!("conflicting values between {{...}} and {}", crate::value::to_str(v)), Some(*sp)));
-            }
+        if let Some((v, sp)) = ex
+            .iter()
+            .find(|(v, _)| !v.is_config() && !matches!(v, Value::List(_)))
+            && pkg
+                .order
+                .borrow()
+                .iter()
+                .any(|s| !s.as_str().starts_with('_'))
+        {
+            return Err(EvalError::new(
+                ErrKind::Evaluation,
+                format!(
+                    "conflicting values between {{...}} and {}",
+                    crate::value::to_str(v)
+                ),
+                Some(*sp),
+            ));
         }
         let mut acc: Option<Value> = None;
         for (v, sp) in ex.iter() {
             acc = Some(match acc {
                 None => v.clone(),
                 Some(a) => {
-                    if !(a.is_config() && v.is_config()) && !(matches!(a, Value::List(_)) && matches!(v, Value::List(_))) && a != *v {
-                        let show = |x: &Value| if x.is_config() { "{...}".to_string() } else { crate::value::to_str(x) };
-                        return Err(EvalError::new(ErrKind::Evaluation, format!("conflicting values between {} and {}", show(v), show(&a)), Some(*sp)));
+                    if !(a.is_config() && v.is_config()
+                        || matches!(a, Value::List(_)) && matches!(v, Value::List(_)))
+                        && a != *v
+                    {
+                        let show = |x: &Value| {
+                            if x.is_config() {
+                                "{...}".to_string()
+                            } else {
+                                crate::value::to_str(x)
+                            }
+                        };
+                        return Err(EvalError::new(
+                            ErrKind::Evaluation,
+                            format!("conflicting values between {} and {}", show(v), show(&a)),
+                            Some(*sp),
+                        ));
                     }
                     crate::value::union(&a, v, false).map_err(|e| self.rt(e, *sp))?
                 }
@@ -297,7 +350,12 @@ impl Evaluator {
         let g = pkg.globals.borrow();
         // statement order, whatever order the lazy evaluation assigned them in
         let mut names: Vec<Symbol> = pkg.order.borrow().clone();
-        names.sort_by_key(|s| pkg.setters.get(s).and_then(|v| v.first().copied()).unwrap_or(usize::MAX));
+        names.sort_by_key(|s| {
+            pkg.setters
+                .get(s)
+                .and_then(|v| v.first().copied())
+                .unwrap_or(usize::MAX)
+        });
         for sym in names.iter() {
             let name = sym.as_str();
             if name.starts_with('_') && !show_hidden {
@@ -320,20 +378,37 @@ impl Evaluator {
             return Ok(());
         }
         for (file, imp, span) in &pkg.import_stmts {
-            let Some(local) = imp.local_name() else { continue };
+            let Some(local) = imp.local_name() else {
+                continue;
+            };
             let v = self.import(pkg, *file, imp, *span)?;
             pkg.imports.borrow_mut().insert((*file, local), v);
         }
         Ok(())
     }
 
-    fn import(&self, _pkg: &Rc<Pkg>, _file: FileId, imp: &ast::ImportStmt, span: Span) -> EvalResult<Value> {
+    fn import(
+        &self,
+        _pkg: &Rc<Pkg>,
+        _file: FileId,
+        imp: &ast::ImportStmt,
+        span: Span,
+    ) -> EvalResult<Value> {
         let last = imp.names.last().map(|n| n.sym.as_str()).unwrap_or("");
-        let modval = |m: ModuleRef| Value::Func(Rc::new(crate::value::Func::User { name: Rc::from(last), data: Rc::new(m) }));
+        let modval = |m: ModuleRef| {
+            Value::Func(Rc::new(crate::value::Func::User {
+                name: Rc::from(last),
+                data: Rc::new(m),
+            }))
+        };
         match self.import_targets.get(&imp.path_span) {
             Some(ImportTarget::System(m)) => match crate::builtins::system_module_name(m) {
                 Some(n) => Ok(modval(ModuleRef::System(n))),
-                None => Err(EvalError::new(ErrKind::Compile, format!("unknown system module '{m}'"), Some(span))),
+                None => Err(EvalError::new(
+                    ErrKind::Compile,
+                    format!("unknown system module '{m}'"),
+                    Some(span),
+                )),
             },
             Some(ImportTarget::Plugin(p)) => Ok(modval(ModuleRef::Plugin(p.to_string()))),
             Some(ImportTarget::Package(path)) => {
@@ -342,13 +417,21 @@ impl Evaluator {
                 }
                 let src = self.sources.borrow_mut().remove(&**path);
                 let Some((dir, modules)) = src else {
-                    return Err(EvalError::new(ErrKind::Compile, format!("pkgpath {path} not found in the program"), Some(span)));
+                    return Err(EvalError::new(
+                        ErrKind::Compile,
+                        format!("pkgpath {path} not found in the program"),
+                        Some(span),
+                    ));
                 };
                 let p = self.make_pkg(path, dir, modules)?;
                 self.run_pkg(&p)?;
                 Ok(modval(ModuleRef::Pkg(p)))
             }
-            None => Err(EvalError::new(ErrKind::Compile, format!("pkgpath {} not found in the program", imp.path), Some(span))),
+            None => Err(EvalError::new(
+                ErrKind::Compile,
+                format!("pkgpath {} not found in the program", imp.path),
+                Some(span),
+            )),
         }
     }
 
@@ -378,15 +461,15 @@ impl Evaluator {
 
     /// Resolve a name in `ctx`.
     pub fn lookup(&self, ctx: &Ctx, name: Symbol, span: Span) -> EvalResult<Value> {
-        if let Some(l) = &ctx.locals {
-            if let Some(v) = l.lookup(name) {
-                return Ok(v);
-            }
+        if let Some(l) = &ctx.locals
+            && let Some(v) = l.lookup(name)
+        {
+            return Ok(v);
         }
-        if let Some(fr) = &ctx.schema {
-            if let Some(v) = self.schema_lookup(fr, name)? {
-                return Ok(v);
-            }
+        if let Some(fr) = &ctx.schema
+            && let Some(v) = self.schema_lookup(fr, name)?
+        {
+            return Ok(v);
         }
         if let Some(v) = self.get_global(&ctx.pkg, name)? {
             return Ok(v);
@@ -399,7 +482,11 @@ impl Evaluator {
         if let Some(v) = crate::builtins::lookup(name.as_str()) {
             return Ok(v);
         }
-        Err(EvalError::new(ErrKind::Compile, format!("name '{name}' is not defined"), Some(span)))
+        Err(EvalError::new(
+            ErrKind::Compile,
+            format!("name '{name}' is not defined"),
+            Some(span),
+        ))
     }
 
     // ---------------------------------------------------------------- statements ------
@@ -435,29 +522,42 @@ impl Evaluator {
                 let v = self.eval(ctx, &u.value)?;
                 let cur = self.lookup_opt_for_unify(ctx, u.target.sym)?;
                 let v = match cur {
-                    Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false).map_err(|e| EvalError::from_rt(e, u.value.span))?,
+                    Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false)
+                        .map_err(|e| EvalError::from_rt(e, u.value.span))?,
                     _ => v,
                 };
                 self.assign_path(ctx, u.target, &[], u.target.span, v, None)?;
                 Ok(None)
             }
             StmtKind::Assert(a) => {
-                if let Some(c) = &a.if_cond {
-                    if !self.eval(ctx, c)?.truthy() {
-                        return Ok(None);
-                    }
+                if let Some(c) = &a.if_cond
+                    && !self.eval(ctx, c)?.truthy()
+                {
+                    return Ok(None);
                 }
                 if !self.eval(ctx, &a.test)?.truthy() {
                     let msg = match &a.msg {
                         Some(m) => crate::value::to_str(&self.eval(ctx, m)?),
                         None => String::new(),
                     };
-                    return Err(EvalError::new(ErrKind::Assertion, if msg.is_empty() { "AssertionError".to_string() } else { msg }, Some(a.test.span)));
+                    return Err(EvalError::new(
+                        ErrKind::Assertion,
+                        if msg.is_empty() {
+                            "AssertionError".to_string()
+                        } else {
+                            msg
+                        },
+                        Some(a.test.span),
+                    ));
                 }
                 Ok(None)
             }
             StmtKind::If(i) => {
-                let body = if self.eval(ctx, &i.cond)?.truthy() { &i.body } else { &i.orelse };
+                let body = if self.eval(ctx, &i.cond)?.truthy() {
+                    &i.body
+                } else {
+                    &i.orelse
+                };
                 let mut last = None;
                 for st in body {
                     last = self.exec_stmt(ctx, st)?;
@@ -489,7 +589,13 @@ impl Evaluator {
                 Ok(None)
             }
             StmtKind::TypeAlias(t) => {
-                let v = Value::Func(Rc::new(crate::value::Func::User { name: Rc::from(t.name.sym.as_str()), data: Rc::new(types::TypeAlias { ty: &t.ty, ctx: ctx.clone() }) }));
+                let v = Value::Func(Rc::new(crate::value::Func::User {
+                    name: Rc::from(t.name.sym.as_str()),
+                    data: Rc::new(types::TypeAlias {
+                        ty: &t.ty,
+                        ctx: ctx.clone(),
+                    }),
+                }));
                 self.define(ctx, t.name.sym, v);
                 Ok(None)
             }
@@ -513,29 +619,44 @@ impl Evaluator {
                 }
             }
         }
-        let Some(first) = exprs.first() else { return Ok(()) };
+        let Some(first) = exprs.first() else {
+            return Ok(());
+        };
         let ast::ExprKind::Schema(se) = &first.kind else {
             let v = self.eval(ctx, first)?;
             self.set_global(pkg, name, v);
             return Ok(());
         };
-        let mut merged = pkg.globals.borrow().get(&name).and_then(|v| v.as_dict().cloned()).map(Value::from).unwrap_or_else(Value::empty_dict);
+        let mut merged = pkg
+            .globals
+            .borrow()
+            .get(&name)
+            .and_then(|v| v.as_dict().cloned())
+            .map(Value::from)
+            .unwrap_or_else(Value::empty_dict);
         for e in &exprs {
             // each statement's names resolve in its own file (imports are per file)
-            let fctx = Ctx { file: e.span.file, ..ctx.clone() };
+            let fctx = Ctx {
+                file: e.span.file,
+                ..ctx.clone()
+            };
             let cfg = match &e.kind {
                 ast::ExprKind::Schema(s2) => self.eval(&fctx, &s2.config)?,
                 _ => self.eval(&fctx, e)?,
             };
             merged = crate::value::union(&merged, &cfg, false).map_err(|x| self.rt(x, e.span))?;
         }
-        let fctx = Ctx { file: first.span.file, ..ctx.clone() };
+        let fctx = Ctx {
+            file: first.span.file,
+            ..ctx.clone()
+        };
         let ty = self.eval_identifier(&fctx, &se.name)?;
         let (pos, kw) = match &se.args {
             Some(a) => self.eval_args(&fctx, a)?,
             None => (Vec::new(), Vec::new()),
         };
-        let v = self.instantiate_value(&fctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
+        let v =
+            self.instantiate_value(&fctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
         self.set_global(pkg, name, v);
         Ok(())
     }
@@ -549,10 +670,10 @@ impl Evaluator {
     }
 
     fn lookup_opt_for_unify(&self, ctx: &Ctx, name: Symbol) -> EvalResult<Option<Value>> {
-        if let Some(l) = &ctx.locals {
-            if let Some(v) = l.lookup(name) {
-                return Ok(Some(v));
-            }
+        if let Some(l) = &ctx.locals
+            && let Some(v) = l.lookup(name)
+        {
+            return Ok(Some(v));
         }
         if let Some(fr) = &ctx.schema {
             return Ok(fr.attrs.borrow().get(name.as_str()).cloned());
@@ -574,22 +695,54 @@ impl Evaluator {
         Ok(v)
     }
 
-    fn assign_target(&self, ctx: &Ctx, t: &'static ast::Target, v: Value, ty: Option<&ast::Type>) -> EvalResult<()> {
+    fn assign_target(
+        &self,
+        ctx: &Ctx,
+        t: &'static ast::Target,
+        v: Value,
+        ty: Option<&ast::Type>,
+    ) -> EvalResult<()> {
         self.assign_path(ctx, t.name, &t.path, t.span, v, ty)
     }
 
-    fn assign_path(&self, ctx: &Ctx, tname: ast::Name, tpath: &'static [ast::TargetPath], tspan: Span, v: Value, ty: Option<&ast::Type>) -> EvalResult<()> {
-        let t = TargetRef { name: tname, path: tpath, span: tspan };
+    fn assign_path(
+        &self,
+        ctx: &Ctx,
+        tname: ast::Name,
+        tpath: &'static [ast::TargetPath],
+        tspan: Span,
+        v: Value,
+        ty: Option<&ast::Type>,
+    ) -> EvalResult<()> {
+        let t = TargetRef {
+            name: tname,
+            path: tpath,
+            span: tspan,
+        };
         let name = t.name.sym;
         let newv = if t.path.is_empty() {
             v
         } else {
             if ctx.schema.is_none() && ctx.locals.is_none() && !name.as_str().starts_with('_') {
-                return Err(EvalError::new(ErrKind::Immutable, format!("Can not change the value of '{name}', because it was declared immutable"), Some(t.span)));
+                return Err(EvalError::new(
+                    ErrKind::Immutable,
+                    format!(
+                        "Can not change the value of '{name}', because it was declared immutable"
+                    ),
+                    Some(t.span),
+                ));
             }
             let root = match self.lookup_opt_for_unify(ctx, name)? {
                 Some(r) if !r.is_none_or_undefined() => r,
-                _ => return Err(EvalError::new(ErrKind::Evaluation, format!("'{name}' is not defined or is None, cannot assign to its attributes"), Some(t.span))),
+                _ => {
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        format!(
+                            "'{name}' is not defined or is None, cannot assign to its attributes"
+                        ),
+                        Some(t.span),
+                    ));
+                }
             };
             let mut keys = Vec::new();
             for p in t.path {
@@ -603,30 +756,42 @@ impl Evaluator {
         let _ = ty;
         if ctx.in_lambda {
             let l = ctx.locals.as_ref().unwrap();
-            if ctx.schema.is_some() && l.lookup(name).is_none() && ctx.schema.as_ref().unwrap().attrs.borrow().get(name.as_str()).is_some() {
+            if ctx.schema.is_some()
+                && l.lookup(name).is_none()
+                && ctx
+                    .schema
+                    .as_ref()
+                    .unwrap()
+                    .attrs
+                    .borrow()
+                    .get(name.as_str())
+                    .is_some()
+            {
                 // lambdas never write the enclosing schema's attributes
             }
             l.assign(name, newv);
             return Ok(());
         }
-        if let Some(l) = &ctx.locals {
-            if l.lookup(name).is_some() {
-                l.assign(name, newv);
-                return Ok(());
-            }
+        if let Some(l) = &ctx.locals
+            && l.lookup(name).is_some()
+        {
+            l.assign(name, newv);
+            return Ok(());
         }
         if let Some(fr) = &ctx.schema {
             self.schema_set(ctx, fr, name, newv, t.span)?;
             return Ok(());
         }
-        if name.as_str().starts_with('_') {
-            if let Some(prev) = ctx.pkg.globals.borrow().get(&name) {
-                if let (Some(a), Some(b)) = (simple_type(prev), simple_type(&newv)) {
-                    if a != b {
-                        return Err(EvalError::new(ErrKind::Type, format!("expected {a}, got {}", shown_type(&newv)), Some(t.span)));
-                    }
-                }
-            }
+        if name.as_str().starts_with('_')
+            && let Some(prev) = ctx.pkg.globals.borrow().get(&name)
+            && let (Some(a), Some(b)) = (simple_type(prev), simple_type(&newv))
+            && a != b
+        {
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!("expected {a}, got {}", shown_type(&newv)),
+                Some(t.span),
+            ));
         }
         self.set_global(&ctx.pkg, name, newv);
         Ok(())
@@ -635,7 +800,11 @@ impl Evaluator {
     pub(crate) fn enter(&self, span: Span) -> EvalResult<()> {
         let d = self.depth.get() + 1;
         if d > MAX_CALL_DEPTH {
-            return Err(EvalError::new(ErrKind::RecursionLimit, "maximum recursion depth exceeded", Some(span)));
+            return Err(EvalError::new(
+                ErrKind::RecursionLimit,
+                "maximum recursion depth exceeded",
+                Some(span),
+            ));
         }
         self.depth.set(d);
         Ok(())
@@ -657,7 +826,9 @@ fn simple_type(v: &Value) -> Option<String> {
         Value::Bool(_) => Some("bool".into()),
         Value::List(l) if !l.is_empty() => {
             let t = simple_type(&l[0])?;
-            l.iter().all(|x| simple_type(x).as_deref() == Some(&t)).then(|| format!("[{t}]"))
+            l.iter()
+                .all(|x| simple_type(x).as_deref() == Some(&t))
+                .then(|| format!("[{t}]"))
         }
         _ => None,
     }
@@ -665,7 +836,13 @@ fn simple_type(v: &Value) -> Option<String> {
 
 fn shown_type(v: &Value) -> String {
     match v {
-        Value::List(l) => format!("[{}]", l.iter().map(|x| x.type_with_value()).collect::<Vec<_>>().join(" | ")),
+        Value::List(l) => format!(
+            "[{}]",
+            l.iter()
+                .map(|x| x.type_with_value())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ),
         _ => v.type_with_value(),
     }
 }
@@ -706,7 +883,10 @@ fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
             let l = Rc::make_mut(l);
             let idx = if *i < 0 { l.len() as i64 + i } else { *i };
             if idx < 0 || idx as usize >= l.len() {
-                return Err(RtError::eval(format!("index out of bounds: the len is {} but the index is {i}", l.len())));
+                return Err(RtError::eval(format!(
+                    "index out of bounds: the len is {} but the index is {i}",
+                    l.len()
+                )));
             }
             let cur = std::mem::take(&mut l[idx as usize]);
             l[idx as usize] = set_path(cur, &keys[1..], v)?;
@@ -722,10 +902,15 @@ fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
         (Value::Undefined | Value::None, Value::Str(k)) if keys.len() > 1 => {
             // intermediate levels of an existing value may be created
             let mut d = crate::value::Dict::new();
-            d.map.insert(k.clone(), set_path(Value::Undefined, &keys[1..], v)?);
+            d.map
+                .insert(k.clone(), set_path(Value::Undefined, &keys[1..], v)?);
             Ok(Value::from(d))
         }
-        (r, k) => Err(RtError::eval(format!("'{}' object does not support item assignment with key '{}'", r.type_name(), crate::value::to_str(k)))),
+        (r, k) => Err(RtError::eval(format!(
+            "'{}' object does not support item assignment with key '{}'",
+            r.type_name(),
+            crate::value::to_str(k)
+        ))),
     }
 }
 

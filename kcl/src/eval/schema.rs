@@ -41,13 +41,35 @@ pub struct Layout {
 impl SchemaType {
     pub fn from_stmt(s: &'static ast::SchemaStmt, ctx: Ctx, _nested: bool) -> Value {
         let name: Str = Rc::from(s.name.sym.as_str());
-        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: Some(s), rule: None, def_ctx: ctx, instances: RefCell::new(Vec::new()), layout: RefCell::new(None) };
-        Value::Func(Rc::new(Func::User { name, data: Rc::new(t) }))
+        let t = SchemaType {
+            name: name.clone(),
+            pkgpath: Rc::from(ctx.pkg.path.as_str()),
+            stmt: Some(s),
+            rule: None,
+            def_ctx: ctx,
+            instances: RefCell::new(Vec::new()),
+            layout: RefCell::new(None),
+        };
+        Value::Func(Rc::new(Func::User {
+            name,
+            data: Rc::new(t),
+        }))
     }
     pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
         let name: Str = Rc::from(r.name.sym.as_str());
-        let t = SchemaType { name: name.clone(), pkgpath: Rc::from(ctx.pkg.path.as_str()), stmt: None, rule: Some(r), def_ctx: ctx, instances: RefCell::new(Vec::new()), layout: RefCell::new(None) };
-        Value::Func(Rc::new(Func::User { name, data: Rc::new(t) }))
+        let t = SchemaType {
+            name: name.clone(),
+            pkgpath: Rc::from(ctx.pkg.path.as_str()),
+            stmt: None,
+            rule: Some(r),
+            def_ctx: ctx,
+            instances: RefCell::new(Vec::new()),
+            layout: RefCell::new(None),
+        };
+        Value::Func(Rc::new(Func::User {
+            name,
+            data: Rc::new(t),
+        }))
     }
 }
 
@@ -87,10 +109,14 @@ pub fn as_schema_type(v: &Value) -> Option<Rc<SchemaType>> {
 /// Is `inst` an instance of `ty` or of one of its subtypes?
 pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) -> bool {
     let Some(t) = &inst.ty else { return false };
-    let Ok(mut cur) = t.clone().downcast::<SchemaType>() else { return false };
+    let Ok(mut cur) = t.clone().downcast::<SchemaType>() else {
+        return false;
+    };
     loop {
         // by name: one file can be loaded both as part of its folder package and on its own
-        let related = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}.")) || b.starts_with(&format!("{a}."));
+        let related = |a: &str, b: &str| {
+            a == b || a.starts_with(&format!("{b}.")) || b.starts_with(&format!("{a}."))
+        };
         if Rc::ptr_eq(&cur, ty) || (cur.name == ty.name && related(&cur.pkgpath, &ty.pkgpath)) {
             return true;
         }
@@ -123,18 +149,37 @@ impl Evaluator {
         let v = self.eval_identifier(&t.def_ctx, p)?;
         match as_schema_type(&v) {
             Some(x) => Ok(Some(x)),
-            None => Err(EvalError::new(ErrKind::Compile, format!("illegal parent schema '{}'", p.names.iter().map(|n| n.sym.as_str()).collect::<Vec<_>>().join(".")), Some(p.span))),
+            None => Err(EvalError::new(
+                ErrKind::Compile,
+                format!(
+                    "illegal parent schema '{}'",
+                    p.names
+                        .iter()
+                        .map(|n| n.sym.as_str())
+                        .collect::<Vec<_>>()
+                        .join(".")
+                ),
+                Some(p.span),
+            )),
         }
     }
 
     fn mixins_of(&self, t: &Rc<SchemaType>) -> EvalResult<Vec<Rc<SchemaType>>> {
-        let Some(s) = t.stmt else { return Ok(Vec::new()) };
+        let Some(s) = t.stmt else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
         for m in &s.mixins {
             let v = self.eval_identifier(&t.def_ctx, m)?;
             match as_schema_type(&v) {
                 Some(x) => out.push(x),
-                None => return Err(EvalError::new(ErrKind::Compile, "illegal mixin", Some(m.span))),
+                None => {
+                    return Err(EvalError::new(
+                        ErrKind::Compile,
+                        "illegal mixin",
+                        Some(m.span),
+                    ));
+                }
             }
         }
         Ok(out)
@@ -142,29 +187,46 @@ impl Evaluator {
 
     /// Instantiate `ty_val` (a schema type value) with a config value.
     #[allow(clippy::too_many_arguments)]
-    pub fn instantiate_value(&self, _ctx: &Ctx, ty_val: &Value, args: &[Value], kwargs: &[(Str, Value)], cfg: Value, span: Span, cfg_span: Span) -> EvalResult<Value> {
-        if let Value::Func(f) = ty_val {
-            if let Func::User { data, .. } = &**f {
-                if let Some(a) = data.downcast_ref::<super::types::TypeAlias>() {
-                    if let ast::TypeKind::Named(id) = &a.ty.kind {
-                        let t = self.eval_identifier(&a.ctx, id)?;
-                        return self.instantiate_value(_ctx, &t, args, kwargs, cfg, span, cfg_span);
-                    }
-                }
-            }
+    pub fn instantiate_value(
+        &self,
+        _ctx: &Ctx,
+        ty_val: &Value,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        cfg: Value,
+        span: Span,
+        cfg_span: Span,
+    ) -> EvalResult<Value> {
+        if let Value::Func(f) = ty_val
+            && let Func::User { data, .. } = &**f
+            && let Some(a) = data.downcast_ref::<super::types::TypeAlias>()
+            && let ast::TypeKind::Named(id) = &a.ty.kind
+        {
+            let t = self.eval_identifier(&a.ctx, id)?;
+            return self.instantiate_value(_ctx, &t, args, kwargs, cfg, span, cfg_span);
         }
         let Some(ty) = as_schema_type(ty_val) else {
             // `dict {..}`-like forms on a non-schema: union
             if ty_val.is_config() {
                 return value::union(ty_val, &cfg, false).map_err(|e| self.rt(e, span));
             }
-            return Err(EvalError::new(ErrKind::Type, format!("'{}' is not a schema", ty_val.type_name()), Some(span)));
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!("'{}' is not a schema", ty_val.type_name()),
+                Some(span),
+            ));
         };
         let cfg_dict = match &cfg {
             Value::Dict(d) => (**d).clone(),
             Value::Schema(s) => s.attrs.clone(),
             Value::None | Value::Undefined => Dict::new(),
-            other => return Err(EvalError::new(ErrKind::Type, format!("expect schema config, got {}", other.type_name()), Some(cfg_span))),
+            other => {
+                return Err(EvalError::new(
+                    ErrKind::Type,
+                    format!("expect schema config, got {}", other.type_name()),
+                    Some(cfg_span),
+                ));
+            }
         };
         self.enter(span)?;
         let r = self.instantiate(&ty, args, kwargs, cfg_dict, span);
@@ -180,7 +242,11 @@ impl Evaluator {
         let mut chain = vec![ty.clone()];
         while let Some(p) = self.parent_of(chain.last().unwrap())? {
             if chain.len() > 64 {
-                return Err(EvalError::new(ErrKind::Compile, "schema inheritance is too deep or cyclic", Some(span)));
+                return Err(EvalError::new(
+                    ErrKind::Compile,
+                    "schema inheritance is too deep or cyclic",
+                    Some(span),
+                ));
             }
             chain.push(p);
         }
@@ -203,10 +269,16 @@ impl Evaluator {
                 index_sig = Some((is, pi));
                 // attributes declared before the signature must fit it too
                 for (k, d) in declared.iter() {
-                    if let (Some(kn), true) = (&is.key_name, d.schema_attr) {
-                        if kn.sym.as_str() == &**k {
-                            return Err(EvalError::new(ErrKind::IndexSignature, format!("index signature attribute name '{k}' cannot have the same name as schema attributes"), Some(is.span)));
-                        }
+                    if let (Some(kn), true) = (&is.key_name, d.schema_attr)
+                        && kn.sym.as_str() == &**k
+                    {
+                        return Err(EvalError::new(
+                            ErrKind::IndexSignature,
+                            format!(
+                                "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                            ),
+                            Some(is.span),
+                        ));
                     }
                 }
             }
@@ -218,32 +290,75 @@ impl Evaluator {
                             deprecated.push((k.clone(), d, pi));
                         }
                     }
-                    if let Some(prev) = declared.get(&k) {
-                        if let (Some(pt), true) = (prev.ty, prev.schema_attr) {
-                            let short = |t: &ast::Type| match &t.kind {
-                                ast::TypeKind::Named(id) => id.names.last().map(|n| n.sym.as_str().to_string()).unwrap_or_default(),
-                                _ => super::types::type_str(t),
-                            };
-                            let (ps, ns) = (short(pt), short(&a.ty));
-                            if ps != ns && prev.part != pi {
-                                return Err(EvalError::new(ErrKind::Type, format!("can't change schema field type of '{k}' from {ps} to {ns}"), Some(a.name.span)));
-                            }
-                            if !prev.optional && a.optional && prev.part != pi {
-                                return Err(EvalError::new(ErrKind::Type, format!("can't change the required schema attribute of '{k}' to optional"), Some(a.name.span)));
-                            }
+                    if let Some(prev) = declared.get(&k)
+                        && let (Some(pt), true) = (prev.ty, prev.schema_attr)
+                    {
+                        let short = |t: &ast::Type| match &t.kind {
+                            ast::TypeKind::Named(id) => id
+                                .names
+                                .last()
+                                .map(|n| n.sym.as_str().to_string())
+                                .unwrap_or_default(),
+                            _ => super::types::type_str(t),
+                        };
+                        let (ps, ns) = (short(pt), short(&a.ty));
+                        if ps != ns && prev.part != pi {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "can't change schema field type of '{k}' from {ps} to {ns}"
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                        if !prev.optional && a.optional && prev.part != pi {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "can't change the required schema attribute of '{k}' to optional"
+                                ),
+                                Some(a.name.span),
+                            ));
                         }
                     }
                     if let Some((is, _)) = &index_sig {
-                        if let Some(kn) = &is.key_name {
-                            if kn.sym == a.name.sym {
-                                return Err(EvalError::new(ErrKind::IndexSignature, format!("index signature attribute name '{k}' cannot have the same name as schema attributes"), Some(a.name.span)));
-                            }
+                        if let Some(kn) = &is.key_name
+                            && kn.sym == a.name.sym
+                        {
+                            return Err(EvalError::new(
+                                ErrKind::IndexSignature,
+                                format!(
+                                    "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                                ),
+                                Some(a.name.span),
+                            ));
                         }
-                        if !is.any_other && !matches!(is.value_ty.kind, ast::TypeKind::Any) && super::types::type_str(&is.value_ty) != super::types::type_str(&a.ty) && !matches!(is.value_ty.kind, ast::TypeKind::Union(_)) {
-                            return Err(EvalError::new(ErrKind::IndexSignature, format!("the type '{}' of schema attribute '{k}' does not meet the index signature definition {}", super::types::type_str(&a.ty), index_sig_str(is)), Some(a.name.span)));
+                        if !is.any_other
+                            && !matches!(is.value_ty.kind, ast::TypeKind::Any)
+                            && super::types::type_str(&is.value_ty) != super::types::type_str(&a.ty)
+                            && !matches!(is.value_ty.kind, ast::TypeKind::Union(_))
+                        {
+                            return Err(EvalError::new(
+                                ErrKind::IndexSignature,
+                                format!(
+                                    "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
+                                    super::types::type_str(&a.ty),
+                                    index_sig_str(is)
+                                ),
+                                Some(a.name.span),
+                            ));
                         }
                     }
-                    declared.insert(k.clone(), AttrDecl { ty: Some(&a.ty), optional: a.optional, span: a.name.span, part: pi, schema_attr: true });
+                    declared.insert(
+                        k.clone(),
+                        AttrDecl {
+                            ty: Some(&a.ty),
+                            optional: a.optional,
+                            span: a.name.span,
+                            part: pi,
+                            schema_attr: true,
+                        },
+                    );
                     if !order.contains(&k) {
                         order.push(k);
                     }
@@ -253,7 +368,16 @@ impl Evaluator {
                     for n in names {
                         let k: Str = Rc::from(n.as_str());
                         if !declared.contains_key(&k) {
-                            declared.insert(k.clone(), AttrDecl { ty: None, optional: true, span: st.span, part: pi, schema_attr: false });
+                            declared.insert(
+                                k.clone(),
+                                AttrDecl {
+                                    ty: None,
+                                    optional: true,
+                                    span: st.span,
+                                    part: pi,
+                                    schema_attr: false,
+                                },
+                            );
                         }
                         if !order.contains(&k) {
                             order.push(k);
@@ -274,13 +398,33 @@ impl Evaluator {
                 }
             }
         }
-        let required = declared.iter().filter(|(_, d)| d.schema_attr && !d.optional).map(|(k, _)| k.clone()).collect();
-        let l = Rc::new(Layout { parts, body, declared, setters, index_sig, order, required, deprecated });
+        let required = declared
+            .iter()
+            .filter(|(_, d)| d.schema_attr && !d.optional)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let l = Rc::new(Layout {
+            parts,
+            body,
+            declared,
+            setters,
+            index_sig,
+            order,
+            required,
+            deprecated,
+        });
         *ty.layout.borrow_mut() = Some(l.clone());
         Ok(l)
     }
 
-    pub fn instantiate(&self, ty: &Rc<SchemaType>, args: &[Value], kwargs: &[(Str, Value)], config: Dict, span: Span) -> EvalResult<Value> {
+    pub fn instantiate(
+        &self,
+        ty: &Rc<SchemaType>,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<Value> {
         if let Some(r) = ty.rule {
             return self.run_rule(ty, r, args, kwargs, config, span);
         }
@@ -291,7 +435,9 @@ impl Evaluator {
             for (i, p) in ps.iter().enumerate() {
                 let v = if i < args.len() {
                     args[i].clone()
-                } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+                } else if let Some((_, v)) =
+                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
+                {
                     v.clone()
                 } else if let Some(d) = &p.default {
                     self.eval(&ty.def_ctx, d)?
@@ -301,17 +447,31 @@ impl Evaluator {
                 let v = match &p.ty {
                     Some(t) if !v.is_none_or_undefined() => {
                         let shown = match &v {
-                            Value::List(l) => format!("[{}]", l.iter().map(|x| x.type_with_value()).collect::<Vec<_>>().join(" | ")),
+                            Value::List(l) => format!(
+                                "[{}]",
+                                l.iter()
+                                    .map(|x| x.type_with_value())
+                                    .collect::<Vec<_>>()
+                                    .join(" | ")
+                            ),
                             other => other.type_with_value(),
                         };
-                        self.convert_type(&ty.def_ctx, v, t, span).map_err(|e| EvalError { msg: format!("expected {}, got {shown}", super::types::type_str(t)), ..e })?
+                        self.convert_type(&ty.def_ctx, v, t, span)
+                            .map_err(|e| EvalError {
+                                msg: format!("expected {}, got {shown}", super::types::type_str(t)),
+                                ..e
+                            })?
                     }
                     _ => v,
                 };
                 params_scope.vars.borrow_mut().insert(p.name.sym, v);
             }
         }
-        if let Some(d) = ty.stmt.and_then(|s| s.decorators.iter().find(|d| d.name.names.len() == 1 && d.name.names[0].sym.as_str() == "deprecated")) {
+        if let Some(d) = ty.stmt.and_then(|s| {
+            s.decorators
+                .iter()
+                .find(|d| d.name.names.len() == 1 && d.name.names[0].sym.as_str() == "deprecated")
+        }) {
             self.deprecated(&ty.def_ctx, d, &ty.name, span)?;
         }
         for (k, d, pi) in &layout.deprecated {
@@ -322,7 +482,12 @@ impl Evaluator {
         let ctxs: Vec<Ctx> = layout
             .parts
             .iter()
-            .map(|t| Ctx { locals: Some(params_scope.clone()), in_lambda: false, schema: None, ..t.def_ctx.clone() })
+            .map(|t| Ctx {
+                locals: Some(params_scope.clone()),
+                in_lambda: false,
+                schema: None,
+                ..t.def_ctx.clone()
+            })
             .collect();
         let mut attrs = Dict::with_capacity(layout.order.len() + config.len());
         for k in &layout.order {
@@ -333,24 +498,41 @@ impl Evaluator {
             let (op, _) = config.op_of(k);
             let cur = attrs.map.get(k).cloned().unwrap_or(Value::Undefined);
             let nv = match op {
-                ConfigOp::Insert if !cur.is_none_or_undefined() => value::binary(value::BinOp::Add, &cur, v).unwrap_or(v.clone()),
+                ConfigOp::Insert if !cur.is_none_or_undefined() => {
+                    value::binary(value::BinOp::Add, &cur, v).unwrap_or(v.clone())
+                }
                 _ => v.clone(),
             };
             attrs.map.insert(k.clone(), nv);
         }
         let n = layout.body.len();
-        let frame = Rc::new(Frame { name: ty.name.clone(), attrs: RefCell::new(attrs), config, layout: layout.clone(), ctxs, state: RefCell::new(vec![PENDING; n]) });
+        let frame = Rc::new(Frame {
+            name: ty.name.clone(),
+            attrs: RefCell::new(attrs),
+            config,
+            layout: layout.clone(),
+            ctxs,
+            state: RefCell::new(vec![PENDING; n]),
+        });
         for i in 0..n {
             self.run_schema_stmt(&frame, i)?;
         }
         // unknown config keys
         for k in frame.config.map.keys() {
             if !layout.declared.contains_key(k) && layout.index_sig.is_none() {
-                let cands: Vec<&str> = layout.declared.keys().filter(|d| similar(d, k)).map(|d| &**d).collect();
+                let cands: Vec<&str> = layout
+                    .declared
+                    .keys()
+                    .filter(|d| similar(d, k))
+                    .map(|d| &**d)
+                    .collect();
                 let msg = if cands.is_empty() {
                     format!("Cannot add member '{k}' to schema '{}'", ty.name)
                 } else {
-                    format!("Cannot add member '{k}' to schema '{}', did you mean '{:?}'?", ty.name, cands)
+                    format!(
+                        "Cannot add member '{k}' to schema '{}', did you mean '{:?}'?",
+                        ty.name, cands
+                    )
                 };
                 return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
             }
@@ -358,27 +540,47 @@ impl Evaluator {
         // types
         let mut attrs = frame.attrs.borrow().clone();
         for (k, d) in &layout.declared {
-            let Some(v) = attrs.map.get(k).cloned() else { continue };
-            if let Some(t) = d.ty {
-                if !v.is_none_or_undefined() {
-                    let c = Ctx { schema: Some(frame.clone()), ..frame.ctxs[d.part].clone() };
-                    let shown = v.type_with_value();
-                    let nv = self.convert_type(&c, v, t, span).map_err(|e| {
-                        if e.kind == ErrKind::Type && e.notes.is_empty() {
-                            let ts = super::types::type_str(t);
-                            EvalError { msg: format!("expected {ts}, got {shown}"), ..e }.with_note(d.span, format!("variable is defined here, its type is {ts}, but got {shown}"))
-                        } else {
-                            e
+            let Some(v) = attrs.map.get(k).cloned() else {
+                continue;
+            };
+            if let Some(t) = d.ty
+                && !v.is_none_or_undefined()
+            {
+                let c = Ctx {
+                    schema: Some(frame.clone()),
+                    ..frame.ctxs[d.part].clone()
+                };
+                let shown = v.type_with_value();
+                let nv = self.convert_type(&c, v, t, span).map_err(|e| {
+                    if e.kind == ErrKind::Type && e.notes.is_empty() {
+                        let ts = super::types::type_str(t);
+                        EvalError {
+                            msg: format!("expected {ts}, got {shown}"),
+                            ..e
                         }
-                    })?;
-                    attrs.map.insert(k.clone(), nv);
-                }
+                        .with_note(
+                            d.span,
+                            format!("variable is defined here, its type is {ts}, but got {shown}"),
+                        )
+                    } else {
+                        e
+                    }
+                })?;
+                attrs.map.insert(k.clone(), nv);
             }
         }
         if let Some((is, pi)) = &layout.index_sig {
-            let keys: Vec<Str> = attrs.map.keys().filter(|k| !layout.declared.contains_key(*k)).cloned().collect();
+            let keys: Vec<Str> = attrs
+                .map
+                .keys()
+                .filter(|k| !layout.declared.contains_key(*k))
+                .cloned()
+                .collect();
             for k in keys {
-                let cx = Ctx { schema: Some(frame.clone()), ..frame.ctxs[*pi].clone() };
+                let cx = Ctx {
+                    schema: Some(frame.clone()),
+                    ..frame.ctxs[*pi].clone()
+                };
                 let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
                 let merge_default = frame.config.op_of(&k).0 == ConfigOp::Union;
                 if let (Some(def), true) = (&is.value, merge_default || v.is_none_or_undefined()) {
@@ -387,9 +589,18 @@ impl Evaluator {
                     if let Some(kn) = &is.key_name {
                         sc.vars.borrow_mut().insert(kn.sym, Value::Str(k.clone()));
                     }
-                    let c2 = Ctx { locals: Some(sc), ..cx.clone() };
+                    let c2 = Ctx {
+                        locals: Some(sc),
+                        ..cx.clone()
+                    };
                     let dv = self.eval(&c2, def)?;
-                    v = if v.is_config() && dv.is_config() { value::union(&dv, &v, false).map_err(|e| self.rt(e, span))? } else if v.is_none_or_undefined() { dv } else { v };
+                    v = if v.is_config() && dv.is_config() {
+                        value::union(&dv, &v, false).map_err(|e| self.rt(e, span))?
+                    } else if v.is_none_or_undefined() {
+                        dv
+                    } else {
+                        v
+                    };
                 }
                 if !v.is_none_or_undefined() {
                     v = self.convert_type(&cx, v, &is.value_ty, span)?;
@@ -400,7 +611,14 @@ impl Evaluator {
         *frame.attrs.borrow_mut() = attrs;
         // checks, base first; with an index signature key name, once per extra key
         let sig_keys: Vec<Value> = match &layout.index_sig {
-            Some((is, _)) if is.key_name.is_some() => frame.attrs.borrow().map.keys().filter(|k| !layout.declared.contains_key(*k)).map(|k| Value::Str(k.clone())).collect(),
+            Some((is, _)) if is.key_name.is_some() => frame
+                .attrs
+                .borrow()
+                .map
+                .keys()
+                .filter(|k| !layout.declared.contains_key(*k))
+                .map(|k| Value::Str(k.clone()))
+                .collect(),
             _ => Vec::new(),
         };
         for (pi, t) in layout.parts.iter().enumerate() {
@@ -408,14 +626,24 @@ impl Evaluator {
             if s.checks.is_empty() {
                 continue;
             }
-            let c = Ctx { schema: Some(frame.clone()), ..frame.ctxs[pi].clone() };
+            let c = Ctx {
+                schema: Some(frame.clone()),
+                ..frame.ctxs[pi].clone()
+            };
             match layout.index_sig.and_then(|(is, _)| is.key_name) {
                 Some(kn) => {
-                    let keys = if sig_keys.is_empty() { vec![Value::Undefined] } else { sig_keys.clone() };
+                    let keys = if sig_keys.is_empty() {
+                        vec![Value::Undefined]
+                    } else {
+                        sig_keys.clone()
+                    };
                     for k in keys {
                         let sc = Scope::new(c.locals.clone());
                         sc.vars.borrow_mut().insert(kn.sym, k);
-                        let c2 = Ctx { locals: Some(sc), ..c.clone() };
+                        let c2 = Ctx {
+                            locals: Some(sc),
+                            ..c.clone()
+                        };
                         self.run_checks(&c2, &s.checks, span)?;
                     }
                 }
@@ -423,13 +651,25 @@ impl Evaluator {
             }
         }
         // closures created in the body keep the frame; they still need the final attributes
-        let mut attrs = if Rc::strong_count(&frame) > 1 { frame.attrs.borrow().clone() } else { std::mem::take(&mut *frame.attrs.borrow_mut()) };
+        let mut attrs = if Rc::strong_count(&frame) > 1 {
+            frame.attrs.borrow().clone()
+        } else {
+            std::mem::take(&mut *frame.attrs.borrow_mut())
+        };
         attrs.map.retain(|_, v| !v.is_undefined());
         attrs.ops = None;
-        let inst = Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs, ty: Some(ty.clone() as Rc<dyn std::any::Any>), span: Some(span) }));
+        let inst = Value::Schema(Rc::new(SchemaInst {
+            name: ty.name.clone(),
+            pkg: ty.pkgpath.clone(),
+            attrs,
+            ty: Some(ty.clone() as Rc<dyn std::any::Any>),
+            span: Some(span),
+        }));
         // `Base.instances()` includes instances of its subschemas
         for t in layout.parts.iter() {
-            if t.stmt.is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin()) {
+            if t.stmt
+                .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
+            {
                 t.instances.borrow_mut().push(inst.clone());
             }
         }
@@ -444,12 +684,19 @@ impl Evaluator {
         }
         match v {
             Value::Schema(s) => {
-                if let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok()) {
-                    if let Some(l) = ty.layout.borrow().as_ref() {
-                        for k in &l.required {
-                            if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
-                                return Err(EvalError::new(ErrKind::Compile, format!("attribute '{k}' of {} is required and can't be None or Undefined", s.name), s.span));
-                            }
+                if let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok())
+                    && let Some(l) = ty.layout.borrow().as_ref()
+                {
+                    for k in &l.required {
+                        if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
+                            return Err(EvalError::new(
+                                ErrKind::Compile,
+                                format!(
+                                    "attribute '{k}' of {} is required and can't be None or Undefined",
+                                    s.name
+                                ),
+                                s.span,
+                            ));
                         }
                     }
                 }
@@ -472,7 +719,13 @@ impl Evaluator {
         Ok(())
     }
 
-    fn deprecated(&self, ctx: &Ctx, d: &'static ast::Decorator, name: &str, span: Span) -> EvalResult<()> {
+    fn deprecated(
+        &self,
+        ctx: &Ctx,
+        d: &'static ast::Decorator,
+        name: &str,
+        span: Span,
+    ) -> EvalResult<()> {
         let (mut version, mut reason, mut strict) = (String::new(), String::new(), true);
         if let Some(a) = &d.args {
             for k in &a.keywords {
@@ -481,7 +734,13 @@ impl Evaluator {
                     "version" => version = value::to_str(&v),
                     "reason" => reason = value::to_str(&v),
                     "strict" => strict = v.truthy(),
-                    other => return Err(EvalError::new(ErrKind::Evaluation, format!("deprecated() got an unexpected keyword argument '{other}'"), Some(k.name.span))),
+                    other => {
+                        return Err(EvalError::new(
+                            ErrKind::Evaluation,
+                            format!("deprecated() got an unexpected keyword argument '{other}'"),
+                            Some(k.name.span),
+                        ));
+                    }
                 }
             }
             if let Some(x) = a.args.first() {
@@ -505,23 +764,37 @@ impl Evaluator {
 
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
         for ch in checks {
-            if let Some(cond) = &ch.if_cond {
-                if !self.eval(c, cond)?.truthy() {
-                    continue;
-                }
+            if let Some(cond) = &ch.if_cond
+                && !self.eval(c, cond)?.truthy()
+            {
+                continue;
             }
             if !self.eval(c, &ch.test)?.truthy() {
                 let msg = match &ch.msg {
-                    Some(m) => format!("Check failed on the condition: {}", value::to_str(&self.eval(c, m)?)),
+                    Some(m) => format!(
+                        "Check failed on the condition: {}",
+                        value::to_str(&self.eval(c, m)?)
+                    ),
                     None => "Check failed on the condition".to_string(),
                 };
-                return Err(EvalError::new(ErrKind::Schema, "Instance check failed", Some(span)).with_note(ch.span, msg));
+                return Err(
+                    EvalError::new(ErrKind::Schema, "Instance check failed", Some(span))
+                        .with_note(ch.span, msg),
+                );
             }
         }
         Ok(())
     }
 
-    fn run_rule(&self, ty: &Rc<SchemaType>, r: &'static ast::RuleStmt, args: &[Value], kwargs: &[(Str, Value)], config: Dict, span: Span) -> EvalResult<Value> {
+    fn run_rule(
+        &self,
+        ty: &Rc<SchemaType>,
+        r: &'static ast::RuleStmt,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<Value> {
         for p in &r.parents {
             let v = self.eval_identifier(&ty.def_ctx, p)?;
             if let Some(pt) = as_schema_type(&v) {
@@ -533,7 +806,9 @@ impl Evaluator {
             for (i, p) in ps.iter().enumerate() {
                 let v = if i < args.len() {
                     args[i].clone()
-                } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+                } else if let Some((_, v)) =
+                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
+                {
                     v.clone()
                 } else if let Some(d) = &p.default {
                     self.eval(&ty.def_ctx, d)?
@@ -546,9 +821,20 @@ impl Evaluator {
         for (k, v) in &config.map {
             scope.vars.borrow_mut().insert(Symbol::intern(k), v.clone());
         }
-        let c = Ctx { locals: Some(scope), schema: None, in_lambda: false, ..ty.def_ctx.clone() };
+        let c = Ctx {
+            locals: Some(scope),
+            schema: None,
+            in_lambda: false,
+            ..ty.def_ctx.clone()
+        };
         self.run_checks(&c, &r.checks, span)?;
-        Ok(Value::Schema(Rc::new(SchemaInst { name: ty.name.clone(), pkg: ty.pkgpath.clone(), attrs: Dict::new(), ty: Some(ty.clone() as Rc<dyn std::any::Any>), span: Some(span) })))
+        Ok(Value::Schema(Rc::new(SchemaInst {
+            name: ty.name.clone(),
+            pkg: ty.pkgpath.clone(),
+            attrs: Dict::new(),
+            ty: Some(ty.clone() as Rc<dyn std::any::Any>),
+            span: Some(span),
+        })))
     }
 
     fn run_schema_stmt(&self, fr: &Rc<Frame>, i: usize) -> EvalResult<()> {
@@ -557,7 +843,10 @@ impl Evaluator {
         }
         fr.state.borrow_mut()[i] = RUNNING;
         let (st, pi) = fr.layout.body[i];
-        let ctx = Ctx { schema: Some(fr.clone()), ..fr.ctxs[pi].clone() };
+        let ctx = Ctx {
+            schema: Some(fr.clone()),
+            ..fr.ctxs[pi].clone()
+        };
         let r = self.exec_stmt(&ctx, st);
         fr.state.borrow_mut()[i] = DONE;
         r.map(|_| ())
@@ -583,14 +872,22 @@ impl Evaluator {
     }
 
     /// Set an attribute from the body: the config entry for it is laid on top.
-    pub(crate) fn schema_set(&self, _ctx: &Ctx, fr: &Rc<Frame>, name: Symbol, v: Value, span: Span) -> EvalResult<()> {
+    pub(crate) fn schema_set(
+        &self,
+        _ctx: &Ctx,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        v: Value,
+        span: Span,
+    ) -> EvalResult<()> {
         let k = name.as_str();
         let nv = match fr.config.map.get_key_value(k) {
             Some((kk, cv)) => {
                 let (op, idx) = fr.config.op_of(kk);
                 let mut d = Dict::new();
                 d.map.insert(kk.clone(), v);
-                value::ops_merge_entry(&mut d, kk, cv, op, idx, false).map_err(|e| self.rt(e, span))?;
+                value::ops_merge_entry(&mut d, kk, cv, op, idx, false)
+                    .map_err(|e| self.rt(e, span))?;
                 d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
             }
             None => v,
@@ -605,13 +902,30 @@ impl Evaluator {
         Ok(())
     }
 
-    pub(crate) fn exec_schema_attr(&self, ctx: &Ctx, fr: &Rc<Frame>, attr: &'static ast::SchemaAttr, span: Span) -> EvalResult<()> {
-        let Some(val) = &attr.value else { return Ok(()) };
+    pub(crate) fn exec_schema_attr(
+        &self,
+        ctx: &Ctx,
+        fr: &Rc<Frame>,
+        attr: &'static ast::SchemaAttr,
+        span: Span,
+    ) -> EvalResult<()> {
+        let Some(val) = &attr.value else {
+            return Ok(());
+        };
         let v = self.eval(ctx, val)?;
         let v = match attr.op {
             Some(ast::AttrOp::Aug(op)) => {
-                let cur = fr.attrs.borrow().get(attr.name.sym.as_str()).cloned().unwrap_or(Value::Undefined);
-                if cur.is_none_or_undefined() { v } else { self.binop(op.bin_op(), &cur, &v, span)? }
+                let cur = fr
+                    .attrs
+                    .borrow()
+                    .get(attr.name.sym.as_str())
+                    .cloned()
+                    .unwrap_or(Value::Undefined);
+                if cur.is_none_or_undefined() {
+                    v
+                } else {
+                    self.binop(op.bin_op(), &cur, &v, span)?
+                }
             }
             _ => v,
         };
@@ -620,7 +934,14 @@ impl Evaluator {
 }
 
 fn index_sig_str(is: &ast::IndexSignature) -> String {
-    format!("[{}{}]: {}", is.key_name.map(|n| format!("{}: ", n.sym)).unwrap_or_default(), super::types::type_str(&is.key_ty), super::types::type_str(&is.value_ty))
+    format!(
+        "[{}{}]: {}",
+        is.key_name
+            .map(|n| format!("{}: ", n.sym))
+            .unwrap_or_default(),
+        super::types::type_str(&is.key_ty),
+        super::types::type_str(&is.value_ty)
+    )
 }
 
 fn similar(a: &str, b: &str) -> bool {

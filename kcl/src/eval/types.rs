@@ -25,9 +25,18 @@ pub fn type_str(t: &ast::Type) -> String {
             BasicType::Str => "str",
         }
         .into(),
-        TypeKind::Named(id) => id.names.iter().map(|n| n.sym.as_str()).collect::<Vec<_>>().join("."),
+        TypeKind::Named(id) => id
+            .names
+            .iter()
+            .map(|n| n.sym.as_str())
+            .collect::<Vec<_>>()
+            .join("."),
         TypeKind::List(e) => format!("[{}]", e.as_ref().map(|x| type_str(x)).unwrap_or_default()),
-        TypeKind::Dict(k, v) => format!("{{{}:{}}}", k.as_ref().map(|x| type_str(x)).unwrap_or_default(), v.as_ref().map(|x| type_str(x)).unwrap_or_default()),
+        TypeKind::Dict(k, v) => format!(
+            "{{{}:{}}}",
+            k.as_ref().map(|x| type_str(x)).unwrap_or_default(),
+            v.as_ref().map(|x| type_str(x)).unwrap_or_default()
+        ),
         TypeKind::Union(ts) => ts.iter().map(type_str).collect::<Vec<_>>().join(" | "),
         TypeKind::Literal(l) => match l {
             LiteralType::Bool(b) => format!("bool({})", if *b { "True" } else { "False" }),
@@ -43,32 +52,61 @@ pub fn type_str(t: &ast::Type) -> String {
 
 impl Evaluator {
     /// Check `v` against `t`, converting where upstream does; a mismatch is a TypeError.
-    pub fn convert_type(&self, ctx: &Ctx, v: Value, t: &'static ast::Type, span: Span) -> EvalResult<Value> {
+    pub fn convert_type(
+        &self,
+        ctx: &Ctx,
+        v: Value,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> EvalResult<Value> {
         match self.try_convert(ctx, &v, t, span)? {
             Some(x) => Ok(x),
-            None => Err(EvalError::new(ErrKind::Type, format!("expect {}, got {}", type_str(t), v.type_name()), Some(span))),
+            None => Err(EvalError::new(
+                ErrKind::Type,
+                format!("expect {}, got {}", type_str(t), v.type_name()),
+                Some(span),
+            )),
         }
     }
 
-    fn try_convert(&self, ctx: &Ctx, v: &Value, t: &'static ast::Type, span: Span) -> EvalResult<Option<Value>> {
+    fn try_convert(
+        &self,
+        ctx: &Ctx,
+        v: &Value,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
         if v.is_none_or_undefined() {
             return Ok(Some(v.clone()));
         }
         Ok(match &t.kind {
             TypeKind::Any => Some(v.clone()),
             TypeKind::Basic(b) => match (b, v) {
-                (BasicType::Bool, Value::Bool(_)) | (BasicType::Int, Value::Int(_)) | (BasicType::Float, Value::Float(_)) | (BasicType::Str, Value::Str(_)) => Some(v.clone()),
+                (BasicType::Bool, Value::Bool(_))
+                | (BasicType::Int, Value::Int(_))
+                | (BasicType::Float, Value::Float(_))
+                | (BasicType::Str, Value::Str(_)) => Some(v.clone()),
                 (BasicType::Float, Value::Int(i)) => Some(Value::Float(*i as f64)),
                 (BasicType::Int | BasicType::Float, Value::Unit(_)) => Some(v.clone()),
                 _ => None,
             },
             TypeKind::Named(id) => {
-                let name = id.names.iter().map(|n| n.sym.as_str()).collect::<Vec<_>>().join(".");
+                let name = id
+                    .names
+                    .iter()
+                    .map(|n| n.sym.as_str())
+                    .collect::<Vec<_>>()
+                    .join(".");
                 if name == "units.NumberMultiplier" || name == "NumberMultiplier" {
                     return Ok(matches!(v, Value::Unit(_)).then(|| v.clone()));
                 }
                 // type names are package-level names, never attributes or locals
-                let tctx = Ctx { schema: None, locals: None, in_lambda: false, ..ctx.clone() };
+                let tctx = Ctx {
+                    schema: None,
+                    locals: None,
+                    in_lambda: false,
+                    ..ctx.clone()
+                };
                 let tv = self.eval_identifier(&tctx, id)?;
                 if let Some(st) = as_schema_type(&tv) {
                     match v {
@@ -79,7 +117,9 @@ impl Evaluator {
                                 None
                             }
                         }
-                        Value::Dict(d) => Some(self.instantiate(&st, &[], &[], (**d).clone(), span)?),
+                        Value::Dict(d) => {
+                            Some(self.instantiate(&st, &[], &[], (**d).clone(), span)?)
+                        }
                         _ => None,
                     }
                 } else if let Value::Func(f) = &tv {
@@ -166,7 +206,9 @@ impl Evaluator {
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y),
-        (Value::Int(_), Value::Int(_)) | (Value::Str(_), Value::Str(_)) | (Value::Bool(_), Value::Bool(_)) => true,
+        (Value::Int(_), Value::Int(_))
+        | (Value::Str(_), Value::Str(_))
+        | (Value::Bool(_), Value::Bool(_)) => true,
         (Value::Float(_), Value::Float(_)) => true,
         _ => false,
     }

@@ -21,12 +21,16 @@ pub struct PrintOpts {
     pub quote_digit_start: bool,
 }
 
-fn entries<'a>(v: &'a Value, o: PrintOpts) -> Vec<(&'a str, &'a Value)> {
+fn entries(v: &Value, o: PrintOpts) -> Vec<(&str, &Value)> {
     let d = v.as_dict().unwrap();
     let mut e: Vec<(&str, &Value)> = d
         .map
         .iter()
-        .filter(|(k, v)| !matches!(v, Value::Undefined | Value::Func(_)) && !(o.drop_none && matches!(v, Value::None)) && !(o.hide_private && k.starts_with('_')))
+        .filter(|(k, v)| {
+            !(matches!(v, Value::Undefined | Value::Func(_))
+                || o.drop_none && matches!(v, Value::None)
+                || o.hide_private && k.starts_with('_'))
+        })
         .map(|(k, v)| (&**k, v))
         .collect();
     if o.sort_keys {
@@ -39,7 +43,10 @@ fn list_items(v: &Value, o: PrintOpts) -> Vec<&Value> {
     v.list_items()
         .unwrap()
         .iter()
-        .filter(|v| !matches!(v, Value::Undefined | Value::Func(_)) && !(o.drop_none && matches!(v, Value::None)))
+        .filter(|v| {
+            !(matches!(v, Value::Undefined | Value::Func(_))
+                || o.drop_none && matches!(v, Value::None))
+        })
         .collect()
 }
 
@@ -47,7 +54,9 @@ fn list_items(v: &Value, o: PrintOpts) -> Vec<&Value> {
 pub fn to_yaml(v: &Value, o: PrintOpts) -> String {
     let mut out = String::with_capacity(256);
     match v {
-        Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => write_map(v, o, 0, &mut out),
+        Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => {
+            write_map(v, o, 0, &mut out)
+        }
         Value::List(_) if !list_items(v, o).is_empty() => write_seq(v, o, 0, &mut out),
         _ => {
             write_scalar(v, o, 0, &mut out);
@@ -111,7 +120,9 @@ fn write_seq(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
         }
         out.push_str("- ");
         match item {
-            Value::Dict(_) | Value::Schema(_) if !entries(item, o).is_empty() => write_map(item, o, ind + 2, out),
+            Value::Dict(_) | Value::Schema(_) if !entries(item, o).is_empty() => {
+                write_map(item, o, ind + 2, out)
+            }
             Value::List(_) if !list_items(item, o).is_empty() => write_seq(item, o, ind + 2, out),
             _ => {
                 write_scalar(item, o, ind + 2, out);
@@ -272,28 +283,57 @@ mod tests {
 
     #[test]
     fn yaml_layout() {
-        let inner = dict_of([(k("a"), Value::Int(1)), (k("b"), Value::from(vec![Value::Int(1), Value::Int(2)]))]);
+        let inner = dict_of([
+            (k("a"), Value::Int(1)),
+            (k("b"), Value::from(vec![Value::Int(1), Value::Int(2)])),
+        ]);
         let v = dict_of([
             (k("a"), Value::Int(1)),
             (k("e"), Value::from(Vec::new())),
             (k("f"), Value::from(Dict::new())),
-            (k("j"), Value::from(vec![Value::Int(1), inner, Value::from(vec![Value::Int(3), Value::from(vec![Value::Int(4)])])])),
-            (k("n"), Value::Float(3.14)),
+            (
+                k("j"),
+                Value::from(vec![
+                    Value::Int(1),
+                    inner,
+                    Value::from(vec![Value::Int(3), Value::from(vec![Value::Int(4)])]),
+                ]),
+            ),
+            (k("n"), Value::Float(3.25)),
             (k("d"), Value::str("multi\nline")),
             (k("t"), Value::str("a\n")),
             (k("z"), Value::None),
         ]);
-        let want = "a: 1\ne: []\nf: {}\nj:\n- 1\n- a: 1\n  b:\n  - 1\n  - 2\n- - 3\n  - - 4\n'n': 3.14\nd: |-\n  multi\n  line\nt: |\n  a\nz: null\n";
+        let want = "a: 1\ne: []\nf: {}\nj:\n- 1\n- a: 1\n  b:\n  - 1\n  - 2\n- - 3\n  - - 4\n'n': 3.25\nd: |-\n  multi\n  line\nt: |\n  a\nz: null\n";
         assert_eq!(to_yaml(&v, PrintOpts::default()), want);
-        let nn = to_yaml(&v, PrintOpts { drop_none: true, sort_keys: true, ..Default::default() });
+        let nn = to_yaml(
+            &v,
+            PrintOpts {
+                drop_none: true,
+                sort_keys: true,
+                ..Default::default()
+            },
+        );
         assert!(nn.starts_with("a: 1\nd: |-"));
         assert!(!nn.contains("z:"));
     }
 
     #[test]
     fn json_layout() {
-        let v = dict_of([(k("a"), Value::Int(1)), (k("b"), Value::from(vec![Value::Float(1e20), Value::str("x\"")]))]);
-        assert_eq!(to_json(&v, PrintOpts::default(), 0), r#"{"a": 1, "b": [1e+20, "x\""]}"#);
-        assert_eq!(to_json(&v, PrintOpts::default(), 4), "{\n    \"a\": 1,\n    \"b\": [\n        1e+20,\n        \"x\\\"\"\n    ]\n}");
+        let v = dict_of([
+            (k("a"), Value::Int(1)),
+            (
+                k("b"),
+                Value::from(vec![Value::Float(1e20), Value::str("x\"")]),
+            ),
+        ]);
+        assert_eq!(
+            to_json(&v, PrintOpts::default(), 0),
+            r#"{"a": 1, "b": [1e+20, "x\""]}"#
+        );
+        assert_eq!(
+            to_json(&v, PrintOpts::default(), 4),
+            "{\n    \"a\": 1,\n    \"b\": [\n        1e+20,\n        \"x\\\"\"\n    ]\n}"
+        );
     }
 }

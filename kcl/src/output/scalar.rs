@@ -55,7 +55,12 @@ fn ambiguous(s: &str) -> bool {
     }
     // YAML 1.1 ints with `_` separators and base-60 forms (`12:30`)
     let body = s.strip_prefix(['-', '+']).unwrap_or(s);
-    if body.starts_with(|c: char| c.is_ascii_digit()) && body.bytes().all(|b| b.is_ascii_digit() || b == b'_' || b == b':') && (body.contains('_') || body.contains(':')) {
+    if body.starts_with(|c: char| c.is_ascii_digit())
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'_' || b == b':')
+        && (body.contains('_') || body.contains(':'))
+    {
         return true;
     }
     let unpos = match s.strip_prefix('+') {
@@ -65,16 +70,22 @@ fn ambiguous(s: &str) -> bool {
     };
     let unsigned = unpos.strip_prefix('-').unwrap_or(unpos);
     for (p, radix) in [("0x", 16), ("0o", 8), ("0b", 2)] {
-        if let Some(rest) = unsigned.strip_prefix(p) {
-            if !rest.starts_with(['+', '-']) && i128::from_str_radix(rest, radix).is_ok() {
-                return true;
-            }
+        if let Some(rest) = unsigned.strip_prefix(p)
+            && !rest.starts_with(['+', '-'])
+            && i128::from_str_radix(rest, radix).is_ok()
+        {
+            return true;
         }
     }
-    if !unsigned.starts_with(['+', '-']) && unsigned.bytes().all(|b| b.is_ascii_digit()) && !unsigned.is_empty() {
+    if !unsigned.starts_with(['+', '-'])
+        && unsigned.bytes().all(|b| b.is_ascii_digit())
+        && !unsigned.is_empty()
+    {
         return true;
     }
-    if matches!(unpos, ".inf" | ".Inf" | ".INF") || matches!(s, "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN" | ".NAN") {
+    if matches!(unpos, ".inf" | ".Inf" | ".INF")
+        || matches!(s, "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN" | ".NAN")
+    {
         return true;
     }
     unpos.parse::<f64>().is_ok_and(|f| f.is_finite())
@@ -91,7 +102,12 @@ fn digits_but_not_number(s: &str) -> bool {
 
 fn printable(c: char) -> bool {
     let u = c as u32;
-    u == 0x0A || (0x20..=0x7E).contains(&u) || u == 0x85 || (0xA0..=0xD7FF).contains(&u) || ((0xE000..=0xFFFD).contains(&u) && u != 0xFEFF) || (0x10000..=0x10FFFF).contains(&u)
+    u == 0x0A
+        || (0x20..=0x7E).contains(&u)
+        || u == 0x85
+        || (0xA0..=0xD7FF).contains(&u)
+        || ((0xE000..=0xFFFD).contains(&u) && u != 0xFEFF)
+        || (0x10000..=0x10FFFF).contains(&u)
 }
 
 fn is_break(c: char) -> bool {
@@ -114,14 +130,20 @@ struct Analysis {
 
 fn analyze(s: &str) -> Analysis {
     if s.is_empty() {
-        return Analysis { flow_plain: false, block_plain: true, single_ok: true, block_ok: false };
+        return Analysis {
+            flow_plain: false,
+            block_plain: true,
+            single_ok: true,
+            block_ok: false,
+        };
     }
     let (mut flow_ind, mut block_ind) = (s.starts_with("---") || s.starts_with("..."), false);
     if flow_ind {
         block_ind = true;
     }
     let (mut line_breaks, mut special) = (false, false);
-    let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) = (false, false, false, false);
+    let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) =
+        (false, false, false, false);
     let (mut break_space, mut space_break) = (false, false);
     let (mut prev_space, mut prev_break) = (false, false);
     let mut preceded_ws = true;
@@ -133,7 +155,8 @@ fn analyze(s: &str) -> Analysis {
         let followed_ws = is_blankz(next);
         if i == 0 {
             match c {
-                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@' | '`' => {
+                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
+                | '%' | '@' | '`' => {
                     flow_ind = true;
                     block_ind = true;
                 }
@@ -201,7 +224,12 @@ fn analyze(s: &str) -> Analysis {
         }
         preceded_ws = is_blankz(Some(c));
     }
-    let mut a = Analysis { flow_plain: true, block_plain: true, single_ok: true, block_ok: true };
+    let mut a = Analysis {
+        flow_plain: true,
+        block_plain: true,
+        single_ok: true,
+        block_ok: true,
+    };
     if leading_space || leading_break || trailing_space || trailing_break {
         a.flow_plain = false;
         a.block_plain = false;
@@ -215,7 +243,12 @@ fn analyze(s: &str) -> Analysis {
         a.single_ok = false;
     }
     if space_break || special {
-        a = Analysis { flow_plain: false, block_plain: false, single_ok: false, block_ok: false };
+        a = Analysis {
+            flow_plain: false,
+            block_plain: false,
+            single_ok: false,
+            block_ok: false,
+        };
     }
     if line_breaks {
         a.flow_plain = false;
@@ -235,7 +268,8 @@ fn obviously_plain(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() > 5
         && b[0].is_ascii_alphabetic()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'/' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'/' | b'.'))
         && !matches!(b[0], b'i' | b'I' | b'n' | b'N')
 }
 
@@ -275,7 +309,9 @@ pub fn write_str_opts(s: &str, ind: usize, key: bool, quote_digit: bool, out: &m
     let mut style = str_style(s, key);
     let _ = quote_digit;
     // upstream quotes anything that starts like a number (`'100m'`, `'-text=apple'`, `'1a'`)
-    if style == StrStyle::Plain && s.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.')) {
+    if style == StrStyle::Plain
+        && s.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.'))
+    {
         style = StrStyle::Single;
     }
     match style {

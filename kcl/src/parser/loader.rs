@@ -347,8 +347,16 @@ impl Loader<'_> {
         } else if let Some((_, ext)) = self.opts.external.iter().find(|(n, _)| n == parts[0]) {
             let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
             // `-E konfig=.` names the program root itself: same packages as plain imports
-            let same_root = std::path::absolute(ext).map(|a| normalize(&a)).ok() == Some(normalize(&self.root));
-            (target, if same_root { parts[1..].join(".") } else { parts.join(".") })
+            let same_root =
+                std::path::absolute(ext).map(|a| normalize(&a)).ok() == Some(normalize(&self.root));
+            (
+                target,
+                if same_root {
+                    parts[1..].join(".")
+                } else {
+                    parts.join(".")
+                },
+            )
         } else {
             // a file inside another module (e.g. a vendored dependency with its own kcl.mod)
             // imports from that module's root
@@ -356,7 +364,9 @@ impl Loader<'_> {
             match file_root.filter(|r| *r != normalize(&self.root)) {
                 Some(fr) => {
                     let target = parts.iter().fold(fr.clone(), |p, s| p.join(s));
-                    let ext = self.opts.external.iter().find(|(_, p)| std::path::absolute(p).map(|a| normalize(&a)).ok().as_ref() == Some(&fr));
+                    let ext = self.opts.external.iter().find(|(_, p)| {
+                        std::path::absolute(p).map(|a| normalize(&a)).ok().as_ref() == Some(&fr)
+                    });
                     let pkgpath = match ext {
                         Some((n, _)) => format!("{n}.{}", parts.join(".")),
                         None => format!("{}/{}", fr.display(), parts.join(".")),
@@ -369,8 +379,14 @@ impl Loader<'_> {
                 }
             }
         };
-        let key = std::path::absolute(&base).map(|a| normalize(&a)).unwrap_or_else(|_| base.clone());
-        let pkgpath: Arc<str> = self.by_dir.entry(key).or_insert_with(|| Arc::from(pkgpath)).clone();
+        let key = std::path::absolute(&base)
+            .map(|a| normalize(&a))
+            .unwrap_or_else(|_| base.clone());
+        let pkgpath: Arc<str> = self
+            .by_dir
+            .entry(key)
+            .or_insert_with(|| Arc::from(pkgpath))
+            .clone();
         self.imports
             .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
         if self.packages.contains_key(&pkgpath) {

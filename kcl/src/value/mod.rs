@@ -16,7 +16,9 @@ use indexmap::IndexMap;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
-pub use ops::{BinOp, CmpOp, binary, compare, union, unary_neg, unary_not, unary_pos, unary_invert};
+pub use ops::{
+    BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos, union,
+};
 pub use strfmt::{to_repr, to_str};
 
 /// Shared immutable string.
@@ -72,7 +74,10 @@ impl ErrKind {
 
 impl RtError {
     pub fn new(kind: ErrKind, msg: impl Into<String>) -> Self {
-        RtError { kind, msg: msg.into() }
+        RtError {
+            kind,
+            msg: msg.into(),
+        }
     }
     pub fn eval(msg: impl Into<String>) -> Self {
         Self::new(ErrKind::Evaluation, msg)
@@ -121,7 +126,10 @@ impl Dict {
         Dict::default()
     }
     pub fn with_capacity(n: usize) -> Self {
-        Dict { map: Map::with_capacity_and_hasher(n, FxBuildHasher), ops: None }
+        Dict {
+            map: Map::with_capacity_and_hasher(n, FxBuildHasher),
+            ops: None,
+        }
     }
     pub fn get(&self, k: &str) -> Option<&Value> {
         self.map.get(k)
@@ -130,7 +138,10 @@ impl Dict {
         self.map.insert(k, v);
     }
     pub fn op_of(&self, k: &str) -> (ConfigOp, Option<i64>) {
-        self.ops.as_ref().and_then(|o| o.get(k).copied()).unwrap_or((ConfigOp::Union, None))
+        self.ops
+            .as_ref()
+            .and_then(|o| o.get(k).copied())
+            .unwrap_or((ConfigOp::Union, None))
     }
     pub fn set_op(&mut self, k: Str, op: ConfigOp, index: Option<i64>) {
         if op == ConfigOp::Union && index.is_none() {
@@ -139,7 +150,9 @@ impl Dict {
             }
             return;
         }
-        self.ops.get_or_insert_with(Default::default).insert(k, (op, index));
+        self.ops
+            .get_or_insert_with(Default::default)
+            .insert(k, (op, index));
     }
     pub fn len(&self) -> usize {
         self.map.len()
@@ -192,16 +205,31 @@ pub trait Host {
     }
     fn mod_root(&self) -> std::path::PathBuf;
     /// A plugin call (`kcl_plugin.<module>.<fn>`).
-    fn plugin(&mut self, module: &str, func: &str, args: &[Value], kwargs: &[(Str, Value)]) -> RtResult<Value>;
+    fn plugin(
+        &mut self,
+        module: &str,
+        func: &str,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> RtResult<Value>;
 }
 
 /// A callable value.
 pub enum Func {
-    Native { name: &'static str, f: NativeFn },
+    Native {
+        name: &'static str,
+        f: NativeFn,
+    },
     /// A builtin method bound to its receiver (`"a".upper`).
-    Method { name: Str, recv: Value },
+    Method {
+        name: Str,
+        recv: Value,
+    },
     /// Anything the evaluator defines (lambdas, schema types); opaque here.
-    User { name: Str, data: Rc<dyn Any> },
+    User {
+        name: Str,
+        data: Rc<dyn Any>,
+    },
 }
 
 impl fmt::Debug for Func {
@@ -326,7 +354,11 @@ impl Value {
             Value::Int(i) => format!("int({i})"),
             Value::Float(f) => format!("float({})", float_to_str(*f)),
             Value::Str(s) => format!("str({s})"),
-            Value::Unit(u) => format!("number_multiplier({}{})", num::fmt_unit_raw(u.raw), u.suffix),
+            Value::Unit(u) => format!(
+                "number_multiplier({}{})",
+                num::fmt_unit_raw(u.raw),
+                u.suffix
+            ),
             _ => self.type_name(),
         }
     }
@@ -382,13 +414,26 @@ impl Value {
     pub fn iter_items(&self) -> RtResult<Vec<Value>> {
         Ok(match self {
             Value::List(l) => l.to_vec(),
-            Value::Dict(_) | Value::Schema(_) => {
-                self.as_dict().unwrap().map.keys().map(|k| Value::Str(k.clone())).collect()
-            }
+            Value::Dict(_) | Value::Schema(_) => self
+                .as_dict()
+                .unwrap()
+                .map
+                .keys()
+                .map(|k| Value::Str(k.clone()))
+                .collect(),
             Value::Str(s) => s.chars().map(|c| Value::from(c.to_string())).collect(),
             Value::None | Value::Undefined => Vec::new(),
-            other => return Err(RtError::ty(format!("'{}' object is not iterable", other.type_name()))),
+            other => {
+                return Err(RtError::ty(format!(
+                    "'{}' object is not iterable",
+                    other.type_name()
+                )));
+            }
         })
+    }
+    /// `len(v)` is zero.
+    pub fn is_empty(&self) -> RtResult<bool> {
+        self.len().map(|n| n == 0)
     }
     /// `len(v)`.
     pub fn len(&self) -> RtResult<usize> {
@@ -397,13 +442,21 @@ impl Value {
             Value::List(l) => Ok(l.len()),
             Value::Dict(d) => Ok(d.len()),
             Value::Schema(s) => Ok(s.attrs.len()),
-            other => Err(RtError::ty(format!("object of type '{}' has no len()", other.type_name()))),
+            other => Err(RtError::ty(format!(
+                "object of type '{}' has no len()",
+                other.type_name()
+            ))),
         }
     }
     /// Strip `None` values recursively (`-n`).
     pub fn without_none(&self) -> Value {
         match self {
-            Value::List(l) => Value::from(l.iter().filter(|v| !v.is_none_or_undefined()).map(|v| v.without_none()).collect::<Vec<_>>()),
+            Value::List(l) => Value::from(
+                l.iter()
+                    .filter(|v| !v.is_none_or_undefined())
+                    .map(|v| v.without_none())
+                    .collect::<Vec<_>>(),
+            ),
             Value::Dict(_) | Value::Schema(_) => {
                 let d = self.as_dict().unwrap();
                 let mut out = Dict::with_capacity(d.len());
@@ -413,7 +466,10 @@ impl Value {
                     }
                 }
                 match self {
-                    Value::Schema(s) => Value::Schema(Rc::new(SchemaInst { attrs: out, ..(**s).clone() })),
+                    Value::Schema(s) => Value::Schema(Rc::new(SchemaInst {
+                        attrs: out,
+                        ..(**s).clone()
+                    })),
                     _ => Value::from(out),
                 }
             }
@@ -433,6 +489,23 @@ pub fn dict_of(pairs: impl IntoIterator<Item = (Str, Value)>) -> Value {
 
 /// Stack-depth guard shared by recursive value walks and the evaluator.
 pub const MAX_DEPTH: usize = 2000;
+
+/// Ordering used by `sorted`, `max` and `min`.
+pub fn ops_cmp(a: &Value, b: &Value) -> RtResult<std::cmp::Ordering> {
+    ops::cmp_values(a, b)
+}
+
+/// Apply one config entry `k <op> v` to `d` (`check`: `:` conflicts are errors).
+pub fn ops_merge_entry(
+    d: &mut Dict,
+    k: &Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+) -> RtResult<()> {
+    ops::merge_entry(d, k, v, op, index, check, 0)
+}
 
 #[cfg(test)]
 mod tests {
@@ -466,14 +539,4 @@ mod tests {
         assert_eq!(Value::Bool(false).type_with_value(), "bool(False)");
         assert_eq!(Value::None.type_name(), "NoneType");
     }
-}
-
-/// Ordering used by `sorted`, `max` and `min`.
-pub fn ops_cmp(a: &Value, b: &Value) -> RtResult<std::cmp::Ordering> {
-    ops::cmp_values(a, b)
-}
-
-/// Apply one config entry `k <op> v` to `d` (`check`: `:` conflicts are errors).
-pub fn ops_merge_entry(d: &mut Dict, k: &Str, v: &Value, op: ConfigOp, index: Option<i64>, check: bool) -> RtResult<()> {
-    ops::merge_entry(d, k, v, op, index, check, 0)
 }

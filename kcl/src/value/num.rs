@@ -69,7 +69,11 @@ pub fn parse_unit_suffix(s: &str) -> Option<(f64, &str)> {
 
 /// The numeric part of a unit literal as written (`1` not `1.0`).
 pub fn fmt_unit_raw(raw: f64) -> String {
-    if raw.fract() == 0.0 && raw.abs() < 1e16 { format!("{}", raw as i64) } else { format!("{raw}") }
+    if raw.fract() == 0.0 && raw.abs() < 1e16 {
+        format!("{}", raw as i64)
+    } else {
+        format!("{raw}")
+    }
 }
 
 #[cfg(test)]

@@ -72,7 +72,10 @@ fn int_result(r: i128) -> RtResult<Value> {
 
 fn float_result(f: f64) -> RtResult<Value> {
     if f.is_infinite() {
-        Err(RtError::eval(format!("{}: A 64-bit floating point number overflow", if f > 0.0 { "inf" } else { "-inf" })))
+        Err(RtError::eval(format!(
+            "{}: A 64-bit floating point number overflow",
+            if f > 0.0 { "inf" } else { "-inf" }
+        )))
     } else {
         Ok(Value::Float(f))
     }
@@ -96,17 +99,29 @@ fn num(v: &Value) -> Option<Num> {
 fn py_floor_div(a: i64, b: i64) -> i128 {
     let (a, b) = (a as i128, b as i128);
     let q = a / b;
-    if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q }
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
 }
 
 fn py_mod_i(a: i64, b: i64) -> i64 {
     let r = a.wrapping_rem(b);
-    if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r }
+    if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    }
 }
 
 fn py_mod_f(a: f64, b: f64) -> f64 {
     let r = a % b;
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r }
+    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+        r + b
+    } else {
+        r
+    }
 }
 
 /// `a <op> b`.
@@ -114,7 +129,9 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     use BinOp::*;
     if matches!(a, Value::Bool(_)) || matches!(b, Value::Bool(_)) {
         // bools are not numbers in KCL arithmetic
-        if !(matches!(op, BitOr | BitAnd | BitXor) && matches!((a, b), (Value::Bool(_), Value::Bool(_)))) {
+        if !(matches!(op, BitOr | BitAnd | BitXor)
+            && matches!((a, b), (Value::Bool(_), Value::Bool(_))))
+        {
             return Err(unsupported(op.symbol(), a, b));
         }
     }
@@ -149,9 +166,15 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                     if y < 0 {
                         float_result((x as f64).powf(y as f64))
                     } else {
-                        match u32::try_from(y).ok().and_then(|e| (x as i128).checked_pow(e)) {
+                        match u32::try_from(y)
+                            .ok()
+                            .and_then(|e| (x as i128).checked_pow(e))
+                        {
                             Some(r) => int_result(r),
-                            None => Err(RtError::eval(format!("{}: A 64 bit integer overflow", (x as f64).powf(y as f64)))),
+                            None => Err(RtError::eval(format!(
+                                "{}: A 64 bit integer overflow",
+                                (x as f64).powf(y as f64)
+                            ))),
                         }
                     }
                 }
@@ -165,7 +188,11 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                     if y < 0 {
                         return Err(RtError::eval("negative shift count"));
                     }
-                    Ok(Value::Int(if y >= 64 { if x < 0 { -1 } else { 0 } } else { x >> y }))
+                    Ok(Value::Int(if y >= 64 {
+                        if x < 0 { -1 } else { 0 }
+                    } else {
+                        x >> y
+                    }))
                 }
                 BitAnd => Ok(Value::Int(x & y)),
                 BitOr => Ok(Value::Int(x | y)),
@@ -224,7 +251,9 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
             v.extend(y.iter().cloned());
             Ok(Value::from(v))
         }
-        (Mul, Value::Str(s), Value::Int(n)) | (Mul, Value::Int(n), Value::Str(s)) => Ok(Value::from(s.repeat((*n).max(0) as usize))),
+        (Mul, Value::Str(s), Value::Int(n)) | (Mul, Value::Int(n), Value::Str(s)) => {
+            Ok(Value::from(s.repeat((*n).max(0) as usize)))
+        }
         (Mul, Value::List(l), Value::Int(n)) | (Mul, Value::Int(n), Value::List(l)) => {
             let mut v = Vec::with_capacity(l.len() * (*n).max(0) as usize);
             for _ in 0..(*n).max(0) {
@@ -233,7 +262,13 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
             Ok(Value::from(v))
         }
         (BitOr, Value::Dict(_), Value::Schema(_)) => Err(unsupported("|", a, b)),
-        (BitOr, _, _) if (a.is_config() || b.is_config()) && (a.is_config() || a.is_none_or_undefined()) && (b.is_config() || b.is_none_or_undefined()) => union(a, b, false),
+        (BitOr, _, _)
+            if (a.is_config() || b.is_config())
+                && (a.is_config() || a.is_none_or_undefined())
+                && (b.is_config() || b.is_none_or_undefined()) =>
+        {
+            union(a, b, false)
+        }
         (BitOr, Value::None | Value::Undefined, Value::None | Value::Undefined) => Ok(b.clone()),
         (BitOr, Value::List(_), Value::List(_)) => union(a, b, false),
         (BitOr, Value::None | Value::Undefined, _) => Ok(b.clone()),
@@ -247,21 +282,30 @@ pub fn unary_neg(v: &Value) -> RtResult<Value> {
         Value::Int(i) => int_result(-(*i as i128)),
         Value::Bool(b) => Ok(Value::Int(-(*b as i64))),
         Value::Float(f) => Ok(Value::Float(-f)),
-        _ => Err(RtError::ty(format!("bad operand type for unary -: '{}'", v.type_name()))),
+        _ => Err(RtError::ty(format!(
+            "bad operand type for unary -: '{}'",
+            v.type_name()
+        ))),
     }
 }
 pub fn unary_pos(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(_) | Value::Float(_) => Ok(v.clone()),
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
-        _ => Err(RtError::ty(format!("bad operand type for unary +: '{}'", v.type_name()))),
+        _ => Err(RtError::ty(format!(
+            "bad operand type for unary +: '{}'",
+            v.type_name()
+        ))),
     }
 }
 pub fn unary_invert(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(i) => Ok(Value::Int(!i)),
         Value::Bool(b) => Ok(Value::Int(!(*b as i64))),
-        _ => Err(RtError::ty(format!("bad operand type for unary ~: '{}'", v.type_name()))),
+        _ => Err(RtError::ty(format!(
+            "bad operand type for unary ~: '{}'",
+            v.type_name()
+        ))),
     }
 }
 pub fn unary_not(v: &Value) -> Value {
@@ -273,10 +317,16 @@ pub fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Undefined, Value::Undefined) | (Value::None, Value::None) => true,
         (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y) || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q))),
+        (Value::List(x), Value::List(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q)))
+        }
         (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
             let (x, y) = (a.as_dict().unwrap(), b.as_dict().unwrap());
-            x.len() == y.len() && x.map.iter().all(|(k, v)| y.map.get(k).is_some_and(|w| equal(v, w)))
+            x.len() == y.len()
+                && x.map
+                    .iter()
+                    .all(|(k, v)| y.map.get(k).is_some_and(|w| equal(v, w)))
         }
         (Value::Func(x), Value::Func(y)) => Rc::ptr_eq(x, y),
         (Value::Unit(x), Value::Unit(y)) => x.value() == y.value(),
@@ -302,7 +352,11 @@ fn ordering(a: &Value, b: &Value) -> RtResult<Ordering> {
         }
         _ => match (num(a), num(b)) {
             (Some(Num::I(x)), Some(Num::I(y))) => Ok(x.cmp(&y)),
-            (Some(_), Some(_)) => Ok(a.as_f64().unwrap().partial_cmp(&b.as_f64().unwrap()).unwrap_or(Ordering::Equal)),
+            (Some(_), Some(_)) => Ok(a
+                .as_f64()
+                .unwrap()
+                .partial_cmp(&b.as_f64().unwrap())
+                .unwrap_or(Ordering::Equal)),
             _ => Err(RtError::ty(format!(
                 "'<' not supported between instances of '{}' and '{}'",
                 a.type_name(),
@@ -350,7 +404,12 @@ fn contains(container: &Value, item: &Value) -> RtResult<bool> {
             _ => false,
         },
         Value::None | Value::Undefined => false,
-        _ => return Err(RtError::ty(format!("argument of type '{}' is not iterable", container.type_name()))),
+        _ => {
+            return Err(RtError::ty(format!(
+                "argument of type '{}' is not iterable",
+                container.type_name()
+            )));
+        }
     })
 }
 
@@ -364,7 +423,10 @@ pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
 
 fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<()> {
     if depth > super::MAX_DEPTH {
-        return Err(RtError::new(super::ErrKind::RecursionLimit, "maximum recursion depth exceeded"));
+        return Err(RtError::new(
+            super::ErrKind::RecursionLimit,
+            "maximum recursion depth exceeded",
+        ));
     }
     match (&*a, b) {
         (Value::List(_), Value::List(y)) => {
@@ -397,7 +459,15 @@ fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<(
 }
 
 /// Apply one config entry `k <op> v` to `d`.
-pub fn merge_entry(d: &mut Dict, k: &super::Str, v: &Value, op: ConfigOp, index: Option<i64>, check: bool, depth: usize) -> RtResult<()> {
+pub fn merge_entry(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+    depth: usize,
+) -> RtResult<()> {
     match op {
         ConfigOp::Override => {
             if let Some(i) = index {
@@ -406,7 +476,10 @@ pub fn merge_entry(d: &mut Dict, k: &super::Str, v: &Value, op: ConfigOp, index:
                         let l = Rc::make_mut(l);
                         let idx = if i < 0 { l.len() as i64 + i } else { i };
                         if idx < 0 || idx as usize >= l.len() {
-                            return Err(RtError::eval(format!("index out of bounds: the len is {} but the index is {i}", l.len())));
+                            return Err(RtError::eval(format!(
+                                "index out of bounds: the len is {} but the index is {i}",
+                                l.len()
+                            )));
                         }
                         if v.is_undefined() {
                             l.remove(idx as usize);
@@ -414,7 +487,11 @@ pub fn merge_entry(d: &mut Dict, k: &super::Str, v: &Value, op: ConfigOp, index:
                             l[idx as usize] = v.clone();
                         }
                     }
-                    _ => return Err(RtError::eval(format!("only list attribute can be inserted value, the attribute '{k}' is not a list"))),
+                    _ => {
+                        return Err(RtError::eval(format!(
+                            "only list attribute can be inserted value, the attribute '{k}' is not a list"
+                        )));
+                    }
                 }
             } else {
                 d.map.insert(k.clone(), v.clone());
@@ -430,7 +507,10 @@ pub fn merge_entry(d: &mut Dict, k: &super::Str, v: &Value, op: ConfigOp, index:
                         Some(i) => {
                             let idx = if i < 0 { x.len() as i64 + i } else { i };
                             if idx < 0 || idx as usize > x.len() {
-                                return Err(RtError::eval(format!("insertion index (is {i}) should be <= len (is {})", x.len())));
+                                return Err(RtError::eval(format!(
+                                    "insertion index (is {i}) should be <= len (is {})",
+                                    x.len()
+                                )));
                             }
                             for (j, item) in y.iter().enumerate() {
                                 x.insert(idx as usize + j, item.clone());
@@ -442,7 +522,11 @@ pub fn merge_entry(d: &mut Dict, k: &super::Str, v: &Value, op: ConfigOp, index:
                 }
                 (Value::None | Value::Undefined, Value::List(_)) => match index {
                     Some(i) if i < 0 => return Err(RtError::eval("index out of bounds")),
-                    Some(i) if i > 0 => return Err(RtError::eval(format!("insertion index (is {i}) should be <= len (is 0)"))),
+                    Some(i) if i > 0 => {
+                        return Err(RtError::eval(format!(
+                            "insertion index (is {i}) should be <= len (is 0)"
+                        )));
+                    }
                     _ => v.clone(),
                 },
                 _ => binary(BinOp::Add, &cur, v)?,
@@ -451,7 +535,14 @@ pub fn merge_entry(d: &mut Dict, k: &super::Str, v: &Value, op: ConfigOp, index:
         }
         ConfigOp::Union => match d.map.get_mut(k) {
             Some(cur) => {
-                if check && !cur.is_config() && !v.is_config() && !cur.is_none_or_undefined() && !v.is_none_or_undefined() && !equal(cur, v) && !matches!((&*cur, v), (Value::List(_), Value::List(_))) {
+                if check
+                    && !cur.is_config()
+                    && !v.is_config()
+                    && !cur.is_none_or_undefined()
+                    && !v.is_none_or_undefined()
+                    && !equal(cur, v)
+                    && !matches!((&*cur, v), (Value::List(_), Value::List(_)))
+                {
                     return Err(RtError::eval(format!(
                         "conflicting values on the attribute '{k}' between {} and {}",
                         super::to_repr(cur),
@@ -481,9 +572,17 @@ mod tests {
 
     #[test]
     fn python_division_rules() {
-        assert_eq!(binary(BinOp::FloorDiv, &Value::Int(-7), &Value::Int(2)).unwrap(), Value::Int(-4));
-        assert_eq!(binary(BinOp::Mod, &Value::Int(-7), &Value::Int(3)).unwrap(), Value::Int(2));
-        assert!(matches!(binary(BinOp::Div, &Value::Int(7), &Value::Int(2)).unwrap(), Value::Float(f) if f == 3.5));
+        assert_eq!(
+            binary(BinOp::FloorDiv, &Value::Int(-7), &Value::Int(2)).unwrap(),
+            Value::Int(-4)
+        );
+        assert_eq!(
+            binary(BinOp::Mod, &Value::Int(-7), &Value::Int(3)).unwrap(),
+            Value::Int(2)
+        );
+        assert!(
+            matches!(binary(BinOp::Div, &Value::Int(7), &Value::Int(2)).unwrap(), Value::Float(f) if f == 3.5)
+        );
         assert!(binary(BinOp::Div, &Value::Int(1), &Value::Int(0)).is_err());
     }
 
@@ -502,7 +601,14 @@ mod tests {
     #[test]
     fn comparisons() {
         assert!(compare(CmpOp::Lt, &Value::Int(1), &Value::Float(1.5)).unwrap());
-        assert!(compare(CmpOp::In, &Value::str("a"), &Value::from(vec![Value::str("a")])).unwrap());
+        assert!(
+            compare(
+                CmpOp::In,
+                &Value::str("a"),
+                &Value::from(vec![Value::str("a")])
+            )
+            .unwrap()
+        );
         assert!(compare(CmpOp::Lt, &Value::str("a"), &Value::Int(1)).is_err());
         assert!(Value::Int(1) == Value::Float(1.0));
     }

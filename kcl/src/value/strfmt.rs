@@ -22,7 +22,11 @@ pub fn to_repr(v: &Value) -> String {
 }
 
 fn quote_str(s: &str, out: &mut String) {
-    let q = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let q = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     out.push(q);
     for c in s.chars() {
         match c {
@@ -99,7 +103,12 @@ mod tests {
     fn str_of_containers() {
         let d = dict_of([(Rc::from("key"), Value::str("value"))]);
         assert_eq!(to_str(&d), "{'key': 'value'}");
-        let l = Value::from(vec![Value::Int(1), Value::None, Value::Bool(true), Value::Float(1.0)]);
+        let l = Value::from(vec![
+            Value::Int(1),
+            Value::None,
+            Value::Bool(true),
+            Value::Float(1.0),
+        ]);
         assert_eq!(to_str(&l), "[1, None, True, 1.0]");
         assert_eq!(to_str(&Value::str("x")), "x");
     }
