@@ -191,6 +191,21 @@ impl Evaluator {
         }
         let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
         let mut assign_count: FxHashMap<Symbol, (usize, Span)> = FxHashMap::default();
+        let mut type_names: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for s in &stmts {
+            let n = match &s.kind {
+                StmtKind::Schema(sc) => Some(sc.name),
+                StmtKind::Rule(r) => Some(r.name),
+                _ => None,
+            };
+            if let Some(n) = n
+                && let Some(prev) = type_names.insert(n.sym, n.span)
+            {
+                let msg = format!("Unique key error name '{}'", n.sym);
+                return Err(EvalError::new(ErrKind::UniqueKey, msg, Some(n.span))
+                    .with_note(prev, format!("The variable '{}' is declared here", n.sym)));
+            }
+        }
         for (i, s) in stmts.iter().enumerate() {
             let mut names = Vec::new();
             stmt_targets(s, &mut names);

@@ -36,6 +36,8 @@ pub struct Layout {
     pub required: Vec<Str>,
     /// `@deprecated` attributes with their decorator.
     deprecated: Vec<(Str, &'static ast::Decorator, usize)>,
+    /// Attribute decorators other than `deprecated`/`info` (an error when instantiated).
+    unknown_decorators: Vec<(Str, &'static ast::Decorator, usize)>,
 }
 
 impl SchemaType {
@@ -241,12 +243,22 @@ impl Evaluator {
         // base first
         let mut chain = vec![ty.clone()];
         while let Some(p) = self.parent_of(chain.last().unwrap())? {
-            if chain.len() > 64 {
-                return Err(EvalError::new(
-                    ErrKind::Compile,
-                    "schema inheritance is too deep or cyclic",
-                    Some(span),
-                ));
+            if let Some(i) = chain.iter().position(|c| Rc::ptr_eq(c, &p)) {
+                let mut names: Vec<String> =
+                    chain[i..].iter().map(|c| c.name.to_string()).collect();
+                names.sort();
+                let msg = format!(
+                    "There is a circular reference between schemas {}",
+                    names.join(", ")
+                );
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+            }
+            if p.stmt.is_some_and(|s| s.is_mixin()) {
+                let msg = format!(
+                    "invalid schema inherit object type, expect schema, got '{}'",
+                    p.name
+                );
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
             }
             chain.push(p);
         }
@@ -263,6 +275,7 @@ impl Evaluator {
         let mut index_sig = None;
         let mut order: Vec<Str> = Vec::new();
         let mut deprecated = Vec::new();
+        let mut unknown_decorators = Vec::new();
         for (pi, t) in parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
             if let Some(is) = &s.index_signature {
@@ -286,8 +299,10 @@ impl Evaluator {
                 if let StmtKind::SchemaAttr(a) = &st.kind {
                     let k: Str = Rc::from(a.name.sym.as_str());
                     for d in &a.decorators {
-                        if d.name.names.len() == 1 && d.name.names[0].sym.as_str() == "deprecated" {
-                            deprecated.push((k.clone(), d, pi));
+                        match decorator_name(d).as_str() {
+                            "deprecated" => deprecated.push((k.clone(), d, pi)),
+                            "info" => {}
+                            _ => unknown_decorators.push((k.clone(), d, pi)),
                         }
                     }
                     if let Some(prev) = declared.get(&k)
@@ -412,6 +427,7 @@ impl Evaluator {
             order,
             required,
             deprecated,
+            unknown_decorators,
         });
         *ty.layout.borrow_mut() = Some(l.clone());
         Ok(l)
@@ -467,12 +483,21 @@ impl Evaluator {
                 params_scope.vars.borrow_mut().insert(p.name.sym, v);
             }
         }
-        if let Some(d) = ty.stmt.and_then(|s| {
-            s.decorators
-                .iter()
-                .find(|d| d.name.names.len() == 1 && d.name.names[0].sym.as_str() == "deprecated")
-        }) {
-            self.deprecated(&ty.def_ctx, d, &ty.name, span)?;
+        for t in &layout.parts {
+            for d in t.stmt.map(|s| s.decorators.as_slice()).unwrap_or_default() {
+                match decorator_name(d).as_str() {
+                    "deprecated" => self.deprecated(&t.def_ctx, d, &t.name, span)?,
+                    "info" => {}
+                    other => {
+                        let msg = format!("UnKnown decorator {other}");
+                        return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
+                    }
+                }
+            }
+        }
+        if let Some((_, d, _)) = layout.unknown_decorators.first() {
+            let msg = format!("UnKnown decorator {}", decorator_name(d));
+            return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
         }
         for (k, d, pi) in &layout.deprecated {
             if config.get(k).is_some_and(|v| !v.is_none_or_undefined()) {
@@ -931,6 +956,15 @@ impl Evaluator {
         };
         self.schema_set(ctx, fr, attr.name.sym, v, span)
     }
+}
+
+fn decorator_name(d: &ast::Decorator) -> String {
+    d.name
+        .names
+        .iter()
+        .map(|n| n.sym.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 fn index_sig_str(is: &ast::IndexSignature) -> String {

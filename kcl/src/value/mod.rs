@@ -54,6 +54,7 @@ pub enum ErrKind {
     Assertion,
     Schema,
     RecursionLimit,
+    UniqueKey,
 }
 
 impl ErrKind {
@@ -68,6 +69,7 @@ impl ErrKind {
             ErrKind::Assertion => ("E3M38", "EvaluationError"),
             ErrKind::Schema => ("E3M38", "EvaluationError"),
             ErrKind::RecursionLimit => ("E3M38", "EvaluationError"),
+            ErrKind::UniqueKey => ("E2L28", "UniqueKeyError"),
         }
     }
 }
@@ -360,6 +362,56 @@ impl Value {
                 u.suffix
             ),
             _ => self.type_name(),
+        }
+    }
+    /// Type as upstream's type errors print a value: literals for scalars, element types
+    /// with values inside containers (`[str(a) | int(1)]`, `{str(k):str(v)}`).
+    pub fn type_detail(&self) -> String {
+        fn join(mut v: Vec<String>) -> String {
+            let mut seen = std::collections::HashSet::new();
+            v.retain(|x| seen.insert(x.clone()));
+            v.join(" | ")
+        }
+        match self {
+            Value::List(l) => format!("[{}]", join(l.iter().map(|x| x.type_detail()).collect())),
+            Value::Dict(d) => format!(
+                "{{{}:{}}}",
+                join(d.map.keys().map(|k| format!("str({k})")).collect()),
+                join(d.map.values().map(|x| x.type_detail()).collect())
+            ),
+            _ => self.type_with_value(),
+        }
+    }
+    /// Type as operator errors print it: literals for scalars, plain types inside containers.
+    pub fn type_plain_nested(&self) -> String {
+        fn plain(v: &Value) -> String {
+            match v {
+                Value::List(l) => {
+                    let mut t: Vec<String> = Vec::new();
+                    for x in l.iter() {
+                        let s = plain(x);
+                        if !t.contains(&s) {
+                            t.push(s);
+                        }
+                    }
+                    format!("[{}]", t.join(" | "))
+                }
+                Value::Dict(d) => {
+                    let mut t: Vec<String> = Vec::new();
+                    for x in d.map.values() {
+                        let s = plain(x);
+                        if !t.contains(&s) {
+                            t.push(s);
+                        }
+                    }
+                    format!("{{str:{}}}", t.join(" | "))
+                }
+                other => other.type_name(),
+            }
+        }
+        match self {
+            Value::List(_) | Value::Dict(_) => plain(self),
+            _ => self.type_with_value(),
         }
     }
     pub fn as_str(&self) -> Option<&str> {

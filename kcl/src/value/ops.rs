@@ -57,8 +57,8 @@ pub enum CmpOp {
 fn unsupported(op: &str, a: &Value, b: &Value) -> RtError {
     RtError::ty(format!(
         "unsupported operand type(s) for {op}: '{}' and '{}'",
-        a.type_with_value(),
-        b.type_with_value()
+        a.type_plain_nested(),
+        b.type_plain_nested()
     ))
 }
 
