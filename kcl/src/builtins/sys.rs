@@ -438,8 +438,23 @@ fn raw_helper(
 }
 
 fn compile(p: &str) -> RtResult<fancy_regex::Regex> {
-    fancy_regex::Regex::new(p)
-        .map_err(|e| RtError::eval(format!("invalid regex pattern '{p}': {e}")))
+    // programs call regex functions per item with a handful of patterns: compile each once
+    thread_local! {
+        static CACHE: std::cell::RefCell<rustc_hash::FxHashMap<String, fancy_regex::Regex>> = Default::default();
+    }
+    if let Some(r) = CACHE.with(|c| c.borrow().get(p).cloned()) {
+        return Ok(r);
+    }
+    let r = fancy_regex::Regex::new(p)
+        .map_err(|e| RtError::eval(format!("invalid regex pattern '{p}': {e}")))?;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() > 256 {
+            c.clear();
+        }
+        c.insert(p.to_string(), r.clone());
+    });
+    Ok(r)
 }
 
 fn hex(b: &[u8]) -> String {

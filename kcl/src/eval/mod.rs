@@ -145,6 +145,8 @@ pub struct Evaluator {
     pub output_override: RefCell<Option<String>>,
     /// Warnings (deprecated decorators) to print on stderr.
     pub warnings: RefCell<Vec<String>>,
+    /// Set when a schema instance was created without all its required attributes.
+    pub(crate) incomplete: Cell<bool>,
 }
 
 /// Deepest nesting of calls / schema instantiations before a clear error.
@@ -167,6 +169,7 @@ impl Evaluator {
             stdout: RefCell::new(String::new()),
             output_override: RefCell::new(None),
             warnings: RefCell::new(Vec::new()),
+            incomplete: Cell::new(false),
         };
         (ev, program.main.modules)
     }
@@ -296,6 +299,9 @@ impl Evaluator {
 
     /// Check required attributes of every schema instance reachable from the package's globals.
     pub fn check_pkg_required(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
+        if !self.incomplete.get() {
+            return Ok(());
+        }
         let mut vals: Vec<Value> = pkg
             .order
             .borrow()

@@ -683,6 +683,14 @@ impl Evaluator {
         };
         attrs.map.retain(|_, v| !v.is_undefined());
         attrs.ops = None;
+        if layout
+            .required
+            .iter()
+            .any(|k| attrs.get(k).is_none_or(|v| v.is_none_or_undefined()))
+        {
+            // may still be completed by a later merge; checked on the final values
+            self.incomplete.set(true);
+        }
         let inst = Value::Schema(Rc::new(SchemaInst {
             name: ty.name.clone(),
             pkg: ty.pkgpath.clone(),

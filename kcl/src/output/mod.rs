@@ -179,6 +179,11 @@ pub fn to_json(v: &Value, o: PrintOpts, indent_by: usize) -> String {
 
 fn json_str(s: &str, out: &mut String) {
     out.push('"');
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
