@@ -161,6 +161,8 @@ impl Evaluator {
                     // `schema | dict` keeps the schema type and re-checks it
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
                         let u = value::union(&a, &b, false).map_err(|x| self.rt(x, e.span))?;
+                        // the merge may have cleared a required attribute
+                        self.incomplete.set(true);
                         return Ok(u);
                     }
                 }

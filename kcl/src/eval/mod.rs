@@ -542,6 +542,7 @@ impl Evaluator {
                 }
                 let v = self.eval(ctx, &u.value)?;
                 let cur = self.lookup_opt_for_unify(ctx, u.target.sym)?;
+                self.incomplete.set(true);
                 let v = match cur {
                     Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false)
                         .map_err(|e| EvalError::from_rt(e, u.value.span))?,
