@@ -6,6 +6,7 @@
 //! any bracket) a newline where an operand is required is an error, inside `[]`/`{}` it is not.
 
 mod expr;
+pub mod generate;
 pub mod loader;
 mod stmt;
 pub(crate) mod strings;
