@@ -21,9 +21,18 @@ fn formats_to_golden() {
 fn check_round_trip(name: &str, src: &str) {
     let before = parse_source(name, src).expect("input parses");
     let out = format_source(name, src).expect("formats");
-    let after = parse_source(name, &out).unwrap_or_else(|d| panic!("formatted text does not parse:\n{}\n{out}", d.render()));
-    assert_eq!(ast_fingerprint(&before), ast_fingerprint(&after), "tree changed:\n{out}");
-    assert_eq!(before.comments.len(), after.comments.len(), "comments lost:\n{out}");
+    let after = parse_source(name, &out)
+        .unwrap_or_else(|d| panic!("formatted text does not parse:\n{}\n{out}", d.render()));
+    assert_eq!(
+        ast_fingerprint(&before),
+        ast_fingerprint(&after),
+        "tree changed:\n{out}"
+    );
+    assert_eq!(
+        before.comments.len(),
+        after.comments.len(),
+        "comments lost:\n{out}"
+    );
     let again = format_source(name, &out).expect("formats again");
     assert_eq!(out, again, "not idempotent");
 }
