@@ -52,6 +52,9 @@ fn round_trip_fixtures() {
         "x: Person {\n    a = 1\n}\n@deprecated(\"1.1\")\nschema P[a, b = 1](Q) for Proto:\n    mixin [M1, M2]\n    [...str]: int\n    if a:\n        c: int = 1\n",
         "n = not a and b or c in d and e not in f\nu = 1Ki + 0x1F + 1.5e-3 + 0o17 + 0b1\n",
         "assert all k, v in {a = 1} { v > 0 if k }, \"m\"\nm = map x in xs {x * 2}\nfl = filter x in xs {x > 1}\n",
+        // Found by fuzzing: a comment right after a statement's closing bracket, before EOF-ish
+        // text, must stay a trailing comment on the second pass too.
+        "# c\n\nschema P:\n    x: int = 0\n    r = T(inp\n\n)#ut T\nm = 5\n",
     ];
     for (i, s) in samples.iter().enumerate() {
         check_round_trip(&format!("sample{i}.k"), s);

@@ -209,14 +209,21 @@ impl<'a> Printer<'a> {
                         || (matches!(p.kind, StmtKind::Import(_))
                             && !matches!(s.kind, StmtKind::Import(_)))
                 });
-            let has_comments = self.next_comment_lo() < s.span.lo;
-            let source_blank =
-                !first && !has_comments && self.blank_between(self.last_hi, s.span.lo);
             if forced && !self.out.ends_with("\n\n") && !self.out.is_empty() {
                 self.out.push('\n');
             }
+            let had_comments = self.next_comment_lo() < s.span.lo;
             self.block_comments_before(s.span.lo, !first || module_level);
-            if source_blank && !forced && !self.out.ends_with("\n\n") {
+            // A blank line between the last comment (or statement) and this statement is kept,
+            // except at the very start of a nested block.
+            let may_blank = !first
+                || (module_level && had_comments)
+                || (had_comments && !self.out.ends_with(":\n"));
+            if may_blank
+                && !self.out.is_empty()
+                && !self.out.ends_with("\n\n")
+                && self.blank_between(self.last_hi, s.span.lo)
+            {
                 self.out.push('\n');
             }
             let next = body.get(i + 1).map(|n| n.span.lo).unwrap_or(end);
@@ -412,7 +419,7 @@ impl<'a> Printer<'a> {
         }
     }
 
-    fn schema(&mut self, s: &SchemaStmt, span: Span) {
+    fn schema(&mut self, s: &SchemaStmt, _span: Span) {
         let bound = self.bound;
         self.decorators(&s.decorators);
         self.pad();
@@ -485,7 +492,7 @@ impl<'a> Printer<'a> {
             items.push((sig.span.lo, None));
             items.sort_by_key(|(lo, _)| *lo);
         }
-        let check_lo = s.checks.first().map(|c| c.span.lo).unwrap_or(span.hi);
+        let check_lo = s.checks.first().map(|c| c.span.lo).unwrap_or(bound);
         for (i, (lo, st)) in items.iter().enumerate() {
             let has_comments = self.next_comment_lo() < *lo;
             let blank = (i > 0 || s.doc.is_some() || !s.mixins.is_empty())
@@ -524,7 +531,7 @@ impl<'a> Printer<'a> {
             self.pad();
             self.w("check:\n");
             self.indent += 1;
-            self.checks(&s.checks, span.hi);
+            self.checks(&s.checks, bound);
             self.tail_comments(bound, s.checks[0].span.lo);
             self.indent -= 1;
         }
@@ -581,7 +588,8 @@ impl<'a> Printer<'a> {
         }
     }
 
-    fn rule(&mut self, r: &RuleStmt, span: Span) {
+    fn rule(&mut self, r: &RuleStmt, _span: Span) {
+        let bound = self.bound;
         self.decorators(&r.decorators);
         self.pad();
         self.w("rule ");
@@ -615,7 +623,7 @@ impl<'a> Printer<'a> {
             self.out.push('\n');
             self.last_hi = d.span.hi;
         }
-        self.checks(&r.checks, span.hi);
+        self.checks(&r.checks, bound);
         self.indent -= 1;
         if self.out.ends_with('\n') {
             self.out.pop();

@@ -669,10 +669,6 @@ impl<'a> Parser<'a> {
                 };
             }
             elts.push(item);
-            if elts.len() > MAX_CHAIN * 100 {
-                self.too_long();
-                break;
-            }
             if self.eat(Tok::Comma) || self.at(Tok::RBracket) {
                 continue;
             }
