@@ -619,6 +619,19 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        if parts.iter().all(|p| matches!(p, StrPart::Lit(_))) {
+            // Only escaped `\${`: a plain string after all.
+            let mut joined = String::new();
+            for p in &parts {
+                if let StrPart::Lit(s) = p {
+                    joined.push_str(s);
+                }
+            }
+            return Expr {
+                kind: ExprKind::Str(Arc::from(joined)),
+                span,
+            };
+        }
         Expr {
             kind: ExprKind::JoinedStr(parts),
             span,
