@@ -128,3 +128,45 @@ fn folder_input_is_the_main_package() {
     let prog = load_program(&[root.to_path_buf()], &LoadOptions::default()).unwrap();
     assert_eq!(prog.main.modules.len(), 2);
 }
+
+#[test]
+fn external_packages_resolve_their_own_absolute_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("lib");
+    let app = dir.path().join("lib/examples/app");
+    let k8s = dir.path().join("vendor/k8s");
+    write(&lib, "kcl.mod", "[package]\nname = \"lib\"\n");
+    write(&lib, "models/a/a.k", "import models.b\nimport k8s.core\n");
+    write(&lib, "models/b/b.k", "b = 1\n");
+    write(&lib, "render/render.k", "import models.a\n");
+    write(&k8s, "core/c.k", "import meta\n");
+    write(&k8s, "meta/m.k", "m = 1\n");
+    write(
+        &app,
+        "kcl.mod",
+        "[package]\nname = \"app\"\n[dependencies]\nlib = { path = \"../..\" }\n[profile]\nentries = [\"main.k\", \"${lib:KCL_MOD}/render/render.k\"]\n",
+    );
+    write(&app, "main.k", "import lib.models.a\n");
+    let opts = LoadOptions {
+        external: vec![("k8s".into(), k8s.clone())],
+        work_dir: Some(app.clone()),
+    };
+    // No inputs: the kcl.mod profile entries form the main package.
+    let prog = load_program(&[], &opts).unwrap_or_else(|d| panic!("{}", d.render()));
+    assert_eq!(prog.main.modules.len(), 2);
+    for p in ["lib.models.a", "lib.models.b", "k8s.core", "k8s.meta"] {
+        assert!(
+            prog.package(p).is_some(),
+            "{p} missing; have {:?}",
+            prog.packages
+                .iter()
+                .map(|(k, _)| k.to_string())
+                .collect::<Vec<_>>()
+        );
+    }
+    assert_eq!(
+        prog.packages.len(),
+        4,
+        "the same folder is one package whichever way it is imported"
+    );
+}
