@@ -175,7 +175,7 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         pos: 0,
         file,
         base,
-        tokens: Vec::with_capacity(src.len() / 4 + 1),
+        tokens: Vec::with_capacity(src.len() / 6 + 16),
         comments: Vec::new(),
         errors: Vec::new(),
         depth: 0,

@@ -579,7 +579,14 @@ impl<'a> Parser<'a> {
         let text = self.text(t);
         let sh = shape(text, raw, triple);
         let content = &text[sh.open..text.len() - sh.close];
-        if raw || !content.contains("${") {
+        if raw || (!content.contains('\\') && !content.contains("${")) {
+            // Common case: no escapes, one allocation straight into the Arc.
+            return Expr {
+                kind: ExprKind::Str(Arc::from(content)),
+                span,
+            };
+        }
+        if !content.contains("${") {
             let mut out = String::with_capacity(content.len());
             if raw {
                 out.push_str(content);
