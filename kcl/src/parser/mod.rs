@@ -116,9 +116,9 @@ fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<D
         },
         _ => None,
     });
-    let mut errors = p.errors;
-    // Lexer and parser errors interleave; report them in source order like upstream.
-    errors.sort_by_key(|d| d.span().map(|s| s.lo).unwrap_or(0));
+    // Lexer errors first (upstream lexes the whole file before parsing), then parser errors
+    // in the order they were found.
+    let errors = p.errors;
     let m = Module {
         file,
         filename,
