@@ -114,6 +114,11 @@ fn check(src: &str) -> Result<(), TestCaseError> {
     if !errors.is_empty() {
         return Ok(());
     }
+    prop_assert!(
+        !ast_fingerprint(&m).contains("kind: Missing"),
+        "error-free parse holds a placeholder: {}",
+        src
+    );
     let out = format_module(&m, src);
     let (m2, e2) = parse_unregistered(&out);
     prop_assert!(

@@ -82,3 +82,11 @@ fn garbage_does_not_panic() {
         let _ = format_source("g.k", s);
     }
 }
+
+/// Every `Ok` parse is free of error placeholders.
+#[test]
+fn empty_subscript_is_an_error() {
+    let (_, errors) = parse_unregistered("x = a[]\n");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].message(), "expected expression got ]");
+}

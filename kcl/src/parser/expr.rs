@@ -377,7 +377,13 @@ impl<'a> Parser<'a> {
         let span = self.since(value.span.lo);
         let [lower, upper, step] = parts;
         if colons == 0 {
-            let index = lower.unwrap_or_else(|| Expr::missing(span));
+            let index = match lower {
+                Some(i) => i,
+                None => {
+                    self.error(span, "expected expression got ]");
+                    Expr::missing(span)
+                }
+            };
             return Expr {
                 kind: ExprKind::Subscript {
                     value: Box::new(value),
