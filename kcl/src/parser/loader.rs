@@ -16,6 +16,7 @@ pub const MAIN_PKG: &str = "__main__";
 
 /// Upstream's built-in system modules (importable without files).
 pub const SYSTEM_MODULES: &[&str] = &[
+    "base32",
     "base64",
     "collection",
     "crypto",
@@ -324,6 +325,8 @@ struct Loader {
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
+    /// Package path by folder: a folder imported under two names is one package.
+    by_dir: FxHashMap<PathBuf, Arc<str>>,
 }
 
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
@@ -405,6 +408,7 @@ pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, D
         packages: Default::default(),
         imports: FxHashMap::default(),
         errors: Vec::new(),
+        by_dir: FxHashMap::default(),
     };
     let mut modules = Vec::new();
     for f in &files {
@@ -481,7 +485,12 @@ impl Loader {
             (target, pkgpath)
         } else if let Some((_, ext)) = self.external.iter().find(|(n, _)| n == parts[0]) {
             let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
-            (target, parts.join("."))
+            // `-E konfig=.` naming the program root itself: the same packages as plain imports.
+            if normalize(ext) == normalize(&self.root) {
+                (target, parts[1..].join("."))
+            } else {
+                (target, parts.join("."))
+            }
         } else {
             // Absolute imports resolve against the root of the package that holds the
             // importing file (an external package's own root for its files), then the main root.
@@ -497,7 +506,12 @@ impl Loader {
                 (target, parts.join("."))
             }
         };
-        let pkgpath: Arc<str> = Arc::from(pkgpath);
+        let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
+        let pkgpath: Arc<str> = self
+            .by_dir
+            .entry(key)
+            .or_insert_with(|| Arc::from(pkgpath))
+            .clone();
         self.imports
             .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
         if self.packages.contains_key(&pkgpath) {
@@ -590,6 +604,19 @@ impl Loader {
             if path.starts_with(&r) && len > best_len {
                 best = (r, Some(name.clone()));
                 best_len = len;
+            }
+        }
+        // A vendored dependency with its own kcl.mod (not given with -E) owns its files too;
+        // its package name (else its path) prefixes its package paths.
+        if let Some(r) = find_mod_root(&path).map(|r| normalize(&r)) {
+            let len = r.components().count();
+            if len > best_len {
+                let name = read_mod_file(&r)
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.name)
+                    .unwrap_or_else(|| r.display().to_string());
+                best = (r, Some(name));
             }
         }
         best
