@@ -12,6 +12,7 @@ pub mod builtins;
 pub mod cli;
 pub mod diag;
 pub mod eval;
+pub mod fmt;
 pub mod lexer;
 pub mod output;
 pub mod overrides;
@@ -21,6 +22,7 @@ pub mod value;
 
 pub use ast::{FileId, Module, SourceMap, Span, Symbol, source_map};
 pub use diag::{Diagnostic, Diagnostics, ErrorKind};
+pub use fmt::{format_module, format_source};
 pub use parser::{parse_file, parse_registered, parse_source, parse_with_errors};
 
 pub use eval::{EvalError, PluginHook};

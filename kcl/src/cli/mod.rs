@@ -1,6 +1,7 @@
 //! The `kcl` binary's subcommands. Each lives in its own file so the front end (`fmt`,
 //! `parse`) and the evaluator (`run`) can grow independently.
 
+pub mod fmt;
 pub mod parse;
 pub mod run;
 
@@ -17,6 +18,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Format KCL files in place (or check them with --check).
+    Fmt(fmt::FmtArgs),
     /// Parse KCL files and report syntax errors.
     Parse(parse::ParseArgs),
     /// Evaluate KCL files and print the result.
@@ -27,6 +30,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Fmt(a) => fmt::run(a),
         Command::Parse(a) => parse::run(a),
         Command::Run(a) => run::run(a),
     };

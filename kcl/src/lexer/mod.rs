@@ -10,6 +10,7 @@
 
 use crate::ast::{AugOp, Comment, FileId, Span, Symbol};
 use crate::diag::Diagnostic;
+use rustc_hash::FxHashMap;
 
 /// Token kinds. Literal values are decoded by the parser from the token text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,11 +175,12 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         pos: 0,
         file,
         base,
-        tokens: Vec::with_capacity(src.len() / 4 + 1),
+        tokens: Vec::with_capacity(src.len() / 6 + 16),
         comments: Vec::new(),
         errors: Vec::new(),
         depth: 0,
         stack: vec![(0, 0)],
+        syms: FxHashMap::default(),
     };
     lx.run();
     Lexed {
@@ -200,6 +202,8 @@ struct Lexer<'a> {
     depth: u32,
     /// Indentation stack outside brackets: (width with tab=8, width with tab=1).
     stack: Vec<(u32, u32)>,
+    /// Per-file cache in front of the global interner (one lock per distinct name per file).
+    syms: FxHashMap<&'a str, Symbol>,
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -218,6 +222,12 @@ impl<'a> Lexer<'a> {
             let sp = self.span(lo, hi);
             self.errors.push(Diagnostic::syntax(sp, msg));
         }
+    }
+    fn intern(&mut self, word: &'a str) -> Symbol {
+        *self
+            .syms
+            .entry(word)
+            .or_insert_with(|| Symbol::intern(word))
     }
     fn peek(&self, off: usize) -> u8 {
         *self.src.get(self.pos + off).unwrap_or(&0)
@@ -404,7 +414,7 @@ impl<'a> Lexer<'a> {
             }
             self.ident_end();
             let word = &self.text[lo..self.pos];
-            return Some(keyword(word).unwrap_or_else(|| Tok::Ident(Symbol::intern(word))));
+            return Some(keyword(word).unwrap_or_else(|| Tok::Ident(self.intern(word))));
         }
         if b.is_ascii_digit() || (b == b'.' && self.peek(1).is_ascii_digit()) {
             self.number();
@@ -418,7 +428,8 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                     let s = self.pos;
                     self.ident_end();
-                    return Some(Tok::Ident(Symbol::intern(&self.text[s..self.pos])));
+                    let word = &self.text[s..self.pos];
+                    return Some(Tok::Ident(self.intern(word)));
                 }
                 self.pos += 1;
                 self.err(lo, self.pos, "unexpected character '$'");

@@ -377,7 +377,13 @@ impl<'a> Parser<'a> {
         let span = self.since(value.span.lo);
         let [lower, upper, step] = parts;
         if colons == 0 {
-            let index = lower.unwrap_or_else(|| Expr::missing(span));
+            let index = match lower {
+                Some(i) => i,
+                None => {
+                    self.error(span, "expected expression got ]");
+                    Expr::missing(span)
+                }
+            };
             return Expr {
                 kind: ExprKind::Subscript {
                     value: Box::new(value),
@@ -579,7 +585,14 @@ impl<'a> Parser<'a> {
         let text = self.text(t);
         let sh = shape(text, raw, triple);
         let content = &text[sh.open..text.len() - sh.close];
-        if raw || !content.contains("${") {
+        if raw || (!content.contains('\\') && !content.contains("${")) {
+            // Common case: no escapes, one allocation straight into the Arc.
+            return Expr {
+                kind: ExprKind::Str(Arc::from(content)),
+                span,
+            };
+        }
+        if !content.contains("${") {
             let mut out = String::with_capacity(content.len());
             if raw {
                 out.push_str(content);
@@ -618,6 +631,19 @@ impl<'a> Parser<'a> {
                     parts.push(StrPart::Interp { expr, spec });
                 }
             }
+        }
+        if parts.iter().all(|p| matches!(p, StrPart::Lit(_))) {
+            // Only escaped `\${`: a plain string after all.
+            let mut joined = String::new();
+            for p in &parts {
+                if let StrPart::Lit(s) = p {
+                    joined.push_str(s);
+                }
+            }
+            return Expr {
+                kind: ExprKind::Str(Arc::from(joined)),
+                span,
+            };
         }
         Expr {
             kind: ExprKind::JoinedStr(parts),
@@ -669,10 +695,6 @@ impl<'a> Parser<'a> {
                 };
             }
             elts.push(item);
-            if elts.len() > MAX_CHAIN * 100 {
-                self.too_long();
-                break;
-            }
             if self.eat(Tok::Comma) || self.at(Tok::RBracket) {
                 continue;
             }

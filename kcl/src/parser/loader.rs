@@ -178,6 +178,104 @@ pub fn expand_kcl_mod(arg: &str, root: &Path) -> PathBuf {
     PathBuf::from(arg.replace("${KCL_MOD}", &root.display().to_string()))
 }
 
+/// Expands `${KCL_MOD}` (the package root) and `${name:KCL_MOD}` (the root of external
+/// package `name`) in a path argument.
+pub fn expand_paths(arg: &str, root: &Path, external: &[(String, PathBuf)]) -> PathBuf {
+    let mut s = arg.replace("${KCL_MOD}", &root.display().to_string());
+    for (name, path) in external {
+        s = s.replace(&format!("${{{name}:KCL_MOD}}"), &path.display().to_string());
+    }
+    PathBuf::from(s)
+}
+
+/// The parts of `kcl.mod` the loader uses.
+#[derive(Clone, Debug, Default)]
+pub struct ModFile {
+    /// `[package] name`.
+    pub name: Option<String>,
+    /// `[dependencies]` in file order.
+    pub dependencies: Vec<(String, ModDep)>,
+    /// `[profile] entries`: the main package files when none are given.
+    pub entries: Vec<String>,
+}
+
+/// One `[dependencies]` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModDep {
+    /// `name = { path = "..." }`, relative to the kcl.mod folder.
+    Path(PathBuf),
+    /// `name = "1.2.3"` or `{ version = ... }` / `{ oci = ... }`: a registry package.
+    Version(String),
+}
+
+impl ModDep {
+    /// Where the package lives on disk: a path dependency relative to `root`, or a registry
+    /// package in `$KCL_PKG_PATH`, `~/.kcl/kpm` (as `name_version`) or `root/vendor/name`.
+    pub fn locate(&self, root: &Path, name: &str) -> Option<PathBuf> {
+        match self {
+            ModDep::Path(p) => {
+                let p = root.join(p);
+                Some(normalize(&std::path::absolute(&p).unwrap_or(p)))
+            }
+            ModDep::Version(v) => {
+                let mut dirs = Vec::new();
+                if let Some(d) = std::env::var_os("KCL_PKG_PATH") {
+                    dirs.push(PathBuf::from(d));
+                }
+                if let Some(h) = std::env::var_os("HOME") {
+                    dirs.push(PathBuf::from(h).join(".kcl").join("kpm"));
+                }
+                dirs.into_iter()
+                    .map(|d| d.join(format!("{name}_{v}")))
+                    .chain(std::iter::once(root.join("vendor").join(name)))
+                    .find(|p| p.is_dir())
+            }
+        }
+    }
+}
+
+/// Reads `root/kcl.mod`; `Ok(None)` when there is none.
+pub fn read_mod_file(root: &Path) -> Result<Option<ModFile>, String> {
+    let path = root.join("kcl.mod");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut m = ModFile::default();
+    if let Some(pkg) = doc.get("package").and_then(|v| v.as_table()) {
+        m.name = pkg.get("name").and_then(|v| v.as_str()).map(str::to_string);
+    }
+    if let Some(deps) = doc.get("dependencies").and_then(|v| v.as_table()) {
+        for (name, v) in deps {
+            let dep = match v {
+                toml::Value::String(ver) => ModDep::Version(ver.clone()),
+                toml::Value::Table(t) => match t.get("path").and_then(|p| p.as_str()) {
+                    Some(p) => ModDep::Path(PathBuf::from(p)),
+                    None => ModDep::Version(
+                        t.get("version")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("")
+                            .to_string(),
+                    ),
+                },
+                _ => continue,
+            };
+            m.dependencies.push((name.clone(), dep));
+        }
+    }
+    if let Some(prof) = doc.get("profile").and_then(|v| v.as_table())
+        && let Some(entries) = prof.get("entries").and_then(|v| v.as_array())
+    {
+        m.entries = entries
+            .iter()
+            .filter_map(|e| e.as_str().map(str::to_string))
+            .collect();
+    }
+    Ok(Some(m))
+}
+
 /// `.k` files of a folder (not recursive, sorted, `_test.k` files excluded).
 pub fn package_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
@@ -221,50 +319,91 @@ pub fn collect_k_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-struct Loader<'o> {
-    opts: &'o LoadOptions,
+struct Loader {
+    external: Vec<(String, PathBuf)>,
     root: PathBuf,
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
-    /// Package path by folder, so one folder imported under two names is one package.
+    /// Package path by folder: a folder imported under two names is one package.
     by_dir: FxHashMap<PathBuf, Arc<str>>,
 }
 
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
 /// imports, transitively. All syntax and resolution errors are collected.
 pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, Diagnostics> {
-    let first = inputs.first().ok_or_else(|| {
-        Diagnostics::from(Diagnostic::plain(
-            ErrorKind::CannotFindModule,
-            "no input files",
-        ))
-    })?;
-    let work = opts.work_dir.clone().unwrap_or_else(|| {
-        let abs = std::path::absolute(first).unwrap_or_else(|_| first.clone());
-        if abs.is_dir() {
-            abs
-        } else {
-            abs.parent().map(Path::to_path_buf).unwrap_or_default()
+    let plain =
+        |msg: String| Diagnostics::from(Diagnostic::plain(ErrorKind::CannotFindModule, msg));
+    let work = match (&opts.work_dir, inputs.first()) {
+        (Some(w), _) => std::path::absolute(w).unwrap_or_else(|_| w.clone()),
+        (None, Some(first)) if !first.to_string_lossy().contains("${") => {
+            let abs = std::path::absolute(first).unwrap_or_else(|_| first.clone());
+            if abs.is_dir() {
+                abs
+            } else {
+                abs.parent().map(Path::to_path_buf).unwrap_or_default()
+            }
         }
-    });
+        _ => std::env::current_dir().map_err(|e| plain(format!("current directory: {e}")))?,
+    };
     let root = find_mod_root(&work).unwrap_or_else(|| work.clone());
+    let modfile = read_mod_file(&root).map_err(&plain)?;
+    // -E packages first (they win), then kcl.mod dependencies.
+    let mut external: Vec<(String, PathBuf)> = opts
+        .external
+        .iter()
+        .map(|(n, p)| {
+            (
+                n.clone(),
+                std::path::absolute(p).unwrap_or_else(|_| p.clone()),
+            )
+        })
+        .collect();
+    if let Some(m) = &modfile {
+        for (name, dep) in &m.dependencies {
+            if external.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            if let Some(path) = dep.locate(&root, name) {
+                external.push((name.clone(), path));
+            }
+        }
+    }
+    let entries: Vec<PathBuf> = if inputs.is_empty() {
+        let m = modfile
+            .as_ref()
+            .filter(|m| !m.entries.is_empty())
+            .ok_or_else(|| plain("no input files".into()))?;
+        m.entries
+            .iter()
+            .map(|e| {
+                let p = expand_paths(e, &root, &external);
+                if p.is_absolute() { p } else { root.join(p) }
+            })
+            .collect()
+    } else {
+        inputs
+            .iter()
+            .map(|i| expand_paths(&i.to_string_lossy(), &root, &external))
+            .collect()
+    };
     let mut files = Vec::new();
-    for i in inputs {
-        let p = expand_kcl_mod(&i.to_string_lossy(), &root);
+    for p in entries {
         if p.is_dir() {
-            files.extend(package_files(&p).map_err(|e| {
-                Diagnostics::from(Diagnostic::plain(
-                    ErrorKind::CannotFindModule,
-                    format!("{}: {e}", p.display()),
-                ))
-            })?);
+            let found = package_files(&p).map_err(|e| plain(format!("{}: {e}", p.display())))?;
+            if found.is_empty() {
+                return Err(plain(format!(
+                    "No KCL files found in the specified folder {}",
+                    p.display()
+                )));
+            }
+            files.extend(found);
         } else {
             files.push(p);
         }
     }
     let mut ld = Loader {
-        opts,
+        external,
         root: root.clone(),
         packages: Default::default(),
         imports: FxHashMap::default(),
@@ -297,7 +436,7 @@ pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, D
     })
 }
 
-impl Loader<'_> {
+impl Loader {
     fn resolve_module_imports(&mut self, m: &Module) {
         let dir = crate::ast::source_map()
             .get(m.file)
@@ -344,44 +483,30 @@ impl Loader<'_> {
             let target = parts.iter().fold(base, |p, s| p.join(s));
             let pkgpath = self.pkgpath_for(&target);
             (target, pkgpath)
-        } else if let Some((_, ext)) = self.opts.external.iter().find(|(n, _)| n == parts[0]) {
+        } else if let Some((_, ext)) = self.external.iter().find(|(n, _)| n == parts[0]) {
             let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
-            // `-E konfig=.` names the program root itself: same packages as plain imports
-            let same_root =
-                std::path::absolute(ext).map(|a| normalize(&a)).ok() == Some(normalize(&self.root));
-            (
-                target,
-                if same_root {
-                    parts[1..].join(".")
-                } else {
-                    parts.join(".")
-                },
-            )
+            // `-E konfig=.` naming the program root itself: the same packages as plain imports.
+            if normalize(ext) == normalize(&self.root) {
+                (target, parts[1..].join("."))
+            } else {
+                (target, parts.join("."))
+            }
         } else {
-            // a file inside another module (e.g. a vendored dependency with its own kcl.mod)
-            // imports from that module's root
-            let file_root = find_mod_root(dir).map(|r| normalize(&r));
-            match file_root.filter(|r| *r != normalize(&self.root)) {
-                Some(fr) => {
-                    let target = parts.iter().fold(fr.clone(), |p, s| p.join(s));
-                    let ext = self.opts.external.iter().find(|(_, p)| {
-                        std::path::absolute(p).map(|a| normalize(&a)).ok().as_ref() == Some(&fr)
-                    });
-                    let pkgpath = match ext {
-                        Some((n, _)) => format!("{n}.{}", parts.join(".")),
-                        None => format!("{}/{}", fr.display(), parts.join(".")),
-                    };
-                    (target, pkgpath)
-                }
-                None => {
-                    let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
-                    (target, parts.join("."))
-                }
+            // Absolute imports resolve against the root of the package that holds the
+            // importing file (an external package's own root for its files), then the main root.
+            let (own_root, prefix) = self.owner(dir);
+            let in_own = parts.iter().fold(own_root.clone(), |p, s| p.join(s));
+            let exists =
+                |t: &Path| t.is_dir() || PathBuf::from(format!("{}.k", t.display())).is_file();
+            if prefix.is_some() && exists(&in_own) {
+                let pkgpath = format!("{}.{}", prefix.unwrap_or_default(), parts.join("."));
+                (in_own, pkgpath)
+            } else {
+                let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
+                (target, parts.join("."))
             }
         };
-        let key = std::path::absolute(&base)
-            .map(|a| normalize(&a))
-            .unwrap_or_else(|_| base.clone());
+        let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
         let pkgpath: Arc<str> = self
             .by_dir
             .entry(key)
@@ -448,14 +573,53 @@ impl Loader<'_> {
     /// otherwise the absolute path (unique, if not pretty).
     fn pkgpath_for(&self, target: &Path) -> String {
         let norm = normalize(target);
-        match norm.strip_prefix(normalize(&self.root)) {
-            Ok(rel) => rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("."),
+        let (root, prefix) = self.owner(&norm);
+        match norm.strip_prefix(&root) {
+            Ok(rel) => {
+                let mut parts: Vec<String> = prefix.into_iter().collect();
+                parts.extend(
+                    rel.components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+                );
+                parts.join(".")
+            }
             Err(_) => norm.display().to_string(),
         }
+    }
+
+    /// The package root owning `path`: the deepest of the main root and the external package
+    /// roots that contains it, with the external package name (None for the main root).
+    fn owner(&self, path: &Path) -> (PathBuf, Option<String>) {
+        let path = normalize(path);
+        let main = normalize(&self.root);
+        let mut best: (PathBuf, Option<String>) = (main.clone(), None);
+        let mut best_len = if path.starts_with(&main) {
+            main.components().count()
+        } else {
+            0
+        };
+        for (name, root) in &self.external {
+            let r = normalize(root);
+            let len = r.components().count();
+            if path.starts_with(&r) && len > best_len {
+                best = (r, Some(name.clone()));
+                best_len = len;
+            }
+        }
+        // A vendored dependency with its own kcl.mod (not given with -E) owns its files too;
+        // its package name (else its path) prefixes its package paths.
+        if let Some(r) = find_mod_root(&path).map(|r| normalize(&r)) {
+            let len = r.components().count();
+            if len > best_len {
+                let name = read_mod_file(&r)
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.name)
+                    .unwrap_or_else(|| r.display().to_string());
+                best = (r, Some(name));
+            }
+        }
+        best
     }
 }
 

@@ -6,6 +6,7 @@
 //! any bracket) a newline where an operand is required is an error, inside `[]`/`{}` it is not.
 
 mod expr;
+pub mod generate;
 pub mod loader;
 mod stmt;
 pub(crate) mod strings;
@@ -90,8 +91,19 @@ pub fn parse_with_errors(file: FileId) -> (Module, Vec<Diagnostic>) {
             )],
         );
     };
-    let lexed = lex(&sf.text, file, 0);
-    let mut p = Parser::new(&sf.text, 0, file, lexed.tokens);
+    parse_text_as(file, sf.name.clone(), &sf.text)
+}
+
+/// Parses `text` without registering it in the source map (spans use a dummy file id, so
+/// diagnostics cannot be rendered with a snippet). For fuzzing and throwaway checks, where
+/// registering every input would grow the map without bound.
+pub fn parse_unregistered(text: &str) -> (Module, Vec<Diagnostic>) {
+    parse_text_as(FileId(u32::MAX), Arc::from("<unregistered>"), text)
+}
+
+fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<Diagnostic>) {
+    let lexed = lex(text, file, 0);
+    let mut p = Parser::new(text, 0, file, lexed.tokens);
     p.errors = lexed.errors;
     let body = p.parse_module_body();
     let doc = body.first().and_then(|s| match &s.kind {
@@ -104,12 +116,12 @@ pub fn parse_with_errors(file: FileId) -> (Module, Vec<Diagnostic>) {
         },
         _ => None,
     });
-    let mut errors = p.errors;
-    // Lexer and parser errors interleave; report them in source order like upstream.
-    errors.sort_by_key(|d| d.span().map(|s| s.lo).unwrap_or(0));
+    // Lexer errors first (upstream lexes the whole file before parsing), then parser errors
+    // in the order they were found.
+    let errors = p.errors;
     let m = Module {
         file,
-        filename: sf.name.clone(),
+        filename,
         doc,
         body,
         comments: lexed.comments,
