@@ -160,6 +160,9 @@ impl Evaluator {
                 if *op == ast::BinOp::BitOr {
                     // `schema | dict` keeps the schema type and re-checks it
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
+                        if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
+                            return Ok(v);
+                        }
                         let u = value::union(&a, &b, false).map_err(|x| self.rt(x, e.span))?;
                         // the merge may have cleared a required attribute
                         self.incomplete.set(true);

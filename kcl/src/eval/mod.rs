@@ -540,9 +540,28 @@ impl Evaluator {
                 if ctx.schema.is_none() && ctx.locals.is_none() {
                     return self.unify_global(ctx, u).map(|_| None);
                 }
-                let v = self.eval(ctx, &u.value)?;
                 let cur = self.lookup_opt_for_unify(ctx, u.target.sym)?;
                 self.incomplete.set(true);
+                // `a: S {...}` onto an instance rebuilds it from the merged configs
+                if let (Some(c @ Value::Schema(_)), ast::ExprKind::Schema(se)) =
+                    (&cur, &u.value.kind)
+                {
+                    let cfg = self.eval(ctx, &se.config)?;
+                    let ty = self.eval_identifier(ctx, &se.name)?;
+                    if let Some(st) = schema::as_schema_type(&ty) {
+                        let (pos, kw) = match &se.args {
+                            Some(a) => self.eval_args(ctx, a)?,
+                            None => (Vec::new(), Vec::new()),
+                        };
+                        if let Some(v) =
+                            self.rebuild_merged(c, &cfg, Some((st, pos, kw)), u.value.span)?
+                        {
+                            self.assign_path(ctx, u.target, &[], u.target.span, v, None)?;
+                            return Ok(None);
+                        }
+                    }
+                }
+                let v = self.eval(ctx, &u.value)?;
                 let v = match cur {
                     Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false)
                         .map_err(|e| EvalError::from_rt(e, u.value.span))?,
@@ -644,18 +663,23 @@ impl Evaluator {
         let Some(first) = exprs.first() else {
             return Ok(());
         };
-        let ast::ExprKind::Schema(se) = &first.kind else {
+        let ast::ExprKind::Schema(_) = &first.kind else {
             let v = self.eval(ctx, first)?;
             self.set_global(pkg, name, v);
             return Ok(());
         };
-        let mut merged = pkg
-            .globals
-            .borrow()
-            .get(&name)
-            .and_then(|v| v.as_dict().cloned())
-            .map(Value::from)
-            .unwrap_or_else(Value::empty_dict);
+        // an earlier instance contributes the config it was built from
+        let mut merged = match pkg.globals.borrow().get(&name) {
+            Some(Value::Schema(s)) if s.origin.is_some() => {
+                Value::from(s.origin.as_ref().unwrap().config.clone())
+            }
+            Some(v) => v
+                .as_dict()
+                .cloned()
+                .map(Value::from)
+                .unwrap_or_else(Value::empty_dict),
+            None => Value::empty_dict(),
+        };
         for e in &exprs {
             // each statement's names resolve in its own file (imports are per file)
             let fctx = Ctx {
@@ -668,8 +692,18 @@ impl Evaluator {
             };
             merged = crate::value::union(&merged, &cfg, false).map_err(|x| self.rt(x, e.span))?;
         }
+        // the last statement's schema and arguments win
+        let last = exprs
+            .iter()
+            .rev()
+            .find(|e| matches!(e.kind, ast::ExprKind::Schema(_)))
+            .copied()
+            .unwrap_or(first);
+        let ast::ExprKind::Schema(se) = &last.kind else {
+            unreachable!()
+        };
         let fctx = Ctx {
-            file: first.span.file,
+            file: last.span.file,
             ..ctx.clone()
         };
         let ty = self.eval_identifier(&fctx, &se.name)?;

@@ -445,6 +445,11 @@ impl Evaluator {
             return self.run_rule(ty, r, args, kwargs, config, span);
         }
         let layout = self.layout(ty, span)?;
+        let origin = Rc::new(value::Origin {
+            config: config.clone(),
+            args: args.to_vec(),
+            kwargs: kwargs.to_vec(),
+        });
         // parameters bind in a scope visible to every body
         let params_scope = Scope::new(None);
         if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
@@ -697,6 +702,7 @@ impl Evaluator {
             attrs,
             ty: Some(ty.clone() as Rc<dyn std::any::Any>),
             span: Some(span),
+            origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
         for t in layout.parts.iter() {
@@ -795,6 +801,35 @@ impl Evaluator {
         }
     }
 
+    /// Rebuild schema instance `inst` with `extra` merged into the config it was made from
+    /// (computed attributes see the new values). `ty_args` replaces the type and arguments.
+    pub(crate) fn rebuild_merged(
+        &self,
+        inst: &Value,
+        extra: &Value,
+        ty_args: Option<(Rc<SchemaType>, Vec<Value>, Vec<(Str, Value)>)>,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let Value::Schema(s) = inst else {
+            return Ok(None);
+        };
+        let (Some(origin), Some(t)) = (&s.origin, &s.ty) else {
+            return Ok(None);
+        };
+        let Ok(ty) = t.clone().downcast::<SchemaType>() else {
+            return Ok(None);
+        };
+        let base = Value::from(origin.config.clone());
+        let merged = value::union(&base, extra, false).map_err(|e| self.rt(e, span))?;
+        let cfg = merged.as_dict().cloned().unwrap_or_default();
+        let (ty, args, kwargs) =
+            ty_args.unwrap_or((ty, origin.args.clone(), origin.kwargs.clone()));
+        self.enter(span)?;
+        let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
+        self.leave();
+        r.map(Some)
+    }
+
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
         for ch in checks {
             if let Some(cond) = &ch.if_cond
@@ -867,6 +902,7 @@ impl Evaluator {
             attrs: Dict::new(),
             ty: Some(ty.clone() as Rc<dyn std::any::Any>),
             span: Some(span),
+            origin: None,
         })))
     }
 
@@ -915,6 +951,12 @@ impl Evaluator {
     ) -> EvalResult<()> {
         let k = name.as_str();
         let nv = match fr.config.map.get_key_value(k) {
+            // `attr: None` in a config keeps the schema's default
+            Some((_, Value::None))
+                if fr.config.op_of(k).0 == ConfigOp::Union && !v.is_none_or_undefined() =>
+            {
+                v
+            }
             Some((kk, cv)) => {
                 let (op, idx) = fr.config.op_of(kk);
                 let mut d = Dict::new();

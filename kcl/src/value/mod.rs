@@ -174,6 +174,17 @@ pub struct SchemaInst {
     pub ty: Option<Rc<dyn Any>>,
     /// Where it was instantiated (for errors reported later, e.g. missing attributes).
     pub span: Option<crate::ast::Span>,
+    /// The config and arguments it was built from, so a later merge (`inst | {...}`, repeated
+    /// `a: S {...}`) can rebuild it with computed attributes re-evaluated.
+    pub origin: Option<Rc<Origin>>,
+}
+
+/// What a schema instance was instantiated with.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub config: Dict,
+    pub args: Vec<Value>,
+    pub kwargs: Vec<(Str, Value)>,
 }
 
 impl PartialEq for SchemaInst {

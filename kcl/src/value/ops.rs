@@ -532,6 +532,10 @@ pub fn merge_entry(
                 _ => binary(BinOp::Add, &cur, v)?,
             };
             d.map.insert(k.clone(), new);
+            if cur.is_none_or_undefined() {
+                // still an insertion when this dict is merged into another later
+                d.set_op(k.clone(), ConfigOp::Insert, index);
+            }
         }
         ConfigOp::Union => match d.map.get_mut(k) {
             Some(cur) => {
