@@ -554,7 +554,7 @@ impl Evaluator {
                             None => (Vec::new(), Vec::new()),
                         };
                         if let Some(v) =
-                            self.rebuild_merged(c, &cfg, Some((st, pos, kw)), u.value.span)?
+                            self.rebuild_merged(c, &cfg, Some((st, (pos, kw))), u.value.span)?
                         {
                             self.assign_path(ctx, u.target, &[], u.target.span, v, None)?;
                             return Ok(None);

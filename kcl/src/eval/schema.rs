@@ -807,7 +807,7 @@ impl Evaluator {
         &self,
         inst: &Value,
         extra: &Value,
-        ty_args: Option<(Rc<SchemaType>, Vec<Value>, Vec<(Str, Value)>)>,
+        ty_args: Option<(Rc<SchemaType>, super::expr::Args)>,
         span: Span,
     ) -> EvalResult<Option<Value>> {
         let Value::Schema(s) = inst else {
@@ -822,8 +822,8 @@ impl Evaluator {
         let base = Value::from(origin.config.clone());
         let merged = value::union(&base, extra, false).map_err(|e| self.rt(e, span))?;
         let cfg = merged.as_dict().cloned().unwrap_or_default();
-        let (ty, args, kwargs) =
-            ty_args.unwrap_or((ty, origin.args.clone(), origin.kwargs.clone()));
+        let (ty, (args, kwargs)) =
+            ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
