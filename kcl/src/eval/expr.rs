@@ -305,6 +305,9 @@ impl Evaluator {
                     Some(a) => self.eval_args(ctx, a)?,
                     None => (Vec::new(), Vec::new()),
                 };
+                if std::ptr::eq(self.origin_expr.get(), e) {
+                    self.keep_origin.set(true);
+                }
                 self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
             }
             ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {

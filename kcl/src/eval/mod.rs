@@ -147,6 +147,11 @@ pub struct Evaluator {
     pub warnings: RefCell<Vec<String>>,
     /// Set when a schema instance was created without all its required attributes.
     pub(crate) incomplete: Cell<bool>,
+    /// The schema expression that is a statement's whole value: its instance keeps its
+    /// config (`origin`) for later merges; nested instances do not, to save memory.
+    pub(crate) origin_expr: Cell<*const ast::Expr>,
+    /// Consumed by the next instantiation: keep its origin.
+    pub(crate) keep_origin: Cell<bool>,
 }
 
 /// Deepest nesting of calls / schema instantiations before a clear error.
@@ -170,6 +175,8 @@ impl Evaluator {
             output_override: RefCell::new(None),
             warnings: RefCell::new(Vec::new()),
             incomplete: Cell::new(false),
+            origin_expr: Cell::new(std::ptr::null()),
+            keep_origin: Cell::new(false),
         };
         (ev, program.main.modules)
     }
@@ -520,6 +527,9 @@ impl Evaluator {
                 Ok(Some(v))
             }
             StmtKind::Assign(a) => {
+                if matches!(a.value.kind, ast::ExprKind::Schema(_)) {
+                    self.origin_expr.set(&a.value as *const ast::Expr);
+                }
                 let mut v = self.eval(ctx, &a.value)?;
                 if let Some(ty) = &a.ty {
                     v = self.convert_type(ctx, v, ty, a.value.span)?;
@@ -561,6 +571,7 @@ impl Evaluator {
                         }
                     }
                 }
+                self.origin_expr.set(&u.value as *const ast::Expr);
                 let v = self.eval(ctx, &u.value)?;
                 let v = match cur {
                     Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false)
@@ -671,7 +682,7 @@ impl Evaluator {
         // an earlier instance contributes the config it was built from
         let mut merged = match pkg.globals.borrow().get(&name) {
             Some(Value::Schema(s)) if s.origin.is_some() => {
-                Value::from(s.origin.as_ref().unwrap().config.clone())
+                Value::Dict(s.origin.as_ref().unwrap().config.clone())
             }
             Some(v) => v
                 .as_dict()
@@ -711,6 +722,7 @@ impl Evaluator {
             Some(a) => self.eval_args(&fctx, a)?,
             None => (Vec::new(), Vec::new()),
         };
+        self.keep_origin.set(true);
         let v =
             self.instantiate_value(&fctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
         self.set_global(pkg, name, v);

@@ -90,7 +90,7 @@ pub struct AttrDecl {
 pub struct Frame {
     pub name: Str,
     pub attrs: RefCell<Dict>,
-    pub config: Dict,
+    pub config: Rc<Dict>,
     layout: Rc<Layout>,
     /// Per-part evaluation contexts (definition package + parameter scope).
     ctxs: Vec<Ctx>,
@@ -218,8 +218,8 @@ impl Evaluator {
                 Some(span),
             ));
         };
-        let cfg_dict = match &cfg {
-            Value::Dict(d) => (**d).clone(),
+        let cfg_dict = match cfg {
+            Value::Dict(d) => Rc::unwrap_or_clone(d),
             Value::Schema(s) => s.attrs.clone(),
             Value::None | Value::Undefined => Dict::new(),
             other => {
@@ -444,7 +444,10 @@ impl Evaluator {
         if let Some(r) = ty.rule {
             return self.run_rule(ty, r, args, kwargs, config, span);
         }
+        let keep = self.keep_origin.replace(false);
         let layout = self.layout(ty, span)?;
+        // shared by the frame and the instance's origin (no copy)
+        let config = Rc::new(config);
         let origin = Rc::new(value::Origin {
             config: config.clone(),
             args: args.to_vec(),
@@ -702,7 +705,7 @@ impl Evaluator {
             attrs,
             ty: Some(ty.clone() as Rc<dyn std::any::Any>),
             span: Some(span),
-            origin: Some(origin),
+            origin: keep.then_some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
         for t in layout.parts.iter() {
@@ -819,12 +822,13 @@ impl Evaluator {
         let Ok(ty) = t.clone().downcast::<SchemaType>() else {
             return Ok(None);
         };
-        let base = Value::from(origin.config.clone());
+        let base = Value::Dict(origin.config.clone());
         let merged = value::union(&base, extra, false).map_err(|e| self.rt(e, span))?;
         let cfg = merged.as_dict().cloned().unwrap_or_default();
         let (ty, (args, kwargs)) =
             ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;
+        self.keep_origin.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
         r.map(Some)

@@ -182,7 +182,7 @@ pub struct SchemaInst {
 /// What a schema instance was instantiated with.
 #[derive(Debug, Clone)]
 pub struct Origin {
-    pub config: Dict,
+    pub config: Rc<Dict>,
     pub args: Vec<Value>,
     pub kwargs: Vec<(Str, Value)>,
 }
