@@ -715,7 +715,10 @@ impl Evaluator {
                                     Some(x) => Ok(x),
                                     None => Err(EvalError::new(
                                         ErrKind::Attribute,
-                                        format!("module '{}' has no attribute '{name}'", p.path),
+                                        format!(
+                                            "attribute '{name}' not found in 'module '{}''",
+                                            p.path
+                                        ),
                                         Some(span),
                                     )),
                                 }
@@ -724,7 +727,7 @@ impl Evaluator {
                                 .ok_or_else(|| {
                                     EvalError::new(
                                         ErrKind::Attribute,
-                                        format!("module '{m}' has no attribute '{name}'"),
+                                        format!("attribute '{name}' not found in 'module '{m}''"),
                                         Some(span),
                                     )
                                 }),
@@ -949,11 +952,12 @@ impl Evaluator {
             } else if let Some(d) = &p.default {
                 self.eval(&ctx, d)?
             } else {
+                let required = params.iter().filter(|p| p.default.is_none()).count();
                 return Err(EvalError::new(
                     ErrKind::Type,
                     format!(
-                        "lambda() missing 1 required positional argument: '{}'",
-                        p.name.sym
+                        "expected {required} positional arguments, found {}",
+                        args.len()
                     ),
                     Some(span),
                 ));

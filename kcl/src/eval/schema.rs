@@ -583,7 +583,7 @@ impl Evaluator {
                     schema: Some(frame.clone()),
                     ..frame.ctxs[d.part].clone()
                 };
-                let shown = v.type_with_value();
+                let shown = v.type_detail();
                 let nv = self.convert_type(&c, v, t, span).map_err(|e| {
                     if e.kind == ErrKind::Type && e.notes.is_empty() {
                         let ts = super::types::type_str(t);

@@ -63,7 +63,7 @@ impl Evaluator {
             Some(x) => Ok(x),
             None => Err(EvalError::new(
                 ErrKind::Type,
-                format!("expect {}, got {}", type_str(t), v.type_name()),
+                format!("expected {}, got {}", type_str(t), v.type_detail()),
                 Some(span),
             )),
         }
