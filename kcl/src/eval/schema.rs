@@ -244,9 +244,7 @@ impl Evaluator {
         let mut chain = vec![ty.clone()];
         while let Some(p) = self.parent_of(chain.last().unwrap())? {
             if let Some(i) = chain.iter().position(|c| Rc::ptr_eq(c, &p)) {
-                let mut names: Vec<String> =
-                    chain[i..].iter().map(|c| c.name.to_string()).collect();
-                names.sort();
+                let names: Vec<String> = chain[i..].iter().map(|c| c.name.to_string()).collect();
                 let msg = format!(
                     "There is a circular reference between schemas {}",
                     names.join(", ")
