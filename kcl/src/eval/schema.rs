@@ -581,9 +581,10 @@ impl Evaluator {
                     schema: Some(frame.clone()),
                     ..frame.ctxs[d.part].clone()
                 };
-                let shown = v.type_detail();
+                let orig = v.clone();
                 let nv = self.convert_type(&c, v, t, span).map_err(|e| {
                     if e.kind == ErrKind::Type && e.notes.is_empty() {
+                        let shown = orig.type_detail();
                         let ts = super::types::type_str(t);
                         EvalError {
                             msg: format!("expected {ts}, got {shown}"),

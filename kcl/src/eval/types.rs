@@ -91,13 +91,11 @@ impl Evaluator {
                 _ => None,
             },
             TypeKind::Named(id) => {
-                let name = id
+                if id
                     .names
-                    .iter()
-                    .map(|n| n.sym.as_str())
-                    .collect::<Vec<_>>()
-                    .join(".");
-                if name == "units.NumberMultiplier" || name == "NumberMultiplier" {
+                    .last()
+                    .is_some_and(|n| n.sym.as_str() == "NumberMultiplier")
+                {
                     return Ok(matches!(v, Value::Unit(_)).then(|| v.clone()));
                 }
                 // type names are package-level names, never attributes or locals
