@@ -349,7 +349,7 @@ impl Evaluator {
         }
         let mut kw = Vec::with_capacity(a.keywords.len());
         for k in &a.keywords {
-            kw.push((Rc::from(k.name.sym.as_str()), self.eval(ctx, &k.value)?));
+            kw.push((sym_str(k.name.sym), self.eval(ctx, &k.value)?));
         }
         Ok((pos, kw))
     }
@@ -381,7 +381,7 @@ impl Evaluator {
     /// A config key expression: identifiers are their own name.
     pub fn eval_key(&self, ctx: &Ctx, k: &'static Expr) -> EvalResult<Str> {
         match &k.kind {
-            ExprKind::Ident(s) => Ok(Rc::from(s.as_str())),
+            ExprKind::Ident(s) => Ok(sym_str(*s)),
             ExprKind::Str(s) => Ok(Rc::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
@@ -430,7 +430,7 @@ impl Evaluator {
                                 attr,
                                 optional: false,
                             } => {
-                                path.push(Rc::from(attr.sym.as_str()));
+                                path.push(sym_str(attr.sym));
                                 k = inner;
                             }
                             ExprKind::Subscript {
@@ -995,6 +995,22 @@ impl Evaluator {
             None => Ok(last),
         }
     }
+}
+
+/// The shared string of an identifier: every dict key written as a name reuses one
+/// allocation (keys repeat across thousands of configs).
+pub(crate) fn sym_str(s: crate::ast::Symbol) -> Str {
+    thread_local! {
+        static KEYS: std::cell::RefCell<Vec<Option<Str>>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    KEYS.with(|k| {
+        let mut k = k.borrow_mut();
+        let i = s.as_u32() as usize;
+        if k.len() <= i {
+            k.resize(i + 1, None);
+        }
+        k[i].get_or_insert_with(|| Rc::from(s.as_str())).clone()
+    })
 }
 
 /// Evaluated call arguments: positional and keyword.

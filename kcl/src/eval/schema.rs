@@ -295,7 +295,7 @@ impl Evaluator {
             }
             for st in &s.body {
                 if let StmtKind::SchemaAttr(a) = &st.kind {
-                    let k: Str = Rc::from(a.name.sym.as_str());
+                    let k: Str = super::expr::sym_str(a.name.sym);
                     for d in &a.decorators {
                         match decorator_name(d).as_str() {
                             "deprecated" => deprecated.push((k.clone(), d, pi)),
@@ -379,7 +379,7 @@ impl Evaluator {
                     let mut names = Vec::new();
                     collect_targets(st, &mut names);
                     for n in names {
-                        let k: Str = Rc::from(n.as_str());
+                        let k: Str = super::expr::sym_str(n);
                         if !declared.contains_key(&k) {
                             declared.insert(
                                 k.clone(),
