@@ -17,5 +17,25 @@ if [ -x target/release/kcl ] || [ "${KCL_GRAMMAR_MIN:-0}" -gt 0 ]; then
   out=$(KCL="$root/target/release/kcl run" bash "$shared/conformance/run-kcl-conformance.sh" "$shared/conformance/kcl-grammar" || true)
   passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
   check kcl-grammar "${passed:-0}" "$KCL_GRAMMAR_MIN"
+  out=$(cd "$shared/conformance/konfig" && KCL="$root/target/release/kcl run" bash ./run.sh || true)
+  passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
+  check kcl-konfig "${passed:-0}" "${KCL_KONFIG_MIN:-0}"
 fi
+# Front end: every .k file of the grammar suite parses (unless its case expects a syntax error,
+# whose first message must match the golden's), and formatting every file is idempotent and
+# keeps the syntax tree.
+cargo build --release --locked -p kusion-kcl --bin kcl
+out=$(bash scripts/kcl-corpus-parse.sh target/release/kcl "$shared/conformance/kcl-grammar")
+echo "$out" | tail -n1
+summary=$(echo "$out" | tail -n1)
+parse_ok=$(echo "$summary" | sed -E 's#^parse: ([0-9]+)/.*#\1#')
+syntax_ok=$(echo "$summary" | sed -E 's#.*cases: ([0-9]+)/.*#\1#')
+check kcl-parse "${parse_ok:-0}" "$KCL_PARSE_MIN"
+check kcl-syntax-errors "${syntax_ok:-0}" "$KCL_SYNTAX_ERROR_MIN"
+fmt_ok=$(target/release/kcl fmt --verify "$shared/conformance/kcl-grammar" 2>/dev/null | tail -n1 | sed -E 's/^([0-9]+) verified.*/\1/' || true)
+check kcl-fmt-roundtrip "${fmt_ok:-0}" "$KCL_FMT_ROUNDTRIP_MIN"
+konfig_ok=$(target/release/kcl parse --summary "$shared/conformance/konfig" 2>/dev/null | grep -c '^OK ' || true)
+check konfig-parse "${konfig_ok:-0}" "$KCL_KONFIG_PARSE_MIN"
+konfig_fmt=$(target/release/kcl fmt --verify "$shared/conformance/konfig" 2>/dev/null | tail -n1 | sed -E 's/^([0-9]+) verified.*/\1/' || true)
+check konfig-fmt-roundtrip "${konfig_fmt:-0}" "$KCL_KONFIG_FMT_MIN"
 exit $status

@@ -1,0 +1,861 @@
+//! Builtin functions, string methods and the system modules.
+
+mod strs;
+mod sys;
+
+use std::rc::Rc;
+
+use crate::value::{self, Dict, Host, RtError, RtResult, Str, Value};
+
+pub use strs::{call_method, str_method};
+pub use sys::{is_system_module, system_member, system_module_name};
+
+pub(crate) fn arg<'a>(
+    args: &'a [Value],
+    kwargs: &'a [(Str, Value)],
+    i: usize,
+    name: &str,
+) -> Option<&'a Value> {
+    args.get(i)
+        .or_else(|| kwargs.iter().find(|(k, _)| &**k == name).map(|(_, v)| v))
+}
+
+pub(crate) fn req<'a>(
+    args: &'a [Value],
+    kwargs: &'a [(Str, Value)],
+    i: usize,
+    name: &str,
+    f: &str,
+) -> RtResult<&'a Value> {
+    arg(args, kwargs, i, name)
+        .ok_or_else(|| RtError::ty(format!("{f}() missing required argument '{name}'")))
+}
+
+pub(crate) fn str_arg(
+    args: &[Value],
+    kwargs: &[(Str, Value)],
+    i: usize,
+    name: &str,
+    f: &str,
+) -> RtResult<Str> {
+    match req(args, kwargs, i, name, f)? {
+        Value::Str(s) => Ok(s.clone()),
+        other => Err(RtError::ty(format!(
+            "{f}() argument '{name}' must be str, not {}",
+            other.type_name()
+        ))),
+    }
+}
+
+/// Global builtin by name.
+pub fn lookup(name: &str) -> Option<Value> {
+    let f: value::NativeFn = match name {
+        "print" => b_print,
+        "len" => b_len,
+        "sum" => b_sum,
+        "max" => b_max,
+        "min" => b_min,
+        "abs" => b_abs,
+        "int" => b_int,
+        "float" => b_float,
+        "str" => b_str,
+        "bool" => b_bool,
+        "list" => b_list,
+        "dict" => b_dict,
+        "typeof" => b_typeof,
+        "option" => b_option,
+        "multiplyof" => b_multiplyof,
+        "isunique" => b_isunique,
+        "sorted" => b_sorted,
+        "range" => b_range,
+        "zip" => b_zip,
+        "all_true" => b_all,
+        "any_true" => b_any,
+        "ord" => b_ord,
+        "hex" => b_hex,
+        "oct" => b_oct,
+        "bin" => b_bin,
+        "round" => b_round,
+        "pow" => b_pow,
+        "enumerate" => b_enumerate,
+        "isnullish" => b_isnullish,
+        "len_" => b_len,
+        _ => return None,
+    };
+    Some(Value::native(leak_name(name), f))
+}
+
+fn leak_name(name: &str) -> &'static str {
+    // names come from the fixed table above; map back to static strings
+    match name {
+        "print" => "print",
+        "len" => "len",
+        _ => "builtin",
+    }
+}
+
+fn b_print(h: &mut dyn Host, args: &[Value], kwargs: &[(Str, Value)]) -> RtResult<Value> {
+    let sep = kwargs
+        .iter()
+        .find(|(k, _)| &**k == "sep")
+        .map(|(_, v)| value::to_str(v))
+        .unwrap_or_else(|| " ".into());
+    let end = kwargs
+        .iter()
+        .find(|(k, _)| &**k == "end")
+        .map(|(_, v)| value::to_str(v))
+        .unwrap_or_else(|| "\n".into());
+    let s: Vec<String> = args.iter().map(value::to_str).collect();
+    h.print(&format!("{}{}", s.join(&sep), end));
+    Ok(Value::None)
+}
+
+fn b_len(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    Ok(Value::Int(req(args, kw, 0, "inval", "len")?.len()? as i64))
+}
+
+fn b_sum(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let items = req(args, kw, 0, "iterable", "sum")?.iter_items()?;
+    let mut acc = arg(args, kw, 1, "start").cloned().unwrap_or(Value::Int(0));
+    for x in items {
+        acc = value::binary(value::BinOp::Add, &acc, &x)?;
+    }
+    Ok(acc)
+}
+
+fn minmax(args: &[Value], want: std::cmp::Ordering, f: &str) -> RtResult<Value> {
+    let items = if args.len() == 1 {
+        args[0].iter_items()?
+    } else {
+        args.to_vec()
+    };
+    let mut best: Option<Value> = None;
+    for x in items {
+        best = Some(match best {
+            None => x,
+            Some(b) => {
+                if value::ops_cmp(&x, &b)? == want {
+                    x
+                } else {
+                    b
+                }
+            }
+        });
+    }
+    best.ok_or_else(|| RtError::eval(format!("{f}() arg is an empty sequence")))
+}
+
+fn b_max(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
+    minmax(args, std::cmp::Ordering::Greater, "max")
+}
+fn b_min(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
+    minmax(args, std::cmp::Ordering::Less, "min")
+}
+
+fn b_abs(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    match req(args, kw, 0, "x", "abs")? {
+        Value::Int(i) => Ok(Value::Int(i.abs())),
+        Value::Float(f) => Ok(Value::Float(f.abs())),
+        Value::Bool(b) => Ok(Value::Int(*b as i64)),
+        other => Err(RtError::ty(format!(
+            "bad operand type for abs(): '{}'",
+            other.type_name()
+        ))),
+    }
+}
+
+fn b_int(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let v = arg(args, kw, 0, "number").cloned().unwrap_or(Value::Int(0));
+    let base = arg(args, kw, 1, "base")
+        .and_then(|b| b.as_int())
+        .unwrap_or(10);
+    match &v {
+        Value::Int(_) => Ok(v),
+        Value::Bool(b) => Ok(Value::Int(*b as i64)),
+        Value::Float(f) => Ok(Value::Int(f.trunc() as i64)),
+        Value::Unit(u) => Ok(Value::Int(u.value().trunc() as i64)),
+        Value::Str(s) => {
+            let t = s.trim().replace('_', "");
+            let (neg, body) = match t.strip_prefix('-') {
+                Some(b) => (true, b.to_string()),
+                None => (false, t.strip_prefix('+').unwrap_or(&t).to_string()),
+            };
+            let (radix, digits) =
+                if base == 16 || (base == 0 && body.to_ascii_lowercase().starts_with("0x")) {
+                    (
+                        16,
+                        body.trim_start_matches("0x")
+                            .trim_start_matches("0X")
+                            .to_string(),
+                    )
+                } else if base == 8 || (base == 0 && body.to_ascii_lowercase().starts_with("0o")) {
+                    (
+                        8,
+                        body.trim_start_matches("0o")
+                            .trim_start_matches("0O")
+                            .to_string(),
+                    )
+                } else if base == 2 || (base == 0 && body.to_ascii_lowercase().starts_with("0b")) {
+                    (
+                        2,
+                        body.trim_start_matches("0b")
+                            .trim_start_matches("0B")
+                            .to_string(),
+                    )
+                } else {
+                    (if base == 0 { 10 } else { base as u32 }, body.clone())
+                };
+            if let Some((n, suf)) = value::parse_unit_suffix(&body) {
+                return Ok(Value::Int(
+                    (n * value::unit_multiplier(suf).unwrap()) as i64 * if neg { -1 } else { 1 },
+                ));
+            }
+            match i64::from_str_radix(&digits, radix) {
+                Ok(n) => Ok(Value::Int(if neg { -n } else { n })),
+                Err(_) => Err(RtError::eval(format!(
+                    "invalid literal for int() with base {base}: '{s}'"
+                ))),
+            }
+        }
+        other => Err(RtError::ty(format!(
+            "int() argument must be a string, a bytes-like object or a number, not '{}'",
+            other.type_name()
+        ))),
+    }
+}
+
+fn b_float(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let v = arg(args, kw, 0, "number")
+        .cloned()
+        .unwrap_or(Value::Float(0.0));
+    match &v {
+        Value::Float(_) => Ok(v),
+        Value::Int(i) => Ok(Value::Float(*i as f64)),
+        Value::Bool(b) => Ok(Value::Float(*b as i64 as f64)),
+        Value::Unit(u) => Ok(Value::Float(u.value())),
+        Value::Str(s) => {
+            let t = s.trim();
+            let f = match t.to_ascii_lowercase().as_str() {
+                "inf" | "+inf" | "infinity" => Some(f64::INFINITY),
+                "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+                "nan" => Some(f64::NAN),
+                _ => t.replace('_', "").parse::<f64>().ok(),
+            };
+            f.map(Value::Float)
+                .ok_or_else(|| RtError::eval(format!("could not convert string to float: '{s}'")))
+        }
+        other => Err(RtError::ty(format!(
+            "float() argument must be a string or a number, not '{}'",
+            other.type_name()
+        ))),
+    }
+}
+
+fn b_str(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    Ok(match arg(args, kw, 0, "x") {
+        Some(v) => Value::from(value::to_str(v)),
+        None => Value::str(""),
+    })
+}
+
+fn b_bool(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    Ok(Value::Bool(
+        arg(args, kw, 0, "x").is_some_and(|v| v.truthy()),
+    ))
+}
+
+fn b_list(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    Ok(match arg(args, kw, 0, "x") {
+        Some(v) => Value::from(v.iter_items()?),
+        None => Value::from(Vec::new()),
+    })
+}
+
+fn b_dict(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let mut d = Dict::new();
+    if let Some(v) = args.first() {
+        match v {
+            Value::Dict(_) | Value::Schema(_) => {
+                for (k, x) in &v.as_dict().unwrap().map {
+                    d.map.insert(k.clone(), x.clone());
+                }
+            }
+            Value::List(l) => {
+                for p in l.iter() {
+                    let items = p.iter_items()?;
+                    if items.len() != 2 {
+                        return Err(RtError::ty(
+                            "dictionary update sequence element has wrong length",
+                        ));
+                    }
+                    d.map
+                        .insert(Rc::from(value::to_str(&items[0])), items[1].clone());
+                }
+            }
+            Value::None | Value::Undefined => {}
+            other => {
+                return Err(RtError::ty(format!(
+                    "'{}' object is not iterable",
+                    other.type_name()
+                )));
+            }
+        }
+    }
+    for (k, v) in kw {
+        d.map.insert(k.clone(), v.clone());
+    }
+    Ok(Value::from(d))
+}
+
+fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let v = req(args, kw, 0, "x", "typeof")?;
+    let full = arg(args, kw, 1, "full_name").is_some_and(|v| v.truthy());
+    Ok(Value::from(match v {
+        Value::Schema(s) if full && !s.pkg.is_empty() && &*s.pkg != "__main__" => {
+            format!("{}.{}", s.pkg, s.name)
+        }
+        Value::Schema(s) => s.name.to_string(),
+        Value::Func(f) if matches!(&**f, value::Func::User { data, .. } if data.is::<crate::eval::SchemaType>()) => {
+            "type".into()
+        }
+        Value::None => "None".into(),
+        Value::Undefined => "Undefined".into(),
+        other => other.type_name(),
+    }))
+}
+
+fn json_guess(s: &str) -> Value {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(j) if !j.is_string() => from_json_value(&j),
+        _ => Value::str(s),
+    }
+}
+
+/// `option()` type conversion: `-D` values arrive as raw strings.
+fn convert_option(v: Value, ty: Option<&str>, key: &str) -> RtResult<Value> {
+    let bad = |v: &Value, t: &str| {
+        RtError::eval(format!(
+            "cannot use '{}' as type '{t}' for option('{key}')",
+            value::to_str(v)
+        ))
+    };
+    Ok(match ty {
+        None | Some("") | Some("any") => match &v {
+            Value::Str(s) => json_guess(s),
+            _ => v,
+        },
+        Some("str") => match &v {
+            Value::Str(_) => v,
+            other => Value::from(value::to_str(other)),
+        },
+        Some("bool") => match &v {
+            Value::Str(s) => match s.as_ref() {
+                "True" | "true" => Value::Bool(true),
+                "False" | "false" | "" => Value::Bool(false),
+                other => Value::Bool(json_guess(other).truthy()),
+            },
+            other => Value::Bool(other.truthy()),
+        },
+        Some("int") => match &v {
+            Value::Str(s) => match json_guess(s) {
+                Value::Int(i) => Value::Int(i),
+                Value::Float(f) => Value::Int(f as i64),
+                _ => return Err(bad(&v, "int")),
+            },
+            Value::Float(f) => Value::Int(*f as i64),
+            Value::Bool(b) => Value::Int(*b as i64),
+            Value::Int(_) => v,
+            _ => return Err(bad(&v, "int")),
+        },
+        Some("float") => match &v {
+            Value::Str(s) => match s.trim().parse::<f64>() {
+                Ok(f) => Value::Float(f),
+                Err(_) => return Err(bad(&v, "float")),
+            },
+            Value::Int(i) => Value::Float(*i as f64),
+            Value::Float(_) => v,
+            _ => return Err(bad(&v, "float")),
+        },
+        Some(t @ ("list" | "dict")) => {
+            let v = match &v {
+                Value::Str(s) => json_guess(s),
+                _ => v,
+            };
+            let ok = if t == "list" {
+                matches!(v, Value::List(_))
+            } else {
+                v.is_config()
+            };
+            if !ok {
+                return Err(RtError::eval(format!(
+                    "cannot use '{}' as type '{t}'",
+                    value::to_str(&v)
+                )));
+            }
+            v
+        }
+        Some(_) => v,
+    })
+}
+
+fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let key = str_arg(args, kw, 0, "key", "option")?;
+    let ty = arg(args, kw, 1, "type").map(value::to_str);
+    let required = arg(args, kw, 2, "required").is_some_and(|v| v.truthy());
+    let default = arg(args, kw, 3, "default").cloned();
+    let help = arg(args, kw, 4, "help").map(value::to_str);
+    match h.option(&key) {
+        Some(v) => convert_option(v, ty.as_deref(), &key),
+        None => {
+            if required && default.is_none() {
+                let mut msg =
+                    format!("option('{key}') must be initialized, try '-D {key}=?' argument");
+                if let Some(hp) = help {
+                    msg.push_str(&format!(" ({hp})"));
+                }
+                return Err(RtError::eval(msg));
+            }
+            match default {
+                Some(d) if !d.is_none_or_undefined() => {
+                    let conv = match &d {
+                        Value::Str(_) if ty.as_deref() == Some("str") => d.clone(),
+                        Value::Str(_) => convert_option(d.clone(), ty.as_deref(), &key)?,
+                        _ => match ty.as_deref() {
+                            Some("bool") | Some("int") | Some("float") | Some("str")
+                            | Some("list") | Some("dict") => {
+                                convert_option(d.clone(), ty.as_deref(), &key)?
+                            }
+                            _ => d.clone(),
+                        },
+                    };
+                    Ok(conv)
+                }
+                _ => Ok(Value::None),
+            }
+        }
+    }
+}
+
+fn b_multiplyof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let a = req(args, kw, 0, "a", "multiplyof")?
+        .as_int()
+        .ok_or_else(|| RtError::ty("multiplyof() expects int arguments"))?;
+    let b = req(args, kw, 1, "b", "multiplyof")?
+        .as_int()
+        .ok_or_else(|| RtError::ty("multiplyof() expects int arguments"))?;
+    Ok(Value::Bool(b != 0 && a % b == 0))
+}
+
+fn b_isunique(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let items = req(args, kw, 0, "inval", "isunique")?.iter_items()?;
+    for i in 0..items.len() {
+        for j in 0..i {
+            if items[i] == items[j] {
+                return Ok(Value::Bool(false));
+            }
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
+fn b_sorted(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let mut items = req(args, kw, 0, "inval", "sorted")?.iter_items()?;
+    let reverse = arg(args, kw, 1, "reverse").is_some_and(|v| v.truthy());
+    let mut err = None;
+    items.sort_by(|a, b| match value::ops_cmp(a, b) {
+        Ok(o) => o,
+        Err(e) => {
+            err.get_or_insert(e);
+            std::cmp::Ordering::Equal
+        }
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    if reverse {
+        items.reverse();
+    }
+    Ok(Value::from(items))
+}
+
+fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
+    let ints: Vec<i64> = args
+        .iter()
+        .map(|a| {
+            a.as_int()
+                .ok_or_else(|| RtError::ty("range() integer argument expected"))
+        })
+        .collect::<RtResult<_>>()?;
+    let (start, stop, step) = match ints.len() {
+        1 => (0, ints[0], 1),
+        2 => (ints[0], ints[1], 1),
+        3 => (ints[0], ints[1], ints[2]),
+        _ => return Err(RtError::ty("range expected 1 to 3 arguments")),
+    };
+    if step == 0 {
+        return Err(RtError::eval("range() arg 3 must not be zero"));
+    }
+    let mut out = Vec::new();
+    let mut i = start;
+    while (step > 0 && i < stop) || (step < 0 && i > stop) {
+        out.push(Value::Int(i));
+        i += step;
+    }
+    Ok(Value::from(out))
+}
+
+fn b_zip(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
+    let lists: Vec<Vec<Value>> = args
+        .iter()
+        .map(|a| a.iter_items())
+        .collect::<RtResult<_>>()?;
+    let n = lists.iter().map(Vec::len).min().unwrap_or(0);
+    Ok(Value::from(
+        (0..n)
+            .map(|i| Value::from(lists.iter().map(|l| l[i].clone()).collect::<Vec<_>>()))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+fn b_all(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    Ok(Value::Bool(
+        req(args, kw, 0, "inval", "all_true")?
+            .iter_items()?
+            .iter()
+            .all(Value::truthy),
+    ))
+}
+fn b_any(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    Ok(Value::Bool(
+        req(args, kw, 0, "inval", "any_true")?
+            .iter_items()?
+            .iter()
+            .any(Value::truthy),
+    ))
+}
+fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let s = str_arg(args, kw, 0, "c", "ord")?;
+    let mut it = s.chars();
+    match (it.next(), it.next()) {
+        (Some(c), None) => Ok(Value::Int(c as i64)),
+        _ => Err(RtError::ty(format!(
+            "ord() expected a character, but string of length {} found",
+            s.chars().count()
+        ))),
+    }
+}
+fn int_fmt(args: &[Value], kw: &[(Str, Value)], f: &str, pre: &str, radix: u32) -> RtResult<Value> {
+    let i = req(args, kw, 0, "number", f)?
+        .as_int()
+        .ok_or_else(|| RtError::ty(format!("{f}() expects an int")))?;
+    let digits = match radix {
+        16 => format!("{:x}", i.unsigned_abs()),
+        8 => format!("{:o}", i.unsigned_abs()),
+        _ => format!("{:b}", i.unsigned_abs()),
+    };
+    Ok(Value::from(format!(
+        "{}{pre}{digits}",
+        if i < 0 { "-" } else { "" }
+    )))
+}
+fn b_hex(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    int_fmt(args, kw, "hex", "0x", 16)
+}
+fn b_oct(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    int_fmt(args, kw, "oct", "0o", 8)
+}
+fn b_bin(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    int_fmt(args, kw, "bin", "0b", 2)
+}
+fn b_round(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let x = req(args, kw, 0, "number", "round")?;
+    let nd = arg(args, kw, 1, "ndigits").and_then(|v| v.as_int());
+    let f = x
+        .as_f64()
+        .ok_or_else(|| RtError::ty("round() expects a number"))?;
+    match nd {
+        None => {
+            // banker's rounding like Python
+            let r = f.round();
+            let r = if (f - f.trunc()).abs() == 0.5 {
+                2.0 * (f / 2.0).round()
+            } else {
+                r
+            };
+            Ok(Value::Int(r as i64))
+        }
+        Some(n) => {
+            let m = 10f64.powi(n as i32);
+            let v = (f * m).round() / m;
+            Ok(if matches!(x, Value::Int(_)) {
+                Value::Int(v as i64)
+            } else {
+                Value::Float(v)
+            })
+        }
+    }
+}
+fn b_pow(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let x = req(args, kw, 0, "x", "pow")?;
+    let y = req(args, kw, 1, "y", "pow")?;
+    let r = value::binary(value::BinOp::Pow, x, y)?;
+    match arg(args, kw, 2, "z") {
+        Some(z) => value::binary(value::BinOp::Mod, &r, z),
+        None => Ok(r),
+    }
+}
+fn b_enumerate(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let items = req(args, kw, 0, "x", "enumerate")?.iter_items()?;
+    Ok(Value::from(
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| Value::from(vec![Value::Int(i as i64), x]))
+            .collect::<Vec<_>>(),
+    ))
+}
+fn b_isnullish(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    Ok(Value::Bool(
+        req(args, kw, 0, "x", "isnullish")?.is_none_or_undefined(),
+    ))
+}
+
+/// `v[lo:hi:step]` for lists and strings.
+pub fn slice(v: &Value, lo: Option<i64>, hi: Option<i64>, step: Option<i64>) -> RtResult<Value> {
+    let step = step.unwrap_or(1);
+    if step == 0 {
+        return Err(RtError::eval("slice step cannot be zero"));
+    }
+    let idx = |n: i64| -> Vec<usize> {
+        let norm = |x: i64, def: i64| -> i64 {
+            let x = if x < 0 { x + n } else { x };
+            if step > 0 {
+                x.clamp(0, n)
+            } else {
+                x.clamp(-1, n - 1)
+            }
+            .min(if step > 0 { n } else { def.max(n - 1) })
+        };
+        let (start, stop) = if step > 0 {
+            (
+                lo.map(|x| norm(x, 0)).unwrap_or(0),
+                hi.map(|x| norm(x, n)).unwrap_or(n),
+            )
+        } else {
+            (
+                lo.map(|x| norm(x, n - 1)).unwrap_or(n - 1),
+                hi.map(|x| norm(x, -1)).unwrap_or(-1),
+            )
+        };
+        let mut out = Vec::new();
+        let mut i = start;
+        while (step > 0 && i < stop) || (step < 0 && i > stop) {
+            if i >= 0 && i < n {
+                out.push(i as usize);
+            }
+            i += step;
+        }
+        out
+    };
+    match v {
+        Value::List(l) => Ok(Value::from(
+            idx(l.len() as i64)
+                .into_iter()
+                .map(|i| l[i].clone())
+                .collect::<Vec<_>>(),
+        )),
+        Value::Str(s) => {
+            let chars: Vec<char> = s.chars().collect();
+            Ok(Value::from(
+                idx(chars.len() as i64)
+                    .into_iter()
+                    .map(|i| chars[i])
+                    .collect::<String>(),
+            ))
+        }
+        other => Err(RtError::ty(format!(
+            "'{}' object is not subscriptable",
+            other.type_name()
+        ))),
+    }
+}
+
+/// Value to JSON (for plugins and `json.encode`-like needs).
+pub fn to_json_value(v: &Value) -> serde_json::Value {
+    match v {
+        Value::None | Value::Undefined | Value::Func(_) => serde_json::Value::Null,
+        Value::Bool(b) => (*b).into(),
+        Value::Int(i) => (*i).into(),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        Value::Unit(u) => serde_json::Number::from_f64(u.value())
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        Value::Str(s) => serde_json::Value::String(s.to_string()),
+        Value::List(l) => serde_json::Value::Array(l.iter().map(to_json_value).collect()),
+        Value::Dict(_) | Value::Schema(_) => {
+            let mut m = serde_json::Map::new();
+            for (k, x) in &v.as_dict().unwrap().map {
+                if !x.is_undefined() {
+                    m.insert(k.to_string(), to_json_value(x));
+                }
+            }
+            serde_json::Value::Object(m)
+        }
+    }
+}
+
+pub fn from_json_value(j: &serde_json::Value) -> Value {
+    match j {
+        serde_json::Value::Null => Value::None,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        serde_json::Value::String(s) => Value::str(s),
+        serde_json::Value::Array(a) => {
+            Value::from(a.iter().map(from_json_value).collect::<Vec<_>>())
+        }
+        serde_json::Value::Object(o) => {
+            let mut d = Dict::with_capacity(o.len());
+            for (k, v) in o {
+                d.map.insert(Rc::from(k.as_str()), from_json_value(v));
+            }
+            Value::from(d)
+        }
+    }
+}
+
+pub fn from_yaml_value(y: &serde_yaml_ng::Value) -> Value {
+    use serde_yaml_ng::Value as Y;
+    match y {
+        Y::Null => Value::None,
+        Y::Bool(b) => Value::Bool(*b),
+        Y::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        Y::String(s) => Value::str(s),
+        Y::Sequence(a) => Value::from(a.iter().map(from_yaml_value).collect::<Vec<_>>()),
+        Y::Mapping(m) => {
+            let mut d = Dict::with_capacity(m.len());
+            for (k, v) in m {
+                let key = match k {
+                    Y::String(s) => s.clone(),
+                    other => value::to_str(&from_yaml_value(other)),
+                };
+                d.map.insert(Rc::from(key.as_str()), from_yaml_value(v));
+            }
+            Value::from(d)
+        }
+        Y::Tagged(t) => from_yaml_value(&t.value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) struct NoHost(pub String);
+    impl Host for NoHost {
+        fn option(&mut self, _: &str) -> Option<Value> {
+            None
+        }
+        fn call(&mut self, _: &Value, _: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
+            Err(RtError::eval("no calls"))
+        }
+        fn print(&mut self, t: &str) {
+            self.0.push_str(t)
+        }
+        fn set_output(&mut self, _: String) {}
+        fn workdir(&self) -> std::path::PathBuf {
+            ".".into()
+        }
+        fn mod_root(&self) -> std::path::PathBuf {
+            ".".into()
+        }
+        fn plugin(&mut self, m: &str, _: &str, _: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
+            Err(RtError::eval(format!("no plugin {m}")))
+        }
+    }
+
+    fn call(name: &str, args: Vec<Value>) -> RtResult<Value> {
+        let Some(Value::Func(f)) = lookup(name) else {
+            panic!("no builtin {name}")
+        };
+        let value::Func::Native { f, .. } = &*f else {
+            unreachable!()
+        };
+        f(&mut NoHost(String::new()), &args, &[])
+    }
+
+    #[test]
+    fn numeric_builtins() {
+        assert_eq!(
+            call("int", vec![Value::str("0x10"), Value::Int(16)]).unwrap(),
+            Value::Int(16)
+        );
+        assert_eq!(call("int", vec![Value::Float(3.9)]).unwrap(), Value::Int(3));
+        assert_eq!(
+            call("sum", vec![Value::from(vec![Value::Int(1), Value::Int(2)])]).unwrap(),
+            Value::Int(3)
+        );
+        assert_eq!(
+            call("max", vec![Value::Int(1), Value::Int(5), Value::Int(2)]).unwrap(),
+            Value::Int(5)
+        );
+        assert!(call("max", vec![Value::from(Vec::new())]).is_err());
+        assert_eq!(call("abs", vec![Value::Int(-3)]).unwrap(), Value::Int(3));
+        assert_eq!(
+            call("multiplyof", vec![Value::Int(10), Value::Int(5)]).unwrap(),
+            Value::Bool(true)
+        );
+    }
+
+    #[test]
+    fn collection_builtins() {
+        let l = Value::from(vec![Value::Int(3), Value::Int(1), Value::Int(2)]);
+        assert_eq!(
+            value::to_str(&call("sorted", vec![l.clone()]).unwrap()),
+            "[1, 2, 3]"
+        );
+        assert_eq!(call("isunique", vec![l]).unwrap(), Value::Bool(true));
+        assert_eq!(
+            value::to_str(
+                &call("range", vec![Value::Int(0), Value::Int(6), Value::Int(2)]).unwrap()
+            ),
+            "[0, 2, 4]"
+        );
+        assert_eq!(
+            value::to_str(&slice(&Value::str("Hello"), Some(-1), None, None).unwrap()),
+            "o"
+        );
+        assert_eq!(
+            value::to_str(
+                &slice(
+                    &Value::from(vec![Value::Int(1), Value::Int(2), Value::Int(3)]),
+                    None,
+                    None,
+                    Some(-1)
+                )
+                .unwrap()
+            ),
+            "[3, 2, 1]"
+        );
+    }
+
+    #[test]
+    fn print_goes_to_host() {
+        let Some(Value::Func(f)) = lookup("print") else {
+            panic!()
+        };
+        let value::Func::Native { f, .. } = &*f else {
+            unreachable!()
+        };
+        let mut h = NoHost(String::new());
+        f(&mut h, &[Value::str("a"), Value::Int(1)], &[]).unwrap();
+        assert_eq!(h.0, "a 1\n");
+    }
+}

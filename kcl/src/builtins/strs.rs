@@ -1,0 +1,461 @@
+//! `str` methods (`"a".upper()`, `format`, `split`, ...).
+
+use std::rc::Rc;
+
+use super::{arg, str_arg};
+use crate::value::{self, Func, Host, RtError, RtResult, Str, Value};
+
+const METHODS: &[&str] = &[
+    "capitalize",
+    "count",
+    "endswith",
+    "find",
+    "format",
+    "index",
+    "isalnum",
+    "isalpha",
+    "isdigit",
+    "islower",
+    "isspace",
+    "istitle",
+    "isupper",
+    "join",
+    "lower",
+    "lstrip",
+    "replace",
+    "removeprefix",
+    "removesuffix",
+    "rfind",
+    "rindex",
+    "rsplit",
+    "rstrip",
+    "split",
+    "splitlines",
+    "startswith",
+    "strip",
+    "title",
+    "upper",
+    "chars",
+];
+
+/// A bound string method, if `name` is one.
+pub fn str_method(recv: &Value, name: &str) -> Option<Value> {
+    METHODS.contains(&name).then(|| {
+        Value::Func(Rc::new(Func::Method {
+            name: Rc::from(name),
+            recv: recv.clone(),
+        }))
+    })
+}
+
+fn opt_str(args: &[Value], kw: &[(Str, Value)], i: usize, name: &str) -> Option<String> {
+    arg(args, kw, i, name)
+        .filter(|v| !v.is_none_or_undefined())
+        .map(value::to_str)
+}
+
+fn char_range(s: &str, args: &[Value], start_i: usize) -> (usize, usize) {
+    let n = s.chars().count() as i64;
+    let norm = |x: i64| (if x < 0 { x + n } else { x }).clamp(0, n) as usize;
+    let start = args
+        .get(start_i)
+        .and_then(|v| v.as_int())
+        .map(norm)
+        .unwrap_or(0);
+    let end = args
+        .get(start_i + 1)
+        .and_then(|v| v.as_int())
+        .map(norm)
+        .unwrap_or(n as usize);
+    (start, end)
+}
+
+fn byte_of(s: &str, ci: usize) -> usize {
+    s.char_indices().nth(ci).map(|(b, _)| b).unwrap_or(s.len())
+}
+
+fn char_of(s: &str, bi: usize) -> usize {
+    s[..bi].chars().count()
+}
+
+/// Call string method `name` on `recv`.
+pub fn call_method(
+    _h: &mut dyn Host,
+    name: &str,
+    recv: &Value,
+    args: &[Value],
+    kw: &[(Str, Value)],
+) -> RtResult<Value> {
+    let Value::Str(s) = recv else {
+        return Err(RtError::ty(format!(
+            "'{}' object has no attribute '{name}'",
+            recv.type_name()
+        )));
+    };
+    let s: &str = s;
+    Ok(match name {
+        "upper" => Value::from(s.to_uppercase()),
+        "lower" => Value::from(s.to_lowercase()),
+        "capitalize" => {
+            let mut c = s.chars();
+            Value::from(match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + &c.as_str().to_lowercase(),
+                None => String::new(),
+            })
+        }
+        "title" => {
+            let mut out = String::new();
+            let mut prev_alpha = false;
+            for ch in s.chars() {
+                if ch.is_alphabetic() {
+                    if prev_alpha {
+                        out.extend(ch.to_lowercase());
+                    } else {
+                        out.extend(ch.to_uppercase());
+                    }
+                    prev_alpha = true;
+                } else {
+                    out.push(ch);
+                    prev_alpha = false;
+                }
+            }
+            Value::from(out)
+        }
+        "count" => {
+            let sub = str_arg(args, kw, 0, "sub", "count")?;
+            let (a, b) = char_range(s, args, 1);
+            let hay = &s[byte_of(s, a)..byte_of(s, b)];
+            Value::Int(if sub.is_empty() {
+                hay.chars().count() as i64 + 1
+            } else {
+                hay.matches(&*sub).count() as i64
+            })
+        }
+        "endswith" => {
+            let sub = str_arg(args, kw, 0, "suffix", "endswith")?;
+            let (a, b) = char_range(s, args, 1);
+            Value::Bool(s[byte_of(s, a)..byte_of(s, b)].ends_with(&*sub))
+        }
+        "startswith" => {
+            let sub = str_arg(args, kw, 0, "prefix", "startswith")?;
+            let (a, b) = char_range(s, args, 1);
+            Value::Bool(s[byte_of(s, a)..byte_of(s, b)].starts_with(&*sub))
+        }
+        "find" | "index" | "rfind" | "rindex" => {
+            let sub = str_arg(args, kw, 0, "sub", name)?;
+            let (a, b) = char_range(s, args, 1);
+            let (ba, bb) = (byte_of(s, a), byte_of(s, b));
+            let hay = &s[ba..bb];
+            let found = if name.starts_with('r') {
+                hay.rfind(&*sub)
+            } else {
+                hay.find(&*sub)
+            };
+            match found {
+                Some(i) => Value::Int(char_of(s, ba + i) as i64),
+                None if name.ends_with("index") => {
+                    return Err(RtError::eval("substring not found"));
+                }
+                None => Value::Int(-1),
+            }
+        }
+        "isalnum" => Value::Bool(!s.is_empty() && s.chars().all(char::is_alphanumeric)),
+        "isalpha" => Value::Bool(!s.is_empty() && s.chars().all(char::is_alphabetic)),
+        "isdigit" => Value::Bool(!s.is_empty() && s.chars().all(|c| c.is_ascii_digit())),
+        "islower" => {
+            Value::Bool(s.chars().any(char::is_lowercase) && !s.chars().any(char::is_uppercase))
+        }
+        "isupper" => {
+            Value::Bool(s.chars().any(char::is_uppercase) && !s.chars().any(char::is_lowercase))
+        }
+        "isspace" => Value::Bool(!s.is_empty() && s.chars().all(char::is_whitespace)),
+        "istitle" => {
+            let mut prev_alpha = false;
+            let mut ok = false;
+            let mut bad = false;
+            for ch in s.chars() {
+                if ch.is_uppercase() {
+                    if prev_alpha {
+                        bad = true;
+                    }
+                    ok = true;
+                    prev_alpha = true;
+                } else if ch.is_lowercase() {
+                    if !prev_alpha {
+                        bad = true;
+                    }
+                    prev_alpha = true;
+                } else {
+                    prev_alpha = false;
+                }
+            }
+            Value::Bool(ok && !bad)
+        }
+        "join" => {
+            let items = super::req(args, kw, 0, "iter", "join")?.iter_items()?;
+            let parts: Vec<String> = items
+                .iter()
+                .map(|v| match v {
+                    Value::Str(x) => Ok(x.to_string()),
+                    other => Err(RtError::ty(format!(
+                        "sequence item: expected str instance, {} found",
+                        other.type_name()
+                    ))),
+                })
+                .collect::<RtResult<_>>()?;
+            Value::from(parts.join(s))
+        }
+        "strip" | "lstrip" | "rstrip" => {
+            let chars = opt_str(args, kw, 0, "chars");
+            let f = |c: char| match &chars {
+                Some(cs) => cs.contains(c),
+                None => c.is_whitespace(),
+            };
+            Value::from(match name {
+                "strip" => s.trim_matches(f),
+                "lstrip" => s.trim_start_matches(f),
+                _ => s.trim_end_matches(f),
+            })
+        }
+        "replace" => {
+            let old = str_arg(args, kw, 0, "old", "replace")?;
+            let new = str_arg(args, kw, 1, "new", "replace")?;
+            match arg(args, kw, 2, "count").and_then(|v| v.as_int()) {
+                Some(n) if n >= 0 => Value::from(s.replacen(&*old, &new, n as usize)),
+                _ => Value::from(s.replace(&*old, &new)),
+            }
+        }
+        "removeprefix" => {
+            let p = str_arg(args, kw, 0, "prefix", name)?;
+            Value::from(s.strip_prefix(&*p).unwrap_or(s))
+        }
+        "removesuffix" => {
+            let p = str_arg(args, kw, 0, "suffix", name)?;
+            Value::from(s.strip_suffix(&*p).unwrap_or(s))
+        }
+        "split" | "rsplit" => {
+            let sep = opt_str(args, kw, 0, "sep");
+            let max = arg(args, kw, 1, "maxsplit")
+                .and_then(|v| v.as_int())
+                .unwrap_or(-1);
+            let parts: Vec<String> = match &sep {
+                None => {
+                    let words: Vec<&str> = s.split_whitespace().collect();
+                    if max < 0 || (max as usize) >= words.len() {
+                        words.into_iter().map(String::from).collect()
+                    } else if name == "split" {
+                        // keep the remainder intact after maxsplit
+                        let mut out = Vec::new();
+                        let mut rest = s.trim_start();
+                        for _ in 0..max {
+                            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                            out.push(rest[..end].to_string());
+                            rest = rest[end..].trim_start();
+                        }
+                        if !rest.is_empty() {
+                            out.push(rest.to_string());
+                        }
+                        out
+                    } else {
+                        let mut out = Vec::new();
+                        let mut rest = s.trim_end();
+                        for _ in 0..max {
+                            let start = rest.rfind(char::is_whitespace).map(|i| i + 1).unwrap_or(0);
+                            out.push(rest[start..].to_string());
+                            rest = rest[..start].trim_end();
+                        }
+                        if !rest.is_empty() {
+                            out.push(rest.to_string());
+                        }
+                        out.reverse();
+                        out
+                    }
+                }
+                Some(sep) => {
+                    if sep.is_empty() {
+                        return Err(RtError::eval("empty separator"));
+                    }
+                    if max < 0 {
+                        s.split(sep.as_str()).map(String::from).collect()
+                    } else if name == "split" {
+                        s.splitn(max as usize + 1, sep.as_str())
+                            .map(String::from)
+                            .collect()
+                    } else {
+                        let mut v: Vec<String> = s
+                            .rsplitn(max as usize + 1, sep.as_str())
+                            .map(String::from)
+                            .collect();
+                        v.reverse();
+                        v
+                    }
+                }
+            };
+            Value::from(parts.into_iter().map(Value::from).collect::<Vec<_>>())
+        }
+        "splitlines" => {
+            let keep = arg(args, kw, 0, "keepends").is_some_and(|v| v.truthy());
+            let mut out = Vec::new();
+            let mut cur = String::new();
+            let mut it = s.chars().peekable();
+            while let Some(c) = it.next() {
+                if c == '\n' || c == '\r' {
+                    let mut end = c.to_string();
+                    if c == '\r' && it.peek() == Some(&'\n') {
+                        it.next();
+                        end.push('\n');
+                    }
+                    if keep {
+                        cur.push_str(&end);
+                    }
+                    out.push(Value::from(std::mem::take(&mut cur)));
+                } else {
+                    cur.push(c);
+                }
+            }
+            if !cur.is_empty() {
+                out.push(Value::from(cur));
+            }
+            Value::from(out)
+        }
+        "format" => Value::from(format_str(s, args, kw)?),
+        "chars" => Value::from(
+            s.chars()
+                .map(|c| Value::from(c.to_string()))
+                .collect::<Vec<_>>(),
+        ),
+        _ => return Err(RtError::ty(format!("str object has no attribute '{name}'"))),
+    })
+}
+
+/// Python-style `"{} {name} {0}".format(...)`, with `{{`/`}}` escapes and simple specs.
+fn format_str(s: &str, args: &[Value], kw: &[(Str, Value)]) -> RtResult<String> {
+    let mut out = String::new();
+    let mut auto = 0usize;
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '{' if it.peek() == Some(&'{') => {
+                it.next();
+                out.push('{');
+            }
+            '}' if it.peek() == Some(&'}') => {
+                it.next();
+                out.push('}');
+            }
+            '{' => {
+                let mut field = String::new();
+                for d in it.by_ref() {
+                    if d == '}' {
+                        break;
+                    }
+                    field.push(d);
+                }
+                let (name, spec) = match field.split_once(':') {
+                    Some((a, b)) => (a.to_string(), Some(b.to_string())),
+                    None => (field.clone(), None),
+                };
+                let v = if name.is_empty() {
+                    let v = args.get(auto).cloned().ok_or_else(|| {
+                        RtError::eval("Replacement index out of range for positional args tuple")
+                    })?;
+                    auto += 1;
+                    v
+                } else if let Ok(i) = name.parse::<usize>() {
+                    args.get(i).cloned().ok_or_else(|| {
+                        RtError::eval("Replacement index out of range for positional args tuple")
+                    })?
+                } else {
+                    kw.iter()
+                        .find(|(k, _)| **k == name)
+                        .map(|(_, v)| v.clone())
+                        .ok_or_else(|| RtError::eval(format!("KeyError: '{name}'")))?
+                };
+                out.push_str(&apply_spec(&v, spec.as_deref()));
+            }
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+fn apply_spec(v: &Value, spec: Option<&str>) -> String {
+    let Some(spec) = spec else {
+        return value::to_str(v);
+    };
+    if let Some(p) = spec.strip_prefix('.').and_then(|x| x.strip_suffix('f'))
+        && let (Ok(p), Some(f)) = (p.parse::<usize>(), v.as_f64())
+    {
+        return format!("{f:.p$}");
+    }
+    let s = value::to_str(v);
+    // width with alignment: `<10`, `>10`, `^10`, `10`
+    let (align, width) = match spec.chars().next() {
+        Some(a @ ('<' | '>' | '^')) => (a, spec[1..].parse::<usize>().unwrap_or(0)),
+        _ => (
+            if matches!(v, Value::Int(_) | Value::Float(_)) {
+                '>'
+            } else {
+                '<'
+            },
+            spec.parse::<usize>().unwrap_or(0),
+        ),
+    };
+    let n = s.chars().count();
+    if n >= width {
+        return s;
+    }
+    let pad = width - n;
+    match align {
+        '<' => format!("{s}{}", " ".repeat(pad)),
+        '>' => format!("{}{s}", " ".repeat(pad)),
+        _ => format!("{}{s}{}", " ".repeat(pad / 2), " ".repeat(pad - pad / 2)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtins::tests::NoHost;
+
+    fn m(s: &str, name: &str, args: Vec<Value>) -> Value {
+        call_method(&mut NoHost(String::new()), name, &Value::str(s), &args, &[]).unwrap()
+    }
+
+    #[test]
+    fn string_methods() {
+        assert_eq!(m("abc", "upper", vec![]), Value::str("ABC"));
+        assert_eq!(m("hello world", "title", vec![]), Value::str("Hello World"));
+        assert_eq!(
+            value::to_str(&m("a,b,c", "split", vec![Value::str(",")])),
+            "['a', 'b', 'c']"
+        );
+        assert_eq!(
+            value::to_str(&m("a b  c", "split", vec![])),
+            "['a', 'b', 'c']"
+        );
+        assert_eq!(
+            m(
+                "-",
+                "join",
+                vec![Value::from(vec![Value::str("a"), Value::str("b")])]
+            ),
+            Value::str("a-b")
+        );
+        assert_eq!(
+            m("{} and {}", "format", vec![Value::Int(1), Value::str("x")]),
+            Value::str("1 and x")
+        );
+        assert_eq!(m("  x ", "strip", vec![]), Value::str("x"));
+        assert_eq!(m("hello", "find", vec![Value::str("l")]), Value::Int(2));
+        assert_eq!(m("hello", "rfind", vec![Value::str("l")]), Value::Int(3));
+        assert_eq!(
+            m(
+                "aaa",
+                "replace",
+                vec![Value::str("a"), Value::str("b"), Value::Int(2)]
+            ),
+            Value::str("bba")
+        );
+    }
+}

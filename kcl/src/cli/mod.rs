@@ -1,0 +1,44 @@
+//! The `kcl` binary's subcommands. Each lives in its own file so the front end (`fmt`,
+//! `parse`) and the evaluator (`run`) can grow independently.
+
+pub mod fmt;
+pub mod parse;
+pub mod run;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// KCL language tool.
+#[derive(Parser, Debug)]
+#[command(name = "kcl", version, about = "KCL configuration language tool")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Format KCL files in place (or check them with --check).
+    Fmt(fmt::FmtArgs),
+    /// Parse KCL files and report syntax errors.
+    Parse(parse::ParseArgs),
+    /// Evaluate KCL files and print the result.
+    Run(run::RunArgs),
+}
+
+/// Entry point of the `kcl` binary: exit code 0 on success, 1 on errors.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Fmt(a) => fmt::run(a),
+        Command::Parse(a) => parse::run(a),
+        Command::Run(a) => run::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

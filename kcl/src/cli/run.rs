@@ -1,0 +1,107 @@
+//! `kcl run`: evaluate KCL files and print the result as YAML (or JSON).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::run::{RunOptions, run_full};
+
+/// Arguments of `kcl run` (upstream-compatible spellings).
+#[derive(Args, Debug, Default)]
+pub struct RunArgs {
+    /// Input files or folders; none means the `[profile] entries` of `kcl.mod`.
+    pub files: Vec<PathBuf>,
+    /// Write the output to a file.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Output format: yaml or json.
+    #[arg(long = "format", default_value = "yaml")]
+    pub format: String,
+    /// Drop None values.
+    #[arg(short = 'n', long = "disable_none", alias = "disable-none")]
+    pub disable_none: bool,
+    /// Sort keys.
+    #[arg(short = 'k', long = "sort_keys", alias = "sort-keys")]
+    pub sort_keys: bool,
+    /// Show hidden (`_`-prefixed) variables.
+    #[arg(short = 'H', long = "show_hidden", alias = "show-hidden")]
+    pub show_hidden: bool,
+    /// Select a value path (`a.b.c`).
+    #[arg(short = 'S', long = "path_selector", alias = "path-selector")]
+    pub path_selector: Vec<String>,
+    /// Override a value (`a.b=value`, `a.b-`).
+    #[arg(short = 'O', long = "overrides")]
+    pub overrides: Vec<String>,
+    /// Top-level argument for `option()` (`key=value`).
+    #[arg(short = 'D', long = "argument")]
+    pub argument: Vec<String>,
+    /// Settings files.
+    #[arg(short = 'Y', long = "setting", num_args = 1..)]
+    pub setting: Vec<PathBuf>,
+    /// External packages (`name=path`).
+    #[arg(short = 'E', long = "external")]
+    pub external: Vec<String>,
+    /// Strict range check (accepted for compatibility).
+    #[arg(short = 'r', long = "strict_range_check")]
+    pub strict_range_check: bool,
+    /// Debug mode (accepted for compatibility).
+    #[arg(short = 'd', long = "debug")]
+    pub debug: bool,
+    /// List options (accepted for compatibility).
+    #[arg(short = 'l')]
+    pub list: bool,
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let mut opts = RunOptions {
+        disable_none: a.disable_none,
+        sort_keys: a.sort_keys,
+        show_hidden: a.show_hidden,
+        path_selector: a.path_selector,
+        overrides: a.overrides,
+        settings: a.setting,
+        json: a.format == "json",
+        strict_range_check: a.strict_range_check,
+        ..Default::default()
+    };
+    for d in &a.argument {
+        match d.split_once('=') {
+            Some((k, v)) if !k.is_empty() => opts.args.push((k.to_string(), v.to_string())),
+            _ => {
+                eprintln!("error: invalid value for -D '{d}': expected key=value");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    for e in &a.external {
+        match e.split_once('=') {
+            Some((k, v)) => opts.external.push((k.to_string(), PathBuf::from(v))),
+            None => {
+                eprintln!("error: invalid value for -E '{e}': expected name=path");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    match run_full(&a.files, &opts) {
+        Ok(out) => {
+            let stdout = std::io::stdout();
+            let mut lock = stdout.lock();
+            for w in &out.warnings {
+                eprintln!("{w}");
+            }
+            lock.write_all(out.printed.as_bytes())?;
+            match &a.output {
+                Some(p) => std::fs::write(p, out.text.as_bytes())?,
+                None => lock.write_all(out.text.as_bytes())?,
+            }
+            lock.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprint!("{e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}

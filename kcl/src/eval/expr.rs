@@ -1,0 +1,1167 @@
+//! Expression evaluation.
+
+use std::rc::Rc;
+
+use super::{Closure, Ctx, EvalError, EvalResult, Evaluator, ModuleRef, Scope};
+use crate::ast::{self, Expr, ExprKind, Span};
+use crate::value::{self, ConfigOp, Dict, ErrKind, Func, RtError, Str, Value};
+
+fn conv_bin(op: ast::BinOp) -> Option<value::BinOp> {
+    use ast::BinOp as A;
+    use value::BinOp as B;
+    Some(match op {
+        A::Add => B::Add,
+        A::Sub => B::Sub,
+        A::Mul => B::Mul,
+        A::Div => B::Div,
+        A::Mod => B::Mod,
+        A::Pow => B::Pow,
+        A::FloorDiv => B::FloorDiv,
+        A::Shl => B::LShift,
+        A::Shr => B::RShift,
+        A::BitAnd => B::BitAnd,
+        A::BitOr => B::BitOr,
+        A::BitXor => B::BitXor,
+        A::And | A::Or => return None,
+    })
+}
+
+fn conv_cmp(op: ast::CmpOp) -> value::CmpOp {
+    use ast::CmpOp as A;
+    use value::CmpOp as B;
+    match op {
+        A::Eq => B::Eq,
+        A::NotEq => B::NotEq,
+        A::Lt => B::Lt,
+        A::LtE => B::LtE,
+        A::Gt => B::Gt,
+        A::GtE => B::GtE,
+        A::Is => B::Is,
+        A::IsNot => B::IsNot,
+        A::In => B::In,
+        A::NotIn => B::NotIn,
+    }
+}
+
+pub(crate) fn conv_op(op: ast::ConfigOp) -> ConfigOp {
+    match op {
+        ast::ConfigOp::Union => ConfigOp::Union,
+        ast::ConfigOp::Override => ConfigOp::Override,
+        ast::ConfigOp::Insert => ConfigOp::Insert,
+    }
+}
+
+impl Evaluator {
+    pub fn binop(&self, op: ast::BinOp, a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
+        match conv_bin(op) {
+            Some(o) => {
+                let r = value::binary(o, a, b).map_err(|e| self.rt(e, span))?;
+                if let (true, Value::Int(i)) = (self.opts.strict_range_check, &r)
+                    && i32::try_from(*i).is_err()
+                {
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        format!("{i}: A 32 bit integer overflow"),
+                        Some(span),
+                    ));
+                }
+                Ok(r)
+            }
+            None => Ok(match op {
+                ast::BinOp::And => {
+                    if a.truthy() {
+                        b.clone()
+                    } else {
+                        a.clone()
+                    }
+                }
+                _ => {
+                    if a.truthy() {
+                        a.clone()
+                    } else {
+                        b.clone()
+                    }
+                }
+            }),
+        }
+    }
+
+    /// Evaluate an expression. Deeply nested programs grow the stack on the heap instead of
+    /// overflowing it; runaway recursion stops at the call-depth limit with an error.
+    pub fn eval(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.eval_inner(ctx, e))
+    }
+
+    fn eval_inner(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
+        match &e.kind {
+            ExprKind::Ident(s) => self.lookup(ctx, *s, e.span),
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Float(f) => Ok(Value::Float(*f)),
+            ExprKind::NumberUnit { value, suffix } => Ok(Value::Unit(Rc::new(value::Unit {
+                raw: *value as f64,
+                suffix: Rc::from(suffix.as_str()),
+            }))),
+            ExprKind::Str(s) => Ok(Value::Str(Rc::from(&**s))),
+            ExprKind::JoinedStr(parts) => {
+                let mut out = String::new();
+                for p in parts {
+                    match p {
+                        ast::StrPart::Lit(s) => out.push_str(s),
+                        ast::StrPart::Interp { expr, spec } => {
+                            let v = self.eval(ctx, expr)?;
+                            match spec
+                                .as_deref()
+                                .map(|x| x.trim().to_ascii_lowercase())
+                                .as_deref()
+                            {
+                                Some("#json") => {
+                                    out.push_str(&crate::output::to_json(&v, Default::default(), 0))
+                                }
+                                Some("#yaml") => {
+                                    out.push_str(&crate::output::to_yaml(&v, Default::default()))
+                                }
+                                Some(_) => {
+                                    return Err(EvalError::new(
+                                        ErrKind::Compile,
+                                        format!(
+                                            "{} is a invalid format spec",
+                                            spec.as_deref().unwrap_or("").trim()
+                                        ),
+                                        Some(expr.span),
+                                    ));
+                                }
+                                None => out.push_str(&value::to_str(&v)),
+                            }
+                        }
+                    }
+                }
+                Ok(Value::from(out))
+            }
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::None => Ok(Value::None),
+            ExprKind::Undefined => Ok(Value::Undefined),
+            ExprKind::Unary { op, operand } => {
+                let v = self.eval(ctx, operand)?;
+                match op {
+                    ast::UnaryOp::Not => Ok(value::unary_not(&v)),
+                    ast::UnaryOp::Neg => value::unary_neg(&v).map_err(|x| self.rt(x, e.span)),
+                    ast::UnaryOp::Pos => value::unary_pos(&v).map_err(|x| self.rt(x, e.span)),
+                    ast::UnaryOp::Invert => value::unary_invert(&v).map_err(|x| self.rt(x, e.span)),
+                }
+            }
+            ExprKind::Binary { op, left, right } => {
+                let a = self.eval(ctx, left)?;
+                match op {
+                    ast::BinOp::And if !a.truthy() => return Ok(a),
+                    ast::BinOp::Or if a.truthy() => return Ok(a),
+                    _ => {}
+                }
+                let b = self.eval(ctx, right)?;
+                if *op == ast::BinOp::BitOr {
+                    // `schema | dict` keeps the schema type and re-checks it
+                    if let (Value::Schema(_), true) = (&a, b.is_config()) {
+                        if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
+                            return Ok(v);
+                        }
+                        let u = value::union(&a, &b, false).map_err(|x| self.rt(x, e.span))?;
+                        // the merge may have cleared a required attribute
+                        self.incomplete.set(true);
+                        return Ok(u);
+                    }
+                }
+                self.binop(*op, &a, &b, e.span)
+            }
+            ExprKind::Compare { left, ops } => {
+                let mut a = self.eval(ctx, left)?;
+                for (op, r) in ops {
+                    let b = self.eval(ctx, r)?;
+                    if !value::compare(conv_cmp(*op), &a, &b).map_err(|x| self.rt(x, e.span))? {
+                        return Ok(Value::Bool(false));
+                    }
+                    a = b;
+                }
+                Ok(Value::Bool(true))
+            }
+            ExprKind::If { cond, then, orelse } => {
+                if self.eval(ctx, cond)?.truthy() {
+                    self.eval(ctx, then)
+                } else {
+                    self.eval(ctx, orelse)
+                }
+            }
+            ExprKind::Selector {
+                value,
+                attr,
+                optional,
+            } => {
+                let v = self.eval(ctx, value)?;
+                self.select(ctx, &v, attr.sym.as_str(), *optional, attr.span)
+            }
+            ExprKind::Subscript {
+                value,
+                index,
+                optional,
+            } => {
+                let v = self.eval(ctx, value)?;
+                if *optional && v.is_none_or_undefined() {
+                    return Ok(Value::None);
+                }
+                let i = self.eval(ctx, index)?;
+                self.subscript(&v, &i, *optional, e.span)
+            }
+            ExprKind::Slice(s) => {
+                let v = self.eval(ctx, &s.value)?;
+                if s.optional && v.is_none_or_undefined() {
+                    return Ok(Value::None);
+                }
+                let get = |x: &'static Option<Expr>| -> EvalResult<Option<i64>> {
+                    match x {
+                        Some(x) => match self.eval(ctx, x)? {
+                            Value::None | Value::Undefined => Ok(None),
+                            v => v.as_int().map(Some).ok_or_else(|| {
+                                EvalError::new(
+                                    ErrKind::Type,
+                                    "slice indices must be integers or None",
+                                    Some(x.span),
+                                )
+                            }),
+                        },
+                        None => Ok(None),
+                    }
+                };
+                let (lo, hi, st) = (get(&s.lower)?, get(&s.upper)?, get(&s.step)?);
+                crate::builtins::slice(&v, lo, hi, st).map_err(|x| self.rt(x, e.span))
+            }
+            ExprKind::Call { func, args } => {
+                let f = self.eval(ctx, func)?;
+                if f.is_none_or_undefined()
+                    && matches!(
+                        func.kind,
+                        ExprKind::Selector { optional: true, .. }
+                            | ExprKind::Subscript { optional: true, .. }
+                    )
+                {
+                    // `a?.f()` on None short-circuits the call too
+                    return Ok(Value::None);
+                }
+                let (pos, kw) = self.eval_args(ctx, args)?;
+                self.call_value(ctx, &f, &pos, &kw, e.span)
+            }
+            ExprKind::Paren(x) => self.eval(ctx, x),
+            ExprKind::List(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for it in items {
+                    self.eval_list_item(ctx, it, &mut out)?;
+                }
+                Ok(Value::from(out))
+            }
+            ExprKind::ListIf(_) | ExprKind::Starred(_) => {
+                let mut out = Vec::new();
+                self.eval_list_item(ctx, e, &mut out)?;
+                Ok(Value::from(out))
+            }
+            ExprKind::Config(entries) => {
+                let mut d = Dict::with_capacity(entries.len());
+                self.eval_entries(ctx, entries, &mut d)?;
+                Ok(Value::from(d))
+            }
+            ExprKind::ListComp(c) => {
+                let mut out = Vec::new();
+                let scope = Scope::new(ctx.locals.clone());
+                let c2 = Ctx {
+                    locals: Some(scope),
+                    ..ctx.clone()
+                };
+                self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
+                    let v = this.eval(cx, &c.elt)?;
+                    out.push(v);
+                    Ok(())
+                })?;
+                Ok(Value::from(out))
+            }
+            ExprKind::DictComp(c) => {
+                let mut d = Dict::new();
+                let scope = Scope::new(ctx.locals.clone());
+                let c2 = Ctx {
+                    locals: Some(scope),
+                    ..ctx.clone()
+                };
+                self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
+                    let k = match this.eval(cx, &c.key)? {
+                        Value::Str(s) => s,
+                        other => Rc::from(value::to_str(&other)),
+                    };
+                    let v = this.eval(cx, &c.value)?;
+                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false)
+                        .map_err(|x| this.rt(x, c.key.span))
+                })?;
+                Ok(Value::from(d))
+            }
+            ExprKind::Quant(q) => self.quant(ctx, q, e.span),
+            ExprKind::Schema(s) => {
+                let ty = self.eval_identifier(ctx, &s.name)?;
+                let cfg = self.eval(ctx, &s.config)?;
+                let (pos, kw) = match &s.args {
+                    Some(a) => self.eval_args(ctx, a)?,
+                    None => (Vec::new(), Vec::new()),
+                };
+                if std::ptr::eq(self.origin_expr.get(), e) {
+                    self.keep_origin.set(true);
+                }
+                self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
+            }
+            ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
+                name: Rc::from("lambda"),
+                data: Rc::new(Closure {
+                    lambda: l,
+                    ctx: ctx.clone(),
+                }),
+            }))),
+            ExprKind::As { value, ty } => {
+                let v = self.eval(ctx, value)?;
+                self.convert_type(ctx, v, ty, e.span)
+            }
+            ExprKind::Missing => Err(EvalError::new(
+                ErrKind::Compile,
+                "invalid syntax",
+                Some(e.span),
+            )),
+        }
+    }
+
+    pub fn eval_identifier(&self, ctx: &Ctx, id: &ast::Identifier) -> EvalResult<Value> {
+        let mut v = self.lookup(ctx, id.names[0].sym, id.names[0].span)?;
+        for n in &id.names[1..] {
+            v = self.select(ctx, &v, n.sym.as_str(), false, n.span)?;
+        }
+        Ok(v)
+    }
+
+    pub fn eval_args(&self, ctx: &Ctx, a: &'static ast::CallArgs) -> EvalResult<Args> {
+        let mut pos = Vec::with_capacity(a.args.len());
+        for x in &a.args {
+            if let ExprKind::Starred(inner) = &x.kind {
+                let v = self.eval(ctx, inner)?;
+                pos.extend(v.iter_items().map_err(|e| self.rt(e, x.span))?);
+            } else {
+                pos.push(self.eval(ctx, x)?);
+            }
+        }
+        let mut kw = Vec::with_capacity(a.keywords.len());
+        for k in &a.keywords {
+            kw.push((sym_str(k.name.sym), self.eval(ctx, &k.value)?));
+        }
+        Ok((pos, kw))
+    }
+
+    fn eval_list_item(&self, ctx: &Ctx, it: &'static Expr, out: &mut Vec<Value>) -> EvalResult<()> {
+        match &it.kind {
+            ExprKind::Starred(x) => {
+                let v = self.eval(ctx, x)?;
+                match v {
+                    Value::None | Value::Undefined => {}
+                    _ => out.extend(v.iter_items().map_err(|e| self.rt(e, it.span))?),
+                }
+            }
+            ExprKind::ListIf(li) => {
+                let body = if self.eval(ctx, &li.cond)?.truthy() {
+                    &li.body
+                } else {
+                    &li.orelse
+                };
+                for b in body {
+                    self.eval_list_item(ctx, b, out)?;
+                }
+            }
+            _ => out.push(self.eval(ctx, it)?),
+        }
+        Ok(())
+    }
+
+    /// A config key expression: identifiers are their own name.
+    pub fn eval_key(&self, ctx: &Ctx, k: &'static Expr) -> EvalResult<Str> {
+        match &k.kind {
+            ExprKind::Ident(s) => Ok(sym_str(*s)),
+            ExprKind::Str(s) => Ok(Rc::from(&**s)),
+            _ => {
+                let v = self.eval(ctx, k)?;
+                Ok(match v {
+                    Value::Str(s) => s,
+                    other => Rc::from(value::to_str(&other)),
+                })
+            }
+        }
+    }
+
+    pub fn eval_entries(
+        &self,
+        ctx: &Ctx,
+        entries: &'static [ast::ConfigEntry],
+        d: &mut Dict,
+    ) -> EvalResult<()> {
+        // keys written earlier in a config are names for the entries after them
+        let scope = Scope::new(ctx.locals.clone());
+        let c2 = Ctx {
+            locals: Some(scope.clone()),
+            ..ctx.clone()
+        };
+        self.eval_entries_in(&c2, &scope, entries, d)
+    }
+
+    fn eval_entries_in(
+        &self,
+        ctx: &Ctx,
+        scope: &Rc<Scope>,
+        entries: &'static [ast::ConfigEntry],
+        d: &mut Dict,
+    ) -> EvalResult<()> {
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    let op = conv_op(*op);
+                    // `a.b.c: v` nests; `a[0] = v` updates a list element
+                    let mut path: Vec<Str> = Vec::new();
+                    let mut index: Option<i64> = None;
+                    let mut k = key;
+                    loop {
+                        match &k.kind {
+                            ExprKind::Selector {
+                                value: inner,
+                                attr,
+                                optional: false,
+                            } => {
+                                path.push(sym_str(attr.sym));
+                                k = inner;
+                            }
+                            ExprKind::Subscript {
+                                value: inner,
+                                index: idx,
+                                optional: false,
+                            } if path.is_empty()
+                                && index.is_none()
+                                && matches!(inner.kind, ExprKind::Ident(_))
+                                && matches!(
+                                    idx.kind,
+                                    ExprKind::Int(_) | ExprKind::Unary { .. }
+                                ) =>
+                            {
+                                let i = self.eval(ctx, idx)?;
+                                index = Some(i.as_int().ok_or_else(|| {
+                                    EvalError::new(
+                                        ErrKind::Type,
+                                        "list index must be an integer",
+                                        Some(idx.span),
+                                    )
+                                })?);
+                                k = inner;
+                            }
+                            _ => break,
+                        }
+                    }
+                    path.push(self.eval_key(ctx, k)?);
+                    path.reverse();
+                    let k0 = path[0].clone();
+                    // `key: Schema {...}` onto an existing config merges the configs first, so
+                    // the schema is instantiated once with everything
+                    let v = match (&value.kind, path.len(), op, d.map.get(&k0)) {
+                        (ExprKind::Schema(se), 1, ConfigOp::Union, Some(existing))
+                            if existing.is_config() =>
+                        {
+                            let ty = self.eval_identifier(ctx, &se.name)?;
+                            let cfg = self.eval(ctx, &se.config)?;
+                            let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
+                            let merged = value::union(&base, &cfg, false)
+                                .map_err(|x| self.rt(x, en.span))?;
+                            let (pos, kw) = match &se.args {
+                                Some(a) => self.eval_args(ctx, a)?,
+                                None => (Vec::new(), Vec::new()),
+                            };
+                            let inst = self.instantiate_value(
+                                ctx,
+                                &ty,
+                                &pos,
+                                &kw,
+                                merged,
+                                value.span,
+                                se.config.span,
+                            )?;
+                            d.map.insert(k0.clone(), inst.clone());
+                            scope
+                                .vars
+                                .borrow_mut()
+                                .insert(crate::ast::Symbol::intern(&k0), inst);
+                            continue;
+                        }
+                        _ => self.eval(ctx, value)?,
+                    };
+                    // build nested dicts from the inside out
+                    let mut v = v;
+                    let mut op_inner = op;
+                    for seg in path[1..].iter().rev() {
+                        let mut nd = Dict::new();
+                        nd.map.insert(seg.clone(), v);
+                        nd.set_op(seg.clone(), op_inner, None);
+                        v = Value::from(nd);
+                        op_inner = ConfigOp::Union;
+                    }
+                    let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
+                    let idx0 = if path.len() > 1 { None } else { index };
+                    value::ops_merge_entry(d, &k0, &v, op0, idx0, false)
+                        .map_err(|x| self.rt(x, en.span))?;
+                    if op0 != ConfigOp::Union || idx0.is_some() {
+                        d.set_op(k0.clone(), op0, idx0);
+                    }
+                    if let Some(nv) = d.map.get(&k0) {
+                        scope
+                            .vars
+                            .borrow_mut()
+                            .insert(crate::ast::Symbol::intern(&k0), nv.clone());
+                    }
+                }
+                ast::ConfigEntryKind::Unpack(x) => {
+                    let v = self.eval(ctx, x)?;
+                    match v.as_dict() {
+                        Some(src) => {
+                            for (k, val) in &src.map {
+                                let (op, idx) = src.op_of(k);
+                                value::ops_merge_entry(d, k, val, op, idx, false)
+                                    .map_err(|x| self.rt(x, en.span))?;
+                            }
+                        }
+                        None if v.is_none_or_undefined() => {}
+                        None => {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "only dict and schema can be used ** unpack, got '{}'",
+                                    v.type_name()
+                                ),
+                                Some(x.span),
+                            ));
+                        }
+                    }
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    let body = if self.eval(ctx, &ci.cond)?.truthy() {
+                        &ci.body
+                    } else {
+                        &ci.orelse
+                    };
+                    self.eval_entries_in(ctx, scope, body, d)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn comp(
+        &self,
+        ctx: &Ctx,
+        clauses: &'static [ast::CompClause],
+        i: usize,
+        f: &mut dyn FnMut(&Self, &Ctx) -> EvalResult<()>,
+    ) -> EvalResult<()> {
+        if i == clauses.len() {
+            return f(self, ctx);
+        }
+        let c = &clauses[i];
+        if c.targets.len() > 2 {
+            return Err(EvalError::new(
+                ErrKind::Compile,
+                format!(
+                    "the number of loop variables is {}, which can only be 1 or 2",
+                    c.targets.len()
+                ),
+                Some(c.targets[0].span),
+            ));
+        }
+        if let Some(t) = c.targets.iter().find(|t| t.names.len() > 1) {
+            return Err(EvalError::new(
+                ErrKind::Compile,
+                "loop variables can only be ordinary identifiers",
+                Some(t.span),
+            ));
+        }
+        let it = self.eval(ctx, &c.iter)?;
+        let scope = ctx.locals.as_ref().unwrap();
+        let vars: Vec<crate::ast::Symbol> = c.targets.iter().map(|t| t.names[0].sym).collect();
+        let pairs = iter_pairs(&it).map_err(|e| self.rt(e, c.iter.span))?;
+        for (a, b) in pairs {
+            {
+                let mut vs = scope.vars.borrow_mut();
+                if vars.len() >= 2 {
+                    vs.insert(vars[0], a);
+                    vs.insert(vars[1], b);
+                } else {
+                    vs.insert(vars[0], single(&it, a, b));
+                }
+            }
+            let mut ok = true;
+            for cond in &c.ifs {
+                if !self.eval(ctx, cond)?.truthy() {
+                    ok = false;
+                    break;
+                }
+            }
+            if ok {
+                self.comp(ctx, clauses, i + 1, f)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn quant(&self, ctx: &Ctx, q: &'static ast::QuantExpr, span: Span) -> EvalResult<Value> {
+        let it = self.eval(ctx, &q.target)?;
+        let scope = Scope::new(ctx.locals.clone());
+        let c2 = Ctx {
+            locals: Some(scope.clone()),
+            ..ctx.clone()
+        };
+        let pairs = iter_pairs(&it).map_err(|e| self.rt(e, span))?;
+        let mut list_out = Vec::new();
+        let mut dict_out = Dict::new();
+        for (a, b) in pairs {
+            let orig_a = a.clone();
+            let orig_b = b.clone();
+            {
+                let mut vs = scope.vars.borrow_mut();
+                if q.vars.len() >= 2 {
+                    vs.insert(q.vars[0].sym, a);
+                    vs.insert(q.vars[1].sym, b);
+                } else {
+                    vs.insert(q.vars[0].sym, single(&it, a, b));
+                }
+            }
+            if let Some(c) = &q.if_cond
+                && !self.eval(&c2, c)?.truthy()
+            {
+                continue;
+            }
+            let t = self.eval(&c2, &q.test)?;
+            match q.op {
+                ast::QuantOp::All => {
+                    if !t.truthy() {
+                        return Ok(Value::Bool(false));
+                    }
+                }
+                ast::QuantOp::Any => {
+                    if t.truthy() {
+                        return Ok(Value::Bool(true));
+                    }
+                }
+                ast::QuantOp::Map => list_out.push(t),
+                ast::QuantOp::Filter => {
+                    if t.truthy() {
+                        if it.is_config() {
+                            if let Value::Str(k) = &orig_a {
+                                dict_out.map.insert(k.clone(), orig_b);
+                            }
+                        } else {
+                            list_out.push(single(&it, orig_a, orig_b));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(match q.op {
+            ast::QuantOp::All => Value::Bool(true),
+            ast::QuantOp::Any => Value::Bool(false),
+            ast::QuantOp::Map => Value::from(list_out),
+            ast::QuantOp::Filter => {
+                if let Value::Schema(s) = &it {
+                    Value::Schema(Rc::new(value::SchemaInst {
+                        attrs: dict_out,
+                        ..(**s).clone()
+                    }))
+                } else if it.is_config() {
+                    Value::from(dict_out)
+                } else {
+                    Value::from(list_out)
+                }
+            }
+        })
+    }
+
+    /// `v.name`.
+    pub fn select(
+        &self,
+        ctx: &Ctx,
+        v: &Value,
+        name: &str,
+        optional: bool,
+        span: Span,
+    ) -> EvalResult<Value> {
+        match v {
+            Value::None | Value::Undefined if optional => Ok(Value::None),
+            Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
+            Value::Schema(s) => match s.attrs.get(name) {
+                Some(x) => Ok(x.clone()),
+                None => Ok(Value::Undefined),
+            },
+            Value::Str(_) => match crate::builtins::str_method(v, name) {
+                Some(m) => Ok(m),
+                None => Err(EvalError::new(
+                    ErrKind::Attribute,
+                    format!("str object has no attribute '{name}'"),
+                    Some(span),
+                )),
+            },
+            Value::Func(f) => match &**f {
+                Func::User { data, .. } => {
+                    if let Some(m) = data.downcast_ref::<ModuleRef>() {
+                        return match m {
+                            ModuleRef::Pkg(p) => {
+                                match self.get_global(p, crate::ast::Symbol::intern(name))? {
+                                    Some(x) => Ok(x),
+                                    None => Err(EvalError::new(
+                                        ErrKind::Attribute,
+                                        format!(
+                                            "attribute '{name}' not found in 'module '{}''",
+                                            p.path
+                                        ),
+                                        Some(span),
+                                    )),
+                                }
+                            }
+                            ModuleRef::System(m) => crate::builtins::system_member(m, name)
+                                .ok_or_else(|| {
+                                    EvalError::new(
+                                        ErrKind::Attribute,
+                                        format!("attribute '{name}' not found in 'module '{m}''"),
+                                        Some(span),
+                                    )
+                                }),
+                            ModuleRef::Plugin(p) => Ok(Value::Func(Rc::new(Func::User {
+                                name: Rc::from(format!("{p}.{name}")),
+                                data: Rc::new(PluginFn {
+                                    module: p.clone(),
+                                    func: name.to_string(),
+                                }),
+                            }))),
+                        };
+                    }
+                    if let Some(st) = data.downcast_ref::<super::SchemaType>() {
+                        // schema type attributes: `Schema.instances()` etc.
+                        if name == "instances" {
+                            let insts = st.instances.borrow().clone();
+                            return Ok(Value::native_bound(insts));
+                        }
+                    }
+                    let _ = ctx;
+                    Err(EvalError::new(
+                        ErrKind::Attribute,
+                        format!("'{}' object has no attribute '{name}'", v.type_name()),
+                        Some(span),
+                    ))
+                }
+                _ => Err(EvalError::new(
+                    ErrKind::Attribute,
+                    format!("'{}' object has no attribute '{name}'", v.type_name()),
+                    Some(span),
+                )),
+            },
+            _ => Err(EvalError::new(
+                ErrKind::Attribute,
+                format!("'{}' object has no attribute '{name}'", v.type_name()),
+                Some(span),
+            )),
+        }
+    }
+
+    pub fn subscript(&self, v: &Value, i: &Value, optional: bool, span: Span) -> EvalResult<Value> {
+        match (v, i) {
+            (Value::None | Value::Undefined, _) if optional => Ok(Value::None),
+            (Value::List(l), _) => {
+                let Some(idx) = i.as_int() else {
+                    return Err(EvalError::new(
+                        ErrKind::Type,
+                        format!("list indices must be integers, not {}", i.type_name()),
+                        Some(span),
+                    ));
+                };
+                let n = l.len() as i64;
+                let j = if idx < 0 { n + idx } else { idx };
+                if j < 0 || j >= n {
+                    if optional {
+                        return Ok(Value::None);
+                    }
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        "list index out of range",
+                        Some(span),
+                    ));
+                }
+                Ok(l[j as usize].clone())
+            }
+            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => {
+                Ok(v.as_dict().unwrap().get(k).cloned().unwrap_or(if optional {
+                    Value::None
+                } else {
+                    Value::Undefined
+                }))
+            }
+            (Value::Dict(_) | Value::Schema(_), _) => Ok(v
+                .as_dict()
+                .unwrap()
+                .get(&value::to_str(i))
+                .cloned()
+                .unwrap_or(Value::Undefined)),
+            (Value::Str(s), _) => {
+                let Some(idx) = i.as_int() else {
+                    return Err(EvalError::new(
+                        ErrKind::Type,
+                        "string indices must be integers",
+                        Some(span),
+                    ));
+                };
+                let chars: Vec<char> = s.chars().collect();
+                let n = chars.len() as i64;
+                let j = if idx < 0 { n + idx } else { idx };
+                if j < 0 || j >= n {
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        "string index out of range",
+                        Some(span),
+                    ));
+                }
+                Ok(Value::from(chars[j as usize].to_string()))
+            }
+            _ => Err(EvalError::new(
+                ErrKind::Type,
+                format!("'{}' object is not subscriptable", v.type_name()),
+                Some(span),
+            )),
+        }
+    }
+
+    /// Call any callable value.
+    pub fn call_value(
+        &self,
+        ctx: &Ctx,
+        f: &Value,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
+        let Value::Func(func) = f else {
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!("'{}' object is not callable", f.type_name()),
+                Some(span),
+            ));
+        };
+        self.enter(span)?;
+        let r = self.call_func(ctx, func, args, kwargs, span);
+        self.leave();
+        r
+    }
+
+    fn call_func(
+        &self,
+        ctx: &Ctx,
+        func: &Rc<Func>,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
+        match &**func {
+            Func::Native { f, .. } => {
+                let mut host = HostCtx {
+                    ev: self,
+                    ctx: ctx.clone(),
+                    span,
+                };
+                f(&mut host, args, kwargs).map_err(|e| self.rt(e, span))
+            }
+            Func::Method { name, recv } => {
+                let mut host = HostCtx {
+                    ev: self,
+                    ctx: ctx.clone(),
+                    span,
+                };
+                crate::builtins::call_method(&mut host, name, recv, args, kwargs)
+                    .map_err(|e| self.rt(e, span))
+            }
+            Func::User { data, .. } => {
+                if let Some(c) = data.downcast_ref::<Closure>() {
+                    return self.call_closure(c, args, kwargs, span);
+                }
+                if data.downcast_ref::<super::SchemaType>().is_some() {
+                    let v = Value::Func(func.clone());
+                    return self.instantiate_value(
+                        ctx,
+                        &v,
+                        args,
+                        kwargs,
+                        Value::empty_dict(),
+                        span,
+                        span,
+                    );
+                }
+                if let Some(p) = data.downcast_ref::<PluginFn>() {
+                    let mut host = HostCtx {
+                        ev: self,
+                        ctx: ctx.clone(),
+                        span,
+                    };
+                    return value::Host::plugin(&mut host, &p.module, &p.func, args, kwargs)
+                        .map_err(|e| self.rt(e, span));
+                }
+                if let Some(b) = data.downcast_ref::<Bound>() {
+                    return Ok(b.0.clone());
+                }
+                Err(EvalError::new(
+                    ErrKind::Type,
+                    "object is not callable",
+                    Some(span),
+                ))
+            }
+        }
+    }
+
+    pub fn call_closure(
+        &self,
+        c: &Closure,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
+        let scope = Scope::new(c.ctx.locals.clone());
+        let ctx = Ctx {
+            locals: Some(scope.clone()),
+            in_lambda: true,
+            ..c.ctx.clone()
+        };
+        let params = &c.lambda.params;
+        if args.len() > params.len() {
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!(
+                    "lambda takes {} positional argument but {} were given",
+                    params.len(),
+                    args.len()
+                ),
+                Some(span),
+            ));
+        }
+        for (i, p) in params.iter().enumerate() {
+            let v = if i < args.len() {
+                args[i].clone()
+            } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+                v.clone()
+            } else if let Some(d) = &p.default {
+                self.eval(&ctx, d)?
+            } else {
+                let required = params.iter().filter(|p| p.default.is_none()).count();
+                return Err(EvalError::new(
+                    ErrKind::Type,
+                    format!(
+                        "expected {required} positional arguments, found {}",
+                        args.len()
+                    ),
+                    Some(span),
+                ));
+            };
+            let v = match &p.ty {
+                Some(t) => self.convert_type(&ctx, v, t, span)?,
+                None => v,
+            };
+            scope.vars.borrow_mut().insert(p.name.sym, v);
+        }
+        for (k, _) in kwargs {
+            if !params.iter().any(|p| p.name.sym.as_str() == &**k) {
+                return Err(EvalError::new(
+                    ErrKind::Type,
+                    format!("lambda() got an unexpected keyword argument '{k}'"),
+                    Some(span),
+                ));
+            }
+        }
+        let mut last = Value::None;
+        for st in &c.lambda.body {
+            match self.exec_stmt(&ctx, st)? {
+                Some(v) => last = v,
+                None => {
+                    if let crate::ast::StmtKind::Assign(a) = &st.kind {
+                        last = scope.lookup(a.targets[0].name.sym).unwrap_or(Value::None);
+                    } else if !matches!(st.kind, crate::ast::StmtKind::If(_)) {
+                        last = Value::None;
+                    }
+                }
+            }
+        }
+        match &c.lambda.ret {
+            Some(t) => self.convert_type(&ctx, last, t, span),
+            None => Ok(last),
+        }
+    }
+}
+
+/// The shared string of an identifier: every dict key written as a name reuses one
+/// allocation (keys repeat across thousands of configs).
+pub(crate) fn sym_str(s: crate::ast::Symbol) -> Str {
+    thread_local! {
+        static KEYS: std::cell::RefCell<Vec<Option<Str>>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    KEYS.with(|k| {
+        let mut k = k.borrow_mut();
+        let i = s.as_u32() as usize;
+        if k.len() <= i {
+            k.resize(i + 1, None);
+        }
+        k[i].get_or_insert_with(|| Rc::from(s.as_str())).clone()
+    })
+}
+
+/// Evaluated call arguments: positional and keyword.
+pub type Args = (Vec<Value>, Vec<(Str, Value)>);
+
+/// A plugin function value.
+pub struct PluginFn {
+    pub module: String,
+    pub func: String,
+}
+
+/// A zero-argument function returning a fixed value (`Schema.instances()`).
+pub struct Bound(pub Value);
+
+impl Value {
+    fn native_bound(v: Vec<Value>) -> Value {
+        Value::Func(Rc::new(Func::User {
+            name: Rc::from("instances"),
+            data: Rc::new(Bound(Value::from(v))),
+        }))
+    }
+}
+
+/// What a single loop variable binds: the key for dicts, the item otherwise.
+fn single(container: &Value, a: Value, b: Value) -> Value {
+    if container.is_config() { a } else { b }
+}
+
+/// Loop pairs: list -> (index, item); dict -> (key, value); str -> (index, char). A single loop
+/// variable binds the item for lists and strings and the key for dicts ([`single`]).
+fn iter_pairs(v: &Value) -> Result<Vec<(Value, Value)>, RtError> {
+    Ok(match v {
+        Value::List(l) => l
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (Value::Int(i as i64), x.clone()))
+            .collect(),
+        Value::Dict(_) | Value::Schema(_) => v
+            .as_dict()
+            .unwrap()
+            .map
+            .iter()
+            .map(|(k, x)| (Value::Str(k.clone()), x.clone()))
+            .collect(),
+        Value::Str(s) => s
+            .chars()
+            .enumerate()
+            .map(|(i, c)| (Value::Int(i as i64), Value::from(c.to_string())))
+            .collect(),
+        Value::None | Value::Undefined => Vec::new(),
+        other => {
+            return Err(RtError::ty(format!(
+                "'{}' object is not iterable",
+                other.type_name()
+            )));
+        }
+    })
+}
+
+/// The bridge builtins use to reach the evaluator.
+pub struct HostCtx<'a> {
+    pub ev: &'a Evaluator,
+    pub ctx: Ctx,
+    pub span: Span,
+}
+
+impl value::Host for HostCtx<'_> {
+    fn option(&mut self, key: &str) -> Option<Value> {
+        self.ev
+            .opts
+            .args
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+    fn call(
+        &mut self,
+        f: &Value,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> Result<Value, RtError> {
+        self.ev
+            .call_value(&self.ctx, f, args, kwargs, self.span)
+            .map_err(|e| {
+                // a failed check reports its own message
+                match e
+                    .notes
+                    .iter()
+                    .find_map(|(_, m)| m.strip_prefix("Check failed on the condition: "))
+                {
+                    Some(m) => RtError::new(e.kind, m.to_string()),
+                    None => RtError::new(e.kind, e.msg),
+                }
+            })
+    }
+    fn print(&mut self, text: &str) {
+        self.ev.stdout.borrow_mut().push_str(text);
+    }
+    fn set_output(&mut self, text: String) {
+        *self.ev.output_override.borrow_mut() = Some(text);
+    }
+    fn workdir(&self) -> std::path::PathBuf {
+        self.ev.opts.work_dir.clone()
+    }
+    fn exec_workdir(&self) -> String {
+        self.ev.opts.exec_workdir.clone()
+    }
+    fn current_file(&self) -> String {
+        crate::ast::source_map()
+            .get(self.ctx.file)
+            .map(|f| f.name.to_string())
+            .unwrap_or_default()
+    }
+    fn mod_root(&self) -> std::path::PathBuf {
+        self.ev.root.clone()
+    }
+    fn plugin(
+        &mut self,
+        module: &str,
+        func: &str,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> Result<Value, RtError> {
+        let Some(h) = &self.ev.opts.plugin else {
+            return Err(RtError::eval(format!(
+                "the plugin 'kcl_plugin.{module}' is not available (no plugin host configured) when calling '{func}'"
+            )));
+        };
+        let jargs: Vec<serde_json::Value> =
+            args.iter().map(crate::builtins::to_json_value).collect();
+        let mut jk = serde_json::Map::new();
+        for (k, v) in kwargs {
+            jk.insert(k.to_string(), crate::builtins::to_json_value(v));
+        }
+        let r = h
+            .call(module, func, &jargs, &jk)
+            .map_err(|e| RtError::eval(format!("kcl_plugin.{module}.{func}: {e}")))?;
+        Ok(crate::builtins::from_json_value(&r))
+    }
+}
+
+impl EvalError {
+    pub fn at(self, span: Span) -> Self {
+        if self.span.is_none() {
+            EvalError {
+                span: Some(span),
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+}

@@ -1,0 +1,1042 @@
+//! Schema types and instantiation: parent first, then own body, then mixins; the config is laid
+//! over the body's defaults as each attribute is set; then types, required attributes and
+//! `check:` blocks.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+use rustc_hash::FxHashMap;
+
+use super::{Ctx, DONE, EvalError, EvalResult, Evaluator, PENDING, RUNNING, Scope};
+use crate::ast::{self, Span, Stmt, StmtKind, Symbol};
+use crate::value::{self, ConfigOp, Dict, ErrKind, Func, SchemaInst, Str, Value};
+
+/// A schema (or rule / mixin / protocol) type value.
+pub struct SchemaType {
+    pub name: Str,
+    pub pkgpath: Str,
+    pub stmt: Option<&'static ast::SchemaStmt>,
+    pub rule: Option<&'static ast::RuleStmt>,
+    pub def_ctx: Ctx,
+    pub instances: RefCell<Vec<Value>>,
+    layout: RefCell<Option<Rc<Layout>>>,
+}
+
+/// What instantiation needs from a schema and its bases/mixins, computed once per type.
+pub struct Layout {
+    parts: Vec<Rc<SchemaType>>,
+    body: Vec<(&'static Stmt, usize)>,
+    declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
+    setters: FxHashMap<Symbol, Vec<usize>>,
+    index_sig: Option<(&'static ast::IndexSignature, usize)>,
+    /// Attribute names in declaration order (the instance's key order).
+    order: Vec<Str>,
+    /// Non-optional attributes.
+    pub required: Vec<Str>,
+    /// `@deprecated` attributes with their decorator.
+    deprecated: Vec<(Str, &'static ast::Decorator, usize)>,
+    /// Attribute decorators other than `deprecated`/`info` (an error when instantiated).
+    unknown_decorators: Vec<(Str, &'static ast::Decorator, usize)>,
+}
+
+impl SchemaType {
+    pub fn from_stmt(s: &'static ast::SchemaStmt, ctx: Ctx, _nested: bool) -> Value {
+        let name: Str = Rc::from(s.name.sym.as_str());
+        let t = SchemaType {
+            name: name.clone(),
+            pkgpath: Rc::from(ctx.pkg.path.as_str()),
+            stmt: Some(s),
+            rule: None,
+            def_ctx: ctx,
+            instances: RefCell::new(Vec::new()),
+            layout: RefCell::new(None),
+        };
+        Value::Func(Rc::new(Func::User {
+            name,
+            data: Rc::new(t),
+        }))
+    }
+    pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
+        let name: Str = Rc::from(r.name.sym.as_str());
+        let t = SchemaType {
+            name: name.clone(),
+            pkgpath: Rc::from(ctx.pkg.path.as_str()),
+            stmt: None,
+            rule: Some(r),
+            def_ctx: ctx,
+            instances: RefCell::new(Vec::new()),
+            layout: RefCell::new(None),
+        };
+        Value::Func(Rc::new(Func::User {
+            name,
+            data: Rc::new(t),
+        }))
+    }
+}
+
+/// A declared attribute.
+#[derive(Clone)]
+pub struct AttrDecl {
+    pub ty: Option<&'static ast::Type>,
+    pub optional: bool,
+    pub span: Span,
+    /// Index of the schema (in the layout's parts) that declares it.
+    pub part: usize,
+    pub schema_attr: bool,
+}
+
+/// The instance being built.
+pub struct Frame {
+    pub name: Str,
+    pub attrs: RefCell<Dict>,
+    pub config: Rc<Dict>,
+    layout: Rc<Layout>,
+    /// Per-part evaluation contexts (definition package + parameter scope).
+    ctxs: Vec<Ctx>,
+    state: RefCell<Vec<u8>>,
+}
+
+/// Downcast a value to a schema type.
+pub fn as_schema_type(v: &Value) -> Option<Rc<SchemaType>> {
+    match v {
+        Value::Func(f) => match &**f {
+            Func::User { data, .. } => data.clone().downcast::<SchemaType>().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Is `inst` an instance of `ty` or of one of its subtypes?
+pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) -> bool {
+    let Some(t) = &inst.ty else { return false };
+    let Ok(mut cur) = t.clone().downcast::<SchemaType>() else {
+        return false;
+    };
+    loop {
+        // by name: one file can be loaded both as part of its folder package and on its own
+        let related = |a: &str, b: &str| {
+            a == b || a.starts_with(&format!("{b}.")) || b.starts_with(&format!("{a}."))
+        };
+        if Rc::ptr_eq(&cur, ty) || (cur.name == ty.name && related(&cur.pkgpath, &ty.pkgpath)) {
+            return true;
+        }
+        match ev.parent_of(&cur) {
+            Ok(Some(p)) => cur = p,
+            _ => return false,
+        }
+    }
+}
+
+fn collect_targets(s: &Stmt, out: &mut Vec<Symbol>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
+        StmtKind::AugAssign(a) => out.push(a.target.name.sym),
+        StmtKind::Unification(u) => out.push(u.target.sym),
+        StmtKind::SchemaAttr(a) => out.push(a.name.sym),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(i.orelse.iter()) {
+                collect_targets(st, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Evaluator {
+    pub(crate) fn parent_of(&self, t: &Rc<SchemaType>) -> EvalResult<Option<Rc<SchemaType>>> {
+        let Some(s) = t.stmt else { return Ok(None) };
+        let Some(p) = &s.parent else { return Ok(None) };
+        let v = self.eval_identifier(&t.def_ctx, p)?;
+        match as_schema_type(&v) {
+            Some(x) => Ok(Some(x)),
+            None => Err(EvalError::new(
+                ErrKind::Compile,
+                format!(
+                    "illegal parent schema '{}'",
+                    p.names
+                        .iter()
+                        .map(|n| n.sym.as_str())
+                        .collect::<Vec<_>>()
+                        .join(".")
+                ),
+                Some(p.span),
+            )),
+        }
+    }
+
+    fn mixins_of(&self, t: &Rc<SchemaType>) -> EvalResult<Vec<Rc<SchemaType>>> {
+        let Some(s) = t.stmt else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for m in &s.mixins {
+            let v = self.eval_identifier(&t.def_ctx, m)?;
+            match as_schema_type(&v) {
+                Some(x) => out.push(x),
+                None => {
+                    return Err(EvalError::new(
+                        ErrKind::Compile,
+                        "illegal mixin",
+                        Some(m.span),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Instantiate `ty_val` (a schema type value) with a config value.
+    #[allow(clippy::too_many_arguments)]
+    pub fn instantiate_value(
+        &self,
+        _ctx: &Ctx,
+        ty_val: &Value,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        cfg: Value,
+        span: Span,
+        cfg_span: Span,
+    ) -> EvalResult<Value> {
+        if let Value::Func(f) = ty_val
+            && let Func::User { data, .. } = &**f
+            && let Some(a) = data.downcast_ref::<super::types::TypeAlias>()
+            && let ast::TypeKind::Named(id) = &a.ty.kind
+        {
+            let t = self.eval_identifier(&a.ctx, id)?;
+            return self.instantiate_value(_ctx, &t, args, kwargs, cfg, span, cfg_span);
+        }
+        let Some(ty) = as_schema_type(ty_val) else {
+            // `dict {..}`-like forms on a non-schema: union
+            if ty_val.is_config() {
+                return value::union(ty_val, &cfg, false).map_err(|e| self.rt(e, span));
+            }
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!("'{}' is not a schema", ty_val.type_name()),
+                Some(span),
+            ));
+        };
+        let cfg_dict = match cfg {
+            Value::Dict(d) => Rc::unwrap_or_clone(d),
+            Value::Schema(s) => s.attrs.clone(),
+            Value::None | Value::Undefined => Dict::new(),
+            other => {
+                return Err(EvalError::new(
+                    ErrKind::Type,
+                    format!("expect schema config, got {}", other.type_name()),
+                    Some(cfg_span),
+                ));
+            }
+        };
+        self.enter(span)?;
+        let r = self.instantiate(&ty, args, kwargs, cfg_dict, span);
+        self.leave();
+        r
+    }
+
+    fn layout(&self, ty: &Rc<SchemaType>, span: Span) -> EvalResult<Rc<Layout>> {
+        if let Some(l) = ty.layout.borrow().as_ref() {
+            return Ok(l.clone());
+        }
+        // base first
+        let mut chain = vec![ty.clone()];
+        while let Some(p) = self.parent_of(chain.last().unwrap())? {
+            if let Some(i) = chain.iter().position(|c| Rc::ptr_eq(c, &p)) {
+                let names: Vec<String> = chain[i..].iter().map(|c| c.name.to_string()).collect();
+                let msg = format!(
+                    "There is a circular reference between schemas {}",
+                    names.join(", ")
+                );
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+            }
+            if p.stmt.is_some_and(|s| s.is_mixin()) {
+                let msg = format!(
+                    "invalid schema inherit object type, expect schema, got '{}'",
+                    p.name
+                );
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+            }
+            chain.push(p);
+        }
+        chain.reverse();
+        let mut parts: Vec<Rc<SchemaType>> = Vec::new();
+        for t in &chain {
+            parts.push(t.clone());
+            for m in self.mixins_of(t)? {
+                parts.push(m);
+            }
+        }
+        let mut body = Vec::new();
+        let mut declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher> = IndexMap::default();
+        let mut index_sig = None;
+        let mut order: Vec<Str> = Vec::new();
+        let mut deprecated = Vec::new();
+        let mut unknown_decorators = Vec::new();
+        for (pi, t) in parts.iter().enumerate() {
+            let Some(s) = t.stmt else { continue };
+            if let Some(is) = &s.index_signature {
+                index_sig = Some((is, pi));
+                // attributes declared before the signature must fit it too
+                for (k, d) in declared.iter() {
+                    if let (Some(kn), true) = (&is.key_name, d.schema_attr)
+                        && kn.sym.as_str() == &**k
+                    {
+                        return Err(EvalError::new(
+                            ErrKind::IndexSignature,
+                            format!(
+                                "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                            ),
+                            Some(is.span),
+                        ));
+                    }
+                }
+            }
+            for st in &s.body {
+                if let StmtKind::SchemaAttr(a) = &st.kind {
+                    let k: Str = super::expr::sym_str(a.name.sym);
+                    for d in &a.decorators {
+                        match decorator_name(d).as_str() {
+                            "deprecated" => deprecated.push((k.clone(), d, pi)),
+                            "info" => {}
+                            _ => unknown_decorators.push((k.clone(), d, pi)),
+                        }
+                    }
+                    if let Some(prev) = declared.get(&k)
+                        && let (Some(pt), true) = (prev.ty, prev.schema_attr)
+                    {
+                        let short = |t: &ast::Type| match &t.kind {
+                            ast::TypeKind::Named(id) => id
+                                .names
+                                .last()
+                                .map(|n| n.sym.as_str().to_string())
+                                .unwrap_or_default(),
+                            _ => super::types::type_str(t),
+                        };
+                        let (ps, ns) = (short(pt), short(&a.ty));
+                        if ps != ns && prev.part != pi {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "can't change schema field type of '{k}' from {ps} to {ns}"
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                        if !prev.optional && a.optional && prev.part != pi {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "can't change the required schema attribute of '{k}' to optional"
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                    }
+                    if let Some((is, _)) = &index_sig {
+                        if let Some(kn) = &is.key_name
+                            && kn.sym == a.name.sym
+                        {
+                            return Err(EvalError::new(
+                                ErrKind::IndexSignature,
+                                format!(
+                                    "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                        if !is.any_other
+                            && !matches!(is.value_ty.kind, ast::TypeKind::Any)
+                            && super::types::type_str(&is.value_ty) != super::types::type_str(&a.ty)
+                            && !matches!(is.value_ty.kind, ast::TypeKind::Union(_))
+                        {
+                            return Err(EvalError::new(
+                                ErrKind::IndexSignature,
+                                format!(
+                                    "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
+                                    super::types::type_str(&a.ty),
+                                    index_sig_str(is)
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                    }
+                    declared.insert(
+                        k.clone(),
+                        AttrDecl {
+                            ty: Some(&a.ty),
+                            optional: a.optional,
+                            span: a.name.span,
+                            part: pi,
+                            schema_attr: true,
+                        },
+                    );
+                    if !order.contains(&k) {
+                        order.push(k);
+                    }
+                } else {
+                    let mut names = Vec::new();
+                    collect_targets(st, &mut names);
+                    for n in names {
+                        let k: Str = super::expr::sym_str(n);
+                        if !declared.contains_key(&k) {
+                            declared.insert(
+                                k.clone(),
+                                AttrDecl {
+                                    ty: None,
+                                    optional: true,
+                                    span: st.span,
+                                    part: pi,
+                                    schema_attr: false,
+                                },
+                            );
+                        }
+                        if !order.contains(&k) {
+                            order.push(k);
+                        }
+                    }
+                }
+                body.push((st, pi));
+            }
+        }
+        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        for (i, (st, _)) in body.iter().enumerate() {
+            let mut names = Vec::new();
+            collect_targets(st, &mut names);
+            for n in names {
+                let e = setters.entry(n).or_default();
+                if e.last() != Some(&i) {
+                    e.push(i);
+                }
+            }
+        }
+        let required = declared
+            .iter()
+            .filter(|(_, d)| d.schema_attr && !d.optional)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let l = Rc::new(Layout {
+            parts,
+            body,
+            declared,
+            setters,
+            index_sig,
+            order,
+            required,
+            deprecated,
+            unknown_decorators,
+        });
+        *ty.layout.borrow_mut() = Some(l.clone());
+        Ok(l)
+    }
+
+    pub fn instantiate(
+        &self,
+        ty: &Rc<SchemaType>,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<Value> {
+        if let Some(r) = ty.rule {
+            return self.run_rule(ty, r, args, kwargs, config, span);
+        }
+        let keep = self.keep_origin.replace(false);
+        let layout = self.layout(ty, span)?;
+        // shared by the frame and the instance's origin (no copy)
+        let config = Rc::new(config);
+        let origin = Rc::new(value::Origin {
+            config: config.clone(),
+            args: args.to_vec(),
+            kwargs: kwargs.to_vec(),
+        });
+        // parameters bind in a scope visible to every body
+        let params_scope = Scope::new(None);
+        if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
+            for (i, p) in ps.iter().enumerate() {
+                let v = if i < args.len() {
+                    args[i].clone()
+                } else if let Some((_, v)) =
+                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
+                {
+                    v.clone()
+                } else if let Some(d) = &p.default {
+                    self.eval(&ty.def_ctx, d)?
+                } else {
+                    Value::None
+                };
+                let v = match &p.ty {
+                    Some(t) if !v.is_none_or_undefined() => {
+                        let shown = match &v {
+                            Value::List(l) => format!(
+                                "[{}]",
+                                l.iter()
+                                    .map(|x| x.type_with_value())
+                                    .collect::<Vec<_>>()
+                                    .join(" | ")
+                            ),
+                            other => other.type_with_value(),
+                        };
+                        self.convert_type(&ty.def_ctx, v, t, span)
+                            .map_err(|e| EvalError {
+                                msg: format!("expected {}, got {shown}", super::types::type_str(t)),
+                                ..e
+                            })?
+                    }
+                    _ => v,
+                };
+                params_scope.vars.borrow_mut().insert(p.name.sym, v);
+            }
+        }
+        for t in &layout.parts {
+            for d in t.stmt.map(|s| s.decorators.as_slice()).unwrap_or_default() {
+                match decorator_name(d).as_str() {
+                    "deprecated" => self.deprecated(&t.def_ctx, d, &t.name, span)?,
+                    "info" => {}
+                    other => {
+                        let msg = format!("UnKnown decorator {other}");
+                        return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
+                    }
+                }
+            }
+        }
+        if let Some((_, d, _)) = layout.unknown_decorators.first() {
+            let msg = format!("UnKnown decorator {}", decorator_name(d));
+            return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
+        }
+        for (k, d, pi) in &layout.deprecated {
+            if config.get(k).is_some_and(|v| !v.is_none_or_undefined()) {
+                self.deprecated(&layout.parts[*pi].def_ctx, d, k, span)?;
+            }
+        }
+        let ctxs: Vec<Ctx> = layout
+            .parts
+            .iter()
+            .map(|t| Ctx {
+                locals: Some(params_scope.clone()),
+                in_lambda: false,
+                schema: None,
+                ..t.def_ctx.clone()
+            })
+            .collect();
+        let mut attrs = Dict::with_capacity(layout.order.len() + config.len());
+        for k in &layout.order {
+            attrs.map.insert(k.clone(), Value::Undefined);
+        }
+        // the config is visible from the start
+        for (k, v) in &config.map {
+            let (op, _) = config.op_of(k);
+            let cur = attrs.map.get(k).cloned().unwrap_or(Value::Undefined);
+            let nv = match op {
+                ConfigOp::Insert if !cur.is_none_or_undefined() => {
+                    value::binary(value::BinOp::Add, &cur, v).unwrap_or(v.clone())
+                }
+                _ => v.clone(),
+            };
+            attrs.map.insert(k.clone(), nv);
+        }
+        let n = layout.body.len();
+        let frame = Rc::new(Frame {
+            name: ty.name.clone(),
+            attrs: RefCell::new(attrs),
+            config,
+            layout: layout.clone(),
+            ctxs,
+            state: RefCell::new(vec![PENDING; n]),
+        });
+        for i in 0..n {
+            self.run_schema_stmt(&frame, i)?;
+        }
+        // unknown config keys
+        for k in frame.config.map.keys() {
+            if !layout.declared.contains_key(k) && layout.index_sig.is_none() {
+                let cands: Vec<&str> = layout
+                    .declared
+                    .keys()
+                    .filter(|d| similar(d, k))
+                    .map(|d| &**d)
+                    .collect();
+                let msg = if cands.is_empty() {
+                    format!("Cannot add member '{k}' to schema '{}'", ty.name)
+                } else {
+                    format!(
+                        "Cannot add member '{k}' to schema '{}', did you mean '{:?}'?",
+                        ty.name, cands
+                    )
+                };
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+            }
+        }
+        // types
+        let mut attrs = frame.attrs.borrow().clone();
+        for (k, d) in &layout.declared {
+            let Some(v) = attrs.map.get(k).cloned() else {
+                continue;
+            };
+            if let Some(t) = d.ty
+                && !v.is_none_or_undefined()
+            {
+                let c = Ctx {
+                    schema: Some(frame.clone()),
+                    ..frame.ctxs[d.part].clone()
+                };
+                let orig = v.clone();
+                let nv = self.convert_type(&c, v, t, span).map_err(|e| {
+                    if e.kind == ErrKind::Type && e.notes.is_empty() {
+                        let shown = orig.type_detail();
+                        let ts = super::types::type_str(t);
+                        EvalError {
+                            msg: format!("expected {ts}, got {shown}"),
+                            ..e
+                        }
+                        .with_note(
+                            d.span,
+                            format!("variable is defined here, its type is {ts}, but got {shown}"),
+                        )
+                    } else {
+                        e
+                    }
+                })?;
+                attrs.map.insert(k.clone(), nv);
+            }
+        }
+        if let Some((is, pi)) = &layout.index_sig {
+            let keys: Vec<Str> = attrs
+                .map
+                .keys()
+                .filter(|k| !layout.declared.contains_key(*k))
+                .cloned()
+                .collect();
+            for k in keys {
+                let cx = Ctx {
+                    schema: Some(frame.clone()),
+                    ..frame.ctxs[*pi].clone()
+                };
+                let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
+                let merge_default = frame.config.op_of(&k).0 == ConfigOp::Union;
+                if let (Some(def), true) = (&is.value, merge_default || v.is_none_or_undefined()) {
+                    // the signature's default is merged under the given value
+                    let sc = Scope::new(cx.locals.clone());
+                    if let Some(kn) = &is.key_name {
+                        sc.vars.borrow_mut().insert(kn.sym, Value::Str(k.clone()));
+                    }
+                    let c2 = Ctx {
+                        locals: Some(sc),
+                        ..cx.clone()
+                    };
+                    let dv = self.eval(&c2, def)?;
+                    v = if v.is_config() && dv.is_config() {
+                        value::union(&dv, &v, false).map_err(|e| self.rt(e, span))?
+                    } else if v.is_none_or_undefined() {
+                        dv
+                    } else {
+                        v
+                    };
+                }
+                if !v.is_none_or_undefined() {
+                    v = self.convert_type(&cx, v, &is.value_ty, span)?;
+                }
+                attrs.map.insert(k, v);
+            }
+        }
+        *frame.attrs.borrow_mut() = attrs;
+        // checks, base first; with an index signature key name, once per extra key
+        let sig_keys: Vec<Value> = match &layout.index_sig {
+            Some((is, _)) if is.key_name.is_some() => frame
+                .attrs
+                .borrow()
+                .map
+                .keys()
+                .filter(|k| !layout.declared.contains_key(*k))
+                .map(|k| Value::Str(k.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (pi, t) in layout.parts.iter().enumerate() {
+            let Some(s) = t.stmt else { continue };
+            if s.checks.is_empty() {
+                continue;
+            }
+            let c = Ctx {
+                schema: Some(frame.clone()),
+                ..frame.ctxs[pi].clone()
+            };
+            match layout.index_sig.and_then(|(is, _)| is.key_name) {
+                Some(kn) => {
+                    let keys = if sig_keys.is_empty() {
+                        vec![Value::Undefined]
+                    } else {
+                        sig_keys.clone()
+                    };
+                    for k in keys {
+                        let sc = Scope::new(c.locals.clone());
+                        sc.vars.borrow_mut().insert(kn.sym, k);
+                        let c2 = Ctx {
+                            locals: Some(sc),
+                            ..c.clone()
+                        };
+                        self.run_checks(&c2, &s.checks, span)?;
+                    }
+                }
+                None => self.run_checks(&c, &s.checks, span)?,
+            }
+        }
+        // closures created in the body keep the frame; they still need the final attributes
+        let mut attrs = if Rc::strong_count(&frame) > 1 {
+            frame.attrs.borrow().clone()
+        } else {
+            std::mem::take(&mut *frame.attrs.borrow_mut())
+        };
+        attrs.map.retain(|_, v| !v.is_undefined());
+        attrs.ops = None;
+        if layout
+            .required
+            .iter()
+            .any(|k| attrs.get(k).is_none_or(|v| v.is_none_or_undefined()))
+        {
+            // may still be completed by a later merge; checked on the final values
+            self.incomplete.set(true);
+        }
+        let inst = Value::Schema(Rc::new(SchemaInst {
+            name: ty.name.clone(),
+            pkg: ty.pkgpath.clone(),
+            attrs,
+            ty: Some(ty.clone() as Rc<dyn std::any::Any>),
+            span: Some(span),
+            origin: keep.then_some(origin),
+        }));
+        // `Base.instances()` includes instances of its subschemas
+        for t in layout.parts.iter() {
+            if t.stmt
+                .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
+            {
+                t.instances.borrow_mut().push(inst.clone());
+            }
+        }
+        Ok(inst)
+    }
+
+    /// Required attributes are checked on the final values (after every merge), as upstream
+    /// reports them for the instance as it ends up.
+    pub fn check_required(&self, v: &Value, depth: usize) -> EvalResult<()> {
+        if depth > value::MAX_DEPTH {
+            return Ok(());
+        }
+        match v {
+            Value::Schema(s) => {
+                if let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok())
+                    && let Some(l) = ty.layout.borrow().as_ref()
+                {
+                    for k in &l.required {
+                        if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
+                            return Err(EvalError::new(
+                                ErrKind::Compile,
+                                format!(
+                                    "attribute '{k}' of {} is required and can't be None or Undefined",
+                                    s.name
+                                ),
+                                s.span,
+                            ));
+                        }
+                    }
+                }
+                for x in s.attrs.map.values() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            Value::Dict(d) => {
+                for x in d.map.values() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            Value::List(l) => {
+                for x in l.iter() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn deprecated(
+        &self,
+        ctx: &Ctx,
+        d: &'static ast::Decorator,
+        name: &str,
+        span: Span,
+    ) -> EvalResult<()> {
+        let (mut version, mut reason, mut strict) = (String::new(), String::new(), true);
+        if let Some(a) = &d.args {
+            for k in &a.keywords {
+                let v = self.eval(ctx, &k.value)?;
+                match k.name.sym.as_str() {
+                    "version" => version = value::to_str(&v),
+                    "reason" => reason = value::to_str(&v),
+                    "strict" => strict = v.truthy(),
+                    other => {
+                        return Err(EvalError::new(
+                            ErrKind::Evaluation,
+                            format!("deprecated() got an unexpected keyword argument '{other}'"),
+                            Some(k.name.span),
+                        ));
+                    }
+                }
+            }
+            if let Some(x) = a.args.first() {
+                version = value::to_str(&self.eval(ctx, x)?);
+            }
+        }
+        let mut msg = format!("{name} was deprecated");
+        if !version.is_empty() {
+            msg.push_str(&format!(" since version {version}"));
+        }
+        if !reason.is_empty() {
+            msg.push_str(&format!(", {reason}"));
+        }
+        if strict {
+            Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)))
+        } else {
+            self.warnings.borrow_mut().push(format!("warning: {msg}"));
+            Ok(())
+        }
+    }
+
+    /// Rebuild schema instance `inst` with `extra` merged into the config it was made from
+    /// (computed attributes see the new values). `ty_args` replaces the type and arguments.
+    pub(crate) fn rebuild_merged(
+        &self,
+        inst: &Value,
+        extra: &Value,
+        ty_args: Option<(Rc<SchemaType>, super::expr::Args)>,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let Value::Schema(s) = inst else {
+            return Ok(None);
+        };
+        let (Some(origin), Some(t)) = (&s.origin, &s.ty) else {
+            return Ok(None);
+        };
+        let Ok(ty) = t.clone().downcast::<SchemaType>() else {
+            return Ok(None);
+        };
+        let base = Value::Dict(origin.config.clone());
+        let merged = value::union(&base, extra, false).map_err(|e| self.rt(e, span))?;
+        let cfg = merged.as_dict().cloned().unwrap_or_default();
+        let (ty, (args, kwargs)) =
+            ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
+        self.enter(span)?;
+        self.keep_origin.set(true);
+        let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
+        self.leave();
+        r.map(Some)
+    }
+
+    fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
+        for ch in checks {
+            if let Some(cond) = &ch.if_cond
+                && !self.eval(c, cond)?.truthy()
+            {
+                continue;
+            }
+            if !self.eval(c, &ch.test)?.truthy() {
+                let msg = match &ch.msg {
+                    Some(m) => format!(
+                        "Check failed on the condition: {}",
+                        value::to_str(&self.eval(c, m)?)
+                    ),
+                    None => "Check failed on the condition".to_string(),
+                };
+                return Err(
+                    EvalError::new(ErrKind::Schema, "Instance check failed", Some(span))
+                        .with_note(ch.span, msg),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn run_rule(
+        &self,
+        ty: &Rc<SchemaType>,
+        r: &'static ast::RuleStmt,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<Value> {
+        for p in &r.parents {
+            let v = self.eval_identifier(&ty.def_ctx, p)?;
+            if let Some(pt) = as_schema_type(&v) {
+                self.instantiate(&pt, args, kwargs, config.clone(), span)?;
+            }
+        }
+        let scope = Scope::new(None);
+        if let Some(ps) = &r.params {
+            for (i, p) in ps.iter().enumerate() {
+                let v = if i < args.len() {
+                    args[i].clone()
+                } else if let Some((_, v)) =
+                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
+                {
+                    v.clone()
+                } else if let Some(d) = &p.default {
+                    self.eval(&ty.def_ctx, d)?
+                } else {
+                    Value::None
+                };
+                scope.vars.borrow_mut().insert(p.name.sym, v);
+            }
+        }
+        for (k, v) in &config.map {
+            scope.vars.borrow_mut().insert(Symbol::intern(k), v.clone());
+        }
+        let c = Ctx {
+            locals: Some(scope),
+            schema: None,
+            in_lambda: false,
+            ..ty.def_ctx.clone()
+        };
+        self.run_checks(&c, &r.checks, span)?;
+        Ok(Value::Schema(Rc::new(SchemaInst {
+            name: ty.name.clone(),
+            pkg: ty.pkgpath.clone(),
+            attrs: Dict::new(),
+            ty: Some(ty.clone() as Rc<dyn std::any::Any>),
+            span: Some(span),
+            origin: None,
+        })))
+    }
+
+    fn run_schema_stmt(&self, fr: &Rc<Frame>, i: usize) -> EvalResult<()> {
+        if fr.state.borrow()[i] != PENDING {
+            return Ok(());
+        }
+        fr.state.borrow_mut()[i] = RUNNING;
+        let (st, pi) = fr.layout.body[i];
+        let ctx = Ctx {
+            schema: Some(fr.clone()),
+            ..fr.ctxs[pi].clone()
+        };
+        let r = self.exec_stmt(&ctx, st);
+        fr.state.borrow_mut()[i] = DONE;
+        r.map(|_| ())
+    }
+
+    /// A name read inside a schema body: its attribute (after running pending assignments).
+    pub(crate) fn schema_lookup(&self, fr: &Rc<Frame>, name: Symbol) -> EvalResult<Option<Value>> {
+        if let Some(idx) = fr.layout.setters.get(&name) {
+            // a name read while one of its own assignments runs sees its current value
+            if !idx.iter().any(|&i| fr.state.borrow()[i] == RUNNING) {
+                for &i in idx {
+                    if fr.state.borrow()[i] == PENDING {
+                        self.run_schema_stmt(fr, i)?;
+                    }
+                }
+            }
+        }
+        let a = fr.attrs.borrow();
+        match a.map.get(name.as_str()) {
+            Some(v) => Ok(Some(v.clone())),
+            None => Ok(None),
+        }
+    }
+
+    /// Set an attribute from the body: the config entry for it is laid on top.
+    pub(crate) fn schema_set(
+        &self,
+        _ctx: &Ctx,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        v: Value,
+        span: Span,
+    ) -> EvalResult<()> {
+        let k = name.as_str();
+        let nv = match fr.config.map.get_key_value(k) {
+            // `attr: None` in a config keeps the schema's default
+            Some((_, Value::None))
+                if fr.config.op_of(k).0 == ConfigOp::Union && !v.is_none_or_undefined() =>
+            {
+                v
+            }
+            Some((kk, cv)) => {
+                let (op, idx) = fr.config.op_of(kk);
+                let mut d = Dict::new();
+                d.map.insert(kk.clone(), v);
+                value::ops_merge_entry(&mut d, kk, cv, op, idx, false)
+                    .map_err(|e| self.rt(e, span))?;
+                d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
+            }
+            None => v,
+        };
+        let mut a = fr.attrs.borrow_mut();
+        match a.map.get_mut(k) {
+            Some(slot) => *slot = nv,
+            None => {
+                a.map.insert(Rc::from(k), nv);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn exec_schema_attr(
+        &self,
+        ctx: &Ctx,
+        fr: &Rc<Frame>,
+        attr: &'static ast::SchemaAttr,
+        span: Span,
+    ) -> EvalResult<()> {
+        let Some(val) = &attr.value else {
+            return Ok(());
+        };
+        let v = self.eval(ctx, val)?;
+        let v = match attr.op {
+            Some(ast::AttrOp::Aug(op)) => {
+                let cur = fr
+                    .attrs
+                    .borrow()
+                    .get(attr.name.sym.as_str())
+                    .cloned()
+                    .unwrap_or(Value::Undefined);
+                if cur.is_none_or_undefined() {
+                    v
+                } else {
+                    self.binop(op.bin_op(), &cur, &v, span)?
+                }
+            }
+            _ => v,
+        };
+        self.schema_set(ctx, fr, attr.name.sym, v, span)
+    }
+}
+
+fn decorator_name(d: &ast::Decorator) -> String {
+    d.name
+        .names
+        .iter()
+        .map(|n| n.sym.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn index_sig_str(is: &ast::IndexSignature) -> String {
+    format!(
+        "[{}{}]: {}",
+        is.key_name
+            .map(|n| format!("{}: ", n.sym))
+            .unwrap_or_default(),
+        super::types::type_str(&is.key_ty),
+        super::types::type_str(&is.value_ty)
+    )
+}
+
+fn similar(a: &str, b: &str) -> bool {
+    // cheap edit-distance-1-ish suggestion, as upstream's "did you mean"
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    if la.abs_diff(lb) > 2 {
+        return false;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    common >= la.min(lb).saturating_sub(1) && common > 0
+}

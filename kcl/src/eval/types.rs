@@ -1,0 +1,223 @@
+//! Runtime type checks and conversions on assignment (`int` to `float`, dicts to schema
+//! instances), with upstream's messages.
+
+use std::rc::Rc;
+
+use super::schema::{as_schema_type, is_instance_of};
+use super::{Ctx, EvalError, EvalResult, Evaluator};
+use crate::ast::{self, BasicType, LiteralType, Span, TypeKind};
+use crate::value::{ErrKind, Func, Value};
+
+/// `type X = T`.
+pub struct TypeAlias {
+    pub ty: &'static ast::Type,
+    pub ctx: Ctx,
+}
+
+/// A type as upstream prints it.
+pub fn type_str(t: &ast::Type) -> String {
+    match &t.kind {
+        TypeKind::Any => "any".into(),
+        TypeKind::Basic(b) => match b {
+            BasicType::Bool => "bool",
+            BasicType::Int => "int",
+            BasicType::Float => "float",
+            BasicType::Str => "str",
+        }
+        .into(),
+        TypeKind::Named(id) => id
+            .names
+            .iter()
+            .map(|n| n.sym.as_str())
+            .collect::<Vec<_>>()
+            .join("."),
+        TypeKind::List(e) => format!("[{}]", e.as_ref().map(|x| type_str(x)).unwrap_or_default()),
+        TypeKind::Dict(k, v) => format!(
+            "{{{}:{}}}",
+            k.as_ref().map(|x| type_str(x)).unwrap_or_default(),
+            v.as_ref().map(|x| type_str(x)).unwrap_or_default()
+        ),
+        TypeKind::Union(ts) => ts.iter().map(type_str).collect::<Vec<_>>().join(" | "),
+        TypeKind::Literal(l) => match l {
+            LiteralType::Bool(b) => format!("bool({})", if *b { "True" } else { "False" }),
+            LiteralType::Int(i, s) => format!("int({i}{})", s.map(|s| s.as_str()).unwrap_or("")),
+            LiteralType::Float(f) => format!("float({})", crate::value::float_to_str(*f)),
+            LiteralType::Str(s) => format!("str({s})"),
+            LiteralType::None => "NoneType".into(),
+            LiteralType::Undefined => "UndefinedType".into(),
+        },
+        TypeKind::Function { .. } => "function".into(),
+    }
+}
+
+impl Evaluator {
+    /// Check `v` against `t`, converting where upstream does; a mismatch is a TypeError.
+    pub fn convert_type(
+        &self,
+        ctx: &Ctx,
+        v: Value,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> EvalResult<Value> {
+        match self.try_convert(ctx, &v, t, span)? {
+            Some(x) => Ok(x),
+            None => Err(EvalError::new(
+                ErrKind::Type,
+                format!("expected {}, got {}", type_str(t), v.type_detail()),
+                Some(span),
+            )),
+        }
+    }
+
+    fn try_convert(
+        &self,
+        ctx: &Ctx,
+        v: &Value,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        if v.is_none_or_undefined() {
+            return Ok(Some(v.clone()));
+        }
+        Ok(match &t.kind {
+            TypeKind::Any => Some(v.clone()),
+            TypeKind::Basic(b) => match (b, v) {
+                (BasicType::Bool, Value::Bool(_))
+                | (BasicType::Int, Value::Int(_))
+                | (BasicType::Float, Value::Float(_))
+                | (BasicType::Str, Value::Str(_)) => Some(v.clone()),
+                (BasicType::Float, Value::Int(i)) => Some(Value::Float(*i as f64)),
+                (BasicType::Int | BasicType::Float, Value::Unit(_)) => Some(v.clone()),
+                _ => None,
+            },
+            TypeKind::Named(id) => {
+                if id
+                    .names
+                    .last()
+                    .is_some_and(|n| n.sym.as_str() == "NumberMultiplier")
+                {
+                    return Ok(matches!(v, Value::Unit(_)).then(|| v.clone()));
+                }
+                // type names are package-level names, never attributes or locals
+                let tctx = Ctx {
+                    schema: None,
+                    locals: None,
+                    in_lambda: false,
+                    ..ctx.clone()
+                };
+                let tv = self.eval_identifier(&tctx, id)?;
+                if let Some(st) = as_schema_type(&tv) {
+                    match v {
+                        Value::Schema(inst) => {
+                            if is_instance_of(self, inst, &st) {
+                                Some(v.clone())
+                            } else {
+                                None
+                            }
+                        }
+                        Value::Dict(d) => {
+                            Some(self.instantiate(&st, &[], &[], (**d).clone(), span)?)
+                        }
+                        _ => None,
+                    }
+                } else if let Value::Func(f) = &tv {
+                    match &**f {
+                        Func::User { data, .. } => match data.downcast_ref::<TypeAlias>() {
+                            Some(a) => {
+                                let c = a.ctx.clone();
+                                self.try_convert(&c, v, a.ty, span)?
+                            }
+                            None => None,
+                        },
+                        _ => None,
+                    }
+                } else {
+                    None
+                }
+            }
+            TypeKind::List(e) => match v {
+                Value::List(l) => match e {
+                    Some(et) => {
+                        let mut out = Vec::with_capacity(l.len());
+                        let mut changed = false;
+                        for x in l.iter() {
+                            match self.try_convert(ctx, x, et, span)? {
+                                Some(y) => {
+                                    changed |= !same(&y, x);
+                                    out.push(y)
+                                }
+                                None => return Ok(None),
+                            }
+                        }
+                        Some(if changed { Value::from(out) } else { v.clone() })
+                    }
+                    None => Some(v.clone()),
+                },
+                _ => None,
+            },
+            TypeKind::Dict(_, vt) => match v {
+                Value::Dict(d) => match vt {
+                    Some(vt) => {
+                        let mut nd = (**d).clone();
+                        for (_, x) in nd.map.iter_mut() {
+                            match self.try_convert(ctx, x, vt, span)? {
+                                Some(y) => *x = y,
+                                None => return Ok(None),
+                            }
+                        }
+                        Some(Value::from(nd))
+                    }
+                    None => Some(v.clone()),
+                },
+                Value::Schema(_) => Some(v.clone()),
+                _ => None,
+            },
+            TypeKind::Union(ts) => {
+                // exact matches first so `int | float` keeps an int
+                for t2 in ts {
+                    if exact(v, t2) {
+                        return Ok(Some(v.clone()));
+                    }
+                }
+                for t2 in ts {
+                    if let Ok(Some(x)) = self.try_convert(ctx, v, t2, span) {
+                        return Ok(Some(x));
+                    }
+                }
+                None
+            }
+            TypeKind::Literal(l) => {
+                let ok = match (l, v) {
+                    (LiteralType::Bool(b), Value::Bool(x)) => b == x,
+                    (LiteralType::Int(i, None), Value::Int(x)) => i == x,
+                    (LiteralType::Float(f), Value::Float(x)) => f == x,
+                    (LiteralType::Str(s), Value::Str(x)) => **s == **x,
+                    _ => false,
+                };
+                ok.then(|| v.clone())
+            }
+            TypeKind::Function { .. } => matches!(v, Value::Func(_)).then(|| v.clone()),
+        })
+    }
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y),
+        (Value::Int(_), Value::Int(_))
+        | (Value::Str(_), Value::Str(_))
+        | (Value::Bool(_), Value::Bool(_)) => true,
+        (Value::Float(_), Value::Float(_)) => true,
+        _ => false,
+    }
+}
+
+fn exact(v: &Value, t: &ast::Type) -> bool {
+    matches!(
+        (&t.kind, v),
+        (TypeKind::Basic(BasicType::Int), Value::Int(_))
+            | (TypeKind::Basic(BasicType::Float), Value::Float(_))
+            | (TypeKind::Basic(BasicType::Str), Value::Str(_))
+            | (TypeKind::Basic(BasicType::Bool), Value::Bool(_))
+    )
+}

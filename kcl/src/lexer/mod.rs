@@ -1,0 +1,638 @@
+//! The KCL lexer.
+//!
+//! Produces a flat token vector. Instead of INDENT/DEDENT tokens every token records whether it
+//! starts a logical line (`nl`) and, if so, the indentation width of that line (`indent`, tabs
+//! expanded to multiples of 8). The parser derives blocks from these two fields everywhere —
+//! at module level, in schema bodies, and also inside brackets where config `if` blocks and
+//! lambda bodies are laid out by indentation too. Outside brackets the lexer additionally keeps
+//! a Python-style indentation stack to report inconsistent tabs and dedents that match no
+//! enclosing level (it snaps such lines to the nearest level to avoid error cascades).
+
+use crate::ast::{AugOp, Comment, FileId, Span, Symbol};
+use crate::diag::Diagnostic;
+use rustc_hash::FxHashMap;
+
+/// Token kinds. Literal values are decoded by the parser from the token text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tok {
+    /// Identifier (a `$name` escape is stored without the `$`).
+    Ident(Symbol),
+    /// Number literal (int, float, or int with unit suffix).
+    Number,
+    /// String literal; `raw` for `r"..."`, `triple` for triple-quoted.
+    Str { raw: bool, triple: bool },
+    /// `True`
+    True,
+    /// `False`
+    False,
+    /// `None`
+    None,
+    /// `Undefined`
+    Undefined,
+    /// `import`
+    Import,
+    /// `as`
+    As,
+    /// `if`
+    If,
+    /// `elif`
+    Elif,
+    /// `else`
+    Else,
+    /// `for`
+    For,
+    /// `in`
+    In,
+    /// `not`
+    Not,
+    /// `and`
+    And,
+    /// `or`
+    Or,
+    /// `is`
+    Is,
+    /// `lambda`
+    Lambda,
+    /// `assert`
+    Assert,
+    /// `(`
+    LParen,
+    /// `)`
+    RParen,
+    /// `[`
+    LBracket,
+    /// `]`
+    RBracket,
+    /// `{`
+    LBrace,
+    /// `}`
+    RBrace,
+    /// `,`
+    Comma,
+    /// `:`
+    Colon,
+    /// `;`
+    Semi,
+    /// `.`
+    Dot,
+    /// `...`
+    Ellipsis,
+    /// `?`
+    Question,
+    /// `@`
+    At,
+    /// `->`
+    Arrow,
+    /// `=`
+    Assign,
+    /// `+`
+    Plus,
+    /// `-`
+    Minus,
+    /// `*`
+    Star,
+    /// `**`
+    StarStar,
+    /// `/`
+    Slash,
+    /// `//`
+    SlashSlash,
+    /// `%`
+    Percent,
+    /// `<<`
+    Shl,
+    /// `>>`
+    Shr,
+    /// `&`
+    Amp,
+    /// `|`
+    Pipe,
+    /// `^`
+    Caret,
+    /// `~`
+    Tilde,
+    /// `<`
+    Lt,
+    /// `>`
+    Gt,
+    /// `<=`
+    LtE,
+    /// `>=`
+    GtE,
+    /// `==`
+    EqEq,
+    /// `!=`
+    NotEq,
+    /// `+=`, `-=`, ...
+    AugAssign(AugOp),
+    /// End of input (always the last token).
+    Eof,
+}
+
+impl Tok {
+    /// How upstream names the token in "expected one of [...] got X" messages.
+    pub fn describe(self, text: &str) -> String {
+        match self {
+            Tok::Ident(_) => "identifier".into(),
+            Tok::Number | Tok::Str { .. } => "literal".into(),
+            Tok::Eof => "eof".into(),
+            _ => text.to_string(),
+        }
+    }
+}
+
+/// One token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token {
+    /// Kind.
+    pub tok: Tok,
+    /// Start byte.
+    pub lo: u32,
+    /// End byte.
+    pub hi: u32,
+    /// First token of a logical line (after a newline that was not `\`-continued).
+    pub nl: bool,
+    /// Indentation width of the line when `nl` (tabs expand to multiples of 8).
+    pub indent: u32,
+}
+
+/// Result of lexing one file.
+pub struct Lexed {
+    /// Tokens, ending with [`Tok::Eof`].
+    pub tokens: Vec<Token>,
+    /// Comments in source order.
+    pub comments: Vec<Comment>,
+    /// Lexical errors.
+    pub errors: Vec<Diagnostic>,
+}
+
+/// Lexes `src` (belonging to `file`); `base` is added to every offset (used for the
+/// expressions embedded in string interpolations).
+pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
+    let mut lx = Lexer {
+        src: src.as_bytes(),
+        text: src,
+        pos: 0,
+        file,
+        base,
+        tokens: Vec::with_capacity(src.len() / 6 + 16),
+        comments: Vec::new(),
+        errors: Vec::new(),
+        depth: 0,
+        stack: vec![(0, 0)],
+        syms: FxHashMap::default(),
+    };
+    lx.run();
+    Lexed {
+        tokens: lx.tokens,
+        comments: lx.comments,
+        errors: lx.errors,
+    }
+}
+
+struct Lexer<'a> {
+    src: &'a [u8],
+    text: &'a str,
+    pos: usize,
+    file: FileId,
+    base: u32,
+    tokens: Vec<Token>,
+    comments: Vec<Comment>,
+    errors: Vec<Diagnostic>,
+    depth: u32,
+    /// Indentation stack outside brackets: (width with tab=8, width with tab=1).
+    stack: Vec<(u32, u32)>,
+    /// Per-file cache in front of the global interner (one lock per distinct name per file).
+    syms: FxHashMap<&'a str, Symbol>,
+}
+
+fn is_ident_start(c: char) -> bool {
+    c == '_' || c.is_alphabetic()
+}
+fn is_ident_continue(c: char) -> bool {
+    c == '_' || c.is_alphanumeric()
+}
+
+impl<'a> Lexer<'a> {
+    fn span(&self, lo: usize, hi: usize) -> Span {
+        Span::new(self.file, self.base + lo as u32, self.base + hi as u32)
+    }
+    fn err(&mut self, lo: usize, hi: usize, msg: impl Into<String>) {
+        if self.errors.len() < 100 {
+            let sp = self.span(lo, hi);
+            self.errors.push(Diagnostic::syntax(sp, msg));
+        }
+    }
+    fn intern(&mut self, word: &'a str) -> Symbol {
+        *self
+            .syms
+            .entry(word)
+            .or_insert_with(|| Symbol::intern(word))
+    }
+    fn peek(&self, off: usize) -> u8 {
+        *self.src.get(self.pos + off).unwrap_or(&0)
+    }
+
+    fn run(&mut self) {
+        let mut at_line_start = true;
+        let mut nl = true;
+        let mut indent = 0u32;
+        loop {
+            if at_line_start {
+                // Measure indentation of the next non-blank line.
+                let (w8, w1, start) = self.measure_indent();
+                at_line_start = false;
+                let b = self.peek(0);
+                if b == b'\n' || b == b'\r' || b == b'#' || self.pos >= self.src.len() {
+                    // Blank or comment-only line: no layout effect.
+                    let _ = start;
+                } else if nl {
+                    indent = w8;
+                    if self.depth == 0 {
+                        indent = self.check_indent(w8, w1, start);
+                    }
+                }
+            }
+            if self.pos >= self.src.len() {
+                break;
+            }
+            let b = self.src[self.pos];
+            match b {
+                b' ' | b'\t' | b'\x0c' => {
+                    self.pos += 1;
+                }
+                b'\r' | b'\n' => {
+                    self.pos += if b == b'\r' && self.peek(1) == b'\n' {
+                        2
+                    } else {
+                        1
+                    };
+                    nl = true;
+                    at_line_start = true;
+                }
+                b'#' => {
+                    let lo = self.pos;
+                    while self.pos < self.src.len()
+                        && self.src[self.pos] != b'\n'
+                        && self.src[self.pos] != b'\r'
+                    {
+                        self.pos += 1;
+                    }
+                    self.comments.push(Comment {
+                        span: self.span(lo, self.pos),
+                    });
+                }
+                b'\\' if matches!(self.peek(1), b'\n' | b'\r') => {
+                    // Explicit line continuation: the next line continues this logical line.
+                    self.pos += 1;
+                    self.pos += if self.peek(0) == b'\r' && self.peek(1) == b'\n' {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                _ => {
+                    let lo = self.pos;
+                    let tok = self.token();
+                    let hi = self.pos;
+                    if let Some(tok) = tok {
+                        self.tokens.push(Token {
+                            tok,
+                            lo: self.base + lo as u32,
+                            hi: self.base + hi as u32,
+                            nl,
+                            indent,
+                        });
+                        nl = false;
+                    }
+                }
+            }
+        }
+        let end = self.base + self.src.len() as u32;
+        self.tokens.push(Token {
+            tok: Tok::Eof,
+            lo: end,
+            hi: end,
+            nl: true,
+            indent: 0,
+        });
+    }
+
+    /// Skips leading blanks of a line; returns (tab-8 width, tab-1 width, byte where text starts).
+    fn measure_indent(&mut self) -> (u32, u32, usize) {
+        let (mut w8, mut w1) = (0u32, 0u32);
+        while self.pos < self.src.len() {
+            match self.src[self.pos] {
+                b' ' => {
+                    w8 += 1;
+                    w1 += 1;
+                }
+                b'\t' => {
+                    w8 = (w8 / 8 + 1) * 8;
+                    w1 += 1;
+                }
+                b'\x0c' => {
+                    w8 = 0;
+                    w1 = 0;
+                }
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        (w8, w1, self.pos)
+    }
+
+    /// Validates a new logical line's indentation against the stack outside brackets and
+    /// returns the width the parser should use.
+    fn check_indent(&mut self, w8: u32, w1: u32, start: usize) -> u32 {
+        let &(top8, top1) = self.stack.last().unwrap_or(&(0, 0));
+        if w8 > top8 {
+            if w1 <= top1 {
+                self.err(
+                    start,
+                    start,
+                    "inconsistent use of tabs and spaces in indentation",
+                );
+                return top8;
+            }
+            self.stack.push((w8, w1));
+            return w8;
+        }
+        if w8 == top8 {
+            if w1 != top1 {
+                self.err(
+                    start,
+                    start,
+                    "inconsistent use of tabs and spaces in indentation",
+                );
+            }
+            return w8;
+        }
+        let mut popped = top8;
+        while self.stack.len() > 1 && self.stack.last().is_some_and(|&(t, _)| w8 < t) {
+            popped = self.stack.pop().map(|(t, _)| t).unwrap_or(0);
+        }
+        let &(t8, t1) = self.stack.last().unwrap_or(&(0, 0));
+        if w8 != t8 {
+            self.err(
+                start,
+                start,
+                format!("invalid indentation with {w8} spaces, try to align indents by adding or removing spaces"),
+            );
+            // Treat the line as belonging to the block it most likely meant to stay in.
+            self.stack.push((popped, w1));
+            return popped;
+        }
+        if w1 != t1 {
+            self.err(
+                start,
+                start,
+                "inconsistent use of tabs and spaces in indentation",
+            );
+        }
+        w8
+    }
+
+    fn token(&mut self) -> Option<Tok> {
+        let b = self.src[self.pos];
+        let lo = self.pos;
+        // Identifiers, keywords and string prefixes.
+        if b == b'_' || b.is_ascii_alphabetic() || b >= 0x80 {
+            if (b == b'r' || b == b'R') && matches!(self.peek(1), b'"' | b'\'') {
+                self.pos += 1;
+                return Some(self.string(true));
+            }
+            let c = self.text[self.pos..].chars().next().unwrap_or('\0');
+            if !is_ident_start(c) {
+                self.pos += c.len_utf8().max(1);
+                self.err(
+                    lo,
+                    self.pos,
+                    format!("invalid character '{c}' in identifier"),
+                );
+                return None;
+            }
+            self.ident_end();
+            let word = &self.text[lo..self.pos];
+            return Some(keyword(word).unwrap_or_else(|| Tok::Ident(self.intern(word))));
+        }
+        if b.is_ascii_digit() || (b == b'.' && self.peek(1).is_ascii_digit()) {
+            self.number();
+            return Some(Tok::Number);
+        }
+        match b {
+            b'"' | b'\'' => return Some(self.string(false)),
+            b'$' => {
+                let c = self.text[self.pos + 1..].chars().next().unwrap_or('\0');
+                if is_ident_start(c) {
+                    self.pos += 1;
+                    let s = self.pos;
+                    self.ident_end();
+                    let word = &self.text[s..self.pos];
+                    return Some(Tok::Ident(self.intern(word)));
+                }
+                self.pos += 1;
+                self.err(lo, self.pos, "unexpected character '$'");
+                return None;
+            }
+            _ => {}
+        }
+        let (tok, len) = match (b, self.peek(1), self.peek(2)) {
+            (b'*', b'*', b'=') => (Tok::AugAssign(AugOp::Pow), 3),
+            (b'/', b'/', b'=') => (Tok::AugAssign(AugOp::FloorDiv), 3),
+            (b'<', b'<', b'=') => (Tok::AugAssign(AugOp::Shl), 3),
+            (b'>', b'>', b'=') => (Tok::AugAssign(AugOp::Shr), 3),
+            (b'.', b'.', b'.') => (Tok::Ellipsis, 3),
+            (b'*', b'*', _) => (Tok::StarStar, 2),
+            (b'/', b'/', _) => (Tok::SlashSlash, 2),
+            (b'<', b'<', _) => (Tok::Shl, 2),
+            (b'>', b'>', _) => (Tok::Shr, 2),
+            (b'<', b'=', _) => (Tok::LtE, 2),
+            (b'>', b'=', _) => (Tok::GtE, 2),
+            (b'=', b'=', _) => (Tok::EqEq, 2),
+            (b'!', b'=', _) => (Tok::NotEq, 2),
+            (b'-', b'>', _) => (Tok::Arrow, 2),
+            (b'+', b'=', _) => (Tok::AugAssign(AugOp::Add), 2),
+            (b'-', b'=', _) => (Tok::AugAssign(AugOp::Sub), 2),
+            (b'*', b'=', _) => (Tok::AugAssign(AugOp::Mul), 2),
+            (b'/', b'=', _) => (Tok::AugAssign(AugOp::Div), 2),
+            (b'%', b'=', _) => (Tok::AugAssign(AugOp::Mod), 2),
+            (b'&', b'=', _) => (Tok::AugAssign(AugOp::BitAnd), 2),
+            (b'|', b'=', _) => (Tok::AugAssign(AugOp::BitOr), 2),
+            (b'^', b'=', _) => (Tok::AugAssign(AugOp::BitXor), 2),
+            (b'(', _, _) => (Tok::LParen, 1),
+            (b')', _, _) => (Tok::RParen, 1),
+            (b'[', _, _) => (Tok::LBracket, 1),
+            (b']', _, _) => (Tok::RBracket, 1),
+            (b'{', _, _) => (Tok::LBrace, 1),
+            (b'}', _, _) => (Tok::RBrace, 1),
+            (b',', _, _) => (Tok::Comma, 1),
+            (b':', _, _) => (Tok::Colon, 1),
+            (b';', _, _) => (Tok::Semi, 1),
+            (b'.', _, _) => (Tok::Dot, 1),
+            (b'?', _, _) => (Tok::Question, 1),
+            (b'@', _, _) => (Tok::At, 1),
+            (b'=', _, _) => (Tok::Assign, 1),
+            (b'+', _, _) => (Tok::Plus, 1),
+            (b'-', _, _) => (Tok::Minus, 1),
+            (b'*', _, _) => (Tok::Star, 1),
+            (b'/', _, _) => (Tok::Slash, 1),
+            (b'%', _, _) => (Tok::Percent, 1),
+            (b'&', _, _) => (Tok::Amp, 1),
+            (b'|', _, _) => (Tok::Pipe, 1),
+            (b'^', _, _) => (Tok::Caret, 1),
+            (b'~', _, _) => (Tok::Tilde, 1),
+            (b'<', _, _) => (Tok::Lt, 1),
+            (b'>', _, _) => (Tok::Gt, 1),
+            _ => {
+                let c = self.text[self.pos..].chars().next().unwrap_or('\0');
+                self.pos += c.len_utf8().max(1);
+                self.err(
+                    lo,
+                    self.pos,
+                    format!("unexpected character '{}'", c.escape_debug()),
+                );
+                return None;
+            }
+        };
+        match tok {
+            Tok::LParen | Tok::LBracket | Tok::LBrace => self.depth += 1,
+            Tok::RParen | Tok::RBracket | Tok::RBrace => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        self.pos += len;
+        Some(tok)
+    }
+
+    fn ident_end(&mut self) {
+        while self.pos < self.src.len() {
+            let b = self.src[self.pos];
+            if b == b'_' || b.is_ascii_alphanumeric() {
+                self.pos += 1;
+            } else if b >= 0x80 {
+                let c = self.text[self.pos..].chars().next().unwrap_or('\0');
+                if is_ident_continue(c) {
+                    self.pos += c.len_utf8();
+                } else {
+                    break;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn number(&mut self) {
+        let lo = self.pos;
+        let b = self.src[self.pos];
+        if b == b'0' && matches!(self.peek(1), b'x' | b'X' | b'o' | b'O' | b'b' | b'B') {
+            self.pos += 2;
+            while self.pos < self.src.len()
+                && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
+            {
+                self.pos += 1;
+            }
+            return;
+        }
+        let digits = |lx: &mut Self| {
+            while lx.pos < lx.src.len()
+                && (lx.src[lx.pos].is_ascii_digit() || lx.src[lx.pos] == b'_')
+            {
+                lx.pos += 1;
+            }
+        };
+        digits(self);
+        let mut is_float = false;
+        if self.peek(0) == b'.' && self.peek(1).is_ascii_digit() {
+            is_float = true;
+            self.pos += 1;
+            digits(self);
+        } else if self.peek(0) == b'.'
+            && !(self.peek(1).is_ascii_alphabetic() || self.peek(1) == b'_' || self.peek(1) == b'.')
+        {
+            // `1.` is a float.
+            is_float = true;
+            self.pos += 1;
+        }
+        if matches!(self.peek(0), b'e' | b'E')
+            && (self.peek(1).is_ascii_digit()
+                || (matches!(self.peek(1), b'+' | b'-') && self.peek(2).is_ascii_digit()))
+        {
+            is_float = true;
+            self.pos += 2;
+            digits(self);
+        }
+        // Unit suffix or garbage glued to the number.
+        if self.pos < self.src.len()
+            && (self.src[self.pos].is_ascii_alphabetic() || self.src[self.pos] == b'_')
+        {
+            let s = self.pos;
+            self.ident_end();
+            let suffix = &self.text[s..self.pos];
+            if is_float || crate::ast::NumberSuffix::parse(suffix).is_none() {
+                self.err(
+                    lo,
+                    self.pos,
+                    format!("invalid number literal '{}'", &self.text[lo..self.pos]),
+                );
+            }
+        }
+    }
+
+    fn string(&mut self, raw: bool) -> Tok {
+        let lo = self.pos;
+        let q = self.src[self.pos];
+        let triple = self.peek(1) == q && self.peek(2) == q;
+        self.pos += if triple { 3 } else { 1 };
+        loop {
+            if self.pos >= self.src.len() {
+                self.pos = self.src.len();
+                self.err(lo, lo, "unterminated string");
+                return Tok::Str { raw, triple };
+            }
+            let b = self.src[self.pos];
+            if b == b'\\' {
+                self.pos += 2;
+                continue;
+            }
+            if b == q {
+                if !triple {
+                    self.pos += 1;
+                    return Tok::Str { raw, triple };
+                }
+                if self.peek(1) == q && self.peek(2) == q {
+                    self.pos += 3;
+                    return Tok::Str { raw, triple };
+                }
+            }
+            if !triple && (b == b'\n' || b == b'\r') {
+                self.err(lo, lo, "unterminated string");
+                return Tok::Str { raw, triple };
+            }
+            self.pos += 1;
+        }
+    }
+}
+
+fn keyword(w: &str) -> Option<Tok> {
+    Some(match w {
+        "True" => Tok::True,
+        "False" => Tok::False,
+        "None" => Tok::None,
+        "Undefined" => Tok::Undefined,
+        "import" => Tok::Import,
+        "as" => Tok::As,
+        "if" => Tok::If,
+        "elif" => Tok::Elif,
+        "else" => Tok::Else,
+        "for" => Tok::For,
+        "in" => Tok::In,
+        "not" => Tok::Not,
+        "and" => Tok::And,
+        "or" => Tok::Or,
+        "is" => Tok::Is,
+        "lambda" => Tok::Lambda,
+        "assert" => Tok::Assert,
+        _ => return None,
+    })
+}

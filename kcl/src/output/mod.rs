@@ -1,0 +1,344 @@
+//! YAML and JSON printing in upstream `kcl run`'s exact format.
+//!
+//! The YAML layout is libyaml's block style as serde_yaml drives it (sequences inside mappings
+//! are not indented, no line folding); scalar quoting follows the same rules and is checked
+//! against `serde_yaml_ng` in the tests.
+
+use crate::value::{Value, float_to_str};
+
+mod scalar;
+
+pub use scalar::{StrStyle, str_style};
+
+/// Printing options (`-n`, `-k`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PrintOpts {
+    pub sort_keys: bool,
+    pub drop_none: bool,
+    /// Skip `_`-prefixed keys (what `kcl run` does unless `-H`).
+    pub hide_private: bool,
+    /// Quote strings starting with a digit (`'5m'`), as upstream's `yaml.encode` does.
+    pub quote_digit_start: bool,
+}
+
+fn entries(v: &Value, o: PrintOpts) -> Vec<(&str, &Value)> {
+    let d = v.as_dict().unwrap();
+    let mut e: Vec<(&str, &Value)> = d
+        .map
+        .iter()
+        .filter(|(k, v)| {
+            !(matches!(v, Value::Undefined | Value::Func(_))
+                || o.drop_none && matches!(v, Value::None)
+                || o.hide_private && k.starts_with('_'))
+        })
+        .map(|(k, v)| (&**k, v))
+        .collect();
+    if o.sort_keys {
+        e.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    e
+}
+
+fn list_items(v: &Value, o: PrintOpts) -> Vec<&Value> {
+    v.list_items()
+        .unwrap()
+        .iter()
+        .filter(|v| {
+            !(matches!(v, Value::Undefined | Value::Func(_))
+                || o.drop_none && matches!(v, Value::None))
+        })
+        .collect()
+}
+
+/// One YAML document (no `---`), ending with a newline.
+pub fn to_yaml(v: &Value, o: PrintOpts) -> String {
+    let mut out = String::with_capacity(256);
+    match v {
+        Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => {
+            write_map(v, o, 0, &mut out)
+        }
+        Value::List(_) if !list_items(v, o).is_empty() => write_seq(v, o, 0, &mut out),
+        _ => {
+            write_scalar(v, o, 0, &mut out);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn indent(out: &mut String, n: usize) {
+    for _ in 0..n {
+        out.push(' ');
+    }
+}
+
+/// Block mapping whose first key starts at the current position (already indented).
+fn write_map(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
+    for (i, (k, val)) in entries(v, o).into_iter().enumerate() {
+        if i > 0 {
+            indent(out, ind);
+        }
+        if k.contains('\n') || k.contains('\r') {
+            // multi-line keys use libyaml's complex-key form
+            out.push_str("? ");
+            scalar::write_str(k, ind + 2, false, out);
+            out.push('\n');
+            indent(out, ind);
+            out.push(':');
+        } else {
+            scalar::write_str(k, ind, true, out);
+            out.push(':');
+        }
+        write_value_after_key(val, o, ind, out);
+    }
+}
+
+fn write_value_after_key(val: &Value, o: PrintOpts, ind: usize, out: &mut String) {
+    match val {
+        Value::Dict(_) | Value::Schema(_) if !entries(val, o).is_empty() => {
+            out.push('\n');
+            indent(out, ind + 2);
+            write_map(val, o, ind + 2, out);
+        }
+        Value::List(_) if !list_items(val, o).is_empty() => {
+            out.push('\n');
+            indent(out, ind);
+            write_seq(val, o, ind, out);
+        }
+        _ => {
+            out.push(' ');
+            write_scalar(val, o, ind + 2, out);
+            out.push('\n');
+        }
+    }
+}
+
+fn write_seq(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
+    for (i, item) in list_items(v, o).into_iter().enumerate() {
+        if i > 0 {
+            indent(out, ind);
+        }
+        out.push_str("- ");
+        match item {
+            Value::Dict(_) | Value::Schema(_) if !entries(item, o).is_empty() => {
+                write_map(item, o, ind + 2, out)
+            }
+            Value::List(_) if !list_items(item, o).is_empty() => write_seq(item, o, ind + 2, out),
+            _ => {
+                write_scalar(item, o, ind + 2, out);
+                out.push('\n');
+            }
+        }
+    }
+}
+
+fn write_scalar(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
+    match v {
+        Value::None | Value::Undefined | Value::Func(_) => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => out.push_str(itoa(*i).as_str()),
+        Value::Float(f) => crate::value::float_to_yaml(*f, out),
+        Value::Unit(u) => unit_number(u.value(), out),
+        Value::Str(s) => scalar::write_str_opts(s, ind, false, o.quote_digit_start, out),
+        Value::List(_) => out.push_str("[]"),
+        Value::Dict(_) | Value::Schema(_) => out.push_str("{}"),
+    }
+}
+
+fn itoa(i: i64) -> String {
+    i.to_string()
+}
+
+/// Unit values print as an int when integral (`1Mi` -> `1048576`).
+fn unit_number(f: f64, out: &mut String) {
+    if f.fract() == 0.0 && f.abs() < 9.2e18 {
+        out.push_str(&(f as i64).to_string());
+    } else {
+        crate::value::float_to_yaml(f, out);
+    }
+}
+
+/// Several documents separated by `---` (upstream's `yaml_stream` and multi-value output).
+pub fn to_yaml_stream(docs: &[Value], o: PrintOpts) -> String {
+    let mut out = String::new();
+    for (i, d) in docs.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&to_yaml(d, o));
+    }
+    out
+}
+
+/// JSON text; `indent` 0 means compact with `", "`/`": "` separators (upstream's `json.encode`).
+pub fn to_json(v: &Value, o: PrintOpts, indent_by: usize) -> String {
+    let mut out = String::new();
+    write_json(v, o, indent_by, 0, &mut out);
+    out
+}
+
+fn json_str(s: &str, out: &mut String) {
+    out.push('"');
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_nl(out: &mut String, indent_by: usize, level: usize) {
+    if indent_by > 0 {
+        out.push('\n');
+        indent(out, indent_by * level);
+    }
+}
+
+fn write_json(v: &Value, o: PrintOpts, ib: usize, level: usize, out: &mut String) {
+    match v {
+        Value::None | Value::Undefined | Value::Func(_) => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => out.push_str(&i.to_string()),
+        Value::Float(f) => {
+            if f.is_finite() {
+                let mut b = ryu::Buffer::new();
+                let s = b.format_finite(*f);
+                // serde_json style: `1e+20`
+                match s.find('e') {
+                    Some(i) if !s[i + 1..].starts_with('-') => {
+                        out.push_str(&s[..=i]);
+                        out.push('+');
+                        out.push_str(&s[i + 1..]);
+                    }
+                    _ => out.push_str(s),
+                }
+            } else {
+                out.push_str(&float_to_str(*f));
+            }
+        }
+        Value::Unit(u) => unit_number(u.value(), out),
+        Value::Str(s) => json_str(s, out),
+        Value::List(_) => {
+            let items = list_items(v, o);
+            if items.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push('[');
+            for (i, x) in items.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                    if ib == 0 {
+                        out.push(' ');
+                    }
+                }
+                json_nl(out, ib, level + 1);
+                write_json(x, o, ib, level + 1, out);
+            }
+            json_nl(out, ib, level);
+            out.push(']');
+        }
+        Value::Dict(_) | Value::Schema(_) => {
+            let e = entries(v, o);
+            if e.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            out.push('{');
+            for (i, (k, x)) in e.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                    if ib == 0 {
+                        out.push(' ');
+                    }
+                }
+                json_nl(out, ib, level + 1);
+                json_str(k, out);
+                out.push_str(": ");
+                write_json(x, o, ib, level + 1, out);
+            }
+            json_nl(out, ib, level);
+            out.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{Dict, dict_of};
+    use std::rc::Rc;
+
+    fn k(s: &str) -> Rc<str> {
+        Rc::from(s)
+    }
+
+    #[test]
+    fn yaml_layout() {
+        let inner = dict_of([
+            (k("a"), Value::Int(1)),
+            (k("b"), Value::from(vec![Value::Int(1), Value::Int(2)])),
+        ]);
+        let v = dict_of([
+            (k("a"), Value::Int(1)),
+            (k("e"), Value::from(Vec::new())),
+            (k("f"), Value::from(Dict::new())),
+            (
+                k("j"),
+                Value::from(vec![
+                    Value::Int(1),
+                    inner,
+                    Value::from(vec![Value::Int(3), Value::from(vec![Value::Int(4)])]),
+                ]),
+            ),
+            (k("n"), Value::Float(3.25)),
+            (k("d"), Value::str("multi\nline")),
+            (k("t"), Value::str("a\n")),
+            (k("z"), Value::None),
+        ]);
+        let want = "a: 1\ne: []\nf: {}\nj:\n- 1\n- a: 1\n  b:\n  - 1\n  - 2\n- - 3\n  - - 4\n'n': 3.25\nd: |-\n  multi\n  line\nt: |\n  a\nz: null\n";
+        assert_eq!(to_yaml(&v, PrintOpts::default()), want);
+        let nn = to_yaml(
+            &v,
+            PrintOpts {
+                drop_none: true,
+                sort_keys: true,
+                ..Default::default()
+            },
+        );
+        assert!(nn.starts_with("a: 1\nd: |-"));
+        assert!(!nn.contains("z:"));
+    }
+
+    #[test]
+    fn json_layout() {
+        let v = dict_of([
+            (k("a"), Value::Int(1)),
+            (
+                k("b"),
+                Value::from(vec![Value::Float(1e20), Value::str("x\"")]),
+            ),
+        ]);
+        assert_eq!(
+            to_json(&v, PrintOpts::default(), 0),
+            r#"{"a": 1, "b": [1e+20, "x\""]}"#
+        );
+        assert_eq!(
+            to_json(&v, PrintOpts::default(), 4),
+            "{\n    \"a\": 1,\n    \"b\": [\n        1e+20,\n        \"x\\\"\"\n    ]\n}"
+        );
+    }
+}

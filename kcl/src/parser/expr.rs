@@ -1,0 +1,1396 @@
+//! Expression and type parsing.
+
+use super::strings::{Piece, shape, split_interpolations, unescape};
+use super::{Ctx, MAX_CHAIN, MAX_DEPTH, Parser};
+use crate::ast::*;
+use crate::lexer::{Tok, lex};
+use std::sync::Arc;
+
+const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
+
+impl<'a> Parser<'a> {
+    fn enter(&mut self) -> bool {
+        if self.depth >= MAX_DEPTH {
+            let t = self.tk();
+            self.error(self.tspan(t), "expression nested too deeply");
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    /// Full expression: lambda, ternary `a if c else b`, or an `or` test.
+    pub(crate) fn parse_expr(&mut self) -> Expr {
+        if !self.enter() {
+            let t = self.bump();
+            return Expr::missing(self.tspan(t));
+        }
+        let e = self.parse_expr_inner();
+        self.depth -= 1;
+        e
+    }
+
+    fn parse_expr_inner(&mut self) -> Expr {
+        let e = self.parse_or_test();
+        if self.at(Tok::If) && !self.at_line_break() && !self.in_comp_filter() {
+            self.bump();
+            let cond = self.parse_or_test();
+            if !self.expect(Tok::Else, "else") {
+                return Expr {
+                    span: e.span.to(cond.span),
+                    kind: ExprKind::If {
+                        cond: Box::new(cond),
+                        then: Box::new(e.clone()),
+                        orelse: Box::new(Expr::missing(e.span)),
+                    },
+                };
+            }
+            let orelse = self.parse_expr();
+            let span = e.span.to(orelse.span);
+            return Expr {
+                kind: ExprKind::If {
+                    cond: Box::new(cond),
+                    then: Box::new(e),
+                    orelse: Box::new(orelse),
+                },
+                span,
+            };
+        }
+        e
+    }
+
+    /// Ternaries are not allowed directly before a comprehension's `if` filter; the flag is
+    /// not needed with this grammar because filters follow `in iter`, which is parsed as an
+    /// `or` test. Kept as a hook for clarity.
+    fn in_comp_filter(&self) -> bool {
+        false
+    }
+
+    /// `or` level (no ternary).
+    pub(crate) fn parse_or_test(&mut self) -> Expr {
+        let mut left = self.parse_and_test();
+        let mut n = 0;
+        while self.at(Tok::Or) && !self.at_line_break() {
+            self.bump();
+            let right = self.parse_and_test();
+            left = bin(BinOp::Or, left, right);
+            n += 1;
+            if n > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
+        }
+        left
+    }
+
+    fn too_long(&mut self) {
+        let t = self.tk();
+        self.error(self.tspan(t), "expression too long");
+        self.recover_to_line_end();
+    }
+
+    fn parse_and_test(&mut self) -> Expr {
+        let mut left = self.parse_not_test();
+        let mut n = 0;
+        while self.at(Tok::And) && !self.at_line_break() {
+            self.bump();
+            let right = self.parse_not_test();
+            left = bin(BinOp::And, left, right);
+            n += 1;
+            if n > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
+        }
+        left
+    }
+
+    fn parse_not_test(&mut self) -> Expr {
+        if self.at(Tok::Not) {
+            let lo = self.bump().lo;
+            if !self.enter() {
+                return Expr::missing(self.since(lo));
+            }
+            let operand = self.parse_not_test();
+            self.depth -= 1;
+            let span = self.span(lo, operand.span.hi);
+            return Expr {
+                kind: ExprKind::Unary {
+                    op: UnaryOp::Not,
+                    operand: Box::new(operand),
+                },
+                span,
+            };
+        }
+        self.parse_comparison()
+    }
+
+    fn parse_comparison(&mut self) -> Expr {
+        let left = self.parse_binary(0);
+        let mut ops = Vec::new();
+        loop {
+            if self.at_line_break() {
+                break;
+            }
+            let op = match self.tok() {
+                Tok::EqEq => CmpOp::Eq,
+                Tok::NotEq => CmpOp::NotEq,
+                Tok::Lt => CmpOp::Lt,
+                Tok::LtE => CmpOp::LtE,
+                Tok::Gt => CmpOp::Gt,
+                Tok::GtE => CmpOp::GtE,
+                Tok::In => CmpOp::In,
+                Tok::Not if self.nth(1).tok == Tok::In => {
+                    self.bump();
+                    CmpOp::NotIn
+                }
+                Tok::Is => {
+                    if self.nth(1).tok == Tok::Not {
+                        self.bump();
+                        CmpOp::IsNot
+                    } else {
+                        CmpOp::Is
+                    }
+                }
+                _ => break,
+            };
+            self.bump();
+            let right = self.parse_binary(0);
+            ops.push((op, right));
+            if ops.len() > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
+        }
+        if ops.is_empty() {
+            return left;
+        }
+        let span = left
+            .span
+            .to(ops.last().map(|(_, e)| e.span).unwrap_or(left.span));
+        Expr {
+            kind: ExprKind::Compare {
+                left: Box::new(left),
+                ops,
+            },
+            span,
+        }
+    }
+
+    /// Binary operators by precedence climbing: `|` < `^` < `&` < shifts < `+ -` < `* / // %`,
+    /// then `as` casts bind loosest of the arithmetic forms (`a + b as T` casts the sum).
+    fn parse_binary(&mut self, min_prec: u8) -> Expr {
+        let mut left = self.parse_unary();
+        let mut n = 0;
+        loop {
+            if self.at_line_break() {
+                break;
+            }
+            if self.at(Tok::As) && min_prec == 0 {
+                self.bump();
+                let ty = self.parse_type();
+                let span = left.span.to(ty.span);
+                left = Expr {
+                    kind: ExprKind::As {
+                        value: Box::new(left),
+                        ty: Box::new(ty),
+                    },
+                    span,
+                };
+                continue;
+            }
+            let Some((op, prec)) = binop(self.tok()) else {
+                break;
+            };
+            if prec < min_prec {
+                break;
+            }
+            self.bump();
+            if !self.enter() {
+                break;
+            }
+            let right = self.parse_binary(prec + 1);
+            self.depth -= 1;
+            left = bin(op, left, right);
+            n += 1;
+            if n > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
+        }
+        left
+    }
+
+    fn parse_unary(&mut self) -> Expr {
+        let op = match self.tok() {
+            Tok::Plus => UnaryOp::Pos,
+            Tok::Minus => UnaryOp::Neg,
+            Tok::Tilde => UnaryOp::Invert,
+            _ => return self.parse_power(),
+        };
+        let lo = self.bump().lo;
+        if !self.enter() {
+            return Expr::missing(self.since(lo));
+        }
+        let operand = self.parse_unary();
+        self.depth -= 1;
+        let span = self.span(lo, operand.span.hi);
+        Expr {
+            kind: ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span,
+        }
+    }
+
+    fn parse_power(&mut self) -> Expr {
+        let base = self.parse_postfix();
+        if self.at(Tok::StarStar) && !self.at_line_break() {
+            self.bump();
+            if !self.enter() {
+                return base;
+            }
+            let exp = self.parse_unary();
+            self.depth -= 1;
+            return bin(BinOp::Pow, base, exp);
+        }
+        base
+    }
+
+    fn parse_postfix(&mut self) -> Expr {
+        let mut e = self.parse_primary();
+        let mut n = 0;
+        loop {
+            n += 1;
+            if n > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
+            if self.at_line_break() {
+                break;
+            }
+            match self.tok() {
+                Tok::Dot => {
+                    self.bump();
+                    let Some(attr) = self.expect_ident() else {
+                        break;
+                    };
+                    let span = e.span.to(attr.span);
+                    e = Expr {
+                        kind: ExprKind::Selector {
+                            value: Box::new(e),
+                            attr,
+                            optional: false,
+                        },
+                        span,
+                    };
+                }
+                Tok::Question if self.nth(1).tok == Tok::Dot && !self.nth(1).nl => {
+                    self.bump();
+                    self.bump();
+                    let Some(attr) = self.expect_ident() else {
+                        break;
+                    };
+                    let span = e.span.to(attr.span);
+                    e = Expr {
+                        kind: ExprKind::Selector {
+                            value: Box::new(e),
+                            attr,
+                            optional: true,
+                        },
+                        span,
+                    };
+                }
+                Tok::Question if self.nth(1).tok == Tok::LBracket && !self.nth(1).nl => {
+                    self.bump();
+                    e = self.parse_subscript(e, true);
+                }
+                Tok::LBracket => e = self.parse_subscript(e, false),
+                Tok::LParen => {
+                    let args = self.parse_call_args();
+                    if self.at(Tok::LBrace)
+                        && !self.at_line_break()
+                        && !self.no_schema_brace
+                        && let Some(name) = expr_to_identifier(&e)
+                    {
+                        e = self.parse_schema_expr(name, Some(args));
+                        continue;
+                    }
+                    let span = self.since(e.span.lo);
+                    e = Expr {
+                        kind: ExprKind::Call {
+                            func: Box::new(e),
+                            args: Box::new(args),
+                        },
+                        span,
+                    };
+                }
+                Tok::LBrace if !self.no_schema_brace => {
+                    let Some(name) = expr_to_identifier(&e) else {
+                        break;
+                    };
+                    e = self.parse_schema_expr(name, None);
+                }
+                _ => break,
+            }
+        }
+        e
+    }
+
+    fn parse_schema_expr(&mut self, name: Identifier, args: Option<CallArgs>) -> Expr {
+        let lo = name.span.lo;
+        let config = self.parse_config_or_dictcomp();
+        let span = self.since(lo);
+        Expr {
+            kind: ExprKind::Schema(Box::new(SchemaExpr { name, args, config })),
+            span,
+        }
+    }
+
+    fn parse_subscript(&mut self, value: Expr, optional: bool) -> Expr {
+        self.bump(); // [
+        self.ctx.push(Ctx::Bracket);
+        let mut parts: [Option<Expr>; 3] = [None, None, None];
+        let mut colons = 0;
+        loop {
+            if self.at(Tok::Colon) {
+                self.bump();
+                colons += 1;
+                if colons > 2 {
+                    self.unexpected();
+                    break;
+                }
+                continue;
+            }
+            if self.at(Tok::RBracket) || self.at_eof() {
+                break;
+            }
+            if parts[colons].is_some() {
+                self.expected(&["]"]);
+                break;
+            }
+            parts[colons] = Some(self.parse_expr());
+        }
+        self.ctx.pop();
+        self.expect(Tok::RBracket, "]");
+        let span = self.since(value.span.lo);
+        let [lower, upper, step] = parts;
+        if colons == 0 {
+            let index = match lower {
+                Some(i) => i,
+                None => {
+                    self.error(span, "expected expression got ]");
+                    Expr::missing(span)
+                }
+            };
+            return Expr {
+                kind: ExprKind::Subscript {
+                    value: Box::new(value),
+                    index: Box::new(index),
+                    optional,
+                },
+                span,
+            };
+        }
+        Expr {
+            kind: ExprKind::Slice(Box::new(SliceExpr {
+                value,
+                lower,
+                upper,
+                step,
+                optional,
+            })),
+            span,
+        }
+    }
+
+    /// `(args)` of a call, schema instantiation or decorator; the current token is `(`.
+    pub(crate) fn parse_call_args(&mut self) -> CallArgs {
+        self.bump();
+        self.ctx.push(Ctx::Paren);
+        let mut args = CallArgs::default();
+        while !self.at(Tok::RParen) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            if let (Tok::Ident(sym), Tok::Assign) = (self.tok(), self.nth(1).tok) {
+                let t = self.bump();
+                self.bump();
+                let value = self.parse_expr();
+                args.keywords.push(Keyword {
+                    name: Name {
+                        sym,
+                        span: self.tspan(t),
+                    },
+                    value,
+                });
+            } else {
+                let e = self.parse_expr();
+                if !args.keywords.is_empty() {
+                    self.error(e.span, "positional argument follows keyword argument");
+                }
+                args.args.push(e);
+            }
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+            if self.pos == start {
+                self.bump();
+            }
+        }
+        self.ctx.pop();
+        if !self.expect(Tok::RParen, ")") {
+            self.skip_to_closer(Tok::RParen);
+        }
+        args
+    }
+
+    /// Error recovery inside a bracket: skip to (and consume) the matching closer.
+    fn skip_to_closer(&mut self, close: Tok) {
+        let mut depth = 0;
+        while !self.at_eof() {
+            let t = self.tok();
+            match t {
+                Tok::LParen | Tok::LBracket | Tok::LBrace => depth += 1,
+                Tok::RParen | Tok::RBracket | Tok::RBrace => {
+                    if depth == 0 {
+                        if t == close {
+                            self.bump();
+                        }
+                        return;
+                    }
+                    depth -= 1;
+                }
+                _ => {}
+            }
+            if self.tk().nl && depth == 0 && self.top_level() {
+                return;
+            }
+            self.bump();
+        }
+    }
+
+    fn parse_primary(&mut self) -> Expr {
+        let t = self.tk();
+        if self.nl_break() {
+            self.expected(OPERAND_START);
+            return Expr::missing(self.span(t.lo, t.lo));
+        }
+        let span = self.tspan(t);
+        match t.tok {
+            Tok::Ident(sym) => {
+                if matches!(sym.as_str(), "all" | "any" | "map" | "filter")
+                    && matches!(self.nth(1).tok, Tok::Ident(_))
+                    && matches!(self.nth(2).tok, Tok::Comma | Tok::In)
+                {
+                    return self.parse_quant();
+                }
+                self.bump();
+                Expr {
+                    kind: ExprKind::Ident(sym),
+                    span,
+                }
+            }
+            Tok::Number => {
+                self.bump();
+                self.number_expr(t)
+            }
+            Tok::Str { raw, triple } => {
+                self.bump();
+                self.string_expr(t, raw, triple)
+            }
+            Tok::True => {
+                self.bump();
+                Expr {
+                    kind: ExprKind::Bool(true),
+                    span,
+                }
+            }
+            Tok::False => {
+                self.bump();
+                Expr {
+                    kind: ExprKind::Bool(false),
+                    span,
+                }
+            }
+            Tok::None => {
+                self.bump();
+                Expr {
+                    kind: ExprKind::None,
+                    span,
+                }
+            }
+            Tok::Undefined => {
+                self.bump();
+                Expr {
+                    kind: ExprKind::Undefined,
+                    span,
+                }
+            }
+            Tok::LParen => {
+                self.bump();
+                self.ctx.push(Ctx::Paren);
+                let inner = self.parse_expr();
+                self.ctx.pop();
+                if !self.expect(Tok::RParen, ")") {
+                    self.skip_to_closer(Tok::RParen);
+                }
+                Expr {
+                    kind: ExprKind::Paren(Box::new(inner)),
+                    span: self.since(t.lo),
+                }
+            }
+            Tok::LBracket => self.parse_list(),
+            Tok::LBrace => self.parse_config_or_dictcomp(),
+            Tok::Lambda => self.parse_lambda(),
+            _ => {
+                self.expected(OPERAND_START);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
+        }
+    }
+
+    fn number_expr(&mut self, t: crate::lexer::Token) -> Expr {
+        let span = self.tspan(t);
+        let text = self.text(t);
+        match parse_number(text) {
+            Ok(kind) => Expr { kind, span },
+            Err(msg) => {
+                self.error(span, msg);
+                Expr::missing(span)
+            }
+        }
+    }
+
+    /// Decodes a string token with no interpolation processing (docstrings, attribute names).
+    pub(crate) fn decode_plain_string(
+        &self,
+        t: crate::lexer::Token,
+        raw: bool,
+        triple: bool,
+    ) -> String {
+        let text = self.text(t);
+        let sh = shape(text, raw, triple);
+        let content = &text[sh.open..text.len() - sh.close];
+        let mut out = String::with_capacity(content.len());
+        if raw {
+            out.push_str(content);
+        } else {
+            unescape(content, &mut out);
+        }
+        out
+    }
+
+    fn string_expr(&mut self, t: crate::lexer::Token, raw: bool, triple: bool) -> Expr {
+        let span = self.tspan(t);
+        let text = self.text(t);
+        let sh = shape(text, raw, triple);
+        let content = &text[sh.open..text.len() - sh.close];
+        if raw || (!content.contains('\\') && !content.contains("${")) {
+            // Common case: no escapes, one allocation straight into the Arc.
+            return Expr {
+                kind: ExprKind::Str(Arc::from(content)),
+                span,
+            };
+        }
+        if !content.contains("${") {
+            let mut out = String::with_capacity(content.len());
+            if raw {
+                out.push_str(content);
+            } else {
+                unescape(content, &mut out);
+            }
+            return Expr {
+                kind: ExprKind::Str(Arc::from(out)),
+                span,
+            };
+        }
+        let content_base = t.lo + sh.open as u32;
+        let mut parts = Vec::new();
+        for piece in split_interpolations(content) {
+            match piece {
+                Piece::Lit(a, b) => {
+                    let mut s = String::new();
+                    unescape(&content[a..b], &mut s);
+                    parts.push(StrPart::Lit(Arc::from(s)));
+                }
+                Piece::Unclosed(at) => {
+                    let lo = content_base + at as u32;
+                    self.error(
+                        self.span(lo, lo + 2),
+                        "invalid string interpolation expression: missing '}'",
+                    );
+                    let mut s = String::new();
+                    unescape(&content[at..], &mut s);
+                    parts.push(StrPart::Lit(Arc::from(s)));
+                }
+                Piece::Interp { expr: (a, b), spec } => {
+                    let lo = content_base + a as u32;
+                    let expr_text = &content[a..b];
+                    let expr = self.parse_embedded_expr(expr_text, lo);
+                    let spec = spec.map(|(a, b)| Arc::from(content[a..b].trim()));
+                    parts.push(StrPart::Interp { expr, spec });
+                }
+            }
+        }
+        if parts.iter().all(|p| matches!(p, StrPart::Lit(_))) {
+            // Only escaped `\${`: a plain string after all.
+            let mut joined = String::new();
+            for p in &parts {
+                if let StrPart::Lit(s) = p {
+                    joined.push_str(s);
+                }
+            }
+            return Expr {
+                kind: ExprKind::Str(Arc::from(joined)),
+                span,
+            };
+        }
+        Expr {
+            kind: ExprKind::JoinedStr(parts),
+            span,
+        }
+    }
+
+    /// Parses the text of a `${...}` interpolation located at absolute offset `lo`.
+    fn parse_embedded_expr(&mut self, text: &'a str, lo: u32) -> Expr {
+        let lexed = lex(text, self.file, lo);
+        let mut sub = Parser::new(text, lo, self.file, lexed.tokens);
+        sub.depth = self.depth;
+        sub.ctx.push(Ctx::Paren);
+        let ok_start = !sub.at_eof();
+        let e = if ok_start {
+            sub.parse_expr()
+        } else {
+            Expr::missing(self.span(lo, lo))
+        };
+        if !lexed.errors.is_empty() || !sub.errors.is_empty() || !sub.at_eof() || !ok_start {
+            let shown = text.trim();
+            let at = lo + (text.len() - text.trim_start().len()) as u32;
+            self.error(
+                self.span(at, at + 1),
+                format!("invalid string interpolation expression: '{shown}'"),
+            );
+            return Expr::missing(self.span(lo, lo + text.len() as u32));
+        }
+        e
+    }
+
+    fn parse_list(&mut self) -> Expr {
+        let lo = self.bump().lo;
+        self.ctx.push(Ctx::Bracket);
+        let mut elts = Vec::new();
+        while !self.at(Tok::RBracket) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            let item = self.parse_list_item();
+            if elts.is_empty() && self.at(Tok::For) {
+                let clauses = self.parse_comp_clauses();
+                self.ctx.pop();
+                if !self.expect(Tok::RBracket, "]") {
+                    self.skip_to_closer(Tok::RBracket);
+                }
+                let span = self.since(lo);
+                return Expr {
+                    kind: ExprKind::ListComp(Box::new(ListComp { elt: item, clauses })),
+                    span,
+                };
+            }
+            elts.push(item);
+            if self.eat(Tok::Comma) || self.at(Tok::RBracket) {
+                continue;
+            }
+            if self.tk().nl {
+                continue;
+            }
+            self.expected(&["]"]);
+            if self.pos == start {
+                self.bump();
+            }
+            break;
+        }
+        self.ctx.pop();
+        if !self.expect(Tok::RBracket, "]") {
+            self.skip_to_closer(Tok::RBracket);
+        }
+        Expr {
+            kind: ExprKind::List(elts),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_list_item(&mut self) -> Expr {
+        match self.tok() {
+            Tok::Star => {
+                let lo = self.bump().lo;
+                let v = self.parse_or_test();
+                Expr {
+                    span: self.span(lo, v.span.hi),
+                    kind: ExprKind::Starred(Box::new(v)),
+                }
+            }
+            Tok::If => self.parse_list_if(),
+            _ => self.parse_expr(),
+        }
+    }
+
+    fn parse_list_if(&mut self) -> Expr {
+        let t = self.bump();
+        let lo = t.lo;
+        let header_indent = if t.nl { t.indent } else { self.line_indent };
+        if !self.enter() {
+            return Expr::missing(self.since(lo));
+        }
+        let cond = self.parse_expr();
+        self.expect(Tok::Colon, ":");
+        let body = self.parse_list_if_body(header_indent);
+        let mut orelse = Vec::new();
+        let t = self.tk();
+        let aligned = !t.nl || t.indent == header_indent;
+        if t.tok == Tok::Elif && aligned {
+            orelse.push(self.parse_list_if());
+        } else if t.tok == Tok::Else && aligned {
+            self.bump();
+            self.expect(Tok::Colon, ":");
+            orelse = self.parse_list_if_body(header_indent);
+        }
+        self.depth -= 1;
+        Expr {
+            kind: ExprKind::ListIf(Box::new(ListIfItem { cond, body, orelse })),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_list_if_body(&mut self, header_indent: u32) -> Vec<Expr> {
+        let mut out = Vec::new();
+        let t = self.tk();
+        if !t.nl {
+            out.push(self.parse_list_item());
+            return out;
+        }
+        if t.indent <= header_indent {
+            self.expected(&["indent"]);
+            return out;
+        }
+        let ind = t.indent;
+        while !self.at_eof() && !self.at(Tok::RBracket) && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind {
+                break;
+            }
+            let start = self.pos;
+            out.push(self.parse_list_item());
+            self.eat(Tok::Comma);
+            if self.pos == start {
+                self.bump();
+            }
+        }
+        out
+    }
+
+    fn parse_comp_clauses(&mut self) -> Vec<CompClause> {
+        let mut clauses = Vec::new();
+        while self.at(Tok::For) {
+            let lo = self.bump().lo;
+            let mut targets = Vec::new();
+            while let Some(id) = self.parse_identifier() {
+                targets.push(id);
+                if !self.eat(Tok::Comma) {
+                    break;
+                }
+            }
+            if !self.expect(Tok::In, "in") {
+                // Recover like upstream: keep parsing what follows as the iterable.
+            }
+            let iter = self.parse_or_test();
+            let mut ifs = Vec::new();
+            while self.at(Tok::If) {
+                self.bump();
+                ifs.push(self.parse_or_test());
+            }
+            clauses.push(CompClause {
+                targets,
+                iter,
+                ifs,
+                span: self.since(lo),
+            });
+        }
+        clauses
+    }
+
+    /// `{ entries }` or `{ k: v for ... }`; the current token is `{`.
+    pub(crate) fn parse_config_or_dictcomp(&mut self) -> Expr {
+        let lo = self.tk().lo;
+        if !self.expect(Tok::LBrace, "{") {
+            return Expr::missing(self.span(lo, lo));
+        }
+        self.ctx.push(Ctx::Brace);
+        let saved = self.no_schema_brace;
+        self.no_schema_brace = false;
+        let mut entries = Vec::new();
+        while !self.at(Tok::RBrace) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            let entry = self.parse_config_entry();
+            if entries.is_empty()
+                && self.at(Tok::For)
+                && let Some(ConfigEntry {
+                    kind: ConfigEntryKind::KeyValue { key, op, value },
+                    ..
+                }) = entry
+            {
+                let clauses = self.parse_comp_clauses();
+                self.ctx.pop();
+                self.no_schema_brace = saved;
+                if !self.expect(Tok::RBrace, "}") {
+                    self.skip_to_closer(Tok::RBrace);
+                }
+                let comp = DictComp {
+                    key,
+                    op,
+                    value,
+                    clauses,
+                };
+                return Expr {
+                    kind: ExprKind::DictComp(Box::new(comp)),
+                    span: self.since(lo),
+                };
+            }
+            if let Some(e) = entry {
+                entries.push(e);
+            }
+            if self.eat(Tok::Comma) || self.at(Tok::RBrace) {
+                continue;
+            }
+            if self.tk().nl && self.pos != start {
+                continue;
+            }
+            self.expected(&["}"]);
+            if self.pos == start {
+                self.bump();
+            } else {
+                self.recover_to_line_end();
+            }
+        }
+        self.ctx.pop();
+        self.no_schema_brace = saved;
+        if !self.expect(Tok::RBrace, "}") {
+            self.skip_to_closer(Tok::RBrace);
+        }
+        Expr {
+            kind: ExprKind::Config(entries),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_config_entry(&mut self) -> Option<ConfigEntry> {
+        let t = self.tk();
+        let lo = t.lo;
+        match t.tok {
+            Tok::StarStar => {
+                self.bump();
+                let v = self.parse_or_test();
+                Some(ConfigEntry {
+                    span: self.span(lo, v.span.hi),
+                    kind: ConfigEntryKind::Unpack(v),
+                })
+            }
+            Tok::If => Some(self.parse_config_if()),
+            _ => {
+                let key = self.parse_expr();
+                let op = match self.tok() {
+                    Tok::Colon => ConfigOp::Union,
+                    Tok::Assign => ConfigOp::Override,
+                    Tok::AugAssign(AugOp::Add) => ConfigOp::Insert,
+                    _ => {
+                        self.expected(&[":", "=", "+="]);
+                        return None;
+                    }
+                };
+                self.bump();
+                let value = self.parse_expr();
+                let span = self.span(lo, value.span.hi.max(key.span.hi));
+                Some(ConfigEntry {
+                    kind: ConfigEntryKind::KeyValue { key, op, value },
+                    span,
+                })
+            }
+        }
+    }
+
+    fn parse_config_if(&mut self) -> ConfigEntry {
+        let t = self.bump();
+        let lo = t.lo;
+        let header_indent = if t.nl { t.indent } else { self.line_indent };
+        if !self.enter() {
+            return ConfigEntry {
+                kind: ConfigEntryKind::If(Box::new(ConfigIf {
+                    cond: Expr::missing(self.tspan(t)),
+                    body: Vec::new(),
+                    orelse: Vec::new(),
+                })),
+                span: self.since(lo),
+            };
+        }
+        let cond = self.parse_expr();
+        self.expect(Tok::Colon, ":");
+        let body = self.parse_config_if_body(header_indent);
+        let mut orelse = Vec::new();
+        let t = self.tk();
+        let aligned = !t.nl || t.indent == header_indent;
+        if t.tok == Tok::Elif && aligned {
+            orelse.push(self.parse_config_if());
+        } else if t.tok == Tok::Else && aligned {
+            self.bump();
+            self.expect(Tok::Colon, ":");
+            orelse = self.parse_config_if_body(header_indent);
+        }
+        self.depth -= 1;
+        ConfigEntry {
+            kind: ConfigEntryKind::If(Box::new(ConfigIf { cond, body, orelse })),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_config_if_body(&mut self, header_indent: u32) -> Vec<ConfigEntry> {
+        let mut out = Vec::new();
+        let t = self.tk();
+        if !t.nl {
+            out.extend(self.parse_config_entry());
+            return out;
+        }
+        if t.indent <= header_indent {
+            self.expected(&["indent"]);
+            return out;
+        }
+        let ind = t.indent;
+        while !self.at_eof() && !self.at(Tok::RBrace) && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind {
+                break;
+            }
+            let start = self.pos;
+            out.extend(self.parse_config_entry());
+            self.eat(Tok::Comma);
+            if self.pos == start {
+                self.bump();
+            }
+        }
+        out
+    }
+
+    fn parse_quant(&mut self) -> Expr {
+        let t = self.bump();
+        let lo = t.lo;
+        let op = match self.text(t) {
+            "all" => QuantOp::All,
+            "any" => QuantOp::Any,
+            "map" => QuantOp::Map,
+            _ => QuantOp::Filter,
+        };
+        let mut vars = Vec::new();
+        while let Some(n) = self.expect_ident() {
+            vars.push(n);
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(Tok::In, "in");
+        let saved = self.no_schema_brace;
+        self.no_schema_brace = true;
+        let target = self.parse_or_test();
+        self.no_schema_brace = saved;
+        if !self.expect(Tok::LBrace, "{") {
+            return Expr::missing(self.since(lo));
+        }
+        self.ctx.push(Ctx::Brace);
+        let (test, if_cond, _) = self.parse_test_if_msg();
+        self.ctx.pop();
+        if !self.expect(Tok::RBrace, "}") {
+            self.skip_to_closer(Tok::RBrace);
+        }
+        let q = QuantExpr {
+            op,
+            vars,
+            target,
+            test,
+            if_cond,
+        };
+        Expr {
+            kind: ExprKind::Quant(Box::new(q)),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_lambda(&mut self) -> Expr {
+        let lo = self.bump().lo;
+        let mut params = Vec::new();
+        if self.at(Tok::LBrace) && self.braced_lambda_params() {
+            // `lambda {a: T} -> R {...}`: the first braces hold the parameters.
+            self.bump();
+            self.ctx.push(Ctx::Paren);
+            params = self.parse_params(Tok::RBrace, "}");
+            self.ctx.pop();
+            self.expect(Tok::RBrace, "}");
+        } else if !self.at(Tok::LBrace) && !self.at(Tok::Arrow) {
+            self.ctx.push(Ctx::Paren);
+            params = self.parse_params(Tok::LBrace, "{");
+            self.ctx.pop();
+        }
+        let ret = if self.eat(Tok::Arrow) {
+            Some(self.parse_type())
+        } else {
+            None
+        };
+        if !self.expect(Tok::LBrace, "{") {
+            return Expr::missing(self.since(lo));
+        }
+        self.ctx.push(Ctx::Brace);
+        let saved = self.no_schema_brace;
+        self.no_schema_brace = false;
+        let t = self.tk();
+        let body = if t.nl {
+            self.parse_block_stmts(t.indent, true)
+        } else {
+            self.parse_inline_stmts()
+        };
+        self.no_schema_brace = saved;
+        self.ctx.pop();
+        if !self.expect(Tok::RBrace, "}") {
+            self.skip_to_closer(Tok::RBrace);
+        }
+        let l = LambdaExpr { params, ret, body };
+        Expr {
+            kind: ExprKind::Lambda(Box::new(l)),
+            span: self.since(lo),
+        }
+    }
+
+    /// At `{` after `lambda`: is it a parameter list (the matching `}` is followed by `->` or
+    /// another `{`)?
+    fn braced_lambda_params(&self) -> bool {
+        let mut depth = 0usize;
+        let mut i = 0;
+        loop {
+            match self.nth(i).tok {
+                Tok::LBrace | Tok::LParen | Tok::LBracket => depth += 1,
+                Tok::RBrace | Tok::RParen | Tok::RBracket => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        let next = self.nth(i + 1);
+                        return matches!(next.tok, Tok::Arrow | Tok::LBrace) && !next.nl;
+                    }
+                }
+                Tok::Eof => return false,
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
+    /// Statements of a lambda body that starts on the `{` line (`lambda x { x + 1 }`).
+    fn parse_inline_stmts(&mut self) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        while !self.at(Tok::RBrace) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            if let Some(s) = self.parse_stmt() {
+                out.push(s);
+            }
+            self.eat(Tok::Semi);
+            if self.pos == start {
+                self.unexpected();
+                self.bump();
+            }
+            if !self.tk().nl && !self.at(Tok::RBrace) && !self.at_eof() && self.pos != start {
+                self.unexpected();
+                self.bump();
+            }
+        }
+        out
+    }
+
+    // ------------------------------------------------------------ types -----------
+
+    /// A type annotation, including unions `A | B`.
+    pub(crate) fn parse_type(&mut self) -> Type {
+        if !self.enter() {
+            let t = self.bump();
+            return Type {
+                kind: TypeKind::Any,
+                span: self.tspan(t),
+            };
+        }
+        let first = self.parse_type_elem();
+        let r = if self.at(Tok::Pipe) && !self.at_line_break() {
+            let mut members = vec![first];
+            while self.at(Tok::Pipe) && !self.at_line_break() {
+                self.bump();
+                members.push(self.parse_type_elem());
+                if members.len() > MAX_CHAIN {
+                    self.too_long();
+                    break;
+                }
+            }
+            let span = members[0].span.to(members[members.len() - 1].span);
+            Type {
+                kind: TypeKind::Union(members),
+                span,
+            }
+        } else {
+            first
+        };
+        self.depth -= 1;
+        r
+    }
+
+    fn parse_type_elem(&mut self) -> Type {
+        let t = self.tk();
+        let span = self.tspan(t);
+        if self.nl_break() {
+            self.expected(&["type"]);
+            return Type {
+                kind: TypeKind::Any,
+                span: self.span(t.lo, t.lo),
+            };
+        }
+        let kind = match t.tok {
+            Tok::Ident(sym) => {
+                let basic = match sym.as_str() {
+                    "any" => Some(TypeKind::Any),
+                    "bool" => Some(TypeKind::Basic(BasicType::Bool)),
+                    "int" => Some(TypeKind::Basic(BasicType::Int)),
+                    "float" => Some(TypeKind::Basic(BasicType::Float)),
+                    "str" => Some(TypeKind::Basic(BasicType::Str)),
+                    _ => None,
+                };
+                if let Some(k) = basic
+                    && self.nth(1).tok != Tok::Dot
+                {
+                    self.bump();
+                    return Type { kind: k, span };
+                }
+                match self.parse_identifier() {
+                    Some(id) => {
+                        let span = id.span;
+                        return Type {
+                            kind: TypeKind::Named(id),
+                            span,
+                        };
+                    }
+                    None => TypeKind::Any,
+                }
+            }
+            Tok::LBracket => {
+                self.bump();
+                self.ctx.push(Ctx::Bracket);
+                let elem = if self.at(Tok::RBracket) {
+                    None
+                } else {
+                    Some(Box::new(self.parse_type()))
+                };
+                self.ctx.pop();
+                self.expect(Tok::RBracket, "]");
+                return Type {
+                    kind: TypeKind::List(elem),
+                    span: self.since(t.lo),
+                };
+            }
+            Tok::LBrace => {
+                self.bump();
+                self.ctx.push(Ctx::Brace);
+                let mut k = None;
+                let mut v = None;
+                if !self.at(Tok::RBrace) {
+                    if !self.at(Tok::Colon) {
+                        k = Some(Box::new(self.parse_type()));
+                    }
+                    self.expect(Tok::Colon, ":");
+                    if !self.at(Tok::RBrace) {
+                        v = Some(Box::new(self.parse_type()));
+                    }
+                }
+                self.ctx.pop();
+                self.expect(Tok::RBrace, "}");
+                return Type {
+                    kind: TypeKind::Dict(k, v),
+                    span: self.since(t.lo),
+                };
+            }
+            Tok::LParen => {
+                self.bump();
+                self.ctx.push(Ctx::Paren);
+                let mut params = Vec::new();
+                while !self.at(Tok::RParen) && !self.at_eof() {
+                    params.push(self.parse_type());
+                    if !self.eat(Tok::Comma) {
+                        break;
+                    }
+                }
+                self.ctx.pop();
+                self.expect(Tok::RParen, ")");
+                let ret = if self.at(Tok::Arrow) && !self.at_line_break() {
+                    self.bump();
+                    Some(Box::new(self.parse_type_elem()))
+                } else {
+                    None
+                };
+                return Type {
+                    kind: TypeKind::Function { params, ret },
+                    span: self.since(t.lo),
+                };
+            }
+            Tok::Str { raw, triple } => {
+                self.bump();
+                let s = self.decode_plain_string(t, raw, triple);
+                TypeKind::Literal(LiteralType::Str(Arc::from(s)))
+            }
+            Tok::Number => {
+                self.bump();
+                match parse_number(self.text(t)) {
+                    Ok(ExprKind::Int(i)) => TypeKind::Literal(LiteralType::Int(i, None)),
+                    Ok(ExprKind::NumberUnit { value, suffix }) => {
+                        TypeKind::Literal(LiteralType::Int(value, Some(suffix)))
+                    }
+                    Ok(ExprKind::Float(f)) => TypeKind::Literal(LiteralType::Float(f)),
+                    _ => {
+                        self.error(span, "invalid number literal");
+                        TypeKind::Any
+                    }
+                }
+            }
+            Tok::True => {
+                self.bump();
+                TypeKind::Literal(LiteralType::Bool(true))
+            }
+            Tok::False => {
+                self.bump();
+                TypeKind::Literal(LiteralType::Bool(false))
+            }
+            Tok::None => {
+                self.bump();
+                TypeKind::Literal(LiteralType::None)
+            }
+            Tok::Undefined => {
+                self.bump();
+                TypeKind::Literal(LiteralType::Undefined)
+            }
+            _ => {
+                self.expected(&["type"]);
+                TypeKind::Any
+            }
+        };
+        Type { kind, span }
+    }
+}
+
+fn bin(op: BinOp, left: Expr, right: Expr) -> Expr {
+    let span = left.span.to(right.span);
+    Expr {
+        kind: ExprKind::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+        },
+        span,
+    }
+}
+
+/// Binary operator and precedence for a token (higher binds tighter).
+fn binop(t: Tok) -> Option<(BinOp, u8)> {
+    Some(match t {
+        Tok::Pipe => (BinOp::BitOr, 1),
+        Tok::Caret => (BinOp::BitXor, 2),
+        Tok::Amp => (BinOp::BitAnd, 3),
+        Tok::Shl => (BinOp::Shl, 4),
+        Tok::Shr => (BinOp::Shr, 4),
+        Tok::Plus => (BinOp::Add, 5),
+        Tok::Minus => (BinOp::Sub, 5),
+        Tok::Star => (BinOp::Mul, 6),
+        Tok::Slash => (BinOp::Div, 6),
+        Tok::SlashSlash => (BinOp::FloorDiv, 6),
+        Tok::Percent => (BinOp::Mod, 6),
+        _ => return None,
+    })
+}
+
+/// `a.b.c` (identifiers and plain selectors only) as an [`Identifier`].
+fn expr_to_identifier(e: &Expr) -> Option<Identifier> {
+    let mut names = Vec::new();
+    let mut cur = e;
+    loop {
+        match &cur.kind {
+            ExprKind::Ident(sym) => {
+                names.push(Name {
+                    sym: *sym,
+                    span: cur.span,
+                });
+                names.reverse();
+                return Some(Identifier {
+                    names,
+                    span: e.span,
+                });
+            }
+            ExprKind::Selector {
+                value,
+                attr,
+                optional: false,
+            } => {
+                names.push(*attr);
+                cur = value;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Parses the text of a number token.
+pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
+    let clean: String;
+    let t = if text.contains('_') {
+        clean = text.replace('_', "");
+        clean.as_str()
+    } else {
+        text
+    };
+    let radix = match t.get(..2) {
+        Some("0x" | "0X") => Some(16),
+        Some("0o" | "0O") => Some(8),
+        Some("0b" | "0B") => Some(2),
+        _ => None,
+    };
+    if let Some(r) = radix {
+        return i64::from_str_radix(&t[2..], r)
+            .map(ExprKind::Int)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
+    let digits_end = t
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(digits_end);
+    // A trailing `e`/`E` with no exponent is not part of the number (e.g. no such suffix).
+    let is_float = num.contains(['.', 'e', 'E']);
+    if !suffix.is_empty() {
+        let s = NumberSuffix::parse(suffix)
+            .ok_or_else(|| format!("invalid number literal '{text}'"))?;
+        if is_float {
+            return Err(format!("invalid number literal '{text}'"));
+        }
+        let v = num
+            .parse::<i64>()
+            .map_err(|_| format!("invalid number literal '{text}'"))?;
+        return Ok(ExprKind::NumberUnit {
+            value: v,
+            suffix: s,
+        });
+    }
+    if is_float {
+        return num
+            .parse::<f64>()
+            .map(ExprKind::Float)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
+    match num.parse::<i64>() {
+        Ok(v) => Ok(ExprKind::Int(v)),
+        Err(_) if num.bytes().all(|b| b.is_ascii_digit()) && !num.is_empty() => Err(format!(
+            "integer literal '{text}' is too large for a 64-bit integer"
+        )),
+        Err(_) => Err(format!("invalid number literal '{text}'")),
+    }
+}

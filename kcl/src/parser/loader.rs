@@ -1,0 +1,639 @@
+//! Multi-file programs: the main package (several files given on the command line), the
+//! package root (the folder holding `kcl.mod`), and resolution of `import` statements to
+//! packages on disk — absolute (`import a.b` from the root), relative (`.a`, `..a`), external
+//! packages (`-E name=path`), system modules and `kcl_plugin.*`. Only parsing happens here;
+//! the evaluator gives the packages meaning.
+
+use crate::ast::{FileId, ImportStmt, Module, Span, StmtKind};
+use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
+use crate::parser::parse_file;
+use rustc_hash::FxHashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The package path of the main package.
+pub const MAIN_PKG: &str = "__main__";
+
+/// Upstream's built-in system modules (importable without files).
+pub const SYSTEM_MODULES: &[&str] = &[
+    "base32",
+    "base64",
+    "collection",
+    "crypto",
+    "datetime",
+    "file",
+    "json",
+    "manifests",
+    "math",
+    "net",
+    "regex",
+    "runtime",
+    "template",
+    "units",
+    "yaml",
+];
+
+/// Options for [`load_program`].
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// External packages `name=path` (the `-E` flag).
+    pub external: Vec<(String, PathBuf)>,
+    /// Directory used to look for `kcl.mod` and to expand `${KCL_MOD}`; defaults to the folder
+    /// of the first input file.
+    pub work_dir: Option<PathBuf>,
+}
+
+/// What an `import` statement refers to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImportTarget {
+    /// A package loaded from disk, by package path (key of [`Program::packages`]).
+    Package(Arc<str>),
+    /// A built-in system module such as `math`.
+    System(Arc<str>),
+    /// A plugin module `kcl_plugin.<name>`; holds `<name>`.
+    Plugin(Arc<str>),
+}
+
+/// A set of modules forming one package.
+#[derive(Clone, Debug)]
+pub struct Package {
+    /// Dotted package path (`__main__` for the main package).
+    pub pkgpath: Arc<str>,
+    /// Folder (or file, for a single-file package) the package was loaded from.
+    pub path: PathBuf,
+    /// Parsed files in name order (command-line order for the main package).
+    pub modules: Vec<Module>,
+}
+
+/// A loaded program.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// The package root (folder of `kcl.mod`, else the folder of the first input).
+    pub root: PathBuf,
+    /// The main package.
+    pub main: Package,
+    /// Imported packages by package path, in the order they were first imported.
+    pub packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
+    /// Resolution of every import statement, keyed by the statement's `path_span`.
+    pub imports: FxHashMap<Span, ImportTarget>,
+}
+
+impl Program {
+    /// The target of an import statement (by its path span).
+    pub fn import_target(&self, stmt: &ImportStmt) -> Option<&ImportTarget> {
+        self.imports.get(&stmt.path_span)
+    }
+    /// A package by path (`__main__` gives the main package).
+    pub fn package(&self, pkgpath: &str) -> Option<&Package> {
+        if pkgpath == MAIN_PKG {
+            Some(&self.main)
+        } else {
+            self.packages.get(pkgpath)
+        }
+    }
+}
+
+/// A tiny insertion-ordered map (keeps the crate free of extra dependencies for one use).
+pub mod indexmap_lite {
+    use rustc_hash::FxHashMap;
+    use std::borrow::Borrow;
+    use std::hash::Hash;
+
+    /// Insertion-ordered map with hashed lookup.
+    #[derive(Clone, Debug)]
+    pub struct OrderedMap<K, V> {
+        index: FxHashMap<K, usize>,
+        entries: Vec<(K, V)>,
+    }
+
+    impl<K: Hash + Eq + Clone, V> Default for OrderedMap<K, V> {
+        fn default() -> Self {
+            OrderedMap {
+                index: FxHashMap::default(),
+                entries: Vec::new(),
+            }
+        }
+    }
+
+    impl<K: Hash + Eq + Clone, V> OrderedMap<K, V> {
+        /// Inserts (or replaces) a value.
+        pub fn insert(&mut self, k: K, v: V) {
+            match self.index.get(&k) {
+                Some(&i) => self.entries[i].1 = v,
+                None => {
+                    self.index.insert(k.clone(), self.entries.len());
+                    self.entries.push((k, v));
+                }
+            }
+        }
+        /// Looks a value up.
+        pub fn get<Q: Hash + Eq + ?Sized>(&self, k: &Q) -> Option<&V>
+        where
+            K: Borrow<Q>,
+        {
+            self.index.get(k).map(|&i| &self.entries[i].1)
+        }
+        /// True when the key is present.
+        pub fn contains_key<Q: Hash + Eq + ?Sized>(&self, k: &Q) -> bool
+        where
+            K: Borrow<Q>,
+        {
+            self.index.contains_key(k)
+        }
+        /// Entries in insertion order.
+        pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+            self.entries.iter().map(|(k, v)| (k, v))
+        }
+        /// Number of entries.
+        pub fn len(&self) -> usize {
+            self.entries.len()
+        }
+        /// True when empty.
+        pub fn is_empty(&self) -> bool {
+            self.entries.is_empty()
+        }
+    }
+}
+
+/// Finds the package root: the nearest folder at or above `start` holding `kcl.mod`.
+pub fn find_mod_root(start: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(start).ok()?;
+    let mut dir = if start.is_file() {
+        start.parent()?.to_path_buf()
+    } else {
+        start
+    };
+    loop {
+        if dir.join("kcl.mod").is_file() {
+            return Some(dir);
+        }
+        if !dir.pop() {
+            return None;
+        }
+    }
+}
+
+/// Replaces `${KCL_MOD}` in a path argument with the package root.
+pub fn expand_kcl_mod(arg: &str, root: &Path) -> PathBuf {
+    PathBuf::from(arg.replace("${KCL_MOD}", &root.display().to_string()))
+}
+
+/// Expands `${KCL_MOD}` (the package root) and `${name:KCL_MOD}` (the root of external
+/// package `name`) in a path argument.
+pub fn expand_paths(arg: &str, root: &Path, external: &[(String, PathBuf)]) -> PathBuf {
+    let mut s = arg.replace("${KCL_MOD}", &root.display().to_string());
+    for (name, path) in external {
+        s = s.replace(&format!("${{{name}:KCL_MOD}}"), &path.display().to_string());
+    }
+    PathBuf::from(s)
+}
+
+/// The parts of `kcl.mod` the loader uses.
+#[derive(Clone, Debug, Default)]
+pub struct ModFile {
+    /// `[package] name`.
+    pub name: Option<String>,
+    /// `[dependencies]` in file order.
+    pub dependencies: Vec<(String, ModDep)>,
+    /// `[profile] entries`: the main package files when none are given.
+    pub entries: Vec<String>,
+}
+
+/// One `[dependencies]` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModDep {
+    /// `name = { path = "..." }`, relative to the kcl.mod folder.
+    Path(PathBuf),
+    /// `name = "1.2.3"` or `{ version = ... }` / `{ oci = ... }`: a registry package.
+    Version(String),
+}
+
+impl ModDep {
+    /// Where the package lives on disk: a path dependency relative to `root`, or a registry
+    /// package in `$KCL_PKG_PATH`, `~/.kcl/kpm` (as `name_version`) or `root/vendor/name`.
+    pub fn locate(&self, root: &Path, name: &str) -> Option<PathBuf> {
+        match self {
+            ModDep::Path(p) => {
+                let p = root.join(p);
+                Some(normalize(&std::path::absolute(&p).unwrap_or(p)))
+            }
+            ModDep::Version(v) => {
+                let mut dirs = Vec::new();
+                if let Some(d) = std::env::var_os("KCL_PKG_PATH") {
+                    dirs.push(PathBuf::from(d));
+                }
+                if let Some(h) = std::env::var_os("HOME") {
+                    dirs.push(PathBuf::from(h).join(".kcl").join("kpm"));
+                }
+                dirs.into_iter()
+                    .map(|d| d.join(format!("{name}_{v}")))
+                    .chain(std::iter::once(root.join("vendor").join(name)))
+                    .find(|p| p.is_dir())
+            }
+        }
+    }
+}
+
+/// Reads `root/kcl.mod`; `Ok(None)` when there is none.
+pub fn read_mod_file(root: &Path) -> Result<Option<ModFile>, String> {
+    let path = root.join("kcl.mod");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut m = ModFile::default();
+    if let Some(pkg) = doc.get("package").and_then(|v| v.as_table()) {
+        m.name = pkg.get("name").and_then(|v| v.as_str()).map(str::to_string);
+    }
+    if let Some(deps) = doc.get("dependencies").and_then(|v| v.as_table()) {
+        for (name, v) in deps {
+            let dep = match v {
+                toml::Value::String(ver) => ModDep::Version(ver.clone()),
+                toml::Value::Table(t) => match t.get("path").and_then(|p| p.as_str()) {
+                    Some(p) => ModDep::Path(PathBuf::from(p)),
+                    None => ModDep::Version(
+                        t.get("version")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("")
+                            .to_string(),
+                    ),
+                },
+                _ => continue,
+            };
+            m.dependencies.push((name.clone(), dep));
+        }
+    }
+    if let Some(prof) = doc.get("profile").and_then(|v| v.as_table())
+        && let Some(entries) = prof.get("entries").and_then(|v| v.as_array())
+    {
+        m.entries = entries
+            .iter()
+            .filter_map(|e| e.as_str().map(str::to_string))
+            .collect();
+    }
+    Ok(Some(m))
+}
+
+/// `.k` files of a folder (not recursive, sorted, `_test.k` files excluded).
+pub fn package_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if p.is_file() && name.ends_with(".k") && !name.ends_with("_test.k") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Expands files and folders (recursively) into the `.k` files they hold, sorted per folder.
+pub fn collect_k_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()?;
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if p.extension().is_some_and(|e| e == "k") {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            anyhow::bail!("{}: no such file or directory", p.display());
+        }
+    }
+    Ok(out)
+}
+
+struct Loader {
+    external: Vec<(String, PathBuf)>,
+    root: PathBuf,
+    packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
+    imports: FxHashMap<Span, ImportTarget>,
+    errors: Vec<Diagnostic>,
+    /// Package path by folder: a folder imported under two names is one package.
+    by_dir: FxHashMap<PathBuf, Arc<str>>,
+}
+
+/// Loads the main package from `inputs` (files, or a single folder) and every package it
+/// imports, transitively. All syntax and resolution errors are collected.
+pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, Diagnostics> {
+    let plain =
+        |msg: String| Diagnostics::from(Diagnostic::plain(ErrorKind::CannotFindModule, msg));
+    let work = match (&opts.work_dir, inputs.first()) {
+        (Some(w), _) => std::path::absolute(w).unwrap_or_else(|_| w.clone()),
+        (None, Some(first)) if !first.to_string_lossy().contains("${") => {
+            let abs = std::path::absolute(first).unwrap_or_else(|_| first.clone());
+            if abs.is_dir() {
+                abs
+            } else {
+                abs.parent().map(Path::to_path_buf).unwrap_or_default()
+            }
+        }
+        _ => std::env::current_dir().map_err(|e| plain(format!("current directory: {e}")))?,
+    };
+    let root = find_mod_root(&work).unwrap_or_else(|| work.clone());
+    let modfile = read_mod_file(&root).map_err(&plain)?;
+    // -E packages first (they win), then kcl.mod dependencies.
+    let mut external: Vec<(String, PathBuf)> = opts
+        .external
+        .iter()
+        .map(|(n, p)| {
+            (
+                n.clone(),
+                std::path::absolute(p).unwrap_or_else(|_| p.clone()),
+            )
+        })
+        .collect();
+    if let Some(m) = &modfile {
+        for (name, dep) in &m.dependencies {
+            if external.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            if let Some(path) = dep.locate(&root, name) {
+                external.push((name.clone(), path));
+            }
+        }
+    }
+    let entries: Vec<PathBuf> = if inputs.is_empty() {
+        let m = modfile
+            .as_ref()
+            .filter(|m| !m.entries.is_empty())
+            .ok_or_else(|| plain("no input files".into()))?;
+        m.entries
+            .iter()
+            .map(|e| {
+                let p = expand_paths(e, &root, &external);
+                if p.is_absolute() { p } else { root.join(p) }
+            })
+            .collect()
+    } else {
+        inputs
+            .iter()
+            .map(|i| expand_paths(&i.to_string_lossy(), &root, &external))
+            .collect()
+    };
+    let mut files = Vec::new();
+    for p in entries {
+        if p.is_dir() {
+            let found = package_files(&p).map_err(|e| plain(format!("{}: {e}", p.display())))?;
+            if found.is_empty() {
+                return Err(plain(format!(
+                    "No KCL files found in the specified folder {}",
+                    p.display()
+                )));
+            }
+            files.extend(found);
+        } else {
+            files.push(p);
+        }
+    }
+    let mut ld = Loader {
+        external,
+        root: root.clone(),
+        packages: Default::default(),
+        imports: FxHashMap::default(),
+        errors: Vec::new(),
+        by_dir: FxHashMap::default(),
+    };
+    let mut modules = Vec::new();
+    for f in &files {
+        match parse_file(f) {
+            Ok(m) => modules.push(m),
+            Err(d) => ld.errors.extend(d.0),
+        }
+    }
+    for m in &modules {
+        ld.resolve_module_imports(m);
+    }
+    let main = Package {
+        pkgpath: Arc::from(MAIN_PKG),
+        path: root.clone(),
+        modules,
+    };
+    if !ld.errors.is_empty() {
+        return Err(Diagnostics(ld.errors));
+    }
+    Ok(Program {
+        root,
+        main,
+        packages: ld.packages,
+        imports: ld.imports,
+    })
+}
+
+impl Loader {
+    fn resolve_module_imports(&mut self, m: &Module) {
+        let dir = crate::ast::source_map()
+            .get(m.file)
+            .and_then(|f| {
+                f.path
+                    .as_ref()
+                    .and_then(|p| p.parent().map(Path::to_path_buf))
+            })
+            .unwrap_or_else(|| self.root.clone());
+        for stmt in &m.body {
+            if let StmtKind::Import(imp) = &stmt.kind {
+                self.resolve_import(m.file, &dir, imp, stmt.span);
+            }
+        }
+    }
+
+    fn resolve_import(&mut self, _file: FileId, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
+        let parts: Vec<&str> = imp.names.iter().map(|n| n.sym.as_str()).collect();
+        if parts.is_empty() {
+            return;
+        }
+        if imp.level == 0 {
+            if parts[0] == "kcl_plugin" {
+                let name = parts[1..].join(".");
+                self.imports
+                    .insert(imp.path_span, ImportTarget::Plugin(Arc::from(name)));
+                return;
+            }
+            if parts.len() == 1
+                && SYSTEM_MODULES.contains(&parts[0])
+                && !self.root.join(parts[0]).exists()
+                && !self.root.join(format!("{}.k", parts[0])).is_file()
+            {
+                self.imports
+                    .insert(imp.path_span, ImportTarget::System(Arc::from(parts[0])));
+                return;
+            }
+        }
+        let (base, pkgpath) = if imp.level > 0 {
+            let mut base = dir.to_path_buf();
+            for _ in 1..imp.level {
+                base.pop();
+            }
+            let target = parts.iter().fold(base, |p, s| p.join(s));
+            let pkgpath = self.pkgpath_for(&target);
+            (target, pkgpath)
+        } else if let Some((_, ext)) = self.external.iter().find(|(n, _)| n == parts[0]) {
+            let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
+            // `-E konfig=.` naming the program root itself: the same packages as plain imports.
+            if normalize(ext) == normalize(&self.root) {
+                (target, parts[1..].join("."))
+            } else {
+                (target, parts.join("."))
+            }
+        } else {
+            // Absolute imports resolve against the root of the package that holds the
+            // importing file (an external package's own root for its files), then the main root.
+            let (own_root, prefix) = self.owner(dir);
+            let in_own = parts.iter().fold(own_root.clone(), |p, s| p.join(s));
+            let exists =
+                |t: &Path| t.is_dir() || PathBuf::from(format!("{}.k", t.display())).is_file();
+            if prefix.is_some() && exists(&in_own) {
+                let pkgpath = format!("{}.{}", prefix.unwrap_or_default(), parts.join("."));
+                (in_own, pkgpath)
+            } else {
+                let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
+                (target, parts.join("."))
+            }
+        };
+        let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
+        let pkgpath: Arc<str> = self
+            .by_dir
+            .entry(key)
+            .or_insert_with(|| Arc::from(pkgpath))
+            .clone();
+        self.imports
+            .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
+        if self.packages.contains_key(&pkgpath) {
+            return;
+        }
+        let files = if base.is_dir() {
+            package_files(&base).unwrap_or_default()
+        } else {
+            let f = PathBuf::from(format!("{}.k", base.display()));
+            if f.is_file() { vec![f] } else { Vec::new() }
+        };
+        if files.is_empty() {
+            let msg = if base.is_dir() {
+                "No KCL files found in the specified folder".to_string()
+            } else {
+                format!(
+                    "Cannot find the module {} from {}",
+                    imp.path,
+                    base.display()
+                )
+            };
+            self.errors.push(Diagnostic::error(
+                ErrorKind::CannotFindModule,
+                stmt_span,
+                msg,
+            ));
+            return;
+        }
+        // Register before parsing so import cycles terminate.
+        self.packages.insert(
+            pkgpath.clone(),
+            Package {
+                pkgpath: pkgpath.clone(),
+                path: base.clone(),
+                modules: Vec::new(),
+            },
+        );
+        let mut modules = Vec::new();
+        for f in &files {
+            match parse_file(f) {
+                Ok(m) => modules.push(m),
+                Err(d) => self.errors.extend(d.0),
+            }
+        }
+        for m in &modules {
+            self.resolve_module_imports(m);
+        }
+        self.packages.insert(
+            pkgpath.clone(),
+            Package {
+                pkgpath,
+                path: base,
+                modules,
+            },
+        );
+    }
+
+    /// Package path of a folder/file: dotted path relative to the root when inside it,
+    /// otherwise the absolute path (unique, if not pretty).
+    fn pkgpath_for(&self, target: &Path) -> String {
+        let norm = normalize(target);
+        let (root, prefix) = self.owner(&norm);
+        match norm.strip_prefix(&root) {
+            Ok(rel) => {
+                let mut parts: Vec<String> = prefix.into_iter().collect();
+                parts.extend(
+                    rel.components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+                );
+                parts.join(".")
+            }
+            Err(_) => norm.display().to_string(),
+        }
+    }
+
+    /// The package root owning `path`: the deepest of the main root and the external package
+    /// roots that contains it, with the external package name (None for the main root).
+    fn owner(&self, path: &Path) -> (PathBuf, Option<String>) {
+        let path = normalize(path);
+        let main = normalize(&self.root);
+        let mut best: (PathBuf, Option<String>) = (main.clone(), None);
+        let mut best_len = if path.starts_with(&main) {
+            main.components().count()
+        } else {
+            0
+        };
+        for (name, root) in &self.external {
+            let r = normalize(root);
+            let len = r.components().count();
+            if path.starts_with(&r) && len > best_len {
+                best = (r, Some(name.clone()));
+                best_len = len;
+            }
+        }
+        // A vendored dependency with its own kcl.mod (not given with -E) owns its files too;
+        // its package name (else its path) prefixes its package paths.
+        if let Some(r) = find_mod_root(&path).map(|r| normalize(&r)) {
+            let len = r.components().count();
+            if len > best_len {
+                let name = read_mod_file(&r)
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.name)
+                    .unwrap_or_else(|| r.display().to_string());
+                best = (r, Some(name));
+            }
+        }
+        best
+    }
+}
+
+/// Lexically removes `.` and `..` components.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}

@@ -1,0 +1,482 @@
+//! The KCL parser: a hand-written recursive-descent parser over the token vector from
+//! [`crate::lexer`], with error recovery (it keeps going after an error and reports several).
+//!
+//! Layout: blocks are recognised from each token's `nl`/`indent` fields (see the lexer docs).
+//! A newline ends an expression except inside parentheses; at module/statement level (outside
+//! any bracket) a newline where an operand is required is an error, inside `[]`/`{}` it is not.
+
+mod expr;
+pub mod generate;
+pub mod loader;
+mod stmt;
+pub(crate) mod strings;
+
+use crate::ast::{ExprKind, FileId, Module, Span, Stmt, StmtKind, StrLit, source_map};
+use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
+use crate::lexer::{Tok, Token, lex};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Deepest nesting of expressions/blocks accepted, so hostile input cannot overflow the stack.
+const MAX_DEPTH: u32 = 100;
+/// Longest operator chain / list accepted in one node before giving up (keeps the tree shallow
+/// enough for recursive consumers).
+const MAX_CHAIN: usize = 1000;
+/// Errors per file after which parsing stops.
+const MAX_ERRORS: usize = 100;
+
+/// Bracket contexts, innermost last.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Ctx {
+    Paren,
+    Bracket,
+    Brace,
+}
+
+pub(crate) struct Parser<'a> {
+    src: &'a str,
+    base: u32,
+    file: FileId,
+    toks: Vec<Token>,
+    pos: usize,
+    errors: Vec<Diagnostic>,
+    ctx: Vec<Ctx>,
+    depth: u32,
+    /// Indentation of the logical line of the last consumed line-starting token.
+    line_indent: u32,
+    /// While parsing a quantifier target, `Name {` is not a schema instantiation.
+    no_schema_brace: bool,
+    /// Token index where the current statement began (its line break is not an error).
+    stmt_start: usize,
+}
+
+/// Parses a file from disk. The file is registered in the global source map under its
+/// absolute path.
+pub fn parse_file(path: impl AsRef<Path>) -> Result<Module, Diagnostics> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Diagnostics::from(Diagnostic::plain(
+            ErrorKind::CannotFindModule,
+            format!("cannot read {}: {e}", path.display()),
+        ))
+    })?;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = abs.display().to_string();
+    let file = source_map().add(name, Some(&abs), text);
+    parse_registered(file.id)
+}
+
+/// Parses `text`, registering it in the global source map under `name`.
+pub fn parse_source(name: &str, text: &str) -> Result<Module, Diagnostics> {
+    let file = source_map().add(name, None, text);
+    parse_registered(file.id)
+}
+
+/// Parses a file already in the source map. Returns the module even when there are errors,
+/// together with the diagnostics (for tools that want a partial tree).
+pub fn parse_with_errors(file: FileId) -> (Module, Vec<Diagnostic>) {
+    let Some(sf) = source_map().get(file) else {
+        let m = Module {
+            file,
+            filename: Arc::from("<unknown>"),
+            doc: None,
+            body: Vec::new(),
+            comments: Vec::new(),
+        };
+        return (
+            m,
+            vec![Diagnostic::plain(
+                ErrorKind::InvalidSyntax,
+                "unknown source file",
+            )],
+        );
+    };
+    parse_text_as(file, sf.name.clone(), &sf.text)
+}
+
+/// Parses `text` without registering it in the source map (spans use a dummy file id, so
+/// diagnostics cannot be rendered with a snippet). For fuzzing and throwaway checks, where
+/// registering every input would grow the map without bound.
+pub fn parse_unregistered(text: &str) -> (Module, Vec<Diagnostic>) {
+    parse_text_as(FileId(u32::MAX), Arc::from("<unregistered>"), text)
+}
+
+fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<Diagnostic>) {
+    let lexed = lex(text, file, 0);
+    let mut p = Parser::new(text, 0, file, lexed.tokens);
+    p.errors = lexed.errors;
+    let body = p.parse_module_body();
+    let doc = body.first().and_then(|s| match &s.kind {
+        StmtKind::Expr(e) => match &e.kind {
+            ExprKind::Str(v) => Some(StrLit {
+                value: v.clone(),
+                span: e.span,
+            }),
+            _ => None,
+        },
+        _ => None,
+    });
+    // Lexer errors first (upstream lexes the whole file before parsing), then parser errors
+    // in the order they were found.
+    let errors = p.errors;
+    let m = Module {
+        file,
+        filename,
+        doc,
+        body,
+        comments: lexed.comments,
+    };
+    (m, errors)
+}
+
+/// Parses a registered file, failing when any error was reported.
+pub fn parse_registered(file: FileId) -> Result<Module, Diagnostics> {
+    let (m, errors) = parse_with_errors(file);
+    if errors.is_empty() {
+        Ok(m)
+    } else {
+        Err(Diagnostics(errors))
+    }
+}
+
+impl<'a> Parser<'a> {
+    pub(crate) fn new(src: &'a str, base: u32, file: FileId, toks: Vec<Token>) -> Self {
+        Parser {
+            src,
+            base,
+            file,
+            toks,
+            pos: 0,
+            errors: Vec::new(),
+            ctx: Vec::new(),
+            depth: 0,
+            line_indent: 0,
+            no_schema_brace: false,
+            stmt_start: 0,
+        }
+    }
+
+    // ------------------------------------------------------------ token access ----
+
+    fn tk(&self) -> Token {
+        self.toks[self.pos.min(self.toks.len() - 1)]
+    }
+    fn tok(&self) -> Tok {
+        self.tk().tok
+    }
+    fn nth(&self, n: usize) -> Token {
+        self.toks[(self.pos + n).min(self.toks.len() - 1)]
+    }
+    fn prev(&self) -> Token {
+        if self.pos == 0 {
+            self.toks[0]
+        } else {
+            self.toks[(self.pos - 1).min(self.toks.len() - 1)]
+        }
+    }
+    fn at(&self, t: Tok) -> bool {
+        self.tok() == t
+    }
+    fn at_eof(&self) -> bool {
+        self.tok() == Tok::Eof
+    }
+    fn bump(&mut self) -> Token {
+        let t = self.tk();
+        if t.nl && t.tok != Tok::Eof {
+            self.line_indent = t.indent;
+        }
+        if self.pos < self.toks.len() - 1 {
+            self.pos += 1;
+        }
+        t
+    }
+    fn eat(&mut self, t: Tok) -> bool {
+        if self.at(t) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+    fn text(&self, t: Token) -> &'a str {
+        let lo = (t.lo - self.base) as usize;
+        let hi = (t.hi - self.base) as usize;
+        self.src.get(lo..hi).unwrap_or("")
+    }
+    fn span(&self, lo: u32, hi: u32) -> Span {
+        Span::new(self.file, lo, hi)
+    }
+    fn tspan(&self, t: Token) -> Span {
+        self.span(t.lo, t.hi)
+    }
+    /// Span from `lo` to the end of the last consumed token.
+    fn since(&self, lo: u32) -> Span {
+        let hi = self.prev().hi.max(lo);
+        self.span(lo, hi)
+    }
+
+    /// Whether a newline before the current token ends the current construct.
+    fn nl_significant(&self) -> bool {
+        self.ctx.last() != Some(&Ctx::Paren)
+    }
+    /// The current token starts a new logical line and that matters here.
+    fn at_line_break(&self) -> bool {
+        self.tk().nl && self.nl_significant()
+    }
+    /// Outside any bracket.
+    fn top_level(&self) -> bool {
+        self.ctx.is_empty()
+    }
+    /// The current token is on a new line where the statement needs more tokens (an error
+    /// outside brackets).
+    fn nl_break(&self) -> bool {
+        self.tk().nl && self.top_level() && self.pos != self.stmt_start
+    }
+
+    // ------------------------------------------------------------ errors ----------
+
+    fn error(&mut self, span: Span, msg: impl Into<String>) {
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(Diagnostic::syntax(span, msg));
+        }
+    }
+    fn error_kind(
+        &mut self,
+        kind: ErrorKind,
+        span: Span,
+        msg: impl Into<String>,
+    ) -> &mut Diagnostic {
+        self.errors.push(Diagnostic::error(kind, span, msg));
+        self.errors.last_mut().expect("just pushed")
+    }
+    fn gave_up(&self) -> bool {
+        self.errors.len() >= MAX_ERRORS
+    }
+    /// How the current token is named in "got X" messages, and where to point.
+    fn describe_current(&self) -> (String, Span) {
+        let t = self.tk();
+        if t.nl && (self.top_level() || t.tok == Tok::Eof) {
+            // Point at the end of the previous line, as upstream does.
+            let p = self.prev();
+            let at = if self.pos == 0 {
+                t.lo
+            } else {
+                p.hi.saturating_sub(1).max(p.lo)
+            };
+            let what = if t.tok == Tok::Eof || t.indent == self.line_indent {
+                "newline"
+            } else if t.indent > self.line_indent {
+                "indent"
+            } else {
+                "dedent"
+            };
+            return (what.to_string(), self.span(at, at + 1));
+        }
+        (t.tok.describe(self.text(t)), self.tspan(t))
+    }
+    /// Reports `expected one of [..] got X` at the current token.
+    fn expected(&mut self, what: &[&str]) {
+        let (got, span) = self.describe_current();
+        let list = what
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.error(span, format!("expected one of [{list}] got {got}"));
+    }
+    /// Consumes `t` or reports it as expected (named `name`). Returns whether it was there.
+    fn expect(&mut self, t: Tok, name: &str) -> bool {
+        if self.at(t) && !(self.nl_break() && t != Tok::Eof && self.line_sensitive(t)) {
+            self.bump();
+            return true;
+        }
+        self.expected(&[name]);
+        false
+    }
+    /// Tokens that may not be taken from the next line at statement level.
+    fn line_sensitive(&self, t: Tok) -> bool {
+        matches!(t, Tok::Colon | Tok::Assign | Tok::In)
+    }
+    fn unexpected(&mut self) {
+        let (got, span) = self.describe_current();
+        self.error(span, format!("unexpected token '{got}'"));
+    }
+    fn expect_ident(&mut self) -> Option<crate::ast::Name> {
+        let t = self.tk();
+        if let Tok::Ident(sym) = t.tok
+            && !self.nl_break()
+        {
+            self.bump();
+            return Some(crate::ast::Name {
+                sym,
+                span: self.tspan(t),
+            });
+        }
+        self.expected(&["identifier"]);
+        None
+    }
+
+    // ------------------------------------------------------------ module ----------
+
+    fn parse_module_body(&mut self) -> Vec<Stmt> {
+        let mut body = Vec::new();
+        while !self.at_eof() && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent > 0 {
+                self.error(self.tspan(t), "unexpected token 'indent'");
+                // Parse the over-indented lines as if they were not indented.
+                let ind = t.indent;
+                let stmts = self.parse_block_stmts(ind, false);
+                body.extend(stmts);
+                continue;
+            }
+            self.parse_stmt_into(&mut body);
+        }
+        body
+    }
+
+    /// Parses statements of a block whose lines are indented by `indent`. Stops at a dedent,
+    /// at end of input, or (inside brackets) at a closing bracket.
+    fn parse_block_stmts(&mut self, indent: u32, in_brackets: bool) -> Vec<Stmt> {
+        let mut body = Vec::new();
+        while !self.at_eof() && !self.gave_up() {
+            let t = self.tk();
+            if in_brackets && matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen) {
+                break;
+            }
+            if t.nl && t.indent < indent {
+                break;
+            }
+            if t.nl && t.indent > indent {
+                self.error(self.tspan(t), "unexpected token 'indent'");
+                let nested = self.parse_block_stmts(t.indent, in_brackets);
+                body.extend(nested);
+                continue;
+            }
+            self.parse_stmt_into(&mut body);
+        }
+        body
+    }
+
+    /// Parses one statement (possibly a `;`-separated run) and checks the line ends after it.
+    fn parse_stmt_into(&mut self, body: &mut Vec<Stmt>) {
+        let start = self.pos;
+        if let Some(s) = self.parse_stmt() {
+            body.push(s);
+        }
+        self.finish_stmt(start);
+    }
+
+    /// After a simple statement: the next token must start a new line (or close a bracket).
+    fn finish_stmt(&mut self, start: usize) {
+        loop {
+            if self.eat(Tok::Semi) {
+                continue;
+            }
+            let t = self.tk();
+            if t.nl
+                || t.tok == Tok::Eof
+                || (!self.top_level() && matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen))
+            {
+                if self.pos == start {
+                    // Nothing consumed: force progress.
+                    self.unexpected();
+                    self.bump();
+                }
+                return;
+            }
+            if self.top_level() && matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen)
+                || self.pos == start
+            {
+                self.unexpected();
+                self.bump();
+                return;
+            }
+            // Junk after a complete statement: report it and let the caller parse on from here
+            // (upstream recovers token by token, so `a, b = 1, 2` reports each comma).
+            self.unexpected();
+            self.bump();
+            return;
+        }
+    }
+
+    /// Parses the block after a compound statement header (`if x:` etc.). `header_indent` is
+    /// the indentation of the header line. Consumes the `:`.
+    fn parse_suite(&mut self, header_indent: u32) -> Vec<Stmt> {
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+        }
+        self.parse_suite_after_colon(header_indent)
+    }
+
+    fn parse_suite_after_colon(&mut self, header_indent: u32) -> Vec<Stmt> {
+        let t = self.tk();
+        let in_brackets = !self.top_level();
+        if !t.nl && t.tok != Tok::Eof {
+            // `if x: a = 1` on one line.
+            let mut body = Vec::new();
+            let start = self.pos;
+            if let Some(s) = self.parse_stmt() {
+                body.push(s);
+            }
+            while self.eat(Tok::Semi) {
+                if self.tk().nl || self.at_eof() {
+                    break;
+                }
+                if let Some(s) = self.parse_stmt() {
+                    body.push(s);
+                }
+            }
+            if self.pos == start {
+                self.bump();
+            }
+            return body;
+        }
+        if t.tok == Tok::Eof || t.indent <= header_indent {
+            self.expected(&["indent"]);
+            return Vec::new();
+        }
+        if self.depth >= MAX_DEPTH {
+            self.error(self.tspan(t), "blocks nested too deeply");
+            self.skip_block(header_indent);
+            return Vec::new();
+        }
+        self.depth += 1;
+        let body = self.parse_block_stmts(t.indent, in_brackets);
+        self.depth -= 1;
+        body
+    }
+
+    /// Skips every line indented deeper than `indent`.
+    fn skip_block(&mut self, indent: u32) {
+        while !self.at_eof() {
+            let t = self.tk();
+            if t.nl && t.indent <= indent {
+                break;
+            }
+            self.bump();
+        }
+    }
+
+    /// Skips to the next token that starts a line (or a closer of the current bracket).
+    fn recover_to_line_end(&mut self) {
+        let mut depth = 0i32;
+        while !self.at_eof() {
+            let t = self.tk();
+            if t.nl && depth <= 0 && self.nl_significant() {
+                break;
+            }
+            match t.tok {
+                Tok::LParen | Tok::LBracket | Tok::LBrace => depth += 1,
+                Tok::RParen | Tok::RBracket | Tok::RBrace => {
+                    if depth == 0 {
+                        break;
+                    }
+                    depth -= 1;
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+}

@@ -1,0 +1,970 @@
+//! Statement parsing.
+
+use super::{MAX_DEPTH, Parser};
+use crate::ast::*;
+use crate::diag::ErrorKind;
+use crate::lexer::Tok;
+use std::sync::Arc;
+
+/// Which body a statement is parsed in (schema bodies allow attributes, checks, mixins...).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Body {
+    Plain,
+    Schema,
+}
+
+impl<'a> Parser<'a> {
+    fn ident_is(&self, n: usize, word: &str) -> bool {
+        matches!(self.nth(n).tok, Tok::Ident(s) if s.as_str() == word)
+    }
+
+    pub(crate) fn parse_stmt(&mut self) -> Option<Stmt> {
+        self.parse_stmt_in(Body::Plain)
+    }
+
+    pub(crate) fn parse_stmt_in(&mut self, body: Body) -> Option<Stmt> {
+        if self.depth >= MAX_DEPTH {
+            let t = self.tk();
+            self.error(self.tspan(t), "statements nested too deeply");
+            self.recover_to_line_end();
+            return None;
+        }
+        self.depth += 1;
+        let r = self.parse_stmt_inner(body);
+        self.depth -= 1;
+        r
+    }
+
+    fn parse_stmt_inner(&mut self, body: Body) -> Option<Stmt> {
+        self.stmt_start = self.pos;
+        let t = self.tk();
+        let lo = t.lo;
+        let header_indent = if t.nl { t.indent } else { self.line_indent };
+        match t.tok {
+            Tok::At => {
+                let decorators = self.parse_decorators();
+                return self.parse_decorated(lo, decorators, body);
+            }
+            Tok::Import => return self.parse_import(),
+            Tok::Assert => {
+                self.bump();
+                let (test, if_cond, msg) = self.parse_test_if_msg();
+                let kind = StmtKind::Assert(AssertStmt { test, if_cond, msg });
+                return Some(Stmt {
+                    kind,
+                    span: self.since(lo),
+                });
+            }
+            Tok::If => return Some(self.parse_if_stmt(header_indent, body)),
+            Tok::Ident(_) => {
+                if let Tok::Ident(_) = self.nth(1).tok {
+                    let n1 = self.nth(1);
+                    if !n1.nl {
+                        if self.ident_is(0, "schema")
+                            || self.ident_is(0, "protocol")
+                            || self.ident_is(0, "mixin")
+                        {
+                            return self.parse_schema(lo, Vec::new(), header_indent);
+                        }
+                        if self.ident_is(0, "rule") {
+                            return self.parse_rule(lo, Vec::new(), header_indent);
+                        }
+                        if self.ident_is(0, "type") && self.nth(2).tok == Tok::Assign {
+                            return self.parse_type_alias(lo);
+                        }
+                    }
+                }
+                if body == Body::Schema {
+                    if self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket {
+                        return None; // handled by the schema body parser
+                    }
+                    if self.ident_is(0, "check") && self.nth(1).tok == Tok::Colon {
+                        return None;
+                    }
+                }
+                // Attribute or annotated assignment: `name:` / `name?:`.
+                let is_attr = (self.nth(1).tok == Tok::Colon && !self.nth(1).nl)
+                    || (self.nth(1).tok == Tok::Question
+                        && self.nth(2).tok == Tok::Colon
+                        && !self.nth(1).nl);
+                if is_attr {
+                    return self.parse_attr_or_annotated(lo, Vec::new(), body);
+                }
+            }
+            Tok::Str { .. } if body == Body::Schema => {
+                let is_attr = (self.nth(1).tok == Tok::Colon && !self.nth(1).nl)
+                    || (self.nth(1).tok == Tok::Question && self.nth(2).tok == Tok::Colon);
+                if is_attr {
+                    return self.parse_attr_or_annotated(lo, Vec::new(), body);
+                }
+            }
+            _ => {}
+        }
+        self.parse_expr_stmt(lo)
+    }
+
+    fn parse_expr_stmt(&mut self, lo: u32) -> Option<Stmt> {
+        let first = self.parse_expr();
+        match self.tok() {
+            Tok::Assign if !self.at_line_break() => {
+                let mut targets = vec![self.expr_to_target(first)?];
+                let mut value;
+                loop {
+                    self.bump();
+                    value = self.parse_expr();
+                    if self.at(Tok::Assign) && !self.at_line_break() {
+                        targets.push(self.expr_to_target(value)?);
+                        continue;
+                    }
+                    break;
+                }
+                let kind = StmtKind::Assign(AssignStmt {
+                    targets,
+                    ty: None,
+                    value,
+                });
+                Some(Stmt {
+                    kind,
+                    span: self.since(lo),
+                })
+            }
+            Tok::AugAssign(op) if !self.at_line_break() => {
+                let target = self.expr_to_target(first)?;
+                self.bump();
+                let value = self.parse_expr();
+                let kind = StmtKind::AugAssign(AugAssignStmt { target, op, value });
+                Some(Stmt {
+                    kind,
+                    span: self.since(lo),
+                })
+            }
+            _ => {
+                let span = first.span;
+                Some(Stmt {
+                    kind: StmtKind::Expr(first),
+                    span,
+                })
+            }
+        }
+    }
+
+    /// Converts an expression on the left of `=` into an assignment target.
+    fn expr_to_target(&mut self, e: Expr) -> Option<Target> {
+        let span = e.span;
+        let mut path = Vec::new();
+        let mut cur = e;
+        loop {
+            match cur.kind {
+                ExprKind::Ident(sym) => {
+                    path.reverse();
+                    return Some(Target {
+                        name: Name {
+                            sym,
+                            span: cur.span,
+                        },
+                        path,
+                        span,
+                    });
+                }
+                ExprKind::Selector {
+                    value,
+                    attr,
+                    optional: false,
+                } => {
+                    path.push(TargetPath::Attr(attr));
+                    cur = *value;
+                }
+                ExprKind::Subscript {
+                    value,
+                    index,
+                    optional: false,
+                } => {
+                    path.push(TargetPath::Index(*index));
+                    cur = *value;
+                }
+                ExprKind::Selector { optional: true, .. } => {
+                    self.error(
+                        cur.span,
+                        "'SelectorExpression' is an illegal expression for assignment, because the left-hand side of an assignment expression may not be an optional attribute access.",
+                    );
+                    return None;
+                }
+                ExprKind::Missing => return None,
+                ref k => {
+                    let name = expr_kind_name(k);
+                    self.error(
+                        cur.span,
+                        format!("'{name}' is an illegal expression for assignment"),
+                    );
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn parse_import(&mut self) -> Option<Stmt> {
+        let lo = self.bump().lo;
+        let path_lo = self.tk().lo;
+        let mut level = 0u32;
+        let mut path = String::new();
+        loop {
+            match self.tok() {
+                Tok::Dot if !self.tk().nl => {
+                    level += 1;
+                    path.push('.');
+                    self.bump();
+                }
+                Tok::Ellipsis if !self.tk().nl => {
+                    level += 3;
+                    path.push_str("...");
+                    self.bump();
+                }
+                _ => break,
+            }
+        }
+        let mut names = Vec::new();
+        match self.expect_ident() {
+            Some(n) => {
+                path.push_str(n.sym.as_str());
+                names.push(n);
+            }
+            None => {
+                self.recover_to_line_end();
+                return None;
+            }
+        }
+        while self.at(Tok::Dot) && !self.tk().nl {
+            self.bump();
+            path.push('.');
+            match self.expect_ident() {
+                Some(n) => {
+                    path.push_str(n.sym.as_str());
+                    names.push(n);
+                }
+                None => {
+                    // Keep the rest of the dotted path text so later stages can name it.
+                    while matches!(self.tok(), Tok::Dot | Tok::Ident(_)) && !self.tk().nl {
+                        let t = self.bump();
+                        if let Tok::Ident(s) = t.tok {
+                            names.push(Name {
+                                sym: s,
+                                span: self.tspan(t),
+                            });
+                        }
+                        path.push_str(self.text(t));
+                    }
+                    break;
+                }
+            }
+        }
+        let path_span = self.since(path_lo);
+        let mut asname = None;
+        if self.at(Tok::As) && !self.tk().nl {
+            self.bump();
+            asname = self.expect_ident();
+        }
+        let kind = StmtKind::Import(ImportStmt {
+            path: Arc::from(path),
+            level,
+            names,
+            path_span,
+            asname,
+        });
+        Some(Stmt {
+            kind,
+            span: self.since(lo),
+        })
+    }
+
+    /// `test [if cond [else orelse]] [, msg]` as used by `assert` and check blocks.
+    pub(crate) fn parse_test_if_msg(&mut self) -> (Expr, Option<Expr>, Option<Expr>) {
+        let mut test = self.parse_or_test();
+        let mut if_cond = None;
+        if self.at(Tok::If) && !self.at_line_break() {
+            self.bump();
+            let cond = self.parse_or_test();
+            if self.at(Tok::Else) && !self.at_line_break() {
+                self.bump();
+                let orelse = self.parse_expr();
+                let span = test.span.to(orelse.span);
+                test = Expr {
+                    kind: ExprKind::If {
+                        cond: Box::new(cond),
+                        then: Box::new(test),
+                        orelse: Box::new(orelse),
+                    },
+                    span,
+                };
+                if self.at(Tok::If) && !self.at_line_break() {
+                    self.bump();
+                    if_cond = Some(self.parse_or_test());
+                }
+            } else {
+                if_cond = Some(cond);
+            }
+        }
+        let mut msg = None;
+        if self.at(Tok::Comma) && !self.at_line_break() {
+            self.bump();
+            msg = Some(self.parse_expr());
+        }
+        (test, if_cond, msg)
+    }
+
+    fn parse_if_stmt(&mut self, header_indent: u32, body_kind: Body) -> Stmt {
+        let lo = self.bump().lo;
+        let cond = self.parse_expr();
+        let body = self.parse_suite_in(header_indent, body_kind);
+        let mut orelse = Vec::new();
+        let t = self.tk();
+        let aligned = !t.nl || t.indent == header_indent;
+        if t.tok == Tok::Elif && aligned {
+            orelse.push(self.parse_if_stmt(header_indent, body_kind));
+        } else if t.tok == Tok::Else && aligned {
+            self.bump();
+            orelse = self.parse_suite_in(header_indent, body_kind);
+        }
+        let kind = StmtKind::If(IfStmt { cond, body, orelse });
+        Stmt {
+            kind,
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_suite_in(&mut self, header_indent: u32, body_kind: Body) -> Vec<Stmt> {
+        if body_kind == Body::Plain {
+            return self.parse_suite(header_indent);
+        }
+        // Inside a schema body an `if` block may declare attributes.
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+        }
+        let t = self.tk();
+        if !t.nl && t.tok != Tok::Eof {
+            return self.parse_stmt_in(body_kind).into_iter().collect();
+        }
+        if t.tok == Tok::Eof || t.indent <= header_indent {
+            self.expected(&["indent"]);
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let ind = t.indent;
+        while !self.at_eof() && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind {
+                break;
+            }
+            let start = self.pos;
+            if let Some(s) = self.parse_stmt_in(body_kind) {
+                out.push(s);
+            }
+            self.finish_stmt(start);
+        }
+        out
+    }
+
+    fn parse_decorators(&mut self) -> Vec<Decorator> {
+        let mut out = Vec::new();
+        while self.at(Tok::At) {
+            self.stmt_start = self.pos;
+            let lo = self.bump().lo;
+            let Some(name) = self.parse_identifier() else {
+                self.recover_to_line_end();
+                continue;
+            };
+            let args = if self.at(Tok::LParen) && !self.tk().nl {
+                Some(self.parse_call_args())
+            } else {
+                None
+            };
+            out.push(Decorator {
+                name,
+                args,
+                span: self.since(lo),
+            });
+            if !self.tk().nl && !self.at_eof() {
+                self.unexpected();
+                self.recover_to_line_end();
+            }
+        }
+        out
+    }
+
+    fn parse_decorated(&mut self, lo: u32, decorators: Vec<Decorator>, body: Body) -> Option<Stmt> {
+        self.stmt_start = self.pos;
+        let t = self.tk();
+        let header_indent = if t.nl { t.indent } else { self.line_indent };
+        if self.ident_is(0, "schema") || self.ident_is(0, "mixin") || self.ident_is(0, "protocol") {
+            return self.parse_schema(lo, decorators, header_indent);
+        }
+        if self.ident_is(0, "rule") {
+            return self.parse_rule(lo, decorators, header_indent);
+        }
+        if matches!(t.tok, Tok::Ident(_) | Tok::Str { .. }) {
+            return self.parse_attr_or_annotated(lo, decorators, body);
+        }
+        self.expected(&["schema", "rule", "identifier"]);
+        None
+    }
+
+    /// `a.b.c` as an [`Identifier`].
+    pub(crate) fn parse_identifier(&mut self) -> Option<Identifier> {
+        let first = self.expect_ident()?;
+        let mut names = vec![first];
+        while self.at(Tok::Dot) && !self.tk().nl {
+            self.bump();
+            names.push(self.expect_ident()?);
+        }
+        let span = first
+            .span
+            .to(names.last().map(|n| n.span).unwrap_or(first.span));
+        Some(Identifier { names, span })
+    }
+
+    /// `name[?]: T [op value]` in a schema body, or at module level `name: T = v`
+    /// (annotated assignment), `name: Schema {...}` (unification) or a bare declaration.
+    fn parse_attr_or_annotated(
+        &mut self,
+        lo: u32,
+        decorators: Vec<Decorator>,
+        body: Body,
+    ) -> Option<Stmt> {
+        let t = self.bump();
+        let (name, quoted) = match t.tok {
+            Tok::Ident(sym) => (
+                Name {
+                    sym,
+                    span: self.tspan(t),
+                },
+                false,
+            ),
+            Tok::Str { raw, triple } => {
+                let s = self.decode_plain_string(t, raw, triple);
+                (
+                    Name {
+                        sym: Symbol::intern(&s),
+                        span: self.tspan(t),
+                    },
+                    true,
+                )
+            }
+            _ => {
+                self.expected(&["identifier"]);
+                return None;
+            }
+        };
+        let optional = self.eat(Tok::Question);
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+            return None;
+        }
+        if !optional && !quoted && decorators.is_empty() {
+            // Unification `name: Schema {...}` / `name: Schema(args) {...}`?
+            let save = self.pos;
+            let nerr = self.errors.len();
+            let is_schema_expr = {
+                let mut i = 0;
+                let mut ok = matches!(self.nth(0).tok, Tok::Ident(_));
+                while ok && self.nth(i + 1).tok == Tok::Dot {
+                    i += 2;
+                    ok = matches!(self.nth(i).tok, Tok::Ident(_));
+                }
+                ok && matches!(self.nth(i + 1).tok, Tok::LBrace | Tok::LParen)
+                    && !self.nth(i + 1).nl
+            };
+            if is_schema_expr {
+                let value = self.parse_expr();
+                if matches!(value.kind, ExprKind::Schema(_)) {
+                    let kind = StmtKind::Unification(UnificationStmt {
+                        target: name,
+                        value,
+                    });
+                    return Some(Stmt {
+                        kind,
+                        span: self.since(lo),
+                    });
+                }
+                self.pos = save;
+                self.errors.truncate(nerr);
+            }
+        }
+        let ty = self.parse_type();
+        let mut op = None;
+        let mut value = None;
+        match self.tok() {
+            Tok::Assign if !self.at_line_break() => {
+                self.bump();
+                op = Some(AttrOp::Assign);
+                value = Some(self.parse_expr());
+            }
+            Tok::AugAssign(a) if !self.at_line_break() => {
+                self.bump();
+                op = Some(AttrOp::Aug(a));
+                value = Some(self.parse_expr());
+            }
+            _ => {}
+        }
+        if body == Body::Plain
+            && !optional
+            && !quoted
+            && decorators.is_empty()
+            && op == Some(AttrOp::Assign)
+        {
+            let target = Target {
+                name,
+                path: Vec::new(),
+                span: name.span,
+            };
+            let value = value.unwrap_or_else(|| Expr::missing(name.span));
+            let kind = StmtKind::Assign(AssignStmt {
+                targets: vec![target],
+                ty: Some(ty),
+                value,
+            });
+            return Some(Stmt {
+                kind,
+                span: self.since(lo),
+            });
+        }
+        let kind = StmtKind::SchemaAttr(SchemaAttr {
+            doc: None,
+            name,
+            quoted,
+            optional,
+            ty,
+            op,
+            value,
+            decorators,
+        });
+        Some(Stmt {
+            kind,
+            span: self.since(lo),
+        })
+    }
+
+    fn parse_type_alias(&mut self, lo: u32) -> Option<Stmt> {
+        self.bump();
+        let name = self.expect_ident()?;
+        self.expect(Tok::Assign, "=");
+        let ty = self.parse_type();
+        Some(Stmt {
+            kind: StmtKind::TypeAlias(TypeAliasStmt { name, ty }),
+            span: self.since(lo),
+        })
+    }
+
+    /// `[a, b: T = d]` parameters; reports defaults followed by non-defaults like upstream.
+    pub(crate) fn parse_params(&mut self, close: Tok, close_name: &str) -> Vec<Param> {
+        let mut params = Vec::new();
+        loop {
+            if self.at(close) || self.at_eof() {
+                break;
+            }
+            let lo = self.tk().lo;
+            let Some(name) = self.expect_ident() else {
+                break;
+            };
+            let ty = if self.eat(Tok::Colon) {
+                Some(self.parse_type())
+            } else {
+                None
+            };
+            let default = if self.eat(Tok::Assign) {
+                Some(self.parse_expr())
+            } else {
+                None
+            };
+            params.push(Param {
+                name,
+                ty,
+                default,
+                span: self.since(lo),
+            });
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.check_param_order(&params);
+        let _ = close_name;
+        params
+    }
+
+    pub(crate) fn check_param_order(&mut self, params: &[Param]) {
+        let mut seen_required = false;
+        for p in params.iter().rev() {
+            match &p.default {
+                None => seen_required = true,
+                Some(d) if seen_required => {
+                    self.error_kind(
+                        ErrorKind::IllegalParameterError,
+                        d.span,
+                        "non-default argument follows default argument",
+                    )
+                    .notes
+                    .push("A default argument".into());
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn parse_schema(
+        &mut self,
+        lo: u32,
+        decorators: Vec<Decorator>,
+        header_indent: u32,
+    ) -> Option<Stmt> {
+        let kw = self.bump();
+        let kind = match self.text(kw) {
+            "mixin" => SchemaKind::Mixin,
+            "protocol" => SchemaKind::Protocol,
+            _ => SchemaKind::Schema,
+        };
+        let name = self.expect_ident()?;
+        let mut params = None;
+        if self.at(Tok::LBracket) {
+            self.bump();
+            self.ctx.push(super::Ctx::Bracket);
+            let p = self.parse_params(Tok::RBracket, "]");
+            self.ctx.pop();
+            self.expect(Tok::RBracket, "]");
+            params = Some(p);
+        }
+        let mut parent = None;
+        if self.at(Tok::LParen) {
+            self.bump();
+            self.ctx.push(super::Ctx::Paren);
+            parent = self.parse_identifier();
+            self.ctx.pop();
+            if !self.expect(Tok::RParen, ")") {
+                // Upstream keeps going token by token from here.
+                self.ctx.push(super::Ctx::Paren);
+                while !self.at(Tok::RParen)
+                    && !self.at(Tok::Colon)
+                    && !self.at_eof()
+                    && !self.tk().nl
+                {
+                    self.bump();
+                }
+                self.ctx.pop();
+                self.eat(Tok::RParen);
+            }
+        }
+        let mut for_host = None;
+        if self.at(Tok::For) {
+            self.bump();
+            for_host = self.parse_identifier();
+        }
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+        }
+        let mut s = SchemaStmt {
+            doc: None,
+            name,
+            kind,
+            parent,
+            for_host,
+            params,
+            mixins: Vec::new(),
+            body: Vec::new(),
+            decorators,
+            checks: Vec::new(),
+            index_signature: None,
+        };
+        self.parse_schema_body(&mut s, header_indent);
+        Some(Stmt {
+            kind: StmtKind::Schema(Box::new(s)),
+            span: self.since(lo),
+        })
+    }
+
+    fn parse_schema_body(&mut self, s: &mut SchemaStmt, header_indent: u32) {
+        let t = self.tk();
+        if t.tok == Tok::Eof || (t.nl && t.indent <= header_indent) {
+            // Upstream accepts a schema with an empty body.
+            return;
+        }
+        let ind = if t.nl { t.indent } else { u32::MAX };
+        let mut first = true;
+        while !self.at_eof() && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind && !first {
+                break;
+            }
+            if t.nl && t.indent > ind {
+                self.error(self.tspan(t), "unexpected token 'indent'");
+                self.skip_block(ind);
+                continue;
+            }
+            let start = self.pos;
+            self.stmt_start = self.pos;
+            let lo = t.lo;
+            if first {
+                first = false;
+                if let Tok::Str { raw, triple } = t.tok {
+                    let n1 = self.nth(1);
+                    if n1.nl || n1.tok == Tok::Eof {
+                        self.bump();
+                        let v = self.decode_plain_string(t, raw, triple);
+                        s.doc = Some(StrLit {
+                            value: Arc::from(v),
+                            span: self.tspan(t),
+                        });
+                        if ind == u32::MAX {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket {
+                self.bump();
+                self.bump();
+                self.ctx.push(super::Ctx::Bracket);
+                while !self.at(Tok::RBracket) && !self.at_eof() {
+                    match self.parse_identifier() {
+                        Some(id) => s.mixins.push(id),
+                        None => break,
+                    }
+                    if !self.eat(Tok::Comma) {
+                        break;
+                    }
+                }
+                self.ctx.pop();
+                self.expect(Tok::RBracket, "]");
+            } else if self.ident_is(0, "check") && self.nth(1).tok == Tok::Colon {
+                let check_indent = if t.nl { t.indent } else { self.line_indent };
+                self.bump();
+                self.bump();
+                let checks = self.parse_check_block(check_indent);
+                s.checks.extend(checks);
+            } else if self.at(Tok::LBracket) && self.looks_like_index_signature() {
+                let sig = self.parse_index_signature();
+                if s.index_signature.is_some() {
+                    self.error(
+                        sig.span,
+                        "only one index signature is allowed in the schema",
+                    );
+                }
+                s.index_signature = Some(sig);
+            } else if let Some(st) = self.parse_stmt_in(Body::Schema) {
+                s.body.push(st);
+            }
+            self.finish_stmt(start);
+            let _ = lo;
+            if ind == u32::MAX {
+                break;
+            }
+        }
+    }
+
+    fn looks_like_index_signature(&self) -> bool {
+        // `[name: T]:`, `[T]:`, `[...T]:` — find the matching `]` and check for `:` after it.
+        let mut depth = 0;
+        let mut i = 0;
+        loop {
+            let t = self.nth(i);
+            match t.tok {
+                Tok::LBracket => depth += 1,
+                Tok::RBracket => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return self.nth(i + 1).tok == Tok::Colon;
+                    }
+                }
+                Tok::Eof => return false,
+                _ => {}
+            }
+            i += 1;
+            if i > 64 {
+                return false;
+            }
+        }
+    }
+
+    fn parse_index_signature(&mut self) -> IndexSignature {
+        let lo = self.bump().lo;
+        self.ctx.push(super::Ctx::Bracket);
+        let mut any_other = false;
+        let mut key_name = None;
+        if self.eat(Tok::Ellipsis) {
+            any_other = true;
+        }
+        if let Tok::Ident(sym) = self.tok()
+            && self.nth(1).tok == Tok::Colon
+        {
+            let t = self.bump();
+            key_name = Some(Name {
+                sym,
+                span: self.tspan(t),
+            });
+            self.bump();
+            if self.eat(Tok::Ellipsis) {
+                any_other = true;
+            }
+        }
+        let key_ty = self.parse_type();
+        self.ctx.pop();
+        self.expect(Tok::RBracket, "]");
+        self.expect(Tok::Colon, ":");
+        let value_ty = self.parse_type();
+        let value = if self.at(Tok::Assign) && !self.at_line_break() {
+            self.bump();
+            Some(self.parse_expr())
+        } else {
+            None
+        };
+        IndexSignature {
+            key_name,
+            key_ty,
+            value_ty,
+            value,
+            any_other,
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_check_block(&mut self, header_indent: u32) -> Vec<CheckExpr> {
+        let mut out = Vec::new();
+        let t = self.tk();
+        if !t.nl && t.tok != Tok::Eof {
+            let lo = t.lo;
+            let (test, if_cond, msg) = self.parse_test_if_msg();
+            out.push(CheckExpr {
+                test,
+                if_cond,
+                msg,
+                span: self.since(lo),
+            });
+            return out;
+        }
+        if t.tok == Tok::Eof || t.indent <= header_indent {
+            self.expected(&["indent"]);
+            return out;
+        }
+        let ind = t.indent;
+        while !self.at_eof() && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind {
+                break;
+            }
+            let start = self.pos;
+            self.stmt_start = self.pos;
+            let lo = t.lo;
+            let (test, if_cond, msg) = self.parse_test_if_msg();
+            out.push(CheckExpr {
+                test,
+                if_cond,
+                msg,
+                span: self.since(lo),
+            });
+            self.finish_stmt(start);
+        }
+        out
+    }
+
+    fn parse_rule(
+        &mut self,
+        lo: u32,
+        decorators: Vec<Decorator>,
+        header_indent: u32,
+    ) -> Option<Stmt> {
+        self.bump();
+        let name = self.expect_ident()?;
+        let mut params = None;
+        if self.at(Tok::LBracket) {
+            self.bump();
+            self.ctx.push(super::Ctx::Bracket);
+            let p = self.parse_params(Tok::RBracket, "]");
+            self.ctx.pop();
+            self.expect(Tok::RBracket, "]");
+            params = Some(p);
+        }
+        let mut parents = Vec::new();
+        if self.at(Tok::LParen) {
+            self.bump();
+            self.ctx.push(super::Ctx::Paren);
+            while !self.at(Tok::RParen) && !self.at_eof() {
+                match self.parse_identifier() {
+                    Some(id) => parents.push(id),
+                    None => break,
+                }
+                if !self.eat(Tok::Comma) {
+                    break;
+                }
+            }
+            self.ctx.pop();
+            self.expect(Tok::RParen, ")");
+        }
+        let mut for_host = None;
+        if self.at(Tok::For) {
+            self.bump();
+            for_host = self.parse_identifier();
+        }
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+        }
+        let mut doc = None;
+        let t = self.tk();
+        if let Tok::Str { raw, triple } = t.tok
+            && t.nl
+            && t.indent > header_indent
+            && (self.nth(1).nl || self.nth(1).tok == Tok::Eof)
+        {
+            self.bump();
+            let v = self.decode_plain_string(t, raw, triple);
+            doc = Some(StrLit {
+                value: Arc::from(v),
+                span: self.tspan(t),
+            });
+        }
+        let checks = if doc.is_some() && (self.at_eof() || self.tk().indent <= header_indent) {
+            Vec::new()
+        } else {
+            self.parse_check_block(header_indent)
+        };
+        let r = RuleStmt {
+            doc,
+            name,
+            parents,
+            for_host,
+            params,
+            decorators,
+            checks,
+        };
+        Some(Stmt {
+            kind: StmtKind::Rule(Box::new(r)),
+            span: self.since(lo),
+        })
+    }
+}
+
+/// Upstream's name for an expression kind in "illegal expression" messages.
+pub(crate) fn expr_kind_name(k: &ExprKind) -> &'static str {
+    match k {
+        ExprKind::Ident(_) => "Identifier",
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::NumberUnit { .. } => "NumberLit",
+        ExprKind::Str(_) => "StringLit",
+        ExprKind::JoinedStr(_) => "JoinedString",
+        ExprKind::Bool(_) | ExprKind::None | ExprKind::Undefined => "NameConstantLit",
+        ExprKind::Unary { .. } => "UnaryExpression",
+        ExprKind::Binary { .. } => "BinaryExpression",
+        ExprKind::Compare { .. } => "CompareExpression",
+        ExprKind::If { .. } => "IfExpression",
+        ExprKind::Selector { .. } => "SelectorExpression",
+        ExprKind::Subscript { .. } | ExprKind::Slice(_) => "SubscriptExpression",
+        ExprKind::Call { .. } => "CallExpression",
+        ExprKind::Paren(_) => "ParenExpression",
+        ExprKind::List(_) => "ListExpression",
+        ExprKind::ListIf(_) => "ListIfItemExpression",
+        ExprKind::Starred(_) => "StarredExpression",
+        ExprKind::Config(_) => "ConfigExpression",
+        ExprKind::ListComp(_) => "ListComp",
+        ExprKind::DictComp(_) => "DictComp",
+        ExprKind::Quant(_) => "QuantExpression",
+        ExprKind::Schema(_) => "SchemaExpression",
+        ExprKind::Lambda(_) => "LambdaExpression",
+        ExprKind::As { .. } => "AsExpression",
+        ExprKind::Missing => "MissingExpression",
+    }
+}

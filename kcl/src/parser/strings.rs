@@ -1,0 +1,193 @@
+//! Decoding of string literal tokens: prefixes, quotes, escapes and `${...}` interpolation.
+
+/// Where the content of a string token lies, relative to the token start.
+pub(crate) struct StrShape {
+    /// Bytes of prefix + opening quotes.
+    pub open: usize,
+    /// Bytes of closing quotes actually present (0 for an unterminated literal).
+    pub close: usize,
+}
+
+/// Measures prefix/quotes of a string token's text.
+pub(crate) fn shape(text: &str, raw: bool, triple: bool) -> StrShape {
+    let prefix = usize::from(raw);
+    let qlen = if triple { 3 } else { 1 };
+    let open = (prefix + qlen).min(text.len());
+    let q = text.as_bytes().get(prefix).copied().unwrap_or(b'"');
+    let body = &text.as_bytes()[open..];
+    let close = if body.len() >= qlen && body[body.len() - qlen..].iter().all(|&b| b == q) {
+        // The closing quote must not be escaped (an unterminated `"abc\"` ends with `\"`).
+        let before = &body[..body.len() - qlen];
+        let backslashes = before.iter().rev().take_while(|&&b| b == b'\\').count();
+        if backslashes % 2 == 0 { qlen } else { 0 }
+    } else {
+        0
+    };
+    StrShape { open, close }
+}
+
+/// Appends the decoded form of `s` (escape sequences processed) to `out`.
+pub(crate) fn unescape(s: &str, out: &mut String) {
+    if !s.contains('\\') {
+        out.push_str(s);
+        return;
+    }
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(e) = chars.next() else {
+            out.push('\\');
+            break;
+        };
+        match e {
+            '\n' => {}
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+            }
+            '\\' => out.push('\\'),
+            '\'' => out.push('\''),
+            '"' => out.push('"'),
+            '$' => out.push('$'),
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'f' => out.push('\x0c'),
+            'v' => out.push('\x0b'),
+            '0'..='7' => {
+                let mut v = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match chars.peek().and_then(|c| c.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+            }
+            'x' | 'u' | 'U' => {
+                let n = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut hex = String::new();
+                for _ in 0..n {
+                    match chars.peek() {
+                        Some(c) if c.is_ascii_hexdigit() => {
+                            hex.push(*c);
+                            chars.next();
+                        }
+                        _ => break,
+                    }
+                }
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(c) if hex.len() == n => out.push(c),
+                    _ => {
+                        out.push('\\');
+                        out.push(e);
+                        out.push_str(&hex);
+                    }
+                }
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+}
+
+/// A raw piece of string content: literal text or an interpolation.
+pub(crate) enum Piece {
+    /// Byte range (relative to content) of literal, still-escaped text.
+    Lit(usize, usize),
+    /// Byte range of the expression text and optional byte range of the format spec.
+    Interp {
+        expr: (usize, usize),
+        spec: Option<(usize, usize)>,
+    },
+    /// `${` without a matching `}` starting at this byte.
+    Unclosed(usize),
+}
+
+/// Splits string content into literal and `${...}` pieces (`\$` escapes a dollar).
+pub(crate) fn split_interpolations(s: &str) -> Vec<Piece> {
+    let b = s.as_bytes();
+    let mut pieces = Vec::new();
+    let mut lit_start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'$' if b.get(i + 1) == Some(&b'{') => {
+                let start = i + 2;
+                match find_close(b, start) {
+                    Some((end, colon)) => {
+                        if lit_start < i {
+                            pieces.push(Piece::Lit(lit_start, i));
+                        }
+                        let (expr, spec) = match colon {
+                            Some(c) => ((start, c), Some((c + 1, end))),
+                            None => ((start, end), None),
+                        };
+                        pieces.push(Piece::Interp { expr, spec });
+                        i = end + 1;
+                        lit_start = i;
+                    }
+                    None => {
+                        pieces.push(Piece::Unclosed(i));
+                        return pieces;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if lit_start < b.len() {
+        pieces.push(Piece::Lit(lit_start, b.len()));
+    }
+    pieces
+}
+
+/// Finds the `}` closing an interpolation starting at `start`, and a top-level `:` that
+/// introduces a format spec.
+fn find_close(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
+    let mut depth = 0i32;
+    let mut colon = None;
+    let mut i = start;
+    while i < b.len() {
+        match b[i] {
+            b'\'' | b'"' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' | b'[' | b'(' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'}' => {
+                if depth == 0 {
+                    return Some((i, colon));
+                }
+                depth -= 1;
+            }
+            b':' if depth == 0 && colon.is_none() => colon = Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}

@@ -1,0 +1,327 @@
+//! The library entry point: run a KCL program and get its value or printed output.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::eval::{EvalError, EvalOptions, Evaluator, PluginHook};
+use crate::output::{PrintOpts, to_json, to_yaml};
+use crate::parser::loader::{LoadOptions, load_program};
+use crate::value::{Dict, Value};
+
+/// Options of one run (the `kcl run` flags).
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Directory relative paths are resolved against (defaults to the current directory).
+    pub work_dir: Option<PathBuf>,
+    /// `-D key=value`.
+    pub args: Vec<(String, String)>,
+    /// `-Y settings.yaml` files.
+    pub settings: Vec<PathBuf>,
+    /// `-E name=path`.
+    pub external: Vec<(String, PathBuf)>,
+    /// `-O path=value` overrides.
+    pub overrides: Vec<String>,
+    /// `-S path` selectors.
+    pub path_selector: Vec<String>,
+    pub disable_none: bool,
+    /// `-r`: integers must fit in 32 bits.
+    pub strict_range_check: bool,
+    pub sort_keys: bool,
+    pub show_hidden: bool,
+    /// `--format json`.
+    pub json: bool,
+    pub plugin: Option<Rc<dyn PluginHook>>,
+}
+
+/// A failed run: the rendered diagnostic text (rustc-style, like upstream).
+#[derive(Debug, thiserror::Error)]
+pub enum KclError {
+    #[error("{0}")]
+    Syntax(String),
+    #[error("{0}")]
+    Eval(EvalError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The result of a run: the output value, the text `kcl run` prints, and `print()` output.
+pub struct RunOutput {
+    pub value: Value,
+    pub text: String,
+    pub printed: String,
+    pub warnings: Vec<String>,
+}
+
+/// Settings from `-Y` files merged into the options (files listed there are returned).
+fn apply_settings(
+    opts: &mut RunOptions,
+    files: &mut Vec<PathBuf>,
+    args: &mut Vec<(String, Value)>,
+) -> Result<(), KclError> {
+    for path in opts.settings.clone() {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            KclError::Other(format!("cannot read settings file {}: {e}", path.display()))
+        })?;
+        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| {
+            KclError::Other(format!("invalid settings file {}: {e}", path.display()))
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if let Some(c) = y.get("kcl_cli_configs") {
+            for key in ["files", "file"] {
+                if let Some(serde_yaml_ng::Value::Sequence(fs)) = c.get(key) {
+                    for f in fs {
+                        if let Some(s) = f.as_str() {
+                            let p = PathBuf::from(s);
+                            files.push(if p.is_absolute() || s.contains("${KCL_MOD}") {
+                                p
+                            } else {
+                                base.join(p)
+                            });
+                        }
+                    }
+                }
+            }
+            let b = |k: &str| c.get(k).and_then(|v| v.as_bool()).unwrap_or(false);
+            opts.disable_none |= b("disable_none");
+            opts.sort_keys |= b("sort_keys");
+            opts.show_hidden |= b("show_hidden");
+            if let Some(serde_yaml_ng::Value::Sequence(s)) = c.get("overrides") {
+                opts.overrides
+                    .extend(s.iter().filter_map(|x| x.as_str().map(String::from)));
+            }
+            if let Some(serde_yaml_ng::Value::Sequence(s)) = c.get("path_selector") {
+                opts.path_selector
+                    .extend(s.iter().filter_map(|x| x.as_str().map(String::from)));
+            }
+        }
+        let invalid = || {
+            KclError::Other(format!(
+                "EvaluationError\nFailed to load '{}', invalid setting file format",
+                path.display()
+            ))
+        };
+        if !matches!(y, serde_yaml_ng::Value::Mapping(_)) {
+            return Err(invalid());
+        }
+        match y.get("kcl_options") {
+            Some(serde_yaml_ng::Value::Sequence(items)) => {
+                for it in items {
+                    let (Some(k), Some(v)) =
+                        (it.get("key").and_then(|k| k.as_str()), it.get("value"))
+                    else {
+                        return Err(invalid());
+                    };
+                    args.push((k.to_string(), crate::builtins::from_yaml_value(v)));
+                }
+            }
+            None | Some(serde_yaml_ng::Value::Null) => {}
+            Some(_) => return Err(invalid()),
+        }
+    }
+    Ok(())
+}
+
+/// Run the program made of `files` and return its output value (top-level variables).
+pub fn run(files: &[PathBuf], options: &RunOptions) -> Result<Value, KclError> {
+    run_full(files, options).map(|o| o.value)
+}
+
+/// Run and also render the output text exactly as `kcl run` prints it.
+pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, KclError> {
+    let mut opts = options.clone();
+    let mut files = files.to_vec();
+    let mut args: Vec<(String, Value)> = Vec::new();
+    apply_settings(&mut opts, &mut files, &mut args)?;
+    for (k, v) in &opts.args {
+        // kept raw: `option()` converts by its `type` (so `-D sha=12e1` stays a string)
+        args.push((k.clone(), Value::str(v)));
+    }
+    let work_dir = match &opts.work_dir {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().map_err(|e| KclError::Other(e.to_string()))?,
+    };
+    if files.is_empty() {
+        files = crate::cli_profile_entries(&work_dir)?;
+    }
+    // `-E name=path` paths are relative to the work directory; `${name:KCL_MOD}` in a file
+    // argument is that package's root
+    for (_, p) in opts.external.iter_mut() {
+        if !p.is_absolute() {
+            *p = work_dir.join(&*p);
+        }
+    }
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .map(|f| {
+            let mut s = f.to_string_lossy().into_owned();
+            for (n, p) in &opts.external {
+                s = s.replace(&format!("${{{n}:KCL_MOD}}"), &p.display().to_string());
+            }
+            PathBuf::from(s)
+        })
+        .collect();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .map(|f| {
+            if f.is_absolute() || f.to_string_lossy().contains("${KCL_MOD}") {
+                f
+            } else {
+                work_dir.join(f)
+            }
+        })
+        .collect();
+    // a file named both on the command line and in a settings file is loaded once
+    let mut seen = std::collections::HashSet::new();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())))
+        .collect();
+    let load = LoadOptions {
+        external: opts.external.clone(),
+        work_dir: Some(work_dir.clone()),
+    };
+    let mut program = load_program(&files, &load).map_err(|d| KclError::Syntax(d.to_string()))?;
+    if !opts.overrides.is_empty() {
+        crate::overrides::apply(&mut program, &opts.overrides).map_err(KclError::Other)?;
+    }
+    let exec_workdir = opts
+        .work_dir
+        .as_ref()
+        .map(|w| w.display().to_string())
+        .unwrap_or_default();
+    let eopts = EvalOptions {
+        args,
+        external_pkgs: opts.external.clone(),
+        work_dir: work_dir.clone(),
+        exec_workdir,
+        plugin: opts.plugin.clone(),
+        strict_range_check: opts.strict_range_check,
+    };
+    let (ev, modules) = Evaluator::new(program, eopts);
+    let main = ev
+        .make_pkg("__main__", work_dir.clone(), modules)
+        .map_err(KclError::Eval)?;
+    ev.run_pkg(&main).map_err(KclError::Eval)?;
+    ev.check_pkg_required(&main).map_err(KclError::Eval)?;
+    let out = ev.pkg_output(&main, opts.show_hidden);
+    let mut value = Value::from(out);
+    if let Some(doc) = ev.expr_output(&main).map_err(KclError::Eval)? {
+        value = match (&doc, value.as_dict().is_some_and(|d| !d.is_empty())) {
+            (Value::Dict(_) | Value::Schema(_), true) => {
+                crate::value::union(&doc, &value, false).map_err(|e| KclError::Other(e.msg))?
+            }
+            _ => doc,
+        };
+    }
+    let po = PrintOpts {
+        sort_keys: opts.sort_keys,
+        drop_none: opts.disable_none,
+        hide_private: !opts.show_hidden,
+        quote_digit_start: false,
+    };
+    let printed = ev.stdout.borrow().clone();
+    let warnings = ev.warnings.borrow().clone();
+    if let Some(t) = ev.output_override.borrow().clone() {
+        return Ok(RunOutput {
+            value,
+            text: t,
+            printed,
+            warnings,
+        });
+    }
+    if !opts.path_selector.is_empty() {
+        value = select(&value, &opts.path_selector).map_err(KclError::Other)?;
+    }
+    let mut v = value.clone();
+    if opts.disable_none {
+        v = v.without_none();
+    }
+    let text = if opts.json {
+        let mut s = to_json(&v, po, 4);
+        s.push('\n');
+        s
+    } else {
+        match &v {
+            Value::Dict(d) if d.is_empty() => String::new(),
+            _ => to_yaml(&v, po),
+        }
+    };
+    Ok(RunOutput {
+        value,
+        text,
+        printed,
+        warnings,
+    })
+}
+
+/// `-S` selectors: `a.b.c`, `pkg:a.b`, `:a.{x,y}`, `a.[0,1]`.
+fn select(v: &Value, sels: &[String]) -> Result<Value, String> {
+    if sels.len() == 1 && !sels[0].contains('{') && !sels[0].contains('[') && !sels[0].contains(':')
+    {
+        let mut cur = v.clone();
+        for part in sels[0].split('.') {
+            cur = cur
+                .as_dict()
+                .and_then(|d| d.get(part).cloned())
+                .ok_or_else(|| {
+                    format!("invalid path select operand {}, value not found", sels[0])
+                })?;
+        }
+        return Ok(cur);
+    }
+    // several selectors keep the path structure
+    let mut out = Dict::new();
+    for s in sels {
+        let path = s.split_once(':').map(|(_, p)| p).unwrap_or(s);
+        let parts: Vec<&str> = split_sel(path);
+        let picked = pick(v, &parts)
+            .ok_or_else(|| format!("invalid path select operand {s}, value not found"))?;
+        let merged = crate::value::union(&Value::from(std::mem::take(&mut out)), &picked, false)
+            .map_err(|e| e.msg)?;
+        out = merged.as_dict().cloned().unwrap_or_default();
+    }
+    Ok(Value::from(out))
+}
+
+fn split_sel(p: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in p.char_indices() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            '.' if depth == 0 => {
+                out.push(&p[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&p[start..]);
+    out
+}
+
+/// The value at `parts` wrapped back in its path (`{a: {b: v}}`).
+fn pick(v: &Value, parts: &[&str]) -> Option<Value> {
+    let Some((first, rest)) = parts.split_first() else {
+        return Some(v.clone());
+    };
+    if let Some(keys) = first.strip_prefix('{').and_then(|x| x.strip_suffix('}')) {
+        let mut d = Dict::new();
+        for k in keys.split(',') {
+            let k = k.trim();
+            let x = v.as_dict()?.get(k)?;
+            d.map.insert(Rc::from(k), pick(x, rest)?);
+        }
+        return Some(Value::from(d));
+    }
+    if first.starts_with('[') {
+        // list element selection is not supported by upstream either
+        return None;
+    }
+    let x = v.as_dict()?.get(first)?;
+    let mut d = Dict::new();
+    d.map.insert(Rc::from(*first), pick(x, rest)?);
+    Some(Value::from(d))
+}

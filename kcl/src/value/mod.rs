@@ -1,0 +1,605 @@
+//! Runtime values of the KCL evaluator.
+//!
+//! Values are cheap to clone: every compound value sits behind an `Rc`, and mutation goes through
+//! `Rc::make_mut` (copy-on-write), so sharing a large config between variables costs a pointer.
+//! Dict keys are `Rc<str>` so the same key string is shared by every dict that uses it.
+
+mod num;
+mod ops;
+mod strfmt;
+
+use std::any::Any;
+use std::fmt;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
+pub use ops::{
+    BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos, union,
+};
+pub use strfmt::{to_repr, to_str};
+
+/// Shared immutable string.
+pub type Str = Rc<str>;
+/// Insertion-ordered map used by dicts and schema instances.
+pub type Map = IndexMap<Str, Value, FxBuildHasher>;
+
+/// How a config entry was written: `:` (union), `=` (override) or `+=` (insert).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConfigOp {
+    #[default]
+    Union,
+    Override,
+    Insert,
+}
+
+/// A runtime error raised while evaluating; the evaluator attaches a source position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtError {
+    pub kind: ErrKind,
+    pub msg: String,
+}
+
+/// Upstream's error classes, which decide the `error[CODE]: Title` head line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrKind {
+    Evaluation,
+    Type,
+    Compile,
+    Immutable,
+    Attribute,
+    IndexSignature,
+    Assertion,
+    Schema,
+    RecursionLimit,
+    UniqueKey,
+}
+
+impl ErrKind {
+    pub fn code_title(self) -> (&'static str, &'static str) {
+        match self {
+            ErrKind::Evaluation => ("E3M38", "EvaluationError"),
+            ErrKind::Type => ("E2G22", "TypeError"),
+            ErrKind::Compile => ("E2L23", "CompileError"),
+            ErrKind::Immutable => ("E1001", "ImmutableError"),
+            ErrKind::Attribute => ("E2A31", "IllegalAttributeError"),
+            ErrKind::IndexSignature => ("E1001", "IndexSignatureError"),
+            ErrKind::Assertion => ("E3M38", "EvaluationError"),
+            ErrKind::Schema => ("E3M38", "EvaluationError"),
+            ErrKind::RecursionLimit => ("E3M38", "EvaluationError"),
+            ErrKind::UniqueKey => ("E2L28", "UniqueKeyError"),
+        }
+    }
+}
+
+impl RtError {
+    pub fn new(kind: ErrKind, msg: impl Into<String>) -> Self {
+        RtError {
+            kind,
+            msg: msg.into(),
+        }
+    }
+    pub fn eval(msg: impl Into<String>) -> Self {
+        Self::new(ErrKind::Evaluation, msg)
+    }
+    pub fn ty(msg: impl Into<String>) -> Self {
+        Self::new(ErrKind::Type, msg)
+    }
+}
+
+impl fmt::Display for RtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for RtError {}
+
+pub type RtResult<T> = Result<T, RtError>;
+
+/// A number with a unit suffix (`1Ki`, `500m`): it keeps its spelling for `str()`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unit {
+    /// The literal's numeric part.
+    pub raw: f64,
+    /// The suffix as written (`Ki`, `M`, `m`, ...).
+    pub suffix: Str,
+}
+
+impl Unit {
+    /// The value the suffix stands for (`1Ki` = 1024).
+    pub fn value(&self) -> f64 {
+        self.raw * unit_multiplier(&self.suffix).unwrap_or(1.0)
+    }
+}
+
+/// A dict value: entries in insertion order plus the operator each entry was written with
+/// (only recorded when not `:`, so plain data pays nothing).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dict {
+    pub map: Map,
+    pub ops: Option<FxHashMap<Str, (ConfigOp, Option<i64>)>>,
+}
+
+impl Dict {
+    pub fn new() -> Self {
+        Dict::default()
+    }
+    pub fn with_capacity(n: usize) -> Self {
+        Dict {
+            map: Map::with_capacity_and_hasher(n, FxBuildHasher),
+            ops: None,
+        }
+    }
+    pub fn get(&self, k: &str) -> Option<&Value> {
+        self.map.get(k)
+    }
+    pub fn insert(&mut self, k: Str, v: Value) {
+        self.map.insert(k, v);
+    }
+    pub fn op_of(&self, k: &str) -> (ConfigOp, Option<i64>) {
+        self.ops
+            .as_ref()
+            .and_then(|o| o.get(k).copied())
+            .unwrap_or((ConfigOp::Union, None))
+    }
+    pub fn set_op(&mut self, k: Str, op: ConfigOp, index: Option<i64>) {
+        if op == ConfigOp::Union && index.is_none() {
+            if let Some(o) = &mut self.ops {
+                o.remove(&k);
+            }
+            return;
+        }
+        self.ops
+            .get_or_insert_with(Default::default)
+            .insert(k, (op, index));
+    }
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// A schema instance: its type name, package and attribute values.
+#[derive(Debug, Clone)]
+pub struct SchemaInst {
+    pub name: Str,
+    pub pkg: Str,
+    pub attrs: Dict,
+    /// The schema type (owned by the evaluator), used for `instanceof` and re-instantiation.
+    pub ty: Option<Rc<dyn Any>>,
+    /// Where it was instantiated (for errors reported later, e.g. missing attributes).
+    pub span: Option<crate::ast::Span>,
+    /// The config and arguments it was built from, so a later merge (`inst | {...}`, repeated
+    /// `a: S {...}`) can rebuild it with computed attributes re-evaluated.
+    pub origin: Option<Rc<Origin>>,
+}
+
+/// What a schema instance was instantiated with.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub config: Rc<Dict>,
+    pub args: Vec<Value>,
+    pub kwargs: Vec<(Str, Value)>,
+}
+
+impl PartialEq for SchemaInst {
+    fn eq(&self, o: &Self) -> bool {
+        self.name == o.name && self.attrs.map == o.attrs.map
+    }
+}
+
+/// A native function: positional args and keyword args in, value out.
+pub type NativeFn = fn(&mut dyn Host, &[Value], &[(Str, Value)]) -> RtResult<Value>;
+
+/// What builtins may ask of the running program (options, printing, plugin calls, callbacks).
+pub trait Host {
+    /// `option(key)` lookup: the `-D`/settings value, if given.
+    fn option(&mut self, key: &str) -> Option<Value>;
+    /// Call a KCL function value with arguments (for builtins taking callbacks).
+    fn call(&mut self, f: &Value, args: &[Value], kwargs: &[(Str, Value)]) -> RtResult<Value>;
+    /// `print(...)` output.
+    fn print(&mut self, text: &str);
+    /// `manifests.yaml_stream`: replace the program's output with this text.
+    fn set_output(&mut self, text: String);
+    /// Working directory for `file.*` relative paths, and the module root.
+    fn workdir(&self) -> std::path::PathBuf;
+    /// `file.workdir()`: the work directory the run was given (empty when none).
+    fn exec_workdir(&self) -> String {
+        String::new()
+    }
+    /// `file.current()`: the file being evaluated.
+    fn current_file(&self) -> String {
+        String::new()
+    }
+    fn mod_root(&self) -> std::path::PathBuf;
+    /// A plugin call (`kcl_plugin.<module>.<fn>`).
+    fn plugin(
+        &mut self,
+        module: &str,
+        func: &str,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> RtResult<Value>;
+}
+
+/// A callable value.
+pub enum Func {
+    Native {
+        name: &'static str,
+        f: NativeFn,
+    },
+    /// A builtin method bound to its receiver (`"a".upper`).
+    Method {
+        name: Str,
+        recv: Value,
+    },
+    /// Anything the evaluator defines (lambdas, schema types); opaque here.
+    User {
+        name: Str,
+        data: Rc<dyn Any>,
+    },
+}
+
+impl fmt::Debug for Func {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Func::Native { name, .. } => write!(f, "<builtin {name}>"),
+            Func::Method { name, .. } => write!(f, "<method {name}>"),
+            Func::User { name, .. } => write!(f, "<function {name}>"),
+        }
+    }
+}
+
+/// A KCL value.
+#[derive(Debug, Clone, Default)]
+pub enum Value {
+    #[default]
+    Undefined,
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Unit(Rc<Unit>),
+    Str(Str),
+    List(Rc<Vec<Value>>),
+    Dict(Rc<Dict>),
+    Schema(Rc<SchemaInst>),
+    Func(Rc<Func>),
+}
+
+impl PartialEq for Value {
+    fn eq(&self, o: &Self) -> bool {
+        ops::equal(self, o)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::Str(Rc::from(s))
+    }
+}
+impl From<String> for Value {
+    fn from(s: String) -> Self {
+        Value::Str(Rc::from(s))
+    }
+}
+impl From<i64> for Value {
+    fn from(i: i64) -> Self {
+        Value::Int(i)
+    }
+}
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+impl From<f64> for Value {
+    fn from(f: f64) -> Self {
+        Value::Float(f)
+    }
+}
+impl From<Vec<Value>> for Value {
+    fn from(v: Vec<Value>) -> Self {
+        Value::List(Rc::new(v))
+    }
+}
+impl From<Dict> for Value {
+    fn from(d: Dict) -> Self {
+        Value::Dict(Rc::new(d))
+    }
+}
+
+impl Value {
+    pub fn str(s: &str) -> Value {
+        Value::Str(Rc::from(s))
+    }
+    pub fn native(name: &'static str, f: NativeFn) -> Value {
+        Value::Func(Rc::new(Func::Native { name, f }))
+    }
+    pub fn empty_dict() -> Value {
+        Value::Dict(Rc::new(Dict::new()))
+    }
+    pub fn is_none_or_undefined(&self) -> bool {
+        matches!(self, Value::None | Value::Undefined)
+    }
+    pub fn is_undefined(&self) -> bool {
+        matches!(self, Value::Undefined)
+    }
+    /// Python-like truthiness.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Undefined | Value::None => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Unit(u) => u.raw != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::List(l) => !l.is_empty(),
+            Value::Dict(d) => !d.is_empty(),
+            Value::Schema(_) | Value::Func(_) => true,
+        }
+    }
+    /// The type name `typeof` returns and error messages use.
+    pub fn type_name(&self) -> String {
+        match self {
+            Value::Undefined => "UndefinedType".into(),
+            Value::None => "NoneType".into(),
+            Value::Bool(_) => "bool".into(),
+            Value::Int(_) => "int".into(),
+            Value::Float(_) => "float".into(),
+            Value::Unit(_) => "number_multiplier".into(),
+            Value::Str(_) => "str".into(),
+            Value::List(_) => "list".into(),
+            Value::Dict(_) => "dict".into(),
+            Value::Schema(s) => s.name.to_string(),
+            Value::Func(_) => "function".into(),
+        }
+    }
+    /// Type with the value, as upstream's messages print it: `int(1)`, `str(a)`.
+    pub fn type_with_value(&self) -> String {
+        match self {
+            Value::Bool(b) => format!("bool({})", if *b { "True" } else { "False" }),
+            Value::Int(i) => format!("int({i})"),
+            Value::Float(f) => format!("float({})", float_to_str(*f)),
+            Value::Str(s) => format!("str({s})"),
+            Value::Unit(u) => format!(
+                "number_multiplier({}{})",
+                num::fmt_unit_raw(u.raw),
+                u.suffix
+            ),
+            _ => self.type_name(),
+        }
+    }
+    /// Type as upstream's type errors print a value: literals for scalars, element types
+    /// with values inside containers (`[str(a) | int(1)]`, `{str(k):str(v)}`).
+    pub fn type_detail(&self) -> String {
+        fn join(mut v: Vec<String>) -> String {
+            let mut seen = std::collections::HashSet::new();
+            v.retain(|x| seen.insert(x.clone()));
+            v.join(" | ")
+        }
+        match self {
+            Value::List(l) => format!("[{}]", join(l.iter().map(|x| x.type_detail()).collect())),
+            Value::Dict(d) => format!(
+                "{{{}:{}}}",
+                join(d.map.keys().map(|k| format!("str({k})")).collect()),
+                join(d.map.values().map(|x| x.type_detail()).collect())
+            ),
+            _ => self.type_with_value(),
+        }
+    }
+    /// Type as operator errors print it: literals for scalars, plain types inside containers.
+    pub fn type_plain_nested(&self) -> String {
+        fn plain(v: &Value) -> String {
+            match v {
+                Value::List(l) => {
+                    let mut t: Vec<String> = Vec::new();
+                    for x in l.iter() {
+                        let s = plain(x);
+                        if !t.contains(&s) {
+                            t.push(s);
+                        }
+                    }
+                    format!("[{}]", t.join(" | "))
+                }
+                Value::Dict(d) => {
+                    let mut t: Vec<String> = Vec::new();
+                    for x in d.map.values() {
+                        let s = plain(x);
+                        if !t.contains(&s) {
+                            t.push(s);
+                        }
+                    }
+                    format!("{{str:{}}}", t.join(" | "))
+                }
+                other => other.type_name(),
+            }
+        }
+        match self {
+            Value::List(_) | Value::Dict(_) => plain(self),
+            _ => self.type_with_value(),
+        }
+    }
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::Bool(b) => Some(*b as i64),
+            _ => None,
+        }
+    }
+    /// Numeric view (int, float, bool, unit).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            Value::Bool(b) => Some(*b as i64 as f64),
+            Value::Unit(u) => Some(u.value()),
+            _ => None,
+        }
+    }
+    /// The attribute map of a dict or schema instance.
+    pub fn as_dict(&self) -> Option<&Dict> {
+        match self {
+            Value::Dict(d) => Some(d),
+            Value::Schema(s) => Some(&s.attrs),
+            _ => None,
+        }
+    }
+    pub fn is_config(&self) -> bool {
+        matches!(self, Value::Dict(_) | Value::Schema(_))
+    }
+    /// Mutable access to a dict or schema's attributes (copy-on-write).
+    pub fn dict_mut(&mut self) -> Option<&mut Dict> {
+        match self {
+            Value::Dict(d) => Some(Rc::make_mut(d)),
+            Value::Schema(s) => Some(&mut Rc::make_mut(s).attrs),
+            _ => None,
+        }
+    }
+    pub fn list_items(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+    /// Iterate like `for x in v`: list items, dict keys, string characters.
+    pub fn iter_items(&self) -> RtResult<Vec<Value>> {
+        Ok(match self {
+            Value::List(l) => l.to_vec(),
+            Value::Dict(_) | Value::Schema(_) => self
+                .as_dict()
+                .unwrap()
+                .map
+                .keys()
+                .map(|k| Value::Str(k.clone()))
+                .collect(),
+            Value::Str(s) => s.chars().map(|c| Value::from(c.to_string())).collect(),
+            Value::None | Value::Undefined => Vec::new(),
+            other => {
+                return Err(RtError::ty(format!(
+                    "'{}' object is not iterable",
+                    other.type_name()
+                )));
+            }
+        })
+    }
+    /// `len(v)` is zero.
+    pub fn is_empty(&self) -> RtResult<bool> {
+        self.len().map(|n| n == 0)
+    }
+    /// `len(v)`.
+    pub fn len(&self) -> RtResult<usize> {
+        match self {
+            Value::Str(s) => Ok(s.chars().count()),
+            Value::List(l) => Ok(l.len()),
+            Value::Dict(d) => Ok(d.len()),
+            Value::Schema(s) => Ok(s.attrs.len()),
+            other => Err(RtError::ty(format!(
+                "object of type '{}' has no len()",
+                other.type_name()
+            ))),
+        }
+    }
+    /// Strip `None` values recursively (`-n`).
+    pub fn without_none(&self) -> Value {
+        match self {
+            Value::List(l) => Value::from(
+                l.iter()
+                    .filter(|v| !v.is_none_or_undefined())
+                    .map(|v| v.without_none())
+                    .collect::<Vec<_>>(),
+            ),
+            Value::Dict(_) | Value::Schema(_) => {
+                let d = self.as_dict().unwrap();
+                let mut out = Dict::with_capacity(d.len());
+                for (k, v) in &d.map {
+                    if !v.is_none_or_undefined() {
+                        out.map.insert(k.clone(), v.without_none());
+                    }
+                }
+                match self {
+                    Value::Schema(s) => Value::Schema(Rc::new(SchemaInst {
+                        attrs: out,
+                        ..(**s).clone()
+                    })),
+                    _ => Value::from(out),
+                }
+            }
+            v => v.clone(),
+        }
+    }
+}
+
+/// Build a dict value from pairs.
+pub fn dict_of(pairs: impl IntoIterator<Item = (Str, Value)>) -> Value {
+    let mut d = Dict::new();
+    for (k, v) in pairs {
+        d.map.insert(k, v);
+    }
+    Value::from(d)
+}
+
+/// Stack-depth guard shared by recursive value walks and the evaluator.
+pub const MAX_DEPTH: usize = 2000;
+
+/// Ordering used by `sorted`, `max` and `min`.
+pub fn ops_cmp(a: &Value, b: &Value) -> RtResult<std::cmp::Ordering> {
+    ops::cmp_values(a, b)
+}
+
+/// Apply one config entry `k <op> v` to `d` (`check`: `:` conflicts are errors).
+pub fn ops_merge_entry(
+    d: &mut Dict,
+    k: &Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+) -> RtResult<()> {
+    ops::merge_entry(d, k, v, op, index, check, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clone_shares_lists() {
+        let a = Value::from(vec![Value::Int(1), Value::Int(2)]);
+        let b = a.clone();
+        match (&a, &b) {
+            (Value::List(x), Value::List(y)) => assert!(Rc::ptr_eq(x, y)),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn copy_on_write_dict() {
+        let mut a = dict_of([(Rc::from("x"), Value::Int(1))]);
+        let b = a.clone();
+        a.dict_mut().unwrap().insert(Rc::from("y"), Value::Int(2));
+        assert_eq!(a.len().unwrap(), 2);
+        assert_eq!(b.len().unwrap(), 1);
+    }
+
+    #[test]
+    fn truthiness_and_types() {
+        assert!(!Value::None.truthy());
+        assert!(!Value::str("").truthy());
+        assert!(Value::Int(3).truthy());
+        assert_eq!(Value::Int(1).type_with_value(), "int(1)");
+        assert_eq!(Value::Bool(false).type_with_value(), "bool(False)");
+        assert_eq!(Value::None.type_name(), "NoneType");
+    }
+}

@@ -1,0 +1,114 @@
+//! Number formatting and unit suffixes.
+
+/// Float as `str()` and interpolation print it: plain decimal, never an exponent, and a `.0`
+/// on integral values (`1e20` -> `100000000000000000000.0`).
+pub fn float_to_str(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let mut s = format!("{f}");
+    if !s.contains('.') {
+        s.push_str(".0");
+    }
+    s
+}
+
+/// Float as the YAML/JSON printers write it: shortest round-trip digits, exponent form outside
+/// [1e-5, 1e16), negative exponents padded to two digits (`1e-09`).
+pub fn float_to_yaml(f: f64, out: &mut String) {
+    if f.is_nan() {
+        out.push_str(".nan");
+        return;
+    }
+    if f.is_infinite() {
+        out.push_str(if f > 0.0 { ".inf" } else { "-.inf" });
+        return;
+    }
+    let mut buf = ryu::Buffer::new();
+    let s = buf.format_finite(f);
+    match s.find("e-") {
+        Some(i) if s.len() - (i + 2) == 1 => {
+            out.push_str(&s[..i + 2]);
+            out.push('0');
+            out.push_str(&s[i + 2..]);
+        }
+        _ => out.push_str(s),
+    }
+}
+
+/// The factor a unit suffix stands for.
+pub fn unit_multiplier(suffix: &str) -> Option<f64> {
+    Some(match suffix {
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        _ => return None,
+    })
+}
+
+/// Split `"1024Mi"` into its number and suffix (used by `units` and literals).
+pub fn parse_unit_suffix(s: &str) -> Option<(f64, &str)> {
+    let idx = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (n, suf) = s.split_at(idx);
+    unit_multiplier(suf)?;
+    Some((n.parse().ok()?, suf))
+}
+
+/// The numeric part of a unit literal as written (`1` not `1.0`).
+pub fn fmt_unit_raw(raw: f64) -> String {
+    if raw.fract() == 0.0 && raw.abs() < 1e16 {
+        format!("{}", raw as i64)
+    } else {
+        format!("{raw}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn y(f: f64) -> String {
+        let mut s = String::new();
+        float_to_yaml(f, &mut s);
+        s
+    }
+
+    #[test]
+    fn yaml_floats_match_upstream() {
+        assert_eq!(y(1.0), "1.0");
+        assert_eq!(y(1e-9), "1e-09");
+        assert_eq!(y(1.024e-6), "1.024e-06");
+        assert_eq!(y(3.4e38), "3.4e38");
+        assert_eq!(y(2.22e-16), "2.22e-16");
+        assert_eq!(y(0.001024), "0.001024");
+        assert_eq!(y(27845329477.222748), "27845329477.222748");
+    }
+
+    #[test]
+    fn str_floats() {
+        assert_eq!(float_to_str(1.0), "1.0");
+        assert_eq!(float_to_str(1e-7), "0.0000001");
+        assert_eq!(float_to_str(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(float_to_str(-1.5), "-1.5");
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_unit_suffix("1024Mi"), Some((1024.0, "Mi")));
+        assert_eq!(unit_multiplier("Ki"), Some(1024.0));
+        assert_eq!(parse_unit_suffix("10x"), None);
+    }
+}

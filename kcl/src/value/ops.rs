@@ -1,0 +1,619 @@
+//! Operators on values: arithmetic with upstream's overflow rules, comparison, union.
+
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+use super::{ConfigOp, Dict, RtError, RtResult, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+    FloorDiv,
+    LShift,
+    RShift,
+    BitAnd,
+    BitOr,
+    BitXor,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "%",
+            BinOp::Pow => "**",
+            BinOp::FloorDiv => "//",
+            BinOp::LShift => "<<",
+            BinOp::RShift => ">>",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtE,
+    Gt,
+    GtE,
+    Is,
+    IsNot,
+    In,
+    NotIn,
+}
+
+fn unsupported(op: &str, a: &Value, b: &Value) -> RtError {
+    RtError::ty(format!(
+        "unsupported operand type(s) for {op}: '{}' and '{}'",
+        a.type_plain_nested(),
+        b.type_plain_nested()
+    ))
+}
+
+fn int_result(r: i128) -> RtResult<Value> {
+    if r > i64::MAX as i128 || r < i64::MIN as i128 {
+        Err(RtError::eval(format!("{r}: A 64 bit integer overflow")))
+    } else {
+        Ok(Value::Int(r as i64))
+    }
+}
+
+fn float_result(f: f64) -> RtResult<Value> {
+    if f.is_infinite() {
+        Err(RtError::eval(format!(
+            "{}: A 64-bit floating point number overflow",
+            if f > 0.0 { "inf" } else { "-inf" }
+        )))
+    } else {
+        Ok(Value::Float(f))
+    }
+}
+
+/// Numbers as (int, float) views; bools count as ints in arithmetic.
+enum Num {
+    I(i64),
+    F(f64),
+}
+
+fn num(v: &Value) -> Option<Num> {
+    match v {
+        Value::Int(i) => Some(Num::I(*i)),
+        Value::Bool(b) => Some(Num::I(*b as i64)),
+        Value::Float(f) => Some(Num::F(*f)),
+        _ => None,
+    }
+}
+
+fn py_floor_div(a: i64, b: i64) -> i128 {
+    let (a, b) = (a as i128, b as i128);
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn py_mod_i(a: i64, b: i64) -> i64 {
+    let r = a.wrapping_rem(b);
+    if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    }
+}
+
+fn py_mod_f(a: f64, b: f64) -> f64 {
+    let r = a % b;
+    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+        r + b
+    } else {
+        r
+    }
+}
+
+/// `a <op> b`.
+pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
+    use BinOp::*;
+    if matches!(a, Value::Bool(_)) || matches!(b, Value::Bool(_)) {
+        // bools are not numbers in KCL arithmetic
+        if !(matches!(op, BitOr | BitAnd | BitXor)
+            && matches!((a, b), (Value::Bool(_), Value::Bool(_))))
+        {
+            return Err(unsupported(op.symbol(), a, b));
+        }
+    }
+    if let (Some(x), Some(y)) = (num(a), num(b)) {
+        return match (x, y) {
+            (Num::I(x), Num::I(y)) => match op {
+                Add => int_result(x as i128 + y as i128),
+                Sub => int_result(x as i128 - y as i128),
+                Mul => int_result(x as i128 * y as i128),
+                Div => {
+                    if y == 0 {
+                        Err(RtError::eval("integer division or modulo by zero"))
+                    } else {
+                        Ok(Value::Float(x as f64 / y as f64))
+                    }
+                }
+                FloorDiv => {
+                    if y == 0 {
+                        Err(RtError::eval("integer division or modulo by zero"))
+                    } else {
+                        int_result(py_floor_div(x, y))
+                    }
+                }
+                Mod => {
+                    if y == 0 {
+                        Err(RtError::eval("integer division or modulo by zero"))
+                    } else {
+                        Ok(Value::Int(py_mod_i(x, y)))
+                    }
+                }
+                Pow => {
+                    if y < 0 {
+                        float_result((x as f64).powf(y as f64))
+                    } else {
+                        match u32::try_from(y)
+                            .ok()
+                            .and_then(|e| (x as i128).checked_pow(e))
+                        {
+                            Some(r) => int_result(r),
+                            None => Err(RtError::eval(format!(
+                                "{}: A 64 bit integer overflow",
+                                (x as f64).powf(y as f64)
+                            ))),
+                        }
+                    }
+                }
+                LShift => {
+                    if !(0..64).contains(&y) {
+                        return Err(RtError::eval("shift count out of range"));
+                    }
+                    int_result((x as i128) << y)
+                }
+                RShift => {
+                    if y < 0 {
+                        return Err(RtError::eval("negative shift count"));
+                    }
+                    Ok(Value::Int(if y >= 64 {
+                        if x < 0 { -1 } else { 0 }
+                    } else {
+                        x >> y
+                    }))
+                }
+                BitAnd => Ok(Value::Int(x & y)),
+                BitOr => Ok(Value::Int(x | y)),
+                BitXor => Ok(Value::Int(x ^ y)),
+            },
+            (x, y) => {
+                let xf = match x {
+                    Num::I(i) => i as f64,
+                    Num::F(f) => f,
+                };
+                let yf = match y {
+                    Num::I(i) => i as f64,
+                    Num::F(f) => f,
+                };
+                match op {
+                    Add => float_result(xf + yf),
+                    Sub => float_result(xf - yf),
+                    Mul => float_result(xf * yf),
+                    Div => {
+                        if yf == 0.0 {
+                            Err(RtError::eval("float division by zero"))
+                        } else {
+                            float_result(xf / yf)
+                        }
+                    }
+                    FloorDiv => {
+                        if yf == 0.0 {
+                            Err(RtError::eval("float divmod()"))
+                        } else {
+                            Ok(Value::Float((xf / yf).floor()))
+                        }
+                    }
+                    Mod => {
+                        if yf == 0.0 {
+                            Err(RtError::eval("float modulo"))
+                        } else {
+                            Ok(Value::Float(py_mod_f(xf, yf)))
+                        }
+                    }
+                    Pow => float_result(xf.powf(yf)),
+                    _ => Err(unsupported(op.symbol(), a, b)),
+                }
+            }
+        };
+    }
+    match (op, a, b) {
+        (Add, Value::Str(x), Value::Str(y)) => {
+            let mut s = String::with_capacity(x.len() + y.len());
+            s.push_str(x);
+            s.push_str(y);
+            Ok(Value::from(s))
+        }
+        (Add, Value::List(x), Value::List(y)) => {
+            let mut v = Vec::with_capacity(x.len() + y.len());
+            v.extend(x.iter().cloned());
+            v.extend(y.iter().cloned());
+            Ok(Value::from(v))
+        }
+        (Mul, Value::Str(s), Value::Int(n)) | (Mul, Value::Int(n), Value::Str(s)) => {
+            Ok(Value::from(s.repeat((*n).max(0) as usize)))
+        }
+        (Mul, Value::List(l), Value::Int(n)) | (Mul, Value::Int(n), Value::List(l)) => {
+            let mut v = Vec::with_capacity(l.len() * (*n).max(0) as usize);
+            for _ in 0..(*n).max(0) {
+                v.extend(l.iter().cloned());
+            }
+            Ok(Value::from(v))
+        }
+        (BitOr, Value::Dict(_), Value::Schema(_)) => Err(unsupported("|", a, b)),
+        (BitOr, _, _)
+            if (a.is_config() || b.is_config())
+                && (a.is_config() || a.is_none_or_undefined())
+                && (b.is_config() || b.is_none_or_undefined()) =>
+        {
+            union(a, b, false)
+        }
+        (BitOr, Value::None | Value::Undefined, Value::None | Value::Undefined) => Ok(b.clone()),
+        (BitOr, Value::List(_), Value::List(_)) => union(a, b, false),
+        (BitOr, Value::None | Value::Undefined, _) => Ok(b.clone()),
+        (BitOr, _, Value::None | Value::Undefined) => Ok(a.clone()),
+        _ => Err(unsupported(op.symbol(), a, b)),
+    }
+}
+
+pub fn unary_neg(v: &Value) -> RtResult<Value> {
+    match v {
+        Value::Int(i) => int_result(-(*i as i128)),
+        Value::Bool(b) => Ok(Value::Int(-(*b as i64))),
+        Value::Float(f) => Ok(Value::Float(-f)),
+        _ => Err(RtError::ty(format!(
+            "bad operand type for unary -: '{}'",
+            v.type_name()
+        ))),
+    }
+}
+pub fn unary_pos(v: &Value) -> RtResult<Value> {
+    match v {
+        Value::Int(_) | Value::Float(_) => Ok(v.clone()),
+        Value::Bool(b) => Ok(Value::Int(*b as i64)),
+        _ => Err(RtError::ty(format!(
+            "bad operand type for unary +: '{}'",
+            v.type_name()
+        ))),
+    }
+}
+pub fn unary_invert(v: &Value) -> RtResult<Value> {
+    match v {
+        Value::Int(i) => Ok(Value::Int(!i)),
+        Value::Bool(b) => Ok(Value::Int(!(*b as i64))),
+        _ => Err(RtError::ty(format!(
+            "bad operand type for unary ~: '{}'",
+            v.type_name()
+        ))),
+    }
+}
+pub fn unary_not(v: &Value) -> Value {
+    Value::Bool(!v.truthy())
+}
+
+/// Structural equality: ints equal floats of the same value, dicts compare as key sets.
+pub fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Undefined, Value::Undefined) | (Value::None, Value::None) => true,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::List(x), Value::List(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q)))
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
+            let (x, y) = (a.as_dict().unwrap(), b.as_dict().unwrap());
+            x.len() == y.len()
+                && x.map
+                    .iter()
+                    .all(|(k, v)| y.map.get(k).is_some_and(|w| equal(v, w)))
+        }
+        (Value::Func(x), Value::Func(y)) => Rc::ptr_eq(x, y),
+        (Value::Unit(x), Value::Unit(y)) => x.value() == y.value(),
+        _ => match (num(a), num(b)) {
+            (Some(Num::I(x)), Some(Num::I(y))) => x == y,
+            (Some(_), Some(_)) => a.as_f64() == b.as_f64(),
+            _ => false,
+        },
+    }
+}
+
+fn ordering(a: &Value, b: &Value) -> RtResult<Ordering> {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Ok(x.cmp(y)),
+        (Value::List(x), Value::List(y)) => {
+            for (p, q) in x.iter().zip(y.iter()) {
+                let o = ordering(p, q)?;
+                if o != Ordering::Equal {
+                    return Ok(o);
+                }
+            }
+            Ok(x.len().cmp(&y.len()))
+        }
+        _ => match (num(a), num(b)) {
+            (Some(Num::I(x)), Some(Num::I(y))) => Ok(x.cmp(&y)),
+            (Some(_), Some(_)) => Ok(a
+                .as_f64()
+                .unwrap()
+                .partial_cmp(&b.as_f64().unwrap())
+                .unwrap_or(Ordering::Equal)),
+            _ => Err(RtError::ty(format!(
+                "'<' not supported between instances of '{}' and '{}'",
+                a.type_name(),
+                b.type_name()
+            ))),
+        },
+    }
+}
+
+/// Total order used by `sorted`, `max`, `min`.
+pub fn cmp_values(a: &Value, b: &Value) -> RtResult<Ordering> {
+    ordering(a, b)
+}
+
+/// `a <op> b` for comparison operators.
+pub fn compare(op: CmpOp, a: &Value, b: &Value) -> RtResult<bool> {
+    use CmpOp::*;
+    Ok(match op {
+        Eq => equal(a, b),
+        NotEq => !equal(a, b),
+        Lt => ordering(a, b)? == Ordering::Less,
+        LtE => ordering(a, b)? != Ordering::Greater,
+        Gt => ordering(a, b)? == Ordering::Greater,
+        GtE => ordering(a, b)? != Ordering::Less,
+        Is => match (a, b) {
+            (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),
+            (Value::Dict(x), Value::Dict(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),
+            _ => equal(a, b) && std::mem::discriminant(a) == std::mem::discriminant(b),
+        },
+        IsNot => !compare(Is, a, b)?,
+        In => contains(b, a)?,
+        NotIn => !contains(b, a)?,
+    })
+}
+
+fn contains(container: &Value, item: &Value) -> RtResult<bool> {
+    Ok(match container {
+        Value::Str(s) => match item {
+            Value::Str(i) => s.contains(&**i),
+            _ => false,
+        },
+        Value::List(l) => l.iter().any(|x| equal(x, item)),
+        Value::Dict(_) | Value::Schema(_) => match item {
+            Value::Str(k) => container.as_dict().unwrap().map.contains_key(&**k),
+            _ => false,
+        },
+        Value::None | Value::Undefined => false,
+        _ => {
+            return Err(RtError::ty(format!(
+                "argument of type '{}' is not iterable",
+                container.type_name()
+            )));
+        }
+    })
+}
+
+/// Merge `b` into `a` the way `|` and repeated `:` entries do. With `check_conflict`, two
+/// different non-config values for one key are an error (the `:` rule).
+pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
+    let mut out = a.clone();
+    union_into(&mut out, b, check_conflict, 0)?;
+    Ok(out)
+}
+
+fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<()> {
+    if depth > super::MAX_DEPTH {
+        return Err(RtError::new(
+            super::ErrKind::RecursionLimit,
+            "maximum recursion depth exceeded",
+        ));
+    }
+    match (&*a, b) {
+        (Value::List(_), Value::List(y)) => {
+            let Value::List(x) = a else { unreachable!() };
+            let x = Rc::make_mut(x);
+            for (i, v) in y.iter().enumerate() {
+                if i < x.len() {
+                    union_into(&mut x[i], v, check, depth + 1)?;
+                } else {
+                    x.push(v.clone());
+                }
+            }
+            Ok(())
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
+            let bd = b.as_dict().unwrap();
+            let ad = a.dict_mut().unwrap();
+            for (k, v) in &bd.map {
+                let (op, index) = bd.op_of(k);
+                merge_entry(ad, k, v, op, index, check, depth)?;
+            }
+            Ok(())
+        }
+        (_, Value::Undefined) => Ok(()),
+        _ => {
+            *a = b.clone();
+            Ok(())
+        }
+    }
+}
+
+/// Apply one config entry `k <op> v` to `d`.
+pub fn merge_entry(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+    depth: usize,
+) -> RtResult<()> {
+    match op {
+        ConfigOp::Override => {
+            if let Some(i) = index {
+                match d.map.get_mut(k) {
+                    Some(Value::List(l)) => {
+                        let l = Rc::make_mut(l);
+                        let idx = if i < 0 { l.len() as i64 + i } else { i };
+                        if idx < 0 || idx as usize >= l.len() {
+                            return Err(RtError::eval(format!(
+                                "index out of bounds: the len is {} but the index is {i}",
+                                l.len()
+                            )));
+                        }
+                        if v.is_undefined() {
+                            l.remove(idx as usize);
+                        } else {
+                            l[idx as usize] = v.clone();
+                        }
+                    }
+                    _ => {
+                        return Err(RtError::eval(format!(
+                            "only list attribute can be inserted value, the attribute '{k}' is not a list"
+                        )));
+                    }
+                }
+            } else {
+                d.map.insert(k.clone(), v.clone());
+            }
+            d.set_op(k.clone(), ConfigOp::Override, None);
+        }
+        ConfigOp::Insert => {
+            let cur = d.map.get(k).cloned().unwrap_or(Value::None);
+            let new = match (&cur, v) {
+                (Value::List(x), Value::List(y)) => {
+                    let mut x = (**x).clone();
+                    match index {
+                        Some(i) => {
+                            let idx = if i < 0 { x.len() as i64 + i } else { i };
+                            if idx < 0 || idx as usize > x.len() {
+                                return Err(RtError::eval(format!(
+                                    "insertion index (is {i}) should be <= len (is {})",
+                                    x.len()
+                                )));
+                            }
+                            for (j, item) in y.iter().enumerate() {
+                                x.insert(idx as usize + j, item.clone());
+                            }
+                        }
+                        None => x.extend(y.iter().cloned()),
+                    }
+                    Value::from(x)
+                }
+                (Value::None | Value::Undefined, Value::List(_)) => match index {
+                    Some(i) if i < 0 => return Err(RtError::eval("index out of bounds")),
+                    Some(i) if i > 0 => {
+                        return Err(RtError::eval(format!(
+                            "insertion index (is {i}) should be <= len (is 0)"
+                        )));
+                    }
+                    _ => v.clone(),
+                },
+                _ => binary(BinOp::Add, &cur, v)?,
+            };
+            d.map.insert(k.clone(), new);
+            if cur.is_none_or_undefined() {
+                // still an insertion when this dict is merged into another later
+                d.set_op(k.clone(), ConfigOp::Insert, index);
+            }
+        }
+        ConfigOp::Union => match d.map.get_mut(k) {
+            Some(cur) => {
+                if check
+                    && !cur.is_config()
+                    && !v.is_config()
+                    && !cur.is_none_or_undefined()
+                    && !v.is_none_or_undefined()
+                    && !equal(cur, v)
+                    && !matches!((&*cur, v), (Value::List(_), Value::List(_)))
+                {
+                    return Err(RtError::eval(format!(
+                        "conflicting values on the attribute '{k}' between {} and {}",
+                        super::to_repr(cur),
+                        super::to_repr(v)
+                    )));
+                }
+                union_into(cur, v, check, depth + 1)?;
+            }
+            None => {
+                d.map.insert(k.clone(), v.clone());
+            }
+        },
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::dict_of;
+
+    #[test]
+    fn int_overflow_is_an_error() {
+        let e = binary(BinOp::Add, &Value::Int(i64::MAX), &Value::Int(1)).unwrap_err();
+        assert_eq!(e.msg, "9223372036854775808: A 64 bit integer overflow");
+    }
+
+    #[test]
+    fn python_division_rules() {
+        assert_eq!(
+            binary(BinOp::FloorDiv, &Value::Int(-7), &Value::Int(2)).unwrap(),
+            Value::Int(-4)
+        );
+        assert_eq!(
+            binary(BinOp::Mod, &Value::Int(-7), &Value::Int(3)).unwrap(),
+            Value::Int(2)
+        );
+        assert!(
+            matches!(binary(BinOp::Div, &Value::Int(7), &Value::Int(2)).unwrap(), Value::Float(f) if f == 3.5)
+        );
+        assert!(binary(BinOp::Div, &Value::Int(1), &Value::Int(0)).is_err());
+    }
+
+    #[test]
+    fn union_merges_nested_and_overrides() {
+        let a = dict_of([(Rc::from("a"), dict_of([(Rc::from("x"), Value::Int(1))]))]);
+        let b = dict_of([(Rc::from("a"), dict_of([(Rc::from("y"), Value::Int(2))]))]);
+        let u = binary(BinOp::BitOr, &a, &b).unwrap();
+        assert_eq!(super::super::to_str(&u), "{'a': {'x': 1, 'y': 2}}");
+        let c = dict_of([(Rc::from("k"), Value::Int(1))]);
+        let d = dict_of([(Rc::from("k"), Value::Int(2))]);
+        assert!(union(&c, &d, true).is_err());
+        assert_eq!(union(&c, &d, false).unwrap(), d);
+    }
+
+    #[test]
+    fn comparisons() {
+        assert!(compare(CmpOp::Lt, &Value::Int(1), &Value::Float(1.5)).unwrap());
+        assert!(
+            compare(
+                CmpOp::In,
+                &Value::str("a"),
+                &Value::from(vec![Value::str("a")])
+            )
+            .unwrap()
+        );
+        assert!(compare(CmpOp::Lt, &Value::str("a"), &Value::Int(1)).is_err());
+        assert!(Value::Int(1) == Value::Float(1.0));
+    }
+}

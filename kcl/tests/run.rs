@@ -1,0 +1,367 @@
+//! End-to-end tests of the evaluator through the library API and the `kcl run` binary, on
+//! small fixtures written here (no external corpus needed).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::rc::Rc;
+
+use kusion_kcl::{PluginHook, RunOptions, run_full};
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run_text(src: &str, opts: RunOptions) -> Result<String, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "main.k", src);
+    let opts = RunOptions {
+        work_dir: Some(dir.path().to_path_buf()),
+        ..opts
+    };
+    run_full(&[f], &opts)
+        .map(|o| format!("{}{}", o.printed, o.text))
+        .map_err(|e| e.to_string())
+}
+
+fn run_ok(src: &str) -> String {
+    run_text(src, RunOptions::default()).unwrap_or_else(|e| panic!("run failed:\n{e}"))
+}
+
+#[test]
+fn scalars_and_quoting() {
+    let out = run_ok(
+        "a = 1\nb = \"123\"\nc = 1.5\nd = None\ne = [1, {x = \"y\"}]\nf = {}\n_hidden = 3\ng = \"multi\\nline\"\n",
+    );
+    assert_eq!(
+        out,
+        "a: 1\nb: '123'\nc: 1.5\nd: null\ne:\n- 1\n- x: 'y'\nf: {}\ng: |-\n  multi\n  line\n"
+    );
+}
+
+#[test]
+fn order_independent_globals() {
+    assert_eq!(run_ok("b = a + 1\na = 1\n"), "b: 2\na: 1\n");
+}
+
+#[test]
+fn schema_defaults_inheritance_and_config() {
+    let src = r#"
+schema Base:
+    kind: str = "base"
+schema App(Base):
+    name: str
+    replicas: int = 1
+    labels: {str:str} = {}
+    full = "${name}-${replicas}"
+app = App {name = "web", replicas = 3, labels.tier = "front"}
+"#;
+    assert_eq!(
+        run_ok(src),
+        "app:\n  kind: base\n  name: web\n  replicas: 3\n  labels:\n    tier: front\n  full: web-3\n"
+    );
+}
+
+#[test]
+fn schema_check_failure_reports_message() {
+    let src =
+        "schema P:\n    age: int\n    check:\n        age > 10, \"too young\"\np = P {age = 1}\n";
+    let err = run_text(src, RunOptions::default()).unwrap_err();
+    assert!(err.contains("Instance check failed"), "{err}");
+    assert!(err.contains("too young"), "{err}");
+    assert!(err.contains("main.k:5:"), "{err}");
+}
+
+#[test]
+fn required_attribute_and_unknown_member() {
+    let err = run_text(
+        "schema P:\n    name: str\np = P {}\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("attribute 'name' of P is required"), "{err}");
+    let err = run_text(
+        "schema P:\n    name: str\np = P {nam = \"x\"}\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("Cannot add member 'nam' to schema 'P'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn config_operators_and_unification() {
+    let src = r#"
+schema C:
+    name: str
+    args: [str] = []
+c: C {name = "a", args = ["x"]}
+c: C {args += ["y"]}
+d = {a = 1, b.c = 2} | {a = 3}
+"#;
+    assert_eq!(
+        run_ok(src),
+        "c:\n  name: a\n  args:\n  - x\n  - 'y'\nd:\n  a: 3\n  b:\n    c: 2\n"
+    );
+}
+
+#[test]
+fn immutable_globals() {
+    let err = run_text("a = 1\na = 2\n", RunOptions::default()).unwrap_err();
+    assert!(err.contains("declared immutable"), "{err}");
+}
+
+#[test]
+fn lambdas_comprehensions_quantifiers() {
+    let src = r#"
+add = lambda x, y = 1 { x + y }
+a = add(1)
+b = [x * 2 for x in range(4) if x != 2]
+c = {k: v + 1 for k, v in {x = 1, y = 2}}
+d = all x in [1, 2] { x > 0 }
+e = filter x in [1, 2, 3] { x > 1 }
+f = map x in [1, 2] { x * 10 }
+"#;
+    assert_eq!(
+        run_ok(src),
+        "a: 2\nb:\n- 0\n- 2\n- 6\nc:\n  x: 2\n  'y': 3\nd: true\ne:\n- 2\n- 3\nf:\n- 10\n- 20\n"
+    );
+}
+
+#[test]
+fn builtins_and_system_modules() {
+    let src = r#"
+import base64
+import json
+import math
+s = "hello".upper()
+n = len([1, 2, 3])
+b = base64.encode("abc")
+j = json.encode({a = [1, None]})
+m = math.floor(2.7)
+t = typeof(1)
+"#;
+    assert_eq!(
+        run_ok(src),
+        "s: HELLO\n'n': 3\nb: YWJj\nj: '{\"a\": [1, null]}'\nm: 2\nt: int\n"
+    );
+}
+
+#[test]
+fn print_goes_before_the_output() {
+    assert_eq!(run_ok("print(\"hi\", 1)\na = 1\n"), "hi 1\na: 1\n");
+}
+
+#[test]
+fn yaml_stream_replaces_output() {
+    let out = run_ok("import manifests\nmanifests.yaml_stream([{a = 1}, {b = 2}])\n");
+    assert_eq!(out, "a: 1\n---\nb: 2\n");
+}
+
+#[test]
+fn options_selectors_json_and_flags() {
+    let opts = RunOptions {
+        args: vec![("env".into(), "prod".into()), ("n".into(), "3".into())],
+        ..Default::default()
+    };
+    let out = run_text("env = option(\"env\")\nn = option(\"n\", type=\"int\") + 1\nd = option(\"missing\", default=\"x\")\n", opts).unwrap();
+    assert_eq!(out, "env: prod\n'n': 4\nd: x\n");
+    let opts = RunOptions {
+        path_selector: vec!["a.b".into()],
+        ..Default::default()
+    };
+    assert_eq!(run_text("a = {b = {c = 1}}\n", opts).unwrap(), "c: 1\n");
+    let opts = RunOptions {
+        json: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        run_text("a = 1\nb = [\"x\"]\n", opts).unwrap(),
+        "{\n    \"a\": 1,\n    \"b\": [\n        \"x\"\n    ]\n}\n"
+    );
+    let opts = RunOptions {
+        disable_none: true,
+        sort_keys: true,
+        show_hidden: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        run_text("z = 1\na = None\n_h = 2\n", opts).unwrap(),
+        "_h: 2\nz: 1\n"
+    );
+}
+
+#[test]
+fn overrides_apply_before_evaluation() {
+    let src = "schema P:\n    first: str\n    last: str\n    full = first + \" \" + last\np = P {first = \"a\", last = \"b\"}\n";
+    let opts = RunOptions {
+        overrides: vec!["p.first=\"x\"".into()],
+        ..Default::default()
+    };
+    assert_eq!(
+        run_text(src, opts).unwrap(),
+        "p:\n  first: x\n  last: b\n  full: x b\n"
+    );
+}
+
+#[test]
+fn imports_across_packages_with_kcl_mod() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "kcl.mod",
+        "[package]\nname = \"demo\"\n\n[profile]\nentries = [\"main.k\"]\n",
+    );
+    write(
+        dir.path(),
+        "lib/defs.k",
+        "schema Svc:\n    port: int = 80\nDEFAULT = 8080\n",
+    );
+    write(dir.path(), "lib/more.k", "double = lambda x { x * 2 }\n");
+    write(
+        dir.path(),
+        "main.k",
+        "import lib\ns = lib.Svc {port = lib.double(lib.DEFAULT)}\n",
+    );
+    let opts = RunOptions {
+        work_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    // no files: the kcl.mod profile entries are run
+    let out = run_full(&[], &opts).unwrap();
+    assert_eq!(out.text, "s:\n  port: 16160\n");
+}
+
+#[test]
+fn several_files_form_one_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.k",
+        "schema S:\n    x: int\n    y?: int\nv: S {x = 1}\n",
+    );
+    let b = write(dir.path(), "b.k", "v: S {y = 2}\n");
+    let opts = RunOptions {
+        work_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    assert_eq!(
+        run_full(&[a, b], &opts).unwrap().text,
+        "v:\n  x: 1\n  'y': 2\n"
+    );
+}
+
+struct Cmdb;
+
+impl PluginHook for Cmdb {
+    fn call(
+        &self,
+        module: &str,
+        function: &str,
+        args: &[serde_json::Value],
+        _kwargs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, String> {
+        match (module, function) {
+            ("cmdb", "lookup") => Ok(serde_json::json!({"host": args[0], "cluster": "c1"})),
+            _ => Err(format!("unknown function {module}.{function}")),
+        }
+    }
+}
+
+#[test]
+fn plugin_calls_go_to_the_hook() {
+    let src = "import kcl_plugin.cmdb\nr = cmdb.lookup(\"web-1\")\n";
+    let opts = RunOptions {
+        plugin: Some(Rc::new(Cmdb)),
+        ..Default::default()
+    };
+    assert_eq!(
+        run_text(src, opts).unwrap(),
+        "r:\n  host: web-1\n  cluster: c1\n"
+    );
+    let err = run_text(src, RunOptions::default()).unwrap_err();
+    assert!(err.contains("kcl_plugin.cmdb"), "{err}");
+}
+
+#[test]
+fn deep_recursion_is_an_error_not_a_crash() {
+    let err = run_text(
+        "f = lambda x { f(x + 1) }\na = f(0)\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("maximum recursion depth exceeded"), "{err}");
+    let err = run_text(
+        "schema A:\n    b: A = A {}\na = A {}\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("maximum recursion depth exceeded"), "{err}");
+}
+
+#[test]
+fn int_overflow_is_an_error() {
+    let err = run_text("a = 9223372036854775807 + 1\n", RunOptions::default()).unwrap_err();
+    assert!(err.contains("A 64 bit integer overflow"), "{err}");
+}
+
+#[test]
+fn override_file_rewrites_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "main.k",
+        "app = {\n    image = \"nginx:1\"\n}\n",
+    );
+    assert!(kusion_kcl::overrides::override_file(&f, &["app.image=\"nginx:2\"".into()]).unwrap());
+    let opts = RunOptions {
+        work_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    assert_eq!(
+        run_full(&[f], &opts).unwrap().text,
+        "app:\n  image: nginx:2\n"
+    );
+}
+
+#[test]
+fn kcl_run_binary_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ok.k", "a = 1\n");
+    write(dir.path(), "bad.k", "a = b\n");
+    let bin = env!("CARGO_BIN_EXE_kcl");
+    let ok = Command::new(bin)
+        .args(["run", "ok.k"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "a: 1\n");
+    let bad = Command::new(bin)
+        .args(["run", "bad.k"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("name 'b' is not defined") && err.contains("bad.k:1:5"),
+        "{err}"
+    );
+    let out = Command::new(bin)
+        .args(["run", "ok.k", "-o", "out.yaml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.yaml")).unwrap(),
+        "a: 1\n"
+    );
+}
