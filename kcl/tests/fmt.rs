@@ -65,3 +65,24 @@ fn round_trip_fixtures() {
 fn syntax_errors_are_reported_not_formatted() {
     assert!(format_source("bad.k", "a = (\n").is_err());
 }
+
+/// The benchmark's generated config is valid KCL and already in canonical style.
+#[test]
+fn generated_config_parses_and_is_formatted() {
+    let src = kusion_kcl::parser::generate::generate_config(2_000);
+    assert!(src.lines().count() >= 2_000);
+    check_round_trip("generated.k", &src);
+    let out = format_source("generated.k", &src).unwrap();
+    if let Some((i, (a, b))) = out
+        .lines()
+        .zip(src.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+    {
+        panic!(
+            "generator output not in canonical style at line {}:\n{a}\n{b}",
+            i + 1
+        );
+    }
+    assert_eq!(out.len(), src.len());
+}

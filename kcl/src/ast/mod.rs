@@ -347,7 +347,8 @@ impl SchemaStmt {
 /// A schema attribute `[@decorators] name[?]: T [op value]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchemaAttr {
-    /// Attribute docstring (unused upstream, kept for doc tools).
+    /// Attribute docstring. The parser never sets it (KCL attaches docstrings to schemas, not
+    /// attributes); it exists so doc tools can attach text without changing the tree type.
     pub doc: Option<StrLit>,
     /// The attribute name; for a quoted name (`"a-b": str`) the decoded string.
     pub name: Name,

@@ -32,7 +32,7 @@ impl<'a> Parser<'a> {
 
     fn parse_expr_inner(&mut self) -> Expr {
         let e = self.parse_or_test();
-        if self.at(Tok::If) && !self.at_line_break() && !self.in_comp_filter() {
+        if self.at(Tok::If) && !self.at_line_break() {
             self.bump();
             let cond = self.parse_or_test();
             if !self.expect(Tok::Else, "else") {
@@ -57,13 +57,6 @@ impl<'a> Parser<'a> {
             };
         }
         e
-    }
-
-    /// Ternaries are not allowed directly before a comprehension's `if` filter; the flag is
-    /// not needed with this grammar because filters follow `in iter`, which is parsed as an
-    /// `or` test. Kept as a hook for clarity.
-    fn in_comp_filter(&self) -> bool {
-        false
     }
 
     /// `or` level (no ternary).
@@ -1026,12 +1019,12 @@ impl<'a> Parser<'a> {
             // `lambda {a: T} -> R {...}`: the first braces hold the parameters.
             self.bump();
             self.ctx.push(Ctx::Paren);
-            params = self.parse_params(Tok::RBrace, "}");
+            params = self.parse_params(Tok::RBrace);
             self.ctx.pop();
             self.expect(Tok::RBrace, "}");
         } else if !self.at(Tok::LBrace) && !self.at(Tok::Arrow) {
             self.ctx.push(Ctx::Paren);
-            params = self.parse_params(Tok::LBrace, "{");
+            params = self.parse_params(Tok::LBrace);
             self.ctx.pop();
         }
         let ret = if self.eat(Tok::Arrow) {

@@ -43,6 +43,9 @@ schema App:
         s.push_str(&block);
         i += 1;
     }
+    while s.ends_with("\n\n") {
+        s.pop();
+    }
     s
 }
 
@@ -82,7 +85,7 @@ app{i} = App {{
     if "{env}" == "prod":
         replicas = {prod_rep}
     annotations = {{k: v for k, v in {{"owner": "team-{team}", "index": "{i}"}}}}
-    ready = all c in ["main", "proxy"] {{ len(c) > 0 }}
+    ready = all c in ["main", "proxy"] {{len(c) > 0}}
 }}
 
 "#,

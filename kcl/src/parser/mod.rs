@@ -369,35 +369,18 @@ impl<'a> Parser<'a> {
 
     /// After a simple statement: the next token must start a new line (or close a bracket).
     fn finish_stmt(&mut self, start: usize) {
-        loop {
-            if self.eat(Tok::Semi) {
-                continue;
-            }
-            let t = self.tk();
-            if t.nl
-                || t.tok == Tok::Eof
-                || (!self.top_level() && matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen))
-            {
-                if self.pos == start {
-                    // Nothing consumed: force progress.
-                    self.unexpected();
-                    self.bump();
-                }
-                return;
-            }
-            if self.top_level() && matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen)
-                || self.pos == start
-            {
-                self.unexpected();
-                self.bump();
-                return;
-            }
-            // Junk after a complete statement: report it and let the caller parse on from here
-            // (upstream recovers token by token, so `a, b = 1, 2` reports each comma).
-            self.unexpected();
-            self.bump();
+        while self.eat(Tok::Semi) {}
+        let t = self.tk();
+        let closer = matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen);
+        let at_end = t.nl || (!self.top_level() && closer);
+        if t.tok == Tok::Eof || (at_end && self.pos != start) {
             return;
         }
+        // Junk after a statement, or a token no statement starts with: report and skip it,
+        // and let the caller parse on from the next token (upstream recovers token by token,
+        // so `a, b = 1, 2` reports each comma).
+        self.unexpected();
+        self.bump();
     }
 
     /// Parses the block after a compound statement header (`if x:` etc.). `header_indent` is

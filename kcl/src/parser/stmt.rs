@@ -554,7 +554,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `[a, b: T = d]` parameters; reports defaults followed by non-defaults like upstream.
-    pub(crate) fn parse_params(&mut self, close: Tok, close_name: &str) -> Vec<Param> {
+    pub(crate) fn parse_params(&mut self, close: Tok) -> Vec<Param> {
         let mut params = Vec::new();
         loop {
             if self.at(close) || self.at_eof() {
@@ -585,7 +585,6 @@ impl<'a> Parser<'a> {
             }
         }
         self.check_param_order(&params);
-        let _ = close_name;
         params
     }
 
@@ -625,7 +624,7 @@ impl<'a> Parser<'a> {
         if self.at(Tok::LBracket) {
             self.bump();
             self.ctx.push(super::Ctx::Bracket);
-            let p = self.parse_params(Tok::RBracket, "]");
+            let p = self.parse_params(Tok::RBracket);
             self.ctx.pop();
             self.expect(Tok::RBracket, "]");
             params = Some(p);
@@ -875,7 +874,7 @@ impl<'a> Parser<'a> {
         if self.at(Tok::LBracket) {
             self.bump();
             self.ctx.push(super::Ctx::Bracket);
-            let p = self.parse_params(Tok::RBracket, "]");
+            let p = self.parse_params(Tok::RBracket);
             self.ctx.pop();
             self.expect(Tok::RBracket, "]");
             params = Some(p);
