@@ -26,9 +26,16 @@ pub struct ClusterKey {
 
 impl ClusterKey {
     pub fn describe(&self) -> String {
-        let file = self.kubeconfig.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| {
-            std::env::var("KUBECONFIG").ok().filter(|v| !v.is_empty()).unwrap_or_else(|| "~/.kube/config".into())
-        });
+        let file = self
+            .kubeconfig
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| {
+                std::env::var("KUBECONFIG")
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| "~/.kube/config".into())
+            });
         match &self.context {
             Some(c) => format!("{file} (context {c})"),
             None => file,
@@ -42,7 +49,10 @@ pub fn cluster_key(resource: &Resource, default: &ClusterKey) -> PluginResult<Cl
         for k in keys {
             if let Some(v) = resource.extensions.get(*k) {
                 return v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| {
-                    PluginError::invalid(format!("{}: extension `{k}` must be a string", resource.id))
+                    PluginError::invalid(format!(
+                        "{}: extension `{k}` must be a string",
+                        resource.id
+                    ))
                 });
             }
         }
@@ -52,8 +62,14 @@ pub fn cluster_key(resource: &Resource, default: &ClusterKey) -> PluginResult<Cl
     let context = ext(EXT_CONTEXT)?;
     Ok(match path {
         // A resource's own kubeconfig file does not inherit the stack's context name.
-        Some(p) => ClusterKey { kubeconfig: Some(PathBuf::from(p)), context },
-        None => ClusterKey { kubeconfig: default.kubeconfig.clone(), context: context.or(default.context.clone()) },
+        Some(p) => ClusterKey {
+            kubeconfig: Some(PathBuf::from(p)),
+            context,
+        },
+        None => ClusterKey {
+            kubeconfig: default.kubeconfig.clone(),
+            context: context.or(default.context.clone()),
+        },
     })
 }
 
@@ -78,13 +94,21 @@ impl Cluster {
             None => Kubeconfig::read(),
         }
         .map_err(|e| PluginError::invalid(format!("cannot read kubeconfig {where_}: {e}")))?;
-        let options = KubeConfigOptions { context: key.context.clone(), ..KubeConfigOptions::default() };
+        let options = KubeConfigOptions {
+            context: key.context.clone(),
+            ..KubeConfigOptions::default()
+        };
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
             .map_err(|e| PluginError::invalid(format!("kubeconfig {where_}: {e}")))?;
-        let client = Client::try_from(config)
-            .map_err(|e| PluginError::invalid(format!("cannot build a client for {where_}: {e}")))?;
-        Ok(Cluster { key, client, kinds: Mutex::new(HashMap::new()) })
+        let client = Client::try_from(config).map_err(|e| {
+            PluginError::invalid(format!("cannot build a client for {where_}: {e}"))
+        })?;
+        Ok(Cluster {
+            key,
+            client,
+            kinds: Mutex::new(HashMap::new()),
+        })
     }
 
     /// The kind of `target` as this server serves it; `None` when the server does not know it
@@ -97,7 +121,10 @@ impl Cluster {
         let gvk = kube::api::GroupVersionKind::gvk(target.group(), target.version(), &target.kind);
         match kube::discovery::pinned_kind(&self.client, &gvk).await {
             Ok((resource, caps)) => {
-                let kind = Kind { resource, namespaced: caps.scope == Scope::Namespaced };
+                let kind = Kind {
+                    resource,
+                    namespaced: caps.scope == Scope::Namespaced,
+                };
                 if let Ok(mut m) = self.kinds.lock() {
                     m.insert(key, kind.clone());
                 }
@@ -111,7 +138,9 @@ impl Cluster {
 
     /// Like [`Cluster::kind`], but the scope must match the ID's namespace part.
     pub async fn checked_kind(&self, target: &Target) -> PluginResult<Option<Kind>> {
-        let Some(kind) = self.kind(target).await? else { return Ok(None) };
+        let Some(kind) = self.kind(target).await? else {
+            return Ok(None);
+        };
         match (kind.namespaced, &target.namespace) {
             (true, None) => Err(PluginError::invalid(format!(
                 "{}: {} is namespaced, so the ID must be apiVersion:Kind:namespace:name",

@@ -14,14 +14,26 @@ pub fn from_kube(id: &str, action: &str, err: kube::Error) -> PluginError {
                 429 | 500..=599 => ErrorKind::Unavailable,
                 _ => ErrorKind::Rejected,
             };
-            let reason = if status.reason.is_empty() { String::new() } else { format!(" {}", status.reason) };
-            PluginError::new(kind, format!("{id}: {action} failed: {} (HTTP {}{reason})", status.message, status.code))
+            let reason = if status.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", status.reason)
+            };
+            PluginError::new(
+                kind,
+                format!(
+                    "{id}: {action} failed: {} (HTTP {}{reason})",
+                    status.message, status.code
+                ),
+            )
         }
         other => {
             let kind = match &other {
                 kube::Error::SerdeError(_) => ErrorKind::Internal,
                 kube::Error::Discovery(_) => ErrorKind::Rejected,
-                kube::Error::InferConfig(_) | kube::Error::BuildRequest(_) => ErrorKind::InvalidInput,
+                kube::Error::InferConfig(_) | kube::Error::BuildRequest(_) => {
+                    ErrorKind::InvalidInput
+                }
                 _ => ErrorKind::Unavailable,
             };
             PluginError::new(kind, format!("{id}: {action} failed: {other}"))

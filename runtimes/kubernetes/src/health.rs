@@ -4,8 +4,8 @@
 //! 1.20) works, and a missing field never panics.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
-use kusion_sdk::runtime::{Health, ObjectStatus, WatchEvent};
 use kusion_sdk::PluginResult;
+use kusion_sdk::runtime::{Health, ObjectStatus, WatchEvent};
 use serde_json::Value;
 
 use crate::cluster::Cluster;
@@ -32,7 +32,10 @@ fn i(v: &Value, path: &str) -> Option<i64> {
 }
 
 fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
-    obj.pointer("/status/conditions")?.as_array()?.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
 }
 
 fn cond_status(c: Option<&Value>) -> Option<&str> {
@@ -60,11 +63,22 @@ fn uid_of(obj: &Value) -> Option<&str> {
 fn owned_by(obj: &Value, uids: &[&str]) -> bool {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str).is_some_and(|u| uids.contains(&u))))
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r.get("uid")
+                    .and_then(Value::as_str)
+                    .is_some_and(|u| uids.contains(&u))
+            })
+        })
 }
 
 fn row(kind: &str, obj: &Value, health: Health, detail: impl Into<String>) -> ObjectStatus {
-    ObjectStatus { kind: kind.to_string(), name: name_of(obj), health, detail: detail.into() }
+    ObjectStatus {
+        kind: kind.to_string(),
+        name: name_of(obj),
+        health,
+        detail: detail.into(),
+    }
 }
 
 /// The health of a pod and, if it failed, why.
@@ -82,7 +96,12 @@ pub fn pod_health(pod: &Value) -> (Health, String) {
         {
             let msg = s(c, "/state/waiting/message").unwrap_or("");
             let cname = s(c, "/name").unwrap_or("?");
-            return (Health::Failed, format!("container {cname}: {reason}: {msg}").trim_end_matches(": ").to_string());
+            return (
+                Health::Failed,
+                format!("container {cname}: {reason}: {msg}")
+                    .trim_end_matches(": ")
+                    .to_string(),
+            );
         }
     }
     match phase {
@@ -93,7 +112,10 @@ pub fn pod_health(pod: &Value) -> (Health, String) {
                 .find_map(|c| {
                     let code = i(c, "/state/terminated/exitCode")?;
                     (code != 0).then(|| {
-                        format!("container {} exited with code {code}", s(c, "/name").unwrap_or("?"))
+                        format!(
+                            "container {} exited with code {code}",
+                            s(c, "/name").unwrap_or("?")
+                        )
                     })
                 })
                 .or_else(|| s(pod, "/status/reason").map(str::to_string))
@@ -101,15 +123,28 @@ pub fn pod_health(pod: &Value) -> (Health, String) {
             (Health::Failed, why)
         }
         _ => {
-            let total = pod.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+            let total = pod
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
             let ready = pod
                 .pointer("/status/containerStatuses")
                 .and_then(Value::as_array)
-                .map_or(0, |l| l.iter().filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true)).count());
+                .map_or(0, |l| {
+                    l.iter()
+                        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                        .count()
+                });
             if phase == "Running" && cond_status(condition(pod, "Ready")) == Some("True") {
-                (Health::Ready, format!("Running, {ready}/{total} containers ready"))
+                (
+                    Health::Ready,
+                    format!("Running, {ready}/{total} containers ready"),
+                )
             } else {
-                (Health::Progressing, format!("{phase}, {ready}/{total} containers ready"))
+                (
+                    Health::Progressing,
+                    format!("{phase}, {ready}/{total} containers ready"),
+                )
             }
         }
     }
@@ -125,27 +160,46 @@ fn deployment_health(d: &Value) -> (Health, String) {
         return (Health::Failed, cond_text(c));
     }
     if observed < generation {
-        return (Health::Progressing, format!("waiting for the controller (observed generation {observed} < {generation})"));
+        return (
+            Health::Progressing,
+            format!("waiting for the controller (observed generation {observed} < {generation})"),
+        );
     }
     let want = i(d, "/spec/replicas").unwrap_or(1);
     let updated = i(d, "/status/updatedReplicas").unwrap_or(0);
     let total = i(d, "/status/replicas").unwrap_or(0);
     let available = i(d, "/status/availableReplicas").unwrap_or(0);
     if updated < want {
-        (Health::Progressing, format!("{updated} of {want} replicas updated"))
+        (
+            Health::Progressing,
+            format!("{updated} of {want} replicas updated"),
+        )
     } else if total > updated {
-        (Health::Progressing, format!("{} old replicas pending termination", total - updated))
+        (
+            Health::Progressing,
+            format!("{} old replicas pending termination", total - updated),
+        )
     } else if available < updated {
-        (Health::Progressing, format!("{available} of {updated} updated replicas available"))
+        (
+            Health::Progressing,
+            format!("{available} of {updated} updated replicas available"),
+        )
     } else {
-        (Health::Ready, format!("{available}/{want} replicas available"))
+        (
+            Health::Ready,
+            format!("{available}/{want} replicas available"),
+        )
     }
 }
 
 fn replicaset_health(rs: &Value) -> (Health, String) {
     let want = i(rs, "/spec/replicas").unwrap_or(1);
     let ready = i(rs, "/status/readyReplicas").unwrap_or(0);
-    let h = if ready >= want { Health::Ready } else { Health::Progressing };
+    let h = if ready >= want {
+        Health::Ready
+    } else {
+        Health::Progressing
+    };
     (h, format!("{ready}/{want} replicas ready"))
 }
 
@@ -157,9 +211,15 @@ fn statefulset_health(st: &Value) -> (Health, String) {
     let updated = i(st, "/status/updatedReplicas").unwrap_or(0);
     let rolling = s(st, "/spec/updateStrategy/type").unwrap_or("RollingUpdate") == "RollingUpdate";
     if observed < generation {
-        (Health::Progressing, format!("waiting for the controller (observed generation {observed} < {generation})"))
+        (
+            Health::Progressing,
+            format!("waiting for the controller (observed generation {observed} < {generation})"),
+        )
     } else if ready < want || (rolling && updated < want) {
-        (Health::Progressing, format!("{ready}/{want} ready, {updated} updated"))
+        (
+            Health::Progressing,
+            format!("{ready}/{want} ready, {updated} updated"),
+        )
     } else {
         (Health::Ready, format!("{ready}/{want} replicas ready"))
     }
@@ -172,9 +232,15 @@ fn daemonset_health(ds: &Value) -> (Health, String) {
     let ready = i(ds, "/status/numberReady").unwrap_or(0);
     let updated = i(ds, "/status/updatedNumberScheduled").unwrap_or(0);
     if observed < generation {
-        (Health::Progressing, format!("waiting for the controller (observed generation {observed} < {generation})"))
+        (
+            Health::Progressing,
+            format!("waiting for the controller (observed generation {observed} < {generation})"),
+        )
     } else if ready < desired || updated < desired {
-        (Health::Progressing, format!("{ready}/{desired} ready, {updated} updated"))
+        (
+            Health::Progressing,
+            format!("{ready}/{desired} ready, {updated} updated"),
+        )
     } else {
         (Health::Ready, format!("{ready}/{desired} ready"))
     }
@@ -196,8 +262,13 @@ pub fn job_health(job: &Value) -> (Health, String) {
     if completions.is_some_and(|c| succeeded >= c) {
         return (Health::Ready, format!("{succeeded} succeeded"));
     }
-    let want = completions.map(|c| c.to_string()).unwrap_or_else(|| "1".into());
-    (Health::Progressing, format!("{succeeded}/{want} succeeded, {active} active, {failed} failed"))
+    let want = completions
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "1".into());
+    (
+        Health::Progressing,
+        format!("{succeeded}/{want} succeeded, {active} active, {failed} failed"),
+    )
 }
 
 fn simple_health(group: &str, kind: &str, obj: &Value) -> (Health, String) {
@@ -220,7 +291,10 @@ fn simple_health(group: &str, kind: &str, obj: &Value) -> (Health, String) {
                     .and_then(Value::as_array)
                     .is_some_and(|l| !l.is_empty());
                 if !has_ingress {
-                    return (Health::Progressing, "waiting for a load balancer address".into());
+                    return (
+                        Health::Progressing,
+                        "waiting for a load balancer address".into(),
+                    );
                 }
             }
             (Health::Ready, format!("{t} {ip}").trim().to_string())
@@ -247,11 +321,24 @@ fn simple_health(group: &str, kind: &str, obj: &Value) -> (Health, String) {
     }
 }
 
-async fn list(cluster: &Cluster, id: &str, ns: &str, group: &str, version: &str, kind: &str, plural: &str) -> PluginResult<Vec<Value>> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+async fn list(
+    cluster: &Cluster,
+    id: &str,
+    ns: &str,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> PluginResult<Vec<Value>> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
     match api.list(&ListParams::default()).await {
-        Ok(l) => Ok(l.items.into_iter().filter_map(|o| serde_json::to_value(o).ok()).collect()),
+        Ok(l) => Ok(l
+            .items
+            .into_iter()
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .collect()),
         Err(e) if is_not_found(&e) => Ok(Vec::new()),
         Err(e) => Err(from_kube(id, &format!("listing {plural}"), e)),
     }
@@ -294,17 +381,30 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
                 .filter(|rs| owned_by(rs, &[&uid]))
                 .collect();
             let rs_uids: Vec<&str> = rss.iter().filter_map(uid_of).collect();
-            pods = list(cluster, id, ns, "", "v1", "Pod", "pods").await?.into_iter().filter(|p| owned_by(p, &rs_uids)).collect();
+            pods = list(cluster, id, ns, "", "v1", "Pod", "pods")
+                .await?
+                .into_iter()
+                .filter(|p| owned_by(p, &rs_uids))
+                .collect();
             for rs in &rss {
                 // Old ReplicaSets scaled to zero are history, not state worth a row.
-                if i(rs, "/spec/replicas").unwrap_or(0) > 0 || i(rs, "/status/replicas").unwrap_or(0) > 0 {
+                if i(rs, "/spec/replicas").unwrap_or(0) > 0
+                    || i(rs, "/status/replicas").unwrap_or(0) > 0
+                {
                     let (h, d) = replicaset_health(rs);
                     rows.push(row("ReplicaSet", rs, h, d));
                 }
             }
         }
-        ("apps", "StatefulSet") | ("apps", "DaemonSet") | ("apps", "ReplicaSet") | ("batch", "Job") => {
-            pods = list(cluster, id, ns, "", "v1", "Pod", "pods").await?.into_iter().filter(|p| owned_by(p, &[&uid])).collect();
+        ("apps", "StatefulSet")
+        | ("apps", "DaemonSet")
+        | ("apps", "ReplicaSet")
+        | ("batch", "Job") => {
+            pods = list(cluster, id, ns, "", "v1", "Pod", "pods")
+                .await?
+                .into_iter()
+                .filter(|p| owned_by(p, &[&uid]))
+                .collect();
         }
         ("batch", "CronJob") => {
             let jobs: Vec<Value> = list(cluster, id, ns, "batch", "v1", "Job", "jobs")
@@ -320,11 +420,20 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
         ("", "Service") => {
             for ep in list(cluster, id, ns, "", "v1", "Endpoints", "endpoints").await? {
                 if name_of(&ep) == target.name {
-                    let addrs: usize = ep
-                        .get("subsets")
-                        .and_then(Value::as_array)
-                        .map_or(0, |subs| subs.iter().filter_map(|s| s.get("addresses")?.as_array().map(Vec::len)).sum());
-                    rows.push(row("Endpoints", &ep, Health::Ready, format!("{addrs} ready addresses")));
+                    let addrs: usize =
+                        ep.get("subsets")
+                            .and_then(Value::as_array)
+                            .map_or(0, |subs| {
+                                subs.iter()
+                                    .filter_map(|s| s.get("addresses")?.as_array().map(Vec::len))
+                                    .sum()
+                            });
+                    rows.push(row(
+                        "Endpoints",
+                        &ep,
+                        Health::Ready,
+                        format!("{addrs} ready addresses"),
+                    ));
                 }
             }
         }
@@ -337,8 +446,11 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
         rows.push(row("Pod", pod, h, d.clone()));
         // A Job retries failed pods itself: only its own Failed condition fails it. Pods stuck
         // pulling or crashing fail any controller.
-        let fatal_waiting = h == Health::Failed && d.starts_with("container ") && !d.contains("exited with code");
-        if health != Health::Failed && fatal_waiting || (h == Health::Failed && !is_job && health != Health::Failed) {
+        let fatal_waiting =
+            h == Health::Failed && d.starts_with("container ") && !d.contains("exited with code");
+        if health != Health::Failed && fatal_waiting
+            || (h == Health::Failed && !is_job && health != Health::Failed)
+        {
             health = Health::Failed;
             detail = format!("pod {}: {d}", name_of(pod));
         }
@@ -347,7 +459,11 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
         rows[0].health = Health::Failed;
         rows[0].detail = detail.clone();
     }
-    Ok(WatchEvent { health, detail, objects: rows })
+    Ok(WatchEvent {
+        health,
+        detail,
+        objects: rows,
+    })
 }
 
 #[cfg(test)]
@@ -379,10 +495,20 @@ mod tests {
         assert!(d.contains("ImagePullBackOff"));
         let j = serde_json::json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
             "message": "Job has reached the specified backoff limit"}]}});
-        assert_eq!(job_health(&j), (Health::Failed, "BackoffLimitExceeded: Job has reached the specified backoff limit".into()));
+        assert_eq!(
+            job_health(&j),
+            (
+                Health::Failed,
+                "BackoffLimitExceeded: Job has reached the specified backoff limit".into()
+            )
+        );
         assert_eq!(job_health(&serde_json::json!({})).0, Health::Progressing);
         // Garbage never panics.
-        for v in [Value::Null, serde_json::json!([1, 2]), serde_json::json!({"status": "x", "metadata": 3})] {
+        for v in [
+            Value::Null,
+            serde_json::json!([1, 2]),
+            serde_json::json!({"status": "x", "metadata": 3}),
+        ] {
             let _ = pod_health(&v);
             let _ = job_health(&v);
             let _ = deployment_health(&v);

@@ -19,24 +19,22 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PropagationPolicy};
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ReadRequest, ReadResponse,
-    Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
+    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ReadRequest,
+    ReadResponse, Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
 };
-use kusion_sdk::{ErrorKind, PluginError, PluginResult, Resource, ABI_VERSION};
+use kusion_sdk::{ABI_VERSION, ErrorKind, PluginError, PluginResult, Resource};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 pub use cluster::{ClusterKey, EXT_CONTEXT, EXT_KUBECONFIG};
 pub use health::pod_health;
-pub use id::{parse_id, target_of, Target};
+pub use id::{Target, parse_id, target_of};
 
 /// The resource `type` this runtime serves.
 pub const RESOURCE_TYPE: &str = "Kubernetes";
 /// Extension overriding the delete propagation policy of one resource.
 pub const EXT_PROPAGATION: &str = "kusionstack.io/delete-propagation";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
-/// How long a real apply waits for a kind the server does not serve yet (a CRD being established).
-const KIND_WAIT: Duration = Duration::from_secs(30);
 
 /// How dependents of a deleted object are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -86,6 +84,10 @@ pub struct Settings {
     /// Wait until a deleted object is really gone (finalizers done) before returning.
     #[serde(default = "yes")]
     pub wait_for_delete: bool,
+    /// How long a real apply waits for a kind the server does not serve yet (its CRD being
+    /// created or established), in seconds.
+    #[serde(default = "default_kind_wait")]
+    pub kind_wait_seconds: u64,
     /// Poll interval of `watch`, in milliseconds.
     #[serde(default = "default_interval")]
     pub watch_interval_ms: u64,
@@ -96,6 +98,9 @@ fn yes() -> bool {
 }
 fn default_manager() -> String {
     "kusion".into()
+}
+fn default_kind_wait() -> u64 {
+    30
 }
 fn default_interval() -> u64 {
     500
@@ -119,8 +124,13 @@ impl Inner {
 
     async fn cluster(&self, resource: &Resource) -> PluginResult<Arc<cluster::Cluster>> {
         let s = self.settings();
-        let default = ClusterKey { kubeconfig: s.kubeconfig, context: s.context };
-        self.clusters.get(cluster::cluster_key(resource, &default)?).await
+        let default = ClusterKey {
+            kubeconfig: s.kubeconfig,
+            context: s.context,
+        };
+        self.clusters
+            .get(cluster::cluster_key(resource, &default)?)
+            .await
     }
 }
 
@@ -137,9 +147,16 @@ impl KubernetesRuntime {
             .thread_name("kusion-k8s")
             .enable_all()
             .build()
-            .map_err(|e| PluginError::internal(format!("cannot start the kubernetes runtime's executor: {e}")))?;
+            .map_err(|e| {
+                PluginError::internal(format!(
+                    "cannot start the kubernetes runtime's executor: {e}"
+                ))
+            })?;
         Ok(KubernetesRuntime {
-            inner: Arc::new(Inner { settings: RwLock::new(Settings::default()), clusters: Default::default() }),
+            inner: Arc::new(Inner {
+                settings: RwLock::new(Settings::default()),
+                clusters: Default::default(),
+            }),
             rt,
         })
     }
@@ -156,12 +173,18 @@ impl KubernetesRuntime {
         let task = self.rt.spawn(async move {
             match tokio::time::timeout(limit, fut).await {
                 Ok(r) => r,
-                Err(_) => Err(PluginError::new(ErrorKind::Timeout, format!("{id}: no answer within {limit:?}"))),
+                Err(_) => Err(PluginError::new(
+                    ErrorKind::Timeout,
+                    format!("{id}: no answer within {limit:?}"),
+                )),
             }
         });
         // A plain executor waits for the task, so callers may themselves be inside tokio.
-        futures::executor::block_on(task)
-            .unwrap_or_else(|e| Err(PluginError::internal(format!("kubernetes runtime task failed: {e}"))))
+        futures::executor::block_on(task).unwrap_or_else(|e| {
+            Err(PluginError::internal(format!(
+                "kubernetes runtime task failed: {e}"
+            )))
+        })
     }
 }
 
@@ -184,7 +207,10 @@ fn sensitive_paths(target: &Target) -> Vec<String> {
 }
 
 fn with_attributes(resource: &Resource, attributes: Map<String, Value>) -> Resource {
-    Resource { attributes, ..resource.clone() }
+    Resource {
+        attributes,
+        ..resource.clone()
+    }
 }
 
 /// The server refused because the object's namespace does not exist (yet).
@@ -193,13 +219,46 @@ fn namespace_missing(err: &kube::Error) -> bool {
         && s.details.as_ref().is_some_and(|d| d.kind == "namespaces"))
 }
 
-async fn wait_for_kind(cluster: &cluster::Cluster, target: &Target) -> PluginResult<cluster::Kind> {
+/// Kubernetes 1.20's apply schema keys Service ports by (port, protocol) without a default for
+/// `protocol`, so an apply omitting it fails with "associative list with keys has an element that
+/// omits key field". Filling in the documented default (`TCP`) is what the server would store.
+/// The projection drops it again when the plan did not mention it.
+fn fill_port_protocols(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "ports"
+                    && let Value::Array(items) = v
+                {
+                    for item in items.iter_mut() {
+                        if let Value::Object(port) = item
+                            && (port.contains_key("port") || port.contains_key("containerPort"))
+                            && !port.contains_key("protocol")
+                        {
+                            port.insert("protocol".into(), Value::String("TCP".into()));
+                        }
+                    }
+                } else {
+                    fill_port_protocols(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(fill_port_protocols),
+        _ => {}
+    }
+}
+
+async fn wait_for_kind(
+    cluster: &cluster::Cluster,
+    target: &Target,
+    wait: Duration,
+) -> PluginResult<cluster::Kind> {
     let start = tokio::time::Instant::now();
     loop {
         if let Some(k) = cluster.checked_kind(target).await? {
             return Ok(k);
         }
-        if start.elapsed() > KIND_WAIT {
+        if start.elapsed() >= wait {
             return Err(PluginError::invalid(format!(
                 "{}: the server at {} does not serve {} {} (is its CRD installed?)",
                 target.id,
@@ -229,16 +288,27 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
         Some(k) => k,
         // Its CRD is part of the same apply and not created yet: nothing to ask the server.
         None if req.dry_run => return Ok(would_be(planned.attributes.clone())),
-        None => wait_for_kind(&cluster, &target).await?,
+        None => {
+            wait_for_kind(
+                &cluster,
+                &target,
+                Duration::from_secs(settings.kind_wait_seconds),
+            )
+            .await?
+        }
     };
     let api = cluster.api(&kind, &target);
     let mut params = PatchParams::apply(&settings.field_manager);
     params.force = settings.force;
     params.dry_run = req.dry_run;
-    let body = Value::Object(planned.attributes.clone());
+    let mut body = Value::Object(planned.attributes.clone());
+    if matches!(target.group(), "" | "apps" | "batch") {
+        fill_port_protocols(&mut body);
+    }
     match api.patch(&target.name, &params, &Patch::Apply(&body)).await {
         Ok(obj) => {
-            let live = serde_json::to_value(obj).map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
+            let live = serde_json::to_value(obj)
+                .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
             Ok(would_be(project::project_object(&live, &shape)))
         }
         // Its namespace is created by the same apply: a dry-run cannot say more than the plan.
@@ -247,7 +317,9 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
             let conflict = matches!(&e, kube::Error::Api(s) if s.code == 409);
             let mut err = error::from_kube(&target.id, "server-side apply", e);
             if conflict {
-                err.message.push_str("; another field manager owns these fields (apply with force to take them)");
+                err.message.push_str(
+                    "; another field manager owns these fields (apply with force to take them)",
+                );
             }
             Err(err)
         }
@@ -262,7 +334,8 @@ async fn read_live(inner: &Inner, base: &Resource, shape: &Value) -> PluginResul
     };
     match cluster.api(&kind, &target).get_opt(&target.name).await {
         Ok(Some(obj)) => {
-            let live = serde_json::to_value(obj).map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
+            let live = serde_json::to_value(obj)
+                .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
             Ok(ReadResponse {
                 resource: Some(with_attributes(base, project::project_object(&live, shape))),
                 private: None,
@@ -292,7 +365,10 @@ async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
         return Ok(()); // the kind is gone, so is the object
     };
     let api = cluster.api(&kind, &target);
-    let params = DeleteParams { propagation_policy: Some(propagation.policy()), ..DeleteParams::default() };
+    let params = DeleteParams {
+        propagation_policy: Some(propagation.policy()),
+        ..DeleteParams::default()
+    };
     match api.delete(&target.name, &params).await {
         Ok(_) => {}
         Err(e) if error::is_not_found(&e) => return Ok(()),
@@ -318,7 +394,10 @@ async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
         Ok(r) => r,
         Err(_) => Err(PluginError::new(
             ErrorKind::Timeout,
-            format!("{}: deleted but still present (finalizers: [{last_seen}])", target.id),
+            format!(
+                "{}: deleted but still present (finalizers: [{last_seen}])",
+                target.id
+            ),
         )),
     }
 }
@@ -353,18 +432,29 @@ impl Runtime for KubernetesRuntime {
             version: env!("CARGO_PKG_VERSION").into(),
             abi: ABI_VERSION,
             resource_types: vec![RESOURCE_TYPE.into()],
-            capabilities: Capabilities { dry_run: true, watch: true, import: true, sensitive_fields: true },
+            capabilities: Capabilities {
+                dry_run: true,
+                watch: true,
+                import: true,
+                sensitive_fields: true,
+            },
         }
     }
 
     fn configure(&self, config: &Value) -> PluginResult<()> {
         let settings: Settings = match config {
             Value::Null => Settings::default(),
-            v => serde_json::from_value(v.clone())
-                .map_err(|e| PluginError::invalid(format!("kubernetes runtime configuration: {e}")))?,
+            v => serde_json::from_value(v.clone()).map_err(|e| {
+                PluginError::invalid(format!("kubernetes runtime configuration: {e}"))
+            })?,
         };
-        let mut current = self.inner.settings.write().map_err(|_| PluginError::internal("settings lock poisoned"))?;
-        let clusters_changed = current.kubeconfig != settings.kubeconfig || current.context != settings.context;
+        let mut current = self
+            .inner
+            .settings
+            .write()
+            .map_err(|_| PluginError::internal("settings lock poisoned"))?;
+        let clusters_changed =
+            current.kubeconfig != settings.kubeconfig || current.context != settings.context;
         *current = settings;
         drop(current);
         if clusters_changed {
@@ -385,11 +475,15 @@ impl Runtime for KubernetesRuntime {
 
     fn read(&self, request: &ReadRequest) -> PluginResult<ReadResponse> {
         let Some(base) = request.planned.clone().or_else(|| request.prior.clone()) else {
-            return Err(PluginError::invalid("read needs a planned or a prior resource"));
+            return Err(PluginError::invalid(
+                "read needs a planned or a prior resource",
+            ));
         };
         let shape = shape_of(request.planned.as_ref(), request.prior.as_ref());
         let inner = self.inner.clone();
-        self.run(&base.id.clone(), request.timeout, async move { read_live(&inner, &base, &shape).await })
+        self.run(&base.id.clone(), request.timeout, async move {
+            read_live(&inner, &base, &shape).await
+        })
     }
 
     fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse> {
@@ -398,7 +492,12 @@ impl Runtime for KubernetesRuntime {
         if let Some(import_id) = request.import_id.as_deref() {
             // The adopted object is recorded under the planned ID, so both must name it.
             let names_same = match parse_id(import_id) {
-                Ok((v, k, ns, n)) => v == target.api_version && k == target.kind && ns == target.namespace && n == target.name,
+                Ok((v, k, ns, n)) => {
+                    v == target.api_version
+                        && k == target.kind
+                        && ns == target.namespace
+                        && n == target.name
+                }
                 Err(_) => match import_id.split_once('/') {
                     Some((ns, n)) => Some(ns) == target.namespace.as_deref() && n == target.name,
                     None => import_id == target.name,
@@ -413,7 +512,9 @@ impl Runtime for KubernetesRuntime {
         }
         let shape = Value::Object(planned.attributes.clone());
         let inner = self.inner.clone();
-        self.run(&target.id, request.timeout, async move { read_live(&inner, &planned, &shape).await })
+        self.run(&target.id, request.timeout, async move {
+            read_live(&inner, &planned, &shape).await
+        })
     }
 
     fn delete(&self, request: &DeleteRequest) -> PluginResult<()> {
@@ -428,7 +529,11 @@ impl Runtime for KubernetesRuntime {
         let resource = request.resource.clone();
         let target = target_of(&resource)?;
         let inner = self.inner.clone();
-        let cluster = self.run(&target.id, None, async move { inner.cluster(&resource).await })?;
+        let cluster = self.run(
+            &target.id,
+            None,
+            async move { inner.cluster(&resource).await },
+        )?;
         let interval = Duration::from_millis(self.inner.settings().watch_interval_ms.max(50));
         let (tx, rx) = std::sync::mpsc::channel();
         let task = self.rt.spawn(async move {

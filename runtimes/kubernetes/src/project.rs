@@ -10,11 +10,26 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 /// Fields the server always owns, removed even if a spec mentions them.
-const SERVER_METADATA: &[&str] =
-    &["resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp"];
+const SERVER_METADATA: &[&str] = &[
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+];
 
 /// Keys that identify an item of an associative list, in order of preference.
-const MERGE_KEYS: &[&str] = &["name", "mountPath", "containerPort", "port", "devicePath", "ip", "type"];
+const MERGE_KEYS: &[&str] = &[
+    "name",
+    "mountPath",
+    "containerPort",
+    "port",
+    "devicePath",
+    "ip",
+    "type",
+];
 
 /// Union of two shapes (maps merged recursively; for other values `a` wins).
 pub fn merge_shapes(a: &Value, b: &Value) -> Value {
@@ -57,12 +72,20 @@ fn secret_string_data(live: &mut Value, shape: &Value) {
     if live.get("kind").and_then(Value::as_str) != Some("Secret") {
         return;
     }
-    let Some(wanted) = shape.get("stringData").and_then(Value::as_object) else { return };
-    let Some(data) = live.get("data").and_then(Value::as_object).cloned() else { return };
+    let Some(wanted) = shape.get("stringData").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(data) = live.get("data").and_then(Value::as_object).cloned() else {
+        return;
+    };
     let mut string_data = Map::new();
     for key in wanted.keys() {
-        let Some(encoded) = data.get(key).and_then(Value::as_str) else { continue };
-        let decoded = base64::engine::general_purpose::STANDARD.decode(encoded).ok();
+        let Some(encoded) = data.get(key).and_then(Value::as_str) else {
+            continue;
+        };
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok();
         match decoded.and_then(|b| String::from_utf8(b).ok()) {
             Some(text) => string_data.insert(key.clone(), Value::String(text)),
             // Binary data cannot be shown as stringData; keep the encoded form so it still differs.
@@ -88,10 +111,14 @@ fn project(live: &Value, shape: &Value) -> Option<Value> {
             Some(Value::Object(out))
         }
         (Value::Array(s), Value::Array(l)) => Some(Value::Array(project_list(l, s))),
-        (Value::String(a), Value::String(b)) if a != b && quantities_equal(a, b) => Some(shape.clone()),
+        (Value::String(a), Value::String(b)) if a != b && quantities_equal(a, b) => {
+            Some(shape.clone())
+        }
         (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => Some(shape.clone()),
         // Int-or-string fields the server may return in the other form.
-        (Value::String(a), Value::Number(b)) if a.parse::<f64>().ok() == b.as_f64() => Some(shape.clone()),
+        (Value::String(a), Value::Number(b)) if a.parse::<f64>().ok() == b.as_f64() => {
+            Some(shape.clone())
+        }
         _ => Some(live.clone()),
     }
 }
@@ -102,7 +129,9 @@ fn project_list(live: &[Value], shape: &[Value]) -> Vec<Value> {
         // Lists of scalars are atomic: the whole live list is what kusion would replace.
         return live.to_vec();
     }
-    let key = MERGE_KEYS.iter().find(|k| shape.iter().all(|item| item.get(**k).is_some()));
+    let key = MERGE_KEYS
+        .iter()
+        .find(|k| shape.iter().all(|item| item.get(**k).is_some()));
     match key {
         Some(key) => {
             // Associative list: project the items kusion declares, matched by key; items added
@@ -137,7 +166,9 @@ fn values_equal(a: &Value, b: &Value) -> bool {
 /// Parses a Kubernetes quantity (`500m`, `1.5Gi`, `2e3`, `1k`) into a number.
 fn parse_quantity(text: &str) -> Option<f64> {
     let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(text.len());
     let (num, suffix) = text.split_at(split);
     let n: f64 = num.parse().ok()?;
     let factor = match suffix {
@@ -201,12 +232,18 @@ mod tests {
         let shape = json!({"kind": "Deployment", "spec": {"replicas": 2, "template": {"spec": {"containers": [
             {"name": "c", "image": "nginx:1"}]}}}});
         let p = Value::Object(project_object(&live, &shape));
-        assert_eq!(p, json!({"kind": "Deployment", "spec": {"replicas": 5, "template": {"spec": {"containers": [
-            {"name": "c", "image": "nginx:2"}]}}}}));
+        assert_eq!(
+            p,
+            json!({"kind": "Deployment", "spec": {"replicas": 5, "template": {"spec": {"containers": [
+            {"name": "c", "image": "nginx:2"}]}}}})
+        );
         // A declared field that is gone live is missing from the projection.
         let live = json!({"kind": "ConfigMap", "data": {"a": "1"}});
         let shape = json!({"kind": "ConfigMap", "data": {"a": "1", "b": "2"}});
-        assert_eq!(Value::Object(project_object(&live, &shape)), json!({"kind": "ConfigMap", "data": {"a": "1"}}));
+        assert_eq!(
+            Value::Object(project_object(&live, &shape)),
+            json!({"kind": "ConfigMap", "data": {"a": "1"}})
+        );
     }
 
     #[test]
