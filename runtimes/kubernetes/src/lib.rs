@@ -32,6 +32,8 @@ pub use id::{Target, parse_id, target_of};
 
 /// The resource `type` this runtime serves.
 pub const RESOURCE_TYPE: &str = "Kubernetes";
+/// Extensions holding a custom readiness rule (a KCL snippet), as upstream's `health.kcl`.
+pub const EXT_HEALTH_POLICY: &[&str] = &["kusionstack.io/health-policy", "healthPolicy"];
 /// Extension overriding the delete propagation policy of one resource.
 pub const EXT_PROPAGATION: &str = "kusionstack.io/delete-propagation";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -528,6 +530,18 @@ impl Runtime for KubernetesRuntime {
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
         let resource = request.resource.clone();
         let target = target_of(&resource)?;
+        if let Some(key) = EXT_HEALTH_POLICY
+            .iter()
+            .find(|k| resource.extensions.contains_key(**k))
+        {
+            // Judging readiness by a KCL rule needs the KCL evaluator, which this plugin does not
+            // link; refusing beats silently using the built-in rules the user replaced.
+            return Err(PluginError::unsupported(format!(
+                "{}: custom readiness rules (extension {key}) need the KCL evaluator, which the \
+                 kubernetes runtime plugin does not have",
+                target.id
+            )));
+        }
         let inner = self.inner.clone();
         let cluster = self.run(
             &target.id,

@@ -271,6 +271,16 @@ fn applies_every_kind_and_reads_back_without_noise() {
         2,
         "{ready:?}"
     );
+    let mut custom = resources[3].clone();
+    custom.extensions.insert(
+        "kusionstack.io/health-policy".into(),
+        json!({"health.kcl": "assert res.status.readyReplicas == 2"}),
+    );
+    let err = rt
+        .watch(&WatchRequest { resource: custom })
+        .err()
+        .expect("custom readiness rules are refused");
+    assert_eq!(err.kind, ErrorKind::Unsupported, "{}", err.message);
     let svc = watch(&rt, &resources[4], Duration::from_secs(30));
     assert_eq!(svc.health, Health::Ready);
     let crd_ready = watch(&rt, &crd, Duration::from_secs(30));
