@@ -111,7 +111,7 @@ fn main() {
         ..Default::default()
     })
     .expect("control plane");
-    let rt = KubernetesRuntime::new().unwrap();
+    let rt = KubernetesRuntime::new();
     rt.configure(&json!({"kubeconfig": cp.kubeconfig_path()}))
         .unwrap();
 

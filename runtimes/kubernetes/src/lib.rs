@@ -14,7 +14,7 @@ mod project;
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PropagationPolicy};
@@ -136,14 +136,45 @@ impl Inner {
     }
 }
 
-/// The Kubernetes runtime.
+/// The Kubernetes runtime. Exported to the plugin host with
+/// `kusion_sdk::export_runtime!(KubernetesRuntime::new)` once the SDK's export macro is merged.
 pub struct KubernetesRuntime {
     inner: Arc<Inner>,
-    rt: tokio::runtime::Runtime,
+    /// Started on first use, so construction cannot fail.
+    rt: OnceLock<tokio::runtime::Runtime>,
+}
+
+impl Drop for KubernetesRuntime {
+    fn drop(&mut self) {
+        // Dropping a tokio runtime blocks, which panics inside an async context (a host may drop
+        // the plugin from one); shutting down in the background works anywhere.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Default for KubernetesRuntime {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl KubernetesRuntime {
-    pub fn new() -> PluginResult<KubernetesRuntime> {
+    pub fn new() -> KubernetesRuntime {
+        KubernetesRuntime {
+            inner: Arc::new(Inner {
+                settings: RwLock::new(Settings::default()),
+                clusters: Default::default(),
+            }),
+            rt: OnceLock::new(),
+        }
+    }
+
+    fn executor(&self) -> PluginResult<&tokio::runtime::Runtime> {
+        if let Some(rt) = self.rt.get() {
+            return Ok(rt);
+        }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("kusion-k8s")
@@ -154,13 +185,13 @@ impl KubernetesRuntime {
                     "cannot start the kubernetes runtime's executor: {e}"
                 ))
             })?;
-        Ok(KubernetesRuntime {
-            inner: Arc::new(Inner {
-                settings: RwLock::new(Settings::default()),
-                clusters: Default::default(),
-            }),
-            rt,
-        })
+        // A concurrent first call may have won the race; its executor is used and ours dropped.
+        if let Err(lost) = self.rt.set(rt) {
+            lost.shutdown_background();
+        }
+        self.rt
+            .get()
+            .ok_or_else(|| PluginError::internal("executor vanished"))
     }
 
     /// Runs `fut` on the runtime's executor and waits for it, with a deadline.
@@ -172,7 +203,7 @@ impl KubernetesRuntime {
     ) -> PluginResult<T> {
         let limit = timeout.unwrap_or(DEFAULT_TIMEOUT);
         let id = id.to_string();
-        let task = self.rt.spawn(async move {
+        let task = self.executor()?.spawn(async move {
             match tokio::time::timeout(limit, fut).await {
                 Ok(r) => r,
                 Err(_) => Err(PluginError::new(
@@ -550,7 +581,7 @@ impl Runtime for KubernetesRuntime {
         )?;
         let interval = Duration::from_millis(self.inner.settings().watch_interval_ms.max(50));
         let (tx, rx) = std::sync::mpsc::channel();
-        let task = self.rt.spawn(async move {
+        let task = self.executor()?.spawn(async move {
             let mut last: Option<WatchEvent> = None;
             loop {
                 match health::evaluate(&cluster, &target).await {

@@ -17,9 +17,10 @@ fn kubeconfig_comes_from_the_environment_when_not_configured() {
         ..Default::default()
     })
     .expect("control plane");
-    // SAFETY: this binary has a single test, so no other thread reads the environment now.
+    // SAFETY: the other test of this binary names its kubeconfig explicitly and never reads the
+    // environment, so nothing reads it concurrently.
     unsafe { std::env::set_var("KUBECONFIG", cp.kubeconfig_path()) };
-    let rt = KubernetesRuntime::new().unwrap();
+    let rt = KubernetesRuntime::new();
     rt.configure(&serde_json::Value::Null).unwrap();
     let attrs = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "env", "namespace": "default"}, "data": {"a": "b"}});
     let planned = Resource::new(
@@ -44,4 +45,34 @@ fn kubeconfig_comes_from_the_environment_when_not_configured() {
         cp.block_on(api.get_opt("env")).unwrap().is_some(),
         "created on the $KUBECONFIG cluster"
     );
+}
+
+/// Verbs may be called from inside another tokio runtime (as an async host would) and the runtime
+/// may be dropped there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usable_and_droppable_inside_an_async_host() {
+    let rt = KubernetesRuntime::new();
+    rt.configure(&json!({"kubeconfig": "/nonexistent/kubeconfig"}))
+        .unwrap();
+    let attrs = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}});
+    let planned = Resource::new(
+        "v1:ConfigMap:default:x",
+        "Kubernetes",
+        attrs.as_object().unwrap().clone(),
+    );
+    let err = rt
+        .apply(&ApplyRequest {
+            prior: None,
+            prior_private: None,
+            planned,
+            dry_run: true,
+            timeout: None,
+        })
+        .unwrap_err();
+    assert!(
+        err.message.contains("/nonexistent/kubeconfig"),
+        "{}",
+        err.message
+    );
+    drop(rt);
 }

@@ -15,7 +15,7 @@ use kusion_sdk::{ErrorKind, PluginError, Resource};
 use serde_json::{Value, json};
 
 fn runtime_for(cp: &ControlPlane, extra: Value) -> KubernetesRuntime {
-    let rt = KubernetesRuntime::new().unwrap();
+    let rt = KubernetesRuntime::new();
     let mut config = json!({"kubeconfig": cp.kubeconfig_path()});
     if let (Value::Object(c), Value::Object(e)) = (&mut config, extra) {
         c.extend(e);
