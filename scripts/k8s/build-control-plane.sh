@@ -19,9 +19,9 @@ apt_install() {
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   # Only update the package lists when a package cannot be found (keeps reruns fast).
-  if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1; then
-    $sudo apt-get update >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "$@" >/dev/null
+  if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "$@" >/dev/null 2>&1; then
+    $sudo apt-get -o DPkg::Lock::Timeout=300 update >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "$@" >/dev/null
   fi
 }
 

@@ -690,3 +690,70 @@ fn two_control_planes_from_one_runtime() {
         "deleting on one cluster leaves the other alone"
     );
 }
+
+#[test]
+fn statefulset_and_daemonset_are_followed_to_ready() {
+    let cp = ControlPlane::shared();
+    let rt = runtime_for(cp, json!({}));
+    setup_ns(cp, &rt, "t-sets");
+    let pod_template = |app: &str| json!({"metadata": {"labels": {"app": app}}, "spec": {"containers": [{"name": "main", "image": "redis:7"}]}});
+    let sts = res(
+        "apps/v1:StatefulSet:t-sets:db",
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "t-sets"},
+               "spec": {"serviceName": "db", "replicas": 2, "selector": {"matchLabels": {"app": "db"}}, "template": pod_template("db")}}),
+    );
+    let ds = res(
+        "apps/v1:DaemonSet:t-sets:agent",
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "t-sets"},
+               "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": pod_template("agent")}}),
+    );
+    for r in [&sts, &ds] {
+        let applied = apply(&rt, None, r, false).unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(
+            attrs(&applied.resource),
+            attrs(r),
+            "{}: no server defaults in the result",
+            r.id
+        );
+        let ev = watch(&rt, r, Duration::from_secs(90));
+        assert_eq!(ev.health, Health::Ready, "{}: {ev:?}", r.id);
+        assert!(
+            ev.objects
+                .iter()
+                .any(|o| o.kind == "Pod" && o.health == Health::Ready),
+            "{ev:?}"
+        );
+    }
+}
+
+#[test]
+fn propagation_policy_is_honoured() {
+    let cp = ControlPlane::shared();
+    let rt = runtime_for(cp, json!({}));
+    setup_ns(cp, &rt, "t-orphan");
+    let mut dep = deployment("t-orphan", "keep", 1, None, json!({}));
+    dep.extensions
+        .insert("kusionstack.io/delete-propagation".into(), json!("Orphan"));
+    apply(&rt, None, &dep, false).unwrap();
+    assert_eq!(
+        watch(&rt, &dep, Duration::from_secs(60)).health,
+        Health::Ready
+    );
+    delete(&rt, &dep, Duration::from_secs(60)).unwrap();
+    assert!(read(&rt, None, &dep).is_none());
+    // Orphaned: the ReplicaSet outlives its Deployment (Background would let the GC remove it).
+    std::thread::sleep(Duration::from_secs(2));
+    let rss: Api<k8s_openapi::api::apps::v1::ReplicaSet> =
+        Api::namespaced(cp.client().unwrap(), "t-orphan");
+    let left = cp.block_on(rss.list(&Default::default())).unwrap().items;
+    assert_eq!(left.len(), 1, "the orphaned ReplicaSet remains");
+    let mut bad = dep.clone();
+    bad.extensions.insert(
+        "kusionstack.io/delete-propagation".into(),
+        json!("Sometimes"),
+    );
+    assert_eq!(
+        delete(&rt, &bad, Duration::from_secs(5)).unwrap_err().kind,
+        ErrorKind::InvalidInput
+    );
+}

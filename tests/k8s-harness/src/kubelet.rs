@@ -113,6 +113,13 @@ async fn register_node(client: &kube::Client) -> Result<()> {
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(e) => return Err(HarnessError::Kube(format!("creating node: {e}"))),
     }
+    // Node creation adds a `node.kubernetes.io/not-ready` taint that only the node lifecycle
+    // controller (not run here) would lift; without lifting it DaemonSets schedule nothing.
+    let untaint = json!({"spec": {"taints": null}});
+    nodes
+        .patch(NODE_NAME, &PatchParams::default(), &Patch::Merge(&untaint))
+        .await
+        .map_err(|e| HarnessError::Kube(format!("node taints: {e}")))?;
     let now = now();
     let capacity = json!({"cpu": "32", "memory": "64Gi", "pods": "250"});
     let status = json!({"status": {
