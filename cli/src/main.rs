@@ -1,1 +1,3 @@
-fn main() {}
+fn main() -> std::process::ExitCode {
+    kusionctl::main_with(kusionctl::builtin_runtimes())
+}
