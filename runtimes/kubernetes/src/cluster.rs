@@ -80,11 +80,21 @@ pub struct Kind {
     pub namespaced: bool,
 }
 
+/// A namespace's list of one kind, as fetched at some instant.
+type Listed = Option<(std::time::Instant, Arc<Vec<serde_json::Value>>)>;
+type ListSlot = Arc<tokio::sync::Mutex<Listed>>;
+
 pub struct Cluster {
     pub key: ClusterKey,
     pub client: Client,
     kinds: Mutex<HashMap<(String, String), Kind>>,
+    /// Short-lived list results shared by concurrent watches (many Deployments in one namespace
+    /// need the same pod list per tick; one request serves them all).
+    lists: Mutex<HashMap<(String, String), ListSlot>>,
 }
+
+/// How long a list result is reused by other watches.
+const LIST_TTL: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Cluster {
     pub async fn connect(key: ClusterKey) -> PluginResult<Cluster> {
@@ -108,6 +118,7 @@ impl Cluster {
             key,
             client,
             kinds: Mutex::new(HashMap::new()),
+            lists: Mutex::new(HashMap::new()),
         })
     }
 
@@ -152,6 +163,47 @@ impl Cluster {
             ))),
             _ => Ok(Some(kind)),
         }
+    }
+
+    /// All objects of a kind in a namespace as JSON, shared with other callers for [`LIST_TTL`].
+    /// A kind the server does not serve lists as empty.
+    pub async fn list_json(
+        &self,
+        id: &str,
+        ns: &str,
+        resource: &ApiResource,
+    ) -> PluginResult<Arc<Vec<serde_json::Value>>> {
+        let key = (
+            ns.to_string(),
+            format!("{}/{}", resource.api_version, resource.plural),
+        );
+        let slot = {
+            let Ok(mut lists) = self.lists.lock() else {
+                return Err(PluginError::internal("list cache lock poisoned"));
+            };
+            lists.entry(key).or_default().clone()
+        };
+        // Held across the request: concurrent callers for the same list wait for this one.
+        let mut cached = slot.lock().await;
+        if let Some((at, items)) = cached.as_ref()
+            && at.elapsed() < LIST_TTL
+        {
+            return Ok(items.clone());
+        }
+        let api: kube::Api<kube::api::DynamicObject> =
+            kube::Api::namespaced_with(self.client.clone(), ns, resource);
+        let items = match api.list(&kube::api::ListParams::default()).await {
+            Ok(l) => l
+                .items
+                .into_iter()
+                .filter_map(|o| serde_json::to_value(o).ok())
+                .collect(),
+            Err(e) if is_not_found(&e) => Vec::new(),
+            Err(e) => return Err(from_kube(id, &format!("listing {}", resource.plural), e)),
+        };
+        let items = Arc::new(items);
+        *cached = Some((std::time::Instant::now(), items.clone()));
+        Ok(items)
     }
 
     pub fn api(&self, kind: &Kind, target: &Target) -> kube::Api<kube::api::DynamicObject> {

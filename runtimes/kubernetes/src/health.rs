@@ -3,13 +3,13 @@
 //! Everything is read as JSON so any server version's shape (e.g. `batch/v1beta1` CronJob on
 //! 1.20) works, and a missing field never panics.
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{ApiResource, GroupVersionKind};
 use kusion_sdk::PluginResult;
 use kusion_sdk::runtime::{Health, ObjectStatus, WatchEvent};
 use serde_json::Value;
 
 use crate::cluster::Cluster;
-use crate::error::{from_kube, is_not_found};
+use crate::error::from_kube;
 use crate::id::Target;
 
 /// Container waiting reasons that will not fix themselves: reported as failure at once.
@@ -332,16 +332,7 @@ async fn list(
 ) -> PluginResult<Vec<Value>> {
     let ar =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
-    match api.list(&ListParams::default()).await {
-        Ok(l) => Ok(l
-            .items
-            .into_iter()
-            .filter_map(|o| serde_json::to_value(o).ok())
-            .collect()),
-        Err(e) if is_not_found(&e) => Ok(Vec::new()),
-        Err(e) => Err(from_kube(id, &format!("listing {plural}"), e)),
-    }
+    Ok(cluster.list_json(id, ns, &ar).await?.as_ref().clone())
 }
 
 /// One snapshot of the resource's health, with a row per owned object.

@@ -369,10 +369,19 @@ impl ControlPlane {
             let answer = self.runtime.block_on(async {
                 tokio::time::timeout(Duration::from_secs(5), client.request_text(req)).await
             });
+            // `/readyz` can answer before the bootstrap controller has created the `default`
+            // namespace; tests (and users) expect it, so it is part of "ready" here.
             if let Ok(Ok(body)) = answer
                 && body.trim() == "ok"
             {
-                return Ok(());
+                let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+                    kube::Api::all(client.clone());
+                if let Ok(Ok(Some(_))) = self.runtime.block_on(async {
+                    tokio::time::timeout(Duration::from_secs(5), namespaces.get_opt("default"))
+                        .await
+                }) {
+                    return Ok(());
+                }
             }
             if start.elapsed() > timeout {
                 let log_tail = self
