@@ -281,6 +281,29 @@ fn fill_port_protocols(value: &mut Value) {
     }
 }
 
+/// Fields a 422 answer names as immutable, in kusion's path syntax (the server's field paths
+/// already use `a.b[0].c`).
+fn immutable_fields(err: &kube::Error) -> Vec<String> {
+    let kube::Error::Api(status) = err else {
+        return Vec::new();
+    };
+    if status.code != 422 {
+        return Vec::new();
+    }
+    let Some(details) = status.details.as_ref() else {
+        return Vec::new();
+    };
+    let mut fields: Vec<String> = details
+        .causes
+        .iter()
+        .filter(|c| c.message.contains("field is immutable") && !c.field.is_empty())
+        .map(|c| c.field.clone())
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
+}
+
 async fn wait_for_kind(
     cluster: &cluster::Cluster,
     target: &Target,
@@ -346,6 +369,13 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
         }
         // Its namespace is created by the same apply: a dry-run cannot say more than the plan.
         Err(e) if req.dry_run && namespace_missing(&e) => Ok(would_be(planned.attributes.clone())),
+        // The change touches immutable fields: preview it as a replacement (delete + create)
+        // instead of failing; a real apply still reports the server's refusal.
+        Err(e) if req.dry_run && !immutable_fields(&e).is_empty() => {
+            let mut response = would_be(planned.attributes.clone());
+            response.requires_replace = immutable_fields(&e);
+            Ok(response)
+        }
         Err(e) => {
             let conflict = matches!(&e, kube::Error::Api(s) if s.code == 409);
             let mut err = error::from_kube(&target.id, "server-side apply", e);

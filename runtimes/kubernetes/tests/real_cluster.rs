@@ -757,3 +757,34 @@ fn propagation_policy_is_honoured() {
         ErrorKind::InvalidInput
     );
 }
+
+#[test]
+fn immutable_changes_preview_as_replacement() {
+    let cp = ControlPlane::shared();
+    let rt = runtime_for(cp, json!({}));
+    setup_ns(cp, &rt, "t-immutable");
+    let v1 = deployment("t-immutable", "app", 1, None, json!({}));
+    let prior = apply(&rt, None, &v1, false).unwrap().resource;
+    // A Deployment's selector cannot change in place.
+    let mut v2 = v1.clone();
+    v2.attributes["spec"]["selector"] = json!({"matchLabels": {"app": "app", "tier": "web"}});
+    v2.attributes["spec"]["template"]["metadata"]["labels"] = json!({"app": "app", "tier": "web"});
+    let preview = apply(&rt, Some(&prior), &v2, true).unwrap();
+    assert_eq!(preview.requires_replace, vec!["spec.selector".to_string()]);
+    let err = apply(&rt, Some(&prior), &v2, false).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidInput, "{}", err.message);
+    assert!(
+        err.message.contains("field is immutable") && err.message.contains(&v2.id),
+        "{}",
+        err.message
+    );
+    // An ordinary change needs no replacement.
+    let mut v3 = v1.clone();
+    v3.attributes["spec"]["replicas"] = json!(3);
+    assert!(
+        apply(&rt, Some(&prior), &v3, true)
+            .unwrap()
+            .requires_replace
+            .is_empty()
+    );
+}
