@@ -130,9 +130,11 @@ impl Inner {
             kubeconfig: s.kubeconfig,
             context: s.context,
         };
-        self.clusters
-            .get(cluster::cluster_key(resource, &default)?)
-            .await
+        let key = cluster::cluster_key(resource, &default)?;
+        self.clusters.get(key).await.map_err(|e| PluginError {
+            message: format!("{}: {}", resource.id, e.message),
+            ..e
+        })
     }
 }
 

@@ -788,3 +788,60 @@ fn immutable_changes_preview_as_replacement() {
             .is_empty()
     );
 }
+
+/// One kubeconfig file with a context per control plane: resources pick their cluster by
+/// context name alone.
+#[test]
+fn contexts_of_one_kubeconfig_select_clusters() {
+    let first = ControlPlane::shared();
+    let second = ControlPlane::start_with(kusion_k8s_harness::Options {
+        controller_manager: false,
+        fake_kubelet: false,
+        ..Default::default()
+    })
+    .expect("second control plane");
+    let load = |cp: &ControlPlane| -> Value {
+        serde_yaml_ng::from_str(&std::fs::read_to_string(cp.kubeconfig_path()).unwrap()).unwrap()
+    };
+    let (a, b) = (load(first), load(&second));
+    let entry = |doc: &Value, list: &str, name: &str| {
+        let mut e = doc[list][0].clone();
+        e["name"] = json!(name);
+        e
+    };
+    let merged = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [entry(&a, "clusters", "one"), entry(&b, "clusters", "two")],
+        "users": [entry(&a, "users", "one"), entry(&b, "users", "two")],
+        "contexts": [{"name": "one", "context": {"cluster": "one", "user": "one"}},
+                     {"name": "two", "context": {"cluster": "two", "user": "two"}}],
+        "current-context": "one",
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, serde_json::to_string(&merged).unwrap()).unwrap();
+    let rt = KubernetesRuntime::new();
+    rt.configure(&json!({"kubeconfig": path})).unwrap();
+    let cm = config_map("default", "ctx", json!({"at": "two"}));
+    let mut on_two = cm.clone();
+    on_two.extensions.insert("kubeContext".into(), json!("two"));
+    apply(&rt, None, &on_two, false).unwrap();
+    assert!(read(&rt, None, &on_two).is_some());
+    assert!(
+        read(&rt, None, &cm).is_none(),
+        "the current context (one) does not have it"
+    );
+    let api: Api<ConfigMap> = Api::namespaced(second.client().unwrap(), "default");
+    assert!(second.block_on(api.get_opt("ctx")).unwrap().is_some());
+    // A context the file does not have is a clear error.
+    let mut nowhere = cm.clone();
+    nowhere
+        .extensions
+        .insert("kubeContext".into(), json!("three"));
+    let err = apply(&rt, None, &nowhere, true).unwrap_err();
+    assert!(
+        err.message.contains("three") && err.message.contains(&cm.id),
+        "{}",
+        err.message
+    );
+}
