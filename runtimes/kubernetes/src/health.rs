@@ -271,6 +271,11 @@ pub fn job_health(job: &Value) -> (Health, String) {
     )
 }
 
+/// The health of one object of `group`/`kind` from its JSON alone (no owned objects).
+pub fn evaluate_json(group: &str, kind: &str, obj: &Value) -> (Health, String) {
+    simple_health(group, kind, obj)
+}
+
 fn simple_health(group: &str, kind: &str, obj: &Value) -> (Health, String) {
     match (group, kind) {
         ("", "Namespace") => match s(obj, "/status/phase") {

@@ -27,8 +27,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 pub use cluster::{ClusterKey, EXT_CONTEXT, EXT_KUBECONFIG};
-pub use health::pod_health;
+pub use health::{evaluate_json, pod_health};
 pub use id::{Target, parse_id, target_of};
+pub use project::project_object;
 
 /// The resource `type` this runtime serves.
 pub const RESOURCE_TYPE: &str = "Kubernetes";

@@ -137,10 +137,14 @@ fn project_list(live: &[Value], shape: &[Value]) -> Vec<Value> {
             // Associative list: project the items kusion declares, matched by key; items added
             // by other managers are theirs and stay out. Order follows the live list.
             let declared: Vec<&Value> = shape.iter().filter_map(|s| s.get(*key)).collect();
+            // Each shape item is used once, so repeated keys pair up in order.
+            let mut used = vec![false; shape.len()];
             live.iter()
                 .filter_map(|item| {
                     let k = item.get(*key)?;
-                    let pos = declared.iter().position(|d| values_equal(d, k))?;
+                    let pos =
+                        (0..declared.len()).find(|&p| !used[p] && values_equal(declared[p], k))?;
+                    used[pos] = true;
                     project(item, &shape[pos])
                 })
                 .collect()
