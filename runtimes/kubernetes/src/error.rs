@@ -7,6 +7,7 @@ pub fn from_kube(id: &str, action: &str, err: kube::Error) -> PluginError {
     match err {
         kube::Error::Api(status) => {
             let kind = match status.code {
+                _ if rejects_input(&status) => ErrorKind::InvalidInput,
                 409 => ErrorKind::Conflict,
                 400 | 422 | 415 => ErrorKind::InvalidInput,
                 404 | 401 | 403 | 405 => ErrorKind::Rejected,
@@ -39,6 +40,17 @@ pub fn from_kube(id: &str, action: &str, err: kube::Error) -> PluginError {
             PluginError::new(kind, format!("{id}: {action} failed: {other}"))
         }
     }
+}
+
+/// Whether the server refused the object itself. Besides 400/422, kube-apiserver 1.20 answers a
+/// server-side apply whose body does not fit the schema with a 500 "failed to create typed patch
+/// object": retrying cannot help, so it counts as bad input, not as the server being down.
+pub fn rejects_input(status: &kube::core::Status) -> bool {
+    matches!(status.code, 400 | 422)
+        || (status.code == 500
+            && status
+                .message
+                .contains("failed to create typed patch object"))
 }
 
 /// Whether the error is the server saying the object (or its kind) does not exist.

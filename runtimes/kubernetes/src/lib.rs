@@ -284,6 +284,24 @@ fn fill_port_protocols(value: &mut Value) {
     }
 }
 
+/// Paths of string values that are unresolved `$kusion_path` references.
+fn placeholder_paths(value: &Value) -> Vec<String> {
+    fn walk(v: &Value, at: &kusion_sdk::FieldPath, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.starts_with("$kusion_path.") => out.push(at.to_string()),
+            Value::Object(m) => m.iter().for_each(|(k, v)| walk(v, &at.child_key(k), out)),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| walk(v, &at.child_index(i), out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &kusion_sdk::FieldPath::root(), &mut out);
+    out
+}
+
 /// Fields a 422 answer names as immutable, in kusion's path syntax (the server's field paths
 /// already use `a.b[0].c`).
 fn immutable_fields(err: &kube::Error) -> Vec<String> {
@@ -372,6 +390,18 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
         }
         // Its namespace is created by the same apply: a dry-run cannot say more than the plan.
         Err(e) if req.dry_run && namespace_missing(&e) => Ok(would_be(planned.attributes.clone())),
+        // Values only known after other resources apply are still `$kusion_path` placeholders
+        // in a preview; when the server rejects those, the plan (with them marked unknown) is
+        // the best answer.
+        Err(kube::Error::Api(status))
+            if req.dry_run
+                && error::rejects_input(&status)
+                && !placeholder_paths(&body).is_empty() =>
+        {
+            let mut response = would_be(planned.attributes.clone());
+            response.unknown_paths = placeholder_paths(&body);
+            Ok(response)
+        }
         // The change touches immutable fields: preview it as a replacement (delete + create)
         // instead of failing; a real apply still reports the server's refusal.
         Err(e) if req.dry_run && !immutable_fields(&e).is_empty() => {

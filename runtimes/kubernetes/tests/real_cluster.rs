@@ -845,3 +845,28 @@ fn contexts_of_one_kubeconfig_select_clusters() {
         err.message
     );
 }
+
+#[test]
+fn unresolved_references_in_a_preview_are_unknown_not_errors() {
+    let cp = ControlPlane::shared();
+    let rt = runtime_for(cp, json!({}));
+    setup_ns(cp, &rt, "t-refs");
+    // The port comes from another resource applied in the same run: unknown during preview.
+    let svc = res(
+        "v1:Service:t-refs:api",
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api", "namespace": "t-refs"},
+               "spec": {"selector": {"app": "api"}, "ports": [{"port": "$kusion_path.v1:ConfigMap:t-refs:cfg.data.port"}]}}),
+    );
+    let preview = apply(&rt, None, &svc, true).unwrap_or_else(|e| panic!("{}", e.message));
+    assert_eq!(
+        preview.unknown_paths,
+        vec!["spec.ports[0].port".to_string()]
+    );
+    // A real apply with such a value is the server's error, with its message.
+    let err = apply(&rt, None, &svc, false).unwrap_err();
+    assert!(
+        err.message.contains("v1:Service:t-refs:api"),
+        "{}",
+        err.message
+    );
+}
