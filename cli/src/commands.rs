@@ -11,7 +11,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kusion_kernel::apply::{ApplyOptions, Event, Outcome};
 use kusion_kernel::graph::Dag;
 use kusion_kernel::operation::{self, Applied, Stack};
-use kusion_kernel::plan::{Plan, PlanOptions};
+use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::registry::Registry;
 use kusion_kernel::spec::Spec;
 use kusion_kernel::state::{LocalStore, StateError, format_time};
@@ -251,7 +251,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     }
 }
 
-fn print_plan(ctx: &Context_, plan: &Plan, detail: bool) {
+fn print_plan(ctx: &Context_, plan: &PlanView, detail: bool) {
     match ctx.output {
         Output::Json => println!("{}", render::plan_json(plan)),
         Output::Human => {
@@ -271,7 +271,7 @@ fn print_plan(ctx: &Context_, plan: &Plan, detail: bool) {
     }
 }
 
-fn ask(plan: &Plan, styles: &Styles, verb: &str) -> bool {
+fn ask(plan: &PlanView, styles: &Styles, verb: &str) -> bool {
     let stdin = std::io::stdin();
     loop {
         print!("Do you want to {verb} these changes? [yes/details/no]: ");
@@ -323,7 +323,7 @@ async fn run_apply(
     let styles = Styles {
         color: ctx.styles.color,
     };
-    let confirm = |plan: &Plan| {
+    let confirm = |plan: &PlanView| {
         if human {
             println!("{}", render::plan_table(plan, &styles));
             if detail {

@@ -4,8 +4,8 @@
 use comfy_table::{Table, presets::NOTHING};
 use console::Style;
 use kusion_kernel::apply::{ApplyReport, Outcome};
-use kusion_kernel::diff::{self, ChangeKind, FieldChange};
-use kusion_kernel::plan::{Action, Plan, Step};
+use kusion_kernel::diff::{self, ChangeKind};
+use kusion_kernel::plan::{Action, PlanView};
 use kusion_kernel::state::StateEntry;
 use kusion_sdk::FieldPath;
 use serde_json::{Value, json};
@@ -43,14 +43,7 @@ impl Styles {
     }
 }
 
-/// A step's changes with sensitive values masked.
-pub fn masked_changes(step: &Step) -> Vec<FieldChange> {
-    let mut changes = step.changes.clone();
-    diff::mask_changes(&mut changes, &step.sensitive);
-    changes
-}
-
-pub fn plan_table(plan: &Plan, styles: &Styles) -> String {
+pub fn plan_table(plan: &PlanView, styles: &Styles) -> String {
     let mut table = Table::new();
     table.load_preset(NOTHING);
     table.set_header(vec!["ID", "Type", "Action"]);
@@ -67,8 +60,8 @@ pub fn plan_table(plan: &Plan, styles: &Styles) -> String {
     table.to_string()
 }
 
-pub fn plan_summary_line(plan: &Plan) -> String {
-    let s = plan.summary();
+pub fn plan_summary_line(plan: &PlanView) -> String {
+    let s = plan.summary;
     format!(
         "Plan: {} to create, {} to update, {} to replace, {} to delete, {} to import, {} unchanged.",
         s.create, s.update, s.replace, s.delete, s.import, s.unchanged
@@ -83,7 +76,7 @@ fn show(v: &Option<Value>) -> String {
     }
 }
 
-pub fn plan_details(plan: &Plan, styles: &Styles) -> String {
+pub fn plan_details(plan: &PlanView, styles: &Styles) -> String {
     let mut out = String::new();
     for step in plan.steps.iter().filter(|s| s.action.changes_something()) {
         out.push_str(&format!(
@@ -91,7 +84,7 @@ pub fn plan_details(plan: &Plan, styles: &Styles) -> String {
             styles.action(step.action).apply_to(step.action.to_string()),
             styles.bold().apply_to(&step.id)
         ));
-        for c in masked_changes(step) {
+        for c in &step.changes {
             let line = match c.kind {
                 ChangeKind::Added => styles
                     .green()
@@ -126,18 +119,8 @@ pub fn plan_details(plan: &Plan, styles: &Styles) -> String {
     out
 }
 
-pub fn plan_json(plan: &Plan) -> Value {
-    let s = plan.summary();
-    json!({
-        "summary": s,
-        "steps": plan.steps.iter().map(|step| json!({
-            "id": step.id,
-            "type": step.resource_type,
-            "action": step.action,
-            "changes": masked_changes(step),
-            "unknown": step.unknown,
-        })).collect::<Vec<_>>(),
-    })
+pub fn plan_json(plan: &PlanView) -> Value {
+    serde_json::to_value(plan).unwrap_or(Value::Null)
 }
 
 pub fn report_json(report: &ApplyReport, revision: Option<u64>, verb: &str) -> Value {

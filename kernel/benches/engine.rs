@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench -p kusion-kernel --bench engine` (add `-- --quick` for 10,000 only).
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -136,6 +139,7 @@ fn secs(d: Duration) -> String {
 }
 
 fn main() {
+    let empty_state = State::default();
     let quick = std::env::args().any(|a| a == "--quick");
     let sizes: &[usize] = if quick { &[10_000] } else { &[10_000, 100_000] };
     for &n in sizes {
@@ -156,7 +160,7 @@ fn main() {
         let t = Instant::now();
         let p = plan::compute(
             &s,
-            &State::default(),
+            &empty_state,
             &registry(false),
             &options,
             &AtomicBool::new(false),
@@ -197,7 +201,7 @@ fn main() {
     let t = Instant::now();
     let p = plan::compute(
         &s,
-        &State::default(),
+        &empty_state,
         &registry,
         &options,
         &AtomicBool::new(false),
@@ -212,7 +216,6 @@ fn main() {
     let (report, state) = apply::execute(
         p,
         store.clone(),
-        State::default(),
         &registry,
         &apply_options,
         Arc::new(AtomicBool::new(false)),

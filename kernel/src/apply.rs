@@ -159,11 +159,12 @@ pub struct Journal {
 
 impl Journal {
     /// Start journaling on top of `state` (as loaded from `store`).
-    pub fn start(store: Arc<dyn StateStore>, state: State) -> Journal {
+    /// `resources` is about how many entries the state holds (it sets the compaction rhythm).
+    pub fn start(store: Arc<dyn StateStore>, resources: usize) -> Journal {
         let (tx, rx) = std::sync::mpsc::channel::<(Vec<JournalRecord>, Ack)>();
         let worker = std::thread::Builder::new()
             .name("kusion-journal".into())
-            .spawn(move || journal_worker(store, state, rx))
+            .spawn(move || journal_worker(store, resources, rx))
             .expect("spawning the journal thread");
         Journal {
             tx: Some(tx),
@@ -201,9 +202,17 @@ impl Journal {
 
 fn journal_worker(
     store: Arc<dyn StateStore>,
-    mut state: State,
+    resources: usize,
     rx: std::sync::mpsc::Receiver<(Vec<JournalRecord>, Ack)>,
 ) -> Result<State, StateError> {
+    // The journal keeps no copy of the state: compaction reloads it from the store, which
+    // costs one read per compaction and keeps memory flat on large stacks.
+    let compact = |store: &Arc<dyn StateStore>| -> Result<State, StateError> {
+        let mut state = store.load()?;
+        state.serial += 1;
+        store.checkpoint(&state)?;
+        Ok(state)
+    };
     let mut since_checkpoint = 0usize;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -214,25 +223,18 @@ fn journal_worker(
             batch.iter().flat_map(|(r, _)| r.iter().cloned()).collect();
         let result = store.append(&records).map_err(|e| e.to_string());
         if result.is_ok() {
-            let now = now_ms();
-            for r in &records {
-                state.apply_record(r, now);
-            }
             since_checkpoint += records.len();
         }
         for (_, ack) in batch {
             let _ = ack.send(result.clone());
         }
         // Compact when the journal outgrows the state, so total bytes written stay linear.
-        if since_checkpoint > 1024.max(2 * state.resources.len()) {
-            state.serial += 1;
-            store.checkpoint(&state)?;
+        if since_checkpoint > 1024.max(2 * resources) {
+            compact(&store)?;
             since_checkpoint = 0;
         }
     }
-    state.serial += 1;
-    store.checkpoint(&state)?;
-    Ok(state)
+    compact(&store)
 }
 
 fn intent_kind(action: Action) -> Option<IntentKind> {
@@ -288,25 +290,24 @@ impl ExecContext {
 /// Execute `plan`. Journals intents for every changing step first (one durable write), then
 /// walks the DAG. Returns the report and the final state (checkpointed).
 pub fn execute(
-    plan: Plan,
+    plan: Plan<'_>,
     store: Arc<dyn StateStore>,
-    state: State,
     registry: &Registry,
     options: &ApplyOptions,
     cancel: Arc<AtomicBool>,
     events: Option<mpsc::UnboundedSender<Event>>,
 ) -> Result<(ApplyReport, State), StateError> {
-    let journal = Journal::start(store, state.clone());
+    let journal = Journal::start(store, plan.steps.len());
     let intents: Vec<JournalRecord> = plan
         .steps
         .iter()
         .filter_map(|s| {
             let kind = intent_kind(s.action)?;
-            let resource = s
-                .planned
-                .clone()
-                .or_else(|| s.prior.as_ref().map(|p| p.resource.clone()))?;
-            Some(JournalRecord::Intent { kind, resource })
+            let resource = s.planned.or_else(|| s.prior.map(|p| &p.resource))?;
+            Some(JournalRecord::Intent {
+                kind,
+                resource: resource.clone(),
+            })
         })
         .collect();
     if let Err(e) = journal.write(intents) {
@@ -355,7 +356,7 @@ pub fn execute(
             if intent_kind(step.action).is_some() {
                 reverts.push(JournalRecord::Revert {
                     id: step.id.clone(),
-                    previous: step.prior.clone(),
+                    previous: step.prior.cloned(),
                 });
             }
             cx.emit(Event::Finished {
@@ -379,7 +380,7 @@ pub fn execute(
     Ok((report, state))
 }
 
-fn execute_one(step: &Step, cx: &ExecContext) -> Result<(), String> {
+fn execute_one(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
     cx.emit(Event::Started {
         id: step.id.clone(),
         action: step.action,
@@ -397,7 +398,7 @@ fn execute_one(step: &Step, cx: &ExecContext) -> Result<(), String> {
     result
 }
 
-fn run_step(step: &Step, cx: &ExecContext) -> Result<(), String> {
+fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
     let runtime = cx
         .registry
         .get(&step.resource_type)

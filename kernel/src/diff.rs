@@ -47,31 +47,45 @@ pub fn diff(old: &Value, new: &Value) -> Vec<FieldChange> {
     out
 }
 
+/// [`diff`] of two attribute maps, without building values around them.
+pub fn diff_maps(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<FieldChange> {
+    let mut out = Vec::new();
+    diff_objects(&FieldPath::root(), old, new, &mut out);
+    out
+}
+
+fn diff_objects(
+    path: &FieldPath,
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    out: &mut Vec<FieldChange>,
+) {
+    for (key, va) in a {
+        match b.get(key) {
+            Some(vb) => diff_into(&path.child_key(key), va, vb, out),
+            None => out.push(FieldChange {
+                path: path.child_key(key),
+                kind: ChangeKind::Removed,
+                old: Some(va.clone()),
+                new: None,
+            }),
+        }
+    }
+    for (key, vb) in b {
+        if !a.contains_key(key) {
+            out.push(FieldChange {
+                path: path.child_key(key),
+                kind: ChangeKind::Added,
+                old: None,
+                new: Some(vb.clone()),
+            });
+        }
+    }
+}
+
 fn diff_into(path: &FieldPath, old: &Value, new: &Value, out: &mut Vec<FieldChange>) {
     match (old, new) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (key, va) in a {
-                match b.get(key) {
-                    Some(vb) => diff_into(&path.child_key(key), va, vb, out),
-                    None => out.push(FieldChange {
-                        path: path.child_key(key),
-                        kind: ChangeKind::Removed,
-                        old: Some(va.clone()),
-                        new: None,
-                    }),
-                }
-            }
-            for (key, vb) in b {
-                if !a.contains_key(key) {
-                    out.push(FieldChange {
-                        path: path.child_key(key),
-                        kind: ChangeKind::Added,
-                        old: None,
-                        new: Some(vb.clone()),
-                    });
-                }
-            }
-        }
+        (Value::Object(a), Value::Object(b)) => diff_objects(path, a, b, out),
         (Value::Array(a), Value::Array(b)) => {
             for (i, (va, vb)) in a.iter().zip(b).enumerate() {
                 diff_into(&path.child_index(i), va, vb, out);

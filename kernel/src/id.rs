@@ -91,9 +91,10 @@ impl ResourceId {
     }
 }
 
-fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    let mut v = value;
-    for key in path {
+fn str_at<'a>(attrs: &'a serde_json::Map<String, Value>, path: &[&str]) -> Option<&'a str> {
+    let (first, rest) = path.split_first()?;
+    let mut v = attrs.get(*first)?;
+    for key in rest {
         v = v.get(key)?;
     }
     v.as_str()
@@ -103,7 +104,7 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
 pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> {
     let id = &resource.id;
     let parsed = ResourceId::parse(id, &resource.resource_type)?;
-    let attrs = Value::Object(resource.attributes.clone());
+    let attrs = &resource.attributes;
     match &parsed {
         ResourceId::Kubernetes {
             api_version,
@@ -113,7 +114,7 @@ pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> 
         } => {
             let check =
                 |field: &str, path: &[&str], expected: Option<&str>| -> Result<(), IdError> {
-                    let actual = str_at(&attrs, path);
+                    let actual = str_at(attrs, path);
                     if actual != expected {
                         return Err(err(
                             id,

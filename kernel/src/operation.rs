@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::apply::{self, ApplyOptions, ApplyReport, Event, Outcome};
-use crate::plan::{self, Plan, PlanError, PlanOptions};
+use crate::plan::{self, Plan, PlanError, PlanOptions, PlanView};
 use crate::registry::Registry;
 use crate::spec::Spec;
 use crate::state::{
@@ -38,18 +38,18 @@ pub const LEASE_TTL: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub enum Applied {
     /// The plan changed nothing, so nothing ran and no release was recorded.
-    NothingToDo(Plan),
+    NothingToDo(PlanView),
     /// The user declined the plan.
-    Declined(Plan),
+    Declined(PlanView),
     Done {
-        plan: Plan,
+        plan: PlanView,
         report: ApplyReport,
         revision: u64,
     },
 }
 
 /// The spec as kept in history: values of sensitive fields masked, so no secret rests there.
-fn masked_spec(spec: &Spec, plan: &Plan) -> Spec {
+fn masked_spec(spec: &Spec, plan: &Plan<'_>) -> Spec {
     let mut masked = spec.clone();
     for resource in &mut masked.resources {
         let mut sensitive = crate::diff::builtin_sensitive_paths(resource);
@@ -91,15 +91,9 @@ pub fn preview(
     stack: &Stack,
     options: &PlanOptions,
     cancel: Arc<AtomicBool>,
-) -> Result<Plan, OperationError> {
+) -> Result<PlanView, OperationError> {
     let state = stack.store.load()?;
-    Ok(plan::compute(
-        spec,
-        &state,
-        &stack.registry,
-        options,
-        &cancel,
-    )?)
+    Ok(plan::compute(spec, &state, &stack.registry, options, &cancel)?.view())
 }
 
 /// Take the lease, plan, ask `confirm`, execute and record the release.
@@ -111,7 +105,7 @@ pub fn apply(
     plan_options: &PlanOptions,
     apply_options: &ApplyOptions,
     notes: Vec<String>,
-    confirm: impl FnOnce(&Plan) -> bool,
+    confirm: impl FnOnce(&PlanView) -> bool,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Applied, OperationError> {
@@ -179,17 +173,18 @@ fn apply_locked(
     plan_options: &PlanOptions,
     apply_options: &ApplyOptions,
     notes: Vec<String>,
-    confirm: impl FnOnce(&Plan) -> bool,
+    confirm: impl FnOnce(&PlanView) -> bool,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Applied, OperationError> {
     let state = stack.store.load()?;
     let plan = plan::compute(spec, &state, &stack.registry, plan_options, &cancel)?;
+    let view = plan.view();
     if !plan.has_changes() && !state.resources.values().any(|e| e.pending) {
-        return Ok(Applied::NothingToDo(plan));
+        return Ok(Applied::NothingToDo(view));
     }
-    if !confirm(&plan) {
-        return Ok(Applied::Declined(plan));
+    if !confirm(&view) {
+        return Ok(Applied::Declined(view));
     }
     let mut release = Release {
         revision: 0,
@@ -208,9 +203,8 @@ fn apply_locked(
     };
     let revision = stack.store.create_release(&mut release)?;
     let (report, _state) = apply::execute(
-        plan.clone(),
+        plan,
         stack.store.clone(),
-        state,
         &stack.registry,
         apply_options,
         cancel,
@@ -244,7 +238,7 @@ fn apply_locked(
         .collect();
     stack.store.update_release(&release)?;
     Ok(Applied::Done {
-        plan,
+        plan: view,
         report,
         revision,
     })

@@ -55,29 +55,53 @@ impl std::fmt::Display for Action {
 
 /// The decision for one resource, with everything needed to execute and explain it.
 #[derive(Debug, Clone)]
-pub struct Step {
+pub struct Step<'a> {
     pub id: String,
     pub resource_type: String,
     pub action: Action,
     /// The resource from the spec, references unresolved (None for deletes).
-    pub planned: Option<Resource>,
-    pub prior: Option<StateEntry>,
+    pub planned: Option<&'a Resource>,
+    pub prior: Option<&'a StateEntry>,
     pub live: Option<Resource>,
     pub live_private: Option<String>,
     /// What the resource is expected to look like after apply (the dry-run result, or the
     /// planned resource where no dry-run was possible).
     pub expected: Option<Resource>,
-    /// Field-level changes from live (or nothing) to expected, unmasked.
+    /// Field-level changes from live to expected, unmasked, for updates and replacements; use
+    /// [`Step::field_changes`] for every action.
     pub changes: Vec<FieldChange>,
     pub sensitive: Vec<FieldPath>,
     /// Paths only known after apply (computed values, unresolved references).
     pub unknown: Vec<String>,
 }
 
+impl Step<'_> {
+    /// Field-level changes of this step, unmasked: everything added for a creation, everything
+    /// removed for a deletion, the computed diff otherwise.
+    pub fn field_changes(&self) -> std::borrow::Cow<'_, [FieldChange]> {
+        let empty = Map::new();
+        match self.action {
+            Action::Create => {
+                let attrs = self
+                    .expected
+                    .as_ref()
+                    .or(self.planned)
+                    .map_or(&empty, |r| &r.attributes);
+                std::borrow::Cow::Owned(diff::diff_maps(&empty, attrs))
+            }
+            Action::Delete => {
+                let attrs = self.prior.map_or(&empty, |p| &p.resource.attributes);
+                std::borrow::Cow::Owned(diff::diff_maps(attrs, &empty))
+            }
+            _ => std::borrow::Cow::Borrowed(&self.changes),
+        }
+    }
+}
+
 /// A whole plan: steps and the order constraints between them.
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
-    pub steps: Vec<Step>,
+pub struct Plan<'a> {
+    pub steps: Vec<Step<'a>>,
     /// `deps[i]`: the steps that must finish before step `i` starts.
     pub deps: Vec<Vec<usize>>,
     /// Every ID a `$kusion_path` may name (spec and state).
@@ -94,7 +118,53 @@ pub struct Summary {
     pub import: usize,
 }
 
-impl Plan {
+/// One step as shown to people and machines: sensitive values already masked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepView {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub action: Action,
+    pub changes: Vec<FieldChange>,
+    pub unknown: Vec<String>,
+}
+
+/// An owned, masked rendering of a plan.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanView {
+    pub summary: Summary,
+    pub steps: Vec<StepView>,
+}
+
+impl PlanView {
+    pub fn has_changes(&self) -> bool {
+        self.steps.iter().any(|s| s.action.changes_something())
+    }
+}
+
+impl Plan<'_> {
+    /// The plan with every sensitive value masked, detached from the spec and state.
+    pub fn view(&self) -> PlanView {
+        PlanView {
+            summary: self.summary(),
+            steps: self
+                .steps
+                .iter()
+                .map(|step| {
+                    let mut changes = step.field_changes().into_owned();
+                    diff::mask_changes(&mut changes, &step.sensitive);
+                    StepView {
+                        id: step.id.clone(),
+                        resource_type: step.resource_type.clone(),
+                        action: step.action,
+                        changes,
+                        unknown: step.unknown.clone(),
+                    }
+                })
+                .collect(),
+        }
+    }
+
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
         for step in &self.steps {
@@ -226,15 +296,17 @@ fn prior_edges(entries: &[&StateEntry]) -> Vec<(usize, usize)> {
 }
 
 /// Compute the plan for converging `state` to `spec` (or deleting everything, for destroy).
-pub fn compute(
-    spec: &Spec,
-    state: &State,
+pub fn compute<'a>(
+    spec: &'a Spec,
+    state: &'a State,
     registry: &Registry,
     options: &PlanOptions,
     cancel: &AtomicBool,
-) -> Result<Plan, PlanError> {
-    let empty = Spec::default();
-    let spec = if options.destroy { &empty } else { spec };
+) -> Result<Plan<'a>, PlanError> {
+    static NOTHING: Spec = Spec {
+        resources: Vec::new(),
+    };
+    let spec = if options.destroy { &NOTHING } else { spec };
     spec.validate(&registry.types())?;
     let dag = Dag::build(spec)?;
 
@@ -263,8 +335,8 @@ pub fn compute(
             id: resource.id.clone(),
             resource_type: resource.resource_type.clone(),
             action: Action::Create,
-            planned: Some(resource.clone()),
-            prior: state.resources.get(&resource.id).cloned(),
+            planned: Some(resource),
+            prior: state.resources.get(&resource.id),
             live: None,
             live_private: None,
             expected: None,
@@ -289,17 +361,16 @@ pub fn compute(
             });
         }
         let sensitive = sensitive_of(Some(&entry.resource), &entry.sensitive_paths);
-        let changes = diff::diff(&attrs_value(&entry.resource), &Value::Object(Map::new()));
         steps.push(Step {
             id: entry.resource.id.clone(),
             resource_type: entry.resource.resource_type.clone(),
             action: Action::Delete,
             planned: None,
-            prior: Some((*entry).clone()),
+            prior: Some(entry),
             live: None,
             live_private: None,
             expected: None,
-            changes,
+            changes: Vec::new(),
             sensitive,
             unknown: Vec::new(),
         });
@@ -370,7 +441,7 @@ struct PlanContext {
 }
 
 /// The attributes a reference to `step` resolves to during planning, if known before apply.
-fn expected_for_references(step: &Step) -> Option<Map<String, Value>> {
+fn expected_for_references(step: &Step<'_>) -> Option<Map<String, Value>> {
     match step.action {
         Action::UnChanged | Action::Import => step.live.as_ref().map(|r| r.attributes.clone()),
         Action::Update if step.unknown.is_empty() => {
@@ -380,18 +451,48 @@ fn expected_for_references(step: &Step) -> Option<Map<String, Value>> {
     }
 }
 
-fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), String> {
+fn plan_one(i: usize, steps: &[Mutex<Step<'_>>], cx: &PlanContext) -> Result<(), String> {
     let (planned, prior) = {
         let s = steps[i]
             .lock()
             .map_err(|_| "poisoned plan step".to_string())?;
         (
-            s.planned
-                .clone()
-                .expect("spec steps have a planned resource"),
-            s.prior.clone(),
+            s.planned.expect("spec steps have a planned resource"),
+            s.prior,
         )
     };
+    let result = decide(i, planned, prior, steps, cx);
+    let mut s = steps[i]
+        .lock()
+        .map_err(|_| "poisoned plan step".to_string())?;
+    let decision = result?;
+    s.action = decision.action;
+    s.live = decision.live;
+    s.live_private = decision.live_private;
+    s.expected = decision.expected;
+    s.changes = decision.changes;
+    s.sensitive = decision.sensitive;
+    s.unknown = decision.unknown;
+    Ok(())
+}
+
+struct Decision {
+    action: Action,
+    live: Option<Resource>,
+    live_private: Option<String>,
+    expected: Option<Resource>,
+    changes: Vec<FieldChange>,
+    sensitive: Vec<FieldPath>,
+    unknown: Vec<String>,
+}
+
+fn decide(
+    _i: usize,
+    planned: &Resource,
+    prior: Option<&StateEntry>,
+    steps: &[Mutex<Step<'_>>],
+    cx: &PlanContext,
+) -> Result<Decision, String> {
     let runtime = cx
         .registry
         .get(&planned.resource_type)
@@ -404,7 +505,7 @@ fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), Str
         .unwrap_or_default();
 
     // Collect the referenced resources' expected attributes (their steps are already decided).
-    let refs = reference::references_of(&planned, &cx.known).map_err(|e| e.to_string())?;
+    let refs = reference::references_of(planned, &cx.known).map_err(|e| e.to_string())?;
     let mut targets: HashMap<String, Option<Map<String, Value>>> = HashMap::new();
     for r in &refs {
         if !targets.contains_key(&r.id) {
@@ -417,25 +518,29 @@ fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), Str
             targets.insert(r.id.clone(), target);
         }
     }
-    let (resolved, unresolved) =
-        reference::resolve(&planned, &cx.known, &|id| match targets.get(id) {
+    let (resolved, unresolved) = if refs.is_empty() {
+        (std::borrow::Cow::Borrowed(planned), false)
+    } else {
+        let (r, u) = reference::resolve(planned, &cx.known, &|id| match targets.get(id) {
             Some(Some(attrs)) => Lookup::Known(attrs),
             _ => Lookup::Unknown,
         })
         .map_err(|e| e.to_string())?;
+        (std::borrow::Cow::Owned(r), u)
+    };
 
     let read = {
         let runtime = runtime.clone();
         let request = ReadRequest {
-            prior: prior.as_ref().map(|p| p.resource.clone()),
-            prior_private: prior.as_ref().and_then(|p| p.private.clone()),
-            planned: Some(resolved.clone()),
+            prior: prior.map(|p| p.resource.clone()),
+            prior_private: prior.and_then(|p| p.private.clone()),
+            planned: Some(resolved.clone().into_owned()),
             timeout: cx.timeout,
         };
         call(cx.timeout, move || runtime.read(&request))?
     };
     let mut extra_sensitive = read.sensitive_paths.clone();
-    if let Some(p) = &prior {
+    if let Some(p) = prior {
         extra_sensitive.extend(p.sensitive_paths.iter().cloned());
     }
     let mut unknown = Vec::new();
@@ -448,13 +553,13 @@ fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), Str
             // A dry-run of a creation shows server defaults and marks sensitive fields, but it
             // may fail for reasons the real apply will not have (a namespace created in the same
             // run): then the planned resource stands in.
-            let mut expected = resolved.clone();
+            let mut expected = resolved.clone().into_owned();
             if capabilities.dry_run {
                 let runtime = runtime.clone();
                 let request = ApplyRequest {
                     prior: None,
                     prior_private: None,
-                    planned: resolved.clone(),
+                    planned: resolved.clone().into_owned(),
                     dry_run: true,
                     timeout: cx.timeout,
                 };
@@ -467,22 +572,21 @@ fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), Str
                     Err(e) => tracing::debug!("dry-run of new resource {} failed: {e}", planned.id),
                 }
             }
-            let changes = diff::diff(&Value::Object(Map::new()), &attrs_value(&expected));
-            (Action::Create, expected, changes)
+            // A creation's changes are all of `expected`; see `Step::field_changes`.
+            (Action::Create, expected, Vec::new())
         }
         Some(live) => {
             let mut replace_paths = Vec::new();
             let expected = if unresolved || !capabilities.dry_run {
-                resolved.clone()
+                resolved.clone().into_owned()
             } else {
                 let runtime = runtime.clone();
                 let request = ApplyRequest {
-                    prior: prior.as_ref().map(|p| p.resource.clone()),
+                    prior: prior.map(|p| p.resource.clone()),
                     prior_private: prior
-                        .as_ref()
                         .and_then(|p| p.private.clone())
                         .or_else(|| read.private.clone()),
-                    planned: resolved.clone(),
+                    planned: resolved.clone().into_owned(),
                     dry_run: true,
                     timeout: cx.timeout,
                 };
@@ -496,13 +600,17 @@ fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), Str
                     .collect();
                 response.resource
             };
-            let mut before = attrs_value(live);
-            let mut after = attrs_value(&expected);
-            diff::strip(&mut before, &cx.ignore);
-            diff::strip(&mut after, &cx.ignore);
-            let changes = diff::diff(&before, &after);
+            let changes = if cx.ignore.is_empty() {
+                diff::diff_maps(&live.attributes, &expected.attributes)
+            } else {
+                let mut before = attrs_value(live);
+                let mut after = attrs_value(&expected);
+                diff::strip(&mut before, &cx.ignore);
+                diff::strip(&mut after, &cx.ignore);
+                diff::diff(&before, &after)
+            };
             let action = if changes.is_empty() {
-                match &prior {
+                match prior {
                     Some(p) if !p.pending => Action::UnChanged,
                     _ => Action::Import,
                 }
@@ -518,16 +626,21 @@ fn plan_one(i: usize, steps: &[Mutex<Step>], cx: &PlanContext) -> Result<(), Str
             (action, expected, changes)
         }
     };
-    let sensitive = sensitive_of(Some(&planned), &extra_sensitive);
-    let mut s = steps[i]
-        .lock()
-        .map_err(|_| "poisoned plan step".to_string())?;
-    s.action = action;
-    s.live = read.resource;
-    s.live_private = read.private;
-    s.expected = Some(expected);
-    s.changes = changes;
-    s.sensitive = sensitive;
-    s.unknown = unknown;
-    Ok(())
+    let sensitive = sensitive_of(Some(planned), &extra_sensitive);
+    // An unchanged resource is fully described by its live object; keeping the dry-run copy
+    // too would double the plan's memory on large converged stacks.
+    let expected = if matches!(action, Action::UnChanged | Action::Import) {
+        None
+    } else {
+        Some(expected)
+    };
+    Ok(Decision {
+        action,
+        live: read.resource,
+        live_private: read.private,
+        expected,
+        changes,
+        sensitive,
+        unknown,
+    })
 }

@@ -334,7 +334,15 @@ fn destroy_deletes_dependents_first() {
         destroy: true,
         ..Default::default()
     };
-    let p = operation::preview(&s, &f.stack, &destroy, no_cancel()).unwrap();
+    let state = f.stack.store.load().unwrap();
+    let p = kusion_kernel::plan::compute(
+        &s,
+        &state,
+        &f.stack.registry,
+        &destroy,
+        &AtomicBool::new(false),
+    )
+    .unwrap();
     let a = p.index_of("t:a").unwrap();
     let b = p.index_of("t:b").unwrap();
     assert!(

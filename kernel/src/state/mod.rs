@@ -157,7 +157,10 @@ impl LeaseHolder {
     pub fn current(operation: &str) -> LeaseHolder {
         let owner = std::env::var("KUSION_OWNER")
             .or_else(|_| std::env::var("USER"))
-            .unwrap_or_else(|_| "unknown".to_string());
+            .or_else(|_| std::env::var("LOGNAME"))
+            .ok()
+            .or_else(user_from_uid)
+            .unwrap_or_else(|| "unknown".to_string());
         LeaseHolder {
             owner,
             host: hostname(),
@@ -175,6 +178,23 @@ impl std::fmt::Display for LeaseHolder {
             self.owner, self.host, self.pid, self.operation
         )
     }
+}
+
+/// The login name of this process's uid, from /etc/passwd (no USER in cron or CI).
+fn user_from_uid() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)? == uid).then(|| name.to_string())
+    })
 }
 
 pub fn hostname() -> String {
