@@ -288,7 +288,7 @@ fn fill_port_protocols(value: &mut Value) {
 fn placeholder_paths(value: &Value) -> Vec<String> {
     fn walk(v: &Value, at: &kusion_sdk::FieldPath, out: &mut Vec<String>) {
         match v {
-            Value::String(s) if s.starts_with("$kusion_path.") => out.push(at.to_string()),
+            Value::String(s) if s.contains("$kusion_path") => out.push(at.to_string()),
             Value::Object(m) => m.iter().for_each(|(k, v)| walk(v, &at.child_key(k), out)),
             Value::Array(items) => items
                 .iter()
