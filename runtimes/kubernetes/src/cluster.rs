@@ -1,0 +1,237 @@
+//! Clusters: which kubeconfig/context a resource goes to, one client per cluster, and kinds
+//! resolved through discovery at run time (so CRDs created a moment ago are found).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::{ApiResource, Scope};
+use kusion_sdk::{PluginError, PluginResult, Resource};
+
+use crate::error::{from_kube, is_not_found};
+use crate::id::Target;
+
+/// Extension keys naming a resource's own kubeconfig file and context.
+pub const EXT_KUBECONFIG: &[&str] = &["kubeconfig", "kubeConfig", "kusionstack.io/kubeconfig"];
+pub const EXT_CONTEXT: &[&str] = &["kubeContext", "context", "kusionstack.io/kube-context"];
+
+/// Which kubeconfig and context: `None` path means `$KUBECONFIG`, then `~/.kube/config`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClusterKey {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+}
+
+impl ClusterKey {
+    pub fn describe(&self) -> String {
+        let file = self
+            .kubeconfig
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| {
+                std::env::var("KUBECONFIG")
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| "~/.kube/config".into())
+            });
+        match &self.context {
+            Some(c) => format!("{file} (context {c})"),
+            None => file,
+        }
+    }
+}
+
+/// Picks the cluster of a resource: its extensions first, then the runtime configuration.
+pub fn cluster_key(resource: &Resource, default: &ClusterKey) -> PluginResult<ClusterKey> {
+    let ext = |keys: &[&str]| -> PluginResult<Option<String>> {
+        for k in keys {
+            if let Some(v) = resource.extensions.get(*k) {
+                return v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| {
+                    PluginError::invalid(format!(
+                        "{}: extension `{k}` must be a string",
+                        resource.id
+                    ))
+                });
+            }
+        }
+        Ok(None)
+    };
+    let path = ext(EXT_KUBECONFIG)?;
+    let context = ext(EXT_CONTEXT)?;
+    Ok(match path {
+        // A resource's own kubeconfig file does not inherit the stack's context name.
+        Some(p) => ClusterKey {
+            kubeconfig: Some(PathBuf::from(p)),
+            context,
+        },
+        None => ClusterKey {
+            kubeconfig: default.kubeconfig.clone(),
+            context: context.or(default.context.clone()),
+        },
+    })
+}
+
+/// A resolved kind: where its API lives and whether objects are namespaced.
+#[derive(Debug, Clone)]
+pub struct Kind {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+/// A namespace's list of one kind, as fetched at some instant.
+type Listed = Option<(std::time::Instant, Arc<Vec<serde_json::Value>>)>;
+type ListSlot = Arc<tokio::sync::Mutex<Listed>>;
+
+pub struct Cluster {
+    pub key: ClusterKey,
+    pub client: Client,
+    kinds: Mutex<HashMap<(String, String), Kind>>,
+    /// Short-lived list results shared by concurrent watches (many Deployments in one namespace
+    /// need the same pod list per tick; one request serves them all).
+    lists: Mutex<HashMap<(String, String), ListSlot>>,
+}
+
+/// How long a list result is reused by other watches.
+const LIST_TTL: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl Cluster {
+    pub async fn connect(key: ClusterKey) -> PluginResult<Cluster> {
+        let where_ = key.describe();
+        let kubeconfig = match &key.kubeconfig {
+            Some(p) => Kubeconfig::read_from(p),
+            None => Kubeconfig::read(),
+        }
+        .map_err(|e| PluginError::invalid(format!("cannot read kubeconfig {where_}: {e}")))?;
+        let options = KubeConfigOptions {
+            context: key.context.clone(),
+            ..KubeConfigOptions::default()
+        };
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(|e| PluginError::invalid(format!("kubeconfig {where_}: {e}")))?;
+        let client = Client::try_from(config).map_err(|e| {
+            PluginError::invalid(format!("cannot build a client for {where_}: {e}"))
+        })?;
+        Ok(Cluster {
+            key,
+            client,
+            kinds: Mutex::new(HashMap::new()),
+            lists: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The kind of `target` as this server serves it; `None` when the server does not know it
+    /// (e.g. a CRD not created yet). Only found kinds are cached, so a new CRD shows up.
+    pub async fn kind(&self, target: &Target) -> PluginResult<Option<Kind>> {
+        let key = (target.api_version.clone(), target.kind.clone());
+        if let Some(k) = self.kinds.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(Some(k));
+        }
+        let gvk = kube::api::GroupVersionKind::gvk(target.group(), target.version(), &target.kind);
+        match kube::discovery::pinned_kind(&self.client, &gvk).await {
+            Ok((resource, caps)) => {
+                let kind = Kind {
+                    resource,
+                    namespaced: caps.scope == Scope::Namespaced,
+                };
+                if let Ok(mut m) = self.kinds.lock() {
+                    m.insert(key, kind.clone());
+                }
+                Ok(Some(kind))
+            }
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(kube::Error::Discovery(_)) => Ok(None),
+            Err(e) => Err(from_kube(&target.id, "discovery", e)),
+        }
+    }
+
+    /// Like [`Cluster::kind`], but the scope must match the ID's namespace part.
+    pub async fn checked_kind(&self, target: &Target) -> PluginResult<Option<Kind>> {
+        let Some(kind) = self.kind(target).await? else {
+            return Ok(None);
+        };
+        match (kind.namespaced, &target.namespace) {
+            (true, None) => Err(PluginError::invalid(format!(
+                "{}: {} is namespaced, so the ID must be apiVersion:Kind:namespace:name",
+                target.id, target.kind
+            ))),
+            (false, Some(ns)) => Err(PluginError::invalid(format!(
+                "{}: {} is cluster-scoped, so the ID must not name a namespace (got {ns:?})",
+                target.id, target.kind
+            ))),
+            _ => Ok(Some(kind)),
+        }
+    }
+
+    /// All objects of a kind in a namespace as JSON, shared with other callers for [`LIST_TTL`].
+    /// A kind the server does not serve lists as empty.
+    pub async fn list_json(
+        &self,
+        id: &str,
+        ns: &str,
+        resource: &ApiResource,
+    ) -> PluginResult<Arc<Vec<serde_json::Value>>> {
+        let key = (
+            ns.to_string(),
+            format!("{}/{}", resource.api_version, resource.plural),
+        );
+        let slot = {
+            let Ok(mut lists) = self.lists.lock() else {
+                return Err(PluginError::internal("list cache lock poisoned"));
+            };
+            lists.entry(key).or_default().clone()
+        };
+        // Held across the request: concurrent callers for the same list wait for this one.
+        let mut cached = slot.lock().await;
+        if let Some((at, items)) = cached.as_ref()
+            && at.elapsed() < LIST_TTL
+        {
+            return Ok(items.clone());
+        }
+        let api: kube::Api<kube::api::DynamicObject> =
+            kube::Api::namespaced_with(self.client.clone(), ns, resource);
+        let items = match api.list(&kube::api::ListParams::default()).await {
+            Ok(l) => l
+                .items
+                .into_iter()
+                .filter_map(|o| serde_json::to_value(o).ok())
+                .collect(),
+            Err(e) if is_not_found(&e) => Vec::new(),
+            Err(e) => return Err(from_kube(id, &format!("listing {}", resource.plural), e)),
+        };
+        let items = Arc::new(items);
+        *cached = Some((std::time::Instant::now(), items.clone()));
+        Ok(items)
+    }
+
+    pub fn api(&self, kind: &Kind, target: &Target) -> kube::Api<kube::api::DynamicObject> {
+        match (&target.namespace, kind.namespaced) {
+            (Some(ns), true) => kube::Api::namespaced_with(self.client.clone(), ns, &kind.resource),
+            _ => kube::Api::all_with(self.client.clone(), &kind.resource),
+        }
+    }
+}
+
+/// Clusters by key, connected on first use.
+#[derive(Default)]
+pub struct Clusters {
+    map: tokio::sync::Mutex<HashMap<ClusterKey, Arc<Cluster>>>,
+}
+
+impl Clusters {
+    pub async fn get(&self, key: ClusterKey) -> PluginResult<Arc<Cluster>> {
+        let mut map = self.map.lock().await;
+        if let Some(c) = map.get(&key) {
+            return Ok(c.clone());
+        }
+        let cluster = Arc::new(Cluster::connect(key.clone()).await?);
+        map.insert(key, cluster.clone());
+        Ok(cluster)
+    }
+
+    pub async fn clear(&self) {
+        self.map.lock().await.clear();
+    }
+}

@@ -1,0 +1,675 @@
+//! The Kubernetes runtime of kusion-rs: resources of `type: Kubernetes` applied with server-side
+//! apply (field manager `kusion`), read back projected onto the fields kusion manages, deleted
+//! with a propagation policy, and watched to readiness along the owner chain.
+//!
+//! The [`kusion_sdk::runtime::Runtime`] verbs are synchronous; this runtime owns a tokio runtime
+//! and runs every call as a task on it, so it can be called from any thread, including from
+//! inside another tokio runtime.
+
+mod cluster;
+mod error;
+mod health;
+mod id;
+mod project;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use kube::api::{DeleteParams, Patch, PatchParams, PropagationPolicy};
+use kusion_sdk::runtime::{
+    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ReadRequest,
+    ReadResponse, Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
+};
+use kusion_sdk::{ABI_VERSION, ErrorKind, PluginError, PluginResult, Resource};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub use cluster::{ClusterKey, EXT_CONTEXT, EXT_KUBECONFIG};
+pub use health::{evaluate_json, pod_health};
+pub use id::{Target, parse_id, target_of};
+pub use project::project_object;
+
+/// The resource `type` this runtime serves.
+pub const RESOURCE_TYPE: &str = "Kubernetes";
+/// Extensions holding a custom readiness rule (a KCL snippet), as upstream's `health.kcl`.
+pub const EXT_HEALTH_POLICY: &[&str] = &["kusionstack.io/health-policy", "healthPolicy"];
+/// Extension overriding the delete propagation policy of one resource.
+pub const EXT_PROPAGATION: &str = "kusionstack.io/delete-propagation";
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How dependents of a deleted object are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl Propagation {
+    fn policy(self) -> PropagationPolicy {
+        match self {
+            Propagation::Background => PropagationPolicy::Background,
+            Propagation::Foreground => PropagationPolicy::Foreground,
+            Propagation::Orphan => PropagationPolicy::Orphan,
+        }
+    }
+
+    fn parse(text: &str) -> Option<Propagation> {
+        match text {
+            "Background" => Some(Propagation::Background),
+            "Foreground" => Some(Propagation::Foreground),
+            "Orphan" => Some(Propagation::Orphan),
+            _ => None,
+        }
+    }
+}
+
+/// The runtime configuration (`configure`), all fields optional.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Settings {
+    /// Kubeconfig file of the stack; unset means `$KUBECONFIG`, then `~/.kube/config`.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context inside the kubeconfig; unset means its current context.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Take ownership of fields another field manager owns instead of failing with a conflict.
+    #[serde(default = "yes")]
+    pub force: bool,
+    #[serde(default = "default_manager")]
+    pub field_manager: String,
+    #[serde(default)]
+    pub delete_propagation: Propagation,
+    /// Wait until a deleted object is really gone (finalizers done) before returning.
+    #[serde(default = "yes")]
+    pub wait_for_delete: bool,
+    /// How long a real apply waits for a kind the server does not serve yet (its CRD being
+    /// created or established), in seconds.
+    #[serde(default = "default_kind_wait")]
+    pub kind_wait_seconds: u64,
+    /// Poll interval of `watch`, in milliseconds.
+    #[serde(default = "default_interval")]
+    pub watch_interval_ms: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_manager() -> String {
+    "kusion".into()
+}
+fn default_kind_wait() -> u64 {
+    30
+}
+fn default_interval() -> u64 {
+    500
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        serde_json::from_value(Value::Object(Map::new())).expect("all settings have defaults")
+    }
+}
+
+struct Inner {
+    settings: RwLock<Settings>,
+    clusters: cluster::Clusters,
+}
+
+impl Inner {
+    fn settings(&self) -> Settings {
+        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    async fn cluster(&self, resource: &Resource) -> PluginResult<Arc<cluster::Cluster>> {
+        let s = self.settings();
+        let default = ClusterKey {
+            kubeconfig: s.kubeconfig,
+            context: s.context,
+        };
+        let key = cluster::cluster_key(resource, &default)?;
+        self.clusters.get(key).await.map_err(|e| PluginError {
+            message: format!("{}: {}", resource.id, e.message),
+            ..e
+        })
+    }
+}
+
+/// The Kubernetes runtime. Exported to the plugin host with
+/// `kusion_sdk::export_runtime!(KubernetesRuntime::new)` once the SDK's export macro is merged.
+pub struct KubernetesRuntime {
+    inner: Arc<Inner>,
+    /// Started on first use, so construction cannot fail.
+    rt: OnceLock<tokio::runtime::Runtime>,
+}
+
+impl Drop for KubernetesRuntime {
+    fn drop(&mut self) {
+        // Dropping a tokio runtime blocks, which panics inside an async context (a host may drop
+        // the plugin from one); shutting down in the background works anywhere.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Default for KubernetesRuntime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl KubernetesRuntime {
+    pub fn new() -> KubernetesRuntime {
+        KubernetesRuntime {
+            inner: Arc::new(Inner {
+                settings: RwLock::new(Settings::default()),
+                clusters: Default::default(),
+            }),
+            rt: OnceLock::new(),
+        }
+    }
+
+    fn executor(&self) -> PluginResult<&tokio::runtime::Runtime> {
+        if let Some(rt) = self.rt.get() {
+            return Ok(rt);
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("kusion-k8s")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                PluginError::internal(format!(
+                    "cannot start the kubernetes runtime's executor: {e}"
+                ))
+            })?;
+        // A concurrent first call may have won the race; its executor is used and ours dropped.
+        if let Err(lost) = self.rt.set(rt) {
+            lost.shutdown_background();
+        }
+        self.rt
+            .get()
+            .ok_or_else(|| PluginError::internal("executor vanished"))
+    }
+
+    /// Runs `fut` on the runtime's executor and waits for it, with a deadline.
+    fn run<T: Send + 'static>(
+        &self,
+        id: &str,
+        timeout: Option<Duration>,
+        fut: impl Future<Output = PluginResult<T>> + Send + 'static,
+    ) -> PluginResult<T> {
+        let limit = timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let id = id.to_string();
+        let task = self.executor()?.spawn(async move {
+            match tokio::time::timeout(limit, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(PluginError::new(
+                    ErrorKind::Timeout,
+                    format!("{id}: no answer within {limit:?}"),
+                )),
+            }
+        });
+        // A plain executor waits for the task, so callers may themselves be inside tokio.
+        futures::executor::block_on(task).unwrap_or_else(|e| {
+            Err(PluginError::internal(format!(
+                "kubernetes runtime task failed: {e}"
+            )))
+        })
+    }
+}
+
+fn shape_of(planned: Option<&Resource>, prior: Option<&Resource>) -> Value {
+    let obj = |r: &Resource| Value::Object(r.attributes.clone());
+    match (planned, prior) {
+        (Some(p), Some(q)) => project::merge_shapes(&obj(p), &obj(q)),
+        (Some(p), None) => obj(p),
+        (None, Some(q)) => obj(q),
+        (None, None) => Value::Object(Map::new()),
+    }
+}
+
+fn sensitive_paths(target: &Target) -> Vec<String> {
+    if target.api_version == "v1" && target.kind == "Secret" {
+        vec!["data".into(), "stringData".into()]
+    } else {
+        Vec::new()
+    }
+}
+
+fn with_attributes(resource: &Resource, attributes: Map<String, Value>) -> Resource {
+    Resource {
+        attributes,
+        ..resource.clone()
+    }
+}
+
+/// The server refused because the object's namespace does not exist (yet).
+fn namespace_missing(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 404
+        && s.details.as_ref().is_some_and(|d| d.kind == "namespaces"))
+}
+
+/// Kubernetes 1.20's apply schema keys Service ports by (port, protocol) without a default for
+/// `protocol`, so an apply omitting it fails with "associative list with keys has an element that
+/// omits key field". Filling in the documented default (`TCP`) is what the server would store.
+/// The projection drops it again when the plan did not mention it.
+fn fill_port_protocols(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "ports"
+                    && let Value::Array(items) = v
+                {
+                    for item in items.iter_mut() {
+                        if let Value::Object(port) = item
+                            && (port.contains_key("port") || port.contains_key("containerPort"))
+                            && !port.contains_key("protocol")
+                        {
+                            port.insert("protocol".into(), Value::String("TCP".into()));
+                        }
+                    }
+                } else {
+                    fill_port_protocols(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(fill_port_protocols),
+        _ => {}
+    }
+}
+
+/// Paths of string values that are unresolved `$kusion_path` references.
+fn placeholder_paths(value: &Value) -> Vec<String> {
+    fn walk(v: &Value, at: &kusion_sdk::FieldPath, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.contains("$kusion_path") => out.push(at.to_string()),
+            Value::Object(m) => m.iter().for_each(|(k, v)| walk(v, &at.child_key(k), out)),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| walk(v, &at.child_index(i), out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &kusion_sdk::FieldPath::root(), &mut out);
+    out
+}
+
+/// Fields a 422 answer names as immutable, in kusion's path syntax (the server's field paths
+/// already use `a.b[0].c`).
+fn immutable_fields(err: &kube::Error) -> Vec<String> {
+    let kube::Error::Api(status) = err else {
+        return Vec::new();
+    };
+    if status.code != 422 {
+        return Vec::new();
+    }
+    let Some(details) = status.details.as_ref() else {
+        return Vec::new();
+    };
+    let mut fields: Vec<String> = details
+        .causes
+        .iter()
+        .filter(|c| c.message.contains("field is immutable") && !c.field.is_empty())
+        .map(|c| c.field.clone())
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
+}
+
+async fn wait_for_kind(
+    cluster: &cluster::Cluster,
+    target: &Target,
+    wait: Duration,
+) -> PluginResult<cluster::Kind> {
+    let start = tokio::time::Instant::now();
+    loop {
+        if let Some(k) = cluster.checked_kind(target).await? {
+            return Ok(k);
+        }
+        if start.elapsed() >= wait {
+            return Err(PluginError::invalid(format!(
+                "{}: the server at {} does not serve {} {} (is its CRD installed?)",
+                target.id,
+                cluster.key.describe(),
+                target.api_version,
+                target.kind
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyResponse> {
+    let planned = &req.planned;
+    let target = target_of(planned)?;
+    let settings = inner.settings();
+    let cluster = inner.cluster(planned).await?;
+    let shape = shape_of(Some(planned), req.prior.as_ref());
+    let would_be = |attrs: Map<String, Value>| ApplyResponse {
+        resource: with_attributes(planned, attrs),
+        private: None,
+        sensitive_paths: sensitive_paths(&target),
+        unknown_paths: Vec::new(),
+        requires_replace: Vec::new(),
+    };
+    let kind = match cluster.checked_kind(&target).await? {
+        Some(k) => k,
+        // Its CRD is part of the same apply and not created yet: nothing to ask the server.
+        None if req.dry_run => return Ok(would_be(planned.attributes.clone())),
+        None => {
+            wait_for_kind(
+                &cluster,
+                &target,
+                Duration::from_secs(settings.kind_wait_seconds),
+            )
+            .await?
+        }
+    };
+    let api = cluster.api(&kind, &target);
+    let mut params = PatchParams::apply(&settings.field_manager);
+    params.force = settings.force;
+    params.dry_run = req.dry_run;
+    let mut body = Value::Object(planned.attributes.clone());
+    if matches!(target.group(), "" | "apps" | "batch") {
+        fill_port_protocols(&mut body);
+    }
+    match api.patch(&target.name, &params, &Patch::Apply(&body)).await {
+        Ok(obj) => {
+            let live = serde_json::to_value(obj)
+                .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
+            Ok(would_be(project::project_object(&live, &shape)))
+        }
+        // Its namespace is created by the same apply: a dry-run cannot say more than the plan.
+        Err(e) if req.dry_run && namespace_missing(&e) => Ok(would_be(planned.attributes.clone())),
+        // Values only known after other resources apply are still `$kusion_path` placeholders
+        // in a preview; when the server rejects those, the plan (with them marked unknown) is
+        // the best answer.
+        Err(kube::Error::Api(status))
+            if req.dry_run
+                && error::rejects_input(&status)
+                && !placeholder_paths(&body).is_empty() =>
+        {
+            let mut response = would_be(planned.attributes.clone());
+            response.unknown_paths = placeholder_paths(&body);
+            Ok(response)
+        }
+        // The change touches immutable fields: preview it as a replacement (delete + create)
+        // instead of failing; a real apply still reports the server's refusal.
+        Err(e) if req.dry_run && !immutable_fields(&e).is_empty() => {
+            let mut response = would_be(planned.attributes.clone());
+            response.requires_replace = immutable_fields(&e);
+            Ok(response)
+        }
+        Err(e) => {
+            let conflict = matches!(&e, kube::Error::Api(s) if s.code == 409);
+            let mut err = error::from_kube(&target.id, "server-side apply", e);
+            if conflict {
+                err.message.push_str(
+                    "; another field manager owns these fields (apply with force to take them)",
+                );
+            }
+            Err(err)
+        }
+    }
+}
+
+async fn read_live(inner: &Inner, base: &Resource, shape: &Value) -> PluginResult<ReadResponse> {
+    let target = target_of(base)?;
+    let cluster = inner.cluster(base).await?;
+    let Some(kind) = cluster.checked_kind(&target).await? else {
+        return Ok(ReadResponse::default());
+    };
+    match cluster.api(&kind, &target).get_opt(&target.name).await {
+        Ok(Some(obj)) => {
+            let live = serde_json::to_value(obj)
+                .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
+            Ok(ReadResponse {
+                resource: Some(with_attributes(base, project::project_object(&live, shape))),
+                private: None,
+                sensitive_paths: sensitive_paths(&target),
+            })
+        }
+        Ok(None) => Ok(ReadResponse::default()),
+        Err(e) => Err(error::from_kube(&target.id, "read", e)),
+    }
+}
+
+async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
+    let resource = &req.resource;
+    let target = target_of(resource)?;
+    let settings = inner.settings();
+    let propagation = match resource.extensions.get(EXT_PROPAGATION) {
+        None => settings.delete_propagation,
+        Some(v) => v.as_str().and_then(Propagation::parse).ok_or_else(|| {
+            PluginError::invalid(format!(
+                "{}: extension {EXT_PROPAGATION} must be Background, Foreground or Orphan",
+                target.id
+            ))
+        })?,
+    };
+    let cluster = inner.cluster(resource).await?;
+    let Some(kind) = cluster.checked_kind(&target).await? else {
+        return Ok(()); // the kind is gone, so is the object
+    };
+    let api = cluster.api(&kind, &target);
+    let params = DeleteParams {
+        propagation_policy: Some(propagation.policy()),
+        ..DeleteParams::default()
+    };
+    match api.delete(&target.name, &params).await {
+        Ok(_) => {}
+        Err(e) if error::is_not_found(&e) => return Ok(()),
+        Err(e) => return Err(error::from_kube(&target.id, "delete", e)),
+    }
+    if !settings.wait_for_delete {
+        return Ok(());
+    }
+    let mut last_seen = String::new();
+    let waited = tokio::time::timeout(req.timeout.unwrap_or(DEFAULT_TIMEOUT), async {
+        loop {
+            match api.get_opt(&target.name).await {
+                Ok(None) => return Ok(()),
+                Ok(Some(obj)) => last_seen = obj.metadata.finalizers.unwrap_or_default().join(", "),
+                Err(e) if error::is_not_found(&e) => return Ok(()),
+                Err(e) => return Err(error::from_kube(&target.id, "waiting for deletion", e)),
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    })
+    .await;
+    match waited {
+        Ok(r) => r,
+        Err(_) => Err(PluginError::new(
+            ErrorKind::Timeout,
+            format!(
+                "{}: deleted but still present (finalizers: [{last_seen}])",
+                target.id
+            ),
+        )),
+    }
+}
+
+struct KubeWatch {
+    rx: std::sync::mpsc::Receiver<PluginResult<WatchEvent>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Watch for KubeWatch {
+    fn poll(&mut self, timeout: Duration) -> PluginResult<WatchPoll> {
+        use std::sync::mpsc::RecvTimeoutError;
+        match self.rx.recv_timeout(timeout) {
+            Ok(Ok(event)) => Ok(WatchPoll::Event(event)),
+            Ok(Err(e)) => Err(e),
+            Err(RecvTimeoutError::Timeout) => Ok(WatchPoll::Pending),
+            Err(RecvTimeoutError::Disconnected) => Ok(WatchPoll::Closed),
+        }
+    }
+}
+
+impl Drop for KubeWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Runtime for KubernetesRuntime {
+    fn describe(&self) -> RuntimeInfo {
+        RuntimeInfo {
+            name: "kubernetes".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            abi: ABI_VERSION,
+            resource_types: vec![RESOURCE_TYPE.into()],
+            capabilities: Capabilities {
+                dry_run: true,
+                watch: true,
+                import: true,
+                sensitive_fields: true,
+            },
+        }
+    }
+
+    fn configure(&self, config: &Value) -> PluginResult<()> {
+        let settings: Settings = match config {
+            Value::Null => Settings::default(),
+            v => serde_json::from_value(v.clone()).map_err(|e| {
+                PluginError::invalid(format!("kubernetes runtime configuration: {e}"))
+            })?,
+        };
+        let mut current = self
+            .inner
+            .settings
+            .write()
+            .map_err(|_| PluginError::internal("settings lock poisoned"))?;
+        let clusters_changed =
+            current.kubeconfig != settings.kubeconfig || current.context != settings.context;
+        *current = settings;
+        drop(current);
+        if clusters_changed {
+            let inner = self.inner.clone();
+            self.run("configure", None, async move {
+                inner.clusters.clear().await;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    fn apply(&self, request: &ApplyRequest) -> PluginResult<ApplyResponse> {
+        let inner = self.inner.clone();
+        let req = request.clone();
+        self.run(&request.planned.id, request.timeout, apply(inner, req))
+    }
+
+    fn read(&self, request: &ReadRequest) -> PluginResult<ReadResponse> {
+        let Some(base) = request.planned.clone().or_else(|| request.prior.clone()) else {
+            return Err(PluginError::invalid(
+                "read needs a planned or a prior resource",
+            ));
+        };
+        let shape = shape_of(request.planned.as_ref(), request.prior.as_ref());
+        let inner = self.inner.clone();
+        self.run(&base.id.clone(), request.timeout, async move {
+            read_live(&inner, &base, &shape).await
+        })
+    }
+
+    fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse> {
+        let planned = request.planned.clone();
+        let target = target_of(&planned)?;
+        if let Some(import_id) = request.import_id.as_deref() {
+            // The adopted object is recorded under the planned ID, so both must name it.
+            let names_same = match parse_id(import_id) {
+                Ok((v, k, ns, n)) => {
+                    v == target.api_version
+                        && k == target.kind
+                        && ns == target.namespace
+                        && n == target.name
+                }
+                Err(_) => match import_id.split_once('/') {
+                    Some((ns, n)) => Some(ns) == target.namespace.as_deref() && n == target.name,
+                    None => import_id == target.name,
+                },
+            };
+            if !names_same {
+                return Err(PluginError::invalid(format!(
+                    "{}: import id {import_id:?} names another object than the resource",
+                    target.id
+                )));
+            }
+        }
+        let shape = Value::Object(planned.attributes.clone());
+        let inner = self.inner.clone();
+        self.run(&target.id, request.timeout, async move {
+            read_live(&inner, &planned, &shape).await
+        })
+    }
+
+    fn delete(&self, request: &DeleteRequest) -> PluginResult<()> {
+        let inner = self.inner.clone();
+        let req = request.clone();
+        // The delete itself bounds its wait with the request timeout; allow a little more here.
+        let limit = request.timeout.map(|t| t + Duration::from_secs(30));
+        self.run(&request.resource.id, limit, delete(inner, req))
+    }
+
+    fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
+        let resource = request.resource.clone();
+        let target = target_of(&resource)?;
+        if let Some(key) = EXT_HEALTH_POLICY
+            .iter()
+            .find(|k| resource.extensions.contains_key(**k))
+        {
+            // Judging readiness by a KCL rule needs the KCL evaluator, which this plugin does not
+            // link; refusing beats silently using the built-in rules the user replaced.
+            return Err(PluginError::unsupported(format!(
+                "{}: custom readiness rules (extension {key}) need the KCL evaluator, which the \
+                 kubernetes runtime plugin does not have",
+                target.id
+            )));
+        }
+        let inner = self.inner.clone();
+        let cluster = self.run(
+            &target.id,
+            None,
+            async move { inner.cluster(&resource).await },
+        )?;
+        let interval = Duration::from_millis(self.inner.settings().watch_interval_ms.max(50));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let task = self.executor()?.spawn(async move {
+            let mut last: Option<WatchEvent> = None;
+            loop {
+                match health::evaluate(&cluster, &target).await {
+                    Ok(event) => {
+                        let done = event.health != Health::Progressing;
+                        if last.as_ref() != Some(&event) {
+                            last = Some(event.clone());
+                            if tx.send(Ok(event)).is_err() {
+                                return; // nobody listens any more
+                            }
+                        }
+                        if done {
+                            return;
+                        }
+                    }
+                    // Transient trouble (server restarting): keep watching until the caller's timeout.
+                    Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+                tokio::time::sleep(interval).await;
+            }
+        });
+        Ok(Box::new(KubeWatch { rx, task }))
+    }
+}
