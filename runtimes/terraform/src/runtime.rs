@@ -408,7 +408,11 @@ impl Inner {
             None => (nil(), Vec::new()),
         };
         let mut plan = self.plan(&instance, &target, &schema, &prior, &config_json, &config, &prior_private, req.dry_run).await?;
-        let replace = req.prior.is_some() && !plan.requires_replace.is_empty();
+        if req.prior.is_none() {
+            // Providers may name replace-forcing attributes on a create; nothing is replaced then.
+            plan.requires_replace.clear();
+        }
+        let replace = !plan.requires_replace.is_empty();
         if req.dry_run {
             let decoded = decode_state(id, &schema, &plan.planned_state)?
                 .ok_or_else(|| err(ErrorKind::Rejected, id, "the provider planned no object for a resource that should exist"))?;
