@@ -1,7 +1,12 @@
 //! Compiles the project's own protocol definitions with `protox` (pure Rust, no protoc binary).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["proto/tfplugin5.proto", "proto/tfplugin6.proto", "proto/plugin.proto", "proto/health.proto"];
+    let files = [
+        "proto/tfplugin5.proto",
+        "proto/tfplugin6.proto",
+        "proto/plugin.proto",
+        "proto/health.proto",
+    ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");
     }

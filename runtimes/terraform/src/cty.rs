@@ -39,8 +39,15 @@ pub enum CtyError {
 }
 
 fn value_err(path: &FieldPath, message: impl Into<String>) -> CtyError {
-    let path = if path.0.is_empty() { "<root>".to_string() } else { path.to_string() };
-    CtyError::Value { path, message: message.into() }
+    let path = if path.0.is_empty() {
+        "<root>".to_string()
+    } else {
+        path.to_string()
+    };
+    CtyError::Value {
+        path,
+        message: message.into(),
+    }
 }
 
 impl Type {
@@ -73,7 +80,12 @@ impl Type {
                     }
                     "tuple" => {
                         let elems = arg.as_array().ok_or_else(bad)?;
-                        Ok(Type::Tuple(elems.iter().map(Type::from_json).collect::<Result<_, _>>()?))
+                        Ok(Type::Tuple(
+                            elems
+                                .iter()
+                                .map(Type::from_json)
+                                .collect::<Result<_, _>>()?,
+                        ))
                     }
                     _ => Err(bad()),
                 }
@@ -83,7 +95,8 @@ impl Type {
     }
 
     pub fn from_json_bytes(bytes: &[u8]) -> Result<Type, CtyError> {
-        let json: Json = serde_json::from_slice(bytes).map_err(|e| CtyError::BadType(format!("{e}")))?;
+        let json: Json =
+            serde_json::from_slice(bytes).map_err(|e| CtyError::BadType(format!("{e}")))?;
         Type::from_json(&json)
     }
 
@@ -98,10 +111,14 @@ impl Type {
             Type::Set(e) => Json::Array(vec!["set".into(), e.to_json()]),
             Type::Map(e) => Json::Array(vec!["map".into(), e.to_json()]),
             Type::Object(a) => {
-                let attrs: Map<String, Json> = a.iter().map(|(k, t)| (k.clone(), t.to_json())).collect();
+                let attrs: Map<String, Json> =
+                    a.iter().map(|(k, t)| (k.clone(), t.to_json())).collect();
                 Json::Array(vec!["object".into(), Json::Object(attrs)])
             }
-            Type::Tuple(e) => Json::Array(vec!["tuple".into(), Json::Array(e.iter().map(Type::to_json).collect())]),
+            Type::Tuple(e) => Json::Array(vec![
+                "tuple".into(),
+                Json::Array(e.iter().map(Type::to_json).collect()),
+            ]),
         }
     }
 
@@ -113,7 +130,11 @@ impl Type {
             Json::Number(_) => Type::Number,
             Json::String(_) => Type::String,
             Json::Array(items) => Type::Tuple(items.iter().map(Type::infer).collect()),
-            Json::Object(map) => Type::Object(map.iter().map(|(k, v)| (k.clone(), Type::infer(v))).collect()),
+            Json::Object(map) => Type::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Type::infer(v)))
+                    .collect(),
+            ),
         }
     }
 }
@@ -179,7 +200,12 @@ pub struct Schema {
 
 impl NestedAttributes {
     pub fn implied_type(&self) -> Type {
-        let object = Type::Object(self.attributes.iter().map(|(k, a)| (k.clone(), a.ty.clone())).collect());
+        let object = Type::Object(
+            self.attributes
+                .iter()
+                .map(|(k, a)| (k.clone(), a.ty.clone()))
+                .collect(),
+        );
         wrap(self.nesting, object)
     }
 }
@@ -196,7 +222,11 @@ fn wrap(nesting: Nesting, object: Type) -> Type {
 impl Block {
     /// The object type a value of this block has.
     pub fn implied_type(&self) -> Type {
-        let mut attrs: IndexMap<String, Type> = self.attributes.iter().map(|(k, a)| (k.clone(), a.ty.clone())).collect();
+        let mut attrs: IndexMap<String, Type> = self
+            .attributes
+            .iter()
+            .map(|(k, a)| (k.clone(), a.ty.clone()))
+            .collect();
         for (name, nb) in &self.block_types {
             attrs.insert(name.clone(), wrap(nb.nesting, nb.block.implied_type()));
         }
@@ -221,14 +251,21 @@ impl Block {
             if attr.sensitive {
                 out.push(p.to_string());
             } else if let Some(nested) = &attr.nested {
-                let block = Block { attributes: nested.attributes.clone(), block_types: IndexMap::new() };
-                for_each_nested(nested.nesting, v, &p, |item, ip| block.collect_sensitive(item, ip, out));
+                let block = Block {
+                    attributes: nested.attributes.clone(),
+                    block_types: IndexMap::new(),
+                };
+                for_each_nested(nested.nesting, v, &p, |item, ip| {
+                    block.collect_sensitive(item, ip, out)
+                });
             }
         }
         for (name, nb) in &self.block_types {
             let Some(v) = map.get(name) else { continue };
             let p = path.child_key(name);
-            for_each_nested(nb.nesting, v, &p, |item, ip| nb.block.collect_sensitive(item, ip, out));
+            for_each_nested(nb.nesting, v, &p, |item, ip| {
+                nb.block.collect_sensitive(item, ip, out)
+            });
         }
     }
 
@@ -245,7 +282,13 @@ impl Block {
         self.encode_at(value, &FieldPath::root(), allow_unknown, true)
     }
 
-    fn encode_at(&self, value: &Json, path: &FieldPath, allow_unknown: bool, config: bool) -> Result<Mp, CtyError> {
+    fn encode_at(
+        &self,
+        value: &Json,
+        path: &FieldPath,
+        allow_unknown: bool,
+        config: bool,
+    ) -> Result<Mp, CtyError> {
         if allow_unknown && is_unknown_marker(value) {
             return Ok(unknown());
         }
@@ -253,11 +296,19 @@ impl Block {
         let map = match value {
             Json::Null => &empty,
             Json::Object(map) => map,
-            other => return Err(value_err(path, format!("expected an object, found {}", kind(other)))),
+            other => {
+                return Err(value_err(
+                    path,
+                    format!("expected an object, found {}", kind(other)),
+                ));
+            }
         };
         for key in map.keys() {
             if !self.attributes.contains_key(key) && !self.block_types.contains_key(key) {
-                return Err(value_err(&path.child_key(key), "unsupported attribute: the provider's schema has no such attribute or block"));
+                return Err(value_err(
+                    &path.child_key(key),
+                    "unsupported attribute: the provider's schema has no such attribute or block",
+                ));
             }
         }
         let mut out = Vec::with_capacity(self.attributes.len() + self.block_types.len());
@@ -265,9 +316,15 @@ impl Block {
             let p = path.child_key(name);
             let v = map.get(name).unwrap_or(&Json::Null);
             if config && attr.computed && !attr.optional && !attr.required && !v.is_null() {
-                return Err(value_err(&p, "this attribute is read-only (computed by the provider) and cannot be set"));
+                return Err(value_err(
+                    &p,
+                    "this attribute is read-only (computed by the provider) and cannot be set",
+                ));
             }
-            out.push((Mp::from(name.as_str()), encode(&attr.ty, v, &p, allow_unknown)?));
+            out.push((
+                Mp::from(name.as_str()),
+                encode(&attr.ty, v, &p, allow_unknown)?,
+            ));
         }
         for (name, nb) in &self.block_types {
             let p = path.child_key(name);
@@ -288,23 +345,46 @@ impl Block {
                     (Nesting::List | Nesting::Set, Json::Null) => Mp::Array(Vec::new()),
                     (Nesting::List | Nesting::Set, Json::Object(_)) => {
                         // A single object where a list of blocks is expected: one block.
-                        Mp::Array(vec![nb.block.encode_at(v, &p.child_index(0), allow_unknown, config)?])
+                        Mp::Array(vec![nb.block.encode_at(
+                            v,
+                            &p.child_index(0),
+                            allow_unknown,
+                            config,
+                        )?])
                     }
                     (Nesting::List | Nesting::Set, Json::Array(items)) => Mp::Array(
                         items
                             .iter()
                             .enumerate()
-                            .map(|(i, item)| nb.block.encode_at(item, &p.child_index(i), allow_unknown, config))
+                            .map(|(i, item)| {
+                                nb.block
+                                    .encode_at(item, &p.child_index(i), allow_unknown, config)
+                            })
                             .collect::<Result<_, _>>()?,
                     ),
                     (Nesting::Map, Json::Null) => Mp::Map(Vec::new()),
                     (Nesting::Map, Json::Object(entries)) => Mp::Map(
                         entries
                             .iter()
-                            .map(|(k, item)| Ok((Mp::from(k.as_str()), nb.block.encode_at(item, &p.child_key(k), allow_unknown, config)?)))
+                            .map(|(k, item)| {
+                                Ok((
+                                    Mp::from(k.as_str()),
+                                    nb.block.encode_at(
+                                        item,
+                                        &p.child_key(k),
+                                        allow_unknown,
+                                        config,
+                                    )?,
+                                ))
+                            })
                             .collect::<Result<_, CtyError>>()?,
                     ),
-                    (_, other) => return Err(value_err(&p, format!("expected block(s), found {}", kind(other)))),
+                    (_, other) => {
+                        return Err(value_err(
+                            &p,
+                            format!("expected block(s), found {}", kind(other)),
+                        ));
+                    }
                 }
             };
             out.push((Mp::from(name.as_str()), encoded));
@@ -317,12 +397,18 @@ impl Block {
     pub fn proposed_new(&self, prior: &Json, config: &Json) -> Json {
         let empty = Map::new();
         let prior_map = prior.as_object().unwrap_or(&empty);
-        let Json::Object(config_map) = config else { return config.clone() };
+        let Json::Object(config_map) = config else {
+            return config.clone();
+        };
         let mut out = Map::new();
         for (name, attr) in &self.attributes {
             let c = config_map.get(name).unwrap_or(&Json::Null);
             let p = prior_map.get(name).unwrap_or(&Json::Null);
-            let v = if attr.computed && c.is_null() { p.clone() } else { c.clone() };
+            let v = if attr.computed && c.is_null() {
+                p.clone()
+            } else {
+                c.clone()
+            };
             out.insert(name.clone(), v);
         }
         for (name, nb) in &self.block_types {
@@ -337,7 +423,8 @@ impl Block {
                             .iter()
                             .enumerate()
                             .map(|(i, item)| {
-                                let pi = prior_items.and_then(|pi| pi.get(i)).unwrap_or(&Json::Null);
+                                let pi =
+                                    prior_items.and_then(|pi| pi.get(i)).unwrap_or(&Json::Null);
                                 nb.block.proposed_new(pi, item)
                             })
                             .collect(),
@@ -346,19 +433,32 @@ impl Block {
                 (Nesting::Set, Json::Array(items)) => {
                     // Set elements have no identity: pair each configured element with a prior
                     // element that agrees on every configured (non-null) attribute.
-                    let prior_items: Vec<&Json> = p.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+                    let prior_items: Vec<&Json> =
+                        p.as_array().map(|a| a.iter().collect()).unwrap_or_default();
                     Json::Array(
                         items
                             .iter()
                             .map(|item| {
-                                let matching = prior_items.iter().find(|pi| config_agrees(item, pi)).copied().unwrap_or(&Json::Null);
+                                let matching = prior_items
+                                    .iter()
+                                    .find(|pi| config_agrees(item, pi))
+                                    .copied()
+                                    .unwrap_or(&Json::Null);
                                 nb.block.proposed_new(matching, item)
                             })
                             .collect(),
                     )
                 }
                 (Nesting::Map, Json::Object(entries)) => Json::Object(
-                    entries.iter().map(|(k, item)| (k.clone(), nb.block.proposed_new(p.get(k).unwrap_or(&Json::Null), item))).collect(),
+                    entries
+                        .iter()
+                        .map(|(k, item)| {
+                            (
+                                k.clone(),
+                                nb.block.proposed_new(p.get(k).unwrap_or(&Json::Null), item),
+                            )
+                        })
+                        .collect(),
                 ),
                 _ => c.clone(),
             };
@@ -370,12 +470,19 @@ impl Block {
 
 fn config_agrees(config: &Json, prior: &Json) -> bool {
     match (config, prior) {
-        (Json::Object(c), Json::Object(p)) => c.iter().all(|(k, v)| v.is_null() || p.get(k) == Some(v)),
+        (Json::Object(c), Json::Object(p)) => {
+            c.iter().all(|(k, v)| v.is_null() || p.get(k) == Some(v))
+        }
         _ => false,
     }
 }
 
-fn for_each_nested(nesting: Nesting, value: &Json, path: &FieldPath, mut f: impl FnMut(&Json, &FieldPath)) {
+fn for_each_nested(
+    nesting: Nesting,
+    value: &Json,
+    path: &FieldPath,
+    mut f: impl FnMut(&Json, &FieldPath),
+) {
     match (nesting, value) {
         (Nesting::Single | Nesting::Group, v) => f(v, path),
         (Nesting::List | Nesting::Set, Json::Array(items)) => {
@@ -424,7 +531,12 @@ fn encode_number(n: &Number) -> Mp {
 
 /// Encode a JSON value against a type, converting the way Terraform's type conversion does
 /// (numbers and bools to strings, numeric strings to numbers, ...).
-pub fn encode(ty: &Type, value: &Json, path: &FieldPath, allow_unknown: bool) -> Result<Mp, CtyError> {
+pub fn encode(
+    ty: &Type,
+    value: &Json,
+    path: &FieldPath,
+    allow_unknown: bool,
+) -> Result<Mp, CtyError> {
     if value.is_null() {
         return Ok(Mp::Nil);
     }
@@ -442,7 +554,9 @@ pub fn encode(ty: &Type, value: &Json, path: &FieldPath, allow_unknown: bool) ->
         Type::Number => match value {
             Json::Number(n) => encode_number(n),
             Json::String(s) => {
-                let n: Number = serde_json::from_str(s.trim()).map_err(|_| value_err(path, format!("expected a number, found the string {s:?}")))?;
+                let n: Number = serde_json::from_str(s.trim()).map_err(|_| {
+                    value_err(path, format!("expected a number, found the string {s:?}"))
+                })?;
                 encode_number(&n)
             }
             _ => return Err(mismatch("a number")),
@@ -455,7 +569,11 @@ pub fn encode(ty: &Type, value: &Json, path: &FieldPath, allow_unknown: bool) ->
         },
         Type::List(elem) | Type::Set(elem) => match value {
             Json::Array(items) => Mp::Array(
-                items.iter().enumerate().map(|(i, item)| encode(elem, item, &path.child_index(i), allow_unknown)).collect::<Result<_, _>>()?,
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| encode(elem, item, &path.child_index(i), allow_unknown))
+                    .collect::<Result<_, _>>()?,
             ),
             _ => return Err(mismatch("a list")),
         },
@@ -474,7 +592,12 @@ pub fn encode(ty: &Type, value: &Json, path: &FieldPath, allow_unknown: bool) ->
             Json::Object(entries) => Mp::Map(
                 entries
                     .iter()
-                    .map(|(k, item)| Ok((Mp::from(k.as_str()), encode(elem, item, &path.child_key(k), allow_unknown)?)))
+                    .map(|(k, item)| {
+                        Ok((
+                            Mp::from(k.as_str()),
+                            encode(elem, item, &path.child_key(k), allow_unknown)?,
+                        ))
+                    })
                     .collect::<Result<_, CtyError>>()?,
             ),
             _ => return Err(mismatch("a map")),
@@ -487,7 +610,17 @@ pub fn encode(ty: &Type, value: &Json, path: &FieldPath, allow_unknown: bool) ->
                 Mp::Map(
                     attrs
                         .iter()
-                        .map(|(k, t)| Ok((Mp::from(k.as_str()), encode(t, entries.get(k).unwrap_or(&Json::Null), &path.child_key(k), allow_unknown)?)))
+                        .map(|(k, t)| {
+                            Ok((
+                                Mp::from(k.as_str()),
+                                encode(
+                                    t,
+                                    entries.get(k).unwrap_or(&Json::Null),
+                                    &path.child_key(k),
+                                    allow_unknown,
+                                )?,
+                            ))
+                        })
                         .collect::<Result<_, CtyError>>()?,
                 )
             }
@@ -496,14 +629,22 @@ pub fn encode(ty: &Type, value: &Json, path: &FieldPath, allow_unknown: bool) ->
         Type::Dynamic => {
             let inferred = Type::infer(value);
             let type_json = serde_json::to_vec(&inferred.to_json()).unwrap_or_default();
-            Mp::Array(vec![Mp::Binary(type_json), encode(&inferred, value, path, allow_unknown)?])
+            Mp::Array(vec![
+                Mp::Binary(type_json),
+                encode(&inferred, value, path, allow_unknown)?,
+            ])
         }
     })
 }
 
 /// Decode a msgpack value of type `ty` into JSON. Unknown values become `null` and their paths
 /// are pushed to `unknowns`.
-pub fn decode(ty: &Type, value: &Mp, path: &FieldPath, unknowns: &mut Vec<FieldPath>) -> Result<Json, CtyError> {
+pub fn decode(
+    ty: &Type,
+    value: &Mp,
+    path: &FieldPath,
+    unknowns: &mut Vec<FieldPath>,
+) -> Result<Json, CtyError> {
     if let Mp::Ext(0, _) = value {
         unknowns.push(path.clone());
         return Ok(Json::Null);
@@ -511,14 +652,25 @@ pub fn decode(ty: &Type, value: &Mp, path: &FieldPath, unknowns: &mut Vec<FieldP
     if value.is_nil() {
         return Ok(Json::Null);
     }
-    let mismatch = || value_err(path, format!("provider sent {value} where {} was expected", type_name(ty)));
+    let mismatch = || {
+        value_err(
+            path,
+            format!("provider sent {value} where {} was expected", type_name(ty)),
+        )
+    };
     Ok(match ty {
         Type::String => Json::String(mp_str(value).ok_or_else(mismatch)?.to_string()),
         Type::Bool => Json::Bool(value.as_bool().ok_or_else(mismatch)?),
         Type::Number => decode_number(value).ok_or_else(mismatch)?,
         Type::List(elem) | Type::Set(elem) => {
             let items = value.as_array().ok_or_else(mismatch)?;
-            Json::Array(items.iter().enumerate().map(|(i, item)| decode(elem, item, &path.child_index(i), unknowns)).collect::<Result<_, _>>()?)
+            Json::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| decode(elem, item, &path.child_index(i), unknowns))
+                    .collect::<Result<_, _>>()?,
+            )
         }
         Type::Tuple(elems) => {
             let items = value.as_array().ok_or_else(mismatch)?;
@@ -539,7 +691,10 @@ pub fn decode(ty: &Type, value: &Mp, path: &FieldPath, unknowns: &mut Vec<FieldP
             let mut out = Map::new();
             for (k, item) in entries {
                 let key = mp_str(k).ok_or_else(mismatch)?;
-                out.insert(key.to_string(), decode(elem, item, &path.child_key(key), unknowns)?);
+                out.insert(
+                    key.to_string(),
+                    decode(elem, item, &path.child_key(key), unknowns)?,
+                );
             }
             Json::Object(out)
         }
@@ -547,19 +702,30 @@ pub fn decode(ty: &Type, value: &Mp, path: &FieldPath, unknowns: &mut Vec<FieldP
             let entries = value.as_map().ok_or_else(mismatch)?;
             let mut out = Map::new();
             for (name, t) in attrs {
-                let item = entries.iter().find(|(k, _)| mp_str(k) == Some(name.as_str())).map(|(_, v)| v).unwrap_or(&Mp::Nil);
-                out.insert(name.clone(), decode(t, item, &path.child_key(name), unknowns)?);
+                let item = entries
+                    .iter()
+                    .find(|(k, _)| mp_str(k) == Some(name.as_str()))
+                    .map(|(_, v)| v)
+                    .unwrap_or(&Mp::Nil);
+                out.insert(
+                    name.clone(),
+                    decode(t, item, &path.child_key(name), unknowns)?,
+                );
             }
             Json::Object(out)
         }
         Type::Dynamic => {
-            let pair = value.as_array().filter(|a| a.len() == 2).ok_or_else(mismatch)?;
+            let pair = value
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .ok_or_else(mismatch)?;
             let type_bytes = match &pair[0] {
                 Mp::Binary(b) => b.as_slice(),
                 Mp::String(s) => s.as_bytes(),
                 _ => return Err(mismatch()),
             };
-            let actual = Type::from_json_bytes(type_bytes).map_err(|e| value_err(path, e.to_string()))?;
+            let actual =
+                Type::from_json_bytes(type_bytes).map_err(|e| value_err(path, e.to_string()))?;
             decode(&actual, &pair[1], path, unknowns)?
         }
     })
@@ -588,7 +754,9 @@ fn decode_number(value: &Mp) -> Option<Json> {
         Mp::F32(f) => float_json(f64::from(*f)),
         Mp::F64(f) => float_json(*f),
         // cty writes numbers that do not fit a float64 as decimal strings.
-        Mp::String(s) => serde_json::from_str::<Number>(s.as_str()?).ok().map(Json::Number),
+        Mp::String(s) => serde_json::from_str::<Number>(s.as_str()?)
+            .ok()
+            .map(Json::Number),
         _ => None,
     }
 }
@@ -614,14 +782,22 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Mp, CtyError> {
     if bytes.is_empty() {
         return Ok(Mp::Nil);
     }
-    rmpv::decode::read_value(&mut &bytes[..]).map_err(|e| CtyError::Value { path: "<root>".into(), message: format!("invalid msgpack from provider: {e}") })
+    rmpv::decode::read_value(&mut &bytes[..]).map_err(|e| CtyError::Value {
+        path: "<root>".into(),
+        message: format!("invalid msgpack from provider: {e}"),
+    })
 }
 
 /// Drop null members of objects, recursively: how state and responses are shown (absent and
 /// null mean the same to the provider, and [`Block::encode`] restores them).
 pub fn strip_nulls(value: Json) -> Json {
     match value {
-        Json::Object(map) => Json::Object(map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, strip_nulls(v))).collect()),
+        Json::Object(map) => Json::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, strip_nulls(v)))
+                .collect(),
+        ),
         Json::Array(items) => Json::Array(items.into_iter().map(strip_nulls).collect()),
         other => other,
     }
@@ -639,20 +815,58 @@ mod tests {
     use serde_json::json;
 
     fn attr(ty: Type) -> Attribute {
-        Attribute { ty, nested: None, required: false, optional: true, computed: false, sensitive: false }
+        Attribute {
+            ty,
+            nested: None,
+            required: false,
+            optional: true,
+            computed: false,
+            sensitive: false,
+        }
     }
 
     fn sample_block() -> Block {
         let mut inner = Block::default();
         inner.attributes.insert("port".into(), attr(Type::Number));
-        inner.attributes.insert("secret".into(), Attribute { sensitive: true, ..attr(Type::String) });
+        inner.attributes.insert(
+            "secret".into(),
+            Attribute {
+                sensitive: true,
+                ..attr(Type::String)
+            },
+        );
         let mut block = Block::default();
         block.attributes.insert("name".into(), attr(Type::String));
-        block.attributes.insert("id".into(), Attribute { computed: true, optional: false, ..attr(Type::String) });
-        block.attributes.insert("tags".into(), attr(Type::Map(Box::new(Type::String))));
+        block.attributes.insert(
+            "id".into(),
+            Attribute {
+                computed: true,
+                optional: false,
+                ..attr(Type::String)
+            },
+        );
+        block
+            .attributes
+            .insert("tags".into(), attr(Type::Map(Box::new(Type::String))));
         block.attributes.insert("extra".into(), attr(Type::Dynamic));
-        block.block_types.insert("rule".into(), NestedBlock { nesting: Nesting::List, block: inner.clone(), min_items: 0, max_items: 0 });
-        block.block_types.insert("single".into(), NestedBlock { nesting: Nesting::Single, block: inner, min_items: 0, max_items: 0 });
+        block.block_types.insert(
+            "rule".into(),
+            NestedBlock {
+                nesting: Nesting::List,
+                block: inner.clone(),
+                min_items: 0,
+                max_items: 0,
+            },
+        );
+        block.block_types.insert(
+            "single".into(),
+            NestedBlock {
+                nesting: Nesting::Single,
+                block: inner,
+                min_items: 0,
+                max_items: 0,
+            },
+        );
         block
     }
 
@@ -661,18 +875,32 @@ mod tests {
         let bytes = to_bytes(&mp);
         let back = from_bytes(&bytes).unwrap();
         let mut unknowns = Vec::new();
-        let json = decode(&block.implied_type(), &back, &FieldPath::root(), &mut unknowns).unwrap();
+        let json = decode(
+            &block.implied_type(),
+            &back,
+            &FieldPath::root(),
+            &mut unknowns,
+        )
+        .unwrap();
         (json, unknowns)
     }
 
     #[test]
     fn types_parse_and_print() {
-        for text in [r#""string""#, r#"["list","number"]"#, r#"["map",["set","bool"]]"#, r#"["object",{"a":"string","b":["tuple",["number","dynamic"]]}]"#] {
+        for text in [
+            r#""string""#,
+            r#"["list","number"]"#,
+            r#"["map",["set","bool"]]"#,
+            r#"["object",{"a":"string","b":["tuple",["number","dynamic"]]}]"#,
+        ] {
             let ty = Type::from_json_bytes(text.as_bytes()).unwrap();
             assert_eq!(ty.to_json(), serde_json::from_str::<Json>(text).unwrap());
         }
         let opt = Type::from_json(&json!(["object", {"a": "string"}, ["a"]])).unwrap();
-        assert_eq!(opt, Type::Object([("a".to_string(), Type::String)].into_iter().collect()));
+        assert_eq!(
+            opt,
+            Type::Object([("a".to_string(), Type::String)].into_iter().collect())
+        );
         assert!(Type::from_json(&json!("strin")).is_err());
         assert!(Type::from_json(&json!(["list"])).is_err());
     }
@@ -697,7 +925,10 @@ mod tests {
         assert_eq!(json["name"], Json::Null);
         assert_eq!(unknowns, vec![FieldPath::parse("name").unwrap()]);
         let literal = block.encode(&value, false).unwrap();
-        assert_eq!(literal.as_map().unwrap()[0].1, Mp::from("$kusion_path.a:b:c:d.arn"));
+        assert_eq!(
+            literal.as_map().unwrap()[0].1,
+            Mp::from("$kusion_path.a:b:c:d.arn")
+        );
         // The wire form of an unknown is d4 00 00.
         assert_eq!(to_bytes(&unknown()), vec![0xd4, 0, 0]);
     }
@@ -705,17 +936,31 @@ mod tests {
     #[test]
     fn conversions_and_errors_name_the_path() {
         let block = sample_block();
-        let mp = block.encode(&json!({"name": 12, "rule": [{"port": "80"}]}), false).unwrap();
+        let mp = block
+            .encode(&json!({"name": 12, "rule": [{"port": "80"}]}), false)
+            .unwrap();
         let (json, _) = {
             let mut u = Vec::new();
-            (decode(&block.implied_type(), &mp, &FieldPath::root(), &mut u).unwrap(), u)
+            (
+                decode(&block.implied_type(), &mp, &FieldPath::root(), &mut u).unwrap(),
+                u,
+            )
         };
         assert_eq!(json["name"], json!("12"));
         assert_eq!(json["rule"][0]["port"], json!(80));
-        let err = block.encode(&json!({"rule": [{"port": "eighty"}]}), false).unwrap_err();
-        assert_eq!(err.to_string(), "at rule[0].port: expected a number, found the string \"eighty\"");
+        let err = block
+            .encode(&json!({"rule": [{"port": "eighty"}]}), false)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "at rule[0].port: expected a number, found the string \"eighty\""
+        );
         let err = block.encode(&json!({"nope": 1}), false).unwrap_err();
-        assert!(err.to_string().starts_with("at nope: unsupported attribute"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("at nope: unsupported attribute"),
+            "{err}"
+        );
         let err = block.encode_config(&json!({"id": "x"}), false).unwrap_err();
         assert!(err.to_string().contains("read-only"), "{err}");
     }
@@ -724,7 +969,10 @@ mod tests {
     fn sensitive_paths_follow_values() {
         let block = sample_block();
         let v = json!({"rule": [{"secret": "a"}, {"port": 1}, {"secret": "b"}], "single": {"secret": "c"}});
-        assert_eq!(block.sensitive_paths(&v), vec!["rule[0].secret", "rule[2].secret", "single.secret"]);
+        assert_eq!(
+            block.sensitive_paths(&v),
+            vec!["rule[0].secret", "rule[2].secret", "single.secret"]
+        );
     }
 
     #[test]
@@ -748,7 +996,8 @@ mod tests {
         leaf.prop_recursive(depth, 24, 4, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..4).prop_map(Json::Array),
-                prop::collection::btree_map("[a-z]{1,5}", inner, 0..4).prop_map(|m| Json::Object(m.into_iter().collect())),
+                prop::collection::btree_map("[a-z]{1,5}", inner, 0..4)
+                    .prop_map(|m| Json::Object(m.into_iter().collect())),
             ]
         })
     }
@@ -760,19 +1009,28 @@ mod tests {
             any::<bool>().prop_map(|b| (Type::Bool, Json::Bool(b))),
             any::<i64>().prop_map(|i| (Type::Number, Json::from(i))),
             (-1.0e6f64..1.0e6).prop_map(|f| (Type::Number, float_json(f).unwrap())),
-            "[ -~]{0,16}".prop_filter("not a marker", |s| !s.starts_with(UNKNOWN_MARKER)).prop_map(|s| (Type::String, Json::String(s))),
+            "[ -~]{0,16}"
+                .prop_filter("not a marker", |s| !s.starts_with(UNKNOWN_MARKER))
+                .prop_map(|s| (Type::String, Json::String(s))),
         ];
         leaf.prop_recursive(3, 32, 4, |inner| {
             prop_oneof![
                 inner.clone().prop_flat_map(|(t, v)| {
-                    prop::collection::vec(Just(v), 0..3).prop_map(move |items| (Type::List(Box::new(t.clone())), Json::Array(items)))
+                    prop::collection::vec(Just(v), 0..3).prop_map(move |items| {
+                        (Type::List(Box::new(t.clone())), Json::Array(items))
+                    })
                 }),
                 inner.clone().prop_flat_map(|(t, v)| {
-                    prop::collection::btree_map("[a-z]{1,4}", Just(v), 0..3)
-                        .prop_map(move |m| (Type::Map(Box::new(t.clone())), Json::Object(m.into_iter().collect())))
+                    prop::collection::btree_map("[a-z]{1,4}", Just(v), 0..3).prop_map(move |m| {
+                        (
+                            Type::Map(Box::new(t.clone())),
+                            Json::Object(m.into_iter().collect()),
+                        )
+                    })
                 }),
                 prop::collection::btree_map("[a-z]{1,4}", inner, 0..4).prop_map(|m| {
-                    let ty = Type::Object(m.iter().map(|(k, (t, _))| (k.clone(), t.clone())).collect());
+                    let ty =
+                        Type::Object(m.iter().map(|(k, (t, _))| (k.clone(), t.clone())).collect());
                     let v = Json::Object(m.into_iter().map(|(k, (_, v))| (k, v)).collect());
                     (ty, v)
                 }),

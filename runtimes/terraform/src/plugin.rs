@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::proto::{plugin as gp, tfplugin5 as v5, tfplugin6 as v6};
-use crate::schema::{self, ProviderSchema};
+use crate::schema::ProviderSchema;
 
 /// go-plugin's handshake cookie for Terraform providers: a provider refuses to start without it.
 const MAGIC_COOKIE_KEY: &str = "TF_PLUGIN_MAGIC_COOKIE";
@@ -31,7 +31,11 @@ pub enum PluginError {
     #[error("provider {binary} handshake: {message}")]
     Handshake { binary: String, message: String },
     #[error("provider RPC {rpc} failed: {status}")]
-    Rpc { rpc: &'static str, status: String, transport: bool },
+    Rpc {
+        rpc: &'static str,
+        status: String,
+        transport: bool,
+    },
     #[error("provider sent an invalid schema: {0}")]
     Schema(String),
 }
@@ -101,13 +105,26 @@ pub struct Provider {
 fn rpc_err(rpc: &'static str, status: tonic::Status) -> PluginError {
     // Transport-level failures (the process died, the socket closed) arrive as Unavailable /
     // Unknown with a transport cause; the provider's own errors come as diagnostics instead.
-    let transport = matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled | tonic::Code::Internal);
-    PluginError::Rpc { rpc, status: format!("{}: {}", status.code(), status.message()), transport }
+    let transport = matches!(
+        status.code(),
+        tonic::Code::Unavailable
+            | tonic::Code::Unknown
+            | tonic::Code::Cancelled
+            | tonic::Code::Internal
+    );
+    PluginError::Rpc {
+        rpc,
+        status: format!("{}: {}", status.code(), status.message()),
+        transport,
+    }
 }
 
 macro_rules! dv {
     ($m:ident, $bytes:expr) => {
-        Some($m::DynamicValue { msgpack: $bytes, json: Vec::new() })
+        Some($m::DynamicValue {
+            msgpack: $bytes,
+            json: Vec::new(),
+        })
     };
 }
 
@@ -118,8 +135,12 @@ macro_rules! attr_path {
                 .into_iter()
                 .filter_map(|s| match s.selector? {
                     $m::attribute_path::step::Selector::AttributeName(n) => Some(Segment::Key(n)),
-                    $m::attribute_path::step::Selector::ElementKeyString(k) => Some(Segment::Key(k)),
-                    $m::attribute_path::step::Selector::ElementKeyInt(i) => Some(Segment::Index(i.max(0) as usize)),
+                    $m::attribute_path::step::Selector::ElementKeyString(k) => {
+                        Some(Segment::Key(k))
+                    }
+                    $m::attribute_path::step::Selector::ElementKeyInt(i) => {
+                        Some(Segment::Index(i.max(0) as usize))
+                    }
                 })
                 .collect(),
         )
@@ -166,14 +187,23 @@ pub struct Handshake {
 pub fn parse_handshake(line: &str) -> Result<Handshake, String> {
     let parts: Vec<&str> = line.trim().split('|').collect();
     if parts.len() < 5 {
-        return Err(format!("expected core|protocol|network|address|grpc, got {line:?}"));
+        return Err(format!(
+            "expected core|protocol|network|address|grpc, got {line:?}"
+        ));
     }
     if parts[0] != "1" {
-        return Err(format!("unsupported go-plugin core version {:?} in {line:?}", parts[0]));
+        return Err(format!(
+            "unsupported go-plugin core version {:?} in {line:?}",
+            parts[0]
+        ));
     }
-    let protocol: u32 = parts[1].parse().map_err(|_| format!("bad protocol version {:?} in {line:?}", parts[1]))?;
+    let protocol: u32 = parts[1]
+        .parse()
+        .map_err(|_| format!("bad protocol version {:?} in {line:?}", parts[1]))?;
     if protocol != 5 && protocol != 6 {
-        return Err(format!("provider chose protocol {protocol}; supported: 5, 6"));
+        return Err(format!(
+            "provider chose protocol {protocol}; supported: 5, 6"
+        ));
     }
     if parts[4] != "grpc" {
         return Err(format!("provider speaks {:?}, not grpc", parts[4]));
@@ -184,15 +214,25 @@ pub fn parse_handshake(line: &str) -> Result<Handshake, String> {
     if parts[2] != "unix" && parts[2] != "tcp" {
         return Err(format!("unsupported network {:?}", parts[2]));
     }
-    Ok(Handshake { protocol, network: parts[2].into(), address: parts[3].into() })
+    Ok(Handshake {
+        protocol,
+        network: parts[2].into(),
+        address: parts[3].into(),
+    })
 }
 
 impl Provider {
     /// Start the binary, complete the handshake and connect. Provider output goes to `log`
     /// (or to this process' stderr when `log` is `None`).
     pub async fn start(binary: &Path, log: Option<&Path>) -> Result<Arc<Provider>, PluginError> {
-        let start_err = |message: String| PluginError::Start { binary: binary.display().to_string(), message };
-        let hs_err = |message: String| PluginError::Handshake { binary: binary.display().to_string(), message };
+        let start_err = |message: String| PluginError::Start {
+            binary: binary.display().to_string(),
+            message,
+        };
+        let hs_err = |message: String| PluginError::Handshake {
+            binary: binary.display().to_string(),
+            message,
+        };
         let mut cmd = Command::new(binary);
         cmd.env(MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE)
             .env("PLUGIN_PROTOCOL_VERSIONS", "5,6")
@@ -202,7 +242,8 @@ impl Provider {
         let log_file = match log {
             Some(path) => {
                 if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| start_err(format!("log directory {}: {e}", dir.display())))?;
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| start_err(format!("log directory {}: {e}", dir.display())))?;
                 }
                 let f = std::fs::OpenOptions::new()
                     .create(true)
@@ -219,7 +260,10 @@ impl Provider {
         };
         let mut child = cmd.spawn().map_err(|e| start_err(e.to_string()))?;
         let pid = child.id().unwrap_or(0);
-        let stdout = child.stdout.take().ok_or_else(|| start_err("no stdout pipe".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| start_err("no stdout pipe".into()))?;
         let mut lines = BufReader::new(stdout).lines();
         let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
             loop {
@@ -229,7 +273,11 @@ impl Provider {
                             return parse_handshake(&line);
                         }
                     }
-                    Ok(None) => return Err("provider exited before the handshake (see its log)".to_string()),
+                    Ok(None) => {
+                        return Err(
+                            "provider exited before the handshake (see its log)".to_string()
+                        );
+                    }
                     Err(e) => return Err(e.to_string()),
                 }
             }
@@ -243,7 +291,10 @@ impl Provider {
             }
             Err(_) => {
                 let _ = child.kill().await;
-                return Err(hs_err(format!("no handshake line within {}s", HANDSHAKE_TIMEOUT.as_secs())));
+                return Err(hs_err(format!(
+                    "no handshake line within {}s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                )));
             }
         };
         // Whatever else the process prints on stdout belongs in its log.
@@ -259,14 +310,19 @@ impl Provider {
             }
         });
 
-        let endpoint = Endpoint::try_from("http://provider.invalid").map_err(|e| hs_err(e.to_string()))?;
+        let endpoint =
+            Endpoint::try_from("http://provider.invalid").map_err(|e| hs_err(e.to_string()))?;
         let (channel, socket) = if handshake.network == "unix" {
             let path = PathBuf::from(&handshake.address);
             let connect_path = path.clone();
             let channel = endpoint
                 .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
                     let p = connect_path.clone();
-                    async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(p).await?)) }
+                    async move {
+                        Ok::<_, std::io::Error>(TokioIo::new(
+                            tokio::net::UnixStream::connect(p).await?,
+                        ))
+                    }
                 }))
                 .await
                 .map_err(|e| hs_err(format!("connecting to {}: {e}", path.display())))?;
@@ -280,8 +336,16 @@ impl Provider {
             (channel, None)
         };
         let client = match handshake.protocol {
-            5 => Client::V5(v5::provider_client::ProviderClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE)),
-            _ => Client::V6(v6::provider_client::ProviderClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE)),
+            5 => Client::V5(
+                v5::provider_client::ProviderClient::new(channel.clone())
+                    .max_decoding_message_size(MAX_MESSAGE)
+                    .max_encoding_message_size(MAX_MESSAGE),
+            ),
+            _ => Client::V6(
+                v6::provider_client::ProviderClient::new(channel.clone())
+                    .max_decoding_message_size(MAX_MESSAGE)
+                    .max_encoding_message_size(MAX_MESSAGE),
+            ),
         };
         let provider = Arc::new(Provider {
             binary: binary.to_path_buf(),
@@ -303,10 +367,17 @@ impl Provider {
         let mut client = gp::grpc_stdio_client::GrpcStdioClient::new(self.channel.clone());
         let log = log.map(Path::to_path_buf);
         tokio::spawn(async move {
-            let Ok(response) = client.stream_stdio(gp::Empty {}).await else { return };
+            let Ok(response) = client.stream_stdio(gp::Empty {}).await else {
+                return;
+            };
             let mut stream = response.into_inner();
             let mut file = match log {
-                Some(path) => tokio::fs::OpenOptions::new().create(true).append(true).open(path).await.ok(),
+                Some(path) => tokio::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .await
+                    .ok(),
                 None => None,
             };
             while let Ok(Some(chunk)) = stream.message().await {
@@ -325,7 +396,10 @@ impl Provider {
     }
 
     fn check<T>(&self, result: Result<T, PluginError>) -> Result<T, PluginError> {
-        if let Err(PluginError::Rpc { transport: true, .. }) = &result {
+        if let Err(PluginError::Rpc {
+            transport: true, ..
+        }) = &result
+        {
             self.dead.store(true, Ordering::Relaxed);
         }
         result
@@ -334,10 +408,18 @@ impl Provider {
     pub async fn get_schema(&self) -> Result<(ProviderSchema, Vec<Diagnostic>), PluginError> {
         let result = match self.client.clone() {
             Client::V5(mut c) => {
-                let r = c.get_schema(v5::get_provider_schema::Request {}).await.map_err(|s| rpc_err("GetSchema", s)).map(|r| r.into_inner());
+                let r = c
+                    .get_schema(v5::get_provider_schema::Request {})
+                    .await
+                    .map_err(|s| rpc_err("GetSchema", s))
+                    .map(|r| r.into_inner());
                 r.and_then(|r| {
-                    let s = schema::from_v5(&r).map_err(|e| PluginError::Schema(e.to_string()))?;
-                    Ok((s, diags!(v5, r.diagnostics)))
+                    let diagnostics = diags!(v5, r.diagnostics.clone());
+                    Ok((
+                        ProviderSchema::from_v5(r)
+                            .map_err(|e| PluginError::Schema(e.to_string()))?,
+                        diagnostics,
+                    ))
                 })
             }
             Client::V6(mut c) => {
@@ -347,8 +429,12 @@ impl Provider {
                     .map_err(|s| rpc_err("GetProviderSchema", s))
                     .map(|r| r.into_inner());
                 r.and_then(|r| {
-                    let s = schema::from_v6(&r).map_err(|e| PluginError::Schema(e.to_string()))?;
-                    Ok((s, diags!(v6, r.diagnostics)))
+                    let diagnostics = diags!(v6, r.diagnostics.clone());
+                    Ok((
+                        ProviderSchema::from_v6(r)
+                            .map_err(|e| PluginError::Schema(e.to_string()))?,
+                        diagnostics,
+                    ))
                 })
             }
         };
@@ -357,18 +443,30 @@ impl Provider {
 
     /// Validate the provider configuration (PrepareProviderConfig / ValidateProviderConfig).
     /// Returns the prepared configuration when the provider offers one.
-    pub async fn validate_provider_config(&self, config: Vec<u8>) -> Result<(Option<Vec<u8>>, Vec<Diagnostic>), PluginError> {
+    pub async fn validate_provider_config(
+        &self,
+        config: Vec<u8>,
+    ) -> Result<(Option<Vec<u8>>, Vec<Diagnostic>), PluginError> {
         let result = match self.client.clone() {
             Client::V5(mut c) => c
-                .prepare_provider_config(v5::prepare_provider_config::Request { config: dv!(v5, config) })
+                .prepare_provider_config(v5::prepare_provider_config::Request {
+                    config: dv!(v5, config),
+                })
                 .await
                 .map(|r| {
                     let r = r.into_inner();
-                    (r.prepared_config.map(|v| v.msgpack).filter(|b| !b.is_empty()), diags!(v5, r.diagnostics))
+                    (
+                        r.prepared_config
+                            .map(|v| v.msgpack)
+                            .filter(|b| !b.is_empty()),
+                        diags!(v5, r.diagnostics),
+                    )
                 })
                 .map_err(|s| rpc_err("PrepareProviderConfig", s)),
             Client::V6(mut c) => c
-                .validate_provider_config(v6::validate_provider_config::Request { config: dv!(v6, config) })
+                .validate_provider_config(v6::validate_provider_config::Request {
+                    config: dv!(v6, config),
+                })
                 .await
                 .map(|r| (None, diags!(v6, r.into_inner().diagnostics)))
                 .map_err(|s| rpc_err("ValidateProviderConfig", s)),
@@ -383,7 +481,9 @@ impl Provider {
                 .configure(v5::configure::Request {
                     terraform_version: VERSION.into(),
                     config: dv!(v5, config),
-                    client_capabilities: Some(v5::ClientCapabilities { deferral_allowed: false }),
+                    client_capabilities: Some(v5::ClientCapabilities {
+                        deferral_allowed: false,
+                    }),
                 })
                 .await
                 .map(|r| diags!(v5, r.into_inner().diagnostics))
@@ -392,7 +492,10 @@ impl Provider {
                 .configure_provider(v6::configure_provider::Request {
                     terraform_version: VERSION.into(),
                     config: dv!(v6, config),
-                    client_capabilities: Some(v6::ClientCapabilities { deferral_allowed: false, write_only_attributes_allowed: false }),
+                    client_capabilities: Some(v6::ClientCapabilities {
+                        deferral_allowed: false,
+                        write_only_attributes_allowed: false,
+                    }),
                 })
                 .await
                 .map(|r| diags!(v6, r.into_inner().diagnostics))
@@ -401,13 +504,21 @@ impl Provider {
         self.check(result)
     }
 
-    pub async fn upgrade_state(&self, type_name: &str, version: i64, json: Vec<u8>) -> Result<(Vec<u8>, Vec<Diagnostic>), PluginError> {
+    pub async fn upgrade_state(
+        &self,
+        type_name: &str,
+        version: i64,
+        json: Vec<u8>,
+    ) -> Result<(Vec<u8>, Vec<Diagnostic>), PluginError> {
         let result = match self.client.clone() {
             Client::V5(mut c) => c
                 .upgrade_resource_state(v5::upgrade_resource_state::Request {
                     type_name: type_name.into(),
                     version,
-                    raw_state: Some(v5::RawState { json, flatmap: Default::default() }),
+                    raw_state: Some(v5::RawState {
+                        json,
+                        flatmap: Default::default(),
+                    }),
                 })
                 .await
                 .map(|r| {
@@ -419,7 +530,10 @@ impl Provider {
                 .upgrade_resource_state(v6::upgrade_resource_state::Request {
                     type_name: type_name.into(),
                     version,
-                    raw_state: Some(v6::RawState { json, flatmap: Default::default() }),
+                    raw_state: Some(v6::RawState {
+                        json,
+                        flatmap: Default::default(),
+                    }),
                 })
                 .await
                 .map(|r| {
@@ -431,7 +545,12 @@ impl Provider {
         self.check(result)
     }
 
-    pub async fn read(&self, type_name: &str, state: Vec<u8>, private: Vec<u8>) -> Result<StateResult, PluginError> {
+    pub async fn read(
+        &self,
+        type_name: &str,
+        state: Vec<u8>,
+        private: Vec<u8>,
+    ) -> Result<StateResult, PluginError> {
         let result = match self.client.clone() {
             Client::V5(mut c) => c
                 .read_resource(v5::read_resource::Request {
@@ -444,7 +563,11 @@ impl Provider {
                 .await
                 .map(|r| {
                     let r = r.into_inner();
-                    StateResult { state: msgpack(r.new_state), private: r.private, diagnostics: diags!(v5, r.diagnostics) }
+                    StateResult {
+                        state: msgpack(r.new_state),
+                        private: r.private,
+                        diagnostics: diags!(v5, r.diagnostics),
+                    }
                 })
                 .map_err(|s| rpc_err("ReadResource", s)),
             Client::V6(mut c) => c
@@ -458,7 +581,11 @@ impl Provider {
                 .await
                 .map(|r| {
                     let r = r.into_inner();
-                    StateResult { state: msgpack(r.new_state), private: r.private, diagnostics: diags!(v6, r.diagnostics) }
+                    StateResult {
+                        state: msgpack(r.new_state),
+                        private: r.private,
+                        diagnostics: diags!(v6, r.diagnostics),
+                    }
                 })
                 .map_err(|s| rpc_err("ReadResource", s)),
         };
@@ -478,7 +605,11 @@ impl Provider {
                 let r = $r.into_inner();
                 PlanResult {
                     planned_state: msgpack(r.planned_state),
-                    requires_replace: r.requires_replace.into_iter().map(|a| attr_path!($m, a)).collect(),
+                    requires_replace: r
+                        .requires_replace
+                        .into_iter()
+                        .map(|a| attr_path!($m, a))
+                        .collect(),
                     planned_private: r.planned_private,
                     diagnostics: diags!($m, r.diagnostics),
                 }
@@ -536,7 +667,11 @@ impl Provider {
                 .await
                 .map(|r| {
                     let r = r.into_inner();
-                    StateResult { state: msgpack(r.new_state), private: r.private, diagnostics: diags!(v5, r.diagnostics) }
+                    StateResult {
+                        state: msgpack(r.new_state),
+                        private: r.private,
+                        diagnostics: diags!(v5, r.diagnostics),
+                    }
                 })
                 .map_err(|s| rpc_err("ApplyResourceChange", s)),
             Client::V6(mut c) => c
@@ -551,7 +686,11 @@ impl Provider {
                 .await
                 .map(|r| {
                     let r = r.into_inner();
-                    StateResult { state: msgpack(r.new_state), private: r.private, diagnostics: diags!(v6, r.diagnostics) }
+                    StateResult {
+                        state: msgpack(r.new_state),
+                        private: r.private,
+                        diagnostics: diags!(v6, r.diagnostics),
+                    }
                 })
                 .map_err(|s| rpc_err("ApplyResourceChange", s)),
         };
@@ -561,23 +700,39 @@ impl Provider {
     pub async fn import(&self, type_name: &str, id: &str) -> Result<ImportResult, PluginError> {
         let result = match self.client.clone() {
             Client::V5(mut c) => c
-                .import_resource_state(v5::import_resource_state::Request { type_name: type_name.into(), id: id.into(), client_capabilities: None })
+                .import_resource_state(v5::import_resource_state::Request {
+                    type_name: type_name.into(),
+                    id: id.into(),
+                    client_capabilities: None,
+                })
                 .await
                 .map(|r| {
                     let r = r.into_inner();
                     ImportResult {
-                        resources: r.imported_resources.into_iter().map(|i| (i.type_name, msgpack(i.state), i.private)).collect(),
+                        resources: r
+                            .imported_resources
+                            .into_iter()
+                            .map(|i| (i.type_name, msgpack(i.state), i.private))
+                            .collect(),
                         diagnostics: diags!(v5, r.diagnostics),
                     }
                 })
                 .map_err(|s| rpc_err("ImportResourceState", s)),
             Client::V6(mut c) => c
-                .import_resource_state(v6::import_resource_state::Request { type_name: type_name.into(), id: id.into(), client_capabilities: None })
+                .import_resource_state(v6::import_resource_state::Request {
+                    type_name: type_name.into(),
+                    id: id.into(),
+                    client_capabilities: None,
+                })
                 .await
                 .map(|r| {
                     let r = r.into_inner();
                     ImportResult {
-                        resources: r.imported_resources.into_iter().map(|i| (i.type_name, msgpack(i.state), i.private)).collect(),
+                        resources: r
+                            .imported_resources
+                            .into_iter()
+                            .map(|i| (i.type_name, msgpack(i.state), i.private))
+                            .collect(),
                         diagnostics: diags!(v6, r.diagnostics),
                     }
                 })
@@ -589,9 +744,12 @@ impl Provider {
     /// Ask the process to exit (GRPCController.Shutdown); kill it by PID when it does not within
     /// the grace period, and remove the socket file it may leave behind.
     pub async fn shutdown(&self, grace: Duration) {
-        let Some(mut child) = self.child.lock().await.take() else { return };
+        let Some(mut child) = self.child.lock().await.take() else {
+            return;
+        };
         if !self.is_dead() {
-            let mut controller = gp::grpc_controller_client::GrpcControllerClient::new(self.channel.clone());
+            let mut controller =
+                gp::grpc_controller_client::GrpcControllerClient::new(self.channel.clone());
             let _ = tokio::time::timeout(grace, controller.shutdown(gp::Empty {})).await;
         }
         if tokio::time::timeout(grace, child.wait()).await.is_err() {
@@ -612,13 +770,30 @@ mod tests {
     fn handshake_lines() {
         assert_eq!(
             parse_handshake("1|5|unix|/tmp/plugin2880515784|grpc|\n").unwrap(),
-            Handshake { protocol: 5, network: "unix".into(), address: "/tmp/plugin2880515784".into() }
+            Handshake {
+                protocol: 5,
+                network: "unix".into(),
+                address: "/tmp/plugin2880515784".into()
+            }
         );
-        assert_eq!(parse_handshake("1|6|tcp|127.0.0.1:1234|grpc").unwrap().protocol, 6);
-        assert!(parse_handshake("1|4|unix|/tmp/x|grpc|").unwrap_err().contains("protocol 4"));
+        assert_eq!(
+            parse_handshake("1|6|tcp|127.0.0.1:1234|grpc")
+                .unwrap()
+                .protocol,
+            6
+        );
+        assert!(
+            parse_handshake("1|4|unix|/tmp/x|grpc|")
+                .unwrap_err()
+                .contains("protocol 4")
+        );
         assert!(parse_handshake("1|5|unix|/tmp/x|netrpc|").is_err());
         assert!(parse_handshake("2|5|unix|/tmp/x|grpc|").is_err());
-        assert!(parse_handshake("1|5|unix|/tmp/x|grpc|MIIB").unwrap_err().contains("TLS"));
+        assert!(
+            parse_handshake("1|5|unix|/tmp/x|grpc|MIIB")
+                .unwrap_err()
+                .contains("TLS")
+        );
         assert!(parse_handshake("hello").is_err());
     }
 }

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, ImportRequest, ReadRequest, ReadResponse, Runtime, RuntimeInfo, Watch,
-    WatchRequest,
+    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, ImportRequest, ReadRequest,
+    ReadResponse, Runtime, RuntimeInfo, Watch, WatchRequest,
 };
 use kusion_sdk::{ABI_VERSION, ErrorKind, FieldPath, PluginError, PluginResult, Resource};
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,9 @@ fn cache_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("KUSION_CACHE") {
         return PathBuf::from(dir);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     home.join(".cache").join("kusion-rs")
 }
 
@@ -91,8 +93,16 @@ impl Settings {
             .or_else(|| std::env::var_os("TF_PLUGIN_CACHE_DIR").map(PathBuf::from))
             .unwrap_or_else(|| root.join("plugins"));
         Settings {
-            install: InstallConfig { mirrors, cache_dir, online: !config.offline, insecure_hosts: config.insecure_registries.clone() },
-            schema_dir: config.schema_cache_dir.clone().unwrap_or_else(|| root.join("schemas")),
+            install: InstallConfig {
+                mirrors,
+                cache_dir,
+                online: !config.offline,
+                insecure_hosts: config.insecure_registries.clone(),
+            },
+            schema_dir: config
+                .schema_cache_dir
+                .clone()
+                .unwrap_or_else(|| root.join("schemas")),
             log_dir: config.log_dir.clone().unwrap_or_else(|| root.join("logs")),
             verbose: config.verbosity > 0,
             grace: Duration::from_secs(config.shutdown_grace_seconds.unwrap_or(5)),
@@ -112,7 +122,11 @@ struct PrivateEnvelope {
 
 impl PrivateEnvelope {
     fn encode(schema_version: i64, private: &[u8]) -> String {
-        serde_json::to_string(&PrivateEnvelope { schema_version, private: B64.encode(private) }).unwrap_or_default()
+        serde_json::to_string(&PrivateEnvelope {
+            schema_version,
+            private: B64.encode(private),
+        })
+        .unwrap_or_default()
     }
 
     fn decode(text: Option<&str>) -> Option<(i64, Vec<u8>)> {
@@ -126,6 +140,8 @@ struct Instance {
     address: ProviderAddress,
     provider: Arc<Provider>,
     schema: Arc<ProviderSchema>,
+    /// SHA-256 of the provider binary (key of the schema and validation caches).
+    checksum: String,
 }
 
 type ProviderKey = (String, String);
@@ -185,16 +201,32 @@ impl Target {
                 ));
             }
         };
-        let provider = resource
-            .extension_str("provider")
-            .ok_or_else(|| err(ErrorKind::InvalidInput, &id, "extensions.provider (host/namespace/name/version) is missing"))?;
-        let address = ProviderAddress::parse(provider).map_err(|e| err(ErrorKind::InvalidInput, &id, e))?;
+        let provider = resource.extension_str("provider").ok_or_else(|| {
+            err(
+                ErrorKind::InvalidInput,
+                &id,
+                "extensions.provider (host/namespace/name/version) is missing",
+            )
+        })?;
+        let address =
+            ProviderAddress::parse(provider).map_err(|e| err(ErrorKind::InvalidInput, &id, e))?;
         let meta = match resource.extensions.get("providerMeta") {
             None | Some(Json::Null) => Json::Object(Map::new()),
             Some(m @ Json::Object(_)) => m.clone(),
-            Some(_) => return Err(err(ErrorKind::InvalidInput, &id, "extensions.providerMeta must be an object (the provider configuration block)")),
+            Some(_) => {
+                return Err(err(
+                    ErrorKind::InvalidInput,
+                    &id,
+                    "extensions.providerMeta must be an object (the provider configuration block)",
+                ));
+            }
         };
-        Ok(Target { id, type_name, address, meta })
+        Ok(Target {
+            id,
+            type_name,
+            address,
+            meta,
+        })
     }
 
     fn key(&self) -> ProviderKey {
@@ -207,15 +239,31 @@ fn check_diags(id: &str, what: &str, diags: &[Diagnostic]) -> PluginResult<()> {
     for d in diags.iter().filter(|d| !d.error) {
         tracing::warn!(resource = id, "{what}: {d}");
     }
-    let errors: Vec<String> = diags.iter().filter(|d| d.error).map(|d| d.to_string()).collect();
-    if errors.is_empty() { Ok(()) } else { Err(err(ErrorKind::Rejected, id, format!("{what}: {}", errors.join("; ")))) }
+    let errors: Vec<String> = diags
+        .iter()
+        .filter(|d| d.error)
+        .map(|d| d.to_string())
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(err(
+            ErrorKind::Rejected,
+            id,
+            format!("{what}: {}", errors.join("; ")),
+        ))
+    }
 }
 
 fn rpc_error(id: &str, e: plugin::PluginError) -> PluginError {
     let kind = match &e {
-        plugin::PluginError::Rpc { transport: true, .. } => ErrorKind::Unavailable,
+        plugin::PluginError::Rpc {
+            transport: true, ..
+        } => ErrorKind::Unavailable,
         plugin::PluginError::Rpc { .. } => ErrorKind::Rejected,
-        plugin::PluginError::Start { .. } | plugin::PluginError::Handshake { .. } => ErrorKind::Unavailable,
+        plugin::PluginError::Start { .. } | plugin::PluginError::Handshake { .. } => {
+            ErrorKind::Unavailable
+        }
         plugin::PluginError::Schema(_) => ErrorKind::Internal,
     };
     err(kind, id, e)
@@ -238,9 +286,19 @@ fn decode_state(id: &str, schema: &Schema, bytes: &[u8]) -> PluginResult<Option<
         return Ok(None);
     }
     let mut unknowns = Vec::new();
-    let json = cty::decode(&schema.block.implied_type(), &mp, &FieldPath::root(), &mut unknowns).map_err(|e| err(ErrorKind::Internal, id, e))?;
+    let json = cty::decode(
+        &schema.block.implied_type(),
+        &mp,
+        &FieldPath::root(),
+        &mut unknowns,
+    )
+    .map_err(|e| err(ErrorKind::Internal, id, e))?;
     let sensitive = schema.block.sensitive_paths(&json);
-    Ok(Some(Decoded { json: cty::strip_nulls(json), unknown: unknowns.iter().map(ToString::to_string).collect(), sensitive }))
+    Ok(Some(Decoded {
+        json: cty::strip_nulls(json),
+        unknown: unknowns.iter().map(ToString::to_string).collect(),
+        sensitive,
+    }))
 }
 
 fn resource_from(template: &Resource, json: Json) -> Resource {
@@ -259,20 +317,32 @@ fn resource_from(template: &Resource, json: Json) -> Resource {
 
 impl Inner {
     fn settings(&self) -> Arc<Settings> {
-        self.settings.read().map(|s| s.clone()).unwrap_or_else(|p| p.into_inner().clone())
+        self.settings
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
     }
 
     /// The running instance for a target, starting it on first use; a dead one is replaced.
     async fn instance(&self, target: &Target) -> PluginResult<Arc<Instance>> {
         loop {
-            let cell = self.instances.lock().await.entry(target.key()).or_default().clone();
+            let cell = self
+                .instances
+                .lock()
+                .await
+                .entry(target.key())
+                .or_default()
+                .clone();
             let instance = cell.get_or_try_init(|| self.start(target)).await?.clone();
             if !instance.provider.is_dead() {
                 return Ok(instance);
             }
             // The process died (crash, kill): forget it and start a fresh one.
             let mut map = self.instances.lock().await;
-            if map.get(&target.key()).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            if map
+                .get(&target.key())
+                .is_some_and(|c| Arc::ptr_eq(c, &cell))
+            {
                 map.remove(&target.key());
             }
             drop(map);
@@ -291,25 +361,47 @@ impl Inner {
             .await
             .map_err(|e| err(ErrorKind::Internal, id, e))?
             .map_err(|e| {
-                let kind = if matches!(e, install::InstallError::NotFound { .. } | install::InstallError::BadAddress(_)) {
+                let kind = if matches!(
+                    e,
+                    install::InstallError::NotFound { .. } | install::InstallError::BadAddress(_)
+                ) {
                     ErrorKind::InvalidInput
                 } else {
                     ErrorKind::Unavailable
                 };
                 err(kind, id, e)
             })?;
-        let log = (!settings.verbose).then(|| settings.log_dir.join(format!("terraform-provider-{}_{}.log", address.name, address.version)));
-        let provider = Provider::start(&binary, log.as_deref()).await.map_err(|e| rpc_error(id, e))?;
+        let log = (!settings.verbose).then(|| {
+            settings.log_dir.join(format!(
+                "terraform-provider-{}_{}.log",
+                address.name, address.version
+            ))
+        });
+        let provider = Provider::start(&binary, log.as_deref())
+            .await
+            .map_err(|e| rpc_error(id, e))?;
         tracing::debug!(provider = %address, pid = provider.pid, protocol = provider.protocol, elapsed = ?started.elapsed(), "provider started");
+        let t = Instant::now();
         let schema = match self.schema(&settings, &binary, &provider).await {
             Ok(s) => s,
             Err(e) => {
                 provider.shutdown(settings.grace).await;
-                return Err(err(e.kind, id, format!("provider {address}: {}", e.message)));
+                return Err(err(
+                    e.kind,
+                    id,
+                    format!("provider {address}: {}", e.message),
+                ));
             }
         };
-        let instance = Arc::new(Instance { address, provider, schema });
-        if let Err(e) = self.configure_instance(&instance, target).await {
+        tracing::debug!(provider = %address, elapsed = ?t.elapsed(), "schema loaded");
+        let (checksum, schema) = schema;
+        let instance = Arc::new(Instance {
+            address,
+            provider,
+            schema,
+            checksum,
+        });
+        if let Err(e) = self.configure_instance(&settings, &instance, target).await {
             instance.provider.shutdown(settings.grace).await;
             return Err(e);
         }
@@ -318,24 +410,41 @@ impl Inner {
     }
 
     /// Schema for a binary: memory, then the disk cache by checksum, then GetSchema.
-    async fn schema(&self, settings: &Settings, binary: &Path, provider: &Provider) -> PluginResult<Arc<ProviderSchema>> {
+    async fn schema(
+        &self,
+        settings: &Settings,
+        binary: &Path,
+        provider: &Provider,
+    ) -> PluginResult<(String, Arc<ProviderSchema>)> {
         let schema_dir = settings.schema_dir.clone();
         let bin = binary.to_path_buf();
-        let checksum = tokio::task::spawn_blocking(move || schema_cache::binary_checksum(&bin, &schema_dir))
-            .await
-            .map_err(|e| PluginError::internal(e.to_string()))?
-            .map_err(|e| PluginError::new(ErrorKind::Unavailable, format!("hashing {}: {e}", binary.display())))?;
+        let checksum =
+            tokio::task::spawn_blocking(move || schema_cache::binary_checksum(&bin, &schema_dir))
+                .await
+                .map_err(|e| PluginError::internal(e.to_string()))?
+                .map_err(|e| {
+                    PluginError::new(
+                        ErrorKind::Unavailable,
+                        format!("hashing {}: {e}", binary.display()),
+                    )
+                })?;
         let mut schemas = self.schemas.lock().await;
         if let Some(s) = schemas.get(&checksum) {
-            return Ok(s.clone());
+            return Ok((checksum, s.clone()));
         }
         let dir = settings.schema_dir.clone();
         let sum = checksum.clone();
-        let cached = tokio::task::spawn_blocking(move || schema_cache::load_cached(&dir, &sum)).await.ok().flatten();
+        let cached = tokio::task::spawn_blocking(move || schema_cache::load_cached(&dir, &sum))
+            .await
+            .ok()
+            .flatten();
         let schema = match cached {
             Some(s) => s,
             None => {
-                let (s, diags) = provider.get_schema().await.map_err(|e| rpc_error("GetSchema", e))?;
+                let (s, diags) = provider
+                    .get_schema()
+                    .await
+                    .map_err(|e| rpc_error("GetSchema", e))?;
                 check_diags("GetSchema", "reading the provider schema", &diags)?;
                 if let Err(e) = schema_cache::store_cached(&settings.schema_dir, &checksum, &s) {
                     tracing::warn!("could not cache the provider schema: {e}");
@@ -344,31 +453,101 @@ impl Inner {
             }
         };
         let schema = Arc::new(schema);
-        schemas.insert(checksum, schema.clone());
-        Ok(schema)
+        schemas.insert(checksum.clone(), schema.clone());
+        Ok((checksum, schema))
     }
 
-    async fn configure_instance(&self, instance: &Instance, target: &Target) -> PluginResult<()> {
+    async fn configure_instance(
+        &self,
+        settings: &Settings,
+        instance: &Instance,
+        target: &Target,
+    ) -> PluginResult<()> {
         let id = target.id.as_str();
         let block = &instance.schema.provider.block;
-        let config = block
-            .encode_config(&target.meta, false)
-            .map_err(|e| err(ErrorKind::InvalidInput, id, format!("extensions.providerMeta for {}: {e}", instance.address)))?;
+        let config = block.encode_config(&target.meta, false).map_err(|e| {
+            err(
+                ErrorKind::InvalidInput,
+                id,
+                format!("extensions.providerMeta for {}: {e}", instance.address),
+            )
+        })?;
         let config = cty::to_bytes(&config);
-        let (prepared, diags) = instance.provider.validate_provider_config(config.clone()).await.map_err(|e| rpc_error(id, e))?;
-        check_diags(id, &format!("provider {} configuration", instance.address), &diags)?;
-        let diags = instance.provider.configure(prepared.unwrap_or(config)).await.map_err(|e| rpc_error(id, e))?;
-        check_diags(id, &format!("configuring provider {}", instance.address), &diags)
+        let prepared = match schema_cache::load_validated(
+            &settings.schema_dir,
+            &instance.checksum,
+            &config,
+        ) {
+            Some(prepared) => prepared,
+            None => {
+                let t = Instant::now();
+                let (prepared, diags) = instance
+                    .provider
+                    .validate_provider_config(config.clone())
+                    .await
+                    .map_err(|e| rpc_error(id, e))?;
+                tracing::debug!(provider = %instance.address, elapsed = ?t.elapsed(), "provider configuration validated");
+                check_diags(
+                    id,
+                    &format!("provider {} configuration", instance.address),
+                    &diags,
+                )?;
+                let prepared = prepared.unwrap_or_default();
+                if let Err(e) = schema_cache::store_validated(
+                    &settings.schema_dir,
+                    &instance.checksum,
+                    &config,
+                    &prepared,
+                ) {
+                    tracing::warn!("could not cache the provider configuration verdict: {e}");
+                }
+                prepared
+            }
+        };
+        let t = Instant::now();
+        let config = if prepared.is_empty() {
+            config
+        } else {
+            prepared
+        };
+        let diags = instance
+            .provider
+            .configure(config)
+            .await
+            .map_err(|e| rpc_error(id, e))?;
+        tracing::debug!(provider = %instance.address, elapsed = ?t.elapsed(), "provider configured");
+        check_diags(
+            id,
+            &format!("configuring provider {}", instance.address),
+            &diags,
+        )
     }
 
-    async fn resource_schema(&self, target: &Target) -> PluginResult<(Arc<Instance>, Schema)> {
+    async fn resource_schema(&self, target: &Target) -> PluginResult<(Arc<Instance>, Arc<Schema>)> {
         let instance = self.instance(target).await?;
         let schema = instance
             .schema
-            .resources
-            .get(&target.type_name)
-            .cloned()
-            .ok_or_else(|| err(ErrorKind::InvalidInput, &target.id, format!("provider {} has no resource type {:?}", instance.address, target.type_name)))?;
+            .resource(&target.type_name)
+            .map_err(|e| {
+                err(
+                    ErrorKind::Internal,
+                    &target.id,
+                    format!(
+                        "provider {} schema of {}: {e}",
+                        instance.address, target.type_name
+                    ),
+                )
+            })?
+            .ok_or_else(|| {
+                err(
+                    ErrorKind::InvalidInput,
+                    &target.id,
+                    format!(
+                        "provider {} has no resource type {:?}",
+                        instance.address, target.type_name
+                    ),
+                )
+            })?;
         Ok((instance, schema))
     }
 
@@ -384,14 +563,25 @@ impl Inner {
         private: Option<&str>,
         force_upgrade: bool,
     ) -> PluginResult<(Vec<u8>, Vec<u8>)> {
-        let (version, private) = PrivateEnvelope::decode(private).unwrap_or((schema.version, Vec::new()));
+        let (version, private) =
+            PrivateEnvelope::decode(private).unwrap_or((schema.version, Vec::new()));
         let json = Json::Object(prior.attributes.clone());
         if !force_upgrade && version == schema.version {
-            let mp = schema.block.encode(&json, false).map_err(|e| err(ErrorKind::InvalidInput, &target.id, format!("prior state: {e}")))?;
+            let mp = schema.block.encode(&json, false).map_err(|e| {
+                err(
+                    ErrorKind::InvalidInput,
+                    &target.id,
+                    format!("prior state: {e}"),
+                )
+            })?;
             return Ok((cty::to_bytes(&mp), private));
         }
         let raw = serde_json::to_vec(&json).map_err(|e| err(ErrorKind::Internal, &target.id, e))?;
-        let (upgraded, diags) = instance.provider.upgrade_state(&target.type_name, version, raw).await.map_err(|e| rpc_error(&target.id, e))?;
+        let (upgraded, diags) = instance
+            .provider
+            .upgrade_state(&target.type_name, version, raw)
+            .await
+            .map_err(|e| rpc_error(&target.id, e))?;
         check_diags(&target.id, "upgrading the prior state", &diags)?;
         Ok((upgraded, private))
     }
@@ -401,53 +591,127 @@ impl Inner {
         let (instance, schema) = self.resource_schema(&target).await?;
         let id = target.id.as_str();
         let config_json = Json::Object(req.planned.attributes.clone());
-        let config = schema.block.encode_config(&config_json, req.dry_run).map_err(|e| err(ErrorKind::InvalidInput, id, e))?;
+        let config = schema
+            .block
+            .encode_config(&config_json, req.dry_run)
+            .map_err(|e| err(ErrorKind::InvalidInput, id, e))?;
         let config = cty::to_bytes(&config);
         let (prior, prior_private) = match &req.prior {
-            Some(p) => self.prior_state(&instance, &target, &schema, p, req.prior_private.as_deref(), false).await?,
+            Some(p) => {
+                self.prior_state(
+                    &instance,
+                    &target,
+                    &schema,
+                    p,
+                    req.prior_private.as_deref(),
+                    false,
+                )
+                .await?
+            }
             None => (nil(), Vec::new()),
         };
-        let mut plan = self.plan(&instance, &target, &schema, &prior, &config_json, &config, &prior_private, req.dry_run).await?;
+        let mut plan = self
+            .plan(
+                &instance,
+                &target,
+                &schema,
+                &prior,
+                &config_json,
+                &config,
+                &prior_private,
+                req.dry_run,
+            )
+            .await?;
         if req.prior.is_none() {
             // Providers may name replace-forcing attributes on a create; nothing is replaced then.
             plan.requires_replace.clear();
         }
         let replace = !plan.requires_replace.is_empty();
         if req.dry_run {
-            let decoded = decode_state(id, &schema, &plan.planned_state)?
-                .ok_or_else(|| err(ErrorKind::Rejected, id, "the provider planned no object for a resource that should exist"))?;
+            let decoded = decode_state(id, &schema, &plan.planned_state)?.ok_or_else(|| {
+                err(
+                    ErrorKind::Rejected,
+                    id,
+                    "the provider planned no object for a resource that should exist",
+                )
+            })?;
             return Ok(ApplyResponse {
                 resource: resource_from(&req.planned, decoded.json),
                 private: req.prior_private.clone(),
                 sensitive_paths: decoded.sensitive,
                 unknown_paths: decoded.unknown,
-                requires_replace: plan.requires_replace.iter().map(ToString::to_string).collect(),
+                requires_replace: plan
+                    .requires_replace
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
             });
         }
         let mut prior = prior;
         if replace {
             // Destroy, then create from nothing (the provider's plan decides only *that* a
             // replace is needed; create-before-destroy would need both objects to coexist).
-            self.destroy(&instance, &target, &schema, prior.clone(), prior_private.clone()).await?;
+            self.destroy(
+                &instance,
+                &target,
+                &schema,
+                prior.clone(),
+                prior_private.clone(),
+            )
+            .await?;
             prior = nil();
-            plan = self.plan(&instance, &target, &schema, &prior, &config_json, &config, &[], false).await?;
+            plan = self
+                .plan(
+                    &instance,
+                    &target,
+                    &schema,
+                    &prior,
+                    &config_json,
+                    &config,
+                    &[],
+                    false,
+                )
+                .await?;
         }
         let result = instance
             .provider
-            .apply(&target.type_name, prior, plan.planned_state, config, plan.planned_private)
+            .apply(
+                &target.type_name,
+                prior,
+                plan.planned_state,
+                config,
+                plan.planned_private,
+            )
             .await
             .map_err(|e| rpc_error(id, e))?;
         check_diags(id, "applying", &result.diagnostics)?;
-        let decoded = decode_state(id, &schema, &result.state)?.ok_or_else(|| err(ErrorKind::Rejected, id, "the provider returned no object after apply"))?;
+        let decoded = decode_state(id, &schema, &result.state)?.ok_or_else(|| {
+            err(
+                ErrorKind::Rejected,
+                id,
+                "the provider returned no object after apply",
+            )
+        })?;
         if !decoded.unknown.is_empty() {
-            return Err(err(ErrorKind::Internal, id, format!("the provider left unknown values after apply: {}", decoded.unknown.join(", "))));
+            return Err(err(
+                ErrorKind::Internal,
+                id,
+                format!(
+                    "the provider left unknown values after apply: {}",
+                    decoded.unknown.join(", ")
+                ),
+            ));
         }
         Ok(ApplyResponse {
             resource: resource_from(&req.planned, decoded.json),
             private: Some(PrivateEnvelope::encode(schema.version, &result.private)),
             sensitive_paths: decoded.sensitive,
             unknown_paths: Vec::new(),
-            requires_replace: plan.requires_replace.iter().map(ToString::to_string).collect(),
+            requires_replace: plan
+                .requires_replace
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         })
     }
 
@@ -469,10 +733,19 @@ impl Inner {
             None => Json::Null,
         };
         let proposed = schema.block.proposed_new(&prior_json, config_json);
-        let proposed = schema.block.encode(&proposed, allow_unknown).map_err(|e| err(ErrorKind::InvalidInput, id, e))?;
+        let proposed = schema
+            .block
+            .encode(&proposed, allow_unknown)
+            .map_err(|e| err(ErrorKind::InvalidInput, id, e))?;
         let plan = instance
             .provider
-            .plan(&target.type_name, prior.to_vec(), cty::to_bytes(&proposed), config.to_vec(), prior_private.to_vec())
+            .plan(
+                &target.type_name,
+                prior.to_vec(),
+                cty::to_bytes(&proposed),
+                config.to_vec(),
+                prior_private.to_vec(),
+            )
             .await
             .map_err(|e| rpc_error(id, e))?;
         check_diags(id, "planning", &plan.diagnostics)?;
@@ -480,7 +753,14 @@ impl Inner {
     }
 
     /// Plan to null, then apply: how a provider deletes.
-    async fn destroy(&self, instance: &Instance, target: &Target, _schema: &Schema, prior: Vec<u8>, private: Vec<u8>) -> PluginResult<()> {
+    async fn destroy(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        _schema: &Schema,
+        prior: Vec<u8>,
+        private: Vec<u8>,
+    ) -> PluginResult<()> {
         let id = target.id.as_str();
         let plan = instance
             .provider
@@ -499,21 +779,55 @@ impl Inner {
     async fn delete(&self, req: DeleteRequest) -> PluginResult<()> {
         let target = Target::of(&req.resource)?;
         let (instance, schema) = self.resource_schema(&target).await?;
-        let (prior, private) = self.prior_state(&instance, &target, &schema, &req.resource, req.private.as_deref(), false).await?;
-        self.destroy(&instance, &target, &schema, prior, private).await
+        let (prior, private) = self
+            .prior_state(
+                &instance,
+                &target,
+                &schema,
+                &req.resource,
+                req.private.as_deref(),
+                false,
+            )
+            .await?;
+        self.destroy(&instance, &target, &schema, prior, private)
+            .await
     }
 
     async fn read(&self, req: ReadRequest) -> PluginResult<ReadResponse> {
-        let Some(prior) = &req.prior else { return Ok(ReadResponse::default()) };
+        let Some(prior) = &req.prior else {
+            return Ok(ReadResponse::default());
+        };
         let target = Target::of(prior)?;
         let (instance, schema) = self.resource_schema(&target).await?;
-        let (state, private) = self.prior_state(&instance, &target, &schema, prior, req.prior_private.as_deref(), true).await?;
-        self.refresh(&instance, &target, &schema, prior, state, private).await
+        let (state, private) = self
+            .prior_state(
+                &instance,
+                &target,
+                &schema,
+                prior,
+                req.prior_private.as_deref(),
+                true,
+            )
+            .await?;
+        self.refresh(&instance, &target, &schema, prior, state, private)
+            .await
     }
 
-    async fn refresh(&self, instance: &Instance, target: &Target, schema: &Schema, template: &Resource, state: Vec<u8>, private: Vec<u8>) -> PluginResult<ReadResponse> {
+    async fn refresh(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        schema: &Schema,
+        template: &Resource,
+        state: Vec<u8>,
+        private: Vec<u8>,
+    ) -> PluginResult<ReadResponse> {
         let id = target.id.as_str();
-        let result = instance.provider.read(&target.type_name, state, private).await.map_err(|e| rpc_error(id, e))?;
+        let result = instance
+            .provider
+            .read(&target.type_name, state, private)
+            .await
+            .map_err(|e| rpc_error(id, e))?;
         check_diags(id, "reading", &result.diagnostics)?;
         Ok(match decode_state(id, schema, &result.state)? {
             None => ReadResponse::default(),
@@ -531,24 +845,51 @@ impl Inner {
             .import_id
             .clone()
             .or_else(|| req.planned.extension_str(IMPORT_ID).map(str::to_string))
-            .ok_or_else(|| err(ErrorKind::InvalidInput, &target.id, format!("import needs an import ID (extensions.\"{IMPORT_ID}\")")))?;
+            .ok_or_else(|| {
+                err(
+                    ErrorKind::InvalidInput,
+                    &target.id,
+                    format!("import needs an import ID (extensions.\"{IMPORT_ID}\")"),
+                )
+            })?;
         let (instance, schema) = self.resource_schema(&target).await?;
-        let result = instance.provider.import(&target.type_name, &import_id).await.map_err(|e| rpc_error(&target.id, e))?;
-        check_diags(&target.id, &format!("importing {import_id:?}"), &result.diagnostics)?;
-        let Some((_, state, private)) = result.resources.into_iter().find(|(t, _, _)| t == &target.type_name) else {
+        let result = instance
+            .provider
+            .import(&target.type_name, &import_id)
+            .await
+            .map_err(|e| rpc_error(&target.id, e))?;
+        check_diags(
+            &target.id,
+            &format!("importing {import_id:?}"),
+            &result.diagnostics,
+        )?;
+        let Some((_, state, private)) = result
+            .resources
+            .into_iter()
+            .find(|(t, _, _)| t == &target.type_name)
+        else {
             return Ok(ReadResponse::default());
         };
         // Import answers may be partial; a read fills in the object as it is.
-        self.refresh(&instance, &target, &schema, &req.planned, state, private).await
+        self.refresh(&instance, &target, &schema, &req.planned, state, private)
+            .await
     }
 
     async fn shutdown_all(&self) {
-        let instances: Vec<Arc<OnceCell<Arc<Instance>>>> = self.instances.lock().await.drain().map(|(_, v)| v).collect();
+        let instances: Vec<Arc<OnceCell<Arc<Instance>>>> = self
+            .instances
+            .lock()
+            .await
+            .drain()
+            .map(|(_, v)| v)
+            .collect();
         let grace = self.settings().grace;
         let mut tasks = Vec::new();
         for cell in instances {
             if let Some(instance) = cell.get().cloned() {
-                tasks.push(tokio::spawn(async move { instance.provider.shutdown(grace).await }));
+                tasks.push(tokio::spawn(async move {
+                    instance.provider.shutdown(grace).await
+                }));
             }
         }
         for t in tasks {
@@ -564,7 +905,9 @@ impl TerraformRuntime {
             .thread_name("kusion-terraform")
             .enable_all()
             .build()
-            .map_err(|e| PluginError::internal(format!("starting the terraform runtime's executor: {e}")))?;
+            .map_err(|e| {
+                PluginError::internal(format!("starting the terraform runtime's executor: {e}"))
+            })?;
         Ok(TerraformRuntime {
             rt,
             inner: Arc::new(Inner {
@@ -577,18 +920,26 @@ impl TerraformRuntime {
 
     /// Run a future on the runtime's executor and wait for it from any thread, including
     /// threads that belong to another tokio runtime (where `block_on` would panic).
-    fn run<T: Send + 'static>(&self, timeout: Option<Duration>, fut: impl Future<Output = PluginResult<T>> + Send + 'static) -> PluginResult<T> {
+    fn run<T: Send + 'static>(
+        &self,
+        timeout: Option<Duration>,
+        fut: impl Future<Output = PluginResult<T>> + Send + 'static,
+    ) -> PluginResult<T> {
         let (tx, rx) = std::sync::mpsc::channel();
         self.rt.spawn(async move {
             let result = match timeout {
-                Some(t) => tokio::time::timeout(t, fut)
-                    .await
-                    .unwrap_or_else(|_| Err(PluginError::new(ErrorKind::Timeout, format!("gave up after {}s", t.as_secs_f64())))),
+                Some(t) => tokio::time::timeout(t, fut).await.unwrap_or_else(|_| {
+                    Err(PluginError::new(
+                        ErrorKind::Timeout,
+                        format!("gave up after {}s", t.as_secs_f64()),
+                    ))
+                }),
                 None => fut.await,
             };
             let _ = tx.send(result);
         });
-        rx.recv().unwrap_or_else(|_| Err(PluginError::internal("the terraform runtime task panicked")))
+        rx.recv()
+            .unwrap_or_else(|_| Err(PluginError::internal("the terraform runtime task panicked")))
     }
 
     /// Stop every provider process (end of an operation).
@@ -605,7 +956,11 @@ impl TerraformRuntime {
         let inner = self.inner.clone();
         self.run(None, async move {
             let map = inner.instances.lock().await;
-            Ok(map.values().filter_map(|c| c.get()).map(|i| (i.address.to_string(), i.provider.pid)).collect())
+            Ok(map
+                .values()
+                .filter_map(|c| c.get())
+                .map(|i| (i.address.to_string(), i.provider.pid))
+                .collect())
         })
         .unwrap_or_default()
     }
@@ -624,7 +979,12 @@ impl Runtime for TerraformRuntime {
             version: env!("CARGO_PKG_VERSION").into(),
             abi: ABI_VERSION,
             resource_types: vec![RESOURCE_TYPE.into()],
-            capabilities: Capabilities { dry_run: true, watch: false, import: true, sensitive_fields: true },
+            capabilities: Capabilities {
+                dry_run: true,
+                watch: false,
+                import: true,
+                sensitive_fields: true,
+            },
         }
     }
 
@@ -632,7 +992,9 @@ impl Runtime for TerraformRuntime {
         let parsed: TerraformConfig = if config.is_null() {
             TerraformConfig::default()
         } else {
-            serde_json::from_value(config.clone()).map_err(|e| PluginError::invalid(format!("terraform runtime configuration: {e}")))?
+            serde_json::from_value(config.clone()).map_err(|e| {
+                PluginError::invalid(format!("terraform runtime configuration: {e}"))
+            })?
         };
         // A new operation: processes configured for the previous one are not reused.
         self.shutdown();
@@ -669,6 +1031,9 @@ impl Runtime for TerraformRuntime {
     }
 
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
-        Err(PluginError::unsupported(format!("{}: the terraform runtime does not watch resources (capability watch = false)", request.resource.id)))
+        Err(PluginError::unsupported(format!(
+            "{}: the terraform runtime does not watch resources (capability watch = false)",
+            request.resource.id
+        )))
     }
 }

@@ -21,12 +21,17 @@ pub struct Moto {
 impl Moto {
     /// Start moto on a free 127.0.0.1 port; panics (loudly) when it cannot.
     pub fn start() -> Moto {
-        let binary = AWS_MIRROR.to_string() + "/registry.terraform.io/hashicorp/aws/5.100.0/linux_amd64";
+        let binary =
+            AWS_MIRROR.to_string() + "/registry.terraform.io/hashicorp/aws/5.100.0/linux_amd64";
         assert!(
             std::path::Path::new(&binary).is_dir(),
             "terraform-provider-aws 5.100.0 is not in the filesystem mirror {binary}: the machine image must provide it"
         );
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let log = std::env::temp_dir().join(format!("moto-{port}.log"));
         let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new("moto_server")
@@ -34,17 +39,27 @@ impl Moto {
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start moto_server (install it with scripts/setup.d/30-moto.sh): {e}"));
+            .unwrap_or_else(|e| {
+                panic!("cannot start moto_server (install it with scripts/setup.d/30-moto.sh): {e}")
+            });
         let mut moto = Moto { child, port };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() && ureq::get(&moto.url("/moto-api/")).call().is_ok() {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok()
+                && ureq::get(&moto.url("/moto-api/")).call().is_ok()
+            {
                 return moto;
             }
             if let Ok(Some(status)) = moto.child.try_wait() {
-                panic!("moto_server exited with {status} before serving; log: {}", std::fs::read_to_string(&log).unwrap_or_default());
+                panic!(
+                    "moto_server exited with {status} before serving; log: {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
             }
-            assert!(Instant::now() < deadline, "moto_server did not answer on port {port} within 60s");
+            assert!(
+                Instant::now() < deadline,
+                "moto_server did not answer on port {port} within 60s"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -79,14 +94,26 @@ impl Drop for Moto {
 }
 
 /// A Terraform resource as the kernel hands it to the runtime.
-pub fn resource(provider: &str, meta: &Value, resource_type: &str, name: &str, attributes: Value) -> Resource {
+pub fn resource(
+    provider: &str,
+    meta: &Value,
+    resource_type: &str,
+    name: &str,
+    attributes: Value,
+) -> Resource {
     let ns_name: Vec<&str> = provider.split('/').collect();
     let mut extensions = Map::new();
     extensions.insert("provider".into(), Value::from(provider));
     extensions.insert("providerMeta".into(), meta.clone());
     extensions.insert("resourceType".into(), Value::from(resource_type));
-    let Value::Object(attributes) = attributes else { panic!("attributes must be an object") };
-    let mut r = Resource::new(format!("{}:{}:{resource_type}:{name}", ns_name[1], ns_name[2]), "Terraform", attributes);
+    let Value::Object(attributes) = attributes else {
+        panic!("attributes must be an object")
+    };
+    let mut r = Resource::new(
+        format!("{}:{}:{resource_type}:{name}", ns_name[1], ns_name[2]),
+        "Terraform",
+        attributes,
+    );
     r.extensions = extensions;
     r
 }
@@ -106,7 +133,9 @@ pub fn runtime_config(dir: &std::path::Path) -> Value {
 pub fn schema_cache() -> PathBuf {
     let root = std::env::var_os("KUSION_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/kusion-rs"));
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/kusion-rs")
+        });
     root.join("terraform/schemas")
 }
 
@@ -119,8 +148,17 @@ pub fn diff_paths(a: &Value, b: &Value) -> Vec<String> {
                 keys.sort();
                 keys.dedup();
                 for k in keys {
-                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-                    walk(x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null), p, out);
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                        p,
+                        out,
+                    );
                 }
             }
             (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
