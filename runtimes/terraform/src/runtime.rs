@@ -21,6 +21,7 @@ use kusion_sdk::runtime::{
 use kusion_sdk::{ABI_VERSION, ErrorKind, FieldPath, PluginError, PluginResult, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
+use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use crate::cty::{self, Schema};
@@ -45,6 +46,9 @@ pub struct TerraformConfig {
     pub plugin_cache_dir: Option<PathBuf>,
     /// Where provider schemas are cached by binary checksum.
     pub schema_cache_dir: Option<PathBuf>,
+    /// Where the runtime journals creates in flight, so a re-run after a crash adopts the
+    /// object instead of creating a duplicate.
+    pub state_dir: Option<PathBuf>,
     /// Where provider processes write their output.
     pub log_dir: Option<PathBuf>,
     /// 0: provider output only in the log; > 0: also on this process' stderr.
@@ -60,6 +64,8 @@ pub struct TerraformConfig {
 #[derive(Debug, Clone)]
 struct Settings {
     install: InstallConfig,
+    /// Journal of creates in flight (see `Inner::apply`).
+    intent_dir: PathBuf,
     schema_dir: PathBuf,
     log_dir: PathBuf,
     verbose: bool,
@@ -99,6 +105,10 @@ impl Settings {
                 online: !config.offline,
                 insecure_hosts: config.insecure_registries.clone(),
             },
+            intent_dir: config
+                .state_dir
+                .clone()
+                .unwrap_or_else(|| root.join("intents")),
             schema_dir: config
                 .schema_cache_dir
                 .clone()
@@ -596,7 +606,7 @@ impl Inner {
             .encode_config(&config_json, req.dry_run)
             .map_err(|e| err(ErrorKind::InvalidInput, id, e))?;
         let config = cty::to_bytes(&config);
-        let (prior, prior_private) = match &req.prior {
+        let (mut prior, mut prior_private) = match &req.prior {
             Some(p) => {
                 self.prior_state(
                     &instance,
@@ -610,6 +620,22 @@ impl Inner {
             }
             None => (nil(), Vec::new()),
         };
+        let mut creating = req.prior.is_none();
+        let intent = self.intent_path(&target);
+        if creating && !req.dry_run && intent.exists() {
+            // An earlier create of this resource was interrupted (the provider died mid-apply),
+            // so the object may exist without being recorded: adopt it instead of re-creating.
+            if let Some((state, private)) = self
+                .adopt(&instance, &target, &schema, &req.planned)
+                .await?
+            {
+                tracing::info!(
+                    resource = id,
+                    "adopted the object left by an interrupted create"
+                );
+                (prior, prior_private, creating) = (state, private, false);
+            }
+        }
         let mut plan = self
             .plan(
                 &instance,
@@ -622,11 +648,10 @@ impl Inner {
                 req.dry_run,
             )
             .await?;
-        if req.prior.is_none() {
+        if creating {
             // Providers may name replace-forcing attributes on a create; nothing is replaced then.
             plan.requires_replace.clear();
         }
-        let replace = !plan.requires_replace.is_empty();
         if req.dry_run {
             let decoded = decode_state(id, &schema, &plan.planned_state)?.ok_or_else(|| {
                 err(
@@ -647,19 +672,13 @@ impl Inner {
                     .collect(),
             });
         }
-        let mut prior = prior;
-        if replace {
+        if !plan.requires_replace.is_empty() {
             // Destroy, then create from nothing (the provider's plan decides only *that* a
             // replace is needed; create-before-destroy would need both objects to coexist).
-            self.destroy(
-                &instance,
-                &target,
-                &schema,
-                prior.clone(),
-                prior_private.clone(),
-            )
-            .await?;
+            self.destroy(&instance, &target, prior.clone(), prior_private.clone())
+                .await?;
             prior = nil();
+            creating = true;
             plan = self
                 .plan(
                     &instance,
@@ -673,6 +692,12 @@ impl Inner {
                 )
                 .await?;
         }
+        if creating {
+            // Journal the create so a re-run after a crash adopts instead of duplicating.
+            if let Err(e) = schema_cache::write_atomic(&intent, id.as_bytes()) {
+                tracing::warn!(resource = id, "could not record the create intent: {e}");
+            }
+        }
         let result = instance
             .provider
             .apply(
@@ -683,7 +708,23 @@ impl Inner {
                 plan.planned_private,
             )
             .await
-            .map_err(|e| rpc_error(id, e))?;
+            .map_err(|e| rpc_error(id, e));
+        let result = match result {
+            Ok(r) => r,
+            Err(e) if creating => {
+                let hint =
+                    "the object may have been created; the next apply of this resource adopts it";
+                return Err(PluginError::new(e.kind, format!("{} ({hint})", e.message)));
+            }
+            Err(e) => return Err(e),
+        };
+        // The provider answered. A failed create that still returned an object (created, but a
+        // later step failed) keeps its journal entry so the re-run adopts that object.
+        let partial = result.diagnostics.iter().any(|d| d.error)
+            && !cty::from_bytes(&result.state).is_ok_and(|v| v.is_nil());
+        if !partial {
+            let _ = std::fs::remove_file(&intent);
+        }
         check_diags(id, "applying", &result.diagnostics)?;
         let decoded = decode_state(id, &schema, &result.state)?.ok_or_else(|| {
             err(
@@ -713,6 +754,57 @@ impl Inner {
                 .map(ToString::to_string)
                 .collect(),
         })
+    }
+
+    fn intent_path(&self, target: &Target) -> PathBuf {
+        let key = hex::encode(Sha256::digest(format!("{}\0{}", target.address, target.id)));
+        self.settings().intent_dir.join(key)
+    }
+
+    /// Find the object an interrupted create may have left: import it by the explicit import
+    /// ID, else by the identifying name in its configuration (`name`, or the attribute named
+    /// like the type's last word: `bucket` for `aws_s3_bucket`), then read it.
+    async fn adopt(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        schema: &Schema,
+        planned: &Resource,
+    ) -> PluginResult<Option<(Vec<u8>, Vec<u8>)>> {
+        let suffix = target.type_name.rsplit('_').next().unwrap_or_default();
+        let candidate = planned
+            .extension_str(IMPORT_ID)
+            .or_else(|| planned.attributes.get("name").and_then(Json::as_str))
+            .or_else(|| planned.attributes.get(suffix).and_then(Json::as_str));
+        let Some(import_id) = candidate else {
+            return Ok(None);
+        };
+        let imported = instance
+            .provider
+            .import(&target.type_name, import_id)
+            .await
+            .map_err(|e| rpc_error(&target.id, e))?;
+        if imported.diagnostics.iter().any(|d| d.error) {
+            return Ok(None);
+        }
+        let Some((_, state, private)) = imported
+            .resources
+            .into_iter()
+            .find(|(t, _, _)| t == &target.type_name)
+        else {
+            return Ok(None);
+        };
+        let read = instance
+            .provider
+            .read(&target.type_name, state, private)
+            .await
+            .map_err(|e| rpc_error(&target.id, e))?;
+        if read.diagnostics.iter().any(|d| d.error)
+            || decode_state(&target.id, schema, &read.state)?.is_none()
+        {
+            return Ok(None);
+        }
+        Ok(Some((read.state, read.private)))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -757,7 +849,6 @@ impl Inner {
         &self,
         instance: &Instance,
         target: &Target,
-        _schema: &Schema,
         prior: Vec<u8>,
         private: Vec<u8>,
     ) -> PluginResult<()> {
@@ -789,8 +880,7 @@ impl Inner {
                 false,
             )
             .await?;
-        self.destroy(&instance, &target, &schema, prior, private)
-            .await
+        self.destroy(&instance, &target, prior, private).await
     }
 
     async fn read(&self, req: ReadRequest) -> PluginResult<ReadResponse> {

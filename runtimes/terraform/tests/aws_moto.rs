@@ -326,7 +326,25 @@ fn aws_resources_lifecycle_against_moto() {
 
 #[test]
 fn provider_killed_mid_apply_leaves_a_state_a_rerun_converges_from() {
-    let (_moto, _dir, rt, meta) = setup();
+    let (moto, _dir, rt, mut meta) = setup();
+    // S3 calls go through a proxy that kills the provider when the apply reaches AWS.
+    let proxy = KillProxy::start(moto.port);
+    meta["endpoints"][0]["s3"] = json!(format!("http://127.0.0.1:{}", proxy.port));
+    let try_apply = |prior: Option<&Stored>, planned: &Resource| {
+        rt.apply(&ApplyRequest {
+            prior: prior.map(|p| p.resource.clone()),
+            prior_private: prior.and_then(|p| p.private.clone()),
+            planned: planned.clone(),
+            dry_run: false,
+            timeout: Some(Duration::from_secs(120)),
+        })
+    };
+    let pid = |rt: &TerraformRuntime| {
+        // Start the provider (a dry-run) so there is a process to kill.
+        rt.provider_processes().first().map(|p| p.1)
+    };
+
+    // 1. Killed during a create (at CreateBucket): nothing is recorded; the re-run creates.
     let bucket = resource(
         AWS_PROVIDER,
         &meta,
@@ -334,49 +352,41 @@ fn provider_killed_mid_apply_leaves_a_state_a_rerun_converges_from() {
         "crash",
         json!({"bucket": "kusion-crash", "tags": {"round": "0"}}),
     );
-    let mut stored = apply(&rt, None, &bucket);
-    let (_, pid) = rt.provider_processes()[0].clone();
+    dry_run(&rt, None, &bucket);
+    let first_pid = pid(&rt).unwrap();
+    proxy.arm("PUT /kusion-crash ", first_pid);
+    let e = try_apply(None, &bucket).unwrap_err();
+    assert!(proxy.fired(), "the kill trigger did not fire");
+    assert_eq!(e.kind, ErrorKind::Unavailable, "{e}");
+    assert!(e.message.contains("ApplyResourceChange"), "{e}");
+    let stored = apply(&rt, None, &bucket);
+    let second_pid = pid(&rt).unwrap();
+    assert_ne!(
+        second_pid, first_pid,
+        "a new provider process serves the re-run"
+    );
+    assert_eq!(stored.resource.attributes["tags"], json!({"round": "0"}));
 
-    // Kill the provider while an update is in flight.
+    // 2. Killed during an update (at PutBucketTagging): the recorded state is the old one; the
+    // re-run from it converges.
     let mut changed = bucket.clone();
     changed
         .attributes
         .insert("tags".into(), json!({"round": "1"}));
-    let outcome = std::thread::scope(|s| {
-        let handle = s.spawn(|| {
-            rt.apply(&ApplyRequest {
-                prior: Some(stored.resource.clone()),
-                prior_private: stored.private.clone(),
-                planned: changed.clone(),
-                dry_run: false,
-                timeout: Some(Duration::from_secs(120)),
-            })
-        });
-        std::thread::sleep(Duration::from_millis(30));
-        // SAFETY-free: kill(2) on a PID this test's runtime started.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        handle.join().unwrap()
-    });
-    match &outcome {
-        Err(e) => assert_eq!(e.kind, ErrorKind::Unavailable, "{e}"),
-        // The update may have finished before the signal landed; the rerun must still converge.
-        Ok(r) => {
-            stored = Stored {
-                resource: r.resource.clone(),
-                private: r.private.clone(),
-            }
-        }
-    }
-
-    // The re-run starts a new provider process and converges from the recorded state.
+    proxy.arm("PUT /kusion-crash?tagging", second_pid);
+    let e = try_apply(Some(&stored), &changed).unwrap_err();
+    assert!(proxy.fired(), "the kill trigger did not fire");
+    assert_eq!(e.kind, ErrorKind::Unavailable, "{e}");
     let rerun = apply(&rt, Some(&stored), &changed);
     assert_eq!(rerun.resource.attributes["tags"], json!({"round": "1"}));
-    let (_, new_pid) = rt.provider_processes()[0].clone();
-    assert_ne!(new_pid, pid);
     let plan = dry_run(&rt, Some(&rerun), &changed);
     assert_eq!(
         diff_paths(&attrs(&rerun.resource), &attrs(&plan.resource)),
         Vec::<String>::new()
+    );
+    assert_eq!(
+        read(&rt, &rerun).unwrap().attributes["tags"],
+        json!({"round": "1"})
     );
     rt.delete(&DeleteRequest {
         resource: rerun.resource.clone(),

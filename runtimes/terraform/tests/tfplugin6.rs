@@ -44,6 +44,7 @@ fn env() -> Env {
     rt.configure(&json!({
         "mirrors": [mirror],
         "logDir": logs,
+        "stateDir": dir.path().join("state"),
         "pluginCacheDir": dir.path().join("cache"),
         "schemaCacheDir": dir.path().join("schemas"),
         "offline": true,

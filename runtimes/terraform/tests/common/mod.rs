@@ -123,6 +123,7 @@ pub fn runtime_config(dir: &std::path::Path) -> Value {
     json!({
         "mirrors": [AWS_MIRROR],
         "logDir": dir.join("logs"),
+        "stateDir": dir.join("state"),
         "pluginCacheDir": dir.join("plugins"),
         "schemaCacheDir": schema_cache(),
         "offline": true,
@@ -173,4 +174,79 @@ pub fn diff_paths(a: &Value, b: &Value) -> Vec<String> {
     let mut out = Vec::new();
     walk(a, b, String::new(), &mut out);
     out
+}
+
+/// A TCP proxy in front of moto that kills a process (the provider) the moment a request
+/// matching an armed pattern passes through: a crash at a known point of an apply.
+pub struct KillProxy {
+    pub port: u16,
+    trigger: std::sync::Arc<std::sync::Mutex<Option<(String, u32)>>>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl KillProxy {
+    pub fn start(target_port: u16) -> KillProxy {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let trigger: std::sync::Arc<std::sync::Mutex<Option<(String, u32)>>> = Default::default();
+        let fired: std::sync::Arc<std::sync::atomic::AtomicBool> = Default::default();
+        let (t, f) = (trigger.clone(), fired.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { return };
+                let Ok(mut server) = TcpStream::connect(("127.0.0.1", target_port)) else {
+                    continue;
+                };
+                let (mut client_r, mut server_w) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (t, f) = (t.clone(), f.clone());
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut tail: Vec<u8> = Vec::new();
+                    loop {
+                        let n = match client_r.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        tail.extend_from_slice(&buf[..n]);
+                        let armed = t.lock().unwrap().clone();
+                        if let Some((pattern, pid)) = armed
+                            && tail.windows(pattern.len()).any(|w| w == pattern.as_bytes())
+                        {
+                            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                            *t.lock().unwrap() = None;
+                            f.store(true, Ordering::SeqCst);
+                        }
+                        let keep = tail.len().saturating_sub(256);
+                        tail.drain(..keep);
+                        if server_w.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = server_w.shutdown(std::net::Shutdown::Write);
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut server, &mut client);
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        KillProxy {
+            port,
+            trigger,
+            fired,
+        }
+    }
+
+    /// Kill `pid` when a request containing `pattern` goes through.
+    pub fn arm(&self, pattern: &str, pid: u32) {
+        self.fired.store(false, std::sync::atomic::Ordering::SeqCst);
+        *self.trigger.lock().unwrap() = Some((pattern.to_string(), pid));
+    }
+
+    pub fn fired(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
