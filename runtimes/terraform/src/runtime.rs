@@ -158,7 +158,9 @@ type ProviderKey = (String, String);
 
 struct Inner {
     settings: RwLock<Arc<Settings>>,
-    instances: tokio::sync::Mutex<HashMap<ProviderKey, Arc<OnceCell<Arc<Instance>>>>>,
+    /// Per operation: the started provider per (address, configuration), or why it could not
+    /// start (remembered, so a bad configuration is reported once per resource, not retried).
+    instances: tokio::sync::Mutex<HashMap<ProviderKey, Arc<OnceCell<Result<Arc<Instance>, PluginError>>>>>,
     /// Schemas by binary checksum, shared by all processes of that binary.
     schemas: tokio::sync::Mutex<HashMap<String, Arc<ProviderSchema>>>,
 }
@@ -246,26 +248,28 @@ impl Target {
 
 /// Turn error diagnostics into one error; warnings are logged.
 fn check_diags(id: &str, what: &str, diags: &[Diagnostic]) -> PluginResult<()> {
+    check_provider_diags(what, diags).map_err(|e| err(e.kind, id, e.message))
+}
+
+fn check_provider_diags(what: &str, diags: &[Diagnostic]) -> PluginResult<()> {
     for d in diags.iter().filter(|d| !d.error) {
-        tracing::warn!(resource = id, "{what}: {d}");
+        tracing::warn!("{what}: {d}");
     }
-    let errors: Vec<String> = diags
-        .iter()
-        .filter(|d| d.error)
-        .map(|d| d.to_string())
-        .collect();
+    let errors: Vec<String> = diags.iter().filter(|d| d.error).map(|d| d.to_string()).collect();
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(err(
-            ErrorKind::Rejected,
-            id,
-            format!("{what}: {}", errors.join("; ")),
-        ))
+        Err(PluginError::new(ErrorKind::Rejected, format!("{what}: {}", errors.join("; "))))
     }
 }
 
 fn rpc_error(id: &str, e: plugin::PluginError) -> PluginError {
+    let e = plain_rpc_error(e);
+    err(e.kind, id, e.message)
+}
+
+/// A protocol error as a plugin error, without naming a resource.
+fn plain_rpc_error(e: plugin::PluginError) -> PluginError {
     let kind = match &e {
         plugin::PluginError::Rpc {
             transport: true, ..
@@ -276,7 +280,7 @@ fn rpc_error(id: &str, e: plugin::PluginError) -> PluginError {
         }
         plugin::PluginError::Schema(_) => ErrorKind::Internal,
     };
-    err(kind, id, e)
+    PluginError::new(kind, e.to_string())
 }
 
 fn nil() -> Vec<u8> {
@@ -343,7 +347,10 @@ impl Inner {
                 .entry(target.key())
                 .or_default()
                 .clone();
-            let instance = cell.get_or_try_init(|| self.start(target)).await?.clone();
+            let instance = match cell.get_or_init(|| self.start(target)).await {
+                Ok(instance) => instance.clone(),
+                Err(e) => return Err(err(e.kind, &target.id, &e.message)),
+            };
             if !instance.provider.is_dead() {
                 return Ok(instance);
             }
@@ -360,57 +367,39 @@ impl Inner {
         }
     }
 
+    /// Start, load the schema of and configure the provider for `target`. Errors name the
+    /// provider, not the resource: they are shared by every resource the provider serves.
     async fn start(&self, target: &Target) -> PluginResult<Arc<Instance>> {
         let settings = self.settings();
-        let id = target.id.as_str();
         let address = target.address.clone();
         let started = Instant::now();
         let install_cfg = settings.install.clone();
         let addr = address.clone();
         let binary = tokio::task::spawn_blocking(move || install::install(&addr, &install_cfg))
             .await
-            .map_err(|e| err(ErrorKind::Internal, id, e))?
+            .map_err(|e| PluginError::internal(e.to_string()))?
             .map_err(|e| {
-                let kind = if matches!(
-                    e,
-                    install::InstallError::NotFound { .. } | install::InstallError::BadAddress(_)
-                ) {
+                let kind = if matches!(e, install::InstallError::NotFound { .. } | install::InstallError::BadAddress(_)) {
                     ErrorKind::InvalidInput
                 } else {
                     ErrorKind::Unavailable
                 };
-                err(kind, id, e)
+                PluginError::new(kind, e.to_string())
             })?;
-        let log = (!settings.verbose).then(|| {
-            settings.log_dir.join(format!(
-                "terraform-provider-{}_{}.log",
-                address.name, address.version
-            ))
-        });
-        let provider = Provider::start(&binary, log.as_deref())
-            .await
-            .map_err(|e| rpc_error(id, e))?;
+        let log = (!settings.verbose)
+            .then(|| settings.log_dir.join(format!("terraform-provider-{}_{}.log", address.name, address.version)));
+        let provider = Provider::start(&binary, log.as_deref()).await.map_err(plain_rpc_error)?;
         tracing::debug!(provider = %address, pid = provider.pid, protocol = provider.protocol, elapsed = ?started.elapsed(), "provider started");
         let t = Instant::now();
-        let schema = match self.schema(&settings, &binary, &provider).await {
+        let (checksum, schema) = match self.schema(&settings, &binary, &provider).await {
             Ok(s) => s,
             Err(e) => {
                 provider.shutdown(settings.grace).await;
-                return Err(err(
-                    e.kind,
-                    id,
-                    format!("provider {address}: {}", e.message),
-                ));
+                return Err(PluginError::new(e.kind, format!("provider {address}: {}", e.message)));
             }
         };
         tracing::debug!(provider = %address, elapsed = ?t.elapsed(), "schema loaded");
-        let (checksum, schema) = schema;
-        let instance = Arc::new(Instance {
-            address,
-            provider,
-            schema,
-            checksum,
-        });
+        let instance = Arc::new(Instance { address, provider, schema, checksum });
         if let Err(e) = self.configure_instance(&settings, &instance, target).await {
             instance.provider.shutdown(settings.grace).await;
             return Err(e);
@@ -428,34 +417,22 @@ impl Inner {
     ) -> PluginResult<(String, Arc<ProviderSchema>)> {
         let schema_dir = settings.schema_dir.clone();
         let bin = binary.to_path_buf();
-        let checksum =
-            tokio::task::spawn_blocking(move || schema_cache::binary_checksum(&bin, &schema_dir))
-                .await
-                .map_err(|e| PluginError::internal(e.to_string()))?
-                .map_err(|e| {
-                    PluginError::new(
-                        ErrorKind::Unavailable,
-                        format!("hashing {}: {e}", binary.display()),
-                    )
-                })?;
+        let checksum = tokio::task::spawn_blocking(move || schema_cache::binary_checksum(&bin, &schema_dir))
+            .await
+            .map_err(|e| PluginError::internal(e.to_string()))?
+            .map_err(|e| PluginError::new(ErrorKind::Unavailable, format!("hashing {}: {e}", binary.display())))?;
         let mut schemas = self.schemas.lock().await;
         if let Some(s) = schemas.get(&checksum) {
             return Ok((checksum, s.clone()));
         }
         let dir = settings.schema_dir.clone();
         let sum = checksum.clone();
-        let cached = tokio::task::spawn_blocking(move || schema_cache::load_cached(&dir, &sum))
-            .await
-            .ok()
-            .flatten();
+        let cached = tokio::task::spawn_blocking(move || schema_cache::load_cached(&dir, &sum)).await.ok().flatten();
         let schema = match cached {
             Some(s) => s,
             None => {
-                let (s, diags) = provider
-                    .get_schema()
-                    .await
-                    .map_err(|e| rpc_error("GetSchema", e))?;
-                check_diags("GetSchema", "reading the provider schema", &diags)?;
+                let (s, diags) = provider.get_schema().await.map_err(plain_rpc_error)?;
+                check_provider_diags("reading the provider schema", &diags)?;
                 if let Err(e) = schema_cache::store_cached(&settings.schema_dir, &checksum, &s) {
                     tracing::warn!("could not cache the provider schema: {e}");
                 }
@@ -467,70 +444,35 @@ impl Inner {
         Ok((checksum, schema))
     }
 
-    async fn configure_instance(
-        &self,
-        settings: &Settings,
-        instance: &Instance,
-        target: &Target,
-    ) -> PluginResult<()> {
-        let id = target.id.as_str();
-        let block = &instance.schema.provider.block;
-        let config = block.encode_config(&target.meta, false).map_err(|e| {
-            err(
-                ErrorKind::InvalidInput,
-                id,
-                format!("extensions.providerMeta for {}: {e}", instance.address),
-            )
-        })?;
+    async fn configure_instance(&self, settings: &Settings, instance: &Instance, target: &Target) -> PluginResult<()> {
+        let address = &instance.address;
+        let config = instance
+            .schema
+            .provider
+            .block
+            .encode_config(&target.meta, false)
+            .map_err(|e| PluginError::invalid(format!("extensions.providerMeta for {address}: {e}")))?;
         let config = cty::to_bytes(&config);
-        let prepared = match schema_cache::load_validated(
-            &settings.schema_dir,
-            &instance.checksum,
-            &config,
-        ) {
+        let prepared = match schema_cache::load_validated(&settings.schema_dir, &instance.checksum, &config) {
             Some(prepared) => prepared,
             None => {
                 let t = Instant::now();
-                let (prepared, diags) = instance
-                    .provider
-                    .validate_provider_config(config.clone())
-                    .await
-                    .map_err(|e| rpc_error(id, e))?;
-                tracing::debug!(provider = %instance.address, elapsed = ?t.elapsed(), "provider configuration validated");
-                check_diags(
-                    id,
-                    &format!("provider {} configuration", instance.address),
-                    &diags,
-                )?;
+                let (prepared, diags) =
+                    instance.provider.validate_provider_config(config.clone()).await.map_err(plain_rpc_error)?;
+                tracing::debug!(provider = %address, elapsed = ?t.elapsed(), "provider configuration validated");
+                check_provider_diags(&format!("provider {address} configuration"), &diags)?;
                 let prepared = prepared.unwrap_or_default();
-                if let Err(e) = schema_cache::store_validated(
-                    &settings.schema_dir,
-                    &instance.checksum,
-                    &config,
-                    &prepared,
-                ) {
+                if let Err(e) = schema_cache::store_validated(&settings.schema_dir, &instance.checksum, &config, &prepared) {
                     tracing::warn!("could not cache the provider configuration verdict: {e}");
                 }
                 prepared
             }
         };
         let t = Instant::now();
-        let config = if prepared.is_empty() {
-            config
-        } else {
-            prepared
-        };
-        let diags = instance
-            .provider
-            .configure(config)
-            .await
-            .map_err(|e| rpc_error(id, e))?;
-        tracing::debug!(provider = %instance.address, elapsed = ?t.elapsed(), "provider configured");
-        check_diags(
-            id,
-            &format!("configuring provider {}", instance.address),
-            &diags,
-        )
+        let config = if prepared.is_empty() { config } else { prepared };
+        let diags = instance.provider.configure(config).await.map_err(plain_rpc_error)?;
+        tracing::debug!(provider = %address, elapsed = ?t.elapsed(), "provider configured");
+        check_provider_diags(&format!("configuring provider {address}"), &diags)
     }
 
     async fn resource_schema(&self, target: &Target) -> PluginResult<(Arc<Instance>, Arc<Schema>)> {
@@ -966,7 +908,7 @@ impl Inner {
     }
 
     async fn shutdown_all(&self) {
-        let instances: Vec<Arc<OnceCell<Arc<Instance>>>> = self
+        let instances: Vec<_> = self
             .instances
             .lock()
             .await
@@ -976,7 +918,7 @@ impl Inner {
         let grace = self.settings().grace;
         let mut tasks = Vec::new();
         for cell in instances {
-            if let Some(instance) = cell.get().cloned() {
+            if let Some(Ok(instance)) = cell.get().cloned() {
                 tasks.push(tokio::spawn(async move {
                     instance.provider.shutdown(grace).await
                 }));
@@ -1048,7 +990,7 @@ impl TerraformRuntime {
             let map = inner.instances.lock().await;
             Ok(map
                 .values()
-                .filter_map(|c| c.get())
+                .filter_map(|c| c.get()?.as_ref().ok())
                 .map(|i| (i.address.to_string(), i.provider.pid))
                 .collect())
         })
