@@ -160,7 +160,8 @@ struct Inner {
     settings: RwLock<Arc<Settings>>,
     /// Per operation: the started provider per (address, configuration), or why it could not
     /// start (remembered, so a bad configuration is reported once per resource, not retried).
-    instances: tokio::sync::Mutex<HashMap<ProviderKey, Arc<OnceCell<Result<Arc<Instance>, PluginError>>>>>,
+    instances:
+        tokio::sync::Mutex<HashMap<ProviderKey, Arc<OnceCell<Result<Arc<Instance>, PluginError>>>>>,
     /// Schemas by binary checksum, shared by all processes of that binary.
     schemas: tokio::sync::Mutex<HashMap<String, Arc<ProviderSchema>>>,
 }
@@ -255,11 +256,18 @@ fn check_provider_diags(what: &str, diags: &[Diagnostic]) -> PluginResult<()> {
     for d in diags.iter().filter(|d| !d.error) {
         tracing::warn!("{what}: {d}");
     }
-    let errors: Vec<String> = diags.iter().filter(|d| d.error).map(|d| d.to_string()).collect();
+    let errors: Vec<String> = diags
+        .iter()
+        .filter(|d| d.error)
+        .map(|d| d.to_string())
+        .collect();
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(PluginError::new(ErrorKind::Rejected, format!("{what}: {}", errors.join("; "))))
+        Err(PluginError::new(
+            ErrorKind::Rejected,
+            format!("{what}: {}", errors.join("; ")),
+        ))
     }
 }
 
@@ -379,27 +387,44 @@ impl Inner {
             .await
             .map_err(|e| PluginError::internal(e.to_string()))?
             .map_err(|e| {
-                let kind = if matches!(e, install::InstallError::NotFound { .. } | install::InstallError::BadAddress(_)) {
+                let kind = if matches!(
+                    e,
+                    install::InstallError::NotFound { .. } | install::InstallError::BadAddress(_)
+                ) {
                     ErrorKind::InvalidInput
                 } else {
                     ErrorKind::Unavailable
                 };
                 PluginError::new(kind, e.to_string())
             })?;
-        let log = (!settings.verbose)
-            .then(|| settings.log_dir.join(format!("terraform-provider-{}_{}.log", address.name, address.version)));
-        let provider = Provider::start(&binary, log.as_deref()).await.map_err(plain_rpc_error)?;
+        let log = (!settings.verbose).then(|| {
+            settings.log_dir.join(format!(
+                "terraform-provider-{}_{}.log",
+                address.name, address.version
+            ))
+        });
+        let provider = Provider::start(&binary, log.as_deref())
+            .await
+            .map_err(plain_rpc_error)?;
         tracing::debug!(provider = %address, pid = provider.pid, protocol = provider.protocol, elapsed = ?started.elapsed(), "provider started");
         let t = Instant::now();
         let (checksum, schema) = match self.schema(&settings, &binary, &provider).await {
             Ok(s) => s,
             Err(e) => {
                 provider.shutdown(settings.grace).await;
-                return Err(PluginError::new(e.kind, format!("provider {address}: {}", e.message)));
+                return Err(PluginError::new(
+                    e.kind,
+                    format!("provider {address}: {}", e.message),
+                ));
             }
         };
         tracing::debug!(provider = %address, elapsed = ?t.elapsed(), "schema loaded");
-        let instance = Arc::new(Instance { address, provider, schema, checksum });
+        let instance = Arc::new(Instance {
+            address,
+            provider,
+            schema,
+            checksum,
+        });
         if let Err(e) = self.configure_instance(&settings, &instance, target).await {
             instance.provider.shutdown(settings.grace).await;
             return Err(e);
@@ -417,17 +442,26 @@ impl Inner {
     ) -> PluginResult<(String, Arc<ProviderSchema>)> {
         let schema_dir = settings.schema_dir.clone();
         let bin = binary.to_path_buf();
-        let checksum = tokio::task::spawn_blocking(move || schema_cache::binary_checksum(&bin, &schema_dir))
-            .await
-            .map_err(|e| PluginError::internal(e.to_string()))?
-            .map_err(|e| PluginError::new(ErrorKind::Unavailable, format!("hashing {}: {e}", binary.display())))?;
+        let checksum =
+            tokio::task::spawn_blocking(move || schema_cache::binary_checksum(&bin, &schema_dir))
+                .await
+                .map_err(|e| PluginError::internal(e.to_string()))?
+                .map_err(|e| {
+                    PluginError::new(
+                        ErrorKind::Unavailable,
+                        format!("hashing {}: {e}", binary.display()),
+                    )
+                })?;
         let mut schemas = self.schemas.lock().await;
         if let Some(s) = schemas.get(&checksum) {
             return Ok((checksum, s.clone()));
         }
         let dir = settings.schema_dir.clone();
         let sum = checksum.clone();
-        let cached = tokio::task::spawn_blocking(move || schema_cache::load_cached(&dir, &sum)).await.ok().flatten();
+        let cached = tokio::task::spawn_blocking(move || schema_cache::load_cached(&dir, &sum))
+            .await
+            .ok()
+            .flatten();
         let schema = match cached {
             Some(s) => s,
             None => {
@@ -444,33 +478,60 @@ impl Inner {
         Ok((checksum, schema))
     }
 
-    async fn configure_instance(&self, settings: &Settings, instance: &Instance, target: &Target) -> PluginResult<()> {
+    async fn configure_instance(
+        &self,
+        settings: &Settings,
+        instance: &Instance,
+        target: &Target,
+    ) -> PluginResult<()> {
         let address = &instance.address;
         let config = instance
             .schema
             .provider
             .block
             .encode_config(&target.meta, false)
-            .map_err(|e| PluginError::invalid(format!("extensions.providerMeta for {address}: {e}")))?;
+            .map_err(|e| {
+                PluginError::invalid(format!("extensions.providerMeta for {address}: {e}"))
+            })?;
         let config = cty::to_bytes(&config);
-        let prepared = match schema_cache::load_validated(&settings.schema_dir, &instance.checksum, &config) {
+        let prepared = match schema_cache::load_validated(
+            &settings.schema_dir,
+            &instance.checksum,
+            &config,
+        ) {
             Some(prepared) => prepared,
             None => {
                 let t = Instant::now();
-                let (prepared, diags) =
-                    instance.provider.validate_provider_config(config.clone()).await.map_err(plain_rpc_error)?;
+                let (prepared, diags) = instance
+                    .provider
+                    .validate_provider_config(config.clone())
+                    .await
+                    .map_err(plain_rpc_error)?;
                 tracing::debug!(provider = %address, elapsed = ?t.elapsed(), "provider configuration validated");
                 check_provider_diags(&format!("provider {address} configuration"), &diags)?;
                 let prepared = prepared.unwrap_or_default();
-                if let Err(e) = schema_cache::store_validated(&settings.schema_dir, &instance.checksum, &config, &prepared) {
+                if let Err(e) = schema_cache::store_validated(
+                    &settings.schema_dir,
+                    &instance.checksum,
+                    &config,
+                    &prepared,
+                ) {
                     tracing::warn!("could not cache the provider configuration verdict: {e}");
                 }
                 prepared
             }
         };
         let t = Instant::now();
-        let config = if prepared.is_empty() { config } else { prepared };
-        let diags = instance.provider.configure(config).await.map_err(plain_rpc_error)?;
+        let config = if prepared.is_empty() {
+            config
+        } else {
+            prepared
+        };
+        let diags = instance
+            .provider
+            .configure(config)
+            .await
+            .map_err(plain_rpc_error)?;
         tracing::debug!(provider = %address, elapsed = ?t.elapsed(), "provider configured");
         check_provider_diags(&format!("configuring provider {address}"), &diags)
     }
