@@ -155,13 +155,14 @@ struct Instance {
 }
 
 type ProviderKey = (String, String);
+/// A provider started once per operation, or the reason it could not start.
+type InstanceCell = Arc<OnceCell<Result<Arc<Instance>, PluginError>>>;
 
 struct Inner {
     settings: RwLock<Arc<Settings>>,
     /// Per operation: the started provider per (address, configuration), or why it could not
     /// start (remembered, so a bad configuration is reported once per resource, not retried).
-    instances:
-        tokio::sync::Mutex<HashMap<ProviderKey, Arc<OnceCell<Result<Arc<Instance>, PluginError>>>>>,
+    instances: tokio::sync::Mutex<HashMap<ProviderKey, InstanceCell>>,
     /// Schemas by binary checksum, shared by all processes of that binary.
     schemas: tokio::sync::Mutex<HashMap<String, Arc<ProviderSchema>>>,
 }
