@@ -174,6 +174,7 @@ pub struct TerraformRuntime {
 }
 
 /// What a resource names: its type, provider and provider configuration.
+#[derive(Debug)]
 struct Target {
     id: String,
     type_name: String,
@@ -1129,5 +1130,106 @@ impl Runtime for TerraformRuntime {
             "{}: the terraform runtime does not watch resources (capability watch = false)",
             request.resource.id
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resource(id: &str, extensions: Json) -> Resource {
+        let mut r = Resource::new(id, RESOURCE_TYPE, Map::new());
+        r.extensions = extensions.as_object().cloned().unwrap_or_default();
+        r
+    }
+
+    #[test]
+    fn targets_come_from_extensions_and_ids() {
+        let r = resource(
+            "hashicorp:aws:aws_s3_bucket:logs",
+            json!({"provider": "registry.terraform.io/hashicorp/aws/5.100.0"}),
+        );
+        let t = Target::of(&r).unwrap();
+        assert_eq!(t.type_name, "aws_s3_bucket");
+        assert_eq!(t.meta, json!({}));
+        let r = resource(
+            "x",
+            json!({"provider": "hashicorp/aws/5.100.0", "resourceType": "aws_vpc", "providerMeta": {"b": 1, "a": {"d": 2, "c": 3}}}),
+        );
+        let t = Target::of(&r).unwrap();
+        assert_eq!(t.type_name, "aws_vpc");
+        assert_eq!(
+            t.key().1,
+            r#"{"a":{"c":3,"d":2},"b":1}"#,
+            "configurations compare regardless of key order"
+        );
+
+        let e = Target::of(&resource("a:b:c:d", json!({}))).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidInput);
+        assert_eq!(
+            e.message,
+            "a:b:c:d: extensions.provider (host/namespace/name/version) is missing"
+        );
+        let e =
+            Target::of(&resource("bad", json!({"provider": "hashicorp/aws/1.0.0"}))).unwrap_err();
+        assert!(
+            e.message.starts_with("bad: no extensions.resourceType"),
+            "{}",
+            e.message
+        );
+        let e = Target::of(&resource("a:b:c:d", json!({"provider": "aws"}))).unwrap_err();
+        assert!(
+            e.message.contains("invalid provider address \"aws\""),
+            "{}",
+            e.message
+        );
+        let e = Target::of(&resource(
+            "a:b:c:d",
+            json!({"provider": "a/b/c", "providerMeta": "x"}),
+        ))
+        .unwrap_err();
+        assert!(
+            e.message.contains("providerMeta must be an object"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn private_envelope_round_trips() {
+        let text = PrivateEnvelope::encode(3, b"\x00opaque");
+        assert_eq!(
+            PrivateEnvelope::decode(Some(&text)),
+            Some((3, b"\x00opaque".to_vec()))
+        );
+        assert_eq!(PrivateEnvelope::decode(Some("not json")), None);
+        assert_eq!(PrivateEnvelope::decode(None), None);
+    }
+
+    #[test]
+    fn configuration_is_read_with_defaults() {
+        let config: TerraformConfig = serde_json::from_value(
+            json!({"mirrors": ["/m"], "logDir": "/l", "verbosity": 1, "offline": true}),
+        )
+        .unwrap();
+        let s = Settings::from_config(&config);
+        assert_eq!(s.install.mirrors.first(), Some(&PathBuf::from("/m")));
+        assert_eq!(
+            s.install.mirrors.last(),
+            Some(&PathBuf::from("/opt/tf-plugins"))
+        );
+        assert!(!s.install.online && s.verbose);
+        assert_eq!(s.log_dir, PathBuf::from("/l"));
+        let rt = TerraformRuntime::new().unwrap();
+        let e = rt.configure(&json!({"mirrors": "not-a-list"})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidInput);
+        let e = rt
+            .watch(&kusion_sdk::runtime::WatchRequest {
+                resource: resource("a:b:c:d", json!({})),
+            })
+            .err()
+            .unwrap();
+        assert_eq!(e.kind, ErrorKind::Unsupported);
     }
 }
