@@ -582,14 +582,14 @@ impl Inner {
             PrivateEnvelope::decode(private).unwrap_or((schema.version, Vec::new()));
         let json = Json::Object(prior.attributes.clone());
         if !force_upgrade && version == schema.version {
-            let mp = schema.block.encode(&json, false).map_err(|e| {
-                err(
-                    ErrorKind::InvalidInput,
-                    &target.id,
-                    format!("prior state: {e}"),
-                )
-            })?;
-            return Ok((cty::to_bytes(&mp), private));
+            // State that no longer fits the schema (e.g. recorded without a private envelope by
+            // another provider version) is left to the provider's upgrade logic below.
+            match schema.block.encode(&json, false) {
+                Ok(mp) => return Ok((cty::to_bytes(&mp), private)),
+                Err(e) => {
+                    tracing::debug!(resource = %target.id, "prior state needs an upgrade: {e}")
+                }
+            }
         }
         let raw = serde_json::to_vec(&json).map_err(|e| err(ErrorKind::Internal, &target.id, e))?;
         let (upgraded, diags) = instance
