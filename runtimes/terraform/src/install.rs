@@ -185,7 +185,20 @@ pub fn install(address: &ProviderAddress, config: &InstallConfig) -> Result<Path
             searched,
         });
     }
-    download(address, config)?;
+    match download(address, config) {
+        Ok(()) => {}
+        // A checksum mismatch is its own, louder error; an unreachable or unaware registry is
+        // one more place searched.
+        Err(e @ InstallError::Checksum { .. }) => return Err(e),
+        Err(e) => {
+            searched.push(format!("registry {} ({e})", address.host));
+            return Err(InstallError::NotFound {
+                address: address.to_string(),
+                platform: platform(),
+                searched,
+            });
+        }
+    }
     find_executable(&cached, &address.name).ok_or_else(|| {
         searched.push(format!("registry {}", address.host));
         InstallError::NotFound {
@@ -455,6 +468,34 @@ mod tests {
                 format!("{}  {filename}\n", hex::encode(Sha256::digest(archive))).into_bytes(),
             ),
         ]
+    }
+
+    #[test]
+    fn unreachable_registry_is_listed_with_the_places_searched() {
+        // Bind and drop: nothing listens on this port any more.
+        let host = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .to_string();
+        let cache = tempfile::tempdir().unwrap();
+        let address = ProviderAddress::parse(&format!("{host}/acme/thing/1.0.0")).unwrap();
+        let config = InstallConfig {
+            mirrors: vec![],
+            cache_dir: cache.path().into(),
+            online: true,
+            insecure_hosts: vec![host.clone()],
+        };
+        let err = install(&address, &config).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("provider {host}/acme/thing/1.0.0 (")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("registry {host} (downloading provider")),
+            "{err}"
+        );
+        assert!(err.contains("plugin cache"), "{err}");
     }
 
     #[test]
