@@ -627,17 +627,16 @@ impl Inner {
         };
         let mut creating = req.prior.is_none();
         let intent = self.intent_path(&target);
-        if creating && !req.dry_run && intent.exists() {
-            // An earlier create of this resource was interrupted (the provider died mid-apply),
-            // so the object may exist without being recorded: adopt it instead of re-creating.
+        let adopting = req.planned.extension_str(IMPORT_ID).is_some();
+        if creating && (adopting || (!req.dry_run && intent.exists())) {
+            // Brownfield adoption (an import ID names an existing object), or an earlier create
+            // of this resource was interrupted (the provider died mid-apply) so the object may
+            // exist unrecorded: plan from the existing object instead of creating a new one.
             if let Some((state, private)) = self
                 .adopt(&instance, &target, &schema, &req.planned)
                 .await?
             {
-                tracing::info!(
-                    resource = id,
-                    "adopted the object left by an interrupted create"
-                );
+                tracing::info!(resource = id, "planning from the existing object (adopted)");
                 (prior, prior_private, creating) = (state, private, false);
             }
         }
@@ -890,7 +889,18 @@ impl Inner {
 
     async fn read(&self, req: ReadRequest) -> PluginResult<ReadResponse> {
         let Some(prior) = &req.prior else {
-            return Ok(ReadResponse::default());
+            // Nothing recorded: only an import ID can name an existing object to show.
+            return match &req.planned {
+                Some(planned) if planned.extension_str(IMPORT_ID).is_some() => {
+                    self.import(ImportRequest {
+                        planned: planned.clone(),
+                        import_id: None,
+                        timeout: None,
+                    })
+                    .await
+                }
+                _ => Ok(ReadResponse::default()),
+            };
         };
         let target = Target::of(prior)?;
         let (instance, schema) = self.resource_schema(&target).await?;

@@ -267,7 +267,7 @@ fn aws_resources_lifecycle_against_moto() {
         .insert("kusionstack.io/import-id".into(), json!("kusion-logs"));
     let imported = rt
         .import(&ImportRequest {
-            planned: adopt,
+            planned: adopt.clone(),
             import_id: None,
             timeout: None,
         })
@@ -278,6 +278,33 @@ fn aws_resources_lifecycle_against_moto() {
         json!("arn:aws:s3:::kusion-logs")
     );
     assert_eq!(imported.attributes["tags"], json!({"env": "prod"}));
+    // The kernel's flow for adoption: read with nothing recorded finds the object by its import
+    // ID, and a dry-run plans from that object: the only change is `force_destroy`, which
+    // lives in configuration only (an import cannot know it), as with terraform import.
+    let live = rt
+        .read(&ReadRequest {
+            prior: None,
+            prior_private: None,
+            planned: Some(adopt.clone()),
+            timeout: None,
+        })
+        .unwrap()
+        .resource
+        .expect("found by import id");
+    assert_eq!(live.attributes, imported.attributes);
+    let plan = dry_run(&rt, None, &adopt);
+    assert_eq!(
+        diff_paths(&attrs(&live), &attrs(&plan.resource)),
+        vec!["force_destroy"]
+    );
+    assert!(plan.unknown_paths.is_empty(), "{:?}", plan.unknown_paths);
+    // Applying it updates the adopted bucket in place (no second CreateBucket).
+    let adopted = apply(&rt, None, &adopt);
+    assert_eq!(adopted.resource.attributes["force_destroy"], json!(true));
+    assert_eq!(
+        adopted.resource.attributes["arn"],
+        json!("arn:aws:s3:::kusion-logs")
+    );
 
     // Applying the rename replaces the bucket: the old one is gone, the new one exists.
     let mut renamed = retagged.clone();
