@@ -16,7 +16,9 @@ use serde_json::json;
 /// A JSON object of about `bytes` bytes when encoded: 64-character strings in an array.
 fn payload(bytes: usize) -> Value {
     let item = "x".repeat(64);
-    let items: Vec<Value> = (0..bytes / 67).map(|_| Value::String(item.clone())).collect();
+    let items: Vec<Value> = (0..bytes / 67)
+        .map(|_| Value::String(item.clone()))
+        .collect();
     json!({ "items": items })
 }
 
@@ -25,7 +27,12 @@ struct InProcess;
 
 impl FunctionPlugin for InProcess {
     fn describe(&self) -> FunctionPluginInfo {
-        FunctionPluginInfo { module: "inproc".into(), version: "0".into(), abi: ABI_VERSION, functions: vec![] }
+        FunctionPluginInfo {
+            module: "inproc".into(),
+            version: "0".into(),
+            abi: ABI_VERSION,
+            functions: vec![],
+        }
     }
     fn configure(&self, _: &Value) -> PluginResult<()> {
         Ok(())
@@ -36,7 +43,10 @@ impl FunctionPlugin for InProcess {
 }
 
 fn bench(c: &mut Criterion) {
-    let native = NativeLibrary::open(&fixtures::build(Fixture::NativeFunction)).unwrap().function().unwrap();
+    let native = NativeLibrary::open(&fixtures::build(Fixture::NativeFunction))
+        .unwrap()
+        .function()
+        .unwrap();
     let wasm = WasmHost::new()
         .unwrap()
         .compile(&fixtures::build(Fixture::WasmFunction))
@@ -50,7 +60,11 @@ fn bench(c: &mut Criterion) {
         let args = vec![payload(size)];
         let encoded = serde_json::to_string(&args[0]).unwrap().len();
         group.throughput(Throughput::Bytes(encoded as u64));
-        for (host, plugin) in [("in-process", &inproc), ("native", &native), ("wasm", &wasm)] {
+        for (host, plugin) in [
+            ("in-process", &inproc),
+            ("native", &native),
+            ("wasm", &wasm),
+        ] {
             assert_eq!(plugin.call("echo", &args, &kwargs).unwrap(), args[0]);
             group.bench_with_input(BenchmarkId::new(host, label), &args, |b, args| {
                 b.iter(|| black_box(plugin.call("echo", black_box(args), &kwargs).unwrap()))

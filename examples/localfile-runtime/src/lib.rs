@@ -10,8 +10,8 @@ use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ObjectStatus, ReadRequest,
-    ReadResponse, Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
+    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ObjectStatus,
+    ReadRequest, ReadResponse, Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
 };
 use kusion_sdk::{ABI_VERSION, ErrorKind, Map, PluginError, PluginResult, Resource, Value};
 
@@ -32,14 +32,23 @@ impl LocalFile {
             .read()
             .map_err(|_| PluginError::internal("configuration lock poisoned"))?
             .clone()
-            .ok_or_else(|| PluginError::invalid("LocalFile is not configured: set `root` in its configuration"))
+            .ok_or_else(|| {
+                PluginError::invalid("LocalFile is not configured: set `root` in its configuration")
+            })
     }
 
     /// The file behind a resource: `attributes.path`, relative and inside the root.
     fn file_of(&self, resource: &Resource) -> PluginResult<PathBuf> {
-        let rel = resource.attributes.get("path").and_then(Value::as_str).ok_or_else(|| {
-            PluginError::invalid(format!("{}: attribute `path` (a string) is required", resource.id))
-        })?;
+        let rel = resource
+            .attributes
+            .get("path")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                PluginError::invalid(format!(
+                    "{}: attribute `path` (a string) is required",
+                    resource.id
+                ))
+            })?;
         Ok(self.root()?.join(checked_relative(&resource.id, rel)?))
     }
 }
@@ -47,7 +56,11 @@ impl LocalFile {
 /// Refuse paths that could leave the root (`..`, absolute paths).
 fn checked_relative<'a>(id: &str, rel: &'a str) -> PluginResult<&'a Path> {
     let path = Path::new(rel);
-    if rel.is_empty() || path.components().any(|c| !matches!(c, Component::Normal(_))) {
+    if rel.is_empty()
+        || path
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+    {
         return Err(PluginError::invalid(format!(
             "{id}: `path` must be a relative path without `..`, got `{rel}`"
         )));
@@ -61,14 +74,20 @@ fn io_error(id: &str, action: &str, path: &Path, e: std::io::Error) -> PluginErr
         std::io::ErrorKind::InvalidInput => ErrorKind::InvalidInput,
         _ => ErrorKind::Unavailable,
     };
-    PluginError::new(kind, format!("{id}: cannot {action} {}: {e}", path.display()))
+    PluginError::new(
+        kind,
+        format!("{id}: cannot {action} {}: {e}", path.display()),
+    )
 }
 
 fn content_of(resource: &Resource) -> PluginResult<&str> {
     match resource.attributes.get("content") {
         None => Ok(""),
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(PluginError::invalid(format!("{}: attribute `content` must be a string", resource.id))),
+        Some(_) => Err(PluginError::invalid(format!(
+            "{}: attribute `content` must be a string",
+            resource.id
+        ))),
     }
 }
 
@@ -77,7 +96,10 @@ fn read_live(file: &Path, like: &Resource) -> PluginResult<Option<Resource>> {
     match std::fs::read_to_string(file) {
         Ok(content) => {
             let mut attributes = Map::new();
-            attributes.insert("path".into(), like.attributes.get("path").cloned().unwrap_or(Value::Null));
+            attributes.insert(
+                "path".into(),
+                like.attributes.get("path").cloned().unwrap_or(Value::Null),
+            );
             attributes.insert("content".into(), Value::String(content));
             let mut live = Resource::new(like.id.clone(), like.resource_type.clone(), attributes);
             live.depends_on = like.depends_on.clone();
@@ -96,18 +118,25 @@ impl Runtime for LocalFile {
             version: env!("CARGO_PKG_VERSION").into(),
             abi: ABI_VERSION,
             resource_types: vec![RESOURCE_TYPE.into()],
-            capabilities: Capabilities { dry_run: true, watch: true, import: true, sensitive_fields: false },
+            capabilities: Capabilities {
+                dry_run: true,
+                watch: true,
+                import: true,
+                sensitive_fields: false,
+            },
         }
     }
 
     fn configure(&self, config: &Value) -> PluginResult<()> {
-        let root = config
-            .get("root")
-            .and_then(Value::as_str)
-            .ok_or_else(|| PluginError::invalid("LocalFile configuration needs `root` (a directory path)"))?;
+        let root = config.get("root").and_then(Value::as_str).ok_or_else(|| {
+            PluginError::invalid("LocalFile configuration needs `root` (a directory path)")
+        })?;
         let root = PathBuf::from(root);
         std::fs::create_dir_all(&root).map_err(|e| io_error("configure", "create", &root, e))?;
-        *self.root.write().map_err(|_| PluginError::internal("configuration lock poisoned"))? = Some(root);
+        *self
+            .root
+            .write()
+            .map_err(|_| PluginError::internal("configuration lock poisoned"))? = Some(root);
         Ok(())
     }
 
@@ -124,7 +153,8 @@ impl Runtime for LocalFile {
                 }
             }
             if let Some(dir) = file.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| io_error(&planned.id, "create", dir, e))?;
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| io_error(&planned.id, "create", dir, e))?;
             }
             std::fs::write(&file, content).map_err(|e| io_error(&planned.id, "write", &file, e))?;
         }
@@ -139,19 +169,30 @@ impl Runtime for LocalFile {
 
     fn read(&self, request: &ReadRequest) -> PluginResult<ReadResponse> {
         let Some(like) = request.prior.as_ref().or(request.planned.as_ref()) else {
-            return Err(PluginError::invalid("read needs a prior or a planned resource"));
+            return Err(PluginError::invalid(
+                "read needs a prior or a planned resource",
+            ));
         };
         let file = self.file_of(like)?;
-        Ok(ReadResponse { resource: read_live(&file, like)?, private: None, sensitive_paths: Vec::new() })
+        Ok(ReadResponse {
+            resource: read_live(&file, like)?,
+            private: None,
+            sensitive_paths: Vec::new(),
+        })
     }
 
     fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse> {
         let mut like = request.planned.clone();
         if let Some(id) = &request.import_id {
-            like.attributes.insert("path".into(), Value::String(id.clone()));
+            like.attributes
+                .insert("path".into(), Value::String(id.clone()));
         }
         let file = self.file_of(&like)?;
-        Ok(ReadResponse { resource: read_live(&file, &like)?, private: None, sensitive_paths: Vec::new() })
+        Ok(ReadResponse {
+            resource: read_live(&file, &like)?,
+            private: None,
+            sensitive_paths: Vec::new(),
+        })
     }
 
     fn delete(&self, request: &DeleteRequest) -> PluginResult<()> {
@@ -161,7 +202,13 @@ impl Runtime for LocalFile {
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
         let file = self.file_of(&request.resource)?;
         let expected = content_of(&request.resource)?.to_string();
-        Ok(Box::new(FileWatch { file, expected, name: request.resource.id.clone(), done: false, last: None }))
+        Ok(Box::new(FileWatch {
+            file,
+            expected,
+            name: request.resource.id.clone(),
+            done: false,
+            last: None,
+        }))
     }
 }
 
@@ -187,13 +234,21 @@ impl FileWatch {
     fn event(&self) -> WatchEvent {
         let (health, detail) = match std::fs::read_to_string(&self.file) {
             Ok(c) if c == self.expected => (Health::Ready, String::new()),
-            Ok(_) => (Health::Progressing, "content differs from the planned content".to_string()),
+            Ok(_) => (
+                Health::Progressing,
+                "content differs from the planned content".to_string(),
+            ),
             Err(e) => (Health::Progressing, format!("{}: {e}", self.file.display())),
         };
         WatchEvent {
             health,
             detail: detail.clone(),
-            objects: vec![ObjectStatus { kind: "File".into(), name: self.name.clone(), health, detail }],
+            objects: vec![ObjectStatus {
+                kind: "File".into(),
+                name: self.name.clone(),
+                health,
+                detail,
+            }],
         }
     }
 }

@@ -14,7 +14,9 @@ pub struct DeploymentLimits {
 
 impl Default for DeploymentLimits {
     fn default() -> Self {
-        DeploymentLimits { severity: RwLock::new(Severity::Deny) }
+        DeploymentLimits {
+            severity: RwLock::new(Severity::Deny),
+        }
     }
 }
 
@@ -30,10 +32,15 @@ fn missing_limits(resource: &Value) -> Vec<(String, Vec<&'static str>)> {
     let mut out = Vec::new();
     for (i, c) in containers.into_iter().flatten().enumerate() {
         let limits = &c["resources"]["limits"];
-        let missing: Vec<&'static str> =
-            ["cpu", "memory"].into_iter().filter(|k| limits.get(*k).is_none_or(Value::is_null)).collect();
+        let missing: Vec<&'static str> = ["cpu", "memory"]
+            .into_iter()
+            .filter(|k| limits.get(*k).is_none_or(Value::is_null))
+            .collect();
         if !missing.is_empty() {
-            let name = c["name"].as_str().map(str::to_string).unwrap_or_else(|| format!("#{i}"));
+            let name = c["name"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("#{i}"));
             out.push((name, missing));
         }
     }
@@ -42,21 +49,32 @@ fn missing_limits(resource: &Value) -> Vec<(String, Vec<&'static str>)> {
 
 impl PolicyPlugin for DeploymentLimits {
     fn describe(&self) -> PolicyPluginInfo {
-        PolicyPluginInfo { name: "deployment-limits".into(), version: env!("CARGO_PKG_VERSION").into(), abi: ABI_VERSION }
+        PolicyPluginInfo {
+            name: "deployment-limits".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            abi: ABI_VERSION,
+        }
     }
 
     /// `{"severity": "warn"}` turns the rule into a warning.
     fn configure(&self, config: &Value) -> PluginResult<()> {
         if let Some(sev) = config.get("severity") {
-            let sev: Severity = serde_json::from_value(sev.clone())
-                .map_err(|e| PluginError::invalid(format!("severity must be \"deny\" or \"warn\": {e}")))?;
-            *self.severity.write().map_err(|_| PluginError::internal("poisoned"))? = sev;
+            let sev: Severity = serde_json::from_value(sev.clone()).map_err(|e| {
+                PluginError::invalid(format!("severity must be \"deny\" or \"warn\": {e}"))
+            })?;
+            *self
+                .severity
+                .write()
+                .map_err(|_| PluginError::internal("poisoned"))? = sev;
         }
         Ok(())
     }
 
     fn evaluate(&self, spec: &Value, _context: &Value) -> PluginResult<Vec<Finding>> {
-        let severity = *self.severity.read().map_err(|_| PluginError::internal("poisoned"))?;
+        let severity = *self
+            .severity
+            .read()
+            .map_err(|_| PluginError::internal("poisoned"))?;
         let resources = spec["resources"]
             .as_array()
             .ok_or_else(|| PluginError::invalid("spec has no `resources` array"))?;
@@ -67,7 +85,10 @@ impl PolicyPlugin for DeploymentLimits {
                     rule: RULE.into(),
                     severity,
                     resource_id: resource["id"].as_str().map(str::to_string),
-                    message: format!("container `{container}` sets no {} limit", missing.join(" or ")),
+                    message: format!(
+                        "container `{container}` sets no {} limit",
+                        missing.join(" or ")
+                    ),
                 });
             }
         }
@@ -122,11 +143,17 @@ mod tests {
             deployment("bad", json!({"cpu": "1"})),
             {"id": "svc", "type": "Kubernetes", "attributes": {"kind": "Service"}},
         ]});
-        let findings = DeploymentLimits::default().evaluate(&spec, &Value::Null).unwrap();
+        let findings = DeploymentLimits::default()
+            .evaluate(&spec, &Value::Null)
+            .unwrap();
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].resource_id.as_deref(), Some("bad"));
         assert_eq!(findings[0].severity, Severity::Deny);
-        assert!(findings[0].message.contains("memory"), "{}", findings[0].message);
+        assert!(
+            findings[0].message.contains("memory"),
+            "{}",
+            findings[0].message
+        );
     }
 
     #[test]
@@ -134,7 +161,10 @@ mod tests {
         let p = DeploymentLimits::default();
         p.configure(&json!({"severity": "warn"})).unwrap();
         let spec = json!({"resources": [deployment("bad", json!({}))]});
-        assert_eq!(p.evaluate(&spec, &Value::Null).unwrap()[0].severity, Severity::Warn);
+        assert_eq!(
+            p.evaluate(&spec, &Value::Null).unwrap()[0].severity,
+            Severity::Warn
+        );
         assert!(p.configure(&json!({"severity": "loud"})).is_err());
     }
 }

@@ -78,19 +78,36 @@ pub struct PluginSettings {
 
 impl Default for PluginSettings {
     fn default() -> Self {
-        PluginSettings { enabled: true, config: Value::Null, limits: WasmLimits::default(), grants: WasmGrants::default() }
+        PluginSettings {
+            enabled: true,
+            config: Value::Null,
+            limits: WasmLimits::default(),
+            grants: WasmGrants::default(),
+        }
     }
 }
 
 impl PluginConfig {
     /// Layer the sources: `file` (TOML, optional), the environment, then `overrides`
     /// (`("plugins.workspace", "/src")`, as parsed from `--set key=value` flags).
-    pub fn load(file: Option<&Path>, overrides: &[(String, String)]) -> Result<PluginConfig, LoadError> {
-        let source = file.map_or_else(|| "environment and flags".to_string(), |f| format!("{}, environment and flags", f.display()));
-        let err = |detail: String| LoadError::Config { detail: format!("{source}: {detail}") };
+    pub fn load(
+        file: Option<&Path>,
+        overrides: &[(String, String)],
+    ) -> Result<PluginConfig, LoadError> {
+        let source = file.map_or_else(
+            || "environment and flags".to_string(),
+            |f| format!("{}, environment and flags", f.display()),
+        );
+        let err = |detail: String| LoadError::Config {
+            detail: format!("{source}: {detail}"),
+        };
         let mut builder = config::Config::builder();
         if let Some(file) = file {
-            builder = builder.add_source(config::File::from(file).format(config::FileFormat::Toml).required(true));
+            builder = builder.add_source(
+                config::File::from(file)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
         }
         builder = builder.add_source(
             config::Environment::with_prefix("KUSION")
@@ -102,7 +119,9 @@ impl PluginConfig {
                 .with_list_parse_key("plugins.only"),
         );
         for (key, value) in overrides {
-            builder = builder.set_override(key.as_str(), value.as_str()).map_err(|e| err(format!("--set {key}: {e}")))?;
+            builder = builder
+                .set_override(key.as_str(), value.as_str())
+                .map_err(|e| err(format!("--set {key}: {e}")))?;
         }
         let layered = builder.build().map_err(|e| err(e.to_string()))?;
         match layered.get::<PluginConfig>("plugins") {
@@ -152,13 +171,20 @@ grants = { dirs = { "/data" = "/srv/data" } }
 "#,
         )
         .unwrap();
-        let config = PluginConfig::load(Some(&file), &[("plugins.workspace".into(), "/ws".into())]).unwrap();
+        let config =
+            PluginConfig::load(Some(&file), &[("plugins.workspace".into(), "/ws".into())]).unwrap();
         assert_eq!(config.path, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         assert_eq!(config.workspace, Some(PathBuf::from("/ws")));
         assert!(config.default_dirs);
         assert_eq!(config.settings_for("localfile").config["root"], "/srv");
         let policy = config.settings_for("policy");
-        assert_eq!(policy.limits, WasmLimits { fuel: 5, memory_bytes: 1024 });
+        assert_eq!(
+            policy.limits,
+            WasmLimits {
+                fuel: 5,
+                memory_bytes: 1024
+            }
+        );
         assert_eq!(policy.grants.dirs["/data"], PathBuf::from("/srv/data"));
         assert!(config.wanted("localfile").is_ok());
         assert!(config.wanted("other").unwrap_err().contains("plugins.only"));
@@ -169,7 +195,12 @@ grants = { dirs = { "/data" = "/srv/data" } }
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("kusion.toml");
         std::fs::write(&file, "[plugins]\npath = 3\n").unwrap();
-        let err = PluginConfig::load(Some(&file), &[]).unwrap_err().to_string();
-        assert!(err.contains("kusion.toml") && err.contains("expected a sequence"), "{err}");
+        let err = PluginConfig::load(Some(&file), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kusion.toml") && err.contains("expected a sequence"),
+            "{err}"
+        );
     }
 }

@@ -56,13 +56,20 @@ impl Fixture {
     /// The file cargo produces for this package.
     fn output_name(self) -> String {
         let stem = self.package().replace('-', "_");
-        if self.is_wasm() { format!("{stem}.wasm") } else { super::dylib_file_name(&stem) }
+        if self.is_wasm() {
+            format!("{stem}.wasm")
+        } else {
+            super::dylib_file_name(&stem)
+        }
     }
 }
 
 /// The kusion-rs checkout this kernel was built from.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// Where fixture builds go.
@@ -95,8 +102,11 @@ pub fn build(fixture: Fixture) -> PathBuf {
         target.join("debug")
     };
     // Inherited RUSTFLAGS from a coverage or sanitizer run must not leak into the guest build.
-    cmd.env_remove("RUSTFLAGS").env_remove("CARGO_ENCODED_RUSTFLAGS");
-    let output = cmd.output().unwrap_or_else(|e| panic!("cannot run cargo to build {}: {e}", fixture.package()));
+    cmd.env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build {}: {e}", fixture.package()));
     if !output.status.success() {
         panic!(
             "building plugin fixture {} failed (for WASM run scripts/setup.d/10-wasm.sh first):\n{}",

@@ -60,7 +60,11 @@ impl Permissions {
     /// As a [`WasmGrants`] request (host sides left empty).
     pub fn as_request(&self) -> WasmGrants {
         WasmGrants {
-            dirs: self.dirs.iter().map(|d| (d.clone(), PathBuf::new())).collect(),
+            dirs: self
+                .dirs
+                .iter()
+                .map(|d| (d.clone(), PathBuf::new()))
+                .collect(),
             writable: self.writable,
             env: self.env.clone(),
             network: self.network,
@@ -89,22 +93,38 @@ pub struct Manifest {
 impl Manifest {
     /// Read and validate a manifest; errors name `file:line:col`.
     pub fn load(path: &Path) -> Result<Manifest, LoadError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LoadError::Manifest { path: path.to_path_buf(), detail: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError::Manifest {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
         Self::parse(path, &text)
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Manifest, LoadError> {
         let manifest: Manifest = toml::from_str(text).map_err(|e| {
-            let at = e.span().map(|span| line_col(text, span.start)).unwrap_or((1, 1));
+            let at = e
+                .span()
+                .map(|span| line_col(text, span.start))
+                .unwrap_or((1, 1));
             LoadError::Manifest {
                 path: path.to_path_buf(),
                 detail: format!("{}:{}: {}", at.0, at.1, e.message()),
             }
         })?;
-        let bad = |detail: String| LoadError::Manifest { path: path.to_path_buf(), detail };
-        if manifest.name.is_empty() || !manifest.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-            return Err(bad(format!("`name` must be non-empty ASCII letters, digits, `-`, `_` or `.`, got `{}`", manifest.name)));
+        let bad = |detail: String| LoadError::Manifest {
+            path: path.to_path_buf(),
+            detail,
+        };
+        if manifest.name.is_empty()
+            || !manifest
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(bad(format!(
+                "`name` must be non-empty ASCII letters, digits, `-`, `_` or `.`, got `{}`",
+                manifest.name
+            )));
         }
         if manifest.file.is_empty() {
             return Err(bad("`file` must not be empty".into()));
@@ -115,18 +135,27 @@ impl Manifest {
             return Err(bad(format!("`sha256` must be 64 hex digits, got `{sum}`")));
         }
         if manifest.format() == Format::Wasm && manifest.kind == PluginKind::Runtime {
-            return Err(bad("runtime plugins are native only; WASM serves function and policy plugins".into()));
+            return Err(bad(
+                "runtime plugins are native only; WASM serves function and policy plugins".into(),
+            ));
         }
         Ok(manifest)
     }
 
     pub fn format(&self) -> Format {
-        self.format.unwrap_or(if self.file.ends_with(".wasm") { Format::Wasm } else { Format::Native })
+        self.format.unwrap_or(if self.file.ends_with(".wasm") {
+            Format::Wasm
+        } else {
+            Format::Native
+        })
     }
 
     /// The plugin file, resolved against the manifest's directory.
     pub fn file_path(&self, manifest_path: &Path) -> PathBuf {
-        manifest_path.parent().unwrap_or(Path::new(".")).join(&self.file)
+        manifest_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(&self.file)
     }
 
     /// Check the file against `sha256`. `require` makes a missing checksum an error.
@@ -153,7 +182,10 @@ impl Manifest {
 
 /// Hex SHA-256 of a file.
 pub fn sha256_file(path: &Path) -> Result<String, LoadError> {
-    let open = |e: std::io::Error| LoadError::Open { path: path.to_path_buf(), detail: e.to_string() };
+    let open = |e: std::io::Error| LoadError::Open {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
     let mut file = std::fs::File::open(path).map_err(open)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -164,7 +196,11 @@ pub fn sha256_file(path: &Path) -> Result<String, LoadError> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// 1-based line and column of a byte offset.
@@ -178,20 +214,26 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// Install a plugin file into `plugins_dir/<name>/`: copy it and write a manifest with its
 /// checksum. Returns the manifest path. This is what `kusionctl plugin install` does.
 pub fn install(plugins_dir: &Path, manifest: &Manifest, file: &Path) -> Result<PathBuf, LoadError> {
-    let io = |p: &Path, e: std::io::Error| LoadError::Open { path: p.to_path_buf(), detail: e.to_string() };
+    let io = |p: &Path, e: std::io::Error| LoadError::Open {
+        path: p.to_path_buf(),
+        detail: e.to_string(),
+    };
     let dir = plugins_dir.join(&manifest.name);
     std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
-    let file_name = file
-        .file_name()
-        .ok_or_else(|| LoadError::Open { path: file.to_path_buf(), detail: "not a file".into() })?;
+    let file_name = file.file_name().ok_or_else(|| LoadError::Open {
+        path: file.to_path_buf(),
+        detail: "not a file".into(),
+    })?;
     let dest = dir.join(file_name);
     std::fs::copy(file, &dest).map_err(|e| io(&dest, e))?;
     let mut installed = manifest.clone();
     installed.file = file_name.to_string_lossy().into_owned();
     installed.sha256 = Some(sha256_file(&dest)?);
     let manifest_path = dir.join(MANIFEST_FILE);
-    let text = toml::to_string(&installed)
-        .map_err(|e| LoadError::Manifest { path: manifest_path.clone(), detail: e.to_string() })?;
+    let text = toml::to_string(&installed).map_err(|e| LoadError::Manifest {
+        path: manifest_path.clone(),
+        detail: e.to_string(),
+    })?;
     std::fs::write(&manifest_path, text).map_err(|e| io(&manifest_path, e))?;
     Ok(manifest_path)
 }
@@ -203,14 +245,21 @@ mod tests {
     #[test]
     fn parse_errors_name_line_and_column() {
         let text = "name = \"x\"\nkind = \"gadget\"\nversion = \"1\"\nfile = \"a.so\"\n";
-        let err = Manifest::parse(Path::new("p/plugin.toml"), text).unwrap_err().to_string();
-        assert!(err.contains("p/plugin.toml") && err.contains("2:8"), "{err}");
+        let err = Manifest::parse(Path::new("p/plugin.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("p/plugin.toml") && err.contains("2:8"),
+            "{err}"
+        );
     }
 
     #[test]
     fn wasm_runtime_is_refused() {
         let text = "name = \"x\"\nkind = \"runtime\"\nversion = \"1\"\nfile = \"a.wasm\"\n";
-        let err = Manifest::parse(Path::new("plugin.toml"), text).unwrap_err().to_string();
+        let err = Manifest::parse(Path::new("plugin.toml"), text)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("native only"), "{err}");
     }
 
@@ -232,7 +281,10 @@ mod tests {
         std::fs::write(&file, b"hellO").unwrap();
         let err = manifest.verify(&file, true).unwrap_err().to_string();
         assert!(err.contains("the manifest says 2cf24dba"), "{err}");
-        let unsigned = Manifest { sha256: None, ..manifest };
+        let unsigned = Manifest {
+            sha256: None,
+            ..manifest
+        };
         assert!(unsigned.verify(&file, true).is_err());
         unsigned.verify(&file, false).unwrap();
     }

@@ -47,11 +47,19 @@ pub enum LoadError {
          against a kusion-sdk with ABI {host}",
         path.display()
     )]
-    AbiMismatch { path: PathBuf, plugin: AbiVersion, host: AbiVersion },
+    AbiMismatch {
+        path: PathBuf,
+        plugin: AbiVersion,
+        host: AbiVersion,
+    },
     #[error("{}: rejected by the ABI layout check: {detail}", path.display())]
     Layout { path: PathBuf, detail: String },
     #[error("{}: is a {found} plugin, expected a {expected} plugin", path.display())]
-    WrongKind { path: PathBuf, found: PluginKind, expected: PluginKind },
+    WrongKind {
+        path: PathBuf,
+        found: PluginKind,
+        expected: PluginKind,
+    },
     #[error("{}: the plugin failed to start: {error}", path.display())]
     Instantiate { path: PathBuf, error: PluginError },
     #[error("{}: {detail}", path.display())]
@@ -80,13 +88,24 @@ pub enum Source {
 
 /// The directories to search, in order, for a configuration.
 pub fn search_dirs(config: &PluginConfig) -> Vec<(PathBuf, Source)> {
-    let mut dirs: Vec<(PathBuf, Source)> = config.path.iter().map(|p| (p.clone(), Source::Configured)).collect();
+    let mut dirs: Vec<(PathBuf, Source)> = config
+        .path
+        .iter()
+        .map(|p| (p.clone(), Source::Configured))
+        .collect();
     if config.default_dirs {
         if let Some(path) = std::env::var_os("KUSION_PLUGIN_PATH") {
-            dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()).map(|p| (p, Source::EnvPath)));
+            dirs.extend(
+                std::env::split_paths(&path)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map(|p| (p, Source::EnvPath)),
+            );
         }
         if let Some(home) = std::env::var_os("HOME") {
-            dirs.push((PathBuf::from(home).join(".kusion").join("plugins"), Source::UserDir));
+            dirs.push((
+                PathBuf::from(home).join(".kusion").join("plugins"),
+                Source::UserDir,
+            ));
         }
     }
     dirs
@@ -104,7 +123,12 @@ pub struct Candidate {
 
 /// The platform file name of a `cdylib` crate's library (`liblocalfile_runtime.so`).
 pub fn dylib_file_name(crate_name: &str) -> String {
-    format!("{}{}{}", std::env::consts::DLL_PREFIX, crate_name.replace('-', "_"), std::env::consts::DLL_SUFFIX)
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        crate_name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
 }
 
 /// Find every manifest: `<dir>/<plugin>/plugin.toml` in the search directories, then the in-repo
@@ -126,11 +150,19 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
             }
             let manifest = Manifest::load(&manifest_path);
             let file = manifest.as_ref().ok().map(|m| m.file_path(&manifest_path));
-            found.push(Candidate { manifest_path, source, manifest, file });
+            found.push(Candidate {
+                manifest_path,
+                source,
+                manifest,
+                file,
+            });
         }
     }
     if let Some(ws) = &config.workspace {
-        let target = config.target_dir.clone().unwrap_or_else(|| ws.join("target"));
+        let target = config
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| ws.join("target"));
         found.extend(discover_workspace(ws, &target));
     }
     found
@@ -152,17 +184,33 @@ fn discover_workspace(ws: &Path, target: &Path) -> Vec<Candidate> {
         let file = manifest.as_ref().ok().and_then(|m| {
             let profiles = ["debug", "release"];
             let candidates: Vec<PathBuf> = match m.format() {
-                Format::Native => profiles.iter().map(|p| target.join(p).join(&m.file)).collect(),
-                Format::Wasm => profiles.iter().map(|p| target.join("wasm32-wasip2").join(p).join(&m.file)).collect(),
+                Format::Native => profiles
+                    .iter()
+                    .map(|p| target.join(p).join(&m.file))
+                    .collect(),
+                Format::Wasm => profiles
+                    .iter()
+                    .map(|p| target.join("wasm32-wasip2").join(p).join(&m.file))
+                    .collect(),
             };
             // The newest build wins, so a fresh debug build is not shadowed by a stale release.
             candidates
                 .into_iter()
-                .filter_map(|p| std::fs::metadata(&p).and_then(|md| md.modified()).ok().map(|t| (t, p)))
+                .filter_map(|p| {
+                    std::fs::metadata(&p)
+                        .and_then(|md| md.modified())
+                        .ok()
+                        .map(|t| (t, p))
+                })
                 .max()
                 .map(|(_, p)| p)
         });
-        found.push(Candidate { manifest_path, source: Source::Workspace, manifest, file });
+        found.push(Candidate {
+            manifest_path,
+            source: Source::Workspace,
+            manifest,
+            file,
+        });
     }
     found
 }
@@ -207,7 +255,15 @@ pub struct LoadedPlugins {
 impl LoadedPlugins {
     /// The runtime serving a resource `type`, if any.
     pub fn runtime_for(&self, resource_type: &str) -> Option<Arc<dyn Runtime>> {
-        self.runtimes.values().find(|r| r.describe().resource_types.iter().any(|t| t == resource_type)).cloned()
+        self.runtimes
+            .values()
+            .find(|r| {
+                r.describe()
+                    .resource_types
+                    .iter()
+                    .any(|t| t == resource_type)
+            })
+            .cloned()
     }
 }
 
@@ -332,7 +388,11 @@ fn load_one(
             let lib = NativeLibrary::open(file)?;
             entry.abi = Some(lib.abi());
             if lib.kind() != manifest.kind {
-                return Err(LoadError::WrongKind { path: file.to_path_buf(), found: lib.kind(), expected: manifest.kind });
+                return Err(LoadError::WrongKind {
+                    path: file.to_path_buf(),
+                    found: lib.kind(),
+                    expected: manifest.kind,
+                });
             }
             Ok(match manifest.kind {
                 PluginKind::Runtime => {
@@ -343,19 +403,36 @@ fn load_one(
                 }
                 PluginKind::Function => {
                     let function = lib.function()?;
-                    entry.capabilities = function.describe().functions.iter().map(|f| format!("fn:{f}")).collect();
+                    entry.capabilities = function
+                        .describe()
+                        .functions
+                        .iter()
+                        .map(|f| format!("fn:{f}"))
+                        .collect();
                     Loaded::Function(function)
                 }
                 PluginKind::Policy => Loaded::Policy(lib.policy()?),
             })
         }
         Format::Wasm => {
-            let host = wasm_host.get_or_insert_with(WasmHost::new).as_ref().map_err(Clone::clone)?;
+            let host = wasm_host
+                .get_or_insert_with(WasmHost::new)
+                .as_ref()
+                .map_err(Clone::clone)?;
             let module = host.compile(file)?;
             entry.abi = Some(module.abi());
-            let grants = WasmGrants::intersect(&manifest.permissions.as_request(), &settings.grants);
-            let mut caps = vec![format!("fuel:{}", settings.limits.fuel), format!("memory:{}", settings.limits.memory_bytes)];
-            caps.extend(grants.dirs.iter().map(|(g, h)| format!("dir:{g}={}", h.display())));
+            let grants =
+                WasmGrants::intersect(&manifest.permissions.as_request(), &settings.grants);
+            let mut caps = vec![
+                format!("fuel:{}", settings.limits.fuel),
+                format!("memory:{}", settings.limits.memory_bytes),
+            ];
+            caps.extend(
+                grants
+                    .dirs
+                    .iter()
+                    .map(|(g, h)| format!("dir:{g}={}", h.display())),
+            );
             caps.extend(grants.env.iter().map(|v| format!("env:{v}")));
             if grants.network {
                 caps.push("network".into());
@@ -363,12 +440,22 @@ fn load_one(
             let loaded = match manifest.kind {
                 PluginKind::Function => {
                     let function = module.function(grants, settings.limits)?;
-                    caps.extend(function.describe().functions.iter().map(|f| format!("fn:{f}")));
+                    caps.extend(
+                        function
+                            .describe()
+                            .functions
+                            .iter()
+                            .map(|f| format!("fn:{f}")),
+                    );
                     Loaded::Function(function)
                 }
                 PluginKind::Policy => Loaded::Policy(module.policy(grants, settings.limits)?),
                 PluginKind::Runtime => {
-                    return Err(LoadError::WrongKind { path: file.to_path_buf(), found: module.kind(), expected: PluginKind::Runtime });
+                    return Err(LoadError::WrongKind {
+                        path: file.to_path_buf(),
+                        found: module.kind(),
+                        expected: PluginKind::Runtime,
+                    });
                 }
             };
             entry.capabilities = caps;
@@ -379,8 +466,17 @@ fn load_one(
 
 fn runtime_capabilities(info: &kusion_sdk::runtime::RuntimeInfo) -> Vec<String> {
     let c = &info.capabilities;
-    let mut caps: Vec<String> = info.resource_types.iter().map(|t| format!("type:{t}")).collect();
-    for (on, word) in [(c.dry_run, "dryRun"), (c.watch, "watch"), (c.import, "import"), (c.sensitive_fields, "sensitiveFields")] {
+    let mut caps: Vec<String> = info
+        .resource_types
+        .iter()
+        .map(|t| format!("type:{t}"))
+        .collect();
+    for (on, word) in [
+        (c.dry_run, "dryRun"),
+        (c.watch, "watch"),
+        (c.import, "import"),
+        (c.sensitive_fields, "sensitiveFields"),
+    ] {
         if on {
             caps.push(word.to_string());
         }
@@ -394,8 +490,15 @@ pub fn load_native_runtime(path: &Path) -> Result<Arc<dyn Runtime>, LoadError> {
 }
 
 /// Helper for hosts and tests: configure a freshly loaded plugin, mapping its error to a load error.
-pub fn configure_runtime(path: &Path, runtime: &dyn Runtime, config: &Value) -> Result<(), LoadError> {
+pub fn configure_runtime(
+    path: &Path,
+    runtime: &dyn Runtime,
+    config: &Value,
+) -> Result<(), LoadError> {
     runtime
         .configure(config)
-        .map_err(|error| LoadError::Instantiate { path: path.to_path_buf(), error })
+        .map_err(|error| LoadError::Instantiate {
+            path: path.to_path_buf(),
+            error,
+        })
 }

@@ -15,13 +15,15 @@ use std::time::Duration;
 use abi_stable::library::{LibHeader, RawLibrary, RootModule, lib_header_from_raw_library};
 use abi_stable::std_types::{RResult, RStr};
 use kusion_sdk::abi::PluginKind;
-use kusion_sdk::abi::native::{DECL_MAGIC, DECL_SYMBOL, PluginDecl, PluginModuleRef, RawPluginBox, RawWatchBox};
+use kusion_sdk::abi::native::{
+    DECL_MAGIC, DECL_SYMBOL, PluginDecl, PluginModuleRef, RawPluginBox, RawWatchBox,
+};
 use kusion_sdk::abi::wire::{self, CallRef, EvaluateRef, verb};
 use kusion_sdk::function::{FunctionPlugin, FunctionPluginInfo};
 use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo};
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, DeleteRequest, ImportRequest, ReadRequest, ReadResponse, Runtime, RuntimeInfo,
-    Watch, WatchPoll, WatchRequest,
+    ApplyRequest, ApplyResponse, DeleteRequest, ImportRequest, ReadRequest, ReadResponse, Runtime,
+    RuntimeInfo, Watch, WatchPoll, WatchRequest,
 };
 use kusion_sdk::{ABI_VERSION, AbiVersion, Map, PluginError, PluginResult, Value};
 use serde::Serialize;
@@ -74,12 +76,18 @@ fn read_decl(path: &Path, lib: &RawLibrary) -> Result<PluginDecl, LoadError> {
 impl NativeLibrary {
     /// Open and check a plugin library.
     pub fn open(path: &Path) -> Result<Arc<NativeLibrary>, LoadError> {
-        let lib = RawLibrary::load_at(path)
-            .map_err(|e| LoadError::Open { path: path.to_path_buf(), detail: e.to_string() })?;
+        let lib = RawLibrary::load_at(path).map_err(|e| LoadError::Open {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
         let decl = read_decl(path, &lib)?;
         let abi = decl.abi();
         if !ABI_VERSION.accepts(abi) {
-            return Err(LoadError::AbiMismatch { path: path.to_path_buf(), plugin: abi, host: ABI_VERSION });
+            return Err(LoadError::AbiMismatch {
+                path: path.to_path_buf(),
+                plugin: abi,
+                host: ABI_VERSION,
+            });
         }
         let kind = PluginKind::from_code(decl.kind).ok_or_else(|| LoadError::NotAPlugin {
             path: path.to_path_buf(),
@@ -87,11 +95,18 @@ impl NativeLibrary {
         })?;
         // SAFETY: `lib` is a library that declared itself a kusion plugin; abi_stable validates
         // its header (abi_stable version) before handing it out.
-        let header: &'static LibHeader = unsafe { lib_header_from_raw_library(&lib) }
-            .map_err(|e| LoadError::Layout { path: path.to_path_buf(), detail: e.to_string() })?;
-        let module = header
-            .init_root_module::<PluginModuleRef>()
-            .map_err(|e| LoadError::Layout { path: path.to_path_buf(), detail: e.to_string() })?;
+        let header: &'static LibHeader =
+            unsafe { lib_header_from_raw_library(&lib) }.map_err(|e| LoadError::Layout {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            })?;
+        let module =
+            header
+                .init_root_module::<PluginModuleRef>()
+                .map_err(|e| LoadError::Layout {
+                    path: path.to_path_buf(),
+                    detail: e.to_string(),
+                })?;
         // abi_stable hands out `'static` references into the library: it must never be closed.
         std::mem::forget(lib);
         if module.kind() != decl.kind || module.abi_major() != decl.abi_major {
@@ -101,7 +116,12 @@ impl NativeLibrary {
             });
         }
         tracing::debug!(path = %path.display(), %kind, %abi, "loaded native plugin library");
-        Ok(Arc::new(NativeLibrary { path: path.to_path_buf(), kind, abi, module }))
+        Ok(Arc::new(NativeLibrary {
+            path: path.to_path_buf(),
+            kind,
+            abi,
+            module,
+        }))
     }
 
     pub fn path(&self) -> &Path {
@@ -118,7 +138,11 @@ impl NativeLibrary {
 
     fn instantiate(self: &Arc<Self>, expected: PluginKind) -> Result<Arc<Instance>, LoadError> {
         if self.kind != expected {
-            return Err(LoadError::WrongKind { path: self.path.clone(), found: self.kind, expected });
+            return Err(LoadError::WrongKind {
+                path: self.path.clone(),
+                found: self.kind,
+                expected,
+            });
         }
         let make = self.module.instantiate();
         let raw = match make() {
@@ -130,12 +154,25 @@ impl NativeLibrary {
                 });
             }
         };
-        let label = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut instance = Instance { raw, name: label, _library: Arc::clone(self) };
+        let label = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut instance = Instance {
+            raw,
+            name: label,
+            _library: Arc::clone(self),
+        };
         // The describe answer names the plugin in every later error message.
         let name = match instance.describe_name(expected) {
             Ok(name) => name,
-            Err(error) => return Err(LoadError::Instantiate { path: self.path.clone(), error }),
+            Err(error) => {
+                return Err(LoadError::Instantiate {
+                    path: self.path.clone(),
+                    error,
+                });
+            }
         };
         instance.name = name;
         Ok(Arc::new(instance))
@@ -146,7 +183,10 @@ impl NativeLibrary {
         let instance = self.instantiate(PluginKind::Runtime)?;
         let info = instance
             .call_json(verb::DESCRIBE, "null")
-            .map_err(|error| LoadError::Instantiate { path: self.path.clone(), error })?;
+            .map_err(|error| LoadError::Instantiate {
+                path: self.path.clone(),
+                error,
+            })?;
         Ok(Arc::new(NativeRuntime { instance, info }))
     }
 
@@ -155,7 +195,10 @@ impl NativeLibrary {
         let instance = self.instantiate(PluginKind::Function)?;
         let info = instance
             .call_json(verb::DESCRIBE, "null")
-            .map_err(|error| LoadError::Instantiate { path: self.path.clone(), error })?;
+            .map_err(|error| LoadError::Instantiate {
+                path: self.path.clone(),
+                error,
+            })?;
         Ok(Arc::new(NativeFunction { instance, info }))
     }
 
@@ -164,7 +207,10 @@ impl NativeLibrary {
         let instance = self.instantiate(PluginKind::Policy)?;
         let info = instance
             .call_json(verb::DESCRIBE, "null")
-            .map_err(|error| LoadError::Instantiate { path: self.path.clone(), error })?;
+            .map_err(|error| LoadError::Instantiate {
+                path: self.path.clone(),
+                error,
+            })?;
         Ok(Arc::new(NativePolicy { instance, info }))
     }
 }
@@ -181,11 +227,17 @@ struct Instance {
 impl Instance {
     fn describe_name(&self, kind: PluginKind) -> PluginResult<String> {
         let info: Value = self.call_json(verb::DESCRIBE, "null")?;
-        let key = if kind == PluginKind::Function { "module" } else { "name" };
+        let key = if kind == PluginKind::Function {
+            "module"
+        } else {
+            "name"
+        };
         info.get(key)
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| PluginError::internal(format!("plugin `{}` describe() has no `{key}`", self.name)))
+            .ok_or_else(|| {
+                PluginError::internal(format!("plugin `{}` describe() has no `{key}`", self.name))
+            })
     }
 
     fn call_text(&self, verb: &str, payload: &str) -> PluginResult<String> {
@@ -200,7 +252,11 @@ impl Instance {
         wire::decode_answer(&self.name, verb, &text)
     }
 
-    fn call<Req: Serialize + ?Sized, T: DeserializeOwned>(&self, verb: &str, request: &Req) -> PluginResult<T> {
+    fn call<Req: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        verb: &str,
+        request: &Req,
+    ) -> PluginResult<T> {
         let payload = wire::encode_request(verb, request)?;
         self.call_json(verb, &payload)
     }
@@ -238,7 +294,10 @@ impl Runtime for NativeRuntime {
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
         let payload = wire::encode_request(verb::WATCH, request)?;
         match self.instance.raw.watch(RStr::from_str(&payload)) {
-            RResult::ROk(raw) => Ok(Box::new(NativeWatch { raw, instance: Arc::clone(&self.instance) })),
+            RResult::ROk(raw) => Ok(Box::new(NativeWatch {
+                raw,
+                instance: Arc::clone(&self.instance),
+            })),
             RResult::RErr(e) => Err(wire::decode_error(&self.instance.name, &e)),
         }
     }
@@ -272,8 +331,20 @@ impl FunctionPlugin for NativeFunction {
     fn configure(&self, config: &Value) -> PluginResult<()> {
         self.instance.call_unit(verb::CONFIGURE, config)
     }
-    fn call(&self, function: &str, args: &[Value], kwargs: &Map<String, Value>) -> PluginResult<Value> {
-        self.instance.call(verb::CALL, &CallRef { function, args, kwargs })
+    fn call(
+        &self,
+        function: &str,
+        args: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> PluginResult<Value> {
+        self.instance.call(
+            verb::CALL,
+            &CallRef {
+                function,
+                args,
+                kwargs,
+            },
+        )
     }
 }
 
@@ -290,7 +361,8 @@ impl PolicyPlugin for NativePolicy {
         self.instance.call_unit(verb::CONFIGURE, config)
     }
     fn evaluate(&self, spec: &Value, context: &Value) -> PluginResult<Vec<Finding>> {
-        self.instance.call(verb::EVALUATE, &EvaluateRef { spec, context })
+        self.instance
+            .call(verb::EVALUATE, &EvaluateRef { spec, context })
     }
 }
 

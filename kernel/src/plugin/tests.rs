@@ -6,7 +6,8 @@ use std::time::Duration;
 use kusion_sdk::function::FunctionPlugin;
 use kusion_sdk::policy::Severity;
 use kusion_sdk::runtime::{
-    ApplyRequest, DeleteRequest, Health, ImportRequest, ReadRequest, Runtime, WatchPoll, WatchRequest,
+    ApplyRequest, DeleteRequest, Health, ImportRequest, ReadRequest, Runtime, WatchPoll,
+    WatchRequest,
 };
 use kusion_sdk::{ErrorKind, Map, Resource, Value};
 use serde_json::json;
@@ -23,13 +24,24 @@ fn file_resource(id: &str, path: &str, content: &str) -> Resource {
 
 fn apply(runtime: &dyn Runtime, resource: &Resource, dry_run: bool) {
     runtime
-        .apply(&ApplyRequest { prior: None, prior_private: None, planned: resource.clone(), dry_run, timeout: None })
+        .apply(&ApplyRequest {
+            prior: None,
+            prior_private: None,
+            planned: resource.clone(),
+            dry_run,
+            timeout: None,
+        })
         .unwrap();
 }
 
 fn read(runtime: &dyn Runtime, resource: &Resource) -> Option<Resource> {
     runtime
-        .read(&ReadRequest { prior: Some(resource.clone()), prior_private: None, planned: None, timeout: None })
+        .read(&ReadRequest {
+            prior: Some(resource.clone()),
+            prior_private: None,
+            planned: None,
+            timeout: None,
+        })
         .unwrap()
         .resource
 }
@@ -51,7 +63,10 @@ fn config_for(dir: &Path, settings: &[(&str, PluginSettings)]) -> PluginConfig {
     PluginConfig {
         path: vec![dir.to_path_buf()],
         default_dirs: false,
-        settings: settings.iter().map(|(n, s)| (n.to_string(), s.clone())).collect(),
+        settings: settings
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.clone()))
+            .collect(),
         ..PluginConfig::default()
     }
 }
@@ -61,14 +76,26 @@ fn localfile_runtime_end_to_end_through_installed_plugin() {
     let lib = fixtures::build(Fixture::LocalFile);
     let plugins = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
-    manifest::install(plugins.path(), &manifest("localfile", PluginKind::Runtime, "x"), &lib).unwrap();
-    let settings = PluginSettings { config: json!({"root": files.path()}), ..PluginSettings::default() };
+    manifest::install(
+        plugins.path(),
+        &manifest("localfile", PluginKind::Runtime, "x"),
+        &lib,
+    )
+    .unwrap();
+    let settings = PluginSettings {
+        config: json!({"root": files.path()}),
+        ..PluginSettings::default()
+    };
     let loaded = load_plugins(&config_for(plugins.path(), &[("localfile", settings)]));
     assert_eq!(loaded.entries.len(), 1, "{:?}", loaded.entries);
     let entry = &loaded.entries[0];
     assert_eq!(entry.status, Status::Loaded, "{entry:?}");
     assert_eq!(entry.abi, Some(kusion_sdk::ABI_VERSION));
-    assert!(entry.capabilities.contains(&"type:LocalFile".to_string()), "{:?}", entry.capabilities);
+    assert!(
+        entry.capabilities.contains(&"type:LocalFile".to_string()),
+        "{:?}",
+        entry.capabilities
+    );
     assert!(entry.capabilities.contains(&"watch".to_string()));
 
     let runtime = loaded.runtime_for("LocalFile").expect("LocalFile runtime");
@@ -78,29 +105,49 @@ fn localfile_runtime_end_to_end_through_installed_plugin() {
 
     let res = file_resource("f1", "dir/a.txt", "hello");
     apply(runtime.as_ref(), &res, true);
-    assert!(!files.path().join("dir/a.txt").exists(), "dry-run must not write");
+    assert!(
+        !files.path().join("dir/a.txt").exists(),
+        "dry-run must not write"
+    );
     assert_eq!(read(runtime.as_ref(), &res), None);
 
     apply(runtime.as_ref(), &res, false);
-    assert_eq!(std::fs::read_to_string(files.path().join("dir/a.txt")).unwrap(), "hello");
+    assert_eq!(
+        std::fs::read_to_string(files.path().join("dir/a.txt")).unwrap(),
+        "hello"
+    );
     let live = read(runtime.as_ref(), &res).expect("present after apply");
     assert_eq!(live.attributes["content"], "hello");
 
-    let mut watch = runtime.watch(&WatchRequest { resource: res.clone() }).unwrap();
+    let mut watch = runtime
+        .watch(&WatchRequest {
+            resource: res.clone(),
+        })
+        .unwrap();
     match watch.poll(Duration::from_secs(5)).unwrap() {
         WatchPoll::Event(e) => assert_eq!(e.health, Health::Ready, "{e:?}"),
         other => panic!("expected a Ready event, got {other:?}"),
     }
-    assert_eq!(watch.poll(Duration::from_millis(10)).unwrap(), WatchPoll::Closed);
+    assert_eq!(
+        watch.poll(Duration::from_millis(10)).unwrap(),
+        WatchPoll::Closed
+    );
 
     // A watch on content not yet written reports progress, then readiness once it appears.
     let pending = file_resource("f2", "b.txt", "later");
-    let mut watch = runtime.watch(&WatchRequest { resource: pending.clone() }).unwrap();
+    let mut watch = runtime
+        .watch(&WatchRequest {
+            resource: pending.clone(),
+        })
+        .unwrap();
     match watch.poll(Duration::from_millis(50)).unwrap() {
         WatchPoll::Event(e) => assert_eq!(e.health, Health::Progressing),
         other => panic!("expected Progressing, got {other:?}"),
     }
-    assert_eq!(watch.poll(Duration::from_millis(50)).unwrap(), WatchPoll::Pending);
+    assert_eq!(
+        watch.poll(Duration::from_millis(50)).unwrap(),
+        WatchPoll::Pending
+    );
     apply(runtime.as_ref(), &pending, false);
     match watch.poll(Duration::from_secs(5)).unwrap() {
         WatchPoll::Event(e) => assert_eq!(e.health, Health::Ready),
@@ -108,22 +155,48 @@ fn localfile_runtime_end_to_end_through_installed_plugin() {
     }
 
     let imported = runtime
-        .import(&ImportRequest { planned: file_resource("f3", "", ""), import_id: Some("b.txt".into()), timeout: None })
+        .import(&ImportRequest {
+            planned: file_resource("f3", "", ""),
+            import_id: Some("b.txt".into()),
+            timeout: None,
+        })
         .unwrap();
     assert_eq!(imported.resource.unwrap().attributes["content"], "later");
 
-    runtime.delete(&DeleteRequest { resource: res.clone(), private: None, timeout: None }).unwrap();
+    runtime
+        .delete(&DeleteRequest {
+            resource: res.clone(),
+            private: None,
+            timeout: None,
+        })
+        .unwrap();
     assert_eq!(read(runtime.as_ref(), &res), None);
     // Deleting an absent object succeeds.
-    runtime.delete(&DeleteRequest { resource: res.clone(), private: None, timeout: None }).unwrap();
+    runtime
+        .delete(&DeleteRequest {
+            resource: res.clone(),
+            private: None,
+            timeout: None,
+        })
+        .unwrap();
 
     // Errors from the plugin arrive structured.
     let escape = file_resource("bad", "../escape", "x");
     let err = runtime
-        .apply(&ApplyRequest { prior: None, prior_private: None, planned: escape, dry_run: false, timeout: None })
+        .apply(&ApplyRequest {
+            prior: None,
+            prior_private: None,
+            planned: escape,
+            dry_run: false,
+            timeout: None,
+        })
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
-    assert!(err.message.contains("bad") && err.message.contains(".."), "{}", err.message);
+    assert!(
+        err.message.contains("bad") && err.message.contains(".."),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
@@ -133,16 +206,28 @@ fn native_load_unload_and_reload() {
     let marker = marker_dir.path().join("dropped");
     let plugin = NativeLibrary::open(&lib).unwrap().function().unwrap();
     plugin.configure(&json!({"drop_marker": marker})).unwrap();
-    assert_eq!(plugin.call("echo", &[json!({"a": 1})], &Map::new()).unwrap(), json!({"a": 1}));
+    assert_eq!(
+        plugin
+            .call("echo", &[json!({"a": 1})], &Map::new())
+            .unwrap(),
+        json!({"a": 1})
+    );
     let clone = Arc::clone(&plugin);
     drop(plugin);
     assert!(!marker.exists(), "instance must live while a handle does");
     drop(clone);
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "dropped", "instance destroyed on unload");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "dropped",
+        "instance destroyed on unload"
+    );
 
     // Loading the same library again gives a fresh, working instance.
     let again = NativeLibrary::open(&lib).unwrap().function().unwrap();
-    assert_eq!(again.call("echo", &[json!("x")], &Map::new()).unwrap(), json!("x"));
+    assert_eq!(
+        again.call("echo", &[json!("x")], &Map::new()).unwrap(),
+        json!("x")
+    );
     assert_eq!(again.describe().module, "fixture");
 }
 
@@ -152,11 +237,19 @@ fn native_abi_mismatch_is_refused_naming_both_versions() {
     let err = NativeLibrary::open(&lib).unwrap_err();
     assert!(matches!(err, LoadError::AbiMismatch { .. }), "{err}");
     let text = err.to_string();
-    assert!(text.contains("plugin ABI 2.0") && text.contains("plugin ABI 1.0"), "{text}");
+    assert!(
+        text.contains("plugin ABI 2.0") && text.contains("plugin ABI 1.0"),
+        "{text}"
+    );
 
     // The listing says why, too.
     let plugins = tempfile::tempdir().unwrap();
-    manifest::install(plugins.path(), &manifest("old", PluginKind::Function, "x"), &lib).unwrap();
+    manifest::install(
+        plugins.path(),
+        &manifest("old", PluginKind::Function, "x"),
+        &lib,
+    )
+    .unwrap();
     let entries = list_plugins(&config_for(plugins.path(), &[]));
     match &entries[0].status {
         Status::Refused(why) => assert!(why.contains("2.0") && why.contains("1.0"), "{why}"),
@@ -170,16 +263,31 @@ fn native_panic_is_contained_and_names_the_plugin() {
     let plugin = NativeLibrary::open(&lib).unwrap().function().unwrap();
     let err = plugin.call("panic", &[], &Map::new()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Internal);
-    assert!(err.message.contains("`fixture`") && err.message.contains("asked to panic"), "{}", err.message);
+    assert!(
+        err.message.contains("`fixture`") && err.message.contains("asked to panic"),
+        "{}",
+        err.message
+    );
     // The plugin keeps working after the panic.
-    assert_eq!(plugin.call("echo", &[json!(7)], &Map::new()).unwrap(), json!(7));
+    assert_eq!(
+        plugin.call("echo", &[json!(7)], &Map::new()).unwrap(),
+        json!(7)
+    );
 }
 
 #[test]
 fn native_wrong_kind_and_non_plugin_are_refused() {
     let lib = fixtures::build(Fixture::NativeFunction);
-    let err = NativeLibrary::open(&lib).unwrap().runtime().err().expect("function plugin is no runtime");
-    assert!(err.to_string().contains("is a function plugin, expected a runtime plugin"), "{err}");
+    let err = NativeLibrary::open(&lib)
+        .unwrap()
+        .runtime()
+        .err()
+        .expect("function plugin is no runtime");
+    assert!(
+        err.to_string()
+            .contains("is a function plugin, expected a runtime plugin"),
+        "{err}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("libjunk.so");
     std::fs::write(&junk, b"not an ELF file").unwrap();
@@ -189,7 +297,10 @@ fn native_wrong_kind_and_non_plugin_are_refused() {
 
 #[test]
 fn native_concurrent_calls_from_many_threads() {
-    let fixture = NativeLibrary::open(&fixtures::build(Fixture::NativeFunction)).unwrap().function().unwrap();
+    let fixture = NativeLibrary::open(&fixtures::build(Fixture::NativeFunction))
+        .unwrap()
+        .function()
+        .unwrap();
     let files = tempfile::tempdir().unwrap();
     let runtime = load_native_runtime(&fixtures::build(Fixture::LocalFile)).unwrap();
     runtime.configure(&json!({"root": files.path()})).unwrap();
@@ -200,10 +311,19 @@ fn native_concurrent_calls_from_many_threads() {
             std::thread::spawn(move || {
                 for i in 0..200 {
                     let v = json!({"thread": t, "i": i});
-                    assert_eq!(fixture.call("echo", std::slice::from_ref(&v), &Map::new()).unwrap(), v);
-                    let res = file_resource(&format!("r{t}"), &format!("t{t}.txt"), &format!("{i}"));
+                    assert_eq!(
+                        fixture
+                            .call("echo", std::slice::from_ref(&v), &Map::new())
+                            .unwrap(),
+                        v
+                    );
+                    let res =
+                        file_resource(&format!("r{t}"), &format!("t{t}.txt"), &format!("{i}"));
                     apply(runtime.as_ref(), &res, false);
-                    assert_eq!(read(runtime.as_ref(), &res).unwrap().attributes["content"], json!(format!("{i}")));
+                    assert_eq!(
+                        read(runtime.as_ref(), &res).unwrap().attributes["content"],
+                        json!(format!("{i}"))
+                    );
                 }
             })
         })
@@ -217,26 +337,51 @@ fn native_concurrent_calls_from_many_threads() {
 fn tampered_plugin_fails_checksum_and_others_still_load() {
     let lib = fixtures::build(Fixture::NativeFunction);
     let plugins = tempfile::tempdir().unwrap();
-    manifest::install(plugins.path(), &manifest("good", PluginKind::Function, "x"), &lib).unwrap();
-    let bad = manifest::install(plugins.path(), &manifest("tampered", PluginKind::Function, "x"), &lib).unwrap();
+    manifest::install(
+        plugins.path(),
+        &manifest("good", PluginKind::Function, "x"),
+        &lib,
+    )
+    .unwrap();
+    let bad = manifest::install(
+        plugins.path(),
+        &manifest("tampered", PluginKind::Function, "x"),
+        &lib,
+    )
+    .unwrap();
     let bad_lib = bad.parent().unwrap().join(lib.file_name().unwrap());
     let mut bytes = std::fs::read(&bad_lib).unwrap();
     bytes.extend_from_slice(b"tamper");
     std::fs::write(&bad_lib, bytes).unwrap();
     std::fs::write(plugins.path().join("junk-manifest").join("plugin.toml"), "").ok();
     std::fs::create_dir_all(plugins.path().join("broken")).unwrap();
-    std::fs::write(plugins.path().join("broken/plugin.toml"), "name = \"broken\"\nkind = 3\n").unwrap();
+    std::fs::write(
+        plugins.path().join("broken/plugin.toml"),
+        "name = \"broken\"\nkind = 3\n",
+    )
+    .unwrap();
 
     let loaded = load_plugins(&config_for(plugins.path(), &[]));
-    let by_name = |n: &str| loaded.entries.iter().find(|e| e.name == n).unwrap_or_else(|| panic!("{n} listed"));
+    let by_name = |n: &str| {
+        loaded
+            .entries
+            .iter()
+            .find(|e| e.name == n)
+            .unwrap_or_else(|| panic!("{n} listed"))
+    };
     assert_eq!(by_name("good").status, Status::Loaded);
     assert!(loaded.functions.contains_key("good"));
     match &by_name("tampered").status {
-        Status::Refused(why) => assert!(why.contains("checksum") && why.contains("sha256"), "{why}"),
+        Status::Refused(why) => {
+            assert!(why.contains("checksum") && why.contains("sha256"), "{why}")
+        }
         other => panic!("tampered plugin should be refused: {other:?}"),
     }
     match &by_name("broken").status {
-        Status::Refused(why) => assert!(why.contains("broken/plugin.toml") && why.contains("2:"), "{why}"),
+        Status::Refused(why) => assert!(
+            why.contains("broken/plugin.toml") && why.contains("2:"),
+            "{why}"
+        ),
         other => panic!("broken manifest should be refused: {other:?}"),
     }
 }
@@ -253,36 +398,59 @@ fn workspace_plugins_are_discovered_and_selectable() {
         ..PluginConfig::default()
     };
     let loaded = load_plugins(&config);
-    let policy = loaded.entries.iter().find(|e| e.name == "deployment-limits").expect("wasm policy listed");
+    let policy = loaded
+        .entries
+        .iter()
+        .find(|e| e.name == "deployment-limits")
+        .expect("wasm policy listed");
     assert_eq!(policy.status, Status::Loaded, "{policy:?}");
     assert_eq!(policy.format, Some(Format::Wasm));
     assert_eq!(policy.kind, Some(PluginKind::Policy));
-    let local = loaded.entries.iter().find(|e| e.name == "localfile").expect("localfile listed");
-    assert!(matches!(&local.status, Status::Disabled(why) if why.contains("plugins.only")), "{local:?}");
+    let local = loaded
+        .entries
+        .iter()
+        .find(|e| e.name == "localfile")
+        .expect("localfile listed");
+    assert!(
+        matches!(&local.status, Status::Disabled(why) if why.contains("plugins.only")),
+        "{local:?}"
+    );
     assert!(loaded.runtimes.is_empty());
 }
 
 /// Compile each WASM fixture once per test process: compilation dominates these tests.
 fn compiled(fixture: Fixture) -> wasm::WasmModule {
-    static CACHE: std::sync::Mutex<Vec<(Fixture, wasm::WasmModule)>> = std::sync::Mutex::new(Vec::new());
+    static CACHE: std::sync::Mutex<Vec<(Fixture, wasm::WasmModule)>> =
+        std::sync::Mutex::new(Vec::new());
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, m)) = cache.iter().find(|(f, _)| *f == fixture) {
         return m.clone();
     }
-    let module = WasmHost::new().unwrap().compile(&fixtures::build(fixture)).unwrap();
+    let module = WasmHost::new()
+        .unwrap()
+        .compile(&fixtures::build(fixture))
+        .unwrap();
     cache.push((fixture, module.clone()));
     module
 }
 
-fn wasm_function(grants: WasmGrants, limits: WasmLimits, asked: manifest::Permissions) -> Arc<dyn FunctionPlugin> {
+fn wasm_function(
+    grants: WasmGrants,
+    limits: WasmLimits,
+    asked: manifest::Permissions,
+) -> Arc<dyn FunctionPlugin> {
     let module = compiled(Fixture::WasmFunction);
     assert_eq!(module.kind(), PluginKind::Function);
-    module.function(WasmGrants::intersect(&asked.as_request(), &grants), limits).unwrap()
+    module
+        .function(WasmGrants::intersect(&asked.as_request(), &grants), limits)
+        .unwrap()
 }
 
 #[test]
 fn wasm_policy_plugin_evaluates() {
-    let policy = compiled(Fixture::WasmPolicy).policy(WasmGrants::default(), WasmLimits::default()).unwrap();
+    let policy = compiled(Fixture::WasmPolicy)
+        .policy(WasmGrants::default(), WasmLimits::default())
+        .unwrap();
     assert_eq!(policy.describe().name, "deployment-limits");
     let spec = json!({"resources": [
         {"id": "apps/v1:Deployment:default:web", "type": "Kubernetes", "attributes": {"kind": "Deployment",
@@ -293,38 +461,66 @@ fn wasm_policy_plugin_evaluates() {
     ]});
     let findings = policy.evaluate(&spec, &json!({})).unwrap();
     assert_eq!(findings.len(), 1, "{findings:?}");
-    assert_eq!(findings[0].resource_id.as_deref(), Some("apps/v1:Deployment:default:web"));
+    assert_eq!(
+        findings[0].resource_id.as_deref(),
+        Some("apps/v1:Deployment:default:web")
+    );
     assert_eq!(findings[0].severity, Severity::Deny);
     policy.configure(&json!({"severity": "warn"})).unwrap();
-    assert_eq!(policy.evaluate(&spec, &json!({})).unwrap()[0].severity, Severity::Warn);
+    assert_eq!(
+        policy.evaluate(&spec, &json!({})).unwrap()[0].severity,
+        Severity::Warn
+    );
     let err = policy.configure(&json!({"severity": "loud"})).unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput, "{err:?}");
-    let err = policy.evaluate(&json!({"no": "resources"}), &json!({})).unwrap_err();
+    let err = policy
+        .evaluate(&json!({"no": "resources"}), &json!({}))
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
 }
 
 #[test]
 fn wasm_infinite_loop_runs_out_of_fuel() {
-    let limits = WasmLimits { fuel: 50_000_000, ..WasmLimits::default() };
+    let limits = WasmLimits {
+        fuel: 50_000_000,
+        ..WasmLimits::default()
+    };
     let plugin = wasm_function(WasmGrants::default(), limits, Default::default());
     let started = std::time::Instant::now();
     let err = plugin.call("spin", &[], &Map::new()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Timeout, "{err:?}");
-    assert!(err.message.contains("ran out of fuel") && err.message.contains("wasm_fixture"), "{}", err.message);
+    assert!(
+        err.message.contains("ran out of fuel") && err.message.contains("wasm_fixture"),
+        "{}",
+        err.message
+    );
     assert!(!err.retryable);
     assert!(started.elapsed() < Duration::from_secs(30));
     // The plugin still answers after the trapped instance was thrown away.
-    assert_eq!(plugin.call("echo", &[json!(1)], &Map::new()).unwrap(), json!(1));
+    assert_eq!(
+        plugin.call("echo", &[json!(1)], &Map::new()).unwrap(),
+        json!(1)
+    );
 }
 
 #[test]
 fn wasm_memory_blowup_hits_the_memory_limit() {
-    let limits = WasmLimits { memory_bytes: 32 << 20, ..WasmLimits::default() };
+    let limits = WasmLimits {
+        memory_bytes: 32 << 20,
+        ..WasmLimits::default()
+    };
     let plugin = wasm_function(WasmGrants::default(), limits, Default::default());
     let err = plugin.call("grow", &[], &Map::new()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Internal);
-    assert!(err.message.contains("exceeded its memory limit (32.0 MiB)"), "{}", err.message);
-    assert_eq!(plugin.call("echo", &[json!("ok")], &Map::new()).unwrap(), json!("ok"));
+    assert!(
+        err.message.contains("exceeded its memory limit (32.0 MiB)"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        plugin.call("echo", &[json!("ok")], &Map::new()).unwrap(),
+        json!("ok")
+    );
 }
 
 #[test]
@@ -337,46 +533,95 @@ fn wasm_file_and_env_access_needs_manifest_and_grant() {
         env: vec!["PATH".into()],
         ..WasmGrants::default()
     };
-    let asks = manifest::Permissions { dirs: vec!["/data".into()], env: vec!["PATH".into()], ..Default::default() };
+    let asks = manifest::Permissions {
+        dirs: vec!["/data".into()],
+        env: vec!["PATH".into()],
+        ..Default::default()
+    };
 
     // No manifest request: the operator's grant alone gives nothing.
     let plugin = wasm_function(grant.clone(), WasmLimits::default(), Default::default());
     for path in ["/data/secret.txt", host_path.to_str().unwrap()] {
-        let err = plugin.call("read_file", &[json!(path)], &Map::new()).unwrap_err();
+        let err = plugin
+            .call("read_file", &[json!(path)], &Map::new())
+            .unwrap_err();
         assert_eq!(err.kind, ErrorKind::Rejected, "{path}: {err:?}");
     }
-    assert_eq!(plugin.call("env", &[json!("PATH")], &Map::new()).unwrap(), Value::Null);
+    assert_eq!(
+        plugin.call("env", &[json!("PATH")], &Map::new()).unwrap(),
+        Value::Null
+    );
 
     // Asked for but not granted: still nothing.
     let plugin = wasm_function(WasmGrants::default(), WasmLimits::default(), asks.clone());
-    assert!(plugin.call("read_file", &[json!("/data/secret.txt")], &Map::new()).is_err());
+    assert!(
+        plugin
+            .call("read_file", &[json!("/data/secret.txt")], &Map::new())
+            .is_err()
+    );
 
     // Asked and granted: the mapped directory (only) is readable.
     let plugin = wasm_function(grant, WasmLimits::default(), asks);
-    assert_eq!(plugin.call("read_file", &[json!("/data/secret.txt")], &Map::new()).unwrap(), json!("s3cret"));
-    assert!(plugin.call("read_file", &[json!(host_path.to_str().unwrap())], &Map::new()).is_err());
-    assert_eq!(plugin.call("env", &[json!("PATH")], &Map::new()).unwrap(), json!(std::env::var("PATH").unwrap()));
+    assert_eq!(
+        plugin
+            .call("read_file", &[json!("/data/secret.txt")], &Map::new())
+            .unwrap(),
+        json!("s3cret")
+    );
+    assert!(
+        plugin
+            .call(
+                "read_file",
+                &[json!(host_path.to_str().unwrap())],
+                &Map::new()
+            )
+            .is_err()
+    );
+    assert_eq!(
+        plugin.call("env", &[json!("PATH")], &Map::new()).unwrap(),
+        json!(std::env::var("PATH").unwrap())
+    );
 }
 
 #[test]
 fn wasm_panic_is_contained_with_its_message() {
-    let plugin = wasm_function(WasmGrants::default(), WasmLimits::default(), Default::default());
+    let plugin = wasm_function(
+        WasmGrants::default(),
+        WasmLimits::default(),
+        Default::default(),
+    );
     let err = plugin.call("panic", &[], &Map::new()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Internal);
-    assert!(err.message.contains("wasm_fixture") && err.message.contains("asked to panic"), "{}", err.message);
-    assert_eq!(plugin.call("echo", &[json!(2)], &Map::new()).unwrap(), json!(2));
+    assert!(
+        err.message.contains("wasm_fixture") && err.message.contains("asked to panic"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        plugin.call("echo", &[json!(2)], &Map::new()).unwrap(),
+        json!(2)
+    );
 }
 
 #[test]
 fn wasm_concurrent_calls_from_many_threads() {
-    let plugin = wasm_function(WasmGrants::default(), WasmLimits::default(), Default::default());
+    let plugin = wasm_function(
+        WasmGrants::default(),
+        WasmLimits::default(),
+        Default::default(),
+    );
     let threads: Vec<_> = (0..4)
         .map(|t| {
             let plugin = Arc::clone(&plugin);
             std::thread::spawn(move || {
                 for i in 0..50 {
                     let v = json!([t, i]);
-                    assert_eq!(plugin.call("echo", std::slice::from_ref(&v), &Map::new()).unwrap(), v);
+                    assert_eq!(
+                        plugin
+                            .call("echo", std::slice::from_ref(&v), &Map::new())
+                            .unwrap(),
+                        v
+                    );
                 }
             })
         })
@@ -388,9 +633,16 @@ fn wasm_concurrent_calls_from_many_threads() {
 
 #[test]
 fn wasm_component_of_the_wrong_kind_is_refused() {
-    let err = compiled(Fixture::WasmFunction).policy(WasmGrants::default(), WasmLimits::default()).err().unwrap();
+    let err = compiled(Fixture::WasmFunction)
+        .policy(WasmGrants::default(), WasmLimits::default())
+        .err()
+        .unwrap();
     let host = WasmHost::new().unwrap();
-    assert!(err.to_string().contains("is a function plugin, expected a policy plugin"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("is a function plugin, expected a policy plugin"),
+        "{err}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.wasm");
     std::fs::write(&junk, b"\0asm junk").unwrap();

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use kusion_sdk::function::{FunctionPlugin, FunctionPluginInfo};
-use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo};
 use kusion_sdk::abi::PluginKind;
 use kusion_sdk::abi::wire;
+use kusion_sdk::function::{FunctionPlugin, FunctionPluginInfo};
+use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo};
 use kusion_sdk::{ABI_VERSION, AbiVersion, ErrorKind, Map, PluginError, PluginResult, Value};
 use serde::{Deserialize, Serialize};
 use wasmtime::component::{Component, Linker, ResourceTable};
@@ -51,7 +51,10 @@ pub struct WasmLimits {
 
 impl Default for WasmLimits {
     fn default() -> Self {
-        WasmLimits { fuel: 2_000_000_000, memory_bytes: 64 << 20 }
+        WasmLimits {
+            fuel: 2_000_000_000,
+            memory_bytes: 64 << 20,
+        }
     }
 }
 
@@ -78,10 +81,20 @@ impl WasmGrants {
             dirs: asked
                 .dirs
                 .keys()
-                .filter_map(|guest| granted.dirs.get(guest).map(|host| (guest.clone(), host.clone())))
+                .filter_map(|guest| {
+                    granted
+                        .dirs
+                        .get(guest)
+                        .map(|host| (guest.clone(), host.clone()))
+                })
                 .collect(),
             writable: asked.writable && granted.writable,
-            env: asked.env.iter().filter(|v| granted.env.contains(v)).cloned().collect(),
+            env: asked
+                .env
+                .iter()
+                .filter(|v| granted.env.contains(v))
+                .cloned()
+                .collect(),
             network: asked.network && granted.network,
         }
     }
@@ -98,24 +111,40 @@ impl WasmHost {
         let mut config = wasmtime::Config::new();
         config.consume_fuel(true);
         config.wasm_component_model(true);
-        let engine =
-            Engine::new(&config).map_err(|e| LoadError::Wasm { path: PathBuf::new(), detail: format!("{e:#}") })?;
+        let engine = Engine::new(&config).map_err(|e| LoadError::Wasm {
+            path: PathBuf::new(),
+            detail: format!("{e:#}"),
+        })?;
         Ok(WasmHost { engine })
     }
 
     /// Compile a component and check what it exports: its kind and its contract version.
     pub fn compile(&self, path: &Path) -> Result<WasmModule, LoadError> {
-        let err = |detail: String| LoadError::Wasm { path: path.to_path_buf(), detail };
-        let component = Component::from_file(&self.engine, path).map_err(|e| err(format!("{e:#}")))?;
-        let (kind, abi) = exported_contract(&self.engine, &component).map_err(|detail| match detail {
-            ContractError::Mismatch(plugin) => {
-                LoadError::AbiMismatch { path: path.to_path_buf(), plugin, host: ABI_VERSION }
-            }
-            ContractError::Other(detail) => err(detail),
-        })?;
+        let err = |detail: String| LoadError::Wasm {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let component =
+            Component::from_file(&self.engine, path).map_err(|e| err(format!("{e:#}")))?;
+        let (kind, abi) =
+            exported_contract(&self.engine, &component).map_err(|detail| match detail {
+                ContractError::Mismatch(plugin) => LoadError::AbiMismatch {
+                    path: path.to_path_buf(),
+                    plugin,
+                    host: ABI_VERSION,
+                },
+                ContractError::Other(detail) => err(detail),
+            })?;
         let mut linker = Linker::<Guest>::new(&self.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| err(format!("{e:#}")))?;
-        Ok(WasmModule { engine: self.engine.clone(), component, linker, kind, abi, path: path.to_path_buf() })
+        Ok(WasmModule {
+            engine: self.engine.clone(),
+            component,
+            linker,
+            kind,
+            abi,
+            path: path.to_path_buf(),
+        })
     }
 }
 
@@ -125,12 +154,18 @@ enum ContractError {
 }
 
 /// Find `kusion:plugin/<kind>@<version>` among the component's exports.
-fn exported_contract(engine: &Engine, component: &Component) -> Result<(PluginKind, AbiVersion), ContractError> {
+fn exported_contract(
+    engine: &Engine,
+    component: &Component,
+) -> Result<(PluginKind, AbiVersion), ContractError> {
     let ty = component.component_type();
     let mut names = Vec::new();
     for (name, _) in ty.exports(engine) {
         names.push(name.to_string());
-        let Some(rest) = name.strip_prefix(WIT_PACKAGE).and_then(|r| r.strip_prefix('/')) else {
+        let Some(rest) = name
+            .strip_prefix(WIT_PACKAGE)
+            .and_then(|r| r.strip_prefix('/'))
+        else {
             continue;
         };
         let (iface, version) = rest.split_once('@').unwrap_or((rest, ""));
@@ -141,7 +176,9 @@ fn exported_contract(engine: &Engine, component: &Component) -> Result<(PluginKi
         };
         let mut parts = version.split('.').map(|p| p.parse::<u32>());
         let (Some(Ok(major)), Some(Ok(minor))) = (parts.next(), parts.next()) else {
-            return Err(ContractError::Other(format!("export `{name}` carries no valid version")));
+            return Err(ContractError::Other(format!(
+                "export `{name}` carries no valid version"
+            )));
         };
         let abi = AbiVersion { major, minor };
         if !ABI_VERSION.accepts(abi) {
@@ -192,55 +229,68 @@ impl WasmModule {
             linker: self.linker.clone(),
             grants,
             limits,
-            label: self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            label: self
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
         })
     }
 
     /// Instantiate as a policy plugin.
-    pub fn policy(&self, grants: WasmGrants, limits: WasmLimits) -> Result<Arc<dyn PolicyPlugin>, LoadError> {
+    pub fn policy(
+        &self,
+        grants: WasmGrants,
+        limits: WasmLimits,
+    ) -> Result<Arc<dyn PolicyPlugin>, LoadError> {
         self.expect(PluginKind::Policy)?;
-        let sandbox = self.sandbox(grants, limits)?;
-        let plugin = WasmPolicy { pool: Pool::new(sandbox), info: PolicyPluginInfo::placeholder() };
-        let info = plugin.describe_now().map_err(|error| LoadError::Instantiate { path: self.path.clone(), error })?;
-        let mut plugin = plugin;
-        plugin.pool.sandbox.label = info.name.clone();
-        plugin.info = info;
-        Ok(Arc::new(plugin))
+        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let info: PolicyPluginInfo = pool
+            .with("describe", |b: &policy_bindings::PolicyPlugin, store| {
+                b.kusion_plugin_policy().call_describe(store).map(Ok)
+            })
+            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
+            .map_err(|error| LoadError::Instantiate {
+                path: self.path.clone(),
+                error,
+            })?;
+        pool.sandbox.label = info.name.clone();
+        Ok(Arc::new(WasmPolicy { pool, info }))
     }
 
     /// Instantiate as a KCL function plugin.
-    pub fn function(&self, grants: WasmGrants, limits: WasmLimits) -> Result<Arc<dyn FunctionPlugin>, LoadError> {
+    pub fn function(
+        &self,
+        grants: WasmGrants,
+        limits: WasmLimits,
+    ) -> Result<Arc<dyn FunctionPlugin>, LoadError> {
         self.expect(PluginKind::Function)?;
-        let sandbox = self.sandbox(grants, limits)?;
-        let plugin = WasmFunction { pool: Pool::new(sandbox), info: FunctionPluginInfo::placeholder() };
-        let info = plugin.describe_now().map_err(|error| LoadError::Instantiate { path: self.path.clone(), error })?;
-        let mut plugin = plugin;
-        plugin.pool.sandbox.label = info.module.clone();
-        plugin.info = info;
-        Ok(Arc::new(plugin))
+        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let info: FunctionPluginInfo = pool
+            .with(
+                "describe",
+                |b: &function_bindings::FunctionPlugin, store| {
+                    b.kusion_plugin_function().call_describe(store).map(Ok)
+                },
+            )
+            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
+            .map_err(|error| LoadError::Instantiate {
+                path: self.path.clone(),
+                error,
+            })?;
+        pool.sandbox.label = info.module.clone();
+        Ok(Arc::new(WasmFunction { pool, info }))
     }
 
     fn expect(&self, expected: PluginKind) -> Result<(), LoadError> {
         if self.kind != expected {
-            return Err(LoadError::WrongKind { path: self.path.clone(), found: self.kind, expected });
+            return Err(LoadError::WrongKind {
+                path: self.path.clone(),
+                found: self.kind,
+                expected,
+            });
         }
         Ok(())
-    }
-}
-
-trait Placeholder {
-    fn placeholder() -> Self;
-}
-
-impl Placeholder for PolicyPluginInfo {
-    fn placeholder() -> Self {
-        PolicyPluginInfo { name: String::new(), version: String::new(), abi: ABI_VERSION }
-    }
-}
-
-impl Placeholder for FunctionPluginInfo {
-    fn placeholder() -> Self {
-        FunctionPluginInfo { module: String::new(), version: String::new(), abi: ABI_VERSION, functions: Vec::new() }
     }
 }
 
@@ -254,7 +304,10 @@ struct Guest {
 
 impl WasiView for Guest {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -266,7 +319,12 @@ struct Limiter {
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let allowed = self.limits.memory_growing(current, desired, maximum);
         if !matches!(allowed, Ok(true)) {
             self.memory_hit = true;
@@ -274,7 +332,12 @@ impl ResourceLimiter for Limiter {
         allowed
     }
 
-    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         self.limits.table_growing(current, desired, maximum)
     }
 
@@ -308,7 +371,11 @@ impl Sandbox {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         wasi.stderr(stderr.clone());
         for (guest, host) in &self.grants.dirs {
-            let perms = if self.grants.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+            let perms = if self.grants.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
             wasi.preopened_dir(host, guest, perms).map_err(|e| {
                 PluginError::internal(format!(
                     "plugin `{}`: cannot open granted directory {}: {e:#}",
@@ -336,11 +403,20 @@ impl Sandbox {
             memory_cap: self.limits.memory_bytes,
             memory_hit: false,
         };
-        let mut store =
-            Store::new(&self.engine, Guest { wasi: wasi.build(), table: ResourceTable::new(), limiter, stderr });
+        let mut store = Store::new(
+            &self.engine,
+            Guest {
+                wasi: wasi.build(),
+                table: ResourceTable::new(),
+                limiter,
+                stderr,
+            },
+        );
         store.limiter(|guest| &mut guest.limiter);
         // Instantiation runs start functions and data initialisers: it gets a budget too.
-        store.set_fuel(self.limits.fuel).map_err(|e| PluginError::internal(format!("{e:#}")))?;
+        store
+            .set_fuel(self.limits.fuel)
+            .map_err(|e| PluginError::internal(format!("{e:#}")))?;
         Ok(store)
     }
 
@@ -356,7 +432,10 @@ impl Sandbox {
         if error.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
             let mut e = PluginError::new(
                 ErrorKind::Timeout,
-                format!("plugin `{plugin}` ran out of fuel ({} units) in `{verb}`", self.limits.fuel),
+                format!(
+                    "plugin `{plugin}` ran out of fuel ({} units) in `{verb}`",
+                    self.limits.fuel
+                ),
             );
             // The same call would burn the same fuel again.
             e.retryable = false;
@@ -374,39 +453,66 @@ impl Sandbox {
     }
 }
 
-/// A warm instance: its store and the typed exports.
+/// A warm instance: its store, the typed exports, and which configuration it received.
 struct Warm<B> {
     store: Store<Guest>,
     bindings: B,
+    generation: u64,
 }
 
 /// Reusable instances of one plugin plus the configuration every new one must receive.
 struct Pool<B> {
     sandbox: Sandbox,
     idle: Mutex<Vec<Warm<B>>>,
-    config: Mutex<Option<String>>,
+    /// The latest configuration and its generation; instances configured with an older one are
+    /// not returned to the pool.
+    config: Mutex<(u64, Option<String>)>,
 }
 
 /// How to instantiate the world `B` and send it its configuration.
 trait World: Sized {
-    fn instantiate(store: &mut Store<Guest>, component: &Component, linker: &Linker<Guest>) -> wasmtime::Result<Self>;
-    fn configure(&self, store: &mut Store<Guest>, config: &str) -> wasmtime::Result<Result<(), String>>;
+    fn instantiate(
+        store: &mut Store<Guest>,
+        component: &Component,
+        linker: &Linker<Guest>,
+    ) -> wasmtime::Result<Self>;
+    fn configure(
+        &self,
+        store: &mut Store<Guest>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), String>>;
 }
 
 impl World for policy_bindings::PolicyPlugin {
-    fn instantiate(store: &mut Store<Guest>, component: &Component, linker: &Linker<Guest>) -> wasmtime::Result<Self> {
+    fn instantiate(
+        store: &mut Store<Guest>,
+        component: &Component,
+        linker: &Linker<Guest>,
+    ) -> wasmtime::Result<Self> {
         policy_bindings::PolicyPlugin::instantiate(store, component, linker)
     }
-    fn configure(&self, store: &mut Store<Guest>, config: &str) -> wasmtime::Result<Result<(), String>> {
+    fn configure(
+        &self,
+        store: &mut Store<Guest>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), String>> {
         self.kusion_plugin_policy().call_configure(store, config)
     }
 }
 
 impl World for function_bindings::FunctionPlugin {
-    fn instantiate(store: &mut Store<Guest>, component: &Component, linker: &Linker<Guest>) -> wasmtime::Result<Self> {
+    fn instantiate(
+        store: &mut Store<Guest>,
+        component: &Component,
+        linker: &Linker<Guest>,
+    ) -> wasmtime::Result<Self> {
         function_bindings::FunctionPlugin::instantiate(store, component, linker)
     }
-    fn configure(&self, store: &mut Store<Guest>, config: &str) -> wasmtime::Result<Result<(), String>> {
+    fn configure(
+        &self,
+        store: &mut Store<Guest>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), String>> {
         self.kusion_plugin_function().call_configure(store, config)
     }
 }
@@ -416,7 +522,11 @@ const STDERR_RECYCLE: usize = STDERR_CAPACITY / 2;
 
 impl<B: World> Pool<B> {
     fn new(sandbox: Sandbox) -> Self {
-        Pool { sandbox, idle: Mutex::new(Vec::new()), config: Mutex::new(None) }
+        Pool {
+            sandbox,
+            idle: Mutex::new(Vec::new()),
+            config: Mutex::new((0, None)),
+        }
     }
 
     fn checkout(&self, verb: &str) -> PluginResult<Warm<B>> {
@@ -426,16 +536,22 @@ impl<B: World> Pool<B> {
         let mut store = self.sandbox.store()?;
         let bindings = B::instantiate(&mut store, &self.sandbox.component, &self.sandbox.linker)
             .map_err(|e| self.sandbox.trap_error(&store, verb, e))?;
-        let config = self.config.lock().map_err(|_| poisoned())?.clone();
+        let (generation, config) = self.config.lock().map_err(|_| poisoned())?.clone();
         if let Some(config) = config {
-            store.set_fuel(self.sandbox.limits.fuel).map_err(|e| PluginError::internal(format!("{e:#}")))?;
+            store
+                .set_fuel(self.sandbox.limits.fuel)
+                .map_err(|e| PluginError::internal(format!("{e:#}")))?;
             match bindings.configure(&mut store, &config) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(wire::decode_error(&self.sandbox.label, &e)),
                 Err(e) => return Err(self.sandbox.trap_error(&store, "configure", e)),
             }
         }
-        Ok(Warm { store, bindings })
+        Ok(Warm {
+            store,
+            bindings,
+            generation,
+        })
     }
 
     /// Run one call on a warm instance with a fresh fuel budget. A trapped instance is dropped
@@ -446,10 +562,14 @@ impl<B: World> Pool<B> {
         call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>>,
     ) -> PluginResult<T> {
         let mut warm = self.checkout(verb)?;
-        warm.store.set_fuel(self.sandbox.limits.fuel).map_err(|e| PluginError::internal(format!("{e:#}")))?;
+        warm.store
+            .set_fuel(self.sandbox.limits.fuel)
+            .map_err(|e| PluginError::internal(format!("{e:#}")))?;
         match call(&warm.bindings, &mut warm.store) {
             Ok(answer) => {
-                if warm.store.data().stderr.contents().len() < STDERR_RECYCLE
+                let current = self.config.lock().map(|c| c.0).unwrap_or(u64::MAX);
+                if warm.generation == current
+                    && warm.store.data().stderr.contents().len() < STDERR_RECYCLE
                     && let Ok(mut idle) = self.idle.lock()
                 {
                     idle.push(warm);
@@ -463,9 +583,13 @@ impl<B: World> Pool<B> {
     /// Configure: remembered for new instances, and applied to one now so errors surface.
     fn configure(&self, config: &Value) -> PluginResult<()> {
         let text = wire::encode_request("configure", config)?;
+        {
+            let mut config = self.config.lock().map_err(|_| poisoned())?;
+            config.0 += 1;
+            config.1 = Some(text);
+        }
         // Idle instances hold the old configuration: drop them.
         self.idle.lock().map_err(|_| poisoned())?.clear();
-        *self.config.lock().map_err(|_| poisoned())? = Some(text);
         // The pool is empty, so this makes a fresh instance, which receives the configuration.
         let warm = self.checkout("configure")?;
         self.idle.lock().map_err(|_| poisoned())?.push(warm);
@@ -482,13 +606,6 @@ struct WasmPolicy {
     info: PolicyPluginInfo,
 }
 
-impl WasmPolicy {
-    fn describe_now(&self) -> PluginResult<PolicyPluginInfo> {
-        let text = self.pool.with("describe", |b, store| b.kusion_plugin_policy().call_describe(store).map(Ok))?;
-        wire::decode_answer(&self.pool.sandbox.label, "describe", &text)
-    }
-}
-
 impl PolicyPlugin for WasmPolicy {
     fn describe(&self) -> PolicyPluginInfo {
         self.info.clone()
@@ -499,9 +616,10 @@ impl PolicyPlugin for WasmPolicy {
     fn evaluate(&self, spec: &Value, context: &Value) -> PluginResult<Vec<Finding>> {
         let spec = wire::encode_request("evaluate", spec)?;
         let context = wire::encode_request("evaluate", context)?;
-        let text = self
-            .pool
-            .with("evaluate", |b, store| b.kusion_plugin_policy().call_evaluate(store, &spec, &context))?;
+        let text = self.pool.with("evaluate", |b, store| {
+            b.kusion_plugin_policy()
+                .call_evaluate(store, &spec, &context)
+        })?;
         wire::decode_answer(&self.pool.sandbox.label, "evaluate", &text)
     }
 }
@@ -511,14 +629,6 @@ struct WasmFunction {
     info: FunctionPluginInfo,
 }
 
-impl WasmFunction {
-    fn describe_now(&self) -> PluginResult<FunctionPluginInfo> {
-        let text =
-            self.pool.with("describe", |b, store| b.kusion_plugin_function().call_describe(store).map(Ok))?;
-        wire::decode_answer(&self.pool.sandbox.label, "describe", &text)
-    }
-}
-
 impl FunctionPlugin for WasmFunction {
     fn describe(&self) -> FunctionPluginInfo {
         self.info.clone()
@@ -526,13 +636,19 @@ impl FunctionPlugin for WasmFunction {
     fn configure(&self, config: &Value) -> PluginResult<()> {
         self.pool.configure(config)
     }
-    fn call(&self, function: &str, args: &[Value], kwargs: &Map<String, Value>) -> PluginResult<Value> {
+    fn call(
+        &self,
+        function: &str,
+        args: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> PluginResult<Value> {
         let args = wire::encode_request("call", args)?;
         let kwargs = wire::encode_request("call", kwargs)?;
         let verb = format!("call {function}");
-        let text = self
-            .pool
-            .with(&verb, |b, store| b.kusion_plugin_function().call_call(store, function, &args, &kwargs))?;
+        let text = self.pool.with(&verb, |b, store| {
+            b.kusion_plugin_function()
+                .call_call(store, function, &args, &kwargs)
+        })?;
         wire::decode_answer(&self.pool.sandbox.label, &verb, &text)
     }
 }

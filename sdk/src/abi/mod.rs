@@ -68,7 +68,9 @@ impl std::str::FromStr for PluginKind {
             "runtime" => Ok(PluginKind::Runtime),
             "function" => Ok(PluginKind::Function),
             "policy" => Ok(PluginKind::Policy),
-            other => Err(format!("unknown plugin kind `{other}` (expected runtime, function or policy)")),
+            other => Err(format!(
+                "unknown plugin kind `{other}` (expected runtime, function or policy)"
+            )),
         }
     }
 }

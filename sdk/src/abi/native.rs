@@ -23,13 +23,13 @@ use abi_stable::{StableAbi, declare_root_module_statics, sabi_trait};
 
 use super::PluginKind;
 use super::wire::{self, encode_error};
+#[cfg(test)]
+use crate::ABI_VERSION;
+use crate::AbiVersion;
 use crate::error::{PluginError, PluginResult};
 use crate::function::FunctionPlugin;
 use crate::policy::PolicyPlugin;
 use crate::runtime::{Runtime, Watch};
-use crate::AbiVersion;
-#[cfg(test)]
-use crate::ABI_VERSION;
 
 #[doc(hidden)]
 pub use abi_stable as __abi_stable;
@@ -54,11 +54,19 @@ pub struct PluginDecl {
 
 impl PluginDecl {
     pub const fn new(kind: PluginKind, abi: AbiVersion) -> Self {
-        PluginDecl { magic: DECL_MAGIC, abi_major: abi.major, abi_minor: abi.minor, kind: kind.code() }
+        PluginDecl {
+            magic: DECL_MAGIC,
+            abi_major: abi.major,
+            abi_minor: abi.minor,
+            kind: kind.code(),
+        }
     }
 
     pub fn abi(&self) -> AbiVersion {
-        AbiVersion { major: self.abi_major, minor: self.abi_minor }
+        AbiVersion {
+            major: self.abi_major,
+            minor: self.abi_minor,
+        }
     }
 }
 
@@ -172,7 +180,10 @@ impl RawPlugin for Shim {
         });
         match started {
             Ok(inner) => RResult::ROk(RawWatch_TO::from_value(
-                WatchShim { name: self.name.clone(), inner },
+                WatchShim {
+                    name: self.name.clone(),
+                    inner,
+                },
                 sabi_trait::TD_Opaque,
             )),
             Err(e) => RResult::RErr(RString::from(encode_error(&e))),
@@ -194,15 +205,23 @@ impl RawWatch for WatchShim {
     }
 }
 
-fn instantiate(kind: &str, make: impl FnOnce() -> PluginResult<(String, Served)>) -> RResult<RawPluginBox, RString> {
+fn instantiate(
+    kind: &str,
+    make: impl FnOnce() -> PluginResult<(String, Served)>,
+) -> RResult<RawPluginBox, RString> {
     match guarded(kind, "instantiate", make) {
-        Ok((name, served)) => RResult::ROk(RawPlugin_TO::from_value(Shim { name, served }, sabi_trait::TD_Opaque)),
+        Ok((name, served)) => RResult::ROk(RawPlugin_TO::from_value(
+            Shim { name, served },
+            sabi_trait::TD_Opaque,
+        )),
         Err(e) => RResult::RErr(RString::from(encode_error(&e))),
     }
 }
 
 #[doc(hidden)]
-pub fn instantiate_runtime<R: Runtime + 'static>(ctor: impl FnOnce() -> R) -> RResult<RawPluginBox, RString> {
+pub fn instantiate_runtime<R: Runtime + 'static>(
+    ctor: impl FnOnce() -> R,
+) -> RResult<RawPluginBox, RString> {
     instantiate("runtime", || {
         let runtime = ctor();
         let name = runtime.describe().name;
@@ -222,7 +241,9 @@ pub fn instantiate_function<F: FunctionPlugin + 'static>(
 }
 
 #[doc(hidden)]
-pub fn instantiate_policy<P: PolicyPlugin + 'static>(ctor: impl FnOnce() -> P) -> RResult<RawPluginBox, RString> {
+pub fn instantiate_policy<P: PolicyPlugin + 'static>(
+    ctor: impl FnOnce() -> P,
+) -> RResult<RawPluginBox, RString> {
     instantiate("policy", || {
         let plugin = ctor();
         let name = plugin.describe().name;
@@ -242,7 +263,8 @@ macro_rules! __export_native {
             $crate::abi::native::PluginDecl::new($kind, $abi);
 
         #[doc(hidden)]
-        extern "C" fn __kusion_instantiate() -> $crate::abi::native::__abi_stable::std_types::RResult<
+        extern "C" fn __kusion_instantiate()
+        -> $crate::abi::native::__abi_stable::std_types::RResult<
             $crate::abi::native::RawPluginBox,
             $crate::abi::native::__abi_stable::std_types::RString,
         > {
@@ -265,14 +287,20 @@ macro_rules! __export_native {
 
         #[doc(hidden)]
         #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
-        pub static __KUSION_ROOT_MODULE_HEADER: $crate::abi::native::__abi_stable::library::LibHeader = {
+        pub static __KUSION_ROOT_MODULE_HEADER:
+            $crate::abi::native::__abi_stable::library::LibHeader = {
             extern "C" fn erased() -> $crate::abi::native::__abi_stable::library::RootModuleResult {
-                $crate::abi::native::__abi_stable::library::__call_root_module_loader(__kusion_root_module)
+                $crate::abi::native::__abi_stable::library::__call_root_module_loader(
+                    __kusion_root_module,
+                )
             }
             unsafe {
                 $crate::abi::native::__abi_stable::library::LibHeader::from_constructor::<
                     $crate::abi::native::PluginModuleRef,
-                >(erased, $crate::abi::native::__abi_stable::library::CheckTypeLayout::Yes)
+                >(
+                    erased,
+                    $crate::abi::native::__abi_stable::library::CheckTypeLayout::Yes,
+                )
             }
         };
     };
@@ -324,12 +352,18 @@ mod tests {
 
     #[test]
     fn root_module_symbol_matches_abi_stable() {
-        assert_eq!(ROOT_MODULE_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+        assert_eq!(
+            ROOT_MODULE_SYMBOL,
+            abi_stable::library::ROOT_MODULE_LOADER_NAME
+        );
     }
 
     #[test]
     fn abi_stable_version_string_tracks_abi_version() {
         let v = <PluginModuleRef as RootModule>::VERSION_STRINGS;
-        assert_eq!(v.version, format!("{}.{}.0", ABI_VERSION.major, ABI_VERSION.minor));
+        assert_eq!(
+            v.version,
+            format!("{}.{}.0", ABI_VERSION.major, ABI_VERSION.minor)
+        );
     }
 }

@@ -73,14 +73,18 @@ pub fn encode_error(error: &PluginError) -> String {
 /// Decode an error sent by a plugin; text that is not an encoded error becomes `Internal`.
 pub fn decode_error(plugin: &str, text: &str) -> PluginError {
     serde_json::from_str(text).unwrap_or_else(|_| {
-        PluginError::internal(format!("plugin `{plugin}` returned a malformed error: {text}"))
+        PluginError::internal(format!(
+            "plugin `{plugin}` returned a malformed error: {text}"
+        ))
     })
 }
 
 /// Decode a plugin's answer for `verb`; a mismatch means the plugin broke the contract.
 pub fn decode_answer<T: DeserializeOwned>(plugin: &str, verb: &str, text: &str) -> PluginResult<T> {
     serde_json::from_str(text).map_err(|e| {
-        PluginError::internal(format!("plugin `{plugin}` returned a malformed answer to `{verb}`: {e}"))
+        PluginError::internal(format!(
+            "plugin `{plugin}` returned a malformed answer to `{verb}`: {e}"
+        ))
     })
 }
 
@@ -102,7 +106,10 @@ fn encode<T: Serialize>(value: &T) -> PluginResult<String> {
 }
 
 fn unknown_verb(kind: &str, verb: &str) -> PluginError {
-    PluginError::new(ErrorKind::Unsupported, format!("{kind} plugins have no verb `{verb}`"))
+    PluginError::new(
+        ErrorKind::Unsupported,
+        format!("{kind} plugins have no verb `{verb}`"),
+    )
 }
 
 /// Serve one non-watch verb of a runtime. `watch` goes through [`serve_runtime_watch`] because
@@ -140,7 +147,11 @@ pub fn encode_poll(poll: &WatchPoll) -> PluginResult<String> {
 }
 
 /// Serve one verb of a function plugin.
-pub fn serve_function(plugin: &dyn FunctionPlugin, verb: &str, payload: &str) -> PluginResult<String> {
+pub fn serve_function(
+    plugin: &dyn FunctionPlugin,
+    verb: &str,
+    payload: &str,
+) -> PluginResult<String> {
     match verb {
         verb::DESCRIBE => encode(&plugin.describe()),
         verb::CONFIGURE => {
@@ -190,12 +201,20 @@ pub mod guest {
         wrap(serve_policy(plugin, verb::CONFIGURE, config)).map(|_| ())
     }
 
-    pub fn policy_evaluate(plugin: &dyn PolicyPlugin, spec: &str, context: &str) -> Result<String, String> {
+    pub fn policy_evaluate(
+        plugin: &dyn PolicyPlugin,
+        spec: &str,
+        context: &str,
+    ) -> Result<String, String> {
         let spec: Value = serde_json::from_str(spec)
             .map_err(|e| encode_error(&PluginError::invalid(format!("malformed spec: {e}"))))?;
         let context: Value = serde_json::from_str(context)
             .map_err(|e| encode_error(&PluginError::invalid(format!("malformed context: {e}"))))?;
-        wrap(plugin.evaluate(&spec, &context).and_then(|findings| encode(&findings)))
+        wrap(
+            plugin
+                .evaluate(&spec, &context)
+                .and_then(|findings| encode(&findings)),
+        )
     }
 
     pub fn function_describe(plugin: &dyn FunctionPlugin) -> String {
