@@ -2,7 +2,7 @@
 //! native `cdylib` and through a WASM component, with ~1 KiB and ~100 KiB JSON payloads, next to
 //! the same call on an in-process trait object (no boundary) as the baseline.
 //!
-//! Run: `cargo bench -p kusion-kernel --bench plugin_calls` (builds the fixtures first).
+//! Run: `cargo bench -p kusion-kernel --bench plugin_calls` (builds optimised fixtures first).
 
 use std::hint::black_box;
 
@@ -43,13 +43,13 @@ impl FunctionPlugin for InProcess {
 }
 
 fn bench(c: &mut Criterion) {
-    let native = NativeLibrary::open(&fixtures::build(Fixture::NativeFunction))
+    let native = NativeLibrary::open(&fixtures::build_release(Fixture::NativeFunction))
         .unwrap()
         .function()
         .unwrap();
     let wasm = WasmHost::new()
         .unwrap()
-        .compile(&fixtures::build(Fixture::WasmFunction))
+        .compile(&fixtures::build_release(Fixture::WasmFunction))
         .unwrap()
         .function(WasmGrants::default(), WasmLimits::default())
         .unwrap();
@@ -60,6 +60,26 @@ fn bench(c: &mut Criterion) {
         let args = vec![payload(size)];
         let encoded = serde_json::to_string(&args[0]).unwrap().len();
         group.throughput(Throughput::Bytes(encoded as u64));
+        // What the JSON wire format alone costs: encode the call, decode it, encode the answer,
+        // decode it, with no boundary in between.
+        group.bench_with_input(
+            BenchmarkId::new("json-wire-only", label),
+            &args,
+            |b, args| {
+                b.iter(|| {
+                    let call = kusion_sdk::abi::wire::CallRef {
+                        function: "echo",
+                        args,
+                        kwargs: &kwargs,
+                    };
+                    let text = serde_json::to_string(black_box(&call)).unwrap();
+                    let decoded: kusion_sdk::abi::wire::CallPayload =
+                        serde_json::from_str(&text).unwrap();
+                    let answer = serde_json::to_string(&decoded.args[0]).unwrap();
+                    black_box(serde_json::from_str::<Value>(&answer).unwrap())
+                })
+            },
+        );
         for (host, plugin) in [
             ("in-process", &inproc),
             ("native", &native),
