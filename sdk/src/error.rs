@@ -36,7 +36,11 @@ pub struct PluginError {
 impl PluginError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         let retryable = matches!(kind, ErrorKind::Unavailable | ErrorKind::Timeout);
-        PluginError { kind, message: message.into(), retryable }
+        PluginError {
+            kind,
+            message: message.into(),
+            retryable,
+        }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidInput, message)

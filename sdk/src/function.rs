@@ -21,5 +21,10 @@ pub trait FunctionPlugin: Send + Sync {
     fn describe(&self) -> FunctionPluginInfo;
     fn configure(&self, config: &Value) -> PluginResult<()>;
     /// Call `function` with positional and keyword arguments; JSON-shaped values in and out.
-    fn call(&self, function: &str, args: &[Value], kwargs: &Map<String, Value>) -> PluginResult<Value>;
+    fn call(
+        &self,
+        function: &str,
+        args: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> PluginResult<Value>;
 }

@@ -55,7 +55,11 @@ impl FieldPath {
     pub fn parse(text: &str) -> Result<FieldPath, PathError> {
         let (path, used) = Self::parse_prefix(text)?;
         if used != text.len() {
-            return Err(PathError { path: text.into(), offset: used, reason: "unexpected character" });
+            return Err(PathError {
+                path: text.into(),
+                offset: used,
+                reason: "unexpected character",
+            });
         }
         Ok(path)
     }
@@ -64,7 +68,11 @@ impl FieldPath {
     /// Stops at the first character that cannot continue a path (used for references embedded
     /// in longer strings, where a plain key ends at anything but `[A-Za-z0-9_-]`).
     pub fn parse_prefix(text: &str) -> Result<(FieldPath, usize), PathError> {
-        let err = |offset, reason| PathError { path: text.to_string(), offset, reason };
+        let err = |offset, reason| PathError {
+            path: text.to_string(),
+            offset,
+            reason,
+        };
         let bytes = text.as_bytes();
         let mut segments = Vec::new();
         let mut i = 0;
@@ -87,7 +95,11 @@ impl FieldPath {
                 _ if expect_key => {
                     let start = i;
                     let rest = &text[i..];
-                    let len: usize = rest.chars().take_while(|c| is_plain_key_char(*c)).map(char::len_utf8).sum();
+                    let len: usize = rest
+                        .chars()
+                        .take_while(|c| is_plain_key_char(*c))
+                        .map(char::len_utf8)
+                        .sum();
                     if len == 0 {
                         return Err(err(i, "expected a key"));
                     }
@@ -177,7 +189,9 @@ fn parse_bracket(text: &str, start: usize) -> Result<(Segment, usize), (usize, &
         }
         Some(b'0'..=b'9') => {
             let digits = bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-            let index = text[i..i + digits].parse::<usize>().map_err(|_| (i, "index too large"))?;
+            let index = text[i..i + digits]
+                .parse::<usize>()
+                .map_err(|_| (i, "index too large"))?;
             i += digits;
             if bytes.get(i) != Some(&b']') {
                 return Err((i, "expected ']' after index"));
@@ -228,12 +242,21 @@ mod tests {
 
     #[test]
     fn parses_and_prints() {
-        for text in ["spec.replicas", "spec.ports[0].port", "metadata.labels[\"app.kubernetes.io/name\"]", "[0]", "a[1][2].b"] {
+        for text in [
+            "spec.replicas",
+            "spec.ports[0].port",
+            "metadata.labels[\"app.kubernetes.io/name\"]",
+            "[0]",
+            "a[1][2].b",
+        ] {
             let path = FieldPath::parse(text).unwrap();
             assert_eq!(path.to_string(), text);
         }
         let p = FieldPath::parse("a['x.y']").unwrap();
-        assert_eq!(p.0, vec![Segment::Key("a".into()), Segment::Key("x.y".into())]);
+        assert_eq!(
+            p.0,
+            vec![Segment::Key("a".into()), Segment::Key("x.y".into())]
+        );
     }
 
     #[test]
@@ -253,8 +276,14 @@ mod tests {
     #[test]
     fn get_and_remove() {
         let mut v = serde_json::json!({"a": {"b": [1, {"c": 2}]}});
-        assert_eq!(FieldPath::parse("a.b[1].c").unwrap().get(&v), Some(&serde_json::json!(2)));
-        assert_eq!(FieldPath::parse("a.b[0]").unwrap().remove(&mut v), Some(serde_json::json!(1)));
+        assert_eq!(
+            FieldPath::parse("a.b[1].c").unwrap().get(&v),
+            Some(&serde_json::json!(2))
+        );
+        assert_eq!(
+            FieldPath::parse("a.b[0]").unwrap().remove(&mut v),
+            Some(serde_json::json!(1))
+        );
         assert_eq!(v, serde_json::json!({"a": {"b": [{"c": 2}]}}));
     }
 }

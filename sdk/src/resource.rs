@@ -22,7 +22,11 @@ pub struct Resource {
 }
 
 impl Resource {
-    pub fn new(id: impl Into<String>, resource_type: impl Into<String>, attributes: Map<String, Value>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        resource_type: impl Into<String>,
+        attributes: Map<String, Value>,
+    ) -> Self {
         Resource {
             id: id.into(),
             resource_type: resource_type.into(),

@@ -1,1 +1,1 @@
-
+//! Helpers shared by the end-to-end tests (see `tests/tests/`).

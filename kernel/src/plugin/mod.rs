@@ -132,7 +132,7 @@ pub fn dylib_file_name(crate_name: &str) -> String {
 }
 
 /// Find every manifest: `<dir>/<plugin>/plugin.toml` in the search directories, then the in-repo
-/// plugins of the workspace (`<ws>/examples/*/plugin.toml`, their files looked up in
+/// plugins of the workspace (`<ws>/{runtimes,plugins,examples,tests}/*/plugin.toml`, their files looked up in
 /// `<ws>/target/{debug,release}` or, for WASM, `<ws>/target/wasm32-wasip2/{debug,release}`).
 pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
     let mut found = Vec::new();
@@ -170,10 +170,17 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
 
 fn discover_workspace(ws: &Path, target: &Path) -> Vec<Candidate> {
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(ws.join("examples")) else {
-        return found;
-    };
-    let mut crates: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    // In-repo plugins live one folder deep under these (runtimes/kubernetes, plugins/cmdb, ...).
+    let mut crates: Vec<PathBuf> = ["runtimes", "plugins", "examples", "tests"]
+        .iter()
+        .filter_map(|group| std::fs::read_dir(ws.join(group)).ok())
+        .flat_map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .collect::<Vec<_>>()
+        })
+        .collect();
     crates.sort();
     for dir in crates {
         let manifest_path = dir.join(MANIFEST_FILE);

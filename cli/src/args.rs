@@ -1,0 +1,148 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kusionctl",
+    version,
+    about = "Preview, apply, watch and destroy a stack's resources"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Work in this directory (a stack folder) instead of the current one.
+    #[arg(short = 'C', long = "workdir", global = true)]
+    pub workdir: Option<PathBuf>,
+    /// Where the stack's state lives (default: <workdir>/.kusion/state).
+    #[arg(long, global = true, env = "KUSION_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value = "human")]
+    pub output: Output,
+    /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
+    #[arg(long, global = true, env = "KUSION_RUNTIME_CONFIG")]
+    pub runtime_config: Option<PathBuf>,
+    /// The kusion configuration file (TOML; default ~/.kusion/config.toml when it exists).
+    #[arg(long, global = true, env = "KUSION_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Override one configuration key, e.g. --set plugins.workspace=/src/kusion-rs.
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// More log output (-v, -vv, -vvv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Never use colour.
+    #[arg(long, global = true)]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PlanArgs {
+    /// The spec file (YAML or JSON; `resources:` or a bare list).
+    #[arg(long = "spec", short = 'f')]
+    pub spec: Option<PathBuf>,
+    /// Fields never compared and, on update, kept at their live value (e.g. spec.replicas).
+    #[arg(long = "ignore-fields", value_delimiter = ',')]
+    pub ignore_fields: Vec<String>,
+    /// How many resources are worked on at once.
+    #[arg(long, env = "KUSION_EXEC_MAX_CONCURRENT", default_value_t = 10)]
+    pub concurrency: usize,
+    /// Time limit per runtime call (e.g. 30s, 2m).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what apply would change.
+    Preview {
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Show the field-level diff of every changed resource.
+        #[arg(short = 'd', long)]
+        detail: bool,
+    },
+    /// Converge the live resources to the spec.
+    Apply {
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+        /// Only show the plan.
+        #[arg(long)]
+        dry_run: bool,
+        /// Wait until every applied resource is ready, showing a live table.
+        #[arg(short = 'w', long)]
+        watch: bool,
+        /// How long to wait for readiness per resource with --watch.
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+        watch_timeout: std::time::Duration,
+        /// Show the field-level diff of every changed resource.
+        #[arg(short = 'd', long)]
+        detail: bool,
+    },
+    /// Delete every resource recorded in state.
+    Destroy {
+        #[command(flatten)]
+        plan: PlanArgs,
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+    /// Print the dependency graph.
+    Graph {
+        #[arg(long = "spec", short = 'f')]
+        spec: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: GraphFormat,
+    },
+    /// Inspect or repair the stack's state.
+    State {
+        #[command(subcommand)]
+        command: StateCommand,
+    },
+    /// Inspect plugins.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Show every plugin found: kind, version, ABI, capabilities, and why any was refused.
+    List,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Text,
+    Dot,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// List the resources in state.
+    List,
+    /// Show one resource (or all) as recorded, secrets masked.
+    Show { id: Option<String> },
+    /// List past applies and destroys, or show one.
+    History { revision: Option<u64> },
+    /// Remove the stack's lease, whoever holds it.
+    Unlock,
+}

@@ -1,0 +1,768 @@
+//! What each subcommand does.
+
+use std::collections::HashMap;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, anyhow};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use kusion_kernel::apply::{ApplyOptions, Event, Outcome};
+use kusion_kernel::graph::Dag;
+use kusion_kernel::operation::{self, Applied, Stack};
+use kusion_kernel::plan::{PlanOptions, PlanView};
+use kusion_kernel::registry::Registry;
+use kusion_kernel::spec::Spec;
+use kusion_kernel::state::{LocalStore, StateError, format_time};
+use kusion_sdk::FieldPath;
+use kusion_sdk::runtime::{Health, Runtime};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::args::{Cli, Command, GraphFormat, Output, PlanArgs, PluginCommand, StateCommand};
+use crate::render::{self, Styles};
+use crate::{UsageError, exit};
+use kusion_kernel::plugin::{LoadedPlugins, PluginConfig, Status};
+
+/// Run a parsed command line; returns the exit code.
+pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
+    let json = cli.global.output == Output::Json;
+    match dispatch(cli, runtimes).await {
+        Ok(code) => code,
+        Err(e) => {
+            let code = if e.downcast_ref::<UsageError>().is_some() {
+                exit::USAGE
+            } else if e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<StateError>(),
+                    Some(StateError::Locked { .. })
+                )
+            }) || e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<operation::OperationError>(),
+                    Some(operation::OperationError::State(StateError::Locked { .. }))
+                )
+            }) {
+                exit::LOCKED
+            } else {
+                exit::FAILED
+            };
+            if json {
+                println!("{}", json!({"error": format!("{e:#}"), "exitCode": code}));
+            } else {
+                eprintln!("error: {e:#}");
+            }
+            code
+        }
+    }
+}
+
+struct Context_ {
+    plugins: LoadedPlugins,
+    workdir: PathBuf,
+    output: Output,
+    styles: Styles,
+    stack: Stack,
+}
+
+fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_> {
+    let workdir = match &cli.global.workdir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let state_dir = cli
+        .global
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| workdir.join(".kusion").join("state"));
+    let plugin_config = plugin_config(cli)?;
+    let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
+    let mut registry = Registry::new();
+    for runtime in runtimes {
+        registry.register(runtime)?;
+    }
+    for (name, runtime) in &plugins.runtimes {
+        let served = runtime.describe().resource_types;
+        if served.iter().any(|t| registry.get(t).is_some()) {
+            tracing::debug!(plugin = %name, "a compiled-in runtime already serves its types; plugin not used");
+            continue;
+        }
+        registry.register(runtime.clone())?;
+    }
+    let config = match &cli.global.runtime_config {
+        Some(path) => read_runtime_config(path)?,
+        None => Value::Null,
+    };
+    operation::configure(&registry, &config)?;
+    let color = !cli.global.no_color
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
+    Ok(Context_ {
+        plugins,
+        workdir,
+        output: cli.global.output,
+        styles: Styles { color },
+        stack: Stack {
+            store: Arc::new(LocalStore::new(state_dir)),
+            registry,
+        },
+    })
+}
+
+/// The plugin configuration: the config file, `KUSION_PLUGINS__*` variables and `--set` flags;
+/// when kusionctl runs from a checkout's build output, that checkout's in-repo plugins too.
+fn plugin_config(cli: &Cli) -> Result<PluginConfig> {
+    let file = cli.global.config.clone().or_else(|| {
+        let default = PathBuf::from(std::env::var_os("HOME")?)
+            .join(".kusion")
+            .join("config.toml");
+        default.is_file().then_some(default)
+    });
+    let overrides = cli
+        .global
+        .set
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| {
+                    anyhow::Error::new(UsageError(format!("--set {kv:?}: expected KEY=VALUE")))
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut config = PluginConfig::load(file.as_deref(), &overrides)?;
+    if config.workspace.is_none()
+        && let Some((workspace, target)) = checkout_of_this_binary()
+    {
+        config.workspace = Some(workspace);
+        config.target_dir.get_or_insert(target);
+    }
+    Ok(config)
+}
+
+/// `<checkout>/target/<profile>/kusionctl` -> (checkout, target dir), for development builds.
+fn checkout_of_this_binary() -> Option<(PathBuf, PathBuf)> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let target = exe.parent()?.parent()?.to_path_buf();
+    let candidates = [
+        target.parent().map(Path::to_path_buf),
+        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .flat_map(|dir| dir.ancestors().map(Path::to_path_buf).collect::<Vec<_>>())
+        .find(|dir| {
+            dir.join("Cargo.toml").is_file()
+                && dir.join("kernel").join("src").join("plugin").is_dir()
+        })
+        .map(|ws| (ws, target))
+}
+
+fn read_runtime_config(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading runtime config {}", path.display()))?;
+    serde_yaml_to_json(&text).with_context(|| format!("parsing runtime config {}", path.display()))
+}
+
+fn serde_yaml_to_json(text: &str) -> Result<Value> {
+    Ok(kusion_kernel::spec::yaml_to_json(text)?)
+}
+
+fn spec_path(ctx: &Context_, spec: &Option<PathBuf>) -> Result<PathBuf> {
+    match spec {
+        Some(p) if p.is_absolute() => Ok(p.clone()),
+        Some(p) => Ok(ctx.workdir.join(p)),
+        None => {
+            Err(UsageError("no spec given: pass --spec FILE (a YAML or JSON spec)".into()).into())
+        }
+    }
+}
+
+fn load_spec(ctx: &Context_, spec: &Option<PathBuf>) -> Result<Spec> {
+    let path = spec_path(ctx, spec)?;
+    Ok(Spec::read_file(&path)?)
+}
+
+fn plan_options(args: &PlanArgs, destroy: bool) -> Result<PlanOptions> {
+    let ignore_fields = args
+        .ignore_fields
+        .iter()
+        .map(|f| {
+            FieldPath::parse(f)
+                .map_err(|e| anyhow::Error::new(UsageError(format!("--ignore-fields: {e}"))))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if args.concurrency == 0 {
+        return Err(UsageError("--concurrency must be at least 1".into()).into());
+    }
+    Ok(PlanOptions {
+        ignore_fields,
+        concurrency: args.concurrency,
+        timeout: args.timeout,
+        destroy,
+    })
+}
+
+/// First Ctrl-C: stop starting new work; second: leave at once (the journal is consistent).
+fn install_interrupt(cancel: Arc<AtomicBool>) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\nInterrupted: no new steps start; running steps finish or time out, then state is saved. Ctrl-C again to quit now."
+            );
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+}
+
+async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
+    let ctx = build_context(&cli, runtimes)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    install_interrupt(cancel.clone());
+    match cli.command {
+        Command::Preview { plan, detail } => {
+            let spec = load_spec(&ctx, &plan.spec)?;
+            let plan = {
+                let options = plan_options(&plan, false)?;
+                tokio::task::block_in_place(|| {
+                    operation::preview(&spec, &ctx.stack, &options, cancel)
+                })?
+            };
+            print_plan(&ctx, &plan, detail);
+            Ok(exit::OK)
+        }
+        Command::Apply {
+            plan,
+            yes,
+            dry_run,
+            watch,
+            watch_timeout,
+            detail,
+        } => {
+            let spec = load_spec(&ctx, &plan.spec)?;
+            let options = plan_options(&plan, false)?;
+            if dry_run {
+                let computed = tokio::task::block_in_place(|| {
+                    operation::preview(&spec, &ctx.stack, &options, cancel)
+                })?;
+                print_plan(&ctx, &computed, detail);
+                return Ok(exit::OK);
+            }
+            let apply_options = ApplyOptions {
+                concurrency: plan.concurrency,
+                timeout: plan.timeout,
+                watch,
+                watch_timeout,
+                ignore_fields: options.ignore_fields.clone(),
+            };
+            run_apply(
+                &ctx,
+                &spec,
+                "apply",
+                &options,
+                &apply_options,
+                yes,
+                detail,
+                cancel,
+            )
+            .await
+        }
+        Command::Destroy { plan, yes } => {
+            let options = plan_options(&plan, true)?;
+            let apply_options = ApplyOptions {
+                concurrency: plan.concurrency,
+                timeout: plan.timeout,
+                ..Default::default()
+            };
+            run_apply(
+                &ctx,
+                &Spec::default(),
+                "destroy",
+                &options,
+                &apply_options,
+                yes,
+                false,
+                cancel,
+            )
+            .await
+        }
+        Command::Graph { spec, format } => {
+            let spec = load_spec(&ctx, &spec)?;
+            spec.validate(&ctx.stack.registry.types())
+                .or_else(|e| match e {
+                    // The graph does not need runtimes: only structural errors matter here.
+                    kusion_kernel::spec::SpecError::UnknownType { .. } => Ok(()),
+                    other => Err(other),
+                })?;
+            let dag = Dag::build(&spec)?;
+            match (ctx.output, format) {
+                (Output::Json, _) => println!(
+                    "{}",
+                    json!({"nodes": dag.order().collect::<Vec<_>>(), "edges": dag.edges().iter().map(|(a, b)| json!({"from": a, "to": b})).collect::<Vec<_>>()})
+                ),
+                (_, GraphFormat::Dot) => print!("{}", dag.to_dot()),
+                (_, GraphFormat::Text) => print!("{}", dag.to_text()),
+            }
+            Ok(exit::OK)
+        }
+        Command::State { command } => state_command(&ctx, command),
+        Command::Plugin {
+            command: PluginCommand::List,
+        } => plugin_list(&ctx),
+    }
+}
+
+fn print_plan(ctx: &Context_, plan: &PlanView, detail: bool) {
+    match ctx.output {
+        Output::Json => println!("{}", render::plan_json(plan)),
+        Output::Human => {
+            if plan.steps.is_empty() {
+                println!("No resources in the spec or state.");
+                return;
+            }
+            println!("{}", render::plan_table(plan, &ctx.styles));
+            if detail {
+                print!("{}", render::plan_details(plan, &ctx.styles));
+            }
+            println!("{}", render::plan_summary_line(plan));
+            if !plan.has_changes() {
+                println!("No changes.");
+            }
+        }
+    }
+}
+
+fn ask(plan: &PlanView, styles: &Styles, verb: &str) -> bool {
+    let stdin = std::io::stdin();
+    loop {
+        print!("Do you want to {verb} these changes? [yes/details/no]: ");
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => return true,
+            "d" | "details" => print!("{}", render::plan_details(plan, styles)),
+            "n" | "no" | "" => return false,
+            other => println!("Please answer yes, details or no (not {other:?})."),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_apply(
+    ctx: &Context_,
+    spec: &Spec,
+    operation_name: &str,
+    options: &PlanOptions,
+    apply_options: &ApplyOptions,
+    yes: bool,
+    detail: bool,
+    cancel: Arc<AtomicBool>,
+) -> Result<u8> {
+    if !yes && !std::io::stdin().is_terminal() {
+        return Err(UsageError(format!(
+            "standard input is not a terminal: pass --yes to {operation_name} without confirmation"
+        ))
+        .into());
+    }
+    let human = ctx.output == Output::Human;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let total_holder = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let progress = tokio::spawn(show_progress(
+        rx,
+        human,
+        ctx.styles.color,
+        total_holder.clone(),
+    ));
+    let verb = if operation_name == "destroy" {
+        "Destroy"
+    } else {
+        "Apply"
+    };
+    let styles = Styles {
+        color: ctx.styles.color,
+    };
+    let confirm = |plan: &PlanView| {
+        if human {
+            println!("{}", render::plan_table(plan, &styles));
+            if detail {
+                print!("{}", render::plan_details(plan, &styles));
+            }
+            println!("{}", render::plan_summary_line(plan));
+        }
+        total_holder.store(
+            plan.steps
+                .iter()
+                .filter(|s| s.action.changes_something())
+                .count(),
+            Ordering::SeqCst,
+        );
+        yes || ask(plan, &styles, operation_name)
+    };
+    let result = tokio::task::block_in_place(|| {
+        operation::apply(
+            spec,
+            &ctx.stack,
+            operation_name,
+            options,
+            apply_options,
+            Vec::new(),
+            confirm,
+            Some(tx),
+            cancel,
+        )
+    });
+    let _ = progress.await;
+    match result? {
+        Applied::NothingToDo(plan) => {
+            if human {
+                if !plan.steps.is_empty() {
+                    println!("{}", render::plan_table(&plan, &ctx.styles));
+                }
+                println!(
+                    "No changes. {verb} complete! Resources: 0 created, 0 updated, 0 deleted."
+                );
+            } else {
+                println!(
+                    "{}",
+                    json!({"plan": render::plan_json(&plan), "result": null, "summary": format!("{verb} complete! Resources: 0 created, 0 updated, 0 deleted.")})
+                );
+            }
+            Ok(exit::OK)
+        }
+        Applied::Declined(plan) => {
+            if human {
+                println!("{verb} cancelled; nothing changed.");
+            } else {
+                println!(
+                    "{}",
+                    json!({"plan": render::plan_json(&plan), "result": null, "declined": true})
+                );
+            }
+            Ok(exit::OK)
+        }
+        Applied::Done {
+            plan,
+            report,
+            revision,
+        } => {
+            if human {
+                print!("{}", render::failures(&report, &ctx.styles));
+                let line = report.summary_line(verb);
+                let style = if report.succeeded() {
+                    ctx.styles.green()
+                } else {
+                    ctx.styles.red()
+                };
+                println!("{}", style.apply_to(line));
+            } else {
+                println!(
+                    "{}",
+                    json!({"plan": render::plan_json(&plan), "result": render::report_json(&report, Some(revision), verb)})
+                );
+            }
+            Ok(if report.succeeded() {
+                exit::OK
+            } else {
+                exit::FAILED
+            })
+        }
+    }
+}
+
+/// Progress during apply: a bar on a terminal, plain lines elsewhere; with --watch a live row per
+/// watched object (`Type Kind Name Detail`).
+async fn show_progress(
+    mut rx: mpsc::UnboundedReceiver<Event>,
+    human: bool,
+    color: bool,
+    total: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let tty = human && std::io::stderr().is_terminal();
+    let multi = MultiProgress::new();
+    let bar = if tty {
+        let bar = multi.add(ProgressBar::new(0));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Some(bar)
+    } else {
+        None
+    };
+    let styles = Styles { color };
+    let mut rows: HashMap<(String, String, String), ProgressBar> = HashMap::new();
+    let mut last_detail: HashMap<(String, String, String), String> = HashMap::new();
+    let mut started = HashMap::new();
+    while let Some(event) = rx.recv().await {
+        if let Some(bar) = &bar {
+            bar.set_length(total.load(Ordering::SeqCst) as u64);
+        }
+        match event {
+            Event::Started { id, action } => {
+                started.insert(id.clone(), std::time::Instant::now());
+                if let Some(bar) = &bar {
+                    bar.set_message(format!("{action} {id}"));
+                }
+            }
+            Event::Finished {
+                id,
+                action,
+                outcome,
+            } => {
+                if !action.changes_something() {
+                    continue;
+                }
+                let took = started
+                    .get(&id)
+                    .map(|t: &std::time::Instant| format!(" ({:.1}s)", t.elapsed().as_secs_f64()))
+                    .unwrap_or_default();
+                let line = match &outcome {
+                    Outcome::Succeeded => {
+                        format!("{} {action} {id}{took}", styles.green().apply_to("✔"))
+                    }
+                    Outcome::Failed(e) => {
+                        format!("{} {action} {id}: {e}", styles.red().apply_to("✘"))
+                    }
+                    Outcome::Skipped(e) => format!(
+                        "{} {action} {id}: skipped, {e}",
+                        styles.yellow().apply_to("-")
+                    ),
+                    Outcome::Cancelled => {
+                        format!("{} {action} {id}: not started", styles.dim().apply_to("-"))
+                    }
+                };
+                if !human {
+                    continue;
+                }
+                match &bar {
+                    Some(bar) => {
+                        bar.inc(1);
+                        multi.println(line).ok();
+                    }
+                    None => eprintln!("{line}"),
+                }
+            }
+            Event::Watch {
+                id,
+                resource_type,
+                event,
+            } => {
+                if !human {
+                    continue;
+                }
+                for object in event.objects {
+                    let key = (id.clone(), object.kind.clone(), object.name.clone());
+                    let mark = match object.health {
+                        Health::Ready => styles.green().apply_to("ready").to_string(),
+                        Health::Failed => styles.red().apply_to("failed").to_string(),
+                        Health::Progressing => styles.yellow().apply_to("waiting").to_string(),
+                    };
+                    let text = format!(
+                        "{:<12} {:<14} {:<40} {mark} {}",
+                        resource_type, object.kind, object.name, object.detail
+                    );
+                    if tty {
+                        let row = rows
+                            .entry(key)
+                            .or_insert_with(|| multi.add(ProgressBar::new_spinner()));
+                        row.set_message(text);
+                        if object.health != Health::Progressing {
+                            row.finish();
+                        }
+                    } else if last_detail.get(&key) != Some(&text) {
+                        eprintln!("{text}");
+                        last_detail.insert(key, text);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+}
+
+fn plugin_list(ctx: &Context_) -> Result<u8> {
+    let entries = &ctx.plugins.entries;
+    if ctx.output == Output::Json {
+        println!("{}", serde_json::to_value(entries)?);
+        return Ok(exit::OK);
+    }
+    if entries.is_empty() {
+        println!(
+            "No plugins found (searched --set plugins.path, $KUSION_PLUGIN_PATH, ~/.kusion/plugins and this checkout's build output)."
+        );
+        return Ok(exit::OK);
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(vec![
+        "Name",
+        "Kind",
+        "Format",
+        "Version",
+        "ABI",
+        "Capabilities",
+        "Status",
+    ]);
+    for e in entries {
+        let status = match &e.status {
+            Status::Loaded => ctx
+                .styles
+                .green()
+                .apply_to("loaded".to_string())
+                .to_string(),
+            Status::Disabled(why) => format!("disabled: {why}"),
+            Status::Refused(why) => ctx
+                .styles
+                .red()
+                .apply_to(format!("refused: {why}"))
+                .to_string(),
+        };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        table.add_row(vec![
+            e.name.clone(),
+            opt(e.kind.map(|k| k.to_string())),
+            opt(e.format.map(|f| format!("{f:?}").to_lowercase())),
+            opt(e.version.clone()),
+            opt(e.abi.map(|a| a.to_string())),
+            e.capabilities.join(" "),
+            status,
+        ]);
+    }
+    println!("{table}");
+    Ok(exit::OK)
+}
+
+fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
+    let store = &ctx.stack.store;
+    match command {
+        StateCommand::List => {
+            let state = store.load()?;
+            if ctx.output == Output::Json {
+                let list: Vec<Value> = state.resources.values().map(|e| json!({"id": e.resource.id, "type": e.resource.resource_type, "pending": e.pending, "updatedAt": format_time(e.updated_at)})).collect();
+                println!("{}", json!({"serial": state.serial, "resources": list}));
+            } else {
+                let mut table = comfy_table::Table::new();
+                table.load_preset(comfy_table::presets::NOTHING);
+                table.set_header(vec!["ID", "Type", "Status", "Updated"]);
+                for e in state.resources.values() {
+                    table.add_row(vec![
+                        e.resource.id.clone(),
+                        e.resource.resource_type.clone(),
+                        if e.pending {
+                            "pending (outcome unknown)".to_string()
+                        } else {
+                            "applied".to_string()
+                        },
+                        format_time(e.updated_at),
+                    ]);
+                }
+                println!("{table}");
+                println!(
+                    "{} resource(s) in {}",
+                    state.resources.len(),
+                    store.location()
+                );
+            }
+            Ok(exit::OK)
+        }
+        StateCommand::Show { id } => {
+            let state = store.load()?;
+            let entries: Vec<Value> = match &id {
+                Some(id) => vec![render::masked_entry(state.resources.get(id).ok_or_else(
+                    || {
+                        anyhow!(
+                            "resource {id:?} is not in the state at {}",
+                            store.location()
+                        )
+                    },
+                )?)],
+                None => state.resources.values().map(render::masked_entry).collect(),
+            };
+            let value = if id.is_some() {
+                entries.into_iter().next().unwrap_or(Value::Null)
+            } else {
+                Value::Array(entries)
+            };
+            if ctx.output == Output::Json {
+                println!("{value}");
+            } else {
+                print!("{}", kusion_kernel::spec::json_to_yaml(&value));
+            }
+            Ok(exit::OK)
+        }
+        StateCommand::History { revision } => {
+            match revision {
+                Some(n) => {
+                    let release = store.release(n)?;
+                    let value = serde_json::to_value(&release)?;
+                    if ctx.output == Output::Json {
+                        println!("{value}");
+                    } else {
+                        print!("{}", kusion_kernel::spec::json_to_yaml(&value));
+                    }
+                }
+                None => {
+                    let releases = store.releases()?;
+                    if ctx.output == Output::Json {
+                        let list: Vec<Value> = releases
+                            .iter()
+                            .map(|r| json!({"revision": r.revision, "operation": r.operation, "status": r.status, "holder": r.holder, "startedAt": format_time(r.started_at), "finishedAt": r.finished_at.map(format_time), "steps": r.steps.len()}))
+                            .collect();
+                        println!("{}", Value::Array(list));
+                    } else {
+                        let mut table = comfy_table::Table::new();
+                        table.load_preset(comfy_table::presets::NOTHING);
+                        table.set_header(vec![
+                            "Revision",
+                            "Operation",
+                            "Status",
+                            "Started",
+                            "Finished",
+                            "By",
+                            "Steps",
+                        ]);
+                        for r in &releases {
+                            table.add_row(vec![
+                                r.revision.to_string(),
+                                r.operation.clone(),
+                                format!("{:?}", r.status).to_lowercase(),
+                                format_time(r.started_at),
+                                r.finished_at.map(format_time).unwrap_or_else(|| "-".into()),
+                                format!("{}@{}", r.holder.owner, r.holder.host),
+                                r.steps.len().to_string(),
+                            ]);
+                        }
+                        println!("{table}");
+                    }
+                }
+            }
+            Ok(exit::OK)
+        }
+        StateCommand::Unlock => {
+            match store.force_unlock()? {
+                Some(lease) => {
+                    eprintln!(
+                        "warning: removed the lease held by {} (acquired {}, expiring {}); if that process is still running, two writers may now change this stack",
+                        lease.holder,
+                        format_time(lease.acquired_at),
+                        format_time(lease.expires_at)
+                    );
+                }
+                None => eprintln!("The stack was not locked."),
+            }
+            Ok(exit::OK)
+        }
+    }
+}

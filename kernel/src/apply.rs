@@ -1,0 +1,575 @@
+//! Executing a plan: the scheduler walks the plan's DAG in parallel, calls the runtimes, and
+//! journals every step durably before anything that depends on it starts.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kusion_sdk::runtime::{
+    ApplyRequest, DeleteRequest, Health, WatchEvent, WatchPoll, WatchRequest,
+};
+use kusion_sdk::{FieldPath, Resource};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::diff;
+use crate::plan::{Action, Plan, Step, call};
+use crate::reference::{self, Lookup};
+use crate::registry::Registry;
+use crate::state::{IntentKind, JournalRecord, State, StateEntry, StateError, StateStore, now_ms};
+use crate::walk::{NodeResult, walk};
+
+/// How to execute.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    pub concurrency: usize,
+    /// Per runtime call.
+    pub timeout: Option<Duration>,
+    /// Wait for each applied resource to become ready (runtimes that can watch).
+    pub watch: bool,
+    /// How long to wait for readiness per resource.
+    pub watch_timeout: Duration,
+    /// Fields kept at their live value on update.
+    pub ignore_fields: Vec<FieldPath>,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            concurrency: 10,
+            timeout: None,
+            watch: false,
+            watch_timeout: Duration::from_secs(300),
+            ignore_fields: Vec::new(),
+        }
+    }
+}
+
+/// The outcome of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", content = "reason", rename_all = "camelCase")]
+pub enum Outcome {
+    Succeeded,
+    Failed(String),
+    Skipped(String),
+    Cancelled,
+}
+
+/// Progress reported while executing.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Started {
+        id: String,
+        action: Action,
+    },
+    Finished {
+        id: String,
+        action: Action,
+        outcome: Outcome,
+    },
+    Watch {
+        id: String,
+        resource_type: String,
+        event: WatchEvent,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepReport {
+    pub id: String,
+    pub action: Action,
+    pub outcome: Outcome,
+}
+
+/// What an execution did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApplyReport {
+    pub steps: Vec<StepReport>,
+    pub interrupted: bool,
+}
+
+impl ApplyReport {
+    fn count(&self, actions: &[Action]) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| s.outcome == Outcome::Succeeded && actions.contains(&s.action))
+            .count()
+    }
+    pub fn created(&self) -> usize {
+        self.count(&[Action::Create])
+    }
+    pub fn updated(&self) -> usize {
+        self.count(&[Action::Update, Action::Replace, Action::Import])
+    }
+    pub fn deleted(&self) -> usize {
+        self.count(&[Action::Delete])
+    }
+    pub fn failed(&self) -> Vec<&StepReport> {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s.outcome, Outcome::Failed(_)))
+            .collect()
+    }
+    pub fn succeeded(&self) -> bool {
+        !self.interrupted && self.steps.iter().all(|s| s.outcome == Outcome::Succeeded)
+    }
+    /// `Apply complete! Resources: N created, M updated, K deleted.` or what went wrong.
+    pub fn summary_line(&self, verb: &str) -> String {
+        let counts = format!(
+            "{} created, {} updated, {} deleted",
+            self.created(),
+            self.updated(),
+            self.deleted()
+        );
+        if self.succeeded() {
+            format!("{verb} complete! Resources: {counts}.")
+        } else {
+            let failed = self.failed().len();
+            let skipped = self
+                .steps
+                .iter()
+                .filter(|s| matches!(s.outcome, Outcome::Skipped(_)))
+                .count();
+            let cancelled = self
+                .steps
+                .iter()
+                .filter(|s| s.outcome == Outcome::Cancelled)
+                .count();
+            let why = if self.interrupted {
+                "interrupted"
+            } else {
+                "failed"
+            };
+            format!(
+                "{verb} {why}! Resources: {counts}; {failed} failed, {skipped} skipped, {cancelled} not started."
+            )
+        }
+    }
+}
+
+type Ack = std::sync::mpsc::SyncSender<Result<(), String>>;
+
+/// Durable, group-committed journal writes: concurrent steps share one fsync.
+pub struct Journal {
+    tx: Option<std::sync::mpsc::Sender<(Vec<JournalRecord>, Ack)>>,
+    worker: Option<std::thread::JoinHandle<Result<State, StateError>>>,
+}
+
+impl Journal {
+    /// Start journaling on top of `state` (as loaded from `store`).
+    /// `resources` is about how many entries the state holds (it sets the compaction rhythm).
+    pub fn start(store: Arc<dyn StateStore>, resources: usize) -> Journal {
+        let (tx, rx) = std::sync::mpsc::channel::<(Vec<JournalRecord>, Ack)>();
+        let worker = std::thread::Builder::new()
+            .name("kusion-journal".into())
+            .spawn(move || journal_worker(store, resources, rx))
+            .expect("spawning the journal thread");
+        Journal {
+            tx: Some(tx),
+            worker: Some(worker),
+        }
+    }
+
+    /// Append records; returns once they are durable.
+    pub fn write(&self, records: Vec<JournalRecord>) -> Result<(), String> {
+        let (ack, done) = std::sync::mpsc::sync_channel(1);
+        self.tx
+            .as_ref()
+            .ok_or("journal closed")?
+            .send((records, ack))
+            .map_err(|_| "the journal writer stopped".to_string())?;
+        done.recv()
+            .map_err(|_| "the journal writer stopped".to_string())?
+    }
+
+    /// Stop, checkpoint, and return the final state.
+    pub fn finish(mut self) -> Result<State, StateError> {
+        self.tx.take();
+        self.worker
+            .take()
+            .expect("finish once")
+            .join()
+            .unwrap_or_else(|_| {
+                Err(StateError::Io {
+                    location: "journal".into(),
+                    message: "the journal writer panicked".into(),
+                })
+            })
+    }
+}
+
+fn journal_worker(
+    store: Arc<dyn StateStore>,
+    resources: usize,
+    rx: std::sync::mpsc::Receiver<(Vec<JournalRecord>, Ack)>,
+) -> Result<State, StateError> {
+    // The journal keeps no copy of the state: compaction reloads it from the store, which
+    // costs one read per compaction and keeps memory flat on large stacks.
+    let compact = |store: &Arc<dyn StateStore>| -> Result<State, StateError> {
+        let mut state = store.load()?;
+        state.serial += 1;
+        store.checkpoint(&state)?;
+        Ok(state)
+    };
+    let mut since_checkpoint = 0usize;
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+        }
+        let records: Vec<JournalRecord> =
+            batch.iter().flat_map(|(r, _)| r.iter().cloned()).collect();
+        let result = store.append(&records).map_err(|e| e.to_string());
+        if result.is_ok() {
+            since_checkpoint += records.len();
+        }
+        for (_, ack) in batch {
+            let _ = ack.send(result.clone());
+        }
+        // Compact when the journal outgrows the state, so total bytes written stay linear.
+        if since_checkpoint > 1024.max(2 * resources) {
+            compact(&store)?;
+            since_checkpoint = 0;
+        }
+    }
+    compact(&store)
+}
+
+fn intent_kind(action: Action) -> Option<IntentKind> {
+    match action {
+        Action::Create => Some(IntentKind::Create),
+        Action::Update | Action::Replace => Some(IntentKind::Update),
+        Action::Delete => Some(IntentKind::Delete),
+        Action::Import => Some(IntentKind::Import),
+        Action::UnChanged => None,
+    }
+}
+
+/// The resource recorded in state: the runtime's answer for attributes, the spec's identity,
+/// and every dependency (explicit and implicit), since references are resolved by then and a
+/// later destroy must still order deletions.
+fn recorded(planned: &Resource, answer: Resource, known: &HashSet<String>) -> Resource {
+    let mut depends_on = planned.depends_on.clone();
+    if let Ok(refs) = reference::references_of(planned, known) {
+        for r in refs {
+            if !depends_on.contains(&r.id) {
+                depends_on.push(r.id);
+            }
+        }
+    }
+    Resource {
+        id: planned.id.clone(),
+        resource_type: planned.resource_type.clone(),
+        attributes: answer.attributes,
+        depends_on,
+        extensions: planned.extensions.clone(),
+    }
+}
+
+struct ExecContext {
+    registry: Registry,
+    journal: Journal,
+    options: ApplyOptions,
+    known: HashSet<String>,
+    /// Attributes each resource got in this run (for `$kusion_path`).
+    applied: Mutex<HashMap<String, Map<String, Value>>>,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl ExecContext {
+    fn emit(&self, event: Event) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(event);
+        }
+    }
+}
+
+/// Execute `plan`. Journals intents for every changing step first (one durable write), then
+/// walks the DAG. Returns the report and the final state (checkpointed).
+pub fn execute(
+    plan: Plan<'_>,
+    store: Arc<dyn StateStore>,
+    registry: &Registry,
+    options: &ApplyOptions,
+    cancel: Arc<AtomicBool>,
+    events: Option<mpsc::UnboundedSender<Event>>,
+) -> Result<(ApplyReport, State), StateError> {
+    let journal = Journal::start(store, plan.steps.len());
+    let intents: Vec<JournalRecord> = plan
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let kind = intent_kind(s.action)?;
+            let resource = s.planned.or_else(|| s.prior.map(|p| &p.resource))?;
+            Some(JournalRecord::Intent {
+                kind,
+                resource: resource.clone(),
+            })
+        })
+        .collect();
+    if let Err(e) = journal.write(intents) {
+        let _ = journal.finish();
+        return Err(StateError::Io {
+            location: "journal".into(),
+            message: e,
+        });
+    }
+
+    let spec_ids: HashSet<String> = plan
+        .steps
+        .iter()
+        .filter(|s| s.planned.is_some())
+        .map(|s| s.id.clone())
+        .collect();
+    let cx = ExecContext {
+        registry: registry.clone(),
+        journal,
+        options: options.clone(),
+        known: spec_ids,
+        applied: Mutex::new(HashMap::new()),
+        events,
+        cancel: cancel.clone(),
+    };
+    let steps = plan.steps;
+    let results = walk(&plan.deps, options.concurrency, &cancel, |i| {
+        execute_one(&steps[i], &cx)
+    });
+
+    let interrupted = cancel.load(Ordering::SeqCst);
+    let mut report = ApplyReport {
+        steps: Vec::with_capacity(steps.len()),
+        interrupted,
+    };
+    let mut reverts = Vec::new();
+    for (i, result) in results.into_iter().enumerate() {
+        let step = &steps[i];
+        let outcome = match result {
+            NodeResult::Done(()) => Outcome::Succeeded,
+            NodeResult::Failed(e) => Outcome::Failed(e),
+            NodeResult::Skipped(d) => Outcome::Skipped(format!("{} did not succeed", steps[d].id)),
+            NodeResult::Cancelled => Outcome::Cancelled,
+        };
+        if matches!(outcome, Outcome::Skipped(_) | Outcome::Cancelled) {
+            if intent_kind(step.action).is_some() {
+                reverts.push(JournalRecord::Revert {
+                    id: step.id.clone(),
+                    previous: step.prior.cloned(),
+                });
+            }
+            cx.emit(Event::Finished {
+                id: step.id.clone(),
+                action: step.action,
+                outcome: outcome.clone(),
+            });
+        }
+        report.steps.push(StepReport {
+            id: step.id.clone(),
+            action: step.action,
+            outcome,
+        });
+    }
+    let write = cx.journal.write(reverts);
+    let state = cx.journal.finish()?;
+    write.map_err(|e| StateError::Io {
+        location: "journal".into(),
+        message: e,
+    })?;
+    Ok((report, state))
+}
+
+fn execute_one(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
+    cx.emit(Event::Started {
+        id: step.id.clone(),
+        action: step.action,
+    });
+    let result = run_step(step, cx);
+    let outcome = match &result {
+        Ok(()) => Outcome::Succeeded,
+        Err(e) => Outcome::Failed(e.clone()),
+    };
+    cx.emit(Event::Finished {
+        id: step.id.clone(),
+        action: step.action,
+        outcome,
+    });
+    result
+}
+
+fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
+    let runtime = cx
+        .registry
+        .get(&step.resource_type)
+        .ok_or_else(|| format!("no runtime serves type {:?}", step.resource_type))?
+        .clone();
+    let timeout = cx.options.timeout;
+    match step.action {
+        Action::UnChanged | Action::Import => {
+            let live = step
+                .live
+                .clone()
+                .ok_or("no live object recorded for an unchanged resource")?;
+            let planned = step.planned.as_ref().ok_or("no planned resource")?;
+            cx.applied
+                .lock()
+                .map_err(|_| "poisoned")?
+                .insert(step.id.clone(), live.attributes.clone());
+            if step.action == Action::Import {
+                let entry = StateEntry {
+                    resource: recorded(planned, live, &cx.known),
+                    private: step.live_private.clone(),
+                    sensitive_paths: step.sensitive.iter().map(|p| p.to_string()).collect(),
+                    pending: false,
+                    updated_at: now_ms(),
+                };
+                cx.journal.write(vec![JournalRecord::Applied { entry }])?;
+            }
+            Ok(())
+        }
+        Action::Create | Action::Update | Action::Replace => {
+            let planned = step.planned.as_ref().ok_or("no planned resource")?;
+            let resolved = {
+                let applied = cx.applied.lock().map_err(|_| "poisoned")?;
+                let (resolved, unresolved) =
+                    reference::resolve(planned, &cx.known, &|id| match applied.get(id) {
+                        Some(attrs) => Lookup::Known(attrs),
+                        None => Lookup::Unknown,
+                    })
+                    .map_err(|e| e.to_string())?;
+                if unresolved {
+                    return Err("a referenced resource has no value in this run".into());
+                }
+                resolved
+            };
+            let mut to_send = resolved.clone();
+            if step.action != Action::Create
+                && let Some(live) = &step.live
+            {
+                // Ignored fields keep their live value instead of being overwritten.
+                let live_value = Value::Object(live.attributes.clone());
+                let mut attrs = Value::Object(std::mem::take(&mut to_send.attributes));
+                for path in &cx.options.ignore_fields {
+                    match path.get(&live_value) {
+                        Some(v) => {
+                            diff::set_path(&mut attrs, path, v.clone());
+                        }
+                        None => {
+                            path.remove(&mut attrs);
+                        }
+                    }
+                }
+                if let Value::Object(map) = attrs {
+                    to_send.attributes = map;
+                }
+            }
+            let request = ApplyRequest {
+                prior: step.prior.as_ref().map(|p| p.resource.clone()),
+                prior_private: step
+                    .prior
+                    .as_ref()
+                    .and_then(|p| p.private.clone())
+                    .or_else(|| step.live_private.clone()),
+                planned: to_send,
+                dry_run: false,
+                timeout,
+            };
+            let rt = runtime.clone();
+            let response = call(timeout, move || rt.apply(&request))?;
+            let mut sensitive: Vec<String> = step.sensitive.iter().map(|p| p.to_string()).collect();
+            sensitive.extend(response.sensitive_paths.iter().cloned());
+            sensitive.sort();
+            sensitive.dedup();
+            let entry = StateEntry {
+                resource: recorded(planned, response.resource, &cx.known),
+                private: response.private,
+                sensitive_paths: sensitive,
+                pending: false,
+                updated_at: now_ms(),
+            };
+            let attrs = entry.resource.attributes.clone();
+            cx.journal.write(vec![JournalRecord::Applied {
+                entry: entry.clone(),
+            }])?;
+            cx.applied
+                .lock()
+                .map_err(|_| "poisoned")?
+                .insert(step.id.clone(), attrs);
+            let capable = cx
+                .registry
+                .info(&step.resource_type)
+                .is_some_and(|i| i.capabilities.watch);
+            if cx.options.watch && capable {
+                watch_until_ready(step, &entry.resource, cx)?;
+            }
+            Ok(())
+        }
+        Action::Delete => {
+            let prior = step.prior.as_ref().ok_or("no prior state for a delete")?;
+            let request = DeleteRequest {
+                resource: prior.resource.clone(),
+                private: prior.private.clone(),
+                timeout,
+            };
+            let rt = runtime.clone();
+            call(timeout, move || rt.delete(&request))?;
+            cx.journal.write(vec![JournalRecord::Deleted {
+                id: step.id.clone(),
+            }])?;
+            Ok(())
+        }
+    }
+}
+
+fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Result<(), String> {
+    let runtime = cx
+        .registry
+        .get(&step.resource_type)
+        .ok_or("no runtime")?
+        .clone();
+    let request = WatchRequest {
+        resource: resource.clone(),
+    };
+    let rt = runtime.clone();
+    let mut watch = call(cx.options.timeout, move || rt.watch(&request))?;
+    let deadline = Instant::now() + cx.options.watch_timeout;
+    let mut last_detail = String::from("no status reported");
+    loop {
+        if cx.cancel.load(Ordering::SeqCst) {
+            return Err(format!(
+                "interrupted while waiting for readiness ({last_detail})"
+            ));
+        }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(format!(
+                "not ready after {}: {last_detail}",
+                humantime::format_duration(cx.options.watch_timeout)
+            ));
+        }
+        let poll_for = remaining.min(Duration::from_millis(500));
+        match watch.poll(poll_for).map_err(|e| e.message)? {
+            WatchPoll::Event(event) => {
+                last_detail = event.detail.clone();
+                let health = event.health;
+                cx.emit(Event::Watch {
+                    id: step.id.clone(),
+                    resource_type: step.resource_type.clone(),
+                    event,
+                });
+                match health {
+                    Health::Ready => return Ok(()),
+                    Health::Failed => return Err(format!("failed: {last_detail}")),
+                    Health::Progressing => {}
+                }
+            }
+            WatchPoll::Pending => {}
+            WatchPoll::Closed => {
+                return Err(format!(
+                    "the watch ended before the resource was ready: {last_detail}"
+                ));
+            }
+        }
+    }
+}

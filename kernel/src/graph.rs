@@ -1,0 +1,325 @@
+//! The dependency DAG of a spec: explicit `dependsOn` plus implicit `$kusion_path` edges.
+//!
+//! Edges point from a dependency to its dependent (`namespace -> deployment`): a topological
+//! order is a valid creation order, and the reverse a valid deletion order.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use petgraph::Direction;
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::reference::{ReferenceError, references_of};
+use crate::spec::Spec;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    #[error("dependency cycle: {}", .cycle.join(" -> "))]
+    Cycle { cycle: Vec<String> },
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+    #[error("resource {id:?}: dependsOn names {dependency:?}, which is not in the spec")]
+    MissingDependency { id: String, dependency: String },
+}
+
+/// A validated, acyclic dependency graph over resource IDs.
+#[derive(Debug, Clone)]
+pub struct Dag {
+    graph: DiGraph<String, ()>,
+    index: HashMap<String, NodeIndex>,
+    /// Node indices in a topological order (dependencies first).
+    order: Vec<NodeIndex>,
+}
+
+impl Dag {
+    /// Build the graph of a spec from `dependsOn` and implicit references, reject cycles and
+    /// remove edges implied by others.
+    pub fn build(spec: &Spec) -> Result<Dag, GraphError> {
+        let known: HashSet<&str> = spec.resources.iter().map(|r| r.id.as_str()).collect();
+        let mut edges = Vec::new();
+        let position: HashMap<&str, usize> = spec
+            .resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.as_str(), i))
+            .collect();
+        for (i, resource) in spec.resources.iter().enumerate() {
+            for dependency in &resource.depends_on {
+                let from = *position.get(dependency.as_str()).ok_or_else(|| {
+                    GraphError::MissingDependency {
+                        id: resource.id.clone(),
+                        dependency: dependency.clone(),
+                    }
+                })?;
+                edges.push((from, i));
+            }
+            for reference in references_of(resource, &known)? {
+                edges.push((position[reference.id.as_str()], i));
+            }
+        }
+        let ids = spec.resources.iter().map(|r| r.id.clone()).collect();
+        Dag::from_edges(ids, edges)
+    }
+
+    /// Build from node names and `(dependency, dependent)` index pairs.
+    pub fn from_edges(ids: Vec<String>, edges: Vec<(usize, usize)>) -> Result<Dag, GraphError> {
+        let mut graph = DiGraph::with_capacity(ids.len(), edges.len());
+        let mut index = HashMap::with_capacity(ids.len());
+        for id in ids {
+            let n = graph.add_node(id.clone());
+            index.insert(id, n);
+        }
+        let mut seen = HashSet::with_capacity(edges.len());
+        for (from, to) in edges {
+            if seen.insert((from, to)) {
+                graph.add_edge(NodeIndex::new(from), NodeIndex::new(to), ());
+            }
+        }
+        let order = match petgraph::algo::toposort(&graph, None) {
+            Ok(order) => order,
+            Err(cycle) => {
+                return Err(GraphError::Cycle {
+                    cycle: find_cycle(&graph, cycle.node_id()),
+                });
+            }
+        };
+        let mut dag = Dag {
+            graph,
+            index,
+            order,
+        };
+        dag.reduce();
+        Ok(dag)
+    }
+
+    /// Transitive reduction: drop `p -> v` when `p` already reaches `v` through another
+    /// dependency of `v`. Only nodes with several dependencies are examined, and each backward
+    /// search stops below the earliest dependency in topological order, so sparse specs reduce
+    /// in near-linear time without materialising the closure.
+    fn reduce(&mut self) {
+        let n = self.graph.node_count();
+        let mut rank = vec![0usize; n];
+        for (r, node) in self.order.iter().enumerate() {
+            rank[node.index()] = r;
+        }
+        let mut redundant = Vec::new();
+        let mut visited = vec![u32::MAX; n];
+        let mut stack = Vec::new();
+        for (stamp, v) in self.order.iter().enumerate() {
+            let preds: Vec<NodeIndex> = self
+                .graph
+                .neighbors_directed(*v, Direction::Incoming)
+                .collect();
+            if preds.len() < 2 {
+                continue;
+            }
+            let floor = preds.iter().map(|p| rank[p.index()]).min().unwrap_or(0);
+            let pred_set: HashSet<NodeIndex> = preds.iter().copied().collect();
+            let mut reached = HashSet::new();
+            // Walk the ancestors of every direct dependency; any direct dependency met on the
+            // way is implied.
+            for q in &preds {
+                stack.clear();
+                stack.extend(self.graph.neighbors_directed(*q, Direction::Incoming));
+                while let Some(a) = stack.pop() {
+                    if visited[a.index()] == stamp as u32 || rank[a.index()] < floor {
+                        continue;
+                    }
+                    visited[a.index()] = stamp as u32;
+                    if pred_set.contains(&a) {
+                        reached.insert(a);
+                    }
+                    stack.extend(self.graph.neighbors_directed(a, Direction::Incoming));
+                }
+            }
+            for p in reached {
+                if let Some(edge) = self.graph.find_edge(p, *v) {
+                    redundant.push(edge);
+                }
+            }
+        }
+        // Removing edges swaps indices; remove highest first so earlier indices stay valid.
+        redundant.sort_unstable_by_key(|e| std::cmp::Reverse(e.index()));
+        for edge in redundant {
+            self.graph.remove_edge(edge);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.graph.node_count() == 0
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.graph.edge_count()
+    }
+
+    /// IDs in a valid creation order.
+    pub fn order(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(|n| self.graph[*n].as_str())
+    }
+
+    /// Direct (reduced) dependencies of `id`.
+    pub fn dependencies(&self, id: &str) -> Vec<&str> {
+        self.neighbors(id, Direction::Incoming)
+    }
+
+    /// Direct (reduced) dependents of `id`.
+    pub fn dependents(&self, id: &str) -> Vec<&str> {
+        self.neighbors(id, Direction::Outgoing)
+    }
+
+    fn neighbors(&self, id: &str, direction: Direction) -> Vec<&str> {
+        let Some(n) = self.index.get(id) else {
+            return Vec::new();
+        };
+        let mut out: Vec<&str> = self
+            .graph
+            .neighbors_directed(*n, direction)
+            .map(|m| self.graph[m].as_str())
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.index.contains_key(id)
+    }
+
+    /// `(dependency, dependent)` pairs of the reduced graph.
+    pub fn edges(&self) -> Vec<(&str, &str)> {
+        let mut out: Vec<(&str, &str)> = self
+            .graph
+            .edge_indices()
+            .filter_map(|e| self.graph.edge_endpoints(e))
+            .map(|(a, b)| (self.graph[a].as_str(), self.graph[b].as_str()))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// One line per resource in creation order, with its direct dependencies.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for id in self.order() {
+            let deps = self.dependencies(id);
+            if deps.is_empty() {
+                let _ = writeln!(out, "{id}");
+            } else {
+                let _ = writeln!(out, "{id}");
+                for d in deps {
+                    let _ = writeln!(out, "  <- {d}");
+                }
+            }
+        }
+        out
+    }
+
+    /// Graphviz `dot`; edges point from a dependency to its dependent.
+    pub fn to_dot(&self) -> String {
+        let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+        let mut out = String::from("digraph kusion {\n  rankdir=LR;\n  node [shape=box];\n");
+        for id in self.order() {
+            let _ = writeln!(out, "  {};", quote(id));
+        }
+        for (from, to) in self.edges() {
+            let _ = writeln!(out, "  {} -> {};", quote(from), quote(to));
+        }
+        out.push_str("}\n");
+        out
+    }
+}
+
+/// A cycle through `start` (which toposort reported as part of one), as IDs, closed.
+fn find_cycle(graph: &DiGraph<String, ()>, start: NodeIndex) -> Vec<String> {
+    // Restrict the search to start's strongly connected component.
+    let scc = petgraph::algo::tarjan_scc(graph)
+        .into_iter()
+        .find(|c| c.contains(&start))
+        .unwrap_or_else(|| vec![start]);
+    let members: HashSet<NodeIndex> = scc.iter().copied().collect();
+    // BFS from start's successors back to start gives a shortest cycle.
+    let mut parent: HashMap<NodeIndex, NodeIndex> = HashMap::new();
+    let mut queue = std::collections::VecDeque::new();
+    for next in graph.neighbors(start) {
+        if members.contains(&next) && !parent.contains_key(&next) {
+            parent.insert(next, start);
+            queue.push_back(next);
+        }
+    }
+    while let Some(n) = queue.pop_front() {
+        if n == start {
+            break;
+        }
+        for next in graph.neighbors(n) {
+            if members.contains(&next) && !parent.contains_key(&next) {
+                parent.insert(next, n);
+                queue.push_back(next);
+            }
+        }
+    }
+    let mut path = vec![start];
+    let mut at = start;
+    while let Some(p) = parent.get(&at) {
+        if *p == start {
+            break;
+        }
+        path.push(*p);
+        at = *p;
+        if path.len() > members.len() + 1 {
+            break;
+        }
+    }
+    // `path` walks backwards from start; reverse it into dependency order and close the loop.
+    path.reverse();
+    let mut names: Vec<String> = path.iter().map(|n| graph[*n].clone()).collect();
+    names.push(graph[path[0]].clone());
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dag(n: usize, edges: &[(usize, usize)]) -> Result<Dag, GraphError> {
+        Dag::from_edges((0..n).map(|i| format!("r{i}")).collect(), edges.to_vec())
+    }
+
+    #[test]
+    fn reduces_implied_edges() {
+        let d = dag(3, &[(0, 1), (1, 2), (0, 2)]).unwrap();
+        assert_eq!(d.edges(), vec![("r0", "r1"), ("r1", "r2")]);
+        assert_eq!(d.order().collect::<Vec<_>>(), vec!["r0", "r1", "r2"]);
+    }
+
+    #[test]
+    fn cycle_is_printed() {
+        let e = dag(4, &[(0, 1), (1, 2), (2, 3), (3, 1)]).unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("dependency cycle: "), "{text}");
+        let GraphError::Cycle { cycle } = e else {
+            panic!()
+        };
+        assert_eq!(cycle.len(), 4, "{cycle:?}");
+        assert_eq!(cycle.first(), cycle.last());
+        for w in cycle.windows(2) {
+            let pair = (w[0].as_str(), w[1].as_str());
+            assert!(
+                [("r1", "r2"), ("r2", "r3"), ("r3", "r1")].contains(&pair),
+                "{pair:?}"
+            );
+        }
+        let e = dag(1, &[(0, 0)]).unwrap_err();
+        assert_eq!(e.to_string(), "dependency cycle: r0 -> r0");
+    }
+
+    #[test]
+    fn dot_output() {
+        let d = dag(2, &[(0, 1)]).unwrap();
+        assert!(d.to_dot().contains("\"r0\" -> \"r1\";"));
+        assert_eq!(d.to_text(), "r0\nr1\n  <- r0\n");
+    }
+}

@@ -1,0 +1,235 @@
+//! Resource IDs: what they look like per runtime type, and checking them against the resource.
+
+use kusion_sdk::Resource;
+use serde_json::Value;
+
+/// The runtime type names the kernel knows the ID format of.
+pub const KUBERNETES: &str = "Kubernetes";
+pub const TERRAFORM: &str = "Terraform";
+
+/// A parsed resource ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceId {
+    /// `apiVersion:Kind[:namespace]:name`
+    Kubernetes {
+        api_version: String,
+        kind: String,
+        namespace: Option<String>,
+        name: String,
+    },
+    /// `providerNamespace:providerName:resourceType:resourceName`
+    Terraform {
+        provider_namespace: String,
+        provider_name: String,
+        resource_type: String,
+        name: String,
+    },
+    /// A type the kernel has no ID rules for (third-party runtimes): any non-empty ID.
+    Other(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("resource {id:?}: {reason}")]
+pub struct IdError {
+    pub id: String,
+    pub reason: String,
+}
+
+fn err(id: &str, reason: impl Into<String>) -> IdError {
+    IdError {
+        id: id.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl ResourceId {
+    /// Parse `id` by the rules of `resource_type`.
+    pub fn parse(id: &str, resource_type: &str) -> Result<ResourceId, IdError> {
+        if id.is_empty() {
+            return Err(err(id, "empty ID"));
+        }
+        if id.chars().any(char::is_whitespace) {
+            return Err(err(id, "IDs must not contain white space"));
+        }
+        let parts: Vec<&str> = id.split(':').collect();
+        if parts.iter().any(|p| p.is_empty()) {
+            return Err(err(id, "empty segment between ':' separators"));
+        }
+        match resource_type {
+            KUBERNETES => match parts.as_slice() {
+                [api_version, kind, name] => Ok(ResourceId::Kubernetes {
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                    namespace: None,
+                    name: name.to_string(),
+                }),
+                [api_version, kind, namespace, name] => Ok(ResourceId::Kubernetes {
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                    namespace: Some(namespace.to_string()),
+                    name: name.to_string(),
+                }),
+                _ => Err(err(
+                    id,
+                    "a Kubernetes ID is apiVersion:Kind[:namespace]:name",
+                )),
+            },
+            TERRAFORM => match parts.as_slice() {
+                [ns, provider, rtype, name] => Ok(ResourceId::Terraform {
+                    provider_namespace: ns.to_string(),
+                    provider_name: provider.to_string(),
+                    resource_type: rtype.to_string(),
+                    name: name.to_string(),
+                }),
+                _ => Err(err(
+                    id,
+                    "a Terraform ID is providerNamespace:providerName:resourceType:resourceName",
+                )),
+            },
+            _ => Ok(ResourceId::Other(id.to_string())),
+        }
+    }
+}
+
+fn str_at<'a>(attrs: &'a serde_json::Map<String, Value>, path: &[&str]) -> Option<&'a str> {
+    let (first, rest) = path.split_first()?;
+    let mut v = attrs.get(*first)?;
+    for key in rest {
+        v = v.get(key)?;
+    }
+    v.as_str()
+}
+
+/// Check that a resource's ID is well formed and agrees with its attributes and extensions.
+pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> {
+    let id = &resource.id;
+    let parsed = ResourceId::parse(id, &resource.resource_type)?;
+    let attrs = &resource.attributes;
+    match &parsed {
+        ResourceId::Kubernetes {
+            api_version,
+            kind,
+            namespace,
+            name,
+        } => {
+            let check =
+                |field: &str, path: &[&str], expected: Option<&str>| -> Result<(), IdError> {
+                    let actual = str_at(attrs, path);
+                    if actual != expected {
+                        return Err(err(
+                            id,
+                            format!(
+                                "the ID says {field} {} but the object has {}",
+                                expected.map_or("(none)".to_string(), |e| format!("{e:?}")),
+                                actual.map_or("(none)".to_string(), |a| format!("{a:?}"))
+                            ),
+                        ));
+                    }
+                    Ok(())
+                };
+            check("apiVersion", &["apiVersion"], Some(api_version))?;
+            check("kind", &["kind"], Some(kind))?;
+            check("metadata.name", &["metadata", "name"], Some(name))?;
+            check(
+                "metadata.namespace",
+                &["metadata", "namespace"],
+                namespace.as_deref(),
+            )?;
+        }
+        ResourceId::Terraform { resource_type, .. } => {
+            let provider = resource.extension_str("provider").ok_or_else(|| {
+                err(
+                    id,
+                    "Terraform resources need extensions.provider (host/namespace/name/version)",
+                )
+            })?;
+            if provider.split('/').count() != 4 || provider.split('/').any(str::is_empty) {
+                return Err(err(
+                    id,
+                    format!("extensions.provider {provider:?} is not host/namespace/name/version"),
+                ));
+            }
+            let ext_type = resource
+                .extension_str("resourceType")
+                .ok_or_else(|| err(id, "Terraform resources need extensions.resourceType"))?;
+            if ext_type != resource_type {
+                return Err(err(
+                    id,
+                    format!(
+                        "the ID says resource type {resource_type:?} but extensions.resourceType is {ext_type:?}"
+                    ),
+                ));
+            }
+            if let Some(meta) = resource.extensions.get("providerMeta")
+                && !meta.is_object()
+            {
+                return Err(err(id, "extensions.providerMeta must be a mapping"));
+            }
+        }
+        ResourceId::Other(_) => {}
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn k8s(id: &str, attrs: Value) -> Resource {
+        Resource::new(id, KUBERNETES, attrs.as_object().unwrap().clone())
+    }
+
+    #[test]
+    fn kubernetes_ids() {
+        let r = k8s(
+            "apps/v1:Deployment:demo:web",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "demo"}}),
+        );
+        assert!(validate_resource_id(&r).is_ok());
+        let ns = k8s(
+            "v1:Namespace:demo",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
+        );
+        assert!(validate_resource_id(&ns).is_ok());
+        let ingress = k8s(
+            "networking.k8s.io/v1:Ingress:ns:name",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "name", "namespace": "ns"}}),
+        );
+        assert!(validate_resource_id(&ingress).is_ok());
+    }
+
+    #[test]
+    fn kubernetes_mismatch_is_named() {
+        let r = k8s(
+            "apps/v1:Deployment:demo:web",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": "demo"}}),
+        );
+        let e = validate_resource_id(&r).unwrap_err();
+        assert!(e.to_string().contains("apps/v1:Deployment:demo:web"), "{e}");
+        assert!(e.to_string().contains("metadata.name"), "{e}");
+        let bad = k8s("Deployment", json!({}));
+        assert!(validate_resource_id(&bad).is_err());
+        let empty = k8s("v1::x", json!({}));
+        assert!(validate_resource_id(&empty).is_err());
+    }
+
+    #[test]
+    fn terraform_ids() {
+        let mut r = Resource::new(
+            "hashicorp:aws:aws_s3_bucket:logs",
+            TERRAFORM,
+            Default::default(),
+        );
+        assert!(validate_resource_id(&r).is_err());
+        r.extensions.insert(
+            "provider".into(),
+            json!("registry.terraform.io/hashicorp/aws/5.100.0"),
+        );
+        r.extensions
+            .insert("resourceType".into(), json!("aws_s3_bucket"));
+        assert!(validate_resource_id(&r).is_ok());
+        r.extensions.insert("resourceType".into(), json!("aws_vpc"));
+        assert!(validate_resource_id(&r).is_err());
+    }
+}

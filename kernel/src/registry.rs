@@ -1,0 +1,82 @@
+//! Which runtime serves which resource `type`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kusion_sdk::runtime::{Runtime, RuntimeInfo};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("resource type {resource_type:?} is served by both {first:?} and {second:?}")]
+    Conflict {
+        resource_type: String,
+        first: String,
+        second: String,
+    },
+    #[error("runtime {name:?} was built for plugin ABI {plugin} but this kusion speaks {host}")]
+    Abi {
+        name: String,
+        plugin: kusion_sdk::AbiVersion,
+        host: kusion_sdk::AbiVersion,
+    },
+}
+
+/// The runtimes available to one operation.
+#[derive(Clone, Default)]
+pub struct Registry {
+    by_type: BTreeMap<String, (RuntimeInfo, Arc<dyn Runtime>)>,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Add a runtime for every type it declares.
+    pub fn register(&mut self, runtime: Arc<dyn Runtime>) -> Result<(), RegistryError> {
+        let info = runtime.describe();
+        if !kusion_sdk::ABI_VERSION.accepts(info.abi) {
+            return Err(RegistryError::Abi {
+                name: info.name,
+                plugin: info.abi,
+                host: kusion_sdk::ABI_VERSION,
+            });
+        }
+        for t in &info.resource_types {
+            if let Some((existing, _)) = self.by_type.get(t) {
+                return Err(RegistryError::Conflict {
+                    resource_type: t.clone(),
+                    first: existing.name.clone(),
+                    second: info.name.clone(),
+                });
+            }
+        }
+        for t in &info.resource_types {
+            self.by_type
+                .insert(t.clone(), (info.clone(), runtime.clone()));
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, resource_type: &str) -> Option<&Arc<dyn Runtime>> {
+        self.by_type.get(resource_type).map(|(_, r)| r)
+    }
+
+    pub fn info(&self, resource_type: &str) -> Option<&RuntimeInfo> {
+        self.by_type.get(resource_type).map(|(i, _)| i)
+    }
+
+    pub fn types(&self) -> BTreeSet<String> {
+        self.by_type.keys().cloned().collect()
+    }
+
+    /// Each distinct runtime once.
+    pub fn runtimes(&self) -> Vec<(RuntimeInfo, Arc<dyn Runtime>)> {
+        let mut seen = BTreeSet::new();
+        self.by_type
+            .values()
+            .filter(|(info, _)| seen.insert(info.name.clone()))
+            .map(|(i, r)| (i.clone(), r.clone()))
+            .collect()
+    }
+}

@@ -1,0 +1,253 @@
+//! The spec: the desired resources of a stack.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use kusion_sdk::Resource;
+use serde::{Deserialize, Serialize};
+
+use crate::id::{IdError, validate_resource_id};
+
+/// A stack's desired resources, in upstream's format.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    pub resources: Vec<Resource>,
+}
+
+/// Everything that can be wrong with a spec. Every variant names the resource or file concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{file}:{line}:{column}: {message}")]
+    Syntax {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{file}: {message}")]
+    Io { file: String, message: String },
+    #[error("duplicate resource ID {id:?} (resources #{first} and #{second})")]
+    Duplicate {
+        id: String,
+        first: usize,
+        second: usize,
+    },
+    #[error("resource {id:?}: unknown type {resource_type:?} (known: {known})")]
+    UnknownType {
+        id: String,
+        resource_type: String,
+        known: String,
+    },
+    #[error(transparent)]
+    Id(#[from] IdError),
+    #[error("resource {id:?}: dependsOn names {dependency:?}, which is not in the spec")]
+    MissingDependency { id: String, dependency: String },
+    #[error("resource {id:?} depends on itself")]
+    SelfDependency { id: String },
+}
+
+/// The two accepted document shapes: `resources: [...]` or a bare list.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SpecDocument {
+    Wrapped(Spec),
+    Bare(Vec<Resource>),
+}
+
+impl Spec {
+    /// Parse a spec from YAML or JSON text; `file` is used in error messages.
+    pub fn parse(text: &str, file: &str) -> Result<Spec, SpecError> {
+        let trimmed = text.trim_start();
+        let document: SpecDocument = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            serde_json::from_str(text).map_err(|e| SpecError::Syntax {
+                file: file.to_string(),
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            })?
+        } else {
+            // Parse to a generic value first so structural errors carry a location.
+            let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| {
+                let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+                SpecError::Syntax {
+                    file: file.to_string(),
+                    line,
+                    column,
+                    message: e.to_string(),
+                }
+            })?;
+            if value.is_null() {
+                return Ok(Spec::default());
+            }
+            serde_yaml_ng::from_value(value).map_err(|e| SpecError::Syntax {
+                file: file.to_string(),
+                line: 0,
+                column: 0,
+                message: format!("not a spec (expected `resources:` with a list of {{id, type, attributes}}): {e}"),
+            })?
+        };
+        Ok(match document {
+            SpecDocument::Wrapped(spec) => spec,
+            SpecDocument::Bare(resources) => Spec { resources },
+        })
+    }
+
+    /// Read a spec file (YAML or JSON).
+    pub fn read_file(path: &Path) -> Result<Spec, SpecError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError::Io {
+            file: file.clone(),
+            message: e.to_string(),
+        })?;
+        Spec::parse(&text, &file)
+    }
+
+    pub fn to_yaml(&self) -> String {
+        serde_yaml_ng::to_string(self).expect("a spec is always representable as YAML")
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a spec is always representable as JSON")
+    }
+
+    /// Check IDs, duplicates, types and explicit dependencies. `known_types` are the resource
+    /// types served by the registered runtimes.
+    pub fn validate(&self, known_types: &BTreeSet<String>) -> Result<(), SpecError> {
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(self.resources.len());
+        for (index, resource) in self.resources.iter().enumerate() {
+            if let Some(first) = seen.insert(resource.id.as_str(), index) {
+                return Err(SpecError::Duplicate {
+                    id: resource.id.clone(),
+                    first,
+                    second: index,
+                });
+            }
+            if !known_types.contains(&resource.resource_type) {
+                return Err(SpecError::UnknownType {
+                    id: resource.id.clone(),
+                    resource_type: resource.resource_type.clone(),
+                    known: known_types.iter().cloned().collect::<Vec<_>>().join(", "),
+                });
+            }
+            validate_resource_id(resource)?;
+        }
+        for resource in &self.resources {
+            for dependency in &resource.depends_on {
+                if dependency == &resource.id {
+                    return Err(SpecError::SelfDependency {
+                        id: resource.id.clone(),
+                    });
+                }
+                if !seen.contains_key(dependency.as_str()) {
+                    return Err(SpecError::MissingDependency {
+                        id: resource.id.clone(),
+                        dependency: dependency.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Resource> {
+        self.resources.iter().find(|r| r.id == id)
+    }
+}
+
+/// Parse YAML (or JSON) text into a JSON value (for configuration files).
+pub fn yaml_to_json(text: &str) -> Result<serde_json::Value, serde_yaml_ng::Error> {
+    serde_yaml_ng::from_str(text)
+}
+
+/// Render a JSON value as YAML for people.
+pub fn json_to_yaml(value: &serde_json::Value) -> String {
+    serde_yaml_ng::to_string(value).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn types() -> BTreeSet<String> {
+        ["Kubernetes", "Terraform", "Test"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    const SPEC: &str = r#"resources:
+- id: v1:Namespace:demo
+  type: Kubernetes
+  attributes:
+    apiVersion: v1
+    kind: Namespace
+    metadata:
+      name: demo
+- id: v1:ConfigMap:demo:cfg
+  type: Kubernetes
+  attributes:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: cfg
+      namespace: demo
+    data:
+      z: '1'
+      a: '2'
+  dependsOn:
+  - v1:Namespace:demo
+  extensions:
+    kusionstack.io/ignore: x
+"#;
+
+    #[test]
+    fn yaml_round_trips_unchanged() {
+        let spec = Spec::parse(SPEC, "spec.yaml").unwrap();
+        assert_eq!(spec.resources.len(), 2);
+        spec.validate(&types()).unwrap();
+        assert_eq!(spec.to_yaml(), SPEC);
+        let again = Spec::parse(&spec.to_json(), "spec.json").unwrap();
+        assert_eq!(again, spec);
+    }
+
+    #[test]
+    fn bare_list_is_accepted() {
+        let bare = SPEC.replacen("resources:\n", "", 1);
+        let spec = Spec::parse(&bare, "bare.yaml").unwrap();
+        assert_eq!(spec.resources.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_resource_or_location() {
+        let dup = format!(
+            "{SPEC}{}",
+            &SPEC["resources:\n".len()..SPEC.find("- id: v1:ConfigMap").unwrap()]
+        );
+        let e = Spec::parse(&dup, "s.yaml")
+            .unwrap()
+            .validate(&types())
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("duplicate resource ID \"v1:Namespace:demo\""),
+            "{e}"
+        );
+
+        let unknown = SPEC.replacen("type: Kubernetes", "type: Helm", 1);
+        let e = Spec::parse(&unknown, "s.yaml")
+            .unwrap()
+            .validate(&types())
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown type \"Helm\""), "{e}");
+
+        let e = Spec::parse("resources:\n- id: [\n", "broken.yaml").unwrap_err();
+        assert!(e.to_string().starts_with("broken.yaml:"), "{e}");
+
+        let missing = SPEC.replacen("  - v1:Namespace:demo", "  - v1:Namespace:other", 1);
+        let e = Spec::parse(&missing, "s.yaml")
+            .unwrap()
+            .validate(&types())
+            .unwrap_err();
+        assert!(e.to_string().contains("v1:Namespace:other"), "{e}");
+    }
+}

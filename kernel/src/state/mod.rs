@@ -1,0 +1,318 @@
+//! State: what kusion believes exists, a per-step journal that survives a crash at any point,
+//! the history of applies, and the lease that allows one writer per stack.
+//!
+//! Durability model: before an operation touches anything, every resource it may create, update
+//! or delete is journaled as an intent (one durable write for the whole plan). Each finished
+//! step appends an `Applied` or `Deleted` record and is durable before any step that depends on
+//! it starts. Loading replays the journal over the last snapshot: an intent without an outcome
+//! becomes a *pending* entry, naming a resource that may exist. A checkpoint writes a new
+//! snapshot atomically and empties the journal; snapshots happen at the end of an operation and
+//! when the journal outgrows the snapshot, so the bytes written stay linear in the work done.
+
+pub mod local;
+
+use indexmap::IndexMap;
+use kusion_sdk::Resource;
+use serde::{Deserialize, Serialize};
+
+pub use local::LocalStore;
+
+/// One resource as recorded in state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateEntry {
+    pub resource: Resource,
+    /// Opaque runtime data returned with the resource (e.g. a Terraform provider's private bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private: Option<String>,
+    /// Attribute paths whose values are never shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_paths: Vec<String>,
+    /// The last operation on this resource started but its outcome was never recorded: it may or
+    /// may not exist as `resource` describes. The next plan reads it live before deciding.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
+    /// Unix milliseconds of the last change.
+    #[serde(default)]
+    pub updated_at: u64,
+}
+
+/// A stack's state: entries keyed by resource ID, in the order they were first recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// Increases with every checkpoint.
+    pub serial: u64,
+    #[serde(with = "entries_as_list")]
+    pub resources: IndexMap<String, StateEntry>,
+}
+
+mod entries_as_list {
+    use super::StateEntry;
+    use indexmap::IndexMap;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        map: &IndexMap<String, StateEntry>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let list: Vec<&StateEntry> = map.values().collect();
+        list.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<IndexMap<String, StateEntry>, D::Error> {
+        let list = Vec::<StateEntry>::deserialize(d)?;
+        Ok(list
+            .into_iter()
+            .map(|e| (e.resource.id.clone(), e))
+            .collect())
+    }
+}
+
+/// What an operation intends to do to a resource (journaled before it starts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum IntentKind {
+    Create,
+    Update,
+    Delete,
+    Import,
+}
+
+/// One journal line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum JournalRecord {
+    /// The resource may be changed by the running operation.
+    Intent {
+        kind: IntentKind,
+        resource: Resource,
+    },
+    /// The step finished and the resource now exists as described.
+    Applied { entry: StateEntry },
+    /// The step finished and the resource no longer exists.
+    Deleted { id: String },
+    /// An intent was never acted on (its step was skipped or cancelled before calling the
+    /// runtime): the entry is restored to what it was before the intent.
+    Revert {
+        id: String,
+        previous: Option<StateEntry>,
+    },
+}
+
+impl State {
+    /// Apply one journal record (used by replay and by the writer's in-memory copy).
+    pub fn apply_record(&mut self, record: &JournalRecord, now: u64) {
+        match record {
+            JournalRecord::Intent { kind, resource } => {
+                match self.resources.get_mut(&resource.id) {
+                    Some(entry) => entry.pending = true,
+                    None if *kind != IntentKind::Delete => {
+                        self.resources.insert(
+                            resource.id.clone(),
+                            StateEntry {
+                                resource: resource.clone(),
+                                private: None,
+                                sensitive_paths: Vec::new(),
+                                pending: true,
+                                updated_at: now,
+                            },
+                        );
+                    }
+                    None => {}
+                }
+            }
+            JournalRecord::Applied { entry } => {
+                self.resources
+                    .insert(entry.resource.id.clone(), entry.clone());
+            }
+            JournalRecord::Deleted { id } => {
+                self.resources.shift_remove(id);
+            }
+            JournalRecord::Revert { id, previous } => match previous {
+                Some(entry) => {
+                    self.resources.insert(id.clone(), entry.clone());
+                }
+                None => {
+                    self.resources.shift_remove(id);
+                }
+            },
+        }
+    }
+}
+
+/// Who holds (or wants) a stack's lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseHolder {
+    pub owner: String,
+    pub host: String,
+    pub pid: u32,
+    pub operation: String,
+}
+
+impl LeaseHolder {
+    /// The current process as a lease holder for `operation`.
+    pub fn current(operation: &str) -> LeaseHolder {
+        let owner = std::env::var("KUSION_OWNER")
+            .or_else(|_| std::env::var("USER"))
+            .or_else(|_| std::env::var("LOGNAME"))
+            .ok()
+            .or_else(user_from_uid)
+            .unwrap_or_else(|| "unknown".to_string());
+        LeaseHolder {
+            owner,
+            host: hostname(),
+            pid: std::process::id(),
+            operation: operation.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for LeaseHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} on {} (pid {}, {})",
+            self.owner, self.host, self.pid, self.operation
+        )
+    }
+}
+
+/// The login name of this process's uid, from /etc/passwd (no USER in cron or CI).
+fn user_from_uid() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)? == uid).then(|| name.to_string())
+    })
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown-host".to_string())
+}
+
+/// A held lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub holder: LeaseHolder,
+    /// Random token so only the acquirer can renew or release it.
+    pub token: String,
+    pub acquired_at: u64,
+    pub expires_at: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReleaseStatus {
+    Running,
+    Succeeded,
+    Failed,
+    Interrupted,
+}
+
+/// One resource's outcome in a release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseStep {
+    pub id: String,
+    pub action: String,
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One numbered entry of a stack's history: an apply or destroy with its spec and result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Release {
+    pub revision: u64,
+    pub operation: String,
+    pub holder: LeaseHolder,
+    pub started_at: u64,
+    #[serde(default)]
+    pub finished_at: Option<u64>,
+    pub status: ReleaseStatus,
+    pub spec: crate::spec::Spec,
+    #[serde(default)]
+    pub steps: Vec<ReleaseStep>,
+    /// Free-form notes recorded with the release (policy exemptions, flags).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("state at {location}: {message}")]
+    Io { location: String, message: String },
+    #[error("state at {location} is corrupt: {message}")]
+    Corrupt { location: String, message: String },
+    #[error(
+        "the stack is locked by {holder} until {expires}; wait, or run `kusionctl state unlock` if that process is gone"
+    )]
+    Locked {
+        holder: LeaseHolder,
+        expires: String,
+    },
+    #[error("the lease was lost (taken over or unlocked by someone else)")]
+    LeaseLost,
+    #[error("no release {0}")]
+    NoSuchRelease(u64),
+}
+
+/// Where a stack's state lives. Implementations must make `append` durable before returning,
+/// `checkpoint` atomic, and `acquire_lease` atomic across processes.
+pub trait StateStore: Send + Sync {
+    /// Human-readable location (a path or URL) for messages.
+    fn location(&self) -> String;
+    /// The last snapshot with the journal replayed over it.
+    fn load(&self) -> Result<State, StateError>;
+    /// Durably append journal records.
+    fn append(&self, records: &[JournalRecord]) -> Result<(), StateError>;
+    /// Atomically replace the snapshot with `state` and empty the journal.
+    fn checkpoint(&self, state: &State) -> Result<(), StateError>;
+    /// Bytes in the journal since the last checkpoint (to decide when to compact).
+    fn journal_len(&self) -> Result<u64, StateError>;
+
+    fn acquire_lease(&self, holder: &LeaseHolder, ttl_ms: u64) -> Result<Lease, StateError>;
+    fn renew_lease(&self, lease: &Lease, ttl_ms: u64) -> Result<Lease, StateError>;
+    fn release_lease(&self, lease: &Lease) -> Result<(), StateError>;
+    /// Remove any lease; returns the holder that was removed.
+    fn force_unlock(&self) -> Result<Option<Lease>, StateError>;
+    fn current_lease(&self) -> Result<Option<Lease>, StateError>;
+
+    /// Record a new release; its `revision` is assigned by the store and returned.
+    fn create_release(&self, release: &mut Release) -> Result<u64, StateError>;
+    fn update_release(&self, release: &Release) -> Result<(), StateError>;
+    fn releases(&self) -> Result<Vec<Release>, StateError>;
+    fn release(&self, revision: u64) -> Result<Release, StateError>;
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// RFC 3339 text for a Unix-milliseconds time.
+pub fn format_time(ms: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
