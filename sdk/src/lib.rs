@@ -8,6 +8,11 @@
 //!
 //! All values that cross a plugin boundary are JSON-shaped ([`serde_json::Value`]), so the
 //! kernel and a plugin only have to agree on this crate's types and its [`ABI_VERSION`].
+//!
+//! A native plugin is a `cdylib` that implements one trait and exports it with one line:
+//! [`export_runtime!`], [`export_function_plugin!`] or [`export_policy_plugin!`] (feature
+//! `native`, on by default). A WASM plugin implements `wit/plugin.wit` with the helpers in
+//! [`abi::wire::guest`]. See `README.md` for the author's guide.
 
 pub mod abi;
 pub mod error;

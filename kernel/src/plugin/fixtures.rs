@@ -80,8 +80,18 @@ pub fn target_dir() -> PathBuf {
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
 /// Build `fixture` (incrementally) and return the path of a private copy of its output.
+/// Native plugins are debug builds (quick to build for tests), WASM ones optimised.
 /// Panics with cargo's output when the build fails: tests cannot run without their plugin.
 pub fn build(fixture: Fixture) -> PathBuf {
+    build_profile(fixture, fixture.is_wasm())
+}
+
+/// Build `fixture` optimised (for benchmarks: a debug plugin measures unoptimised serde).
+pub fn build_release(fixture: Fixture) -> PathBuf {
+    build_profile(fixture, true)
+}
+
+fn build_profile(fixture: Fixture, release: bool) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let target = target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -92,14 +102,18 @@ pub fn build(fixture: Fixture) -> PathBuf {
     if !fixture.features().is_empty() {
         cmd.arg("--features").arg(fixture.features().join(","));
     }
-    // WASM plugins are built optimised: a debug component is ~6 MB and slow to compile.
-    let profile_dir = if fixture.is_wasm() {
-        cmd.args(["--release", "--target", "wasm32-wasip2"])
+    // WASM plugins are always built optimised: a debug component is ~6 MB and slow to compile.
+    let profile = if release { "release" } else { "debug" };
+    if release {
+        cmd.arg("--release")
             .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
             .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
-        target.join("wasm32-wasip2").join("release")
+    }
+    let profile_dir = if fixture.is_wasm() {
+        cmd.args(["--target", "wasm32-wasip2"]);
+        target.join("wasm32-wasip2").join(profile)
     } else {
-        target.join("debug")
+        target.join(profile)
     };
     // Inherited RUSTFLAGS from a coverage or sanitizer run must not leak into the guest build.
     cmd.env_remove("RUSTFLAGS")
@@ -115,7 +129,9 @@ pub fn build(fixture: Fixture) -> PathBuf {
         );
     }
     let built = profile_dir.join(fixture.output_name());
-    let dir = target.join("variants").join(fixture.variant());
+    let dir = target
+        .join("variants")
+        .join(format!("{}-{profile}", fixture.variant()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let copy = dir.join(fixture.output_name());
     // Copy only when changed: a library already mapped by this process must not be rewritten.

@@ -648,3 +648,48 @@ fn wasm_component_of_the_wrong_kind_is_refused() {
     std::fs::write(&junk, b"\0asm junk").unwrap();
     assert!(matches!(host.compile(&junk), Err(LoadError::Wasm { .. })));
 }
+
+/// Replace every occurrence of `from` in `bytes` with `to` (same length).
+fn patch(bytes: &[u8], from: &[u8], to: &[u8]) -> (Vec<u8>, usize) {
+    assert_eq!(from.len(), to.len());
+    let mut out = bytes.to_vec();
+    let mut count = 0;
+    let mut i = 0;
+    while i + from.len() <= out.len() {
+        if &out[i..i + from.len()] == from {
+            out[i..i + from.len()].copy_from_slice(to);
+            count += 1;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    (out, count)
+}
+
+#[test]
+fn wasm_component_for_another_contract_major_is_refused() {
+    // The same component, renamed to export `kusion:plugin/function@2.0.0` (names are plain
+    // strings in the binary, so a same-length rename keeps it a valid component).
+    let bytes = std::fs::read(fixtures::build(Fixture::WasmFunction)).unwrap();
+    let (renamed, count) = patch(
+        &bytes,
+        b"kusion:plugin/function@1.0.0",
+        b"kusion:plugin/function@2.0.0",
+    );
+    assert!(count > 0, "the fixture should name its export");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.wasm");
+    std::fs::write(&path, renamed).unwrap();
+    let err = WasmHost::new()
+        .unwrap()
+        .compile(&path)
+        .err()
+        .expect("refused");
+    assert!(matches!(err, LoadError::AbiMismatch { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("plugin ABI 2.0") && text.contains("plugin ABI 1.0"),
+        "{text}"
+    );
+}

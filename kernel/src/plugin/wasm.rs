@@ -244,21 +244,18 @@ impl WasmModule {
         limits: WasmLimits,
     ) -> Result<Arc<dyn PolicyPlugin>, LoadError> {
         self.expect(PluginKind::Policy)?;
-        let sandbox = self.sandbox(grants, limits)?;
-        let plugin = WasmPolicy {
-            pool: Pool::new(sandbox),
-            info: PolicyPluginInfo::placeholder(),
-        };
-        let info = plugin
-            .describe_now()
+        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let info: PolicyPluginInfo = pool
+            .with("describe", |b: &policy_bindings::PolicyPlugin, store| {
+                b.kusion_plugin_policy().call_describe(store).map(Ok)
+            })
+            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
             .map_err(|error| LoadError::Instantiate {
                 path: self.path.clone(),
                 error,
             })?;
-        let mut plugin = plugin;
-        plugin.pool.sandbox.label = info.name.clone();
-        plugin.info = info;
-        Ok(Arc::new(plugin))
+        pool.sandbox.label = info.name.clone();
+        Ok(Arc::new(WasmPolicy { pool, info }))
     }
 
     /// Instantiate as a KCL function plugin.
@@ -268,21 +265,21 @@ impl WasmModule {
         limits: WasmLimits,
     ) -> Result<Arc<dyn FunctionPlugin>, LoadError> {
         self.expect(PluginKind::Function)?;
-        let sandbox = self.sandbox(grants, limits)?;
-        let plugin = WasmFunction {
-            pool: Pool::new(sandbox),
-            info: FunctionPluginInfo::placeholder(),
-        };
-        let info = plugin
-            .describe_now()
+        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let info: FunctionPluginInfo = pool
+            .with(
+                "describe",
+                |b: &function_bindings::FunctionPlugin, store| {
+                    b.kusion_plugin_function().call_describe(store).map(Ok)
+                },
+            )
+            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
             .map_err(|error| LoadError::Instantiate {
                 path: self.path.clone(),
                 error,
             })?;
-        let mut plugin = plugin;
-        plugin.pool.sandbox.label = info.module.clone();
-        plugin.info = info;
-        Ok(Arc::new(plugin))
+        pool.sandbox.label = info.module.clone();
+        Ok(Arc::new(WasmFunction { pool, info }))
     }
 
     fn expect(&self, expected: PluginKind) -> Result<(), LoadError> {
@@ -294,31 +291,6 @@ impl WasmModule {
             });
         }
         Ok(())
-    }
-}
-
-trait Placeholder {
-    fn placeholder() -> Self;
-}
-
-impl Placeholder for PolicyPluginInfo {
-    fn placeholder() -> Self {
-        PolicyPluginInfo {
-            name: String::new(),
-            version: String::new(),
-            abi: ABI_VERSION,
-        }
-    }
-}
-
-impl Placeholder for FunctionPluginInfo {
-    fn placeholder() -> Self {
-        FunctionPluginInfo {
-            module: String::new(),
-            version: String::new(),
-            abi: ABI_VERSION,
-            functions: Vec::new(),
-        }
     }
 }
 
@@ -481,17 +453,20 @@ impl Sandbox {
     }
 }
 
-/// A warm instance: its store and the typed exports.
+/// A warm instance: its store, the typed exports, and which configuration it received.
 struct Warm<B> {
     store: Store<Guest>,
     bindings: B,
+    generation: u64,
 }
 
 /// Reusable instances of one plugin plus the configuration every new one must receive.
 struct Pool<B> {
     sandbox: Sandbox,
     idle: Mutex<Vec<Warm<B>>>,
-    config: Mutex<Option<String>>,
+    /// The latest configuration and its generation; instances configured with an older one are
+    /// not returned to the pool.
+    config: Mutex<(u64, Option<String>)>,
 }
 
 /// How to instantiate the world `B` and send it its configuration.
@@ -550,7 +525,7 @@ impl<B: World> Pool<B> {
         Pool {
             sandbox,
             idle: Mutex::new(Vec::new()),
-            config: Mutex::new(None),
+            config: Mutex::new((0, None)),
         }
     }
 
@@ -561,7 +536,7 @@ impl<B: World> Pool<B> {
         let mut store = self.sandbox.store()?;
         let bindings = B::instantiate(&mut store, &self.sandbox.component, &self.sandbox.linker)
             .map_err(|e| self.sandbox.trap_error(&store, verb, e))?;
-        let config = self.config.lock().map_err(|_| poisoned())?.clone();
+        let (generation, config) = self.config.lock().map_err(|_| poisoned())?.clone();
         if let Some(config) = config {
             store
                 .set_fuel(self.sandbox.limits.fuel)
@@ -572,7 +547,11 @@ impl<B: World> Pool<B> {
                 Err(e) => return Err(self.sandbox.trap_error(&store, "configure", e)),
             }
         }
-        Ok(Warm { store, bindings })
+        Ok(Warm {
+            store,
+            bindings,
+            generation,
+        })
     }
 
     /// Run one call on a warm instance with a fresh fuel budget. A trapped instance is dropped
@@ -588,7 +567,9 @@ impl<B: World> Pool<B> {
             .map_err(|e| PluginError::internal(format!("{e:#}")))?;
         match call(&warm.bindings, &mut warm.store) {
             Ok(answer) => {
-                if warm.store.data().stderr.contents().len() < STDERR_RECYCLE
+                let current = self.config.lock().map(|c| c.0).unwrap_or(u64::MAX);
+                if warm.generation == current
+                    && warm.store.data().stderr.contents().len() < STDERR_RECYCLE
                     && let Ok(mut idle) = self.idle.lock()
                 {
                     idle.push(warm);
@@ -602,9 +583,13 @@ impl<B: World> Pool<B> {
     /// Configure: remembered for new instances, and applied to one now so errors surface.
     fn configure(&self, config: &Value) -> PluginResult<()> {
         let text = wire::encode_request("configure", config)?;
+        {
+            let mut config = self.config.lock().map_err(|_| poisoned())?;
+            config.0 += 1;
+            config.1 = Some(text);
+        }
         // Idle instances hold the old configuration: drop them.
         self.idle.lock().map_err(|_| poisoned())?.clear();
-        *self.config.lock().map_err(|_| poisoned())? = Some(text);
         // The pool is empty, so this makes a fresh instance, which receives the configuration.
         let warm = self.checkout("configure")?;
         self.idle.lock().map_err(|_| poisoned())?.push(warm);
@@ -619,15 +604,6 @@ fn poisoned() -> PluginError {
 struct WasmPolicy {
     pool: Pool<policy_bindings::PolicyPlugin>,
     info: PolicyPluginInfo,
-}
-
-impl WasmPolicy {
-    fn describe_now(&self) -> PluginResult<PolicyPluginInfo> {
-        let text = self.pool.with("describe", |b, store| {
-            b.kusion_plugin_policy().call_describe(store).map(Ok)
-        })?;
-        wire::decode_answer(&self.pool.sandbox.label, "describe", &text)
-    }
 }
 
 impl PolicyPlugin for WasmPolicy {
@@ -651,15 +627,6 @@ impl PolicyPlugin for WasmPolicy {
 struct WasmFunction {
     pool: Pool<function_bindings::FunctionPlugin>,
     info: FunctionPluginInfo,
-}
-
-impl WasmFunction {
-    fn describe_now(&self) -> PluginResult<FunctionPluginInfo> {
-        let text = self.pool.with("describe", |b, store| {
-            b.kusion_plugin_function().call_describe(store).map(Ok)
-        })?;
-        wire::decode_answer(&self.pool.sandbox.label, "describe", &text)
-    }
 }
 
 impl FunctionPlugin for WasmFunction {

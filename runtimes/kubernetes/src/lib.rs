@@ -673,3 +673,6 @@ impl Runtime for KubernetesRuntime {
         Ok(Box::new(KubeWatch { rx, task }))
     }
 }
+
+// Loadable by kusionctl as a native plugin (see plugin.toml).
+kusion_sdk::export_runtime!(KubernetesRuntime::new);

@@ -33,3 +33,7 @@ pub mod proto {
         tonic::include_proto!("grpc.health.v1");
     }
 }
+
+// Loadable by kusionctl as a native plugin (see plugin.toml). Building the runtime only fails
+// when no executor thread can be started; the ABI shim turns that panic into a load error.
+kusion_sdk::export_runtime!(|| TerraformRuntime::new().expect("starting the Terraform runtime"));
