@@ -178,39 +178,36 @@ impl NativeLibrary {
         Ok(Arc::new(instance))
     }
 
-    /// Make a runtime instance of this library.
-    pub fn runtime(self: &Arc<Self>) -> Result<Arc<dyn Runtime>, LoadError> {
-        let instance = self.instantiate(PluginKind::Runtime)?;
+    /// Instantiate a plugin of `kind` and read its description (the same steps for all kinds).
+    fn instantiate_described<T: DeserializeOwned>(
+        self: &Arc<Self>,
+        kind: PluginKind,
+    ) -> Result<(Arc<Instance>, T), LoadError> {
+        let instance = self.instantiate(kind)?;
         let info = instance
             .call_json(verb::DESCRIBE, "null")
             .map_err(|error| LoadError::Instantiate {
                 path: self.path.clone(),
                 error,
             })?;
+        Ok((instance, info))
+    }
+
+    /// Make a runtime instance of this library.
+    pub fn runtime(self: &Arc<Self>) -> Result<Arc<dyn Runtime>, LoadError> {
+        let (instance, info) = self.instantiate_described(PluginKind::Runtime)?;
         Ok(Arc::new(NativeRuntime { instance, info }))
     }
 
     /// Make a function plugin instance of this library.
     pub fn function(self: &Arc<Self>) -> Result<Arc<dyn FunctionPlugin>, LoadError> {
-        let instance = self.instantiate(PluginKind::Function)?;
-        let info = instance
-            .call_json(verb::DESCRIBE, "null")
-            .map_err(|error| LoadError::Instantiate {
-                path: self.path.clone(),
-                error,
-            })?;
+        let (instance, info) = self.instantiate_described(PluginKind::Function)?;
         Ok(Arc::new(NativeFunction { instance, info }))
     }
 
     /// Make a policy plugin instance of this library.
     pub fn policy(self: &Arc<Self>) -> Result<Arc<dyn PolicyPlugin>, LoadError> {
-        let instance = self.instantiate(PluginKind::Policy)?;
-        let info = instance
-            .call_json(verb::DESCRIBE, "null")
-            .map_err(|error| LoadError::Instantiate {
-                path: self.path.clone(),
-                error,
-            })?;
+        let (instance, info) = self.instantiate_described(PluginKind::Policy)?;
         Ok(Arc::new(NativePolicy { instance, info }))
     }
 }
