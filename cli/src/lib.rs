@@ -3,6 +3,7 @@
 
 mod args;
 mod commands;
+mod kcl_cmd;
 mod render;
 
 use std::process::ExitCode;
@@ -41,6 +42,9 @@ pub fn builtin_runtimes() -> Vec<Arc<dyn Runtime>> {
 
 /// Parse the command line and run it with `runtimes` available.
 pub fn main_with(runtimes: Vec<Arc<dyn Runtime>>) -> ExitCode {
+    if let Some(code) = kcl_cmd::intercept() {
+        return code;
+    }
     let cli = Cli::parse();
     init_tracing(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -194,11 +194,19 @@ fn rules(name: &str, p: &Json) -> Vec<Check> {
     };
     if let Some(min) = num("minimum") {
         let op = if excl("exclusiveMinimum") { ">" } else { ">=" };
-        push(format!("{r} {op} {min}"), format!("{name} must be {op} {min}"), false);
+        push(
+            format!("{r} {op} {min}"),
+            format!("{name} must be {op} {min}"),
+            false,
+        );
     }
     if let Some(max) = num("maximum") {
         let op = if excl("exclusiveMaximum") { "<" } else { "<=" };
-        push(format!("{r} {op} {max}"), format!("{name} must be {op} {max}"), false);
+        push(
+            format!("{r} {op} {max}"),
+            format!("{name} must be {op} {max}"),
+            false,
+        );
     }
     for (k, op, what) in [
         ("minLength", ">=", "length"),
@@ -228,10 +236,7 @@ fn rules(name: &str, p: &Json) -> Vec<Check> {
 }
 
 /// Schemas for every version of every CRD in `docs` (YAML documents already parsed).
-pub fn schemas(
-    docs: &[(String, Json)],
-    object_meta: &Ty,
-) -> Result<Vec<SchemaDef>, OpenApiError> {
+pub fn schemas(docs: &[(String, Json)], object_meta: &Ty) -> Result<Vec<SchemaDef>, OpenApiError> {
     let mut out = Vec::new();
     for (file, doc) in docs {
         if doc.is_null() {

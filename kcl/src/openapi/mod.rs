@@ -117,7 +117,10 @@ pub fn generate(
     for src in sources {
         if let Source::OpenApi(name, doc) = src {
             let mut all = swagger::schemas(doc)?;
-            if doc.pointer(&format!("/definitions/{OBJECT_META}")).is_some() {
+            if doc
+                .pointer(&format!("/definitions/{OBJECT_META}"))
+                .is_some()
+            {
                 let (pkg, name) = swagger::package_of(OBJECT_META);
                 object_meta = Ty::Ref { pkg, name };
             }
@@ -137,7 +140,10 @@ pub fn generate(
     }
     let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (_, d) in &defs {
-        names.entry(d.pkg.clone()).or_default().insert(d.name.clone());
+        names
+            .entry(d.pkg.clone())
+            .or_default()
+            .insert(d.name.clone());
     }
     let mut files = BTreeMap::new();
     for (origin, d) in &defs {

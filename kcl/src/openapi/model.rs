@@ -18,7 +18,10 @@ pub enum Ty {
     List(Box<Ty>),
     Dict(Box<Ty>),
     /// A schema: its package (dotted, relative to the generated root) and name.
-    Ref { pkg: String, name: String },
+    Ref {
+        pkg: String,
+        name: String,
+    },
     /// A literal value type such as `"apps/v1"` (already rendered as KCL).
     Lit(String),
     Union(Vec<Ty>),

@@ -10,7 +10,8 @@ use super::model::{Attr, SchemaDef, Ty};
 /// Definitions that are plain values in JSON, not objects with fields: they become a KCL type
 /// inline instead of a schema of their own.
 pub fn is_inline(def: &Json) -> bool {
-    def.get("properties").is_none_or(|p| p.as_object().is_none_or(|m| m.is_empty()))
+    def.get("properties")
+        .is_none_or(|p| p.as_object().is_none_or(|m| m.is_empty()))
 }
 
 /// The KCL package of a definition name: `io.k8s.api.apps.v1.Deployment` -> `api.apps.v1`.
@@ -84,9 +85,9 @@ impl Ctx<'_> {
                 Ty::List(Box::new(self.ty(items, &format!("{at}.items"))?))
             }
             Some("object") => match p.get("additionalProperties") {
-                Some(ap @ Json::Object(_)) => {
-                    Ty::Dict(Box::new(self.ty(ap, &format!("{at}.additionalProperties"))?))
-                }
+                Some(ap @ Json::Object(_)) => Ty::Dict(Box::new(
+                    self.ty(ap, &format!("{at}.additionalProperties"))?,
+                )),
                 _ => Ty::Dict(Box::new(Ty::Any)),
             },
             None => Ty::Any,
