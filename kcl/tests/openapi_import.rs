@@ -157,8 +157,7 @@ fn unknown_ref_names_the_definition_and_property() {
         &[Source::OpenApi("t.json".into(), doc)],
         &ImportOptions::default(),
     )
-    .err()
-    .expect("must fail")
+    .expect_err("must fail")
     .to_string();
     assert!(
         err.contains("definitions.io.k8s.api.x.v1.A.properties.b"),
@@ -176,8 +175,7 @@ fn not_openapi_v2_is_an_error() {
         )],
         &ImportOptions::default(),
     )
-    .err()
-    .expect("must fail")
+    .expect_err("must fail")
     .to_string();
     assert!(err.contains("definitions"), "{err}");
 }
@@ -298,12 +296,11 @@ fn crd_file_that_is_not_a_crd_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     let p = write_tmp(tmp.path(), "x.yaml", "apiVersion: v1\nkind: ConfigMap\n");
     let err = generate(&[read_crd(&p).unwrap()], &ImportOptions::default())
-        .err()
-        .unwrap()
+        .unwrap_err()
         .to_string();
     assert!(err.contains("x.yaml") && err.contains("ConfigMap"), "{err}");
     let bad = write_tmp(tmp.path(), "bad.yaml", "a: [1,\n");
-    let err = read_crd(&bad).err().unwrap().to_string();
+    let err = read_crd(&bad).unwrap_err().to_string();
     assert!(err.contains("bad.yaml") && err.contains("line"), "{err}");
 }
 

@@ -52,6 +52,7 @@ pub struct ImportOptions {
 }
 
 /// A parsed source document.
+#[derive(Debug, Clone)]
 pub enum Source {
     /// A swagger document and its file name (for headers).
     OpenApi(String, serde_json::Value),
