@@ -48,6 +48,24 @@ pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
         include: a.include,
     };
     let files = generate(&sources, &opts)?;
+    // files left from an earlier import would still be loaded with the package
+    if a.output.is_dir() {
+        let existing = crate::parser::loader::collect_k_files(std::slice::from_ref(&a.output))
+            .unwrap_or_default();
+        let stale: Vec<_> = existing
+            .iter()
+            .filter_map(|p| p.strip_prefix(&a.output).ok())
+            .filter(|rel| !files.contains_key(&rel.to_string_lossy().replace('\\', "/")))
+            .collect();
+        if !stale.is_empty() {
+            eprintln!(
+                "warning: {} .k file(s) in {} are not part of this import (e.g. {}); remove them if they are stale",
+                stale.len(),
+                a.output.display(),
+                stale[0].display()
+            );
+        }
+    }
     let n = write_package(&a.output, &files)
         .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!("wrote {n} files to {}", a.output.display());
