@@ -72,7 +72,8 @@ fn apply_settings(
                     for f in fs {
                         if let Some(s) = f.as_str() {
                             let p = PathBuf::from(s);
-                            // `${KCL_MOD}` / `${name:KCL_MOD}` expand to absolute roots later
+                            // `${KCL_MOD}` and `${name:KCL_MOD}` are expanded later, not
+                            // relative to the settings file
                             files.push(if p.is_absolute() || s.contains("KCL_MOD}") {
                                 p
                             } else {
