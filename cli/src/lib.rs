@@ -3,8 +3,9 @@
 
 mod args;
 mod commands;
-mod kcl_cmd;
 mod render;
+
+mod kcl_cmd;
 
 use std::process::ExitCode;
 use std::sync::Arc;
