@@ -415,6 +415,38 @@ fn real_swagger_and_crd_schemas_evaluate() {
 }
 
 #[test]
+fn every_generated_package_loads_and_evaluates() {
+    let files = generate(&real_sources(), &ImportOptions::default()).unwrap();
+    // one schema of every package, referenced from one program
+    let mut first: BTreeMap<String, String> = BTreeMap::new();
+    for (path, text) in &files {
+        let Some((dir, _)) = path.rsplit_once('/') else {
+            continue;
+        };
+        let name = text
+            .lines()
+            .find_map(|l| l.strip_prefix("schema ").and_then(|r| r.strip_suffix(':')))
+            .unwrap_or_else(|| panic!("{path}: no schema"));
+        first
+            .entry(dir.replace('/', "."))
+            .or_insert_with(|| name.to_string());
+    }
+    assert!(first.len() > 30, "{first:?}");
+    let mut main = String::new();
+    for (i, pkg) in first.keys().enumerate() {
+        main.push_str(&format!("import k8s.{pkg} as p{i}\n"));
+    }
+    for (i, name) in first.values().enumerate() {
+        main.push_str(&format!("_t{i} = p{i}.{name}\n"));
+    }
+    main.push_str(&format!("loaded = {}\n", first.len()));
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = real_program(tmp.path(), &main);
+    let out = run_prog(&prog).unwrap();
+    assert_eq!(out, format!("loaded: {}\n", first.len()));
+}
+
+#[test]
 fn real_schemas_reject_typos_wrong_types_and_crd_violations() {
     let cases = [
         ("replicas = 2", "replicaz = 2", "replicaz"),
