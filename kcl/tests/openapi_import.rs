@@ -526,3 +526,24 @@ fn kcl_import_cli_writes_the_package() {
         "no inputs is an error"
     );
 }
+
+#[test]
+fn v1beta1_crd_with_a_shared_validation_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = write_tmp(
+        tmp.path(),
+        "old.yaml",
+        "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nspec:\n  group: old.example.com\n  version: v1\n  names: {kind: Thing}\n  validation:\n    openAPIV3Schema:\n      type: object\n      properties:\n        spec:\n          type: object\n          properties:\n            size: {type: integer}\n",
+    );
+    let files = generate(&[read_crd(&p).unwrap()], &ImportOptions::default()).unwrap();
+    assert!(files["old_example_com/v1/thing_spec.k"].contains("    size?: int\n"));
+    let none = write_tmp(
+        tmp.path(),
+        "bad.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  group: g\n  names: {kind: K}\n",
+    );
+    let err = generate(&[read_crd(&none).unwrap()], &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bad.yaml") && err.contains("version"), "{err}");
+}

@@ -262,11 +262,14 @@ pub fn schemas(docs: &[(String, Json)], object_meta: &Ty) -> Result<Vec<SchemaDe
         let group = field(spec, "group")?;
         let crd_kind = field(&spec["names"], "kind")?;
         // apiextensions.k8s.io/v1 lists versions with a schema each; v1beta1 may share one.
-        let versions = spec
+        let mut versions = spec
             .get("versions")
             .and_then(Json::as_array)
             .cloned()
             .unwrap_or_default();
+        if versions.is_empty() {
+            versions.push(serde_json::json!({"name": field(spec, "version")?}));
+        }
         let shared = spec.pointer("/validation/openAPIV3Schema");
         for v in &versions {
             let version = field(v, "name")?;
