@@ -547,3 +547,71 @@ fn v1beta1_crd_with_a_shared_validation_schema() {
         .to_string();
     assert!(err.contains("bad.yaml") && err.contains("version"), "{err}");
 }
+
+/// Upstream's Konfig models (the conformance corpus) compile to exactly upstream's expected
+/// output when the `k8s` package they import is ours instead of upstream's generated one.
+#[test]
+fn upstream_konfig_models_compile_identically_on_the_generated_package() {
+    let shared = data_dir().join("../..");
+    let corpus = shared.join("conformance/konfig");
+    assert!(
+        corpus.join("kcl.mod").is_file(),
+        "{} missing",
+        corpus.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let files = generate(&real_sources(), &ImportOptions::default()).unwrap();
+    let k8s = tmp.path().join("k8s");
+    write_package(&k8s, &files).unwrap();
+    let stacks = std::fs::read_to_string(corpus.join("STACKS.txt")).unwrap();
+    let mut checked = 0;
+    for stack in stacks.lines().filter_map(|l| l.split_whitespace().next()) {
+        let dir = corpus.join(stack);
+        for (cmd, expected) in [
+            ("command.txt", "expected.yaml"),
+            ("command.options.txt", "expected.options.yaml"),
+        ] {
+            let (Ok(cmd), Ok(want)) = (
+                std::fs::read_to_string(dir.join(cmd)),
+                std::fs::read_to_string(dir.join(expected)),
+            ) else {
+                continue;
+            };
+            let mut opts = RunOptions {
+                work_dir: Some(corpus.clone()),
+                ..Default::default()
+            };
+            let mut inputs = Vec::new();
+            let mut words = cmd.split_whitespace().map(|w| w.trim_matches('\''));
+            while let Some(w) = words.next() {
+                match w {
+                    "$KCL" => {}
+                    "-E" => {
+                        let (n, p) = words.next().unwrap().split_once('=').unwrap();
+                        let p = if n == "k8s" {
+                            k8s.clone()
+                        } else {
+                            corpus.join(p)
+                        };
+                        opts.external.push((n.to_string(), p));
+                    }
+                    "-D" => {
+                        let (k, v) = words.next().unwrap().split_once('=').unwrap();
+                        opts.args.push((k.to_string(), v.to_string()));
+                    }
+                    f => inputs.push(PathBuf::from(f)),
+                }
+            }
+            let out = run_full(&inputs, &opts).unwrap_or_else(|e| panic!("{stack}: {e}"));
+            assert!(
+                out.text == want,
+                "{stack} ({cmd}): output differs from upstream's"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 6,
+        "only {checked} corpus cases have expected outputs"
+    );
+}
