@@ -69,6 +69,12 @@ pub struct PlanArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The KCL tool: `kusionctl kcl run|fmt|parse|import ...` (same flags as `kcl`).
+    #[command(disable_help_flag = true)]
+    Kcl {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Show what apply would change.
     Preview {
         #[command(flatten)]

@@ -311,6 +311,11 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             Ok(exit::OK)
         }
         Command::State { command } => state_command(&ctx, command),
+        // normally handed over before parsing (see kcl_cmd::intercept)
+        Command::Kcl { args } => Ok(match crate::kcl_cmd::run(&args) {
+            c if c == std::process::ExitCode::SUCCESS => exit::OK,
+            _ => exit::FAILED,
+        }),
         Command::Plugin {
             command: PluginCommand::List,
         } => plugin_list(&ctx),

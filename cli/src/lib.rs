@@ -5,6 +5,8 @@ mod args;
 mod commands;
 mod render;
 
+mod kcl_cmd;
+
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -41,6 +43,9 @@ pub fn builtin_runtimes() -> Vec<Arc<dyn Runtime>> {
 
 /// Parse the command line and run it with `runtimes` available.
 pub fn main_with(runtimes: Vec<Arc<dyn Runtime>>) -> ExitCode {
+    if let Some(code) = kcl_cmd::intercept() {
+        return code;
+    }
     let cli = Cli::parse();
     init_tracing(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

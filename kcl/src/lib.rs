@@ -14,6 +14,7 @@ pub mod diag;
 pub mod eval;
 pub mod fmt;
 pub mod lexer;
+pub mod openapi;
 pub mod output;
 pub mod overrides;
 pub mod parser;

@@ -72,7 +72,9 @@ fn apply_settings(
                     for f in fs {
                         if let Some(s) = f.as_str() {
                             let p = PathBuf::from(s);
-                            files.push(if p.is_absolute() || s.contains("${KCL_MOD}") {
+                            // `${KCL_MOD}` and `${name:KCL_MOD}` are expanded later, not
+                            // relative to the settings file
+                            files.push(if p.is_absolute() || s.contains("KCL_MOD}") {
                                 p
                             } else {
                                 base.join(p)
@@ -163,7 +165,7 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     let files: Vec<PathBuf> = files
         .into_iter()
         .map(|f| {
-            if f.is_absolute() || f.to_string_lossy().contains("${KCL_MOD}") {
+            if f.is_absolute() || f.to_string_lossy().contains("KCL_MOD}") {
                 f
             } else {
                 work_dir.join(f)

@@ -2,6 +2,7 @@
 //! `parse`) and the evaluator (`run`) can grow independently.
 
 pub mod fmt;
+pub mod import;
 pub mod parse;
 pub mod run;
 
@@ -24,15 +25,37 @@ enum Command {
     Parse(parse::ParseArgs),
     /// Evaluate KCL files and print the result.
     Run(run::RunArgs),
+    /// Generate KCL schemas from an OpenAPI v2 document and/or CRD YAML.
+    Import(import::ImportArgs),
 }
 
 /// Entry point of the `kcl` binary: exit code 0 on success, 1 on errors.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    dispatch(Cli::parse())
+}
+
+/// Entry point for embedding (`kusionctl kcl ...`): `args` includes the program name.
+pub fn main_from<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => dispatch(cli),
+        Err(e) => {
+            // --help/--version print and succeed; usage errors exit 2 like the binary
+            let _ = e.print();
+            ExitCode::from(if e.use_stderr() { 2 } else { 0 })
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Fmt(a) => fmt::run(a),
         Command::Parse(a) => parse::run(a),
         Command::Run(a) => run::run(a),
+        Command::Import(a) => import::run(a),
     };
     match result {
         Ok(code) => code,

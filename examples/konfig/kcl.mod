@@ -1,0 +1,7 @@
+[package]
+name = "konfig"
+edition = "*"
+version = "0.1.0"
+
+[dependencies]
+k8s = { path = "k8s" }

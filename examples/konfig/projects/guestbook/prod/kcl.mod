@@ -1,0 +1,8 @@
+[package]
+name = "guestbook-prod"
+edition = "*"
+version = "0.1.0"
+
+[dependencies]
+konfig = { path = "../../.." }
+k8s = { path = "../../../k8s" }

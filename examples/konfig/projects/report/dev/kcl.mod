@@ -1,0 +1,8 @@
+[package]
+name = "report-dev"
+edition = "*"
+version = "0.1.0"
+
+[dependencies]
+konfig = { path = "../../.." }
+k8s = { path = "../../../k8s" }
