@@ -38,4 +38,12 @@ konfig_ok=$(target/release/kcl parse --summary "$shared/conformance/konfig" 2>/d
 check konfig-parse "${konfig_ok:-0}" "$KCL_KONFIG_PARSE_MIN"
 konfig_fmt=$(target/release/kcl fmt --verify "$shared/conformance/konfig" 2>/dev/null | tail -n1 | sed -E 's/^([0-9]+) verified.*/\1/' || true)
 check konfig-fmt-roundtrip "${konfig_fmt:-0}" "$KCL_KONFIG_FMT_MIN"
+# Tests that read the shared data (the Kubernetes OpenAPI spec, the Konfig corpus) are #[ignore]d
+# in the README's test command, which must pass without ../shared; they run here.
+if KUSION_SHARED="$shared" cargo test --locked -p kusion-kcl --test openapi_import -- --ignored \
+  && KUSION_SHARED="$shared" cargo test --locked -p kusion-tests --test model_library -- --ignored; then
+  echo "shared-data tests: passed"
+else
+  echo "shared-data tests: FAILED" >&2; status=1
+fi
 exit $status

@@ -247,7 +247,6 @@ fn shared_k8s_data() -> PathBuf {
     [
         std::env::var_os("KUSION_SHARED").map(PathBuf::from),
         Some(root.join("../shared")),
-        Some(PathBuf::from("/work/shared")),
     ]
     .into_iter()
     .flatten()
@@ -278,6 +277,7 @@ fn files_under(dir: &Path) -> BTreeMap<String, String> {
 }
 
 #[test]
+#[ignore = "needs the shared corpus (../shared or $KUSION_SHARED); .ci/corpus.sh runs it"]
 fn vendored_k8s_is_the_importers_current_output() {
     let swagger = shared_k8s_data().join("kubernetes-release-1.31-swagger.json");
     let want = generate(
@@ -445,14 +445,25 @@ fn kusionctl_kcl_passes_through_to_the_kcl_tool() {
 
     // `kcl import` with kcl's own -o (kusionctl's global -o must not take it)
     let tmp = tempfile::tempdir().unwrap();
-    let swagger = shared_k8s_data().join("kubernetes-release-1.31-swagger.json");
+    let swagger = tmp.path().join("swagger.json");
+    std::fs::write(
+        &swagger,
+        r##"{"swagger": "2.0", "info": {"title": "t", "version": "v1"}, "paths": {},
+  "definitions": {
+    "io.k8s.api.batch.v1.JobSpec": {"type": "object", "required": ["template"],
+      "properties": {"template": {"$ref": "#/definitions/io.k8s.api.core.v1.PodTemplateSpec"}}},
+    "io.k8s.api.core.v1.PodTemplateSpec": {"type": "object",
+      "properties": {"metadata": {"type": "object"}}}}}"##,
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("out");
     let out = std::process::Command::new(KUSIONCTL)
         .arg("kcl")
         .arg("import")
         .arg("--openapi")
         .arg(&swagger)
         .args(["--include", "api/batch/v1", "-o"])
-        .arg(tmp.path())
+        .arg(&out_dir)
         .output()
         .unwrap();
     assert!(
@@ -460,8 +471,8 @@ fn kusionctl_kcl_passes_through_to_the_kcl_tool() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(tmp.path().join("api/batch/v1/job_spec.k").is_file());
-    assert!(tmp.path().join("api/core/v1/pod_template_spec.k").is_file());
+    assert!(out_dir.join("api/batch/v1/job_spec.k").is_file());
+    assert!(out_dir.join("api/core/v1/pod_template_spec.k").is_file());
 
     // kcl errors come back as a failing exit code
     let out = std::process::Command::new(KUSIONCTL)
