@@ -49,4 +49,8 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The contract version this build of the SDK implements.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 0 };
+///
+/// - 1.0: verbs with JSON payloads.
+/// - 1.1: native plugins also answer MessagePack calls (`call_msgpack`); the host uses them when
+///   a library declares 1.1 or later and falls back to JSON for 1.0 libraries.
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 1 };

@@ -144,3 +144,119 @@ fn build_profile(fixture: Fixture, release: bool) -> PathBuf {
     }
     copy
 }
+
+/// The last commit whose SDK declared ABI 1.0 (JSON-only calls). Its `native-fixture` is rebuilt
+/// from git history, so a test loads a library genuinely compiled against the older SDK.
+pub const SDK_1_0_COMMIT: &str = "1485cd812fcecf30494b5d01e642c07d5baf38b2";
+
+/// Build the echo fixture against the SDK as it was at [`SDK_1_0_COMMIT`] and return the path
+/// of the library. Needs the checkout's git history (a clone has it); panics with the reason when
+/// the old sources cannot be extracted or built, because the test it serves must not pass vacuously.
+pub fn build_sdk_1_0_fixture() -> PathBuf {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let root = workspace_root();
+    let dir = target_dir().join("sdk-1.0");
+    let src = dir.join("src");
+    if !src.join("sdk/Cargo.toml").exists() {
+        let _ = std::fs::remove_dir_all(&src);
+        std::fs::create_dir_all(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        // `git archive | tar -x` keeps the old files out of the working tree and the index.
+        let archive = Command::new("git")
+            .current_dir(&root)
+            .args([
+                "archive",
+                "--format=tar",
+                SDK_1_0_COMMIT,
+                "sdk",
+                "kernel/src/plugin/fixtures/native-fixture/src",
+                "Cargo.lock",
+            ])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run git to extract the ABI 1.0 SDK: {e}"));
+        if !archive.status.success() {
+            panic!(
+                "cannot extract the ABI 1.0 SDK from git commit {SDK_1_0_COMMIT} (is this a clone with history?):\n{}",
+                String::from_utf8_lossy(&archive.stderr)
+            );
+        }
+        let mut tar = Command::new("tar")
+            .current_dir(&src)
+            .args(["-x", "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run tar: {e}"));
+        {
+            use std::io::Write;
+            let mut stdin = tar.stdin.take().expect("piped stdin");
+            stdin
+                .write_all(&archive.stdout)
+                .unwrap_or_else(|e| panic!("tar: {e}"));
+        }
+        let status = tar.wait().unwrap_or_else(|e| panic!("tar: {e}"));
+        assert!(status.success(), "tar could not unpack the ABI 1.0 SDK");
+        // A two-member workspace with the dependency specs the old SDK inherited.
+        let manifest = r#"[workspace]
+resolver = "3"
+members = ["sdk", "fixture"]
+
+[workspace.package]
+edition = "2024"
+version = "0.1.0"
+license = "Apache-2.0"
+
+[workspace.dependencies]
+thiserror = "2"
+serde = { version = "1", features = ["derive"] }
+serde_json = { version = "1", features = ["preserve_order"] }
+abi_stable = "0.11"
+"#;
+        write(&src.join("Cargo.toml"), manifest);
+        let fixture = src.join("fixture");
+        std::fs::create_dir_all(&fixture).unwrap_or_else(|e| panic!("{}: {e}", fixture.display()));
+        std::fs::rename(
+            src.join("kernel/src/plugin/fixtures/native-fixture/src"),
+            fixture.join("src"),
+        )
+        .unwrap_or_else(|e| panic!("moving the old fixture sources: {e}"));
+        write(
+            &fixture.join("Cargo.toml"),
+            r#"[package]
+name = "kusion-native-fixture"
+edition = "2024"
+version = "0.1.0"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+kusion-sdk = { path = "../sdk", features = ["native"] }
+
+[features]
+claim-abi-2 = []
+"#,
+        );
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .current_dir(&src)
+        .args(["build", "-p", "kusion-native-fixture", "--target-dir"])
+        .arg(dir.join("target"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build the ABI 1.0 fixture: {e}"));
+    if !output.status.success() {
+        panic!(
+            "building the ABI 1.0 fixture failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    dir.join("target")
+        .join("debug")
+        .join(super::dylib_file_name("kusion_native_fixture"))
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}

@@ -16,9 +16,10 @@ use abi_stable::library::{LibHeader, RawLibrary, RootModule, lib_header_from_raw
 use abi_stable::std_types::{RResult, RStr};
 use kusion_sdk::abi::PluginKind;
 use kusion_sdk::abi::native::{
-    DECL_MAGIC, DECL_SYMBOL, PluginDecl, PluginModuleRef, RawPluginBox, RawWatchBox,
+    DECL_MAGIC, DECL_SYMBOL, HANDLE_VERB, MSGPACK_SYMBOL, MsgpackCallFn, PluginDecl,
+    PluginModuleRef, RawPluginBox, RawWatchBox,
 };
-use kusion_sdk::abi::wire::{self, CallRef, EvaluateRef, verb};
+use kusion_sdk::abi::wire::{self, CallRef, Encoding, EvaluateRef, verb};
 use kusion_sdk::function::{FunctionPlugin, FunctionPluginInfo};
 use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo};
 use kusion_sdk::runtime::{
@@ -37,6 +38,8 @@ pub struct NativeLibrary {
     kind: PluginKind,
     abi: AbiVersion,
     module: PluginModuleRef,
+    /// The ABI 1.1 MessagePack entry point, when the library declares 1.1+ and exports it.
+    msgpack: Option<MsgpackCallFn>,
 }
 
 impl std::fmt::Debug for NativeLibrary {
@@ -107,6 +110,15 @@ impl NativeLibrary {
                     path: path.to_path_buf(),
                     detail: e.to_string(),
                 })?;
+        let msgpack = if abi.minor >= 1 {
+            // SAFETY: a library declaring ABI 1.1+ exports this symbol with the frozen
+            // `MsgpackCallFn` type (see kusion_sdk::abi::native).
+            unsafe { lib.get::<MsgpackCallFn>(MSGPACK_SYMBOL) }
+                .ok()
+                .map(|sym| *sym)
+        } else {
+            None
+        };
         // abi_stable hands out `'static` references into the library: it must never be closed.
         std::mem::forget(lib);
         if module.kind() != decl.kind || module.abi_major() != decl.abi_major {
@@ -121,7 +133,14 @@ impl NativeLibrary {
             kind,
             abi,
             module,
+            msgpack,
         }))
+    }
+
+    /// Whether calls into this library use the MessagePack entry point (ABI 1.1+) rather than
+    /// JSON text.
+    pub fn speaks_msgpack(&self) -> bool {
+        self.msgpack.is_some()
     }
 
     pub fn path(&self) -> &Path {
@@ -162,8 +181,17 @@ impl NativeLibrary {
         let mut instance = Instance {
             raw,
             name: label,
+            msgpack: None,
             _library: Arc::clone(self),
         };
+        if let Some(entry) = self.msgpack {
+            // A library that cannot name its instance is used over JSON, which every version speaks.
+            instance.msgpack = instance
+                .call_text(HANDLE_VERB, "null")
+                .ok()
+                .and_then(|text| text.parse::<usize>().ok())
+                .map(|handle| (entry, handle));
+        }
         // The describe answer names the plugin in every later error message.
         let name = match instance.describe_name(expected) {
             Ok(name) => name,
@@ -217,6 +245,8 @@ impl NativeLibrary {
 struct Instance {
     raw: RawPluginBox,
     name: String,
+    /// The MessagePack entry point and this instance's handle in it.
+    msgpack: Option<(MsgpackCallFn, usize)>,
     // Declared last: fields drop in order, so the instance dies before its library handle.
     _library: Arc<NativeLibrary>,
 }
@@ -254,13 +284,37 @@ impl Instance {
         verb: &str,
         request: &Req,
     ) -> PluginResult<T> {
-        let payload = wire::encode_request(verb, request)?;
-        self.call_json(verb, &payload)
+        let Some((entry, handle)) = self.msgpack else {
+            let payload = wire::encode_request(verb, request)?;
+            return self.call_json(verb, &payload);
+        };
+        let payload = wire::encode_request_as(Encoding::MessagePack, verb, request)?;
+        // SAFETY: `handle` names this instance, which `self.raw` keeps alive; the buffers
+        // outlive the call.
+        let answer = unsafe {
+            entry(
+                handle,
+                verb.as_ptr(),
+                verb.len(),
+                payload.as_ptr(),
+                payload.len(),
+            )
+        };
+        // Decoded straight from the plugin's buffer, then handed back to its allocator.
+        let result = if answer.ok != 0 {
+            wire::decode_answer_as(Encoding::MessagePack, &self.name, verb, answer.as_slice())
+        } else {
+            Err(wire::decode_error(
+                &self.name,
+                &String::from_utf8_lossy(answer.as_slice()),
+            ))
+        };
+        answer.release();
+        result
     }
 
     fn call_unit<Req: Serialize + ?Sized>(&self, verb: &str, request: &Req) -> PluginResult<()> {
-        let payload = wire::encode_request(verb, request)?;
-        self.call_text(verb, &payload).map(drop)
+        self.call::<Req, Value>(verb, request).map(drop)
     }
 }
 

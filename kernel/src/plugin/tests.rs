@@ -232,13 +232,62 @@ fn native_load_unload_and_reload() {
 }
 
 #[test]
+fn plugin_built_against_the_abi_1_0_sdk_loads_and_answers_over_json() {
+    // Built from the SDK sources of an older commit, not from today's SDK claiming 1.0.
+    let lib = fixtures::build_sdk_1_0_fixture();
+    let library = NativeLibrary::open(&lib).unwrap();
+    assert_eq!(library.abi(), kusion_sdk::AbiVersion { major: 1, minor: 0 });
+    assert!(!library.speaks_msgpack());
+    let plugin = library.function().unwrap();
+    let payload = json!({"items": ["a", 1, 2.5, null, {"nested": [true]}]});
+    assert_eq!(
+        plugin
+            .call("echo", std::slice::from_ref(&payload), &Map::new())
+            .unwrap(),
+        payload
+    );
+    // A panic inside the old library is still contained.
+    let err = plugin.call("panic", &[], &Map::new()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Internal, "{err}");
+}
+
+#[test]
+fn current_plugins_answer_over_messagepack_with_the_same_values() {
+    let lib = fixtures::build(Fixture::NativeFunction);
+    let library = NativeLibrary::open(&lib).unwrap();
+    assert_eq!(library.abi(), kusion_sdk::ABI_VERSION);
+    assert!(library.speaks_msgpack());
+    let plugin = library.function().unwrap();
+    // Values whose types a binary encoding could blur: big and negative integers, floats that
+    // are whole numbers, unicode, empty containers, key order.
+    let payload = json!({
+        "z": u64::MAX, "neg": i64::MIN, "whole": 2.0, "pi": 3.25, "s": "grüße \"quoted\"",
+        "empty_list": [], "empty_map": {}, "a": null
+    });
+    let kwargs: Map<String, Value> = [("k".to_string(), json!([1, "x"]))].into_iter().collect();
+    let answer = plugin
+        .call("echo", std::slice::from_ref(&payload), &kwargs)
+        .unwrap();
+    assert_eq!(answer, payload);
+    assert_eq!(
+        serde_json::to_string(&answer).unwrap(),
+        serde_json::to_string(&payload).unwrap(),
+        "key order and number forms survive the trip"
+    );
+    let err = plugin.call("panic", &[], &Map::new()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Internal, "{err}");
+    assert!(err.message.contains("panicked"), "{err}");
+}
+
+#[test]
 fn native_abi_mismatch_is_refused_naming_both_versions() {
     let lib = fixtures::build(Fixture::NativeFunctionAbi2);
     let err = NativeLibrary::open(&lib).unwrap_err();
     assert!(matches!(err, LoadError::AbiMismatch { .. }), "{err}");
     let text = err.to_string();
+    let host = format!("plugin ABI {}", kusion_sdk::ABI_VERSION);
     assert!(
-        text.contains("plugin ABI 2.0") && text.contains("plugin ABI 1.0"),
+        text.contains("plugin ABI 2.0") && text.contains(&host),
         "{text}"
     );
 
@@ -252,7 +301,10 @@ fn native_abi_mismatch_is_refused_naming_both_versions() {
     .unwrap();
     let entries = list_plugins(&config_for(plugins.path(), &[]));
     match &entries[0].status {
-        Status::Refused(why) => assert!(why.contains("2.0") && why.contains("1.0"), "{why}"),
+        Status::Refused(why) => assert!(
+            why.contains("2.0") && why.contains(&kusion_sdk::ABI_VERSION.to_string()),
+            "{why}"
+        ),
         other => panic!("expected refusal, got {other:?}"),
     }
 }
@@ -688,8 +740,54 @@ fn wasm_component_for_another_contract_major_is_refused() {
         .expect("refused");
     assert!(matches!(err, LoadError::AbiMismatch { .. }), "{err}");
     let text = err.to_string();
+    let host = format!("plugin ABI {}", kusion_sdk::ABI_VERSION);
     assert!(
-        text.contains("plugin ABI 2.0") && text.contains("plugin ABI 1.0"),
+        text.contains("plugin ABI 2.0") && text.contains(&host),
         "{text}"
+    );
+}
+
+#[test]
+fn compiled_wasm_components_are_cached_on_disk_and_bad_entries_recompiled() {
+    let wasm = fixtures::build(Fixture::WasmFunction);
+    let cache = tempfile::tempdir().unwrap();
+    let host = WasmHost::with_cache(Some(cache.path().to_path_buf())).unwrap();
+    let (first, from_cache) = host.compile_reporting_cache(&wasm).unwrap();
+    assert!(!from_cache, "an empty cache cannot serve the first load");
+    drop(first);
+    let entries: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+
+    // A second host (a later kusionctl run) loads the compiled code, and it works.
+    let host = WasmHost::with_cache(Some(cache.path().to_path_buf())).unwrap();
+    let (module, from_cache) = host.compile_reporting_cache(&wasm).unwrap();
+    assert!(from_cache);
+    let plugin = module
+        .function(WasmGrants::default(), WasmLimits::default())
+        .unwrap();
+    assert_eq!(
+        plugin
+            .call("echo", &[json!({"a": [1]})], &Map::new())
+            .unwrap(),
+        json!({"a": [1]})
+    );
+
+    // A damaged entry is thrown away and the component compiled again.
+    std::fs::write(&entries[0], b"not a compiled component").unwrap();
+    let (module, from_cache) = host.compile_reporting_cache(&wasm).unwrap();
+    assert!(!from_cache);
+    let plugin = module
+        .function(WasmGrants::default(), WasmLimits::default())
+        .unwrap();
+    assert_eq!(
+        plugin.call("echo", &[json!(1)], &Map::new()).unwrap(),
+        json!(1)
+    );
+    assert_ne!(
+        std::fs::read(&entries[0]).unwrap(),
+        b"not a compiled component"
     );
 }

@@ -104,10 +104,30 @@ impl WasmGrants {
 #[derive(Clone)]
 pub struct WasmHost {
     engine: Engine,
+    /// Where compiled components are kept between runs; `None` compiles every time.
+    cache_dir: Option<PathBuf>,
+}
+
+/// The default compiled-component cache: `$KUSION_CACHE/wasm`, else
+/// `$XDG_CACHE_HOME/kusion-rs/wasm`, else `~/.cache/kusion-rs/wasm`.
+pub fn default_wasm_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("KUSION_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kusion-rs")))
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("kusion-rs"))
+        })?;
+    Some(base.join("wasm"))
 }
 
 impl WasmHost {
+    /// A host caching compiled components in [`default_wasm_cache_dir`].
     pub fn new() -> Result<WasmHost, LoadError> {
+        Self::with_cache(default_wasm_cache_dir())
+    }
+
+    /// A host caching compiled components in `cache_dir` (`None`: no cache).
+    pub fn with_cache(cache_dir: Option<PathBuf>) -> Result<WasmHost, LoadError> {
         let mut config = wasmtime::Config::new();
         config.consume_fuel(true);
         config.wasm_component_model(true);
@@ -115,17 +135,79 @@ impl WasmHost {
             path: PathBuf::new(),
             detail: format!("{e:#}"),
         })?;
-        Ok(WasmHost { engine })
+        Ok(WasmHost { engine, cache_dir })
     }
 
-    /// Compile a component and check what it exports: its kind and its contract version.
+    /// The cache file for a component: keyed by the component's bytes and by everything that
+    /// makes compiled code valid for this engine (wasmtime version, target, settings), so a
+    /// rebuilt plugin or an upgraded kusionctl never picks up stale code.
+    fn cache_path(&self, wasm: &[u8]) -> Option<PathBuf> {
+        use sha2::{Digest, Sha256};
+        use std::hash::{Hash, Hasher};
+        let dir = self.cache_dir.as_ref()?;
+        let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut engine_hash);
+        let digest = Sha256::digest(wasm);
+        let key: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Some(dir.join(format!("{key}-{:016x}.cwasm", engine_hash.finish())))
+    }
+
+    /// Load a component, from the compiled cache when it holds this exact component.
+    fn load_component(&self, path: &Path) -> Result<(Component, bool), String> {
+        let wasm = std::fs::read(path).map_err(|e| e.to_string())?;
+        let Some(cached) = self.cache_path(&wasm) else {
+            return Component::new(&self.engine, &wasm)
+                .map(|c| (c, false))
+                .map_err(|e| format!("{e:#}"));
+        };
+        // Read into memory rather than mapping the file: another run may replace or damage the
+        // file while this one is using the code.
+        if let Ok(bytes) = std::fs::read(&cached) {
+            // SAFETY: the file is one this host wrote with `Engine::precompile_component` for an
+            // engine with the same compatibility hash (part of the name), in the operator's own
+            // cache directory; wasmtime still checks its header and refuses a mismatch.
+            match unsafe { Component::deserialize(&self.engine, &bytes) } {
+                Ok(component) => return Ok((component, true)),
+                Err(e) => {
+                    tracing::warn!(file = %cached.display(), "ignoring a bad compiled-plugin cache entry: {e:#}");
+                    let _ = std::fs::remove_file(&cached);
+                }
+            }
+        }
+        let compiled = self
+            .engine
+            .precompile_component(&wasm)
+            .map_err(|e| format!("{e:#}"))?;
+        // A failure to write the cache costs the next run a compile, nothing else.
+        if let Some(dir) = cached.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+        {
+            let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+            if std::fs::write(&tmp, &compiled).is_ok() && std::fs::rename(&tmp, &cached).is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+        // SAFETY: `compiled` was produced just now by this engine.
+        let component = unsafe { Component::deserialize(&self.engine, &compiled) }
+            .map_err(|e| format!("{e:#}"))?;
+        Ok((component, false))
+    }
+
+    /// Compile a component (or take it from the compiled cache) and check what it exports: its
+    /// kind and its contract version.
     pub fn compile(&self, path: &Path) -> Result<WasmModule, LoadError> {
+        self.compile_reporting_cache(path).map(|(module, _)| module)
+    }
+
+    /// [`WasmHost::compile`], also saying whether the compiled cache was used.
+    pub fn compile_reporting_cache(&self, path: &Path) -> Result<(WasmModule, bool), LoadError> {
         let err = |detail: String| LoadError::Wasm {
             path: path.to_path_buf(),
             detail,
         };
-        let component =
-            Component::from_file(&self.engine, path).map_err(|e| err(format!("{e:#}")))?;
+        let (component, from_cache) = self.load_component(path).map_err(err)?;
         let (kind, abi) =
             exported_contract(&self.engine, &component).map_err(|detail| match detail {
                 ContractError::Mismatch(plugin) => LoadError::AbiMismatch {
@@ -137,14 +219,17 @@ impl WasmHost {
             })?;
         let mut linker = Linker::<Guest>::new(&self.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| err(format!("{e:#}")))?;
-        Ok(WasmModule {
-            engine: self.engine.clone(),
-            component,
-            linker,
-            kind,
-            abi,
-            path: path.to_path_buf(),
-        })
+        Ok((
+            WasmModule {
+                engine: self.engine.clone(),
+                component,
+                linker,
+                kind,
+                abi,
+                path: path.to_path_buf(),
+            },
+            from_cache,
+        ))
     }
 }
 

@@ -8,8 +8,17 @@
 //!   when loaded (this catches a compiler or SDK change that moved a field).
 //!
 //! The module's `instantiate` returns a [`RawPluginBox`]: a `#[sabi_trait]` object with two
-//! methods, `call(verb, json) -> json` and `watch(json) -> RawWatchBox`. The shims below wrap the
-//! author's plain trait object and catch panics, because an unwind across `extern "C"` aborts.
+//! methods, `call(verb, json) -> json` and `watch(json) -> RawWatchBox`.
+//!
+//! These `abi_stable` types are frozen at their ABI 1.0 layout: `abi_stable` refuses a library
+//! whose prefix types have *fewer* fields than the host's, so growing them would lock out every
+//! plugin built against an older SDK. Minor versions add plain `extern "C"` symbols instead,
+//! which the host looks up only in libraries that declare the minor:
+//! - 1.1: [`MSGPACK_SYMBOL`], `call` with MessagePack payload and answer. The host learns the
+//!   instance's handle from the [`HANDLE_VERB`] call (1.0 libraries answer "unsupported").
+//!
+//! The shims below wrap the author's plain trait object and catch panics, because an unwind
+//! across `extern "C"` aborts.
 
 #![allow(non_local_definitions)] // abi_stable's `#[sabi_trait]` expansion implements foreign traits in a const block.
 
@@ -111,9 +120,9 @@ impl RootModule for PluginModuleRef {
     declare_root_module_statics! {PluginModuleRef}
     const BASE_NAME: &'static str = "kusion_plugin";
     const NAME: &'static str = "kusion plugin";
-    // abi_stable's own version check (major must match) runs on the SDK's ABI version, not on
-    // the crate version: the host's own check (see `PluginDecl`) has already given the precise
-    // message by then. A test keeps this in step with ABI_VERSION.
+    // abi_stable's own check refuses a library with an older minor than the host's, so it only
+    // sees the ABI major; minors are negotiated through `PluginDecl` (the host's check gives the
+    // precise message first). A test keeps this in step with ABI_VERSION.
     const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.0.0");
 }
 
@@ -151,6 +160,93 @@ fn to_rresult(result: PluginResult<String>) -> RResult<RString, RString> {
     }
 }
 
+/// Verb answering an instance's handle for [`MSGPACK_SYMBOL`] (ABI 1.1).
+pub const HANDLE_VERB: &str = "kusion.handle";
+
+/// Name of the ABI 1.1 MessagePack entry point (NUL-terminated for `dlsym`); its type is
+/// [`MsgpackCallFn`].
+pub const MSGPACK_SYMBOL: &[u8] = b"kusion_plugin_call_msgpack\0";
+
+/// `(handle, verb, verb_len, payload, payload_len) -> answer`. Frozen forever, like [`PluginDecl`].
+pub type MsgpackCallFn = unsafe extern "C" fn(usize, *const u8, usize, *const u8, usize) -> WireBuf;
+
+/// A byte buffer owned by the plugin's allocator, handed to the host, which must give it back
+/// through `free` once read. `ok == 0` means the bytes are a JSON-encoded [`PluginError`].
+#[repr(C)]
+pub struct WireBuf {
+    pub ok: u8,
+    pub ptr: *mut u8,
+    pub len: usize,
+    pub cap: usize,
+    pub free: extern "C" fn(*mut u8, usize, usize),
+}
+
+extern "C" fn free_wire_buf(ptr: *mut u8, len: usize, cap: usize) {
+    // SAFETY: the triple came from a `Vec<u8>` this library leaked in `WireBuf::new`.
+    drop(unsafe { Vec::from_raw_parts(ptr, len, cap) });
+}
+
+impl WireBuf {
+    fn new(ok: bool, bytes: Vec<u8>) -> WireBuf {
+        let mut bytes = std::mem::ManuallyDrop::new(bytes);
+        WireBuf {
+            ok: u8::from(ok),
+            ptr: bytes.as_mut_ptr(),
+            len: bytes.len(),
+            cap: bytes.capacity(),
+            free: free_wire_buf,
+        }
+    }
+
+    /// The bytes, valid until [`WireBuf::release`].
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr/len describe a live Vec<u8> owned by the plugin until `free` is called.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// Give the buffer back to the plugin's allocator.
+    pub fn release(self) {
+        (self.free)(self.ptr, self.len, self.cap);
+    }
+}
+
+/// Plugin side of [`MSGPACK_SYMBOL`], called by the code `export_*!` generates.
+///
+/// # Safety
+/// `handle` must be a value this library answered to [`HANDLE_VERB`] for an instance that is still
+/// alive, and the pointer/length pairs must describe readable memory.
+#[doc(hidden)]
+pub unsafe fn call_msgpack_raw(
+    handle: usize,
+    verb: *const u8,
+    verb_len: usize,
+    payload: *const u8,
+    payload_len: usize,
+) -> WireBuf {
+    // SAFETY: guaranteed by the caller (see above).
+    let (shim, verb, payload) = unsafe {
+        (
+            &*(handle as *const Shim),
+            std::slice::from_raw_parts(verb, verb_len),
+            std::slice::from_raw_parts(payload, payload_len),
+        )
+    };
+    let Ok(verb) = std::str::from_utf8(verb) else {
+        let e = PluginError::invalid("the verb is not UTF-8");
+        return WireBuf::new(false, encode_error(&e).into_bytes());
+    };
+    let enc = wire::Encoding::MessagePack;
+    let answer = guarded(&shim.name, verb, || match &shim.served {
+        Served::Runtime(r) => wire::serve_runtime_as(enc, r.as_ref(), verb, payload),
+        Served::Function(f) => wire::serve_function_as(enc, f.as_ref(), verb, payload),
+        Served::Policy(p) => wire::serve_policy_as(enc, p.as_ref(), verb, payload),
+    });
+    match answer {
+        Ok(bytes) => WireBuf::new(true, bytes),
+        Err(e) => WireBuf::new(false, encode_error(&e).into_bytes()),
+    }
+}
+
 enum Served {
     Runtime(Box<dyn Runtime>),
     Function(Box<dyn FunctionPlugin>),
@@ -166,6 +262,10 @@ struct Shim {
 impl RawPlugin for Shim {
     fn call(&self, verb: RStr<'_>, payload: RStr<'_>) -> RResult<RString, RString> {
         let (verb, payload) = (verb.as_str(), payload.as_str());
+        if verb == HANDLE_VERB {
+            // The address of this shim: the key for the plain-C MessagePack entry point.
+            return RResult::ROk(RString::from((self as *const Shim as usize).to_string()));
+        }
         to_rresult(guarded(&self.name, verb, || match &self.served {
             Served::Runtime(r) => wire::serve_runtime(r.as_ref(), verb, payload),
             Served::Function(f) => wire::serve_function(f.as_ref(), verb, payload),
@@ -261,6 +361,21 @@ macro_rules! __export_native {
         #[unsafe(no_mangle)]
         pub static kusion_plugin_decl: $crate::abi::native::PluginDecl =
             $crate::abi::native::PluginDecl::new($kind, $abi);
+
+        #[doc(hidden)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn kusion_plugin_call_msgpack(
+            handle: usize,
+            verb: *const u8,
+            verb_len: usize,
+            payload: *const u8,
+            payload_len: usize,
+        ) -> $crate::abi::native::WireBuf {
+            // SAFETY: the host passes a handle this library gave it and live buffers.
+            unsafe {
+                $crate::abi::native::call_msgpack_raw(handle, verb, verb_len, payload, payload_len)
+            }
+        }
 
         #[doc(hidden)]
         extern "C" fn __kusion_instantiate()
@@ -359,11 +474,10 @@ mod tests {
     }
 
     #[test]
-    fn abi_stable_version_string_tracks_abi_version() {
+    fn abi_stable_version_string_tracks_abi_major_only() {
+        // abi_stable refuses a library whose minor is *older* than the host's; ours must load
+        // older minors, so its version string only carries the major.
         let v = <PluginModuleRef as RootModule>::VERSION_STRINGS;
-        assert_eq!(
-            v.version,
-            format!("{}.{}.0", ABI_VERSION.major, ABI_VERSION.minor)
-        );
+        assert_eq!(v.version, format!("{}.0.0", ABI_VERSION.major));
     }
 }
