@@ -32,6 +32,54 @@ pub struct PreparedResource {
     /// Kubernetes `kind`, Terraform `resourceType`, else the `type`.
     pub kind: String,
     pub value: KValue,
+    /// The pod spec of a Kubernetes workload (`{}` otherwise), bound as `pod`.
+    pub pod: KValue,
+    /// Every container of that pod spec, init containers first, bound as `containers`.
+    pub containers: KValue,
+}
+
+fn kget<'a>(v: &'a KValue, key: &str) -> Option<&'a KValue> {
+    match v {
+        KValue::Dict(d) => d.get(key),
+        _ => None,
+    }
+}
+
+fn kpath<'a>(v: &'a KValue, path: &[&str]) -> Option<&'a KValue> {
+    path.iter().try_fold(v, |v, k| kget(v, k))
+}
+
+/// The pod spec and containers of a Kubernetes workload, computed once per resource in Rust so
+/// that every rule reads them without walking the manifest again.
+fn workload_views(resource: &Value, value: &KValue) -> (KValue, KValue) {
+    let empty = || {
+        (
+            KValue::Dict(Rc::new(Dict::new())),
+            KValue::List(Rc::new(Vec::new())),
+        )
+    };
+    if resource["type"] != "Kubernetes" {
+        return empty();
+    }
+    let Some(attrs) = kget(value, "attributes") else {
+        return empty();
+    };
+    let path: &[&str] = match resource["attributes"]["kind"].as_str() {
+        Some("Pod") => &["spec"],
+        Some("CronJob") => &["spec", "jobTemplate", "spec", "template", "spec"],
+        Some(_) => &["spec", "template", "spec"],
+        None => return empty(),
+    };
+    let Some(pod @ KValue::Dict(_)) = kpath(attrs, path) else {
+        return empty();
+    };
+    let mut containers = Vec::new();
+    for key in ["initContainers", "containers"] {
+        if let Some(KValue::List(l)) = kget(pod, key) {
+            containers.extend(l.iter().cloned());
+        }
+    }
+    (pod.clone(), KValue::List(Rc::new(containers)))
 }
 
 fn kind_of(resource: &Value) -> String {
@@ -53,11 +101,14 @@ pub fn prepare(spec: &Value, context: &Value) -> Result<Prepared, PolicyError> {
     for r in list {
         let value = kusion_kcl::builtins::from_json_value(r);
         values.push(value.clone());
+        let (pod, containers) = workload_views(r, &value);
         resources.push(PreparedResource {
             id: r["id"].as_str().map(str::to_string),
             resource_type: r["type"].as_str().unwrap_or_default().to_string(),
             kind: kind_of(r),
             value,
+            pod,
+            containers,
         });
     }
     let mut spec_dict = Dict::new();
@@ -235,15 +286,22 @@ pub fn evaluate_set(
                 detail: format!("`{}` is not a rule", rule.name),
             })?;
         let span = kusion_kcl::Span::default();
+        let (k_resource, k_pod, k_containers): (Rc<str>, Rc<str>, Rc<str>) = (
+            Rc::from("resource"),
+            Rc::from("pod"),
+            Rc::from("containers"),
+        );
         let mut run =
             |resource: Option<&crate::engine::PreparedResource>| -> Result<(), PolicyError> {
-                let mut config = Dict::new();
-                config.insert(
-                    Rc::from("resource"),
-                    resource.map_or(KValue::None, |r| r.value.clone()),
-                );
-                config.insert(Rc::from("spec"), prepared.spec.clone());
-                config.insert(Rc::from("context"), prepared.context.clone());
+                let mut config = Dict::with_capacity(3);
+                match resource {
+                    Some(r) => {
+                        config.insert(k_resource.clone(), r.value.clone());
+                        config.insert(k_pod.clone(), r.pod.clone());
+                        config.insert(k_containers.clone(), r.containers.clone());
+                    }
+                    None => config.insert(k_resource.clone(), KValue::None),
+                }
                 match ev.instantiate(&ty, &[], &[], config, span) {
                     Ok(_) => Ok(()),
                     Err(e) => match check_message(&e, rule) {

@@ -5,7 +5,6 @@
 //! version = "0.1.0"
 //! description = "Images come from an allowed registry and are pinned"
 //! stacks = ["*"]                      # stack-name globs this set applies to (default: all)
-//! include = ["../lib/k8s.k"]          # shared helper files, relative to the set's folder
 //!
 //! [options]                           # handed to the KCL program as option("<key>")
 //! registries = ["ghcr.io/acme/"]
@@ -65,8 +64,6 @@ struct RawManifest {
     description: Option<String>,
     #[serde(default)]
     stacks: Vec<String>,
-    #[serde(default)]
-    include: Vec<PathBuf>,
     #[serde(default)]
     options: BTreeMap<String, serde_json::Value>,
     rules: indexmap_free::OrderedRules,
@@ -240,17 +237,6 @@ impl PolicySet {
         files.sort();
         if files.is_empty() {
             return Err(bad(format!("no `.k` files in {}", dir.display())));
-        }
-        for inc in &raw.include {
-            let path = dir.join(inc);
-            if !path.is_file() {
-                return Err(bad(format!(
-                    "include {}: no such file ({})",
-                    inc.display(),
-                    path.display()
-                )));
-            }
-            files.push(path);
         }
         Ok(PolicySet {
             name: raw.name,
