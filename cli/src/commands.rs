@@ -228,16 +228,11 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     match cli.command {
         Command::Preview { plan, detail } => {
             let spec = load_spec(&ctx, &plan.spec)?;
-            let guard = crate::policy::guard(
-                &cli.global,
-                &ctx.workdir,
-                &ctx.plugins,
-                &plan.policy_exempt,
-            )?;
+            let guard =
+                crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
             let options = plan_options(&plan, false)?;
-            let (plan, report) = tokio::task::block_in_place(|| {
-                guard.preview(&spec, &ctx.stack, &options, cancel)
-            })?;
+            let (plan, report) =
+                tokio::task::block_in_place(|| guard.preview(&spec, &ctx.stack, &options, cancel))?;
             Ok(print_preview(&ctx, &plan, &report, detail))
         }
         Command::Apply {
@@ -250,12 +245,8 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         } => {
             let spec = load_spec(&ctx, &plan.spec)?;
             let options = plan_options(&plan, false)?;
-            let guard = crate::policy::guard(
-                &cli.global,
-                &ctx.workdir,
-                &ctx.plugins,
-                &plan.policy_exempt,
-            )?;
+            let guard =
+                crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
             if dry_run {
                 let (computed, report) = tokio::task::block_in_place(|| {
                     guard.preview(&spec, &ctx.stack, &options, cancel)
@@ -284,12 +275,8 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         }
         Command::Destroy { plan, yes } => {
             let options = plan_options(&plan, true)?;
-            let guard = crate::policy::guard(
-                &cli.global,
-                &ctx.workdir,
-                &ctx.plugins,
-                &plan.policy_exempt,
-            )?;
+            let guard =
+                crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
             let apply_options = ApplyOptions {
                 concurrency: plan.concurrency,
                 timeout: plan.timeout,

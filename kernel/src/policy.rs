@@ -198,9 +198,9 @@ pub struct Exemption {
 impl std::str::FromStr for Exemption {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (rule, reason) = s
-            .split_once('=')
-            .ok_or_else(|| format!("--policy-exempt {s:?}: expected RULE=REASON (a reason is required)"))?;
+        let (rule, reason) = s.split_once('=').ok_or_else(|| {
+            format!("--policy-exempt {s:?}: expected RULE=REASON (a reason is required)")
+        })?;
         let (rule, reason) = (rule.trim(), reason.trim());
         if rule.is_empty() {
             return Err(format!("--policy-exempt {s:?}: the rule is empty"));
@@ -359,7 +359,10 @@ impl PolicyGuard {
                             Status::Disabled(why) => format!("the plugin is disabled: {why}"),
                             Status::Loaded => "the plugin is not a policy plugin".to_string(),
                         },
-                        None => "no policy plugin of this name was found (see `kusionctl plugin list`)".to_string(),
+                        None => {
+                            "no policy plugin of this name was found (see `kusionctl plugin list`)"
+                                .to_string()
+                        }
                     }
                 });
                 let plugin_config = s.config.clone().map(|mut c| {
@@ -436,22 +439,24 @@ impl PolicyGuard {
             stack: self.stack.clone(),
             plan,
         };
-        let (spec_json, context_json) = match (serde_json::to_value(spec), serde_json::to_value(&context)) {
-            (Ok(s), Ok(c)) => (Arc::new(s), Arc::new(c)),
-            (Err(e), _) | (_, Err(e)) => {
-                for c in &self.configured {
-                    report.failures.push(PolicyFailure {
-                        policy: c.name.clone(),
-                        message: format!("cannot encode the spec: {e}"),
-                        fail_open: c.fail_open,
-                    });
+        let (spec_json, context_json) =
+            match (serde_json::to_value(spec), serde_json::to_value(&context)) {
+                (Ok(s), Ok(c)) => (Arc::new(s), Arc::new(c)),
+                (Err(e), _) | (_, Err(e)) => {
+                    for c in &self.configured {
+                        report.failures.push(PolicyFailure {
+                            policy: c.name.clone(),
+                            message: format!("cannot encode the spec: {e}"),
+                            fail_open: c.fail_open,
+                        });
+                    }
+                    report.settle();
+                    return report;
                 }
-                report.settle();
-                return report;
-            }
-        };
+            };
         type Answer = Result<Vec<Finding>, String>;
-        let mut pending: Vec<(&Configured, std::sync::mpsc::Receiver<Answer>, Instant)> = Vec::new();
+        let mut pending: Vec<(&Configured, std::sync::mpsc::Receiver<Answer>, Instant)> =
+            Vec::new();
         for c in &self.configured {
             let plugin = match &c.plugin {
                 Ok(p) => p.clone(),
@@ -575,7 +580,10 @@ impl PolicyGuard {
 #[derive(Debug)]
 pub enum Guarded {
     /// Policies blocked it after planning; nothing changed and no release was recorded.
-    Blocked { plan: PlanView, report: PolicyReport },
+    Blocked {
+        plan: PlanView,
+        report: PolicyReport,
+    },
     /// Policies let it through (the report holds warnings and exempted findings).
     Ran {
         applied: Applied,
