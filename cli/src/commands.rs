@@ -34,6 +34,12 @@ pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
         Err(e) => {
             let code = if e.downcast_ref::<UsageError>().is_some() {
                 exit::USAGE
+            } else if e
+                .chain()
+                .any(|c| c.downcast_ref::<kpolicy::PolicyBlocked>().is_some())
+            {
+                // `PolicyGuard::check(..)?` anywhere (e.g. before `run` changes something).
+                exit::POLICY
             } else if e.chain().any(|c| {
                 matches!(
                     c.downcast_ref::<StateError>(),

@@ -2,6 +2,10 @@
 //! configuration (`[policy]` of the kusion config file, `KUSION_POLICY__*`, `--set policy.*`,
 //! then the stack folder's `kusion.toml`) and `--policy-exempt`, and show the policies' verdict.
 //! A blocked operation exits with [`crate::exit::POLICY`] (4).
+//!
+//! Hook for any other command about to change resources (e.g. `run`):
+//! `crate::policy::guard(&cli.global, &workdir, &plugins, &exempt_flags)?.check(&spec, "run", None)?`
+//! — the `PolicyBlocked` error it returns lists every finding and maps to exit code 4.
 
 use std::path::{Path, PathBuf};
 
@@ -130,7 +134,7 @@ pub fn render(report: &PolicyReport, styles: &Styles) -> String {
         out.push_str(&format!(
             "{}\n",
             styles.red().apply_to(format!(
-                "Blocked by policy: {denials} denied finding(s), {failed} failed polic(ies). \
+                "Blocked by policy: {denials} denied finding(s), {failed} policy failure(s). \
                  Fix them, or exempt a rule with --policy-exempt RULE=\"reason\"."
             ))
         ));

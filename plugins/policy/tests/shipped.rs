@@ -248,6 +248,12 @@ fn s3_public_access_fires_and_passes() {
                 "$kusion_path.hashicorp:aws:aws_s3_bucket:by_ref.id",
                 true,
             ),
+            tf("aws_s3_bucket", "bracket", json!({"bucket": "bracket"})),
+            block(
+                "bracket",
+                "$kusion_path[hashicorp:aws:aws_s3_bucket:bracket].bucket",
+                true,
+            ),
             tf("aws_s3_bucket", "by_name", json!({"bucket": "by-name"})),
             block("by_name", "by-name", true),
             tf("aws_s3_bucket", "weak", json!({"bucket": "weak"})),
