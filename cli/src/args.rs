@@ -65,6 +65,10 @@ pub struct PlanArgs {
     /// Time limit per runtime call (e.g. 30s, 2m).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub timeout: Option<std::time::Duration>,
+    /// Let deny findings of RULE (`set/Rule` or `Rule`) through, with a reason that is recorded
+    /// in the release history: --policy-exempt no-latest-tag/NoLatestTag="hotfix, ticket 42".
+    #[arg(long = "policy-exempt", value_name = "RULE=REASON")]
+    pub policy_exempt: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

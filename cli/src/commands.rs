@@ -24,6 +24,7 @@ use crate::args::{Cli, Command, GraphFormat, Output, PlanArgs, PluginCommand, St
 use crate::render::{self, Styles};
 use crate::{UsageError, exit};
 use kusion_kernel::plugin::{LoadedPlugins, PluginConfig, Status};
+use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyGuard, PolicyReport};
 
 /// Run a parsed command line; returns the exit code.
 pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
@@ -33,6 +34,12 @@ pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
         Err(e) => {
             let code = if e.downcast_ref::<UsageError>().is_some() {
                 exit::USAGE
+            } else if e
+                .chain()
+                .any(|c| c.downcast_ref::<kpolicy::PolicyBlocked>().is_some())
+            {
+                // `PolicyGuard::check(..)?` anywhere (e.g. before `run` changes something).
+                exit::POLICY
             } else if e.chain().any(|c| {
                 matches!(
                     c.downcast_ref::<StateError>(),
@@ -227,14 +234,12 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     match cli.command {
         Command::Preview { plan, detail } => {
             let spec = load_spec(&ctx, &plan.spec)?;
-            let plan = {
-                let options = plan_options(&plan, false)?;
-                tokio::task::block_in_place(|| {
-                    operation::preview(&spec, &ctx.stack, &options, cancel)
-                })?
-            };
-            print_plan(&ctx, &plan, detail);
-            Ok(exit::OK)
+            let guard =
+                crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
+            let options = plan_options(&plan, false)?;
+            let (plan, report) =
+                tokio::task::block_in_place(|| guard.preview(&spec, &ctx.stack, &options, cancel))?;
+            Ok(print_preview(&ctx, &plan, &report, detail))
         }
         Command::Apply {
             plan,
@@ -246,12 +251,13 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         } => {
             let spec = load_spec(&ctx, &plan.spec)?;
             let options = plan_options(&plan, false)?;
+            let guard =
+                crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
             if dry_run {
-                let computed = tokio::task::block_in_place(|| {
-                    operation::preview(&spec, &ctx.stack, &options, cancel)
+                let (computed, report) = tokio::task::block_in_place(|| {
+                    guard.preview(&spec, &ctx.stack, &options, cancel)
                 })?;
-                print_plan(&ctx, &computed, detail);
-                return Ok(exit::OK);
+                return Ok(print_preview(&ctx, &computed, &report, detail));
             }
             let apply_options = ApplyOptions {
                 concurrency: plan.concurrency,
@@ -262,6 +268,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             };
             run_apply(
                 &ctx,
+                &guard,
                 &spec,
                 "apply",
                 &options,
@@ -274,6 +281,8 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         }
         Command::Destroy { plan, yes } => {
             let options = plan_options(&plan, true)?;
+            let guard =
+                crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
             let apply_options = ApplyOptions {
                 concurrency: plan.concurrency,
                 timeout: plan.timeout,
@@ -281,6 +290,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             };
             run_apply(
                 &ctx,
+                &guard,
                 &Spec::default(),
                 "destroy",
                 &options,
@@ -342,6 +352,33 @@ fn print_plan(ctx: &Context_, plan: &PlanView, detail: bool) {
     }
 }
 
+/// The plan with the policies' verdict next to it; exit code 4 when the policies would block.
+fn print_preview(ctx: &Context_, plan: &PlanView, report: &PolicyReport, detail: bool) -> u8 {
+    match ctx.output {
+        Output::Json if !report.policies.is_empty() => {
+            let mut value = render::plan_json(plan);
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert(
+                    "policy".into(),
+                    serde_json::to_value(report).unwrap_or(Value::Null),
+                );
+            }
+            println!("{value}");
+        }
+        _ => {
+            print_plan(ctx, plan, detail);
+            if ctx.output == Output::Human {
+                print!("{}", crate::policy::render(report, &ctx.styles));
+            }
+        }
+    }
+    if report.blocked {
+        exit::POLICY
+    } else {
+        exit::OK
+    }
+}
+
 fn ask(plan: &PlanView, styles: &Styles, verb: &str) -> bool {
     let stdin = std::io::stdin();
     loop {
@@ -363,6 +400,7 @@ fn ask(plan: &PlanView, styles: &Styles, verb: &str) -> bool {
 #[allow(clippy::too_many_arguments)]
 async fn run_apply(
     ctx: &Context_,
+    guard: &PolicyGuard,
     spec: &Spec,
     operation_name: &str,
     options: &PlanOptions,
@@ -394,13 +432,16 @@ async fn run_apply(
     let styles = Styles {
         color: ctx.styles.color,
     };
-    let confirm = |plan: &PlanView| {
+    let confirm = |plan: &PlanView, report: Option<&PolicyReport>| {
         if human {
             println!("{}", render::plan_table(plan, &styles));
             if detail {
                 print!("{}", render::plan_details(plan, &styles));
             }
             println!("{}", render::plan_summary_line(plan));
+            if let Some(report) = report {
+                print!("{}", crate::policy::render(report, &styles));
+            }
         }
         total_holder.store(
             plan.steps
@@ -412,20 +453,40 @@ async fn run_apply(
         yes || ask(plan, &styles, operation_name)
     };
     let result = tokio::task::block_in_place(|| {
-        operation::apply(
+        kpolicy::apply(
+            guard,
             spec,
             &ctx.stack,
             operation_name,
             options,
             apply_options,
-            Vec::new(),
             confirm,
             Some(tx),
             cancel,
         )
     });
     let _ = progress.await;
-    match result? {
+    let (applied, report) = match result? {
+        Guarded::Blocked { plan, report } => {
+            if human {
+                println!("{}", render::plan_table(&plan, &ctx.styles));
+                print!("{}", crate::policy::render(&report, &ctx.styles));
+                println!("{verb} blocked by policy; nothing changed.");
+            } else {
+                println!(
+                    "{}",
+                    json!({"plan": render::plan_json(&plan), "policy": crate::policy::to_json(&report)?, "result": null, "blocked": true, "exitCode": exit::POLICY})
+                );
+            }
+            return Ok(exit::POLICY);
+        }
+        Guarded::Ran { applied, report } => (applied, report),
+    };
+    let policy_json = match &report {
+        Some(r) => crate::policy::to_json(r)?,
+        None => Value::Null,
+    };
+    match applied {
         Applied::NothingToDo(plan) => {
             if human {
                 if !plan.steps.is_empty() {
@@ -437,7 +498,7 @@ async fn run_apply(
             } else {
                 println!(
                     "{}",
-                    json!({"plan": render::plan_json(&plan), "result": null, "summary": format!("{verb} complete! Resources: 0 created, 0 updated, 0 deleted.")})
+                    json!({"plan": render::plan_json(&plan), "policy": policy_json, "result": null, "summary": format!("{verb} complete! Resources: 0 created, 0 updated, 0 deleted.")})
                 );
             }
             Ok(exit::OK)
@@ -448,7 +509,7 @@ async fn run_apply(
             } else {
                 println!(
                     "{}",
-                    json!({"plan": render::plan_json(&plan), "result": null, "declined": true})
+                    json!({"plan": render::plan_json(&plan), "policy": policy_json, "result": null, "declined": true})
                 );
             }
             Ok(exit::OK)
@@ -470,7 +531,7 @@ async fn run_apply(
             } else {
                 println!(
                     "{}",
-                    json!({"plan": render::plan_json(&plan), "result": render::report_json(&report, Some(revision), verb)})
+                    json!({"plan": render::plan_json(&plan), "policy": policy_json, "result": render::report_json(&report, Some(revision), verb)})
                 );
             }
             Ok(if report.succeeded() {

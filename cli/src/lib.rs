@@ -3,6 +3,7 @@
 
 mod args;
 mod commands;
+mod policy;
 mod render;
 
 mod kcl_cmd;
@@ -15,12 +16,13 @@ use kusion_sdk::runtime::Runtime;
 
 pub use args::Cli;
 
-/// Exit codes: 0 ok, 1 failed, 2 usage error, 3 lock held.
+/// Exit codes: 0 ok, 1 failed, 2 usage error, 3 lock held, 4 blocked by policy.
 pub mod exit {
     pub const OK: u8 = 0;
     pub const FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
     pub const LOCKED: u8 = 3;
+    pub const POLICY: u8 = 4;
 }
 
 /// A usage error found after argument parsing (exit code 2).

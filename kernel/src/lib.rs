@@ -18,6 +18,7 @@ pub mod id;
 pub mod operation;
 pub mod plan;
 pub mod plugin;
+pub mod policy;
 pub mod registry;
 pub mod walk;
 

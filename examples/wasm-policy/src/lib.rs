@@ -1,23 +1,70 @@
-//! Example WASM policy plugin: every Kubernetes `Deployment` must set CPU and memory limits on
-//! every container. Built for `wasm32-wasip2` by `scripts/build-wasm-plugins.sh`; the rule itself
-//! is plain Rust and is unit-tested on the host.
+//! Example WASM policy plugin with two rules over Kubernetes `Deployment`s: every container sets
+//! CPU and memory limits ([`RULE`]), and no image is unpinned ([`LATEST_RULE`]). It serves the
+//! same interface as the KCL policy plugin (findings with rule, severity, resource ID, message;
+//! per-rule severity from the configuration) from inside the host's WASM sandbox. Built for
+//! `wasm32-wasip2` by `scripts/build-wasm-plugins.sh`; the rules are plain Rust, unit-tested on
+//! the host.
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
 
 use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo, Severity};
 use kusion_sdk::{ABI_VERSION, PluginError, PluginResult, Value};
-use std::sync::RwLock;
 
 pub const RULE: &str = "deployment-resource-limits";
+pub const LATEST_RULE: &str = "deployment-pinned-images";
+pub const RULES: [&str; 2] = [RULE, LATEST_RULE];
+
+/// Per-rule severities; a rule switched `off` is not evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    On(Severity),
+    Off,
+}
 
 pub struct DeploymentLimits {
-    severity: RwLock<Severity>,
+    levels: RwLock<BTreeMap<&'static str, Level>>,
 }
 
 impl Default for DeploymentLimits {
     fn default() -> Self {
         DeploymentLimits {
-            severity: RwLock::new(Severity::Deny),
+            levels: RwLock::new(
+                RULES
+                    .iter()
+                    .map(|r| (*r, Level::On(Severity::Deny)))
+                    .collect(),
+            ),
         }
     }
+}
+
+fn parse_level(rule: &str, v: &Value) -> PluginResult<Level> {
+    if v == "off" {
+        return Ok(Level::Off);
+    }
+    serde_json::from_value(v.clone())
+        .map(Level::On)
+        .map_err(|e| {
+            PluginError::invalid(format!(
+                "severity of {rule}: must be \"deny\", \"warn\" or \"off\": {e}"
+            ))
+        })
+}
+
+/// Images without a tag, tagged `latest`, and not pinned by digest.
+fn unpinned_images(resource: &Value) -> Vec<String> {
+    let containers = resource["attributes"]["spec"]["template"]["spec"]["containers"].as_array();
+    containers
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["image"].as_str())
+        .filter(|image| {
+            let name = image.rsplit('/').next().unwrap_or(image);
+            !image.contains('@') && name.rsplit_once(':').is_none_or(|(_, tag)| tag == "latest")
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// The Kubernetes manifest of a resource: kusion keeps it in `attributes`.
@@ -56,40 +103,76 @@ impl PolicyPlugin for DeploymentLimits {
         }
     }
 
-    /// `{"severity": "warn"}` turns the rule into a warning.
+    /// `{"severity": "warn"}` sets every rule; `{"severity": {"<rule>": "warn" | "deny" |
+    /// "off"}}` sets rules one by one (as the KCL policy plugin's per-rule overrides do).
     fn configure(&self, config: &Value) -> PluginResult<()> {
-        if let Some(sev) = config.get("severity") {
-            let sev: Severity = serde_json::from_value(sev.clone()).map_err(|e| {
-                PluginError::invalid(format!("severity must be \"deny\" or \"warn\": {e}"))
-            })?;
-            *self
-                .severity
-                .write()
-                .map_err(|_| PluginError::internal("poisoned"))? = sev;
+        let Some(sev) = config.get("severity") else {
+            return Ok(());
+        };
+        let mut levels = self
+            .levels
+            .read()
+            .map_err(|_| PluginError::internal("poisoned"))?
+            .clone();
+        match sev.as_object() {
+            Some(per_rule) => {
+                for (rule, v) in per_rule {
+                    let key = RULES.iter().find(|r| *r == rule).ok_or_else(|| {
+                        PluginError::invalid(format!(
+                            "no rule `{rule}` (rules: {})",
+                            RULES.join(", ")
+                        ))
+                    })?;
+                    levels.insert(key, parse_level(rule, v)?);
+                }
+            }
+            None => {
+                let level = parse_level("every rule", sev)?;
+                levels.values_mut().for_each(|l| *l = level);
+            }
         }
+        *self
+            .levels
+            .write()
+            .map_err(|_| PluginError::internal("poisoned"))? = levels;
         Ok(())
     }
 
     fn evaluate(&self, spec: &Value, _context: &Value) -> PluginResult<Vec<Finding>> {
-        let severity = *self
-            .severity
+        let levels = self
+            .levels
             .read()
-            .map_err(|_| PluginError::internal("poisoned"))?;
+            .map_err(|_| PluginError::internal("poisoned"))?
+            .clone();
         let resources = spec["resources"]
             .as_array()
             .ok_or_else(|| PluginError::invalid("spec has no `resources` array"))?;
         let mut findings = Vec::new();
         for resource in resources.iter().filter(|r| is_deployment(r)) {
-            for (container, missing) in missing_limits(resource) {
-                findings.push(Finding {
-                    rule: RULE.into(),
-                    severity,
-                    resource_id: resource["id"].as_str().map(str::to_string),
-                    message: format!(
-                        "container `{container}` sets no {} limit",
-                        missing.join(" or ")
-                    ),
-                });
+            let id = resource["id"].as_str().map(str::to_string);
+            if let Some(Level::On(severity)) = levels.get(RULE) {
+                for (container, missing) in missing_limits(resource) {
+                    findings.push(Finding {
+                        rule: RULE.into(),
+                        severity: *severity,
+                        resource_id: id.clone(),
+                        message: format!(
+                            "container `{container}` sets no {} limit",
+                            missing.join(" or ")
+                        ),
+                    });
+                }
+            }
+            if let Some(Level::On(severity)) = levels.get(LATEST_RULE) {
+                let images = unpinned_images(resource);
+                if !images.is_empty() {
+                    findings.push(Finding {
+                        rule: LATEST_RULE.into(),
+                        severity: *severity,
+                        resource_id: id,
+                        message: format!("image(s) {} use :latest or no tag", images.join(", ")),
+                    });
+                }
             }
         }
         Ok(findings)
@@ -166,5 +249,31 @@ mod tests {
             Severity::Warn
         );
         assert!(p.configure(&json!({"severity": "loud"})).is_err());
+    }
+
+    #[test]
+    fn pinned_images_rule_and_per_rule_levels() {
+        let mut latest = deployment("latest", json!({"cpu": "1", "memory": "1Gi"}));
+        latest["attributes"]["spec"]["template"]["spec"]["containers"][0]["image"] =
+            json!("registry:5000/app:latest");
+        let mut pinned = deployment("pinned", json!({"cpu": "1", "memory": "1Gi"}));
+        pinned["attributes"]["spec"]["template"]["spec"]["containers"][0]["image"] =
+            json!("registry:5000/app:1.2");
+        let spec = json!({"resources": [latest, pinned]});
+        let p = DeploymentLimits::default();
+        let findings = p.evaluate(&spec, &Value::Null).unwrap();
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].rule, LATEST_RULE);
+        assert_eq!(findings[0].resource_id.as_deref(), Some("latest"));
+        p.configure(&json!({"severity": {LATEST_RULE: "warn"}}))
+            .unwrap();
+        assert_eq!(
+            p.evaluate(&spec, &Value::Null).unwrap()[0].severity,
+            Severity::Warn
+        );
+        p.configure(&json!({"severity": {LATEST_RULE: "off"}}))
+            .unwrap();
+        assert!(p.evaluate(&spec, &Value::Null).unwrap().is_empty());
+        assert!(p.configure(&json!({"severity": {"nope": "warn"}})).is_err());
     }
 }
