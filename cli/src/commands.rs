@@ -314,6 +314,21 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Plugin {
             command: PluginCommand::List,
         } => plugin_list(&ctx),
+        Command::Run(args) => {
+            let env = crate::run_cmd::RunEnv {
+                registry: &ctx.stack.registry,
+                store: ctx.stack.store.clone(),
+                workdir: &ctx.workdir,
+                json: ctx.output == Output::Json,
+                styles: Styles {
+                    color: ctx.styles.color,
+                },
+                config_file: cli.global.config.clone(),
+                runtime_config: cli.global.runtime_config.clone(),
+                plugin: crate::run_cmd::kcl_plugin_hook(&ctx.plugins),
+            };
+            crate::run_cmd::run(env, args, cancel).await
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 mod args;
 mod commands;
 mod render;
+mod run_cmd;
 
 use std::process::ExitCode;
 use std::sync::Arc;
