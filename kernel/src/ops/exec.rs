@@ -439,6 +439,7 @@ async fn run_group(
     let mut out = Vec::new();
     let batches = group.batches.len();
     let mut stop: Option<String> = None;
+    let all_batches = group.batches.clone();
     for (b, batch) in group.batches.into_iter().enumerate() {
         let number = b + 1;
         if stop.is_none() && shared.cancel.load(Ordering::SeqCst) {
@@ -473,7 +474,23 @@ async fn run_group(
             targets: batch.iter().map(|t| t.name.clone()).collect(),
         });
         let batch_start = Instant::now();
-        let results = run_batch(op, &group.cluster, number, &batch, shared, &mut timing).await;
+        // Pods this group restarts in later batches: still broken, excused until their turn.
+        let later: Vec<String> = all_batches[b + 1..]
+            .iter()
+            .flatten()
+            .filter(|t| t.id.starts_with("v1:Pod:"))
+            .filter_map(|t| t.id.rsplit(':').next().map(str::to_string))
+            .collect();
+        let results = run_batch(
+            op,
+            &group.cluster,
+            number,
+            &batch,
+            &later,
+            shared,
+            &mut timing,
+        )
+        .await;
         let failed = results
             .iter()
             .filter(|r| r.status != TargetStatus::Recovered)
@@ -502,6 +519,7 @@ async fn run_batch(
     cluster: &str,
     number: usize,
     batch: &[Target],
+    later: &[String],
     shared: &Shared,
     timing: &mut GroupTiming,
 ) -> Vec<TargetReport> {
@@ -587,6 +605,7 @@ async fn run_batch(
     let mut handles = Vec::new();
     for (runtime, hint, members) in waits {
         let stable_for = op.stable_for;
+        let excused = later.to_vec();
         let cancel = shared.cancel.clone();
         let events = shared.events.clone();
         let (op_name, cluster_name) = (op.name.clone(), cluster.to_string());
@@ -666,10 +685,12 @@ async fn futures_join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Out
 }
 
 /// Whether a watch event shows the hint satisfied; otherwise why not.
-pub fn judge(event: &WatchEvent, hint: &RecoveryHint) -> Result<(), String> {
-    if event.health == Health::Failed {
-        return Err(event.detail.clone());
-    }
+///
+/// `excused` names objects that are targets of later batches of the same operation: they are
+/// known to be broken and will be restarted next, so while any is listed, the workload counts as
+/// recovered when every other object is ready (and enough are). The last batch has none excused
+/// and needs the workload itself healthy.
+pub fn judge(event: &WatchEvent, hint: &RecoveryHint, excused: &[String]) -> Result<(), String> {
     if let Some(g) = hint.gone.iter().find(|g| {
         event
             .objects
@@ -678,19 +699,45 @@ pub fn judge(event: &WatchEvent, hint: &RecoveryHint) -> Result<(), String> {
     }) {
         return Err(format!("waiting for {} {} to be replaced", g.kind, g.name));
     }
-    if let (Some(min), Some(kind)) = (hint.min_ready, hint.ready_kind.as_deref()) {
+    let kind = hint.ready_kind.as_deref();
+    let counted = |o: &&kusion_sdk::runtime::ObjectStatus| Some(o.kind.as_str()) == kind;
+    let present_excused = event
+        .objects
+        .iter()
+        .filter(counted)
+        .filter(|o| excused.contains(&o.name))
+        .count();
+    if present_excused == 0 {
+        if event.health == Health::Failed {
+            return Err(event.detail.clone());
+        }
+    } else if let Some(bad) = event
+        .objects
+        .iter()
+        .filter(counted)
+        .find(|o| o.health == Health::Failed && !excused.contains(&o.name))
+    {
+        return Err(format!("{} {}: {}", bad.kind, bad.name, bad.detail));
+    }
+    if let (Some(min), Some(kind)) = (hint.min_ready, kind) {
         let ready = event
             .objects
             .iter()
-            .filter(|o| o.kind == kind && o.health == Health::Ready)
+            .filter(|o| o.kind == kind && o.health == Health::Ready && !excused.contains(&o.name))
             .count();
-        if (ready as u32) < min {
-            return Err(format!("{ready}/{min} {kind}s ready"));
+        let need = (min as usize).saturating_sub(present_excused);
+        if ready < need {
+            return Err(if present_excused > 0 {
+                format!("{ready}/{need} {kind}s ready ({present_excused} more to restart later)")
+            } else {
+                format!("{ready}/{min} {kind}s ready")
+            });
         }
     }
-    match event.health {
-        Health::Ready => Ok(()),
-        _ => Err(event.detail.clone()),
+    if present_excused > 0 || event.health == Health::Ready {
+        Ok(())
+    } else {
+        Err(event.detail.clone())
     }
 }
 
@@ -698,6 +745,7 @@ pub fn judge(event: &WatchEvent, hint: &RecoveryHint) -> Result<(), String> {
 fn wait_recovered(
     runtime: &dyn Runtime,
     hint: &RecoveryHint,
+    excused: &[String],
     deadline: Instant,
     stable_for: Duration,
     cancel: &AtomicBool,
@@ -731,7 +779,7 @@ fn wait_recovered(
                 return Err(last);
             }
             match w.poll(left.min(Duration::from_secs(1))) {
-                Ok(WatchPoll::Event(event)) => match judge(&event, hint) {
+                Ok(WatchPoll::Event(event)) => match judge(&event, hint, excused) {
                     Ok(()) => {
                         let since = *satisfied_since.get_or_insert_with(Instant::now);
                         if since.elapsed() >= stable_for {
@@ -805,24 +853,33 @@ mod tests {
                 vec![pod("web-1", Health::Ready), pod("web-2", Health::Ready)],
             ),
             &hint,
+            &[],
         );
         assert!(e.unwrap_err().contains("web-1"));
-        let e = judge(&ev(Health::Ready, vec![pod("web-2", Health::Ready)]), &hint);
+        let e = judge(
+            &ev(Health::Ready, vec![pod("web-2", Health::Ready)]),
+            &hint,
+            &[],
+        );
         assert_eq!(e.unwrap_err(), "1/2 Pods ready");
         let e = judge(
             &ev(Health::Failed, vec![pod("web-2", Health::Failed)]),
             &hint,
+            &[],
         );
         assert_eq!(e.unwrap_err(), "d");
-        assert!(
-            judge(
-                &ev(
-                    Health::Ready,
-                    vec![pod("web-2", Health::Ready), pod("web-3", Health::Ready)]
-                ),
-                &hint
-            )
-            .is_ok()
-        );
+        let both = vec![pod("web-2", Health::Ready), pod("web-3", Health::Ready)];
+        assert!(judge(&ev(Health::Ready, both), &hint, &[]).is_ok());
+        // A pod restarted by a later batch still crashes: the workload fails, but this batch's
+        // replacement is ready, so the batch recovered.
+        let later = vec!["web-4".to_string()];
+        let objs = vec![pod("web-3", Health::Ready), pod("web-4", Health::Failed)];
+        assert!(judge(&ev(Health::Failed, objs.clone()), &hint, &later).is_ok());
+        // Without the excuse it is a failure.
+        assert!(judge(&ev(Health::Failed, objs), &hint, &[]).is_err());
+        // Another pod crashing is not excused.
+        let objs = vec![pod("web-3", Health::Failed), pod("web-4", Health::Failed)];
+        let e = judge(&ev(Health::Failed, objs), &hint, &later).unwrap_err();
+        assert!(e.starts_with("Pod web-3"), "{e}");
     }
 }
