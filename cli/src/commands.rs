@@ -314,6 +314,12 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Plugin {
             command: PluginCommand::List,
         } => plugin_list(&ctx),
+        Command::Cmdb { command } => crate::cmdb::run(
+            &ctx.plugins,
+            &ctx.workdir,
+            command,
+            ctx.output == Output::Json,
+        ),
     }
 }
 
