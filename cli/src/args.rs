@@ -123,6 +123,11 @@ pub enum Command {
         #[command(subcommand)]
         command: PluginCommand,
     },
+    /// Load and query the CMDB that KCL programs read through `kcl_plugin.cmdb`.
+    Cmdb {
+        #[command(subcommand)]
+        command: crate::cmdb::CmdbCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -325,10 +325,16 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 },
                 config_file: cli.global.config.clone(),
                 runtime_config: cli.global.runtime_config.clone(),
-                plugin: crate::run_cmd::kcl_plugin_hook(&ctx.plugins),
+                plugin: Some(crate::kcl_plugins::plugin_hook(&ctx.plugins)),
             };
             crate::run_cmd::run(env, args, cancel).await
         }
+        Command::Cmdb { command } => crate::cmdb::run(
+            &ctx.plugins,
+            &ctx.workdir,
+            command,
+            ctx.output == Output::Json,
+        ),
     }
 }
 

@@ -2,7 +2,9 @@
 //! test bed build their own binaries around [`main_with`] with extra runtimes.
 
 mod args;
+mod cmdb;
 mod commands;
+pub mod kcl_plugins;
 mod render;
 mod run_cmd;
 

@@ -723,12 +723,3 @@ fn unresolved_records(spec: &OpsSpec) -> Vec<RunTargetRecord> {
         })
         .collect()
 }
-
-/// The handler for `kcl_plugin.<module>` calls in a run program.
-// The adapter to loaded function plugins (cli/src/kcl_plugins.rs) lands with the CMDB work; until
-// then a program calling a plugin gets the evaluator's "not available" error.
-pub fn kcl_plugin_hook(
-    _plugins: &kusion_kernel::plugin::LoadedPlugins,
-) -> Option<Rc<dyn kusion_kcl::eval::PluginHook>> {
-    None
-}

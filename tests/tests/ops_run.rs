@@ -464,10 +464,7 @@ fn bad_input_is_refused_before_anything_runs() {
             &format!("hosts={}", pods[0].0),
             "--yes",
         ])
-        .env(
-            "KUSION_CMDB_URL",
-            "postgres://kusion@127.0.0.1:1/cmdb?connect_timeout=2",
-        )
+        .env("KUSION_CMDB_URL", "postgres://kusion@127.0.0.1:1/cmdb")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

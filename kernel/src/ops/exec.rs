@@ -614,6 +614,7 @@ async fn run_batch(
                 wait_recovered(
                     runtime.as_ref(),
                     &hint,
+                    &excused,
                     deadline,
                     stable_for,
                     &cancel,

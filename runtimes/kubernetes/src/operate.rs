@@ -195,9 +195,9 @@ async fn restart_pod(
     let owner_id = pod_owner(cluster, t, &pod).await?;
     let owner_target = target(&owner_id)?;
     let owner = must_get(cluster, &owner_target).await?;
+    let pod_name = format!("{}/{}", t.namespace.as_deref().unwrap_or(""), t.name);
     let summary = format!(
-        "delete pod {} (recreated by {})",
-        t.display_name(),
+        "delete pod {pod_name} (recreated by {})",
         owner_target.display_name()
     );
     let watch = resource_like(&req.resource, &owner_id)?;
@@ -237,8 +237,7 @@ async fn restart_pod(
     match cluster.api(&kind, t).delete(&t.name, &params).await {
         Ok(_) => Ok(response(summary.replacen("delete", "deleted", 1))),
         Err(e) if is_not_found(&e) => Ok(response(format!(
-            "pod {} was already gone (recreated by {})",
-            t.display_name(),
+            "pod {pod_name} was already gone (recreated by {})",
             owner_target.display_name()
         ))),
         Err(e) => Err(from_kube(&t.id, "delete pod", e)),
