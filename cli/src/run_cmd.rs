@@ -481,8 +481,18 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
     if !env.json {
         print_plan(&file, &spec, &checked, &env.styles);
     }
+    // An operation that runs after others is checked against today's objects, which those
+    // others change (a rollback after a rollout restart has no earlier revision yet): its
+    // findings are shown, but only operations without dependencies can refuse the run.
+    let independent: std::collections::HashSet<&str> = spec
+        .operations
+        .iter()
+        .filter(|o| o.depends_on.is_empty())
+        .map(|o| o.name.as_str())
+        .collect();
     let refused: Vec<(String, String, String)> = checked
         .iter()
+        .filter(|((op, _), _)| independent.contains(op.as_str()))
         .filter_map(|((op, t), r)| r.as_ref().err().map(|e| (op.clone(), t.clone(), e.clone())))
         .collect();
     let arg_texts: Vec<String> = args.args.clone();

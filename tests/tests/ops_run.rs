@@ -500,3 +500,113 @@ fn bad_input_is_refused_before_anything_runs() {
     );
     assert_eq!(east.pods("web"), pods, "a dry run deletes nothing");
 }
+
+impl Cluster {
+    fn deployment(&self, name: &str) -> Value {
+        let client = self.client();
+        let d = self
+            .cp
+            .block_on(async { Api::<Deployment>::namespaced(client, NS).get(name).await })
+            .expect("get deployment");
+        serde_json::to_value(d).unwrap()
+    }
+}
+
+const WORKLOAD_OPS: &str = r#"import kusion.ops
+
+_web = ops.workload(option("cluster"), "Deployment", "shop", "web")
+
+operations = [
+    ops.Scale {
+        name = "scale-up"
+        targets = [_web]
+        replicas = 3
+        timeout = "60s"
+    }
+    ops.Restart {
+        name = "rollout"
+        targets = [_web]
+        timeout = "60s"
+        dependsOn = ["scale-up"]
+    }
+    ops.Rollback {
+        name = "undo-rollout"
+        targets = [_web]
+        timeout = "60s"
+        dependsOn = ["rollout"]
+    }
+]
+"#;
+
+#[test]
+fn scale_rollout_restart_and_rollback_follow_their_dependencies() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    east.deploy("web", 1);
+    east.wait_ready("web", 1);
+    let env = Env::new(&[&east]);
+    let program = env.path().join("workload.k");
+    std::fs::write(&program, WORKLOAD_OPS).unwrap();
+    let program = program.to_str().unwrap();
+
+    // The plan shows the rollback as not possible yet (no earlier revision before the rollout)
+    // without refusing the run.
+    let out = env.run(&["run", program, "-D", "cluster=east", "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("not possible yet (before rollout)"),
+        "{}",
+        text(&out)
+    );
+
+    let out = env.run(&["run", program, "-D", "cluster=east", "--yes", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report = last_json(&out);
+    let at = |op: &str, key: &str| {
+        report["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["operation"] == op)
+            .and_then(|t| t[key].as_u64())
+            .unwrap_or_else(|| panic!("{op}.{key} missing: {report:#}"))
+    };
+    // dependsOn: each operation starts after the previous one recovered.
+    assert!(
+        at("rollout", "actedAtMs") >= at("scale-up", "recoveredAtMs"),
+        "{report:#}"
+    );
+    assert!(
+        at("undo-rollout", "actedAtMs") >= at("rollout", "recoveredAtMs"),
+        "{report:#}"
+    );
+
+    let d = east.deployment("web");
+    assert_eq!(d["spec"]["replicas"], 3, "{d:#}");
+    // Rolled back to the first template: the rollout's restart annotation is gone again.
+    assert!(
+        d["spec"]["template"]["metadata"]["annotations"]
+            .get("kusion.io/restartedAt")
+            .is_none(),
+        "{d:#}"
+    );
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "3",
+        "{d:#}"
+    );
+    east.wait_ready("web", 3);
+
+    // A workload that does not exist is refused before anything runs.
+    let failing = WORKLOAD_OPS.replace("\"shop\", \"web\")", "\"shop\", \"nope\")");
+    let program2 = env.path().join("failing.k");
+    std::fs::write(&program2, failing).unwrap();
+    let out = env.run(&[
+        "run",
+        program2.to_str().unwrap(),
+        "-D",
+        "cluster=east",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("does not exist"), "{}", text(&out));
+}
