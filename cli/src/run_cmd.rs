@@ -252,10 +252,18 @@ fn print_plan(
                             t.name,
                             styles.dim().apply_to(format!("— {what}"))
                         ),
-                        Some(Err(e)) => println!(
+                        Some(Err(e)) if op.depends_on.is_empty() => println!(
                             "    {} {}",
                             t.name,
                             styles.red().apply_to(format!("— cannot: {e}"))
+                        ),
+                        Some(Err(e)) => println!(
+                            "    {} {}",
+                            t.name,
+                            styles.yellow().apply_to(format!(
+                                "— not possible yet (before {}): {e}",
+                                op.depends_on.join(", ")
+                            ))
                         ),
                         None => println!("    {}", t.name),
                     }
