@@ -741,3 +741,43 @@ fn unresolved_records(spec: &OpsSpec) -> Vec<RunTargetRecord> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clusters_from_config_file_and_runtime_config() {
+        let dir = std::env::temp_dir().join(format!("kusion-clusters-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let toml_file = dir.join("config.toml");
+        std::fs::write(
+            &toml_file,
+            "[plugins]\ndefault_dirs = false\n\n[clusters.east]\nkubeconfig = \"east.yaml\"\n\n\
+             [clusters.west]\nkubeconfig = \"/etc/west.yaml\"\ncontext = \"w\"\n",
+        )
+        .unwrap();
+        let rc = dir.join("runtime.yaml");
+        std::fs::write(
+            &rc,
+            "clusters:\n  west: {kubeconfig: /srv/west.yaml}\nkubernetes: {}\n",
+        )
+        .unwrap();
+        let clusters = load_clusters(Some(&toml_file), Some(&rc)).unwrap();
+        assert_eq!(
+            clusters["east"].kubeconfig.as_deref(),
+            Some(dir.join("east.yaml").as_path())
+        );
+        // The runtime configuration wins for a name in both.
+        assert_eq!(
+            clusters["west"].kubeconfig.as_deref(),
+            Some(Path::new("/srv/west.yaml"))
+        );
+        assert_eq!(clusters["west"].context, None);
+        assert_eq!(clusters["east"].resource_type, "Kubernetes");
+        std::fs::write(&rc, "clusters:\n  west: {kubeconfig: /x, server: y}\n").unwrap();
+        let e = load_clusters(None, Some(&rc)).unwrap_err().to_string();
+        assert!(e.contains("clusters.west") && e.contains("server"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

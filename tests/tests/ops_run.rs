@@ -610,3 +610,92 @@ fn scale_rollout_restart_and_rollback_follow_their_dependencies() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("does not exist"), "{}", text(&out));
 }
+
+/// The example's CMDB fixture (CSV and JSON hold the same rows) drives AppRecovery.k's plan; an
+/// unreachable cluster fails the preflight per target, and nothing runs.
+#[test]
+fn fixture_cmdb_plans_per_app_and_unreachable_clusters_refuse() {
+    require_runtime_plugin();
+    let dir = tempfile::tempdir().unwrap();
+    // A kubeconfig whose server refuses connections.
+    let kubeconfig = dir.path().join("down.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        json!({"apiVersion": "v1", "kind": "Config", "current-context": "down",
+               "clusters": [{"name": "down", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": true}}],
+               "users": [{"name": "down", "user": {"token": "x"}}],
+               "contexts": [{"name": "down", "context": {"cluster": "down", "user": "down"}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let config = json!({"clusters": {"east": {"kubeconfig": kubeconfig}, "west": {"kubeconfig": kubeconfig}}});
+    std::fs::write(dir.path().join("runtime.json"), config.to_string()).unwrap();
+    let example = workspace().join("examples/app-recovery");
+    let run = |db: &str, args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .env("KUSION_STATE_DIR", dir.path().join("state"))
+            .env("KUSION_RUNTIME_CONFIG", dir.path().join("runtime.json"))
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env("HOME", dir.path())
+            .env(
+                "KUSION_CMDB_URL",
+                format!("sqlite://{}", dir.path().join(db).display()),
+            )
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let mut plans = Vec::new();
+    for (db, file) in [("csv.db", "cmdb.csv"), ("json.db", "cmdb.json")] {
+        let out = run(
+            db,
+            &["cmdb", "import", example.join(file).to_str().unwrap()],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        let hosts = "hosts=web-7d9f8c6b5-abcde,api-5c4b9d7f8-pqrst,web-6b8c9d5f4-uvwxy,ghost-1";
+        let out = run(
+            db,
+            &[
+                "run",
+                &app_recovery(),
+                "-D",
+                hosts,
+                "--dry-run",
+                "-o",
+                "json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let report = last_json(&out);
+        assert_eq!(report["status"], "refused", "{report:#}");
+        plans.push(report["plan"].clone());
+    }
+    assert_eq!(
+        plans[0], plans[1],
+        "CSV and JSON fixtures must give the same plan"
+    );
+    let plan = &plans[0];
+    let ops: Vec<&str> = plan["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["restart-web", "restart-api"], "{plan:#}");
+    let web_clusters: Vec<&str> = plan["operations"][0]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cluster"].as_str().unwrap())
+        .collect();
+    assert_eq!(web_clusters, ["east", "west"], "{plan:#}");
+    assert_eq!(plan["unresolved"][0]["subject"], "ghost-1", "{plan:#}");
+    let first = &plan["operations"][0]["clusters"][0]["batches"][0][0];
+    assert_eq!(first["target"], "east/v1:Pod:shop:web-7d9f8c6b5-abcde");
+    assert!(
+        first["error"].as_str().unwrap().contains("127.0.0.1:1"),
+        "{plan:#}"
+    );
+}

@@ -816,7 +816,7 @@ fn wait_recovered(
 mod tests {
     use super::*;
     use kusion_sdk::Resource;
-    use kusion_sdk::runtime::{ObjectRef, ObjectStatus};
+    use kusion_sdk::runtime::{ObjectRef, ObjectStatus, Watch};
 
     fn pod(name: &str, health: Health) -> ObjectStatus {
         ObjectStatus {
@@ -882,5 +882,153 @@ mod tests {
         let objs = vec![pod("web-3", Health::Failed), pod("web-4", Health::Failed)];
         let e = judge(&ev(Health::Failed, objs), &hint, &later).unwrap_err();
         assert!(e.starts_with("Pod web-3"), "{e}");
+    }
+
+    /// A runtime that acts instantly and reports ready after a moment, counting how many
+    /// targets are in flight at once.
+    struct Fake {
+        in_flight: std::sync::atomic::AtomicUsize,
+        max: std::sync::atomic::AtomicUsize,
+    }
+
+    struct FakeWatch<'a> {
+        fake: &'a Fake,
+        done: bool,
+    }
+
+    impl Watch for FakeWatch<'static> {
+        fn poll(&mut self, _timeout: Duration) -> kusion_sdk::PluginResult<WatchPoll> {
+            if self.done {
+                return Ok(WatchPoll::Closed);
+            }
+            std::thread::sleep(Duration::from_millis(40));
+            self.done = true;
+            self.fake.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(WatchPoll::Event(WatchEvent {
+                health: Health::Ready,
+                detail: String::new(),
+                objects: Vec::new(),
+            }))
+        }
+    }
+
+    static FAKE: Fake = Fake {
+        in_flight: std::sync::atomic::AtomicUsize::new(0),
+        max: std::sync::atomic::AtomicUsize::new(0),
+    };
+
+    struct FakeRuntime;
+
+    impl Runtime for FakeRuntime {
+        fn describe(&self) -> kusion_sdk::runtime::RuntimeInfo {
+            kusion_sdk::runtime::RuntimeInfo {
+                name: "fake".into(),
+                version: "0".into(),
+                abi: kusion_sdk::ABI_VERSION,
+                resource_types: vec!["Kubernetes".into()],
+                capabilities: Default::default(),
+            }
+        }
+        fn configure(&self, _: &serde_json::Value) -> kusion_sdk::PluginResult<()> {
+            Ok(())
+        }
+        fn apply(
+            &self,
+            _: &kusion_sdk::runtime::ApplyRequest,
+        ) -> kusion_sdk::PluginResult<kusion_sdk::runtime::ApplyResponse> {
+            Err(kusion_sdk::PluginError::unsupported("no"))
+        }
+        fn read(
+            &self,
+            _: &kusion_sdk::runtime::ReadRequest,
+        ) -> kusion_sdk::PluginResult<kusion_sdk::runtime::ReadResponse> {
+            Err(kusion_sdk::PluginError::unsupported("no"))
+        }
+        fn import(
+            &self,
+            _: &kusion_sdk::runtime::ImportRequest,
+        ) -> kusion_sdk::PluginResult<kusion_sdk::runtime::ReadResponse> {
+            Err(kusion_sdk::PluginError::unsupported("no"))
+        }
+        fn delete(&self, _: &kusion_sdk::runtime::DeleteRequest) -> kusion_sdk::PluginResult<()> {
+            Ok(())
+        }
+        fn watch(&self, _: &WatchRequest) -> kusion_sdk::PluginResult<Box<dyn Watch>> {
+            Ok(Box::new(FakeWatch {
+                fake: &FAKE,
+                done: false,
+            }))
+        }
+        fn operate(&self, req: &OperateRequest) -> kusion_sdk::PluginResult<OperateResponse> {
+            if req.resource.id.ends_with(":bad") {
+                return Err(kusion_sdk::PluginError::invalid("bad target"));
+            }
+            let now = FAKE.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            FAKE.max.fetch_max(now, Ordering::SeqCst);
+            Ok(OperateResponse {
+                summary: "done".into(),
+                recovery: Some(RecoveryHint {
+                    watch: req.resource.clone(),
+                    gone: Vec::new(),
+                    min_ready: None,
+                    ready_kind: None,
+                }),
+                owner: None,
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clusters_run_in_parallel_within_the_app_budget_and_failures_skip_dependents() {
+        let spec = OpsSpec::from_output(&serde_json::json!({"operations": [
+            {"name": "r", "kind": "Restart", "app": "web", "batchSize": 3, "maxUnavailable": 2,
+             "targets": ["a/v1:Pod:ns:p1", "a/v1:Pod:ns:p2", "a/v1:Pod:ns:p3",
+                         "b/v1:Pod:ns:q1", "b/v1:Pod:ns:q2", "b/v1:Pod:ns:q3"]},
+            {"name": "f", "kind": "Restart", "targets": ["a/v1:Pod:ns:bad", "a/v1:Pod:ns:after"]},
+            {"name": "d", "kind": "Restart", "targets": ["b/v1:Pod:ns:x"], "dependsOn": ["f"]},
+        ]}))
+        .unwrap();
+        let mut registry = Registry::new();
+        registry.register(Arc::new(FakeRuntime)).unwrap();
+        let cluster = ClusterConfig {
+            kubeconfig: None,
+            context: None,
+            resource_type: "Kubernetes".into(),
+        };
+        let clusters: BTreeMap<String, ClusterConfig> = [
+            ("a".to_string(), cluster.clone()),
+            ("b".to_string(), cluster),
+        ]
+        .into();
+        let report = execute(
+            &spec,
+            &registry,
+            &clusters,
+            None,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .await;
+        let status = |t: &str| {
+            report
+                .targets
+                .iter()
+                .find(|r| r.target == t)
+                .map(|r| (r.status, r.reason.clone().unwrap_or_default()))
+                .unwrap()
+        };
+        for t in ["a/v1:Pod:ns:p1", "a/v1:Pod:ns:p3", "b/v1:Pod:ns:q3"] {
+            assert_eq!(status(t).0, TargetStatus::Recovered, "{report:?}");
+        }
+        // Two clusters in parallel, but never more than maxUnavailable of the app at once.
+        assert!(FAKE.max.load(Ordering::SeqCst) <= 2, "{report:?}");
+        let (s, why) = status("a/v1:Pod:ns:bad");
+        assert_eq!(s, TargetStatus::Failed);
+        assert!(why.contains("bad target"), "{why}");
+        // The next batch of the failed group and the dependent operation never started.
+        assert_eq!(status("a/v1:Pod:ns:after").0, TargetStatus::NotStarted);
+        let (s, why) = status("b/v1:Pod:ns:x");
+        assert_eq!(s, TargetStatus::NotStarted);
+        assert!(why.contains("dependency \"f\""), "{why}");
+        assert!(!report.succeeded());
     }
 }
