@@ -126,10 +126,17 @@ pub enum Command {
         #[command(subcommand)]
         command: StateCommand,
     },
+    /// Run a day-2 operations program (restart, scale, rollback in batches; see `kusion.ops`).
+    Run(RunArgs),
     /// Inspect plugins.
     Plugin {
         #[command(subcommand)]
         command: PluginCommand,
+    },
+    /// Load and query the CMDB that KCL programs read through `kcl_plugin.cmdb`.
+    Cmdb {
+        #[command(subcommand)]
+        command: crate::cmdb::CmdbCommand,
     },
 }
 
@@ -155,4 +162,28 @@ pub enum StateCommand {
     History { revision: Option<u64> },
     /// Remove the stack's lease, whoever holds it.
     Unlock,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// The KCL program declaring the operations (`import kusion.ops`).
+    pub file: Option<PathBuf>,
+    /// A program argument, read with option("key") (repeatable).
+    #[arg(short = 'D', long = "argument", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Show the plan (checked against the clusters) and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run the resolved targets even when the program reports unresolved subjects.
+    #[arg(long)]
+    pub partial: bool,
+    /// List the recorded runs instead.
+    #[arg(long, conflicts_with_all = ["file", "dry_run"])]
+    pub history: bool,
+    /// How many targets are checked at once before the run.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
 }

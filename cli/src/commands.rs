@@ -329,6 +329,27 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Plugin {
             command: PluginCommand::List,
         } => plugin_list(&ctx),
+        Command::Run(args) => {
+            let env = crate::run_cmd::RunEnv {
+                registry: &ctx.stack.registry,
+                store: ctx.stack.store.clone(),
+                workdir: &ctx.workdir,
+                json: ctx.output == Output::Json,
+                styles: Styles {
+                    color: ctx.styles.color,
+                },
+                config_file: cli.global.config.clone(),
+                runtime_config: cli.global.runtime_config.clone(),
+                plugin: Some(crate::kcl_plugins::plugin_hook(&ctx.plugins)),
+            };
+            crate::run_cmd::run(env, args, cancel).await
+        }
+        Command::Cmdb { command } => crate::cmdb::run(
+            &ctx.plugins,
+            &ctx.workdir,
+            command,
+            ctx.output == Output::Json,
+        ),
     }
 }
 

@@ -2,9 +2,12 @@
 //! test bed build their own binaries around [`main_with`] with extra runtimes.
 
 mod args;
+mod cmdb;
 mod commands;
+pub mod kcl_plugins;
 mod policy;
 mod render;
+mod run_cmd;
 
 mod kcl_cmd;
 

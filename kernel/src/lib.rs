@@ -9,6 +9,7 @@
 //! - [`apply`]: the scheduler that executes a plan in parallel along the DAG.
 //! - [`state`]: the `StateStore` trait, the journal and the embedded local backend.
 //! - [`registry`]: which runtime serves which resource `type`.
+//! - [`ops`]: day-2 operations (`kusionctl run`): restart, scale, rollback in batches.
 //!
 //! The kernel talks to runtimes only through `kusion_sdk::runtime::Runtime`.
 
@@ -16,6 +17,7 @@ pub mod apply;
 pub mod graph;
 pub mod id;
 pub mod operation;
+pub mod ops;
 pub mod plan;
 pub mod plugin;
 pub mod policy;

@@ -177,7 +177,86 @@ pub trait Watch: Send {
     fn poll(&mut self, timeout: Duration) -> PluginResult<WatchPoll>;
 }
 
+/// One day-2 operation a runtime can perform on a live object (see [`Runtime::operations`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationInfo {
+    /// The operation's name as [`OperateRequest::operation`] carries it (`restart`, `scale`,
+    /// `rollback`, ...).
+    pub name: String,
+    /// Object kinds it applies to (runtime-specific, e.g. `Pod`, `Deployment`); empty means any.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// One line for people.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// Perform one day-2 operation (restart, scale, rollback, ...) on one live object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperateRequest {
+    /// The object, named by its resource ID; `attributes` may hold only what identifies it
+    /// (`apiVersion`, `kind`, `metadata.name`/`namespace`), `extensions` say where it lives.
+    pub resource: Resource,
+    /// One of the names the runtime declared in [`Runtime::operations`].
+    pub operation: String,
+    /// Operation parameters (`{"replicas": 3}` for a scale, `{"toRevision": 2}` for a rollback).
+    #[serde(default)]
+    pub params: Value,
+    /// Check that the operation can be done (the object exists, the parameters fit) and say what
+    /// it would do, without changing anything.
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub timeout: Option<Duration>,
+}
+
+/// What to watch to know an operation's effect has settled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoveryHint {
+    /// The resource whose [`Runtime::watch`] health says whether the object recovered (for a
+    /// deleted pod, the workload that recreates it).
+    pub watch: Resource,
+    /// Objects (by [`ObjectStatus::kind`] and name) that must no longer appear among the
+    /// watch's objects before a `Ready` event counts: the replaced originals.
+    #[serde(default)]
+    pub gone: Vec<ObjectRef>,
+    /// At least this many objects of `ready_kind` must be `Ready` in the same event.
+    #[serde(default)]
+    pub min_ready: Option<u32>,
+    #[serde(default)]
+    pub ready_kind: Option<String>,
+}
+
+/// An owned object named in a watch event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRef {
+    pub kind: String,
+    pub name: String,
+}
+
+/// Result of [`Runtime::operate`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperateResponse {
+    /// What was done (or, for a dry-run, would be done), for people.
+    pub summary: String,
+    /// How to tell the object recovered; `None` when there is nothing to wait for.
+    #[serde(default)]
+    pub recovery: Option<RecoveryHint>,
+    /// The workload that owns the object (its resource ID), when the runtime knows it.
+    #[serde(default)]
+    pub owner: Option<String>,
+}
+
 /// A runtime serves the resources of one or more `type`s.
+///
+/// `operations` and `operate` came after the first release of the contract: they have default
+/// bodies (no operations), and a host reaching a plugin built before them gets `Unsupported` for
+/// the new verbs, which it reads as "no operations". So older plugins keep loading and working.
 pub trait Runtime: Send + Sync {
     fn describe(&self) -> RuntimeInfo;
     /// Called once per operation, before any verb, with the operator's configuration for this
@@ -188,4 +267,17 @@ pub trait Runtime: Send + Sync {
     fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse>;
     fn delete(&self, request: &DeleteRequest) -> PluginResult<()>;
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>>;
+
+    /// The day-2 operations this runtime performs (declared, never discovered by failure).
+    fn operations(&self) -> Vec<OperationInfo> {
+        Vec::new()
+    }
+
+    /// Perform one operation on one live object.
+    fn operate(&self, request: &OperateRequest) -> PluginResult<OperateResponse> {
+        Err(crate::PluginError::unsupported(format!(
+            "{}: this runtime has no operation `{}`",
+            request.resource.id, request.operation
+        )))
+    }
 }

@@ -23,8 +23,8 @@ use kusion_sdk::abi::wire::{self, CallRef, Encoding, EvaluateRef, verb};
 use kusion_sdk::function::{FunctionPlugin, FunctionPluginInfo};
 use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo};
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, DeleteRequest, ImportRequest, ReadRequest, ReadResponse, Runtime,
-    RuntimeInfo, Watch, WatchPoll, WatchRequest,
+    ApplyRequest, ApplyResponse, DeleteRequest, ImportRequest, OperateRequest, OperateResponse,
+    OperationInfo, ReadRequest, ReadResponse, Runtime, RuntimeInfo, Watch, WatchPoll, WatchRequest,
 };
 use kusion_sdk::{ABI_VERSION, AbiVersion, Map, PluginError, PluginResult, Value};
 use serde::Serialize;
@@ -341,6 +341,21 @@ impl Runtime for NativeRuntime {
     }
     fn delete(&self, request: &DeleteRequest) -> PluginResult<()> {
         self.instance.call_unit(verb::DELETE, request)
+    }
+    fn operations(&self) -> Vec<OperationInfo> {
+        // A plugin built before the verb existed answers `Unsupported`: it has no operations.
+        match self.instance.call_json(verb::OPERATIONS, "null") {
+            Ok(list) => list,
+            Err(e) => {
+                if e.kind != kusion_sdk::ErrorKind::Unsupported {
+                    tracing::warn!(plugin = %self.instance.name, "listing operations: {}", e.message);
+                }
+                Vec::new()
+            }
+        }
+    }
+    fn operate(&self, request: &OperateRequest) -> PluginResult<OperateResponse> {
+        self.instance.call(verb::OPERATE, request)
     }
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
         let payload = wire::encode_request(verb::WATCH, request)?;

@@ -1,7 +1,7 @@
 //! The embedded default state backend: a directory on the local disk, no server.
 //!
 //! Layout: `state.json` (last snapshot), `journal.jsonl` (records since it), `releases/NNNNNNNN.json`
-//! (history), `lease.json` (the current lease) guarded by an advisory lock on `lease.guard` so that
+//! (history), `runs/N.json` (`kusionctl run` records), `lease.json` (the current lease) guarded by an advisory lock on `lease.guard` so that
 //! reading, judging and replacing a lease is one atomic step across processes.
 
 use std::fs::{self, File, OpenOptions};
@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::{
-    JournalRecord, Lease, LeaseHolder, Release, State, StateError, StateStore, format_time,
-    hostname, now_ms,
+    JournalRecord, Lease, LeaseHolder, Release, RunRecord, State, StateError, StateStore,
+    format_time, hostname, now_ms,
 };
 
 pub struct LocalStore {
@@ -304,6 +304,41 @@ impl StateStore for LocalStore {
         revisions.into_iter().map(|r| self.release(r)).collect()
     }
 
+    fn create_run(&self, run: &mut RunRecord) -> Result<u64, StateError> {
+        self.guarded(|| {
+            let last = numbered_files(&self.dir.join("runs"))
+                .map_err(|e| self.io(e))?
+                .into_iter()
+                .max()
+                .unwrap_or(0);
+            run.id = last + 1;
+            fs::create_dir_all(self.dir.join("runs")).map_err(|e| self.io(e))?;
+            let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
+            self.write_atomic(&self.run_path(run.id), &bytes)?;
+            Ok(run.id)
+        })
+    }
+
+    fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
+        let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
+        self.write_atomic(&self.run_path(run.id), &bytes)
+    }
+
+    fn runs(&self) -> Result<Vec<RunRecord>, StateError> {
+        let mut ids = numbered_files(&self.dir.join("runs")).map_err(|e| self.io(e))?;
+        ids.sort_unstable();
+        ids.into_iter()
+            .map(|id| {
+                let path = self.run_path(id);
+                let bytes = fs::read(&path).map_err(|e| self.io(e))?;
+                serde_json::from_slice(&bytes).map_err(|e| StateError::Corrupt {
+                    location: path.display().to_string(),
+                    message: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
     fn release(&self, revision: u64) -> Result<Release, StateError> {
         let path = self.release_path(revision);
         let bytes = match fs::read(&path) {
@@ -320,7 +355,29 @@ impl StateStore for LocalStore {
     }
 }
 
+/// `<n>.json` file numbers in a directory (none when it does not exist).
+fn numbered_files(dir: &Path) -> std::io::Result<Vec<u64>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|n| n.parse().ok())
+        })
+        .collect())
+}
+
 impl LocalStore {
+    fn run_path(&self, id: u64) -> PathBuf {
+        self.dir.join("runs").join(format!("{id}.json"))
+    }
+
     fn releases_on_disk(&self) -> Result<Vec<u64>, StateError> {
         let dir = self.dir.join("releases");
         let entries = match fs::read_dir(&dir) {

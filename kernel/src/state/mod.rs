@@ -256,6 +256,42 @@ pub struct Release {
     pub notes: Vec<String>,
 }
 
+/// One target's outcome in a recorded run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTargetRecord {
+    pub target: String,
+    pub operation: String,
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One `kusionctl run`: who ran which program with which arguments, when, and how it ended.
+/// Numbered separately from releases (a run changes live objects, not the stack's resources).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    pub id: u64,
+    pub holder: LeaseHolder,
+    /// The program file.
+    pub program: String,
+    /// `-D key=value` arguments as given.
+    #[serde(default)]
+    pub args: Vec<String>,
+    pub started_at: u64,
+    #[serde(default)]
+    pub finished_at: Option<u64>,
+    pub status: ReleaseStatus,
+    /// One line per operation (`Restart restart-web: 4 targets in 2 batches`).
+    #[serde(default)]
+    pub operations: Vec<String>,
+    #[serde(default)]
+    pub targets: Vec<RunTargetRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     #[error("state at {location}: {message}")]
@@ -273,6 +309,10 @@ pub enum StateError {
     LeaseLost,
     #[error("no release {0}")]
     NoSuchRelease(u64),
+    #[error("no run {0}")]
+    NoSuchRun(u64),
+    #[error("state at {location}: this backend does not record runs")]
+    RunsUnsupported { location: String },
 }
 
 /// Where a stack's state lives. Implementations must make `append` durable before returning,
@@ -301,6 +341,27 @@ pub trait StateStore: Send + Sync {
     fn update_release(&self, release: &Release) -> Result<(), StateError>;
     fn releases(&self) -> Result<Vec<Release>, StateError>;
     fn release(&self, revision: u64) -> Result<Release, StateError>;
+
+    /// Record a new run (`kusionctl run`); its `id` is assigned by the store and returned.
+    /// Added after the first backends: the defaults refuse, so a backend without runs says so.
+    fn create_run(&self, run: &mut RunRecord) -> Result<u64, StateError> {
+        let _ = run;
+        Err(StateError::RunsUnsupported {
+            location: self.location(),
+        })
+    }
+    fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
+        let _ = run;
+        Err(StateError::RunsUnsupported {
+            location: self.location(),
+        })
+    }
+    /// Every recorded run, oldest first.
+    fn runs(&self) -> Result<Vec<RunRecord>, StateError> {
+        Err(StateError::RunsUnsupported {
+            location: self.location(),
+        })
+    }
 }
 
 /// Milliseconds since the Unix epoch.

@@ -10,6 +10,7 @@ mod cluster;
 mod error;
 mod health;
 mod id;
+mod operate;
 mod project;
 
 use std::future::Future;
@@ -19,8 +20,9 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PropagationPolicy};
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest, ReadRequest,
-    ReadResponse, Runtime, RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
+    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest,
+    OperateRequest, OperateResponse, OperationInfo, ReadRequest, ReadResponse, Runtime,
+    RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
 };
 use kusion_sdk::{ABI_VERSION, ErrorKind, PluginError, PluginResult, Resource};
 use serde::Deserialize;
@@ -29,6 +31,7 @@ use serde_json::{Map, Value};
 pub use cluster::{ClusterKey, EXT_CONTEXT, EXT_KUBECONFIG};
 pub use health::{evaluate_json, pod_health};
 pub use id::{Target, parse_id, target_of};
+pub use operate::RESTARTED_AT;
 pub use project::project_object;
 
 /// The resource `type` this runtime serves.
@@ -619,6 +622,19 @@ impl Runtime for KubernetesRuntime {
         // The delete itself bounds its wait with the request timeout; allow a little more here.
         let limit = request.timeout.map(|t| t + Duration::from_secs(30));
         self.run(&request.resource.id, limit, delete(inner, req))
+    }
+
+    fn operations(&self) -> Vec<OperationInfo> {
+        operate::operations()
+    }
+
+    fn operate(&self, request: &OperateRequest) -> PluginResult<OperateResponse> {
+        let inner = self.inner.clone();
+        let req = request.clone();
+        self.run(&request.resource.id, request.timeout, async move {
+            let cluster = inner.cluster(&req.resource).await?;
+            operate::operate(cluster, req).await
+        })
     }
 
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {

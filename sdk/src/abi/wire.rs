@@ -14,7 +14,8 @@ use crate::error::{ErrorKind, PluginError, PluginResult};
 use crate::function::FunctionPlugin;
 use crate::policy::PolicyPlugin;
 use crate::runtime::{
-    ApplyRequest, DeleteRequest, ImportRequest, ReadRequest, Runtime, WatchPoll, WatchRequest,
+    ApplyRequest, DeleteRequest, ImportRequest, OperateRequest, ReadRequest, Runtime, WatchPoll,
+    WatchRequest,
 };
 
 /// Verb names. `describe` takes `null`; the rest take the request type of the trait method.
@@ -28,6 +29,11 @@ pub mod verb {
     pub const WATCH: &str = "watch";
     pub const CALL: &str = "call";
     pub const EVALUATE: &str = "evaluate";
+    /// Runtime: list the day-2 operations (takes `null`). Added in contract 1.0 without a new
+    /// minor: a plugin that predates it answers `Unsupported`, which means "none".
+    pub const OPERATIONS: &str = "operations";
+    /// Runtime: perform one operation (an [`crate::runtime::OperateRequest`]).
+    pub const OPERATE: &str = "operate";
 }
 
 /// Payload of `call` for a function plugin, borrowed on the host side.
@@ -216,6 +222,8 @@ pub fn serve_runtime_as(
             runtime.delete(&decode::<DeleteRequest>(enc, verb, payload)?)?;
             encode(enc, &())
         }
+        verb::OPERATIONS => encode(&runtime.operations()),
+        verb::OPERATE => encode(&runtime.operate(&decode::<OperateRequest>(verb, payload)?)?),
         other => Err(unknown_verb("runtime", other)),
     }
 }

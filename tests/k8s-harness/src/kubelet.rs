@@ -67,6 +67,8 @@ pub const NODE_NAME: &str = "kusion-fake-node";
 pub struct FakeKubelet {
     rules: Arc<Mutex<Vec<Rule>>>,
     task: tokio::task::JoinHandle<()>,
+    client: kube::Client,
+    ip: Arc<AtomicU32>,
 }
 
 impl FakeKubelet {
@@ -76,8 +78,29 @@ impl FakeKubelet {
     ) -> Result<FakeKubelet> {
         register_node(&client).await?;
         let rules = Arc::new(Mutex::new(Vec::new()));
-        let task = handle.spawn(run(client, rules.clone()));
-        Ok(FakeKubelet { rules, task })
+        let ip = Arc::new(AtomicU32::new(2));
+        let task = handle.spawn(run(client.clone(), rules.clone(), ip.clone()));
+        Ok(FakeKubelet {
+            rules,
+            task,
+            client,
+            ip,
+        })
+    }
+
+    /// Give one pod that is already running this fault now (a rule naming exactly it, then its
+    /// status rewritten), e.g. to make a healthy pod go CrashLoopBackOff. Its replacements have
+    /// other names, so they start healthy unless another rule says otherwise.
+    pub async fn set_fault(&self, namespace: &str, pod: &str, fault: Fault) -> Result<()> {
+        self.inject(namespace, pod, fault);
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let current = api
+            .get(pod)
+            .await
+            .map_err(|e| HarnessError::Kube(format!("reading pod {namespace}/{pod}: {e}")))?;
+        write_status(&self.client, &current, fault, &self.ip)
+            .await
+            .map_err(|e| HarnessError::Kube(format!("rewriting pod {namespace}/{pod}: {e}")))
     }
 
     /// Give pods in `namespace` whose name starts with `name_prefix` this fault (later rules win).
@@ -144,9 +167,8 @@ fn now() -> String {
         .to_string()
 }
 
-async fn run(client: kube::Client, rules: Arc<Mutex<Vec<Rule>>>) {
+async fn run(client: kube::Client, rules: Arc<Mutex<Vec<Rule>>>, ip: Arc<AtomicU32>) {
     let pods: Api<Pod> = Api::all(client.clone());
-    let ip = AtomicU32::new(2);
     let mut stream = watcher(pods, watcher::Config::default())
         .default_backoff()
         .applied_objects()
@@ -245,6 +267,22 @@ async fn handle_pod(
     {
         return Ok(()); // already "running"
     }
+    write_status(client, pod, fault, ip).await
+}
+
+/// Write the status a node running `pod` with `fault` would report.
+async fn write_status(
+    client: &kube::Client,
+    pod: &Pod,
+    fault: Fault,
+    ip: &AtomicU32,
+) -> kube::Result<()> {
+    let meta = &pod.metadata;
+    let (Some(ns), Some(name)) = (meta.namespace.as_deref(), meta.name.as_deref()) else {
+        return Ok(());
+    };
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let spec = pod.spec.as_ref();
     let containers: Vec<(String, String)> = spec
         .map(|s| {
             s.containers

@@ -1,0 +1,276 @@
+//! KCL plugin calls: `import kcl_plugin.<module>` then `<module>.<fn>(args, kwargs)` in a KCL
+//! program reaches the function plugin serving `<module>` among those the plugin host loaded.
+//!
+//! Every kusionctl path that evaluates KCL passes [`plugin_hook`] of its loaded plugins as
+//! `RunOptions::plugin`:
+//!
+//! ```ignore
+//! let options = kusion_kcl::RunOptions {
+//!     plugin: Some(kusionctl::kcl_plugins::plugin_hook(&loaded_plugins)),
+//!     ..Default::default()
+//! };
+//! ```
+//!
+//! The evaluator converts KCL values to JSON and back (lists, dicts and schemas become arrays and
+//! objects; `None` is `null`) and prefixes errors with `kcl_plugin.<module>.<fn>` and the call's
+//! `file:line:col`. This adapter says which plugin failed and why, and, for a module nobody
+//! serves, which plugins exist and why a matching one was refused.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kusion_kcl::PluginHook;
+use kusion_kernel::plugin::{LoadedPlugins, Status};
+use kusion_sdk::function::FunctionPlugin;
+use kusion_sdk::{Map, Value};
+
+/// The loaded function plugins, by the KCL module name they serve.
+pub struct KclPlugins {
+    modules: BTreeMap<String, Served>,
+    /// Plugins that were found but not loaded, by name: why (for a better "not available").
+    unavailable: BTreeMap<String, String>,
+}
+
+struct Served {
+    /// The plugin's name in the host (its manifest name).
+    name: String,
+    functions: Vec<String>,
+    plugin: Arc<dyn FunctionPlugin>,
+}
+
+impl KclPlugins {
+    pub fn new(plugins: &LoadedPlugins) -> KclPlugins {
+        let mut modules = BTreeMap::new();
+        for (name, plugin) in &plugins.functions {
+            let info = plugin.describe();
+            let served = |plugin: &Arc<dyn FunctionPlugin>| Served {
+                name: name.clone(),
+                functions: info.functions.clone(),
+                plugin: Arc::clone(plugin),
+            };
+            // A plugin serves the module it describes; its manifest name is accepted too when no
+            // other plugin claims that module.
+            modules.insert(info.module.clone(), served(plugin));
+            modules
+                .entry(name.clone())
+                .or_insert_with(|| served(plugin));
+        }
+        let unavailable = plugins
+            .entries
+            .iter()
+            .filter_map(|e| match &e.status {
+                Status::Loaded => None,
+                Status::Disabled(why) | Status::Refused(why) => Some((
+                    e.name.clone(),
+                    format!("{} ({}): {why}", e.name, e.manifest.display()),
+                )),
+            })
+            .collect();
+        KclPlugins {
+            modules,
+            unavailable,
+        }
+    }
+
+    /// The KCL module names callable through this hook.
+    pub fn modules(&self) -> impl Iterator<Item = &str> {
+        self.modules.keys().map(String::as_str)
+    }
+}
+
+/// The hook to put in `kusion_kcl::RunOptions::plugin` for a program run by kusionctl.
+pub fn plugin_hook(plugins: &LoadedPlugins) -> Rc<dyn PluginHook> {
+    Rc::new(KclPlugins::new(plugins))
+}
+
+impl PluginHook for KclPlugins {
+    fn call(
+        &self,
+        module: &str,
+        function: &str,
+        args: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> Result<Value, String> {
+        let Some(served) = self.modules.get(module) else {
+            let mut msg = format!("no loaded function plugin serves the module `{module}`");
+            if let Some(why) = self.unavailable.get(module) {
+                msg.push_str(&format!("; the plugin was found but not loaded: {why}"));
+            } else if self.modules.is_empty() {
+                msg.push_str(
+                    "; no function plugins are loaded (see `kusionctl plugin list`; build in-repo \
+                     plugins with `cargo build`, or install one under ~/.kusion/plugins/<name>/)",
+                );
+            } else {
+                let known: Vec<&str> = self.modules().collect();
+                msg.push_str(&format!(
+                    " (loaded: {}; see `kusionctl plugin list`)",
+                    known.join(", ")
+                ));
+            }
+            return Err(msg);
+        };
+        if !served.functions.iter().any(|f| f == function) {
+            return Err(format!(
+                "the plugin `{}` has no function `{function}` (it exports: {})",
+                served.name,
+                served.functions.join(", ")
+            ));
+        }
+        tracing::debug!(plugin = %served.name, function, "KCL plugin call");
+        served.plugin.call(function, args, kwargs).map_err(|e| {
+            let retry = if e.retryable { ", retryable" } else { "" };
+            format!(
+                "plugin `{}` failed ({:?}{retry}): {}",
+                served.name, e.kind, e.message
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kusion_kcl::RunOptions;
+
+    fn loaded(url: &str) -> LoadedPlugins {
+        let mut plugins = LoadedPlugins::default();
+        let cmdb = kusion_cmdb::Cmdb::with_url(url).unwrap();
+        plugins
+            .functions
+            .insert("cmdb".into(), Arc::new(cmdb) as Arc<dyn FunctionPlugin>);
+        plugins
+    }
+
+    fn run(dir: &std::path::Path, source: &str, plugins: &LoadedPlugins) -> Result<String, String> {
+        let file = dir.join("main.k");
+        std::fs::write(&file, source).unwrap();
+        let options = RunOptions {
+            work_dir: Some(dir.to_path_buf()),
+            plugin: Some(plugin_hook(plugins)),
+            json: true,
+            ..Default::default()
+        };
+        kusion_kcl::run_full(&[file], &options)
+            .map(|o| o.text)
+            .map_err(|e| e.to_string())
+    }
+
+    fn seeded() -> (tempfile::TempDir, LoadedPlugins) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("cmdb.db").display());
+        let plugins = loaded(&url);
+        let cmdb = &plugins.functions["cmdb"];
+        cmdb.call(
+            "upsert_hosts",
+            &[serde_json::json!([
+                {"host": "web-1", "cluster": "east", "namespace": "shop", "pod": "web-1",
+                 "workload": "web", "workload_kind": "Deployment", "app": "web"}
+            ])],
+            &Map::new(),
+        )
+        .unwrap();
+        (dir, plugins)
+    }
+
+    #[test]
+    fn kcl_program_branches_on_found_and_not_found() {
+        let (dir, plugins) = seeded();
+        let out = run(
+            dir.path(),
+            r#"import kcl_plugin.cmdb
+
+records = cmdb.lookup_hosts(["web-1", "ghost"])
+found = [r.cluster + "/" + r.namespace + "/" + r.pod for r in records if r.found]
+missing = [r.host + ": " + r.reason for r in records if not r.found]
+one = cmdb.lookup_host(host="web-1").app
+"#,
+            &plugins,
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["found"], serde_json::json!(["east/shop/web-1"]));
+        assert_eq!(v["missing"], serde_json::json!(["ghost: not found"]));
+        assert_eq!(v["one"], "web");
+    }
+
+    #[test]
+    fn plugin_errors_name_plugin_function_and_position() {
+        let (dir, plugins) = seeded();
+        let err = run(
+            dir.path(),
+            "import kcl_plugin.cmdb\n\nx = 1\nrecords = cmdb.lookup_hosts(\"web-1,ghost\")\n",
+            &plugins,
+        )
+        .unwrap_err();
+        assert!(err.contains("kcl_plugin.cmdb.lookup_hosts"), "{err}");
+        assert!(err.contains("plugin `cmdb` failed (InvalidInput)"), "{err}");
+        assert!(err.contains("main.k:4:"), "{err}");
+
+        let err = run(
+            dir.path(),
+            "import kcl_plugin.cmdb\nr = cmdb.restart_everything()\n",
+            &plugins,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("has no function `restart_everything`") && err.contains("lookup_hosts"),
+            "{err}"
+        );
+        assert!(err.contains("main.k:2:"), "{err}");
+
+        let err = run(
+            dir.path(),
+            "import kcl_plugin.inventory\nr = inventory.get(\"a\")\n",
+            &plugins,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("no loaded function plugin serves the module `inventory`")
+                && err.contains("loaded: cmdb"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unreachable_cmdb_fails_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("absent.db").display());
+        let plugins = loaded(&url);
+        let err = run(
+            dir.path(),
+            "import kcl_plugin.cmdb\nr = cmdb.lookup_hosts([\"a\"])\n",
+            &plugins,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("Unavailable") && err.contains("absent.db") && err.contains("main.k:2:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_refused_plugin_says_why() {
+        let mut plugins = LoadedPlugins::default();
+        plugins.entries.push(kusion_kernel::plugin::PluginEntry {
+            name: "cmdb".into(),
+            kind: None,
+            format: None,
+            version: None,
+            abi: None,
+            manifest: "/opt/plugins/cmdb/plugin.toml".into(),
+            file: None,
+            source: kusion_kernel::plugin::Source::UserDir,
+            capabilities: Vec::new(),
+            status: Status::Refused("checksum check failed".into()),
+        });
+        let hook = KclPlugins::new(&plugins);
+        let err = hook
+            .call("cmdb", "lookup_hosts", &[], &Map::new())
+            .unwrap_err();
+        assert!(
+            err.contains("found but not loaded") && err.contains("checksum check failed"),
+            "{err}"
+        );
+    }
+}

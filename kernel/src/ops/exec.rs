@@ -1,0 +1,1034 @@
+//! Running a checked [`OpsSpec`]: operations along their `dependsOn` DAG, each operation's
+//! clusters in parallel, each cluster's targets batch by batch (act, wait for recovery, pause),
+//! with a per-app cap on how many targets are in flight across clusters.
+//!
+//! Runtime verbs are blocking, so every call runs on tokio's blocking pool; a recovery wait holds
+//! one blocking thread per watched workload, not per target.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use kusion_sdk::runtime::{
+    Health, OperateRequest, OperateResponse, RecoveryHint, Runtime, WatchEvent, WatchPoll,
+    WatchRequest,
+};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Semaphore, mpsc, watch};
+
+use super::spec::{ClusterConfig, Condition, Group, Operation, OpsSpec, Target};
+use crate::registry::Registry;
+
+/// Progress of a run, for display.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum RunEvent {
+    #[serde(rename_all = "camelCase")]
+    BatchStarted {
+        operation: String,
+        cluster: String,
+        batch: usize,
+        batches: usize,
+        targets: Vec<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Acted {
+        operation: String,
+        target: String,
+        result: Result<String, String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Waiting {
+        operation: String,
+        cluster: String,
+        batch: usize,
+        detail: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    BatchDone {
+        operation: String,
+        cluster: String,
+        batch: usize,
+        recovered: usize,
+        failed: usize,
+        took_ms: u64,
+    },
+    #[serde(rename_all = "camelCase")]
+    OperationSkipped { operation: String, reason: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TargetStatus {
+    /// Acted on and healthy again (or acted on, for `condition: None`).
+    Recovered,
+    /// The runtime refused, or recovery did not happen within the timeout.
+    Failed,
+    /// Never acted on: an earlier batch failed, the run was interrupted, or a dependency failed.
+    NotStarted,
+}
+
+/// One target's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetReport {
+    pub target: String,
+    pub operation: String,
+    pub app: String,
+    pub cluster: String,
+    /// 1-based batch number within its operation and cluster.
+    pub batch: usize,
+    pub status: TargetStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Milliseconds since the run started when the target was acted on / recovered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acted_at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered_at_ms: Option<u64>,
+}
+
+/// Time spent by one operation in one cluster.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupTiming {
+    pub operation: String,
+    pub cluster: String,
+    /// In runtime calls that act (deletes, patches).
+    pub act_ms: u64,
+    /// Waiting for the workloads to be healthy again.
+    pub wait_ms: u64,
+    /// Declared pauses between batches.
+    pub pause_ms: u64,
+    /// Waiting for the app's maxUnavailable budget.
+    pub queued_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport {
+    pub targets: Vec<TargetReport>,
+    pub groups: Vec<GroupTiming>,
+    pub total_ms: u64,
+}
+
+impl RunReport {
+    pub fn succeeded(&self) -> bool {
+        self.targets
+            .iter()
+            .all(|t| t.status == TargetStatus::Recovered)
+    }
+}
+
+/// The runtime serving a cluster, checked to perform `op` on its targets' kinds.
+fn runtime_for(
+    registry: &Registry,
+    clusters: &BTreeMap<String, ClusterConfig>,
+    target: &Target,
+) -> Result<Arc<dyn Runtime>, String> {
+    let cluster = clusters
+        .get(&target.cluster)
+        .ok_or_else(|| format!("cluster {:?} is not configured", target.cluster))?;
+    let runtime = registry.get(&cluster.resource_type).ok_or_else(|| {
+        format!(
+            "no runtime serves resource type {:?} (is the {} runtime plugin built and found? see `kusionctl plugin list`)",
+            cluster.resource_type,
+            cluster.resource_type.to_lowercase()
+        )
+    })?;
+    Ok(runtime.clone())
+}
+
+/// Check every target against the runtimes' declared operations (nothing is called remotely).
+pub fn check_support(
+    spec: &OpsSpec,
+    registry: &Registry,
+    clusters: &BTreeMap<String, ClusterConfig>,
+) -> Result<(), String> {
+    for op in &spec.operations {
+        for t in &op.targets {
+            let runtime = runtime_for(registry, clusters, t)
+                .map_err(|e| format!("operation {:?}, target {}: {e}", op.name, t.name))?;
+            let kind = t.id.split(':').nth(1).unwrap_or("");
+            let supported = runtime.operations();
+            let Some(info) = supported.iter().find(|i| i.name == op.verb) else {
+                return Err(format!(
+                    "operation {:?}: the {} runtime cannot {} (it offers: {})",
+                    op.name,
+                    runtime.describe().name,
+                    op.verb,
+                    if supported.is_empty() {
+                        "no operations".to_string()
+                    } else {
+                        supported
+                            .iter()
+                            .map(|i| i.name.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ));
+            };
+            if !info.kinds.is_empty() && !info.kinds.iter().any(|k| k == kind) {
+                return Err(format!(
+                    "operation {:?}, target {}: {} applies to {}, not {kind}",
+                    op.name,
+                    t.name,
+                    op.kind,
+                    info.kinds.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("runtime call failed: {e}"))
+}
+
+fn request(op: &Operation, t: &Target, cluster: &ClusterConfig, dry_run: bool) -> OperateRequest {
+    OperateRequest {
+        resource: t.resource(cluster),
+        operation: op.verb.clone(),
+        params: op.params.clone(),
+        dry_run,
+        timeout: Some(op.timeout),
+    }
+}
+
+/// One dry-run `operate` per target: the object exists, the runtime accepts the operation, and
+/// what it would do. Returned in target order per operation.
+pub async fn preflight(
+    spec: &OpsSpec,
+    registry: &Registry,
+    clusters: &BTreeMap<String, ClusterConfig>,
+    concurrency: usize,
+) -> Vec<(String, String, Result<OperateResponse, String>)> {
+    let limit = Arc::new(Semaphore::new(concurrency.max(1)));
+    let mut tasks = Vec::new();
+    for op in &spec.operations {
+        for t in &op.targets {
+            let (op_name, target_name) = (op.name.clone(), t.name.clone());
+            let prepared = runtime_for(registry, clusters, t).map(|r| {
+                let cluster = &clusters[&t.cluster];
+                (r, request(op, t, cluster, true))
+            });
+            let limit = limit.clone();
+            tasks.push(tokio::spawn(async move {
+                let result = match prepared {
+                    Err(e) => Err(e),
+                    Ok((runtime, req)) => {
+                        let _permit = limit.acquire_owned().await;
+                        blocking(move || runtime.operate(&req).map_err(|e| e.message))
+                            .await
+                            .and_then(|r| r)
+                    }
+                };
+                (op_name, target_name, result)
+            }));
+        }
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        if let Ok(r) = t.await {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Everything one operation's groups share.
+struct Shared {
+    registry: Registry,
+    clusters: BTreeMap<String, ClusterConfig>,
+    events: Option<mpsc::UnboundedSender<RunEvent>>,
+    cancel: Arc<AtomicBool>,
+    /// Per app: the maxUnavailable budget and its size.
+    budgets: HashMap<String, (Arc<Semaphore>, u32)>,
+    started: Instant,
+}
+
+impl Shared {
+    fn emit(&self, e: RunEvent) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(e);
+        }
+    }
+    fn since_start(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+}
+
+/// Run every operation. Never fails as a whole: each target ends with a status and reason.
+pub async fn execute(
+    spec: &OpsSpec,
+    registry: &Registry,
+    clusters: &BTreeMap<String, ClusterConfig>,
+    events: Option<mpsc::UnboundedSender<RunEvent>>,
+    cancel: Arc<AtomicBool>,
+) -> RunReport {
+    let started = Instant::now();
+    let mut caps: HashMap<String, usize> = HashMap::new();
+    for op in &spec.operations {
+        if let Some(m) = op.max_unavailable {
+            let e = caps.entry(op.app.clone()).or_insert(m);
+            *e = (*e).min(m);
+        }
+    }
+    let shared = Arc::new(Shared {
+        registry: registry.clone(),
+        clusters: clusters.clone(),
+        events,
+        cancel,
+        budgets: caps
+            .into_iter()
+            .map(|(app, n)| (app, (Arc::new(Semaphore::new(n)), n as u32)))
+            .collect(),
+        started,
+    });
+    // One "finished, succeeded?" channel per operation; dependents wait on their dependencies'.
+    let (senders, receivers): (Vec<_>, Vec<_>) = spec
+        .operations
+        .iter()
+        .map(|_| watch::channel(None::<bool>))
+        .unzip();
+    let index: HashMap<&str, usize> = spec
+        .operations
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.name.as_str(), i))
+        .collect();
+    let mut tasks = Vec::new();
+    for (op, done) in spec.operations.iter().zip(senders) {
+        let deps: Vec<(String, watch::Receiver<Option<bool>>)> = op
+            .depends_on
+            .iter()
+            .filter_map(|d| {
+                index
+                    .get(d.as_str())
+                    .map(|&j| (d.clone(), receivers[j].clone()))
+            })
+            .collect();
+        let op = Arc::new(op.clone());
+        let shared = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut blocked = None;
+            for (name, mut rx) in deps {
+                let ok = match rx.wait_for(Option::is_some).await {
+                    Ok(v) => v.unwrap_or(false),
+                    Err(_) => false,
+                };
+                if !ok && blocked.is_none() {
+                    blocked = Some(format!("dependency {name:?} did not succeed"));
+                }
+            }
+            if blocked.is_none() && shared.cancel.load(Ordering::SeqCst) {
+                blocked = Some("the run was interrupted".into());
+            }
+            let (targets, timings) = match blocked {
+                Some(reason) => {
+                    shared.emit(RunEvent::OperationSkipped {
+                        operation: op.name.clone(),
+                        reason: reason.clone(),
+                    });
+                    (not_started(&op, &reason), Vec::new())
+                }
+                None => run_operation(&op, &shared).await,
+            };
+            let ok = targets.iter().all(|t| t.status == TargetStatus::Recovered);
+            let _ = done.send(Some(ok));
+            (targets, timings)
+        }));
+    }
+    let mut report = RunReport::default();
+    for t in tasks {
+        match t.await {
+            Ok((targets, groups)) => {
+                report.targets.extend(targets);
+                report.groups.extend(groups);
+            }
+            Err(e) => tracing::error!("operation task failed: {e}"),
+        }
+    }
+    report.total_ms = started.elapsed().as_millis() as u64;
+    report
+}
+
+fn not_started(op: &Operation, reason: &str) -> Vec<TargetReport> {
+    op.groups()
+        .into_iter()
+        .flat_map(|g| {
+            g.batches
+                .into_iter()
+                .enumerate()
+                .flat_map(move |(b, batch)| batch.into_iter().map(move |t| (b, t)))
+        })
+        .map(|(b, t)| {
+            blank(
+                op,
+                &t,
+                b + 1,
+                TargetStatus::NotStarted,
+                Some(reason.to_string()),
+            )
+        })
+        .collect()
+}
+
+fn blank(
+    op: &Operation,
+    t: &Target,
+    batch: usize,
+    status: TargetStatus,
+    reason: Option<String>,
+) -> TargetReport {
+    TargetReport {
+        target: t.name.clone(),
+        operation: op.name.clone(),
+        app: op.app.clone(),
+        cluster: t.cluster.clone(),
+        batch,
+        status,
+        summary: None,
+        reason,
+        owner: None,
+        acted_at_ms: None,
+        recovered_at_ms: None,
+    }
+}
+
+async fn run_operation(
+    op: &Arc<Operation>,
+    shared: &Arc<Shared>,
+) -> (Vec<TargetReport>, Vec<GroupTiming>) {
+    let mut tasks = Vec::new();
+    for group in op.groups() {
+        let (op, shared) = (op.clone(), shared.clone());
+        tasks.push(tokio::spawn(
+            async move { run_group(&op, group, &shared).await },
+        ));
+    }
+    let mut targets = Vec::new();
+    let mut timings = Vec::new();
+    for t in tasks {
+        if let Ok((r, timing)) = t.await {
+            targets.extend(r);
+            timings.push(timing);
+        }
+    }
+    (targets, timings)
+}
+
+async fn run_group(
+    op: &Operation,
+    group: Group,
+    shared: &Shared,
+) -> (Vec<TargetReport>, GroupTiming) {
+    let mut timing = GroupTiming {
+        operation: op.name.clone(),
+        cluster: group.cluster.clone(),
+        ..GroupTiming::default()
+    };
+    let mut out = Vec::new();
+    let batches = group.batches.len();
+    let mut stop: Option<String> = None;
+    let all_batches = group.batches.clone();
+    for (b, batch) in group.batches.into_iter().enumerate() {
+        let number = b + 1;
+        if stop.is_none() && shared.cancel.load(Ordering::SeqCst) {
+            stop = Some("the run was interrupted".into());
+        }
+        if let Some(why) = &stop {
+            out.extend(
+                batch
+                    .iter()
+                    .map(|t| blank(op, t, number, TargetStatus::NotStarted, Some(why.clone()))),
+            );
+            continue;
+        }
+        if b > 0 && !op.pause.is_zero() {
+            tokio::time::sleep(op.pause).await;
+            timing.pause_ms += op.pause.as_millis() as u64;
+        }
+        let queued = Instant::now();
+        let _permit = match shared.budgets.get(&op.app) {
+            Some((sem, cap)) => {
+                let want = (batch.len() as u32).min(*cap).max(1);
+                sem.clone().acquire_many_owned(want).await.ok()
+            }
+            None => None,
+        };
+        timing.queued_ms += queued.elapsed().as_millis() as u64;
+        shared.emit(RunEvent::BatchStarted {
+            operation: op.name.clone(),
+            cluster: group.cluster.clone(),
+            batch: number,
+            batches,
+            targets: batch.iter().map(|t| t.name.clone()).collect(),
+        });
+        let batch_start = Instant::now();
+        // Pods this group restarts in later batches: still broken, excused until their turn.
+        let later: Vec<String> = all_batches[b + 1..]
+            .iter()
+            .flatten()
+            .filter(|t| t.id.starts_with("v1:Pod:"))
+            .filter_map(|t| t.id.rsplit(':').next().map(str::to_string))
+            .collect();
+        let results = run_batch(
+            op,
+            &group.cluster,
+            number,
+            &batch,
+            &later,
+            shared,
+            &mut timing,
+        )
+        .await;
+        let failed = results
+            .iter()
+            .filter(|r| r.status != TargetStatus::Recovered)
+            .count();
+        shared.emit(RunEvent::BatchDone {
+            operation: op.name.clone(),
+            cluster: group.cluster.clone(),
+            batch: number,
+            recovered: results.len() - failed,
+            failed,
+            took_ms: batch_start.elapsed().as_millis() as u64,
+        });
+        if failed > 0 {
+            stop = Some(format!(
+                "batch {number} in cluster {} did not recover",
+                group.cluster
+            ));
+        }
+        out.extend(results);
+    }
+    (out, timing)
+}
+
+async fn run_batch(
+    op: &Operation,
+    cluster: &str,
+    number: usize,
+    batch: &[Target],
+    later: &[String],
+    shared: &Shared,
+    timing: &mut GroupTiming,
+) -> Vec<TargetReport> {
+    let act_start = Instant::now();
+    let deadline = act_start + op.timeout;
+    let mut calls = Vec::new();
+    for t in batch {
+        let prepared = runtime_for(&shared.registry, &shared.clusters, t).map(|r| {
+            let req = request(op, t, &shared.clusters[&t.cluster], false);
+            (r, req)
+        });
+        calls.push(async move {
+            match prepared {
+                Err(e) => Err(e),
+                Ok((runtime, req)) => {
+                    let r2 = runtime.clone();
+                    blocking(move || r2.operate(&req).map_err(|e| e.message))
+                        .await
+                        .and_then(|r| r)
+                        .map(|resp| (runtime, resp))
+                }
+            }
+        });
+    }
+    let acted = futures_join_all(calls).await;
+    timing.act_ms += act_start.elapsed().as_millis() as u64;
+    let mut reports = Vec::new();
+    // Watches merged per workload: one wait per (runtime, watched resource).
+    let mut waits: Vec<(Arc<dyn Runtime>, RecoveryHint, Vec<usize>)> = Vec::new();
+    for (t, result) in batch.iter().zip(acted) {
+        let mut r = blank(op, t, number, TargetStatus::Failed, None);
+        r.acted_at_ms = Some(shared.since_start());
+        match result {
+            Err(e) => {
+                shared.emit(RunEvent::Acted {
+                    operation: op.name.clone(),
+                    target: t.name.clone(),
+                    result: Err(e.clone()),
+                });
+                r.reason = Some(format!("app {}: {e}", op.app));
+                r.acted_at_ms = None;
+            }
+            Ok((runtime, resp)) => {
+                shared.emit(RunEvent::Acted {
+                    operation: op.name.clone(),
+                    target: t.name.clone(),
+                    result: Ok(resp.summary.clone()),
+                });
+                r.summary = Some(resp.summary.clone());
+                r.owner = resp.owner.clone();
+                match (op.condition, resp.recovery) {
+                    (Condition::Healthy, Some(hint)) => {
+                        let i = reports.len();
+                        match waits
+                            .iter_mut()
+                            .find(|(_, h, _)| h.watch.id == hint.watch.id)
+                        {
+                            Some((_, h, members)) => {
+                                for g in hint.gone {
+                                    if !h.gone.contains(&g) {
+                                        h.gone.push(g);
+                                    }
+                                }
+                                h.min_ready = h.min_ready.max(hint.min_ready);
+                                members.push(i);
+                            }
+                            None => waits.push((runtime, hint, vec![i])),
+                        }
+                    }
+                    _ => {
+                        r.status = TargetStatus::Recovered;
+                        r.recovered_at_ms = r.acted_at_ms;
+                    }
+                }
+            }
+        }
+        reports.push(r);
+    }
+    if waits.is_empty() {
+        return reports;
+    }
+    let wait_start = Instant::now();
+    let mut handles = Vec::new();
+    for (runtime, hint, members) in waits {
+        let stable_for = op.stable_for;
+        let excused = later.to_vec();
+        let cancel = shared.cancel.clone();
+        let events = shared.events.clone();
+        let (op_name, cluster_name) = (op.name.clone(), cluster.to_string());
+        handles.push(async move {
+            let r = blocking(move || {
+                wait_recovered(
+                    runtime.as_ref(),
+                    &hint,
+                    &excused,
+                    deadline,
+                    stable_for,
+                    &cancel,
+                    |detail| {
+                        if let Some(tx) = &events {
+                            let _ = tx.send(RunEvent::Waiting {
+                                operation: op_name.clone(),
+                                cluster: cluster_name.clone(),
+                                batch: number,
+                                detail: format!("{}: {detail}", hint.watch.id),
+                            });
+                        }
+                    },
+                )
+            })
+            .await
+            .and_then(|r| r);
+            (members, r)
+        });
+    }
+    for (members, result) in futures_join_all(handles).await {
+        let at = shared.since_start();
+        for i in members {
+            let r = &mut reports[i];
+            match &result {
+                Ok(()) => {
+                    r.status = TargetStatus::Recovered;
+                    r.recovered_at_ms = Some(at);
+                }
+                Err(why) => {
+                    r.reason = Some(format!(
+                        "app {}: not recovered within {}: {why}",
+                        op.app,
+                        humantime::format_duration(op.timeout)
+                    ))
+                }
+            }
+        }
+    }
+    timing.wait_ms += wait_start.elapsed().as_millis() as u64;
+    reports
+}
+
+/// Join futures without pulling in a futures crate: spawn-free, polled in order.
+async fn futures_join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut results: Vec<Option<F::Output>> = (0..pinned.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in pinned.iter_mut().enumerate() {
+            if results[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => results[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    results
+        .into_iter()
+        .map(|r| r.expect("every future finished"))
+        .collect()
+}
+
+/// Whether a watch event shows the hint satisfied; otherwise why not.
+///
+/// `excused` names objects that are targets of later batches of the same operation: they are
+/// known to be broken and will be restarted next, so while any is listed, the workload counts as
+/// recovered when every other object is ready (and enough are). The last batch has none excused
+/// and needs the workload itself healthy.
+pub fn judge(event: &WatchEvent, hint: &RecoveryHint, excused: &[String]) -> Result<(), String> {
+    if let Some(g) = hint.gone.iter().find(|g| {
+        event
+            .objects
+            .iter()
+            .any(|o| o.kind == g.kind && o.name == g.name)
+    }) {
+        return Err(format!("waiting for {} {} to be replaced", g.kind, g.name));
+    }
+    let kind = hint.ready_kind.as_deref();
+    let counted = |o: &&kusion_sdk::runtime::ObjectStatus| Some(o.kind.as_str()) == kind;
+    let present_excused = event
+        .objects
+        .iter()
+        .filter(counted)
+        .filter(|o| excused.contains(&o.name))
+        .count();
+    if present_excused == 0 {
+        if event.health == Health::Failed {
+            return Err(event.detail.clone());
+        }
+    } else if let Some(bad) = event
+        .objects
+        .iter()
+        .filter(counted)
+        .find(|o| o.health == Health::Failed && !excused.contains(&o.name))
+    {
+        return Err(format!("{} {}: {}", bad.kind, bad.name, bad.detail));
+    }
+    if let (Some(min), Some(kind)) = (hint.min_ready, kind) {
+        let ready = event
+            .objects
+            .iter()
+            .filter(|o| o.kind == kind && o.health == Health::Ready && !excused.contains(&o.name))
+            .count();
+        let need = (min as usize).saturating_sub(present_excused);
+        if ready < need {
+            return Err(if present_excused > 0 {
+                format!("{ready}/{need} {kind}s ready ({present_excused} more to restart later)")
+            } else {
+                format!("{ready}/{min} {kind}s ready")
+            });
+        }
+    }
+    if present_excused > 0 || event.health == Health::Ready {
+        Ok(())
+    } else {
+        Err(event.detail.clone())
+    }
+}
+
+/// Watch until the hint holds (for `stable_for`), the deadline passes, or the run is cancelled.
+fn wait_recovered(
+    runtime: &dyn Runtime,
+    hint: &RecoveryHint,
+    excused: &[String],
+    deadline: Instant,
+    stable_for: Duration,
+    cancel: &AtomicBool,
+    progress: impl Fn(&str),
+) -> Result<(), String> {
+    let mut last = "no health report yet".to_string();
+    let mut satisfied_since: Option<Instant> = None;
+    loop {
+        if Instant::now() >= deadline {
+            return Err(last);
+        }
+        if cancel.load(Ordering::SeqCst) {
+            return Err(format!("interrupted while waiting ({last})"));
+        }
+        let mut w = match runtime.watch(&WatchRequest {
+            resource: hint.watch.clone(),
+        }) {
+            Ok(w) => w,
+            Err(e) => {
+                last = e.message;
+                if !e.retryable {
+                    return Err(last);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                continue;
+            }
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(last);
+            }
+            match w.poll(left.min(Duration::from_secs(1))) {
+                Ok(WatchPoll::Event(event)) => match judge(&event, hint, excused) {
+                    Ok(()) => {
+                        let since = *satisfied_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= stable_for {
+                            return Ok(());
+                        }
+                    }
+                    Err(why) => {
+                        satisfied_since = None;
+                        if why != last {
+                            progress(&why);
+                        }
+                        last = why;
+                    }
+                },
+                Ok(WatchPoll::Pending) => {
+                    if cancel.load(Ordering::SeqCst) {
+                        return Err(format!("interrupted while waiting ({last})"));
+                    }
+                }
+                Ok(WatchPoll::Closed) => break,
+                Err(e) => {
+                    last = e.message;
+                    break;
+                }
+            }
+        }
+        // The watch ends at the first Ready or Failed; look again until the hint holds.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kusion_sdk::Resource;
+    use kusion_sdk::runtime::{ObjectRef, ObjectStatus, Watch};
+
+    fn pod(name: &str, health: Health) -> ObjectStatus {
+        ObjectStatus {
+            kind: "Pod".into(),
+            name: name.into(),
+            health,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn judge_needs_the_old_pod_gone_and_enough_ready() {
+        let hint = RecoveryHint {
+            watch: Resource::new(
+                "apps/v1:Deployment:ns:web",
+                "Kubernetes",
+                Default::default(),
+            ),
+            gone: vec![ObjectRef {
+                kind: "Pod".into(),
+                name: "web-1".into(),
+            }],
+            min_ready: Some(2),
+            ready_kind: Some("Pod".into()),
+        };
+        let ev = |health, objects| WatchEvent {
+            health,
+            detail: "d".into(),
+            objects,
+        };
+        // Stale status: the deployment still looks ready while the deleted pod is listed.
+        let e = judge(
+            &ev(
+                Health::Ready,
+                vec![pod("web-1", Health::Ready), pod("web-2", Health::Ready)],
+            ),
+            &hint,
+            &[],
+        );
+        assert!(e.unwrap_err().contains("web-1"));
+        let e = judge(
+            &ev(Health::Ready, vec![pod("web-2", Health::Ready)]),
+            &hint,
+            &[],
+        );
+        assert_eq!(e.unwrap_err(), "1/2 Pods ready");
+        let e = judge(
+            &ev(Health::Failed, vec![pod("web-2", Health::Failed)]),
+            &hint,
+            &[],
+        );
+        assert_eq!(e.unwrap_err(), "d");
+        let both = vec![pod("web-2", Health::Ready), pod("web-3", Health::Ready)];
+        assert!(judge(&ev(Health::Ready, both), &hint, &[]).is_ok());
+        // A pod restarted by a later batch still crashes: the workload fails, but this batch's
+        // replacement is ready, so the batch recovered.
+        let later = vec!["web-4".to_string()];
+        let objs = vec![pod("web-3", Health::Ready), pod("web-4", Health::Failed)];
+        assert!(judge(&ev(Health::Failed, objs.clone()), &hint, &later).is_ok());
+        // Without the excuse it is a failure.
+        assert!(judge(&ev(Health::Failed, objs), &hint, &[]).is_err());
+        // Another pod crashing is not excused.
+        let objs = vec![pod("web-3", Health::Failed), pod("web-4", Health::Failed)];
+        let e = judge(&ev(Health::Failed, objs), &hint, &later).unwrap_err();
+        assert!(e.starts_with("Pod web-3"), "{e}");
+    }
+
+    /// A runtime that acts instantly and reports ready after a moment, counting how many
+    /// targets are in flight at once.
+    struct Fake {
+        in_flight: std::sync::atomic::AtomicUsize,
+        max: std::sync::atomic::AtomicUsize,
+    }
+
+    struct FakeWatch<'a> {
+        fake: &'a Fake,
+        done: bool,
+    }
+
+    impl Watch for FakeWatch<'static> {
+        fn poll(&mut self, _timeout: Duration) -> kusion_sdk::PluginResult<WatchPoll> {
+            if self.done {
+                return Ok(WatchPoll::Closed);
+            }
+            std::thread::sleep(Duration::from_millis(40));
+            self.done = true;
+            self.fake.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(WatchPoll::Event(WatchEvent {
+                health: Health::Ready,
+                detail: String::new(),
+                objects: Vec::new(),
+            }))
+        }
+    }
+
+    static FAKE: Fake = Fake {
+        in_flight: std::sync::atomic::AtomicUsize::new(0),
+        max: std::sync::atomic::AtomicUsize::new(0),
+    };
+
+    struct FakeRuntime;
+
+    impl Runtime for FakeRuntime {
+        fn describe(&self) -> kusion_sdk::runtime::RuntimeInfo {
+            kusion_sdk::runtime::RuntimeInfo {
+                name: "fake".into(),
+                version: "0".into(),
+                abi: kusion_sdk::ABI_VERSION,
+                resource_types: vec!["Kubernetes".into()],
+                capabilities: Default::default(),
+            }
+        }
+        fn configure(&self, _: &serde_json::Value) -> kusion_sdk::PluginResult<()> {
+            Ok(())
+        }
+        fn apply(
+            &self,
+            _: &kusion_sdk::runtime::ApplyRequest,
+        ) -> kusion_sdk::PluginResult<kusion_sdk::runtime::ApplyResponse> {
+            Err(kusion_sdk::PluginError::unsupported("no"))
+        }
+        fn read(
+            &self,
+            _: &kusion_sdk::runtime::ReadRequest,
+        ) -> kusion_sdk::PluginResult<kusion_sdk::runtime::ReadResponse> {
+            Err(kusion_sdk::PluginError::unsupported("no"))
+        }
+        fn import(
+            &self,
+            _: &kusion_sdk::runtime::ImportRequest,
+        ) -> kusion_sdk::PluginResult<kusion_sdk::runtime::ReadResponse> {
+            Err(kusion_sdk::PluginError::unsupported("no"))
+        }
+        fn delete(&self, _: &kusion_sdk::runtime::DeleteRequest) -> kusion_sdk::PluginResult<()> {
+            Ok(())
+        }
+        fn watch(&self, _: &WatchRequest) -> kusion_sdk::PluginResult<Box<dyn Watch>> {
+            Ok(Box::new(FakeWatch {
+                fake: &FAKE,
+                done: false,
+            }))
+        }
+        fn operate(&self, req: &OperateRequest) -> kusion_sdk::PluginResult<OperateResponse> {
+            if req.resource.id.ends_with(":bad") {
+                return Err(kusion_sdk::PluginError::invalid("bad target"));
+            }
+            let now = FAKE.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            FAKE.max.fetch_max(now, Ordering::SeqCst);
+            Ok(OperateResponse {
+                summary: "done".into(),
+                recovery: Some(RecoveryHint {
+                    watch: req.resource.clone(),
+                    gone: Vec::new(),
+                    min_ready: None,
+                    ready_kind: None,
+                }),
+                owner: None,
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clusters_run_in_parallel_within_the_app_budget_and_failures_skip_dependents() {
+        let spec = OpsSpec::from_output(&serde_json::json!({"operations": [
+            {"name": "r", "kind": "Restart", "app": "web", "batchSize": 3, "maxUnavailable": 2,
+             "targets": ["a/v1:Pod:ns:p1", "a/v1:Pod:ns:p2", "a/v1:Pod:ns:p3",
+                         "b/v1:Pod:ns:q1", "b/v1:Pod:ns:q2", "b/v1:Pod:ns:q3"]},
+            {"name": "f", "kind": "Restart", "targets": ["a/v1:Pod:ns:bad", "a/v1:Pod:ns:after"]},
+            {"name": "d", "kind": "Restart", "targets": ["b/v1:Pod:ns:x"], "dependsOn": ["f"]},
+        ]}))
+        .unwrap();
+        let mut registry = Registry::new();
+        registry.register(Arc::new(FakeRuntime)).unwrap();
+        let cluster = ClusterConfig {
+            kubeconfig: None,
+            context: None,
+            resource_type: "Kubernetes".into(),
+        };
+        let clusters: BTreeMap<String, ClusterConfig> = [
+            ("a".to_string(), cluster.clone()),
+            ("b".to_string(), cluster),
+        ]
+        .into();
+        let report = execute(
+            &spec,
+            &registry,
+            &clusters,
+            None,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .await;
+        let status = |t: &str| {
+            report
+                .targets
+                .iter()
+                .find(|r| r.target == t)
+                .map(|r| (r.status, r.reason.clone().unwrap_or_default()))
+                .unwrap()
+        };
+        for t in ["a/v1:Pod:ns:p1", "a/v1:Pod:ns:p3", "b/v1:Pod:ns:q3"] {
+            assert_eq!(status(t).0, TargetStatus::Recovered, "{report:?}");
+        }
+        // Two clusters in parallel, but never more than maxUnavailable of the app at once.
+        assert!(FAKE.max.load(Ordering::SeqCst) <= 2, "{report:?}");
+        let (s, why) = status("a/v1:Pod:ns:bad");
+        assert_eq!(s, TargetStatus::Failed);
+        assert!(why.contains("bad target"), "{why}");
+        // The next batch of the failed group and the dependent operation never started.
+        assert_eq!(status("a/v1:Pod:ns:after").0, TargetStatus::NotStarted);
+        let (s, why) = status("b/v1:Pod:ns:x");
+        assert_eq!(s, TargetStatus::NotStarted);
+        assert!(why.contains("dependency \"f\""), "{why}");
+        assert!(!report.succeeded());
+    }
+}

@@ -1,0 +1,10 @@
+//! Day-2 operations (`kusionctl run`): what a program declares with the `kusion.ops` KCL package
+//! ([`spec`]) and how it is carried out through the runtimes' `operate` and `watch` verbs
+//! ([`exec`]). Runs are recorded in the state backend next to releases
+//! ([`crate::state::RunRecord`]).
+
+pub mod exec;
+pub mod spec;
+
+pub use exec::{RunEvent, RunReport, TargetReport, TargetStatus, execute, preflight};
+pub use spec::{ClusterConfig, Condition, Operation, OpsError, OpsSpec, Target, Unresolved};

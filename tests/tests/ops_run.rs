@@ -1,0 +1,702 @@
+//! `kusionctl run` against real control planes: two clusters, Deployments whose pods the fake
+//! kubelet makes crash, and the app-recovery example restarting exactly those pods in batches.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use kusion_k8s_harness::{ControlPlane, Fault};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
+const NS: &str = "shop";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The Kubernetes runtime is loaded as a plugin from this checkout's build output, like a user's
+/// kusionctl does; it must have been built.
+fn require_runtime_plugin() {
+    let exe = PathBuf::from(BIN);
+    let dir = exe.parent().expect("binary has a folder");
+    let lib = dir.join("libkusion_runtime_kubernetes.so");
+    let in_deps = dir.join("deps").join("libkusion_runtime_kubernetes.so");
+    assert!(
+        lib.is_file() || in_deps.is_file(),
+        "the kubernetes runtime plugin is not built ({}): run `cargo build -p kusion-runtime-kubernetes`",
+        lib.display()
+    );
+}
+
+struct Cluster {
+    name: &'static str,
+    cp: ControlPlane,
+}
+
+impl Cluster {
+    fn start(name: &'static str) -> Cluster {
+        let cp = ControlPlane::start()
+            .unwrap_or_else(|e| panic!("control plane {name} could not start: {e}"));
+        Cluster { name, cp }
+    }
+
+    fn client(&self) -> kube::Client {
+        self.cp.client().expect("client")
+    }
+
+    fn deploy(&self, name: &str, replicas: i32) {
+        let client = self.client();
+        self.cp.block_on(async {
+            let namespaces: Api<Namespace> = Api::all(client.clone());
+            let ns: Namespace =
+                serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
+            match namespaces.create(&PostParams::default(), &ns).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => panic!("namespace: {e}"),
+            }
+            let d: Deployment = serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}},
+                                      "spec": {"containers": [{"name": "main", "image": format!("example/{name}:1")}]}}},
+            }))
+            .unwrap();
+            Api::<Deployment>::namespaced(client.clone(), NS)
+                .create(&PostParams::default(), &d)
+                .await
+                .unwrap_or_else(|e| panic!("deployment {name}: {e}"));
+        });
+    }
+
+    /// (name, uid, ready) of the pods whose name starts with `app-`, not being deleted.
+    fn pods(&self, app: &str) -> Vec<(String, String, bool)> {
+        let client = self.client();
+        let list = self
+            .cp
+            .block_on(async {
+                Api::<Pod>::namespaced(client, NS)
+                    .list(&ListParams::default().labels(&format!("app={app}")))
+                    .await
+            })
+            .expect("list pods");
+        let mut out: Vec<(String, String, bool)> = list
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| {
+                let ready = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                (
+                    p.metadata.name.unwrap_or_default(),
+                    p.metadata.uid.unwrap_or_default(),
+                    ready,
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn wait_ready(&self, app: &str, n: usize) -> Vec<(String, String, bool)> {
+        let start = Instant::now();
+        loop {
+            let pods = self.pods(app);
+            if pods.len() == n && pods.iter().all(|p| p.2) {
+                return pods;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(90),
+                "{}: {app} pods not ready: {pods:?}",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    fn crash(&self, pod: &str) {
+        let kubelet = self.cp.kubelet().expect("fake kubelet runs");
+        self.cp
+            .block_on(kubelet.set_fault(NS, pod, Fault::CrashLoopBackOff))
+            .expect("set fault");
+    }
+}
+
+/// A test folder: state, runtime configuration naming the clusters, the CMDB.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(clusters: &[&Cluster]) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let mut map = serde_json::Map::new();
+        for c in clusters {
+            map.insert(
+                c.name.to_string(),
+                json!({"kubeconfig": c.cp.kubeconfig_path()}),
+            );
+        }
+        let config = json!({"clusters": map, "kubernetes": {"watchIntervalMs": 200}});
+        std::fs::write(dir.path().join("runtime.json"), config.to_string()).unwrap();
+        Env { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(self.path())
+            .env("KUSION_STATE_DIR", self.path().join("state"))
+            .env("KUSION_RUNTIME_CONFIG", self.path().join("runtime.json"))
+            .env("XDG_CACHE_HOME", self.path().join("cache"))
+            .env("HOME", self.path())
+            .env(
+                "KUSION_CMDB_URL",
+                format!("sqlite://{}", self.path().join("cmdb.db").display()),
+            )
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Load CMDB records (host -> cluster/namespace/pod/app) through `kusionctl cmdb import`.
+    fn cmdb(&self, records: &[Value]) {
+        let file = self.path().join("cmdb.json");
+        std::fs::write(&file, Value::Array(records.to_vec()).to_string()).unwrap();
+        let out = self.run(&["cmdb", "import", file.to_str().unwrap()]);
+        assert!(out.status.success(), "cmdb import: {}", text(&out));
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn last_json(o: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or("");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("no JSON report ({e}): {}", text(o)))
+}
+
+fn app_recovery() -> String {
+    workspace()
+        .join("examples/app-recovery/AppRecovery.k")
+        .display()
+        .to_string()
+}
+
+fn record(cluster: &str, pod: &str, app: &str) -> Value {
+    json!({"host": pod, "cluster": cluster, "namespace": NS, "pod": pod, "workload": app,
+           "workload_kind": "Deployment", "app": app})
+}
+
+#[test]
+fn app_recovery_restarts_only_the_crashing_pods_in_batches_across_two_clusters() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    let west = Cluster::start("west");
+    east.deploy("web", 3);
+    east.deploy("api", 2);
+    west.deploy("web", 3);
+    let east_web = east.wait_ready("web", 3);
+    let east_api = east.wait_ready("api", 2);
+    let west_web = west.wait_ready("web", 3);
+
+    let env = Env::new(&[&east, &west]);
+    let mut records = Vec::new();
+    for (c, pods, app) in [
+        ("east", &east_web, "web"),
+        ("east", &east_api, "api"),
+        ("west", &west_web, "web"),
+    ] {
+        for p in pods.iter() {
+            records.push(record(c, &p.0, app));
+        }
+    }
+    env.cmdb(&records);
+
+    // Crash three web pods and one api pod in east, two web pods in west.
+    let broken: Vec<(&Cluster, String)> = vec![
+        (&east, east_web[0].0.clone()),
+        (&east, east_web[1].0.clone()),
+        (&east, east_web[2].0.clone()),
+        (&east, east_api[0].0.clone()),
+        (&west, west_web[0].0.clone()),
+        (&west, west_web[1].0.clone()),
+    ];
+    for (c, pod) in &broken {
+        c.crash(pod);
+    }
+    let hosts: Vec<&str> = broken.iter().map(|(_, p)| p.as_str()).collect();
+    let hosts_arg = format!("hosts={}", hosts.join(","));
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &hosts_arg,
+        "-D",
+        "batchSize=2",
+        "-D",
+        "timeout=90s",
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    assert!(out.status.success(), "run failed: {}", text(&out));
+    let report = last_json(&out);
+    assert_eq!(report["status"], "succeeded", "{report:#}");
+    let targets = report["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 6, "{report:#}");
+    assert!(
+        targets.iter().all(|t| t["status"] == "recovered"),
+        "{report:#}"
+    );
+
+    // Batches: east web has three targets in batches of 2 (2 then 1); a later batch starts only
+    // after the earlier one recovered.
+    let mut by_group: BTreeMap<(String, String), Vec<&Value>> = BTreeMap::new();
+    for t in targets {
+        by_group
+            .entry((
+                t["operation"].as_str().unwrap().into(),
+                t["cluster"].as_str().unwrap().into(),
+            ))
+            .or_default()
+            .push(t);
+    }
+    let east_web_batches: Vec<u64> = by_group[&("restart-web".into(), "east".into())]
+        .iter()
+        .map(|t| t["batch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        east_web_batches.iter().filter(|b| **b == 1).count(),
+        2,
+        "{report:#}"
+    );
+    assert_eq!(
+        east_web_batches.iter().filter(|b| **b == 2).count(),
+        1,
+        "{report:#}"
+    );
+    for group in by_group.values() {
+        for a in group.iter() {
+            for b in group.iter() {
+                if b["batch"].as_u64() > a["batch"].as_u64() {
+                    assert!(
+                        b["actedAtMs"].as_u64() >= a["recoveredAtMs"].as_u64(),
+                        "batch {} started before batch {} recovered: {report:#}",
+                        b["batch"],
+                        a["batch"]
+                    );
+                }
+            }
+        }
+    }
+
+    // Only the broken pods were deleted; their replacements are ready.
+    let check = |c: &Cluster, app: &str, before: &[(String, String, bool)], n: usize| {
+        let after = c.wait_ready(app, n);
+        let after_uids: BTreeSet<&str> = after.iter().map(|p| p.1.as_str()).collect();
+        for (name, uid, _) in before {
+            let was_broken = broken.iter().any(|(bc, p)| bc.name == c.name && p == name);
+            assert_eq!(
+                !after_uids.contains(uid.as_str()),
+                was_broken,
+                "{}: pod {name} (broken: {was_broken}) deleted: {}",
+                c.name,
+                !after_uids.contains(uid.as_str())
+            );
+        }
+    };
+    check(&east, "web", &east_web, 3);
+    check(&east, "api", &east_api, 2);
+    check(&west, "web", &west_web, 3);
+
+    // The run is recorded: who, what, outcome.
+    let history = env.run(&["run", "--history", "-o", "json"]);
+    assert!(history.status.success(), "{}", text(&history));
+    let runs: Value = serde_json::from_slice(&history.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "succeeded");
+    assert!(
+        runs[0]["program"]
+            .as_str()
+            .unwrap()
+            .ends_with("AppRecovery.k")
+    );
+    assert_eq!(runs[0]["args"][0], hosts_arg);
+    assert_eq!(runs[0]["targets"].as_array().unwrap().len(), 6);
+    assert!(!runs[0]["holder"]["owner"].as_str().unwrap().is_empty());
+    let human = env.run(&["run", "--history"]);
+    assert!(text(&human).contains("6/6 recovered"), "{}", text(&human));
+}
+
+#[test]
+fn replacement_that_keeps_crashing_fails_after_the_timeout_naming_app_and_reason() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    east.deploy("web", 2);
+    let pods = east.wait_ready("web", 2);
+    let env = Env::new(&[&east]);
+    env.cmdb(
+        &pods
+            .iter()
+            .map(|p| record("east", &p.0, "web"))
+            .collect::<Vec<_>>(),
+    );
+    // Every new web pod crashes too.
+    east.cp
+        .kubelet()
+        .unwrap()
+        .inject(NS, "web-", Fault::CrashLoopBackOff);
+    east.crash(&pods[0].0);
+    let started = Instant::now();
+    let hosts = format!("hosts={}", pods[0].0);
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &hosts,
+        "-D",
+        "timeout=6s",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        started.elapsed() >= Duration::from_secs(6),
+        "gave up before the timeout"
+    );
+    let t = text(&out);
+    assert!(
+        t.contains("app web") && t.contains("CrashLoopBackOff"),
+        "{t}"
+    );
+    assert!(t.contains(&pods[0].0), "{t}");
+    let history: Value =
+        serde_json::from_slice(&env.run(&["run", "--history", "-o", "json"]).stdout).unwrap();
+    assert_eq!(history[0]["status"], "failed", "{history}");
+    assert_eq!(history[0]["targets"][0]["outcome"], "failed", "{history}");
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    east.deploy("web", 2);
+    let pods = east.wait_ready("web", 2);
+    let env = Env::new(&[&east]);
+    let mut records: Vec<Value> = pods.iter().map(|p| record("east", &p.0, "web")).collect();
+    // A host the CMDB places in a cluster nobody configured.
+    records.push(record("north", "web-elsewhere", "web"));
+    // A row whose pod no longer exists (a stale CMDB).
+    records.push(record("east", "web-gone", "web"));
+    env.cmdb(&records);
+
+    // Unknown hosts: reported by name, nothing deleted, exit 1, recorded as refused.
+    let hosts = format!("hosts={},no-such-host", pods[0].0);
+    let out = env.run(&["run", &app_recovery(), "-D", &hosts, "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("no-such-host") && text(&out).contains("not found"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(east.pods("web"), pods, "nothing may be deleted");
+    let history: Value =
+        serde_json::from_slice(&env.run(&["run", "--history", "-o", "json"]).stdout).unwrap();
+    assert_eq!(history[0]["status"], "failed");
+    assert!(
+        history[0]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no-such-host")
+    );
+
+    // A target in a cluster without a kubeconfig: a clear error before anything runs.
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &format!("hosts={},web-elsewhere", pods[1].0),
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("cluster \"north\" has no kubeconfig") && t.contains("east"),
+        "{t}"
+    );
+    assert_eq!(east.pods("web"), pods, "nothing may be deleted");
+
+    // An unreachable CMDB: the program fails naming the plugin call.
+    let out = env
+        .cmd(&[
+            "run",
+            &app_recovery(),
+            "-D",
+            &format!("hosts={}", pods[0].0),
+            "--yes",
+        ])
+        .env("KUSION_CMDB_URL", "postgres://kusion@127.0.0.1:1/cmdb")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("kcl_plugin.cmdb.lookup_hosts"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(east.pods("web"), pods, "nothing may be deleted");
+
+    // A pod that no longer exists (stale CMDB row): refused with the target named.
+    let out = env.run(&["run", &app_recovery(), "-D", "hosts=web-gone", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("web-gone") && text(&out).contains("does not exist"),
+        "{}",
+        text(&out)
+    );
+
+    // Dry run with good input: plan shown, nothing changed.
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &format!("hosts={}", pods[0].0),
+        "--dry-run",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("batch 1/1") && text(&out).contains("delete pod"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(east.pods("web"), pods, "a dry run deletes nothing");
+}
+
+impl Cluster {
+    fn deployment(&self, name: &str) -> Value {
+        let client = self.client();
+        let d = self
+            .cp
+            .block_on(async { Api::<Deployment>::namespaced(client, NS).get(name).await })
+            .expect("get deployment");
+        serde_json::to_value(d).unwrap()
+    }
+}
+
+const WORKLOAD_OPS: &str = r#"import kusion.ops
+
+_web = ops.workload(option("cluster"), "Deployment", "shop", "web")
+
+operations = [
+    ops.Scale {
+        name = "scale-up"
+        targets = [_web]
+        replicas = 3
+        timeout = "60s"
+    }
+    ops.Restart {
+        name = "rollout"
+        targets = [_web]
+        timeout = "60s"
+        dependsOn = ["scale-up"]
+    }
+    ops.Rollback {
+        name = "undo-rollout"
+        targets = [_web]
+        timeout = "60s"
+        dependsOn = ["rollout"]
+    }
+]
+"#;
+
+#[test]
+fn scale_rollout_restart_and_rollback_follow_their_dependencies() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    east.deploy("web", 1);
+    east.wait_ready("web", 1);
+    let env = Env::new(&[&east]);
+    let program = env.path().join("workload.k");
+    std::fs::write(&program, WORKLOAD_OPS).unwrap();
+    let program = program.to_str().unwrap();
+
+    // The plan shows the rollback as not possible yet (no earlier revision before the rollout)
+    // without refusing the run.
+    let out = env.run(&["run", program, "-D", "cluster=east", "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("not possible yet (before rollout)"),
+        "{}",
+        text(&out)
+    );
+
+    let out = env.run(&["run", program, "-D", "cluster=east", "--yes", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report = last_json(&out);
+    let at = |op: &str, key: &str| {
+        report["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["operation"] == op)
+            .and_then(|t| t[key].as_u64())
+            .unwrap_or_else(|| panic!("{op}.{key} missing: {report:#}"))
+    };
+    // dependsOn: each operation starts after the previous one recovered.
+    assert!(
+        at("rollout", "actedAtMs") >= at("scale-up", "recoveredAtMs"),
+        "{report:#}"
+    );
+    assert!(
+        at("undo-rollout", "actedAtMs") >= at("rollout", "recoveredAtMs"),
+        "{report:#}"
+    );
+
+    let d = east.deployment("web");
+    assert_eq!(d["spec"]["replicas"], 3, "{d:#}");
+    // Rolled back to the first template: the rollout's restart annotation is gone again.
+    assert!(
+        d["spec"]["template"]["metadata"]["annotations"]
+            .get("kusion.io/restartedAt")
+            .is_none(),
+        "{d:#}"
+    );
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "3",
+        "{d:#}"
+    );
+    east.wait_ready("web", 3);
+
+    // A workload that does not exist is refused before anything runs.
+    let failing = WORKLOAD_OPS.replace("\"shop\", \"web\")", "\"shop\", \"nope\")");
+    let program2 = env.path().join("failing.k");
+    std::fs::write(&program2, failing).unwrap();
+    let out = env.run(&[
+        "run",
+        program2.to_str().unwrap(),
+        "-D",
+        "cluster=east",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("does not exist"), "{}", text(&out));
+}
+
+/// The example's CMDB fixture (CSV and JSON hold the same rows) drives AppRecovery.k's plan; an
+/// unreachable cluster fails the preflight per target, and nothing runs.
+#[test]
+fn fixture_cmdb_plans_per_app_and_unreachable_clusters_refuse() {
+    require_runtime_plugin();
+    let dir = tempfile::tempdir().unwrap();
+    // A kubeconfig whose server refuses connections.
+    let kubeconfig = dir.path().join("down.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        json!({"apiVersion": "v1", "kind": "Config", "current-context": "down",
+               "clusters": [{"name": "down", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": true}}],
+               "users": [{"name": "down", "user": {"token": "x"}}],
+               "contexts": [{"name": "down", "context": {"cluster": "down", "user": "down"}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let config = json!({"clusters": {"east": {"kubeconfig": kubeconfig}, "west": {"kubeconfig": kubeconfig}}});
+    std::fs::write(dir.path().join("runtime.json"), config.to_string()).unwrap();
+    let example = workspace().join("examples/app-recovery");
+    let run = |db: &str, args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .env("KUSION_STATE_DIR", dir.path().join("state"))
+            .env("KUSION_RUNTIME_CONFIG", dir.path().join("runtime.json"))
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env("HOME", dir.path())
+            .env(
+                "KUSION_CMDB_URL",
+                format!("sqlite://{}", dir.path().join(db).display()),
+            )
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let mut plans = Vec::new();
+    for (db, file) in [("csv.db", "cmdb.csv"), ("json.db", "cmdb.json")] {
+        let out = run(
+            db,
+            &["cmdb", "import", example.join(file).to_str().unwrap()],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        let hosts = "hosts=web-7d9f8c6b5-abcde,api-5c4b9d7f8-pqrst,web-6b8c9d5f4-uvwxy,ghost-1";
+        let out = run(
+            db,
+            &[
+                "run",
+                &app_recovery(),
+                "-D",
+                hosts,
+                "--dry-run",
+                "-o",
+                "json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let report = last_json(&out);
+        assert_eq!(report["status"], "refused", "{report:#}");
+        plans.push(report["plan"].clone());
+    }
+    assert_eq!(
+        plans[0], plans[1],
+        "CSV and JSON fixtures must give the same plan"
+    );
+    let plan = &plans[0];
+    let ops: Vec<&str> = plan["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["restart-web", "restart-api"], "{plan:#}");
+    let web_clusters: Vec<&str> = plan["operations"][0]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cluster"].as_str().unwrap())
+        .collect();
+    assert_eq!(web_clusters, ["east", "west"], "{plan:#}");
+    assert_eq!(plan["unresolved"][0]["subject"], "ghost-1", "{plan:#}");
+    let first = &plan["operations"][0]["clusters"][0]["batches"][0][0];
+    assert_eq!(first["target"], "east/v1:Pod:shop:web-7d9f8c6b5-abcde");
+    let error = first["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("web-7d9f8c6b5-abcde") && error.contains("Connect"),
+        "{plan:#}"
+    );
+}
