@@ -99,7 +99,7 @@ fn unreachable_postgres_is_an_error_and_recovers_when_back() {
         "{err}"
     );
 
-    // Nothing listens on a fresh port: connecting fails fast and says so.
+    // A fresh client to the stopped server: connecting fails fast and hides the password.
     let closed = Cmdb::with_url(&format!("postgres://kusion:hunter2@127.0.0.1:{port}/x")).unwrap();
     let err = closed.lookup_hosts(&["a".into()]).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unavailable, "{err}");
