@@ -47,19 +47,24 @@ fn text(o: &Output) -> String {
 
 /// The plugins as kusionctl loads them from this checkout, with the cmdb plugin pointed at `url`.
 fn load_cmdb(url: &str) -> LoadedPlugins {
+    load("cmdb", json!({ "url": url }), "libkusion_cmdb.so")
+}
+
+/// Only plugin `name` of this checkout's build output, configured with `config`.
+fn load(name: &str, plugin_config: Value, file: &str) -> LoadedPlugins {
     let profile = profile_dir();
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut config = PluginConfig {
         default_dirs: false,
         workspace: Some(checkout.to_path_buf()),
         target_dir: Some(profile.parent().unwrap().to_path_buf()),
-        only: Some(vec!["cmdb".into()]),
+        only: Some(vec![name.into()]),
         ..Default::default()
     };
     config.settings.insert(
-        "cmdb".into(),
+        name.into(),
         PluginSettings {
-            config: json!({ "url": url }),
+            config: plugin_config,
             ..Default::default()
         },
     );
@@ -67,15 +72,12 @@ fn load_cmdb(url: &str) -> LoadedPlugins {
     let entry = plugins
         .entries
         .iter()
-        .find(|e| e.name == "cmdb")
-        .expect("the cmdb plugin's manifest is discovered");
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("the {name} plugin's manifest is discovered"));
     assert_eq!(entry.status, Status::Loaded, "{entry:?}");
     assert_eq!(entry.source, Source::Workspace);
     assert!(
-        entry
-            .file
-            .as_ref()
-            .is_some_and(|f| f.ends_with("libkusion_cmdb.so")),
+        entry.file.as_ref().is_some_and(|f| f.ends_with(file)),
         "{entry:?}"
     );
     plugins
@@ -187,4 +189,34 @@ fn an_unreachable_cmdb_fails_the_program_at_the_call() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("missing.csv"), "{}", text(&out));
+}
+
+#[test]
+fn the_sdk_guide_example_backend_serves_the_same_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("hosts.csv");
+    std::fs::write(
+        &csv,
+        "host,cluster,namespace,pod,app\nweb-7d9f-a,east,shop,web-7d9f-a,web\napi-5c4b-b,west,pay,api-5c4b-b,api\n",
+    )
+    .unwrap();
+    assert!(profile_dir().join("libcmdb_csv_lookup.so").is_file());
+    let plugins = load("cmdb_csv", json!({ "path": csv }), "libcmdb_csv_lookup.so");
+    let file = dir.path().join("main.k");
+    std::fs::write(
+        &file,
+        "import kcl_plugin.cmdb_csv as cmdb\n\n_r = cmdb.lookup_hosts([\"api-5c4b-b\", \"ghost-1\"])\nfound = [r.cluster for r in _r if r.found]\nunknown = [r.host for r in _r if not r.found]\nweb = cmdb.hosts_of_app(\"web\")\n",
+    )
+    .unwrap();
+    let options = kusion_kcl::RunOptions {
+        work_dir: Some(dir.path().to_path_buf()),
+        plugin: Some(kusionctl::kcl_plugins::plugin_hook(&plugins)),
+        json: true,
+        ..Default::default()
+    };
+    let out = kusion_kcl::run_full(&[file], &options).unwrap_or_else(|e| panic!("{e}"));
+    let v: Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(v["found"], json!(["west"]));
+    assert_eq!(v["unknown"], json!(["ghost-1"]));
+    assert_eq!(v["web"], json!(["web-7d9f-a"]));
 }
