@@ -25,16 +25,22 @@ fn profile_dir() -> PathBuf {
 }
 
 fn kusionctl(home: &Path, args: &[&str]) -> Output {
-    Command::new(profile_dir().join("kusionctl"))
-        .args(args)
+    kusionctl_env(home, args, &[])
+}
+
+fn kusionctl_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(profile_dir().join("kusionctl"));
+    cmd.args(args)
         .current_dir(home)
         .env("HOME", home)
         .env_remove("KUSION_PLUGIN_PATH")
         .env_remove("KUSION_CONFIG")
         .env_remove("KUSION_CMDB_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
 }
 
 fn text(o: &Output) -> String {
@@ -219,4 +225,76 @@ fn the_sdk_guide_example_backend_serves_the_same_program() {
     assert_eq!(v["found"], json!(["west"]));
     assert_eq!(v["unknown"], json!(["ghost-1"]));
     assert_eq!(v["web"], json!(["web-7d9f-a"]));
+}
+
+#[test]
+fn the_cmdb_is_chosen_by_flag_config_file_environment_then_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let db = |name: &str| format!("sqlite://{}", home.join(name).display());
+    std::fs::write(
+        home.join("hosts.csv"),
+        "host,cluster,namespace\nweb-1,east,shop\n",
+    )
+    .unwrap();
+    let where_ = |o: &Output| -> String {
+        assert!(o.status.success(), "{}", text(o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["cmdb"].as_str().unwrap().to_string()
+    };
+    // Default: ~/.kusion/cmdb.db.
+    let out = kusionctl(home, &["cmdb", "import", "hosts.csv", "-o", "json"]);
+    assert_eq!(
+        where_(&out),
+        format!("sqlite://{}", home.join(".kusion/cmdb.db").display())
+    );
+    // The environment beats the default.
+    let out = kusionctl_env(
+        home,
+        &["cmdb", "import", "hosts.csv", "-o", "json"],
+        &[("KUSION_CMDB_URL", &db("env.db"))],
+    );
+    assert_eq!(where_(&out), db("env.db"));
+    // The configuration file beats the environment.
+    std::fs::write(
+        home.join(".kusion/config.toml"),
+        format!(
+            "[plugins.settings.cmdb]\nconfig = {{ url = \"{}\" }}\n",
+            db("file.db")
+        ),
+    )
+    .unwrap();
+    let out = kusionctl_env(
+        home,
+        &["cmdb", "import", "hosts.csv", "-o", "json"],
+        &[("KUSION_CMDB_URL", &db("env.db"))],
+    );
+    assert_eq!(where_(&out), db("file.db"));
+    // The flag beats everything.
+    let out = kusionctl(
+        home,
+        &[
+            "cmdb",
+            "import",
+            "hosts.csv",
+            "--cmdb",
+            &db("flag.db"),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(where_(&out), db("flag.db"));
+    // A bad URL in the configuration refuses the plugin, and the command says why.
+    std::fs::write(
+        home.join(".kusion/config.toml"),
+        "[plugins.settings.cmdb]\nconfig = { url = \"mysql://db\" }\n",
+    )
+    .unwrap();
+    let out = kusionctl(home, &["cmdb", "lookup", "web-1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("found but not loaded") && text(&out).contains("mysql://db"),
+        "{}",
+        text(&out)
+    );
 }
