@@ -25,6 +25,8 @@ use crate::record::{HostRecord, UpsertCounts};
 
 /// How long a PostgreSQL connection attempt may take when the URL does not say.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Server-side limit per statement (PostgreSQL), when the URL gives no `options`.
+const STATEMENT_TIMEOUT: &str = "-c statement_timeout=30000";
 /// SQLite limits bound parameters per statement; stay well below the smallest default.
 const CHUNK: usize = 500;
 
@@ -214,6 +216,11 @@ impl Store {
                 })?;
                 if config.get_connect_timeout().is_none() {
                     config.connect_timeout(CONNECT_TIMEOUT);
+                }
+                // A server that accepts the connection but never answers must not hang the KCL
+                // program: bound every statement unless the URL sets its own server options.
+                if config.get_options().is_none() {
+                    config.options(STATEMENT_TIMEOUT);
                 }
                 let client = off_thread(|| -> Result<postgres::Client, StoreError> {
                     let mut client = config

@@ -126,3 +126,25 @@ fn lookups_work_from_inside_an_async_runtime() {
     let out = rt.block_on(async { cmdb.lookup_hosts(&["a".into()]) });
     assert_eq!(out.unwrap()[0]["cluster"], "east");
 }
+
+#[test]
+fn a_server_that_does_not_answer_ends_in_an_error_not_a_hang() {
+    let pg = server();
+    let url = pg.url();
+    Cmdb::with_url(&url)
+        .unwrap()
+        .upsert_hosts(&[rec("a", "east")])
+        .unwrap();
+    // Another session holds the table: every read of it waits until the statement times out.
+    let mut locker = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut tx = locker.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE hosts IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let cmdb = Cmdb::with_url(&format!("{url}?options=-c%20statement_timeout%3D300")).unwrap();
+    let started = std::time::Instant::now();
+    let err = cmdb.lookup_hosts(&["a".into()]).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(err.message.contains("statement timeout"), "{err}");
+    tx.rollback().unwrap();
+    assert_eq!(cmdb.lookup_hosts(&["a".into()]).unwrap()[0]["found"], true);
+}
