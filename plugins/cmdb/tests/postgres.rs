@@ -68,6 +68,16 @@ fn postgres_backend_upserts_and_looks_up() {
     assert_eq!(info["backend"], "postgres");
     assert_eq!(info["hosts"], 3);
 
+    // The same host twice in one import: one statement may not touch a row twice; the last wins.
+    let counts = cmdb
+        .upsert_hosts(&[rec("web-9", "east"), rec("web-9", "west")])
+        .unwrap();
+    assert_eq!((counts.inserted, counts.updated), (1, 1));
+    assert_eq!(
+        cmdb.lookup_hosts(&["web-9".into()]).unwrap()[0]["cluster"],
+        "west"
+    );
+
     // More hosts than one query chunk: every answer still lines up with its input.
     let many: Vec<HostRecord> = (0..1200)
         .map(|i| rec(&format!("h-{i}"), if i % 2 == 0 { "east" } else { "west" }))
@@ -79,6 +89,17 @@ fn postgres_backend_upserts_and_looks_up() {
     assert_eq!(out[7]["cluster"], "west");
     assert_eq!(out[1199]["found"], true);
     assert_eq!(out[1200]["found"], false);
+    // More rows than one statement chunk, with NULLs in optional columns.
+    let big: Vec<HostRecord> = (0..12_000)
+        .map(|i| HostRecord {
+            pod: None,
+            ..rec(&format!("b-{i}"), "east")
+        })
+        .collect();
+    assert_eq!(cmdb.upsert_hosts(&big).unwrap().inserted, 12_000);
+    let out = cmdb.lookup_hosts(&["b-11999".into()]).unwrap();
+    assert_eq!(out[0]["pod"], serde_json::Value::Null);
+    assert_eq!(out[0]["workload"], "web");
 }
 
 #[test]
