@@ -41,20 +41,53 @@ struct Served {
 
 impl KclPlugins {
     pub fn new(plugins: &LoadedPlugins) -> KclPlugins {
-        let mut modules = BTreeMap::new();
-        for (name, plugin) in &plugins.functions {
-            let info = plugin.describe();
-            let served = |plugin: &Arc<dyn FunctionPlugin>| Served {
-                name: name.clone(),
-                functions: info.functions.clone(),
-                plugin: Arc::clone(plugin),
-            };
-            // A plugin serves the module it describes; its manifest name is accepted too when no
-            // other plugin claims that module.
-            modules.insert(info.module.clone(), served(plugin));
-            modules
-                .entry(name.clone())
-                .or_insert_with(|| served(plugin));
+        let described: Vec<(&String, String, Served)> = plugins
+            .functions
+            .iter()
+            .map(|(name, plugin)| {
+                let info = plugin.describe();
+                let served = Served {
+                    name: name.clone(),
+                    functions: info.functions,
+                    plugin: Arc::clone(plugin),
+                };
+                (name, info.module, served)
+            })
+            .collect();
+        // A plugin serves the module it describes. When two describe the same module, the one
+        // whose manifest name is that module wins, else the first by name. A plugin's manifest
+        // name is accepted as a module too when nobody describes that module.
+        let mut modules: BTreeMap<String, Served> = BTreeMap::new();
+        let mut shadowed: Vec<Served> = Vec::new();
+        let (exact, others): (Vec<_>, Vec<_>) = described
+            .into_iter()
+            .partition(|(name, module, _)| *name == module);
+        for (_, module, served) in exact.into_iter().chain(others) {
+            if let Some(first) = modules.get(&module) {
+                tracing::warn!(
+                    module = %module,
+                    used = %first.name,
+                    shadowed = %served.name,
+                    "two function plugins serve the same KCL module"
+                );
+                shadowed.push(served);
+                continue;
+            }
+            modules.insert(module, served);
+        }
+        let aliases: Vec<Served> = modules
+            .values()
+            .map(|s| Served {
+                name: s.name.clone(),
+                functions: s.functions.clone(),
+                plugin: Arc::clone(&s.plugin),
+            })
+            .chain(shadowed)
+            .collect();
+        for alias in aliases {
+            if !modules.contains_key(&alias.name) {
+                modules.insert(alias.name.clone(), alias);
+            }
         }
         let unavailable = plugins
             .entries
@@ -247,6 +280,43 @@ one = cmdb.lookup_host(host="web-1").app
             err.contains("Unavailable") && err.contains("absent.db") && err.contains("main.k:2:"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_plugin_named_like_the_module_serves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut plugins = LoadedPlugins::default();
+        // Two plugins describe module `cmdb`; "a-mirror" sorts first but is not named `cmdb`.
+        for (name, cluster) in [("a-mirror", "mirror"), ("cmdb", "primary")] {
+            let url = format!(
+                "sqlite://{}",
+                dir.path().join(format!("{name}.db")).display()
+            );
+            let p = kusion_cmdb::Cmdb::with_url(&url).unwrap();
+            p.call(
+                "upsert_hosts",
+                &[serde_json::json!([{"host": "h", "cluster": cluster, "namespace": "n"}])],
+                &Map::new(),
+            )
+            .unwrap();
+            plugins
+                .functions
+                .insert(name.into(), Arc::new(p) as Arc<dyn FunctionPlugin>);
+        }
+        let hook = KclPlugins::new(&plugins);
+        let lookup = |module: &str| {
+            hook.call(
+                module,
+                "lookup_host",
+                &[serde_json::json!("h")],
+                &Map::new(),
+            )
+            .unwrap()["cluster"]
+                .clone()
+        };
+        assert_eq!(lookup("cmdb"), "primary");
+        // The other stays reachable under its own name.
+        assert_eq!(lookup("a-mirror"), "mirror");
     }
 
     #[test]

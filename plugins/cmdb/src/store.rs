@@ -25,6 +25,10 @@ use crate::record::{HostRecord, UpsertCounts};
 
 /// How long a PostgreSQL connection attempt may take when the URL does not say.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Rows per PostgreSQL statement (array parameters: one round trip per chunk).
+const PG_CHUNK: usize = 5_000;
+/// Server-side limit per statement (PostgreSQL), when the URL gives no `options`.
+const STATEMENT_TIMEOUT: &str = "-c statement_timeout=30000";
 /// SQLite limits bound parameters per statement; stay well below the smallest default.
 const CHUNK: usize = 500;
 
@@ -215,6 +219,11 @@ impl Store {
                 if config.get_connect_timeout().is_none() {
                     config.connect_timeout(CONNECT_TIMEOUT);
                 }
+                // A server that accepts the connection but never answers must not hang the KCL
+                // program: bound every statement unless the URL sets its own server options.
+                if config.get_options().is_none() {
+                    config.options(STATEMENT_TIMEOUT);
+                }
                 let client = off_thread(|| -> Result<postgres::Client, StoreError> {
                     let mut client = config
                         .connect(postgres::NoTls)
@@ -269,14 +278,22 @@ impl Store {
         let mut unique: Vec<String> = hosts.to_vec();
         unique.sort();
         unique.dedup();
-        for chunk in unique.chunks(CHUNK) {
-            let rows = match &mut self.backend {
-                Backend::Sqlite(conn) => sqlite_select(conn, chunk),
-                Backend::Postgres(client) => off_thread(|| pg_select(client, chunk)),
-            }
-            .map_err(|e| self.query_error("looking up hosts", &*e))?;
-            known.extend(rows.into_iter().map(|r| (r.host.clone(), r)));
+        let rows = match &mut self.backend {
+            Backend::Sqlite(conn) => unique
+                .chunks(CHUNK)
+                .map(|chunk| sqlite_select(conn, chunk))
+                .collect::<Result<Vec<_>, _>>(),
+            // One thread for the whole look-up; an array parameter has no size limit, so
+            // chunks only bound the size of one answer.
+            Backend::Postgres(client) => off_thread(|| {
+                unique
+                    .chunks(PG_CHUNK)
+                    .map(|chunk| pg_select(client, chunk))
+                    .collect::<Result<Vec<_>, _>>()
+            }),
         }
+        .map_err(|e| self.query_error("looking up hosts", &*e))?;
+        known.extend(rows.into_iter().flatten().map(|r| (r.host.clone(), r)));
         Ok(hosts.iter().map(|h| known.get(h).cloned()).collect())
     }
 
@@ -305,6 +322,17 @@ impl Store {
         if writes.is_empty() {
             return Ok(counts);
         }
+        // One statement may not touch a row twice (PostgreSQL refuses): keep each host's last.
+        let mut last: HashMap<&str, usize> = HashMap::new();
+        for (i, r) in writes.iter().enumerate() {
+            last.insert(r.host.as_str(), i);
+        }
+        let writes: Vec<&HostRecord> = writes
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| last[r.host.as_str()] == *i)
+            .map(|(_, r)| *r)
+            .collect();
         match &mut self.backend {
             Backend::Sqlite(conn) => sqlite_upsert(conn, &writes),
             Backend::Postgres(client) => off_thread(|| pg_upsert(client, &writes)),
@@ -446,22 +474,31 @@ fn sqlite_upsert(conn: &mut rusqlite::Connection, records: &[&HostRecord]) -> Re
 
 fn pg_upsert(client: &mut postgres::Client, records: &[&HostRecord]) -> Result<(), DynError> {
     let mut tx = client.transaction()?;
+    // Columns as arrays, rows rebuilt server-side by UNNEST: one round trip per chunk instead
+    // of one per row.
     let sql = format!(
         "INSERT INTO hosts (host, cluster, namespace, pod, workload, workload_kind, app) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) {UPSERT_TAIL}"
+         SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+         $6::text[], $7::text[]) {UPSERT_TAIL}"
     );
     let stmt = tx.prepare(&sql)?;
-    for r in records {
+    for chunk in records.chunks(PG_CHUNK) {
+        let req = |f: fn(&HostRecord) -> &String| -> Vec<&str> {
+            chunk.iter().map(|r| f(r).as_str()).collect()
+        };
+        let opt = |f: fn(&HostRecord) -> &Option<String>| -> Vec<Option<&str>> {
+            chunk.iter().map(|r| f(r).as_deref()).collect()
+        };
         tx.execute(
             &stmt,
             &[
-                &r.host,
-                &r.cluster,
-                &r.namespace,
-                &r.pod,
-                &r.workload,
-                &r.workload_kind,
-                &r.app,
+                &req(|r| &r.host),
+                &req(|r| &r.cluster),
+                &req(|r| &r.namespace),
+                &opt(|r| &r.pod),
+                &opt(|r| &r.workload),
+                &opt(|r| &r.workload_kind),
+                &opt(|r| &r.app),
             ],
         )?;
     }

@@ -68,6 +68,16 @@ fn postgres_backend_upserts_and_looks_up() {
     assert_eq!(info["backend"], "postgres");
     assert_eq!(info["hosts"], 3);
 
+    // The same host twice in one import: one statement may not touch a row twice; the last wins.
+    let counts = cmdb
+        .upsert_hosts(&[rec("web-9", "east"), rec("web-9", "west")])
+        .unwrap();
+    assert_eq!((counts.inserted, counts.updated), (1, 1));
+    assert_eq!(
+        cmdb.lookup_hosts(&["web-9".into()]).unwrap()[0]["cluster"],
+        "west"
+    );
+
     // More hosts than one query chunk: every answer still lines up with its input.
     let many: Vec<HostRecord> = (0..1200)
         .map(|i| rec(&format!("h-{i}"), if i % 2 == 0 { "east" } else { "west" }))
@@ -79,6 +89,17 @@ fn postgres_backend_upserts_and_looks_up() {
     assert_eq!(out[7]["cluster"], "west");
     assert_eq!(out[1199]["found"], true);
     assert_eq!(out[1200]["found"], false);
+    // More rows than one statement chunk, with NULLs in optional columns.
+    let big: Vec<HostRecord> = (0..12_000)
+        .map(|i| HostRecord {
+            pod: None,
+            ..rec(&format!("b-{i}"), "east")
+        })
+        .collect();
+    assert_eq!(cmdb.upsert_hosts(&big).unwrap().inserted, 12_000);
+    let out = cmdb.lookup_hosts(&["b-11999".into()]).unwrap();
+    assert_eq!(out[0]["pod"], serde_json::Value::Null);
+    assert_eq!(out[0]["workload"], "web");
 }
 
 #[test]
@@ -99,7 +120,7 @@ fn unreachable_postgres_is_an_error_and_recovers_when_back() {
         "{err}"
     );
 
-    // Nothing listens on a fresh port: connecting fails fast and says so.
+    // A fresh client to the stopped server: connecting fails fast and hides the password.
     let closed = Cmdb::with_url(&format!("postgres://kusion:hunter2@127.0.0.1:{port}/x")).unwrap();
     let err = closed.lookup_hosts(&["a".into()]).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unavailable, "{err}");
@@ -125,4 +146,26 @@ fn lookups_work_from_inside_an_async_runtime() {
         .unwrap();
     let out = rt.block_on(async { cmdb.lookup_hosts(&["a".into()]) });
     assert_eq!(out.unwrap()[0]["cluster"], "east");
+}
+
+#[test]
+fn a_server_that_does_not_answer_ends_in_an_error_not_a_hang() {
+    let pg = server();
+    let url = pg.url();
+    Cmdb::with_url(&url)
+        .unwrap()
+        .upsert_hosts(&[rec("a", "east")])
+        .unwrap();
+    // Another session holds the table: every read of it waits until the statement times out.
+    let mut locker = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut tx = locker.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE hosts IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let cmdb = Cmdb::with_url(&format!("{url}?options=-c%20statement_timeout%3D300")).unwrap();
+    let started = std::time::Instant::now();
+    let err = cmdb.lookup_hosts(&["a".into()]).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(err.message.contains("statement timeout"), "{err}");
+    tx.rollback().unwrap();
+    assert_eq!(cmdb.lookup_hosts(&["a".into()]).unwrap()[0]["found"], true);
 }
