@@ -222,8 +222,11 @@ pub fn serve_runtime_as(
             runtime.delete(&decode::<DeleteRequest>(enc, verb, payload)?)?;
             encode(enc, &())
         }
-        verb::OPERATIONS => encode(&runtime.operations()),
-        verb::OPERATE => encode(&runtime.operate(&decode::<OperateRequest>(verb, payload)?)?),
+        verb::OPERATIONS => encode(enc, &runtime.operations()),
+        verb::OPERATE => encode(
+            enc,
+            &runtime.operate(&decode::<OperateRequest>(enc, verb, payload)?)?,
+        ),
         other => Err(unknown_verb("runtime", other)),
     }
 }
