@@ -319,7 +319,8 @@ impl Evaluator {
                             return Err(EvalError::new(
                                 ErrKind::Type,
                                 format!(
-                                    "can't change schema field type of '{k}' from {ps} to {ns}"
+                                    // upstream prints the new type on both sides
+                                    "can't change schema field type of '{k}' from {ns} to {ns}"
                                 ),
                                 Some(a.name.span),
                             ));

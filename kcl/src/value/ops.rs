@@ -54,11 +54,13 @@ pub enum CmpOp {
     NotIn,
 }
 
+/// At run time upstream names plain types; literal forms (`int(1)`) come from the static
+/// checker (`crate::types`), which sees the operands first.
 fn unsupported(op: &str, a: &Value, b: &Value) -> RtError {
-    RtError::ty(format!(
+    RtError::eval(format!(
         "unsupported operand type(s) for {op}: '{}' and '{}'",
-        a.type_plain_nested(),
-        b.type_plain_nested()
+        a.type_name(),
+        b.type_name()
     ))
 }
 
