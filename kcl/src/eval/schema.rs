@@ -690,6 +690,8 @@ impl Evaluator {
             std::mem::take(&mut *frame.attrs.borrow_mut())
         };
         attrs.map.retain(|_, v| !v.is_undefined());
+        // instances are long-lived (they are the output): drop the growth slack
+        attrs.map.shrink_to_fit();
         attrs.ops = None;
         if layout
             .required
