@@ -86,7 +86,8 @@ impl Evaluator {
                 | (BasicType::Int, Value::Int(_))
                 | (BasicType::Float, Value::Float(_))
                 | (BasicType::Str, Value::Str(_)) => Some(v.clone()),
-                (BasicType::Float, Value::Int(i)) => Some(Value::Float(*i as f64)),
+                // upstream keeps an int stored under a float type as an int
+                (BasicType::Float, Value::Int(_)) => Some(v.clone()),
                 (BasicType::Int | BasicType::Float, Value::Unit(_)) => Some(v.clone()),
                 _ => None,
             },

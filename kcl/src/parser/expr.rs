@@ -1351,10 +1351,7 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
         _ => None,
     };
     // a leading zero makes a decimal-looking literal octal, as upstream reads `010` as 8
-    if t.len() > 1
-        && t.starts_with('0')
-        && t.bytes().all(|b| (b'0'..=b'7').contains(&b))
-    {
+    if t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
         return i64::from_str_radix(&t[1..], 8)
             .map(ExprKind::Int)
             .map_err(|_| format!("invalid number literal '{text}'"));

@@ -142,7 +142,7 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
         // a non-literal value may hold the literal: decided at run time
         (Bool, BoolLit(_)) | (Int, IntLit(_) | FloatLit(_)) | (Float, FloatLit(_)) => true,
         (Str, StrLit(_)) => true,
-        (Bool | BoolLit(_), Bool | Int | Float) => true,
+        (Bool | BoolLit(_), Bool) => true,
         (Int | IntLit(_), Int | Float) => true,
         (Float | FloatLit(_), Float) => true,
         (Str | StrLit(_), Str) => true,
