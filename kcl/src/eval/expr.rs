@@ -163,7 +163,7 @@ impl Evaluator {
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
                             return Ok(v);
                         }
-                        let u = value::union(&a, &b, false).map_err(|x| self.rt(x, e.span))?;
+                        let u = value::union_owned(a, &b, false).map_err(|x| self.rt(x, e.span))?;
                         // the merge may have cleared a required attribute
                         self.incomplete.set(true);
                         return Ok(u);

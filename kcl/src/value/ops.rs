@@ -423,6 +423,12 @@ pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
     Ok(out)
 }
 
+/// [`union`] consuming `a`: when nothing else shares it, it is updated in place (no copy).
+pub fn union_owned(mut a: Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
+    union_into(&mut a, b, check_conflict, 0)?;
+    Ok(a)
+}
+
 fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<()> {
     if depth > super::MAX_DEPTH {
         return Err(RtError::new(
