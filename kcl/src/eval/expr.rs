@@ -321,7 +321,26 @@ impl Evaluator {
             }))),
             ExprKind::As { value, ty } => {
                 let v = self.eval(ctx, value)?;
-                self.convert_type(ctx, v, ty, e.span)
+                let got = match (&v, &ty.kind) {
+                    (Value::Schema(s), ast::TypeKind::Named(_)) => Some(if &*s.pkg == "__main__" {
+                        s.name.to_string()
+                    } else {
+                        format!("{}.{}", s.pkg, s.name)
+                    }),
+                    _ => None,
+                };
+                self.convert_type(ctx, v, ty, e.span).map_err(|err| match got {
+                    // a schema cast that fails at run time reads like upstream's runtime check
+                    Some(got) if err.kind == ErrKind::Type => EvalError::new(
+                        ErrKind::Evaluation,
+                        format!(
+                            "expect {}, got {got}. For details:\n{got} is not that schema or one of its subschemas",
+                            super::types::type_str(ty)
+                        ),
+                        err.span,
+                    ),
+                    _ => err,
+                })
             }
             ExprKind::Missing => Err(EvalError::new(
                 ErrKind::Compile,
