@@ -19,6 +19,7 @@ pub mod output;
 pub mod overrides;
 pub mod parser;
 pub mod run;
+pub mod types;
 pub mod value;
 
 pub use ast::{FileId, Module, SourceMap, Span, Symbol, source_map};

@@ -186,6 +186,8 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     if !opts.overrides.is_empty() {
         crate::overrides::apply(&mut program, &opts.overrides).map_err(KclError::Other)?;
     }
+    // static errors first, as upstream's resolver reports them before anything runs
+    crate::types::check_program(&program).map_err(KclError::Eval)?;
     let exec_workdir = opts
         .work_dir
         .as_ref()

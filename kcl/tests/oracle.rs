@@ -164,6 +164,14 @@ for path in sys.argv[1:]:
 "#;
 
 fn oracle(files: &[PathBuf]) -> Vec<(bool, String)> {
+    oracle_full(files)
+        .into_iter()
+        .map(|(ok, yaml, _)| (ok, yaml))
+        .collect()
+}
+
+/// Upstream's verdict, output and error text for each file.
+fn oracle_full(files: &[PathBuf]) -> Vec<(bool, String, String)> {
     let mut cmd = Command::new("python3");
     cmd.arg("-c")
         .arg(ORACLE)
@@ -185,6 +193,7 @@ fn oracle(files: &[PathBuf]) -> Vec<(bool, String)> {
             (
                 v["ok"].as_bool().unwrap(),
                 v["yaml"].as_str().unwrap_or("").to_string(),
+                v["err"].as_str().unwrap_or("").to_string(),
             )
         })
         .collect()
@@ -262,4 +271,69 @@ fn recorded_regressions_still_match() {
     }
     assert!(n > 0);
     let _ = std::io::stdout().flush();
+}
+
+/// The first annotation of a rustc-style diagnostic (the text after the `^` caret), with
+/// terminal colours removed.
+fn first_annotation(err: &str) -> Option<String> {
+    let mut plain = String::with_capacity(err.len());
+    let mut chars = err.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain.lines().find_map(|l| {
+        let (_, rest) = l.split_once('|')?;
+        let rest = rest.trim_start().strip_prefix('^')?;
+        let msg = rest.trim_start_matches('^').trim();
+        (!msg.is_empty()).then(|| msg.to_string())
+    })
+}
+
+/// The static checker against upstream's resolver: `err_*.k` programs must fail in both with
+/// upstream's first message in ours; `ok_*.k` programs (shapes the checker must not reject)
+/// must give the same output.
+#[test]
+fn static_checks_match_upstream() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle_checker");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "k"))
+        .collect();
+    files.sort();
+    let expected = oracle_full(&files);
+    let mut failures = Vec::new();
+    for (f, (ok, yaml, err)) in files.iter().zip(expected) {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let mine = ours(f);
+        let want_ok = name.starts_with("ok_");
+        if ok != want_ok {
+            failures.push(format!(
+                "{name}: upstream ok={ok}, fixture expects {want_ok}: {err}"
+            ));
+            continue;
+        }
+        match (&mine, ok) {
+            (Ok(text), true) if yaml_value(text) == yaml_value(&yaml) => {}
+            (Err(e), false) => {
+                let key = first_annotation(&err).unwrap_or_default();
+                if !e.contains(&key) {
+                    failures.push(format!("{name}: upstream says {key:?}, ours:\n{e}"));
+                }
+            }
+            _ => failures.push(format!(
+                "{name}: upstream ok={ok}:\n{yaml}{err}\nours: {mine:?}"
+            )),
+        }
+    }
+    assert!(files.len() >= 18, "fixtures missing in {}", dir.display());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -115,9 +115,16 @@ fn b_len(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 }
 
 fn b_sum(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let items = req(args, kw, 0, "iterable", "sum")?.iter_items()?;
+    let it = req(args, kw, 0, "iterable", "sum")?;
     let mut acc = arg(args, kw, 1, "start").cloned().unwrap_or(Value::Int(0));
-    for x in items {
+    // a list is summed in place (no copy of a possibly large argument)
+    if let Value::List(l) = it {
+        for x in l.iter() {
+            acc = value::binary(value::BinOp::Add, &acc, x)?;
+        }
+        return Ok(acc);
+    }
+    for x in it.iter_items()? {
         acc = value::binary(value::BinOp::Add, &acc, &x)?;
     }
     Ok(acc)

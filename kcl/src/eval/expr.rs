@@ -163,7 +163,7 @@ impl Evaluator {
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
                             return Ok(v);
                         }
-                        let u = value::union(&a, &b, false).map_err(|x| self.rt(x, e.span))?;
+                        let u = value::union_owned(a, &b, false).map_err(|x| self.rt(x, e.span))?;
                         // the merge may have cleared a required attribute
                         self.incomplete.set(true);
                         return Ok(u);
@@ -277,6 +277,8 @@ impl Evaluator {
                     out.push(v);
                     Ok(())
                 })?;
+                // results are often long-lived (large generated lists): drop the growth slack
+                out.shrink_to_fit();
                 Ok(Value::from(out))
             }
             ExprKind::DictComp(c) => {
@@ -319,7 +321,26 @@ impl Evaluator {
             }))),
             ExprKind::As { value, ty } => {
                 let v = self.eval(ctx, value)?;
-                self.convert_type(ctx, v, ty, e.span)
+                let got = match (&v, &ty.kind) {
+                    (Value::Schema(s), ast::TypeKind::Named(_)) => Some(if &*s.pkg == "__main__" {
+                        s.name.to_string()
+                    } else {
+                        format!("{}.{}", s.pkg, s.name)
+                    }),
+                    _ => None,
+                };
+                self.convert_type(ctx, v, ty, e.span).map_err(|err| match got {
+                    // a schema cast that fails at run time reads like upstream's runtime check
+                    Some(got) if err.kind == ErrKind::Type => EvalError::new(
+                        ErrKind::Evaluation,
+                        format!(
+                            "expect {}, got {got}. For details:\n{got} is not that schema or one of its subschemas",
+                            super::types::type_str(ty)
+                        ),
+                        err.span,
+                    ),
+                    _ => err,
+                })
             }
             ExprKind::Missing => Err(EvalError::new(
                 ErrKind::Compile,
@@ -1041,26 +1062,30 @@ fn single(container: &Value, a: Value, b: Value) -> Value {
 
 /// Loop pairs: list -> (index, item); dict -> (key, value); str -> (index, char). A single loop
 /// variable binds the item for lists and strings and the key for dicts ([`single`]).
-fn iter_pairs(v: &Value) -> Result<Vec<(Value, Value)>, RtError> {
+fn iter_pairs(v: &Value) -> Result<Box<dyn Iterator<Item = (Value, Value)>>, RtError> {
     Ok(match v {
-        Value::List(l) => l
-            .iter()
-            .enumerate()
-            .map(|(i, x)| (Value::Int(i as i64), x.clone()))
-            .collect(),
-        Value::Dict(_) | Value::Schema(_) => v
-            .as_dict()
-            .unwrap()
-            .map
-            .iter()
-            .map(|(k, x)| (Value::Str(k.clone()), x.clone()))
-            .collect(),
-        Value::Str(s) => s
-            .chars()
-            .enumerate()
-            .map(|(i, c)| (Value::Int(i as i64), Value::from(c.to_string())))
-            .collect(),
-        Value::None | Value::Undefined => Vec::new(),
+        // lazily over a shared snapshot: a 200k-item list costs no second copy
+        Value::List(l) => {
+            let l = l.clone();
+            Box::new((0..l.len()).map(move |i| (Value::Int(i as i64), l[i].clone())))
+        }
+        Value::Dict(_) | Value::Schema(_) => Box::new(
+            v.as_dict()
+                .unwrap()
+                .map
+                .iter()
+                .map(|(k, x)| (Value::Str(k.clone()), x.clone()))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        ),
+        Value::Str(s) => Box::new(
+            s.chars()
+                .enumerate()
+                .map(|(i, c)| (Value::Int(i as i64), Value::from(c.to_string())))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        ),
+        Value::None | Value::Undefined => Box::new(std::iter::empty()),
         other => {
             return Err(RtError::ty(format!(
                 "'{}' object is not iterable",

@@ -152,6 +152,53 @@ pub struct Evaluator {
     pub(crate) origin_expr: Cell<*const ast::Expr>,
     /// Consumed by the next instantiation: keep its origin.
     pub(crate) keep_origin: Cell<bool>,
+    /// Package-level names bound to a schema instance that the program's text mentions again
+    /// (only those can be merged later, so only their instances keep their config).
+    reused_names: rustc_hash::FxHashSet<Symbol>,
+}
+
+/// Names assigned a schema instance at package level whose identifier occurs more than once
+/// in the program's source text (a cheap, conservative stand-in for "is used again").
+fn reused_schema_names(program: &Program) -> rustc_hash::FxHashSet<Symbol> {
+    let pkgs = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
+    let mut counts: FxHashMap<&'static str, u32> = FxHashMap::default();
+    let mut files = Vec::new();
+    for p in pkgs {
+        for m in &p.modules {
+            files.push(m.file);
+            for s in &m.body {
+                if let StmtKind::Assign(a) = &s.kind
+                    && matches!(a.value.kind, ast::ExprKind::Schema(_))
+                {
+                    for t in &a.targets {
+                        counts.insert(t.name.sym.as_str(), 0);
+                    }
+                }
+            }
+        }
+    }
+    if counts.is_empty() {
+        return Default::default();
+    }
+    for f in files {
+        let Some(src) = crate::ast::source_map().get(f) else {
+            continue;
+        };
+        for w in src
+            .text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+        {
+            if let Some(c) = counts.get_mut(w) {
+                *c += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, c)| *c > 1)
+        .map(|(n, _)| Symbol::intern(n))
+        .collect()
 }
 
 /// Deepest nesting of calls / schema instantiations before a clear error.
@@ -164,7 +211,9 @@ impl Evaluator {
         for (k, p) in program.packages.iter() {
             sources.insert(k.to_string(), (p.path.clone(), p.modules.clone()));
         }
+        let reused_names = reused_schema_names(&program);
         let ev = Evaluator {
+            reused_names,
             opts,
             root: program.root.clone(),
             sources: RefCell::new(sources),
@@ -527,7 +576,13 @@ impl Evaluator {
                 Ok(Some(v))
             }
             StmtKind::Assign(a) => {
-                if matches!(a.value.kind, ast::ExprKind::Schema(_)) {
+                if matches!(a.value.kind, ast::ExprKind::Schema(_))
+                    && (ctx.schema.is_some()
+                        || ctx.locals.is_some()
+                        || a.targets
+                            .iter()
+                            .any(|t| self.reused_names.contains(&t.name.sym)))
+                {
                     self.origin_expr.set(&a.value as *const ast::Expr);
                 }
                 let mut v = self.eval(ctx, &a.value)?;

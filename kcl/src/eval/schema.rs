@@ -319,7 +319,8 @@ impl Evaluator {
                             return Err(EvalError::new(
                                 ErrKind::Type,
                                 format!(
-                                    "can't change schema field type of '{k}' from {ps} to {ns}"
+                                    // upstream prints the new type on both sides
+                                    "can't change schema field type of '{k}' from {ns} to {ns}"
                                 ),
                                 Some(a.name.span),
                             ));
@@ -689,6 +690,8 @@ impl Evaluator {
             std::mem::take(&mut *frame.attrs.borrow_mut())
         };
         attrs.map.retain(|_, v| !v.is_undefined());
+        // instances are long-lived (they are the output): drop the growth slack
+        attrs.map.shrink_to_fit();
         attrs.ops = None;
         if layout
             .required

@@ -86,7 +86,8 @@ impl Evaluator {
                 | (BasicType::Int, Value::Int(_))
                 | (BasicType::Float, Value::Float(_))
                 | (BasicType::Str, Value::Str(_)) => Some(v.clone()),
-                (BasicType::Float, Value::Int(i)) => Some(Value::Float(*i as f64)),
+                // upstream keeps an int stored under a float type as an int
+                (BasicType::Float, Value::Int(_)) => Some(v.clone()),
                 (BasicType::Int | BasicType::Float, Value::Unit(_)) => Some(v.clone()),
                 _ => None,
             },
@@ -158,14 +159,21 @@ impl Evaluator {
             TypeKind::Dict(_, vt) => match v {
                 Value::Dict(d) => match vt {
                     Some(vt) => {
-                        let mut nd = (**d).clone();
-                        for (_, x) in nd.map.iter_mut() {
+                        // copied only when a value actually changes (most dicts already fit)
+                        let mut nd: Option<crate::value::Dict> = None;
+                        for (i, (_, x)) in d.map.iter().enumerate() {
                             match self.try_convert(ctx, x, vt, span)? {
-                                Some(y) => *x = y,
+                                Some(y) if !same(&y, x) => {
+                                    let nd = nd.get_or_insert_with(|| (**d).clone());
+                                    if let Some((_, slot)) = nd.map.get_index_mut(i) {
+                                        *slot = y;
+                                    }
+                                }
+                                Some(_) => {}
                                 None => return Ok(None),
                             }
                         }
-                        Some(Value::from(nd))
+                        Some(nd.map(Value::from).unwrap_or_else(|| v.clone()))
                     }
                     None => Some(v.clone()),
                 },
@@ -204,6 +212,9 @@ impl Evaluator {
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y),
+        (Value::Dict(x), Value::Dict(y)) => Rc::ptr_eq(x, y),
+        (Value::Schema(x), Value::Schema(y)) => Rc::ptr_eq(x, y),
+        (Value::None, Value::None) | (Value::Undefined, Value::Undefined) => true,
         (Value::Int(_), Value::Int(_))
         | (Value::Str(_), Value::Str(_))
         | (Value::Bool(_), Value::Bool(_)) => true,

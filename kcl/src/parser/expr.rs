@@ -867,6 +867,8 @@ impl<'a> Parser<'a> {
         if !self.expect(Tok::RBrace, "}") {
             self.skip_to_closer(Tok::RBrace);
         }
+        // the tree lives for the whole run: no growth slack (entries are ~100 bytes each)
+        entries.shrink_to_fit();
         Expr {
             kind: ExprKind::Config(entries),
             span: self.since(lo),
@@ -1348,6 +1350,12 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
         Some("0b" | "0B") => Some(2),
         _ => None,
     };
+    // a leading zero makes a decimal-looking literal octal, as upstream reads `010` as 8
+    if t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return i64::from_str_radix(&t[1..], 8)
+            .map(ExprKind::Int)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
     if let Some(r) = radix {
         return i64::from_str_radix(&t[2..], r)
             .map(ExprKind::Int)

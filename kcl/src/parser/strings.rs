@@ -12,8 +12,17 @@ pub(crate) struct StrShape {
 pub(crate) fn shape(text: &str, raw: bool, triple: bool) -> StrShape {
     let prefix = usize::from(raw);
     let qlen = if triple { 3 } else { 1 };
-    let open = (prefix + qlen).min(text.len());
+    let mut open = (prefix + qlen).min(text.len());
     let q = text.as_bytes().get(prefix).copied().unwrap_or(b'"');
+    // upstream drops the line break right after the opening `"""` (as a heredoc would)
+    if triple {
+        let rest = &text.as_bytes()[open..];
+        if rest.starts_with(b"\r\n") && rest.len() >= 2 + qlen {
+            open += 2;
+        } else if rest.starts_with(b"\n") && rest.len() > qlen {
+            open += 1;
+        }
+    }
     let body = &text.as_bytes()[open..];
     let close = if body.len() >= qlen && body[body.len() - qlen..].iter().all(|&b| b == q) {
         // The closing quote must not be escaped (an unterminated `"abc\"` ends with `\"`).

@@ -18,6 +18,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
 pub use ops::{
     BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos, union,
+    union_owned,
 };
 pub use strfmt::{to_repr, to_str};
 

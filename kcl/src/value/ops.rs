@@ -54,11 +54,13 @@ pub enum CmpOp {
     NotIn,
 }
 
+/// At run time upstream names plain types; literal forms (`int(1)`) come from the static
+/// checker (`crate::types`), which sees the operands first.
 fn unsupported(op: &str, a: &Value, b: &Value) -> RtError {
-    RtError::ty(format!(
+    RtError::eval(format!(
         "unsupported operand type(s) for {op}: '{}' and '{}'",
-        a.type_plain_nested(),
-        b.type_plain_nested()
+        a.type_name(),
+        b.type_name()
     ))
 }
 
@@ -419,6 +421,12 @@ pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
     let mut out = a.clone();
     union_into(&mut out, b, check_conflict, 0)?;
     Ok(out)
+}
+
+/// [`union`] consuming `a`: when nothing else shares it, it is updated in place (no copy).
+pub fn union_owned(mut a: Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
+    union_into(&mut a, b, check_conflict, 0)?;
+    Ok(a)
 }
 
 fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<()> {

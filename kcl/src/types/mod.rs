@@ -1,0 +1,1404 @@
+//! The static type checker: runs over a loaded program before evaluation and reports the errors
+//! upstream KCL's resolver finds at compile time (config values that do not fit a schema
+//! attribute's type, unknown schema members, bad `as` conversions, operators on types that
+//! never support them, unknown schema-type attributes, re-assigned immutable variables, import
+//! cycles), in upstream's wording.
+//!
+//! It is deliberately one-sided: a type it cannot pin down is `any`, and `any` is compatible
+//! with everything, so it never rejects a program the evaluator would run. Values of
+//! unannotated variables are not inferred (the evaluator checks those at run time); what is
+//! checked are literals, schema instantiations and annotated names.
+//!
+//! Cost: one walk over every statement and expression, with schema member tables built lazily
+//! and cached per schema; nothing is allocated for expressions that need no check.
+
+mod ty;
+
+use std::cell::OnceCell;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+
+use crate::ast::{self, Expr, ExprKind, FileId, Span, Stmt, StmtKind, Symbol};
+use crate::eval::EvalError;
+use crate::parser::loader::{ImportTarget, Program};
+use crate::value::ErrKind;
+
+pub use ty::Ty;
+use ty::{Kind, SchemaId, assignable};
+
+/// Check `program`; the first error found (in source order of the main package, then imported
+/// packages) is returned.
+pub fn check_program(program: &Program) -> Result<(), EvalError> {
+    let mut c = Checker::new(program);
+    c.check_import_cycles()?;
+    let mut pkgs: Vec<usize> = (0..c.pkgs.len()).collect();
+    // the main package first: its errors are the ones upstream shows first
+    pkgs.sort_by_key(|&i| i != c.main);
+    for p in pkgs {
+        c.check_pkg(p);
+        if let Some(e) = c.errors.into_iter().next() {
+            return Err(e);
+        }
+        c.errors = Vec::new();
+    }
+    Ok(())
+}
+
+/// One schema definition and its lazily built member table.
+struct SchemaInfo<'a> {
+    stmt: &'a ast::SchemaStmt,
+    pkg: usize,
+    file: FileId,
+    members: OnceCell<Rc<Members>>,
+}
+
+/// Attributes a schema accepts, with their declared types.
+#[derive(Default)]
+struct Members {
+    attrs: FxHashMap<Symbol, (Ty, Span)>,
+    /// Names in declaration order (for "did you mean" lists).
+    order: Vec<Symbol>,
+    /// Index signature, unresolved parent or mixin: any key may be valid.
+    open: bool,
+    parents: Vec<SchemaId>,
+}
+
+struct PkgInfo<'a> {
+    path: &'a str,
+    modules: &'a [ast::Module],
+    schemas: FxHashMap<Symbol, SchemaId>,
+    aliases: FxHashMap<Symbol, (&'a ast::Type, FileId)>,
+    /// Annotated package-level variables.
+    globals: FxHashMap<Symbol, (&'a ast::Type, FileId)>,
+    dup_schemas: Vec<Symbol>,
+    /// Unannotated package-level names assigned exactly once (by a plain top-level `=`),
+    /// typed lazily by their value with literals widened, as upstream does.
+    inferred: FxHashMap<Symbol, (&'a Expr, FileId)>,
+    inferred_ty: FxHashMap<Symbol, Ty>,
+}
+
+struct Checker<'a> {
+    program: &'a Program,
+    pkgs: Vec<PkgInfo<'a>>,
+    pkg_index: FxHashMap<&'a str, usize>,
+    main: usize,
+    schemas: Vec<SchemaInfo<'a>>,
+    /// `import` bindings per file.
+    imports: FxHashMap<(FileId, Symbol), &'a ImportTarget>,
+    file_pkg: FxHashMap<FileId, usize>,
+    errors: Vec<EvalError>,
+    alias_depth: u32,
+}
+
+/// Lexical context of the expression being checked.
+#[derive(Clone)]
+struct Env {
+    pkg: usize,
+    file: FileId,
+    schema: Option<SchemaId>,
+    /// Local names (lambda parameters, loop variables) shadow globals; their types are `any`
+    /// unless annotated.
+    locals: Rc<Vec<(Symbol, Ty)>>,
+}
+
+impl Env {
+    fn with_local(&self, s: Symbol, t: Ty) -> Env {
+        let mut l = (*self.locals).clone();
+        l.push((s, t));
+        Env {
+            locals: Rc::new(l),
+            ..self.clone()
+        }
+    }
+}
+
+impl<'a> Checker<'a> {
+    fn new(program: &'a Program) -> Self {
+        let mut c = Checker {
+            program,
+            pkgs: Vec::new(),
+            pkg_index: FxHashMap::default(),
+            main: 0,
+            schemas: Vec::new(),
+            imports: FxHashMap::default(),
+            file_pkg: FxHashMap::default(),
+            errors: Vec::new(),
+            alias_depth: 0,
+        };
+        let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
+        for p in all {
+            let idx = c.pkgs.len();
+            let mut info = PkgInfo {
+                path: &p.pkgpath,
+                modules: &p.modules,
+                schemas: FxHashMap::default(),
+                aliases: FxHashMap::default(),
+                globals: FxHashMap::default(),
+                dup_schemas: Vec::new(),
+                inferred: FxHashMap::default(),
+                inferred_ty: FxHashMap::default(),
+            };
+            let mut counts: FxHashMap<Symbol, u32> = FxHashMap::default();
+            for m in &p.modules {
+                c.file_pkg.insert(m.file, idx);
+                for s in &m.body {
+                    match &s.kind {
+                        StmtKind::Schema(st) => {
+                            let id = SchemaId(c.schemas.len());
+                            c.schemas.push(SchemaInfo {
+                                stmt: st,
+                                pkg: idx,
+                                file: m.file,
+                                members: OnceCell::new(),
+                            });
+                            // a name defined twice is the evaluator's error to report
+                            if info.schemas.insert(st.name.sym, id).is_some() {
+                                info.dup_schemas.push(st.name.sym);
+                            }
+                        }
+                        StmtKind::TypeAlias(t) => {
+                            info.aliases.insert(t.name.sym, (&t.ty, m.file));
+                        }
+                        StmtKind::Assign(a) => {
+                            if let (Some(t), [target]) = (&a.ty, a.targets.as_slice())
+                                && target.path.is_empty()
+                            {
+                                info.globals.insert(target.name.sym, (t, m.file));
+                            }
+                            for t in &a.targets {
+                                *counts.entry(t.name.sym).or_default() += 1;
+                            }
+                            if let (None, [target]) = (&a.ty, a.targets.as_slice())
+                                && target.path.is_empty()
+                            {
+                                info.inferred.insert(target.name.sym, (&a.value, m.file));
+                            }
+                        }
+                        StmtKind::Unification(u) => {
+                            *counts.entry(u.target.sym).or_default() += 2;
+                        }
+                        StmtKind::If(i) => {
+                            let mut names = Vec::new();
+                            collect_assigned(&i.body, &mut names);
+                            collect_assigned(&i.orelse, &mut names);
+                            for n in names {
+                                *counts.entry(n).or_default() += 2;
+                            }
+                        }
+                        StmtKind::Import(i) => {
+                            if let (Some(t), Some(n)) = (program.import_target(i), i.local_name()) {
+                                c.imports.insert((m.file, n), t);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            info.inferred
+                .retain(|k, _| counts.get(k) == Some(&1) && !info.globals.contains_key(k));
+            for d in std::mem::take(&mut info.dup_schemas) {
+                info.schemas.remove(&d);
+            }
+            c.pkg_index.insert(&p.pkgpath, idx);
+            c.pkgs.push(info);
+        }
+        c.main = 0;
+        c
+    }
+
+    fn err(&mut self, kind: ErrKind, msg: String, span: Span) {
+        self.errors.push(EvalError::new(kind, msg, Some(span)));
+    }
+
+    // ------------------------------------------------------------- imports ------
+
+    /// `import` cycles between packages of the program.
+    fn check_import_cycles(&self) -> Result<(), EvalError> {
+        // edges: package -> imported packages, with the import statement span
+        let n = self.pkgs.len();
+        let mut edges: Vec<Vec<(usize, Span)>> = vec![Vec::new(); n];
+        for (pi, p) in self.pkgs.iter().enumerate() {
+            for m in p.modules {
+                for s in &m.body {
+                    if let StmtKind::Import(i) = &s.kind
+                        && let Some(ImportTarget::Package(path)) = self.program.import_target(i)
+                        && let Some(&to) = self.pkg_index.get(&**path)
+                    {
+                        edges[pi].push((to, s.span));
+                    }
+                }
+            }
+        }
+        // a package that imports the main package's own files closes a cycle through main
+        let mut state = vec![0u8; n];
+        let mut stack: Vec<usize> = Vec::new();
+        fn dfs(
+            u: usize,
+            edges: &[Vec<(usize, Span)>],
+            state: &mut [u8],
+            stack: &mut Vec<usize>,
+        ) -> Option<(Vec<usize>, Span)> {
+            state[u] = 1;
+            stack.push(u);
+            for &(v, sp) in &edges[u] {
+                if state[v] == 1 {
+                    let start = stack.iter().position(|&x| x == v).unwrap_or(0);
+                    return Some((stack[start..].to_vec(), sp));
+                }
+                if state[v] == 0
+                    && let Some(r) = dfs(v, edges, state, stack)
+                {
+                    return Some(r);
+                }
+            }
+            stack.pop();
+            state[u] = 2;
+            None
+        }
+        for s in 0..n {
+            if state[s] == 0
+                && let Some((cycle, sp)) = dfs(s, &edges, &mut state, &mut stack)
+            {
+                let names: Vec<&str> = cycle.iter().map(|&i| self.pkgs[i].path).collect();
+                let next = cycle[1 % cycle.len()];
+                let sp = edges[cycle[0]]
+                    .iter()
+                    .find(|(t, _)| *t == next)
+                    .map(|(_, s)| *s)
+                    .unwrap_or(sp);
+                return Err(EvalError::new(
+                    ErrKind::Compile,
+                    format!(
+                        "There is a circular reference between modules {}",
+                        names.join(", ")
+                    ),
+                    Some(sp.shrink_to_lo()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------- types --------
+
+    fn pkg_of_import(&self, file: FileId, name: Symbol) -> Option<usize> {
+        match self.imports.get(&(file, name))? {
+            ImportTarget::Package(p) => self.pkg_index.get(&**p).copied(),
+            _ => None,
+        }
+    }
+
+    /// The schema an identifier (`S` or `pkg.S`) names from `file` of package `pkg`.
+    fn resolve_schema(&self, pkg: usize, file: FileId, names: &[ast::Name]) -> Option<SchemaId> {
+        match names {
+            [n] => self.pkgs[pkg].schemas.get(&n.sym).copied(),
+            [p, n] => {
+                let target = self.pkg_of_import(file, p.sym)?;
+                self.pkgs[target].schemas.get(&n.sym).copied()
+            }
+            _ => None,
+        }
+    }
+
+    /// An annotation as a checker type; anything not understood is `any`.
+    fn resolve_type(&mut self, pkg: usize, file: FileId, t: &ast::Type) -> Ty {
+        use ast::{BasicType, LiteralType, TypeKind};
+        match &t.kind {
+            TypeKind::Any => Ty::Any,
+            TypeKind::Basic(b) => match b {
+                BasicType::Bool => Ty::Bool,
+                BasicType::Int => Ty::Int,
+                BasicType::Float => Ty::Float,
+                BasicType::Str => Ty::Str,
+            },
+            TypeKind::Named(id) => {
+                if let Some(s) = self.resolve_schema(pkg, file, &id.names) {
+                    return Ty::Schema(s);
+                }
+                let alias = match id.names.as_slice() {
+                    [n] => self.pkgs[pkg]
+                        .aliases
+                        .get(&n.sym)
+                        .copied()
+                        .map(|a| (pkg, a)),
+                    [p, n] => self
+                        .pkg_of_import(file, p.sym)
+                        .and_then(|tp| self.pkgs[tp].aliases.get(&n.sym).copied().map(|a| (tp, a))),
+                    _ => None,
+                };
+                match alias {
+                    Some((ap, (at, af))) if self.alias_depth < 32 => {
+                        self.alias_depth += 1;
+                        let r = self.resolve_type(ap, af, at);
+                        self.alias_depth -= 1;
+                        r
+                    }
+                    _ => Ty::Any,
+                }
+            }
+            TypeKind::List(e) => Ty::List(Rc::new(match e {
+                Some(e) => self.resolve_type(pkg, file, e),
+                None => Ty::Any,
+            })),
+            TypeKind::Dict(k, v) => {
+                let k = match k {
+                    Some(k) => self.resolve_type(pkg, file, k),
+                    None => Ty::Any,
+                };
+                let v = match v {
+                    Some(v) => self.resolve_type(pkg, file, v),
+                    None => Ty::Any,
+                };
+                Ty::Dict(Rc::new(k), Rc::new(v))
+            }
+            TypeKind::Union(ts) => {
+                let ts: Vec<Ty> = ts.iter().map(|x| self.resolve_type(pkg, file, x)).collect();
+                Ty::union(ts)
+            }
+            TypeKind::Literal(l) => match l {
+                LiteralType::Bool(b) => Ty::BoolLit(*b),
+                LiteralType::Int(i, None) => Ty::IntLit(*i),
+                LiteralType::Float(f) => Ty::FloatLit(*f),
+                LiteralType::Str(s) => Ty::StrLit(s.clone()),
+                LiteralType::None => Ty::None,
+                _ => Ty::Any,
+            },
+            TypeKind::Function { .. } => Ty::Any,
+        }
+    }
+
+    fn schema_name(&self, id: SchemaId) -> &'static str {
+        self.schemas[id.0].stmt.name.sym.as_str()
+    }
+
+    fn members(&mut self, id: SchemaId) -> Rc<Members> {
+        if let Some(m) = self.schemas[id.0].members.get() {
+            return m.clone();
+        }
+        // a placeholder first, so an inheritance cycle ends (the evaluator reports cycles)
+        let _ = self.schemas[id.0].members.set(Rc::new(Members {
+            open: true,
+            ..Default::default()
+        }));
+        let m = Rc::new(self.build_members(id));
+        let cell = &mut self.schemas[id.0].members;
+        *cell = OnceCell::new();
+        let _ = cell.set(m.clone());
+        m
+    }
+
+    fn build_members(&mut self, id: SchemaId) -> Members {
+        let (st, pkg, file) = {
+            let s = &self.schemas[id.0];
+            (s.stmt, s.pkg, s.file)
+        };
+        let mut m = Members {
+            open: st.index_signature.is_some() || st.is_protocol() || st.for_host.is_some(),
+            ..Default::default()
+        };
+        // parent and mixin members first; own declarations override them
+        let mut bases: Vec<&ast::Identifier> = st.parent.iter().collect();
+        bases.extend(st.mixins.iter());
+        for b in bases {
+            match self.resolve_schema(pkg, file, &b.names) {
+                // inheriting from a mixin is an error the evaluator reports
+                Some(pid)
+                    if self.schemas[pid.0].stmt.is_mixin() && st.parent.as_ref() == Some(b) =>
+                {
+                    m.open = true
+                }
+                Some(pid) => {
+                    let pm = self.members(pid);
+                    m.open |= pm.open;
+                    for k in &pm.order {
+                        if let Some(v) = pm.attrs.get(k) {
+                            if !m.attrs.contains_key(k) {
+                                m.order.push(*k);
+                            }
+                            m.attrs.insert(*k, v.clone());
+                        }
+                    }
+                    m.parents.push(pid);
+                    m.parents.extend(pm.parents.iter().copied());
+                }
+                None => m.open = true,
+            }
+        }
+        if let Some(ps) = &st.params {
+            for p in ps {
+                m.add(p.name.sym, Ty::Any, p.name.span);
+            }
+        }
+        self.collect_body_members(pkg, file, &st.body, &mut m);
+        m
+    }
+
+    fn collect_body_members(&mut self, pkg: usize, file: FileId, body: &[Stmt], m: &mut Members) {
+        for s in body {
+            match &s.kind {
+                StmtKind::SchemaAttr(a) => {
+                    let t = self.resolve_type(pkg, file, &a.ty);
+                    m.set(a.name.sym, t, a.name.span);
+                }
+                StmtKind::Assign(a) => {
+                    for t in &a.targets {
+                        let ty = match &a.ty {
+                            Some(ty) if t.path.is_empty() => self.resolve_type(pkg, file, ty),
+                            _ => Ty::Any,
+                        };
+                        m.add(t.name.sym, ty, t.name.span);
+                    }
+                }
+                StmtKind::AugAssign(a) => m.add(a.target.name.sym, Ty::Any, a.target.name.span),
+                StmtKind::Unification(u) => m.add(u.target.sym, Ty::Any, u.target.span),
+                StmtKind::If(i) => {
+                    self.collect_body_members(pkg, file, &i.body, m);
+                    self.collect_body_members(pkg, file, &i.orelse, m);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // ------------------------------------------------------------- walk ---------
+
+    fn check_pkg(&mut self, pkg: usize) {
+        let modules = self.pkgs[pkg].modules;
+        let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for m in modules {
+            let env = Env {
+                pkg,
+                file: m.file,
+                schema: None,
+                locals: Rc::new(Vec::new()),
+            };
+            for s in &m.body {
+                self.check_immutable(s, &mut assigned);
+                self.stmt(&env, s);
+                if !self.errors.is_empty() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `x op= v` on a package-level name that is not `_`-prefixed.
+    fn check_immutable(&mut self, s: &Stmt, assigned: &mut FxHashMap<Symbol, Span>) {
+        match &s.kind {
+            StmtKind::Assign(a) => {
+                for t in &a.targets {
+                    if t.path.is_empty() {
+                        assigned.entry(t.name.sym).or_insert(t.span);
+                    }
+                }
+            }
+            StmtKind::AugAssign(a) => {
+                let n = a.target.name;
+                if a.target.path.is_empty()
+                    && !n.sym.as_str().starts_with('_')
+                    && let Some(&first) = assigned.get(&n.sym)
+                {
+                    let e = EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Immutable variable '{}' is modified during compiling",
+                            n.sym
+                        ),
+                        Some(a.target.span),
+                    )
+                    .with_note(
+                        first,
+                        format!("The variable '{}' is declared here firstly", n.sym),
+                    );
+                    self.errors.push(e);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn stmt(&mut self, env: &Env, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Expr(e) => {
+                self.infer(env, e);
+            }
+            StmtKind::Unification(u) => {
+                self.infer(env, &u.value);
+            }
+            StmtKind::Assign(a) => match (&a.ty, a.targets.as_slice()) {
+                (Some(t), [target]) => {
+                    let ty = self.resolve_type(env.pkg, env.file, t);
+                    self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+                }
+                _ => {
+                    self.infer(env, &a.value);
+                }
+            },
+            StmtKind::AugAssign(a) => {
+                let r = self.infer(env, &a.value);
+                if a.target.path.is_empty() {
+                    let l = self.lookup(env, a.target.name.sym);
+                    self.binary(a.op.bin_op(), &l, &r, a.target.span);
+                }
+            }
+            StmtKind::Assert(a) => {
+                self.infer(env, &a.test);
+                if let Some(c) = &a.if_cond {
+                    self.infer(env, c);
+                }
+                if let Some(m) = &a.msg {
+                    self.infer(env, m);
+                }
+            }
+            StmtKind::If(i) => {
+                self.infer(env, &i.cond);
+                for s in i.body.iter().chain(&i.orelse) {
+                    self.stmt(env, s);
+                }
+            }
+            StmtKind::SchemaAttr(a) => {
+                if let Some(v) = &a.value {
+                    let ty = self.resolve_type(env.pkg, env.file, &a.ty);
+                    if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
+                        self.check_value(env, v, &ty, a.name.span, Some(a.name.span));
+                    } else {
+                        self.infer(env, v);
+                    }
+                }
+            }
+            StmtKind::Schema(st) => {
+                let id = self.pkgs[env.pkg].schemas.get(&st.name.sym).copied();
+                let mut senv = Env {
+                    schema: id,
+                    ..env.clone()
+                };
+                if let Some(ps) = &st.params {
+                    for p in ps {
+                        let t = match &p.ty {
+                            Some(t) => self.resolve_type(env.pkg, env.file, t),
+                            None => Ty::Any,
+                        };
+                        senv = senv.with_local(p.name.sym, t);
+                    }
+                }
+                self.check_field_types(env, st);
+                if !self.errors.is_empty() {
+                    return;
+                }
+                for s in &st.body {
+                    self.stmt(&senv, s);
+                }
+                if let Some(ix) = &st.index_signature
+                    && let Some(v) = &ix.value
+                {
+                    self.infer(&senv, v);
+                }
+                for c in &st.checks {
+                    self.infer(&senv, &c.test);
+                }
+            }
+            StmtKind::Rule(_) | StmtKind::Import(_) | StmtKind::TypeAlias(_) => {}
+        }
+    }
+
+    /// A schema may not redeclare an inherited attribute with another type.
+    fn check_field_types(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        let Some(parent) = &st.parent else { return };
+        let Some(pid) = self.resolve_schema(env.pkg, env.file, &parent.names) else {
+            return;
+        };
+        if self.schemas[pid.0].stmt.is_mixin() {
+            return;
+        }
+        let pm = self.members(pid);
+        for s in &st.body {
+            if let StmtKind::SchemaAttr(a) = &s.kind
+                && let Some((pt, _)) = pm.attrs.get(&a.name.sym)
+                && !pt.is_any()
+            {
+                let nt = self.resolve_type(env.pkg, env.file, &a.ty);
+                if nt.is_any() || self.ty_str(pt) == self.ty_str(&nt) {
+                    continue;
+                }
+                // upstream names the new type on both sides
+                let shown = match &a.ty.kind {
+                    ast::TypeKind::Named(id) => id
+                        .names
+                        .last()
+                        .map(|n| n.sym.as_str().to_string())
+                        .unwrap_or_default(),
+                    _ => self.ty_str(&nt),
+                };
+                let msg = format!(
+                    "can't change schema field type of '{}' from {shown} to {shown}",
+                    a.name.sym
+                );
+                self.err(ErrKind::Type, msg, a.name.span);
+                return;
+            }
+        }
+    }
+
+    /// Check `e` against `expected`; errors go to `span` with a "defined here" note at
+    /// `def` (where the expected type was declared).
+    fn check_value(&mut self, env: &Env, e: &Expr, expected: &Ty, span: Span, def: Option<Span>) {
+        if expected.is_any() {
+            self.infer(env, e);
+            return;
+        }
+        let inner = strip_paren(e);
+        match (&inner.kind, expected) {
+            (ExprKind::Config(entries), Ty::Schema(id)) => {
+                self.check_schema_config(env, entries, &[*id]);
+                return;
+            }
+            (ExprKind::Config(entries), Ty::Union(ts))
+                if ts.iter().all(|t| matches!(t, Ty::Schema(_))) =>
+            {
+                let ids: Vec<SchemaId> = ts
+                    .iter()
+                    .filter_map(|t| match t {
+                        Ty::Schema(i) => Some(*i),
+                        _ => None,
+                    })
+                    .collect();
+                self.check_schema_config(env, entries, &ids);
+                return;
+            }
+            (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
+                self.check_dict_config(env, entries, expected, kt, vt, def);
+                return;
+            }
+            _ => {}
+        }
+        let got = self.infer(env, e);
+        if !assignable(&got, expected, &|a, b| self.is_sub_schema(a, b)) {
+            let (es, gs) = (self.ty_str(expected), self.ty_str(&got));
+            let mut err = EvalError::new(
+                ErrKind::Type,
+                format!("expected {es}, got {gs}"),
+                Some(span.shrink_to_lo()),
+            );
+            if let Some(d) = def
+                && d != span
+            {
+                err = err.with_note(
+                    d.shrink_to_lo(),
+                    format!("variable is defined here, its type is {es}, but got {gs}"),
+                );
+            }
+            self.errors.push(err);
+        }
+    }
+
+    /// Entries of a config literal checked against a dict type `{K:V}`.
+    fn check_dict_config(
+        &mut self,
+        env: &Env,
+        entries: &[ast::ConfigEntry],
+        dict_ty: &Ty,
+        kt: &Ty,
+        vt: &Ty,
+        def: Option<Span>,
+    ) {
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    let kty = match &key.kind {
+                        ExprKind::Ident(s) => Some(Ty::StrLit(std::sync::Arc::from(s.as_str()))),
+                        ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
+                        ExprKind::Selector { .. } => None,
+                        _ => Some(self.infer(env, key)),
+                    };
+                    if let Some(kty) = kty
+                        && !assignable(&kty, kt, &|a, b| self.is_sub_schema(a, b))
+                    {
+                        let (es, gs) = (self.ty_str(dict_ty), self.ty_str(&kty));
+                        let mut err = EvalError::new(
+                            ErrKind::Type,
+                            format!("expected {es}, got {gs}"),
+                            Some(key.span.shrink_to_lo()),
+                        );
+                        if let Some(d) = def {
+                            err = err.with_note(
+                                d.shrink_to_lo(),
+                                format!("variable is defined here, its type is {es}, but got {gs}"),
+                            );
+                        }
+                        self.errors.push(err);
+                        continue;
+                    }
+                    if matches!(key.kind, ExprKind::Selector { .. }) || *op == ast::ConfigOp::Insert
+                    {
+                        self.infer(env, value);
+                    } else {
+                        self.check_value(env, value, vt, key.span, def);
+                    }
+                }
+                ast::ConfigEntryKind::Unpack(v) => {
+                    self.infer(env, v);
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    self.infer(env, &ci.cond);
+                    self.check_dict_config(env, &ci.body, dict_ty, kt, vt, def);
+                    self.check_dict_config(env, &ci.orelse, dict_ty, kt, vt, def);
+                }
+            }
+        }
+    }
+
+    /// Entries of a config literal used as the config of a schema (or a union of schemas).
+    fn check_schema_config(&mut self, env: &Env, entries: &[ast::ConfigEntry], ids: &[SchemaId]) {
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    let Some(path) = key_path(key) else {
+                        self.infer(env, key);
+                        self.infer(env, value);
+                        continue;
+                    };
+                    let mut cur: Vec<SchemaId> = ids.to_vec();
+                    let mut found: Option<(Ty, Span)> = None;
+                    let mut ok = true;
+                    for (i, (name, nspan)) in path.iter().enumerate() {
+                        if cur.is_empty() {
+                            ok = false;
+                            break;
+                        }
+                        let mut hit: Option<(Ty, Span)> = None;
+                        let mut open = false;
+                        for &id in &cur {
+                            let m = self.members(id);
+                            open |= m.open;
+                            if let Some(a) = m.attrs.get(name) {
+                                hit = Some(a.clone());
+                                break;
+                            }
+                        }
+                        match hit {
+                            Some(h) => {
+                                cur = match &h.0 {
+                                    Ty::Schema(s) => vec![*s],
+                                    Ty::Union(ts)
+                                        if ts.iter().all(|t| matches!(t, Ty::Schema(_))) =>
+                                    {
+                                        ts.iter()
+                                            .filter_map(|t| match t {
+                                                Ty::Schema(s) => Some(*s),
+                                                _ => None,
+                                            })
+                                            .collect()
+                                    }
+                                    _ => Vec::new(),
+                                };
+                                found = Some(h);
+                            }
+                            None if open => {
+                                ok = false;
+                                break;
+                            }
+                            None => {
+                                let msg = self.cannot_add(&cur, name);
+                                let sp = if i == 0 { key.span } else { *nspan };
+                                self.err(ErrKind::Compile, msg, sp.shrink_to_lo());
+                                ok = false;
+                                break;
+                            }
+                        }
+                        if i + 1 < path.len()
+                            && !matches!(found, Some((Ty::Schema(_) | Ty::Union(_), _)))
+                        {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    match found {
+                        Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
+                            self.check_value(env, value, &t, key.span, Some(def));
+                        }
+                        _ => {
+                            self.infer(env, value);
+                        }
+                    }
+                }
+                ast::ConfigEntryKind::Unpack(v) => {
+                    self.infer(env, v);
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    self.infer(env, &ci.cond);
+                    self.check_schema_config(env, &ci.body, ids);
+                    self.check_schema_config(env, &ci.orelse, ids);
+                }
+            }
+        }
+    }
+
+    fn cannot_add(&mut self, ids: &[SchemaId], name: &Symbol) -> String {
+        if ids.len() > 1 {
+            let names: Vec<&str> = ids.iter().map(|i| self.schema_name(*i)).collect();
+            return format!(
+                "Cannot add member '{}' to 'schemas {:?}'",
+                name.as_str(),
+                names
+            );
+        }
+        let m = self.members(ids[0]);
+        let cands: Vec<&str> = m
+            .order
+            .iter()
+            .map(|s| s.as_str())
+            .filter(|c| similar(c, name.as_str()))
+            .collect();
+        let sname = self.schema_name(ids[0]);
+        if cands.is_empty() {
+            format!("Cannot add member '{}' to schema '{sname}'", name.as_str())
+        } else {
+            format!(
+                "Cannot add member '{}' to schema '{sname}', did you mean '{cands:?}'?",
+                name.as_str()
+            )
+        }
+    }
+
+    fn is_sub_schema(&self, a: SchemaId, b: SchemaId) -> bool {
+        if a == b {
+            return true;
+        }
+        // walk the parent chain through the defining files' names
+        let mut cur = a;
+        for _ in 0..64 {
+            let s = &self.schemas[cur.0];
+            let Some(p) = &s.stmt.parent else {
+                return false;
+            };
+            match self.resolve_schema(s.pkg, s.file, &p.names) {
+                Some(pid) if pid == b => return true,
+                Some(pid) => cur = pid,
+                // unknown parent: assume it may match
+                None => return true,
+            }
+        }
+        true
+    }
+
+    fn ty_str(&self, t: &Ty) -> String {
+        t.display(&|id| self.schema_display(id))
+    }
+
+    fn schema_display(&self, id: SchemaId) -> String {
+        let s = &self.schemas[id.0];
+        let name = s.stmt.name.sym.as_str();
+        if s.pkg == self.main {
+            name.to_string()
+        } else {
+            format!("{}.{}", self.pkgs[s.pkg].path, name)
+        }
+    }
+
+    /// The type of `e` (`any` when unknown), checking sub-expressions on the way.
+    fn infer(&mut self, env: &Env, e: &Expr) -> Ty {
+        match &e.kind {
+            ExprKind::Int(i) => Ty::IntLit(*i),
+            ExprKind::Float(f) => Ty::FloatLit(*f),
+            ExprKind::Bool(b) => Ty::BoolLit(*b),
+            ExprKind::Str(s) => Ty::StrLit(s.clone()),
+            ExprKind::None => Ty::None,
+            ExprKind::Undefined => Ty::Any,
+            ExprKind::NumberUnit { .. } => Ty::Any,
+            ExprKind::JoinedStr(parts) => {
+                for p in parts {
+                    if let ast::StrPart::Interp { expr, .. } = p {
+                        self.infer(env, expr);
+                    }
+                }
+                Ty::Str
+            }
+            ExprKind::Ident(s) => self.lookup(env, *s),
+            ExprKind::Paren(x) => self.infer(env, x),
+            ExprKind::Unary { op, operand } => {
+                let t = self.infer(env, operand);
+                match op {
+                    ast::UnaryOp::Not => Ty::Bool,
+                    _ => match t {
+                        Ty::IntLit(_) | Ty::Int => Ty::Int,
+                        Ty::FloatLit(_) | Ty::Float => Ty::Float,
+                        _ => Ty::Any,
+                    },
+                }
+            }
+            ExprKind::Binary { op, left, right } => {
+                let l = self.infer(env, left);
+                let r = self.infer(env, right);
+                self.binary(*op, &l, &r, e.span)
+            }
+            ExprKind::Compare { left, ops } => {
+                let mut l = self.infer(env, left);
+                for (op, r) in ops {
+                    let rt = self.infer(env, r);
+                    if matches!(
+                        op,
+                        ast::CmpOp::Lt | ast::CmpOp::LtE | ast::CmpOp::Gt | ast::CmpOp::GtE
+                    ) && (l.is_mapping() || rt.is_mapping())
+                    {
+                        let msg = format!(
+                            "unsupported operand type(s) for {}: '{}' and '{}'",
+                            op.as_str(),
+                            self.ty_str(&l),
+                            self.ty_str(&rt)
+                        );
+                        self.err(ErrKind::Type, msg, e.span.shrink_to_lo());
+                    }
+                    l = rt;
+                }
+                Ty::Bool
+            }
+            ExprKind::If { cond, then, orelse } => {
+                self.infer(env, cond);
+                let a = self.infer(env, then);
+                let b = self.infer(env, orelse);
+                if a.is_any() || b.is_any() {
+                    Ty::Any
+                } else {
+                    Ty::union(vec![a, b])
+                }
+            }
+            ExprKind::Selector { value, attr, .. } => {
+                if let ExprKind::Ident(s) = &value.kind
+                    && env.locals.iter().all(|(n, _)| n != s)
+                    && !self.is_schema_member(env, *s)
+                    && let Some(tp) = self.pkg_of_import(env.file, *s)
+                {
+                    if let Some(&id) = self.pkgs[tp].schemas.get(&attr.sym) {
+                        return Ty::SchemaType(id);
+                    }
+                    if let Some(&(t, f)) = self.pkgs[tp].globals.get(&attr.sym) {
+                        return self.resolve_type(tp, f, t);
+                    }
+                    return Ty::Any;
+                }
+                let t = self.infer(env, value);
+                match t {
+                    Ty::SchemaType(id) => {
+                        if attr.sym.as_str() != "instances" {
+                            let name = self.schema_name(id);
+                            let a = attr.sym.as_str();
+                            let msg = if similar("instances", a) {
+                                format!(
+                                    "attribute '{a}' not found in '{name}', did you mean '[\"instances\"]'?"
+                                )
+                            } else {
+                                format!("attribute '{a}' not found in '{name}'")
+                            };
+                            self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                        }
+                        Ty::Any
+                    }
+                    Ty::Schema(id) => {
+                        let m = self.members(id);
+                        m.attrs
+                            .get(&attr.sym)
+                            .map(|a| a.0.clone())
+                            .unwrap_or(Ty::Any)
+                    }
+                    _ => Ty::Any,
+                }
+            }
+            ExprKind::Subscript { value, index, .. } => {
+                self.infer(env, value);
+                self.infer(env, index);
+                Ty::Any
+            }
+            ExprKind::Slice(s) => {
+                self.infer(env, &s.value);
+                for x in [&s.lower, &s.upper, &s.step].into_iter().flatten() {
+                    self.infer(env, x);
+                }
+                Ty::Any
+            }
+            ExprKind::Call { func, args } => {
+                self.infer(env, func);
+                for a in &args.args {
+                    self.infer(env, a);
+                }
+                for k in &args.keywords {
+                    self.infer(env, &k.value);
+                }
+                Ty::Any
+            }
+            ExprKind::List(items) => {
+                let mut ts = Vec::with_capacity(items.len());
+                let mut known = true;
+                for x in items {
+                    let t = self.infer(env, x);
+                    if t.is_any() || matches!(x.kind, ExprKind::Starred(_) | ExprKind::ListIf(_)) {
+                        known = false;
+                    }
+                    ts.push(t);
+                }
+                if known && !ts.is_empty() {
+                    Ty::List(Rc::new(Ty::union(ts)))
+                } else {
+                    Ty::List(Rc::new(Ty::Any))
+                }
+            }
+            ExprKind::ListIf(li) => {
+                self.infer(env, &li.cond);
+                for x in li.body.iter().chain(&li.orelse) {
+                    self.infer(env, x);
+                }
+                Ty::Any
+            }
+            ExprKind::Starred(x) => {
+                self.infer(env, x);
+                Ty::Any
+            }
+            ExprKind::Config(entries) => self.infer_config(env, entries),
+            ExprKind::ListComp(c) => {
+                let env2 = self.comp_env(env, &c.clauses);
+                self.infer(&env2, &c.elt);
+                Ty::List(Rc::new(Ty::Any))
+            }
+            ExprKind::DictComp(c) => {
+                let env2 = self.comp_env(env, &c.clauses);
+                self.infer(&env2, &c.key);
+                self.infer(&env2, &c.value);
+                Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+            }
+            ExprKind::Quant(q) => {
+                self.infer(env, &q.target);
+                let mut env2 = env.clone();
+                for v in &q.vars {
+                    env2 = env2.with_local(v.sym, Ty::Any);
+                }
+                self.infer(&env2, &q.test);
+                if let Some(c) = &q.if_cond {
+                    self.infer(&env2, c);
+                }
+                Ty::Any
+            }
+            ExprKind::Schema(se) => {
+                let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
+                if let Some(a) = &se.args {
+                    for x in &a.args {
+                        self.infer(env, x);
+                    }
+                    for k in &a.keywords {
+                        self.infer(env, &k.value);
+                    }
+                }
+                match (id, &strip_paren(&se.config).kind) {
+                    (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
+                        self.check_schema_config(env, entries, &[id]);
+                        Ty::Schema(id)
+                    }
+                    (Some(id), _) if self.schema_is_plain(id) => {
+                        self.infer(env, &se.config);
+                        Ty::Schema(id)
+                    }
+                    _ => {
+                        self.infer(env, &se.config);
+                        Ty::Any
+                    }
+                }
+            }
+            ExprKind::Lambda(l) => {
+                let mut env2 = env.clone();
+                for p in &l.params {
+                    if let Some(d) = &p.default {
+                        self.infer(env, d);
+                    }
+                    let t = match &p.ty {
+                        Some(t) => self.resolve_type(env.pkg, env.file, t),
+                        None => Ty::Any,
+                    };
+                    env2 = env2.with_local(p.name.sym, t);
+                }
+                // assignments in the body are locals
+                let mut locals = Vec::new();
+                collect_assigned(&l.body, &mut locals);
+                for s in locals {
+                    env2 = env2.with_local(s, Ty::Any);
+                }
+                let ret = l
+                    .ret
+                    .as_ref()
+                    .map(|t| self.resolve_type(env.pkg, env.file, t));
+                let n = l.body.len();
+                for (i, s) in l.body.iter().enumerate() {
+                    match (&s.kind, &ret) {
+                        (StmtKind::Expr(x), Some(rt)) if i + 1 == n => {
+                            if matches!(strip_paren(x).kind, ExprKind::Config(_)) {
+                                self.check_value(&env2, x, rt, x.span, None);
+                            } else {
+                                self.infer(&env2, x);
+                            }
+                        }
+                        _ => self.stmt(&env2, s),
+                    }
+                }
+                Ty::Any
+            }
+            ExprKind::As { value, ty } => {
+                let got = self.infer(env, value);
+                let t = self.resolve_type(env.pkg, env.file, ty);
+                let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
+                if !got.is_any()
+                    && !t.is_any()
+                    && !assignable(&got, &t, &sub)
+                    && !assignable(&t, &got, &sub)
+                {
+                    let msg = format!(
+                        "Conversion of type '{}' to type '{}' may be a mistake because neither type sufficiently overlaps with the other",
+                        self.ty_str(&got),
+                        self.ty_str(&t)
+                    );
+                    self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                }
+                t
+            }
+            ExprKind::Missing => Ty::Any,
+        }
+    }
+
+    /// Schemas whose instances the checker understands fully (no protocol/mixin host magic).
+    fn schema_is_plain(&self, id: SchemaId) -> bool {
+        let st = self.schemas[id.0].stmt;
+        !st.is_protocol() && !st.is_mixin()
+    }
+
+    fn is_schema_member(&mut self, env: &Env, s: Symbol) -> bool {
+        match env.schema {
+            Some(id) => self.members(id).attrs.contains_key(&s),
+            None => false,
+        }
+    }
+
+    fn comp_env(&mut self, env: &Env, clauses: &[ast::CompClause]) -> Env {
+        let mut env2 = env.clone();
+        for c in clauses {
+            self.infer(&env2, &c.iter);
+            for t in &c.targets {
+                for n in &t.names {
+                    env2 = env2.with_local(n.sym, Ty::Any);
+                }
+            }
+            for x in &c.ifs {
+                self.infer(&env2, x);
+            }
+        }
+        env2
+    }
+
+    fn infer_config(&mut self, env: &Env, entries: &[ast::ConfigEntry]) -> Ty {
+        let mut ks = Vec::new();
+        let mut vs = Vec::new();
+        let mut known = true;
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, value, .. } => {
+                    let kt = match &key.kind {
+                        ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
+                        ExprKind::Str(s) => Ty::StrLit(s.clone()),
+                        ExprKind::Selector { .. } => {
+                            known = false;
+                            Ty::Any
+                        }
+                        _ => self.infer(env, key),
+                    };
+                    let vt = self.infer(env, value);
+                    if kt.is_any() || vt.is_any() {
+                        known = false;
+                    }
+                    ks.push(kt);
+                    vs.push(vt);
+                }
+                ast::ConfigEntryKind::Unpack(v) => {
+                    self.infer(env, v);
+                    known = false;
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    self.infer(env, &ci.cond);
+                    self.infer_config(env, &ci.body);
+                    self.infer_config(env, &ci.orelse);
+                    known = false;
+                }
+            }
+        }
+        if known && !ks.is_empty() {
+            Ty::Dict(Rc::new(Ty::union(ks)), Rc::new(Ty::union(vs)))
+        } else if entries.is_empty() {
+            Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+        } else {
+            Ty::Any
+        }
+    }
+
+    fn lookup(&mut self, env: &Env, s: Symbol) -> Ty {
+        if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
+            return t.clone();
+        }
+        if let Some(id) = env.schema {
+            let m = self.members(id);
+            if let Some(a) = m.attrs.get(&s) {
+                return a.0.clone();
+            }
+            if m.open {
+                return Ty::Any;
+            }
+        }
+        let p = &self.pkgs[env.pkg];
+        if let Some(&(t, f)) = p.globals.get(&s) {
+            let pkg = env.pkg;
+            return self.resolve_type(pkg, f, t);
+        }
+        if let Some(&id) = p.schemas.get(&s) {
+            return Ty::SchemaType(id);
+        }
+        if let Some(t) = p.inferred_ty.get(&s) {
+            return t.clone();
+        }
+        if let Some(&(e, f)) = p.inferred.get(&s) {
+            let pkg = env.pkg;
+            // `any` while it is being inferred ends self-references
+            self.pkgs[pkg].inferred_ty.insert(s, Ty::Any);
+            let env2 = Env {
+                pkg,
+                file: f,
+                schema: None,
+                locals: Rc::new(Vec::new()),
+            };
+            let saved = std::mem::take(&mut self.errors);
+            let t = self.infer(&env2, e).widen_deep();
+            // errors inside the value are reported when its statement is checked
+            self.errors = saved;
+            self.pkgs[pkg].inferred_ty.insert(s, t.clone());
+            return t;
+        }
+        Ty::Any
+    }
+
+    /// Binary operators whose operand types never work together.
+    fn binary(&mut self, op: ast::BinOp, l: &Ty, r: &Ty, span: Span) -> Ty {
+        use ast::BinOp as B;
+        let bad = match op {
+            B::Add => match (l.kind(), r.kind()) {
+                (Some(a), Some(b)) => !matches!(
+                    (a, b),
+                    (Kind::Num, Kind::Num) | (Kind::Str, Kind::Str) | (Kind::List, Kind::List)
+                ),
+                _ => false,
+            },
+            B::BitOr => match (l.kind(), r.kind()) {
+                (Some(a), Some(b)) => !matches!(
+                    (a, b),
+                    (Kind::Num, Kind::Num)
+                        | (Kind::Bool, Kind::Bool)
+                        | (Kind::List, Kind::List)
+                        | (Kind::Dict, Kind::Dict)
+                        | (Kind::Schema, Kind::Dict | Kind::Schema)
+                ),
+                _ => false,
+            },
+            _ => false,
+        };
+        if bad {
+            let msg = format!(
+                "unsupported operand type(s) for {}: '{}' and '{}'",
+                op.as_str(),
+                self.ty_str(l),
+                self.ty_str(r)
+            );
+            self.err(ErrKind::Type, msg, span.shrink_to_lo());
+            return Ty::Any;
+        }
+        match op {
+            B::Add | B::Sub | B::Mul | B::Mod | B::FloorDiv => match (l.widen(), r.widen()) {
+                (Ty::Int, Ty::Int) => Ty::Int,
+                (Ty::Float, Ty::Int | Ty::Float) | (Ty::Int, Ty::Float) => Ty::Float,
+                (Ty::Str, Ty::Str) if op == B::Add => Ty::Str,
+                _ => Ty::Any,
+            },
+            B::Div => match (l.widen(), r.widen()) {
+                (Ty::Int | Ty::Float, Ty::Int | Ty::Float) => Ty::Float,
+                _ => Ty::Any,
+            },
+            _ => Ty::Any,
+        }
+    }
+}
+
+impl Members {
+    /// Declare an attribute (a later declaration in the same body wins).
+    fn set(&mut self, s: Symbol, t: Ty, sp: Span) {
+        if !self.attrs.contains_key(&s) {
+            self.order.push(s);
+        }
+        self.attrs.insert(s, (t, sp));
+    }
+    /// An attribute introduced by assignment: keeps an inherited declaration's type.
+    fn add(&mut self, s: Symbol, t: Ty, sp: Span) {
+        if !self.attrs.contains_key(&s) {
+            self.order.push(s);
+            self.attrs.insert(s, (t, sp));
+        }
+    }
+}
+
+fn strip_paren(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Paren(x) => strip_paren(x),
+        _ => e,
+    }
+}
+
+/// `a`, `"a"` or `a.b.c` as a config key path.
+fn key_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
+    match &key.kind {
+        ExprKind::Ident(s) => Some(vec![(*s, key.span)]),
+        ExprKind::Str(s) => Some(vec![(Symbol::intern(s), key.span)]),
+        ExprKind::Selector {
+            value,
+            attr,
+            optional: false,
+        } => {
+            let mut p = key_path(value)?;
+            p.push((attr.sym, attr.span));
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+/// Names assigned anywhere in a block (lambda bodies make them locals).
+fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
+            StmtKind::AugAssign(a) => out.push(a.target.name.sym),
+            StmtKind::Unification(u) => out.push(u.target.sym),
+            StmtKind::If(i) => {
+                collect_assigned(&i.body, out);
+                collect_assigned(&i.orelse, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Upstream's "did you mean" closeness: a small edit distance relative to the length.
+fn similar(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    let d = prev[b.len()];
+    d > 0 && d * 3 <= a.len().max(b.len())
+}

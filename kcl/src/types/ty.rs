@@ -1,0 +1,157 @@
+//! Checker types and the assignability relation, printed the way upstream's resolver prints
+//! them (`int(1)`, `str(a)`, `[int]`, `{str:any}`, `A | B`).
+
+use std::rc::Rc;
+
+/// Index of a schema definition in the checker's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SchemaId(pub usize);
+
+/// A static type. `Any` stands for everything the checker cannot pin down.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    Any,
+    None,
+    Bool,
+    Int,
+    Float,
+    Str,
+    BoolLit(bool),
+    IntLit(i64),
+    FloatLit(f64),
+    StrLit(std::sync::Arc<str>),
+    List(Rc<Ty>),
+    Dict(Rc<Ty>, Rc<Ty>),
+    Union(Rc<[Ty]>),
+    /// An instance of a schema.
+    Schema(SchemaId),
+    /// The schema itself (a name used as a value).
+    SchemaType(SchemaId),
+}
+
+/// Coarse classes for operator rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Num,
+    Bool,
+    Str,
+    List,
+    Dict,
+    Schema,
+}
+
+impl Ty {
+    /// The operator class of a fully known type (`None` for any, None, unions, schema types).
+    pub fn kind(&self) -> Option<Kind> {
+        Some(match self {
+            Ty::Int | Ty::IntLit(_) | Ty::Float | Ty::FloatLit(_) => Kind::Num,
+            Ty::Bool | Ty::BoolLit(_) => Kind::Bool,
+            Ty::Str | Ty::StrLit(_) => Kind::Str,
+            Ty::List(_) => Kind::List,
+            Ty::Dict(..) => Kind::Dict,
+            Ty::Schema(_) => Kind::Schema,
+            _ => return Option::None,
+        })
+    }
+    /// Literal types widened everywhere inside (the type a variable gets from its value).
+    pub fn widen_deep(&self) -> Ty {
+        match self {
+            Ty::List(e) => Ty::List(Rc::new(e.widen_deep())),
+            Ty::Dict(k, v) => Ty::Dict(Rc::new(k.widen_deep()), Rc::new(v.widen_deep())),
+            Ty::Union(ts) => Ty::union(ts.iter().map(|t| t.widen_deep()).collect()),
+            t => t.widen(),
+        }
+    }
+    pub fn is_any(&self) -> bool {
+        matches!(self, Ty::Any)
+    }
+    /// Dicts and schema instances (no ordering comparison is defined on them).
+    pub fn is_mapping(&self) -> bool {
+        matches!(self, Ty::Dict(..) | Ty::Schema(_))
+    }
+    /// Literal types widened to their base type.
+    pub fn widen(&self) -> Ty {
+        match self {
+            Ty::BoolLit(_) => Ty::Bool,
+            Ty::IntLit(_) => Ty::Int,
+            Ty::FloatLit(_) => Ty::Float,
+            Ty::StrLit(_) => Ty::Str,
+            t => t.clone(),
+        }
+    }
+    /// A union of `ts`, flattened and without duplicates; `any` absorbs everything.
+    pub fn union(ts: Vec<Ty>) -> Ty {
+        let mut out: Vec<Ty> = Vec::with_capacity(ts.len());
+        for t in ts {
+            let items: Vec<Ty> = match t {
+                Ty::Union(us) => us.to_vec(),
+                Ty::Any => return Ty::Any,
+                t => vec![t],
+            };
+            for t in items {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        match out.len() {
+            0 => Ty::Any,
+            1 => out.pop().unwrap_or(Ty::Any),
+            _ => Ty::Union(out.into()),
+        }
+    }
+    /// Upstream's spelling; `schema` names a schema id.
+    pub fn display(&self, schema: &dyn Fn(SchemaId) -> String) -> String {
+        match self {
+            Ty::Any => "any".into(),
+            Ty::None => "NoneType".into(),
+            Ty::Bool => "bool".into(),
+            Ty::Int => "int".into(),
+            Ty::Float => "float".into(),
+            Ty::Str => "str".into(),
+            Ty::BoolLit(b) => format!("bool({})", if *b { "True" } else { "False" }),
+            Ty::IntLit(i) => format!("int({i})"),
+            Ty::FloatLit(f) => format!("float({f})"),
+            Ty::StrLit(s) => format!("str({s})"),
+            Ty::List(e) => format!("[{}]", e.display(schema)),
+            Ty::Dict(k, v) => format!("{{{}:{}}}", k.display(schema), v.display(schema)),
+            Ty::Union(ts) => ts
+                .iter()
+                .map(|t| t.display(schema))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            Ty::Schema(id) => schema(*id),
+            Ty::SchemaType(id) => schema(*id),
+        }
+    }
+}
+
+/// Whether a value of type `got` may be stored where `expected` is declared. Unknown parts
+/// (`any`, schema types used as values) are always accepted.
+pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> bool {
+    use Ty::*;
+    match (got, expected) {
+        (Any, _) | (_, Any) | (None, _) | (SchemaType(_), _) => true,
+        (Union(gs), _) => gs.iter().all(|g| assignable(g, expected, sub)),
+        (_, Union(es)) => es.iter().any(|e| assignable(got, e, sub)),
+        (BoolLit(a), BoolLit(b)) => a == b,
+        (IntLit(a), IntLit(b)) => a == b,
+        (FloatLit(a), FloatLit(b)) => a == b,
+        (IntLit(a), FloatLit(b)) => (*a as f64) == *b,
+        (StrLit(a), StrLit(b)) => a == b,
+        // a non-literal value may hold the literal: decided at run time
+        (Bool, BoolLit(_)) | (Int, IntLit(_) | FloatLit(_)) | (Float, FloatLit(_)) => true,
+        (Str, StrLit(_)) => true,
+        (Bool | BoolLit(_), Bool) => true,
+        (Int | IntLit(_), Int | Float) => true,
+        (Float | FloatLit(_), Float) => true,
+        (Str | StrLit(_), Str) => true,
+        (List(a), List(b)) => assignable(a, b, sub),
+        (Dict(k1, v1), Dict(k2, v2)) => assignable(k1, k2, sub) && assignable(v1, v2, sub),
+        // a dict literal becomes the schema (members are checked where the literal is written)
+        (Dict(..), Schema(_)) => true,
+        (Schema(_), Dict(..)) => true,
+        (Schema(a), Schema(b)) => sub(*a, *b),
+        _ => false,
+    }
+}
