@@ -186,4 +186,7 @@ pub struct RunArgs {
     /// How many targets are checked at once before the run.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
+    /// Let a run through a denying policy rule: `RULE=reason` (the reason is recorded).
+    #[arg(long = "policy-exempt", value_name = "RULE=REASON")]
+    pub policy_exempt: Vec<String>,
 }

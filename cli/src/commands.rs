@@ -330,7 +330,10 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             command: PluginCommand::List,
         } => plugin_list(&ctx),
         Command::Run(args) => {
+            let policy =
+                crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &args.policy_exempt)?;
             let env = crate::run_cmd::RunEnv {
+                policy,
                 registry: &ctx.stack.registry,
                 store: ctx.stack.store.clone(),
                 workdir: &ctx.workdir,

@@ -29,6 +29,8 @@ const KCL_PACKAGE: &[(&str, &str)] = &[("ops/ops.k", include_str!("../kcl/kusion
 
 /// What `run` needs from the command context.
 pub struct RunEnv<'a> {
+    /// The configured policies, checked over the run's targets before anything is touched.
+    pub policy: kusion_kernel::policy::PolicyGuard,
     pub registry: &'a Registry,
     pub store: Arc<dyn StateStore>,
     pub workdir: &'a Path,
@@ -37,6 +39,52 @@ pub struct RunEnv<'a> {
     pub config_file: Option<PathBuf>,
     pub runtime_config: Option<PathBuf>,
     pub plugin: Option<Rc<dyn kusion_kcl::eval::PluginHook>>,
+}
+
+/// The run's targets as a spec for the policy plugins: one Kubernetes resource per target (its
+/// identity from the ID), with the cluster, operation and app in `extensions`, so the same rules
+/// that guard apply (namespaces, kinds, prod stacks) also guard day-2 operations.
+fn targets_as_spec(spec: &OpsSpec) -> kusion_kernel::spec::Spec {
+    let mut resources = Vec::new();
+    for op in &spec.operations {
+        for target in &op.targets {
+            let parts: Vec<&str> = target.id.split(':').collect();
+            let (api_version, kind, namespace, name) = match parts.as_slice() {
+                [a, k, ns, n] => (*a, *k, Some(*ns), *n),
+                [a, k, n] => (*a, *k, None, *n),
+                _ => (target.id.as_str(), "", None, target.name.as_str()),
+            };
+            let mut metadata = serde_json::Map::new();
+            metadata.insert("name".into(), json!(name));
+            if let Some(ns) = namespace {
+                metadata.insert("namespace".into(), json!(ns));
+            }
+            let attributes: serde_json::Map<String, Value> = [
+                ("apiVersion".to_string(), json!(api_version)),
+                ("kind".to_string(), json!(kind)),
+                ("metadata".to_string(), Value::Object(metadata)),
+            ]
+            .into_iter()
+            .collect();
+            let mut resource = kusion_sdk::Resource::new(target.id.clone(), "Kubernetes", attributes);
+            resource.extensions.insert("cluster".into(), json!(target.cluster));
+            resource.extensions.insert("operation".into(), json!(op.kind));
+            resource.extensions.insert("app".into(), json!(op.app));
+            resources.push(resource);
+        }
+    }
+    kusion_kernel::spec::Spec { resources }
+}
+
+/// Evaluate the configured policies over the run's targets; a denial stops the run (exit 4).
+fn check_policies(env: &RunEnv<'_>, spec: &OpsSpec) -> Result<()> {
+    let targets = targets_as_spec(spec);
+    let report = tokio::task::block_in_place(|| env.policy.check(&targets, "run", None))?;
+    let text = crate::policy::render(&report, &env.styles);
+    if !text.is_empty() && !env.json {
+        eprint!("{text}");
+    }
+    Ok(())
 }
 
 /// Write the shipped package to a cache folder once per content and return the folder that
@@ -476,6 +524,7 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
     let compile_ms = started.elapsed().as_millis() as u64;
     spec.check_clusters(&clusters)?;
     exec::check_support(&spec, env.registry, &clusters).map_err(|e| anyhow!(e))?;
+    check_policies(&env, &spec)?;
 
     // 2. Preflight: every target exists and the runtime accepts the operation.
     let preflight_start = Instant::now();
