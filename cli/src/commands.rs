@@ -98,19 +98,17 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
     let color = !cli.global.no_color
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
+    let store = kusion_kernel::state::open(
+        &cli.global.state_backend,
+        state_dir,
+        &default_stack_name(&workdir),
+    )?;
     Ok(Context_ {
         plugins,
         workdir,
         output: cli.global.output,
         styles: Styles { color },
-        stack: Stack {
-            store: kusion_kernel::state::open(
-                &cli.global.state_backend,
-                state_dir,
-                &default_stack_name(&workdir),
-            )?,
-            registry,
-        },
+        stack: Stack { store, registry },
     })
 }
 

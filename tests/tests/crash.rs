@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kusion_kernel::state::{self, StateStore};
+use kusion_kernel::state;
 use kusion_test_runtime::TestRuntime;
 use kusion_tests::servers::{MotoServer, PgServer};
 

@@ -15,7 +15,7 @@ use kusion_sdk::Resource;
 use kusion_tests::servers::{MotoServer, PgServer};
 
 /// Opens a fresh store for `stack`; several calls with the same stack are several "processes".
-type Opener = dyn Fn(&str) -> Arc<dyn StateStore> + Sync;
+type Opener<'a> = dyn Fn(&str) -> Arc<dyn StateStore> + Sync + 'a;
 
 fn entry(id: &str, n: i64) -> StateEntry {
     let mut attributes = serde_json::Map::new();
@@ -54,7 +54,7 @@ fn ids(state: &State) -> Vec<&str> {
     state.resources.keys().map(String::as_str).collect()
 }
 
-fn journal_and_checkpoint(open: &Opener) {
+fn journal_and_checkpoint(open: &Opener<'_>) {
     let store = open("journal");
     assert!(store.load().unwrap().resources.is_empty());
     store
@@ -119,7 +119,7 @@ fn journal_and_checkpoint(open: &Opener) {
 
 /// A writer that dies without a checkpoint: every journaled intent is named on reload, and a
 /// new writer can continue the journal and checkpoint.
-fn crash_leaves_pending(open: &Opener) {
+fn crash_leaves_pending(open: &Opener<'_>) {
     {
         let store = open("crash");
         store.load().unwrap();
@@ -150,7 +150,7 @@ fn crash_leaves_pending(open: &Opener) {
 }
 
 /// Eight "processes" race for the lease: exactly one wins, the rest are told who holds it.
-fn lease_contention(open: &Opener) {
+fn lease_contention(open: &Opener<'_>) {
     const RACERS: usize = 8;
     let barrier = Barrier::new(RACERS);
     let results: Vec<Result<_, StateError>> = std::thread::scope(|s| {
@@ -215,7 +215,7 @@ fn lease_contention(open: &Opener) {
 }
 
 /// Releases from racing processes get distinct, gap-free numbers and keep their content.
-fn history(open: &Opener) {
+fn history(open: &Opener<'_>) {
     const WRITERS: usize = 6;
     let barrier = Barrier::new(WRITERS);
     let mut numbers: Vec<u64> = std::thread::scope(|s| {
@@ -258,7 +258,7 @@ fn history(open: &Opener) {
     assert!(open("other-stack").releases().unwrap().is_empty());
 }
 
-fn conformance(open: &Opener) {
+fn conformance(open: &Opener<'_>) {
     journal_and_checkpoint(open);
     crash_leaves_pending(open);
     lease_contention(open);
