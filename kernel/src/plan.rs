@@ -409,13 +409,8 @@ pub fn compute<'a>(
     let steps: Vec<RwLock<Step>> = steps.into_iter().map(RwLock::new).collect();
     let context = PlanContext {
         registry: registry.clone(),
-        known: spec.resources.iter().map(|r| r.id.clone()).collect(),
-        position: spec
-            .resources
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.id.clone(), i))
-            .collect(),
+        known: spec.resources.iter().map(|r| r.id.as_str()).collect(),
+        position,
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
     };
@@ -451,11 +446,11 @@ pub fn compute<'a>(
     })
 }
 
-/// What every planning step shares.
-struct PlanContext {
+/// What every planning step shares (borrowing the spec's IDs).
+struct PlanContext<'a> {
     registry: Registry,
-    known: HashSet<String>,
-    position: HashMap<String, usize>,
+    known: HashSet<&'a str>,
+    position: HashMap<&'a str, usize>,
     ignore: Vec<FieldPath>,
     timeout: Option<Duration>,
 }
@@ -469,7 +464,7 @@ fn expected_for_references<'s>(step: &'s Step<'_>) -> Option<&'s Map<String, Val
     }
 }
 
-fn plan_one(i: usize, steps: &[RwLock<Step<'_>>], cx: &PlanContext) -> Result<(), String> {
+fn plan_one(i: usize, steps: &[RwLock<Step<'_>>], cx: &PlanContext<'_>) -> Result<(), String> {
     let (planned, prior) = {
         let s = steps[i]
             .read()
@@ -509,7 +504,7 @@ fn decide(
     planned: &Resource,
     prior: Option<&StateEntry>,
     steps: &[RwLock<Step<'_>>],
-    cx: &PlanContext,
+    cx: &PlanContext<'_>,
 ) -> Result<Decision, String> {
     let runtime = cx
         .registry
@@ -527,7 +522,7 @@ fn decide(
     let mut targets: HashMap<&str, RwLockReadGuard<'_, Step<'_>>> = HashMap::new();
     for r in &refs {
         if !targets.contains_key(r.id.as_str())
-            && let Some(&j) = cx.position.get(&r.id)
+            && let Some(&j) = cx.position.get(r.id.as_str())
             && let Ok(guard) = steps[j].read()
         {
             targets.insert(r.id.as_str(), guard);
