@@ -66,6 +66,9 @@ pub struct S3Store {
     cursor: Mutex<Option<Cursor>>,
 }
 
+/// An object's bytes and ETag.
+type Fetched = (Vec<u8>, Option<String>);
+
 /// One HTTP answer.
 struct Answer {
     status: u16,
@@ -182,7 +185,7 @@ impl S3Store {
         Ok(Answer { status, etag, body })
     }
 
-    fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Option<String>)>, StateError> {
+    fn get(&self, key: &str) -> Result<Option<Fetched>, StateError> {
         let url = self
             .bucket
             .get_object(self.credentials.as_ref(), key)
@@ -531,14 +534,14 @@ impl StateStore for S3Store {
     }
 
     fn create_release(&self, release: &mut Release) -> Result<u64, StateError> {
-        let mut next = self.release_numbers()?.last().copied().unwrap_or(0) + 1;
-        for _ in 0..RELEASE_RETRIES {
+        let first = self.release_numbers()?.last().copied().unwrap_or(0) + 1;
+        // A lost race means someone took that number: try the next one.
+        for next in first..first + RELEASE_RETRIES as u64 {
             release.revision = next;
             let bytes = serde_json::to_vec_pretty(release).map_err(|e| self.io(e))?;
             if self.put(&self.release_key(next), &bytes, Condition::Absent)? {
                 return Ok(next);
             }
-            next += 1;
         }
         Err(self.io("could not number a new release: too many concurrent writers"))
     }
