@@ -31,6 +31,16 @@ pub struct Global {
     /// Where the stack's state lives (default: <workdir>/.kusion/state).
     #[arg(long, global = true, env = "KUSION_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Where state lives: `local` (the state dir), `postgres://...[?stack=NAME]` or
+    /// `s3://bucket/prefix[?endpoint=URL&region=R&stack=NAME]`. Remote stacks are named
+    /// <project>/<stack> after the stack folder unless `stack=` says otherwise.
+    #[arg(
+        long,
+        global = true,
+        env = "KUSION_STATE_BACKEND",
+        default_value = "local"
+    )]
+    pub state_backend: String,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value = "human")]
     pub output: Output,

@@ -14,7 +14,7 @@ use kusion_kernel::operation::{self, Applied, Stack};
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::registry::Registry;
 use kusion_kernel::spec::Spec;
-use kusion_kernel::state::{LocalStore, StateError, format_time};
+use kusion_kernel::state::{StateError, format_time};
 use kusion_sdk::FieldPath;
 use kusion_sdk::runtime::{Health, Runtime};
 use serde_json::{Value, json};
@@ -105,16 +105,41 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
     let color = !cli.global.no_color
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
+    let store = kusion_kernel::state::open(
+        &cli.global.state_backend,
+        state_dir,
+        &default_stack_name(&workdir),
+    )?;
     Ok(Context_ {
         plugins,
         workdir,
         output: cli.global.output,
         styles: Styles { color },
-        stack: Stack {
-            store: Arc::new(LocalStore::new(state_dir)),
-            registry,
-        },
+        stack: Stack { store, registry },
     })
+}
+
+/// A remote backend's stack name when the URL gives none: `<project>/<stack>`, the stack folder
+/// and its parent (the Konfig layout).
+fn default_stack_name(workdir: &Path) -> String {
+    let workdir = workdir
+        .canonicalize()
+        .unwrap_or_else(|_| workdir.to_path_buf());
+    let mut parts = workdir
+        .components()
+        .rev()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .take(2)
+        .collect::<Vec<_>>();
+    parts.reverse();
+    if parts.is_empty() {
+        "default".to_string()
+    } else {
+        parts.join("/")
+    }
 }
 
 /// The plugin configuration: the config file, `KUSION_PLUGINS__*` variables and `--set` flags;

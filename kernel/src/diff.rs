@@ -43,73 +43,130 @@ fn path_from_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FieldPath,
 /// element; anything else is compared whole.
 pub fn diff(old: &Value, new: &Value) -> Vec<FieldChange> {
     let mut out = Vec::new();
-    diff_into(&FieldPath::root(), old, new, &mut out);
+    diff_into(&mut Vec::new(), old, new, &mut out);
     out
 }
 
 /// [`diff`] of two attribute maps, without building values around them.
 pub fn diff_maps(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<FieldChange> {
     let mut out = Vec::new();
-    diff_objects(&FieldPath::root(), old, new, &mut out);
+    diff_objects(&mut Vec::new(), old, new, &mut out);
     out
 }
 
-fn diff_objects(
-    path: &FieldPath,
-    a: &Map<String, Value>,
-    b: &Map<String, Value>,
+/// The walk keeps the current path as a stack of borrowed segments and builds an owned
+/// [`FieldPath`] only for a change: converged stacks compare millions of equal fields.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn owned_path(path: &[Step<'_>]) -> FieldPath {
+    FieldPath(
+        path.iter()
+            .map(|s| match s {
+                Step::Key(k) => kusion_sdk::Segment::Key((*k).to_string()),
+                Step::Index(i) => kusion_sdk::Segment::Index(*i),
+            })
+            .collect(),
+    )
+}
+
+fn change<'a>(
+    path: &mut Vec<Step<'a>>,
+    last: Step<'a>,
+    kind: ChangeKind,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) -> FieldChange {
+    path.push(last);
+    let path_owned = owned_path(path);
+    path.pop();
+    FieldChange {
+        path: path_owned,
+        kind,
+        old: old.cloned(),
+        new: new.cloned(),
+    }
+}
+
+fn diff_objects<'a>(
+    path: &mut Vec<Step<'a>>,
+    a: &'a Map<String, Value>,
+    b: &'a Map<String, Value>,
     out: &mut Vec<FieldChange>,
 ) {
+    // Keys of `a` also in `b`: when that is all of `b`, nothing was added.
+    let mut shared = 0;
     for (key, va) in a {
         match b.get(key) {
-            Some(vb) => diff_into(&path.child_key(key), va, vb, out),
-            None => out.push(FieldChange {
-                path: path.child_key(key),
-                kind: ChangeKind::Removed,
-                old: Some(va.clone()),
-                new: None,
-            }),
+            Some(vb) => {
+                shared += 1;
+                path.push(Step::Key(key));
+                diff_into(path, va, vb, out);
+                path.pop();
+            }
+            None => out.push(change(
+                path,
+                Step::Key(key),
+                ChangeKind::Removed,
+                Some(va),
+                None,
+            )),
         }
     }
-    for (key, vb) in b {
-        if !a.contains_key(key) {
-            out.push(FieldChange {
-                path: path.child_key(key),
-                kind: ChangeKind::Added,
-                old: None,
-                new: Some(vb.clone()),
-            });
+    if b.len() > shared {
+        for (key, vb) in b {
+            if !a.contains_key(key) {
+                out.push(change(
+                    path,
+                    Step::Key(key),
+                    ChangeKind::Added,
+                    None,
+                    Some(vb),
+                ));
+            }
         }
     }
 }
 
-fn diff_into(path: &FieldPath, old: &Value, new: &Value, out: &mut Vec<FieldChange>) {
+fn diff_into<'a>(
+    path: &mut Vec<Step<'a>>,
+    old: &'a Value,
+    new: &'a Value,
+    out: &mut Vec<FieldChange>,
+) {
     match (old, new) {
         (Value::Object(a), Value::Object(b)) => diff_objects(path, a, b, out),
         (Value::Array(a), Value::Array(b)) => {
             for (i, (va, vb)) in a.iter().zip(b).enumerate() {
-                diff_into(&path.child_index(i), va, vb, out);
+                path.push(Step::Index(i));
+                diff_into(path, va, vb, out);
+                path.pop();
             }
             for (i, va) in a.iter().enumerate().skip(b.len()) {
-                out.push(FieldChange {
-                    path: path.child_index(i),
-                    kind: ChangeKind::Removed,
-                    old: Some(va.clone()),
-                    new: None,
-                });
+                out.push(change(
+                    path,
+                    Step::Index(i),
+                    ChangeKind::Removed,
+                    Some(va),
+                    None,
+                ));
             }
             for (i, vb) in b.iter().enumerate().skip(a.len()) {
-                out.push(FieldChange {
-                    path: path.child_index(i),
-                    kind: ChangeKind::Added,
-                    old: None,
-                    new: Some(vb.clone()),
-                });
+                out.push(change(
+                    path,
+                    Step::Index(i),
+                    ChangeKind::Added,
+                    None,
+                    Some(vb),
+                ));
             }
         }
         _ if numbers_equal(old, new) => {}
         _ => out.push(FieldChange {
-            path: path.clone(),
+            path: owned_path(path),
             kind: ChangeKind::Changed,
             old: Some(old.clone()),
             new: Some(new.clone()),

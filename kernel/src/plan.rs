@@ -7,8 +7,8 @@
 //! runtime says a changed field forces it).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
+use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use kusion_sdk::runtime::{ApplyRequest, ReadRequest};
@@ -254,6 +254,24 @@ pub(crate) fn call<T: Send + 'static>(
     }
 }
 
+/// [`call`] that hands the request back (when the call finished), so a resource can travel
+/// through several runtime calls without being copied for each.
+pub(crate) fn call_keep<Q: Send + 'static, T: Send + 'static>(
+    timeout: Option<Duration>,
+    request: Q,
+    call_with: impl FnOnce(&Q) -> Result<T, PluginError> + Send + 'static,
+) -> (Result<T, String>, Option<Q>) {
+    let describe = |e: PluginError| format!("{:?}: {}", e.kind, e.message);
+    if timeout.is_none() {
+        let result = call_with(&request).map_err(describe);
+        return (result, Some(request));
+    }
+    match call(timeout, move || Ok((call_with(&request), request))) {
+        Ok((result, request)) => (result.map_err(describe), Some(request)),
+        Err(e) => (Err(e), None),
+    }
+}
+
 fn sensitive_of(resource: Option<&Resource>, extra: &[String]) -> Vec<FieldPath> {
     let mut out = resource
         .map(diff::builtin_sensitive_paths)
@@ -386,16 +404,13 @@ pub fn compute<'a>(
 
     // Decide each spec resource along the DAG so references resolve against what their
     // targets are expected to become.
-    let steps: Vec<Mutex<Step>> = steps.into_iter().map(Mutex::new).collect();
+    // Read locks let a step borrow its targets' decisions while other steps read them too; a
+    // step is written once, by its own planning, before any dependent reads it.
+    let steps: Vec<RwLock<Step>> = steps.into_iter().map(RwLock::new).collect();
     let context = PlanContext {
         registry: registry.clone(),
-        known: spec.resources.iter().map(|r| r.id.clone()).collect(),
-        position: spec
-            .resources
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.id.clone(), i))
-            .collect(),
+        known: spec.resources.iter().map(|r| r.id.as_str()).collect(),
+        position,
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
     };
@@ -431,30 +446,28 @@ pub fn compute<'a>(
     })
 }
 
-/// What every planning step shares.
-struct PlanContext {
+/// What every planning step shares (borrowing the spec's IDs).
+struct PlanContext<'a> {
     registry: Registry,
-    known: HashSet<String>,
-    position: HashMap<String, usize>,
+    known: HashSet<&'a str>,
+    position: HashMap<&'a str, usize>,
     ignore: Vec<FieldPath>,
     timeout: Option<Duration>,
 }
 
 /// The attributes a reference to `step` resolves to during planning, if known before apply.
-fn expected_for_references(step: &Step<'_>) -> Option<Map<String, Value>> {
+fn expected_for_references<'s>(step: &'s Step<'_>) -> Option<&'s Map<String, Value>> {
     match step.action {
-        Action::UnChanged | Action::Import => step.live.as_ref().map(|r| r.attributes.clone()),
-        Action::Update if step.unknown.is_empty() => {
-            step.expected.as_ref().map(|r| r.attributes.clone())
-        }
+        Action::UnChanged | Action::Import => step.live.as_ref().map(|r| &r.attributes),
+        Action::Update if step.unknown.is_empty() => step.expected.as_ref().map(|r| &r.attributes),
         _ => None,
     }
 }
 
-fn plan_one(i: usize, steps: &[Mutex<Step<'_>>], cx: &PlanContext) -> Result<(), String> {
+fn plan_one(i: usize, steps: &[RwLock<Step<'_>>], cx: &PlanContext<'_>) -> Result<(), String> {
     let (planned, prior) = {
         let s = steps[i]
-            .lock()
+            .read()
             .map_err(|_| "poisoned plan step".to_string())?;
         (
             s.planned.expect("spec steps have a planned resource"),
@@ -463,7 +476,7 @@ fn plan_one(i: usize, steps: &[Mutex<Step<'_>>], cx: &PlanContext) -> Result<(),
     };
     let result = decide(i, planned, prior, steps, cx);
     let mut s = steps[i]
-        .lock()
+        .write()
         .map_err(|_| "poisoned plan step".to_string())?;
     let decision = result?;
     s.action = decision.action;
@@ -490,8 +503,8 @@ fn decide(
     _i: usize,
     planned: &Resource,
     prior: Option<&StateEntry>,
-    steps: &[Mutex<Step<'_>>],
-    cx: &PlanContext,
+    steps: &[RwLock<Step<'_>>],
+    cx: &PlanContext<'_>,
 ) -> Result<Decision, String> {
     let runtime = cx
         .registry
@@ -504,41 +517,50 @@ fn decide(
         .map(|i| i.capabilities.clone())
         .unwrap_or_default();
 
-    // Collect the referenced resources' expected attributes (their steps are already decided).
+    // Borrow the referenced resources' expected attributes (their steps are already decided).
     let refs = reference::references_of(planned, &cx.known).map_err(|e| e.to_string())?;
-    let mut targets: HashMap<String, Option<Map<String, Value>>> = HashMap::new();
+    let mut targets: HashMap<&str, RwLockReadGuard<'_, Step<'_>>> = HashMap::new();
     for r in &refs {
-        if !targets.contains_key(&r.id) {
-            let target = cx.position.get(&r.id).and_then(|&j| {
-                steps[j]
-                    .lock()
-                    .ok()
-                    .and_then(|s| expected_for_references(&s))
-            });
-            targets.insert(r.id.clone(), target);
+        if !targets.contains_key(r.id.as_str())
+            && let Some(&j) = cx.position.get(r.id.as_str())
+            && let Ok(guard) = steps[j].read()
+        {
+            targets.insert(r.id.as_str(), guard);
         }
     }
     let (resolved, unresolved) = if refs.is_empty() {
-        (std::borrow::Cow::Borrowed(planned), false)
+        (planned.clone(), false)
     } else {
-        let (r, u) = reference::resolve(planned, &cx.known, &|id| match targets.get(id) {
-            Some(Some(attrs)) => Lookup::Known(attrs),
-            _ => Lookup::Unknown,
+        reference::resolve(planned, &cx.known, &|id| match targets
+            .get(id)
+            .and_then(|s| expected_for_references(s))
+        {
+            Some(attrs) => Lookup::Known(attrs),
+            None => Lookup::Unknown,
         })
-        .map_err(|e| e.to_string())?;
-        (std::borrow::Cow::Owned(r), u)
+        .map_err(|e| e.to_string())?
     };
+    drop(targets);
 
-    let read = {
-        let runtime = runtime.clone();
-        let request = ReadRequest {
+    // The resolved resource and the prior travel from request to request rather than being
+    // copied for each call.
+    let (read, request) = call_keep(
+        cx.timeout,
+        ReadRequest {
             prior: prior.map(|p| p.resource.clone()),
             prior_private: prior.and_then(|p| p.private.clone()),
-            planned: Some(resolved.clone().into_owned()),
+            planned: Some(resolved),
             timeout: cx.timeout,
-        };
-        call(cx.timeout, move || runtime.read(&request))?
-    };
+        },
+        {
+            let runtime = runtime.clone();
+            move |request| runtime.read(request)
+        },
+    );
+    let read = read?;
+    let request = request.expect("a finished call hands its request back");
+    let resolved = request.planned.expect("set above");
+    let prior_resource = request.prior;
     let mut extra_sensitive = read.sensitive_paths.clone();
     if let Some(p) = prior {
         extra_sensitive.extend(p.sensitive_paths.iter().cloned());
@@ -553,40 +575,55 @@ fn decide(
             // A dry-run of a creation shows server defaults and marks sensitive fields, but it
             // may fail for reasons the real apply will not have (a namespace created in the same
             // run): then the planned resource stands in.
-            let mut expected = resolved.clone().into_owned();
-            if capabilities.dry_run {
-                let runtime = runtime.clone();
-                let request = ApplyRequest {
-                    prior: None,
-                    prior_private: None,
-                    planned: resolved.clone().into_owned(),
-                    dry_run: true,
-                    timeout: cx.timeout,
-                };
-                match call(cx.timeout, move || runtime.apply(&request)) {
+            let expected = if capabilities.dry_run {
+                // Only a timed-out call keeps its request; keep a copy for that case alone.
+                let fallback = cx.timeout.map(|_| resolved.clone());
+                let (response, request) = call_keep(
+                    cx.timeout,
+                    ApplyRequest {
+                        prior: None,
+                        prior_private: None,
+                        planned: resolved,
+                        dry_run: true,
+                        timeout: cx.timeout,
+                    },
+                    {
+                        let runtime = runtime.clone();
+                        move |request| runtime.apply(request)
+                    },
+                );
+                match response {
                     Ok(response) => {
                         extra_sensitive.extend(response.sensitive_paths);
                         unknown.extend(response.unknown_paths);
-                        expected = response.resource;
+                        response.resource
                     }
-                    Err(e) => tracing::debug!("dry-run of new resource {} failed: {e}", planned.id),
+                    Err(e) => {
+                        tracing::debug!("dry-run of new resource {} failed: {e}", planned.id);
+                        request
+                            .map(|r| r.planned)
+                            .or(fallback)
+                            .expect("either the request came back or a copy was kept")
+                    }
                 }
-            }
+            } else {
+                resolved
+            };
             // A creation's changes are all of `expected`; see `Step::field_changes`.
             (Action::Create, expected, Vec::new())
         }
         Some(live) => {
             let mut replace_paths = Vec::new();
             let expected = if unresolved || !capabilities.dry_run {
-                resolved.clone().into_owned()
+                resolved
             } else {
                 let runtime = runtime.clone();
                 let request = ApplyRequest {
-                    prior: prior.map(|p| p.resource.clone()),
+                    prior: prior_resource,
                     prior_private: prior
                         .and_then(|p| p.private.clone())
                         .or_else(|| read.private.clone()),
-                    planned: resolved.clone().into_owned(),
+                    planned: resolved,
                     dry_run: true,
                     timeout: cx.timeout,
                 };

@@ -1,1 +1,3 @@
 //! Helpers shared by the end-to-end tests (see `tests/tests/`).
+
+pub mod servers;

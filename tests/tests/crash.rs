@@ -1,13 +1,15 @@
 //! Crash consistency: `kusionctl apply` is killed with SIGKILL at random points of a 100-resource
 //! apply, 20 times. After every kill the state must load and name every object the fake cloud
 //! holds; a final apply converges with nothing created twice and nothing orphaned.
+//! The same run is repeated over each state backend: local directory, PostgreSQL and S3 (moto).
 
 use std::collections::{HashMap, HashSet};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kusion_kernel::state::{LocalStore, StateStore};
+use kusion_kernel::state;
 use kusion_test_runtime::TestRuntime;
+use kusion_tests::servers::{MotoServer, PgServer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
 const RESOURCES: usize = 100;
@@ -43,10 +45,55 @@ impl Rng {
 
 #[test]
 fn sigkill_at_random_points_then_converge() {
+    crash_rounds(|dir| format!("local:{}", dir.join("state").display()), &[]);
+}
+
+#[test]
+fn sigkill_at_random_points_then_converge_postgres() {
+    let pg = PgServer::start();
+    // Each run (the scratch one too) gets its own stack, named after its directory.
+    crash_rounds(
+        |dir| {
+            let stack = dir.file_name().unwrap().to_string_lossy().into_owned();
+            format!("{}?stack={stack}", pg.url())
+        },
+        &[],
+    );
+}
+
+#[test]
+fn sigkill_at_random_points_then_converge_s3() {
+    let moto = MotoServer::start();
+    moto.create_bucket("kusion-state");
+    let (key, secret) = MotoServer::credentials();
+    let endpoint = moto.endpoint();
+    crash_rounds(
+        |dir| {
+            let stack = dir.file_name().unwrap().to_string_lossy().into_owned();
+            format!("s3://kusion-state/crash?stack={stack}&endpoint={endpoint}")
+        },
+        &[
+            ("AWS_ACCESS_KEY_ID", key),
+            ("AWS_SECRET_ACCESS_KEY", secret),
+        ],
+    );
+}
+
+/// The crash test over the state backend `backend(dir)` names for a stack in `dir`.
+fn crash_rounds(backend: impl Fn(&std::path::Path) -> String, env: &[(&str, &str)]) {
+    for (k, v) in env {
+        // SAFETY: set before any thread of this test reads the environment; the children and
+        // the store opened below read the same values.
+        unsafe { std::env::set_var(k, v) };
+    }
+    let open = |spec: &str| {
+        state::open(spec, std::path::PathBuf::from("unused"), "unused")
+            .unwrap_or_else(|e| panic!("opening {spec}: {e}"))
+    };
     let dir = tempfile::tempdir().unwrap();
+    let state_backend = backend(dir.path());
     std::fs::write(dir.path().join("spec.yaml"), spec(0)).unwrap();
     let cloud = dir.path().join("cloud");
-    let state_dir = dir.path().join("state");
     let seed = std::env::var("CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -64,7 +111,7 @@ fn sigkill_at_random_points_then_converge() {
         c.args(["apply", "-f", "spec.yaml", "--yes", "--concurrency", "8"])
             .current_dir(dir.path())
             .env("KUSION_TEST_CLOUD", &cloud)
-            .env("KUSION_STATE_DIR", &state_dir)
+            .env("KUSION_STATE_BACKEND", &state_backend)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -77,7 +124,7 @@ fn sigkill_at_random_points_then_converge() {
         let started = Instant::now();
         let status = apply()
             .env("KUSION_TEST_CLOUD", scratch.path().join("cloud"))
-            .env("KUSION_STATE_DIR", scratch.path().join("state"))
+            .env("KUSION_STATE_BACKEND", backend(scratch.path()))
             .status()
             .unwrap();
         assert!(status.success());
@@ -98,7 +145,7 @@ fn sigkill_at_random_points_then_converge() {
         child.kill().ok(); // SIGKILL
         child.wait().unwrap();
 
-        let state = LocalStore::new(&state_dir)
+        let state = open(&state_backend)
             .load()
             .unwrap_or_else(|e| panic!("round {round}: state does not load: {e}"));
         let named: HashSet<String> = state.resources.keys().cloned().collect();
@@ -137,7 +184,7 @@ fn sigkill_at_random_points_then_converge() {
     );
 
     // Converged: the cloud holds exactly the spec, state names exactly that, nothing pending.
-    let state = LocalStore::new(&state_dir).load().unwrap();
+    let state = open(&state_backend).load().unwrap();
     let objects = TestRuntime::objects(&cloud);
     assert_eq!(
         objects.len(),

@@ -104,13 +104,13 @@ impl LocalStore {
 }
 
 /// Whether the process that holds `lease` is certainly gone (same host, no such pid).
-fn holder_is_dead(holder: &LeaseHolder) -> bool {
+pub(crate) fn holder_is_dead(holder: &LeaseHolder) -> bool {
     holder.host == hostname()
         && cfg!(target_os = "linux")
         && !Path::new(&format!("/proc/{}", holder.pid)).exists()
 }
 
-fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(now_ms());

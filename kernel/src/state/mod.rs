@@ -9,13 +9,19 @@
 //! snapshot atomically and empties the journal; snapshots happen at the end of an operation and
 //! when the journal outgrows the snapshot, so the bytes written stay linear in the work done.
 
+pub mod backend;
 pub mod local;
+pub mod postgres;
+pub mod s3;
 
 use indexmap::IndexMap;
 use kusion_sdk::Resource;
 use serde::{Deserialize, Serialize};
 
+pub use backend::{Backend, open};
 pub use local::LocalStore;
+pub use postgres::PostgresStore;
+pub use s3::{S3Config, S3Store};
 
 /// One resource as recorded in state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
