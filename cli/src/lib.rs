@@ -10,6 +10,7 @@ mod render;
 mod run_cmd;
 
 mod kcl_cmd;
+pub mod readiness;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -53,6 +54,8 @@ pub fn main_with(runtimes: Vec<Arc<dyn Runtime>>) -> ExitCode {
     }
     let cli = Cli::parse();
     init_tracing(cli.global.verbose);
+    // Readiness rules (extension `readiness`) are KCL expressions: this program can judge them.
+    readiness::install();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

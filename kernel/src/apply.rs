@@ -523,6 +523,15 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
 }
 
 fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Result<(), String> {
+    // A rule of its own replaces the runtime's verdict of "ready"; check it can be judged first.
+    let rule = crate::readiness::rule_of(resource)?;
+    let hook = match rule {
+        Some(expression) => Some(
+            crate::readiness::installed()
+                .ok_or_else(|| crate::readiness::unsupported(expression))?,
+        ),
+        None => None,
+    };
     let runtime = cx
         .registry
         .get(&step.resource_type)
@@ -550,7 +559,10 @@ fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Resu
         }
         let poll_for = remaining.min(Duration::from_millis(500));
         match watch.poll(poll_for).map_err(|e| e.message)? {
-            WatchPoll::Event(event) => {
+            WatchPoll::Event(mut event) => {
+                if let (Some(expression), Some(hook)) = (rule, &hook) {
+                    judge_by_rule(&step.id, expression, &**hook, &mut event)?;
+                }
                 last_detail = event.detail.clone();
                 let health = event.health;
                 cx.emit(Event::Watch {
@@ -572,4 +584,35 @@ fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Resu
             }
         }
     }
+}
+
+/// Replace the runtime's "ready"/"progressing" by what the resource's own rule says about the
+/// event's live object. A failure the runtime saw (a crashing pod) stays a failure.
+fn judge_by_rule(
+    id: &str,
+    expression: &str,
+    hook: &dyn crate::readiness::ReadinessHook,
+    event: &mut WatchEvent,
+) -> Result<(), String> {
+    use crate::readiness::Verdict;
+    if event.health == Health::Failed {
+        return Ok(());
+    }
+    let Some(live) = &event.object else {
+        return Err(format!(
+            "readiness rule {expression:?}: the runtime's watch reports no live object to judge"
+        ));
+    };
+    let (health, detail) = match hook.judge(id, expression, live) {
+        Ok(Verdict::Ready) => (Health::Ready, format!("readiness rule holds: {expression}")),
+        Ok(Verdict::NotReady(why)) => (Health::Progressing, why),
+        Err(e) => return Err(format!("readiness rule {expression:?}: {e}")),
+    };
+    event.health = health;
+    event.detail = detail.clone();
+    if let Some(row) = event.objects.first_mut() {
+        row.health = health;
+        row.detail = detail;
+    }
+    Ok(())
 }

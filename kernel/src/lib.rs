@@ -8,6 +8,7 @@
 //! - [`plan`]: the 3-way plan (prior state, planned spec, live objects) -> an action per resource.
 //! - [`apply`]: the scheduler that executes a plan in parallel along the DAG.
 //! - [`state`]: the `StateStore` trait, the journal and the embedded local backend.
+//! - [`readiness`]: the hook judging readiness rules a resource carries (extension `readiness`).
 //! - [`registry`]: which runtime serves which resource `type`.
 //! - [`ops`]: day-2 operations (`kusionctl run`): restart, scale, rollback in batches.
 //!
@@ -21,6 +22,7 @@ pub mod ops;
 pub mod plan;
 pub mod plugin;
 pub mod policy;
+pub mod readiness;
 pub mod registry;
 pub mod walk;
 

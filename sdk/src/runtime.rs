@@ -158,7 +158,17 @@ pub struct WatchEvent {
     /// Why the resource is not ready, or why it failed.
     pub detail: String,
     pub objects: Vec<ObjectStatus>,
+    /// The watched object as the runtime last saw it live (unprojected, with its status), for
+    /// readiness rules the host judges ([`EXT_READINESS`]). Runtimes that cannot say leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Value>,
 }
+
+/// Extension holding a resource's own readiness rule: an expression over the live object (e.g.
+/// `status.phase == "Active"`) that the host judges on every watch event carrying
+/// [`WatchEvent::object`]. A runtime that sees it keeps watching after its built-in rules say
+/// ready, until the host has had its say and drops the watch.
+pub const EXT_READINESS: &str = "readiness";
 
 /// The answer of one poll of a [`Watch`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -249,6 +249,7 @@ impl FileWatch {
                 health,
                 detail,
             }],
+            object: None,
         }
     }
 }

@@ -846,6 +846,7 @@ mod tests {
             health,
             detail: "d".into(),
             objects,
+            object: None,
         };
         // Stale status: the deployment still looks ready while the deleted pod is listed.
         let e = judge(
@@ -908,6 +909,7 @@ mod tests {
                 health: Health::Ready,
                 detail: String::new(),
                 objects: Vec::new(),
+                object: None,
             }))
         }
     }

@@ -3,11 +3,15 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
+use futures::StreamExt;
 use kube::Client;
+use kube::api::DynamicObject;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::{ApiResource, Scope};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kusion_sdk::{PluginError, PluginResult, Resource};
 
 use crate::error::{from_kube, is_not_found};
@@ -88,9 +92,32 @@ pub struct Cluster {
     pub key: ClusterKey,
     pub client: Client,
     kinds: Mutex<HashMap<(String, String), Kind>>,
+    /// Held while discovering, so the concurrent first calls for a kind (ten parallel applies
+    /// of the same kind at the start of a run) wait for one discovery instead of each doing it.
+    discovering: tokio::sync::Mutex<()>,
     /// Short-lived list results shared by concurrent watches (many Deployments in one namespace
     /// need the same pod list per tick; one request serves them all).
     lists: Mutex<HashMap<(String, String), ListSlot>>,
+    /// Watch caches shared by concurrent watches, alive while some watch holds them.
+    informers: Mutex<HashMap<InformerKey, Weak<Informer>>>,
+}
+
+/// (namespace, apiVersion/plural, field selector) of a watch cache.
+type InformerKey = (Option<String>, String, String);
+
+/// A cache of one kind's objects (in one namespace, optionally narrowed by a field selector)
+/// kept current by a watch stream, and a counter bumped on every change it sees. The stream
+/// re-lists and reconnects by itself (with backoff) when the server ends or expires it.
+pub struct Informer {
+    pub store: Store<DynamicObject>,
+    pub changed: tokio::sync::watch::Receiver<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Informer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// How long a list result is reused by other watches.
@@ -118,7 +145,9 @@ impl Cluster {
             key,
             client,
             kinds: Mutex::new(HashMap::new()),
+            discovering: tokio::sync::Mutex::new(()),
             lists: Mutex::new(HashMap::new()),
+            informers: Mutex::new(HashMap::new()),
         })
     }
 
@@ -126,7 +155,12 @@ impl Cluster {
     /// (e.g. a CRD not created yet). Only found kinds are cached, so a new CRD shows up.
     pub async fn kind(&self, target: &Target) -> PluginResult<Option<Kind>> {
         let key = (target.api_version.clone(), target.kind.clone());
-        if let Some(k) = self.kinds.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        let cached = || self.kinds.lock().ok().and_then(|m| m.get(&key).cloned());
+        if let Some(k) = cached() {
+            return Ok(Some(k));
+        }
+        let _one_at_a_time = self.discovering.lock().await;
+        if let Some(k) = cached() {
             return Ok(Some(k));
         }
         let gvk = kube::api::GroupVersionKind::gvk(target.group(), target.version(), &target.kind);
@@ -204,6 +238,57 @@ impl Cluster {
         let items = Arc::new(items);
         *cached = Some((std::time::Instant::now(), items.clone()));
         Ok(items)
+    }
+
+    /// The watch cache of `resource` objects in `ns` (all namespaces or cluster-scoped when
+    /// `None`) matching `fields`; shared with other watches asking for the same. Must be called
+    /// inside the runtime's executor (it spawns the watch task).
+    pub fn informer(
+        &self,
+        ns: Option<&str>,
+        resource: &ApiResource,
+        fields: Option<&str>,
+    ) -> Arc<Informer> {
+        let key = (
+            ns.map(str::to_string),
+            format!("{}/{}", resource.api_version, resource.plural),
+            fields.unwrap_or_default().to_string(),
+        );
+        let mut informers = self.informers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(existing) = informers.get(&key).and_then(Weak::upgrade) {
+            return existing;
+        }
+        let api: kube::Api<DynamicObject> = match ns {
+            Some(ns) => kube::Api::namespaced_with(self.client.clone(), ns, resource),
+            None => kube::Api::all_with(self.client.clone(), resource),
+        };
+        let mut config = watcher::Config::default();
+        if let Some(fields) = fields {
+            config = config.fields(fields);
+        }
+        let writer = reflector::store::Writer::new(resource.clone());
+        let store = writer.as_reader();
+        let (tx, changed) = tokio::sync::watch::channel(0u64);
+        let what = format!("{} in {}", key.1, ns.unwrap_or("all namespaces"));
+        let task = tokio::spawn(async move {
+            let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(_) => tx.send_modify(|n| *n = n.wrapping_add(1)),
+                    // The watcher retries with backoff; callers are bounded by their timeout.
+                    Err(e) => tracing::debug!("watch of {what}: {e}"),
+                }
+            }
+        });
+        let informer = Arc::new(Informer {
+            store,
+            changed,
+            task,
+        });
+        informers.retain(|_, w| w.strong_count() > 0);
+        informers.insert(key, Arc::downgrade(&informer));
+        informer
     }
 
     pub fn api(&self, kind: &Kind, target: &Target) -> kube::Api<kube::api::DynamicObject> {

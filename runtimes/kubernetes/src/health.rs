@@ -326,23 +326,44 @@ fn simple_health(group: &str, kind: &str, obj: &Value) -> (Health, String) {
     }
 }
 
-async fn list(
-    cluster: &Cluster,
-    id: &str,
-    ns: &str,
-    group: &str,
-    version: &str,
-    kind: &str,
-    plural: &str,
-) -> PluginResult<Vec<Value>> {
-    let ar =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-    Ok(cluster.list_json(id, ns, &ar).await?.as_ref().clone())
+/// The object for a host-judged readiness rule: managedFields are bookkeeping, not state.
+fn without_managed_fields(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    obj
 }
 
-/// One snapshot of the resource's health, with a row per owned object.
-pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchEvent> {
-    let progressing = |detail: &str| WatchEvent {
+/// A kind whose objects are children in some owner chain: (group, version, kind, plural).
+pub(crate) type ChildKind = (&'static str, &'static str, &'static str, &'static str);
+const REPLICASETS: ChildKind = ("apps", "v1", "ReplicaSet", "replicasets");
+const PODS: ChildKind = ("", "v1", "Pod", "pods");
+const JOBS: ChildKind = ("batch", "v1", "Job", "jobs");
+const ENDPOINTS: ChildKind = ("", "v1", "Endpoints", "endpoints");
+
+/// The kinds (in the object's namespace) whose objects decide the health of a `group`/`kind`.
+pub(crate) fn children_of(group: &str, kind: &str) -> &'static [ChildKind] {
+    match (group, kind) {
+        ("apps", "Deployment") => &[REPLICASETS, PODS],
+        ("apps", "StatefulSet")
+        | ("apps", "DaemonSet")
+        | ("apps", "ReplicaSet")
+        | ("batch", "Job") => &[PODS],
+        ("batch", "CronJob") => &[JOBS],
+        ("", "Service") => &[ENDPOINTS],
+        _ => &[],
+    }
+}
+
+pub(crate) fn child_resource(child: &ChildKind) -> ApiResource {
+    let (group, version, kind, plural) = *child;
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// The answer while the object itself cannot be judged yet.
+pub(crate) fn progressing(target: &Target, detail: &str) -> WatchEvent {
+    WatchEvent {
         health: Health::Progressing,
         detail: detail.to_string(),
         objects: vec![ObjectStatus {
@@ -351,34 +372,59 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
             health: Health::Progressing,
             detail: detail.to_string(),
         }],
-    };
+        object: None,
+    }
+}
+
+/// One snapshot of the resource's health, read with a GET and (shared, short-lived) lists.
+pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchEvent> {
     let Some(kind) = cluster.checked_kind(target).await? else {
-        return Ok(progressing("kind not served yet"));
+        return Ok(progressing(target, "kind not served yet"));
     };
     let obj = match cluster.api(&kind, target).get_opt(&target.name).await {
         Ok(Some(o)) => serde_json::to_value(o).unwrap_or(Value::Null),
-        Ok(None) => return Ok(progressing("waiting for the object to exist")),
+        Ok(None) => return Ok(progressing(target, "waiting for the object to exist")),
         Err(e) => return Err(from_kube(&target.id, "get", e)),
     };
-    let group = target.group();
-    let (mut health, mut detail) = simple_health(group, &target.kind, &obj);
-    let mut rows = vec![row(&target.kind, &obj, health, detail.clone())];
     let ns = target.namespace.as_deref().unwrap_or("");
-    let uid = uid_of(&obj).unwrap_or("").to_string();
-    let id = target.id.as_str();
+    let mut lists = Vec::new();
+    for child in children_of(target.group(), &target.kind) {
+        let items = cluster
+            .list_json(&target.id, ns, &child_resource(child))
+            .await?;
+        lists.push((child.3, items.as_ref().clone()));
+    }
+    Ok(judge(target, &obj, &lists))
+}
+
+/// The health of `obj` given the objects of its namespace that [`children_of`] names, as
+/// `(plural, objects)`. Pure, so a snapshot and a watch cache judge alike.
+pub(crate) fn judge(target: &Target, obj: &Value, lists: &[(&str, Vec<Value>)]) -> WatchEvent {
+    // Sorted by name: a watch cache has no order, and rows must not reorder between events.
+    let list = |plural: &str| -> Vec<Value> {
+        let mut items = lists
+            .iter()
+            .find(|(p, _)| *p == plural)
+            .map(|(_, items)| items.clone())
+            .unwrap_or_default();
+        items.sort_by_key(name_of);
+        items
+    };
+    let group = target.group();
+    let (mut health, mut detail) = simple_health(group, &target.kind, obj);
+    let mut rows = vec![row(&target.kind, obj, health, detail.clone())];
+    let uid = uid_of(obj).unwrap_or("").to_string();
 
     // Children whose failure fails the parent (pods stuck pulling or crashing).
     let mut pods: Vec<Value> = Vec::new();
     match (group, target.kind.as_str()) {
         ("apps", "Deployment") => {
-            let rss: Vec<Value> = list(cluster, id, ns, "apps", "v1", "ReplicaSet", "replicasets")
-                .await?
+            let rss: Vec<Value> = list("replicasets")
                 .into_iter()
                 .filter(|rs| owned_by(rs, &[&uid]))
                 .collect();
             let rs_uids: Vec<&str> = rss.iter().filter_map(uid_of).collect();
-            pods = list(cluster, id, ns, "", "v1", "Pod", "pods")
-                .await?
+            pods = list("pods")
                 .into_iter()
                 .filter(|p| owned_by(p, &rs_uids))
                 .collect();
@@ -396,15 +442,13 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
         | ("apps", "DaemonSet")
         | ("apps", "ReplicaSet")
         | ("batch", "Job") => {
-            pods = list(cluster, id, ns, "", "v1", "Pod", "pods")
-                .await?
+            pods = list("pods")
                 .into_iter()
                 .filter(|p| owned_by(p, &[&uid]))
                 .collect();
         }
         ("batch", "CronJob") => {
-            let jobs: Vec<Value> = list(cluster, id, ns, "batch", "v1", "Job", "jobs")
-                .await?
+            let jobs: Vec<Value> = list("jobs")
                 .into_iter()
                 .filter(|j| owned_by(j, &[&uid]))
                 .collect();
@@ -414,7 +458,7 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
             }
         }
         ("", "Service") => {
-            for ep in list(cluster, id, ns, "", "v1", "Endpoints", "endpoints").await? {
+            for ep in list("endpoints") {
                 if name_of(&ep) == target.name {
                     let addrs: usize =
                         ep.get("subsets")
@@ -455,11 +499,12 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
         rows[0].health = Health::Failed;
         rows[0].detail = detail.clone();
     }
-    Ok(WatchEvent {
+    WatchEvent {
         health,
         detail,
         objects: rows,
-    })
+        object: Some(without_managed_fields(obj)),
+    }
 }
 
 #[cfg(test)]
@@ -480,6 +525,58 @@ mod tests {
         let (h, msg) = deployment_health(&d);
         assert_eq!(h, Health::Failed);
         assert!(msg.starts_with("ProgressDeadlineExceeded"), "{msg}");
+    }
+
+    #[test]
+    fn judging_a_watch_cache_follows_the_owner_chain_in_any_order() {
+        use serde_json::json;
+        let target = Target {
+            id: "apps/v1:Deployment:ns:web".into(),
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("ns".into()),
+            name: "web".into(),
+        };
+        let d = json!({"metadata": {"name": "web", "uid": "d1", "generation": 1,
+                                    "managedFields": [{"manager": "kusion"}]},
+            "spec": {"replicas": 2},
+            "status": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 1}});
+        let rs = json!({"metadata": {"name": "web-1", "uid": "r1", "ownerReferences": [{"uid": "d1"}]},
+                        "spec": {"replicas": 2}, "status": {"replicas": 2, "readyReplicas": 1}});
+        let pod = |name: &str, waiting: &str| {
+            json!({"metadata": {"name": name, "ownerReferences": [{"uid": "r1"}]},
+            "spec": {"containers": [{"name": "c"}]},
+            "status": {"phase": "Pending", "containerStatuses": [{"name": "c", "ready": false,
+                       "state": {"waiting": {"reason": waiting}}}]}})
+        };
+        let other = json!({"metadata": {"name": "stranger", "ownerReferences": [{"uid": "zz"}]},
+                           "status": {"phase": "Failed"}});
+        let lists = [
+            ("replicasets", vec![rs]),
+            (
+                "pods",
+                vec![
+                    pod("web-1-b", "ContainerCreating"),
+                    other,
+                    pod("web-1-a", "ImagePullBackOff"),
+                ],
+            ),
+        ];
+        let event = judge(&target, &d, &lists);
+        assert_eq!(event.health, Health::Failed, "{event:?}");
+        assert!(
+            event.detail.starts_with("pod web-1-a: "),
+            "{}",
+            event.detail
+        );
+        let names: Vec<&str> = event.objects.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["web", "web-1", "web-1-a", "web-1-b"]);
+        // The live object rides along for host-judged rules, without the bookkeeping.
+        let live = event.object.expect("live object");
+        assert_eq!(live.pointer("/status/availableReplicas"), Some(&json!(1)));
+        assert!(live.pointer("/metadata/managedFields").is_none());
+        assert_eq!(children_of("apps", "Deployment").len(), 2);
+        assert!(children_of("", "ConfigMap").is_empty());
     }
 
     #[test]

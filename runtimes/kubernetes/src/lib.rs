@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PropagationPolicy};
 use kusion_sdk::runtime::{
-    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, Health, ImportRequest,
+    ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, EXT_READINESS, Health, ImportRequest,
     OperateRequest, OperateResponse, OperationInfo, ReadRequest, ReadResponse, Runtime,
     RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
 };
@@ -94,7 +94,8 @@ pub struct Settings {
     /// created or established), in seconds.
     #[serde(default = "default_kind_wait")]
     pub kind_wait_seconds: u64,
-    /// Poll interval of `watch`, in milliseconds.
+    /// How often `watch` asks again for a kind the server does not serve yet (its CRD being
+    /// established), in milliseconds; once it is served, changes arrive by watch streams.
     #[serde(default = "default_interval")]
     pub watch_interval_ms: u64,
 }
@@ -501,6 +502,121 @@ async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
     }
 }
 
+/// Follows `target` to readiness: a first snapshot answers at once (most kinds are ready as soon
+/// as they exist, and need no watch at all); otherwise watch caches of the object and of its
+/// owner chain's kinds are re-judged on every change they see, with the same rules.
+/// With `host_judges` (the resource has its own readiness rule, [`EXT_READINESS`]) a built-in
+/// "ready" does not end the watch: the host decides, and drops the watch when satisfied.
+async fn follow(
+    cluster: Arc<cluster::Cluster>,
+    target: Target,
+    interval: Duration,
+    host_judges: bool,
+    tx: std::sync::mpsc::Sender<PluginResult<WatchEvent>>,
+) {
+    let mut last: Option<WatchEvent> = None;
+    // Sends `event` when it differs from the last one; true when watching should stop.
+    let mut report = |event: WatchEvent| -> bool {
+        let done = match event.health {
+            Health::Failed => true,
+            Health::Ready => !host_judges,
+            Health::Progressing => false,
+        };
+        if last.as_ref() != Some(&event) {
+            last = Some(event.clone());
+            if tx.send(Ok(event)).is_err() {
+                return true; // nobody listens any more
+            }
+        }
+        done
+    };
+    // The kind may not be served yet (its CRD is being established): ask again until it is.
+    let kind = loop {
+        match health::evaluate(&cluster, &target).await {
+            Ok(event) => {
+                if report(event) {
+                    return;
+                }
+                if let Ok(Some(kind)) = cluster.checked_kind(&target).await {
+                    break kind;
+                }
+            }
+            // Transient trouble (server restarting): keep trying until the caller's timeout.
+            Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        }
+        tokio::time::sleep(interval).await;
+    };
+    let ns = target.namespace.as_deref().filter(|_| kind.namespaced);
+    let own = cluster.informer(
+        ns,
+        &kind.resource,
+        Some(&format!("metadata.name={}", target.name)),
+    );
+    let children: Vec<(&str, Arc<cluster::Informer>)> =
+        health::children_of(target.group(), &target.kind)
+            .iter()
+            .map(|child| {
+                let informer = cluster.informer(ns, &health::child_resource(child), None);
+                (child.3, informer)
+            })
+            .collect();
+    let mut changed: Vec<tokio::sync::watch::Receiver<u64>> = std::iter::once(&own)
+        .chain(children.iter().map(|(_, i)| i))
+        .map(|i| i.changed.clone())
+        .collect();
+    for informer in std::iter::once(&own).chain(children.iter().map(|(_, i)| i)) {
+        if informer.store.wait_until_ready().await.is_err() {
+            let _ = tx.send(Err(PluginError::internal(format!(
+                "{}: a watch stream stopped before listing",
+                target.id
+            ))));
+            return;
+        }
+    }
+    let to_json = |o: &Arc<kube::api::DynamicObject>| serde_json::to_value(o.as_ref()).ok();
+    loop {
+        // Mark every change seen before reading the caches, so none slips in between.
+        for rx in changed.iter_mut() {
+            rx.borrow_and_update();
+        }
+        let event = match own.store.state().first().and_then(to_json) {
+            None => health::progressing(&target, "waiting for the object to exist"),
+            Some(obj) => {
+                let lists: Vec<(&str, Vec<Value>)> = children
+                    .iter()
+                    .map(|(plural, i)| {
+                        (
+                            *plural,
+                            i.store.state().iter().filter_map(to_json).collect(),
+                        )
+                    })
+                    .collect();
+                health::judge(&target, &obj, &lists)
+            }
+        };
+        if report(event) {
+            return;
+        }
+        let waits: Vec<_> = changed
+            .iter_mut()
+            .map(|rx| Box::pin(rx.changed()))
+            .collect();
+        let (woke, _, rest) = futures::future::select_all(waits).await;
+        drop(rest);
+        if woke.is_err() {
+            let _ = tx.send(Err(PluginError::internal(format!(
+                "{}: a watch stream stopped",
+                target.id
+            ))));
+            return;
+        }
+    }
+}
+
 struct KubeWatch {
     rx: std::sync::mpsc::Receiver<PluginResult<WatchEvent>>,
     task: tokio::task::JoinHandle<()>,
@@ -648,10 +764,12 @@ impl Runtime for KubernetesRuntime {
             // link; refusing beats silently using the built-in rules the user replaced.
             return Err(PluginError::unsupported(format!(
                 "{}: custom readiness rules (extension {key}) need the KCL evaluator, which the \
-                 kubernetes runtime plugin does not have",
+                 kubernetes runtime plugin does not have; an expression in extension \
+                 `{EXT_READINESS}` is judged by kusionctl",
                 target.id
             )));
         }
+        let host_judges = resource.extensions.contains_key(EXT_READINESS);
         let inner = self.inner.clone();
         let cluster = self.run(
             &target.id,
@@ -660,32 +778,9 @@ impl Runtime for KubernetesRuntime {
         )?;
         let interval = Duration::from_millis(self.inner.settings().watch_interval_ms.max(50));
         let (tx, rx) = std::sync::mpsc::channel();
-        let task = self.executor()?.spawn(async move {
-            let mut last: Option<WatchEvent> = None;
-            loop {
-                match health::evaluate(&cluster, &target).await {
-                    Ok(event) => {
-                        let done = event.health != Health::Progressing;
-                        if last.as_ref() != Some(&event) {
-                            last = Some(event.clone());
-                            if tx.send(Ok(event)).is_err() {
-                                return; // nobody listens any more
-                            }
-                        }
-                        if done {
-                            return;
-                        }
-                    }
-                    // Transient trouble (server restarting): keep watching until the caller's timeout.
-                    Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                }
-                tokio::time::sleep(interval).await;
-            }
-        });
+        let task = self
+            .executor()?
+            .spawn(follow(cluster, target, interval, host_judges, tx));
         Ok(Box::new(KubeWatch { rx, task }))
     }
 }

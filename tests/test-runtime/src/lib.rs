@@ -309,6 +309,7 @@ impl Watch for TestWatch {
                 health,
                 detail,
             }],
+            object: None,
         }))
     }
 }
