@@ -592,6 +592,51 @@ impl Provider {
         self.check(result)
     }
 
+    /// ReadDataSource: the data source's state for a configuration (no private bytes).
+    pub async fn read_data_source(
+        &self,
+        type_name: &str,
+        config: Vec<u8>,
+    ) -> Result<StateResult, PluginError> {
+        let result = match self.client.clone() {
+            Client::V5(mut c) => c
+                .read_data_source(v5::read_data_source::Request {
+                    type_name: type_name.into(),
+                    config: dv!(v5, config),
+                    provider_meta: None,
+                    client_capabilities: None,
+                })
+                .await
+                .map(|r| {
+                    let r = r.into_inner();
+                    StateResult {
+                        state: msgpack(r.state),
+                        private: Vec::new(),
+                        diagnostics: diags!(v5, r.diagnostics),
+                    }
+                })
+                .map_err(|s| rpc_err("ReadDataSource", s)),
+            Client::V6(mut c) => c
+                .read_data_source(v6::read_data_source::Request {
+                    type_name: type_name.into(),
+                    config: dv!(v6, config),
+                    provider_meta: None,
+                    client_capabilities: None,
+                })
+                .await
+                .map(|r| {
+                    let r = r.into_inner();
+                    StateResult {
+                        state: msgpack(r.state),
+                        private: Vec::new(),
+                        diagnostics: diags!(v6, r.diagnostics),
+                    }
+                })
+                .map_err(|s| rpc_err("ReadDataSource", s)),
+        };
+        self.check(result)
+    }
+
     pub async fn plan(
         &self,
         type_name: &str,

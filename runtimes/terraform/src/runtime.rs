@@ -31,6 +31,12 @@ use crate::schema::{self as schema_cache, ProviderSchema};
 
 /// Extension naming the object to adopt (`import`).
 pub const IMPORT_ID: &str = "kusionstack.io/import-id";
+/// Extension (boolean) asking for create-before-destroy on replacements: the new object is
+/// created before the old one is deleted (Terraform's `lifecycle.create_before_destroy`).
+pub const CREATE_BEFORE_DESTROY: &str = "createBeforeDestroy";
+/// Extension selecting the resource mode: `data` reads a data source (ReadDataSource) instead
+/// of managing an object; anything else (or none) is a managed resource.
+pub const MODE: &str = "mode";
 /// The resource `type` this runtime serves.
 pub const RESOURCE_TYPE: &str = "Terraform";
 
@@ -325,6 +331,30 @@ fn decode_state(id: &str, schema: &Schema, bytes: &[u8]) -> PluginResult<Option<
     }))
 }
 
+/// Whether a configuration still holds references the kernel could not resolve yet.
+fn has_unresolved(value: &Json) -> bool {
+    match value {
+        Json::String(s) => s.starts_with(cty::UNKNOWN_MARKER),
+        Json::Array(items) => items.iter().any(has_unresolved),
+        Json::Object(map) => map.values().any(has_unresolved),
+        _ => false,
+    }
+}
+
+/// Whether the resource is a data source (`extensions.mode: data`).
+fn is_data(resource: &Resource) -> bool {
+    resource.extension_str(MODE) == Some("data")
+}
+
+/// Whether the resource asks for create-before-destroy replacements.
+fn create_before_destroy(resource: &Resource) -> bool {
+    resource
+        .extensions
+        .get(CREATE_BEFORE_DESTROY)
+        .and_then(Json::as_bool)
+        .unwrap_or(false)
+}
+
 fn resource_from(template: &Resource, json: Json) -> Resource {
     let attributes = match json {
         Json::Object(map) => map,
@@ -602,6 +632,9 @@ impl Inner {
     }
 
     async fn apply(&self, req: ApplyRequest) -> PluginResult<ApplyResponse> {
+        if is_data(&req.planned) {
+            return self.apply_data(&req).await;
+        }
         let target = Target::of(&req.planned)?;
         let (instance, schema) = self.resource_schema(&target).await?;
         let id = target.id.as_str();
@@ -676,12 +709,22 @@ impl Inner {
                     .collect(),
             });
         }
+        // With create-before-destroy, the object being replaced, deleted once its successor
+        // exists.
+        let mut replaced = None;
         if !plan.requires_replace.is_empty() {
-            // Destroy, then create from nothing (the provider's plan decides only *that* a
-            // replace is needed; create-before-destroy would need both objects to coexist).
-            self.destroy(&instance, &target, prior.clone(), prior_private.clone())
-                .await?;
-            prior = nil();
+            // The provider's plan decides only *that* a replace is needed: the new object is
+            // planned from nothing. By default the old object goes first (names that must be
+            // unique can be reused); with createBeforeDestroy both coexist for a moment.
+            let old = (
+                std::mem::replace(&mut prior, nil()),
+                std::mem::take(&mut prior_private),
+            );
+            if create_before_destroy(&req.planned) {
+                replaced = Some(old);
+            } else {
+                self.destroy(&instance, &target, old.0, old.1).await?;
+            }
             creating = true;
             plan = self
                 .plan(
@@ -747,6 +790,21 @@ impl Inner {
                 ),
             ));
         }
+        if let Some((old, old_private)) = replaced {
+            // The new object exists; a failure here leaves the old one behind, which the error
+            // names (the state keeps the old object until a re-run succeeds).
+            self.destroy(&instance, &target, old, old_private)
+                .await
+                .map_err(|e| {
+                    PluginError::new(
+                        e.kind,
+                        format!(
+                            "the replacement was created, but deleting the object it replaces failed: {}",
+                            e.message
+                        ),
+                    )
+                })?;
+        }
         Ok(ApplyResponse {
             resource: resource_from(&req.planned, decoded.json),
             private: Some(PrivateEnvelope::encode(schema.version, &result.private)),
@@ -757,6 +815,135 @@ impl Inner {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
+        })
+    }
+
+    async fn data_schema(&self, target: &Target) -> PluginResult<(Arc<Instance>, Arc<Schema>)> {
+        let instance = self.instance(target).await?;
+        let schema = instance
+            .schema
+            .data_source(&target.type_name)
+            .map_err(|e| {
+                err(
+                    ErrorKind::Internal,
+                    &target.id,
+                    format!(
+                        "provider {} schema of data source {}: {e}",
+                        instance.address, target.type_name
+                    ),
+                )
+            })?
+            .ok_or_else(|| {
+                err(
+                    ErrorKind::InvalidInput,
+                    &target.id,
+                    format!(
+                        "provider {} has no data source {:?}",
+                        instance.address, target.type_name
+                    ),
+                )
+            })?;
+        Ok((instance, schema))
+    }
+
+    /// ReadDataSource for a configuration: the data source's current attributes.
+    async fn read_data_source(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        schema: &Schema,
+        config: &Json,
+    ) -> PluginResult<Decoded> {
+        let id = target.id.as_str();
+        let config = schema
+            .block
+            .encode_config(config, false)
+            .map_err(|e| err(ErrorKind::InvalidInput, id, e))?;
+        let result = instance
+            .provider
+            .read_data_source(&target.type_name, cty::to_bytes(&config))
+            .await
+            .map_err(|e| rpc_error(id, e))?;
+        check_diags(id, "reading the data source", &result.diagnostics)?;
+        decode_state(id, schema, &result.state)?
+            .ok_or_else(|| err(ErrorKind::Rejected, id, "the provider read no data"))
+    }
+
+    /// A data source "applied": read it (also in a dry-run, reads change nothing). While its
+    /// configuration still waits on other resources' values, a dry-run shows the attributes
+    /// the provider computes as unknown.
+    async fn apply_data(&self, req: &ApplyRequest) -> PluginResult<ApplyResponse> {
+        let target = Target::of(&req.planned)?;
+        let (instance, schema) = self.data_schema(&target).await?;
+        let config = Json::Object(req.planned.attributes.clone());
+        let pending = req.dry_run && has_unresolved(&config);
+        if pending {
+            // Still validate the shape; only unresolved references may be left.
+            schema
+                .block
+                .encode_config(&config, true)
+                .map_err(|e| err(ErrorKind::InvalidInput, &target.id, e))?;
+            let unknown_paths = schema
+                .block
+                .attributes
+                .iter()
+                .filter(|(name, a)| a.computed && !req.planned.attributes.contains_key(*name))
+                .map(|(name, _)| name.clone())
+                .collect();
+            return Ok(ApplyResponse {
+                resource: req.planned.clone(),
+                private: None,
+                sensitive_paths: schema.block.sensitive_paths(&config),
+                unknown_paths,
+                requires_replace: Vec::new(),
+            });
+        }
+        let read = self
+            .read_data_source(&instance, &target, &schema, &config)
+            .await?;
+        Ok(ApplyResponse {
+            resource: resource_from(&req.planned, read.json),
+            private: None,
+            sensitive_paths: read.sensitive,
+            unknown_paths: read.unknown,
+            requires_replace: Vec::new(),
+        })
+    }
+
+    /// A data source refreshed: read again from its configuration (the planned resource, else
+    /// the recorded one without the attributes only the provider sets).
+    async fn read_data(&self, req: &ReadRequest) -> PluginResult<ReadResponse> {
+        // Nothing recorded yet: the kernel plans a "create", whose apply is the first read.
+        if req.prior.is_none() {
+            return Ok(ReadResponse::default());
+        }
+        let Some(template) = req.planned.as_ref().or(req.prior.as_ref()) else {
+            return Ok(ReadResponse::default());
+        };
+        let target = Target::of(template)?;
+        let (instance, schema) = self.data_schema(&target).await?;
+        let mut config = template.attributes.clone();
+        if req.planned.is_none() {
+            config.retain(|name, _| {
+                schema
+                    .block
+                    .attributes
+                    .get(name)
+                    .is_none_or(|a| a.optional || a.required)
+            });
+        }
+        let config = Json::Object(config);
+        if has_unresolved(&config) {
+            // References not resolved yet: nothing to read until the apply.
+            return Ok(ReadResponse::default());
+        }
+        let read = self
+            .read_data_source(&instance, &target, &schema, &config)
+            .await?;
+        Ok(ReadResponse {
+            resource: Some(resource_from(template, read.json)),
+            private: None,
+            sensitive_paths: read.sensitive,
         })
     }
 
@@ -872,6 +1059,10 @@ impl Inner {
     }
 
     async fn delete(&self, req: DeleteRequest) -> PluginResult<()> {
+        if is_data(&req.resource) {
+            // A data source owns nothing: forgetting it is all a delete means.
+            return Ok(());
+        }
         let target = Target::of(&req.resource)?;
         let (instance, schema) = self.resource_schema(&target).await?;
         let (prior, private) = self
@@ -888,6 +1079,11 @@ impl Inner {
     }
 
     async fn read(&self, req: ReadRequest) -> PluginResult<ReadResponse> {
+        if let Some(resource) = req.planned.as_ref().or(req.prior.as_ref())
+            && is_data(resource)
+        {
+            return self.read_data(&req).await;
+        }
         let Some(prior) = &req.prior else {
             // Nothing recorded: only an import ID can name an existing object to show.
             return match &req.planned {
@@ -946,6 +1142,13 @@ impl Inner {
 
     async fn import(&self, req: ImportRequest) -> PluginResult<ReadResponse> {
         let target = Target::of(&req.planned)?;
+        if is_data(&req.planned) {
+            return Err(err(
+                ErrorKind::InvalidInput,
+                &target.id,
+                "a data source (extensions.mode: data) is read, not imported",
+            ));
+        }
         let import_id = req
             .import_id
             .clone()

@@ -19,8 +19,8 @@ use crate::cty::{
 };
 use crate::proto::{tfplugin5 as v5, tfplugin6 as v6};
 
-/// The provider's schema as it answered GetSchema (minus data sources, functions and ephemeral
-/// resources, which our message definitions leave out), with resource schemas converted to
+/// The provider's schema as it answered GetSchema (minus functions and ephemeral resources,
+/// which our message definitions leave out), with resource and data source schemas converted to
 /// the [`crate::cty`] model on first use: the AWS provider has ~1,500 resource types and an
 /// operation touches a handful.
 #[derive(Debug)]
@@ -90,6 +90,33 @@ impl ProviderSchema {
         Ok(schema.map(|s| {
             let s = Arc::new(s);
             converted.insert(type_name.to_string(), s.clone());
+            s
+        }))
+    }
+
+    /// The schema of one data source type, `None` if the provider has no such type.
+    pub fn data_source(&self, type_name: &str) -> Result<Option<Arc<Schema>>, CtyError> {
+        // Data sources share names with resources (`aws_s3_bucket`): keyed apart.
+        let key = format!("data.{type_name}");
+        let mut converted = self.converted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = converted.get(&key) {
+            return Ok(Some(s.clone()));
+        }
+        let schema = match &self.raw {
+            Raw::V5(r) => r
+                .data_source_schemas
+                .get(type_name)
+                .map(schema5)
+                .transpose()?,
+            Raw::V6(r) => r
+                .data_source_schemas
+                .get(type_name)
+                .map(schema6)
+                .transpose()?,
+        };
+        Ok(schema.map(|s| {
+            let s = Arc::new(s);
+            converted.insert(key, s.clone());
             s
         }))
     }
@@ -320,7 +347,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 fn schema_path(cache_dir: &Path, checksum: &str) -> PathBuf {
-    cache_dir.join("schemas").join(format!("{checksum}.pb"))
+    // `.v2`: entries written before data sources were kept lack their schemas.
+    cache_dir.join("schemas").join(format!("{checksum}.v2.pb"))
 }
 
 /// The cached schema for a binary checksum, if present and readable.

@@ -465,3 +465,162 @@ fn missing_provider_names_the_address_and_every_place_searched() {
         e.message
     );
 }
+
+/// Replacements delete the old object first by default; with `createBeforeDestroy` the new
+/// object is created before the old one is deleted (seen in the order of S3 requests).
+#[test]
+fn create_before_destroy_creates_the_replacement_first() {
+    let (moto, _dir, rt, mut meta) = setup();
+    let proxy = KillProxy::start(moto.port);
+    meta["endpoints"][0]["s3"] = json!(format!("http://127.0.0.1:{}", proxy.port));
+    let exists = |name: &str| ureq::head(&moto.url(&format!("/{name}"))).call().is_ok();
+    for (name, cbd) in [("cbd", true), ("dbc", false)] {
+        let mut bucket = resource(
+            AWS_PROVIDER,
+            &meta,
+            "aws_s3_bucket",
+            name,
+            json!({"bucket": format!("kusion-{name}-old")}),
+        );
+        if cbd {
+            bucket
+                .extensions
+                .insert("createBeforeDestroy".into(), json!(true));
+        }
+        let stored = apply(&rt, None, &bucket);
+        let mut renamed = bucket.clone();
+        renamed
+            .attributes
+            .insert("bucket".into(), json!(format!("kusion-{name}-new")));
+        let plan = dry_run(&rt, Some(&stored), &renamed);
+        assert!(
+            plan.requires_replace.contains(&"bucket".to_string()),
+            "{:?}",
+            plan.requires_replace
+        );
+        let replaced = apply(&rt, Some(&stored), &renamed);
+        assert_eq!(
+            replaced.resource.attributes["arn"],
+            json!(format!("arn:aws:s3:::kusion-{name}-new"))
+        );
+        assert!(exists(&format!("kusion-{name}-new")) && !exists(&format!("kusion-{name}-old")));
+        let requests = proxy.requests();
+        let at = |line: String| {
+            requests
+                .iter()
+                .position(|r| *r == line)
+                .unwrap_or_else(|| panic!("no {line:?} among {requests:#?}"))
+        };
+        let created = at(format!("PUT /kusion-{name}-new HTTP/1.1"));
+        let deleted = at(format!("DELETE /kusion-{name}-old HTTP/1.1"));
+        assert_eq!(created < deleted, cbd, "{requests:#?}");
+        rt.delete(&DeleteRequest {
+            resource: replaced.resource.clone(),
+            private: replaced.private.clone(),
+            timeout: None,
+        })
+        .unwrap();
+    }
+}
+
+/// `extensions.mode: data` reads a data source through ReadDataSource: in dry-runs and applies
+/// alike, with computed attributes unknown while the configuration waits on references; a
+/// delete leaves the object read alone.
+#[test]
+fn data_sources_are_read_through_read_data_source() {
+    let (moto, _dir, rt, meta) = setup();
+    // An object made outside kusion, for the data source to find.
+    ureq::put(&moto.url("/kusion-existing"))
+        .send_empty()
+        .expect("creating a bucket in moto");
+    let data = |resource_type: &str, name: &str, attributes: Value| {
+        let mut r = resource(AWS_PROVIDER, &meta, resource_type, name, attributes);
+        r.extensions.insert("mode".into(), json!("data"));
+        r
+    };
+    let bucket = data(
+        "aws_s3_bucket",
+        "existing",
+        json!({"bucket": "kusion-existing"}),
+    );
+    let planned = dry_run(&rt, None, &bucket);
+    assert_eq!(
+        planned.resource.attributes["arn"],
+        json!("arn:aws:s3:::kusion-existing")
+    );
+    let stored = apply(&rt, None, &bucket);
+    assert_eq!(
+        stored.resource.attributes["arn"],
+        json!("arn:aws:s3:::kusion-existing")
+    );
+    assert_eq!(stored.resource.attributes["region"], json!("us-east-1"));
+    let again = rt
+        .read(&ReadRequest {
+            prior: Some(stored.resource.clone()),
+            prior_private: stored.private.clone(),
+            planned: Some(bucket.clone()),
+            timeout: None,
+        })
+        .unwrap()
+        .resource
+        .expect("the data source reads again");
+    assert_eq!(
+        diff_paths(&attrs(&stored.resource), &attrs(&again)),
+        Vec::<String>::new()
+    );
+    // Without the planned resource, the recorded one (minus computed attributes) is the config.
+    let refreshed = read(&rt, &stored).expect("the data source reads from state");
+    assert_eq!(
+        refreshed.attributes["arn"],
+        stored.resource.attributes["arn"]
+    );
+
+    let identity = apply(&rt, None, &data("aws_caller_identity", "me", json!({})));
+    assert_eq!(
+        identity.resource.attributes["account_id"],
+        json!("123456789012")
+    );
+
+    // Configuration still waiting on another resource: computed attributes are unknown.
+    let pending = data(
+        "aws_s3_bucket",
+        "pending",
+        json!({"bucket": "$kusion_path.hashicorp:aws:aws_s3_bucket:other.bucket"}),
+    );
+    let planned = dry_run(&rt, None, &pending);
+    assert!(
+        planned.unknown_paths.contains(&"arn".to_string()),
+        "{:?}",
+        planned.unknown_paths
+    );
+
+    // A data source of something missing fails, naming the resource.
+    let missing = data("aws_s3_bucket", "missing", json!({"bucket": "kusion-nope"}));
+    let e = rt
+        .apply(&ApplyRequest {
+            prior: None,
+            prior_private: None,
+            planned: missing.clone(),
+            dry_run: false,
+            timeout: None,
+        })
+        .unwrap_err();
+    assert!(e.message.contains(&missing.id), "{e}");
+    let e = rt
+        .import(&ImportRequest {
+            planned: bucket.clone(),
+            import_id: Some("kusion-existing".into()),
+            timeout: None,
+        })
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidInput, "{e}");
+
+    // Deleting a data source forgets it; the bucket stays.
+    rt.delete(&DeleteRequest {
+        resource: stored.resource.clone(),
+        private: stored.private.clone(),
+        timeout: None,
+    })
+    .unwrap();
+    assert!(ureq::head(&moto.url("/kusion-existing")).call().is_ok());
+}

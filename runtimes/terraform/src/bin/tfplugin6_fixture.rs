@@ -286,6 +286,20 @@ impl Provider for Fixture {
         }))
     }
 
+    async fn read_data_source(
+        &self,
+        request: Request<read_data_source::Request>,
+    ) -> Result<Response<read_data_source::Response>, Status> {
+        // The fixture declares no data sources.
+        Ok(Response::new(read_data_source::Response {
+            diagnostics: vec![error(format!(
+                "no data source {:?}",
+                request.get_ref().type_name
+            ))],
+            ..Default::default()
+        }))
+    }
+
     async fn plan_resource_change(
         &self,
         request: Request<plan_resource_change::Request>,

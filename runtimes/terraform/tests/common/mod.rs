@@ -181,9 +181,11 @@ pub fn diff_paths(a: &Value, b: &Value) -> Vec<String> {
 }
 
 /// A TCP proxy in front of moto that kills a process (the provider) the moment a request
-/// matching an armed pattern passes through: a crash at a known point of an apply.
+/// matching an armed pattern passes through: a crash at a known point of an apply. It also
+/// records the request lines (`PUT /bucket HTTP/1.1`) in the order they arrive.
 pub struct KillProxy {
     pub port: u16,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     trigger: std::sync::Arc<std::sync::Mutex<Option<(String, u32)>>>,
     fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
@@ -196,7 +198,8 @@ impl KillProxy {
         let port = listener.local_addr().unwrap().port();
         let trigger: std::sync::Arc<std::sync::Mutex<Option<(String, u32)>>> = Default::default();
         let fired: std::sync::Arc<std::sync::atomic::AtomicBool> = Default::default();
-        let (t, f) = (trigger.clone(), fired.clone());
+        let requests: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+        let (t, f, log) = (trigger.clone(), fired.clone(), requests.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(mut client) = client else { return };
@@ -205,7 +208,7 @@ impl KillProxy {
                 };
                 let (mut client_r, mut server_w) =
                     (client.try_clone().unwrap(), server.try_clone().unwrap());
-                let (t, f) = (t.clone(), f.clone());
+                let (t, f, log) = (t.clone(), f.clone(), log.clone());
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 64 * 1024];
                     let mut tail: Vec<u8> = Vec::new();
@@ -215,6 +218,16 @@ impl KillProxy {
                             Ok(n) => n,
                         };
                         tail.extend_from_slice(&buf[..n]);
+                        // Requests start a write of their own, so request lines start chunks
+                        // or follow a previous body's CRLF.
+                        for line in String::from_utf8_lossy(&buf[..n]).split("\r\n") {
+                            let method = line.split(' ').next().unwrap_or_default();
+                            if line.ends_with(" HTTP/1.1")
+                                && ["GET", "PUT", "POST", "DELETE", "HEAD"].contains(&method)
+                            {
+                                log.lock().unwrap().push(line.to_string());
+                            }
+                        }
                         let armed = t.lock().unwrap().clone();
                         if let Some((pattern, pid)) = armed
                             && tail.windows(pattern.len()).any(|w| w == pattern.as_bytes())
@@ -239,6 +252,7 @@ impl KillProxy {
         });
         KillProxy {
             port,
+            requests,
             trigger,
             fired,
         }
@@ -248,6 +262,11 @@ impl KillProxy {
     pub fn arm(&self, pattern: &str, pid: u32) {
         self.fired.store(false, std::sync::atomic::Ordering::SeqCst);
         *self.trigger.lock().unwrap() = Some((pattern.to_string(), pid));
+    }
+
+    /// Request lines seen so far, in arrival order.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
     }
 
     pub fn fired(&self) -> bool {
