@@ -3,6 +3,9 @@
 
 mod args;
 mod commands;
+pub mod compile;
+mod compile_cmd;
+pub mod project;
 mod render;
 
 use std::process::ExitCode;
