@@ -127,6 +127,12 @@ pub fn output_to_spec(text: &str) -> Result<Spec, String> {
     if let [Value::Object(m)] = docs.as_slice()
         && let Some(resources) = m.get("resources")
     {
+        if !resources.is_array() {
+            return Err(
+                "`resources` is not a spec (expected a list of {id, type, attributes, dependsOn})"
+                    .into(),
+            );
+        }
         let text = serde_json::to_string(&serde_json::json!({ "resources": resources }))
             .map_err(|e| e.to_string())?;
         let spec = Spec::parse(&text, "the output").map_err(|e| e.to_string())?;
@@ -309,3 +315,51 @@ impl FileHashes {
 
 #[path = "compile_all.rs"]
 pub mod all;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(spec: &Spec) -> Vec<&str> {
+        spec.resources.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    #[test]
+    fn yaml_streams_top_level_values_and_lists_become_kubernetes_resources() {
+        let stream = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: a}\n";
+        let spec = output_to_spec(stream).unwrap();
+        assert_eq!(ids(&spec), ["v1:Namespace:a", "v1:ConfigMap:a:c"]);
+        assert_eq!(spec.resources[1].depends_on, ["v1:Namespace:a"]);
+        assert_eq!(spec.resources[0].resource_type, "Kubernetes");
+
+        let nested = "app: {name: x, image: y}\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: d, namespace: other}\n- 3\nsvc:\n  apiVersion: v1\n  kind: Service\n  metadata: {name: s}\n";
+        let spec = output_to_spec(nested).unwrap();
+        assert_eq!(ids(&spec), ["apps/v1:Deployment:other:d", "v1:Service:s"]);
+        assert!(spec.resources[0].depends_on.is_empty(), "namespace not in the spec");
+    }
+
+    #[test]
+    fn spec_form_is_taken_as_is_and_checked() {
+        let spec = output_to_spec("resources:\n- id: t:a\n  type: Test\n").unwrap();
+        assert_eq!(ids(&spec), ["t:a"]);
+        let e = output_to_spec("resources:\n- id: t:a\n  type: Test\n  dependsOn: [t:zz]\n")
+            .unwrap_err();
+        assert!(e.contains("t:zz"), "{e}");
+        let e = output_to_spec("resources: 3\n").unwrap_err();
+        assert!(e.contains("is not a spec"), "{e}");
+    }
+
+    #[test]
+    fn outputs_without_resources_or_names_are_errors() {
+        let e = output_to_spec("a: 1\nb: [1, 2]\n").unwrap_err();
+        assert!(e.contains("no `resources` list and no Kubernetes objects"), "{e}");
+        let e = output_to_spec("apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n")
+            .unwrap_err();
+        assert!(e.contains("no metadata.name"), "{e}");
+        let e = output_to_spec(
+            "a: {apiVersion: v1, kind: Namespace, metadata: {name: n}}\nb: {apiVersion: v1, kind: Namespace, metadata: {name: n}}\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("duplicate resource ID \"v1:Namespace:n\""), "{e}");
+    }
+}
