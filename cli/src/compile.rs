@@ -264,12 +264,7 @@ pub struct FileHashes {
 impl FileHashes {
     /// The content hash of `path` (None when it cannot be read).
     pub fn get(&self, path: &Path) -> Option<String> {
-        if let Some(h) = self
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(path)
-        {
+        if let Some(h) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
             return h.clone();
         }
         let h = std::fs::read(path)
@@ -286,12 +281,7 @@ impl FileHashes {
     /// changes what an import of it loads.
     pub fn dir_listing(&self, dir: &Path) -> Option<String> {
         let key = dir.join("\0listing");
-        if let Some(h) = self
-            .map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
+        if let Some(h) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return h.clone();
         }
         let h = std::fs::read_dir(dir).ok().map(|entries| {
@@ -335,7 +325,10 @@ mod tests {
         let nested = "app: {name: x, image: y}\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: d, namespace: other}\n- 3\nsvc:\n  apiVersion: v1\n  kind: Service\n  metadata: {name: s}\n";
         let spec = output_to_spec(nested).unwrap();
         assert_eq!(ids(&spec), ["apps/v1:Deployment:other:d", "v1:Service:s"]);
-        assert!(spec.resources[0].depends_on.is_empty(), "namespace not in the spec");
+        assert!(
+            spec.resources[0].depends_on.is_empty(),
+            "namespace not in the spec"
+        );
     }
 
     #[test]
@@ -352,7 +345,10 @@ mod tests {
     #[test]
     fn outputs_without_resources_or_names_are_errors() {
         let e = output_to_spec("a: 1\nb: [1, 2]\n").unwrap_err();
-        assert!(e.contains("no `resources` list and no Kubernetes objects"), "{e}");
+        assert!(
+            e.contains("no `resources` list and no Kubernetes objects"),
+            "{e}"
+        );
         let e = output_to_spec("apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n")
             .unwrap_err();
         assert!(e.contains("no metadata.name"), "{e}");
@@ -360,6 +356,9 @@ mod tests {
             "a: {apiVersion: v1, kind: Namespace, metadata: {name: n}}\nb: {apiVersion: v1, kind: Namespace, metadata: {name: n}}\n",
         )
         .unwrap_err();
-        assert!(e.contains("duplicate resource ID \"v1:Namespace:n\""), "{e}");
+        assert!(
+            e.contains("duplicate resource ID \"v1:Namespace:n\""),
+            "{e}"
+        );
     }
 }

@@ -32,11 +32,7 @@ pub fn compile(
         Some(r) => r,
         None => workdir.to_path_buf(),
     };
-    let summary = compile::all::compile_all(&compile::all::AllOptions {
-        root,
-        jobs,
-        force,
-    })?;
+    let summary = compile::all::compile_all(&compile::all::AllOptions { root, jobs, force })?;
     if output == Output::Json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
@@ -86,7 +82,10 @@ pub fn init(
         return Ok(exit::OK);
     }
     let Some(project) = project else {
-        return Err(UsageError("init needs a project name: kusionctl init PROJECT [STACK...]".into()).into());
+        return Err(UsageError(
+            "init needs a project name: kusionctl init PROJECT [STACK...]".into(),
+        )
+        .into());
     };
     let written = project::init::init(workdir, template, &project, stacks)?;
     if output == Output::Json {
@@ -130,7 +129,9 @@ pub fn apply_stack_settings(
                     .or_insert_with(|| json!({}))
                     .as_object_mut()
             })
-            .ok_or_else(|| anyhow::anyhow!("the runtime configuration's `kubernetes` is not a mapping"))?;
+            .ok_or_else(|| {
+                anyhow::anyhow!("the runtime configuration's `kubernetes` is not a mapping")
+            })?;
         for (k, v) in k8s {
             section.entry(k).or_insert(v);
         }

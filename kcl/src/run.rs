@@ -5,8 +5,8 @@ use std::rc::Rc;
 
 use crate::eval::{EvalError, EvalOptions, Evaluator, PluginHook};
 use crate::output::{PrintOpts, to_json, to_yaml};
-use crate::parser::loader::{LoadOptions, load_program_cached};
 pub use crate::parser::loader::ParseCache;
+use crate::parser::loader::{LoadOptions, load_program_cached};
 use crate::value::{Dict, Value};
 
 /// Options of one run (the `kcl run` flags).

@@ -71,7 +71,11 @@ fn compile_errors_name_the_file_and_the_stack() {
     );
 
     // A KCL error prints exactly as `kcl run` prints it, then names the stack.
-    std::fs::write(stack.join("main.k"), "web: Web {\n    replicas = \"two\"\n}\n").unwrap();
+    std::fs::write(
+        stack.join("main.k"),
+        "web: Web {\n    replicas = \"two\"\n}\n",
+    )
+    .unwrap();
     let out = run(&stack, work.path(), &["compile"]);
     assert_eq!(out.status.code(), Some(1));
     let kcl = kusion_kcl::run::run_full(
@@ -143,7 +147,8 @@ fn spec_ids(yaml: &[u8]) -> Vec<String> {
 
 /// Output of `-o json`.
 fn parse_json(json: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(json).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(json)))
+    serde_json::from_slice(json)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(json)))
 }
 
 #[test]
@@ -151,7 +156,10 @@ fn init_scaffolds_stacks_that_compile() {
     let work = tempfile::tempdir().unwrap();
     let out = run(work.path(), work.path(), &["init", "demo", "dev", "prod"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(work.path().join("kcl.mod").is_file(), "a Konfig root is created");
+    assert!(
+        work.path().join("kcl.mod").is_file(),
+        "a Konfig root is created"
+    );
     for stack in ["dev", "prod"] {
         let out = run(
             work.path(),
@@ -172,7 +180,11 @@ fn init_scaffolds_stacks_that_compile() {
     let out = run(work.path(), work.path(), &["init", "demo"]);
     assert_eq!(out.status.code(), Some(1), "an existing project is kept");
     let out = run(work.path(), work.path(), &["init", "-t", "nope", "other"]);
-    assert!(text(&out).contains("unknown template \"nope\""), "{}", text(&out));
+    assert!(
+        text(&out).contains("unknown template \"nope\""),
+        "{}",
+        text(&out)
+    );
     let out = run(work.path(), work.path(), &["init", "Bad_Name"]);
     assert!(text(&out).contains("not a valid project"), "{}", text(&out));
 }
@@ -208,7 +220,10 @@ fn compile_all_matches_per_stack_compile_and_is_incremental() {
         let one = run(&root.join(stack), work.path(), &["compile"]);
         assert!(one.status.success(), "{}", text(&one));
         let written = std::fs::read(r["spec"].as_str().unwrap()).unwrap();
-        assert_eq!(one.stdout, written, "compile --all wrote what compile prints for {stack}");
+        assert_eq!(
+            one.stdout, written,
+            "compile --all wrote what compile prints for {stack}"
+        );
     }
 
     let again = all(&[]);
@@ -220,20 +235,29 @@ fn compile_all_matches_per_stack_compile_and_is_incremental() {
     std::fs::write(&base, text_before.replace("nginx:1.25", "nginx:1.27")).unwrap();
     let after = all(&[]);
     assert_eq!(compiled(&after), ["demo/dev", "demo/prod"], "{after:#}");
-    let spec = std::fs::read_to_string(root.join(".kusion/compile-cache/demo/prod/spec.yaml")).unwrap();
+    let spec =
+        std::fs::read_to_string(root.join(".kusion/compile-cache/demo/prod/spec.yaml")).unwrap();
     assert!(spec.contains("nginx:1.27"));
 
     // A stack's own settings file.
     let kcl_yaml = root.join("shop/dev/kcl.yaml");
     let t = std::fs::read_to_string(&kcl_yaml).unwrap();
-    std::fs::write(&kcl_yaml, format!("{t}kcl_options:\n  - key: unused\n    value: 1\n")).unwrap();
+    std::fs::write(
+        &kcl_yaml,
+        format!("{t}kcl_options:\n  - key: unused\n    value: 1\n"),
+    )
+    .unwrap();
     assert_eq!(compiled(&all(&[])), ["shop/dev"]);
 
     // --force ignores the cache.
     assert_eq!(compiled(&all(&["--force"])).len(), 3);
 
     // A failing stack fails the run, names the stack, and is compiled again next time.
-    std::fs::write(root.join("demo/dev/main.k"), "app: App {\n    replicas = \"x\"\n}\n").unwrap();
+    std::fs::write(
+        root.join("demo/dev/main.k"),
+        "app: App {\n    replicas = \"x\"\n}\n",
+    )
+    .unwrap();
     let out = run(&root, work.path(), &["compile", "--all"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("stack demo/dev"), "{}", text(&out));
@@ -250,7 +274,11 @@ fn resources_in_spec_form_are_used_and_validated() {
     std::fs::create_dir_all(root.join("p/s")).unwrap();
     std::fs::write(root.join("p/project.yaml"), "name: p\n").unwrap();
     std::fs::write(root.join("p/s/stack.yaml"), "name: s\n").unwrap();
-    std::fs::write(root.join("p/s/kcl.yaml"), "kcl_cli_configs:\n  file:\n    - main.k\n").unwrap();
+    std::fs::write(
+        root.join("p/s/kcl.yaml"),
+        "kcl_cli_configs:\n  file:\n    - main.k\n",
+    )
+    .unwrap();
     std::fs::write(
         root.join("p/s/main.k"),
         r#"_p = option("project")

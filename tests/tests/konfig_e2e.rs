@@ -18,7 +18,10 @@ fn kusionctl() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
     let bin = profile_dir.join("kusionctl");
-    for f in [bin.clone(), profile_dir.join("libkusion_runtime_kubernetes.so")] {
+    for f in [
+        bin.clone(),
+        profile_dir.join("libkusion_runtime_kubernetes.so"),
+    ] {
         assert!(
             f.is_file(),
             "{} is missing: build the workspace first (cargo build --workspace)",
@@ -99,7 +102,10 @@ fn konfig_stack_apply_override_preview_apply_destroy() {
         "{}",
         text(&out)
     );
-    assert!(stack.join(".kusion/state").is_dir(), "state where stack.yaml says");
+    assert!(
+        stack.join(".kusion/state").is_dir(),
+        "state where stack.yaml says"
+    );
     assert_eq!(live_image(cp).as_deref(), Some("nginx:1.25"));
     let client = cp.client().unwrap();
     let cm: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
