@@ -21,6 +21,8 @@ pub struct Cli {
 pub enum Output {
     Human,
     Json,
+    /// YAML (for `compile`; other commands treat it as human).
+    Yaml,
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +140,32 @@ pub enum Command {
     },
     /// Run a day-2 operations program (restart, scale, rollback in batches; see `kusion.ops`).
     Run(RunArgs),
+    /// Compile the stack (in a stack folder or with -C) into a spec and print it; with --all,
+    /// every stack under a Konfig root.
+    Compile {
+        /// Compile every stack under ROOT (default: the working directory).
+        #[arg(long)]
+        all: bool,
+        /// The Konfig root for --all.
+        #[arg(requires = "all")]
+        root: Option<PathBuf>,
+        /// Worker threads for --all (default: one per core).
+        #[arg(long, short = 'j', default_value_t = 0)]
+        jobs: usize,
+        /// With --all: ignore the compile cache and compile every stack.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Create a project and its stacks from a built-in template.
+    Init {
+        /// The template (`--template list` shows them).
+        #[arg(long, short = 't', default_value = "app")]
+        template: String,
+        /// The project name (also its folder).
+        project: Option<String>,
+        /// Stacks to create (default: dev).
+        stacks: Vec<String>,
+    },
     /// Inspect plugins.
     Plugin {
         #[command(subcommand)]

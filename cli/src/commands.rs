@@ -57,7 +57,7 @@ pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
             };
             if json {
                 println!("{}", json!({"error": format!("{e:#}"), "exitCode": code}));
-            } else {
+            } else if !crate::compile_cmd::report_kcl_failure(&e) {
                 eprintln!("error: {e:#}");
             }
             code
@@ -78,11 +78,13 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         Some(d) => d.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let state_dir = cli
-        .global
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| workdir.join(".kusion").join("state"));
+    let mut state_dir = cli.global.state_dir.clone();
+    let mut config = match &cli.global.runtime_config {
+        Some(path) => read_runtime_config(path)?,
+        None => Value::Null,
+    };
+    crate::compile_cmd::apply_stack_settings(&workdir, &mut state_dir, &mut config)?;
+    let state_dir = state_dir.unwrap_or_else(|| workdir.join(".kusion").join("state"));
     let plugin_config = plugin_config(cli)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
     let mut registry = Registry::new();
@@ -97,10 +99,6 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         }
         registry.register(runtime.clone())?;
     }
-    let config = match &cli.global.runtime_config {
-        Some(path) => read_runtime_config(path)?,
-        None => Value::Null,
-    };
     operation::configure(&registry, &config)?;
     let color = !cli.global.no_color
         && std::io::stdout().is_terminal()
@@ -213,6 +211,10 @@ fn spec_path(ctx: &Context_, spec: &Option<PathBuf>) -> Result<PathBuf> {
 }
 
 fn load_spec(ctx: &Context_, spec: &Option<PathBuf>) -> Result<Spec> {
+    // In a stack folder without -f, the stack's KCL is compiled first.
+    if let Some(spec) = crate::compile::spec_for(&ctx.workdir, spec)? {
+        return Ok(spec);
+    }
     let path = spec_path(ctx, spec)?;
     Ok(Spec::read_file(&path)?)
 }
@@ -253,6 +255,42 @@ fn install_interrupt(cancel: Arc<AtomicBool>) {
 }
 
 async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
+    // Compiling and scaffolding need no runtimes or state.
+    let workdir = || match &cli.global.workdir {
+        Some(d) => Ok(d.clone()),
+        None => std::env::current_dir().context("reading the current directory"),
+    };
+    match &cli.command {
+        Command::Compile {
+            all,
+            root,
+            jobs,
+            force,
+        } => {
+            return crate::compile_cmd::compile(
+                &workdir()?,
+                cli.global.output,
+                *all,
+                root.clone(),
+                *jobs,
+                *force,
+            );
+        }
+        Command::Init {
+            template,
+            project,
+            stacks,
+        } => {
+            return crate::compile_cmd::init(
+                &workdir()?,
+                cli.global.output,
+                template,
+                project.clone(),
+                stacks,
+            );
+        }
+        _ => {}
+    }
     let ctx = build_context(&cli, runtimes)?;
     let cancel = Arc::new(AtomicBool::new(false));
     install_interrupt(cancel.clone());
@@ -305,6 +343,8 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             .await
         }
         Command::Destroy { plan, yes } => {
+            // In a stack folder the stack must still compile (it names the stack's settings).
+            crate::compile::spec_for(&ctx.workdir, &plan.spec)?;
             let options = plan_options(&plan, true)?;
             let guard =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
@@ -378,13 +418,17 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             command,
             ctx.output == Output::Json,
         ),
+        // Dispatched before the runtimes load (see the top of `run`).
+        Command::Compile { .. } | Command::Init { .. } => Err(anyhow::anyhow!(
+            "internal: compile and init are handled before the runtimes load"
+        )),
     }
 }
 
 fn print_plan(ctx: &Context_, plan: &PlanView, detail: bool) {
     match ctx.output {
         Output::Json => println!("{}", render::plan_json(plan)),
-        Output::Human => {
+        Output::Human | Output::Yaml => {
             if plan.steps.is_empty() {
                 println!("No resources in the spec or state.");
                 return;

@@ -4,8 +4,11 @@
 mod args;
 mod cmdb;
 mod commands;
+pub mod compile;
+mod compile_cmd;
 pub mod kcl_plugins;
 mod policy;
+pub mod project;
 mod render;
 mod run_cmd;
 

@@ -5,7 +5,8 @@ use std::rc::Rc;
 
 use crate::eval::{EvalError, EvalOptions, Evaluator, PluginHook};
 use crate::output::{PrintOpts, to_json, to_yaml};
-use crate::parser::loader::{LoadOptions, load_program};
+pub use crate::parser::loader::ParseCache;
+use crate::parser::loader::{LoadOptions, load_program_cached};
 use crate::value::{Dict, Value};
 
 /// Options of one run (the `kcl run` flags).
@@ -31,6 +32,8 @@ pub struct RunOptions {
     /// `--format json`.
     pub json: bool,
     pub plugin: Option<Rc<dyn PluginHook>>,
+    /// Parsed modules shared with other runs (possibly on other threads).
+    pub parse_cache: Option<std::sync::Arc<ParseCache>>,
 }
 
 /// A failed run: the rendered diagnostic text (rustc-style, like upstream).
@@ -50,6 +53,8 @@ pub struct RunOutput {
     pub text: String,
     pub printed: String,
     pub warnings: Vec<String>,
+    /// Every source file the program was loaded from (main files, then imported packages).
+    pub files: Vec<PathBuf>,
 }
 
 /// Settings from `-Y` files merged into the options (files listed there are returned).
@@ -182,7 +187,15 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
         external: opts.external.clone(),
         work_dir: Some(work_dir.clone()),
     };
-    let mut program = load_program(&files, &load).map_err(|d| KclError::Syntax(d.to_string()))?;
+    let mut program = load_program_cached(&files, &load, opts.parse_cache.as_deref())
+        .map_err(|d| KclError::Syntax(d.to_string()))?;
+    let loaded: Vec<PathBuf> = program
+        .main
+        .modules
+        .iter()
+        .chain(program.packages.iter().flat_map(|(_, p)| p.modules.iter()))
+        .map(|m| PathBuf::from(&*m.filename))
+        .collect();
     if !opts.overrides.is_empty() {
         crate::overrides::apply(&mut program, &opts.overrides).map_err(KclError::Other)?;
     }
@@ -231,6 +244,7 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
             text: t,
             printed,
             warnings,
+            files: loaded,
         });
     }
     if !opts.path_selector.is_empty() {
@@ -255,6 +269,7 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
         text,
         printed,
         warnings,
+        files: loaded,
     })
 }
 

@@ -9,7 +9,8 @@ use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::parse_file;
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 /// The package path of the main package.
 pub const MAIN_PKG: &str = "__main__";
@@ -319,7 +320,103 @@ pub fn collect_k_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-struct Loader {
+/// Parsed modules shared between programs and threads (`kusionctl compile --all` loads the same
+/// model packages for every stack). Entries are keyed by path and content hash; the file's
+/// size and mtime only spare re-reading and re-hashing an unchanged file. A cached module keeps
+/// the [`FileId`] it was first registered under, so diagnostics still point at the file.
+#[derive(Default)]
+pub struct ParseCache {
+    entries: Mutex<FxHashMap<PathBuf, CacheEntry>>,
+    hits: std::sync::atomic::AtomicUsize,
+    misses: std::sync::atomic::AtomicUsize,
+}
+
+struct CacheEntry {
+    len: u64,
+    mtime: Option<SystemTime>,
+    hash: blake3::Hash,
+    module: Module,
+}
+
+impl ParseCache {
+    /// An empty cache.
+    pub fn new() -> ParseCache {
+        ParseCache::default()
+    }
+
+    /// (hits, misses) so far.
+    pub fn stats(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.hits.load(Relaxed), self.misses.load(Relaxed))
+    }
+
+    /// The parsed module of `path`, from the cache when its content is unchanged. Files with
+    /// syntax errors are not cached (their diagnostics are returned every time).
+    pub fn parse(&self, path: &Path) -> Result<Module, Diagnostics> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let key = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let meta = std::fs::metadata(&key).ok();
+        let (len, mtime) = (
+            meta.as_ref().map_or(0, |m| m.len()),
+            meta.as_ref().and_then(|m| m.modified().ok()),
+        );
+        {
+            let map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(e) = map.get(&key)
+                && meta.is_some()
+                && e.len == len
+                && e.mtime == mtime
+            {
+                self.hits.fetch_add(1, Relaxed);
+                return Ok(e.module.clone());
+            }
+        }
+        let text = std::fs::read(&key).map_err(|e| {
+            Diagnostics::from(Diagnostic::plain(
+                ErrorKind::CannotFindModule,
+                format!("cannot read {}: {e}", path.display()),
+            ))
+        })?;
+        let hash = blake3::hash(&text);
+        {
+            let mut map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(e) = map.get_mut(&key)
+                && e.hash == hash
+            {
+                e.len = len;
+                e.mtime = mtime;
+                self.hits.fetch_add(1, Relaxed);
+                return Ok(e.module.clone());
+            }
+        }
+        self.misses.fetch_add(1, Relaxed);
+        let module = match String::from_utf8(text) {
+            Ok(text) => {
+                let name = key.display().to_string();
+                let file = crate::ast::source_map().add(name, Some(&key), text);
+                crate::parser::parse_registered(file.id)?
+            }
+            Err(_) => parse_file(&key)?,
+        };
+        let mut map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        map.insert(
+            key,
+            CacheEntry {
+                len,
+                mtime,
+                hash,
+                module: module.clone(),
+            },
+        );
+        Ok(module)
+    }
+}
+
+struct Loader<'c> {
+    cache: Option<&'c ParseCache>,
+    /// Files parsed for this program: a file loaded twice in one program is parsed twice (as
+    /// without a cache), so two loads never share spans.
+    parsed: std::collections::HashSet<PathBuf>,
     external: Vec<(String, PathBuf)>,
     root: PathBuf,
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
@@ -332,6 +429,15 @@ struct Loader {
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
 /// imports, transitively. All syntax and resolution errors are collected.
 pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, Diagnostics> {
+    load_program_cached(inputs, opts, None)
+}
+
+/// [`load_program`] taking parsed modules from (and adding them to) `cache`.
+pub fn load_program_cached(
+    inputs: &[PathBuf],
+    opts: &LoadOptions,
+    cache: Option<&ParseCache>,
+) -> Result<Program, Diagnostics> {
     let plain =
         |msg: String| Diagnostics::from(Diagnostic::plain(ErrorKind::CannotFindModule, msg));
     let work = match (&opts.work_dir, inputs.first()) {
@@ -403,6 +509,8 @@ pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, D
         }
     }
     let mut ld = Loader {
+        cache,
+        parsed: Default::default(),
         external,
         root: root.clone(),
         packages: Default::default(),
@@ -412,7 +520,7 @@ pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, D
     };
     let mut modules = Vec::new();
     for f in &files {
-        match parse_file(f) {
+        match ld.parse(f) {
             Ok(m) => modules.push(m),
             Err(d) => ld.errors.extend(d.0),
         }
@@ -436,7 +544,14 @@ pub fn load_program(inputs: &[PathBuf], opts: &LoadOptions) -> Result<Program, D
     })
 }
 
-impl Loader {
+impl Loader<'_> {
+    fn parse(&mut self, f: &Path) -> Result<Module, Diagnostics> {
+        match self.cache {
+            Some(cache) if self.parsed.insert(normalize(f)) => cache.parse(f),
+            _ => parse_file(f),
+        }
+    }
+
     fn resolve_module_imports(&mut self, m: &Module) {
         let dir = crate::ast::source_map()
             .get(m.file)
@@ -551,7 +666,7 @@ impl Loader {
         );
         let mut modules = Vec::new();
         for f in &files {
-            match parse_file(f) {
+            match self.parse(f) {
                 Ok(m) => modules.push(m),
                 Err(d) => self.errors.extend(d.0),
             }

@@ -1,0 +1,344 @@
+//! The Konfig layout: a root folder with `kcl.mod`; projects are folders with `project.yaml`;
+//! stacks are sub-folders of a project with `stack.yaml` (settings) and `kcl.yaml` (the stack's
+//! KCL files and options, the upstream `kcl_cli_configs`/`kcl_options` convention).
+
+pub mod init;
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use kusion_kcl::parser::loader::{ModDep, find_mod_root, read_mod_file};
+use serde::Deserialize;
+
+pub const PROJECT_FILE: &str = "project.yaml";
+pub const STACK_FILE: &str = "stack.yaml";
+pub const KCL_SETTINGS_FILE: &str = "kcl.yaml";
+
+/// `project.yaml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectConfig {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `stack.yaml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackConfig {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The target cluster's kubeconfig (relative to the stack folder).
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[serde(default)]
+    pub context: Option<String>,
+    #[serde(default)]
+    pub state: Option<StateConfig>,
+}
+
+/// Where the stack's state lives.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    /// Only `local` (a folder) is served by this build.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// The state folder (relative to the stack folder).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+}
+
+/// The parts of `kcl.yaml` that compile checks itself; the kcl crate reads the file as a `-Y`
+/// settings file, exactly as `kcl run -Y kcl.yaml` does.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct KclSettings {
+    #[serde(default)]
+    pub kcl_cli_configs: Option<KclCliConfigs>,
+    #[serde(default)]
+    pub kcl_options: Option<Vec<KclOption>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct KclCliConfigs {
+    #[serde(default)]
+    pub files: Option<Vec<String>>,
+    #[serde(default)]
+    pub file: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct KclOption {
+    pub key: String,
+    #[allow(dead_code)]
+    pub value: serde_yaml_ng::Value,
+}
+
+/// A stack found on disk, with its project and Konfig root.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    /// The stack folder.
+    pub dir: PathBuf,
+    pub config: StackConfig,
+    pub project_dir: PathBuf,
+    pub project: ProjectConfig,
+    /// The Konfig root: the nearest folder above the project holding `kcl.mod` (else the
+    /// project folder).
+    pub root: PathBuf,
+}
+
+impl Stack {
+    /// `project/stack` for messages.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.project.name, self.config.name)
+    }
+
+    /// The stack's state folder when `stack.yaml` names one.
+    pub fn state_dir(&self) -> Result<Option<PathBuf>> {
+        let Some(state) = &self.config.state else {
+            return Ok(None);
+        };
+        match state.backend.as_deref() {
+            None | Some("local") => {}
+            Some(other) => bail!(
+                "{}: state backend {other:?} is not available in this build (use `local`)",
+                self.dir.join(STACK_FILE).display()
+            ),
+        }
+        Ok(state.path.as_ref().map(|p| self.dir.join(p)))
+    }
+
+    /// Settings for the `kubernetes` runtime from `stack.yaml` (kubeconfig, context).
+    pub fn kubernetes_config(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        if let Some(k) = &self.config.kubeconfig {
+            m.insert(
+                "kubeconfig".into(),
+                self.dir.join(k).display().to_string().into(),
+            );
+        }
+        if let Some(c) = &self.config.context {
+            m.insert("context".into(), c.clone().into());
+        }
+        m
+    }
+
+    /// The stack's `kcl.yaml`: its path and parsed content, or an error naming the stack.
+    pub fn kcl_settings(&self) -> Result<(PathBuf, KclSettings)> {
+        let path = self.dir.join(KCL_SETTINGS_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                anyhow!(
+                    "stack {} ({}): missing {KCL_SETTINGS_FILE} (it lists the stack's KCL files under kcl_cli_configs.files)",
+                    self.label(),
+                    self.dir.display()
+                )
+            } else {
+                anyhow!("reading {}: {e}", path.display())
+            }
+        })?;
+        let settings: KclSettings = if text.trim().is_empty() {
+            KclSettings::default()
+        } else {
+            serde_yaml_ng::from_str(&text).map_err(|e| {
+                let loc = e
+                    .location()
+                    .map(|l| format!(":{}:{}", l.line(), l.column()))
+                    .unwrap_or_default();
+                anyhow!(
+                    "{}{loc}: invalid kcl.yaml of stack {}: {e}",
+                    path.display(),
+                    self.label()
+                )
+            })?
+        };
+        Ok((path, settings))
+    }
+}
+
+impl KclSettings {
+    /// The files listed under `kcl_cli_configs.files` (or `file`).
+    pub fn files(&self) -> Vec<String> {
+        let Some(c) = &self.kcl_cli_configs else {
+            return Vec::new();
+        };
+        c.files
+            .iter()
+            .chain(c.file.iter())
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    pub fn has_option(&self, key: &str) -> bool {
+        self.kcl_options
+            .iter()
+            .flatten()
+            .any(|o| o.key.as_str() == key)
+    }
+}
+
+fn read_yaml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_yaml_ng::from_str(&text).map_err(|e| {
+        let loc = e
+            .location()
+            .map(|l| format!(":{}:{}", l.line(), l.column()))
+            .unwrap_or_default();
+        anyhow!("{}{loc}: {e}", path.display())
+    })
+}
+
+/// Lexically removes `.` and `..`.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    normalize(&std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+}
+
+/// True when `dir` is a stack folder.
+pub fn is_stack_dir(dir: &Path) -> bool {
+    dir.join(STACK_FILE).is_file()
+}
+
+/// Open the stack in `dir`: reads `stack.yaml`, finds the project above it and the Konfig root.
+pub fn open_stack(dir: &Path) -> Result<Stack> {
+    let dir = absolute(dir);
+    if !dir.is_dir() {
+        bail!(
+            "unknown stack: {} does not exist (a stack is a folder with {STACK_FILE} inside a project folder with {PROJECT_FILE})",
+            dir.display()
+        );
+    }
+    if !is_stack_dir(&dir) {
+        bail!(
+            "unknown stack: {} is not a stack folder (no {STACK_FILE}; a stack is a folder with {STACK_FILE} inside a project folder with {PROJECT_FILE})",
+            dir.display()
+        );
+    }
+    let config: StackConfig = read_yaml(&dir.join(STACK_FILE))?;
+    let project_dir = dir
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join(PROJECT_FILE).is_file())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| {
+            anyhow!(
+                "unknown project: stack {:?} at {} is not inside a project (no {PROJECT_FILE} in any folder above it)",
+                config.name,
+                dir.display()
+            )
+        })?;
+    let project: ProjectConfig = read_yaml(&project_dir.join(PROJECT_FILE))?;
+    let root = project_dir
+        .parent()
+        .and_then(find_mod_root)
+        .map(|r| absolute(&r))
+        .unwrap_or_else(|| project_dir.clone());
+    Ok(Stack {
+        dir,
+        config,
+        project_dir,
+        project,
+        root,
+    })
+}
+
+/// Every stack folder under `root` (sorted; `.kusion`, hidden folders and `vendor` skipped).
+pub fn discover_stacks(root: &Path) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        if is_stack_dir(dir) {
+            out.push(dir.to_path_buf());
+        }
+        let mut subdirs = Vec::new();
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "vendor" || name == "target" {
+                continue;
+            }
+            if e.file_type()?.is_dir() {
+                subdirs.push(e.path());
+            }
+        }
+        subdirs.sort();
+        for d in subdirs {
+            walk(&d, out)?;
+        }
+        Ok(())
+    }
+    let root = absolute(root);
+    if !root.is_dir() {
+        bail!("{} is not a folder", root.display());
+    }
+    let mut out = Vec::new();
+    walk(&root, &mut out).with_context(|| format!("searching {} for stacks", root.display()))?;
+    Ok(out)
+}
+
+/// The external packages of a stack (`-E name=path` equivalents): the `[dependencies]` of the
+/// `kcl.mod` files of the stack, its project and the Konfig root (nearest wins), then those of
+/// path dependencies, transitively. Registry (version) dependencies are looked up as the kcl
+/// loader does, and also in `vendor/` of the Konfig root.
+pub fn externals(stack: &Stack) -> Result<Vec<(String, PathBuf)>> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for d in stack.dir.ancestors() {
+        if d.join("kcl.mod").is_file() {
+            dirs.push(d.to_path_buf());
+        }
+        if d == stack.root {
+            break;
+        }
+    }
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    let mut i = 0;
+    while i < dirs.len() {
+        let d = dirs[i].clone();
+        i += 1;
+        let m = read_mod_file(&d).map_err(|e| anyhow!("{e} (stack {})", stack.label()))?;
+        let Some(m) = m else { continue };
+        for (name, dep) in &m.dependencies {
+            if out.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            let found = match dep {
+                ModDep::Path(_) => dep.locate(&d, name).filter(|p| p.is_dir()),
+                ModDep::Version(_) => dep
+                    .locate(&d, name)
+                    .or_else(|| dep.locate(&stack.root, name)),
+            };
+            match found {
+                Some(p) => {
+                    let p = absolute(&p);
+                    if matches!(dep, ModDep::Path(_)) && !dirs.contains(&p) {
+                        dirs.push(p.clone());
+                    }
+                    out.push((name.clone(), p));
+                }
+                None => tracing::debug!(
+                    package = %name,
+                    kcl_mod = %d.join("kcl.mod").display(),
+                    "dependency not found locally; imports of it will fail"
+                ),
+            }
+        }
+    }
+    Ok(out)
+}
