@@ -66,9 +66,14 @@ fn targets_as_spec(spec: &OpsSpec) -> kusion_kernel::spec::Spec {
             ]
             .into_iter()
             .collect();
-            let mut resource = kusion_sdk::Resource::new(target.id.clone(), "Kubernetes", attributes);
-            resource.extensions.insert("cluster".into(), json!(target.cluster));
-            resource.extensions.insert("operation".into(), json!(op.kind));
+            let mut resource =
+                kusion_sdk::Resource::new(target.id.clone(), "Kubernetes", attributes);
+            resource
+                .extensions
+                .insert("cluster".into(), json!(target.cluster));
+            resource
+                .extensions
+                .insert("operation".into(), json!(op.kind));
             resource.extensions.insert("app".into(), json!(op.app));
             resources.push(resource);
         }
