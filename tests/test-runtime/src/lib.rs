@@ -103,7 +103,10 @@ impl TestRuntime {
             .append(true)
             .open(self.dir()?.join("creations.log"))
             .map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))?;
-        writeln!(f, "{id}").map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))
+        // One write per line: `writeln!` issues the ID and the newline separately, and concurrent
+        // creations would interleave them.
+        f.write_all(format!("{id}\n").as_bytes())
+            .map_err(|e| PluginError::new(ErrorKind::Unavailable, e.to_string()))
     }
 
     /// Every object currently in the cloud directory.
