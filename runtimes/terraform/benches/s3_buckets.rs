@@ -1,7 +1,7 @@
 //! Benchmark: N `aws_s3_bucket`s against moto, through this runtime and (with `--terraform`)
 //! through the terraform CLI on PATH, same provider binary, same moto, same machine.
 //!
-//! `cargo bench -p kusion-runtime-terraform --bench s3_buckets -- [--terraform] [--parallelism=P] [N ...]`
+//! `cargo bench -p kusion-runtime-terraform --bench s3_buckets -- [--terraform] [--parallelism=P] [--profile] [N ...]`
 //! (default N: 10 100 500). Each phase is a separate operation: the runtime is reconfigured
 //! (its provider processes stopped) between phases, as a new `kusionctl` run would. Phases:
 //! apply (create all), no-change preview (read + dry-run each, like terraform's refresh + plan),
@@ -26,6 +26,57 @@ use serde_json::{Value, json};
 /// Concurrent resource operations, like terraform's `-parallelism` (default 10 in both);
 /// `--parallelism=N` changes it for both tools.
 static PARALLELISM: AtomicUsize = AtomicUsize::new(10);
+/// `--profile`: print where the no-change preview's time goes (summed call times, CPU seconds).
+static PROFILE: AtomicBool = AtomicBool::new(false);
+
+/// CPU seconds this process used so far (its provider children are counted separately).
+fn own_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (num(11) + num(12)) as f64 / 100.0
+}
+
+/// CPU seconds (user + system) used so far by a process and all its descendants.
+fn tree_cpu(root: u32) -> f64 {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    let mut cpu: std::collections::HashMap<u32, u64> = Default::default();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command name: state ppid ... utime(14) stime(15).
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        children.entry(num(1) as u32).or_default().push(pid);
+        cpu.insert(pid, num(11) + num(12));
+    }
+    let mut ticks = 0;
+    let mut stack = vec![root];
+    while let Some(pid) = stack.pop() {
+        ticks += cpu.get(&pid).copied().unwrap_or(0);
+        stack.extend(children.get(&pid).into_iter().flatten());
+    }
+    // Clock ticks are 100 per second on Linux.
+    ticks as f64 / 100.0
+}
 
 /// RSS (KiB) of a process and all its descendants, leaving out `exclude`.
 fn tree_rss(root: u32, exclude: u32) -> u64 {
@@ -156,10 +207,14 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
     let apply = t.elapsed();
 
     rt.configure(&config).unwrap();
+    let (read_ns, plan_ns) = (AtomicU64::new(0), AtomicU64::new(0));
+    let moto_cpu = tree_cpu(moto_pid(moto));
+    let own_cpu = own_cpu_seconds();
     let t = Instant::now();
     let changes: Vec<usize> = parallel(
         specs.iter().zip(&stored).collect(),
         |(spec, (state, private))| {
+            let started = Instant::now();
             let live = rt
                 .read(&ReadRequest {
                     prior: Some(state.clone()),
@@ -170,6 +225,8 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
                 .unwrap_or_else(|e| panic!("{e}"))
                 .resource
                 .expect("bucket exists");
+            read_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let started = Instant::now();
             let plan = rt
                 .apply(&ApplyRequest {
                     prior: Some(live.clone()),
@@ -179,6 +236,7 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
                     timeout: None,
                 })
                 .unwrap_or_else(|e| panic!("{e}"));
+            plan_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
             diff_paths(
                 &Value::Object(live.attributes),
                 &Value::Object(plan.resource.attributes),
@@ -187,6 +245,22 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
         },
     );
     let preview = t.elapsed();
+    if PROFILE.load(Ordering::Relaxed) {
+        let provider_cpu: f64 = rt
+            .provider_processes()
+            .iter()
+            .map(|(_, pid)| tree_cpu(*pid))
+            .sum();
+        println!(
+            "  profile N={n}: preview {:.1} s; summed call time: read {:.1} s, dry-run {:.1} s; CPU: moto {:.1} s, provider {:.1} s (incl. start-up), runtime {:.1} s",
+            preview.as_secs_f64(),
+            read_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            plan_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            tree_cpu(moto_pid(moto)) - moto_cpu,
+            provider_cpu,
+            own_cpu_seconds() - own_cpu,
+        );
+    }
     assert!(
         changes.iter().all(|c| *c == 0),
         "no-change preview found changes"
@@ -288,6 +362,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     let with_terraform = args.iter().any(|a| a == "--terraform");
+    PROFILE.store(args.iter().any(|a| a == "--profile"), Ordering::Relaxed);
     if let Some(p) = args.iter().find_map(|a| a.strip_prefix("--parallelism=")) {
         PARALLELISM.store(p.parse().expect("--parallelism=N"), Ordering::Relaxed);
     }

@@ -161,6 +161,37 @@ macro_rules! diags {
     };
 }
 
+/// One RPC on whichever protocol the provider speaks. Inside each arm `$m` names that
+/// protocol's generated module, `$c` its client and `$r` the response message, so a single
+/// request/response mapping written against `$m` serves tfplugin5 and tfplugin6 alike (their
+/// messages share field names). RPCs that protocol 6 renamed take one call per protocol.
+macro_rules! rpc {
+    ($self:ident, $m:ident, $c:ident, $r:ident;
+     v5 $name5:literal => $call5:expr => $map5:expr;
+     v6 $name6:literal => $call6:expr => $map6:expr) => {{
+        let result = match $self.client.clone() {
+            Client::V5(mut $c) => {
+                use crate::proto::tfplugin5 as $m;
+                $call5.await.map_err(|s| rpc_err($name5, s)).map(|$r| {
+                    let $r = $r.into_inner();
+                    $map5
+                })
+            }
+            Client::V6(mut $c) => {
+                use crate::proto::tfplugin6 as $m;
+                $call6.await.map_err(|s| rpc_err($name6, s)).map(|$r| {
+                    let $r = $r.into_inner();
+                    $map6
+                })
+            }
+        };
+        $self.check(result)
+    }};
+    ($self:ident, $m:ident, $c:ident, $r:ident; $name:literal => $call:expr => $map:expr) => {
+        rpc!($self, $m, $c, $r; v5 $name => $call => $map; v6 $name => $call => $map)
+    };
+}
+
 fn msgpack(value: Option<impl Into<Vec<u8>>>) -> Vec<u8> {
     value.map(Into::into).unwrap_or_default()
 }
@@ -406,39 +437,14 @@ impl Provider {
     }
 
     pub async fn get_schema(&self) -> Result<(ProviderSchema, Vec<Diagnostic>), PluginError> {
-        let result = match self.client.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .get_schema(v5::get_provider_schema::Request {})
-                    .await
-                    .map_err(|s| rpc_err("GetSchema", s))
-                    .map(|r| r.into_inner());
-                r.and_then(|r| {
-                    let diagnostics = diags!(v5, r.diagnostics.clone());
-                    Ok((
-                        ProviderSchema::from_v5(r)
-                            .map_err(|e| PluginError::Schema(e.to_string()))?,
-                        diagnostics,
-                    ))
-                })
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .get_provider_schema(v6::get_provider_schema::Request {})
-                    .await
-                    .map_err(|s| rpc_err("GetProviderSchema", s))
-                    .map(|r| r.into_inner());
-                r.and_then(|r| {
-                    let diagnostics = diags!(v6, r.diagnostics.clone());
-                    Ok((
-                        ProviderSchema::from_v6(r)
-                            .map_err(|e| PluginError::Schema(e.to_string()))?,
-                        diagnostics,
-                    ))
-                })
-            }
-        };
-        self.check(result)
+        let result = rpc!(self, m, c, r;
+            v5 "GetSchema" => c.get_schema(m::get_provider_schema::Request {})
+                => (diags!(m, r.diagnostics.clone()), ProviderSchema::from_v5(r));
+            v6 "GetProviderSchema" => c.get_provider_schema(m::get_provider_schema::Request {})
+                => (diags!(m, r.diagnostics.clone()), ProviderSchema::from_v6(r)));
+        let (diagnostics, schema) = result?;
+        let schema = schema.map_err(|e| PluginError::Schema(e.to_string()))?;
+        Ok((schema, diagnostics))
     }
 
     /// Validate the provider configuration (PrepareProviderConfig / ValidateProviderConfig).
@@ -447,61 +453,34 @@ impl Provider {
         &self,
         config: Vec<u8>,
     ) -> Result<(Option<Vec<u8>>, Vec<Diagnostic>), PluginError> {
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .prepare_provider_config(v5::prepare_provider_config::Request {
-                    config: dv!(v5, config),
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    (
-                        r.prepared_config
-                            .map(|v| v.msgpack)
-                            .filter(|b| !b.is_empty()),
-                        diags!(v5, r.diagnostics),
-                    )
-                })
-                .map_err(|s| rpc_err("PrepareProviderConfig", s)),
-            Client::V6(mut c) => c
-                .validate_provider_config(v6::validate_provider_config::Request {
-                    config: dv!(v6, config),
-                })
-                .await
-                .map(|r| (None, diags!(v6, r.into_inner().diagnostics)))
-                .map_err(|s| rpc_err("ValidateProviderConfig", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r;
+            v5 "PrepareProviderConfig" => c.prepare_provider_config(
+                m::prepare_provider_config::Request { config: dv!(m, config) })
+                => (
+                    r.prepared_config.map(|v| v.msgpack).filter(|b| !b.is_empty()),
+                    diags!(m, r.diagnostics),
+                );
+            v6 "ValidateProviderConfig" => c.validate_provider_config(
+                m::validate_provider_config::Request { config: dv!(m, config) })
+                => (None, diags!(m, r.diagnostics)))
     }
 
     pub async fn configure(&self, config: Vec<u8>) -> Result<Vec<Diagnostic>, PluginError> {
         const VERSION: &str = "1.11.4";
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .configure(v5::configure::Request {
-                    terraform_version: VERSION.into(),
-                    config: dv!(v5, config),
-                    client_capabilities: Some(v5::ClientCapabilities {
-                        deferral_allowed: false,
-                    }),
-                })
-                .await
-                .map(|r| diags!(v5, r.into_inner().diagnostics))
-                .map_err(|s| rpc_err("Configure", s)),
-            Client::V6(mut c) => c
-                .configure_provider(v6::configure_provider::Request {
-                    terraform_version: VERSION.into(),
-                    config: dv!(v6, config),
-                    client_capabilities: Some(v6::ClientCapabilities {
-                        deferral_allowed: false,
-                        write_only_attributes_allowed: false,
-                    }),
-                })
-                .await
-                .map(|r| diags!(v6, r.into_inner().diagnostics))
-                .map_err(|s| rpc_err("ConfigureProvider", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r;
+            v5 "Configure" => c.configure(m::configure::Request {
+                terraform_version: VERSION.into(),
+                config: dv!(m, config),
+                client_capabilities: Some(m::ClientCapabilities { deferral_allowed: false }),
+            }) => diags!(m, r.diagnostics);
+            v6 "ConfigureProvider" => c.configure_provider(m::configure_provider::Request {
+                terraform_version: VERSION.into(),
+                config: dv!(m, config),
+                client_capabilities: Some(m::ClientCapabilities {
+                    deferral_allowed: false,
+                    write_only_attributes_allowed: false,
+                }),
+            }) => diags!(m, r.diagnostics))
     }
 
     pub async fn upgrade_state(
@@ -510,39 +489,13 @@ impl Provider {
         version: i64,
         json: Vec<u8>,
     ) -> Result<(Vec<u8>, Vec<Diagnostic>), PluginError> {
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .upgrade_resource_state(v5::upgrade_resource_state::Request {
-                    type_name: type_name.into(),
-                    version,
-                    raw_state: Some(v5::RawState {
-                        json,
-                        flatmap: Default::default(),
-                    }),
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    (msgpack(r.upgraded_state), diags!(v5, r.diagnostics))
-                })
-                .map_err(|s| rpc_err("UpgradeResourceState", s)),
-            Client::V6(mut c) => c
-                .upgrade_resource_state(v6::upgrade_resource_state::Request {
-                    type_name: type_name.into(),
-                    version,
-                    raw_state: Some(v6::RawState {
-                        json,
-                        flatmap: Default::default(),
-                    }),
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    (msgpack(r.upgraded_state), diags!(v6, r.diagnostics))
-                })
-                .map_err(|s| rpc_err("UpgradeResourceState", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r; "UpgradeResourceState" => c.upgrade_resource_state(
+            m::upgrade_resource_state::Request {
+                type_name: type_name.into(),
+                version,
+                raw_state: Some(m::RawState { json, flatmap: Default::default() }),
+            })
+            => (msgpack(r.upgraded_state), diags!(m, r.diagnostics)))
     }
 
     pub async fn read(
@@ -551,45 +504,18 @@ impl Provider {
         state: Vec<u8>,
         private: Vec<u8>,
     ) -> Result<StateResult, PluginError> {
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .read_resource(v5::read_resource::Request {
-                    type_name: type_name.into(),
-                    current_state: dv!(v5, state),
-                    private,
-                    provider_meta: None,
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    StateResult {
-                        state: msgpack(r.new_state),
-                        private: r.private,
-                        diagnostics: diags!(v5, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ReadResource", s)),
-            Client::V6(mut c) => c
-                .read_resource(v6::read_resource::Request {
-                    type_name: type_name.into(),
-                    current_state: dv!(v6, state),
-                    private,
-                    provider_meta: None,
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    StateResult {
-                        state: msgpack(r.new_state),
-                        private: r.private,
-                        diagnostics: diags!(v6, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ReadResource", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r; "ReadResource" => c.read_resource(m::read_resource::Request {
+            type_name: type_name.into(),
+            current_state: dv!(m, state),
+            private,
+            provider_meta: None,
+            client_capabilities: None,
+        })
+        => StateResult {
+            state: msgpack(r.new_state),
+            private: r.private,
+            diagnostics: diags!(m, r.diagnostics),
+        })
     }
 
     /// ReadDataSource: the data source's state for a configuration (no private bytes).
@@ -598,43 +524,17 @@ impl Provider {
         type_name: &str,
         config: Vec<u8>,
     ) -> Result<StateResult, PluginError> {
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .read_data_source(v5::read_data_source::Request {
-                    type_name: type_name.into(),
-                    config: dv!(v5, config),
-                    provider_meta: None,
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    StateResult {
-                        state: msgpack(r.state),
-                        private: Vec::new(),
-                        diagnostics: diags!(v5, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ReadDataSource", s)),
-            Client::V6(mut c) => c
-                .read_data_source(v6::read_data_source::Request {
-                    type_name: type_name.into(),
-                    config: dv!(v6, config),
-                    provider_meta: None,
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    StateResult {
-                        state: msgpack(r.state),
-                        private: Vec::new(),
-                        diagnostics: diags!(v6, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ReadDataSource", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r; "ReadDataSource" => c.read_data_source(m::read_data_source::Request {
+            type_name: type_name.into(),
+            config: dv!(m, config),
+            provider_meta: None,
+            client_capabilities: None,
+        })
+        => StateResult {
+            state: msgpack(r.state),
+            private: Vec::new(),
+            diagnostics: diags!(m, r.diagnostics),
+        })
     }
 
     pub async fn plan(
@@ -645,50 +545,26 @@ impl Provider {
         config: Vec<u8>,
         prior_private: Vec<u8>,
     ) -> Result<PlanResult, PluginError> {
-        macro_rules! plan_result {
-            ($m:ident, $r:expr) => {{
-                let r = $r.into_inner();
-                PlanResult {
-                    planned_state: msgpack(r.planned_state),
-                    requires_replace: r
-                        .requires_replace
-                        .into_iter()
-                        .map(|a| attr_path!($m, a))
-                        .collect(),
-                    planned_private: r.planned_private,
-                    diagnostics: diags!($m, r.diagnostics),
-                }
-            }};
-        }
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .plan_resource_change(v5::plan_resource_change::Request {
-                    type_name: type_name.into(),
-                    prior_state: dv!(v5, prior),
-                    proposed_new_state: dv!(v5, proposed),
-                    config: dv!(v5, config),
-                    prior_private,
-                    provider_meta: None,
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| plan_result!(v5, r))
-                .map_err(|s| rpc_err("PlanResourceChange", s)),
-            Client::V6(mut c) => c
-                .plan_resource_change(v6::plan_resource_change::Request {
-                    type_name: type_name.into(),
-                    prior_state: dv!(v6, prior),
-                    proposed_new_state: dv!(v6, proposed),
-                    config: dv!(v6, config),
-                    prior_private,
-                    provider_meta: None,
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| plan_result!(v6, r))
-                .map_err(|s| rpc_err("PlanResourceChange", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r; "PlanResourceChange" => c.plan_resource_change(
+        m::plan_resource_change::Request {
+            type_name: type_name.into(),
+            prior_state: dv!(m, prior),
+            proposed_new_state: dv!(m, proposed),
+            config: dv!(m, config),
+            prior_private,
+            provider_meta: None,
+            client_capabilities: None,
+        })
+        => PlanResult {
+            planned_state: msgpack(r.planned_state),
+            requires_replace: r
+                .requires_replace
+                .into_iter()
+                .map(|a| attr_path!(m, a))
+                .collect(),
+            planned_private: r.planned_private,
+            diagnostics: diags!(m, r.diagnostics),
+        })
     }
 
     pub async fn apply(
@@ -699,91 +575,37 @@ impl Provider {
         config: Vec<u8>,
         planned_private: Vec<u8>,
     ) -> Result<StateResult, PluginError> {
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .apply_resource_change(v5::apply_resource_change::Request {
-                    type_name: type_name.into(),
-                    prior_state: dv!(v5, prior),
-                    planned_state: dv!(v5, planned),
-                    config: dv!(v5, config),
-                    planned_private,
-                    provider_meta: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    StateResult {
-                        state: msgpack(r.new_state),
-                        private: r.private,
-                        diagnostics: diags!(v5, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ApplyResourceChange", s)),
-            Client::V6(mut c) => c
-                .apply_resource_change(v6::apply_resource_change::Request {
-                    type_name: type_name.into(),
-                    prior_state: dv!(v6, prior),
-                    planned_state: dv!(v6, planned),
-                    config: dv!(v6, config),
-                    planned_private,
-                    provider_meta: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    StateResult {
-                        state: msgpack(r.new_state),
-                        private: r.private,
-                        diagnostics: diags!(v6, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ApplyResourceChange", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r; "ApplyResourceChange" => c.apply_resource_change(
+        m::apply_resource_change::Request {
+            type_name: type_name.into(),
+            prior_state: dv!(m, prior),
+            planned_state: dv!(m, planned),
+            config: dv!(m, config),
+            planned_private,
+            provider_meta: None,
+        })
+        => StateResult {
+            state: msgpack(r.new_state),
+            private: r.private,
+            diagnostics: diags!(m, r.diagnostics),
+        })
     }
 
     pub async fn import(&self, type_name: &str, id: &str) -> Result<ImportResult, PluginError> {
-        let result = match self.client.clone() {
-            Client::V5(mut c) => c
-                .import_resource_state(v5::import_resource_state::Request {
-                    type_name: type_name.into(),
-                    id: id.into(),
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    ImportResult {
-                        resources: r
-                            .imported_resources
-                            .into_iter()
-                            .map(|i| (i.type_name, msgpack(i.state), i.private))
-                            .collect(),
-                        diagnostics: diags!(v5, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ImportResourceState", s)),
-            Client::V6(mut c) => c
-                .import_resource_state(v6::import_resource_state::Request {
-                    type_name: type_name.into(),
-                    id: id.into(),
-                    client_capabilities: None,
-                })
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    ImportResult {
-                        resources: r
-                            .imported_resources
-                            .into_iter()
-                            .map(|i| (i.type_name, msgpack(i.state), i.private))
-                            .collect(),
-                        diagnostics: diags!(v6, r.diagnostics),
-                    }
-                })
-                .map_err(|s| rpc_err("ImportResourceState", s)),
-        };
-        self.check(result)
+        rpc!(self, m, c, r; "ImportResourceState" => c.import_resource_state(
+        m::import_resource_state::Request {
+            type_name: type_name.into(),
+            id: id.into(),
+            client_capabilities: None,
+        })
+        => ImportResult {
+            resources: r
+                .imported_resources
+                .into_iter()
+                .map(|i| (i.type_name, msgpack(i.state), i.private))
+                .collect(),
+            diagnostics: diags!(m, r.diagnostics),
+        })
     }
 
     /// Ask the process to exit (GRPCController.Shutdown); kill it by PID when it does not within

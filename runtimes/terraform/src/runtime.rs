@@ -127,27 +127,91 @@ impl Settings {
 }
 
 /// What the runtime stores in `private`: the schema version the state was written with (needed
-/// to upgrade it later) and the provider's own opaque bytes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// to upgrade it later), the provider's own opaque bytes, and the deposed objects.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PrivateEnvelope {
     schema_version: i64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     private: String,
+    /// Objects a create-before-destroy replacement superseded whose delete failed: still real,
+    /// still owned, deleted by the next apply or destroy of this resource (Terraform's "deposed"
+    /// objects). Kept here, in the resource's own state entry, so any state backend records
+    /// them without knowing about them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    deposed: Vec<DeposedObject>,
 }
+
+/// One deposed object: its last known state (JSON attributes), the schema version that state
+/// was written with, and the provider's private bytes (base64).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeposedObject {
+    schema_version: i64,
+    state: Map<String, Json>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    private: String,
+}
+
+impl DeposedObject {
+    /// What previews show for the object: its `id`, else its position.
+    fn label(&self, index: usize) -> Json {
+        match self.state.get("id") {
+            Some(Json::String(id)) if !id.is_empty() => Json::String(id.clone()),
+            _ => Json::String(format!("deposed object {index}")),
+        }
+    }
+}
+
+/// Attribute the runtime adds to a resource that has deposed objects (their IDs). A preview
+/// shows it going away (the next apply deletes them); attribute names of Terraform schemas
+/// never contain `-`, so it cannot collide with a provider's attribute.
+pub const DEPOSED_ATTRIBUTE: &str = "kusion-deposed";
 
 impl PrivateEnvelope {
     fn encode(schema_version: i64, private: &[u8]) -> String {
+        Self::with_deposed(schema_version, private, Vec::new())
+    }
+
+    fn with_deposed(schema_version: i64, private: &[u8], deposed: Vec<DeposedObject>) -> String {
         serde_json::to_string(&PrivateEnvelope {
             schema_version,
             private: B64.encode(private),
+            deposed,
         })
         .unwrap_or_default()
     }
 
+    fn parse(text: Option<&str>) -> Option<PrivateEnvelope> {
+        serde_json::from_str(text?).ok()
+    }
+
     fn decode(text: Option<&str>) -> Option<(i64, Vec<u8>)> {
-        let env: PrivateEnvelope = serde_json::from_str(text?).ok()?;
+        let env = Self::parse(text)?;
         Some((env.schema_version, B64.decode(env.private.as_bytes()).ok()?))
+    }
+
+    /// The deposed objects recorded in `text`, if any.
+    fn deposed_of(text: Option<&str>) -> Vec<DeposedObject> {
+        Self::parse(text).map(|e| e.deposed).unwrap_or_default()
+    }
+}
+
+/// `resource` with the deposed-objects marker set from `deposed` (or removed when empty).
+fn mark_deposed(resource: &mut Resource, deposed: &[DeposedObject]) {
+    if deposed.is_empty() {
+        resource.attributes.remove(DEPOSED_ATTRIBUTE);
+    } else {
+        resource.attributes.insert(
+            DEPOSED_ATTRIBUTE.into(),
+            Json::Array(
+                deposed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| d.label(i))
+                    .collect(),
+            ),
+        );
     }
 }
 
@@ -610,7 +674,9 @@ impl Inner {
     ) -> PluginResult<(Vec<u8>, Vec<u8>)> {
         let (version, private) =
             PrivateEnvelope::decode(private).unwrap_or((schema.version, Vec::new()));
-        let json = Json::Object(prior.attributes.clone());
+        let mut attributes = prior.attributes.clone();
+        attributes.remove(DEPOSED_ATTRIBUTE);
+        let json = Json::Object(attributes);
         if !force_upgrade && version == schema.version {
             // State that no longer fits the schema (e.g. recorded without a private envelope by
             // another provider version) is left to the provider's upgrade logic below.
@@ -638,6 +704,15 @@ impl Inner {
         let target = Target::of(&req.planned)?;
         let (instance, schema) = self.resource_schema(&target).await?;
         let id = target.id.as_str();
+        let mut deposed = PrivateEnvelope::deposed_of(req.prior_private.as_deref());
+        if !req.dry_run && !deposed.is_empty() {
+            // Objects left over from an earlier replacement go first; while one cannot be
+            // deleted the apply fails and the state keeps recording it.
+            let template = req.prior.as_ref().unwrap_or(&req.planned);
+            deposed = self
+                .destroy_deposed(&instance, &target, &schema, template, deposed)
+                .await?;
+        }
         let config_json = Json::Object(req.planned.attributes.clone());
         let config = schema
             .block
@@ -739,6 +814,25 @@ impl Inner {
                 )
                 .await?;
         }
+        if !creating && replaced.is_none() {
+            // Nothing to change (the kernel saw a difference the provider does not plan for,
+            // e.g. deposed objects now deleted): like Terraform's no-op, apply nothing.
+            let before = decode_state(id, &schema, &prior)?;
+            let after = decode_state(id, &schema, &plan.planned_state)?;
+            if let (Some(before), Some(after)) = (before, after)
+                && before.json == after.json
+                && after.unknown.is_empty()
+            {
+                let _ = std::fs::remove_file(&intent);
+                return Ok(ApplyResponse {
+                    resource: resource_from(&req.planned, after.json),
+                    private: Some(PrivateEnvelope::encode(schema.version, &prior_private)),
+                    sensitive_paths: after.sensitive,
+                    unknown_paths: Vec::new(),
+                    requires_replace: Vec::new(),
+                });
+            }
+        }
         if creating {
             // Journal the create so a re-run after a crash adopts instead of duplicating.
             if let Err(e) = schema_cache::write_atomic(&intent, id.as_bytes()) {
@@ -791,23 +885,41 @@ impl Inner {
             ));
         }
         if let Some((old, old_private)) = replaced {
-            // The new object exists; a failure here leaves the old one behind, which the error
-            // names (the state keeps the old object until a re-run succeeds).
-            self.destroy(&instance, &target, old, old_private)
+            // The new object exists and must be recorded; an old object that cannot be deleted
+            // is recorded beside it as deposed, shown by the next preview and deleted by the
+            // next apply or destroy.
+            let old_json = decode_state(id, &schema, &old)?.map(|d| d.json);
+            if let Err(e) = self
+                .destroy(&instance, &target, old, old_private.clone())
                 .await
-                .map_err(|e| {
-                    PluginError::new(
-                        e.kind,
-                        format!(
-                            "the replacement was created, but deleting the object it replaces failed: {}",
-                            e.message
-                        ),
-                    )
-                })?;
+            {
+                let state = match old_json {
+                    Some(Json::Object(map)) => map,
+                    _ => Map::new(),
+                };
+                let object = DeposedObject {
+                    schema_version: schema.version,
+                    state,
+                    private: B64.encode(&old_private),
+                };
+                tracing::warn!(
+                    resource = id,
+                    deposed = %object.label(deposed.len()),
+                    "the replacement was created, but deleting the object it replaces failed; it is recorded as deposed and the next apply retries: {}",
+                    e.message
+                );
+                deposed.push(object);
+            }
         }
+        let mut resource = resource_from(&req.planned, decoded.json);
+        mark_deposed(&mut resource, &deposed);
         Ok(ApplyResponse {
-            resource: resource_from(&req.planned, decoded.json),
-            private: Some(PrivateEnvelope::encode(schema.version, &result.private)),
+            resource,
+            private: Some(PrivateEnvelope::with_deposed(
+                schema.version,
+                &result.private,
+                deposed,
+            )),
             sensitive_paths: decoded.sensitive,
             unknown_paths: Vec::new(),
             requires_replace: plan
@@ -1058,6 +1170,68 @@ impl Inner {
         check_diags(id, "deleting", &result.diagnostics)
     }
 
+    /// Delete deposed objects: each is read first (one already gone is simply forgotten), then
+    /// planned to null and applied. Fails naming every object that could not be deleted; they
+    /// stay recorded in the state the kernel keeps on failure.
+    async fn destroy_deposed(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        schema: &Schema,
+        template: &Resource,
+        deposed: Vec<DeposedObject>,
+    ) -> PluginResult<Vec<DeposedObject>> {
+        let mut failures = Vec::new();
+        for (i, object) in deposed.iter().enumerate() {
+            let label = object.label(i);
+            let mut resource = template.clone();
+            resource.attributes = object.state.clone();
+            let private = serde_json::to_string(&PrivateEnvelope {
+                schema_version: object.schema_version,
+                private: object.private.clone(),
+                deposed: Vec::new(),
+            })
+            .ok();
+            let attempt = async {
+                let (state, private) = self
+                    .prior_state(
+                        instance,
+                        target,
+                        schema,
+                        &resource,
+                        private.as_deref(),
+                        false,
+                    )
+                    .await?;
+                let live = instance
+                    .provider
+                    .read(&target.type_name, state, private)
+                    .await
+                    .map_err(|e| rpc_error(&target.id, e))?;
+                check_diags(&target.id, "reading the deposed object", &live.diagnostics)?;
+                if cty::from_bytes(&live.state).is_ok_and(|v| v.is_nil()) {
+                    return Ok(());
+                }
+                self.destroy(instance, target, live.state, live.private)
+                    .await
+            };
+            if let Err(e) = attempt.await {
+                failures.push(format!("{label}: {}", e.message));
+            }
+        }
+        if failures.is_empty() {
+            return Ok(Vec::new());
+        }
+        Err(err(
+            ErrorKind::Rejected,
+            &target.id,
+            format!(
+                "deleting the deposed object(s) a create-before-destroy replacement left failed (they stay recorded; the next apply or destroy retries): {}",
+                failures.join("; ")
+            ),
+        ))
+    }
+
     async fn delete(&self, req: DeleteRequest) -> PluginResult<()> {
         if is_data(&req.resource) {
             // A data source owns nothing: forgetting it is all a delete means.
@@ -1075,6 +1249,11 @@ impl Inner {
                 false,
             )
             .await?;
+        let deposed = PrivateEnvelope::deposed_of(req.private.as_deref());
+        if !deposed.is_empty() {
+            self.destroy_deposed(&instance, &target, &schema, &req.resource, deposed)
+                .await?;
+        }
         self.destroy(&instance, &target, prior, private).await
     }
 
@@ -1110,8 +1289,20 @@ impl Inner {
                 true,
             )
             .await?;
-        self.refresh(&instance, &target, &schema, prior, state, private)
-            .await
+        let mut response = self
+            .refresh(&instance, &target, &schema, prior, state, private)
+            .await?;
+        let deposed = PrivateEnvelope::deposed_of(req.prior_private.as_deref());
+        if !deposed.is_empty() {
+            // The live object carries the marker so a preview shows the pending deletes.
+            if let Some(resource) = response.resource.as_mut() {
+                mark_deposed(resource, &deposed);
+            }
+            let (version, bytes) = PrivateEnvelope::decode(response.private.as_deref())
+                .unwrap_or((schema.version, Vec::new()));
+            response.private = Some(PrivateEnvelope::with_deposed(version, &bytes, deposed));
+        }
+        Ok(response)
     }
 
     async fn refresh(

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use kusion_runtime_terraform::TerraformRuntime;
+use kusion_runtime_terraform::runtime::DEPOSED_ATTRIBUTE;
 use kusion_sdk::runtime::{
     ApplyRequest, ApplyResponse, DeleteRequest, ImportRequest, ReadRequest, Runtime,
 };
@@ -623,4 +624,122 @@ fn data_sources_are_read_through_read_data_source() {
     })
     .unwrap();
     assert!(ureq::head(&moto.url("/kusion-existing")).call().is_ok());
+}
+
+/// Create-before-destroy whose delete of the old object fails (an S3 bucket that is not empty):
+/// the replacement is recorded and the old bucket stays recorded as a deposed object, a preview
+/// shows it going away, an apply retries (and fails while the cause remains), and once the
+/// cause is gone the next apply, or a destroy, deletes it.
+#[test]
+fn deposed_objects_are_recorded_shown_and_retried() {
+    let (moto, _dir, rt, meta) = setup();
+    let exists = |name: &str| ureq::head(&moto.url(&format!("/{name}"))).call().is_ok();
+    let object = |bucket: &str| moto.url(&format!("/{bucket}/keep.txt"));
+    // Two rounds: the retry comes from an apply, then from a destroy.
+    for (name, by_destroy) in [("dpa", false), ("dpd", true)] {
+        let mut bucket = resource(
+            AWS_PROVIDER,
+            &meta,
+            "aws_s3_bucket",
+            name,
+            // Tagged: an untagged bucket reads back `tags: {}` where its plan has none.
+            json!({"bucket": format!("kusion-{name}-old"), "tags": {"round": name}}),
+        );
+        bucket
+            .extensions
+            .insert("createBeforeDestroy".into(), json!(true));
+        let stored = apply(&rt, None, &bucket);
+        let old = format!("kusion-{name}-old");
+        ureq::put(&object(&old))
+            .send("the bucket is not empty")
+            .expect("put an object through moto's S3 API");
+
+        let mut renamed = bucket.clone();
+        renamed
+            .attributes
+            .insert("bucket".into(), json!(format!("kusion-{name}-new")));
+        let replaced = apply(&rt, Some(&stored), &renamed);
+        assert!(exists(&format!("kusion-{name}-new")) && exists(&old));
+        assert_eq!(
+            replaced.resource.attributes["arn"],
+            json!(format!("arn:aws:s3:::kusion-{name}-new"))
+        );
+        assert_eq!(
+            replaced.resource.attributes[DEPOSED_ATTRIBUTE],
+            json!([old.clone()]),
+            "the old bucket is recorded as deposed"
+        );
+        let envelope: Value =
+            serde_json::from_str(replaced.private.as_deref().expect("private")).unwrap();
+        assert_eq!(envelope["deposed"][0]["state"]["bucket"], json!(old));
+
+        // Preview: the live object carries the deposed marker, the plan does not: a change.
+        let live = read(&rt, &replaced).expect("the replacement exists");
+        assert_eq!(live.attributes[DEPOSED_ATTRIBUTE], json!([old.clone()]));
+        let plan = dry_run(&rt, Some(&replaced), &renamed);
+        assert_eq!(
+            diff_paths(&attrs(&live), &attrs(&plan.resource)),
+            vec![DEPOSED_ATTRIBUTE.to_string()],
+            "only the deposed object's deletion is planned"
+        );
+
+        // While the bucket still holds an object, the retry fails and names it.
+        let e = rt
+            .apply(&ApplyRequest {
+                prior: Some(replaced.resource.clone()),
+                prior_private: replaced.private.clone(),
+                planned: renamed.clone(),
+                dry_run: false,
+                timeout: Some(Duration::from_secs(300)),
+            })
+            .expect_err("the deposed bucket cannot be deleted yet");
+        assert!(
+            e.message.contains("deposed") && e.message.contains(&old),
+            "{}",
+            e.message
+        );
+        assert!(exists(&old));
+
+        // Fix the cause; the next apply (or a destroy) deletes the deposed bucket.
+        // moto treats unsigned deletes as anonymous (denied); it does not check signatures.
+        ureq::delete(&object(&old))
+            .header(
+                "Authorization",
+                "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0",
+            )
+            .call()
+            .expect("delete the object");
+        if by_destroy {
+            rt.delete(&DeleteRequest {
+                resource: replaced.resource.clone(),
+                private: replaced.private.clone(),
+                timeout: None,
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert!(!exists(&old) && !exists(&format!("kusion-{name}-new")));
+        } else {
+            let converged = apply(&rt, Some(&replaced), &renamed);
+            assert!(!exists(&old) && exists(&format!("kusion-{name}-new")));
+            assert!(
+                !converged
+                    .resource
+                    .attributes
+                    .contains_key(DEPOSED_ATTRIBUTE),
+                "{:?}",
+                converged.resource.attributes
+            );
+            let envelope: Value =
+                serde_json::from_str(converged.private.as_deref().unwrap()).unwrap();
+            assert!(envelope.get("deposed").is_none(), "{envelope}");
+            let plan = dry_run(&rt, Some(&converged), &renamed);
+            let live = read(&rt, &converged).unwrap();
+            assert!(diff_paths(&attrs(&live), &attrs(&plan.resource)).is_empty());
+            rt.delete(&DeleteRequest {
+                resource: converged.resource.clone(),
+                private: converged.private.clone(),
+                timeout: None,
+            })
+            .unwrap();
+        }
+    }
 }
