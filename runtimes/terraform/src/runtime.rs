@@ -65,6 +65,10 @@ pub struct TerraformConfig {
     pub insecure_registries: Vec<String>,
     /// Seconds a provider gets to exit after Shutdown before it is killed.
     pub shutdown_grace_seconds: Option<u64>,
+    /// Always call PlanResourceChange in dry-runs, even for a resource whose refreshed state
+    /// equals its recorded state and whose configuration is the one it was applied with (see
+    /// `Inner::unchanged_since_apply`).
+    pub always_plan: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -76,6 +80,7 @@ struct Settings {
     log_dir: PathBuf,
     verbose: bool,
     grace: Duration,
+    always_plan: bool,
 }
 
 fn cache_root() -> PathBuf {
@@ -122,6 +127,7 @@ impl Settings {
             log_dir: config.log_dir.clone().unwrap_or_else(|| root.join("logs")),
             verbose: config.verbosity > 0,
             grace: Duration::from_secs(config.shutdown_grace_seconds.unwrap_or(5)),
+            always_plan: config.always_plan,
         }
     }
 }
@@ -140,6 +146,9 @@ struct PrivateEnvelope {
     /// them without knowing about them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     deposed: Vec<DeposedObject>,
+    /// Fingerprint of what the object was last applied from (see [`applied_from`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    applied_from: String,
 }
 
 /// One deposed object: its last known state (JSON attributes), the schema version that state
@@ -174,10 +183,20 @@ impl PrivateEnvelope {
     }
 
     fn with_deposed(schema_version: i64, private: &[u8], deposed: Vec<DeposedObject>) -> String {
+        Self::full(schema_version, private, deposed, String::new())
+    }
+
+    fn full(
+        schema_version: i64,
+        private: &[u8],
+        deposed: Vec<DeposedObject>,
+        applied_from: String,
+    ) -> String {
         serde_json::to_string(&PrivateEnvelope {
             schema_version,
             private: B64.encode(private),
             deposed,
+            applied_from,
         })
         .unwrap_or_default()
     }
@@ -195,6 +214,30 @@ impl PrivateEnvelope {
     fn deposed_of(text: Option<&str>) -> Vec<DeposedObject> {
         Self::parse(text).map(|e| e.deposed).unwrap_or_default()
     }
+}
+
+/// Fingerprint of an apply's inputs besides the prior state: provider binary, provider
+/// configuration, resource type, schema version and the resource's configuration.
+fn applied_from(instance: &Instance, target: &Target, schema: &Schema, config: &Json) -> String {
+    let mut hash = Sha256::new();
+    for part in [
+        instance.checksum.as_str(),
+        &canonical(&target.meta),
+        &target.type_name,
+        &schema.version.to_string(),
+        &canonical(config),
+    ] {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    hex::encode(hash.finalize())
+}
+
+/// Fingerprint of a recorded state's attributes (without the deposed marker).
+fn state_fingerprint(attributes: &Map<String, Json>) -> String {
+    let mut attributes = attributes.clone();
+    attributes.remove(DEPOSED_ATTRIBUTE);
+    hex::encode(Sha256::digest(canonical(&Json::Object(attributes))))
 }
 
 /// `resource` with the deposed-objects marker set from `deposed` (or removed when empty).
@@ -235,6 +278,9 @@ struct Inner {
     instances: tokio::sync::Mutex<HashMap<ProviderKey, InstanceCell>>,
     /// Schemas by binary checksum, shared by all processes of that binary.
     schemas: tokio::sync::Mutex<HashMap<String, Arc<ProviderSchema>>>,
+    /// Per operation: resources whose read found the live object equal to the recorded state,
+    /// with the fingerprint of that state (see `unchanged_since_apply`).
+    refreshed_unchanged: std::sync::Mutex<HashMap<String, String>>,
 }
 
 /// The Terraform runtime plugin.
@@ -660,6 +706,40 @@ impl Inner {
         Ok((instance, schema))
     }
 
+    /// Whether a dry-run may answer "no change" without PlanResourceChange: this operation's
+    /// read found the live object equal to the recorded state, and that state was applied from
+    /// exactly these inputs (provider binary, provider configuration, schema version, resource
+    /// configuration). The provider's plan of an object it produced from this configuration,
+    /// unchanged since, is that same object (Terraform shows no change) unless the provider's
+    /// plan consults something beyond its inputs (a remote lookup or the clock in a
+    /// CustomizeDiff) or never converges (a perpetual diff, a provider bug). `alwaysPlan`
+    /// turns the shortcut off for such providers.
+    fn unchanged_since_apply(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        schema: &Schema,
+        prior: &Resource,
+        private: Option<&str>,
+        config: &Json,
+    ) -> bool {
+        if self.settings().always_plan {
+            return false;
+        }
+        let Some(envelope) = PrivateEnvelope::parse(private) else {
+            return false;
+        };
+        if envelope.applied_from.is_empty()
+            || envelope.applied_from != applied_from(instance, target, schema, config)
+        {
+            return false;
+        }
+        let fingerprint = state_fingerprint(&prior.attributes);
+        self.refreshed_unchanged
+            .lock()
+            .is_ok_and(|map| map.get(&target.id) == Some(&fingerprint))
+    }
+
     /// The prior state as msgpack of the current schema, and the provider's private bytes.
     /// State written with the current schema version is encoded locally; anything else goes
     /// through UpgradeResourceState.
@@ -714,6 +794,28 @@ impl Inner {
                 .await?;
         }
         let config_json = Json::Object(req.planned.attributes.clone());
+        if req.dry_run
+            && let Some(prior) = &req.prior
+            && self.unchanged_since_apply(
+                &instance,
+                &target,
+                &schema,
+                prior,
+                req.prior_private.as_deref(),
+                &config_json,
+            )
+        {
+            let mut attributes = prior.attributes.clone();
+            attributes.remove(DEPOSED_ATTRIBUTE);
+            let json = Json::Object(attributes);
+            return Ok(ApplyResponse {
+                sensitive_paths: schema.block.sensitive_paths(&json),
+                resource: resource_from(&req.planned, json),
+                private: req.prior_private.clone(),
+                unknown_paths: Vec::new(),
+                requires_replace: Vec::new(),
+            });
+        }
         let config = schema
             .block
             .encode_config(&config_json, req.dry_run)
@@ -826,7 +928,12 @@ impl Inner {
                 let _ = std::fs::remove_file(&intent);
                 return Ok(ApplyResponse {
                     resource: resource_from(&req.planned, after.json),
-                    private: Some(PrivateEnvelope::encode(schema.version, &prior_private)),
+                    private: Some(PrivateEnvelope::full(
+                        schema.version,
+                        &prior_private,
+                        Vec::new(),
+                        applied_from(&instance, &target, &schema, &config_json),
+                    )),
                     sensitive_paths: after.sensitive,
                     unknown_paths: Vec::new(),
                     requires_replace: Vec::new(),
@@ -915,10 +1022,11 @@ impl Inner {
         mark_deposed(&mut resource, &deposed);
         Ok(ApplyResponse {
             resource,
-            private: Some(PrivateEnvelope::with_deposed(
+            private: Some(PrivateEnvelope::full(
                 schema.version,
                 &result.private,
                 deposed,
+                applied_from(&instance, &target, &schema, &config_json),
             )),
             sensitive_paths: decoded.sensitive,
             unknown_paths: Vec::new(),
@@ -1190,6 +1298,7 @@ impl Inner {
                 schema_version: object.schema_version,
                 private: object.private.clone(),
                 deposed: Vec::new(),
+                applied_from: String::new(),
             })
             .ok();
             let attempt = async {
@@ -1286,21 +1395,37 @@ impl Inner {
                 &schema,
                 prior,
                 req.prior_private.as_deref(),
-                true,
+                false,
             )
             .await?;
         let mut response = self
             .refresh(&instance, &target, &schema, prior, state, private)
             .await?;
-        let deposed = PrivateEnvelope::deposed_of(req.prior_private.as_deref());
-        if !deposed.is_empty() {
+        if let Some(live) = &response.resource {
+            let fingerprint = state_fingerprint(&prior.attributes);
+            if let Ok(mut map) = self.refreshed_unchanged.lock() {
+                if state_fingerprint(&live.attributes) == fingerprint {
+                    map.insert(target.id.clone(), fingerprint);
+                } else {
+                    map.remove(&target.id);
+                }
+            }
+        }
+        // Deposed objects and the apply fingerprint belong to the resource, not to one read.
+        let recorded = PrivateEnvelope::parse(req.prior_private.as_deref()).unwrap_or_default();
+        if !recorded.deposed.is_empty() || !recorded.applied_from.is_empty() {
             // The live object carries the marker so a preview shows the pending deletes.
             if let Some(resource) = response.resource.as_mut() {
-                mark_deposed(resource, &deposed);
+                mark_deposed(resource, &recorded.deposed);
             }
             let (version, bytes) = PrivateEnvelope::decode(response.private.as_deref())
                 .unwrap_or((schema.version, Vec::new()));
-            response.private = Some(PrivateEnvelope::with_deposed(version, &bytes, deposed));
+            response.private = Some(PrivateEnvelope::full(
+                version,
+                &bytes,
+                recorded.deposed,
+                recorded.applied_from,
+            ));
         }
         Ok(response)
     }
@@ -1413,6 +1538,7 @@ impl TerraformRuntime {
                 settings: RwLock::new(Arc::new(Settings::from_config(&TerraformConfig::default()))),
                 instances: tokio::sync::Mutex::new(HashMap::new()),
                 schemas: tokio::sync::Mutex::new(HashMap::new()),
+                refreshed_unchanged: std::sync::Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -1498,6 +1624,9 @@ impl Runtime for TerraformRuntime {
         // A new operation: processes configured for the previous one are not reused.
         self.shutdown();
         let settings = Arc::new(Settings::from_config(&parsed));
+        if let Ok(mut map) = self.inner.refreshed_unchanged.lock() {
+            map.clear();
+        }
         match self.inner.settings.write() {
             Ok(mut s) => *s = settings,
             Err(p) => *p.into_inner() = settings,
