@@ -1,7 +1,8 @@
 //! Benchmark: N `aws_s3_bucket`s against moto, through this runtime and (with `--terraform`)
 //! through the terraform CLI on PATH, same provider binary, same moto, same machine.
 //!
-//! `cargo bench -p kusion-runtime-terraform --bench s3_buckets -- [--terraform] [--parallelism=P] [--profile] [N ...]`
+//! `cargo bench -p kusion-runtime-terraform --bench s3_buckets -- [--terraform] [--parallelism=P]
+//! [--profile] [--always-plan] [N ...]`
 //! (default N: 10 100 500). Each phase is a separate operation: the runtime is reconfigured
 //! (its provider processes stopped) between phases, as a new `kusionctl` run would. Phases:
 //! apply (create all), no-change preview (read + dry-run each, like terraform's refresh + plan),
@@ -28,6 +29,17 @@ use serde_json::{Value, json};
 static PARALLELISM: AtomicUsize = AtomicUsize::new(10);
 /// `--profile`: print where the no-change preview's time goes (summed call times, CPU seconds).
 static PROFILE: AtomicBool = AtomicBool::new(false);
+/// `--always-plan`: the runtime plans every resource in the preview (no unchanged shortcut).
+static ALWAYS_PLAN: AtomicBool = AtomicBool::new(false);
+
+/// CPU seconds of every child process waited for so far (terraform and the providers it ran).
+fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
 
 /// CPU seconds this process used so far (its provider children are counted separately).
 fn own_cpu_seconds() -> f64 {
@@ -176,7 +188,8 @@ struct Row {
 fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
     let meta = moto.provider_meta();
     let rt = TerraformRuntime::new().unwrap();
-    let config = runtime_config(dir);
+    let mut config = runtime_config(dir);
+    config["alwaysPlan"] = json!(ALWAYS_PLAN.load(Ordering::Relaxed));
     let sampler = Sampler::start(Arc::new(Mutex::new(std::process::id())), moto_pid(moto));
     let specs: Vec<Resource> = (0..n)
         .map(|i| {
@@ -340,10 +353,19 @@ fn bench_terraform(moto: &Moto, dir: &Path, n: usize) -> Row {
         &["apply", "-auto-approve", "-input=false", &parallelism],
         &root,
     );
+    let (moto_cpu, tf_cpu) = (tree_cpu(moto_pid(moto)), children_cpu_seconds());
     let preview = tf(
         &["plan", "-input=false", "-detailed-exitcode", &parallelism],
         &root,
     );
+    if PROFILE.load(Ordering::Relaxed) {
+        println!(
+            "  profile N={n}: terraform plan {:.1} s; CPU: moto {:.1} s, terraform + providers {:.1} s",
+            preview.as_secs_f64(),
+            tree_cpu(moto_pid(moto)) - moto_cpu,
+            children_cpu_seconds() - tf_cpu,
+        );
+    }
     let destroy = tf(
         &["destroy", "-auto-approve", "-input=false", &parallelism],
         &root,
@@ -363,6 +385,7 @@ fn main() {
         .collect();
     let with_terraform = args.iter().any(|a| a == "--terraform");
     PROFILE.store(args.iter().any(|a| a == "--profile"), Ordering::Relaxed);
+    ALWAYS_PLAN.store(args.iter().any(|a| a == "--always-plan"), Ordering::Relaxed);
     if let Some(p) = args.iter().find_map(|a| a.strip_prefix("--parallelism=")) {
         PARALLELISM.store(p.parse().expect("--parallelism=N"), Ordering::Relaxed);
     }

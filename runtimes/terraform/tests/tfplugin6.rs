@@ -324,3 +324,61 @@ fn provider_configuration_errors_name_the_resource_and_attribute() {
         e.message
     );
 }
+
+/// A no-change dry-run answers without PlanResourceChange only when this operation's read found
+/// the recorded state and the configuration is the one last applied; drift or a configuration
+/// change plans as usual.
+#[test]
+fn unchanged_dry_runs_skip_planning_only_when_nothing_changed() {
+    let env = env();
+    let rt = &env.rt;
+    let plans = || {
+        std::fs::read_to_string(env.root.join(".plan-calls"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let read = |stored: &ApplyResponse| {
+        rt.read(&ReadRequest {
+            prior: Some(stored.resource.clone()),
+            prior_private: stored.private.clone(),
+            planned: None,
+            timeout: Some(Duration::from_secs(30)),
+        })
+        .unwrap()
+        .resource
+        .expect("the file exists")
+    };
+    let spec = file(&env, "skip", json!({"path": "skip.txt", "content": "one"}));
+    let created = run(rt, None, &spec, false);
+
+    // Without a read in this operation the dry-run plans.
+    let before = plans();
+    run(rt, Some(&created), &spec, true);
+    assert_eq!(plans(), before + 1, "no read yet: planned");
+
+    // Read finds the recorded state, configuration unchanged: no plan, the recorded object.
+    let live = read(&created);
+    assert_eq!(live.attributes, created.resource.attributes);
+    let before = plans();
+    let plan = run(rt, Some(&created), &spec, true);
+    assert_eq!(plans(), before, "unchanged: answered without planning");
+    assert_eq!(plan.resource.attributes, created.resource.attributes);
+    assert!(plan.unknown_paths.is_empty() && plan.requires_replace.is_empty());
+
+    // A configuration change plans (and shows the change).
+    let mut changed = spec.clone();
+    changed.attributes.insert("content".into(), json!("two"));
+    let before = plans();
+    let plan = run(rt, Some(&created), &changed, true);
+    assert_eq!(plans(), before + 1, "configuration changed: planned");
+    assert_eq!(plan.unknown_paths, vec!["sha256"]);
+
+    // Drift (the file changed outside): the read differs from the state, so the dry-run plans.
+    std::fs::write(env.root.join("skip.txt"), "drifted").unwrap();
+    let live = read(&created);
+    assert_ne!(live.attributes, created.resource.attributes);
+    let before = plans();
+    run(rt, Some(&created), &spec, true);
+    assert_eq!(plans(), before + 1, "drifted: planned");
+}

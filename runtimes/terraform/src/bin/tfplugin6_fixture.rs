@@ -304,6 +304,17 @@ impl Provider for Fixture {
         &self,
         request: Request<plan_resource_change::Request>,
     ) -> Result<Response<plan_resource_change::Response>, Status> {
+        // One line per plan in `<root>/.plan-calls`: lets tests see which dry-runs planned.
+        if let Ok(root) = self.root() {
+            use std::io::Write;
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(root.join(".plan-calls"))
+            {
+                let _ = writeln!(f, "{}", request.get_ref().type_name);
+            }
+        }
         let r = request.get_ref();
         let prior = self.decode(&self.file_block, r.prior_state.as_ref())?;
         let proposed = self.decode(&self.file_block, r.proposed_new_state.as_ref())?;
