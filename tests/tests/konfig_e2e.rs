@@ -2,7 +2,7 @@
 //! folder (compile first), an image bump written into the KCL file through the override API (as
 //! a CI bot does with `-O`), a preview showing exactly that change, apply, destroy.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
