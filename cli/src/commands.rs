@@ -83,7 +83,13 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         Some(path) => read_runtime_config(path)?,
         None => Value::Null,
     };
-    crate::compile_cmd::apply_stack_settings(&workdir, &mut state_dir, &mut config)?;
+    let mut state_backend = cli.global.state_backend.clone();
+    crate::compile_cmd::apply_stack_settings(
+        &workdir,
+        &mut state_dir,
+        &mut state_backend,
+        &mut config,
+    )?;
     let state_dir = state_dir.unwrap_or_else(|| workdir.join(".kusion").join("state"));
     let plugin_config = plugin_config(cli)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
@@ -103,11 +109,8 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
     let color = !cli.global.no_color
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
-    let store = kusion_kernel::state::open(
-        &cli.global.state_backend,
-        state_dir,
-        &default_stack_name(&workdir),
-    )?;
+    let store =
+        kusion_kernel::state::open(&state_backend, state_dir, &default_stack_name(&workdir))?;
     Ok(Context_ {
         plugins,
         workdir,
@@ -212,7 +215,7 @@ fn spec_path(ctx: &Context_, spec: &Option<PathBuf>) -> Result<PathBuf> {
 
 fn load_spec(ctx: &Context_, spec: &Option<PathBuf>) -> Result<Spec> {
     // In a stack folder without -f, the stack's KCL is compiled first.
-    if let Some(spec) = crate::compile::spec_for(&ctx.workdir, spec)? {
+    if let Some(spec) = crate::compile::spec_for(&ctx.workdir, spec, &ctx.plugins)? {
         return Ok(spec);
     }
     let path = spec_path(ctx, spec)?;
@@ -267,8 +270,14 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             jobs,
             force,
         } => {
+            // Plugins load on a program's first `kcl_plugin.*` call only.
+            let config = plugin_config(&cli);
+            let plugins = crate::kcl_plugins::LazyPlugins::new(move || {
+                Ok(kusion_kernel::plugin::load_plugins(&config?))
+            });
             return crate::compile_cmd::compile(
                 &workdir()?,
+                Arc::new(plugins),
                 cli.global.output,
                 *all,
                 root.clone(),
@@ -344,7 +353,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         }
         Command::Destroy { plan, yes } => {
             // In a stack folder the stack must still compile (it names the stack's settings).
-            crate::compile::spec_for(&ctx.workdir, &plan.spec)?;
+            crate::compile::spec_for(&ctx.workdir, &plan.spec, &ctx.plugins)?;
             let options = plan_options(&plan, true)?;
             let guard =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;

@@ -7,9 +7,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
+use kusion_kcl::PluginHook;
 use kusion_kcl::run::{ParseCache, RunOptions, run_full};
 use kusion_kernel::spec::Spec;
 use kusion_sdk::Resource;
@@ -46,14 +48,23 @@ pub struct Compiled {
     pub inputs: Vec<PathBuf>,
 }
 
-/// Compile the stack in `dir` (the whole pipeline: layout, KCL, spec).
-pub fn compile_dir(dir: &Path, cache: Option<Arc<ParseCache>>) -> Result<Compiled> {
+/// Compile the stack in `dir` (the whole pipeline: layout, KCL, spec). `plugins` serves the
+/// program's `kcl_plugin.<module>.<fn>` calls.
+pub fn compile_dir(
+    dir: &Path,
+    cache: Option<Arc<ParseCache>>,
+    plugins: Option<Rc<dyn PluginHook>>,
+) -> Result<Compiled> {
     let stack = project::open_stack(dir)?;
-    compile_stack(&stack, cache)
+    compile_stack(&stack, cache, plugins)
 }
 
 /// Compile an opened stack.
-pub fn compile_stack(stack: &Stack, cache: Option<Arc<ParseCache>>) -> Result<Compiled> {
+pub fn compile_stack(
+    stack: &Stack,
+    cache: Option<Arc<ParseCache>>,
+    plugins: Option<Rc<dyn PluginHook>>,
+) -> Result<Compiled> {
     let (settings_path, settings) = stack.kcl_settings()?;
     let externals = project::externals(stack)?;
     let mut inputs = vec![stack.dir.join(STACK_FILE), settings_path.clone()];
@@ -83,6 +94,7 @@ pub fn compile_stack(stack: &Stack, cache: Option<Arc<ParseCache>>) -> Result<Co
         settings: vec![settings_path.clone()],
         external: externals,
         parse_cache: cache,
+        plugin: plugins,
         ..Default::default()
     };
     // The names are options like any other; a kcl.yaml setting them explicitly wins.
@@ -236,10 +248,16 @@ fn kubernetes_resource(object: Map<String, Value>) -> Result<Resource, String> {
     Ok(Resource::new(id, "Kubernetes", object))
 }
 
-/// Load a spec file (`-f`) or, in a stack folder without one, compile the stack.
-pub fn spec_for(workdir: &Path, spec: &Option<PathBuf>) -> Result<Option<Spec>> {
+/// In a stack folder without a spec file (`-f`), compile the stack, with the loaded plugins
+/// serving its `kcl_plugin.*` calls.
+pub fn spec_for(
+    workdir: &Path,
+    spec: &Option<PathBuf>,
+    plugins: &kusion_kernel::plugin::LoadedPlugins,
+) -> Result<Option<Spec>> {
     if spec.is_none() && project::is_stack_dir(workdir) {
-        return Ok(Some(compile_dir(workdir, None)?.spec));
+        let hook = crate::kcl_plugins::plugin_hook(plugins);
+        return Ok(Some(compile_dir(workdir, None, Some(hook))?.spec));
     }
     Ok(None)
 }

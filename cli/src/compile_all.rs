@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -14,7 +15,13 @@ use kusion_kcl::run::ParseCache;
 use serde::{Deserialize, Serialize};
 
 use super::{FileHashes, KclFailure, compile_stack, render_spec};
+use crate::kcl_plugins::{LazyHook, LazyPlugins};
 use crate::project;
+
+thread_local! {
+    /// Each compile thread's plugin hook (the evaluator takes an `Rc`).
+    static HOOK: std::cell::OnceCell<Rc<LazyHook>> = const { std::cell::OnceCell::new() };
+}
 
 /// Options of one `compile --all`.
 pub struct AllOptions {
@@ -23,6 +30,8 @@ pub struct AllOptions {
     pub jobs: usize,
     /// Ignore the cache and compile everything.
     pub force: bool,
+    /// Serves `kcl_plugin.*` calls (loaded on the first one).
+    pub plugins: Arc<LazyPlugins>,
 }
 
 /// What happened to one stack.
@@ -136,8 +145,15 @@ pub fn compile_all(options: &AllOptions) -> Result<Summary> {
                 kcl_error: None,
             };
         }
-        let compiled =
-            project::open_stack(dir).and_then(|s| compile_stack(&s, Some(parse_cache.clone())));
+        let hook = HOOK.with(|h| {
+            h.get_or_init(|| Rc::new(LazyHook::new(options.plugins.clone())))
+                .clone()
+        });
+        let calls_before = hook.calls();
+        let compiled = project::open_stack(dir)
+            .and_then(|s| compile_stack(&s, Some(parse_cache.clone()), Some(hook.clone())));
+        // A program that asked a plugin depends on more than its files: never cached.
+        let cacheable = hook.calls() == calls_before;
         let compiled = match compiled {
             Ok(c) => c,
             Err(e) => {
@@ -170,10 +186,17 @@ pub fn compile_all(options: &AllOptions) -> Result<Summary> {
         let written = std::fs::create_dir_all(&entry_dir)
             .and_then(|_| std::fs::write(&spec_file, render_spec(&compiled.spec, false)))
             .and_then(|_| {
-                std::fs::write(
-                    &entry_file,
-                    serde_json::to_string(&entry).unwrap_or_default(),
-                )
+                if cacheable {
+                    std::fs::write(
+                        &entry_file,
+                        serde_json::to_string(&entry).unwrap_or_default(),
+                    )
+                } else {
+                    match std::fs::remove_file(&entry_file) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                        _ => Ok(()),
+                    }
+                }
             });
         match written {
             Ok(()) => StackResult {

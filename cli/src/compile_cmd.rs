@@ -1,18 +1,22 @@
 //! The `compile` and `init` subcommands, and the stack settings that feed the other commands.
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
 
 use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::args::Output;
 use crate::compile::{self, KclFailure};
+use crate::kcl_plugins::{LazyHook, LazyPlugins};
 use crate::project;
 use crate::{UsageError, exit};
 
 /// `kusionctl compile [--all [ROOT]]`.
 pub fn compile(
     workdir: &Path,
+    plugins: Arc<LazyPlugins>,
     output: Output,
     all: bool,
     root: Option<PathBuf>,
@@ -20,7 +24,8 @@ pub fn compile(
     force: bool,
 ) -> Result<u8> {
     if !all {
-        let compiled = compile::compile_dir(workdir, None)?;
+        let hook = Rc::new(LazyHook::new(plugins));
+        let compiled = compile::compile_dir(workdir, None, Some(hook))?;
         print!(
             "{}",
             compile::render_spec(&compiled.spec, output == Output::Json)
@@ -32,7 +37,12 @@ pub fn compile(
         Some(r) => r,
         None => workdir.to_path_buf(),
     };
-    let summary = compile::all::compile_all(&compile::all::AllOptions { root, jobs, force })?;
+    let summary = compile::all::compile_all(&compile::all::AllOptions {
+        root,
+        jobs,
+        force,
+        plugins,
+    })?;
     if output == Output::Json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
@@ -102,12 +112,14 @@ pub fn init(
     Ok(exit::OK)
 }
 
-/// In a stack folder: the stack's state folder and Kubernetes settings from `stack.yaml`.
-/// Explicit flags win: a state dir given on the command line (or by environment) is kept, and
-/// runtime configuration keys already set are not replaced.
+/// In a stack folder: the stack's state backend or folder and Kubernetes settings from
+/// `stack.yaml`. Explicit flags win: a state dir given on the command line (or by environment)
+/// is kept, a `--state-backend` other than the default `local` is kept, and runtime
+/// configuration keys already set are not replaced.
 pub fn apply_stack_settings(
     workdir: &Path,
     state_dir: &mut Option<PathBuf>,
+    state_backend: &mut String,
     runtime_config: &mut Value,
 ) -> Result<()> {
     if !project::is_stack_dir(workdir) {
@@ -116,6 +128,11 @@ pub fn apply_stack_settings(
     let stack = project::open_stack(workdir)?;
     if state_dir.is_none() {
         *state_dir = stack.state_dir()?;
+    }
+    if state_backend.trim() == "local"
+        && let Some(remote) = stack.state_backend()?
+    {
+        *state_backend = remote;
     }
     let k8s = stack.kubernetes_config();
     if !k8s.is_empty() {

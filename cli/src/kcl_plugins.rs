@@ -16,9 +16,10 @@
 //! `file:line:col`. This adapter says which plugin failed and why, and, for a module nobody
 //! serves, which plugins exist and why a matching one was refused.
 
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use kusion_kcl::PluginHook;
 use kusion_kernel::plugin::{LoadedPlugins, Status};
@@ -115,6 +116,81 @@ impl KclPlugins {
 /// The hook to put in `kusion_kcl::RunOptions::plugin` for a program run by kusionctl.
 pub fn plugin_hook(plugins: &LoadedPlugins) -> Rc<dyn PluginHook> {
     Rc::new(KclPlugins::new(plugins))
+}
+
+type Loader = Box<dyn FnOnce() -> anyhow::Result<LoadedPlugins> + Send>;
+
+/// Plugins loaded on the first `kcl_plugin.*` call of any program, then shared by every thread
+/// (`compile` needs no plugins for stacks that call none, and loading them costs time).
+pub struct LazyPlugins {
+    load: Mutex<Option<Loader>>,
+    loaded: OnceLock<Result<LoadedPlugins, String>>,
+}
+
+impl LazyPlugins {
+    /// `load` runs at most once, on the first plugin call.
+    pub fn new(load: impl FnOnce() -> anyhow::Result<LoadedPlugins> + Send + 'static) -> Self {
+        LazyPlugins {
+            load: Mutex::new(Some(Box::new(load))),
+            loaded: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Result<&LoadedPlugins, String> {
+        self.loaded
+            .get_or_init(|| {
+                let load = self.load.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match load {
+                    Some(load) => load().map_err(|e| format!("loading plugins: {e:#}")),
+                    None => Err("loading plugins: the loader was already used".into()),
+                }
+            })
+            .as_ref()
+            .map_err(String::clone)
+    }
+}
+
+/// One thread's hook over [`LazyPlugins`]; counts the calls it served, so a caller can tell a
+/// program that consulted a plugin (its output depends on more than its files).
+pub struct LazyHook {
+    shared: Arc<LazyPlugins>,
+    hook: OnceCell<KclPlugins>,
+    calls: Cell<usize>,
+}
+
+impl LazyHook {
+    pub fn new(shared: Arc<LazyPlugins>) -> LazyHook {
+        LazyHook {
+            shared,
+            hook: OnceCell::new(),
+            calls: Cell::new(0),
+        }
+    }
+
+    /// Plugin calls made through this hook so far.
+    pub fn calls(&self) -> usize {
+        self.calls.get()
+    }
+}
+
+impl PluginHook for LazyHook {
+    fn call(
+        &self,
+        module: &str,
+        function: &str,
+        args: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> Result<Value, String> {
+        self.calls.set(self.calls.get() + 1);
+        let hook = match self.hook.get() {
+            Some(h) => h,
+            None => {
+                let plugins = self.shared.get()?;
+                self.hook.get_or_init(|| KclPlugins::new(plugins))
+            }
+        };
+        hook.call(module, function, args, kwargs)
+    }
 }
 
 impl PluginHook for KclPlugins {

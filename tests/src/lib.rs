@@ -1,3 +1,4 @@
 //! Helpers shared by the end-to-end tests (see `tests/tests/`).
 
+pub mod cli;
 pub mod servers;

@@ -1,49 +1,12 @@
 //! `kusionctl init`, `compile` and `compile --all` on Konfig layouts (no cluster needed).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-fn kusionctl() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("kusionctl");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        bin.display()
-    );
-    bin
-}
+use kusion_tests::cli::{copy_dir, run_kusionctl, text};
 
 fn run(dir: &Path, home: &Path, args: &[&str]) -> Output {
-    Command::new(kusionctl())
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", home)
-        .env_remove("KUSION_STATE_DIR")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
+    run_kusionctl(dir, home, args)
 }
 
 fn fixture(work: &Path) -> PathBuf {

@@ -2,69 +2,21 @@
 //! folder (compile first), an image bump written into the KCL file through the override API (as
 //! a CI bot does with `-O`), a preview showing exactly that change, apply, destroy.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use kube::Api;
 use kusion_k8s_harness::ControlPlane;
+use kusion_tests::cli::{built, copy_dir, run_kusionctl, text};
 use serde_json::Value;
 
-/// `target/<profile>/kusionctl` and the Kubernetes runtime plugin next to it (`cargo build
-/// --workspace` builds both before the tests run).
-fn kusionctl() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let bin = profile_dir.join("kusionctl");
-    for f in [
-        bin.clone(),
-        profile_dir.join("libkusion_runtime_kubernetes.so"),
-    ] {
-        assert!(
-            f.is_file(),
-            "{} is missing: build the workspace first (cargo build --workspace)",
-            f.display()
-        );
-    }
-    bin
-}
-
+/// `kusionctl` in the stack folder; the Kubernetes runtime plugin must be built next to it.
 fn run(stack: &Path, home: &Path, args: &[&str]) -> Output {
-    Command::new(kusionctl())
-        .args(args)
-        .current_dir(stack)
-        .env("HOME", home)
-        .env_remove("KUSION_STATE_DIR")
-        .env_remove("KUSION_PLUGIN_PATH")
-        .env_remove("KUSION_CONFIG")
-        .env_remove("KUSION_RUNTIME_CONFIG")
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
+    built("libkusion_runtime_kubernetes.so");
+    run_kusionctl(stack, home, args)
 }
 
 const NS: &str = "konfig-e2e";

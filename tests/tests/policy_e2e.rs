@@ -2,50 +2,22 @@
 //! `kcl-policy` plugin (KCL policy sets) and the misbehaving `policy-fixture` plugin, all loaded
 //! as native plugins from this checkout's build output.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
+
+use kusion_tests::cli::{built, kusionctl_in, text};
 
 use serde_json::Value;
 
-/// `target/<profile>/`, next to this test's `deps/` folder (`scripts/test.sh` builds the
-/// workspace, binaries and plugin cdylibs, before running tests).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-fn built(name: &str) -> PathBuf {
-    let path = profile_dir().join(name);
-    assert!(
-        path.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        path.display()
-    );
-    path
-}
-
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(built("kusionctl"))
+    kusionctl_in(dir, dir)
         .args(args)
-        .current_dir(dir)
         .env("KUSION_TEST_CLOUD", dir.join("cloud"))
         .env("KUSION_STATE_DIR", dir.join("state"))
-        .env("HOME", dir)
         // Only what these tests need: other in-repo plugins (WASM ones) would slow every call.
         .env("KUSION_PLUGINS__ONLY", "test,kcl-policy,policy-fixture")
-        .env_remove("KUSION_PLUGIN_PATH")
-        .env_remove("KUSION_CONFIG")
-        .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 const SPEC: &str = "resources:\n- id: t:small\n  type: Test\n  attributes: {size: 1, owner: ops}\n- id: t:big\n  type: Test\n  attributes: {size: 50}\n";

@@ -44,10 +44,12 @@ pub struct StackConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateConfig {
-    /// Only `local` (a folder) is served by this build.
+    /// `local` (a folder, the default), `postgres://user:pass@host:port/db[?stack=NAME]` or
+    /// `s3://bucket/prefix[?endpoint=URL&region=R&stack=NAME]`, the `--state-backend` forms.
+    /// `${VAR}` is replaced by the environment variable, so credentials need not be committed.
     #[serde(default)]
     pub backend: Option<String>,
-    /// The state folder (relative to the stack folder).
+    /// The state folder of the `local` backend (relative to the stack folder).
     #[serde(default)]
     pub path: Option<PathBuf>,
 }
@@ -96,19 +98,54 @@ impl Stack {
         format!("{}/{}", self.project.name, self.config.name)
     }
 
-    /// The stack's state folder when `stack.yaml` names one.
+    /// The stack's state folder when `stack.yaml` names one (local backend only).
     pub fn state_dir(&self) -> Result<Option<PathBuf>> {
         let Some(state) = &self.config.state else {
             return Ok(None);
         };
-        match state.backend.as_deref() {
-            None | Some("local") => {}
-            Some(other) => bail!(
-                "{}: state backend {other:?} is not available in this build (use `local`)",
-                self.dir.join(STACK_FILE).display()
-            ),
+        if self.state_backend()?.is_some() {
+            if state.path.is_some() {
+                bail!(
+                    "{}: state.path applies to the `local` backend only (state.backend is {:?})",
+                    self.dir.join(STACK_FILE).display(),
+                    state.backend.as_deref().unwrap_or_default()
+                );
+            }
+            return Ok(None);
         }
         Ok(state.path.as_ref().map(|p| self.dir.join(p)))
+    }
+
+    /// The remote state backend `stack.yaml` names (`postgres://...` or `s3://...`, with
+    /// `${VAR}` expanded), None for `local` or no choice.
+    pub fn state_backend(&self) -> Result<Option<String>> {
+        let file = || self.dir.join(STACK_FILE);
+        let Some(spec) = self
+            .config
+            .state
+            .as_ref()
+            .and_then(|s| s.backend.as_deref())
+            .map(str::trim)
+        else {
+            return Ok(None);
+        };
+        if spec.is_empty() || spec == "local" {
+            return Ok(None);
+        }
+        let spec = expand_env(spec).map_err(|name| {
+            anyhow!(
+                "{}: state.backend uses ${{{name}}}, which is not set",
+                file().display()
+            )
+        })?;
+        let scheme = spec.split_once("://").map(|(s, _)| s);
+        if !matches!(scheme, Some("postgres" | "postgresql" | "s3")) {
+            bail!(
+                "{}: unknown state backend {spec:?} (use `local`, `postgres://...` or `s3://bucket/prefix`)",
+                file().display()
+            );
+        }
+        Ok(Some(spec))
     }
 
     /// Settings for the `kubernetes` runtime from `stack.yaml` (kubeconfig, context).
@@ -179,6 +216,24 @@ impl KclSettings {
             .flatten()
             .any(|o| o.key.as_str() == key)
     }
+}
+
+/// Replaces `${NAME}` with the environment variable NAME; Err(NAME) when it is unset.
+fn expand_env(s: &str) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start + 2..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 2..start + 2 + len];
+        let value = std::env::var(name).map_err(|_| name.to_string())?;
+        out.push_str(&rest[..start]);
+        out.push_str(&value);
+        rest = &rest[start + 3 + len..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 fn read_yaml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
