@@ -100,6 +100,8 @@ pub struct Cluster {
     lists: Mutex<HashMap<(String, String), ListSlot>>,
     /// Watch caches shared by concurrent watches, alive while some watch holds them.
     informers: Mutex<HashMap<InformerKey, Weak<Informer>>>,
+    /// What the last read of each object found, for the dry-run that follows it.
+    pub recent: crate::recent::Recent,
 }
 
 /// (namespace, apiVersion/plural, field selector) of a watch cache.
@@ -148,6 +150,7 @@ impl Cluster {
             discovering: tokio::sync::Mutex::new(()),
             lists: Mutex::new(HashMap::new()),
             informers: Mutex::new(HashMap::new()),
+            recent: Default::default(),
         })
     }
 

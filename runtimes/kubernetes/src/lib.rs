@@ -12,6 +12,7 @@ mod health;
 mod id;
 mod operate;
 mod project;
+mod recent;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -329,6 +330,28 @@ fn immutable_fields(err: &kube::Error) -> Vec<String> {
     fields
 }
 
+/// A dry-run's answer, when what a read just saw (`None`: absent) already says it.
+///
+/// - Absent: a creation. Projected onto the fields kusion sends, what the server would store is
+///   the plan itself (defaults and server metadata are projected away), so asking could only
+///   add a validation error, which the real apply reports anyway.
+/// - Live and already holding every value kusion would apply, and none it would remove (the
+///   shape includes the prior's fields): the apply would change nothing kusion manages, so the
+///   live object is the answer. Anything else needs the server's dry-run.
+fn answer_from_read(
+    seen: &recent::Seen,
+    planned: &Map<String, Value>,
+    shape: &Value,
+) -> Option<Map<String, Value>> {
+    match seen {
+        None => Some(planned.clone()),
+        Some(live) => {
+            let now = project::project_object(live, shape);
+            (&now == planned).then_some(now)
+        }
+    }
+}
+
 async fn wait_for_kind(
     cluster: &cluster::Cluster,
     target: &Target,
@@ -378,6 +401,21 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
             .await?
         }
     };
+    if req.dry_run {
+        // The plan's read of this object a moment ago may already answer the dry-run.
+        if let Some(seen) = cluster.recent.take(&target.id)
+            && let Some(attrs) = answer_from_read(&seen, &planned.attributes, &shape)
+        {
+            let mut response = would_be(attrs);
+            if seen.is_none() {
+                response.unknown_paths =
+                    placeholder_paths(&Value::Object(planned.attributes.clone()));
+            }
+            return Ok(response);
+        }
+    } else {
+        cluster.recent.forget(&target.id);
+    }
     let api = cluster.api(&kind, &target);
     let mut params = PatchParams::apply(&settings.field_manager);
     params.force = settings.force;
@@ -436,13 +474,18 @@ async fn read_live(inner: &Inner, base: &Resource, shape: &Value) -> PluginResul
         Ok(Some(obj)) => {
             let live = serde_json::to_value(obj)
                 .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
+            let resource = Some(with_attributes(base, project::project_object(&live, shape)));
+            cluster.recent.remember(&target.id, Some(live));
             Ok(ReadResponse {
-                resource: Some(with_attributes(base, project::project_object(&live, shape))),
+                resource,
                 private: None,
                 sensitive_paths: sensitive_paths(&target),
             })
         }
-        Ok(None) => Ok(ReadResponse::default()),
+        Ok(None) => {
+            cluster.recent.remember(&target.id, None);
+            Ok(ReadResponse::default())
+        }
         Err(e) => Err(error::from_kube(&target.id, "read", e)),
     }
 }
@@ -461,6 +504,7 @@ async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
         })?,
     };
     let cluster = inner.cluster(resource).await?;
+    cluster.recent.forget(&target.id);
     let Some(kind) = cluster.checked_kind(&target).await? else {
         return Ok(()); // the kind is gone, so is the object
     };
@@ -749,6 +793,9 @@ impl Runtime for KubernetesRuntime {
         let req = request.clone();
         self.run(&request.resource.id, request.timeout, async move {
             let cluster = inner.cluster(&req.resource).await?;
+            if !req.dry_run {
+                cluster.recent.forget(&req.resource.id);
+            }
             operate::operate(cluster, req).await
         })
     }
@@ -787,3 +834,43 @@ impl Runtime for KubernetesRuntime {
 
 // Loadable by kusionctl as a native plugin (see plugin.toml).
 kusion_sdk::export_runtime!(KubernetesRuntime::new);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_read_answers_the_dry_run_only_when_nothing_would_change() {
+        let planned = map(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "n"}, "data": {"a": "1"}}));
+        let shape = Value::Object(planned.clone());
+        // Absent: the plan is the answer.
+        assert_eq!(
+            answer_from_read(&None, &planned, &shape),
+            Some(planned.clone())
+        );
+        // Live with the same values, plus server metadata and a label kusion does not manage.
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "n", "uid": "u", "resourceVersion": "9",
+                         "labels": {"other": "x"}}, "data": {"a": "1"}});
+        assert_eq!(
+            answer_from_read(&Some(live.clone()), &planned, &shape),
+            Some(planned.clone())
+        );
+        // A value that differs needs the server.
+        let mut drifted = live.clone();
+        drifted["data"]["a"] = json!("2");
+        assert_eq!(answer_from_read(&Some(drifted), &planned, &shape), None);
+        // A field kusion owned before (in the prior) and now drops would be removed: the server says how.
+        let prior = json!({"data": {"a": "1", "gone": "y"}});
+        let mut with_gone = live;
+        with_gone["data"]["gone"] = json!("y");
+        let shape = project::merge_shapes(&Value::Object(planned.clone()), &prior);
+        assert_eq!(answer_from_read(&Some(with_gone), &planned, &shape), None);
+    }
+}

@@ -1,5 +1,5 @@
-//! Without any configured kubeconfig the runtime uses `$KUBECONFIG` (its own test binary, since
-//! the environment is process-wide).
+//! Without any configured kubeconfig the runtime uses `$KUBECONFIG`, and without that
+//! `~/.kube/config` (its own test binary, since the environment is process-wide).
 
 use std::time::Duration;
 
@@ -8,6 +8,26 @@ use kusion_runtime_kubernetes::KubernetesRuntime;
 use kusion_sdk::Resource;
 use kusion_sdk::runtime::{ApplyRequest, Runtime};
 use serde_json::json;
+
+fn config_map(name: &str) -> Resource {
+    let attrs = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"a": "b"}});
+    Resource::new(
+        format!("v1:ConfigMap:default:{name}"),
+        "Kubernetes",
+        attrs.as_object().unwrap().clone(),
+    )
+}
+
+fn create(rt: &KubernetesRuntime, planned: Resource) {
+    rt.apply(&ApplyRequest {
+        prior: None,
+        prior_private: None,
+        planned,
+        dry_run: false,
+        timeout: Some(Duration::from_secs(30)),
+    })
+    .unwrap_or_else(|e| panic!("{}", e.message));
+}
 
 #[test]
 fn kubeconfig_comes_from_the_environment_when_not_configured() {
@@ -44,6 +64,41 @@ fn kubeconfig_comes_from_the_environment_when_not_configured() {
     assert!(
         cp.block_on(api.get_opt("env")).unwrap().is_some(),
         "created on the $KUBECONFIG cluster"
+    );
+
+    // Without $KUBECONFIG: ~/.kube/config.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".kube")).unwrap();
+    std::fs::copy(cp.kubeconfig_path(), home.path().join(".kube/config")).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        std::env::remove_var("KUBECONFIG");
+        std::env::set_var("HOME", home.path());
+    }
+    let rt = KubernetesRuntime::new();
+    rt.configure(&serde_json::Value::Null).unwrap();
+    create(&rt, config_map("home"));
+    assert!(
+        cp.block_on(api.get_opt("home")).unwrap().is_some(),
+        "created on the ~/.kube/config cluster"
+    );
+    // Neither: a clear error naming where it looked, not a panic.
+    std::fs::remove_file(home.path().join(".kube/config")).unwrap();
+    let rt = KubernetesRuntime::new();
+    let err = rt
+        .apply(&ApplyRequest {
+            prior: None,
+            prior_private: None,
+            planned: config_map("nowhere"),
+            dry_run: true,
+            timeout: Some(Duration::from_secs(30)),
+        })
+        .unwrap_err();
+    assert!(
+        err.message.contains("~/.kube/config")
+            && err.message.contains("v1:ConfigMap:default:nowhere"),
+        "{}",
+        err.message
     );
 }
 

@@ -132,6 +132,35 @@ fn watch(rt: &KubernetesRuntime, r: &Resource, timeout: Duration) -> WatchEvent 
     last.unwrap_or_else(|| panic!("{}: no watch event within {timeout:?}", r.id))
 }
 
+/// Watches `r` until it settles, which must be with `health` and a detail containing `detail`;
+/// returns the last event for further checks.
+fn expect_watch(
+    rt: &KubernetesRuntime,
+    r: &Resource,
+    health: Health,
+    detail: &str,
+    timeout: Duration,
+) -> WatchEvent {
+    let ev = watch(rt, r, timeout);
+    assert_eq!(ev.health, health, "{}: {ev:?}", r.id);
+    assert!(ev.detail.contains(detail), "{}: {}", r.id, ev.detail);
+    ev
+}
+
+/// Creates `r`, then [`expect_watch`]es it; returns the applied resource and the last event.
+fn apply_and_watch(
+    rt: &KubernetesRuntime,
+    r: &Resource,
+    health: Health,
+    detail: &str,
+    timeout: Duration,
+) -> (Resource, WatchEvent) {
+    let applied = apply(rt, None, r, false)
+        .unwrap_or_else(|e| panic!("apply {}: {}", r.id, e.message))
+        .resource;
+    (applied, expect_watch(rt, r, health, detail, timeout))
+}
+
 /// Paths at which two JSON values differ.
 fn diff_paths(a: &Value, b: &Value, at: &str, out: &mut Vec<String>) {
     match (a, b) {
@@ -256,8 +285,13 @@ fn applies_every_kind_and_reads_back_without_noise() {
         .unwrap();
     assert_eq!(cm.data.unwrap().get("b").map(String::as_str), Some("2"));
 
-    let ready = watch(&rt, &resources[3], Duration::from_secs(60));
-    assert_eq!(ready.health, Health::Ready, "{ready:?}");
+    let ready = expect_watch(
+        &rt,
+        &resources[3],
+        Health::Ready,
+        "",
+        Duration::from_secs(60),
+    );
     assert!(
         ready.objects.iter().any(|o| o.kind == "ReplicaSet"),
         "{ready:?}"
@@ -281,17 +315,16 @@ fn applies_every_kind_and_reads_back_without_noise() {
         .err()
         .expect("custom readiness rules are refused");
     assert_eq!(err.kind, ErrorKind::Unsupported, "{}", err.message);
-    let svc = watch(&rt, &resources[4], Duration::from_secs(30));
-    assert_eq!(svc.health, Health::Ready);
-    let crd_ready = watch(&rt, &crd, Duration::from_secs(30));
-    assert_eq!(
-        (crd_ready.health, crd_ready.detail.as_str()),
-        (Health::Ready, "Established")
+    expect_watch(
+        &rt,
+        &resources[4],
+        Health::Ready,
+        "",
+        Duration::from_secs(30),
     );
-    assert_eq!(
-        watch(&rt, &ns, Duration::from_secs(10)).health,
-        Health::Ready
-    );
+    let crd_ready = expect_watch(&rt, &crd, Health::Ready, "", Duration::from_secs(30));
+    assert_eq!(crd_ready.detail, "Established");
+    expect_watch(&rt, &ns, Health::Ready, "", Duration::from_secs(10));
 }
 
 #[test]
@@ -417,11 +450,14 @@ fn watch_reports_image_pull_backoff() {
     let rt = runtime_for(cp, json!({}));
     setup_ns(cp, &rt, "t-pull");
     let d = deployment("t-pull", "broken", 1, Some("ImagePullBackOff"), json!({}));
-    apply(&rt, None, &d, false).unwrap();
     let started = Instant::now();
-    let ev = watch(&rt, &d, Duration::from_secs(60));
-    assert_eq!(ev.health, Health::Failed, "{ev:?}");
-    assert!(ev.detail.contains("ImagePullBackOff"), "{}", ev.detail);
+    apply_and_watch(
+        &rt,
+        &d,
+        Health::Failed,
+        "ImagePullBackOff",
+        Duration::from_secs(60),
+    );
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "reported, not waited out"
@@ -434,10 +470,13 @@ fn watch_reports_crash_loop() {
     let rt = runtime_for(cp, json!({}));
     setup_ns(cp, &rt, "t-crash");
     let d = deployment("t-crash", "crashy", 1, Some("CrashLoopBackOff"), json!({}));
-    apply(&rt, None, &d, false).unwrap();
-    let ev = watch(&rt, &d, Duration::from_secs(60));
-    assert_eq!(ev.health, Health::Failed, "{ev:?}");
-    assert!(ev.detail.contains("CrashLoopBackOff"), "{}", ev.detail);
+    apply_and_watch(
+        &rt,
+        &d,
+        Health::Failed,
+        "CrashLoopBackOff",
+        Duration::from_secs(60),
+    );
 }
 
 #[test]
@@ -453,13 +492,12 @@ fn watch_reports_progress_deadline_exceeded() {
         Some("Unschedulable"),
         json!({"progressDeadlineSeconds": 2}),
     );
-    apply(&rt, None, &d, false).unwrap();
-    let ev = watch(&rt, &d, Duration::from_secs(90));
-    assert_eq!(ev.health, Health::Failed, "{ev:?}");
-    assert!(
-        ev.detail.contains("ProgressDeadlineExceeded"),
-        "{}",
-        ev.detail
+    apply_and_watch(
+        &rt,
+        &d,
+        Health::Failed,
+        "ProgressDeadlineExceeded",
+        Duration::from_secs(90),
     );
 }
 
@@ -477,10 +515,13 @@ fn failing_job_is_reported_and_succeeding_job_is_ready() {
         )
     };
     let bad = job("migrate", "Fail");
-    apply(&rt, None, &bad, false).unwrap();
-    let ev = watch(&rt, &bad, Duration::from_secs(60));
-    assert_eq!(ev.health, Health::Failed, "{ev:?}");
-    assert!(ev.detail.contains("BackoffLimitExceeded"), "{}", ev.detail);
+    let (_, ev) = apply_and_watch(
+        &rt,
+        &bad,
+        Health::Failed,
+        "BackoffLimitExceeded",
+        Duration::from_secs(60),
+    );
     assert!(
         ev.objects
             .iter()
@@ -489,9 +530,7 @@ fn failing_job_is_reported_and_succeeding_job_is_ready() {
     );
 
     let good = job("seed", "Succeed");
-    apply(&rt, None, &good, false).unwrap();
-    let ev = watch(&rt, &good, Duration::from_secs(60));
-    assert_eq!(ev.health, Health::Ready, "{ev:?}");
+    apply_and_watch(&rt, &good, Health::Ready, "", Duration::from_secs(60));
 }
 
 #[test]
@@ -503,11 +542,7 @@ fn delete_waits_for_finalizers_and_treats_absent_as_done() {
     held.attributes["metadata"]["finalizers"] = json!(["kusion.io/hold"]);
     apply(&rt, None, &held, false).unwrap();
     let dep = deployment("t-delete", "app", 1, None, json!({}));
-    apply(&rt, None, &dep, false).unwrap();
-    assert_eq!(
-        watch(&rt, &dep, Duration::from_secs(60)).health,
-        Health::Ready
-    );
+    apply_and_watch(&rt, &dep, Health::Ready, "", Duration::from_secs(60));
 
     // While the finalizer is held, a bounded delete times out and says why.
     let err = delete(&rt, &held, Duration::from_secs(2)).expect_err("held by a finalizer");
@@ -708,15 +743,13 @@ fn statefulset_and_daemonset_are_followed_to_ready() {
                "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": pod_template("agent")}}),
     );
     for r in [&sts, &ds] {
-        let applied = apply(&rt, None, r, false).unwrap_or_else(|e| panic!("{}", e.message));
+        let (applied, ev) = apply_and_watch(&rt, r, Health::Ready, "", Duration::from_secs(90));
         assert_eq!(
-            attrs(&applied.resource),
+            attrs(&applied),
             attrs(r),
             "{}: no server defaults in the result",
             r.id
         );
-        let ev = watch(&rt, r, Duration::from_secs(90));
-        assert_eq!(ev.health, Health::Ready, "{}: {ev:?}", r.id);
         assert!(
             ev.objects
                 .iter()
@@ -734,11 +767,7 @@ fn propagation_policy_is_honoured() {
     let mut dep = deployment("t-orphan", "keep", 1, None, json!({}));
     dep.extensions
         .insert("kusionstack.io/delete-propagation".into(), json!("Orphan"));
-    apply(&rt, None, &dep, false).unwrap();
-    assert_eq!(
-        watch(&rt, &dep, Duration::from_secs(60)).health,
-        Health::Ready
-    );
+    apply_and_watch(&rt, &dep, Health::Ready, "", Duration::from_secs(60));
     delete(&rt, &dep, Duration::from_secs(60)).unwrap();
     assert!(read(&rt, None, &dep).is_none());
     // Orphaned: the ReplicaSet outlives its Deployment (Background would let the GC remove it).
@@ -764,6 +793,8 @@ fn immutable_changes_preview_as_replacement() {
     let rt = runtime_for(cp, json!({}));
     setup_ns(cp, &rt, "t-immutable");
     let v1 = deployment("t-immutable", "app", 1, None, json!({}));
+    // The read's "absent" must not answer a dry-run after the object was created.
+    assert!(read(&rt, None, &v1).is_none());
     let prior = apply(&rt, None, &v1, false).unwrap().resource;
     // A Deployment's selector cannot change in place.
     let mut v2 = v1.clone();
@@ -869,4 +900,57 @@ fn unresolved_references_in_a_preview_are_unknown_not_errors() {
         "{}",
         err.message
     );
+}
+
+/// A dry-run right after a read is answered from the read when it can be (the object is
+/// absent, or nothing would change): those answers must be the ones the server gives.
+#[test]
+fn dry_runs_answered_from_a_read_match_the_servers() {
+    let cp = ControlPlane::shared();
+    let rt = runtime_for(cp, json!({}));
+    setup_ns(cp, &rt, "t-answers");
+    let resources = vec![
+        config_map("t-answers", "cm", json!({"a": "1", "n": "2"})),
+        res(
+            "v1:Secret:t-answers:s",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "t-answers"},
+                   "type": "Opaque", "stringData": {"password": "hunter2"}}),
+        ),
+        deployment("t-answers", "web", 2, None, json!({})),
+        res(
+            "v1:Service:t-answers:web",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "t-answers"},
+                   "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
+        ),
+    ];
+    let same = |what: &str, server: &ApplyResponse, local: &ApplyResponse| {
+        assert_eq!(
+            attrs(&server.resource),
+            attrs(&local.resource),
+            "{}: {what}",
+            server.resource.id
+        );
+        assert_eq!(server.sensitive_paths, local.sensitive_paths);
+        assert_eq!(server.requires_replace, local.requires_replace);
+    };
+    for r in &resources {
+        // No read before: the server answers.
+        let server = apply(&rt, None, r, true).unwrap_or_else(|e| panic!("{}", e.message));
+        assert!(read(&rt, None, r).is_none());
+        let local = apply(&rt, None, r, true).unwrap();
+        same("creation", &server, &local);
+    }
+    for r in &resources {
+        let applied = apply(&rt, None, r, false).unwrap().resource;
+        let server = apply(&rt, Some(&applied), r, true).unwrap();
+        let live = read(&rt, Some(&applied), r).unwrap();
+        let local = apply(&rt, Some(&applied), r, true).unwrap();
+        same("no change", &server, &local);
+        assert_eq!(attrs(&local.resource), attrs(&live));
+    }
+    // A change after the read still goes to the server, which shows it.
+    let changed = config_map("t-answers", "cm", json!({"a": "3", "n": "2"}));
+    let prior = read(&rt, None, &resources[0]).unwrap();
+    let preview = apply(&rt, Some(&prior), &changed, true).unwrap();
+    assert_eq!(preview.resource.attributes["data"]["a"], json!("3"));
 }
