@@ -365,3 +365,31 @@ fn kcl_run_binary_exit_codes() {
         "a: 1\n"
     );
 }
+
+/// A dict merged into an attribute holding a schema instance rebuilds that instance: it stays
+/// an instance of its schema, keeps its defaults, recomputes derived attributes and runs its
+/// checks (upstream's behaviour; outputs recorded from kcl-lib 0.12 in tests/oracle_regressions).
+#[test]
+fn dict_merged_into_nested_instance_is_checked() {
+    let schemas = "schema A:\n    x: int = 1\n    y: int = x * 2\n    check:\n        x > 0, \"x must be positive\"\n\nschema B:\n    a: A = A {}\n    al: [A] = [A {}]\n";
+    let out = run_ok(&format!(
+        "{schemas}b = B {{a: {{x = 3}}}}\nc = B {{}} | {{al += [{{x = 4}}]}}\nt = typeof(c.al[1])\n"
+    ));
+    assert_eq!(
+        out,
+        "b:\n  a:\n    x: 3\n    'y': 6\n  al:\n  - x: 1\n    'y': 2\nc:\n  a:\n    x: 1\n    'y': 2\n  al:\n  - x: 1\n    'y': 2\n  - x: 4\n    'y': 8\nt: A\n"
+    );
+    for prog in [
+        "b = B {a: {x = -1}}\n",
+        "b = B {a = {x = -1}}\n",
+        "b = B {a: A {x = 2}}\nc = b | {a: {x = -3}}\n",
+        "b = B {al: [{x = -5}]}\n",
+    ] {
+        let err = run_text(&format!("{schemas}{prog}"), RunOptions::default()).expect_err(prog);
+        assert!(err.contains("Instance check failed"), "{prog}: {err}");
+        assert!(
+            err.contains("Check failed on the condition: x must be positive"),
+            "{prog}: {err}"
+        );
+    }
+}

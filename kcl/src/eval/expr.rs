@@ -158,12 +158,15 @@ impl Evaluator {
                 }
                 let b = self.eval(ctx, right)?;
                 if *op == ast::BinOp::BitOr {
+                    if let (Value::Dict(_), Value::Dict(_)) = (&a, &b) {
+                        return self.union_eval(a, &b, e.span);
+                    }
                     // `schema | dict` keeps the schema type and re-checks it
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
                             return Ok(v);
                         }
-                        let u = value::union_owned(a, &b, false).map_err(|x| self.rt(x, e.span))?;
+                        let u = self.union_eval(a, &b, e.span)?;
                         // the merge may have cleared a required attribute
                         self.incomplete.set(true);
                         return Ok(u);
@@ -307,9 +310,6 @@ impl Evaluator {
                     Some(a) => self.eval_args(ctx, a)?,
                     None => (Vec::new(), Vec::new()),
                 };
-                if std::ptr::eq(self.origin_expr.get(), e) {
-                    self.keep_origin.set(true);
-                }
                 self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
             }
             ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
@@ -491,8 +491,7 @@ impl Evaluator {
                             let ty = self.eval_identifier(ctx, &se.name)?;
                             let cfg = self.eval(ctx, &se.config)?;
                             let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = value::union(&base, &cfg, false)
-                                .map_err(|x| self.rt(x, en.span))?;
+                            let merged = self.union_eval(base, &cfg, en.span)?;
                             let (pos, kw) = match &se.args {
                                 Some(a) => self.eval_args(ctx, a)?,
                                 None => (Vec::new(), Vec::new()),

@@ -147,58 +147,8 @@ pub struct Evaluator {
     pub warnings: RefCell<Vec<String>>,
     /// Set when a schema instance was created without all its required attributes.
     pub(crate) incomplete: Cell<bool>,
-    /// The schema expression that is a statement's whole value: its instance keeps its
-    /// config (`origin`) for later merges; nested instances do not, to save memory.
-    pub(crate) origin_expr: Cell<*const ast::Expr>,
-    /// Consumed by the next instantiation: keep its origin.
-    pub(crate) keep_origin: Cell<bool>,
-    /// Package-level names bound to a schema instance that the program's text mentions again
-    /// (only those can be merged later, so only their instances keep their config).
-    reused_names: rustc_hash::FxHashSet<Symbol>,
-}
-
-/// Names assigned a schema instance at package level whose identifier occurs more than once
-/// in the program's source text (a cheap, conservative stand-in for "is used again").
-fn reused_schema_names(program: &Program) -> rustc_hash::FxHashSet<Symbol> {
-    let pkgs = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
-    let mut counts: FxHashMap<&'static str, u32> = FxHashMap::default();
-    let mut files = Vec::new();
-    for p in pkgs {
-        for m in &p.modules {
-            files.push(m.file);
-            for s in &m.body {
-                if let StmtKind::Assign(a) = &s.kind
-                    && matches!(a.value.kind, ast::ExprKind::Schema(_))
-                {
-                    for t in &a.targets {
-                        counts.insert(t.name.sym.as_str(), 0);
-                    }
-                }
-            }
-        }
-    }
-    if counts.is_empty() {
-        return Default::default();
-    }
-    for f in files {
-        let Some(src) = crate::ast::source_map().get(f) else {
-            continue;
-        };
-        for w in src
-            .text
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty())
-        {
-            if let Some(c) = counts.get_mut(w) {
-                *c += 1;
-            }
-        }
-    }
-    counts
-        .into_iter()
-        .filter(|(_, c)| *c > 1)
-        .map(|(n, _)| Symbol::intern(n))
-        .collect()
+    /// Shared instance origins by config keys (see `origin_of`).
+    pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
 }
 
 /// Deepest nesting of calls / schema instantiations before a clear error.
@@ -211,9 +161,7 @@ impl Evaluator {
         for (k, p) in program.packages.iter() {
             sources.insert(k.to_string(), (p.path.clone(), p.modules.clone()));
         }
-        let reused_names = reused_schema_names(&program);
         let ev = Evaluator {
-            reused_names,
             opts,
             root: program.root.clone(),
             sources: RefCell::new(sources),
@@ -224,8 +172,7 @@ impl Evaluator {
             output_override: RefCell::new(None),
             warnings: RefCell::new(Vec::new()),
             incomplete: Cell::new(false),
-            origin_expr: Cell::new(std::ptr::null()),
-            keep_origin: Cell::new(false),
+            origins: Default::default(),
         };
         (ev, program.main.modules)
     }
@@ -576,15 +523,6 @@ impl Evaluator {
                 Ok(Some(v))
             }
             StmtKind::Assign(a) => {
-                if matches!(a.value.kind, ast::ExprKind::Schema(_))
-                    && (ctx.schema.is_some()
-                        || ctx.locals.is_some()
-                        || a.targets
-                            .iter()
-                            .any(|t| self.reused_names.contains(&t.name.sym)))
-                {
-                    self.origin_expr.set(&a.value as *const ast::Expr);
-                }
                 let mut v = self.eval(ctx, &a.value)?;
                 if let Some(ty) = &a.ty {
                     v = self.convert_type(ctx, v, ty, a.value.span)?;
@@ -626,11 +564,9 @@ impl Evaluator {
                         }
                     }
                 }
-                self.origin_expr.set(&u.value as *const ast::Expr);
                 let v = self.eval(ctx, &u.value)?;
                 let v = match cur {
-                    Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false)
-                        .map_err(|e| EvalError::from_rt(e, u.value.span))?,
+                    Some(c) if !c.is_none_or_undefined() => self.union_eval(c, &v, u.value.span)?,
                     _ => v,
                 };
                 self.assign_path(ctx, u.target, &[], u.target.span, v, None)?;
@@ -736,9 +672,7 @@ impl Evaluator {
         };
         // an earlier instance contributes the config it was built from
         let mut merged = match pkg.globals.borrow().get(&name) {
-            Some(Value::Schema(s)) if s.origin.is_some() => {
-                Value::Dict(s.origin.as_ref().unwrap().config.clone())
-            }
+            Some(Value::Schema(s)) if s.origin.is_some() => Value::from(s.config()),
             Some(v) => v
                 .as_dict()
                 .cloned()
@@ -756,7 +690,7 @@ impl Evaluator {
                 ast::ExprKind::Schema(s2) => self.eval(&fctx, &s2.config)?,
                 _ => self.eval(&fctx, e)?,
             };
-            merged = crate::value::union(&merged, &cfg, false).map_err(|x| self.rt(x, e.span))?;
+            merged = self.union_eval(merged, &cfg, e.span)?;
         }
         // the last statement's schema and arguments win
         let last = exprs
@@ -777,7 +711,6 @@ impl Evaluator {
             Some(a) => self.eval_args(&fctx, a)?,
             None => (Vec::new(), Vec::new()),
         };
-        self.keep_origin.set(true);
         let v =
             self.instantiate_value(&fctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
         self.set_global(pkg, name, v);

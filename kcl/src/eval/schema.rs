@@ -443,15 +443,9 @@ impl Evaluator {
         if let Some(r) = ty.rule {
             return self.run_rule(ty, r, args, kwargs, config, span);
         }
-        let keep = self.keep_origin.replace(false);
         let layout = self.layout(ty, span)?;
-        // shared by the frame and the instance's origin (no copy)
+        let origin = self.origin_of(&config, args, kwargs);
         let config = Rc::new(config);
-        let origin = Rc::new(value::Origin {
-            config: config.clone(),
-            args: args.to_vec(),
-            kwargs: kwargs.to_vec(),
-        });
         // parameters bind in a scope visible to every body
         let params_scope = Scope::new(None);
         if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
@@ -628,7 +622,7 @@ impl Evaluator {
                     };
                     let dv = self.eval(&c2, def)?;
                     v = if v.is_config() && dv.is_config() {
-                        value::union(&dv, &v, false).map_err(|e| self.rt(e, span))?
+                        self.union_eval(dv, &v, span)?
                     } else if v.is_none_or_undefined() {
                         dv
                     } else {
@@ -707,7 +701,7 @@ impl Evaluator {
             attrs,
             ty: Some(ty.clone() as Rc<dyn std::any::Any>),
             span: Some(span),
-            origin: keep.then_some(origin),
+            origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
         for t in layout.parts.iter() {
@@ -824,16 +818,73 @@ impl Evaluator {
         let Ok(ty) = t.clone().downcast::<SchemaType>() else {
             return Ok(None);
         };
-        let base = Value::Dict(origin.config.clone());
-        let merged = value::union(&base, extra, false).map_err(|e| self.rt(e, span))?;
+        let base = Value::from(s.config());
+        let merged = self.union_eval(base, extra, span)?;
         let cfg = merged.as_dict().cloned().unwrap_or_default();
         let (ty, (args, kwargs)) =
             ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;
-        self.keep_origin.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
         r.map(Some)
+    }
+
+    /// A config merged into a nested instance (`B {a: {x = 1}}` onto a default `a = A {}`,
+    /// `b | {a: {...}}`): rebuild it from its config plus the new one, so the result is
+    /// coerced, recomputed and checked as upstream does. Instances of another schema, or
+    /// without a recorded config, are merged attribute by attribute.
+    fn rebuild_nested(&self, inst: &Value, extra: &Value, span: Span) -> EvalResult<Option<Value>> {
+        let Value::Schema(s) = inst else {
+            return Ok(None);
+        };
+        let extra = match extra {
+            Value::Schema(e) if e.name != s.name || e.pkg != s.pkg => return Ok(None),
+            // an instance contributes what it was configured with, not its computed values
+            Value::Schema(e) => Value::from(e.config()),
+            other => other.clone(),
+        };
+        self.rebuild_merged(inst, &extra, None, span)
+    }
+
+    /// The origin record of an instance built from `config`; shared between instances when
+    /// there are no arguments (most configs of one schema have the same keys).
+    fn origin_of(
+        &self,
+        config: &Dict,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> Rc<value::Origin> {
+        let keys: Vec<(Str, bool)> = config
+            .map
+            .keys()
+            .map(|k| (k.clone(), config.op_of(k).0 != ConfigOp::Union))
+            .collect();
+        let mut cache = self.origins.borrow_mut();
+        if args.is_empty()
+            && kwargs.is_empty()
+            && let Some(o) = cache.get(keys.as_slice())
+        {
+            return o.clone();
+        }
+        let keys: value::ConfigKeys = match cache.get(keys.as_slice()) {
+            Some(o) => o.keys.clone(),
+            None => keys.into(),
+        };
+        let o = Rc::new(value::Origin {
+            keys: keys.clone(),
+            args: args.to_vec(),
+            kwargs: kwargs.to_vec(),
+        });
+        if args.is_empty() && kwargs.is_empty() {
+            cache.insert(keys, o.clone());
+        }
+        o
+    }
+
+    /// `a | b` on configs, rebuilding the schema instances that receive config.
+    pub(crate) fn union_eval(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
+        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        value::union_with(a, b, false, &rb).map_err(|e| e.or_span(span))
     }
 
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
@@ -967,8 +1018,9 @@ impl Evaluator {
                 let (op, idx) = fr.config.op_of(kk);
                 let mut d = Dict::new();
                 d.map.insert(kk.clone(), v);
-                value::ops_merge_entry(&mut d, kk, cv, op, idx, false)
-                    .map_err(|e| self.rt(e, span))?;
+                let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+                value::merge_entry_with(&mut d, kk, cv, op, idx, &rb)
+                    .map_err(|e| e.or_span(span))?;
                 d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
             }
             None => v,

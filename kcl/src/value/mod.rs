@@ -17,8 +17,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
 pub use ops::{
-    BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos, union,
-    union_owned,
+    BinOp, CmpOp, Rebuild, binary, compare, merge_entry_with, unary_invert, unary_neg, unary_not,
+    unary_pos, union, union_owned, union_with,
 };
 pub use strfmt::{to_repr, to_str};
 
@@ -175,17 +175,44 @@ pub struct SchemaInst {
     pub ty: Option<Rc<dyn Any>>,
     /// Where it was instantiated (for errors reported later, e.g. missing attributes).
     pub span: Option<crate::ast::Span>,
-    /// The config and arguments it was built from, so a later merge (`inst | {...}`, repeated
-    /// `a: S {...}`) can rebuild it with computed attributes re-evaluated.
+    /// Which attributes came from its config, and its arguments, so a later merge
+    /// (`inst | {...}`, repeated `a: S {...}`, a dict merged into a nested instance) can
+    /// rebuild it with computed attributes re-evaluated and checks run again.
     pub origin: Option<Rc<Origin>>,
 }
 
-/// What a schema instance was instantiated with.
-#[derive(Debug, Clone)]
+/// What a schema instance was instantiated with. The config itself is not kept: its keys are,
+/// and their values are the instance's final attribute values (as upstream rebuilds), so
+/// instances made from configs of one shape share one `Origin`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Origin {
-    pub config: Rc<Dict>,
+    /// Config keys in order; `true` when the entry replaced the attribute (`=`, `+=`) rather
+    /// than merging with its default (`:`).
+    pub keys: ConfigKeys,
     pub args: Vec<Value>,
     pub kwargs: Vec<(Str, Value)>,
+}
+
+/// The keys of an instance's config; `true` marks an entry that replaced the attribute.
+pub type ConfigKeys = Rc<[(Str, bool)]>;
+
+impl SchemaInst {
+    /// The config this instance is equivalent to: its config keys with their final values.
+    pub fn config(&self) -> Dict {
+        let Some(o) = &self.origin else {
+            return self.attrs.clone();
+        };
+        let mut d = Dict::with_capacity(o.keys.len());
+        for (k, replaced) in o.keys.iter() {
+            if let Some(v) = self.attrs.map.get(k) {
+                d.map.insert(k.clone(), v.clone());
+                if *replaced {
+                    d.set_op(k.clone(), ConfigOp::Override, None);
+                }
+            }
+        }
+        d
+    }
 }
 
 impl PartialEq for SchemaInst {
