@@ -393,3 +393,58 @@ fn dict_merged_into_nested_instance_is_checked() {
         );
     }
 }
+
+/// Assigning an attribute of a schema instance (`inst.a = v`) rebuilds it: derived attributes
+/// follow and the checks run again (upstream's unification/fail_2).
+#[test]
+fn attribute_assignment_rebuilds_the_instance() {
+    let schema = "schema C:\n    age?: int\n    dbl = (age or 0) * 2\n    check:\n        age > 0 if age\n\n_c = C {age: 18}\n";
+    assert_eq!(
+        run_ok(&format!("{schema}_c.age = 5\nc = _c\n")),
+        "c:\n  age: 5\n  dbl: 10\n"
+    );
+    let err = run_text(
+        &format!("{schema}_c.age = -1\nc = _c\n"),
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("Instance check failed"), "{err}");
+}
+
+/// A comprehension variable written as a config key stands for its value; a non-string value
+/// is an error (upstream's datatype/dict/indexing_in_comprehension_fail_0).
+#[test]
+fn loop_variables_as_config_keys() {
+    assert_eq!(
+        run_ok("a = [{s: 1} for s in [\"x\"]]\nf = lambda k {\n    {k: 1}\n}\nb = f(\"y\")\n"),
+        "a:\n- x: 1\nb:\n  k: 1\n"
+    );
+    let err = run_text(
+        "schema L:\n    s: str\na = [L {s: \"q\"} for s in [{n = 1}]]\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("A attribute must be string type, got '{str:int}'"),
+        "{err}"
+    );
+}
+
+/// An index signature keyed by string literals admits only those keys.
+#[test]
+fn index_signature_literal_keys() {
+    let schema = "type _k = \"web\" | \"worker\"\nschema P:\n    [_k]: int\n";
+    assert_eq!(
+        run_ok(&format!("{schema}p = P {{web = 1, worker: 2}}\n")),
+        "p:\n  web: 1\n  worker: 2\n"
+    );
+    let err = run_text(
+        &format!("{schema}p = P {{wirker: 2}}\n"),
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("Cannot add member 'wirker' to schema 'P', did you mean '[\"worker\"]'?"),
+        "{err}"
+    );
+}

@@ -270,7 +270,7 @@ impl Evaluator {
             }
             ExprKind::ListComp(c) => {
                 let mut out = Vec::new();
-                let scope = Scope::new(ctx.locals.clone());
+                let scope = Scope::new_loop(ctx.locals.clone());
                 let c2 = Ctx {
                     locals: Some(scope),
                     ..ctx.clone()
@@ -286,7 +286,7 @@ impl Evaluator {
             }
             ExprKind::DictComp(c) => {
                 let mut d = Dict::new();
-                let scope = Scope::new(ctx.locals.clone());
+                let scope = Scope::new_loop(ctx.locals.clone());
                 let c2 = Ctx {
                     locals: Some(scope),
                     ..ctx.clone()
@@ -402,7 +402,18 @@ impl Evaluator {
     /// A config key expression: identifiers are their own name.
     pub fn eval_key(&self, ctx: &Ctx, k: &'static Expr) -> EvalResult<Str> {
         match &k.kind {
-            ExprKind::Ident(s) => Ok(sym_str(*s)),
+            ExprKind::Ident(s) => match ctx.locals.as_ref().and_then(|l| l.loop_var(*s)) {
+                Some(Value::Str(v)) => Ok(v),
+                Some(other) => Err(EvalError::new(
+                    ErrKind::Attribute,
+                    format!(
+                        "A attribute must be string type, got '{}'",
+                        other.type_plain_nested()
+                    ),
+                    Some(k.span),
+                )),
+                None => Ok(sym_str(*s)),
+            },
             ExprKind::Str(s) => Ok(Rc::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
@@ -632,7 +643,7 @@ impl Evaluator {
 
     fn quant(&self, ctx: &Ctx, q: &'static ast::QuantExpr, span: Span) -> EvalResult<Value> {
         let it = self.eval(ctx, &q.target)?;
-        let scope = Scope::new(ctx.locals.clone());
+        let scope = Scope::new_loop(ctx.locals.clone());
         let c2 = Ctx {
             locals: Some(scope.clone()),
             ..ctx.clone()

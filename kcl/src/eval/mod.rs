@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 
 use crate::ast::{self, FileId, Span, Stmt, StmtKind, Symbol};
 use crate::parser::loader::{ImportTarget, Program};
-use crate::value::{ErrKind, RtError, Str, Value};
+use crate::value::{ConfigOp, ErrKind, RtError, Str, Value};
 
 pub use error::{EvalError, EvalResult};
 pub use schema::SchemaType;
@@ -77,6 +77,9 @@ const DONE: u8 = 2;
 pub struct Scope {
     vars: RefCell<FxHashMap<Symbol, Value>>,
     parent: Option<Rc<Scope>>,
+    /// A comprehension's or quantifier's loop scope: its variables are also config keys
+    /// (`{name: v} for name in names` uses the variable's value as the key, as upstream).
+    looped: bool,
 }
 
 impl Scope {
@@ -84,7 +87,22 @@ impl Scope {
         Rc::new(Scope {
             vars: RefCell::new(FxHashMap::default()),
             parent,
+            looped: false,
         })
+    }
+    fn new_loop(parent: Option<Rc<Scope>>) -> Rc<Scope> {
+        Rc::new(Scope {
+            vars: RefCell::new(FxHashMap::default()),
+            parent,
+            looped: true,
+        })
+    }
+    /// The value of a loop variable `s`, when the nearest binding of `s` is one.
+    fn loop_var(&self, s: Symbol) -> Option<Value> {
+        if let Some(v) = self.vars.borrow().get(&s) {
+            return self.looped.then(|| v.clone());
+        }
+        self.parent.as_ref().and_then(|p| p.loop_var(s))
     }
     fn lookup(&self, s: Symbol) -> Option<Value> {
         if let Some(v) = self.vars.borrow().get(&s) {
@@ -800,6 +818,27 @@ impl Evaluator {
                     ));
                 }
             };
+            // `inst.a.b = v` on a schema instance rebuilds it with `{a: {b = v}}` merged into
+            // its config: derived attributes follow and its checks run again, as upstream
+            if matches!(root, Value::Schema(_))
+                && t.path.iter().all(|p| matches!(p, ast::TargetPath::Attr(_)))
+            {
+                let mut extra = v.clone();
+                let mut op = ConfigOp::Override;
+                for p in t.path.iter().rev() {
+                    let ast::TargetPath::Attr(n) = p else {
+                        unreachable!()
+                    };
+                    let k: Str = Rc::from(n.sym.as_str());
+                    let mut d = crate::value::Dict::new();
+                    d.map.insert(k.clone(), extra);
+                    d.set_op(k, op, None);
+                    extra = Value::from(d);
+                    op = ConfigOp::Union;
+                }
+                let rebuilt = self.union_eval(root.clone(), &extra, t.span)?;
+                return self.assign_path(ctx, tname, &[], tspan, rebuilt, ty);
+            }
             let mut keys = Vec::new();
             for p in t.path {
                 keys.push(match p {

@@ -543,15 +543,32 @@ impl Evaluator {
         for i in 0..n {
             self.run_schema_stmt(&frame, i)?;
         }
-        // unknown config keys
+        // unknown config keys; an index signature whose key type lists strings admits those
+        let sig_keys: Option<Vec<Str>> = match &layout.index_sig {
+            Some((is, pi)) => self.str_literals(&frame.ctxs[*pi], &is.key_ty),
+            None => None,
+        };
         for k in frame.config.map.keys() {
-            if !layout.declared.contains_key(k) && layout.index_sig.is_none() {
-                let cands: Vec<&str> = layout
-                    .declared
-                    .keys()
-                    .filter(|d| similar(d, k))
-                    .map(|d| &**d)
-                    .collect();
+            let unknown = !layout.declared.contains_key(k)
+                && match (&layout.index_sig, &sig_keys) {
+                    (None, _) => true,
+                    (Some(_), Some(allowed)) => !allowed.contains(k),
+                    (Some(_), None) => false,
+                };
+            if unknown {
+                let cands: Vec<&str> = match &sig_keys {
+                    Some(allowed) => allowed
+                        .iter()
+                        .filter(|d| similar(d, k))
+                        .map(|d| &**d)
+                        .collect(),
+                    None => layout
+                        .declared
+                        .keys()
+                        .filter(|d| similar(d, k))
+                        .map(|d| &**d)
+                        .collect(),
+                };
                 let msg = if cands.is_empty() {
                     format!("Cannot add member '{k}' to schema '{}'", ty.name)
                 } else {
@@ -1093,5 +1110,9 @@ fn similar(a: &str, b: &str) -> bool {
         return false;
     }
     let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    common >= la.min(lb).saturating_sub(1) && common > 0
+    if common >= la.min(lb).saturating_sub(1) && common > 0 {
+        return true;
+    }
+    // one mistyped letter (`wirker` for `worker`)
+    la == lb && la >= 3 && a.chars().zip(b.chars()).filter(|(x, y)| x != y).count() == 1
 }
