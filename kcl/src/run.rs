@@ -67,8 +67,12 @@ fn apply_settings(
         let text = std::fs::read_to_string(&path).map_err(|e| {
             KclError::Other(format!("cannot read settings file {}: {e}", path.display()))
         })?;
-        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| {
-            KclError::Other(format!("invalid settings file {}: {e}", path.display()))
+        // upstream reports an unparsable settings file like one of the wrong shape
+        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|_| {
+            KclError::Other(format!(
+                "EvaluationError\nFailed to load '{}', invalid setting file format",
+                path.display()
+            ))
         })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if let Some(c) = y.get("kcl_cli_configs") {

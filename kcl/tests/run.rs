@@ -448,3 +448,19 @@ fn index_signature_literal_keys() {
         "{err}"
     );
 }
+
+/// `reduce(function, iterable, initial)`; its callback's parameter types are checked at run
+/// time with upstream's wording.
+#[test]
+fn reduce_folds_and_checks_callback_types() {
+    assert_eq!(
+        run_ok("r = reduce(lambda acc, x { acc + x }, [1, 2, 3], 10)\n"),
+        "r: 16\n"
+    );
+    let err = run_text(
+        "r = reduce(lambda acc: int, x: int -> int { acc + x }, [\"s\"], 0)\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("expect int, got str"), "{err}");
+}

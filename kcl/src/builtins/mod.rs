@@ -53,6 +53,7 @@ pub fn lookup(name: &str) -> Option<Value> {
         "print" => b_print,
         "len" => b_len,
         "sum" => b_sum,
+        "reduce" => b_reduce,
         "max" => b_max,
         "min" => b_min,
         "abs" => b_abs,
@@ -126,6 +127,24 @@ fn b_sum(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
     }
     for x in it.iter_items()? {
         acc = value::binary(value::BinOp::Add, &acc, &x)?;
+    }
+    Ok(acc)
+}
+
+/// `reduce(function, iterable, initial)`: folds the items left to right with `function(acc, item)`.
+fn b_reduce(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let f = req(args, kw, 0, "function", "reduce")?.clone();
+    let mut items = req(args, kw, 1, "iterable", "reduce")?
+        .iter_items()?
+        .into_iter();
+    let mut acc = match arg(args, kw, 2, "initial") {
+        Some(v) => v.clone(),
+        None => items
+            .next()
+            .ok_or_else(|| RtError::ty("reduce() of empty iterable with no initial value"))?,
+    };
+    for x in items {
+        acc = h.call(&f, &[acc, x], &[])?;
     }
     Ok(acc)
 }

@@ -70,7 +70,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         match d.split_once('=') {
             Some((k, v)) if !k.is_empty() => opts.args.push((k.to_string(), v.to_string())),
             _ => {
-                eprintln!("error: invalid value for -D '{d}': expected key=value");
+                // upstream's wording (its "EvaluationError" head line, then the reason)
+                eprintln!("EvaluationError\nInvalid value for top level arguments: '{d}'");
                 return Ok(ExitCode::from(1));
             }
         }

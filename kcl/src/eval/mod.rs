@@ -165,6 +165,9 @@ pub struct Evaluator {
     pub warnings: RefCell<Vec<String>>,
     /// Set when a schema instance was created without all its required attributes.
     pub(crate) incomplete: Cell<bool>,
+    /// Set by a builtin calling back into KCL (`reduce`, `sorted(key=...)`): the callee's
+    /// parameter types are reported with upstream's runtime wording.
+    pub(crate) builtin_call: Cell<bool>,
     /// Shared instance origins by config keys (see `origin_of`).
     pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
 }
@@ -191,6 +194,7 @@ impl Evaluator {
             warnings: RefCell::new(Vec::new()),
             incomplete: Cell::new(false),
             origins: Default::default(),
+            builtin_call: Cell::new(false),
         };
         (ev, program.main.modules)
     }
@@ -543,7 +547,28 @@ impl Evaluator {
             StmtKind::Assign(a) => {
                 let mut v = self.eval(ctx, &a.value)?;
                 if let Some(ty) = &a.ty {
-                    v = self.convert_type(ctx, v, ty, a.value.span)?;
+                    // a computed dict (not a literal the checker saw) that does not fit the
+                    // annotated schema fails the runtime check, in upstream's words
+                    let computed = matches!(v, Value::Dict(_))
+                        && !matches!(
+                            a.value.kind,
+                            ast::ExprKind::Config(_) | ast::ExprKind::Schema(_)
+                        );
+                    v = self.convert_type(ctx, v, ty, a.value.span).map_err(|e| {
+                        if computed && e.kind != ErrKind::Type {
+                            EvalError::new(
+                                ErrKind::Evaluation,
+                                format!(
+                                    "expect {}, got dict. For details:\n{}",
+                                    types::type_str(ty),
+                                    e.msg
+                                ),
+                                Some(s.span),
+                            )
+                        } else {
+                            e
+                        }
+                    })?;
                 }
                 for t in &a.targets {
                     self.assign_target(ctx, t, v.clone(), a.ty.as_ref())?;
@@ -808,11 +833,19 @@ impl Evaluator {
             }
             let root = match self.lookup_opt_for_unify(ctx, name)? {
                 Some(r) if !r.is_none_or_undefined() => r,
-                _ => {
+                other => {
+                    let ty = match other {
+                        Some(Value::None) => "NoneType",
+                        _ => "UndefinedType",
+                    };
+                    let attr = match t.path.first() {
+                        Some(ast::TargetPath::Attr(n)) => n.sym.as_str().to_string(),
+                        _ => name.as_str().to_string(),
+                    };
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
                         format!(
-                            "'{name}' is not defined or is None, cannot assign to its attributes"
+                            "failed to update the dict. An iterable of key-value pairs was expected, but got {ty}. Check if the syntax for updating the dictionary with the attribute '{attr}' is correct"
                         ),
                         Some(t.span),
                     ));

@@ -244,7 +244,14 @@ impl Evaluator {
         let mut chain = vec![ty.clone()];
         while let Some(p) = self.parent_of(chain.last().unwrap())? {
             if let Some(i) = chain.iter().position(|c| Rc::ptr_eq(c, &p)) {
-                let names: Vec<String> = chain[i..].iter().map(|c| c.name.to_string()).collect();
+                // schemas of other packages are named with their package, as upstream does
+                let names: Vec<String> = chain[i..]
+                    .iter()
+                    .map(|c| match &*c.pkgpath {
+                        "__main__" | "" => c.name.to_string(),
+                        p => format!("{p}.{}", c.name),
+                    })
+                    .collect();
                 let msg = format!(
                     "There is a circular reference between schemas {}",
                     names.join(", ")
