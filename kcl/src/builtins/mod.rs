@@ -91,6 +91,8 @@ fn leak_name(name: &str) -> &'static str {
     match name {
         "print" => "print",
         "len" => "len",
+        // the evaluator recognises `for x in range(n)` by this name (and counts lazily)
+        "range" => "range",
         _ => "builtin",
     }
 }
@@ -521,7 +523,12 @@ fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Val
     if step == 0 {
         return Err(RtError::eval("range() arg 3 must not be zero"));
     }
-    let mut out = Vec::new();
+    let n = if step > 0 {
+        (stop as i128 - start as i128 + step as i128 - 1) / step as i128
+    } else {
+        (start as i128 - stop as i128 - step as i128 - 1) / -(step as i128)
+    };
+    let mut out = Vec::with_capacity(n.clamp(0, 1 << 24) as usize);
     let mut i = start;
     while (step > 0 && i < stop) || (step < 0 && i > stop) {
         out.push(Value::Int(i));

@@ -275,7 +275,13 @@ impl Evaluator {
                     locals: Some(scope),
                     ..ctx.clone()
                 };
+                let mut first = true;
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
+                    if first {
+                        // read before the element runs (it may hold comprehensions of its own)
+                        out.reserve_exact(this.comp_len.get());
+                        first = false;
+                    }
                     let v = this.eval(cx, &c.elt)?;
                     out.push(v);
                     Ok(())
@@ -613,10 +619,30 @@ impl Evaluator {
                 Some(t.span),
             ));
         }
-        let it = self.eval(ctx, &c.iter)?;
         let scope = ctx.locals.as_ref().unwrap();
         let vars: Vec<crate::ast::Symbol> = c.targets.iter().map(|t| t.names[0].sym).collect();
-        let pairs = iter_pairs(&it).map_err(|e| self.rt(e, c.iter.span))?;
+        // `for i in range(n)` counts without building the list
+        let (it, pairs): (Value, Box<dyn Iterator<Item = (Value, Value)>>) =
+            match self.range_call(ctx, &c.iter)? {
+                Some((start, stop, step)) => {
+                    let n = range_len(start, stop, step);
+                    let items = (0..n)
+                        .map(move |k| (Value::Int(k as i64), Value::Int(start + k as i64 * step)));
+                    (Value::None, Box::new(items))
+                }
+                None => {
+                    let it = self.eval(ctx, &c.iter)?;
+                    let pairs = iter_pairs(&it).map_err(|e| self.rt(e, c.iter.span))?;
+                    (it, pairs)
+                }
+            };
+        // one unfiltered clause: the result has exactly as many items (see `comp_len`)
+        self.comp_len
+            .set(if clauses.len() == 1 && c.ifs.is_empty() {
+                pairs.size_hint().1.unwrap_or(0)
+            } else {
+                0
+            });
         for (a, b) in pairs {
             {
                 let mut vs = scope.vars.borrow_mut();
@@ -639,6 +665,37 @@ impl Evaluator {
             }
         }
         Ok(())
+    }
+
+    /// `(start, stop, step)` when `e` is a call of the builtin `range` (not a shadowing name).
+    fn range_call(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Option<(i64, i64, i64)>> {
+        let ExprKind::Call { func, args } = &e.kind else {
+            return Ok(None);
+        };
+        let ExprKind::Ident(name) = &func.kind else {
+            return Ok(None);
+        };
+        if name.as_str() != "range" || !args.keywords.is_empty() {
+            return Ok(None);
+        }
+        match self.lookup(ctx, *name, func.span)? {
+            Value::Func(f) if matches!(&*f, Func::Native { name: "range", .. }) => {}
+            _ => return Ok(None),
+        }
+        let mut ints = Vec::with_capacity(3);
+        for a in &args.args {
+            match self.eval(ctx, a)? {
+                Value::Int(i) => ints.push(i),
+                // anything unusual goes through the builtin for its error
+                _ => return Ok(None),
+            }
+        }
+        Ok(match ints[..] {
+            [stop] => Some((0, stop, 1)),
+            [start, stop] => Some((start, stop, 1)),
+            [start, stop, step] if step != 0 => Some((start, stop, step)),
+            _ => None,
+        })
     }
 
     fn quant(&self, ctx: &Ctx, q: &'static ast::QuantExpr, span: Span) -> EvalResult<Value> {
@@ -1078,6 +1135,20 @@ impl Value {
 }
 
 /// What a single loop variable binds: the key for dicts, the item otherwise.
+/// How many items `range(start, stop, step)` yields (`step` is not 0).
+fn range_len(start: i64, stop: i64, step: i64) -> usize {
+    let (span, step) = if step > 0 {
+        (stop as i128 - start as i128, step as i128)
+    } else {
+        (start as i128 - stop as i128, -(step as i128))
+    };
+    if span <= 0 {
+        0
+    } else {
+        ((span + step - 1) / step) as usize
+    }
+}
+
 fn single(container: &Value, a: Value, b: Value) -> Value {
     if container.is_config() { a } else { b }
 }

@@ -168,6 +168,9 @@ pub struct Evaluator {
     /// Set by a builtin calling back into KCL (`reduce`, `sorted(key=...)`): the callee's
     /// parameter types are reported with upstream's runtime wording.
     pub(crate) builtin_call: Cell<bool>,
+    /// Item count of the comprehension loop that just started, when its result has exactly
+    /// that many items (so the list is allocated once, without growth slack).
+    pub(crate) comp_len: Cell<usize>,
     /// Shared instance origins by config keys (see `origin_of`).
     pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
 }
@@ -194,6 +197,7 @@ impl Evaluator {
             warnings: RefCell::new(Vec::new()),
             incomplete: Cell::new(false),
             origins: Default::default(),
+            comp_len: Cell::new(0),
             builtin_call: Cell::new(false),
         };
         (ev, program.main.modules)
