@@ -171,8 +171,25 @@ pub struct Evaluator {
     /// Item count of the comprehension loop that just started, when its result has exactly
     /// that many items (so the list is allocated once, without growth slack).
     pub(crate) comp_len: Cell<usize>,
+    /// Whether the program's text mentions `instances` at all: only then is every instance
+    /// recorded for `Schema.instances()` (the record keeps each one alive, intermediate
+    /// instances of a merge included).
+    pub(crate) track_instances: bool,
     /// Shared instance origins by config keys (see `origin_of`).
     pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
+}
+
+/// Whether any source file of the program contains the word `instances` (a cheap,
+/// conservative stand-in for "calls `Schema.instances()`").
+fn mentions_instances(program: &Program) -> bool {
+    let pkgs = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
+    pkgs.flat_map(|p| p.modules.iter()).any(|m| {
+        crate::ast::source_map().get(m.file).is_none_or(|src| {
+            src.text
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == "instances")
+        })
+    })
 }
 
 /// Deepest nesting of calls / schema instantiations before a clear error.
@@ -181,6 +198,7 @@ const MAX_CALL_DEPTH: usize = 2000;
 impl Evaluator {
     /// An evaluator over a loaded program; returns it with the main package's modules.
     pub fn new(program: Program, opts: EvalOptions) -> (Self, Vec<ast::Module>) {
+        let track_instances = mentions_instances(&program);
         let mut sources = FxHashMap::default();
         for (k, p) in program.packages.iter() {
             sources.insert(k.to_string(), (p.path.clone(), p.modules.clone()));
@@ -197,6 +215,7 @@ impl Evaluator {
             warnings: RefCell::new(Vec::new()),
             incomplete: Cell::new(false),
             origins: Default::default(),
+            track_instances,
             comp_len: Cell::new(0),
             builtin_call: Cell::new(false),
         };

@@ -728,7 +728,7 @@ impl Evaluator {
             origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
-        for t in layout.parts.iter() {
+        for t in layout.parts.iter().filter(|_| self.track_instances) {
             if t.stmt
                 .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
             {
