@@ -179,15 +179,17 @@ pub struct Evaluator {
     pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
 }
 
-/// Whether any source file of the program contains the word `instances` (a cheap,
-/// conservative stand-in for "calls `Schema.instances()`").
+/// Whether any source file of the program selects an attribute named `instances` (a cheap,
+/// conservative stand-in for "calls `Schema.instances()`"; the word in prose does not count).
 fn mentions_instances(program: &Program) -> bool {
     let pkgs = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
     pkgs.flat_map(|p| p.modules.iter()).any(|m| {
         crate::ast::source_map().get(m.file).is_none_or(|src| {
-            src.text
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|w| w == "instances")
+            src.text.match_indices("instances").any(|(i, _)| {
+                let before = src.text[..i].trim_end_matches([' ', '\t', '\\', '\n', '\r']);
+                let after = src.text[i + "instances".len()..].chars().next();
+                before.ends_with('.') && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
         })
     })
 }

@@ -121,7 +121,54 @@ impl Unit {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dict {
     pub map: Map,
-    pub ops: Option<FxHashMap<Str, (ConfigOp, Option<i64>)>>,
+    pub ops: Option<Ops>,
+}
+
+/// The non-`:` operators of a dict's entries. Most configs have a handful, kept in a small
+/// vector (a hash table costs ~150 bytes even for one entry); many switch to a table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ops {
+    Few(Vec<(Str, (ConfigOp, Option<i64>))>),
+    Many(FxHashMap<Str, (ConfigOp, Option<i64>)>),
+}
+
+/// Entries up to which [`Ops`] stays a vector.
+const FEW_OPS: usize = 16;
+
+impl Ops {
+    fn get(&self, k: &str) -> Option<(ConfigOp, Option<i64>)> {
+        match self {
+            Ops::Few(v) => v.iter().find(|(x, _)| &**x == k).map(|(_, o)| *o),
+            Ops::Many(m) => m.get(k).copied(),
+        }
+    }
+    fn remove(&mut self, k: &str) {
+        match self {
+            Ops::Few(v) => v.retain(|(x, _)| &**x != k),
+            Ops::Many(m) => {
+                m.remove(k);
+            }
+        }
+    }
+    fn insert(&mut self, k: Str, o: (ConfigOp, Option<i64>)) {
+        match self {
+            Ops::Few(v) => {
+                if let Some(slot) = v.iter_mut().find(|(x, _)| *x == k) {
+                    slot.1 = o;
+                } else if v.len() < FEW_OPS {
+                    v.push((k, o));
+                } else {
+                    let mut m: FxHashMap<Str, (ConfigOp, Option<i64>)> =
+                        std::mem::take(v).into_iter().collect();
+                    m.insert(k, o);
+                    *self = Ops::Many(m);
+                }
+            }
+            Ops::Many(m) => {
+                m.insert(k, o);
+            }
+        }
+    }
 }
 
 impl Dict {
@@ -143,7 +190,7 @@ impl Dict {
     pub fn op_of(&self, k: &str) -> (ConfigOp, Option<i64>) {
         self.ops
             .as_ref()
-            .and_then(|o| o.get(k).copied())
+            .and_then(|o| o.get(k))
             .unwrap_or((ConfigOp::Union, None))
     }
     pub fn set_op(&mut self, k: Str, op: ConfigOp, index: Option<i64>) {
@@ -154,7 +201,7 @@ impl Dict {
             return;
         }
         self.ops
-            .get_or_insert_with(Default::default)
+            .get_or_insert_with(|| Ops::Few(Vec::with_capacity(1)))
             .insert(k, (op, index));
     }
     pub fn len(&self) -> usize {
