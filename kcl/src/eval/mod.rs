@@ -57,7 +57,7 @@ pub struct Pkg {
     pub path: String,
     pub dir: PathBuf,
     stmts: Vec<&'static Stmt>,
-    setters: FxHashMap<Symbol, Vec<usize>>,
+    setters: FxHashMap<Symbol, Setters>,
     state: RefCell<Vec<u8>>,
     globals: RefCell<FxHashMap<Symbol, Value>>,
     /// Global names in first-assignment order (the output order).
@@ -194,6 +194,29 @@ fn mentions_instances(program: &Program) -> bool {
     })
 }
 
+/// The statements assigning one global, in order; almost always one (no allocation then).
+enum Setters {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Setters {
+    fn push(&mut self, i: usize) {
+        match self {
+            Setters::One(j) if *j != i => *self = Setters::Many(vec![*j, i]),
+            Setters::One(_) => {}
+            Setters::Many(v) if v.last() != Some(&i) => v.push(i),
+            Setters::Many(_) => {}
+        }
+    }
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Setters::One(i) => std::slice::from_ref(i),
+            Setters::Many(v) => v,
+        }
+    }
+}
+
 /// Deepest nesting of calls / schema instantiations before a clear error.
 const MAX_CALL_DEPTH: usize = 2000;
 
@@ -242,7 +265,7 @@ impl Evaluator {
                 stmts.push(s);
             }
         }
-        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        let mut setters: FxHashMap<Symbol, Setters> = FxHashMap::default();
         let mut assign_count: FxHashMap<Symbol, (usize, Span)> = FxHashMap::default();
         let mut type_names: FxHashMap<Symbol, Span> = FxHashMap::default();
         for s in &stmts {
@@ -263,10 +286,10 @@ impl Evaluator {
             let mut names = Vec::new();
             stmt_targets(s, &mut names);
             for n in names {
-                let e = setters.entry(n).or_default();
-                if e.last() != Some(&i) {
-                    e.push(i);
-                }
+                setters
+                    .entry(n)
+                    .and_modify(|e| e.push(i))
+                    .or_insert(Setters::One(i));
             }
             if let StmtKind::Assign(a) = &s.kind {
                 for t in &a.targets {
@@ -424,7 +447,7 @@ impl Evaluator {
         names.sort_by_key(|s| {
             pkg.setters
                 .get(s)
-                .and_then(|v| v.first().copied())
+                .and_then(|v| v.as_slice().first().copied())
                 .unwrap_or(usize::MAX)
         });
         for sym in names.iter() {
@@ -510,7 +533,7 @@ impl Evaluator {
 
     /// Read a global of `pkg`, running its pending assignments first.
     pub fn get_global(&self, pkg: &Rc<Pkg>, name: Symbol) -> EvalResult<Option<Value>> {
-        if let Some(idx) = pkg.setters.get(&name) {
+        if let Some(idx) = pkg.setters.get(&name).map(Setters::as_slice) {
             // a name read while one of its own assignments runs sees its current value
             if !idx.iter().any(|&i| pkg.state.borrow()[i] == RUNNING) {
                 for &i in idx {
@@ -718,7 +741,11 @@ impl Evaluator {
     fn unify_global(&self, ctx: &Ctx, u: &'static ast::UnificationStmt) -> EvalResult<()> {
         let pkg = &ctx.pkg;
         let name = u.target.sym;
-        let idxs = pkg.setters.get(&name).cloned().unwrap_or_default();
+        let idxs = pkg
+            .setters
+            .get(&name)
+            .map(|v| v.as_slice().to_vec())
+            .unwrap_or_default();
         let mut exprs: Vec<&'static ast::Expr> = Vec::new();
         for i in idxs {
             let st = pkg.stmts[i];
