@@ -28,7 +28,7 @@ pub use fmt::{format_module, format_source};
 pub use parser::{parse_file, parse_registered, parse_source, parse_with_errors};
 
 pub use eval::{EvalError, PluginHook};
-pub use run::{KclError, RunOptions, RunOutput, run, run_full};
+pub use run::{KclError, Rendering, RunOptions, RunOutput, run, run_full, run_parts};
 
 /// The `[profile] entries` of the `kcl.mod` in `dir` (what `kcl run` with no files runs).
 pub fn cli_profile_entries(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>, KclError> {

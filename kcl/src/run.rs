@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::eval::{EvalError, EvalOptions, Evaluator, PluginHook};
-use crate::output::{PrintOpts, to_json, to_yaml};
+use crate::output::{PrintOpts, to_json};
 pub use crate::parser::loader::ParseCache;
 use crate::parser::loader::{LoadOptions, load_program_cached};
 use crate::value::{Dict, Value};
@@ -67,8 +67,12 @@ fn apply_settings(
         let text = std::fs::read_to_string(&path).map_err(|e| {
             KclError::Other(format!("cannot read settings file {}: {e}", path.display()))
         })?;
-        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| {
-            KclError::Other(format!("invalid settings file {}: {e}", path.display()))
+        // upstream reports an unparsable settings file like one of the wrong shape
+        let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|_| {
+            KclError::Other(format!(
+                "EvaluationError\nFailed to load '{}', invalid setting file format",
+                path.display()
+            ))
         })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if let Some(c) = y.get("kcl_cli_configs") {
@@ -135,6 +139,36 @@ pub fn run(files: &[PathBuf], options: &RunOptions) -> Result<Value, KclError> {
 
 /// Run and also render the output text exactly as `kcl run` prints it.
 pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, KclError> {
+    let (mut out, r) = run_parts(files, options)?;
+    out.text = match r {
+        Rendering::Text(t) => t,
+        Rendering::Yaml(v, po) => crate::output::to_yaml(&v, po),
+    };
+    Ok(out)
+}
+
+/// The output of a run still to be written: ready text, or a value to print as YAML.
+pub enum Rendering {
+    Text(String),
+    Yaml(Value, PrintOpts),
+}
+
+impl Rendering {
+    /// Write it to `w`; YAML is produced in chunks, never held whole.
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match self {
+            Rendering::Text(t) => w.write_all(t.as_bytes()),
+            Rendering::Yaml(v, po) => crate::output::write_yaml(v, *po, w),
+        }
+    }
+}
+
+/// [`run_full`] without rendering: the output's `text` is empty and what to print is returned
+/// beside it (`kcl run` streams it).
+pub fn run_parts(
+    files: &[PathBuf],
+    options: &RunOptions,
+) -> Result<(RunOutput, Rendering), KclError> {
     let mut opts = options.clone();
     let mut files = files.to_vec();
     let mut args: Vec<(String, Value)> = Vec::new();
@@ -239,13 +273,16 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     let printed = ev.stdout.borrow().clone();
     let warnings = ev.warnings.borrow().clone();
     if let Some(t) = ev.output_override.borrow().clone() {
-        return Ok(RunOutput {
-            value,
-            text: t,
-            printed,
-            warnings,
-            files: loaded,
-        });
+        return Ok((
+            RunOutput {
+                value,
+                text: String::new(),
+                printed,
+                warnings,
+                files: loaded,
+            },
+            Rendering::Text(t),
+        ));
     }
     if !opts.path_selector.is_empty() {
         value = select(&value, &opts.path_selector).map_err(KclError::Other)?;
@@ -254,23 +291,24 @@ pub fn run_full(files: &[PathBuf], options: &RunOptions) -> Result<RunOutput, Kc
     if opts.disable_none {
         v = v.without_none();
     }
-    let text = if opts.json {
+    let rendering = if opts.json {
         let mut s = to_json(&v, po, 4);
         s.push('\n');
-        s
+        Rendering::Text(s)
     } else {
         match &v {
-            Value::Dict(d) if d.is_empty() => String::new(),
-            _ => to_yaml(&v, po),
+            Value::Dict(d) if d.is_empty() => Rendering::Text(String::new()),
+            _ => Rendering::Yaml(v, po),
         }
     };
-    Ok(RunOutput {
+    let out = RunOutput {
         value,
-        text,
+        text: String::new(),
         printed,
         warnings,
         files: loaded,
-    })
+    };
+    Ok((out, rendering))
 }
 
 /// `-S` selectors: `a.b.c`, `pkg:a.b`, `:a.{x,y}`, `a.[0,1]`.

@@ -365,3 +365,102 @@ fn kcl_run_binary_exit_codes() {
         "a: 1\n"
     );
 }
+
+/// A dict merged into an attribute holding a schema instance rebuilds that instance: it stays
+/// an instance of its schema, keeps its defaults, recomputes derived attributes and runs its
+/// checks (upstream's behaviour; outputs recorded from kcl-lib 0.12 in tests/oracle_regressions).
+#[test]
+fn dict_merged_into_nested_instance_is_checked() {
+    let schemas = "schema A:\n    x: int = 1\n    y: int = x * 2\n    check:\n        x > 0, \"x must be positive\"\n\nschema B:\n    a: A = A {}\n    al: [A] = [A {}]\n";
+    let out = run_ok(&format!(
+        "{schemas}b = B {{a: {{x = 3}}}}\nc = B {{}} | {{al += [{{x = 4}}]}}\nt = typeof(c.al[1])\n"
+    ));
+    assert_eq!(
+        out,
+        "b:\n  a:\n    x: 3\n    'y': 6\n  al:\n  - x: 1\n    'y': 2\nc:\n  a:\n    x: 1\n    'y': 2\n  al:\n  - x: 1\n    'y': 2\n  - x: 4\n    'y': 8\nt: A\n"
+    );
+    for prog in [
+        "b = B {a: {x = -1}}\n",
+        "b = B {a = {x = -1}}\n",
+        "b = B {a: A {x = 2}}\nc = b | {a: {x = -3}}\n",
+        "b = B {al: [{x = -5}]}\n",
+    ] {
+        let err = run_text(&format!("{schemas}{prog}"), RunOptions::default()).expect_err(prog);
+        assert!(err.contains("Instance check failed"), "{prog}: {err}");
+        assert!(
+            err.contains("Check failed on the condition: x must be positive"),
+            "{prog}: {err}"
+        );
+    }
+}
+
+/// Assigning an attribute of a schema instance (`inst.a = v`) rebuilds it: derived attributes
+/// follow and the checks run again (upstream's unification/fail_2).
+#[test]
+fn attribute_assignment_rebuilds_the_instance() {
+    let schema = "schema C:\n    age?: int\n    dbl = (age or 0) * 2\n    check:\n        age > 0 if age\n\n_c = C {age: 18}\n";
+    assert_eq!(
+        run_ok(&format!("{schema}_c.age = 5\nc = _c\n")),
+        "c:\n  age: 5\n  dbl: 10\n"
+    );
+    let err = run_text(
+        &format!("{schema}_c.age = -1\nc = _c\n"),
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("Instance check failed"), "{err}");
+}
+
+/// A comprehension variable written as a config key stands for its value; a non-string value
+/// is an error (upstream's datatype/dict/indexing_in_comprehension_fail_0).
+#[test]
+fn loop_variables_as_config_keys() {
+    assert_eq!(
+        run_ok("a = [{s: 1} for s in [\"x\"]]\nf = lambda k {\n    {k: 1}\n}\nb = f(\"y\")\n"),
+        "a:\n- x: 1\nb:\n  k: 1\n"
+    );
+    let err = run_text(
+        "schema L:\n    s: str\na = [L {s: \"q\"} for s in [{n = 1}]]\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("A attribute must be string type, got '{str:int}'"),
+        "{err}"
+    );
+}
+
+/// An index signature keyed by string literals admits only those keys.
+#[test]
+fn index_signature_literal_keys() {
+    let schema = "type _k = \"web\" | \"worker\"\nschema P:\n    [_k]: int\n";
+    assert_eq!(
+        run_ok(&format!("{schema}p = P {{web = 1, worker: 2}}\n")),
+        "p:\n  web: 1\n  worker: 2\n"
+    );
+    let err = run_text(
+        &format!("{schema}p = P {{wirker: 2}}\n"),
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("Cannot add member 'wirker' to schema 'P', did you mean '[\"worker\"]'?"),
+        "{err}"
+    );
+}
+
+/// `reduce(function, iterable, initial)`; its callback's parameter types are checked at run
+/// time with upstream's wording.
+#[test]
+fn reduce_folds_and_checks_callback_types() {
+    assert_eq!(
+        run_ok("r = reduce(lambda acc, x { acc + x }, [1, 2, 3], 10)\n"),
+        "r: 16\n"
+    );
+    let err = run_text(
+        "r = reduce(lambda acc: int, x: int -> int { acc + x }, [\"s\"], 0)\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("expect int, got str"), "{err}");
+}

@@ -192,18 +192,38 @@ pub fn call_method(
             Value::Bool(ok && !bad)
         }
         "join" => {
-            let items = super::req(args, kw, 0, "iter", "join")?.iter_items()?;
-            let parts: Vec<String> = items
-                .iter()
-                .map(|v| match v {
-                    Value::Str(x) => Ok(x.to_string()),
-                    other => Err(RtError::ty(format!(
-                        "sequence item: expected str instance, {} found",
-                        other.type_name()
-                    ))),
-                })
-                .collect::<RtResult<_>>()?;
-            Value::from(parts.join(s))
+            let it = super::req(args, kw, 0, "iter", "join")?;
+            // a list is joined in place: no copy of it, no string per item
+            let owned;
+            let items: &[Value] = match it {
+                Value::List(l) => l,
+                other => {
+                    owned = other.iter_items()?;
+                    &owned
+                }
+            };
+            let mut len = s.len() * items.len().saturating_sub(1);
+            for v in items {
+                match v {
+                    Value::Str(x) => len += x.len(),
+                    other => {
+                        return Err(RtError::ty(format!(
+                            "sequence item: expected str instance, {} found",
+                            other.type_name()
+                        )));
+                    }
+                }
+            }
+            let mut out = String::with_capacity(len);
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(s);
+                }
+                if let Value::Str(x) = v {
+                    out.push_str(x);
+                }
+            }
+            Value::from(out)
         }
         "strip" | "lstrip" | "rstrip" => {
             let chars = opt_str(args, kw, 0, "chars");

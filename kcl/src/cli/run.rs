@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::run::{RunOptions, run_full};
+use crate::run::{RunOptions, run_parts};
 
 /// Arguments of `kcl run` (upstream-compatible spellings).
 #[derive(Args, Debug, Default)]
@@ -70,7 +70,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         match d.split_once('=') {
             Some((k, v)) if !k.is_empty() => opts.args.push((k.to_string(), v.to_string())),
             _ => {
-                eprintln!("error: invalid value for -D '{d}': expected key=value");
+                // upstream's wording (its "EvaluationError" head line, then the reason)
+                eprintln!("EvaluationError\nInvalid value for top level arguments: '{d}'");
                 return Ok(ExitCode::from(1));
             }
         }
@@ -84,17 +85,22 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    match run_full(&a.files, &opts) {
-        Ok(out) => {
+    match run_parts(&a.files, &opts) {
+        Ok((out, rendering)) => {
             let stdout = std::io::stdout();
-            let mut lock = stdout.lock();
+            let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
             for w in &out.warnings {
                 eprintln!("{w}");
             }
             lock.write_all(out.printed.as_bytes())?;
+            // the document is written as it is rendered (not built whole first)
             match &a.output {
-                Some(p) => std::fs::write(p, out.text.as_bytes())?,
-                None => lock.write_all(out.text.as_bytes())?,
+                Some(p) => {
+                    let mut f = std::io::BufWriter::new(std::fs::File::create(p)?);
+                    rendering.write_to(&mut f)?;
+                    f.flush()?;
+                }
+                None => rendering.write_to(&mut lock)?,
             }
             lock.flush()?;
             Ok(ExitCode::SUCCESS)

@@ -38,6 +38,11 @@ impl EvalError {
     pub fn from_rt(e: RtError, span: Span) -> Self {
         EvalError::new(e.kind, e.msg, Some(span))
     }
+    /// Attach `span` to an error raised without one.
+    pub fn or_span(mut self, span: Span) -> Self {
+        self.span.get_or_insert(span);
+        self
+    }
     pub fn with_note(mut self, span: Span, msg: impl Into<String>) -> Self {
         self.notes.push((span, msg.into()));
         self
@@ -81,3 +86,10 @@ impl fmt::Display for EvalError {
 impl std::error::Error for EvalError {}
 
 pub type EvalResult<T> = Result<T, EvalError>;
+
+/// A runtime error without a position yet (the caller adds one with [`EvalError::or_span`]).
+impl From<RtError> for EvalError {
+    fn from(e: RtError) -> Self {
+        EvalError::new(e.kind, e.msg, None)
+    }
+}

@@ -158,12 +158,15 @@ impl Evaluator {
                 }
                 let b = self.eval(ctx, right)?;
                 if *op == ast::BinOp::BitOr {
+                    if let (Value::Dict(_), Value::Dict(_)) = (&a, &b) {
+                        return self.union_eval(a, &b, e.span);
+                    }
                     // `schema | dict` keeps the schema type and re-checks it
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
                             return Ok(v);
                         }
-                        let u = value::union_owned(a, &b, false).map_err(|x| self.rt(x, e.span))?;
+                        let u = self.union_eval(a, &b, e.span)?;
                         // the merge may have cleared a required attribute
                         self.incomplete.set(true);
                         return Ok(u);
@@ -267,12 +270,18 @@ impl Evaluator {
             }
             ExprKind::ListComp(c) => {
                 let mut out = Vec::new();
-                let scope = Scope::new(ctx.locals.clone());
+                let scope = Scope::new_loop(ctx.locals.clone());
                 let c2 = Ctx {
                     locals: Some(scope),
                     ..ctx.clone()
                 };
+                let mut first = true;
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
+                    if first {
+                        // read before the element runs (it may hold comprehensions of its own)
+                        out.reserve_exact(this.comp_len.get());
+                        first = false;
+                    }
                     let v = this.eval(cx, &c.elt)?;
                     out.push(v);
                     Ok(())
@@ -283,7 +292,7 @@ impl Evaluator {
             }
             ExprKind::DictComp(c) => {
                 let mut d = Dict::new();
-                let scope = Scope::new(ctx.locals.clone());
+                let scope = Scope::new_loop(ctx.locals.clone());
                 let c2 = Ctx {
                     locals: Some(scope),
                     ..ctx.clone()
@@ -307,9 +316,6 @@ impl Evaluator {
                     Some(a) => self.eval_args(ctx, a)?,
                     None => (Vec::new(), Vec::new()),
                 };
-                if std::ptr::eq(self.origin_expr.get(), e) {
-                    self.keep_origin.set(true);
-                }
                 self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
             }
             ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
@@ -402,7 +408,18 @@ impl Evaluator {
     /// A config key expression: identifiers are their own name.
     pub fn eval_key(&self, ctx: &Ctx, k: &'static Expr) -> EvalResult<Str> {
         match &k.kind {
-            ExprKind::Ident(s) => Ok(sym_str(*s)),
+            ExprKind::Ident(s) => match ctx.locals.as_ref().and_then(|l| l.loop_var(*s)) {
+                Some(Value::Str(v)) => Ok(v),
+                Some(other) => Err(EvalError::new(
+                    ErrKind::Attribute,
+                    format!(
+                        "A attribute must be string type, got '{}'",
+                        other.type_plain_nested()
+                    ),
+                    Some(k.span),
+                )),
+                None => Ok(sym_str(*s)),
+            },
             ExprKind::Str(s) => Ok(Rc::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
@@ -491,8 +508,7 @@ impl Evaluator {
                             let ty = self.eval_identifier(ctx, &se.name)?;
                             let cfg = self.eval(ctx, &se.config)?;
                             let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = value::union(&base, &cfg, false)
-                                .map_err(|x| self.rt(x, en.span))?;
+                            let merged = self.union_eval(base, &cfg, en.span)?;
                             let (pos, kw) = match &se.args {
                                 Some(a) => self.eval_args(ctx, a)?,
                                 None => (Vec::new(), Vec::new()),
@@ -603,10 +619,30 @@ impl Evaluator {
                 Some(t.span),
             ));
         }
-        let it = self.eval(ctx, &c.iter)?;
         let scope = ctx.locals.as_ref().unwrap();
         let vars: Vec<crate::ast::Symbol> = c.targets.iter().map(|t| t.names[0].sym).collect();
-        let pairs = iter_pairs(&it).map_err(|e| self.rt(e, c.iter.span))?;
+        // `for i in range(n)` counts without building the list
+        let (it, pairs): (Value, Box<dyn Iterator<Item = (Value, Value)>>) =
+            match self.range_call(ctx, &c.iter)? {
+                Some((start, stop, step)) => {
+                    let n = range_len(start, stop, step);
+                    let items = (0..n)
+                        .map(move |k| (Value::Int(k as i64), Value::Int(start + k as i64 * step)));
+                    (Value::None, Box::new(items))
+                }
+                None => {
+                    let it = self.eval(ctx, &c.iter)?;
+                    let pairs = iter_pairs(&it).map_err(|e| self.rt(e, c.iter.span))?;
+                    (it, pairs)
+                }
+            };
+        // one unfiltered clause: the result has exactly as many items (see `comp_len`)
+        self.comp_len
+            .set(if clauses.len() == 1 && c.ifs.is_empty() {
+                pairs.size_hint().1.unwrap_or(0)
+            } else {
+                0
+            });
         for (a, b) in pairs {
             {
                 let mut vs = scope.vars.borrow_mut();
@@ -631,9 +667,40 @@ impl Evaluator {
         Ok(())
     }
 
+    /// `(start, stop, step)` when `e` is a call of the builtin `range` (not a shadowing name).
+    fn range_call(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Option<(i64, i64, i64)>> {
+        let ExprKind::Call { func, args } = &e.kind else {
+            return Ok(None);
+        };
+        let ExprKind::Ident(name) = &func.kind else {
+            return Ok(None);
+        };
+        if name.as_str() != "range" || !args.keywords.is_empty() {
+            return Ok(None);
+        }
+        match self.lookup(ctx, *name, func.span)? {
+            Value::Func(f) if matches!(&*f, Func::Native { name: "range", .. }) => {}
+            _ => return Ok(None),
+        }
+        let mut ints = Vec::with_capacity(3);
+        for a in &args.args {
+            match self.eval(ctx, a)? {
+                Value::Int(i) => ints.push(i),
+                // anything unusual goes through the builtin for its error
+                _ => return Ok(None),
+            }
+        }
+        Ok(match ints[..] {
+            [stop] => Some((0, stop, 1)),
+            [start, stop] => Some((start, stop, 1)),
+            [start, stop, step] if step != 0 => Some((start, stop, step)),
+            _ => None,
+        })
+    }
+
     fn quant(&self, ctx: &Ctx, q: &'static ast::QuantExpr, span: Span) -> EvalResult<Value> {
         let it = self.eval(ctx, &q.target)?;
-        let scope = Scope::new(ctx.locals.clone());
+        let scope = Scope::new_loop(ctx.locals.clone());
         let c2 = Ctx {
             locals: Some(scope.clone()),
             ..ctx.clone()
@@ -947,6 +1014,7 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         span: Span,
     ) -> EvalResult<Value> {
+        let from_builtin = self.builtin_call.replace(false);
         let scope = Scope::new(c.ctx.locals.clone());
         let ctx = Ctx {
             locals: Some(scope.clone()),
@@ -984,6 +1052,17 @@ impl Evaluator {
                 ));
             };
             let v = match &p.ty {
+                // a builtin's callback is checked at run time only (upstream's runtime wording)
+                Some(t) if from_builtin => {
+                    let got = v.type_name();
+                    self.convert_type(&ctx, v, t, span).map_err(|_| {
+                        EvalError::new(
+                            ErrKind::Evaluation,
+                            format!("expect {}, got {got}", super::types::type_str(t)),
+                            Some(span),
+                        )
+                    })?
+                }
                 Some(t) => self.convert_type(&ctx, v, t, span)?,
                 None => v,
             };
@@ -1056,6 +1135,20 @@ impl Value {
 }
 
 /// What a single loop variable binds: the key for dicts, the item otherwise.
+/// How many items `range(start, stop, step)` yields (`step` is not 0).
+fn range_len(start: i64, stop: i64, step: i64) -> usize {
+    let (span, step) = if step > 0 {
+        (stop as i128 - start as i128, step as i128)
+    } else {
+        (start as i128 - stop as i128, -(step as i128))
+    };
+    if span <= 0 {
+        0
+    } else {
+        ((span + step - 1) / step) as usize
+    }
+}
+
 fn single(container: &Value, a: Value, b: Value) -> Value {
     if container.is_config() { a } else { b }
 }
@@ -1118,19 +1211,20 @@ impl value::Host for HostCtx<'_> {
         args: &[Value],
         kwargs: &[(Str, Value)],
     ) -> Result<Value, RtError> {
-        self.ev
-            .call_value(&self.ctx, f, args, kwargs, self.span)
-            .map_err(|e| {
-                // a failed check reports its own message
-                match e
-                    .notes
-                    .iter()
-                    .find_map(|(_, m)| m.strip_prefix("Check failed on the condition: "))
-                {
-                    Some(m) => RtError::new(e.kind, m.to_string()),
-                    None => RtError::new(e.kind, e.msg),
-                }
-            })
+        self.ev.builtin_call.set(true);
+        let r = self.ev.call_value(&self.ctx, f, args, kwargs, self.span);
+        self.ev.builtin_call.set(false);
+        r.map_err(|e| {
+            // a failed check reports its own message
+            match e
+                .notes
+                .iter()
+                .find_map(|(_, m)| m.strip_prefix("Check failed on the condition: "))
+            {
+                Some(m) => RtError::new(e.kind, m.to_string()),
+                None => RtError::new(e.kind, e.msg),
+            }
+        })
     }
     fn print(&mut self, text: &str) {
         self.ev.stdout.borrow_mut().push_str(text);

@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 
 use crate::ast::{self, FileId, Span, Stmt, StmtKind, Symbol};
 use crate::parser::loader::{ImportTarget, Program};
-use crate::value::{ErrKind, RtError, Str, Value};
+use crate::value::{ConfigOp, ErrKind, RtError, Str, Value};
 
 pub use error::{EvalError, EvalResult};
 pub use schema::SchemaType;
@@ -57,7 +57,7 @@ pub struct Pkg {
     pub path: String,
     pub dir: PathBuf,
     stmts: Vec<&'static Stmt>,
-    setters: FxHashMap<Symbol, Vec<usize>>,
+    setters: FxHashMap<Symbol, Setters>,
     state: RefCell<Vec<u8>>,
     globals: RefCell<FxHashMap<Symbol, Value>>,
     /// Global names in first-assignment order (the output order).
@@ -77,6 +77,9 @@ const DONE: u8 = 2;
 pub struct Scope {
     vars: RefCell<FxHashMap<Symbol, Value>>,
     parent: Option<Rc<Scope>>,
+    /// A comprehension's or quantifier's loop scope: its variables are also config keys
+    /// (`{name: v} for name in names` uses the variable's value as the key, as upstream).
+    looped: bool,
 }
 
 impl Scope {
@@ -84,7 +87,22 @@ impl Scope {
         Rc::new(Scope {
             vars: RefCell::new(FxHashMap::default()),
             parent,
+            looped: false,
         })
+    }
+    fn new_loop(parent: Option<Rc<Scope>>) -> Rc<Scope> {
+        Rc::new(Scope {
+            vars: RefCell::new(FxHashMap::default()),
+            parent,
+            looped: true,
+        })
+    }
+    /// The value of a loop variable `s`, when the nearest binding of `s` is one.
+    fn loop_var(&self, s: Symbol) -> Option<Value> {
+        if let Some(v) = self.vars.borrow().get(&s) {
+            return self.looped.then(|| v.clone());
+        }
+        self.parent.as_ref().and_then(|p| p.loop_var(s))
     }
     fn lookup(&self, s: Symbol) -> Option<Value> {
         if let Some(v) = self.vars.borrow().get(&s) {
@@ -147,58 +165,56 @@ pub struct Evaluator {
     pub warnings: RefCell<Vec<String>>,
     /// Set when a schema instance was created without all its required attributes.
     pub(crate) incomplete: Cell<bool>,
-    /// The schema expression that is a statement's whole value: its instance keeps its
-    /// config (`origin`) for later merges; nested instances do not, to save memory.
-    pub(crate) origin_expr: Cell<*const ast::Expr>,
-    /// Consumed by the next instantiation: keep its origin.
-    pub(crate) keep_origin: Cell<bool>,
-    /// Package-level names bound to a schema instance that the program's text mentions again
-    /// (only those can be merged later, so only their instances keep their config).
-    reused_names: rustc_hash::FxHashSet<Symbol>,
+    /// Set by a builtin calling back into KCL (`reduce`, `sorted(key=...)`): the callee's
+    /// parameter types are reported with upstream's runtime wording.
+    pub(crate) builtin_call: Cell<bool>,
+    /// Item count of the comprehension loop that just started, when its result has exactly
+    /// that many items (so the list is allocated once, without growth slack).
+    pub(crate) comp_len: Cell<usize>,
+    /// Whether the program's text mentions `instances` at all: only then is every instance
+    /// recorded for `Schema.instances()` (the record keeps each one alive, intermediate
+    /// instances of a merge included).
+    pub(crate) track_instances: bool,
+    /// Shared instance origins by config keys (see `origin_of`).
+    pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
 }
 
-/// Names assigned a schema instance at package level whose identifier occurs more than once
-/// in the program's source text (a cheap, conservative stand-in for "is used again").
-fn reused_schema_names(program: &Program) -> rustc_hash::FxHashSet<Symbol> {
+/// Whether any source file of the program selects an attribute named `instances` (a cheap,
+/// conservative stand-in for "calls `Schema.instances()`"; the word in prose does not count).
+fn mentions_instances(program: &Program) -> bool {
     let pkgs = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
-    let mut counts: FxHashMap<&'static str, u32> = FxHashMap::default();
-    let mut files = Vec::new();
-    for p in pkgs {
-        for m in &p.modules {
-            files.push(m.file);
-            for s in &m.body {
-                if let StmtKind::Assign(a) = &s.kind
-                    && matches!(a.value.kind, ast::ExprKind::Schema(_))
-                {
-                    for t in &a.targets {
-                        counts.insert(t.name.sym.as_str(), 0);
-                    }
-                }
-            }
+    pkgs.flat_map(|p| p.modules.iter()).any(|m| {
+        crate::ast::source_map().get(m.file).is_none_or(|src| {
+            src.text.match_indices("instances").any(|(i, _)| {
+                let before = src.text[..i].trim_end_matches([' ', '\t', '\\', '\n', '\r']);
+                let after = src.text[i + "instances".len()..].chars().next();
+                before.ends_with('.') && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+    })
+}
+
+/// The statements assigning one global, in order; almost always one (no allocation then).
+enum Setters {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Setters {
+    fn push(&mut self, i: usize) {
+        match self {
+            Setters::One(j) if *j != i => *self = Setters::Many(vec![*j, i]),
+            Setters::One(_) => {}
+            Setters::Many(v) if v.last() != Some(&i) => v.push(i),
+            Setters::Many(_) => {}
         }
     }
-    if counts.is_empty() {
-        return Default::default();
-    }
-    for f in files {
-        let Some(src) = crate::ast::source_map().get(f) else {
-            continue;
-        };
-        for w in src
-            .text
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty())
-        {
-            if let Some(c) = counts.get_mut(w) {
-                *c += 1;
-            }
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Setters::One(i) => std::slice::from_ref(i),
+            Setters::Many(v) => v,
         }
     }
-    counts
-        .into_iter()
-        .filter(|(_, c)| *c > 1)
-        .map(|(n, _)| Symbol::intern(n))
-        .collect()
 }
 
 /// Deepest nesting of calls / schema instantiations before a clear error.
@@ -207,13 +223,12 @@ const MAX_CALL_DEPTH: usize = 2000;
 impl Evaluator {
     /// An evaluator over a loaded program; returns it with the main package's modules.
     pub fn new(program: Program, opts: EvalOptions) -> (Self, Vec<ast::Module>) {
+        let track_instances = mentions_instances(&program);
         let mut sources = FxHashMap::default();
         for (k, p) in program.packages.iter() {
             sources.insert(k.to_string(), (p.path.clone(), p.modules.clone()));
         }
-        let reused_names = reused_schema_names(&program);
         let ev = Evaluator {
-            reused_names,
             opts,
             root: program.root.clone(),
             sources: RefCell::new(sources),
@@ -224,8 +239,10 @@ impl Evaluator {
             output_override: RefCell::new(None),
             warnings: RefCell::new(Vec::new()),
             incomplete: Cell::new(false),
-            origin_expr: Cell::new(std::ptr::null()),
-            keep_origin: Cell::new(false),
+            origins: Default::default(),
+            track_instances,
+            comp_len: Cell::new(0),
+            builtin_call: Cell::new(false),
         };
         (ev, program.main.modules)
     }
@@ -248,7 +265,7 @@ impl Evaluator {
                 stmts.push(s);
             }
         }
-        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        let mut setters: FxHashMap<Symbol, Setters> = FxHashMap::default();
         let mut assign_count: FxHashMap<Symbol, (usize, Span)> = FxHashMap::default();
         let mut type_names: FxHashMap<Symbol, Span> = FxHashMap::default();
         for s in &stmts {
@@ -269,10 +286,10 @@ impl Evaluator {
             let mut names = Vec::new();
             stmt_targets(s, &mut names);
             for n in names {
-                let e = setters.entry(n).or_default();
-                if e.last() != Some(&i) {
-                    e.push(i);
-                }
+                setters
+                    .entry(n)
+                    .and_modify(|e| e.push(i))
+                    .or_insert(Setters::One(i));
             }
             if let StmtKind::Assign(a) = &s.kind {
                 for t in &a.targets {
@@ -430,7 +447,7 @@ impl Evaluator {
         names.sort_by_key(|s| {
             pkg.setters
                 .get(s)
-                .and_then(|v| v.first().copied())
+                .and_then(|v| v.as_slice().first().copied())
                 .unwrap_or(usize::MAX)
         });
         for sym in names.iter() {
@@ -516,7 +533,7 @@ impl Evaluator {
 
     /// Read a global of `pkg`, running its pending assignments first.
     pub fn get_global(&self, pkg: &Rc<Pkg>, name: Symbol) -> EvalResult<Option<Value>> {
-        if let Some(idx) = pkg.setters.get(&name) {
+        if let Some(idx) = pkg.setters.get(&name).map(Setters::as_slice) {
             // a name read while one of its own assignments runs sees its current value
             if !idx.iter().any(|&i| pkg.state.borrow()[i] == RUNNING) {
                 for &i in idx {
@@ -576,18 +593,30 @@ impl Evaluator {
                 Ok(Some(v))
             }
             StmtKind::Assign(a) => {
-                if matches!(a.value.kind, ast::ExprKind::Schema(_))
-                    && (ctx.schema.is_some()
-                        || ctx.locals.is_some()
-                        || a.targets
-                            .iter()
-                            .any(|t| self.reused_names.contains(&t.name.sym)))
-                {
-                    self.origin_expr.set(&a.value as *const ast::Expr);
-                }
                 let mut v = self.eval(ctx, &a.value)?;
                 if let Some(ty) = &a.ty {
-                    v = self.convert_type(ctx, v, ty, a.value.span)?;
+                    // a computed dict (not a literal the checker saw) that does not fit the
+                    // annotated schema fails the runtime check, in upstream's words
+                    let computed = matches!(v, Value::Dict(_))
+                        && !matches!(
+                            a.value.kind,
+                            ast::ExprKind::Config(_) | ast::ExprKind::Schema(_)
+                        );
+                    v = self.convert_type(ctx, v, ty, a.value.span).map_err(|e| {
+                        if computed && e.kind != ErrKind::Type {
+                            EvalError::new(
+                                ErrKind::Evaluation,
+                                format!(
+                                    "expect {}, got dict. For details:\n{}",
+                                    types::type_str(ty),
+                                    e.msg
+                                ),
+                                Some(s.span),
+                            )
+                        } else {
+                            e
+                        }
+                    })?;
                 }
                 for t in &a.targets {
                     self.assign_target(ctx, t, v.clone(), a.ty.as_ref())?;
@@ -626,11 +655,9 @@ impl Evaluator {
                         }
                     }
                 }
-                self.origin_expr.set(&u.value as *const ast::Expr);
                 let v = self.eval(ctx, &u.value)?;
                 let v = match cur {
-                    Some(c) if !c.is_none_or_undefined() => crate::value::union(&c, &v, false)
-                        .map_err(|e| EvalError::from_rt(e, u.value.span))?,
+                    Some(c) if !c.is_none_or_undefined() => self.union_eval(c, &v, u.value.span)?,
                     _ => v,
                 };
                 self.assign_path(ctx, u.target, &[], u.target.span, v, None)?;
@@ -714,7 +741,11 @@ impl Evaluator {
     fn unify_global(&self, ctx: &Ctx, u: &'static ast::UnificationStmt) -> EvalResult<()> {
         let pkg = &ctx.pkg;
         let name = u.target.sym;
-        let idxs = pkg.setters.get(&name).cloned().unwrap_or_default();
+        let idxs = pkg
+            .setters
+            .get(&name)
+            .map(|v| v.as_slice().to_vec())
+            .unwrap_or_default();
         let mut exprs: Vec<&'static ast::Expr> = Vec::new();
         for i in idxs {
             let st = pkg.stmts[i];
@@ -736,9 +767,7 @@ impl Evaluator {
         };
         // an earlier instance contributes the config it was built from
         let mut merged = match pkg.globals.borrow().get(&name) {
-            Some(Value::Schema(s)) if s.origin.is_some() => {
-                Value::Dict(s.origin.as_ref().unwrap().config.clone())
-            }
+            Some(Value::Schema(s)) if s.origin.is_some() => Value::from(s.config()),
             Some(v) => v
                 .as_dict()
                 .cloned()
@@ -756,7 +785,7 @@ impl Evaluator {
                 ast::ExprKind::Schema(s2) => self.eval(&fctx, &s2.config)?,
                 _ => self.eval(&fctx, e)?,
             };
-            merged = crate::value::union(&merged, &cfg, false).map_err(|x| self.rt(x, e.span))?;
+            merged = self.union_eval(merged, &cfg, e.span)?;
         }
         // the last statement's schema and arguments win
         let last = exprs
@@ -777,7 +806,6 @@ impl Evaluator {
             Some(a) => self.eval_args(&fctx, a)?,
             None => (Vec::new(), Vec::new()),
         };
-        self.keep_origin.set(true);
         let v =
             self.instantiate_value(&fctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
         self.set_global(pkg, name, v);
@@ -857,16 +885,45 @@ impl Evaluator {
             }
             let root = match self.lookup_opt_for_unify(ctx, name)? {
                 Some(r) if !r.is_none_or_undefined() => r,
-                _ => {
+                other => {
+                    let ty = match other {
+                        Some(Value::None) => "NoneType",
+                        _ => "UndefinedType",
+                    };
+                    let attr = match t.path.first() {
+                        Some(ast::TargetPath::Attr(n)) => n.sym.as_str().to_string(),
+                        _ => name.as_str().to_string(),
+                    };
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
                         format!(
-                            "'{name}' is not defined or is None, cannot assign to its attributes"
+                            "failed to update the dict. An iterable of key-value pairs was expected, but got {ty}. Check if the syntax for updating the dictionary with the attribute '{attr}' is correct"
                         ),
                         Some(t.span),
                     ));
                 }
             };
+            // `inst.a.b = v` on a schema instance rebuilds it with `{a: {b = v}}` merged into
+            // its config: derived attributes follow and its checks run again, as upstream
+            if matches!(root, Value::Schema(_))
+                && t.path.iter().all(|p| matches!(p, ast::TargetPath::Attr(_)))
+            {
+                let mut extra = v.clone();
+                let mut op = ConfigOp::Override;
+                for p in t.path.iter().rev() {
+                    let ast::TargetPath::Attr(n) = p else {
+                        unreachable!()
+                    };
+                    let k: Str = Rc::from(n.sym.as_str());
+                    let mut d = crate::value::Dict::new();
+                    d.map.insert(k.clone(), extra);
+                    d.set_op(k, op, None);
+                    extra = Value::from(d);
+                    op = ConfigOp::Union;
+                }
+                let rebuilt = self.union_eval(root.clone(), &extra, t.span)?;
+                return self.assign_path(ctx, tname, &[], tspan, rebuilt, ty);
+            }
             let mut keys = Vec::new();
             for p in t.path {
                 keys.push(match p {

@@ -244,7 +244,14 @@ impl Evaluator {
         let mut chain = vec![ty.clone()];
         while let Some(p) = self.parent_of(chain.last().unwrap())? {
             if let Some(i) = chain.iter().position(|c| Rc::ptr_eq(c, &p)) {
-                let names: Vec<String> = chain[i..].iter().map(|c| c.name.to_string()).collect();
+                // schemas of other packages are named with their package, as upstream does
+                let names: Vec<String> = chain[i..]
+                    .iter()
+                    .map(|c| match &*c.pkgpath {
+                        "__main__" | "" => c.name.to_string(),
+                        p => format!("{p}.{}", c.name),
+                    })
+                    .collect();
                 let msg = format!(
                     "There is a circular reference between schemas {}",
                     names.join(", ")
@@ -443,15 +450,9 @@ impl Evaluator {
         if let Some(r) = ty.rule {
             return self.run_rule(ty, r, args, kwargs, config, span);
         }
-        let keep = self.keep_origin.replace(false);
         let layout = self.layout(ty, span)?;
-        // shared by the frame and the instance's origin (no copy)
+        let origin = self.origin_of(&config, args, kwargs);
         let config = Rc::new(config);
-        let origin = Rc::new(value::Origin {
-            config: config.clone(),
-            args: args.to_vec(),
-            kwargs: kwargs.to_vec(),
-        });
         // parameters bind in a scope visible to every body
         let params_scope = Scope::new(None);
         if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
@@ -549,15 +550,32 @@ impl Evaluator {
         for i in 0..n {
             self.run_schema_stmt(&frame, i)?;
         }
-        // unknown config keys
+        // unknown config keys; an index signature whose key type lists strings admits those
+        let sig_keys: Option<Vec<Str>> = match &layout.index_sig {
+            Some((is, pi)) => self.str_literals(&frame.ctxs[*pi], &is.key_ty),
+            None => None,
+        };
         for k in frame.config.map.keys() {
-            if !layout.declared.contains_key(k) && layout.index_sig.is_none() {
-                let cands: Vec<&str> = layout
-                    .declared
-                    .keys()
-                    .filter(|d| similar(d, k))
-                    .map(|d| &**d)
-                    .collect();
+            let unknown = !layout.declared.contains_key(k)
+                && match (&layout.index_sig, &sig_keys) {
+                    (None, _) => true,
+                    (Some(_), Some(allowed)) => !allowed.contains(k),
+                    (Some(_), None) => false,
+                };
+            if unknown {
+                let cands: Vec<&str> = match &sig_keys {
+                    Some(allowed) => allowed
+                        .iter()
+                        .filter(|d| similar(d, k))
+                        .map(|d| &**d)
+                        .collect(),
+                    None => layout
+                        .declared
+                        .keys()
+                        .filter(|d| similar(d, k))
+                        .map(|d| &**d)
+                        .collect(),
+                };
                 let msg = if cands.is_empty() {
                     format!("Cannot add member '{k}' to schema '{}'", ty.name)
                 } else {
@@ -628,7 +646,7 @@ impl Evaluator {
                     };
                     let dv = self.eval(&c2, def)?;
                     v = if v.is_config() && dv.is_config() {
-                        value::union(&dv, &v, false).map_err(|e| self.rt(e, span))?
+                        self.union_eval(dv, &v, span)?
                     } else if v.is_none_or_undefined() {
                         dv
                     } else {
@@ -707,10 +725,10 @@ impl Evaluator {
             attrs,
             ty: Some(ty.clone() as Rc<dyn std::any::Any>),
             span: Some(span),
-            origin: keep.then_some(origin),
+            origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
-        for t in layout.parts.iter() {
+        for t in layout.parts.iter().filter(|_| self.track_instances) {
             if t.stmt
                 .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
             {
@@ -824,16 +842,73 @@ impl Evaluator {
         let Ok(ty) = t.clone().downcast::<SchemaType>() else {
             return Ok(None);
         };
-        let base = Value::Dict(origin.config.clone());
-        let merged = value::union(&base, extra, false).map_err(|e| self.rt(e, span))?;
+        let base = Value::from(s.config());
+        let merged = self.union_eval(base, extra, span)?;
         let cfg = merged.as_dict().cloned().unwrap_or_default();
         let (ty, (args, kwargs)) =
             ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;
-        self.keep_origin.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
         r.map(Some)
+    }
+
+    /// A config merged into a nested instance (`B {a: {x = 1}}` onto a default `a = A {}`,
+    /// `b | {a: {...}}`): rebuild it from its config plus the new one, so the result is
+    /// coerced, recomputed and checked as upstream does. Instances of another schema, or
+    /// without a recorded config, are merged attribute by attribute.
+    fn rebuild_nested(&self, inst: &Value, extra: &Value, span: Span) -> EvalResult<Option<Value>> {
+        let Value::Schema(s) = inst else {
+            return Ok(None);
+        };
+        let extra = match extra {
+            Value::Schema(e) if e.name != s.name || e.pkg != s.pkg => return Ok(None),
+            // an instance contributes what it was configured with, not its computed values
+            Value::Schema(e) => Value::from(e.config()),
+            other => other.clone(),
+        };
+        self.rebuild_merged(inst, &extra, None, span)
+    }
+
+    /// The origin record of an instance built from `config`; shared between instances when
+    /// there are no arguments (most configs of one schema have the same keys).
+    fn origin_of(
+        &self,
+        config: &Dict,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> Rc<value::Origin> {
+        let keys: Vec<(Str, bool)> = config
+            .map
+            .keys()
+            .map(|k| (k.clone(), config.op_of(k).0 != ConfigOp::Union))
+            .collect();
+        let mut cache = self.origins.borrow_mut();
+        if args.is_empty()
+            && kwargs.is_empty()
+            && let Some(o) = cache.get(keys.as_slice())
+        {
+            return o.clone();
+        }
+        let keys: value::ConfigKeys = match cache.get(keys.as_slice()) {
+            Some(o) => o.keys.clone(),
+            None => keys.into(),
+        };
+        let o = Rc::new(value::Origin {
+            keys: keys.clone(),
+            args: args.to_vec(),
+            kwargs: kwargs.to_vec(),
+        });
+        if args.is_empty() && kwargs.is_empty() {
+            cache.insert(keys, o.clone());
+        }
+        o
+    }
+
+    /// `a | b` on configs, rebuilding the schema instances that receive config.
+    pub(crate) fn union_eval(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
+        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        value::union_with(a, b, false, &rb).map_err(|e| e.or_span(span))
     }
 
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
@@ -967,8 +1042,9 @@ impl Evaluator {
                 let (op, idx) = fr.config.op_of(kk);
                 let mut d = Dict::new();
                 d.map.insert(kk.clone(), v);
-                value::ops_merge_entry(&mut d, kk, cv, op, idx, false)
-                    .map_err(|e| self.rt(e, span))?;
+                let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+                value::merge_entry_with(&mut d, kk, cv, op, idx, &rb)
+                    .map_err(|e| e.or_span(span))?;
                 d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
             }
             None => v,
@@ -1041,5 +1117,9 @@ fn similar(a: &str, b: &str) -> bool {
         return false;
     }
     let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    common >= la.min(lb).saturating_sub(1) && common > 0
+    if common >= la.min(lb).saturating_sub(1) && common > 0 {
+        return true;
+    }
+    // one mistyped letter (`wirker` for `worker`)
+    la == lb && la >= 3 && a.chars().zip(b.chars()).filter(|(x, y)| x != y).count() == 1
 }

@@ -52,18 +52,79 @@ fn list_items(v: &Value, o: PrintOpts) -> Vec<&Value> {
 
 /// One YAML document (no `---`), ending with a newline.
 pub fn to_yaml(v: &Value, o: PrintOpts) -> String {
-    let mut out = String::with_capacity(256);
-    match v {
-        Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => {
-            write_map(v, o, 0, &mut out)
+    let mut out = Out {
+        s: String::with_capacity(256),
+        sink: None,
+        err: None,
+    };
+    yaml_into(v, o, &mut out);
+    out.s
+}
+
+/// [`to_yaml`] written to `w` as it is produced (a large document is never held whole).
+pub fn write_yaml(v: &Value, o: PrintOpts, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut out = Out {
+        s: String::with_capacity(CHUNK + 4096),
+        sink: Some(w),
+        err: None,
+    };
+    yaml_into(v, o, &mut out);
+    out.flush_at(0);
+    match out.err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Bytes buffered before a streaming write.
+const CHUNK: usize = 1 << 16;
+
+/// YAML text being produced: kept whole, or handed to a writer in chunks.
+struct Out<'a> {
+    s: String,
+    sink: Option<&'a mut dyn std::io::Write>,
+    err: Option<std::io::Error>,
+}
+
+impl Out<'_> {
+    /// Write the buffer out once it holds at least `min` bytes (streaming only).
+    fn flush_at(&mut self, min: usize) {
+        if let Some(w) = &mut self.sink
+            && self.s.len() >= min
+            && !self.s.is_empty()
+        {
+            if self.err.is_none()
+                && let Err(e) = w.write_all(self.s.as_bytes())
+            {
+                self.err = Some(e);
+            }
+            self.s.clear();
         }
-        Value::List(_) if !list_items(v, o).is_empty() => write_seq(v, o, 0, &mut out),
+    }
+}
+
+impl std::ops::Deref for Out<'_> {
+    type Target = String;
+    fn deref(&self) -> &String {
+        &self.s
+    }
+}
+
+impl std::ops::DerefMut for Out<'_> {
+    fn deref_mut(&mut self) -> &mut String {
+        &mut self.s
+    }
+}
+
+fn yaml_into(v: &Value, o: PrintOpts, out: &mut Out<'_>) {
+    match v {
+        Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => write_map(v, o, 0, out),
+        Value::List(_) if !list_items(v, o).is_empty() => write_seq(v, o, 0, out),
         _ => {
-            write_scalar(v, o, 0, &mut out);
+            write_scalar(v, o, 0, out);
             out.push('\n');
         }
     }
-    out
 }
 
 fn indent(out: &mut String, n: usize) {
@@ -73,8 +134,9 @@ fn indent(out: &mut String, n: usize) {
 }
 
 /// Block mapping whose first key starts at the current position (already indented).
-fn write_map(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
+fn write_map(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
     for (i, (k, val)) in entries(v, o).into_iter().enumerate() {
+        out.flush_at(CHUNK);
         if i > 0 {
             indent(out, ind);
         }
@@ -93,7 +155,7 @@ fn write_map(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
     }
 }
 
-fn write_value_after_key(val: &Value, o: PrintOpts, ind: usize, out: &mut String) {
+fn write_value_after_key(val: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
     match val {
         Value::Dict(_) | Value::Schema(_) if !entries(val, o).is_empty() => {
             out.push('\n');
@@ -113,8 +175,9 @@ fn write_value_after_key(val: &Value, o: PrintOpts, ind: usize, out: &mut String
     }
 }
 
-fn write_seq(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
+fn write_seq(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
     for (i, item) in list_items(v, o).into_iter().enumerate() {
+        out.flush_at(CHUNK);
         if i > 0 {
             indent(out, ind);
         }
@@ -284,6 +347,28 @@ mod tests {
 
     fn k(s: &str) -> Rc<str> {
         Rc::from(s)
+    }
+
+    #[test]
+    fn streamed_yaml_is_the_same_text() {
+        // large enough to be written in several chunks
+        let items: Vec<Value> = (0..20_000)
+            .map(|i| {
+                let mut d = crate::value::Dict::new();
+                d.insert(k("name"), Value::str(&format!("svc-{i}")));
+                d.insert(k("port"), Value::Int(i));
+                Value::from(d)
+            })
+            .collect();
+        let mut top = crate::value::Dict::new();
+        top.insert(k("items"), Value::from(items));
+        top.insert(k("n"), Value::Int(1));
+        let v = Value::from(top);
+        let o = PrintOpts::default();
+        let mut buf = Vec::new();
+        write_yaml(&v, o, &mut buf).unwrap();
+        assert!(buf.len() > 4 * CHUNK);
+        assert_eq!(String::from_utf8(buf).unwrap(), to_yaml(&v, o));
     }
 
     #[test]

@@ -17,8 +17,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
 pub use ops::{
-    BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos, union,
-    union_owned,
+    BinOp, CmpOp, Rebuild, binary, compare, merge_entry_with, unary_invert, unary_neg, unary_not,
+    unary_pos, union, union_owned, union_with,
 };
 pub use strfmt::{to_repr, to_str};
 
@@ -121,7 +121,54 @@ impl Unit {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dict {
     pub map: Map,
-    pub ops: Option<FxHashMap<Str, (ConfigOp, Option<i64>)>>,
+    pub ops: Option<Ops>,
+}
+
+/// The non-`:` operators of a dict's entries. Most configs have a handful, kept in a small
+/// vector (a hash table costs ~150 bytes even for one entry); many switch to a table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ops {
+    Few(Vec<(Str, (ConfigOp, Option<i64>))>),
+    Many(FxHashMap<Str, (ConfigOp, Option<i64>)>),
+}
+
+/// Entries up to which [`Ops`] stays a vector.
+const FEW_OPS: usize = 16;
+
+impl Ops {
+    fn get(&self, k: &str) -> Option<(ConfigOp, Option<i64>)> {
+        match self {
+            Ops::Few(v) => v.iter().find(|(x, _)| &**x == k).map(|(_, o)| *o),
+            Ops::Many(m) => m.get(k).copied(),
+        }
+    }
+    fn remove(&mut self, k: &str) {
+        match self {
+            Ops::Few(v) => v.retain(|(x, _)| &**x != k),
+            Ops::Many(m) => {
+                m.remove(k);
+            }
+        }
+    }
+    fn insert(&mut self, k: Str, o: (ConfigOp, Option<i64>)) {
+        match self {
+            Ops::Few(v) => {
+                if let Some(slot) = v.iter_mut().find(|(x, _)| *x == k) {
+                    slot.1 = o;
+                } else if v.len() < FEW_OPS {
+                    v.push((k, o));
+                } else {
+                    let mut m: FxHashMap<Str, (ConfigOp, Option<i64>)> =
+                        std::mem::take(v).into_iter().collect();
+                    m.insert(k, o);
+                    *self = Ops::Many(m);
+                }
+            }
+            Ops::Many(m) => {
+                m.insert(k, o);
+            }
+        }
+    }
 }
 
 impl Dict {
@@ -143,7 +190,7 @@ impl Dict {
     pub fn op_of(&self, k: &str) -> (ConfigOp, Option<i64>) {
         self.ops
             .as_ref()
-            .and_then(|o| o.get(k).copied())
+            .and_then(|o| o.get(k))
             .unwrap_or((ConfigOp::Union, None))
     }
     pub fn set_op(&mut self, k: Str, op: ConfigOp, index: Option<i64>) {
@@ -154,7 +201,7 @@ impl Dict {
             return;
         }
         self.ops
-            .get_or_insert_with(Default::default)
+            .get_or_insert_with(|| Ops::Few(Vec::with_capacity(1)))
             .insert(k, (op, index));
     }
     pub fn len(&self) -> usize {
@@ -175,17 +222,44 @@ pub struct SchemaInst {
     pub ty: Option<Rc<dyn Any>>,
     /// Where it was instantiated (for errors reported later, e.g. missing attributes).
     pub span: Option<crate::ast::Span>,
-    /// The config and arguments it was built from, so a later merge (`inst | {...}`, repeated
-    /// `a: S {...}`) can rebuild it with computed attributes re-evaluated.
+    /// Which attributes came from its config, and its arguments, so a later merge
+    /// (`inst | {...}`, repeated `a: S {...}`, a dict merged into a nested instance) can
+    /// rebuild it with computed attributes re-evaluated and checks run again.
     pub origin: Option<Rc<Origin>>,
 }
 
-/// What a schema instance was instantiated with.
-#[derive(Debug, Clone)]
+/// What a schema instance was instantiated with. The config itself is not kept: its keys are,
+/// and their values are the instance's final attribute values (as upstream rebuilds), so
+/// instances made from configs of one shape share one `Origin`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Origin {
-    pub config: Rc<Dict>,
+    /// Config keys in order; `true` when the entry replaced the attribute (`=`, `+=`) rather
+    /// than merging with its default (`:`).
+    pub keys: ConfigKeys,
     pub args: Vec<Value>,
     pub kwargs: Vec<(Str, Value)>,
+}
+
+/// The keys of an instance's config; `true` marks an entry that replaced the attribute.
+pub type ConfigKeys = Rc<[(Str, bool)]>;
+
+impl SchemaInst {
+    /// The config this instance is equivalent to: its config keys with their final values.
+    pub fn config(&self) -> Dict {
+        let Some(o) = &self.origin else {
+            return self.attrs.clone();
+        };
+        let mut d = Dict::with_capacity(o.keys.len());
+        for (k, replaced) in o.keys.iter() {
+            if let Some(v) = self.attrs.map.get(k) {
+                d.map.insert(k.clone(), v.clone());
+                if *replaced {
+                    d.set_op(k.clone(), ConfigOp::Override, None);
+                }
+            }
+        }
+        d
+    }
 }
 
 impl PartialEq for SchemaInst {

@@ -419,22 +419,45 @@ fn contains(container: &Value, item: &Value) -> RtResult<bool> {
 /// different non-config values for one key are an error (the `:` rule).
 pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
     let mut out = a.clone();
-    union_into(&mut out, b, check_conflict, 0)?;
+    union_into::<RtError>(&mut out, b, check_conflict, 0, None)?;
     Ok(out)
 }
 
 /// [`union`] consuming `a`: when nothing else shares it, it is updated in place (no copy).
 pub fn union_owned(mut a: Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
-    union_into(&mut a, b, check_conflict, 0)?;
+    union_into::<RtError>(&mut a, b, check_conflict, 0, None)?;
     Ok(a)
 }
 
-fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<()> {
+/// Re-creates a schema instance with more config merged into the config it was built from
+/// (`None`: it cannot be rebuilt, its attributes are merged instead). The evaluator supplies
+/// it so a dict merged into a nested instance is coerced and checked like a fresh instance.
+pub type Rebuild<'a, E> = &'a dyn Fn(&Value, &Value) -> Result<Option<Value>, E>;
+
+/// [`union_owned`] that rebuilds the schema instances it merges into through `rb`.
+pub fn union_with<E: From<RtError>>(
+    mut a: Value,
+    b: &Value,
+    check_conflict: bool,
+    rb: Rebuild<'_, E>,
+) -> Result<Value, E> {
+    union_into(&mut a, b, check_conflict, 0, Some(rb))?;
+    Ok(a)
+}
+
+fn union_into<E: From<RtError>>(
+    a: &mut Value,
+    b: &Value,
+    check: bool,
+    depth: usize,
+    rb: Option<Rebuild<'_, E>>,
+) -> Result<(), E> {
     if depth > super::MAX_DEPTH {
         return Err(RtError::new(
             super::ErrKind::RecursionLimit,
             "maximum recursion depth exceeded",
-        ));
+        )
+        .into());
     }
     match (&*a, b) {
         (Value::List(_), Value::List(y)) => {
@@ -442,7 +465,7 @@ fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<(
             let x = Rc::make_mut(x);
             for (i, v) in y.iter().enumerate() {
                 if i < x.len() {
-                    union_into(&mut x[i], v, check, depth + 1)?;
+                    union_into(&mut x[i], v, check, depth + 1, rb)?;
                 } else {
                     x.push(v.clone());
                 }
@@ -450,11 +473,17 @@ fn union_into(a: &mut Value, b: &Value, check: bool, depth: usize) -> RtResult<(
             Ok(())
         }
         (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
+            if let (Some(rb), Value::Schema(_)) = (rb, &*a)
+                && let Some(v) = rb(a, b)?
+            {
+                *a = v;
+                return Ok(());
+            }
             let bd = b.as_dict().unwrap();
             let ad = a.dict_mut().unwrap();
             for (k, v) in &bd.map {
                 let (op, index) = bd.op_of(k);
-                merge_entry(ad, k, v, op, index, check, depth)?;
+                merge_entry_in(ad, k, v, op, index, check, depth, rb)?;
             }
             Ok(())
         }
@@ -476,6 +505,32 @@ pub fn merge_entry(
     check: bool,
     depth: usize,
 ) -> RtResult<()> {
+    merge_entry_in::<RtError>(d, k, v, op, index, check, depth, None)
+}
+
+/// [`merge_entry`] that rebuilds the schema instances it merges into through `rb`.
+pub fn merge_entry_with<E: From<RtError>>(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    rb: Rebuild<'_, E>,
+) -> Result<(), E> {
+    merge_entry_in(d, k, v, op, index, false, 0, Some(rb))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn merge_entry_in<E: From<RtError>>(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+    depth: usize,
+    rb: Option<Rebuild<'_, E>>,
+) -> Result<(), E> {
     match op {
         ConfigOp::Override => {
             if let Some(i) = index {
@@ -487,7 +542,8 @@ pub fn merge_entry(
                             return Err(RtError::eval(format!(
                                 "index out of bounds: the len is {} but the index is {i}",
                                 l.len()
-                            )));
+                            ))
+                            .into());
                         }
                         if v.is_undefined() {
                             l.remove(idx as usize);
@@ -498,7 +554,7 @@ pub fn merge_entry(
                     _ => {
                         return Err(RtError::eval(format!(
                             "only list attribute can be inserted value, the attribute '{k}' is not a list"
-                        )));
+                        )).into());
                     }
                 }
             } else {
@@ -518,7 +574,8 @@ pub fn merge_entry(
                                 return Err(RtError::eval(format!(
                                     "insertion index (is {i}) should be <= len (is {})",
                                     x.len()
-                                )));
+                                ))
+                                .into());
                             }
                             for (j, item) in y.iter().enumerate() {
                                 x.insert(idx as usize + j, item.clone());
@@ -529,11 +586,12 @@ pub fn merge_entry(
                     Value::from(x)
                 }
                 (Value::None | Value::Undefined, Value::List(_)) => match index {
-                    Some(i) if i < 0 => return Err(RtError::eval("index out of bounds")),
+                    Some(i) if i < 0 => return Err(RtError::eval("index out of bounds").into()),
                     Some(i) if i > 0 => {
                         return Err(RtError::eval(format!(
                             "insertion index (is {i}) should be <= len (is 0)"
-                        )));
+                        ))
+                        .into());
                     }
                     _ => v.clone(),
                 },
@@ -559,9 +617,10 @@ pub fn merge_entry(
                         "conflicting values on the attribute '{k}' between {} and {}",
                         super::to_repr(cur),
                         super::to_repr(v)
-                    )));
+                    ))
+                    .into());
                 }
-                union_into(cur, v, check, depth + 1)?;
+                union_into(cur, v, check, depth + 1, rb)?;
             }
             None => {
                 d.map.insert(k.clone(), v.clone());
