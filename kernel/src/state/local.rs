@@ -320,8 +320,13 @@ impl StateStore for LocalStore {
     }
 
     fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
+        let path = self.run_path(run.id);
+        // Like the remote backends: only a created run can be updated.
+        if !path.is_file() {
+            return Err(StateError::NoSuchRun(run.id));
+        }
         let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
-        self.write_atomic(&self.run_path(run.id), &bytes)
+        self.write_atomic(&path, &bytes)
     }
 
     fn runs(&self) -> Result<Vec<RunRecord>, StateError> {

@@ -8,7 +8,10 @@
 //!   sees half of a checkpoint;
 //! - the lease and release numbering are decided under a transaction-scoped advisory lock on the
 //!   stack, and lease times come from the server's clock, so clients with skewed clocks agree on
-//!   expiry.
+//!   expiry;
+//! - `kusionctl run` records are rows of their own table, numbered under the same lock (so
+//!   concurrent runs get distinct, gap-free ids) and each written in one statement: a run that
+//!   dies midway leaves its last complete row (status `running`), never a torn one.
 //!
 //! `postgres::Client` runs its own Tokio runtime and must not be called from inside another
 //! one, while the kernel calls stores from async and plain threads alike; so the client lives on
@@ -21,7 +24,8 @@ use postgres::{Client, IsolationLevel, NoTls, Transaction};
 
 use super::local::{holder_is_dead, random_token};
 use super::{
-    JournalRecord, Lease, LeaseHolder, Release, State, StateError, StateStore, format_time,
+    JournalRecord, Lease, LeaseHolder, Release, RunRecord, State, StateError, StateStore,
+    format_time,
 };
 
 type Job = Box<dyn FnOnce(&mut Option<Client>) + Send>;
@@ -56,6 +60,12 @@ CREATE TABLE IF NOT EXISTS kusion_release (
     revision bigint NOT NULL,
     body text NOT NULL,
     PRIMARY KEY (stack, revision)
+);
+CREATE TABLE IF NOT EXISTS kusion_run (
+    stack text NOT NULL,
+    id bigint NOT NULL,
+    body text NOT NULL,
+    PRIMARY KEY (stack, id)
 );
 ";
 
@@ -477,5 +487,71 @@ impl StateStore for PostgresStore {
         let body = body.ok_or(StateError::NoSuchRelease(revision))?;
         serde_json::from_str(&body)
             .map_err(|e| self.corrupt(&format!("kusion_release {revision}"), e))
+    }
+
+    fn create_run(&self, run: &mut RunRecord) -> Result<u64, StateError> {
+        let mut owned = run.clone();
+        let location = self.location();
+        let numbered = self.try_call(move |c, stack| {
+            let mut tx = c.transaction()?;
+            // Runs do not take the stack's lease (they change live objects, not state), so the
+            // advisory lock alone keeps concurrent runs from picking the same id.
+            lock_stack(&mut tx, stack)?;
+            let last: i64 = tx
+                .query_one(
+                    "SELECT coalesce(max(id), 0)::bigint FROM kusion_run WHERE stack = $1",
+                    &[&stack],
+                )?
+                .get(0);
+            owned.id = last as u64 + 1;
+            let body = serde_json::to_string(&owned).map_err(|e| {
+                Failure::State(StateError::Io {
+                    location: location.clone(),
+                    message: e.to_string(),
+                })
+            })?;
+            tx.execute(
+                "INSERT INTO kusion_run (stack, id, body) VALUES ($1, $2, $3)",
+                &[&stack, &(owned.id as i64), &body],
+            )?;
+            tx.commit()?;
+            Ok(owned.id)
+        })?;
+        run.id = numbered;
+        Ok(numbered)
+    }
+
+    fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
+        let body = serde_json::to_string(run).map_err(|e| self.io(e))?;
+        let id = run.id;
+        let updated = self.call(move |c, stack| {
+            c.execute(
+                "UPDATE kusion_run SET body = $3 WHERE stack = $1 AND id = $2",
+                &[&stack, &(id as i64), &body],
+            )
+        })?;
+        if updated == 0 {
+            return Err(StateError::NoSuchRun(id));
+        }
+        Ok(())
+    }
+
+    fn runs(&self) -> Result<Vec<RunRecord>, StateError> {
+        let bodies = self.call(|c, stack| {
+            Ok(c.query(
+                "SELECT id, body FROM kusion_run WHERE stack = $1 ORDER BY id",
+                &[&stack],
+            )?
+            .into_iter()
+            .map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1)))
+            .collect::<Vec<_>>())
+        })?;
+        bodies
+            .into_iter()
+            .map(|(id, body)| {
+                serde_json::from_str(&body)
+                    .map_err(|e| self.corrupt(&format!("kusion_run {id}"), e))
+            })
+            .collect()
     }
 }

@@ -7,7 +7,9 @@
 //! - `lease.json`: the lease, created with `If-None-Match: *` and replaced or deleted only with
 //!   `If-Match: <etag>` of the copy that was judged, so acquiring is one atomic compare-and-swap;
 //! - `releases/<revision>.json`: history, numbered by creating the next key with
-//!   `If-None-Match: *` (a lost race retries with the next number).
+//!   `If-None-Match: *` (a lost race retries with the next number);
+//! - `runs/<id>.json`: `kusionctl run` records, numbered the same way; each write is one PUT, so
+//!   a run that dies midway leaves its last whole record (status `running`).
 //!
 //! A checkpoint writes a snapshot whose serial is a new generation (one atomic PUT), then deletes
 //! the old generation's segments; a crash in between leaves segments nobody reads. Loading reads
@@ -28,11 +30,15 @@ use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
 use super::local::{holder_is_dead, random_token};
 use super::{
-    JournalRecord, Lease, LeaseHolder, Release, State, StateError, StateStore, format_time, now_ms,
+    JournalRecord, Lease, LeaseHolder, Release, RunRecord, State, StateError, StateStore,
+    format_time, now_ms,
 };
 
 const SIGNED_FOR: Duration = Duration::from_secs(300);
 const RELEASE_RETRIES: usize = 20;
+/// Runs do not hold the stack's lease, so many may start together (an alert storm): allow more
+/// lost races before giving up.
+const RUN_RETRIES: usize = 64;
 
 /// Where the bucket is and how to reach it.
 #[derive(Debug, Clone, Default)]
@@ -344,6 +350,23 @@ impl S3Store {
     }
 }
 
+impl S3Store {
+    fn run_key(&self, id: u64) -> String {
+        self.key(&format!("runs/{id:08}.json"))
+    }
+
+    fn run_numbers(&self) -> Result<Vec<u64>, StateError> {
+        let dir = self.key("runs/");
+        let mut numbers: Vec<u64> = self
+            .list(&dir)?
+            .into_iter()
+            .filter_map(|(k, _)| k.strip_prefix(&dir)?.strip_suffix(".json")?.parse().ok())
+            .collect();
+        numbers.sort_unstable();
+        Ok(numbers)
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Condition<'a> {
     None,
@@ -563,5 +586,44 @@ impl StateStore for S3Store {
         let key = self.release_key(revision);
         let (bytes, _) = self.get(&key)?.ok_or(StateError::NoSuchRelease(revision))?;
         serde_json::from_slice(&bytes).map_err(|e| self.corrupt(&key, e))
+    }
+
+    fn create_run(&self, run: &mut RunRecord) -> Result<u64, StateError> {
+        let mut next = self.run_numbers()?.last().copied().unwrap_or(0) + 1;
+        for _ in 0..RUN_RETRIES {
+            run.id = next;
+            let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
+            if self.put(&self.run_key(next), &bytes, Condition::Absent)? {
+                return Ok(next);
+            }
+            // Someone took `next`; others may have gone further meanwhile, so look again
+            // rather than probing one number at a time.
+            let last = self.run_numbers()?.last().copied().unwrap_or(0);
+            next = (next + 1).max(last + 1);
+        }
+        Err(self.io("could not number a new run: too many concurrent writers"))
+    }
+
+    fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
+        let key = self.run_key(run.id);
+        // Only a run that was created can be updated (as on the other backends); the check and
+        // the write are not one step, but ids are never deleted, so it cannot go stale.
+        if self.get(&key)?.is_none() {
+            return Err(StateError::NoSuchRun(run.id));
+        }
+        let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
+        self.put(&key, &bytes, Condition::None)?;
+        Ok(())
+    }
+
+    fn runs(&self) -> Result<Vec<RunRecord>, StateError> {
+        self.run_numbers()?
+            .into_iter()
+            .map(|id| {
+                let key = self.run_key(id);
+                let (bytes, _) = self.get(&key)?.ok_or(StateError::NoSuchRun(id))?;
+                serde_json::from_slice(&bytes).map_err(|e| self.corrupt(&key, e))
+            })
+            .collect()
     }
 }
