@@ -128,6 +128,7 @@ fn state_of(spec: &Spec) -> State {
                 sensitive_paths: vec![],
                 pending: false,
                 updated_at: 0,
+                target: None,
             },
         );
     }

@@ -18,7 +18,9 @@ use crate::diff;
 use crate::plan::{Action, Plan, Step, call};
 use crate::reference::{self, Lookup};
 use crate::registry::Registry;
-use crate::state::{IntentKind, JournalRecord, State, StateEntry, StateError, StateStore, now_ms};
+use crate::state::{
+    IntentKind, JournalRecord, State, StateEntry, StateError, StateStore, now_ms, state_key,
+};
 use crate::walk::{NodeResult, walk};
 
 /// How to execute.
@@ -78,6 +80,7 @@ pub enum Event {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepReport {
+    /// The state key (`id`, or `id@target`).
     pub id: String,
     pub action: Action,
     pub outcome: Outcome,
@@ -273,13 +276,25 @@ struct ExecContext {
     journal: Journal,
     options: ApplyOptions,
     known: HashSet<String>,
-    /// Attributes each resource got in this run (for `$kusion_path`).
+    /// State keys of the spec's resources by ID, when some resource has a target.
+    keys_by_id: HashMap<String, Vec<String>>,
+    /// Attributes each resource got in this run, by state key (for `$kusion_path`).
     applied: Mutex<HashMap<String, Map<String, Value>>>,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
 }
 
 impl ExecContext {
+    /// The state key a bare ID in a reference names, seen from a resource in `target`: the
+    /// resource with that ID in the same target, else the only one (as the DAG decided).
+    fn key_of(&self, id: &str, target: Option<&str>) -> String {
+        match self.keys_by_id.get(id) {
+            Some(keys) if keys.len() > 1 => state_key(id, target),
+            Some(keys) => keys[0].clone(),
+            None => id.to_string(),
+        }
+    }
+
     fn emit(&self, event: Event) {
         if let Some(tx) = &self.events {
             let _ = tx.send(event);
@@ -298,18 +313,18 @@ pub fn execute(
     events: Option<mpsc::UnboundedSender<Event>>,
 ) -> Result<(ApplyReport, State), StateError> {
     let journal = Journal::start(store, plan.steps.len());
-    let intents: Vec<JournalRecord> = plan
-        .steps
-        .iter()
-        .filter_map(|s| {
-            let kind = intent_kind(s.action)?;
-            let resource = s.planned.or_else(|| s.prior.map(|p| &p.resource))?;
-            Some(JournalRecord::Intent {
-                kind,
-                resource: resource.clone(),
-            })
+    // Re-keyed entries move first, in the same durable write as the intents that name them
+    // by their new keys.
+    let mut intents: Vec<JournalRecord> = plan.moves.clone();
+    intents.extend(plan.steps.iter().filter_map(|s| {
+        let kind = intent_kind(s.action)?;
+        let resource = s.planned.or_else(|| s.prior.map(|p| &p.resource))?;
+        Some(JournalRecord::Intent {
+            kind,
+            resource: resource.clone(),
+            target: s.target.clone(),
         })
-        .collect();
+    }));
     if let Err(e) = journal.write(intents) {
         let _ = journal.finish();
         return Err(StateError::Io {
@@ -324,11 +339,21 @@ pub fn execute(
         .filter(|s| s.planned.is_some())
         .map(|s| s.id.clone())
         .collect();
+    let mut keys_by_id: HashMap<String, Vec<String>> = HashMap::new();
+    if plan.steps.iter().any(|s| s.target.is_some()) {
+        for s in plan.steps.iter().filter(|s| s.planned.is_some()) {
+            keys_by_id
+                .entry(s.id.clone())
+                .or_default()
+                .push(s.key.clone());
+        }
+    }
     let cx = ExecContext {
         registry: registry.clone(),
         journal,
         options: options.clone(),
         known: spec_ids,
+        keys_by_id,
         applied: Mutex::new(HashMap::new()),
         events,
         cancel: cancel.clone(),
@@ -349,24 +374,28 @@ pub fn execute(
         let outcome = match result {
             NodeResult::Done(()) => Outcome::Succeeded,
             NodeResult::Failed(e) => Outcome::Failed(e),
-            NodeResult::Skipped(d) => Outcome::Skipped(format!("{} did not succeed", steps[d].id)),
+            NodeResult::Skipped(d) => Outcome::Skipped(format!("{} did not succeed", steps[d].key)),
             NodeResult::Cancelled => Outcome::Cancelled,
         };
         if matches!(outcome, Outcome::Skipped(_) | Outcome::Cancelled) {
             if intent_kind(step.action).is_some() {
                 reverts.push(JournalRecord::Revert {
-                    id: step.id.clone(),
-                    previous: step.prior.cloned(),
+                    id: step.key.clone(),
+                    // A re-keyed prior is restored under its new key, with its target.
+                    previous: step.prior.map(|p| StateEntry {
+                        target: step.target.clone(),
+                        ..p.clone()
+                    }),
                 });
             }
             cx.emit(Event::Finished {
-                id: step.id.clone(),
+                id: step.key.clone(),
                 action: step.action,
                 outcome: outcome.clone(),
             });
         }
         report.steps.push(StepReport {
-            id: step.id.clone(),
+            id: step.key.clone(),
             action: step.action,
             outcome,
         });
@@ -382,7 +411,7 @@ pub fn execute(
 
 fn execute_one(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
     cx.emit(Event::Started {
-        id: step.id.clone(),
+        id: step.key.clone(),
         action: step.action,
     });
     let result = run_step(step, cx);
@@ -391,7 +420,7 @@ fn execute_one(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
         Err(e) => Outcome::Failed(e.clone()),
     };
     cx.emit(Event::Finished {
-        id: step.id.clone(),
+        id: step.key.clone(),
         action: step.action,
         outcome,
     });
@@ -415,7 +444,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
             cx.applied
                 .lock()
                 .map_err(|_| "poisoned")?
-                .insert(step.id.clone(), live.attributes.clone());
+                .insert(step.key.clone(), live.attributes.clone());
             if step.action == Action::Import {
                 let entry = StateEntry {
                     resource: recorded(planned, live, &cx.known),
@@ -423,6 +452,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                     sensitive_paths: step.sensitive.iter().map(|p| p.to_string()).collect(),
                     pending: false,
                     updated_at: now_ms(),
+                    target: step.target.clone(),
                 };
                 cx.journal.write(vec![JournalRecord::Applied { entry }])?;
             }
@@ -433,7 +463,9 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
             let resolved = {
                 let applied = cx.applied.lock().map_err(|_| "poisoned")?;
                 let (resolved, unresolved) =
-                    reference::resolve(planned, &cx.known, &|id| match applied.get(id) {
+                    reference::resolve(planned, &cx.known, &|id| match applied
+                        .get(&cx.key_of(id, step.target.as_deref()))
+                    {
                         Some(attrs) => Lookup::Known(attrs),
                         None => Lookup::Unknown,
                     })
@@ -487,6 +519,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                 sensitive_paths: sensitive,
                 pending: false,
                 updated_at: now_ms(),
+                target: step.target.clone(),
             };
             let attrs = entry.resource.attributes.clone();
             cx.journal.write(vec![JournalRecord::Applied {
@@ -495,7 +528,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
             cx.applied
                 .lock()
                 .map_err(|_| "poisoned")?
-                .insert(step.id.clone(), attrs);
+                .insert(step.key.clone(), attrs);
             let capable = cx
                 .registry
                 .info(&step.resource_type)
@@ -515,7 +548,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
             let rt = runtime.clone();
             call(timeout, move || rt.delete(&request))?;
             cx.journal.write(vec![JournalRecord::Deleted {
-                id: step.id.clone(),
+                id: step.key.clone(),
             }])?;
             Ok(())
         }
@@ -561,12 +594,12 @@ fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Resu
         match watch.poll(poll_for).map_err(|e| e.message)? {
             WatchPoll::Event(mut event) => {
                 if let (Some(expression), Some(hook)) = (rule, &hook) {
-                    judge_by_rule(&step.id, expression, &**hook, &mut event)?;
+                    judge_by_rule(&step.key, expression, &**hook, &mut event)?;
                 }
                 last_detail = event.detail.clone();
                 let health = event.health;
                 cx.emit(Event::Watch {
-                    id: step.id.clone(),
+                    id: step.key.clone(),
                     resource_type: step.resource_type.clone(),
                     event,
                 });

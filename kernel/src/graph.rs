@@ -20,6 +20,95 @@ pub enum GraphError {
     Reference(#[from] ReferenceError),
     #[error("resource {id:?}: dependsOn names {dependency:?}, which is not in the spec")]
     MissingDependency { id: String, dependency: String },
+    #[error(
+        "resource {key:?} refers to {reference:?}, which the spec holds for several targets ({candidates:?}) and none is its own"
+    )]
+    AmbiguousReference {
+        key: String,
+        reference: String,
+        candidates: Vec<String>,
+    },
+}
+
+/// Finds resources by ID when one ID may occur once per target (`id@target` state keys).
+///
+/// A dependency or reference by bare ID names the resource with that ID in the same target as
+/// the dependent, else the only resource with that ID. Resources with one ID are chained
+/// (`first` + `next`) so the common case, one resource per ID, costs one hash lookup and no
+/// allocation per resource.
+pub struct KeyIndex<'a> {
+    first: HashMap<&'a str, u32>,
+    next: Vec<u32>,
+    targets: Vec<Option<&'a str>>,
+}
+
+const END: u32 = u32::MAX;
+
+impl crate::reference::KnownIds for KeyIndex<'_> {
+    fn has(&self, id: &str) -> bool {
+        self.contains(id)
+    }
+}
+
+/// Which resources a bare ID names, seen from one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pick {
+    None,
+    One(usize),
+    /// Several targets hold the ID and none is the asker's.
+    Many(Vec<usize>),
+}
+
+impl<'a> KeyIndex<'a> {
+    /// Index `(id, target)` pairs by position.
+    pub fn new(items: impl ExactSizeIterator<Item = (&'a str, Option<&'a str>)>) -> KeyIndex<'a> {
+        let mut index = KeyIndex {
+            first: HashMap::with_capacity(items.len()),
+            next: Vec::with_capacity(items.len()),
+            targets: Vec::with_capacity(items.len()),
+        };
+        for (i, (id, target)) in items.enumerate() {
+            let previous = index.first.insert(id, i as u32).unwrap_or(END);
+            index.next.push(previous);
+            index.targets.push(target);
+        }
+        index
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.first.contains_key(id)
+    }
+
+    fn chain(&self, id: &str) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.first.get(id).copied().unwrap_or(END);
+        std::iter::from_fn(move || {
+            (at != END).then(|| {
+                let here = at as usize;
+                at = self.next[here];
+                here
+            })
+        })
+    }
+
+    /// The resource `id` names for a resource in `target`.
+    pub fn pick(&self, id: &str, target: Option<&str>) -> Pick {
+        let mut all = self.chain(id);
+        let Some(first) = all.next() else {
+            return Pick::None;
+        };
+        let Some(second) = all.next() else {
+            return Pick::One(first);
+        };
+        let mut candidates = vec![first, second];
+        candidates.extend(all);
+        match candidates.iter().find(|&&i| self.targets[i] == target) {
+            Some(&i) => Pick::One(i),
+            None => {
+                candidates.sort_unstable();
+                Pick::Many(candidates)
+            }
+        }
+    }
 }
 
 /// A validated, acyclic dependency graph over resource IDs.
@@ -33,32 +122,55 @@ pub struct Dag {
 
 impl Dag {
     /// Build the graph of a spec from `dependsOn` and implicit references, reject cycles and
-    /// remove edges implied by others.
+    /// remove edges implied by others. Nodes are named by resource ID.
     pub fn build(spec: &Spec) -> Result<Dag, GraphError> {
-        let known: HashSet<&str> = spec.resources.iter().map(|r| r.id.as_str()).collect();
+        Dag::build_targeted(spec, &[])
+    }
+
+    /// [`Dag::build`] for a spec whose resources live in targets (`targets[i]` for resource
+    /// `i`; an empty slice means none): nodes are named by state key (`id@target`), node `i` is
+    /// resource `i`, and a bare ID names the resource in the dependent's own target first (see
+    /// [`KeyIndex`]). A `dependsOn` naming an ID held by several other targets depends on all.
+    pub fn build_targeted(spec: &Spec, targets: &[Option<String>]) -> Result<Dag, GraphError> {
+        let target = |i: usize| targets.get(i).and_then(|t| t.as_deref());
+        let index = KeyIndex::new(
+            spec.resources
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.id.as_str(), target(i))),
+        );
         let mut edges = Vec::new();
-        let position: HashMap<&str, usize> = spec
-            .resources
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.id.as_str(), i))
-            .collect();
+        let key = |i: usize| crate::state::state_key(&spec.resources[i].id, target(i));
         for (i, resource) in spec.resources.iter().enumerate() {
             for dependency in &resource.depends_on {
-                let from = *position.get(dependency.as_str()).ok_or_else(|| {
-                    GraphError::MissingDependency {
-                        id: resource.id.clone(),
-                        dependency: dependency.clone(),
+                match index.pick(dependency, target(i)) {
+                    Pick::One(from) => edges.push((from, i)),
+                    Pick::Many(all) => edges.extend(all.into_iter().map(|from| (from, i))),
+                    Pick::None => {
+                        return Err(GraphError::MissingDependency {
+                            id: key(i),
+                            dependency: dependency.clone(),
+                        });
                     }
-                })?;
-                edges.push((from, i));
+                }
             }
-            for reference in references_of(resource, &known)? {
-                edges.push((position[reference.id.as_str()], i));
+            for reference in references_of(resource, &index)? {
+                match index.pick(&reference.id, target(i)) {
+                    Pick::One(from) => edges.push((from, i)),
+                    Pick::Many(all) => {
+                        return Err(GraphError::AmbiguousReference {
+                            key: key(i),
+                            reference: reference.id,
+                            candidates: all.into_iter().map(key).collect(),
+                        });
+                    }
+                    // references_of only reports IDs the index knows.
+                    Pick::None => {}
+                }
             }
         }
-        let ids = spec.resources.iter().map(|r| r.id.clone()).collect();
-        Dag::from_edges(ids, edges)
+        let names = (0..spec.resources.len()).map(key).collect();
+        Dag::from_edges(names, edges)
     }
 
     /// Build from node names and `(dependency, dependent)` index pairs.
@@ -160,6 +272,14 @@ impl Dag {
     /// IDs in a valid creation order.
     pub fn order(&self) -> impl Iterator<Item = &str> {
         self.order.iter().map(|n| self.graph[*n].as_str())
+    }
+
+    /// Direct (reduced) dependencies of node `i` (resource `i` of the spec it was built from),
+    /// as node indices.
+    pub fn dependency_indices(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        self.graph
+            .neighbors_directed(NodeIndex::new(i), Direction::Incoming)
+            .map(|n| n.index())
     }
 
     /// Direct (reduced) dependencies of `id`.

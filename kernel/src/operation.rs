@@ -51,9 +51,10 @@ pub enum Applied {
 /// The spec as kept in history: values of sensitive fields masked, so no secret rests there.
 fn masked_spec(spec: &Spec, plan: &Plan<'_>) -> Spec {
     let mut masked = spec.clone();
-    for resource in &mut masked.resources {
+    // The plan's first steps are the spec's resources, in order.
+    for (i, resource) in masked.resources.iter_mut().enumerate() {
         let mut sensitive = crate::diff::builtin_sensitive_paths(resource);
-        if let Some(step) = plan.steps.iter().find(|s| s.id == resource.id) {
+        if let Some(step) = plan.steps.get(i).filter(|s| s.id == resource.id) {
             sensitive.extend(step.sensitive.iter().cloned());
         }
         if sensitive.is_empty() {
@@ -181,6 +182,11 @@ fn apply_locked(
     let plan = plan::compute(spec, &state, &stack.registry, plan_options, &cancel)?;
     let view = plan.view();
     if !plan.has_changes() && !state.resources.values().any(|e| e.pending) {
+        // Entries recorded before targets existed still get their qualified keys (under the
+        // lease, one durable write), though nothing else changes.
+        if !plan.moves.is_empty() {
+            stack.store.append(&plan.moves)?;
+        }
         return Ok(Applied::NothingToDo(view));
     }
     if !confirm(&view) {

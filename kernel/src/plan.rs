@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::diff::{self, FieldChange};
-use crate::graph::{Dag, GraphError};
+use crate::graph::{Dag, GraphError, KeyIndex, Pick};
 use crate::reference::{self, Lookup, ReferenceError};
 use crate::registry::Registry;
 use crate::spec::{Spec, SpecError};
-use crate::state::{State, StateEntry};
+use crate::state::{JournalRecord, State, StateEntry, state_key};
 use crate::walk::{NodeResult, walk};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -57,6 +57,10 @@ impl std::fmt::Display for Action {
 #[derive(Debug, Clone)]
 pub struct Step<'a> {
     pub id: String,
+    /// Where the resource lives, as its runtime names it (`Runtime::target`).
+    pub target: Option<String>,
+    /// The state key: `id`, or `id@target`.
+    pub key: String,
     pub resource_type: String,
     pub action: Action,
     /// The resource from the spec, references unresolved (None for deletes).
@@ -106,6 +110,10 @@ pub struct Plan<'a> {
     pub deps: Vec<Vec<usize>>,
     /// Every ID a `$kusion_path` may name (spec and state).
     pub known_ids: Vec<String>,
+    /// State entries recorded without a target whose runtime now names one: `Moved` records
+    /// that re-key them (`id` -> `id@target`), journaled before anything else happens. Steps
+    /// already use the new keys and have the old entries as their prior.
+    pub moves: Vec<crate::state::JournalRecord>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +130,9 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepView {
     pub id: String,
+    /// The target (cluster) when the resource's runtime names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     #[serde(rename = "type")]
     pub resource_type: String,
     pub action: Action,
@@ -155,6 +166,7 @@ impl Plan<'_> {
                     diff::mask_changes(&mut changes, &step.sensitive);
                     StepView {
                         id: step.id.clone(),
+                        target: step.target.clone(),
                         resource_type: step.resource_type.clone(),
                         action: step.action,
                         changes,
@@ -222,6 +234,8 @@ pub enum PlanError {
     Reference(#[from] ReferenceError),
     #[error("no runtime serves type {resource_type:?} (resource {id:?})")]
     NoRuntime { id: String, resource_type: String },
+    #[error("resource {id:?}: its runtime cannot name its target: {message}")]
+    Target { id: String, message: String },
     #[error("planning failed for {} resource(s):\n{}", .0.len(), .0.iter().map(|(id, e)| format!("  {id}: {e}")).collect::<Vec<_>>().join("\n"))]
     Resources(Vec<(String, String)>),
 }
@@ -288,29 +302,40 @@ fn attrs_value(r: &Resource) -> Value {
 
 /// Dependencies of state resources among themselves (explicit and implicit), as indices into
 /// `ids`, used to order deletions in reverse.
-fn prior_edges(entries: &[&StateEntry]) -> Vec<(usize, usize)> {
-    let known: HashSet<&str> = entries.iter().map(|e| e.resource.id.as_str()).collect();
-    let pos: HashMap<&str, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.resource.id.as_str(), i))
-        .collect();
+fn prior_edges(entries: &[(&StateEntry, Option<&str>)]) -> Vec<(usize, usize)> {
+    let index = KeyIndex::new(entries.iter().map(|(e, t)| (e.resource.id.as_str(), *t)));
     let mut edges = Vec::new();
-    for (i, e) in entries.iter().enumerate() {
+    for (i, (e, target)) in entries.iter().enumerate() {
+        let mut add = |id: &str| match index.pick(id, *target) {
+            Pick::One(j) => edges.push((j, i)),
+            // Deleted only after every target's dependent is gone: the safe order.
+            Pick::Many(all) => edges.extend(all.into_iter().map(|j| (j, i))),
+            Pick::None => {}
+        };
         for d in &e.resource.depends_on {
-            if let Some(&j) = pos.get(d.as_str()) {
-                edges.push((j, i));
-            }
+            add(d);
         }
         // References that no longer resolve (a renamed target) simply add no edge.
-        if let Ok(refs) = reference::references_of(&e.resource, &known) {
-            edges.extend(
-                refs.iter()
-                    .filter_map(|r| pos.get(r.id.as_str()).map(|&j| (j, i))),
-            );
+        if let Ok(refs) = reference::references_of(&e.resource, &index) {
+            for r in &refs {
+                add(&r.id);
+            }
         }
     }
+    edges.retain(|(j, i)| j != i);
     edges
+}
+
+/// The target of a resource, as its runtime names it.
+fn target_of(registry: &Registry, resource: &Resource) -> Result<Option<String>, PlanError> {
+    match registry.get(&resource.resource_type) {
+        Some(runtime) => runtime.target(resource).map_err(|e| PlanError::Target {
+            id: resource.id.clone(),
+            message: e.message,
+        }),
+        // Reported by validation (unknown type) or as NoRuntime.
+        None => Ok(None),
+    }
 }
 
 /// Compute the plan for converging `state` to `spec` (or deleting everything, for destroy).
@@ -325,36 +350,82 @@ pub fn compute<'a>(
         resources: Vec::new(),
     };
     let spec = if options.destroy { &NOTHING } else { spec };
-    spec.validate(&registry.types())?;
-    let dag = Dag::build(spec)?;
+    let targets: Vec<Option<String>> = spec
+        .resources
+        .iter()
+        .map(|r| target_of(registry, r))
+        .collect::<Result<_, _>>()?;
+    // Runtimes without targets (the common case) need no per-resource target bookkeeping.
+    let targeted = targets.iter().any(Option::is_some);
+    let no_targets: &[Option<String>] = &[];
+    let targets_arg = if targeted { &targets[..] } else { no_targets };
+    spec.validate_targeted(&registry.types(), targets_arg)?;
+    let dag = Dag::build_targeted(spec, targets_arg)?;
+
+    let keys: Vec<String> = spec
+        .resources
+        .iter()
+        .zip(&targets)
+        .map(|(r, t)| state_key(&r.id, t.as_deref()))
+        .collect();
+    let spec_keys: HashSet<&str> = keys.iter().map(String::as_str).collect();
+    let spec_ids: HashSet<&str> = if targeted {
+        spec.resources.iter().map(|r| r.id.as_str()).collect()
+    } else {
+        HashSet::new()
+    };
+
+    // Entries recorded before their runtime named targets are re-keyed under the target the
+    // runtime names for the recorded resource (whose extensions still say where it went). Only
+    // IDs the spec uses can collide, so only those are asked.
+    let mut moved: HashMap<String, &StateEntry> = HashMap::new();
+    let mut moved_away: HashSet<&str> = HashSet::new();
+    let mut moves = Vec::new();
+    for (key, entry) in &state.resources {
+        if entry.target.is_some() || !spec_ids.contains(entry.resource.id.as_str()) {
+            continue;
+        }
+        let Some(target) = target_of(registry, &entry.resource)? else {
+            continue;
+        };
+        let to = state_key(&entry.resource.id, Some(&target));
+        moved_away.insert(key.as_str());
+        moves.push(JournalRecord::Moved {
+            from: key.clone(),
+            to: to.clone(),
+            target,
+        });
+        // An entry already recorded under the qualified key is the newer one and wins.
+        if !state.resources.contains_key(&to) {
+            moved.insert(to, entry);
+        }
+    }
+    let prior_of = |key: &str| -> Option<&'a StateEntry> {
+        match state.resources.get(key) {
+            Some(_) if moved_away.contains(key) => None,
+            Some(entry) => Some(entry),
+            None => moved.get(key).copied(),
+        }
+    };
 
     let mut steps: Vec<Step> = Vec::with_capacity(spec.resources.len());
     let mut deps: Vec<Vec<usize>> = Vec::with_capacity(spec.resources.len());
-    let position: HashMap<&str, usize> = spec
-        .resources
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
-    for resource in &spec.resources {
+    for (i, resource) in spec.resources.iter().enumerate() {
         if registry.get(&resource.resource_type).is_none() {
             return Err(PlanError::NoRuntime {
                 id: resource.id.clone(),
                 resource_type: resource.resource_type.clone(),
             });
         }
-        deps.push(
-            dag.dependencies(&resource.id)
-                .iter()
-                .map(|d| position[d])
-                .collect(),
-        );
+        deps.push(dag.dependency_indices(i).collect());
         steps.push(Step {
             id: resource.id.clone(),
+            target: targets[i].clone(),
+            key: keys[i].clone(),
             resource_type: resource.resource_type.clone(),
             action: Action::Create,
             planned: Some(resource),
-            prior: state.resources.get(&resource.id),
+            prior: prior_of(&keys[i]),
             live: None,
             live_private: None,
             expected: None,
@@ -365,13 +436,21 @@ pub fn compute<'a>(
     }
 
     // Resources only in state are deleted, dependents before their dependencies.
-    let gone: Vec<&StateEntry> = state
-        .resources
-        .values()
-        .filter(|e| !position.contains_key(e.resource.id.as_str()))
-        .collect();
+    let mut gone: Vec<(&StateEntry, Option<&str>, String)> = Vec::new();
+    for (key, entry) in &state.resources {
+        if moved_away.contains(key.as_str()) || spec_keys.contains(key.as_str()) {
+            continue;
+        }
+        gone.push((entry, entry.target.as_deref(), key.clone()));
+    }
+    for (key, entry) in &moved {
+        if !spec_keys.contains(key.as_str()) {
+            let target = key.rsplit_once('@').map(|(_, t)| t);
+            gone.push((entry, target, key.clone()));
+        }
+    }
     let first_delete = steps.len();
-    for entry in &gone {
+    for (entry, target, key) in &gone {
         if registry.get(&entry.resource.resource_type).is_none() {
             return Err(PlanError::NoRuntime {
                 id: entry.resource.id.clone(),
@@ -381,6 +460,8 @@ pub fn compute<'a>(
         let sensitive = sensitive_of(Some(&entry.resource), &entry.sensitive_paths);
         steps.push(Step {
             id: entry.resource.id.clone(),
+            target: target.map(str::to_string),
+            key: key.clone(),
             resource_type: entry.resource.resource_type.clone(),
             action: Action::Delete,
             planned: None,
@@ -394,13 +475,15 @@ pub fn compute<'a>(
         });
         deps.push(Vec::new());
     }
-    for (dependency, dependent) in prior_edges(&gone) {
+    let gone_targets: Vec<(&StateEntry, Option<&str>)> =
+        gone.iter().map(|(e, t, _)| (*e, *t)).collect();
+    for (dependency, dependent) in prior_edges(&gone_targets) {
         // Reversed: the dependency is deleted only after its dependent is gone.
         deps[first_delete + dependency].push(first_delete + dependent);
     }
 
     let mut known_ids: Vec<String> = spec.resources.iter().map(|r| r.id.clone()).collect();
-    known_ids.extend(gone.iter().map(|e| e.resource.id.clone()));
+    known_ids.extend(gone.iter().map(|(e, _, _)| e.resource.id.clone()));
 
     // Decide each spec resource along the DAG so references resolve against what their
     // targets are expected to become.
@@ -409,8 +492,12 @@ pub fn compute<'a>(
     let steps: Vec<RwLock<Step>> = steps.into_iter().map(RwLock::new).collect();
     let context = PlanContext {
         registry: registry.clone(),
-        known: spec.resources.iter().map(|r| r.id.as_str()).collect(),
-        position,
+        index: KeyIndex::new(
+            spec.resources
+                .iter()
+                .zip(&targets)
+                .map(|(r, t)| (r.id.as_str(), t.as_deref())),
+        ),
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
     };
@@ -426,13 +513,13 @@ pub fn compute<'a>(
     for (i, result) in results.into_iter().enumerate() {
         match result {
             NodeResult::Done(()) => {}
-            NodeResult::Failed(e) => failures.push((steps[i].id.clone(), e)),
+            NodeResult::Failed(e) => failures.push((steps[i].key.clone(), e)),
             NodeResult::Skipped(d) => failures.push((
-                steps[i].id.clone(),
-                format!("not planned: {} failed", steps[d].id),
+                steps[i].key.clone(),
+                format!("not planned: {} failed", steps[d].key),
             )),
             NodeResult::Cancelled => {
-                failures.push((steps[i].id.clone(), "not planned: interrupted".to_string()))
+                failures.push((steps[i].key.clone(), "not planned: interrupted".to_string()))
             }
         }
     }
@@ -443,14 +530,15 @@ pub fn compute<'a>(
         steps,
         deps,
         known_ids,
+        moves,
     })
 }
 
 /// What every planning step shares (borrowing the spec's IDs).
 struct PlanContext<'a> {
     registry: Registry,
-    known: HashSet<&'a str>,
-    position: HashMap<&'a str, usize>,
+    /// Spec resources by ID and target; positions are step indices.
+    index: KeyIndex<'a>,
     ignore: Vec<FieldPath>,
     timeout: Option<Duration>,
 }
@@ -465,16 +553,17 @@ fn expected_for_references<'s>(step: &'s Step<'_>) -> Option<&'s Map<String, Val
 }
 
 fn plan_one(i: usize, steps: &[RwLock<Step<'_>>], cx: &PlanContext<'_>) -> Result<(), String> {
-    let (planned, prior) = {
+    let (planned, prior, target) = {
         let s = steps[i]
             .read()
             .map_err(|_| "poisoned plan step".to_string())?;
         (
             s.planned.expect("spec steps have a planned resource"),
             s.prior,
+            s.target.clone(),
         )
     };
-    let result = decide(i, planned, prior, steps, cx);
+    let result = decide(planned, prior, target.as_deref(), steps, cx);
     let mut s = steps[i]
         .write()
         .map_err(|_| "poisoned plan step".to_string())?;
@@ -500,9 +589,9 @@ struct Decision {
 }
 
 fn decide(
-    _i: usize,
     planned: &Resource,
     prior: Option<&StateEntry>,
+    target: Option<&str>,
     steps: &[RwLock<Step<'_>>],
     cx: &PlanContext<'_>,
 ) -> Result<Decision, String> {
@@ -518,11 +607,11 @@ fn decide(
         .unwrap_or_default();
 
     // Borrow the referenced resources' expected attributes (their steps are already decided).
-    let refs = reference::references_of(planned, &cx.known).map_err(|e| e.to_string())?;
+    let refs = reference::references_of(planned, &cx.index).map_err(|e| e.to_string())?;
     let mut targets: HashMap<&str, RwLockReadGuard<'_, Step<'_>>> = HashMap::new();
     for r in &refs {
         if !targets.contains_key(r.id.as_str())
-            && let Some(&j) = cx.position.get(r.id.as_str())
+            && let Pick::One(j) = cx.index.pick(&r.id, target)
             && let Ok(guard) = steps[j].read()
         {
             targets.insert(r.id.as_str(), guard);
@@ -531,7 +620,7 @@ fn decide(
     let (resolved, unresolved) = if refs.is_empty() {
         (planned.clone(), false)
     } else {
-        reference::resolve(planned, &cx.known, &|id| match targets
+        reference::resolve(planned, &cx.index, &|id| match targets
             .get(id)
             .and_then(|s| expected_for_references(s))
         {
@@ -681,3 +770,7 @@ fn decide(
         unknown,
     })
 }
+
+#[cfg(test)]
+#[path = "plan_targets_tests.rs"]
+mod targets_tests;

@@ -26,11 +26,13 @@ pub enum SpecError {
     },
     #[error("{file}: {message}")]
     Io { file: String, message: String },
-    #[error("duplicate resource ID {id:?} (resources #{first} and #{second})")]
+    #[error("duplicate resource ID {id:?} (resources #{first} and #{second}{})", .target.as_ref().map(|t| format!(", both in target {t:?}")).unwrap_or_default())]
     Duplicate {
         id: String,
         first: usize,
         second: usize,
+        /// The target both live in (an ID may occur once per target).
+        target: Option<String>,
     },
     #[error("resource {id:?}: unknown type {resource_type:?} (known: {known})")]
     UnknownType {
@@ -113,13 +115,27 @@ impl Spec {
     /// Check IDs, duplicates, types and explicit dependencies. `known_types` are the resource
     /// types served by the registered runtimes.
     pub fn validate(&self, known_types: &BTreeSet<String>) -> Result<(), SpecError> {
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(self.resources.len());
+        self.validate_targeted(known_types, &[])
+    }
+
+    /// [`Spec::validate`] where resource `i` lives in `targets[i]` (see
+    /// `kusion_sdk::runtime::Runtime::target`; an empty slice means no targets): an ID may occur
+    /// once per target.
+    pub fn validate_targeted(
+        &self,
+        known_types: &BTreeSet<String>,
+        targets: &[Option<String>],
+    ) -> Result<(), SpecError> {
+        let target = |i: usize| targets.get(i).and_then(|t| t.as_deref());
+        let mut seen: HashMap<(&str, Option<&str>), usize> =
+            HashMap::with_capacity(self.resources.len());
         for (index, resource) in self.resources.iter().enumerate() {
-            if let Some(first) = seen.insert(resource.id.as_str(), index) {
+            if let Some(first) = seen.insert((resource.id.as_str(), target(index)), index) {
                 return Err(SpecError::Duplicate {
                     id: resource.id.clone(),
                     first,
                     second: index,
+                    target: target(index).map(str::to_string),
                 });
             }
             if !known_types.contains(&resource.resource_type) {
@@ -131,6 +147,11 @@ impl Spec {
             }
             validate_resource_id(resource)?;
         }
+        let ids: std::collections::HashSet<&str> = if targets.is_empty() {
+            Default::default()
+        } else {
+            self.resources.iter().map(|r| r.id.as_str()).collect()
+        };
         for resource in &self.resources {
             for dependency in &resource.depends_on {
                 if dependency == &resource.id {
@@ -138,7 +159,12 @@ impl Spec {
                         id: resource.id.clone(),
                     });
                 }
-                if !seen.contains_key(dependency.as_str()) {
+                let known = if targets.is_empty() {
+                    seen.contains_key(&(dependency.as_str(), None))
+                } else {
+                    ids.contains(dependency.as_str())
+                };
+                if !known {
                     return Err(SpecError::MissingDependency {
                         id: resource.id.clone(),
                         dependency: dependency.clone(),

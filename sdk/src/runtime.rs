@@ -264,9 +264,10 @@ pub struct OperateResponse {
 
 /// A runtime serves the resources of one or more `type`s.
 ///
-/// `operations` and `operate` came after the first release of the contract: they have default
-/// bodies (no operations), and a host reaching a plugin built before them gets `Unsupported` for
-/// the new verbs, which it reads as "no operations". So older plugins keep loading and working.
+/// `operations`, `operate` and `target` came after the first release of the contract: they have
+/// default bodies (no operations, no target), and a host reaching a plugin built before them gets
+/// `Unsupported` for the new verbs, which it reads as "none". So older plugins keep loading and
+/// working.
 pub trait Runtime: Send + Sync {
     fn describe(&self) -> RuntimeInfo;
     /// Called once per operation, before any verb, with the operator's configuration for this
@@ -289,5 +290,16 @@ pub trait Runtime: Send + Sync {
             "{}: this runtime has no operation `{}`",
             request.resource.id, request.operation
         )))
+    }
+
+    /// Where `resource` lives when the runtime serves several places with one resource ID (a
+    /// Kubernetes cluster): the kernel keys state by `id@target`, so the same ID may be applied
+    /// to two targets in one stack. `None` (the default) means the one place the runtime is
+    /// configured for; the key is the bare ID. Must be cheap and must not touch the network: it
+    /// is asked for every resource on every plan. An error (a malformed extension) stops the
+    /// plan: guessing `None` would re-key the resource and plan its deletion.
+    fn target(&self, resource: &Resource) -> PluginResult<Option<String>> {
+        let _ = resource;
+        Ok(None)
     }
 }

@@ -8,8 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kusion_kernel::state;
+use kusion_pg_harness::PgServer;
 use kusion_test_runtime::TestRuntime;
-use kusion_tests::servers::{MotoServer, PgServer};
+use kusion_tests::servers::MotoServer;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
 const RESOURCES: usize = 100;
@@ -50,7 +51,8 @@ fn sigkill_at_random_points_then_converge() {
 
 #[test]
 fn sigkill_at_random_points_then_converge_postgres() {
-    let pg = PgServer::start();
+    let pg =
+        PgServer::start().unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
     // Each run (the scratch one too) gets its own stack, named after its directory.
     crash_rounds(
         |dir| {

@@ -11,8 +11,9 @@ use kusion_kernel::state::{
     self, IntentKind, JournalRecord, LeaseHolder, Release, ReleaseStatus, State, StateEntry,
     StateError, StateStore, now_ms,
 };
+use kusion_pg_harness::PgServer;
 use kusion_sdk::Resource;
-use kusion_tests::servers::{MotoServer, PgServer};
+use kusion_tests::servers::MotoServer;
 
 /// Opens a fresh store for `stack`; several calls with the same stack are several "processes".
 type Opener<'a> = dyn Fn(&str) -> Arc<dyn StateStore> + Sync + 'a;
@@ -26,6 +27,7 @@ fn entry(id: &str, n: i64) -> StateEntry {
         sensitive_paths: vec![],
         pending: false,
         updated_at: 1,
+        target: None,
     }
 }
 
@@ -33,6 +35,7 @@ fn intent(id: &str) -> JournalRecord {
     JournalRecord::Intent {
         kind: IntentKind::Create,
         resource: entry(id, 0).resource,
+        target: None,
     }
 }
 
@@ -280,7 +283,8 @@ fn conformance_local() {
 
 #[test]
 fn conformance_postgres() {
-    let pg = PgServer::start();
+    let pg =
+        PgServer::start().unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
     let url = pg.url();
     conformance(&|stack: &str| state::open(&url, "unused".into(), stack).unwrap());
     // The server going away is an error naming the store, not a panic or a hang.

@@ -224,7 +224,11 @@ impl NativeLibrary {
     /// Make a runtime instance of this library.
     pub fn runtime(self: &Arc<Self>) -> Result<Arc<dyn Runtime>, LoadError> {
         let (instance, info) = self.instantiate_described(PluginKind::Runtime)?;
-        Ok(Arc::new(NativeRuntime { instance, info }))
+        Ok(Arc::new(NativeRuntime {
+            instance,
+            info,
+            no_target: Default::default(),
+        }))
     }
 
     /// Make a function plugin instance of this library.
@@ -321,6 +325,8 @@ impl Instance {
 struct NativeRuntime {
     instance: Arc<Instance>,
     info: RuntimeInfo,
+    /// The plugin predates the `target` verb.
+    no_target: std::sync::atomic::AtomicBool,
 }
 
 impl Runtime for NativeRuntime {
@@ -356,6 +362,21 @@ impl Runtime for NativeRuntime {
     }
     fn operate(&self, request: &OperateRequest) -> PluginResult<OperateResponse> {
         self.instance.call(verb::OPERATE, request)
+    }
+    fn target(&self, resource: &kusion_sdk::Resource) -> PluginResult<Option<String>> {
+        // Asked for every resource of every plan: after one `Unsupported` (a plugin built before
+        // the verb, which has no targets) stop asking.
+        if self.no_target.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None);
+        }
+        match self.instance.call(verb::TARGET, resource) {
+            Err(e) if e.kind == kusion_sdk::ErrorKind::Unsupported => {
+                self.no_target
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(None)
+            }
+            other => other,
+        }
     }
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
         let payload = wire::encode_request(verb::WATCH, request)?;

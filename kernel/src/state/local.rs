@@ -415,6 +415,7 @@ mod tests {
             sensitive_paths: vec![],
             pending: false,
             updated_at: 1,
+            target: None,
         }
     }
 
@@ -428,10 +429,12 @@ mod tests {
                 JournalRecord::Intent {
                     kind: IntentKind::Create,
                     resource: entry("a").resource,
+                    target: None,
                 },
                 JournalRecord::Intent {
                     kind: IntentKind::Create,
                     resource: entry("b").resource,
+                    target: None,
                 },
                 JournalRecord::Applied { entry: entry("a") },
             ])

@@ -41,9 +41,29 @@ pub struct StateEntry {
     /// Unix milliseconds of the last change.
     #[serde(default)]
     pub updated_at: u64,
+    /// Where the resource lives, as its runtime named it (`Runtime::target`, e.g. a cluster):
+    /// part of the state key. Absent in entries written before targets existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
-/// A stack's state: entries keyed by resource ID, in the order they were first recorded.
+/// The state key of a resource: its ID, qualified as `id@target` when its runtime names a
+/// target, so one ID can live in several clusters of one stack.
+pub fn state_key(id: &str, target: Option<&str>) -> String {
+    match target {
+        Some(t) => format!("{id}@{t}"),
+        None => id.to_string(),
+    }
+}
+
+impl StateEntry {
+    /// This entry's key in [`State::resources`].
+    pub fn key(&self) -> String {
+        state_key(&self.resource.id, self.target.as_deref())
+    }
+}
+
+/// A stack's state: entries keyed by [`state_key`], in the order they were first recorded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct State {
     /// Increases with every checkpoint.
@@ -69,10 +89,7 @@ mod entries_as_list {
         d: D,
     ) -> Result<IndexMap<String, StateEntry>, D::Error> {
         let list = Vec::<StateEntry>::deserialize(d)?;
-        Ok(list
-            .into_iter()
-            .map(|e| (e.resource.id.clone(), e))
-            .collect())
+        Ok(list.into_iter().map(|e| (e.key(), e)).collect())
     }
 }
 
@@ -94,16 +111,28 @@ pub enum JournalRecord {
     Intent {
         kind: IntentKind,
         resource: Resource,
+        /// The resource's target; with the ID it makes the state key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
     },
-    /// The step finished and the resource now exists as described.
+    /// The step finished and the resource now exists as described (keyed by the entry's key).
     Applied { entry: StateEntry },
-    /// The step finished and the resource no longer exists.
+    /// The step finished and the resource no longer exists. `id` holds the state key (the bare
+    /// ID in journals written before targets existed, which is those entries' key).
     Deleted { id: String },
     /// An intent was never acted on (its step was skipped or cancelled before calling the
-    /// runtime): the entry is restored to what it was before the intent.
+    /// runtime): the entry under key `id` is restored to what it was before the intent.
     Revert {
         id: String,
         previous: Option<StateEntry>,
+    },
+    /// Re-key an entry recorded without a target under the target its runtime now names
+    /// (`from` is the bare ID, `to` is `id@target`). One record, so a crash leaves the entry
+    /// under exactly one of the two keys. If `to` already exists it wins and `from` is dropped.
+    Moved {
+        from: String,
+        to: String,
+        target: String,
     },
 }
 
@@ -111,18 +140,24 @@ impl State {
     /// Apply one journal record (used by replay and by the writer's in-memory copy).
     pub fn apply_record(&mut self, record: &JournalRecord, now: u64) {
         match record {
-            JournalRecord::Intent { kind, resource } => {
-                match self.resources.get_mut(&resource.id) {
+            JournalRecord::Intent {
+                kind,
+                resource,
+                target,
+            } => {
+                let key = state_key(&resource.id, target.as_deref());
+                match self.resources.get_mut(&key) {
                     Some(entry) => entry.pending = true,
                     None if *kind != IntentKind::Delete => {
                         self.resources.insert(
-                            resource.id.clone(),
+                            key,
                             StateEntry {
                                 resource: resource.clone(),
                                 private: None,
                                 sensitive_paths: Vec::new(),
                                 pending: true,
                                 updated_at: now,
+                                target: target.clone(),
                             },
                         );
                     }
@@ -130,8 +165,15 @@ impl State {
                 }
             }
             JournalRecord::Applied { entry } => {
-                self.resources
-                    .insert(entry.resource.id.clone(), entry.clone());
+                self.resources.insert(entry.key(), entry.clone());
+            }
+            JournalRecord::Moved { from, to, target } => {
+                if let Some(mut entry) = self.resources.shift_remove(from)
+                    && !self.resources.contains_key(to)
+                {
+                    entry.target = Some(target.clone());
+                    self.resources.insert(to.clone(), entry);
+                }
             }
             JournalRecord::Deleted { id } => {
                 self.resources.shift_remove(id);

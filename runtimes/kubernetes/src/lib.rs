@@ -788,6 +788,23 @@ impl Runtime for KubernetesRuntime {
         operate::operations()
     }
 
+    /// A resource that names its own cluster (a context, or its own kubeconfig file) lives in
+    /// that target, so one ID can be applied to several clusters of a stack. Resources on the
+    /// stack's configured cluster have no target: their state keys stay the bare IDs, and a
+    /// changed stack kubeconfig never re-keys (and so never plans deleting) them.
+    fn target(&self, resource: &Resource) -> PluginResult<Option<String>> {
+        let own = cluster::cluster_key(
+            resource,
+            &ClusterKey {
+                kubeconfig: None,
+                context: None,
+            },
+        )?;
+        Ok(own
+            .context
+            .or_else(|| own.kubeconfig.map(|p| p.display().to_string())))
+    }
+
     fn operate(&self, request: &OperateRequest) -> PluginResult<OperateResponse> {
         let inner = self.inner.clone();
         let req = request.clone();

@@ -34,6 +34,10 @@ pub mod verb {
     pub const OPERATIONS: &str = "operations";
     /// Runtime: perform one operation (an [`crate::runtime::OperateRequest`]).
     pub const OPERATE: &str = "operate";
+    /// Runtime: the target a resource lives in (takes a [`crate::Resource`], answers a string or
+    /// `null`). Added like `operations`: a plugin that predates it answers `Unsupported`, which
+    /// means "no target".
+    pub const TARGET: &str = "target";
 }
 
 /// Payload of `call` for a function plugin, borrowed on the host side.
@@ -223,6 +227,10 @@ pub fn serve_runtime_as(
             encode(enc, &())
         }
         verb::OPERATIONS => encode(enc, &runtime.operations()),
+        verb::TARGET => encode(
+            enc,
+            &runtime.target(&decode::<crate::Resource>(enc, verb, payload)?)?,
+        ),
         verb::OPERATE => encode(
             enc,
             &runtime.operate(&decode::<OperateRequest>(enc, verb, payload)?)?,
