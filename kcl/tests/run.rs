@@ -464,3 +464,24 @@ fn reduce_folds_and_checks_callback_types() {
     .unwrap_err();
     assert!(err.contains("expect int, got str"), "{err}");
 }
+
+/// `sum` over a comprehension and `len` of a `map` give the builtins' results (they are
+/// computed without the temporary list).
+#[test]
+fn sum_and_len_over_comprehensions() {
+    assert_eq!(
+        run_ok(
+            "a = sum([i * i for i in range(10)])\nb = sum([x for x in [1.5, 2]])\nc = len(map k, v in {a = 1, b = 2} { v })\nd = sum([[i] for i in range(2)], [])\n"
+        ),
+        "a: 285\nb: 3.5\nc: 2\nd:\n- 0\n- 1\n"
+    );
+    let err = run_text(
+        "x = sum([\"a\" for i in range(2)])\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("unsupported operand type(s) for +: 'int' and 'str'"),
+        "{err}"
+    );
+}

@@ -247,6 +247,9 @@ impl Evaluator {
                     // `a?.f()` on None short-circuits the call too
                     return Ok(Value::None);
                 }
+                if let Some(v) = self.fused_call(ctx, &f, args, e.span)? {
+                    return Ok(v);
+                }
                 let (pos, kw) = self.eval_args(ctx, args)?;
                 self.call_value(ctx, &f, &pos, &kw, e.span)
             }
@@ -308,7 +311,7 @@ impl Evaluator {
                 })?;
                 Ok(Value::from(d))
             }
-            ExprKind::Quant(q) => self.quant(ctx, q, e.span),
+            ExprKind::Quant(q) => self.quant(ctx, q, e.span, false),
             ExprKind::Schema(s) => {
                 let ty = self.eval_identifier(ctx, &s.name)?;
                 let cfg = self.eval(ctx, &s.config)?;
@@ -667,6 +670,50 @@ impl Evaluator {
         Ok(())
     }
 
+    /// `sum([x for ...])` and `len(map x in xs {...})` with the builtins: the same result
+    /// without building the list first (these are where large temporary lists come from).
+    fn fused_call(
+        &self,
+        ctx: &Ctx,
+        f: &Value,
+        args: &'static ast::CallArgs,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let Value::Func(ff) = f else {
+            return Ok(None);
+        };
+        let Func::Native { name, .. } = &**ff else {
+            return Ok(None);
+        };
+        let [arg] = args.args.as_slice() else {
+            return Ok(None);
+        };
+        if !args.keywords.is_empty() {
+            return Ok(None);
+        }
+        match (*name, &arg.kind) {
+            ("sum", ExprKind::ListComp(c)) => {
+                let scope = Scope::new_loop(ctx.locals.clone());
+                let c2 = Ctx {
+                    locals: Some(scope),
+                    ..ctx.clone()
+                };
+                let mut acc = Value::Int(0);
+                self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
+                    let v = this.eval(cx, &c.elt)?;
+                    acc =
+                        value::binary(value::BinOp::Add, &acc, &v).map_err(|x| this.rt(x, span))?;
+                    Ok(())
+                })?;
+                Ok(Some(acc))
+            }
+            ("len", ExprKind::Quant(q)) if q.op == ast::QuantOp::Map => {
+                self.quant(ctx, q, arg.span, true).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// `(start, stop, step)` when `e` is a call of the builtin `range` (not a shadowing name).
     fn range_call(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Option<(i64, i64, i64)>> {
         let ExprKind::Call { func, args } = &e.kind else {
@@ -698,7 +745,14 @@ impl Evaluator {
         })
     }
 
-    fn quant(&self, ctx: &Ctx, q: &'static ast::QuantExpr, span: Span) -> EvalResult<Value> {
+    /// `count_only`: a `map` returns how many items it would produce (for `len(map ...)`).
+    fn quant(
+        &self,
+        ctx: &Ctx,
+        q: &'static ast::QuantExpr,
+        span: Span,
+        count_only: bool,
+    ) -> EvalResult<Value> {
         let it = self.eval(ctx, &q.target)?;
         let scope = Scope::new_loop(ctx.locals.clone());
         let c2 = Ctx {
@@ -707,6 +761,11 @@ impl Evaluator {
         };
         let pairs = iter_pairs(&it).map_err(|e| self.rt(e, span))?;
         let mut list_out = Vec::new();
+        if q.op == ast::QuantOp::Map && q.if_cond.is_none() && !count_only {
+            // exactly one item per element: no growth slack in a long-lived list
+            list_out.reserve_exact(pairs.size_hint().1.unwrap_or(0));
+        }
+        let mut count: i64 = 0;
         let mut dict_out = Dict::new();
         for (a, b) in pairs {
             let orig_a = a.clone();
@@ -737,6 +796,7 @@ impl Evaluator {
                         return Ok(Value::Bool(true));
                     }
                 }
+                ast::QuantOp::Map if count_only => count += 1,
                 ast::QuantOp::Map => list_out.push(t),
                 ast::QuantOp::Filter => {
                     if t.truthy() {
@@ -754,6 +814,7 @@ impl Evaluator {
         Ok(match q.op {
             ast::QuantOp::All => Value::Bool(true),
             ast::QuantOp::Any => Value::Bool(false),
+            ast::QuantOp::Map if count_only => Value::Int(count),
             ast::QuantOp::Map => Value::from(list_out),
             ast::QuantOp::Filter => {
                 if let Value::Schema(s) = &it {
