@@ -105,8 +105,8 @@ for round in $(seq 1 "$rounds"); do
   kc apply -y -f "$dir/ns.json" >/dev/null
   kubectl_apply() { local t=$(now); k apply --server-side -f "$dir/all.yaml" >/dev/null; echo $(( $(now) - t )); }
   kusion_apply() {
-    local t=$(now); kc apply -y -f "$dir/spec.json" >"$dir/apply.out"; local d=$(( $(now) - t ))
-    grep -q "200 created" "$dir/apply.out" || { cat "$dir/apply.out" >&2; exit 1; }
+    local t=$(now); kc apply -y -f "$dir/spec.json" >"$dir/apply.out" 2>"$dir/apply.err"; local d=$(( $(now) - t ))
+    grep -q "200 created" "$dir/apply.out" || { cat "$dir/apply.out" "$dir/apply.err" >&2; exit 1; }
     echo "$d"
   }
   kubectl_diff() {
