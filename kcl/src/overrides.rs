@@ -208,13 +208,15 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
         };
         let mut found = false;
         for m in program.main.modules.iter_mut() {
-            found |= apply_module(&mut m.body, &spec, &value);
+            // copy-on-write: a module shared with other programs (a parse cache) stays intact
+            found |= apply_module(&mut std::sync::Arc::make_mut(m).body, &spec, &value);
         }
         if !found
             && spec.op.is_some()
             && spec.path.len() == 1
             && let Some(m) = program.main.modules.last_mut()
         {
+            let m = std::sync::Arc::make_mut(m);
             let t = ast::Target {
                 name: name(&spec.path[0]),
                 path: Vec::new(),

@@ -13,9 +13,9 @@ fn write(root: &Path, rel: &str, text: &str) {
 
 fn targets(prog: &kusion_kcl::parser::loader::Program) -> Vec<ImportTarget> {
     let mut out = Vec::new();
-    let mut mods: Vec<&kusion_kcl::Module> = prog.main.modules.iter().collect();
+    let mut mods: Vec<&kusion_kcl::Module> = prog.main.modules.iter().map(|m| &**m).collect();
     for (_, p) in prog.packages.iter() {
-        mods.extend(p.modules.iter());
+        mods.extend(p.modules.iter().map(|m| &**m));
     }
     for m in mods {
         for s in &m.body {

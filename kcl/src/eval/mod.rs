@@ -13,6 +13,7 @@ mod types;
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -153,7 +154,7 @@ pub struct Evaluator {
     pub opts: EvalOptions,
     pub root: PathBuf,
     /// Parsed but not yet evaluated packages of the program.
-    sources: RefCell<FxHashMap<String, (PathBuf, Vec<ast::Module>)>>,
+    sources: RefCell<FxHashMap<String, (PathBuf, Vec<Arc<ast::Module>>)>>,
     import_targets: FxHashMap<Span, ImportTarget>,
     pkgs: RefCell<FxHashMap<String, Rc<Pkg>>>,
     depth: Cell<usize>,
@@ -222,7 +223,7 @@ const MAX_CALL_DEPTH: usize = 2000;
 
 impl Evaluator {
     /// An evaluator over a loaded program; returns it with the main package's modules.
-    pub fn new(program: Program, opts: EvalOptions) -> (Self, Vec<ast::Module>) {
+    pub fn new(program: Program, opts: EvalOptions) -> (Self, Vec<Arc<ast::Module>>) {
         let track_instances = mentions_instances(&program);
         let mut sources = FxHashMap::default();
         for (k, p) in program.packages.iter() {
@@ -252,11 +253,13 @@ impl Evaluator {
         &self,
         path: &str,
         dir: PathBuf,
-        modules: Vec<ast::Module>,
+        modules: Vec<Arc<ast::Module>>,
     ) -> EvalResult<Rc<Pkg>> {
         let mut stmts: Vec<&'static Stmt> = Vec::new();
         let mut import_stmts = Vec::new();
         for m in modules {
+            // statements are borrowed for the whole run; a shared module stays alive (and is
+            // not copied) by leaking one reference to it
             let m: &'static ast::Module = Box::leak(Box::new(m));
             for s in &m.body {
                 if let StmtKind::Import(i) = &s.kind {

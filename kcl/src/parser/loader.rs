@@ -62,8 +62,9 @@ pub struct Package {
     pub pkgpath: Arc<str>,
     /// Folder (or file, for a single-file package) the package was loaded from.
     pub path: PathBuf,
-    /// Parsed files in name order (command-line order for the main package).
-    pub modules: Vec<Module>,
+    /// Parsed files in name order (command-line order for the main package). Shared: a
+    /// [`ParseCache`] hands the same module to every program that loads the file.
+    pub modules: Vec<Arc<Module>>,
 }
 
 /// A loaded program.
@@ -335,7 +336,7 @@ struct CacheEntry {
     len: u64,
     mtime: Option<SystemTime>,
     hash: blake3::Hash,
-    module: Module,
+    module: Arc<Module>,
 }
 
 impl ParseCache {
@@ -352,7 +353,7 @@ impl ParseCache {
 
     /// The parsed module of `path`, from the cache when its content is unchanged. Files with
     /// syntax errors are not cached (their diagnostics are returned every time).
-    pub fn parse(&self, path: &Path) -> Result<Module, Diagnostics> {
+    pub fn parse(&self, path: &Path) -> Result<Arc<Module>, Diagnostics> {
         use std::sync::atomic::Ordering::Relaxed;
         let key = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let meta = std::fs::metadata(&key).ok();
@@ -368,7 +369,7 @@ impl ParseCache {
                 && e.mtime == mtime
             {
                 self.hits.fetch_add(1, Relaxed);
-                return Ok(e.module.clone());
+                return Ok(Arc::clone(&e.module));
             }
         }
         let text = std::fs::read(&key).map_err(|e| {
@@ -386,18 +387,18 @@ impl ParseCache {
                 e.len = len;
                 e.mtime = mtime;
                 self.hits.fetch_add(1, Relaxed);
-                return Ok(e.module.clone());
+                return Ok(Arc::clone(&e.module));
             }
         }
         self.misses.fetch_add(1, Relaxed);
-        let module = match String::from_utf8(text) {
+        let module = Arc::new(match String::from_utf8(text) {
             Ok(text) => {
                 let name = key.display().to_string();
                 let file = crate::ast::source_map().add(name, Some(&key), text);
                 crate::parser::parse_registered(file.id)?
             }
             Err(_) => parse_file(&key)?,
-        };
+        });
         let mut map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         map.insert(
             key,
@@ -405,7 +406,7 @@ impl ParseCache {
                 len,
                 mtime,
                 hash,
-                module: module.clone(),
+                module: Arc::clone(&module),
             },
         );
         Ok(module)
@@ -424,6 +425,9 @@ struct Loader<'c> {
     errors: Vec<Diagnostic>,
     /// Package path by folder: a folder imported under two names is one package.
     by_dir: FxHashMap<PathBuf, Arc<str>>,
+    /// The `kcl.mod` root above a folder and its package name, looked up once per folder (each
+    /// import statement asks, and a Konfig program has hundreds).
+    mod_roots: FxHashMap<PathBuf, Option<(PathBuf, String)>>,
 }
 
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
@@ -517,6 +521,7 @@ pub fn load_program_cached(
         imports: FxHashMap::default(),
         errors: Vec::new(),
         by_dir: FxHashMap::default(),
+        mod_roots: FxHashMap::default(),
     };
     let mut modules = Vec::new();
     for f in &files {
@@ -545,10 +550,10 @@ pub fn load_program_cached(
 }
 
 impl Loader<'_> {
-    fn parse(&mut self, f: &Path) -> Result<Module, Diagnostics> {
+    fn parse(&mut self, f: &Path) -> Result<Arc<Module>, Diagnostics> {
         match self.cache {
             Some(cache) if self.parsed.insert(normalize(f)) => cache.parse(f),
-            _ => parse_file(f),
+            _ => parse_file(f).map(Arc::new),
         }
     }
 
@@ -686,7 +691,7 @@ impl Loader<'_> {
 
     /// Package path of a folder/file: dotted path relative to the root when inside it,
     /// otherwise the absolute path (unique, if not pretty).
-    fn pkgpath_for(&self, target: &Path) -> String {
+    fn pkgpath_for(&mut self, target: &Path) -> String {
         let norm = normalize(target);
         let (root, prefix) = self.owner(&norm);
         match norm.strip_prefix(&root) {
@@ -704,7 +709,7 @@ impl Loader<'_> {
 
     /// The package root owning `path`: the deepest of the main root and the external package
     /// roots that contains it, with the external package name (None for the main root).
-    fn owner(&self, path: &Path) -> (PathBuf, Option<String>) {
+    fn owner(&mut self, path: &Path) -> (PathBuf, Option<String>) {
         let path = normalize(path);
         let main = normalize(&self.root);
         let mut best: (PathBuf, Option<String>) = (main.clone(), None);
@@ -723,14 +728,24 @@ impl Loader<'_> {
         }
         // A vendored dependency with its own kcl.mod (not given with -E) owns its files too;
         // its package name (else its path) prefixes its package paths.
-        if let Some(r) = find_mod_root(&path).map(|r| normalize(&r)) {
+        let found = self
+            .mod_roots
+            .entry(path.clone())
+            .or_insert_with(|| {
+                find_mod_root(&path).map(|r| {
+                    let r = normalize(&r);
+                    let name = read_mod_file(&r)
+                        .ok()
+                        .flatten()
+                        .and_then(|m| m.name)
+                        .unwrap_or_else(|| r.display().to_string());
+                    (r, name)
+                })
+            })
+            .clone();
+        if let Some((r, name)) = found {
             let len = r.components().count();
             if len > best_len {
-                let name = read_mod_file(&r)
-                    .ok()
-                    .flatten()
-                    .and_then(|m| m.name)
-                    .unwrap_or_else(|| r.display().to_string());
                 best = (r, Some(name));
             }
         }

@@ -66,7 +66,7 @@ struct Members {
 
 struct PkgInfo<'a> {
     path: &'a str,
-    modules: &'a [ast::Module],
+    modules: &'a [std::sync::Arc<ast::Module>],
     schemas: FxHashMap<Symbol, SchemaId>,
     aliases: FxHashMap<Symbol, (&'a ast::Type, FileId)>,
     /// Annotated package-level variables.
