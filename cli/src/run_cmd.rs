@@ -246,7 +246,7 @@ fn plan_json(
                 .collect();
             json!({
                 "name": op.name, "kind": op.kind, "app": op.app, "batchSize": op.batch_size,
-                "maxUnavailable": op.max_unavailable, "pauseMs": op.pause.as_millis() as u64,
+                "maxUnavailable": op.max_unavailable, "maxUnavailablePercent": op.max_unavailable_percent, "pauseMs": op.pause.as_millis() as u64,
                 "timeoutMs": op.timeout.as_millis() as u64, "condition": op.condition,
                 "dependsOn": op.depends_on, "params": op.params, "clusters": groups,
             })
@@ -269,8 +269,13 @@ fn print_plan(
     );
     for op in &spec.operations {
         let mut limits = format!("batch size {}", op.batch_size);
-        if let Some(m) = op.max_unavailable {
-            limits.push_str(&format!(", max unavailable {m}"));
+        match (op.max_unavailable, op.max_unavailable_percent) {
+            (Some(m), Some(p)) => limits.push_str(&format!(
+                ", max unavailable {m} ({p}% of {} target(s))",
+                op.targets.len()
+            )),
+            (Some(m), None) => limits.push_str(&format!(", max unavailable {m}")),
+            _ => {}
         }
         if !op.pause.is_zero() {
             limits.push_str(&format!(", pause {}", humantime::format_duration(op.pause)));

@@ -700,3 +700,291 @@ fn fixture_cmdb_plans_per_app_and_unreachable_clusters_refuse() {
         "{plan:#}"
     );
 }
+
+/// `--partial`: a host the CMDB does not know is reported, the known hosts' pods are restarted
+/// anyway, and the run still exits non-zero (not every subject recovered) with the unknown host
+/// recorded as unresolved. Without `--partial` the same input is refused (see
+/// `bad_input_is_refused_before_anything_runs`).
+#[test]
+fn partial_runs_the_resolved_targets_and_reports_the_rest() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    east.deploy("web", 3);
+    let pods = east.wait_ready("web", 3);
+    let env = Env::new(&[&east]);
+    env.cmdb(
+        &pods
+            .iter()
+            .map(|p| record("east", &p.0, "web"))
+            .collect::<Vec<_>>(),
+    );
+    east.crash(&pods[0].0);
+    let hosts = format!("hosts={},no-such-host", pods[0].0);
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &hosts,
+        "-D",
+        "timeout=60s",
+        "--partial",
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = last_json(&out);
+    assert_eq!(report["status"], "failed", "{report:#}");
+    let targets = report["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 1, "{report:#}");
+    assert_eq!(
+        targets[0]["target"],
+        format!("east/v1:Pod:{NS}:{}", pods[0].0),
+        "{report:#}"
+    );
+    assert_eq!(targets[0]["status"], "recovered", "{report:#}");
+    assert_eq!(
+        report["unresolved"][0]["subject"], "no-such-host",
+        "{report:#}"
+    );
+    assert!(
+        report["unresolved"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not found"),
+        "{report:#}"
+    );
+    // Exactly the known broken pod was replaced; the others are untouched.
+    let after = east.wait_ready("web", 3);
+    let after_uids: BTreeSet<&str> = after.iter().map(|p| p.1.as_str()).collect();
+    assert!(!after_uids.contains(pods[0].1.as_str()), "{after:?}");
+    assert!(after_uids.contains(pods[1].1.as_str()), "{after:?}");
+    assert!(after_uids.contains(pods[2].1.as_str()), "{after:?}");
+
+    let history: Value =
+        serde_json::from_slice(&env.run(&["run", "--history", "-o", "json"]).stdout).unwrap();
+    let outcomes: BTreeMap<String, String> = history[0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["target"].as_str().unwrap().to_string(),
+                t["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(history[0]["status"], "failed", "{history}");
+    assert_eq!(outcomes["no-such-host"], "unresolved", "{history}");
+    assert_eq!(
+        outcomes[&format!("east/v1:Pod:{NS}:{}", pods[0].0)],
+        "recovered",
+        "{history}"
+    );
+    // The human report names the unresolved host too.
+    east.crash(&after[0].0);
+    env.cmdb(&[record("east", &after[0].0, "web")]);
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &format!("hosts={},ghost-2", after[0].0),
+        "-D",
+        "timeout=60s",
+        "--partial",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("ghost-2: CMDB:") && t.contains("1/2 target(s) recovered"),
+        "{t}"
+    );
+}
+
+/// `maxUnavailable` as a percentage through the real kusionctl: 50% of 4 broken pods of one app
+/// is 2 in flight at once, so the 4 pods go in two batches of 2 even though batchSize is 4.
+#[test]
+fn max_unavailable_percentage_caps_the_batches() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    east.deploy("web", 4);
+    let pods = east.wait_ready("web", 4);
+    let env = Env::new(&[&east]);
+    env.cmdb(
+        &pods
+            .iter()
+            .map(|p| record("east", &p.0, "web"))
+            .collect::<Vec<_>>(),
+    );
+    for p in &pods {
+        east.crash(&p.0);
+    }
+    let hosts = format!(
+        "hosts={}",
+        pods.iter()
+            .map(|p| p.0.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let program = app_recovery();
+    let args: [&str; 10] = [
+        "run",
+        &program,
+        "-D",
+        &hosts,
+        "-D",
+        "batchSize=4",
+        "-D",
+        "maxUnavailable=50%",
+        "-D",
+        "timeout=60s",
+    ];
+    let mut dry_args = args.to_vec();
+    dry_args.push("--dry-run");
+    let dry = env.run(&dry_args);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        text(&dry).contains("max unavailable 2 (50% of 4 target(s))")
+            && text(&dry).contains("batch 2/2"),
+        "{}",
+        text(&dry)
+    );
+    let mut run_args = args.to_vec();
+    run_args.extend(["--yes", "-o", "json"]);
+    let out = env.run(&run_args);
+    assert!(out.status.success(), "{}", text(&out));
+    let report = last_json(&out);
+    assert_eq!(report["plan"]["operations"][0]["maxUnavailable"], 2);
+    assert_eq!(report["plan"]["operations"][0]["maxUnavailablePercent"], 50);
+    let targets = report["targets"].as_array().unwrap();
+    let in_batch = |b: u64| targets.iter().filter(|t| t["batch"] == b).count();
+    assert_eq!((in_batch(1), in_batch(2)), (2, 2), "{report:#}");
+    east.wait_ready("web", 4);
+
+    // A percentage outside 1%..100% is refused by the package's schema, naming the value.
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &format!("hosts={}", pods[0].0),
+        "-D",
+        "maxUnavailable=150%",
+        "--dry-run",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("150%"), "{}", text(&out));
+}
+
+/// `kusionctl run` with its records in PostgreSQL: the run is recorded there (not in the local
+/// state folder) and listed by `--history`; a run SIGKILLed while waiting for recovery leaves a
+/// readable record saying `running`, and the next run numbers after it.
+#[test]
+fn run_records_in_postgres_survive_a_killed_run() {
+    require_runtime_plugin();
+    let pg = kusion_tests::servers::PgServer::start();
+    let backend = format!("{}?stack=shop/prod", pg.url());
+    let east = Cluster::start("east");
+    east.deploy("web", 2);
+    east.deploy("api", 1);
+    let web = east.wait_ready("web", 2);
+    let api = east.wait_ready("api", 1);
+    let env = Env::new(&[&east]);
+    let mut records: Vec<Value> = web.iter().map(|p| record("east", &p.0, "web")).collect();
+    records.push(record("east", &api[0].0, "api"));
+    env.cmdb(&records);
+    east.crash(&web[0].0);
+
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        &format!("hosts={}", web[0].0),
+        "-D",
+        "timeout=60s",
+        "--state-backend",
+        &backend,
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(last_json(&out)["run"], 1, "{}", text(&out));
+    east.wait_ready("web", 2);
+    let history = |env: &Env| -> Value {
+        let out = env.run(&[
+            "run",
+            "--history",
+            "-o",
+            "json",
+            "--state-backend",
+            &backend,
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let runs = history(&env);
+    assert_eq!(runs[0]["status"], "succeeded", "{runs}");
+    assert_eq!(runs[0]["targets"][0]["outcome"], "recovered", "{runs}");
+    assert!(
+        !env.path().join("state").join("runs").exists(),
+        "the run went to the local state folder"
+    );
+
+    // A replacement that never becomes ready: the run waits, and is killed while it does.
+    east.cp
+        .kubelet()
+        .unwrap()
+        .inject(NS, "api-", Fault::CrashLoopBackOff);
+    east.crash(&api[0].0);
+    let mut child = env
+        .cmd(&[
+            "run",
+            &app_recovery(),
+            "-D",
+            &format!("hosts={}", api[0].0),
+            "-D",
+            "timeout=120s",
+            "--state-backend",
+            &backend,
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the pod was deleted (the run is in its batch), then kill it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while east.pods("api").iter().any(|p| p.1 == api[0].1) {
+        assert!(Instant::now() < deadline, "the run never deleted the pod");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let runs = history(&env);
+    assert_eq!(runs.as_array().unwrap().len(), 2, "{runs}");
+    assert_eq!(runs[1]["id"], 2, "{runs}");
+    assert_eq!(runs[1]["status"], "running", "{runs}");
+    assert!(runs[1]["finishedAt"].is_null(), "{runs}");
+    assert_eq!(runs[1]["args"][0], format!("hosts={}", api[0].0), "{runs}");
+    let human = env.run(&["run", "--history", "--state-backend", &backend]);
+    assert!(text(&human).contains("running"), "{}", text(&human));
+
+    // The next run numbers after the killed one (dry runs are not recorded; a refused run is).
+    let out = env.run(&[
+        "run",
+        &app_recovery(),
+        "-D",
+        "hosts=unknown-host",
+        "--state-backend",
+        &backend,
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(last_json(&out)["run"], 3, "{}", text(&out));
+}

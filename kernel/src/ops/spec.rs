@@ -156,7 +156,11 @@ pub struct Operation {
     pub app: String,
     pub targets: Vec<Target>,
     pub batch_size: usize,
+    /// The app's in-flight cap as a count (a percentage already resolved against the targets).
     pub max_unavailable: Option<usize>,
+    /// The percentage `max_unavailable` came from, when the program wrote one (`"25%"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable_percent: Option<u32>,
     #[serde(with = "ms")]
     pub pause: Duration,
     #[serde(with = "ms")]
@@ -250,6 +254,42 @@ fn count(name: &str, field: &str, v: Option<&Value>) -> Result<Option<usize>, Op
                 format!("{field} must be a whole number >= 1, not {v}"),
             )),
         },
+    }
+}
+
+/// `maxUnavailable`: a whole number >= 1, or a percentage (`"25%"`, 1-100) of the operation's
+/// targets, rounded down as Kubernetes rounds a Deployment's maxUnavailable, but never below 1
+/// (an operation that may not touch any target could never finish). Returns (count, percent).
+fn max_unavailable(
+    name: &str,
+    v: Option<&Value>,
+    targets: usize,
+) -> Result<(Option<usize>, Option<u32>), OpsError> {
+    let bad = |v: &Value| {
+        op_err(
+            name,
+            format!(
+                "maxUnavailable must be a whole number >= 1 or a percentage such as \"25%\" (1% to 100%), not {v}"
+            ),
+        )
+    };
+    match v {
+        Some(Value::String(text)) => {
+            let percent = text
+                .trim()
+                .strip_suffix('%')
+                .and_then(|n| n.trim().parse::<u32>().ok())
+                .filter(|p| (1..=100).contains(p))
+                .ok_or_else(|| bad(&Value::String(text.clone())))?;
+            let count = (targets * percent as usize / 100).max(1);
+            Ok((Some(count), Some(percent)))
+        }
+        Some(Value::Number(_)) => match count(name, "maxUnavailable", v) {
+            Ok(c) => Ok((c, None)),
+            Err(_) => Err(bad(v.unwrap_or(&Value::Null))),
+        },
+        None | Some(Value::Null) => Ok((None, None)),
+        Some(other) => Err(bad(other)),
     }
 }
 
@@ -432,7 +472,8 @@ fn parse_operation(i: usize, raw: &Value) -> Result<Operation, OpsError> {
         }
     }
     let batch_size = count(&name, "batchSize", m.get("batchSize"))?.unwrap_or(1);
-    let max_unavailable = count(&name, "maxUnavailable", m.get("maxUnavailable"))?;
+    let (max_unavailable, max_unavailable_percent) =
+        max_unavailable(&name, m.get("maxUnavailable"), targets.len())?;
     let pause = duration(&name, "pause", m.get("pause"), Duration::ZERO)?;
     let timeout = duration(&name, "timeout", m.get("timeout"), Duration::from_secs(300))?;
     if timeout.is_zero() {
@@ -510,6 +551,7 @@ fn parse_operation(i: usize, raw: &Value) -> Result<Operation, OpsError> {
         targets,
         batch_size,
         max_unavailable,
+        max_unavailable_percent,
         pause,
         timeout,
         condition,
@@ -554,6 +596,83 @@ mod tests {
             .map(Vec::len)
             .collect();
         assert_eq!(sizes, vec![2, 1]);
+    }
+
+    fn targets(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("a/v1:Pod:ns:p{i}")).collect()
+    }
+
+    fn resolved(max: Value, n: usize) -> Result<(Option<usize>, Option<u32>), OpsError> {
+        let s = spec(
+            json!({"operations": [{"name": "r", "kind": "Restart", "batchSize": 100,
+            "maxUnavailable": max, "targets": targets(n)}]}),
+        )?;
+        let op = &s.operations[0];
+        Ok((op.max_unavailable, op.max_unavailable_percent))
+    }
+
+    #[test]
+    fn max_unavailable_percentages_round_down_with_a_minimum_of_one() {
+        // (percentage, targets, expected count): floor(targets * p / 100), at least 1.
+        for (p, n, want) in [
+            ("25%", 8, 2),
+            ("25%", 10, 2),
+            ("25%", 11, 2),
+            ("25%", 12, 3),
+            ("50%", 3, 1),
+            ("10%", 5, 1),
+            ("1%", 1, 1),
+            ("100%", 7, 7),
+            ("33%", 200, 66),
+            (" 20 % ", 200, 40),
+        ] {
+            assert_eq!(
+                resolved(json!(p), n).unwrap(),
+                (
+                    Some(want),
+                    Some(p.trim().trim_end_matches('%').trim().parse().unwrap())
+                ),
+                "{p} of {n}"
+            );
+        }
+        // The count also caps the batch: 25% of 8 targets in one cluster is batches of 2.
+        let s = spec(
+            json!({"operations": [{"name": "r", "kind": "Restart", "batchSize": 5,
+            "maxUnavailable": "25%", "targets": targets(8)}]}),
+        )
+        .unwrap();
+        let sizes: Vec<usize> = s.operations[0].groups()[0]
+            .batches
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(sizes, vec![2, 2, 2, 2]);
+        // Duplicated targets count once.
+        let s = spec(json!({"operations": [{"name": "r", "kind": "Restart",
+            "maxUnavailable": "50%", "targets": ["a/v1:Pod:ns:p", "a/v1:Pod:ns:p", "a/v1:Pod:ns:q", "a/v1:Pod:ns:r", "a/v1:Pod:ns:s"]}]}))
+        .unwrap();
+        assert_eq!(s.operations[0].max_unavailable, Some(2));
+        assert_eq!(resolved(json!(3), 10).unwrap(), (Some(3), None));
+        assert_eq!(resolved(Value::Null, 10).unwrap(), (None, None));
+        for bad in [
+            json!("0%"),
+            json!("101%"),
+            json!("25"),
+            json!("%"),
+            json!("2.5%"),
+            json!("-5%"),
+            json!(0),
+            json!(1.5),
+            json!(true),
+        ] {
+            let e = resolved(bad.clone(), 4).unwrap_err().to_string();
+            assert!(
+                e.contains(
+                    "operation \"r\": maxUnavailable must be a whole number >= 1 or a percentage"
+                ),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]
