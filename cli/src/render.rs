@@ -49,7 +49,7 @@ pub fn plan_table(plan: &PlanView, styles: &Styles) -> String {
     table.set_header(vec!["ID", "Type", "Action"]);
     for step in &plan.steps {
         table.add_row(vec![
-            step.id.clone(),
+            step.key(),
             step.resource_type.clone(),
             styles
                 .action(step.action)
@@ -82,7 +82,7 @@ pub fn plan_details(plan: &PlanView, styles: &Styles) -> String {
         out.push_str(&format!(
             "{} {}\n",
             styles.action(step.action).apply_to(step.action.to_string()),
-            styles.bold().apply_to(&step.id)
+            styles.bold().apply_to(step.key())
         ));
         for c in &step.changes {
             let line = match c.kind {

@@ -139,18 +139,33 @@ fn secs(d: Duration) -> String {
     format!("{:.3} s", d.as_secs_f64())
 }
 
+/// CPU time (user + system) of the whole process so far: on a shared machine the wall clock
+/// includes waiting for a core, CPU time does not.
+fn cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Wall and CPU time of `f`.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, String) {
+    let (t, c) = (Instant::now(), cpu());
+    let out = f();
+    let text = format!("{} (cpu {})", secs(t.elapsed()), secs(cpu() - c));
+    (out, text)
+}
+
 fn main() {
     let empty_state = State::default();
     let quick = std::env::args().any(|a| a == "--quick");
     let sizes: &[usize] = if quick { &[10_000] } else { &[10_000, 100_000] };
     for &n in sizes {
         let s = spec(n);
-        let t = Instant::now();
-        let dag = Dag::build(&s).unwrap();
-        let dag_time = t.elapsed();
+        let (dag, dag_time) = timed(|| Dag::build(&s).unwrap());
         println!(
-            "n={n:>6}  build+reduce DAG: {} ({} edges after reduction)",
-            secs(dag_time),
+            "n={n:>6}  build+reduce DAG: {dag_time} ({} edges after reduction)",
             dag.edge_count()
         );
 
@@ -158,34 +173,36 @@ fn main() {
             concurrency: 64,
             ..Default::default()
         };
-        let t = Instant::now();
-        let p = plan::compute(
-            &s,
-            &empty_state,
-            &registry(false),
-            &options,
-            &AtomicBool::new(false),
-        )
-        .unwrap();
+        let registry_empty = registry(false);
+        let (p, time) = timed(|| {
+            plan::compute(
+                &s,
+                &empty_state,
+                &registry_empty,
+                &options,
+                &AtomicBool::new(false),
+            )
+            .unwrap()
+        });
         println!(
-            "n={n:>6}  plan, fresh stack (all Create): {}  [{} steps]",
-            secs(t.elapsed()),
+            "n={n:>6}  plan, fresh stack (all Create): {time}  [{} steps]",
             p.steps.len()
         );
 
         let state = state_of(&s);
-        let t = Instant::now();
-        let p = plan::compute(
-            &s,
-            &state,
-            &registry(true),
-            &options,
-            &AtomicBool::new(false),
-        )
-        .unwrap();
+        let registry_full = registry(true);
+        let (p, time) = timed(|| {
+            plan::compute(
+                &s,
+                &state,
+                &registry_full,
+                &options,
+                &AtomicBool::new(false),
+            )
+            .unwrap()
+        });
         println!(
-            "n={n:>6}  plan, converged stack (read + dry-run + diff each): {}  [{} unchanged]",
-            secs(t.elapsed()),
+            "n={n:>6}  plan, converged stack (read + dry-run + diff each): {time}  [{} unchanged]",
             p.summary().unchanged
         );
     }

@@ -147,6 +147,13 @@ pub struct PlanView {
     pub steps: Vec<StepView>,
 }
 
+impl StepView {
+    /// The state key, `id` or `id@target`: what tells two copies of one ID apart.
+    pub fn key(&self) -> String {
+        state_key(&self.id, self.target.as_deref())
+    }
+}
+
 impl PlanView {
     pub fn has_changes(&self) -> bool {
         self.steps.iter().any(|s| s.action.changes_something())
