@@ -196,7 +196,17 @@ fn check(spec: &Spec) -> Result<(), String> {
         .iter()
         .map(|r| r.resource_type.clone())
         .collect();
-    spec.validate(&types).map_err(|e| e.to_string())
+    // Only the runtimes know a resource's target (its cluster), so one ID may occur more than
+    // once here when the copies' extensions differ; the plan checks the real targets.
+    let targets: Vec<Option<String>> = spec
+        .resources
+        .iter()
+        .map(|r| {
+            (!r.extensions.is_empty()).then(|| Value::Object(r.extensions.clone()).to_string())
+        })
+        .collect();
+    spec.validate_targeted(&types, &targets)
+        .map_err(|e| e.to_string())
 }
 
 fn is_kubernetes_object(v: &Map<String, Value>) -> bool {

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Output;
 
 use kusion_kernel::state;
+use kusion_pg_harness::PgServer;
 use kusion_tests::cli::{built, kusionctl_in, text};
-use kusion_tests::servers::PgServer;
 
 const MAIN_K: &str = r#"resources = [{
     id = "t:a"
@@ -50,7 +50,8 @@ fn ids(url: &str) -> Vec<String> {
 #[test]
 fn a_stack_keeps_its_state_in_the_postgres_backend_its_stack_yaml_names() {
     built("libkusion_test_runtime.so");
-    let pg = PgServer::start();
+    let pg =
+        PgServer::start().unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
     let url = pg.url();
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
@@ -72,11 +73,12 @@ fn a_stack_keeps_its_state_in_the_postgres_backend_its_stack_yaml_names() {
     let out = run(&stack, home, &url, &["preview"]);
     assert!(text(&out).contains("No changes."), "{}", text(&out));
 
-    // An explicit --state-backend wins over stack.yaml: a local folder knows nothing yet.
+    // An explicit --state-backend wins over stack.yaml: a local folder knows nothing yet, so the
+    // object the test cloud already holds is planned as an import.
     let local = format!("local:{}", home.join("other-state").display());
     let out = run(&stack, home, &url, &["preview", "--state-backend", &local]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("1 to create"), "{}", text(&out));
+    assert!(text(&out).contains("1 to import"), "{}", text(&out));
 
     let out = run(&stack, home, &url, &["destroy", "--yes"]);
     assert!(out.status.success(), "{}", text(&out));

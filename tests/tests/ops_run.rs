@@ -882,7 +882,8 @@ fn max_unavailable_percentage_caps_the_batches() {
 #[test]
 fn run_records_in_postgres_survive_a_killed_run() {
     require_runtime_plugin();
-    let pg = kusion_tests::servers::PgServer::start();
+    let pg = kusion_pg_harness::PgServer::start()
+        .unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
     let backend = format!("{}?stack=shop/prod", pg.url());
     let east = Cluster::start("east");
     east.deploy("web", 2);

@@ -11,7 +11,8 @@ use std::sync::{Arc, Barrier};
 use kusion_kernel::state::{
     self, LeaseHolder, ReleaseStatus, RunRecord, RunTargetRecord, StateError, StateStore, now_ms,
 };
-use kusion_tests::servers::{MotoServer, PgServer};
+use kusion_pg_harness::PgServer;
+use kusion_tests::servers::MotoServer;
 
 /// Opens a fresh store for `stack`; several calls with the same stack are several "processes".
 type Opener<'a> = dyn Fn(&str) -> Arc<dyn StateStore> + Sync + 'a;
@@ -157,7 +158,8 @@ fn run_records_local() {
 
 #[test]
 fn run_records_postgres() {
-    let pg = PgServer::start();
+    let pg =
+        PgServer::start().unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
     let url = pg.url();
     conformance(&|stack: &str| state::open(&url, "unused".into(), stack).unwrap());
     // The server going away is an error naming the store, not a panic or a hang.
