@@ -149,12 +149,15 @@ pub struct Closure {
     pub ctx: Ctx,
 }
 
+/// A package's folder and its parsed modules, shared with the parse cache.
+type PackageSources = (PathBuf, Vec<Arc<ast::Module>>);
+
 /// The evaluator of one program run.
 pub struct Evaluator {
     pub opts: EvalOptions,
     pub root: PathBuf,
     /// Parsed but not yet evaluated packages of the program.
-    sources: RefCell<FxHashMap<String, (PathBuf, Vec<Arc<ast::Module>>)>>,
+    sources: RefCell<FxHashMap<String, PackageSources>>,
     import_targets: FxHashMap<Span, ImportTarget>,
     pkgs: RefCell<FxHashMap<String, Rc<Pkg>>>,
     depth: Cell<usize>,
