@@ -515,19 +515,28 @@ fn failing_job_is_reported_and_succeeding_job_is_ready() {
         )
     };
     let bad = job("migrate", "Fail");
-    let (_, ev) = apply_and_watch(
+    let (_, mut ev) = apply_and_watch(
         &rt,
         &bad,
         Health::Failed,
         "BackoffLimitExceeded",
         Duration::from_secs(60),
     );
-    assert!(
+    // Jobs and pods arrive on separate watch streams: the Job can turn Failed before the pod's
+    // own failure has reached the pod cache, so look again for a short while.
+    let pod_failed = |ev: &WatchEvent| {
         ev.objects
             .iter()
-            .any(|o| o.kind == "Pod" && o.detail.contains("exited with code 1")),
-        "{ev:?}"
-    );
+            .any(|o| o.kind == "Pod" && o.detail.contains("exited with code 1"))
+    };
+    for _ in 0..20 {
+        if pod_failed(&ev) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        ev = watch(&rt, &bad, Duration::from_secs(10));
+    }
+    assert!(pod_failed(&ev), "{ev:?}");
 
     let good = job("seed", "Succeed");
     apply_and_watch(&rt, &good, Health::Ready, "", Duration::from_secs(60));
