@@ -3,54 +3,29 @@
 //! the cluster (`id@context`), so the two copies neither collide nor diff against each other;
 //! preview then shows no changes and destroy removes both.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kusion_k8s_harness::{ControlPlane, Options};
+use kusion_tests::cli::{built, kusionctl_in, text};
 use serde_json::{Value, json};
 
 const ID: &str = "v1:ConfigMap:default:where";
 const COPY_ID: &str = "v1:ConfigMap:default:copy";
 
-/// `target/<profile>/kusionctl` and the Kubernetes runtime plugin next to it (`scripts/test.sh`
-/// builds the whole workspace, binaries and cdylibs, before running tests).
-fn kusionctl() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    for file in ["kusionctl", "libkusion_runtime_kubernetes.so"] {
-        let path = profile_dir.join(file);
-        assert!(
-            path.is_file(),
-            "{} is missing: build the workspace first (cargo build --workspace)",
-            path.display()
-        );
-    }
-    profile_dir.join("kusionctl")
-}
-
+/// `kusionctl` run in `dir` (also its `HOME`), with its state and runtime configuration there.
+/// The Kubernetes runtime plugin must sit next to it (`scripts/test.sh` builds the whole
+/// workspace, binaries and cdylibs, before running tests).
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(kusionctl())
+    built("libkusion_runtime_kubernetes.so");
+    kusionctl_in(dir, dir)
         .args(args)
-        .current_dir(dir)
         .env("KUSION_STATE_DIR", dir.join("state"))
         .env("KUSION_RUNTIME_CONFIG", dir.join("runtimes.json"))
-        .env("HOME", dir)
-        .env_remove("KUSION_PLUGIN_PATH")
-        .env_remove("KUSION_CONFIG")
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
         .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+        .expect("running kusionctl")
 }
 
 fn config_map(name: &str, data: Value, extensions: Value) -> Value {
