@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kusion_kernel::state::{LeaseHolder, LocalStore, StateStore};
 
@@ -194,7 +194,17 @@ fn ctrl_c_stops_new_work_and_saves_state() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(900));
+    // Interrupt once the first step has finished: a fixed delay could land before kusionctl has
+    // installed its handler on a slow start, and the default action would kill it outright.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30)
+        && env
+            .state()
+            .load()
+            .map_or(true, |s| s.resources.values().all(|e| e.pending))
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
