@@ -123,7 +123,7 @@ impl Drop for Informer {
 }
 
 /// How long a list result is reused by other watches.
-const LIST_TTL: std::time::Duration = std::time::Duration::from_millis(250);
+pub(crate) const LIST_TTL: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl Cluster {
     pub async fn connect(key: ClusterKey) -> PluginResult<Cluster> {
@@ -210,6 +210,19 @@ impl Cluster {
         ns: &str,
         resource: &ApiResource,
     ) -> PluginResult<Arc<Vec<serde_json::Value>>> {
+        let since = std::time::Instant::now().checked_sub(LIST_TTL);
+        self.list_json_since(id, ns, resource, since).await
+    }
+
+    /// [`Cluster::list_json`] from a list requested no earlier than `since`; `None` asks for a
+    /// new list. Callers that saw a change at some instant pass it, so the list includes it.
+    pub async fn list_json_since(
+        &self,
+        id: &str,
+        ns: &str,
+        resource: &ApiResource,
+        since: Option<std::time::Instant>,
+    ) -> PluginResult<Arc<Vec<serde_json::Value>>> {
         let key = (
             ns.to_string(),
             format!("{}/{}", resource.api_version, resource.plural),
@@ -223,10 +236,12 @@ impl Cluster {
         // Held across the request: concurrent callers for the same list wait for this one.
         let mut cached = slot.lock().await;
         if let Some((at, items)) = cached.as_ref()
-            && at.elapsed() < LIST_TTL
+            && since.is_some_and(|since| *at >= since)
         {
             return Ok(items.clone());
         }
+        // Stamped before the request: whatever changed after this instant may be missing.
+        let requested_at = std::time::Instant::now();
         let api: kube::Api<kube::api::DynamicObject> =
             kube::Api::namespaced_with(self.client.clone(), ns, resource);
         let items = match api.list(&kube::api::ListParams::default()).await {
@@ -239,7 +254,7 @@ impl Cluster {
             Err(e) => return Err(from_kube(id, &format!("listing {}", resource.plural), e)),
         };
         let items = Arc::new(items);
-        *cached = Some((std::time::Instant::now(), items.clone()));
+        *cached = Some((requested_at, items.clone()));
         Ok(items)
     }
 

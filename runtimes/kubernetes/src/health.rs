@@ -8,7 +8,7 @@ use kusion_sdk::PluginResult;
 use kusion_sdk::runtime::{Health, ObjectStatus, WatchEvent};
 use serde_json::Value;
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, LIST_TTL};
 use crate::error::from_kube;
 use crate::id::Target;
 
@@ -378,6 +378,20 @@ pub(crate) fn progressing(target: &Target, detail: &str) -> WatchEvent {
 
 /// One snapshot of the resource's health, read with a GET and (shared, short-lived) lists.
 pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchEvent> {
+    evaluate_since(
+        cluster,
+        target,
+        std::time::Instant::now().checked_sub(LIST_TTL),
+    )
+    .await
+}
+
+/// [`evaluate`] with child lists requested no earlier than `since` (`None`: new lists).
+pub async fn evaluate_since(
+    cluster: &Cluster,
+    target: &Target,
+    since: Option<std::time::Instant>,
+) -> PluginResult<WatchEvent> {
     let Some(kind) = cluster.checked_kind(target).await? else {
         return Ok(progressing(target, "kind not served yet"));
     };
@@ -390,7 +404,7 @@ pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchE
     let mut lists = Vec::new();
     for child in children_of(target.group(), &target.kind) {
         let items = cluster
-            .list_json(&target.id, ns, &child_resource(child))
+            .list_json_since(&target.id, ns, &child_resource(child), since)
             .await?;
         lists.push((child.3, items.as_ref().clone()));
     }

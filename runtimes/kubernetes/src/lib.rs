@@ -627,7 +627,8 @@ async fn follow(
         for rx in changed.iter_mut() {
             rx.borrow_and_update();
         }
-        let event = match own.store.state().first().and_then(to_json) {
+        let judged_at = std::time::Instant::now();
+        let mut event = match own.store.state().first().and_then(to_json) {
             None => health::progressing(&target, "waiting for the object to exist"),
             Some(obj) => {
                 let lists: Vec<(&str, Vec<Value>)> = children
@@ -642,6 +643,19 @@ async fn follow(
                 health::judge(&target, &obj, &lists)
             }
         };
+        // Each kind has its own watch stream, so the object's cache can turn Ready or Failed
+        // before the pod cache holds the pods that made it so. A verdict that may end the
+        // watch is judged again from reads made after it, so its rows describe one moment.
+        if event.health != Health::Progressing {
+            match health::evaluate_since(&cluster, &target, Some(judged_at)).await {
+                Ok(fresh) => event = fresh,
+                Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
         if report(event) {
             return;
         }
