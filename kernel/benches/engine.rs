@@ -170,7 +170,10 @@ fn main() {
         );
 
         let options = PlanOptions {
-            concurrency: 64,
+            concurrency: std::env::var("KUSION_BENCH_CONCURRENCY")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(64),
             ..Default::default()
         };
         let registry_empty = registry(false);

@@ -4,12 +4,15 @@
 //! order is a valid creation order, and the reverse a valid deletion order.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt::Write;
 
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::reference::{ReferenceError, references_of};
+use crate::reference::{Reference, ReferenceError, references_of};
 use crate::spec::Spec;
 
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +40,7 @@ pub enum GraphError {
 /// (`first` + `next`) so the common case, one resource per ID, costs one hash lookup and no
 /// allocation per resource.
 pub struct KeyIndex<'a> {
-    first: HashMap<&'a str, u32>,
+    first: FxHashMap<&'a str, u32>,
     next: Vec<u32>,
     targets: Vec<Option<&'a str>>,
 }
@@ -63,7 +66,7 @@ impl<'a> KeyIndex<'a> {
     /// Index `(id, target)` pairs by position.
     pub fn new(items: impl ExactSizeIterator<Item = (&'a str, Option<&'a str>)>) -> KeyIndex<'a> {
         let mut index = KeyIndex {
-            first: HashMap::with_capacity(items.len()),
+            first: FxHashMap::with_capacity_and_hasher(items.len(), Default::default()),
             next: Vec::with_capacity(items.len()),
             targets: Vec::with_capacity(items.len()),
         };
@@ -111,11 +114,20 @@ impl<'a> KeyIndex<'a> {
     }
 }
 
+/// A graph with the by-products of building it (see [`Dag::build_parts`]).
+pub(crate) struct Built<'a> {
+    pub dag: Dag,
+    pub index: KeyIndex<'a>,
+    /// `references[i]`: the `$kusion_path` references of resource `i`.
+    pub references: Vec<Vec<Reference>>,
+}
+
 /// A validated, acyclic dependency graph over resource IDs.
 #[derive(Debug, Clone)]
 pub struct Dag {
     graph: DiGraph<String, ()>,
-    index: HashMap<String, NodeIndex>,
+    /// Node by name, built on the first look-up by name (planning never needs it).
+    index: OnceLock<FxHashMap<String, NodeIndex>>,
     /// Node indices in a topological order (dependencies first).
     order: Vec<NodeIndex>,
 }
@@ -132,6 +144,16 @@ impl Dag {
     /// resource `i`, and a bare ID names the resource in the dependent's own target first (see
     /// [`KeyIndex`]). A `dependsOn` naming an ID held by several other targets depends on all.
     pub fn build_targeted(spec: &Spec, targets: &[Option<String>]) -> Result<Dag, GraphError> {
+        Ok(Dag::build_parts(spec, targets)?.dag)
+    }
+
+    /// [`Dag::build_targeted`], also handing back what it found on the way: the index of
+    /// resources by ID and target, and each resource's references (the planner reuses both
+    /// rather than scanning every string again).
+    pub(crate) fn build_parts<'a>(
+        spec: &'a Spec,
+        targets: &'a [Option<String>],
+    ) -> Result<Built<'a>, GraphError> {
         let target = |i: usize| targets.get(i).and_then(|t| t.as_deref());
         let index = KeyIndex::new(
             spec.resources
@@ -140,6 +162,7 @@ impl Dag {
                 .map(|(i, r)| (r.id.as_str(), target(i))),
         );
         let mut edges = Vec::new();
+        let mut references = Vec::with_capacity(spec.resources.len());
         let key = |i: usize| crate::state::state_key(&spec.resources[i].id, target(i));
         for (i, resource) in spec.resources.iter().enumerate() {
             for dependency in &resource.depends_on {
@@ -154,13 +177,14 @@ impl Dag {
                     }
                 }
             }
-            for reference in references_of(resource, &index)? {
+            let found = references_of(resource, &index)?;
+            for reference in &found {
                 match index.pick(&reference.id, target(i)) {
                     Pick::One(from) => edges.push((from, i)),
                     Pick::Many(all) => {
                         return Err(GraphError::AmbiguousReference {
                             key: key(i),
-                            reference: reference.id,
+                            reference: reference.id.clone(),
                             candidates: all.into_iter().map(key).collect(),
                         });
                     }
@@ -168,20 +192,23 @@ impl Dag {
                     Pick::None => {}
                 }
             }
+            references.push(found);
         }
         let names = (0..spec.resources.len()).map(key).collect();
-        Dag::from_edges(names, edges)
+        Ok(Built {
+            dag: Dag::from_edges(names, edges)?,
+            index,
+            references,
+        })
     }
 
     /// Build from node names and `(dependency, dependent)` index pairs.
     pub fn from_edges(ids: Vec<String>, edges: Vec<(usize, usize)>) -> Result<Dag, GraphError> {
         let mut graph = DiGraph::with_capacity(ids.len(), edges.len());
-        let mut index = HashMap::with_capacity(ids.len());
         for id in ids {
-            let n = graph.add_node(id.clone());
-            index.insert(id, n);
+            graph.add_node(id);
         }
-        let mut seen = HashSet::with_capacity(edges.len());
+        let mut seen = FxHashSet::with_capacity_and_hasher(edges.len(), Default::default());
         for (from, to) in edges {
             if seen.insert((from, to)) {
                 graph.add_edge(NodeIndex::new(from), NodeIndex::new(to), ());
@@ -197,7 +224,7 @@ impl Dag {
         };
         let mut dag = Dag {
             graph,
-            index,
+            index: OnceLock::new(),
             order,
         };
         dag.reduce();
@@ -257,6 +284,15 @@ impl Dag {
         }
     }
 
+    fn node_index(&self) -> &FxHashMap<String, NodeIndex> {
+        self.index.get_or_init(|| {
+            self.graph
+                .node_indices()
+                .map(|n| (self.graph[n].clone(), n))
+                .collect()
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.graph.node_count()
     }
@@ -293,7 +329,7 @@ impl Dag {
     }
 
     fn neighbors(&self, id: &str, direction: Direction) -> Vec<&str> {
-        let Some(n) = self.index.get(id) else {
+        let Some(n) = self.node_index().get(id) else {
             return Vec::new();
         };
         let mut out: Vec<&str> = self
@@ -306,7 +342,7 @@ impl Dag {
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.index.contains_key(id)
+        self.node_index().contains_key(id)
     }
 
     /// `(dependency, dependent)` pairs of the reduced graph.

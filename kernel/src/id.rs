@@ -42,52 +42,107 @@ fn err(id: &str, reason: impl Into<String>) -> IdError {
     }
 }
 
+/// A parsed ID borrowing its segments, so validating a large spec allocates nothing.
+enum IdParts<'a> {
+    Kubernetes {
+        api_version: &'a str,
+        kind: &'a str,
+        namespace: Option<&'a str>,
+        name: &'a str,
+    },
+    Terraform {
+        provider_namespace: &'a str,
+        provider_name: &'a str,
+        resource_type: &'a str,
+        name: &'a str,
+    },
+    Other,
+}
+
+fn parse_parts<'a>(id: &'a str, resource_type: &str) -> Result<IdParts<'a>, IdError> {
+    if id.is_empty() {
+        return Err(err(id, "empty ID"));
+    }
+    if id.chars().any(char::is_whitespace) {
+        return Err(err(id, "IDs must not contain white space"));
+    }
+    // Up to four segments are meaningful; a fifth only says "too many".
+    let mut parts = [""; 5];
+    let mut count = 0;
+    for part in id.split(':') {
+        if part.is_empty() {
+            return Err(err(id, "empty segment between ':' separators"));
+        }
+        if count < parts.len() {
+            parts[count] = part;
+        }
+        count += 1;
+    }
+    match resource_type {
+        KUBERNETES => match (count, parts) {
+            (3, [api_version, kind, name, ..]) => Ok(IdParts::Kubernetes {
+                api_version,
+                kind,
+                namespace: None,
+                name,
+            }),
+            (4, [api_version, kind, namespace, name, _]) => Ok(IdParts::Kubernetes {
+                api_version,
+                kind,
+                namespace: Some(namespace),
+                name,
+            }),
+            _ => Err(err(
+                id,
+                "a Kubernetes ID is apiVersion:Kind[:namespace]:name",
+            )),
+        },
+        TERRAFORM => match (count, parts) {
+            (4, [provider_namespace, provider_name, resource_type, name, _]) => {
+                Ok(IdParts::Terraform {
+                    provider_namespace,
+                    provider_name,
+                    resource_type,
+                    name,
+                })
+            }
+            _ => Err(err(
+                id,
+                "a Terraform ID is providerNamespace:providerName:resourceType:resourceName",
+            )),
+        },
+        _ => Ok(IdParts::Other),
+    }
+}
+
 impl ResourceId {
     /// Parse `id` by the rules of `resource_type`.
     pub fn parse(id: &str, resource_type: &str) -> Result<ResourceId, IdError> {
-        if id.is_empty() {
-            return Err(err(id, "empty ID"));
-        }
-        if id.chars().any(char::is_whitespace) {
-            return Err(err(id, "IDs must not contain white space"));
-        }
-        let parts: Vec<&str> = id.split(':').collect();
-        if parts.iter().any(|p| p.is_empty()) {
-            return Err(err(id, "empty segment between ':' separators"));
-        }
-        match resource_type {
-            KUBERNETES => match parts.as_slice() {
-                [api_version, kind, name] => Ok(ResourceId::Kubernetes {
-                    api_version: api_version.to_string(),
-                    kind: kind.to_string(),
-                    namespace: None,
-                    name: name.to_string(),
-                }),
-                [api_version, kind, namespace, name] => Ok(ResourceId::Kubernetes {
-                    api_version: api_version.to_string(),
-                    kind: kind.to_string(),
-                    namespace: Some(namespace.to_string()),
-                    name: name.to_string(),
-                }),
-                _ => Err(err(
-                    id,
-                    "a Kubernetes ID is apiVersion:Kind[:namespace]:name",
-                )),
+        Ok(match parse_parts(id, resource_type)? {
+            IdParts::Kubernetes {
+                api_version,
+                kind,
+                namespace,
+                name,
+            } => ResourceId::Kubernetes {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+                namespace: namespace.map(str::to_string),
+                name: name.to_string(),
             },
-            TERRAFORM => match parts.as_slice() {
-                [ns, provider, rtype, name] => Ok(ResourceId::Terraform {
-                    provider_namespace: ns.to_string(),
-                    provider_name: provider.to_string(),
-                    resource_type: rtype.to_string(),
-                    name: name.to_string(),
-                }),
-                _ => Err(err(
-                    id,
-                    "a Terraform ID is providerNamespace:providerName:resourceType:resourceName",
-                )),
+            IdParts::Terraform {
+                provider_namespace,
+                provider_name,
+                resource_type,
+                name,
+            } => ResourceId::Terraform {
+                provider_namespace: provider_namespace.to_string(),
+                provider_name: provider_name.to_string(),
+                resource_type: resource_type.to_string(),
+                name: name.to_string(),
             },
-            _ => Ok(ResourceId::Other(id.to_string())),
-        }
+            IdParts::Other => ResourceId::Other(id.to_string()),
+        })
     }
 }
 
@@ -100,13 +155,20 @@ fn str_at<'a>(attrs: &'a serde_json::Map<String, Value>, path: &[&str]) -> Optio
     v.as_str()
 }
 
-/// Check that a resource's ID is well formed and agrees with its attributes and extensions.
+/// Check that a resource's ID is well formed and agrees with its attributes and extensions,
+/// and return it parsed.
 pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> {
+    check_resource_id(resource)?;
+    ResourceId::parse(&resource.id, &resource.resource_type)
+}
+
+/// [`validate_resource_id`] without building the parsed ID.
+pub fn check_resource_id(resource: &Resource) -> Result<(), IdError> {
     let id = &resource.id;
-    let parsed = ResourceId::parse(id, &resource.resource_type)?;
+    let parsed = parse_parts(id, &resource.resource_type)?;
     let attrs = &resource.attributes;
-    match &parsed {
-        ResourceId::Kubernetes {
+    match parsed {
+        IdParts::Kubernetes {
             api_version,
             kind,
             namespace,
@@ -130,13 +192,9 @@ pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> 
             check("apiVersion", &["apiVersion"], Some(api_version))?;
             check("kind", &["kind"], Some(kind))?;
             check("metadata.name", &["metadata", "name"], Some(name))?;
-            check(
-                "metadata.namespace",
-                &["metadata", "namespace"],
-                namespace.as_deref(),
-            )?;
+            check("metadata.namespace", &["metadata", "namespace"], namespace)?;
         }
-        ResourceId::Terraform { resource_type, .. } => {
+        IdParts::Terraform { resource_type, .. } => {
             let provider = resource.extension_str("provider").ok_or_else(|| {
                 err(
                     id,
@@ -166,9 +224,9 @@ pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> 
                 return Err(err(id, "extensions.providerMeta must be a mapping"));
             }
         }
-        ResourceId::Other(_) => {}
+        IdParts::Other => {}
     }
-    Ok(parsed)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@
 //! runtime says a changed field forces it).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
-use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use kusion_sdk::runtime::{ApplyRequest, ReadRequest};
@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::diff::{self, FieldChange};
-use crate::graph::{Dag, GraphError, KeyIndex, Pick};
-use crate::reference::{self, Lookup, ReferenceError};
+use crate::graph::{Built, Dag, GraphError, KeyIndex, Pick};
+use crate::reference::{self, Lookup, Reference, ReferenceError};
 use crate::registry::Registry;
 use crate::spec::{Spec, SpecError};
 use crate::state::{JournalRecord, State, StateEntry, state_key};
@@ -108,8 +108,6 @@ pub struct Plan<'a> {
     pub steps: Vec<Step<'a>>,
     /// `deps[i]`: the steps that must finish before step `i` starts.
     pub deps: Vec<Vec<usize>>,
-    /// Every ID a `$kusion_path` may name (spec and state).
-    pub known_ids: Vec<String>,
     /// State entries recorded without a target whose runtime now names one: `Moved` records
     /// that re-key them (`id` -> `id@target`), journaled before anything else happens. Steps
     /// already use the new keys and have the old entries as their prior.
@@ -367,7 +365,11 @@ pub fn compute<'a>(
     let no_targets: &[Option<String>] = &[];
     let targets_arg = if targeted { &targets[..] } else { no_targets };
     spec.validate_targeted(&registry.types(), targets_arg)?;
-    let dag = Dag::build_targeted(spec, targets_arg)?;
+    let Built {
+        dag,
+        index,
+        references,
+    } = Dag::build_parts(spec, targets_arg)?;
 
     let keys: Vec<String> = spec
         .resources
@@ -489,33 +491,42 @@ pub fn compute<'a>(
         deps[first_delete + dependency].push(first_delete + dependent);
     }
 
-    let mut known_ids: Vec<String> = spec.resources.iter().map(|r| r.id.clone()).collect();
-    known_ids.extend(gone.iter().map(|(e, _, _)| e.resource.id.clone()));
-
     // Decide each spec resource along the DAG so references resolve against what their
-    // targets are expected to become.
-    // Read locks let a step borrow its targets' decisions while other steps read them too; a
-    // step is written once, by its own planning, before any dependent reads it.
-    let steps: Vec<RwLock<Step>> = steps.into_iter().map(RwLock::new).collect();
+    // targets are expected to become. Each decision is written once, by its own planning,
+    // before any dependent reads it: write-once slots need no locks.
     let context = PlanContext {
         registry: registry.clone(),
-        index: KeyIndex::new(
-            spec.resources
-                .iter()
-                .zip(&targets)
-                .map(|(r, t)| (r.id.as_str(), t.as_deref())),
-        ),
+        index,
+        references,
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
     };
-    let spec_deps: Vec<Vec<usize>> = deps[..first_delete].to_vec();
-    let results = walk(&spec_deps, options.concurrency, cancel, |i| {
-        plan_one(i, &steps, &context)
+    let decisions: Vec<OnceLock<Decision>> = (0..first_delete).map(|_| OnceLock::new()).collect();
+    let results = walk(&deps[..first_delete], options.concurrency, cancel, |i| {
+        let step = &steps[i];
+        let decision = decide(
+            step.planned.expect("spec steps have a planned resource"),
+            &context.references[i],
+            step.prior,
+            step.target.as_deref(),
+            &decisions,
+            &context,
+        )?;
+        decisions[i]
+            .set(decision)
+            .map_err(|_| "a plan step was decided twice".to_string())
     });
-    let steps: Vec<Step> = steps
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .collect();
+    for (step, decision) in steps.iter_mut().zip(decisions) {
+        if let Some(d) = decision.into_inner() {
+            step.action = d.action;
+            step.live = d.live;
+            step.live_private = d.live_private;
+            step.expected = d.expected;
+            step.changes = d.changes;
+            step.sensitive = d.sensitive;
+            step.unknown = d.unknown;
+        }
+    }
     let mut failures = Vec::new();
     for (i, result) in results.into_iter().enumerate() {
         match result {
@@ -533,12 +544,7 @@ pub fn compute<'a>(
     if !failures.is_empty() {
         return Err(PlanError::Resources(failures));
     }
-    Ok(Plan {
-        steps,
-        deps,
-        known_ids,
-        moves,
-    })
+    Ok(Plan { steps, deps, moves })
 }
 
 /// What every planning step shares (borrowing the spec's IDs).
@@ -546,43 +552,22 @@ struct PlanContext<'a> {
     registry: Registry,
     /// Spec resources by ID and target; positions are step indices.
     index: KeyIndex<'a>,
+    /// The references of each spec resource, by step index.
+    references: Vec<Vec<Reference>>,
     ignore: Vec<FieldPath>,
     timeout: Option<Duration>,
 }
 
-/// The attributes a reference to `step` resolves to during planning, if known before apply.
-fn expected_for_references<'s>(step: &'s Step<'_>) -> Option<&'s Map<String, Value>> {
-    match step.action {
-        Action::UnChanged | Action::Import => step.live.as_ref().map(|r| &r.attributes),
-        Action::Update if step.unknown.is_empty() => step.expected.as_ref().map(|r| &r.attributes),
+/// The attributes a reference to a decided step resolves to during planning, if known before
+/// apply.
+fn expected_for_references(decision: &Decision) -> Option<&Map<String, Value>> {
+    match decision.action {
+        Action::UnChanged | Action::Import => decision.live.as_ref().map(|r| &r.attributes),
+        Action::Update if decision.unknown.is_empty() => {
+            decision.expected.as_ref().map(|r| &r.attributes)
+        }
         _ => None,
     }
-}
-
-fn plan_one(i: usize, steps: &[RwLock<Step<'_>>], cx: &PlanContext<'_>) -> Result<(), String> {
-    let (planned, prior, target) = {
-        let s = steps[i]
-            .read()
-            .map_err(|_| "poisoned plan step".to_string())?;
-        (
-            s.planned.expect("spec steps have a planned resource"),
-            s.prior,
-            s.target.clone(),
-        )
-    };
-    let result = decide(planned, prior, target.as_deref(), steps, cx);
-    let mut s = steps[i]
-        .write()
-        .map_err(|_| "poisoned plan step".to_string())?;
-    let decision = result?;
-    s.action = decision.action;
-    s.live = decision.live;
-    s.live_private = decision.live_private;
-    s.expected = decision.expected;
-    s.changes = decision.changes;
-    s.sensitive = decision.sensitive;
-    s.unknown = decision.unknown;
-    Ok(())
 }
 
 struct Decision {
@@ -597,9 +582,10 @@ struct Decision {
 
 fn decide(
     planned: &Resource,
+    refs: &[Reference],
     prior: Option<&StateEntry>,
     target: Option<&str>,
-    steps: &[RwLock<Step<'_>>],
+    decisions: &[OnceLock<Decision>],
     cx: &PlanContext<'_>,
 ) -> Result<Decision, String> {
     let runtime = cx
@@ -614,14 +600,13 @@ fn decide(
         .unwrap_or_default();
 
     // Borrow the referenced resources' expected attributes (their steps are already decided).
-    let refs = reference::references_of(planned, &cx.index).map_err(|e| e.to_string())?;
-    let mut targets: HashMap<&str, RwLockReadGuard<'_, Step<'_>>> = HashMap::new();
-    for r in &refs {
+    let mut targets: HashMap<&str, &Decision> = HashMap::new();
+    for r in refs {
         if !targets.contains_key(r.id.as_str())
             && let Pick::One(j) = cx.index.pick(&r.id, target)
-            && let Ok(guard) = steps[j].read()
+            && let Some(decision) = decisions[j].get()
         {
-            targets.insert(r.id.as_str(), guard);
+            targets.insert(r.id.as_str(), decision);
         }
     }
     let (resolved, unresolved) = if refs.is_empty() {
@@ -629,7 +614,7 @@ fn decide(
     } else {
         reference::resolve(planned, &cx.index, &|id| match targets
             .get(id)
-            .and_then(|s| expected_for_references(s))
+            .and_then(|d| expected_for_references(d))
         {
             Some(attrs) => Lookup::Known(attrs),
             None => Lookup::Unknown,

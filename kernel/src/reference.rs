@@ -31,7 +31,7 @@ impl KnownIds for HashSet<String> {
     }
 }
 
-use kusion_sdk::{FieldPath, Resource};
+use kusion_sdk::{FieldPath, Resource, Segment};
 use serde_json::{Map, Value};
 
 pub const PREFIX: &str = "$kusion_path";
@@ -270,6 +270,26 @@ pub fn resolve<'a>(
     Ok((resolved, unresolved))
 }
 
+/// The value at `path` in an attributes map, copying only what the path selects (the whole
+/// map only for the empty path).
+fn value_at(attrs: &Map<String, Value>, path: &FieldPath) -> Option<Value> {
+    let Some((first, rest)) = path.0.split_first() else {
+        return Some(Value::Object(attrs.clone()));
+    };
+    let Segment::Key(key) = first else {
+        return None;
+    };
+    let mut current = attrs.get(key)?;
+    for segment in rest {
+        current = match (segment, current) {
+            (Segment::Key(k), Value::Object(map)) => map.get(k)?,
+            (Segment::Index(i), Value::Array(items)) => items.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(current.clone())
+}
+
 fn resolve_value<'a>(
     value: &mut Value,
     resource: &str,
@@ -294,8 +314,7 @@ fn resolve_value<'a>(
                         return Ok(());
                     }
                     Lookup::Known(attrs) => {
-                        let root = Value::Object(attrs.clone());
-                        let found = r.path.get(&root).cloned().ok_or_else(|| {
+                        let found = value_at(attrs, &r.path).ok_or_else(|| {
                             ReferenceError::MissingField {
                                 resource: resource.to_string(),
                                 text: s.clone(),

@@ -1,12 +1,12 @@
 //! The spec: the desired resources of a stack.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use kusion_sdk::Resource;
 use serde::{Deserialize, Serialize};
 
-use crate::id::{IdError, validate_resource_id};
+use crate::id::{IdError, check_resource_id};
 
 /// A stack's desired resources, in upstream's format.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -127,8 +127,11 @@ impl Spec {
         targets: &[Option<String>],
     ) -> Result<(), SpecError> {
         let target = |i: usize| targets.get(i).and_then(|t| t.as_deref());
-        let mut seen: HashMap<(&str, Option<&str>), usize> =
-            HashMap::with_capacity(self.resources.len());
+        let mut seen: rustc_hash::FxHashMap<(&str, Option<&str>), usize> =
+            rustc_hash::FxHashMap::with_capacity_and_hasher(
+                self.resources.len(),
+                Default::default(),
+            );
         for (index, resource) in self.resources.iter().enumerate() {
             if let Some(first) = seen.insert((resource.id.as_str(), target(index)), index) {
                 return Err(SpecError::Duplicate {
@@ -145,7 +148,7 @@ impl Spec {
                     known: known_types.iter().cloned().collect::<Vec<_>>().join(", "),
                 });
             }
-            validate_resource_id(resource)?;
+            check_resource_id(resource)?;
         }
         let ids: std::collections::HashSet<&str> = if targets.is_empty() {
             Default::default()

@@ -81,6 +81,7 @@ where
                         }
                     };
                     let Some(i) = next else {
+                        // Whatever ended this worker (done, stuck, cancelled) ends the others.
                         wake.notify_all();
                         return;
                     };
@@ -89,6 +90,7 @@ where
                     let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
                     s.running -= 1;
                     s.open -= 1;
+                    let mut released = 0;
                     match outcome {
                         Ok(value) => {
                             s.results[i] = Some(NodeResult::Done(value));
@@ -96,6 +98,7 @@ where
                                 s.waiting[d] -= 1;
                                 if s.waiting[d] == 0 {
                                     s.ready.push_back(d);
+                                    released += 1;
                                 }
                             }
                         }
@@ -113,8 +116,18 @@ where
                             }
                         }
                     }
+                    // Waking every idle worker for each finished node costs more than the node
+                    // itself on large plans: wake one per node released beyond the one this
+                    // worker takes next, and everyone only when the walk can end.
+                    let finished = s.open == 0 || (s.running == 0 && s.ready.is_empty());
                     drop(s);
-                    wake.notify_all();
+                    if finished {
+                        wake.notify_all();
+                    } else {
+                        for _ in 1..released {
+                            wake.notify_one();
+                        }
+                    }
                 }
             });
         }
