@@ -99,9 +99,9 @@ impl Evaluator {
             ExprKind::Float(f) => Ok(Value::Float(*f)),
             ExprKind::NumberUnit { value, suffix } => Ok(Value::Unit(Rc::new(value::Unit {
                 raw: *value as f64,
-                suffix: Rc::from(suffix.as_str()),
+                suffix: Str::from(suffix.as_str()),
             }))),
-            ExprKind::Str(s) => Ok(Value::Str(Rc::from(&**s))),
+            ExprKind::Str(s) => Ok(Value::Str(Str::from(&**s))),
             ExprKind::JoinedStr(parts) => {
                 let mut out = String::new();
                 for p in parts {
@@ -303,7 +303,7 @@ impl Evaluator {
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let k = match this.eval(cx, &c.key)? {
                         Value::Str(s) => s,
-                        other => Rc::from(value::to_str(&other)),
+                        other => Str::from(value::to_str(&other)),
                     };
                     let v = this.eval(cx, &c.value)?;
                     value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false)
@@ -322,7 +322,7 @@ impl Evaluator {
                 self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
             }
             ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
-                name: Rc::from("lambda"),
+                name: Str::from("lambda"),
                 data: Rc::new(Closure {
                     lambda: l,
                     ctx: ctx.clone(),
@@ -423,12 +423,12 @@ impl Evaluator {
                 )),
                 None => Ok(sym_str(*s)),
             },
-            ExprKind::Str(s) => Ok(Rc::from(&**s)),
+            ExprKind::Str(s) => Ok(Str::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
                 Ok(match v {
                     Value::Str(s) => s,
-                    other => Rc::from(value::to_str(&other)),
+                    other => Str::from(value::to_str(&other)),
                 })
             }
         }
@@ -881,7 +881,7 @@ impl Evaluator {
                                     )
                                 }),
                             ModuleRef::Plugin(p) => Ok(Value::Func(Rc::new(Func::User {
-                                name: Rc::from(format!("{p}.{name}")),
+                                name: Str::from(format!("{p}.{name}")),
                                 data: Rc::new(PluginFn {
                                     module: p.clone(),
                                     func: name.to_string(),
@@ -1170,7 +1170,7 @@ pub(crate) fn sym_str(s: crate::ast::Symbol) -> Str {
         if k.len() <= i {
             k.resize(i + 1, None);
         }
-        k[i].get_or_insert_with(|| Rc::from(s.as_str())).clone()
+        k[i].get_or_insert_with(|| Str::from(s.as_str())).clone()
     })
 }
 
@@ -1189,7 +1189,7 @@ pub struct Bound(pub Value);
 impl Value {
     fn native_bound(v: Vec<Value>) -> Value {
         Value::Func(Rc::new(Func::User {
-            name: Rc::from("instances"),
+            name: Str::from("instances"),
             data: Rc::new(Bound(Value::from(v))),
         }))
     }
