@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::ast::{
-    self, ConfigEntry, ConfigEntryKind, ConfigOp, Expr, ExprKind, Name, Span, Stmt, StmtKind,
-    Symbol,
+    self, ConfigEntry, ConfigEntryKind, ConfigOp, Expr, ExprKind, Name, SelectorExpr, Span, Stmt,
+    StmtKind, Symbol,
 };
 use crate::parser::loader::Program;
 
@@ -87,7 +87,7 @@ fn key_matches(k: &Expr, s: &str) -> bool {
     }
 }
 
-fn config_entries(e: &mut Expr) -> Option<&mut Vec<ConfigEntry>> {
+fn config_entries(e: &mut Expr) -> Option<&mut Box<[ConfigEntry]>> {
     match &mut e.kind {
         ExprKind::Config(v) => Some(v),
         ExprKind::Schema(s) => config_entries(&mut s.config),
@@ -103,19 +103,26 @@ fn key_expr(path: &[String]) -> Expr {
     };
     for p in &path[1..] {
         e = Expr {
-            kind: ExprKind::Selector {
-                value: Box::new(e),
+            kind: ExprKind::Selector(Box::new(SelectorExpr {
+                value: e,
                 attr: name(p),
                 optional: false,
-            },
+            })),
             span: Span::default(),
         };
     }
     e
 }
 
+/// Edits a config's entries (a boxed slice in the tree) as a vector.
+fn edit_entries(entries: &mut Box<[ConfigEntry]>, f: impl FnOnce(&mut Vec<ConfigEntry>)) {
+    let mut v = std::mem::take(entries).into_vec();
+    f(&mut v);
+    *entries = v.into_boxed_slice();
+}
+
 fn apply_entries(
-    entries: &mut Vec<ConfigEntry>,
+    entries: &mut Box<[ConfigEntry]>,
     path: &[String],
     spec: &Spec,
     value: &Option<Expr>,
@@ -133,21 +140,23 @@ fn apply_entries(
             return;
         }
         if let (Some(op), Some(v)) = (spec.op, value) {
-            entries.push(ConfigEntry {
-                kind: ConfigEntryKind::KeyValue {
-                    key: key_expr(path),
-                    op,
-                    value: v.clone(),
-                },
-                span: Span::default(),
+            edit_entries(entries, |e| {
+                e.push(ConfigEntry {
+                    kind: ConfigEntryKind::KeyValue {
+                        key: key_expr(path),
+                        op,
+                        value: v.clone(),
+                    },
+                    span: Span::default(),
+                })
             });
         }
         return;
     }
     match (spec.op, idx, value) {
-        (None, Some(i), _) => {
-            entries.remove(i);
-        }
+        (None, Some(i), _) => edit_entries(entries, |e| {
+            e.remove(i);
+        }),
         (Some(op), Some(i), Some(v)) => {
             entries[i].kind = ConfigEntryKind::KeyValue {
                 key: key_expr(path),
@@ -155,13 +164,15 @@ fn apply_entries(
                 value: v.clone(),
             };
         }
-        (Some(op), None, Some(v)) => entries.push(ConfigEntry {
-            kind: ConfigEntryKind::KeyValue {
-                key: key_expr(path),
-                op,
-                value: v.clone(),
-            },
-            span: Span::default(),
+        (Some(op), None, Some(v)) => edit_entries(entries, |e| {
+            e.push(ConfigEntry {
+                kind: ConfigEntryKind::KeyValue {
+                    key: key_expr(path),
+                    op,
+                    value: v.clone(),
+                },
+                span: Span::default(),
+            })
         }),
         _ => {}
     }
@@ -266,7 +277,7 @@ fn op_str(op: ConfigOp) -> &'static str {
     }
 }
 
-fn find_entries(e: &Expr) -> Option<(&Vec<ConfigEntry>, Span)> {
+fn find_entries(e: &Expr) -> Option<(&[ConfigEntry], Span)> {
     match &e.kind {
         ExprKind::Config(v) => Some((v, e.span)),
         ExprKind::Schema(s) => find_entries(&s.config),

@@ -174,9 +174,9 @@ impl Evaluator {
                 }
                 self.binop(*op, &a, &b, e.span)
             }
-            ExprKind::Compare { left, ops } => {
-                let mut a = self.eval(ctx, left)?;
-                for (op, r) in ops {
+            ExprKind::Compare(c) => {
+                let mut a = self.eval(ctx, &c.left)?;
+                for (op, r) in &c.ops {
                     let b = self.eval(ctx, r)?;
                     if !value::compare(conv_cmp(*op), &a, &b).map_err(|x| self.rt(x, e.span))? {
                         return Ok(Value::Bool(false));
@@ -185,20 +185,16 @@ impl Evaluator {
                 }
                 Ok(Value::Bool(true))
             }
-            ExprKind::If { cond, then, orelse } => {
-                if self.eval(ctx, cond)?.truthy() {
-                    self.eval(ctx, then)
+            ExprKind::If(x) => {
+                if self.eval(ctx, &x.cond)?.truthy() {
+                    self.eval(ctx, &x.then)
                 } else {
-                    self.eval(ctx, orelse)
+                    self.eval(ctx, &x.orelse)
                 }
             }
-            ExprKind::Selector {
-                value,
-                attr,
-                optional,
-            } => {
-                let v = self.eval(ctx, value)?;
-                self.select(ctx, &v, attr.sym.as_str(), *optional, attr.span)
+            ExprKind::Selector(x) => {
+                let v = self.eval(ctx, &x.value)?;
+                self.select(ctx, &v, x.attr.sym.as_str(), x.optional, x.attr.span)
             }
             ExprKind::Subscript {
                 value,
@@ -238,11 +234,11 @@ impl Evaluator {
             ExprKind::Call { func, args } => {
                 let f = self.eval(ctx, func)?;
                 if f.is_none_or_undefined()
-                    && matches!(
-                        func.kind,
-                        ExprKind::Selector { optional: true, .. }
-                            | ExprKind::Subscript { optional: true, .. }
-                    )
+                    && match &func.kind {
+                        ExprKind::Selector(x) => x.optional,
+                        ExprKind::Subscript { optional, .. } => *optional,
+                        _ => false,
+                    }
                 {
                     // `a?.f()` on None short-circuits the call too
                     return Ok(Value::None);
@@ -466,13 +462,9 @@ impl Evaluator {
                     let mut k = key;
                     loop {
                         match &k.kind {
-                            ExprKind::Selector {
-                                value: inner,
-                                attr,
-                                optional: false,
-                            } => {
-                                path.push(sym_str(attr.sym));
-                                k = inner;
+                            ExprKind::Selector(x) if !x.optional => {
+                                path.push(sym_str(x.attr.sym));
+                                k = &x.value;
                             }
                             ExprKind::Subscript {
                                 value: inner,

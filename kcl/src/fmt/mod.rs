@@ -753,30 +753,26 @@ impl<'a> Printer<'a> {
                 self.w(" ");
                 self.expr(right);
             }
-            ExprKind::Compare { left, ops } => {
-                self.expr(left);
-                for (op, r) in ops {
+            ExprKind::Compare(c) => {
+                self.expr(&c.left);
+                for (op, r) in &c.ops {
                     self.w(" ");
                     self.w(op.as_str());
                     self.w(" ");
                     self.expr(r);
                 }
             }
-            ExprKind::If { cond, then, orelse } => {
-                self.expr(then);
+            ExprKind::If(x) => {
+                self.expr(&x.then);
                 self.w(" if ");
-                self.expr(cond);
+                self.expr(&x.cond);
                 self.w(" else ");
-                self.expr(orelse);
+                self.expr(&x.orelse);
             }
-            ExprKind::Selector {
-                value,
-                attr,
-                optional,
-            } => {
-                self.expr(value);
-                self.w(if *optional { "?." } else { "." });
-                self.name(*attr);
+            ExprKind::Selector(x) => {
+                self.expr(&x.value);
+                self.w(if x.optional { "?." } else { "." });
+                self.name(x.attr);
             }
             ExprKind::Subscript {
                 value,
