@@ -147,7 +147,6 @@ fn apply_entries(
                         op,
                         value: v.clone(),
                     },
-                    span: Span::default(),
                 })
             });
         }
@@ -171,7 +170,6 @@ fn apply_entries(
                     op,
                     value: v.clone(),
                 },
-                span: Span::default(),
             })
         }),
         _ => {}
@@ -332,15 +330,15 @@ fn plan_edit(
                     }
                     return Ok(Some(match spec.op {
                         Some(op) => (
-                            en.span.lo as usize,
-                            en.span.hi as usize,
+                            en.span().lo as usize,
+                            en.span().hi as usize,
                             format!("{}{}{}", rest[0], op_str(op), spec.value),
                         ),
                         None => {
-                            let lo = line_start(text, en.span.lo as usize);
-                            let hi = text[en.span.hi as usize..]
+                            let lo = line_start(text, en.span().lo as usize);
+                            let hi = text[en.span().hi as usize..]
                                 .find('\n')
-                                .map(|i| en.span.hi as usize + i + 1)
+                                .map(|i| en.span().hi as usize + i + 1)
                                 .unwrap_or(text.len());
                             (lo, hi, String::new())
                         }
@@ -352,8 +350,8 @@ fn plan_edit(
                     // insert before the closing brace, indented like the last entry
                     let close = cspan.hi as usize - 1;
                     let indent = entries.last().map(|e| {
-                        let ls = line_start(text, e.span.lo as usize);
-                        text[ls..e.span.lo as usize].to_string()
+                        let ls = line_start(text, e.span().lo as usize);
+                        text[ls..e.span().lo as usize].to_string()
                     });
                     let ins = match indent {
                         Some(ind)

@@ -503,7 +503,7 @@ impl Evaluator {
                             let ty = self.eval_identifier(ctx, &se.name)?;
                             let cfg = self.eval(ctx, &se.config)?;
                             let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = self.union_eval(base, &cfg, en.span)?;
+                            let merged = self.union_eval(base, &cfg, en.span())?;
                             let (pos, kw) = match &se.args {
                                 Some(a) => self.eval_args(ctx, a)?,
                                 None => (Vec::new(), Vec::new()),
@@ -539,7 +539,7 @@ impl Evaluator {
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
                     value::ops_merge_entry(d, &k0, &v, op0, idx0, false)
-                        .map_err(|x| self.rt(x, en.span))?;
+                        .map_err(|x| self.rt(x, en.span()))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);
                     }
@@ -550,14 +550,14 @@ impl Evaluator {
                             .insert(crate::ast::Symbol::intern(&k0), nv.clone());
                     }
                 }
-                ast::ConfigEntryKind::Unpack(x) => {
+                ast::ConfigEntryKind::Unpack { value: x, .. } => {
                     let v = self.eval(ctx, x)?;
                     match v.as_dict() {
                         Some(src) => {
                             for (k, val) in &src.map {
                                 let (op, idx) = src.op_of(k);
                                 value::ops_merge_entry(d, k, val, op, idx, false)
-                                    .map_err(|x| self.rt(x, en.span))?;
+                                    .map_err(|x| self.rt(x, en.span()))?;
                             }
                         }
                         None if v.is_none_or_undefined() => {}

@@ -879,8 +879,10 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let v = self.parse_or_test();
                 Some(ConfigEntry {
-                    span: self.span(lo, v.span.hi),
-                    kind: ConfigEntryKind::Unpack(v),
+                    kind: ConfigEntryKind::Unpack {
+                        span: self.span(lo, v.span.hi),
+                        value: v,
+                    },
                 })
             }
             Tok::If => Some(self.parse_config_if()),
@@ -897,11 +899,15 @@ impl<'a> Parser<'a> {
                 };
                 self.bump();
                 let value = self.parse_expr();
-                let span = self.span(lo, value.span.hi.max(key.span.hi));
-                Some(ConfigEntry {
+                let entry = ConfigEntry {
                     kind: ConfigEntryKind::KeyValue { key, op, value },
-                    span,
-                })
+                };
+                // the span is derived from the key and value (see `ConfigEntry::span`)
+                debug_assert!(
+                    !self.errors.is_empty() || entry.span() == self.span(lo, entry.span().hi),
+                    "config entry span"
+                );
+                Some(entry)
             }
         }
     }
@@ -916,8 +922,8 @@ impl<'a> Parser<'a> {
                     cond: Expr::missing(self.tspan(t)),
                     body: Vec::new(),
                     orelse: Vec::new(),
+                    span: self.since(lo),
                 })),
-                span: self.since(lo),
             };
         }
         let cond = self.parse_expr();
@@ -935,8 +941,12 @@ impl<'a> Parser<'a> {
         }
         self.depth -= 1;
         ConfigEntry {
-            kind: ConfigEntryKind::If(Box::new(ConfigIf { cond, body, orelse })),
-            span: self.since(lo),
+            kind: ConfigEntryKind::If(Box::new(ConfigIf {
+                cond,
+                body,
+                orelse,
+                span: self.since(lo),
+            })),
         }
     }
 

@@ -735,7 +735,7 @@ impl<'a> Checker<'a> {
                         self.check_value(env, value, vt, key.span, def);
                     }
                 }
-                ast::ConfigEntryKind::Unpack(v) => {
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
                     self.infer(env, v);
                 }
                 ast::ConfigEntryKind::If(ci) => {
@@ -821,7 +821,7 @@ impl<'a> Checker<'a> {
                         }
                     }
                 }
-                ast::ConfigEntryKind::Unpack(v) => {
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
                     self.infer(env, v);
                 }
                 ast::ConfigEntryKind::If(ci) => {
@@ -1213,7 +1213,7 @@ impl<'a> Checker<'a> {
                     ks.push(kt);
                     vs.push(vt);
                 }
-                ast::ConfigEntryKind::Unpack(v) => {
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
                     self.infer(env, v);
                     known = false;
                 }
