@@ -3,6 +3,11 @@
 //! `Rc<str>` is a fat pointer (16 bytes), which made every [`Value`](super::Value) 24 bytes and
 //! every dict entry 48. Keeping the length next to the count in the allocation makes the handle
 //! 8 bytes, so a `Value` is 16 and lists of scalars take a third less memory.
+//!
+//! Strings of up to 7 bytes (names, short labels, `"w42"`) are stored in the handle itself and
+//! allocate nothing: the first byte of the handle is then `1 | len << 1` (odd, which an
+//! allocation's address never is) and the text follows it. A program's many short strings would
+//! otherwise each take a 32-byte heap block.
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::borrow::Borrow;
@@ -10,6 +15,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
+use std::num::NonZeroUsize;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
@@ -22,8 +28,12 @@ struct Header {
 
 const HEADER: usize = size_of::<Header>();
 
+/// Longest string kept inline (the handle's bytes 1..8); the layout needs little-endian.
+const INLINE_MAX: usize = if cfg!(target_endian = "little") { 7 } else { 0 };
+
 /// Shared immutable string (like `Rc<str>`, but an 8-byte handle). Not `Send`/`Sync`.
 pub struct Str {
+    /// An allocation, or (odd value) an inline string of at most [`INLINE_MAX`] bytes.
     ptr: NonNull<Header>,
     /// Owns a header + bytes the way `Rc` does (for drop check and auto traits).
     _own: PhantomData<Header>,
@@ -37,6 +47,16 @@ fn layout(len: usize) -> Layout {
 impl Str {
     /// A new string holding a copy of `s`.
     pub fn new(s: &str) -> Str {
+        if s.len() <= INLINE_MAX {
+            let mut b = [0u8; 8];
+            b[0] = 1 | (s.len() as u8) << 1;
+            b[1..1 + s.len()].copy_from_slice(s.as_bytes());
+            let bits = NonZeroUsize::new(usize::from_le_bytes(b)).expect("tag bit is set");
+            return Str {
+                ptr: NonNull::without_provenance(bits),
+                _own: PhantomData,
+            };
+        }
         let l = layout(s.len());
         // SAFETY: `l` has a non-zero size (the header); the header is written before use and
         // the `s.len()` bytes after it are inside the allocation.
@@ -57,13 +77,29 @@ impl Str {
         }
     }
 
+    fn is_inline(&self) -> bool {
+        self.ptr.as_ptr().addr() & 1 == 1
+    }
+
+    /// Only for allocated (not inline) strings.
     fn header(&self) -> &Header {
+        debug_assert!(!self.is_inline());
         // SAFETY: the allocation lives while any handle does.
         unsafe { self.ptr.as_ref() }
     }
 
     /// The text.
+    #[inline]
     pub fn as_str(&self) -> &str {
+        if self.is_inline() {
+            let len = (self.ptr.as_ptr().addr() as u8 >> 1) as usize;
+            // SAFETY: `new` stored `len` bytes of UTF-8 at bytes 1.. of the handle (little-endian),
+            // which live as long as `self`.
+            return unsafe {
+                let bytes = (&self.ptr as *const NonNull<Header> as *const u8).add(1);
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(bytes, len))
+            };
+        }
         let len = self.header().len;
         // SAFETY: `len` bytes of valid UTF-8 were copied after the header in `new`.
         unsafe {
@@ -80,6 +116,12 @@ impl Str {
 
 impl Clone for Str {
     fn clone(&self) -> Str {
+        if self.is_inline() {
+            return Str {
+                ptr: self.ptr,
+                _own: PhantomData,
+            };
+        }
         let c = &self.header().count;
         // As `Rc` does: overflowing the count would free a live string later.
         let n = c
@@ -96,6 +138,9 @@ impl Clone for Str {
 
 impl Drop for Str {
     fn drop(&mut self) {
+        if self.is_inline() {
+            return;
+        }
         let h = self.header();
         let n = h.count.get() - 1;
         if n == 0 {
@@ -255,5 +300,28 @@ mod tests {
         m.insert(Str::from("k"), 1);
         assert_eq!(m.get("k"), Some(&1));
         assert!(Str::from("a") < Str::from("b"));
+    }
+
+    #[test]
+    fn inline_and_allocated() {
+        for s in [
+            "",
+            "a",
+            "w42",
+            "1234567",
+            "12345678",
+            "é€x",
+            "a much longer string",
+        ] {
+            let a = Str::from(s);
+            assert_eq!(a.is_inline(), s.len() <= INLINE_MAX, "{s}");
+            let b = a.clone();
+            drop(a);
+            assert_eq!(b.as_str(), s);
+            assert_eq!(b, Str::from(s.to_string()));
+            let moved = vec![b];
+            assert_eq!(&*moved[0], s);
+        }
+        assert_eq!(size_of::<Option<Str>>(), 8);
     }
 }
