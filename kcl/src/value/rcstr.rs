@@ -299,7 +299,8 @@ mod tests {
         let mut m = rustc_hash::FxHashMap::default();
         m.insert(Str::from("k"), 1);
         assert_eq!(m.get("k"), Some(&1));
-        assert!(Str::from("a") < Str::from("b"));
+        let (a, b) = (Str::from("a"), Str::from("bcdefghij"));
+        assert!(a < b);
     }
 
     #[test]
@@ -319,8 +320,9 @@ mod tests {
             drop(a);
             assert_eq!(b.as_str(), s);
             assert_eq!(b, Str::from(s.to_string()));
-            let moved = vec![b];
-            assert_eq!(&*moved[0], s);
+            // an inline string's text lives in the handle: it must follow a move
+            let moved = Box::new(b);
+            assert_eq!(&**moved, s);
         }
         assert_eq!(size_of::<Option<Str>>(), 8);
     }
