@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::ast::{
-    self, ConfigEntry, ConfigEntryKind, ConfigOp, Expr, ExprKind, Name, Span, Stmt, StmtKind,
-    Symbol,
+    self, ConfigEntry, ConfigEntryKind, ConfigOp, Expr, ExprKind, Name, SelectorExpr, Span, Stmt,
+    StmtKind, Symbol,
 };
 use crate::parser::loader::Program;
 
@@ -87,7 +87,7 @@ fn key_matches(k: &Expr, s: &str) -> bool {
     }
 }
 
-fn config_entries(e: &mut Expr) -> Option<&mut Vec<ConfigEntry>> {
+fn config_entries(e: &mut Expr) -> Option<&mut Box<[ConfigEntry]>> {
     match &mut e.kind {
         ExprKind::Config(v) => Some(v),
         ExprKind::Schema(s) => config_entries(&mut s.config),
@@ -103,19 +103,26 @@ fn key_expr(path: &[String]) -> Expr {
     };
     for p in &path[1..] {
         e = Expr {
-            kind: ExprKind::Selector {
-                value: Box::new(e),
+            kind: ExprKind::Selector(Box::new(SelectorExpr {
+                value: e,
                 attr: name(p),
                 optional: false,
-            },
+            })),
             span: Span::default(),
         };
     }
     e
 }
 
+/// Edits a config's entries (a boxed slice in the tree) as a vector.
+fn edit_entries(entries: &mut Box<[ConfigEntry]>, f: impl FnOnce(&mut Vec<ConfigEntry>)) {
+    let mut v = std::mem::take(entries).into_vec();
+    f(&mut v);
+    *entries = v.into_boxed_slice();
+}
+
 fn apply_entries(
-    entries: &mut Vec<ConfigEntry>,
+    entries: &mut Box<[ConfigEntry]>,
     path: &[String],
     spec: &Spec,
     value: &Option<Expr>,
@@ -133,21 +140,22 @@ fn apply_entries(
             return;
         }
         if let (Some(op), Some(v)) = (spec.op, value) {
-            entries.push(ConfigEntry {
-                kind: ConfigEntryKind::KeyValue {
-                    key: key_expr(path),
-                    op,
-                    value: v.clone(),
-                },
-                span: Span::default(),
+            edit_entries(entries, |e| {
+                e.push(ConfigEntry {
+                    kind: ConfigEntryKind::KeyValue {
+                        key: key_expr(path),
+                        op,
+                        value: v.clone(),
+                    },
+                })
             });
         }
         return;
     }
     match (spec.op, idx, value) {
-        (None, Some(i), _) => {
-            entries.remove(i);
-        }
+        (None, Some(i), _) => edit_entries(entries, |e| {
+            e.remove(i);
+        }),
         (Some(op), Some(i), Some(v)) => {
             entries[i].kind = ConfigEntryKind::KeyValue {
                 key: key_expr(path),
@@ -155,13 +163,14 @@ fn apply_entries(
                 value: v.clone(),
             };
         }
-        (Some(op), None, Some(v)) => entries.push(ConfigEntry {
-            kind: ConfigEntryKind::KeyValue {
-                key: key_expr(path),
-                op,
-                value: v.clone(),
-            },
-            span: Span::default(),
+        (Some(op), None, Some(v)) => edit_entries(entries, |e| {
+            e.push(ConfigEntry {
+                kind: ConfigEntryKind::KeyValue {
+                    key: key_expr(path),
+                    op,
+                    value: v.clone(),
+                },
+            })
         }),
         _ => {}
     }
@@ -266,7 +275,7 @@ fn op_str(op: ConfigOp) -> &'static str {
     }
 }
 
-fn find_entries(e: &Expr) -> Option<(&Vec<ConfigEntry>, Span)> {
+fn find_entries(e: &Expr) -> Option<(&[ConfigEntry], Span)> {
     match &e.kind {
         ExprKind::Config(v) => Some((v, e.span)),
         ExprKind::Schema(s) => find_entries(&s.config),
@@ -321,15 +330,15 @@ fn plan_edit(
                     }
                     return Ok(Some(match spec.op {
                         Some(op) => (
-                            en.span.lo as usize,
-                            en.span.hi as usize,
+                            en.span().lo as usize,
+                            en.span().hi as usize,
                             format!("{}{}{}", rest[0], op_str(op), spec.value),
                         ),
                         None => {
-                            let lo = line_start(text, en.span.lo as usize);
-                            let hi = text[en.span.hi as usize..]
+                            let lo = line_start(text, en.span().lo as usize);
+                            let hi = text[en.span().hi as usize..]
                                 .find('\n')
-                                .map(|i| en.span.hi as usize + i + 1)
+                                .map(|i| en.span().hi as usize + i + 1)
                                 .unwrap_or(text.len());
                             (lo, hi, String::new())
                         }
@@ -341,8 +350,8 @@ fn plan_edit(
                     // insert before the closing brace, indented like the last entry
                     let close = cspan.hi as usize - 1;
                     let indent = entries.last().map(|e| {
-                        let ls = line_start(text, e.span.lo as usize);
-                        text[ls..e.span.lo as usize].to_string()
+                        let ls = line_start(text, e.span().lo as usize);
+                        text[ls..e.span().lo as usize].to_string()
                     });
                     let ins = match indent {
                         Some(ind)

@@ -7,7 +7,7 @@ use crate::eval::{EvalError, EvalOptions, Evaluator, PluginHook};
 use crate::output::{PrintOpts, to_json};
 pub use crate::parser::loader::ParseCache;
 use crate::parser::loader::{LoadOptions, load_program_cached};
-use crate::value::{Dict, Value};
+use crate::value::{Dict, Str, Value};
 
 /// Options of one run (the `kcl run` flags).
 #[derive(Clone, Default)]
@@ -369,7 +369,7 @@ fn pick(v: &Value, parts: &[&str]) -> Option<Value> {
         for k in keys.split(',') {
             let k = k.trim();
             let x = v.as_dict()?.get(k)?;
-            d.map.insert(Rc::from(k), pick(x, rest)?);
+            d.map.insert(Str::from(k), pick(x, rest)?);
         }
         return Some(Value::from(d));
     }
@@ -379,6 +379,6 @@ fn pick(v: &Value, parts: &[&str]) -> Option<Value> {
     }
     let x = v.as_dict()?.get(first)?;
     let mut d = Dict::new();
-    d.map.insert(Rc::from(*first), pick(x, rest)?);
+    d.map.insert(Str::from(*first), pick(x, rest)?);
     Some(Value::from(d))
 }

@@ -112,7 +112,7 @@ fn config_if_blocks_and_entries() {
     };
     assert_eq!(ci.body.len(), 2);
     assert!(matches!(ci.orelse[0].kind, ConfigEntryKind::If(_)));
-    assert!(matches!(entries[2].kind, ConfigEntryKind::Unpack(_)));
+    assert!(matches!(entries[2].kind, ConfigEntryKind::Unpack { .. }));
 }
 
 #[test]

@@ -510,6 +510,9 @@ pub struct Expr {
 }
 
 /// Expression forms.
+///
+/// Kept to 24 bytes (an [`Expr`] is 40): a large config is mostly expressions, so variants with
+/// more than 16 bytes of fields are boxed and sequences are boxed slices (no spare capacity).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     /// A variable reference.
@@ -523,7 +526,7 @@ pub enum ExprKind {
     /// Plain string literal (no interpolation).
     Str(Arc<str>),
     /// String with `${...}` interpolations.
-    JoinedStr(Vec<StrPart>),
+    JoinedStr(Box<[StrPart]>),
     /// `True` / `False`.
     Bool(bool),
     /// `None`.
@@ -538,23 +541,12 @@ pub enum ExprKind {
         left: Box<Expr>,
         right: Box<Expr>,
     },
-    /// A comparison chain `a < b <= c`: `left` then `(op, right)` pairs.
-    Compare {
-        left: Box<Expr>,
-        ops: Vec<(CmpOp, Expr)>,
-    },
+    /// A comparison chain `a < b <= c`.
+    Compare(Box<CompareExpr>),
     /// `then if cond else orelse`.
-    If {
-        cond: Box<Expr>,
-        then: Box<Expr>,
-        orelse: Box<Expr>,
-    },
+    If(Box<IfExpr>),
     /// `value.attr` or `value?.attr`.
-    Selector {
-        value: Box<Expr>,
-        attr: Name,
-        optional: bool,
-    },
+    Selector(Box<SelectorExpr>),
     /// `value[index]` or `value?[index]`.
     Subscript {
         value: Box<Expr>,
@@ -571,13 +563,13 @@ pub enum ExprKind {
     /// `(inner)`.
     Paren(Box<Expr>),
     /// `[a, b, *c, if x: d]`.
-    List(Vec<Expr>),
+    List(Box<[Expr]>),
     /// `if cond: items [elif ...] [else: items]` inside a list literal.
     ListIf(Box<ListIfItem>),
     /// `*value` inside a list literal.
     Starred(Box<Expr>),
     /// `{k: v, k2 = v2, **x, if c: ...}` config/dict literal.
-    Config(Vec<ConfigEntry>),
+    Config(Box<[ConfigEntry]>),
     /// `[elt for x in xs if c]`.
     ListComp(Box<ListComp>),
     /// `{k: v for k, v in d}`.
@@ -592,6 +584,37 @@ pub enum ExprKind {
     As { value: Box<Expr>, ty: Box<Type> },
     /// Placeholder produced by error recovery; never present in an `Ok` parse.
     Missing,
+}
+
+/// `left op right [op right ...]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareExpr {
+    /// The first operand.
+    pub left: Expr,
+    /// The `(op, right)` pairs in order.
+    pub ops: Vec<(CmpOp, Expr)>,
+}
+
+/// `then if cond else orelse`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IfExpr {
+    /// The condition.
+    pub cond: Expr,
+    /// Value when `cond` is truthy.
+    pub then: Expr,
+    /// Value otherwise.
+    pub orelse: Expr,
+}
+
+/// `value.attr` or `value?.attr`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelectorExpr {
+    /// The object.
+    pub value: Expr,
+    /// The attribute name.
+    pub attr: Name,
+    /// `?.` was used.
+    pub optional: bool,
 }
 
 /// One piece of a [`ExprKind::JoinedStr`].
@@ -851,13 +874,27 @@ pub struct ListIfItem {
     pub orelse: Vec<Expr>,
 }
 
-/// One entry of a config/dict literal.
+/// One entry of a config/dict literal. Its span ([`ConfigEntry::span`]) is derived from its
+/// parts rather than stored: large configs hold tens of thousands of entries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfigEntry {
     /// The entry form.
     pub kind: ConfigEntryKind,
-    /// The whole entry.
-    pub span: Span,
+}
+
+impl ConfigEntry {
+    /// The whole entry: from the key to the end of the value, from `**`, or from `if`.
+    pub fn span(&self) -> Span {
+        match &self.kind {
+            ConfigEntryKind::KeyValue { key, value, .. } => Span {
+                file: key.span.file,
+                lo: key.span.lo,
+                hi: key.span.hi.max(value.span.hi),
+            },
+            ConfigEntryKind::Unpack { span, .. } => *span,
+            ConfigEntryKind::If(ci) => ci.span,
+        }
+    }
 }
 
 /// Config entry forms.
@@ -870,8 +907,8 @@ pub enum ConfigEntryKind {
         op: ConfigOp,
         value: Expr,
     },
-    /// `**value`.
-    Unpack(Expr),
+    /// `**value`; `span` covers the `**` too.
+    Unpack { value: Expr, span: Span },
     /// `if cond: entries [elif ...] [else: entries]`.
     If(Box<ConfigIf>),
 }
@@ -907,6 +944,8 @@ pub struct ConfigIf {
     pub body: Vec<ConfigEntry>,
     /// Entries otherwise; an `elif` is a single nested `If` entry.
     pub orelse: Vec<ConfigEntry>,
+    /// From `if` to the end of the last entry.
+    pub span: Span,
 }
 
 /// One `for targets in iter [if cond]...` clause of a comprehension.
@@ -1014,5 +1053,18 @@ impl Expr {
             kind: ExprKind::Missing,
             span,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_expressions() {
+        // Large configs are mostly expressions and config entries (see `ExprKind`).
+        assert_eq!(size_of::<ExprKind>(), 24);
+        assert_eq!(size_of::<Expr>(), 40);
+        assert_eq!(size_of::<ConfigEntry>(), 88);
     }
 }

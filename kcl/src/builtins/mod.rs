@@ -3,8 +3,6 @@
 mod strs;
 mod sys;
 
-use std::rc::Rc;
-
 use crate::value::{self, Dict, Host, RtError, RtResult, Str, Value};
 
 pub use strs::{call_method, str_method};
@@ -319,7 +317,7 @@ fn b_dict(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Val
                         ));
                     }
                     d.map
-                        .insert(Rc::from(value::to_str(&items[0])), items[1].clone());
+                        .insert(Str::from(value::to_str(&items[0])), items[1].clone());
                 }
             }
             Value::None | Value::Undefined => {}
@@ -756,7 +754,7 @@ pub fn from_json_value(j: &serde_json::Value) -> Value {
         serde_json::Value::Object(o) => {
             let mut d = Dict::with_capacity(o.len());
             for (k, v) in o {
-                d.map.insert(Rc::from(k.as_str()), from_json_value(v));
+                d.map.insert(Str::from(k.as_str()), from_json_value(v));
             }
             Value::from(d)
         }
@@ -781,7 +779,7 @@ pub fn from_yaml_value(y: &serde_yaml_ng::Value) -> Value {
                     Y::String(s) => s.clone(),
                     other => value::to_str(&from_yaml_value(other)),
                 };
-                d.map.insert(Rc::from(key.as_str()), from_yaml_value(v));
+                d.map.insert(Str::from(key.as_str()), from_yaml_value(v));
             }
             Value::from(d)
         }

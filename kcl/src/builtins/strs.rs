@@ -42,7 +42,7 @@ const METHODS: &[&str] = &[
 pub fn str_method(recv: &Value, name: &str) -> Option<Value> {
     METHODS.contains(&name).then(|| {
         Value::Func(Rc::new(Func::Method {
-            name: Rc::from(name),
+            name: Str::from(name),
             recv: recv.clone(),
         }))
     })

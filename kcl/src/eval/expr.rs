@@ -99,9 +99,9 @@ impl Evaluator {
             ExprKind::Float(f) => Ok(Value::Float(*f)),
             ExprKind::NumberUnit { value, suffix } => Ok(Value::Unit(Rc::new(value::Unit {
                 raw: *value as f64,
-                suffix: Rc::from(suffix.as_str()),
+                suffix: Str::from(suffix.as_str()),
             }))),
-            ExprKind::Str(s) => Ok(Value::Str(Rc::from(&**s))),
+            ExprKind::Str(s) => Ok(Value::Str(Str::from(&**s))),
             ExprKind::JoinedStr(parts) => {
                 let mut out = String::new();
                 for p in parts {
@@ -174,9 +174,9 @@ impl Evaluator {
                 }
                 self.binop(*op, &a, &b, e.span)
             }
-            ExprKind::Compare { left, ops } => {
-                let mut a = self.eval(ctx, left)?;
-                for (op, r) in ops {
+            ExprKind::Compare(c) => {
+                let mut a = self.eval(ctx, &c.left)?;
+                for (op, r) in &c.ops {
                     let b = self.eval(ctx, r)?;
                     if !value::compare(conv_cmp(*op), &a, &b).map_err(|x| self.rt(x, e.span))? {
                         return Ok(Value::Bool(false));
@@ -185,20 +185,16 @@ impl Evaluator {
                 }
                 Ok(Value::Bool(true))
             }
-            ExprKind::If { cond, then, orelse } => {
-                if self.eval(ctx, cond)?.truthy() {
-                    self.eval(ctx, then)
+            ExprKind::If(x) => {
+                if self.eval(ctx, &x.cond)?.truthy() {
+                    self.eval(ctx, &x.then)
                 } else {
-                    self.eval(ctx, orelse)
+                    self.eval(ctx, &x.orelse)
                 }
             }
-            ExprKind::Selector {
-                value,
-                attr,
-                optional,
-            } => {
-                let v = self.eval(ctx, value)?;
-                self.select(ctx, &v, attr.sym.as_str(), *optional, attr.span)
+            ExprKind::Selector(x) => {
+                let v = self.eval(ctx, &x.value)?;
+                self.select(ctx, &v, x.attr.sym.as_str(), x.optional, x.attr.span)
             }
             ExprKind::Subscript {
                 value,
@@ -238,11 +234,11 @@ impl Evaluator {
             ExprKind::Call { func, args } => {
                 let f = self.eval(ctx, func)?;
                 if f.is_none_or_undefined()
-                    && matches!(
-                        func.kind,
-                        ExprKind::Selector { optional: true, .. }
-                            | ExprKind::Subscript { optional: true, .. }
-                    )
+                    && match &func.kind {
+                        ExprKind::Selector(x) => x.optional,
+                        ExprKind::Subscript { optional, .. } => *optional,
+                        _ => false,
+                    }
                 {
                     // `a?.f()` on None short-circuits the call too
                     return Ok(Value::None);
@@ -303,7 +299,7 @@ impl Evaluator {
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let k = match this.eval(cx, &c.key)? {
                         Value::Str(s) => s,
-                        other => Rc::from(value::to_str(&other)),
+                        other => Str::from(value::to_str(&other)),
                     };
                     let v = this.eval(cx, &c.value)?;
                     value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false)
@@ -322,7 +318,7 @@ impl Evaluator {
                 self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
             }
             ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
-                name: Rc::from("lambda"),
+                name: Str::from("lambda"),
                 data: Rc::new(Closure {
                     lambda: l,
                     ctx: ctx.clone(),
@@ -423,12 +419,12 @@ impl Evaluator {
                 )),
                 None => Ok(sym_str(*s)),
             },
-            ExprKind::Str(s) => Ok(Rc::from(&**s)),
+            ExprKind::Str(s) => Ok(Str::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
                 Ok(match v {
                     Value::Str(s) => s,
-                    other => Rc::from(value::to_str(&other)),
+                    other => Str::from(value::to_str(&other)),
                 })
             }
         }
@@ -466,13 +462,9 @@ impl Evaluator {
                     let mut k = key;
                     loop {
                         match &k.kind {
-                            ExprKind::Selector {
-                                value: inner,
-                                attr,
-                                optional: false,
-                            } => {
-                                path.push(sym_str(attr.sym));
-                                k = inner;
+                            ExprKind::Selector(x) if !x.optional => {
+                                path.push(sym_str(x.attr.sym));
+                                k = &x.value;
                             }
                             ExprKind::Subscript {
                                 value: inner,
@@ -511,7 +503,7 @@ impl Evaluator {
                             let ty = self.eval_identifier(ctx, &se.name)?;
                             let cfg = self.eval(ctx, &se.config)?;
                             let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = self.union_eval(base, &cfg, en.span)?;
+                            let merged = self.union_eval(base, &cfg, en.span())?;
                             let (pos, kw) = match &se.args {
                                 Some(a) => self.eval_args(ctx, a)?,
                                 None => (Vec::new(), Vec::new()),
@@ -547,7 +539,7 @@ impl Evaluator {
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
                     value::ops_merge_entry(d, &k0, &v, op0, idx0, false)
-                        .map_err(|x| self.rt(x, en.span))?;
+                        .map_err(|x| self.rt(x, en.span()))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);
                     }
@@ -558,14 +550,14 @@ impl Evaluator {
                             .insert(crate::ast::Symbol::intern(&k0), nv.clone());
                     }
                 }
-                ast::ConfigEntryKind::Unpack(x) => {
+                ast::ConfigEntryKind::Unpack { value: x, .. } => {
                     let v = self.eval(ctx, x)?;
                     match v.as_dict() {
                         Some(src) => {
                             for (k, val) in &src.map {
                                 let (op, idx) = src.op_of(k);
                                 value::ops_merge_entry(d, k, val, op, idx, false)
-                                    .map_err(|x| self.rt(x, en.span))?;
+                                    .map_err(|x| self.rt(x, en.span()))?;
                             }
                         }
                         None if v.is_none_or_undefined() => {}
@@ -881,7 +873,7 @@ impl Evaluator {
                                     )
                                 }),
                             ModuleRef::Plugin(p) => Ok(Value::Func(Rc::new(Func::User {
-                                name: Rc::from(format!("{p}.{name}")),
+                                name: Str::from(format!("{p}.{name}")),
                                 data: Rc::new(PluginFn {
                                     module: p.clone(),
                                     func: name.to_string(),
@@ -1170,7 +1162,7 @@ pub(crate) fn sym_str(s: crate::ast::Symbol) -> Str {
         if k.len() <= i {
             k.resize(i + 1, None);
         }
-        k[i].get_or_insert_with(|| Rc::from(s.as_str())).clone()
+        k[i].get_or_insert_with(|| Str::from(s.as_str())).clone()
     })
 }
 
@@ -1189,7 +1181,7 @@ pub struct Bound(pub Value);
 impl Value {
     fn native_bound(v: Vec<Value>) -> Value {
         Value::Func(Rc::new(Func::User {
-            name: Rc::from("instances"),
+            name: Str::from("instances"),
             data: Rc::new(Bound(Value::from(v))),
         }))
     }

@@ -465,7 +465,7 @@ impl Evaluator {
                 if matches!(v, Value::Func(_)) {
                     continue;
                 }
-                d.map.insert(Rc::from(name), v.clone());
+                d.map.insert(Str::from(name), v.clone());
             }
         }
         d
@@ -497,7 +497,7 @@ impl Evaluator {
         let last = imp.names.last().map(|n| n.sym.as_str()).unwrap_or("");
         let modval = |m: ModuleRef| {
             Value::Func(Rc::new(crate::value::Func::User {
-                name: Rc::from(last),
+                name: Str::from(last),
                 data: Rc::new(m),
             }))
         };
@@ -730,7 +730,7 @@ impl Evaluator {
             }
             StmtKind::TypeAlias(t) => {
                 let v = Value::Func(Rc::new(crate::value::Func::User {
-                    name: Rc::from(t.name.sym.as_str()),
+                    name: Str::from(t.name.sym.as_str()),
                     data: Rc::new(types::TypeAlias {
                         ty: &t.ty,
                         ctx: ctx.clone(),
@@ -920,7 +920,7 @@ impl Evaluator {
                     let ast::TargetPath::Attr(n) = p else {
                         unreachable!()
                     };
-                    let k: Str = Rc::from(n.sym.as_str());
+                    let k: Str = Str::from(n.sym.as_str());
                     let mut d = crate::value::Dict::new();
                     d.map.insert(k.clone(), extra);
                     d.set_op(k, op, None);
@@ -1102,5 +1102,5 @@ fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
 
 /// Keys as shared strings.
 pub fn key(s: &str) -> Str {
-    Rc::from(s)
+    Str::from(s)
 }

@@ -42,10 +42,10 @@ pub struct Layout {
 
 impl SchemaType {
     pub fn from_stmt(s: &'static ast::SchemaStmt, ctx: Ctx, _nested: bool) -> Value {
-        let name: Str = Rc::from(s.name.sym.as_str());
+        let name: Str = Str::from(s.name.sym.as_str());
         let t = SchemaType {
             name: name.clone(),
-            pkgpath: Rc::from(ctx.pkg.path.as_str()),
+            pkgpath: Str::from(ctx.pkg.path.as_str()),
             stmt: Some(s),
             rule: None,
             def_ctx: ctx,
@@ -58,10 +58,10 @@ impl SchemaType {
         }))
     }
     pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
-        let name: Str = Rc::from(r.name.sym.as_str());
+        let name: Str = Str::from(r.name.sym.as_str());
         let t = SchemaType {
             name: name.clone(),
-            pkgpath: Rc::from(ctx.pkg.path.as_str()),
+            pkgpath: Str::from(ctx.pkg.path.as_str()),
             stmt: None,
             rule: Some(r),
             def_ctx: ctx,
@@ -1053,7 +1053,7 @@ impl Evaluator {
         match a.map.get_mut(k) {
             Some(slot) => *slot = nv,
             None => {
-                a.map.insert(Rc::from(k), nv);
+                a.map.insert(Str::from(k), nv);
             }
         }
         Ok(())

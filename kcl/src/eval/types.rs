@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::schema::{as_schema_type, is_instance_of};
 use super::{Ctx, EvalError, EvalResult, Evaluator};
 use crate::ast::{self, BasicType, LiteralType, Span, TypeKind};
-use crate::value::{ErrKind, Func, Value};
+use crate::value::{ErrKind, Func, Str, Value};
 
 /// `type X = T`.
 pub struct TypeAlias {
@@ -53,9 +53,9 @@ pub fn type_str(t: &ast::Type) -> String {
 impl Evaluator {
     /// The strings a key type allows when it is made only of string literals (through type
     /// aliases), e.g. `"foo" | "bar"`; `None` for any other type.
-    pub(crate) fn str_literals(&self, ctx: &Ctx, t: &'static ast::Type) -> Option<Vec<Rc<str>>> {
+    pub(crate) fn str_literals(&self, ctx: &Ctx, t: &'static ast::Type) -> Option<Vec<Str>> {
         match &t.kind {
-            TypeKind::Literal(LiteralType::Str(s)) => Some(vec![Rc::from(&**s)]),
+            TypeKind::Literal(LiteralType::Str(s)) => Some(vec![Str::from(&**s)]),
             TypeKind::Union(ts) => {
                 let mut out = Vec::new();
                 for t2 in ts {

@@ -753,30 +753,26 @@ impl<'a> Printer<'a> {
                 self.w(" ");
                 self.expr(right);
             }
-            ExprKind::Compare { left, ops } => {
-                self.expr(left);
-                for (op, r) in ops {
+            ExprKind::Compare(c) => {
+                self.expr(&c.left);
+                for (op, r) in &c.ops {
                     self.w(" ");
                     self.w(op.as_str());
                     self.w(" ");
                     self.expr(r);
                 }
             }
-            ExprKind::If { cond, then, orelse } => {
-                self.expr(then);
+            ExprKind::If(x) => {
+                self.expr(&x.then);
                 self.w(" if ");
-                self.expr(cond);
+                self.expr(&x.cond);
                 self.w(" else ");
-                self.expr(orelse);
+                self.expr(&x.orelse);
             }
-            ExprKind::Selector {
-                value,
-                attr,
-                optional,
-            } => {
-                self.expr(value);
-                self.w(if *optional { "?." } else { "." });
-                self.name(*attr);
+            ExprKind::Selector(x) => {
+                self.expr(&x.value);
+                self.w(if x.optional { "?." } else { "." });
+                self.name(x.attr);
             }
             ExprKind::Subscript {
                 value,
@@ -1027,7 +1023,7 @@ impl<'a> Printer<'a> {
             self.w("{}");
             return;
         }
-        let spans: Vec<Span> = entries.iter().map(|e| e.span).collect();
+        let spans: Vec<Span> = entries.iter().map(|e| e.span()).collect();
         let multi = self.multiline(span.lo, &spans)
             || entries
                 .iter()
@@ -1057,16 +1053,16 @@ impl<'a> Printer<'a> {
 
     fn entries_multiline(&mut self, entries: &[ConfigEntry], end: u32) {
         for (i, en) in entries.iter().enumerate() {
-            self.inner_comments_before(en.span.lo);
-            if i > 0 && self.blank_between(self.last_hi, en.span.lo) {
+            self.inner_comments_before(en.span().lo);
+            if i > 0 && self.blank_between(self.last_hi, en.span().lo) {
                 self.out.push('\n');
             }
             self.out.push('\n');
             self.pad();
             self.entry(en);
-            let next = entries.get(i + 1).map(|n| n.span.lo).unwrap_or(end);
-            self.trailing_comment(en.span.hi, next);
-            self.last_hi = self.last_hi.max(en.span.hi);
+            let next = entries.get(i + 1).map(|n| n.span().lo).unwrap_or(end);
+            self.trailing_comment(en.span().hi, next);
+            self.last_hi = self.last_hi.max(en.span().hi);
         }
     }
 
@@ -1077,11 +1073,11 @@ impl<'a> Printer<'a> {
                 self.config_op(*op);
                 self.expr(value);
             }
-            ConfigEntryKind::Unpack(v) => {
+            ConfigEntryKind::Unpack { value: v, .. } => {
                 self.w("**");
                 self.expr(v);
             }
-            ConfigEntryKind::If(ci) => self.config_if(ci, false, en.span),
+            ConfigEntryKind::If(ci) => self.config_if(ci, false, en.span()),
         }
     }
 
@@ -1090,20 +1086,20 @@ impl<'a> Printer<'a> {
         self.expr(&ci.cond);
         self.w(":");
         self.indent += 1;
-        let body_end = ci.orelse.first().map(|o| o.span.lo).unwrap_or(span.hi);
+        let body_end = ci.orelse.first().map(|o| o.span().lo).unwrap_or(span.hi);
         self.entries_multiline(&ci.body, body_end);
         self.indent -= 1;
         if let [only] = ci.orelse.as_slice()
             && let ConfigEntryKind::If(inner) = &only.kind
-            && self.text(only.span).starts_with("elif")
+            && self.text(only.span()).starts_with("elif")
         {
-            self.inner_comments_before(only.span.lo);
+            self.inner_comments_before(only.span().lo);
             self.out.push('\n');
             self.pad();
-            return self.config_if(inner, true, only.span);
+            return self.config_if(inner, true, only.span());
         }
         if !ci.orelse.is_empty() {
-            self.inner_comments_before(ci.orelse[0].span.lo.saturating_sub(1));
+            self.inner_comments_before(ci.orelse[0].span().lo.saturating_sub(1));
             self.out.push('\n');
             self.pad();
             self.w("else:");

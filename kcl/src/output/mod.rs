@@ -342,11 +342,11 @@ fn write_json(v: &Value, o: PrintOpts, ib: usize, level: usize, out: &mut String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Str;
     use crate::value::{Dict, dict_of};
-    use std::rc::Rc;
 
-    fn k(s: &str) -> Rc<str> {
-        Rc::from(s)
+    fn k(s: &str) -> Str {
+        Str::from(s)
     }
 
     #[test]

@@ -38,21 +38,21 @@ impl<'a> Parser<'a> {
             if !self.expect(Tok::Else, "else") {
                 return Expr {
                     span: e.span.to(cond.span),
-                    kind: ExprKind::If {
-                        cond: Box::new(cond),
-                        then: Box::new(e.clone()),
-                        orelse: Box::new(Expr::missing(e.span)),
-                    },
+                    kind: ExprKind::If(Box::new(IfExpr {
+                        cond,
+                        then: e.clone(),
+                        orelse: Expr::missing(e.span),
+                    })),
                 };
             }
             let orelse = self.parse_expr();
             let span = e.span.to(orelse.span);
             return Expr {
-                kind: ExprKind::If {
-                    cond: Box::new(cond),
-                    then: Box::new(e),
-                    orelse: Box::new(orelse),
-                },
+                kind: ExprKind::If(Box::new(IfExpr {
+                    cond,
+                    then: e,
+                    orelse,
+                })),
                 span,
             };
         }
@@ -162,10 +162,7 @@ impl<'a> Parser<'a> {
             .span
             .to(ops.last().map(|(_, e)| e.span).unwrap_or(left.span));
         Expr {
-            kind: ExprKind::Compare {
-                left: Box::new(left),
-                ops,
-            },
+            kind: ExprKind::Compare(Box::new(CompareExpr { left, ops })),
             span,
         }
     }
@@ -271,11 +268,11 @@ impl<'a> Parser<'a> {
                     };
                     let span = e.span.to(attr.span);
                     e = Expr {
-                        kind: ExprKind::Selector {
-                            value: Box::new(e),
+                        kind: ExprKind::Selector(Box::new(SelectorExpr {
+                            value: e,
                             attr,
                             optional: false,
-                        },
+                        })),
                         span,
                     };
                 }
@@ -287,11 +284,11 @@ impl<'a> Parser<'a> {
                     };
                     let span = e.span.to(attr.span);
                     e = Expr {
-                        kind: ExprKind::Selector {
-                            value: Box::new(e),
+                        kind: ExprKind::Selector(Box::new(SelectorExpr {
+                            value: e,
                             attr,
                             optional: true,
-                        },
+                        })),
                         span,
                     };
                 }
@@ -639,7 +636,7 @@ impl<'a> Parser<'a> {
             };
         }
         Expr {
-            kind: ExprKind::JoinedStr(parts),
+            kind: ExprKind::JoinedStr(parts.into_boxed_slice()),
             span,
         }
     }
@@ -705,7 +702,7 @@ impl<'a> Parser<'a> {
             self.skip_to_closer(Tok::RBracket);
         }
         Expr {
-            kind: ExprKind::List(elts),
+            kind: ExprKind::List(elts.into_boxed_slice()),
             span: self.since(lo),
         }
     }
@@ -868,9 +865,8 @@ impl<'a> Parser<'a> {
             self.skip_to_closer(Tok::RBrace);
         }
         // the tree lives for the whole run: no growth slack (entries are ~100 bytes each)
-        entries.shrink_to_fit();
         Expr {
-            kind: ExprKind::Config(entries),
+            kind: ExprKind::Config(entries.into_boxed_slice()),
             span: self.since(lo),
         }
     }
@@ -883,8 +879,10 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let v = self.parse_or_test();
                 Some(ConfigEntry {
-                    span: self.span(lo, v.span.hi),
-                    kind: ConfigEntryKind::Unpack(v),
+                    kind: ConfigEntryKind::Unpack {
+                        span: self.span(lo, v.span.hi),
+                        value: v,
+                    },
                 })
             }
             Tok::If => Some(self.parse_config_if()),
@@ -901,11 +899,15 @@ impl<'a> Parser<'a> {
                 };
                 self.bump();
                 let value = self.parse_expr();
-                let span = self.span(lo, value.span.hi.max(key.span.hi));
-                Some(ConfigEntry {
+                let entry = ConfigEntry {
                     kind: ConfigEntryKind::KeyValue { key, op, value },
-                    span,
-                })
+                };
+                // the span is derived from the key and value (see `ConfigEntry::span`)
+                debug_assert!(
+                    !self.errors.is_empty() || entry.span() == self.span(lo, entry.span().hi),
+                    "config entry span"
+                );
+                Some(entry)
             }
         }
     }
@@ -920,8 +922,8 @@ impl<'a> Parser<'a> {
                     cond: Expr::missing(self.tspan(t)),
                     body: Vec::new(),
                     orelse: Vec::new(),
+                    span: self.since(lo),
                 })),
-                span: self.since(lo),
             };
         }
         let cond = self.parse_expr();
@@ -939,8 +941,12 @@ impl<'a> Parser<'a> {
         }
         self.depth -= 1;
         ConfigEntry {
-            kind: ConfigEntryKind::If(Box::new(ConfigIf { cond, body, orelse })),
-            span: self.since(lo),
+            kind: ConfigEntryKind::If(Box::new(ConfigIf {
+                cond,
+                body,
+                orelse,
+                span: self.since(lo),
+            })),
         }
     }
 
@@ -1322,13 +1328,9 @@ fn expr_to_identifier(e: &Expr) -> Option<Identifier> {
                     span: e.span,
                 });
             }
-            ExprKind::Selector {
-                value,
-                attr,
-                optional: false,
-            } => {
-                names.push(*attr);
-                cur = value;
+            ExprKind::Selector(x) if !x.optional => {
+                names.push(x.attr);
+                cur = &x.value;
             }
             _ => return None,
         }

@@ -166,13 +166,10 @@ impl<'a> Parser<'a> {
                         span,
                     });
                 }
-                ExprKind::Selector {
-                    value,
-                    attr,
-                    optional: false,
-                } => {
-                    path.push(TargetPath::Attr(attr));
-                    cur = *value;
+                ExprKind::Selector(x) if !x.optional => {
+                    let x = *x;
+                    path.push(TargetPath::Attr(x.attr));
+                    cur = x.value;
                 }
                 ExprKind::Subscript {
                     value,
@@ -182,7 +179,7 @@ impl<'a> Parser<'a> {
                     path.push(TargetPath::Index(*index));
                     cur = *value;
                 }
-                ExprKind::Selector { optional: true, .. } => {
+                ExprKind::Selector(_) => {
                     self.error(
                         cur.span,
                         "'SelectorExpression' is an illegal expression for assignment, because the left-hand side of an assignment expression may not be an optional attribute access.",
@@ -288,11 +285,11 @@ impl<'a> Parser<'a> {
                 let orelse = self.parse_expr();
                 let span = test.span.to(orelse.span);
                 test = Expr {
-                    kind: ExprKind::If {
-                        cond: Box::new(cond),
-                        then: Box::new(test),
-                        orelse: Box::new(orelse),
-                    },
+                    kind: ExprKind::If(Box::new(IfExpr {
+                        cond,
+                        then: test,
+                        orelse,
+                    })),
                     span,
                 };
                 if self.at(Tok::If) && !self.at_line_break() {

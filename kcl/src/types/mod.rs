@@ -708,7 +708,7 @@ impl<'a> Checker<'a> {
                     let kty = match &key.kind {
                         ExprKind::Ident(s) => Some(Ty::StrLit(std::sync::Arc::from(s.as_str()))),
                         ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
-                        ExprKind::Selector { .. } => None,
+                        ExprKind::Selector(_) => None,
                         _ => Some(self.infer(env, key)),
                     };
                     if let Some(kty) = kty
@@ -729,14 +729,13 @@ impl<'a> Checker<'a> {
                         self.errors.push(err);
                         continue;
                     }
-                    if matches!(key.kind, ExprKind::Selector { .. }) || *op == ast::ConfigOp::Insert
-                    {
+                    if matches!(key.kind, ExprKind::Selector(_)) || *op == ast::ConfigOp::Insert {
                         self.infer(env, value);
                     } else {
                         self.check_value(env, value, vt, key.span, def);
                     }
                 }
-                ast::ConfigEntryKind::Unpack(v) => {
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
                     self.infer(env, v);
                 }
                 ast::ConfigEntryKind::If(ci) => {
@@ -822,7 +821,7 @@ impl<'a> Checker<'a> {
                         }
                     }
                 }
-                ast::ConfigEntryKind::Unpack(v) => {
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
                     self.infer(env, v);
                 }
                 ast::ConfigEntryKind::If(ci) => {
@@ -932,9 +931,9 @@ impl<'a> Checker<'a> {
                 let r = self.infer(env, right);
                 self.binary(*op, &l, &r, e.span)
             }
-            ExprKind::Compare { left, ops } => {
-                let mut l = self.infer(env, left);
-                for (op, r) in ops {
+            ExprKind::Compare(c) => {
+                let mut l = self.infer(env, &c.left);
+                for (op, r) in &c.ops {
                     let rt = self.infer(env, r);
                     if matches!(
                         op,
@@ -953,17 +952,18 @@ impl<'a> Checker<'a> {
                 }
                 Ty::Bool
             }
-            ExprKind::If { cond, then, orelse } => {
-                self.infer(env, cond);
-                let a = self.infer(env, then);
-                let b = self.infer(env, orelse);
+            ExprKind::If(x) => {
+                self.infer(env, &x.cond);
+                let a = self.infer(env, &x.then);
+                let b = self.infer(env, &x.orelse);
                 if a.is_any() || b.is_any() {
                     Ty::Any
                 } else {
                     Ty::union(vec![a, b])
                 }
             }
-            ExprKind::Selector { value, attr, .. } => {
+            ExprKind::Selector(x) => {
+                let (value, attr) = (&x.value, &x.attr);
                 if let ExprKind::Ident(s) = &value.kind
                     && env.locals.iter().all(|(n, _)| n != s)
                     && !self.is_schema_member(env, *s)
@@ -1200,7 +1200,7 @@ impl<'a> Checker<'a> {
                     let kt = match &key.kind {
                         ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
                         ExprKind::Str(s) => Ty::StrLit(s.clone()),
-                        ExprKind::Selector { .. } => {
+                        ExprKind::Selector(_) => {
                             known = false;
                             Ty::Any
                         }
@@ -1213,7 +1213,7 @@ impl<'a> Checker<'a> {
                     ks.push(kt);
                     vs.push(vt);
                 }
-                ast::ConfigEntryKind::Unpack(v) => {
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
                     self.infer(env, v);
                     known = false;
                 }
@@ -1357,13 +1357,9 @@ fn key_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
     match &key.kind {
         ExprKind::Ident(s) => Some(vec![(*s, key.span)]),
         ExprKind::Str(s) => Some(vec![(Symbol::intern(s), key.span)]),
-        ExprKind::Selector {
-            value,
-            attr,
-            optional: false,
-        } => {
-            let mut p = key_path(value)?;
-            p.push((attr.sym, attr.span));
+        ExprKind::Selector(x) if !x.optional => {
+            let mut p = key_path(&x.value)?;
+            p.push((x.attr.sym, x.attr.span));
             Some(p)
         }
         _ => None,

@@ -2,10 +2,12 @@
 //!
 //! Values are cheap to clone: every compound value sits behind an `Rc`, and mutation goes through
 //! `Rc::make_mut` (copy-on-write), so sharing a large config between variables costs a pointer.
-//! Dict keys are `Rc<str>` so the same key string is shared by every dict that uses it.
+//! Dict keys are [`Str`] (a thin `Rc<str>`) so the same key string is shared by every dict that
+//! uses it.
 
 mod num;
 mod ops;
+mod rcstr;
 mod strfmt;
 
 use std::any::Any;
@@ -22,8 +24,7 @@ pub use ops::{
 };
 pub use strfmt::{to_repr, to_str};
 
-/// Shared immutable string.
-pub type Str = Rc<str>;
+pub use rcstr::Str;
 /// Insertion-ordered map used by dicts and schema instances.
 pub type Map = IndexMap<Str, Value, FxBuildHasher>;
 
@@ -117,11 +118,12 @@ impl Unit {
 }
 
 /// A dict value: entries in insertion order plus the operator each entry was written with
-/// (only recorded when not `:`, so plain data pays nothing).
+/// (only recorded when not `:`, so plain data pays nothing: the operators are boxed, so a dict
+/// without any costs one null pointer).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dict {
     pub map: Map,
-    pub ops: Option<Ops>,
+    pub ops: Option<Box<Ops>>,
 }
 
 /// The non-`:` operators of a dict's entries. Most configs have a handful, kept in a small
@@ -201,7 +203,7 @@ impl Dict {
             return;
         }
         self.ops
-            .get_or_insert_with(|| Ops::Few(Vec::with_capacity(1)))
+            .get_or_insert_with(|| Box::new(Ops::Few(Vec::with_capacity(1))))
             .insert(k, (op, index));
     }
     pub fn len(&self) -> usize {
@@ -355,12 +357,12 @@ impl PartialEq for Value {
 
 impl From<&str> for Value {
     fn from(s: &str) -> Self {
-        Value::Str(Rc::from(s))
+        Value::Str(Str::from(s))
     }
 }
 impl From<String> for Value {
     fn from(s: String) -> Self {
-        Value::Str(Rc::from(s))
+        Value::Str(Str::from(s))
     }
 }
 impl From<i64> for Value {
@@ -391,7 +393,7 @@ impl From<Dict> for Value {
 
 impl Value {
     pub fn str(s: &str) -> Value {
-        Value::Str(Rc::from(s))
+        Value::Str(Str::from(s))
     }
     pub fn native(name: &'static str, f: NativeFn) -> Value {
         Value::Func(Rc::new(Func::Native { name, f }))
@@ -650,6 +652,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn compact_layout() {
+        // Lists of scalars and dict entries are most of a large program's heap.
+        assert_eq!(size_of::<Value>(), 16);
+        assert_eq!(size_of::<Dict>(), 64);
+    }
+
+    #[test]
     fn clone_shares_lists() {
         let a = Value::from(vec![Value::Int(1), Value::Int(2)]);
         let b = a.clone();
@@ -661,9 +670,9 @@ mod tests {
 
     #[test]
     fn copy_on_write_dict() {
-        let mut a = dict_of([(Rc::from("x"), Value::Int(1))]);
+        let mut a = dict_of([(Str::from("x"), Value::Int(1))]);
         let b = a.clone();
-        a.dict_mut().unwrap().insert(Rc::from("y"), Value::Int(2));
+        a.dict_mut().unwrap().insert(Str::from("y"), Value::Int(2));
         assert_eq!(a.len().unwrap(), 2);
         assert_eq!(b.len().unwrap(), 1);
     }

@@ -633,7 +633,7 @@ fn merge_entry_in<E: From<RtError>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::dict_of;
+    use crate::value::{Str, dict_of};
 
     #[test]
     fn int_overflow_is_an_error() {
@@ -659,12 +659,12 @@ mod tests {
 
     #[test]
     fn union_merges_nested_and_overrides() {
-        let a = dict_of([(Rc::from("a"), dict_of([(Rc::from("x"), Value::Int(1))]))]);
-        let b = dict_of([(Rc::from("a"), dict_of([(Rc::from("y"), Value::Int(2))]))]);
+        let a = dict_of([(Str::from("a"), dict_of([(Str::from("x"), Value::Int(1))]))]);
+        let b = dict_of([(Str::from("a"), dict_of([(Str::from("y"), Value::Int(2))]))]);
         let u = binary(BinOp::BitOr, &a, &b).unwrap();
         assert_eq!(super::super::to_str(&u), "{'a': {'x': 1, 'y': 2}}");
-        let c = dict_of([(Rc::from("k"), Value::Int(1))]);
-        let d = dict_of([(Rc::from("k"), Value::Int(2))]);
+        let c = dict_of([(Str::from("k"), Value::Int(1))]);
+        let d = dict_of([(Str::from("k"), Value::Int(2))]);
         assert!(union(&c, &d, true).is_err());
         assert_eq!(union(&c, &d, false).unwrap(), d);
     }

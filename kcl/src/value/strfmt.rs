@@ -96,12 +96,12 @@ fn write_repr(v: &Value, out: &mut String, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Str;
     use crate::value::dict_of;
-    use std::rc::Rc;
 
     #[test]
     fn str_of_containers() {
-        let d = dict_of([(Rc::from("key"), Value::str("value"))]);
+        let d = dict_of([(Str::from("key"), Value::str("value"))]);
         assert_eq!(to_str(&d), "{'key': 'value'}");
         let l = Value::from(vec![
             Value::Int(1),
