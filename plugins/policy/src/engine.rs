@@ -11,7 +11,7 @@ use std::rc::Rc;
 use kusion_kcl::ast::Symbol;
 use kusion_kcl::eval::{EvalOptions, Evaluator, SchemaType};
 use kusion_kcl::parser::loader::{LoadOptions, load_program};
-use kusion_kcl::value::{Dict, ErrKind, Func, Value as KValue};
+use kusion_kcl::value::{Dict, ErrKind, Func, Str, Value as KValue};
 use kusion_sdk::policy::Finding;
 use serde_json::Value;
 
@@ -112,7 +112,7 @@ pub fn prepare(spec: &Value, context: &Value) -> Result<Prepared, PolicyError> {
         });
     }
     let mut spec_dict = Dict::new();
-    spec_dict.insert(Rc::from("resources"), KValue::List(Rc::new(values)));
+    spec_dict.insert(Str::from("resources"), KValue::List(Rc::new(values)));
     let stack = context["stack"]["name"]
         .as_str()
         .or_else(|| context["stack"].as_str())
@@ -286,10 +286,10 @@ pub fn evaluate_set(
                 detail: format!("`{}` is not a rule", rule.name),
             })?;
         let span = kusion_kcl::Span::default();
-        let (k_resource, k_pod, k_containers): (Rc<str>, Rc<str>, Rc<str>) = (
-            Rc::from("resource"),
-            Rc::from("pod"),
-            Rc::from("containers"),
+        let (k_resource, k_pod, k_containers): (Str, Str, Str) = (
+            Str::from("resource"),
+            Str::from("pod"),
+            Str::from("containers"),
         );
         let mut run =
             |resource: Option<&crate::engine::PreparedResource>| -> Result<(), PolicyError> {
