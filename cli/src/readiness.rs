@@ -11,37 +11,8 @@ use serde_json::Value;
 /// Names always bound (to `None` when the object lacks them), so a rule over a field that
 /// appears later is "not ready" rather than an undefined name.
 const COMMON: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status", "data"];
-/// Words the KCL grammar claims: such fields are reachable through `live` only.
-const RESERVED: &[&str] = &[
-    "True",
-    "False",
-    "None",
-    "Undefined",
-    "import",
-    "as",
-    "if",
-    "elif",
-    "else",
-    "for",
-    "in",
-    "not",
-    "and",
-    "or",
-    "is",
-    "lambda",
-    "assert",
-    "type",
-    "schema",
-    "rule",
-    "protocol",
-    "mixin",
-    "check",
-    "all",
-    "any",
-    "map",
-    "filter",
-    "live",
-];
+/// The name the whole object is bound to.
+const LIVE: &str = "live";
 
 fn bindable(name: &str) -> bool {
     let mut chars = name.chars();
@@ -50,7 +21,9 @@ fn bindable(name: &str) -> bool {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with('_')
-        && !RESERVED.contains(&name)
+        // Fields spelled like KCL keywords are reachable through `live` only.
+        && !kusion_kcl::lexer::KEYWORDS.contains(&name)
+        && name != LIVE
 }
 
 /// A KCL expression yielding `value`: its JSON text travels base64-encoded, so no quote,
@@ -64,7 +37,7 @@ fn decoded(value: &Value) -> String {
 /// The program judging `expression` over `live`; its `kusion_ready` is the verdict.
 fn program(expression: &str, live: &Value) -> String {
     let mut out = String::from("import base64\nimport json\n\n");
-    out.push_str(&format!("live = {}\n", decoded(live)));
+    out.push_str(&format!("{LIVE} = {}\n", decoded(live)));
     let fields = live.as_object();
     for name in COMMON {
         if fields.is_none_or(|f| !f.contains_key(*name)) {

@@ -12,6 +12,39 @@ use crate::ast::{AugOp, Comment, FileId, Span, Symbol};
 use crate::diag::Diagnostic;
 use rustc_hash::FxHashMap;
 
+/// Words KCL reserves (upstream's full list, soft keywords included): a name spelled like one
+/// cannot be used bare (generated schemas write such attributes `$name`).
+pub const KEYWORDS: &[&str] = &[
+    "True",
+    "False",
+    "None",
+    "Undefined",
+    "import",
+    "as",
+    "if",
+    "elif",
+    "else",
+    "for",
+    "in",
+    "not",
+    "and",
+    "or",
+    "is",
+    "lambda",
+    "assert",
+    "schema",
+    "mixin",
+    "protocol",
+    "check",
+    "rule",
+    "relaxed",
+    "type",
+    "all",
+    "any",
+    "filter",
+    "map",
+];
+
 /// Token kinds. Literal values are decoded by the parser from the token text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tok {

@@ -7,38 +7,7 @@ use serde_json::Value as Json;
 
 use super::model::{SchemaDef, Ty};
 
-/// Words KCL reserves (upstream's full list, soft keywords included): attributes with these
-/// names are written `$name`.
-const KEYWORDS: &[&str] = &[
-    "True",
-    "False",
-    "None",
-    "Undefined",
-    "import",
-    "as",
-    "if",
-    "elif",
-    "else",
-    "for",
-    "in",
-    "not",
-    "and",
-    "or",
-    "is",
-    "lambda",
-    "assert",
-    "schema",
-    "mixin",
-    "protocol",
-    "check",
-    "rule",
-    "relaxed",
-    "type",
-    "all",
-    "any",
-    "filter",
-    "map",
-];
+use crate::lexer::KEYWORDS;
 
 fn is_ident(s: &str) -> bool {
     let mut cs = s.chars();

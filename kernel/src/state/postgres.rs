@@ -21,6 +21,8 @@ use std::sync::Mutex;
 use std::sync::mpsc;
 
 use postgres::{Client, IsolationLevel, NoTls, Transaction};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::local::{holder_is_dead, random_token};
 use super::{
@@ -168,6 +170,111 @@ impl PostgresStore {
             location: format!("{} ({what})", self.location()),
             message: e.to_string(),
         }
+    }
+}
+
+/// A per-stack table of JSON records numbered 1, 2, ... (releases, runs).
+struct NumberedTable {
+    table: &'static str,
+    number: &'static str,
+}
+
+const RELEASES: NumberedTable = NumberedTable {
+    table: "kusion_release",
+    number: "revision",
+};
+const RUNS: NumberedTable = NumberedTable {
+    table: "kusion_run",
+    number: "id",
+};
+
+impl PostgresStore {
+    /// Store `record` under the stack's next number (decided under the stack's advisory lock,
+    /// so concurrent writers never pick the same one) and return that number.
+    fn insert_numbered<T: Serialize + Clone + Send + 'static>(
+        &self,
+        table: &'static NumberedTable,
+        record: &T,
+        set_number: fn(&mut T, u64),
+    ) -> Result<u64, StateError> {
+        let mut owned = record.clone();
+        let location = self.location();
+        self.try_call(move |c, stack| {
+            let mut tx = c.transaction()?;
+            lock_stack(&mut tx, stack)?;
+            let last: i64 = tx
+                .query_one(
+                    &format!(
+                        "SELECT coalesce(max({}), 0)::bigint FROM {} WHERE stack = $1",
+                        table.number, table.table
+                    ),
+                    &[&stack],
+                )?
+                .get(0);
+            let number = last as u64 + 1;
+            set_number(&mut owned, number);
+            let body = serde_json::to_string(&owned).map_err(|e| {
+                Failure::State(StateError::Io {
+                    location: location.clone(),
+                    message: e.to_string(),
+                })
+            })?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO {} (stack, {}, body) VALUES ($1, $2, $3)",
+                    table.table, table.number
+                ),
+                &[&stack, &(number as i64), &body],
+            )?;
+            tx.commit()?;
+            Ok(number)
+        })
+    }
+
+    /// Replace record `number`; false when there is none.
+    fn update_numbered<T: Serialize>(
+        &self,
+        table: &'static NumberedTable,
+        number: u64,
+        record: &T,
+    ) -> Result<bool, StateError> {
+        let body = serde_json::to_string(record).map_err(|e| self.io(e))?;
+        let updated = self.call(move |c, stack| {
+            c.execute(
+                &format!(
+                    "UPDATE {} SET body = $3 WHERE stack = $1 AND {} = $2",
+                    table.table, table.number
+                ),
+                &[&stack, &(number as i64), &body],
+            )
+        })?;
+        Ok(updated > 0)
+    }
+
+    /// Every record of the stack, in number order.
+    fn list_numbered<T: DeserializeOwned>(
+        &self,
+        table: &'static NumberedTable,
+    ) -> Result<Vec<T>, StateError> {
+        let bodies = self.call(move |c, stack| {
+            Ok(c.query(
+                &format!(
+                    "SELECT {}, body FROM {} WHERE stack = $1 ORDER BY {}",
+                    table.number, table.table, table.number
+                ),
+                &[&stack],
+            )?
+            .into_iter()
+            .map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1)))
+            .collect::<Vec<_>>())
+        })?;
+        bodies
+            .into_iter()
+            .map(|(number, body)| {
+                serde_json::from_str(&body)
+                    .map_err(|e| self.corrupt(&format!("{} {number}", table.table), e))
+            })
+            .collect()
     }
 }
 
@@ -413,67 +520,19 @@ impl StateStore for PostgresStore {
     }
 
     fn create_release(&self, release: &mut Release) -> Result<u64, StateError> {
-        let mut owned = release.clone();
-        let location = self.location();
-        let numbered = self.try_call(move |c, stack| {
-            let mut tx = c.transaction()?;
-            lock_stack(&mut tx, stack)?;
-            let last: i64 = tx
-                .query_one(
-                    "SELECT coalesce(max(revision), 0)::bigint FROM kusion_release WHERE stack = $1",
-                    &[&stack],
-                )?
-                .get(0);
-            owned.revision = last as u64 + 1;
-            let body = serde_json::to_string(&owned).map_err(|e| {
-                Failure::State(StateError::Io {
-                    location: location.clone(),
-                    message: e.to_string(),
-                })
-            })?;
-            tx.execute(
-                "INSERT INTO kusion_release (stack, revision, body) VALUES ($1, $2, $3)",
-                &[&stack, &(owned.revision as i64), &body],
-            )?;
-            tx.commit()?;
-            Ok(owned.revision)
-        })?;
-        release.revision = numbered;
-        Ok(numbered)
+        release.revision = self.insert_numbered(&RELEASES, release, |r, n| r.revision = n)?;
+        Ok(release.revision)
     }
 
     fn update_release(&self, release: &Release) -> Result<(), StateError> {
-        let body = serde_json::to_string(release).map_err(|e| self.io(e))?;
-        let revision = release.revision;
-        let updated = self.call(move |c, stack| {
-            c.execute(
-                "UPDATE kusion_release SET body = $3 WHERE stack = $1 AND revision = $2",
-                &[&stack, &(revision as i64), &body],
-            )
-        })?;
-        if updated == 0 {
-            return Err(StateError::NoSuchRelease(revision));
+        if !self.update_numbered(&RELEASES, release.revision, release)? {
+            return Err(StateError::NoSuchRelease(release.revision));
         }
         Ok(())
     }
 
     fn releases(&self) -> Result<Vec<Release>, StateError> {
-        let bodies = self.call(|c, stack| {
-            Ok(c.query(
-                "SELECT revision, body FROM kusion_release WHERE stack = $1 ORDER BY revision",
-                &[&stack],
-            )?
-            .into_iter()
-            .map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1)))
-            .collect::<Vec<_>>())
-        })?;
-        bodies
-            .into_iter()
-            .map(|(rev, body)| {
-                serde_json::from_str(&body)
-                    .map_err(|e| self.corrupt(&format!("kusion_release {rev}"), e))
-            })
-            .collect()
+        self.list_numbered(&RELEASES)
     }
 
     fn release(&self, revision: u64) -> Result<Release, StateError> {
@@ -490,68 +549,20 @@ impl StateStore for PostgresStore {
     }
 
     fn create_run(&self, run: &mut RunRecord) -> Result<u64, StateError> {
-        let mut owned = run.clone();
-        let location = self.location();
-        let numbered = self.try_call(move |c, stack| {
-            let mut tx = c.transaction()?;
-            // Runs do not take the stack's lease (they change live objects, not state), so the
-            // advisory lock alone keeps concurrent runs from picking the same id.
-            lock_stack(&mut tx, stack)?;
-            let last: i64 = tx
-                .query_one(
-                    "SELECT coalesce(max(id), 0)::bigint FROM kusion_run WHERE stack = $1",
-                    &[&stack],
-                )?
-                .get(0);
-            owned.id = last as u64 + 1;
-            let body = serde_json::to_string(&owned).map_err(|e| {
-                Failure::State(StateError::Io {
-                    location: location.clone(),
-                    message: e.to_string(),
-                })
-            })?;
-            tx.execute(
-                "INSERT INTO kusion_run (stack, id, body) VALUES ($1, $2, $3)",
-                &[&stack, &(owned.id as i64), &body],
-            )?;
-            tx.commit()?;
-            Ok(owned.id)
-        })?;
-        run.id = numbered;
-        Ok(numbered)
+        // Runs do not take the stack's lease (they change live objects, not state); the
+        // advisory lock taken while numbering keeps concurrent runs from picking the same id.
+        run.id = self.insert_numbered(&RUNS, run, |r, n| r.id = n)?;
+        Ok(run.id)
     }
 
     fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
-        let body = serde_json::to_string(run).map_err(|e| self.io(e))?;
-        let id = run.id;
-        let updated = self.call(move |c, stack| {
-            c.execute(
-                "UPDATE kusion_run SET body = $3 WHERE stack = $1 AND id = $2",
-                &[&stack, &(id as i64), &body],
-            )
-        })?;
-        if updated == 0 {
-            return Err(StateError::NoSuchRun(id));
+        if !self.update_numbered(&RUNS, run.id, run)? {
+            return Err(StateError::NoSuchRun(run.id));
         }
         Ok(())
     }
 
     fn runs(&self) -> Result<Vec<RunRecord>, StateError> {
-        let bodies = self.call(|c, stack| {
-            Ok(c.query(
-                "SELECT id, body FROM kusion_run WHERE stack = $1 ORDER BY id",
-                &[&stack],
-            )?
-            .into_iter()
-            .map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1)))
-            .collect::<Vec<_>>())
-        })?;
-        bodies
-            .into_iter()
-            .map(|(id, body)| {
-                serde_json::from_str(&body)
-                    .map_err(|e| self.corrupt(&format!("kusion_run {id}"), e))
-            })
-            .collect()
+        self.list_numbered(&RUNS)
     }
 }

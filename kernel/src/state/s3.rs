@@ -27,6 +27,8 @@ use std::time::Duration;
 
 use rusty_s3::actions::ListObjectsV2;
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::local::{holder_is_dead, random_token};
 use super::{
@@ -335,28 +337,41 @@ impl S3Store {
     }
 
     fn release_key(&self, revision: u64) -> String {
-        self.key(&format!("releases/{revision:08}.json"))
+        self.numbered_key(&RELEASES, revision)
     }
 
     fn release_numbers(&self) -> Result<Vec<u64>, StateError> {
-        let dir = self.key("releases/");
-        let mut numbers: Vec<u64> = self
-            .list(&dir)?
-            .into_iter()
-            .filter_map(|(k, _)| k.strip_prefix(&dir)?.strip_suffix(".json")?.parse().ok())
-            .collect();
-        numbers.sort_unstable();
-        Ok(numbers)
+        self.numbers(&RELEASES)
     }
 }
 
+/// A folder of JSON objects numbered 1, 2, ... (`releases/00000001.json`, `runs/...`).
+struct NumberedFolder {
+    folder: &'static str,
+    /// What a record is called in errors.
+    what: &'static str,
+    /// Lost races tolerated before giving up.
+    retries: usize,
+}
+
+const RELEASES: NumberedFolder = NumberedFolder {
+    folder: "releases",
+    what: "release",
+    retries: RELEASE_RETRIES,
+};
+const RUNS: NumberedFolder = NumberedFolder {
+    folder: "runs",
+    what: "run",
+    retries: RUN_RETRIES,
+};
+
 impl S3Store {
-    fn run_key(&self, id: u64) -> String {
-        self.key(&format!("runs/{id:08}.json"))
+    fn numbered_key(&self, folder: &NumberedFolder, number: u64) -> String {
+        self.key(&format!("{}/{number:08}.json", folder.folder))
     }
 
-    fn run_numbers(&self) -> Result<Vec<u64>, StateError> {
-        let dir = self.key("runs/");
+    fn numbers(&self, folder: &NumberedFolder) -> Result<Vec<u64>, StateError> {
+        let dir = self.key(&format!("{}/", folder.folder));
         let mut numbers: Vec<u64> = self
             .list(&dir)?
             .into_iter()
@@ -364,6 +379,45 @@ impl S3Store {
             .collect();
         numbers.sort_unstable();
         Ok(numbers)
+    }
+
+    /// Store `record` under the next free number, claimed with a create-if-absent write.
+    fn create_numbered<T: Serialize>(
+        &self,
+        folder: &NumberedFolder,
+        record: &mut T,
+        set_number: fn(&mut T, u64),
+    ) -> Result<u64, StateError> {
+        let mut next = self.numbers(folder)?.last().copied().unwrap_or(0) + 1;
+        for _ in 0..folder.retries {
+            set_number(record, next);
+            let bytes = serde_json::to_vec_pretty(record).map_err(|e| self.io(e))?;
+            if self.put(&self.numbered_key(folder, next), &bytes, Condition::Absent)? {
+                return Ok(next);
+            }
+            // Someone took `next`; others may have gone further meanwhile, so look again
+            // rather than probing one number at a time.
+            let last = self.numbers(folder)?.last().copied().unwrap_or(0);
+            next = (next + 1).max(last + 1);
+        }
+        Err(self.io(format!(
+            "could not number a new {}: too many concurrent writers",
+            folder.what
+        )))
+    }
+
+    fn read_numbered<T: DeserializeOwned>(
+        &self,
+        folder: &NumberedFolder,
+        number: u64,
+    ) -> Result<Option<T>, StateError> {
+        let key = self.numbered_key(folder, number);
+        match self.get(&key)? {
+            Some((bytes, _)) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| self.corrupt(&key, e)),
+            None => Ok(None),
+        }
     }
 }
 
@@ -557,16 +611,7 @@ impl StateStore for S3Store {
     }
 
     fn create_release(&self, release: &mut Release) -> Result<u64, StateError> {
-        let first = self.release_numbers()?.last().copied().unwrap_or(0) + 1;
-        // A lost race means someone took that number: try the next one.
-        for next in first..first + RELEASE_RETRIES as u64 {
-            release.revision = next;
-            let bytes = serde_json::to_vec_pretty(release).map_err(|e| self.io(e))?;
-            if self.put(&self.release_key(next), &bytes, Condition::Absent)? {
-                return Ok(next);
-            }
-        }
-        Err(self.io("could not number a new release: too many concurrent writers"))
+        self.create_numbered(&RELEASES, release, |r, n| r.revision = n)
     }
 
     fn update_release(&self, release: &Release) -> Result<(), StateError> {
@@ -583,29 +628,16 @@ impl StateStore for S3Store {
     }
 
     fn release(&self, revision: u64) -> Result<Release, StateError> {
-        let key = self.release_key(revision);
-        let (bytes, _) = self.get(&key)?.ok_or(StateError::NoSuchRelease(revision))?;
-        serde_json::from_slice(&bytes).map_err(|e| self.corrupt(&key, e))
+        self.read_numbered(&RELEASES, revision)?
+            .ok_or(StateError::NoSuchRelease(revision))
     }
 
     fn create_run(&self, run: &mut RunRecord) -> Result<u64, StateError> {
-        let mut next = self.run_numbers()?.last().copied().unwrap_or(0) + 1;
-        for _ in 0..RUN_RETRIES {
-            run.id = next;
-            let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
-            if self.put(&self.run_key(next), &bytes, Condition::Absent)? {
-                return Ok(next);
-            }
-            // Someone took `next`; others may have gone further meanwhile, so look again
-            // rather than probing one number at a time.
-            let last = self.run_numbers()?.last().copied().unwrap_or(0);
-            next = (next + 1).max(last + 1);
-        }
-        Err(self.io("could not number a new run: too many concurrent writers"))
+        self.create_numbered(&RUNS, run, |r, n| r.id = n)
     }
 
     fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
-        let key = self.run_key(run.id);
+        let key = self.numbered_key(&RUNS, run.id);
         // Only a run that was created can be updated (as on the other backends); the check and
         // the write are not one step, but ids are never deleted, so it cannot go stale.
         if self.get(&key)?.is_none() {
@@ -617,12 +649,11 @@ impl StateStore for S3Store {
     }
 
     fn runs(&self) -> Result<Vec<RunRecord>, StateError> {
-        self.run_numbers()?
+        self.numbers(&RUNS)?
             .into_iter()
             .map(|id| {
-                let key = self.run_key(id);
-                let (bytes, _) = self.get(&key)?.ok_or(StateError::NoSuchRun(id))?;
-                serde_json::from_slice(&bytes).map_err(|e| self.corrupt(&key, e))
+                self.read_numbered(&RUNS, id)?
+                    .ok_or(StateError::NoSuchRun(id))
             })
             .collect()
     }
