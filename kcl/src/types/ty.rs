@@ -1,6 +1,7 @@
 //! Checker types and the assignability relation, printed the way upstream's resolver prints
 //! them (`int(1)`, `str(a)`, `[int]`, `{str:any}`, `A | B`).
 
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
 /// Index of a schema definition in the checker's table.
@@ -27,6 +28,28 @@ pub enum Ty {
     Schema(SchemaId),
     /// The schema itself (a name used as a value).
     SchemaType(SchemaId),
+}
+
+/// Consistent with `PartialEq`: floats hash by value (both zeros alike); a NaN equals nothing,
+/// so where it lands does not matter.
+impl Hash for Ty {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Ty::BoolLit(b) => b.hash(state),
+            Ty::IntLit(i) => i.hash(state),
+            Ty::FloatLit(f) => (if *f == 0.0 { 0 } else { f.to_bits() }).hash(state),
+            Ty::StrLit(s) => s.hash(state),
+            Ty::List(e) => e.hash(state),
+            Ty::Dict(k, v) => {
+                k.hash(state);
+                v.hash(state);
+            }
+            Ty::Union(ts) => ts.hash(state),
+            Ty::Schema(id) | Ty::SchemaType(id) => id.hash(state),
+            Ty::Any | Ty::None | Ty::Bool | Ty::Int | Ty::Float | Ty::Str => {}
+        }
+    }
 }
 
 /// Coarse classes for operator rules.
@@ -82,16 +105,30 @@ impl Ty {
     /// A union of `ts`, flattened and without duplicates; `any` absorbs everything.
     pub fn union(ts: Vec<Ty>) -> Ty {
         let mut out: Vec<Ty> = Vec::with_capacity(ts.len());
-        for t in ts {
-            let items: Vec<Ty> = match t {
-                Ty::Union(us) => us.to_vec(),
-                Ty::Any => return Ty::Any,
-                t => vec![t],
+        // Members by hash: a list literal of 10,000 distinct records makes a union of 10,000
+        // types, and a linear `contains` per member made checking it quadratic.
+        let mut by_hash: rustc_hash::FxHashMap<u64, Vec<usize>> = Default::default();
+        let mut add = |t: Ty, out: &mut Vec<Ty>| {
+            let h = {
+                let mut hasher = rustc_hash::FxHasher::default();
+                t.hash(&mut hasher);
+                hasher.finish()
             };
-            for t in items {
-                if !out.contains(&t) {
-                    out.push(t);
+            let same = by_hash.entry(h).or_default();
+            if !same.iter().any(|&i| out[i] == t) {
+                same.push(out.len());
+                out.push(t);
+            }
+        };
+        for t in ts {
+            match t {
+                Ty::Union(us) => {
+                    for u in us.iter() {
+                        add(u.clone(), &mut out);
+                    }
                 }
+                Ty::Any => return Ty::Any,
+                t => add(t, &mut out),
             }
         }
         match out.len() {
@@ -153,5 +190,32 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
         (Schema(_), Dict(..)) => true,
         (Schema(a), Schema(b)) => sub(*a, *b),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unions_flatten_and_drop_duplicates_in_first_seen_order() {
+        let lit = |s: &str| Ty::StrLit(s.into());
+        let many: Vec<Ty> = (0..20_000).map(|i| lit(&format!("app-{i}"))).collect();
+        let twice: Vec<Ty> = many.iter().chain(many.iter()).cloned().collect();
+        let Ty::Union(members) = Ty::union(twice) else {
+            panic!("a union")
+        };
+        assert_eq!(&members[..], &many[..]);
+        let nested = Ty::union(vec![
+            Ty::Int,
+            Ty::union(vec![Ty::Int, lit("a")]),
+            Ty::FloatLit(0.0),
+            Ty::FloatLit(-0.0),
+        ]);
+        assert_eq!(
+            nested,
+            Ty::Union(vec![Ty::Int, lit("a"), Ty::FloatLit(0.0)].into())
+        );
+        assert_eq!(Ty::union(vec![Ty::Int, Ty::Any]), Ty::Any);
     }
 }

@@ -204,6 +204,7 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
         .collect();
 
     rt.configure(&config).unwrap();
+    let moto_before = tree_cpu(moto_pid(moto));
     let t = Instant::now();
     let stored: Vec<(Resource, Option<String>)> = parallel(specs.clone(), |spec| {
         let r = rt
@@ -218,6 +219,13 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
         (r.resource, r.private)
     });
     let apply = t.elapsed();
+    profile_phase(
+        "kusion",
+        "apply",
+        n,
+        apply,
+        tree_cpu(moto_pid(moto)) - moto_before,
+    );
 
     rt.configure(&config).unwrap();
     let (read_ns, plan_ns) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -280,6 +288,7 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
     );
 
     rt.configure(&config).unwrap();
+    let moto_before = tree_cpu(moto_pid(moto));
     let t = Instant::now();
     parallel(stored, |(state, private)| {
         rt.delete(&DeleteRequest {
@@ -290,12 +299,30 @@ fn bench_runtime(moto: &Moto, dir: &Path, n: usize) -> Row {
         .unwrap_or_else(|e| panic!("{e}"));
     });
     let destroy = t.elapsed();
+    profile_phase(
+        "kusion",
+        "destroy",
+        n,
+        destroy,
+        tree_cpu(moto_pid(moto)) - moto_before,
+    );
     rt.shutdown();
     Row {
         apply,
         preview,
         destroy,
         peak_mib: sampler.peak_mib(),
+    }
+}
+
+/// With `--profile`: how much of a phase the AWS stand-in itself spent answering (moto is one
+/// Python process, so its CPU time is a floor under the phase's wall time for any client).
+fn profile_phase(tool: &str, phase: &str, n: usize, wall: Duration, moto_cpu: f64) {
+    if PROFILE.load(Ordering::Relaxed) {
+        println!(
+            "  profile N={n}: {tool} {phase} {:.1} s; CPU: moto {moto_cpu:.1} s",
+            wall.as_secs_f64()
+        );
     }
 }
 
@@ -349,9 +376,17 @@ fn bench_terraform(moto: &Moto, dir: &Path, n: usize) -> Row {
     tf(&["init", "-input=false"], &root);
     let sampler = Sampler::start(root.clone(), moto_pid(moto));
     let parallelism = format!("-parallelism={}", PARALLELISM.load(Ordering::Relaxed));
+    let moto_before = tree_cpu(moto_pid(moto));
     let apply = tf(
         &["apply", "-auto-approve", "-input=false", &parallelism],
         &root,
+    );
+    profile_phase(
+        "terraform",
+        "apply",
+        n,
+        apply,
+        tree_cpu(moto_pid(moto)) - moto_before,
     );
     let (moto_cpu, tf_cpu) = (tree_cpu(moto_pid(moto)), children_cpu_seconds());
     let preview = tf(
@@ -366,9 +401,17 @@ fn bench_terraform(moto: &Moto, dir: &Path, n: usize) -> Row {
             children_cpu_seconds() - tf_cpu,
         );
     }
+    let moto_before = tree_cpu(moto_pid(moto));
     let destroy = tf(
         &["destroy", "-auto-approve", "-input=false", &parallelism],
         &root,
+    );
+    profile_phase(
+        "terraform",
+        "destroy",
+        n,
+        destroy,
+        tree_cpu(moto_pid(moto)) - moto_before,
     );
     Row {
         apply,
