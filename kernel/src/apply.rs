@@ -438,16 +438,20 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
         Action::UnChanged | Action::Import => {
             let live = step
                 .live
-                .clone()
+                .as_ref()
                 .ok_or("no live object recorded for an unchanged resource")?;
             let planned = step.planned.as_ref().ok_or("no planned resource")?;
-            cx.applied
-                .lock()
-                .map_err(|_| "poisoned")?
-                .insert(step.key.clone(), live.attributes.clone());
+            // Only referenced values are kept: a converged stack of 100,000 resources would
+            // otherwise copy every live object once more.
+            if step.referenced {
+                cx.applied
+                    .lock()
+                    .map_err(|_| "poisoned")?
+                    .insert(step.key.clone(), live.attributes.clone());
+            }
             if step.action == Action::Import {
                 let entry = StateEntry {
-                    resource: recorded(planned, live, &cx.known),
+                    resource: recorded(planned, live.clone(), &cx.known),
                     private: step.live_private.clone(),
                     sensitive_paths: step.sensitive.iter().map(|p| p.to_string()).collect(),
                     pending: false,
@@ -521,14 +525,16 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                 updated_at: now_ms(),
                 target: step.target.clone(),
             };
-            let attrs = entry.resource.attributes.clone();
+            let attrs = step.referenced.then(|| entry.resource.attributes.clone());
             cx.journal.write(vec![JournalRecord::Applied {
                 entry: entry.clone(),
             }])?;
-            cx.applied
-                .lock()
-                .map_err(|_| "poisoned")?
-                .insert(step.key.clone(), attrs);
+            if let Some(attrs) = attrs {
+                cx.applied
+                    .lock()
+                    .map_err(|_| "poisoned")?
+                    .insert(step.key.clone(), attrs);
+            }
             let capable = cx
                 .registry
                 .info(&step.resource_type)

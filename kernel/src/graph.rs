@@ -164,7 +164,8 @@ impl Dag {
         let mut edges = Vec::new();
         let mut references = Vec::with_capacity(spec.resources.len());
         let key = |i: usize| crate::state::state_key(&spec.resources[i].id, target(i));
-        for (i, resource) in spec.resources.iter().enumerate() {
+        let scanned = crate::par::map(&spec.resources, |r| references_of(r, &index));
+        for (i, (resource, found)) in spec.resources.iter().zip(scanned).enumerate() {
             for dependency in &resource.depends_on {
                 match index.pick(dependency, target(i)) {
                     Pick::One(from) => edges.push((from, i)),
@@ -177,7 +178,7 @@ impl Dag {
                     }
                 }
             }
-            let found = references_of(resource, &index)?;
+            let found = found?;
             for reference in &found {
                 match index.pick(&reference.id, target(i)) {
                     Pick::One(from) => edges.push((from, i)),

@@ -19,6 +19,7 @@ pub mod graph;
 pub mod id;
 pub mod operation;
 pub mod ops;
+mod par;
 pub mod plan;
 pub mod plugin;
 pub mod policy;

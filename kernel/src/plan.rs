@@ -77,6 +77,9 @@ pub struct Step<'a> {
     pub sensitive: Vec<FieldPath>,
     /// Paths only known after apply (computed values, unresolved references).
     pub unknown: Vec<String>,
+    /// Whether another resource of the spec refers to this one with `$kusion_path` (apply then
+    /// keeps its values for resolving those references).
+    pub referenced: bool,
 }
 
 impl Step<'_> {
@@ -377,7 +380,6 @@ pub fn compute<'a>(
         .zip(&targets)
         .map(|(r, t)| state_key(&r.id, t.as_deref()))
         .collect();
-    let spec_keys: HashSet<&str> = keys.iter().map(String::as_str).collect();
     let spec_ids: HashSet<&str> = if targeted {
         spec.resources.iter().map(|r| r.id.as_str()).collect()
     } else {
@@ -419,7 +421,7 @@ pub fn compute<'a>(
 
     let mut steps: Vec<Step> = Vec::with_capacity(spec.resources.len());
     let mut deps: Vec<Vec<usize>> = Vec::with_capacity(spec.resources.len());
-    for (i, resource) in spec.resources.iter().enumerate() {
+    for (i, (resource, key)) in spec.resources.iter().zip(keys).enumerate() {
         if registry.get(&resource.resource_type).is_none() {
             return Err(PlanError::NoRuntime {
                 id: resource.id.clone(),
@@ -430,21 +432,32 @@ pub fn compute<'a>(
         steps.push(Step {
             id: resource.id.clone(),
             target: targets[i].clone(),
-            key: keys[i].clone(),
+            prior: prior_of(&key),
+            key,
             resource_type: resource.resource_type.clone(),
             action: Action::Create,
             planned: Some(resource),
-            prior: prior_of(&keys[i]),
             live: None,
             live_private: None,
             expected: None,
             changes: Vec::new(),
             sensitive: Vec::new(),
             unknown: Vec::new(),
+            referenced: false,
         });
+    }
+    for (i, refs) in references.iter().enumerate() {
+        for r in refs {
+            match index.pick(&r.id, targets_arg.get(i).and_then(|t| t.as_deref())) {
+                Pick::One(j) => steps[j].referenced = true,
+                Pick::Many(all) => all.into_iter().for_each(|j| steps[j].referenced = true),
+                Pick::None => {}
+            }
+        }
     }
 
     // Resources only in state are deleted, dependents before their dependencies.
+    let spec_keys: rustc_hash::FxHashSet<&str> = steps.iter().map(|s| s.key.as_str()).collect();
     let mut gone: Vec<(&StateEntry, Option<&str>, String)> = Vec::new();
     for (key, entry) in &state.resources {
         if moved_away.contains(key.as_str()) || spec_keys.contains(key.as_str()) {
@@ -458,6 +471,7 @@ pub fn compute<'a>(
             gone.push((entry, target, key.clone()));
         }
     }
+    drop(spec_keys);
     let first_delete = steps.len();
     for (entry, target, key) in &gone {
         if registry.get(&entry.resource.resource_type).is_none() {
@@ -481,6 +495,7 @@ pub fn compute<'a>(
             changes: Vec::new(),
             sensitive,
             unknown: Vec::new(),
+            referenced: false,
         });
         deps.push(Vec::new());
     }

@@ -132,7 +132,8 @@ impl Spec {
                 self.resources.len(),
                 Default::default(),
             );
-        for (index, resource) in self.resources.iter().enumerate() {
+        let id_checks = crate::par::map(&self.resources, check_resource_id);
+        for (index, (resource, id_check)) in self.resources.iter().zip(id_checks).enumerate() {
             if let Some(first) = seen.insert((resource.id.as_str(), target(index)), index) {
                 return Err(SpecError::Duplicate {
                     id: resource.id.clone(),
@@ -148,7 +149,7 @@ impl Spec {
                     known: known_types.iter().cloned().collect::<Vec<_>>().join(", "),
                 });
             }
-            check_resource_id(resource)?;
+            id_check?;
         }
         let ids: std::collections::HashSet<&str> = if targets.is_empty() {
             Default::default()
