@@ -1,49 +1,21 @@
 //! The shipped `kusionctl` binary with the fake-cloud runtime loaded as a native plugin from this
 //! checkout's build output: the engine end to end through the plugin ABI.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
 
-/// `target/<profile>/kusionctl`, next to this test's `deps/` folder. `scripts/test.sh` builds the
-/// whole workspace (binaries and plugin cdylibs) before running tests.
-fn kusionctl() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let bin = profile_dir.join("kusionctl");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        bin.display()
-    );
-    let plugin = profile_dir.join("libkusion_test_runtime.so");
-    assert!(
-        plugin.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        plugin.display()
-    );
-    bin
-}
+use kusion_tests::cli::{built, kusionctl_in, text};
 
-fn run(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(kusionctl())
-        .args(args)
-        .current_dir(dir)
+/// `kusionctl` in `dir` with the fake cloud, state and home there; the test runtime plugin must
+/// have been built next to it (`scripts/test.sh` builds the whole workspace first).
+fn run(dir: &Path, args: &[&str]) -> Output {
+    built("libkusion_test_runtime.so");
+    kusionctl_in(dir, dir)
         .env("KUSION_TEST_CLOUD", dir.join("cloud"))
         .env("KUSION_STATE_DIR", dir.join("state"))
-        .env("HOME", dir)
-        .env_remove("KUSION_PLUGIN_PATH")
-        .env_remove("KUSION_CONFIG")
-        .stdin(Stdio::null())
+        .args(args)
         .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+        .expect("running kusionctl")
 }
 
 #[test]

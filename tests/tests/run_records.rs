@@ -6,7 +6,7 @@
 //! is refused. A `kusionctl run` that is SIGKILLed midway on a real control plane is in
 //! `ops_run.rs`.
 
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 
 use kusion_kernel::state::{
     self, LeaseHolder, ReleaseStatus, RunRecord, RunTargetRecord, StateError, StateStore, now_ms,
@@ -14,8 +14,7 @@ use kusion_kernel::state::{
 use kusion_pg_harness::PgServer;
 use kusion_tests::servers::MotoServer;
 
-/// Opens a fresh store for `stack`; several calls with the same stack are several "processes".
-type Opener<'a> = dyn Fn(&str) -> Arc<dyn StateStore> + Sync + 'a;
+use kusion_tests::stores::{self, Opener};
 
 fn run(program: &str) -> RunRecord {
     RunRecord {
@@ -146,14 +145,7 @@ fn conformance(open: &Opener<'_>) {
 #[test]
 fn run_records_local() {
     let dir = tempfile::tempdir().unwrap();
-    conformance(&|stack: &str| {
-        state::open(
-            &format!("local:{}", dir.path().join(stack).display()),
-            "unused".into(),
-            stack,
-        )
-        .unwrap()
-    });
+    conformance(&stores::local(dir.path()));
 }
 
 #[test]
@@ -161,7 +153,7 @@ fn run_records_postgres() {
     let pg =
         PgServer::start().unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
     let url = pg.url();
-    conformance(&|stack: &str| state::open(&url, "unused".into(), stack).unwrap());
+    conformance(&stores::postgres(&url));
     // The server going away is an error naming the store, not a panic or a hang.
     let store = state::open(&url, "unused".into(), "gone").unwrap();
     drop(pg);
@@ -173,20 +165,9 @@ fn run_records_postgres() {
 fn run_records_s3() {
     let moto = MotoServer::start();
     moto.create_bucket("kusion-runs");
-    let (key, secret) = MotoServer::credentials();
-    let config = |stack: &str| state::S3Config {
-        bucket: "kusion-runs".into(),
-        prefix: format!("stacks/{stack}"),
-        endpoint: Some(moto.endpoint()),
-        region: "us-east-1".into(),
-        path_style: true,
-        credentials: Some((key.into(), secret.into(), None)),
-    };
-    conformance(&|stack: &str| {
-        Arc::new(state::S3Store::new(&config(stack)).unwrap()) as Arc<dyn StateStore>
-    });
+    conformance(&stores::s3(&moto, "kusion-runs"));
     // A missing bucket is a clear error.
-    let mut missing = config("x");
+    let mut missing = stores::s3_config(&moto, "kusion-runs", "x");
     missing.bucket = "no-such-bucket".into();
     let store = state::S3Store::new(&missing).unwrap();
     let e = store.create_run(&mut run("late.k")).unwrap_err();

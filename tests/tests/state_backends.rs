@@ -5,7 +5,7 @@
 //! expiry takeover, and gap-free release numbering under contention.
 //! The SIGKILL crash test over the same backends is in `crash.rs`.
 
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 
 use kusion_kernel::state::{
     self, IntentKind, JournalRecord, LeaseHolder, Release, ReleaseStatus, State, StateEntry,
@@ -15,8 +15,7 @@ use kusion_pg_harness::PgServer;
 use kusion_sdk::Resource;
 use kusion_tests::servers::MotoServer;
 
-/// Opens a fresh store for `stack`; several calls with the same stack are several "processes".
-type Opener<'a> = dyn Fn(&str) -> Arc<dyn StateStore> + Sync + 'a;
+use kusion_tests::stores::{self, Opener};
 
 fn entry(id: &str, n: i64) -> StateEntry {
     let mut attributes = serde_json::Map::new();
@@ -271,14 +270,7 @@ fn conformance(open: &Opener<'_>) {
 #[test]
 fn conformance_local() {
     let dir = tempfile::tempdir().unwrap();
-    conformance(&|stack: &str| {
-        state::open(
-            &format!("local:{}", dir.path().join(stack).display()),
-            "unused".into(),
-            stack,
-        )
-        .unwrap()
-    });
+    conformance(&stores::local(dir.path()));
 }
 
 #[test]
@@ -286,7 +278,7 @@ fn conformance_postgres() {
     let pg =
         PgServer::start().unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
     let url = pg.url();
-    conformance(&|stack: &str| state::open(&url, "unused".into(), stack).unwrap());
+    conformance(&stores::postgres(&url));
     // The server going away is an error naming the store, not a panic or a hang.
     let store = state::open(&url, "unused".into(), "gone").unwrap();
     drop(pg);
@@ -298,20 +290,9 @@ fn conformance_postgres() {
 fn conformance_s3() {
     let moto = MotoServer::start();
     moto.create_bucket("kusion-conformance");
-    let (key, secret) = MotoServer::credentials();
-    let config = |stack: &str| state::S3Config {
-        bucket: "kusion-conformance".into(),
-        prefix: format!("stacks/{stack}"),
-        endpoint: Some(moto.endpoint()),
-        region: "us-east-1".into(),
-        path_style: true,
-        credentials: Some((key.into(), secret.into(), None)),
-    };
-    conformance(&|stack: &str| {
-        Arc::new(state::S3Store::new(&config(stack)).unwrap()) as Arc<dyn StateStore>
-    });
+    conformance(&stores::s3(&moto, "kusion-conformance"));
     // A missing bucket is a clear error.
-    let mut missing = config("x");
+    let mut missing = stores::s3_config(&moto, "kusion-conformance", "x");
     missing.bucket = "no-such-bucket".into();
     let store = state::S3Store::new(&missing).unwrap();
     let e = store.append(&[intent("a")]).unwrap_err();

@@ -6,8 +6,10 @@
 #[path = "../../runtimes/terraform/tests/common/mod.rs"]
 mod tf;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Output;
+
+use kusion_tests::cli::{built, kusionctl_in, text};
 
 use kusion_k8s_harness::{ControlPlane, Options};
 use serde_json::{Value, json};
@@ -17,47 +19,17 @@ const CONFIGMAP_ID: &str = "v1:ConfigMap:default:bucket-ref";
 /// A data source (`extensions.mode: data`): read, not managed.
 const IDENTITY_ID: &str = "hashicorp:aws:aws_caller_identity:me";
 
-/// `target/<profile>/kusionctl` and the two runtime plugins next to it (`scripts/test.sh` builds
-/// the whole workspace, binaries and cdylibs, before running tests).
-fn kusionctl() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    for file in [
-        "kusionctl",
-        "libkusion_runtime_terraform.so",
-        "libkusion_runtime_kubernetes.so",
-    ] {
-        let path = profile_dir.join(file);
-        assert!(
-            path.is_file(),
-            "{} is missing: build the workspace first (cargo build --workspace)",
-            path.display()
-        );
-    }
-    profile_dir.join("kusionctl")
-}
-
+/// `kusionctl` in `dir` with its state, runtime settings and home there; both runtime plugins
+/// must have been built next to it (`scripts/test.sh` builds the whole workspace first).
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(kusionctl())
-        .args(args)
-        .current_dir(dir)
+    built("libkusion_runtime_terraform.so");
+    built("libkusion_runtime_kubernetes.so");
+    kusionctl_in(dir, dir)
         .env("KUSION_STATE_DIR", dir.join("state"))
         .env("KUSION_RUNTIME_CONFIG", dir.join("runtimes.json"))
-        .env("HOME", dir)
-        .env_remove("KUSION_PLUGIN_PATH")
-        .env_remove("KUSION_CONFIG")
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
+        .args(args)
         .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+        .expect("running kusionctl")
 }
 
 /// Position of the progress line reporting `action id` as done (lines come in finishing order).
