@@ -254,8 +254,15 @@ impl Dag {
                 continue;
             }
             let floor = preds.iter().map(|p| rank[p.index()]).min().unwrap_or(0);
-            let pred_set: HashSet<NodeIndex> = preds.iter().copied().collect();
-            let mut reached = HashSet::new();
+            // Most nodes have a handful of dependencies: a scan beats hashing them.
+            let pred_set: Option<FxHashSet<NodeIndex>> =
+                (preds.len() > 16).then(|| preds.iter().copied().collect());
+            let is_pred = |a: NodeIndex| match &pred_set {
+                Some(set) => set.contains(&a),
+                None => preds.contains(&a),
+            };
+            // Each ancestor is visited once per node (the stamp), so no duplicates here.
+            let mut reached: Vec<NodeIndex> = Vec::new();
             // Walk the ancestors of every direct dependency; any direct dependency met on the
             // way is implied.
             for q in &preds {
@@ -266,8 +273,8 @@ impl Dag {
                         continue;
                     }
                     visited[a.index()] = stamp as u32;
-                    if pred_set.contains(&a) {
-                        reached.insert(a);
+                    if is_pred(a) {
+                        reached.push(a);
                     }
                     stack.extend(self.graph.neighbors_directed(a, Direction::Incoming));
                 }
@@ -450,6 +457,17 @@ mod tests {
         let d = dag(3, &[(0, 1), (1, 2), (0, 2)]).unwrap();
         assert_eq!(d.edges(), vec![("r0", "r1"), ("r1", "r2")]);
         assert_eq!(d.order().collect::<Vec<_>>(), vec!["r0", "r1", "r2"]);
+    }
+
+    #[test]
+    fn reduces_a_node_with_many_dependencies() {
+        // A chain r0 -> ... -> r39, and r40 depending on every link: only r39 -> r40 stays
+        // (more than 16 dependencies take the hashed membership test).
+        let mut edges: Vec<(usize, usize)> = (0..39).map(|i| (i, i + 1)).collect();
+        edges.extend((0..40).map(|i| (i, 40)));
+        let d = dag(41, &edges).unwrap();
+        assert_eq!(d.edge_count(), 40);
+        assert_eq!(d.dependencies("r40"), vec!["r39"]);
     }
 
     #[test]
