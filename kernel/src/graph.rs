@@ -4,13 +4,12 @@
 //! order is a valid creation order, and the reverse a valid deletion order.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
-
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt::Write;
+use std::sync::OnceLock;
 
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::reference::{Reference, ReferenceError, references_of};
 use crate::spec::Spec;
@@ -120,6 +119,8 @@ pub(crate) struct Built<'a> {
     pub index: KeyIndex<'a>,
     /// `references[i]`: the `$kusion_path` references of resource `i`.
     pub references: Vec<Vec<Reference>>,
+    /// `referenced[i]`: some resource's `$kusion_path` names resource `i`.
+    pub referenced: Vec<bool>,
 }
 
 /// A validated, acyclic dependency graph over resource IDs.
@@ -163,6 +164,7 @@ impl Dag {
         );
         let mut edges = Vec::new();
         let mut references = Vec::with_capacity(spec.resources.len());
+        let mut referenced = vec![false; spec.resources.len()];
         let key = |i: usize| crate::state::state_key(&spec.resources[i].id, target(i));
         let scanned = crate::par::map(&spec.resources, |r| references_of(r, &index));
         for (i, (resource, found)) in spec.resources.iter().zip(scanned).enumerate() {
@@ -181,7 +183,10 @@ impl Dag {
             let found = found?;
             for reference in &found {
                 match index.pick(&reference.id, target(i)) {
-                    Pick::One(from) => edges.push((from, i)),
+                    Pick::One(from) => {
+                        edges.push((from, i));
+                        referenced[from] = true;
+                    }
                     Pick::Many(all) => {
                         return Err(GraphError::AmbiguousReference {
                             key: key(i),
@@ -200,6 +205,7 @@ impl Dag {
             dag: Dag::from_edges(names, edges)?,
             index,
             references,
+            referenced,
         })
     }
 

@@ -43,6 +43,7 @@ fn err(id: &str, reason: impl Into<String>) -> IdError {
 }
 
 /// A parsed ID borrowing its segments, so validating a large spec allocates nothing.
+#[derive(Clone, Copy)]
 enum IdParts<'a> {
     Kubernetes {
         api_version: &'a str,
@@ -115,10 +116,9 @@ fn parse_parts<'a>(id: &'a str, resource_type: &str) -> Result<IdParts<'a>, IdEr
     }
 }
 
-impl ResourceId {
-    /// Parse `id` by the rules of `resource_type`.
-    pub fn parse(id: &str, resource_type: &str) -> Result<ResourceId, IdError> {
-        Ok(match parse_parts(id, resource_type)? {
+impl IdParts<'_> {
+    fn into_id(self, id: &str) -> ResourceId {
+        match self {
             IdParts::Kubernetes {
                 api_version,
                 kind,
@@ -142,7 +142,14 @@ impl ResourceId {
                 name: name.to_string(),
             },
             IdParts::Other => ResourceId::Other(id.to_string()),
-        })
+        }
+    }
+}
+
+impl ResourceId {
+    /// Parse `id` by the rules of `resource_type`.
+    pub fn parse(id: &str, resource_type: &str) -> Result<ResourceId, IdError> {
+        Ok(parse_parts(id, resource_type)?.into_id(id))
     }
 }
 
@@ -158,12 +165,15 @@ fn str_at<'a>(attrs: &'a serde_json::Map<String, Value>, path: &[&str]) -> Optio
 /// Check that a resource's ID is well formed and agrees with its attributes and extensions,
 /// and return it parsed.
 pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> {
-    check_resource_id(resource)?;
-    ResourceId::parse(&resource.id, &resource.resource_type)
+    Ok(checked_parts(resource)?.into_id(&resource.id))
 }
 
 /// [`validate_resource_id`] without building the parsed ID.
 pub fn check_resource_id(resource: &Resource) -> Result<(), IdError> {
+    checked_parts(resource).map(drop)
+}
+
+fn checked_parts(resource: &Resource) -> Result<IdParts<'_>, IdError> {
     let id = &resource.id;
     let parsed = parse_parts(id, &resource.resource_type)?;
     let attrs = &resource.attributes;
@@ -226,7 +236,7 @@ pub fn check_resource_id(resource: &Resource) -> Result<(), IdError> {
         }
         IdParts::Other => {}
     }
-    Ok(())
+    Ok(parsed)
 }
 
 #[cfg(test)]

@@ -372,6 +372,7 @@ pub fn compute<'a>(
         dag,
         index,
         references,
+        referenced,
     } = Dag::build_parts(spec, targets_arg)?;
 
     let keys: Vec<String> = spec
@@ -443,17 +444,8 @@ pub fn compute<'a>(
             changes: Vec::new(),
             sensitive: Vec::new(),
             unknown: Vec::new(),
-            referenced: false,
+            referenced: referenced[i],
         });
-    }
-    for (i, refs) in references.iter().enumerate() {
-        for r in refs {
-            match index.pick(&r.id, targets_arg.get(i).and_then(|t| t.as_deref())) {
-                Pick::One(j) => steps[j].referenced = true,
-                Pick::Many(all) => all.into_iter().for_each(|j| steps[j].referenced = true),
-                Pick::None => {}
-            }
-        }
     }
 
     // Resources only in state are deleted, dependents before their dependencies.

@@ -31,7 +31,7 @@ impl KnownIds for HashSet<String> {
     }
 }
 
-use kusion_sdk::{FieldPath, Resource, Segment};
+use kusion_sdk::{FieldPath, Resource};
 use serde_json::{Map, Value};
 
 pub const PREFIX: &str = "$kusion_path";
@@ -273,21 +273,10 @@ pub fn resolve<'a>(
 /// The value at `path` in an attributes map, copying only what the path selects (the whole
 /// map only for the empty path).
 fn value_at(attrs: &Map<String, Value>, path: &FieldPath) -> Option<Value> {
-    let Some((first, rest)) = path.0.split_first() else {
+    if path.0.is_empty() {
         return Some(Value::Object(attrs.clone()));
-    };
-    let Segment::Key(key) = first else {
-        return None;
-    };
-    let mut current = attrs.get(key)?;
-    for segment in rest {
-        current = match (segment, current) {
-            (Segment::Key(k), Value::Object(map)) => map.get(k)?,
-            (Segment::Index(i), Value::Array(items)) => items.get(*i)?,
-            _ => return None,
-        };
     }
-    Some(current.clone())
+    path.get_in(attrs).cloned()
 }
 
 fn resolve_value<'a>(

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Segment {
@@ -118,15 +118,17 @@ impl FieldPath {
 
     /// Look the path up in a JSON value.
     pub fn get<'a>(&self, value: &'a Value) -> Option<&'a Value> {
-        let mut current = value;
-        for segment in &self.0 {
-            current = match (segment, current) {
-                (Segment::Key(k), Value::Object(map)) => map.get(k)?,
-                (Segment::Index(i), Value::Array(items)) => items.get(*i)?,
-                _ => return None,
-            };
+        walk(&self.0, value)
+    }
+
+    /// Look the path up in a JSON object given as its map (a resource's attributes), without
+    /// wrapping the map in a value. The empty path names the map itself, which is no `Value`
+    /// here: `None`.
+    pub fn get_in<'a>(&self, map: &'a Map<String, Value>) -> Option<&'a Value> {
+        match self.0.split_first()? {
+            (Segment::Key(k), rest) => walk(rest, map.get(k)?),
+            (Segment::Index(_), _) => None,
         }
-        Some(current)
     }
 
     /// Mutable look-up.
@@ -236,6 +238,19 @@ impl std::str::FromStr for FieldPath {
     }
 }
 
+/// `segments` looked up from `value`.
+fn walk<'a>(segments: &[Segment], value: &'a Value) -> Option<&'a Value> {
+    let mut current = value;
+    for segment in segments {
+        current = match (segment, current) {
+            (Segment::Key(k), Value::Object(map)) => map.get(k)?,
+            (Segment::Index(i), Value::Array(items)) => items.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +300,16 @@ mod tests {
             Some(serde_json::json!(1))
         );
         assert_eq!(v, serde_json::json!({"a": {"b": [{"c": 2}]}}));
+    }
+
+    #[test]
+    fn get_in_a_map_matches_get_in_its_value() {
+        let v = serde_json::json!({"a": {"b": [1, {"c": 2}]}});
+        let map = v.as_object().unwrap();
+        for path in ["a", "a.b[1].c", "a.b[5]", "x", "a.b.c"] {
+            let p = FieldPath::parse(path).unwrap();
+            assert_eq!(p.get_in(map), p.get(&v), "{path}");
+        }
+        assert_eq!(FieldPath::root().get_in(map), None);
     }
 }

@@ -123,7 +123,12 @@ impl Drop for Informer {
 }
 
 /// How long a list result is reused by other watches.
-pub(crate) const LIST_TTL: std::time::Duration = std::time::Duration::from_millis(250);
+const LIST_TTL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The oldest list request whose result may still be shared (see [`LIST_TTL`]).
+pub(crate) fn shareable_since() -> Option<std::time::Instant> {
+    std::time::Instant::now().checked_sub(LIST_TTL)
+}
 
 impl Cluster {
     pub async fn connect(key: ClusterKey) -> PluginResult<Cluster> {
@@ -210,8 +215,8 @@ impl Cluster {
         ns: &str,
         resource: &ApiResource,
     ) -> PluginResult<Arc<Vec<serde_json::Value>>> {
-        let since = std::time::Instant::now().checked_sub(LIST_TTL);
-        self.list_json_since(id, ns, resource, since).await
+        self.list_json_since(id, ns, resource, shareable_since())
+            .await
     }
 
     /// [`Cluster::list_json`] from a list requested no earlier than `since`; `None` asks for a

@@ -8,7 +8,7 @@ use kusion_sdk::PluginResult;
 use kusion_sdk::runtime::{Health, ObjectStatus, WatchEvent};
 use serde_json::Value;
 
-use crate::cluster::{Cluster, LIST_TTL};
+use crate::cluster::{Cluster, shareable_since};
 use crate::error::from_kube;
 use crate::id::Target;
 
@@ -378,12 +378,7 @@ pub(crate) fn progressing(target: &Target, detail: &str) -> WatchEvent {
 
 /// One snapshot of the resource's health, read with a GET and (shared, short-lived) lists.
 pub async fn evaluate(cluster: &Cluster, target: &Target) -> PluginResult<WatchEvent> {
-    evaluate_since(
-        cluster,
-        target,
-        std::time::Instant::now().checked_sub(LIST_TTL),
-    )
-    .await
+    evaluate_since(cluster, target, shareable_since()).await
 }
 
 /// [`evaluate`] with child lists requested no earlier than `since` (`None`: new lists).
