@@ -198,8 +198,13 @@ pub enum StateCommand {
     Show { id: Option<String> },
     /// List past applies and destroys, or show one.
     History { revision: Option<u64> },
-    /// Remove the stack's lease, whoever holds it.
+    /// Remove the stack's lease, whoever holds it (an unreadable one too).
     Unlock,
+    /// Verify the stored state: journal, snapshot, lease, history and file permissions.
+    /// Exit 1 when something stops commands from working.
+    Check,
+    /// Fix what `state check` reports as repairable, without guessing; says what it dropped.
+    Repair,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -227,4 +232,8 @@ pub struct RunArgs {
     /// Let a run through a denying policy rule: `RULE=reason` (the reason is recorded).
     #[arg(long = "policy-exempt", value_name = "RULE=REASON")]
     pub policy_exempt: Vec<String>,
+    /// When another run or an apply holds the stack, wait up to this long for it (e.g. `2m`)
+    /// instead of refusing at once (exit code 3).
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub wait_lock: Option<std::time::Duration>,
 }

@@ -239,18 +239,39 @@ fn plan_options(args: &PlanArgs, destroy: bool) -> Result<PlanOptions> {
         concurrency: args.concurrency,
         timeout: args.timeout,
         destroy,
+        sealer: None,
     })
 }
 
-/// First Ctrl-C: stop starting new work; second: leave at once (the journal is consistent).
-fn install_interrupt(cancel: Arc<AtomicBool>) {
+type ExitHook = Box<dyn Fn() + Send + Sync>;
+
+/// What must be made durable before a second Ctrl-C ends the process (a run's record).
+static FORCED_EXIT: std::sync::Mutex<Option<ExitHook>> = std::sync::Mutex::new(None);
+
+/// Run `hook` (once) before a second Ctrl-C exits.
+pub fn on_forced_exit(hook: ExitHook) {
+    *FORCED_EXIT.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+}
+
+/// First Ctrl-C: stop starting new work; second: leave at once (the journal is consistent,
+/// and a registered hook closes what it must first).
+fn install_interrupt(cancel: Arc<AtomicBool>, json: bool) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             cancel.store(true, Ordering::SeqCst);
-            eprintln!(
-                "\nInterrupted: no new steps start; running steps finish or time out, then state is saved. Ctrl-C again to quit now."
-            );
+            let message = "Interrupted: no new steps start; running steps finish or time out, then state is saved. Ctrl-C again to quit now.";
+            if json {
+                eprintln!(
+                    "{}",
+                    json!({"event": "interrupted", "time": render::now_rfc3339(), "message": message})
+                );
+            } else {
+                eprintln!("\n{message}");
+            }
             if tokio::signal::ctrl_c().await.is_ok() {
+                if let Some(hook) = FORCED_EXIT.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    hook();
+                }
                 std::process::exit(130);
             }
         }
@@ -302,7 +323,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     }
     let ctx = build_context(&cli, runtimes)?;
     let cancel = Arc::new(AtomicBool::new(false));
-    install_interrupt(cancel.clone());
+    install_interrupt(cancel.clone(), ctx.output == Output::Json);
     match cli.command {
         Command::Preview { plan, detail } => {
             let spec = load_spec(&ctx, &plan.spec)?;
@@ -337,6 +358,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 watch,
                 watch_timeout,
                 ignore_fields: options.ignore_fields.clone(),
+                sealer: None,
             };
             run_apply(
                 &ctx,
@@ -922,13 +944,61 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
             match store.force_unlock()? {
                 Some(lease) => {
                     eprintln!(
-                        "warning: removed the lease held by {} (acquired {}, expiring {}); if that process is still running, two writers may now change this stack",
+                        "warning: removed lease #{} held by {} (acquired {}, expiring {}). If that process is still running, its next state write is refused and it stops without starting anything new; a step it is running at that moment may still finish in the cluster or cloud, and is then recorded as pending and read live by the next plan.",
+                        lease.fence,
                         lease.holder,
                         format_time(lease.acquired_at),
                         format_time(lease.expires_at)
                     );
                 }
-                None => eprintln!("The stack was not locked."),
+                None => eprintln!("The stack holds no readable lease now."),
+            }
+            Ok(exit::OK)
+        }
+        StateCommand::Check => {
+            let report = kusion_kernel::state::check::check(&**store);
+            if ctx.output == Output::Json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                println!("State at {}:", report.location);
+                for f in &report.findings {
+                    let tag = match f.severity {
+                        kusion_kernel::state::check::Severity::Error => "error",
+                        kusion_kernel::state::check::Severity::Warning => "warning",
+                        kusion_kernel::state::check::Severity::Note => "note",
+                    };
+                    let fix = if f.repairable {
+                        " [state repair fixes this]"
+                    } else {
+                        ""
+                    };
+                    println!("  {tag}: {}{fix}", f.message);
+                }
+                if !report.has_errors() {
+                    println!("No errors.");
+                }
+            }
+            Ok(if report.has_errors() {
+                exit::FAILED
+            } else {
+                exit::OK
+            })
+        }
+        StateCommand::Repair => {
+            let done = kusion_kernel::state::check::repair(store.clone())?;
+            if ctx.output == Output::Json {
+                println!("{}", json!({"repaired": done}));
+            } else if done.is_empty() {
+                println!("Nothing needed repair; the state was compacted into a fresh snapshot.");
+            } else {
+                for line in &done {
+                    println!("  {line}");
+                }
+                println!(
+                    "Repaired {} problem(s) in {}.",
+                    done.len(),
+                    store.location()
+                );
             }
             Ok(exit::OK)
         }

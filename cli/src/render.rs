@@ -43,6 +43,11 @@ impl Styles {
     }
 }
 
+/// Now, as RFC 3339 with milliseconds (timestamps of JSON progress lines).
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
 pub fn plan_table(plan: &PlanView, styles: &Styles) -> String {
     let mut table = Table::new();
     table.load_preset(NOTHING);

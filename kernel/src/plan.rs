@@ -219,6 +219,9 @@ pub struct PlanOptions {
     pub timeout: Option<Duration>,
     /// Plan the deletion of everything in state instead of converging to the spec.
     pub destroy: bool,
+    /// The stack's sealer: sealed prior values are matched against planned ones before a
+    /// runtime sees the prior.
+    pub sealer: Option<std::sync::Arc<crate::state::seal::Sealer>>,
 }
 
 impl Default for PlanOptions {
@@ -228,8 +231,48 @@ impl Default for PlanOptions {
             concurrency: 10,
             timeout: None,
             destroy: false,
+            sealer: None,
         }
     }
+}
+
+/// The prior resource as a runtime should see it: sealed values that still equal the planned
+/// ones are the planned values again (a changed secret stays sealed, so it differs).
+pub(crate) fn prior_for_runtime(
+    sealer: Option<&crate::state::seal::Sealer>,
+    prior: &Resource,
+    planned: &Resource,
+) -> Resource {
+    match sealer {
+        Some(sealer)
+            if crate::state::seal::contains_sealed(&Value::Object(prior.attributes.clone())) =>
+        {
+            sealer.unseal_from(prior, planned)
+        }
+        _ => prior.clone(),
+    }
+}
+
+/// Refuse a resolved resource that took a sealed value from another resource: state keeps
+/// that value only as a hash, and sending the hash would be wrong.
+pub(crate) fn refuse_sealed_references(
+    planned: &Resource,
+    resolved: &Resource,
+) -> Result<(), String> {
+    for (key, value) in &resolved.attributes {
+        if crate::state::seal::contains_sealed(value)
+            && !planned
+                .attributes
+                .get(key)
+                .is_some_and(crate::state::seal::contains_sealed)
+        {
+            return Err(format!(
+                "resource {:?}: field {key:?} refers to a sensitive value that state keeps only as a hash (the runtime cannot read it back); configure a state key (KUSION_STATE_PASSPHRASE or KUSION_STATE_KEY_FILE) so sensitive values are kept encrypted",
+                planned.id
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -507,6 +550,7 @@ pub fn compute<'a>(
         references,
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
+        sealer: options.sealer.clone(),
     };
     let decisions: Vec<OnceLock<Decision>> = (0..first_delete).map(|_| OnceLock::new()).collect();
     let results = walk(&deps[..first_delete], options.concurrency, cancel, |i| {
@@ -563,6 +607,7 @@ struct PlanContext<'a> {
     references: Vec<Vec<Reference>>,
     ignore: Vec<FieldPath>,
     timeout: Option<Duration>,
+    sealer: Option<std::sync::Arc<crate::state::seal::Sealer>>,
 }
 
 /// The attributes a reference to a decided step resolves to during planning, if known before
@@ -628,6 +673,20 @@ fn decide(
         })
         .map_err(|e| e.to_string())?
     };
+    // Sensitivity follows values: a field filled from a sensitive field is sensitive.
+    let derived_sensitive = if refs.is_empty() {
+        Vec::new()
+    } else {
+        refuse_sealed_references(planned, &resolved)?;
+        reference::sensitive_uses(planned, &cx.index, &|id, path| {
+            targets.get(id).is_some_and(|d| {
+                d.sensitive
+                    .iter()
+                    .any(|s| s.is_prefix_of(path) || path.is_prefix_of(s))
+            })
+        })
+        .map_err(|e| e.to_string())?
+    };
     drop(targets);
 
     // The resolved resource and the prior travel from request to request rather than being
@@ -635,7 +694,7 @@ fn decide(
     let (read, request) = call_keep(
         cx.timeout,
         ReadRequest {
-            prior: prior.map(|p| p.resource.clone()),
+            prior: prior.map(|p| prior_for_runtime(cx.sealer.as_deref(), &p.resource, &resolved)),
             prior_private: prior.and_then(|p| p.private.clone()),
             planned: Some(resolved),
             timeout: cx.timeout,
@@ -653,6 +712,7 @@ fn decide(
     if let Some(p) = prior {
         extra_sensitive.extend(p.sensitive_paths.iter().cloned());
     }
+    extra_sensitive.extend(derived_sensitive.iter().map(|p| p.to_string()));
     let mut unknown = Vec::new();
     if unresolved {
         unknown.push("(values referenced from resources not yet applied)".to_string());

@@ -55,6 +55,8 @@ fn manifest(name: &str, kind: PluginKind, file: &str) -> Manifest {
         format: None,
         sha256: None,
         permissions: manifest::Permissions::default(),
+        publisher: None,
+        signature: None,
     }
 }
 
