@@ -182,6 +182,20 @@ pub enum Command {
 pub enum PluginCommand {
     /// Show every plugin found: kind, version, ABI, capabilities, and why any was refused.
     List,
+    /// Make a publisher key pair: the private key (PKCS#8) goes to KEY_FILE (mode 0600); the
+    /// public key to give operators for `[plugins.trusted_keys]` is printed.
+    Keygen { key_file: PathBuf },
+    /// Sign a plugin as PUBLISHER: sets `sha256`, `publisher` and `signature` in its manifest.
+    Sign {
+        /// The plugin's `plugin.toml`.
+        manifest: PathBuf,
+        /// The private key made by `kusionctl plugin keygen`.
+        #[arg(long)]
+        key: PathBuf,
+        /// The name operators trust the key under.
+        #[arg(long)]
+        publisher: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -319,6 +319,17 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 stacks,
             );
         }
+        Command::Plugin {
+            command: PluginCommand::Keygen { key_file },
+        } => return plugin_keygen(key_file),
+        Command::Plugin {
+            command:
+                PluginCommand::Sign {
+                    manifest,
+                    key,
+                    publisher,
+                },
+        } => return plugin_sign(manifest, key, publisher),
         _ => {}
     }
     let ctx = build_context(&cli, runtimes)?;
@@ -425,6 +436,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Plugin {
             command: PluginCommand::List,
         } => plugin_list(&ctx),
+        Command::Plugin { .. } => unreachable!("handled before the context is built"),
         Command::Run(args) => {
             let policy =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &args.policy_exempt)?;
@@ -780,6 +792,45 @@ async fn show_progress(
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+}
+
+fn plugin_keygen(key_file: &Path) -> Result<u8> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let pkcs8 = kusion_kernel::plugin::trust::generate_key().map_err(|e| anyhow!(e))?;
+    let public = kusion_kernel::plugin::trust::public_key(&pkcs8).map_err(|e| anyhow!(e))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(key_file)
+        .with_context(|| format!("{}", key_file.display()))?;
+    f.write_all(&pkcs8)?;
+    println!("{public}");
+    eprintln!(
+        "Private key written to {}; give operators the public key above for [plugins.trusted_keys].",
+        key_file.display()
+    );
+    Ok(exit::OK)
+}
+
+fn plugin_sign(manifest_path: &Path, key: &Path, publisher: &str) -> Result<u8> {
+    use kusion_kernel::plugin::{Manifest, manifest::sha256_file, trust};
+    let pkcs8 = std::fs::read(key).with_context(|| format!("{}", key.display()))?;
+    let mut manifest = Manifest::load(manifest_path)?;
+    let file = manifest.file_path(manifest_path)?;
+    let sum = sha256_file(&file)?;
+    manifest.sha256 = Some(sum.clone());
+    manifest.publisher = Some(publisher.to_string());
+    manifest.signature = Some(trust::sign(&pkcs8, &manifest, &sum).map_err(|e| anyhow!(e))?);
+    std::fs::write(manifest_path, toml::to_string(&manifest)?)
+        .with_context(|| format!("{}", manifest_path.display()))?;
+    println!(
+        "Signed {} {} ({}) as {publisher}.",
+        manifest.name,
+        manifest.version,
+        file.display()
+    );
+    Ok(exit::OK)
 }
 
 fn plugin_list(ctx: &Context_) -> Result<u8> {

@@ -135,6 +135,7 @@ pub fn report_json(report: &ApplyReport, revision: Option<u64>, verb: &str) -> V
         "interrupted": report.interrupted,
         "created": report.created(),
         "updated": report.updated(),
+        "replaced": report.replaced(),
         "deleted": report.deleted(),
         "summary": report.summary_line(verb),
         "steps": report.steps,

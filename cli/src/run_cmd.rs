@@ -746,7 +746,7 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
                 Writer::acquire_waiting(
                     store,
                     &holder,
-                    kusion_kernel::operation::LEASE_TTL,
+                    kusion_kernel::operation::lease_ttl(),
                     cancel,
                     wait,
                 )

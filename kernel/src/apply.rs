@@ -107,7 +107,11 @@ impl ApplyReport {
         self.count(&[Action::Create])
     }
     pub fn updated(&self) -> usize {
-        self.count(&[Action::Update, Action::Replace, Action::Import])
+        self.count(&[Action::Update, Action::Import])
+    }
+    /// Deleted and created again (a changed field that cannot be updated in place).
+    pub fn replaced(&self) -> usize {
+        self.count(&[Action::Replace])
     }
     pub fn deleted(&self) -> usize {
         self.count(&[Action::Delete])
@@ -123,8 +127,13 @@ impl ApplyReport {
     }
     /// `Apply complete! Resources: N created, M updated, K deleted.` or what went wrong.
     pub fn summary_line(&self, verb: &str) -> String {
+        // Upstream's wording; replacements are named only when there are some.
+        let replaced = match self.replaced() {
+            0 => String::new(),
+            n => format!(", {n} replaced"),
+        };
         let counts = format!(
-            "{} created, {} updated, {} deleted",
+            "{} created, {} updated{replaced}, {} deleted",
             self.created(),
             self.updated(),
             self.deleted()

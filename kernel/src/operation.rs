@@ -49,6 +49,15 @@ pub fn load_unsealed(
 /// How long a lease lives without renewal; renewed every third of it while an operation runs.
 pub const LEASE_TTL: Duration = Duration::from_secs(60);
 
+/// The lease's life: `KUSION_LEASE_TTL` (e.g. `20s`, at least 1 s) or [`LEASE_TTL`]. A shorter
+/// life lets another process take over a stuck holder's stack sooner.
+pub fn lease_ttl() -> Duration {
+    std::env::var("KUSION_LEASE_TTL")
+        .ok()
+        .and_then(|v| humantime::parse_duration(v.trim()).ok())
+        .map_or(LEASE_TTL, |d| d.max(Duration::from_secs(1)))
+}
+
 /// What happened to an apply or destroy.
 #[derive(Debug)]
 pub enum Applied {
@@ -133,7 +142,7 @@ pub fn apply(
     let writer = Arc::new(Writer::acquire(
         stack.store.clone(),
         &holder,
-        LEASE_TTL,
+        lease_ttl(),
         cancel.clone(),
     )?);
     close_abandoned_releases(&*stack.store);
@@ -241,7 +250,20 @@ fn apply_locked(
     };
     let revision = stack.store.create_release(&mut release)?;
     let (report, _state) =
-        apply::execute(plan, writer, &stack.registry, apply_options, cancel, events)?;
+        match apply::execute(plan, writer, &stack.registry, apply_options, cancel, events) {
+            Ok(done) => done,
+            Err(e) => {
+                // The history says how it ended even when state could not be written (a lost
+                // lease, a full disk); what state holds is what the journal recorded.
+                release.finished_at = Some(now_ms());
+                release.status = ReleaseStatus::Failed;
+                release.notes.push(format!("stopped: {e}"));
+                if let Err(update) = stack.store.update_release(&release) {
+                    tracing::warn!("recording the end of release {revision}: {update}");
+                }
+                return Err(e.into());
+            }
+        };
     release.finished_at = Some(now_ms());
     release.status = if report.succeeded() {
         ReleaseStatus::Succeeded

@@ -172,6 +172,12 @@ impl Plan<'_> {
                 .map(|step| {
                     let mut changes = step.field_changes().into_owned();
                     diff::mask_changes(&mut changes, &step.sensitive);
+                    // A reference still in place is a value known only after apply.
+                    for change in &mut changes {
+                        if let Some(new) = &mut change.new {
+                            mark_known_after_apply(new);
+                        }
+                    }
                     StepView {
                         id: step.id.clone(),
                         target: step.target.clone(),
@@ -233,6 +239,20 @@ impl Default for PlanOptions {
             destroy: false,
             sealer: None,
         }
+    }
+}
+
+/// What a preview shows for a value taken from a resource that is not applied yet.
+pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
+
+fn mark_known_after_apply(value: &mut Value) {
+    match value {
+        Value::String(s) if s.contains(reference::PREFIX) => {
+            *s = KNOWN_AFTER_APPLY.to_string();
+        }
+        Value::Array(items) => items.iter_mut().for_each(mark_known_after_apply),
+        Value::Object(map) => map.values_mut().for_each(mark_known_after_apply),
+        _ => {}
     }
 }
 

@@ -127,7 +127,7 @@ fn exit_codes() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"exitCode\":3"));
     let out = env.run(&["state", "unlock"]);
     assert!(
-        text(&out).contains("warning: removed the lease held by alice"),
+        text(&out).contains("warning: removed lease #1 held by alice"),
         "{}",
         text(&out)
     );

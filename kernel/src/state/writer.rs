@@ -327,3 +327,126 @@ pub(crate) fn check_current(
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::seal::{KeySource, Sealer};
+    use crate::state::{IntentKind, LocalStore, StateEntry};
+    use kusion_sdk::Resource;
+    use serde_json::json;
+
+    fn secret_resource() -> Resource {
+        let mut r = Resource::new("t:db", "Test", Default::default());
+        r.attributes.insert("password".into(), json!("hunter2"));
+        r.attributes.insert("user".into(), json!("admin"));
+        r
+    }
+
+    fn all_bytes(dir: &std::path::Path) -> String {
+        let mut out = String::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.path().is_file() {
+                out.push_str(&String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn journal_and_snapshot_never_hold_sensitive_values() {
+        for key in [None, Some(KeySource::Passphrase("correct horse".into()))] {
+            let dir = tempfile::tempdir().unwrap();
+            let store: Arc<dyn StateStore> = Arc::new(LocalStore::new(dir.path()));
+            let writer = Writer::acquire(
+                store.clone(),
+                &LeaseHolder::current("test"),
+                Duration::from_secs(60),
+                Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap();
+            let sealer = Arc::new(Sealer::for_state(&State::default(), key.as_ref()).unwrap());
+            writer.set_sealer(sealer.clone()).unwrap();
+            let sensitive = vec!["password".to_string()];
+            writer
+                .append(&[
+                    JournalRecord::Intent {
+                        kind: IntentKind::Create,
+                        resource: secret_resource(),
+                        target: None,
+                        sensitive_paths: sensitive.clone(),
+                    },
+                    JournalRecord::Applied {
+                        entry: StateEntry {
+                            resource: secret_resource(),
+                            private: None,
+                            sensitive_paths: sensitive.clone(),
+                            pending: false,
+                            updated_at: 0,
+                            target: None,
+                        },
+                    },
+                ])
+                .unwrap();
+            assert!(!all_bytes(dir.path()).contains("hunter2"));
+            let mut state = store.load().unwrap();
+            assert!(state.sealing.is_some(), "the sealing is journaled first");
+            assert_eq!(
+                state.resources["t:db"].resource.attributes["user"],
+                json!("admin")
+            );
+            // The next process finds the same stack key: equal values still match.
+            let again = Sealer::for_state(&state, key.as_ref()).unwrap();
+            let sealed = state.resources["t:db"].resource.attributes["password"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(again.matches(&sealed, &json!("hunter2")));
+            if key.is_some() {
+                let mut clear = state.clone();
+                again.unseal_state(&mut clear);
+                assert_eq!(
+                    clear.resources["t:db"].resource.attributes["password"],
+                    json!("hunter2")
+                );
+            }
+            state.serial += 1;
+            writer.checkpoint(&mut state).unwrap();
+            assert!(!all_bytes(dir.path()).contains("hunter2"));
+        }
+    }
+
+    #[test]
+    fn a_lost_lease_stops_writes_and_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn StateStore> = Arc::new(LocalStore::new(dir.path()));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let writer = Writer::acquire(
+            store.clone(),
+            &LeaseHolder::current("test"),
+            Duration::from_secs(2),
+            cancel.clone(),
+        )
+        .unwrap();
+        writer.ensure_live().unwrap();
+        store.force_unlock().unwrap();
+        let other = store
+            .acquire_lease(&LeaseHolder::current("other"), 60_000)
+            .unwrap();
+        // As after a pause: the writer's renewals fell behind, so it asks the store first.
+        writer.inner.held().confirmed = Instant::now() - Duration::from_secs(5);
+        let e = writer.ensure_live().unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("lease #{} is held by", other.fence)),
+            "{e}"
+        );
+        assert!(writer.is_lost() && cancel.load(Ordering::SeqCst));
+        assert!(writer.append(&[]).is_err() || writer.is_lost());
+        drop(writer);
+        assert_eq!(
+            store.current_lease().unwrap().unwrap().token,
+            other.token,
+            "a lost writer leaves the new holder's lease alone"
+        );
+    }
+}
