@@ -1030,7 +1030,7 @@ fn interrupted_killed_and_concurrent_runs_stay_safe() {
 
     // 1. SIGINT during the pause after batch 1: no later pod is deleted.
     let h = hosts(&pods[..3]);
-    let mut child = env
+    let child = env
         .cmd(&[
             "run",
             &program,
