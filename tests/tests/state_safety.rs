@@ -370,3 +370,63 @@ fn a_state_key_encrypts_and_is_checked() {
         text(&out)
     );
 }
+
+/// AWS KMS keeps the state key (moto serves KMS): values are encrypted with a data key KMS
+/// made, which the stack keeps only as KMS encrypted it; another KMS key is refused.
+#[test]
+fn aws_kms_keeps_the_state_key() {
+    let moto = kusion_tests::servers::MotoServer::start();
+    let (access, secret) = kusion_tests::servers::MotoServer::credentials();
+    // SAFETY: set before anything in this test reads them; the values are the same for every
+    // test of this binary that might read them.
+    unsafe {
+        std::env::set_var("AWS_ACCESS_KEY_ID", access);
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", secret);
+    }
+    let endpoint = moto.endpoint();
+    let create_key = || {
+        let admin = {
+            // SAFETY: as above.
+            unsafe { std::env::set_var("AWS_ENDPOINT_URL_KMS", &endpoint) };
+            kusion_kernel::state::kms::Kms::from_env("unused").unwrap()
+        };
+        let key = admin
+            .call(
+                "CreateKey",
+                &serde_json::json!({"Description": "kusion state"}),
+            )
+            .unwrap();
+        key["KeyMetadata"]["KeyId"].as_str().unwrap().to_string()
+    };
+    let (key, other) = (create_key(), create_key());
+    let env = Env::new(SECRETS);
+    let with_kms = |key: &str, args: &[&str]| {
+        env.cmd(args)
+            .env("KUSION_STATE_KMS_KEY_ID", key)
+            .env("AWS_ENDPOINT_URL_KMS", &endpoint)
+            .env("AWS_ACCESS_KEY_ID", access)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap()
+    };
+    let out = with_kms(&key, &["apply", "-f", "spec.yaml", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_no_clear_secret(&env);
+    let snapshot = std::fs::read_to_string(env.state_dir().join("state.json")).unwrap();
+    assert!(
+        snapshot.contains("$kusion_sealed:v1:e:") && snapshot.contains("wrappedKey"),
+        "{snapshot}"
+    );
+    let out = with_kms(&key, &["preview", "-f", "spec.yaml"]);
+    assert!(text(&out).contains("No changes"), "{}", text(&out));
+    let out = with_kms(&other, &["preview", "-f", "spec.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = env.run(&["apply", "-f", "spec.yaml", "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("KUSION_STATE_KMS_KEY_ID"),
+        "{}",
+        text(&out)
+    );
+}

@@ -11,6 +11,7 @@
 
 pub mod backend;
 pub mod check;
+pub mod kms;
 pub mod local;
 pub mod postgres;
 pub mod s3;

@@ -11,7 +11,9 @@
 //!   rollback, a Terraform prior the provider cannot read back) get it.
 //!
 //! The state key comes from `KUSION_STATE_PASSPHRASE` (stretched with PBKDF2 and the stack's
-//! salt) or `KUSION_STATE_KEY_FILE` (a file of at least 32 bytes). The stack records which kind
+//! salt), `KUSION_STATE_KEY_FILE` (a file of at least 32 bytes), or AWS KMS
+//! (`KUSION_STATE_KMS_KEY_ID`: a data key made by KMS, kept in state only as KMS encrypted it;
+//! see [`super::kms`]). The stack records which kind
 //! of key sealed it and a check value, so a wrong or missing key is an error, not garbage.
 //!
 //! Sealing keeps the shape (a Secret's keys stay visible) and is idempotent.
@@ -46,6 +48,9 @@ pub struct Sealing {
     /// A MAC made with the derived key, to recognise the right key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_check: Option<String>,
+    /// With AWS KMS: the stack's data key as KMS encrypted it (base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapped_key: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,10 +72,12 @@ pub enum SealError {
 pub enum KeySource {
     Passphrase(String),
     KeyFile(Vec<u8>),
+    Kms(super::kms::Kms),
 }
 
 impl KeySource {
-    /// `KUSION_STATE_PASSPHRASE`, else `KUSION_STATE_KEY_FILE`, else none.
+    /// `KUSION_STATE_PASSPHRASE`, else `KUSION_STATE_KEY_FILE`, else `KUSION_STATE_KMS_KEY_ID`,
+    /// else none.
     pub fn from_env() -> Result<Option<KeySource>, SealError> {
         if let Ok(p) = std::env::var("KUSION_STATE_PASSPHRASE")
             && !p.is_empty()
@@ -90,6 +97,13 @@ impl KeySource {
             }
             return Ok(Some(KeySource::KeyFile(bytes)));
         }
+        if let Ok(id) = std::env::var("KUSION_STATE_KMS_KEY_ID")
+            && !id.is_empty()
+        {
+            return super::kms::Kms::from_env(&id)
+                .map(|k| Some(KeySource::Kms(k)))
+                .map_err(SealError::Key);
+        }
         Ok(None)
     }
 
@@ -97,15 +111,16 @@ impl KeySource {
         match self {
             KeySource::Passphrase(_) => "passphrase",
             KeySource::KeyFile(_) => "keyFile",
+            KeySource::Kms(_) => "kms",
         }
     }
 }
 
 fn var_of(kind: &str) -> &'static str {
-    if kind == "passphrase" {
-        "KUSION_STATE_PASSPHRASE"
-    } else {
-        "KUSION_STATE_KEY_FILE"
+    match kind {
+        "passphrase" => "KUSION_STATE_PASSPHRASE",
+        "kms" => "KUSION_STATE_KMS_KEY_ID",
+        _ => "KUSION_STATE_KEY_FILE",
     }
 }
 
@@ -146,6 +161,7 @@ impl Sealer {
                     key_kind: None,
                     salt: None,
                     key_check: None,
+                    wrapped_key: None,
                 },
                 true,
             ),
@@ -170,7 +186,34 @@ impl Sealer {
                         .map_err(|e| SealError::Key(format!("the stack's salt: {e}")))?,
                     None => random::<16>().to_vec(),
                 };
-                let key = derive(source, &salt);
+                let key = match source {
+                    KeySource::Kms(kms) => {
+                        let data_key = match &sealing.wrapped_key {
+                            Some(wrapped) => {
+                                let blob = B64.decode(wrapped).map_err(|e| {
+                                    SealError::Key(format!("the stack's wrapped key: {e}"))
+                                })?;
+                                kms.decrypt(&blob).map_err(SealError::Key)?
+                            }
+                            None => {
+                                let (plain, blob) =
+                                    kms.generate_data_key().map_err(SealError::Key)?;
+                                sealing.wrapped_key = Some(B64.encode(blob));
+                                plain
+                            }
+                        };
+                        let mut key = [0u8; 32];
+                        if data_key.len() != 32 {
+                            return Err(SealError::Key(format!(
+                                "KMS gave a data key of {} bytes, expected 32",
+                                data_key.len()
+                            )));
+                        }
+                        key.copy_from_slice(&data_key);
+                        key
+                    }
+                    other => derive(other, &salt),
+                };
                 let check = B64.encode(
                     hmac::sign(
                         &hmac::Key::new(hmac::HMAC_SHA256, &key),
@@ -437,6 +480,7 @@ fn derive(source: &KeySource, salt: &[u8]) -> [u8; 32] {
             let tag = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, salt), bytes);
             key.copy_from_slice(&tag.as_ref()[..32]);
         }
+        KeySource::Kms(_) => unreachable!("KMS data keys are not derived"),
     }
     key
 }
