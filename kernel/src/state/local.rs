@@ -19,6 +19,12 @@ use super::{
 pub struct LocalStore {
     dir: PathBuf,
     journal: Mutex<Option<File>>,
+    /// `lease.guard`, opened once.
+    guard: Mutex<Option<File>>,
+    /// The lease last confirmed current: its file's identity (inode and modification time)
+    /// and token. Every change of the lease replaces the file (a rename), so an unchanged
+    /// identity means an unchanged lease and the file need not be read again.
+    confirmed: Mutex<Option<(u64, i64, i64, String)>>,
 }
 
 impl LocalStore {
@@ -27,6 +33,8 @@ impl LocalStore {
         LocalStore {
             dir: dir.into(),
             journal: Mutex::new(None),
+            guard: Mutex::new(None),
+            confirmed: Mutex::new(None),
         }
     }
 
@@ -78,14 +86,19 @@ impl LocalStore {
 
     /// Run `f` while holding the cross-process guard lock.
     fn guarded<T>(&self, f: impl FnOnce() -> Result<T, StateError>) -> Result<T, StateError> {
-        self.ensure_dir()?;
-        let guard = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(self.dir.join("lease.guard"))
-            .map_err(|e| self.io(e))?;
+        let mut slot = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            self.ensure_dir()?;
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(self.dir.join("lease.guard"))
+                .map_err(|e| self.io(e))?;
+            *slot = Some(file);
+        }
+        let guard = slot.as_ref().expect("opened above");
         guard.lock().map_err(|e| self.io(e))?;
         let result = f();
         let _ = guard.unlock();
@@ -120,8 +133,22 @@ impl LocalStore {
 
     /// Refuse a write whose lease is no longer the stack's (call under the guard lock).
     fn check_lease(&self, lease: &Lease) -> Result<(), StateError> {
+        use std::os::unix::fs::MetadataExt;
+        let identity = fs::metadata(self.dir.join("lease.json"))
+            .ok()
+            .map(|m| (m.ino(), m.mtime(), m.mtime_nsec()));
+        let mut confirmed = self.confirmed.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some((ino, sec, nsec)), Some((c_ino, c_sec, c_nsec, token))) =
+            (identity, confirmed.as_ref())
+            && (ino, sec, nsec) == (*c_ino, *c_sec, *c_nsec)
+            && *token == lease.token
+        {
+            return Ok(());
+        }
         let current = self.read_lease()?;
-        super::writer::check_current(&self.location(), lease, current.as_ref())
+        super::writer::check_current(&self.location(), lease, current.as_ref())?;
+        *confirmed = identity.map(|(i, s, n)| (i, s, n, lease.token.clone()));
+        Ok(())
     }
 
     /// Remove temporary files left by processes that died mid-write (call under the guard).
