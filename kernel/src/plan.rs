@@ -193,10 +193,23 @@ impl Plan<'_> {
                         Some(v)
                     };
                     let (before, after) = match step.action {
-                        Action::Update | Action::Replace => (
-                            in_context(step.live.as_ref()),
-                            in_context(step.expected.as_ref()),
-                        ),
+                        Action::Update | Action::Replace => {
+                            let mut after = in_context(step.expected.as_ref());
+                            // Masked, a changed secret would look unchanged: say it changed.
+                            if let Some(after) = after.as_mut() {
+                                for c in step.changes.iter().filter(|c| {
+                                    c.kind == diff::ChangeKind::Changed
+                                        && diff::is_sensitive(&c.path, &step.sensitive)
+                                }) {
+                                    diff::set_path(
+                                        after,
+                                        &c.path,
+                                        Value::String(diff::MASK_CHANGED.into()),
+                                    );
+                                }
+                            }
+                            (in_context(step.live.as_ref()), after)
+                        }
                         _ => (None, None),
                     };
                     StepView {
