@@ -81,6 +81,10 @@ pub struct PlanArgs {
     /// in the release history: --policy-exempt no-latest-tag/NoLatestTag="hotfix, ticket 42".
     #[arg(long = "policy-exempt", value_name = "RULE=REASON")]
     pub policy_exempt: Vec<String>,
+    /// Take ownership of Kubernetes fields another field manager owns instead of stopping with
+    /// a conflict naming it (as `kubectl apply --server-side --force-conflicts`).
+    #[arg(long = "force-conflicts")]
+    pub force_conflicts: bool,
 }
 
 #[derive(Debug, Subcommand)]

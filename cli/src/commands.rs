@@ -90,6 +90,15 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         &mut state_backend,
         &mut config,
     )?;
+    let force_conflicts = match &cli.command {
+        Command::Preview { plan, .. }
+        | Command::Apply { plan, .. }
+        | Command::Destroy { plan, .. } => plan.force_conflicts,
+        _ => false,
+    };
+    if force_conflicts {
+        force_kubernetes_conflicts(&mut config);
+    }
     let state_dir = state_dir.unwrap_or_else(|| workdir.join(".kusion").join("state"));
     let plugin_config = plugin_config(cli)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
@@ -118,6 +127,22 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         styles: Styles { color },
         stack: Stack { store, registry },
     })
+}
+
+/// `--force-conflicts`: the Kubernetes runtime's `force` setting, for this run only.
+fn force_kubernetes_conflicts(config: &mut Value) {
+    if !config.is_object() {
+        *config = json!({});
+    }
+    if let Some(root) = config.as_object_mut() {
+        let section = root.entry("kubernetes").or_insert_with(|| json!({}));
+        if !section.is_object() {
+            *section = json!({});
+        }
+        if let Some(k8s) = section.as_object_mut() {
+            k8s.insert("force".into(), Value::Bool(true));
+        }
+    }
 }
 
 /// A remote backend's stack name when the URL gives none: `<project>/<stack>`, the stack folder
@@ -639,16 +664,17 @@ async fn run_apply(
             }
             Ok(exit::OK)
         }
+        // Not what was asked for: a script checking the exit code must not take it as done.
         Applied::Declined(plan) => {
             if human {
                 println!("{verb} cancelled; nothing changed.");
             } else {
                 println!(
                     "{}",
-                    json!({"plan": render::plan_json(&plan), "policy": policy_json, "result": null, "declined": true})
+                    json!({"plan": render::plan_json(&plan), "policy": policy_json, "result": null, "declined": true, "exitCode": exit::FAILED})
                 );
             }
-            Ok(exit::OK)
+            Ok(exit::FAILED)
         }
         Applied::Done {
             plan,
@@ -679,8 +705,16 @@ async fn run_apply(
     }
 }
 
+/// One row of the watch table: (kind, name) and its line.
+type WatchRow = ((String, String), ProgressBar);
+
 /// Progress during apply: a bar on a terminal, plain lines elsewhere; with --watch a live row per
 /// watched object (`Type Kind Name Detail`).
+///
+/// The bar appears with the first step that changes something, so nothing redraws over the
+/// confirmation prompt. Its label names a step in flight (the latest started), never one that
+/// changes nothing. A watched resource's rows are its current objects: objects gone since the
+/// last event (pods of a finished rollout) leave the table.
 async fn show_progress(
     mut rx: mpsc::UnboundedReceiver<Event>,
     human: bool,
@@ -689,31 +723,53 @@ async fn show_progress(
 ) {
     let tty = human && std::io::stderr().is_terminal();
     let multi = MultiProgress::new();
-    let bar = if tty {
-        let bar = multi.add(ProgressBar::new(0));
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        Some(bar)
-    } else {
-        None
-    };
+    let mut bar: Option<ProgressBar> = None;
     let styles = Styles { color };
-    let mut rows: HashMap<(String, String, String), ProgressBar> = HashMap::new();
+    // Rows per watched resource, by (kind, name).
+    let mut rows: HashMap<String, Vec<WatchRow>> = HashMap::new();
     let mut last_detail: HashMap<(String, String, String), String> = HashMap::new();
     let mut started = HashMap::new();
-    while let Some(event) = rx.recv().await {
-        if let Some(bar) = &bar {
-            bar.set_length(total.load(Ordering::SeqCst) as u64);
+    // Changing steps started and not finished, oldest first; `waiting`: those being watched.
+    let mut in_flight: Vec<(String, kusion_kernel::plan::Action)> = Vec::new();
+    let mut waiting: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let label = |in_flight: &[(String, kusion_kernel::plan::Action)],
+                 waiting: &std::collections::HashSet<String>| {
+        let Some((id, action)) = in_flight.last() else {
+            return String::new();
+        };
+        let what = if waiting.contains(id) {
+            format!("{action} {id}: waiting until ready")
+        } else {
+            format!("{action} {id}")
+        };
+        match in_flight.len() {
+            1 => what,
+            n => format!("{what} (+{} more)", n - 1),
         }
+    };
+    while let Some(event) = rx.recv().await {
         match event {
             Event::Started { id, action } => {
+                if !action.changes_something() {
+                    continue;
+                }
                 started.insert(id.clone(), std::time::Instant::now());
-                if let Some(bar) = &bar {
-                    bar.set_message(format!("{action} {id}"));
+                in_flight.push((id, action));
+                if tty {
+                    let bar = bar.get_or_insert_with(|| {
+                        let bar = multi.add(ProgressBar::new(0));
+                        bar.set_style(
+                            ProgressStyle::with_template(
+                                "{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}",
+                            )
+                            .unwrap_or_else(|_| ProgressStyle::default_bar())
+                            .progress_chars("=> "),
+                        );
+                        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+                        bar
+                    });
+                    bar.set_length(total.load(Ordering::SeqCst) as u64);
+                    bar.set_message(label(&in_flight, &waiting));
                 }
             }
             Event::Finished {
@@ -724,6 +780,8 @@ async fn show_progress(
                 if !action.changes_something() {
                     continue;
                 }
+                in_flight.retain(|(i, _)| *i != id);
+                waiting.remove(&id);
                 let took = started
                     .get(&id)
                     .map(|t: &std::time::Instant| format!(" ({:.1}s)", t.elapsed().as_secs_f64()))
@@ -749,6 +807,7 @@ async fn show_progress(
                 match &bar {
                     Some(bar) => {
                         bar.inc(1);
+                        bar.set_message(label(&in_flight, &waiting));
                         multi.println(line).ok();
                     }
                     None => eprintln!("{line}"),
@@ -762,8 +821,33 @@ async fn show_progress(
                 if !human {
                     continue;
                 }
+                if waiting.insert(id.clone())
+                    && let Some(bar) = &bar
+                {
+                    bar.set_message(label(&in_flight, &waiting));
+                }
+                let current: Vec<(String, String)> = event
+                    .objects
+                    .iter()
+                    .map(|o| (o.kind.clone(), o.name.clone()))
+                    .collect();
+                if tty {
+                    let shown = rows.entry(id.clone()).or_default();
+                    // Objects the resource no longer has (deleted pods, old ReplicaSets).
+                    shown.retain(|(key, row)| {
+                        let keep = current.contains(key);
+                        if !keep {
+                            row.finish_and_clear();
+                            multi.remove(row);
+                        }
+                        keep
+                    });
+                } else {
+                    last_detail.retain(|(i, kind, name), _| {
+                        *i != id || current.contains(&(kind.clone(), name.clone()))
+                    });
+                }
                 for object in event.objects {
-                    let key = (id.clone(), object.kind.clone(), object.name.clone());
                     let mark = match object.health {
                         Health::Ready => styles.green().apply_to("ready").to_string(),
                         Health::Failed => styles.red().apply_to("failed").to_string(),
@@ -773,21 +857,37 @@ async fn show_progress(
                         "{:<12} {:<14} {:<40} {mark} {}",
                         resource_type, object.kind, object.name, object.detail
                     );
+                    let key = (object.kind.clone(), object.name.clone());
                     if tty {
-                        let row = rows
-                            .entry(key)
-                            .or_insert_with(|| multi.add(ProgressBar::new_spinner()));
+                        let shown = rows.entry(id.clone()).or_default();
+                        let row = match shown.iter().position(|(k, _)| *k == key) {
+                            Some(i) => shown[i].1.clone(),
+                            None => {
+                                let row = multi.add(ProgressBar::new_spinner());
+                                shown.push((key, row.clone()));
+                                row
+                            }
+                        };
                         row.set_message(text);
-                        if object.health != Health::Progressing {
-                            row.finish();
+                        if object.health == Health::Progressing {
+                            row.enable_steady_tick(std::time::Duration::from_millis(120));
+                        } else {
+                            row.disable_steady_tick();
+                            row.tick();
                         }
-                    } else if last_detail.get(&key) != Some(&text) {
-                        eprintln!("{text}");
-                        last_detail.insert(key, text);
+                    } else {
+                        let key = (id.clone(), key.0, key.1);
+                        if last_detail.get(&key) != Some(&text) {
+                            eprintln!("{text}");
+                            last_detail.insert(key, text);
+                        }
                     }
                 }
             }
         }
+    }
+    for row in rows.values().flatten() {
+        row.1.finish();
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();

@@ -83,6 +83,14 @@ fn secrets_never_show_in_any_output() {
     let t = text(&out);
     assert!(!t.contains("hunter"), "{t}");
     assert!(t.contains("\"action\":\"Update\""), "{t}");
+    // Shown in context, the masked secret still says that it changes.
+    let out = env.run(&["preview", "-f", "spec.yaml", "-d"]);
+    let t = text(&out);
+    assert!(!t.contains("hunter"), "{t}");
+    assert!(
+        t.contains("secret: (sensitive value) => (changed sensitive value)"),
+        "{t}"
+    );
 }
 
 #[test]
