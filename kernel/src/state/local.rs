@@ -16,6 +16,9 @@ use super::{
     format_time, hostname, now_ms,
 };
 
+/// How long to wait for the guard lock before saying its holder is stuck.
+const GUARD_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
 pub struct LocalStore {
     dir: PathBuf,
     journal: Mutex<Option<File>>,
@@ -99,7 +102,25 @@ impl LocalStore {
             *slot = Some(file);
         }
         let guard = slot.as_ref().expect("opened above");
-        guard.lock().map_err(|e| self.io(e))?;
+        // Held only for short checks and renames; a holder that does not let go within this
+        // time is stopped or hung, and waiting longer would hang this command too.
+        let deadline = std::time::Instant::now() + GUARD_WAIT;
+        loop {
+            match guard.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(self.io(format!(
+                        "{} stays locked by another process for more than {}s: a kusion process is stopped or hung in the middle of a state change; continue or end it",
+                        self.dir.join("lease.guard").display(),
+                        GUARD_WAIT.as_secs()
+                    )));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(self.io(e)),
+            }
+        }
         let result = f();
         let _ = guard.unlock();
         result
@@ -238,6 +259,10 @@ impl StateStore for LocalStore {
             buffer.push(b'\n');
         }
         let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        // The lease is checked under the guard, but the write and its fsync happen outside it,
+        // so a writer stopped mid-write (SIGSTOP) holds no lock others need. A takeover during
+        // the write is harmless: the write starts with a `Fence` marker of the older lease,
+        // which replay ignores after the newer one's records.
         self.guarded(|| {
             self.check_lease(lease)?;
             if journal.is_none() {
@@ -262,15 +287,17 @@ impl StateStore for LocalStore {
                 }
                 *journal = Some(f);
             }
-            let f = journal.as_mut().expect("journal opened above");
-            let written = f.write_all(&buffer).and_then(|()| f.sync_data());
-            if let Err(e) = written {
-                // What reached the file may be a torn line: reopen (and trim it) next time.
-                *journal = None;
-                return Err(self.io(format!("{}: {e}", self.journal_path().display())));
-            }
             Ok(())
-        })
+        })?;
+        let f = journal.as_mut().expect("journal opened above");
+        let written = f.write_all(&buffer).and_then(|()| f.sync_data());
+        if let Err(e) = written {
+            // What reached the file may be a torn line: reopen (and trim it) next time.
+            *journal = None;
+            return Err(self.io(format!("{}: {e}", self.journal_path().display())));
+        }
+        // Tell a writer that lost the stack during the write at once.
+        self.check_lease(lease)
     }
 
     fn checkpoint(&self, lease: &Lease, state: &State) -> Result<(), StateError> {

@@ -78,6 +78,18 @@ pub struct State {
     /// How sensitive values are sealed (absent until the first apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealing: Option<seal::Sealing>,
+    /// The highest lease number whose writes this state holds: journal records written later
+    /// under an older lease (a writer that lost the stack but had not noticed yet) are not
+    /// replayed over it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fence: u64,
+    /// While replaying: the records since the last `Fence` marker came from an older lease.
+    #[serde(skip)]
+    replay_skip: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 mod entries_as_list {
@@ -148,11 +160,24 @@ pub enum JournalRecord {
     /// The stack's sealing (its hash key, and how values are encrypted), recorded before the
     /// first value sealed with it.
     Sealing { sealing: seal::Sealing },
+    /// The records that follow were written under lease number `fence` (each journal write
+    /// starts with one). Records under a lease older than one already seen are ignored.
+    Fence { fence: u64 },
 }
 
 impl State {
     /// Apply one journal record (used by replay and by the writer's in-memory copy).
     pub fn apply_record(&mut self, record: &JournalRecord, now: u64) {
+        if let JournalRecord::Fence { fence } = record {
+            self.replay_skip = *fence < self.fence;
+            if !self.replay_skip {
+                self.fence = *fence;
+            }
+            return;
+        }
+        if self.replay_skip {
+            return;
+        }
         match record {
             JournalRecord::Intent {
                 kind,
@@ -194,6 +219,7 @@ impl State {
                 self.resources.shift_remove(id);
             }
             JournalRecord::Sealing { sealing } => self.sealing = Some(sealing.clone()),
+            JournalRecord::Fence { .. } => unreachable!("handled above"),
             JournalRecord::Revert { id, previous } => match previous {
                 Some(entry) => {
                     self.resources.insert(id.clone(), entry.clone());

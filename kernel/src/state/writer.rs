@@ -153,8 +153,12 @@ impl Writer {
         })
     }
 
-    /// Durably append journal records under the lease, sensitive values sealed.
+    /// Durably append journal records under the lease, sensitive values sealed, after a
+    /// `Fence` marker naming the lease.
     pub fn append(&self, records: &[JournalRecord]) -> Result<(), StateError> {
+        if records.is_empty() {
+            return Ok(());
+        }
         let pending = self
             .inner
             .sealing_pending
@@ -162,12 +166,11 @@ impl Writer {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let sealer = self.inner.sealer.get();
-        if pending.is_none() && sealer.is_none() {
-            return self
-                .inner
-                .write(|store, lease| store.append(lease, records));
-        }
-        let mut sealed = Vec::with_capacity(records.len() + 1);
+        // Every write names its lease, so one that lands after another process took the
+        // stack over is never replayed over that process's records.
+        let fence = self.inner.held().lease.fence;
+        let mut sealed = Vec::with_capacity(records.len() + 2);
+        sealed.push(JournalRecord::Fence { fence });
         if let Some(sealing) = &pending {
             sealed.push(JournalRecord::Sealing {
                 sealing: sealing.clone(),
@@ -194,6 +197,7 @@ impl Writer {
 
     /// Replace the snapshot under the lease; sensitive values in `state` are sealed in place.
     pub fn checkpoint(&self, state: &mut State) -> Result<(), StateError> {
+        state.fence = state.fence.max(self.inner.held().lease.fence);
         if let Some(sealer) = self.inner.sealer.get() {
             if state.sealing.is_none() {
                 state.sealing = Some(sealer.sealing.clone());
@@ -448,5 +452,46 @@ mod tests {
             other.token,
             "a lost writer leaves the new holder's lease alone"
         );
+    }
+
+    /// A writer that lost the stack but whose write lands after the new holder's: replay
+    /// ignores it, before and after a checkpoint.
+    #[test]
+    fn late_writes_of_an_older_lease_are_not_replayed() {
+        let entry = |n: i64| StateEntry {
+            resource: {
+                let mut r = Resource::new("t:a", "Test", Default::default());
+                r.attributes.insert("n".into(), json!(n));
+                r
+            },
+            private: None,
+            sensitive_paths: vec![],
+            pending: false,
+            updated_at: 0,
+            target: None,
+        };
+        let mut state = State::default();
+        for r in [
+            JournalRecord::Fence { fence: 1 },
+            JournalRecord::Applied { entry: entry(1) },
+            JournalRecord::Fence { fence: 2 },
+            JournalRecord::Applied { entry: entry(2) },
+            // The old writer's late write.
+            JournalRecord::Fence { fence: 1 },
+            JournalRecord::Deleted { id: "t:a".into() },
+            JournalRecord::Applied { entry: entry(9) },
+            JournalRecord::Fence { fence: 2 },
+            JournalRecord::Applied { entry: entry(3) },
+        ] {
+            state.apply_record(&r, 0);
+        }
+        assert_eq!(state.resources["t:a"].resource.attributes["n"], json!(3));
+        assert_eq!(state.fence, 2);
+        // After a checkpoint the snapshot remembers the fence.
+        let mut reloaded: State =
+            serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+        reloaded.apply_record(&JournalRecord::Fence { fence: 1 }, 0);
+        reloaded.apply_record(&JournalRecord::Deleted { id: "t:a".into() }, 0);
+        assert!(reloaded.resources.contains_key("t:a"));
     }
 }
