@@ -46,4 +46,11 @@ if KUSION_SHARED="$shared" cargo test --locked -p kusion-kcl --test openapi_impo
 else
   echo "shared-data tests: FAILED" >&2; status=1
 fi
+# Differential against the terraform CLI (drift planned and corrected as terraform does; minutes
+# of terraform commands against moto, so not in the README's test command).
+if cargo test --locked -p kusion-runtime-terraform --test drift_differential -- --ignored; then
+  echo "terraform differential: passed"
+else
+  echo "terraform differential: FAILED" >&2; status=1
+fi
 exit $status

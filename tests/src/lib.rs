@@ -1,5 +1,6 @@
 //! Helpers shared by the end-to-end tests (see `tests/tests/`).
 
 pub mod cli;
+pub mod proxy;
 pub mod servers;
 pub mod stores;

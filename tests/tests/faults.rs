@@ -4,7 +4,8 @@
 //! dropped before the reply), or, on the local store, torn half-way (a crash or full disk
 //! mid-write). After each fault a clean apply must converge: the stack is never lost or
 //! bricked, nothing is created twice, nothing is orphaned, no release stays `running`.
-//! Runs over the local store (every write point), PostgreSQL and S3 (moto).
+//! Runs over the local store (every write point), PostgreSQL and S3 (moto); for the two network
+//! backends also through a proxy that cuts the connection at a byte of a request or of a reply.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use kusion_kernel::state::{
 };
 use kusion_pg_harness::PgServer;
 use kusion_test_runtime::TestRuntime;
+use kusion_tests::proxy::{CuttingProxy, Direction};
 use kusion_tests::servers::MotoServer;
 use kusion_tests::stores::{self, Opener};
 
@@ -370,4 +372,126 @@ fn faults_on_s3_converge() {
         "s3",
     );
     eprintln!("s3: {n} faults injected, all converged");
+}
+
+/// Opens a stack's store for a faulty "process"; the network may fail while opening, too.
+type TryOpener<'a> = dyn Fn(&str) -> Result<Arc<dyn StateStore>, StateError> + Sync + 'a;
+
+/// The network fails in the middle of a request or of its reply: `proxy`, between the store
+/// and its server, cuts the connection at one of `points` bytes spread evenly over one apply's
+/// traffic each way, then lets connections through again. The next "process" (opened directly)
+/// must converge.
+fn proxy_campaign(
+    through: &TryOpener<'_>,
+    direct: &Opener<'_>,
+    proxy: &CuttingProxy,
+    points: u64,
+    label: &str,
+) -> usize {
+    let registry_for = |cloud: &Path| {
+        let mut r = Registry::new();
+        r.register(Arc::new(TestRuntime::with_dir(cloud))).unwrap();
+        r
+    };
+    let mut stack_no = 0;
+    let mut cut = 0;
+    for generation in [1, 2] {
+        let setup = |name: &str, cloud: &Path| {
+            if generation == 2 {
+                assert_converged(direct(name), &registry_for(cloud), cloud, &spec(1), "setup");
+            }
+        };
+        // How many bytes does one apply of this step send and receive?
+        stack_no += 1;
+        let dir = tempfile::tempdir().unwrap();
+        let cloud = dir.path().join("cloud");
+        let name = format!("{label}-count-{stack_no}");
+        setup(&name, &cloud);
+        proxy.count();
+        let stack = Stack {
+            store: through(&name).unwrap(),
+            registry: registry_for(&cloud),
+        };
+        apply(&stack, &spec(generation)).unwrap();
+        let totals = [
+            (Direction::Request, proxy.forwarded(Direction::Request)),
+            (Direction::Reply, proxy.forwarded(Direction::Reply)),
+        ];
+        for (direction, total) in totals {
+            for i in 1..=points {
+                let at = (total * i / (points + 1)).max(1);
+                stack_no += 1;
+                let what = format!(
+                    "{label} generation {generation} {direction:?} cut at byte {at}/{total}"
+                );
+                let dir = tempfile::tempdir().unwrap();
+                let cloud = dir.path().join("cloud");
+                let registry = registry_for(&cloud);
+                let name = format!("{label}-{stack_no}");
+                setup(&name, &cloud);
+                let before = proxy.cuts();
+                proxy.arm(direction, at);
+                if let Ok(store) = through(&name) {
+                    let stack = Stack {
+                        store,
+                        registry: registry.clone(),
+                    };
+                    // It fails, or succeeds if a retry went through after the cut.
+                    let _ = apply(&stack, &spec(generation));
+                }
+                proxy.count();
+                cut += proxy.cuts() - before;
+                let next = direct(&name);
+                unlock_if_left(&*next);
+                assert_converged(next, &registry, &cloud, &spec(generation), &what);
+            }
+        }
+    }
+    // Nearly every armed point falls inside a connection (a few may land in traffic that a
+    // store makes only when it opens, which the count included).
+    assert!(
+        cut as u64 >= points * 3,
+        "{label}: only {cut} connections were cut"
+    );
+    cut
+}
+
+#[test]
+fn connections_cut_mid_request_or_reply_converge_on_postgres_and_s3() {
+    let pg =
+        PgServer::start().unwrap_or_else(|e| panic!("the PostgreSQL test server must start: {e}"));
+    let pg_proxy = CuttingProxy::start(([127, 0, 0, 1], pg.port()).into());
+    let (direct_url, proxied_url) = (
+        pg.url(),
+        pg.url().replace(
+            &format!(":{}/", pg.port()),
+            &format!(":{}/", pg_proxy.port()),
+        ),
+    );
+    let n = proxy_campaign(
+        &|stack: &str| state::open(&proxied_url, "unused".into(), stack),
+        &stores::postgres(&direct_url),
+        &pg_proxy,
+        6,
+        "pg-net",
+    );
+    eprintln!("postgres: {n} connections cut mid-request or mid-reply, all converged");
+
+    let moto = MotoServer::start();
+    moto.create_bucket("kusion-net-faults");
+    let port: u16 = moto.endpoint().rsplit(':').next().unwrap().parse().unwrap();
+    let s3_proxy = CuttingProxy::start(([127, 0, 0, 1], port).into());
+    let proxied_endpoint = format!("http://127.0.0.1:{}", s3_proxy.port());
+    let n = proxy_campaign(
+        &|stack: &str| {
+            let mut config = stores::s3_config(&moto, "kusion-net-faults", stack);
+            config.endpoint = Some(proxied_endpoint.clone());
+            state::S3Store::new(&config).map(|s| Arc::new(s) as Arc<dyn StateStore>)
+        },
+        &stores::s3(&moto, "kusion-net-faults"),
+        &s3_proxy,
+        4,
+        "s3-net",
+    );
+    eprintln!("s3: {n} connections cut mid-request or mid-reply, all converged");
 }

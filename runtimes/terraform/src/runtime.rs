@@ -281,7 +281,15 @@ struct Inner {
     /// Per operation: resources whose read found the live object equal to the recorded state,
     /// with the fingerprint of that state (see `unchanged_since_apply`).
     refreshed_unchanged: std::sync::Mutex<HashMap<String, String>>,
+    /// Per operation: resources whose read found the live object different from the recorded
+    /// state (drift), by resource ID: the fingerprint of that recorded state and the live
+    /// object as the provider read it (state and private bytes; `None`: gone). An apply plans
+    /// from it, as Terraform plans from the refreshed state.
+    refreshed_drifted: std::sync::Mutex<HashMap<String, (String, Option<RawState>)>>,
 }
+
+/// A state as the provider encodes it, with its private bytes.
+type RawState = (Vec<u8>, Vec<u8>);
 
 /// The Terraform runtime plugin.
 pub struct TerraformRuntime {
@@ -821,21 +829,17 @@ impl Inner {
             .encode_config(&config_json, req.dry_run)
             .map_err(|e| err(ErrorKind::InvalidInput, id, e))?;
         let config = cty::to_bytes(&config);
-        let (mut prior, mut prior_private) = match &req.prior {
-            Some(p) => {
-                self.prior_state(
-                    &instance,
-                    &target,
-                    &schema,
-                    p,
-                    req.prior_private.as_deref(),
-                    false,
-                )
-                .await?
-            }
-            None => (nil(), Vec::new()),
+        let refreshed = match &req.prior {
+            Some(p) => Some(
+                self.refreshed_prior(&instance, &target, &schema, p, req.prior_private.as_deref())
+                    .await?,
+            ),
+            None => None,
         };
-        let mut creating = req.prior.is_none();
+        // Recorded but gone from the cloud: created anew, as Terraform does after a refresh.
+        let mut creating = !matches!(refreshed, Some(Some(_)));
+        let (mut prior, mut prior_private) =
+            refreshed.flatten().unwrap_or_else(|| (nil(), Vec::new()));
         let intent = self.intent_path(&target);
         let adopting = req.planned.extension_str(IMPORT_ID).is_some();
         if creating && (adopting || (!req.dry_run && intent.exists())) {
@@ -1398,17 +1402,26 @@ impl Inner {
                 false,
             )
             .await?;
-        let mut response = self
-            .refresh(&instance, &target, &schema, prior, state, private)
+        let (mut response, raw) = self
+            .refresh_raw(&instance, &target, &schema, prior, state, private)
             .await?;
-        if let Some(live) = &response.resource {
-            let fingerprint = state_fingerprint(&prior.attributes);
-            if let Ok(mut map) = self.refreshed_unchanged.lock() {
-                if state_fingerprint(&live.attributes) == fingerprint {
-                    map.insert(target.id.clone(), fingerprint);
-                } else {
-                    map.remove(&target.id);
-                }
+        let fingerprint = state_fingerprint(&prior.attributes);
+        let unchanged = response
+            .resource
+            .as_ref()
+            .is_some_and(|live| state_fingerprint(&live.attributes) == fingerprint);
+        if let Ok(mut map) = self.refreshed_unchanged.lock() {
+            if unchanged {
+                map.insert(target.id.clone(), fingerprint.clone());
+            } else {
+                map.remove(&target.id);
+            }
+        }
+        if let Ok(mut map) = self.refreshed_drifted.lock() {
+            if unchanged {
+                map.remove(&target.id);
+            } else {
+                map.insert(target.id.clone(), (fingerprint, raw));
             }
         }
         // Deposed objects and the apply fingerprint belong to the resource, not to one read.
@@ -1439,6 +1452,21 @@ impl Inner {
         state: Vec<u8>,
         private: Vec<u8>,
     ) -> PluginResult<ReadResponse> {
+        self.refresh_raw(instance, target, schema, template, state, private)
+            .await
+            .map(|(response, _)| response)
+    }
+
+    /// ReadResource: the live object, and the provider's own encoding of it (`None`: gone).
+    async fn refresh_raw(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        schema: &Schema,
+        template: &Resource,
+        state: Vec<u8>,
+        private: Vec<u8>,
+    ) -> PluginResult<(ReadResponse, Option<RawState>)> {
         let id = target.id.as_str();
         let result = instance
             .provider
@@ -1447,13 +1475,51 @@ impl Inner {
             .map_err(|e| rpc_error(id, e))?;
         check_diags(id, "reading", &result.diagnostics)?;
         Ok(match decode_state(id, schema, &result.state)? {
-            None => ReadResponse::default(),
-            Some(d) => ReadResponse {
-                resource: Some(resource_from(template, d.json)),
-                private: Some(PrivateEnvelope::encode(schema.version, &result.private)),
-                sensitive_paths: d.sensitive,
-            },
+            None => (ReadResponse::default(), None),
+            Some(d) => (
+                ReadResponse {
+                    resource: Some(resource_from(template, d.json)),
+                    private: Some(PrivateEnvelope::encode(schema.version, &result.private)),
+                    sensitive_paths: d.sensitive,
+                },
+                Some((result.state, result.private)),
+            ),
         })
+    }
+
+    /// The object a plan starts from: the live one, as Terraform refreshes before planning, so
+    /// drift is planned away rather than planned from the recorded state (which would plan no
+    /// change and apply nothing). This operation's read answers it when it was made for this
+    /// recorded state; otherwise the provider reads it now. `None`: the object is gone.
+    async fn refreshed_prior(
+        &self,
+        instance: &Instance,
+        target: &Target,
+        schema: &Schema,
+        prior: &Resource,
+        private: Option<&str>,
+    ) -> PluginResult<Option<RawState>> {
+        let (state, private) = self
+            .prior_state(instance, target, schema, prior, private, false)
+            .await?;
+        let fingerprint = state_fingerprint(&prior.attributes);
+        if self
+            .refreshed_unchanged
+            .lock()
+            .is_ok_and(|map| map.get(&target.id) == Some(&fingerprint))
+        {
+            return Ok(Some((state, private)));
+        }
+        if let Ok(map) = self.refreshed_drifted.lock()
+            && let Some((recorded, raw)) = map.get(&target.id)
+            && *recorded == fingerprint
+        {
+            return Ok(raw.clone());
+        }
+        let (_, raw) = self
+            .refresh_raw(instance, target, schema, prior, state, private)
+            .await?;
+        Ok(raw)
     }
 
     async fn import(&self, req: ImportRequest) -> PluginResult<ReadResponse> {
@@ -1539,6 +1605,7 @@ impl TerraformRuntime {
                 instances: tokio::sync::Mutex::new(HashMap::new()),
                 schemas: tokio::sync::Mutex::new(HashMap::new()),
                 refreshed_unchanged: std::sync::Mutex::new(HashMap::new()),
+                refreshed_drifted: std::sync::Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -1625,6 +1692,9 @@ impl Runtime for TerraformRuntime {
         self.shutdown();
         let settings = Arc::new(Settings::from_config(&parsed));
         if let Ok(mut map) = self.inner.refreshed_unchanged.lock() {
+            map.clear();
+        }
+        if let Ok(mut map) = self.inner.refreshed_drifted.lock() {
             map.clear();
         }
         match self.inner.settings.write() {
