@@ -158,6 +158,46 @@ fn terraform_bucket_arn_flows_into_a_kubernetes_configmap() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("No changes."), "{}", text(&out));
 
+    // Drift: the bucket's tags changed behind kusion's back. The preview shows it, the apply
+    // writes the spec's tags back (planned from the live object, not from state), state records
+    // what the cloud holds, and the next preview has nothing to do.
+    let tagging =
+        r#"<Tagging><TagSet><Tag><Key>team</Key><Value>drifted</Value></Tag></TagSet></Tagging>"#;
+    ureq::put(&moto.url(&format!("/{bucket}?tagging")))
+        .send(tagging)
+        .expect("tagging the bucket through moto");
+    let out = run(dir.path(), &["preview", "-f", "spec.json", "-d"]);
+    let shown = text(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains("drifted") && !shown.contains("No changes."),
+        "{shown}"
+    );
+    let out = run(dir.path(), &["apply", "-f", "spec.json", "--yes"]);
+    let shown = text(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("1 updated"), "{shown}");
+    let live_tags = ureq::get(&moto.url(&format!("/{bucket}?tagging")))
+        .call()
+        .expect("reading the bucket's tags")
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    assert!(
+        live_tags.contains("<Value>platform</Value>") && !live_tags.contains("drifted"),
+        "{live_tags}"
+    );
+    let state = run(dir.path(), &["state", "show", BUCKET_ID, "-o", "json"]);
+    let state: Value = serde_json::from_slice(&state.stdout).unwrap();
+    assert_eq!(
+        state["attributes"]["tags"],
+        json!({"team": "platform"}),
+        "{state}"
+    );
+    let out = run(dir.path(), &["preview", "-f", "spec.json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("No changes."), "{}", text(&out));
+
     let out = run(dir.path(), &["destroy", "--yes"]);
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
