@@ -133,6 +133,19 @@ pub struct Dag {
     order: Vec<NodeIndex>,
 }
 
+/// The ID of the Namespace a namespaced Kubernetes object lives in
+/// (`apiVersion:Kind:namespace:name` -> `v1:Namespace:namespace`): an implicit dependency when
+/// the spec holds that Namespace, so the object is created after it and deleted before it
+/// (the API server refuses objects in a namespace it does not have yet).
+pub(crate) fn namespace_of(resource: &kusion_sdk::Resource) -> Option<String> {
+    if resource.resource_type != "Kubernetes" {
+        return None;
+    }
+    let mut parts = resource.id.split(':');
+    let (_, _, namespace, _) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    (parts.next().is_none() && !namespace.is_empty()).then(|| format!("v1:Namespace:{namespace}"))
+}
+
 impl Dag {
     /// Build the graph of a spec from `dependsOn` and implicit references, reject cycles and
     /// remove edges implied by others. Nodes are named by resource ID.
@@ -178,6 +191,13 @@ impl Dag {
                             dependency: dependency.clone(),
                         });
                     }
+                }
+            }
+            if let Some(namespace) = namespace_of(resource) {
+                match index.pick(&namespace, target(i)) {
+                    Pick::One(from) => edges.push((from, i)),
+                    Pick::Many(all) => edges.extend(all.into_iter().map(|from| (from, i))),
+                    Pick::None => {}
                 }
             }
             let found = found?;
@@ -495,6 +515,35 @@ mod tests {
         }
         let e = dag(1, &[(0, 0)]).unwrap_err();
         assert_eq!(e.to_string(), "dependency cycle: r0 -> r0");
+    }
+
+    #[test]
+    fn namespaced_kubernetes_objects_follow_their_namespace() {
+        let spec = Spec::parse(
+            "resources:\n\
+             - {id: v1:ConfigMap:shop:settings, type: Kubernetes}\n\
+             - {id: apps/v1:Deployment:shop:web, type: Kubernetes}\n\
+             - {id: v1:Namespace:shop, type: Kubernetes}\n\
+             - {id: v1:ConfigMap:other:x, type: Kubernetes}\n\
+             - {id: 'hashicorp:aws:aws_s3_bucket:shop', type: Terraform}\n",
+            "spec.yaml",
+        )
+        .unwrap();
+        let d = Dag::build(&spec).unwrap();
+        assert_eq!(
+            d.dependencies("v1:ConfigMap:shop:settings"),
+            vec!["v1:Namespace:shop"]
+        );
+        assert_eq!(
+            d.dependencies("apps/v1:Deployment:shop:web"),
+            vec!["v1:Namespace:shop"]
+        );
+        // A namespace the spec does not hold, and other runtimes' IDs, add nothing.
+        assert!(d.dependencies("v1:ConfigMap:other:x").is_empty());
+        assert!(
+            d.dependencies("hashicorp:aws:aws_s3_bucket:shop")
+                .is_empty()
+        );
     }
 
     #[test]

@@ -476,6 +476,9 @@ fn prior_edges(entries: &[(&StateEntry, Option<&str>)]) -> Vec<(usize, usize)> {
         for d in &e.resource.depends_on {
             add(d);
         }
+        if let Some(namespace) = crate::graph::namespace_of(&e.resource) {
+            add(&namespace);
+        }
         // References that no longer resolve (a renamed target) simply add no edge.
         if let Ok(refs) = reference::references_of(&e.resource, &index) {
             for r in &refs {
