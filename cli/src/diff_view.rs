@@ -459,12 +459,13 @@ fn align_scalars<'a>(a: &'a [Value], b: &'a [Value]) -> Vec<(Mark, &'a Value)> {
         if i < n && j < m && same(&a[i], &b[j]) {
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push((Mark::Added, &b[j]));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            // At a tie the removal comes first, as in diff and git.
             out.push((Mark::Removed, &a[i]));
             i += 1;
+        } else {
+            out.push((Mark::Added, &b[j]));
+            j += 1;
         }
     }
     out
