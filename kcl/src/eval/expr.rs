@@ -159,14 +159,16 @@ impl Evaluator {
                 let b = self.eval(ctx, right)?;
                 if *op == ast::BinOp::BitOr {
                     if let (Value::Dict(_), Value::Dict(_)) = (&a, &b) {
-                        return self.union_eval(a, &b, e.span);
+                        return self.union_checked(a, &b, e.span);
                     }
-                    // `schema | dict` keeps the schema type and re-checks it
+                    // `schema | dict` keeps the schema type and re-checks it; conflicts are
+                    // found against the instance's values, as upstream merges into them
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
+                        value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
                             return Ok(v);
                         }
-                        let u = self.union_eval(a, &b, e.span)?;
+                        let u = self.union_checked(a, &b, e.span)?;
                         // the merge may have cleared a required attribute
                         self.incomplete.set(true);
                         return Ok(u);
@@ -302,7 +304,7 @@ impl Evaluator {
                         other => Str::from(value::to_str(&other)),
                     };
                     let v = this.eval(cx, &c.value)?;
-                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false)
+                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, true)
                         .map_err(|x| this.rt(x, c.key.span))
                 })?;
                 Ok(Value::from(d))
@@ -334,7 +336,34 @@ impl Evaluator {
                     }),
                     _ => None,
                 };
-                self.convert_type(ctx, v, ty, e.span).map_err(|err| match got {
+                // `as` is upstream's strict check: an instance must be of that schema (or a
+                // subschema), where assignments accept any instance
+                let strict_ok = match (&v, &ty.kind) {
+                    (Value::Schema(inst), ast::TypeKind::Named(id)) => {
+                        let tctx = Ctx {
+                            schema: None,
+                            locals: None,
+                            in_lambda: false,
+                            ..ctx.clone()
+                        };
+                        match self
+                            .eval_identifier(&tctx, id)
+                            .ok()
+                            .as_ref()
+                            .and_then(super::schema::as_schema_type)
+                        {
+                            Some(st) => super::schema::is_instance_of(self, inst, &st),
+                            None => true,
+                        }
+                    }
+                    _ => true,
+                };
+                let conv = if strict_ok {
+                    self.convert_type(ctx, v, ty, e.span)
+                } else {
+                    Err(EvalError::new(ErrKind::Type, String::new(), Some(e.span)))
+                };
+                conv.map_err(|err| match got {
                     // a schema cast that fails at run time reads like upstream's runtime check
                     Some(got) if err.kind == ErrKind::Type => EvalError::new(
                         ErrKind::Evaluation,
@@ -503,7 +532,7 @@ impl Evaluator {
                             let ty = self.eval_identifier(ctx, &se.name)?;
                             let cfg = self.eval(ctx, &se.config)?;
                             let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = self.union_eval(base, &cfg, en.span())?;
+                            let merged = self.union_checked(base, &cfg, en.span())?;
                             let (pos, kw) = match &se.args {
                                 Some(a) => self.eval_args(ctx, a)?,
                                 None => (Vec::new(), Vec::new()),
@@ -538,7 +567,7 @@ impl Evaluator {
                     }
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
-                    value::ops_merge_entry(d, &k0, &v, op0, idx0, false)
+                    value::ops_merge_entry(d, &k0, &v, op0, idx0, true)
                         .map_err(|x| self.rt(x, en.span()))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);
@@ -556,7 +585,7 @@ impl Evaluator {
                         Some(src) => {
                             for (k, val) in &src.map {
                                 let (op, idx) = src.op_of(k);
-                                value::ops_merge_entry(d, k, val, op, idx, false)
+                                value::ops_merge_entry(d, k, val, op, idx, true)
                                     .map_err(|x| self.rt(x, en.span()))?;
                             }
                         }

@@ -574,12 +574,29 @@ impl Evaluator {
         if let Some(v) = self.get_global(&ctx.pkg, name)? {
             return Ok(v);
         }
-        if let Some(v) = ctx.pkg.imports.borrow().get(&(ctx.file, name)) {
-            return Ok(v.clone());
+        // imports are per file: the file the name is written in (a merged declaration holds
+        // entries of several files), else the current one
+        for file in [span.file, ctx.file] {
+            if let Some(v) = ctx.pkg.imports.borrow().get(&(file, name)) {
+                return Ok(v.clone());
+            }
         }
         // imports of other files of the same package are visible too in upstream's resolver
         // only through their own file; fall back to builtins
         if let Some(v) = crate::builtins::lookup(name.as_str()) {
+            return Ok(v);
+        }
+        // the main package's imports are visible from all its files, as upstream collects
+        // them package-wide before resolving
+        if ctx.pkg.path == "__main__"
+            && let Some(v) = ctx
+                .pkg
+                .imports
+                .borrow()
+                .iter()
+                .find(|((_, n), _)| *n == name)
+                .map(|(_, v)| v.clone())
+        {
             return Ok(v);
         }
         Err(EvalError::new(

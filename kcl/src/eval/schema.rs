@@ -342,7 +342,11 @@ impl Evaluator {
                             ));
                         }
                     }
-                    if let Some((is, _)) = &index_sig {
+                    // upstream checks a schema's own attributes against its own index
+                    // signature (a subschema's attributes are not)
+                    if let Some((is, sig_part)) = &index_sig
+                        && *sig_part == pi
+                    {
                         if let Some(kn) = &is.key_name
                             && kn.sym == a.name.sym
                         {
@@ -659,6 +663,17 @@ impl Evaluator {
                 attrs.map.insert(k, v);
             }
         }
+        if let Some((is, _)) = &layout.index_sig
+            && is.key_name.is_some()
+        {
+            // upstream binds the key name as a temporary attribute before it adds the extra
+            // keys one by one, then removes it by swapping the last key into its place: the
+            // last extra key comes first
+            let (n0, len) = (layout.order.len(), attrs.map.len());
+            if len >= n0 + 2 {
+                attrs.map.move_index(len - 1, n0);
+            }
+        }
         *frame.attrs.borrow_mut() = attrs;
         // checks, base first; with an index signature key name, once per extra key
         let sig_keys: Vec<Value> = match &layout.index_sig {
@@ -710,7 +725,18 @@ impl Evaluator {
         attrs.map.retain(|_, v| !v.is_undefined());
         // instances are long-lived (they are the output): drop the growth slack
         attrs.map.shrink_to_fit();
+        // an instance keeps its config's `=` and `+=` operators, as upstream's schema values
+        // do: merged into another value later (`a | inst`, lists of instances), its entries
+        // override or append instead of unifying
         attrs.ops = None;
+        if frame.config.ops.is_some() {
+            for k in frame.config.map.keys() {
+                let (op, idx) = frame.config.op_of(k);
+                if op != ConfigOp::Union && attrs.map.contains_key(k) {
+                    attrs.set_op(k.clone(), op, idx);
+                }
+            }
+        }
         if layout
             .required
             .iter()
@@ -905,10 +931,18 @@ impl Evaluator {
         o
     }
 
-    /// `a | b` on configs, rebuilding the schema instances that receive config.
+    /// Merge `b` into `a`, rebuilding the schema instances that receive config (no conflict
+    /// check: a config laid over defaults, or configs already checked).
     pub(crate) fn union_eval(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
         let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
         value::union_with(a, b, false, &rb).map_err(|e| e.or_span(span))
+    }
+
+    /// [`Self::union_eval`] with upstream's conflict check (`|`, repeated `:` keys of one
+    /// config): unequal scalars or lists under a `:` key are an error.
+    pub(crate) fn union_checked(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
+        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
 
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {

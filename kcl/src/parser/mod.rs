@@ -8,6 +8,7 @@
 mod expr;
 pub mod generate;
 pub mod loader;
+pub mod merge;
 mod stmt;
 pub(crate) mod strings;
 
@@ -48,6 +49,8 @@ pub(crate) struct Parser<'a> {
     no_schema_brace: bool,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
+    /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
+    embedded: bool,
 }
 
 /// Parses a file from disk. The file is registered in the global source map under its
@@ -153,6 +156,7 @@ impl<'a> Parser<'a> {
             line_indent: 0,
             no_schema_brace: false,
             stmt_start: 0,
+            embedded: false,
         }
     }
 
@@ -263,7 +267,9 @@ impl<'a> Parser<'a> {
             } else {
                 p.hi.saturating_sub(1).max(p.lo)
             };
-            let what = if t.tok == Tok::Eof || t.indent == self.line_indent {
+            let what = if t.tok == Tok::Eof && self.embedded {
+                "eof"
+            } else if t.tok == Tok::Eof || t.indent == self.line_indent {
                 "newline"
             } else if t.indent > self.line_indent {
                 "indent"

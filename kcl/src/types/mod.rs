@@ -283,18 +283,30 @@ impl<'a> Checker<'a> {
     // ------------------------------------------------------------- types --------
 
     fn pkg_of_import(&self, file: FileId, name: Symbol) -> Option<usize> {
-        match self.imports.get(&(file, name))? {
+        let target = match self.imports.get(&(file, name)) {
+            Some(t) => *t,
+            // upstream collects the main package's imports from all its files
+            None if self.file_pkg.get(&file) == Some(&self.main) => self
+                .imports
+                .iter()
+                .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
+                .map(|(_, t)| *t)?,
+            None => return None,
+        };
+        match target {
             ImportTarget::Package(p) => self.pkg_index.get(&**p).copied(),
             _ => None,
         }
     }
 
     /// The schema an identifier (`S` or `pkg.S`) names from `file` of package `pkg`.
-    fn resolve_schema(&self, pkg: usize, file: FileId, names: &[ast::Name]) -> Option<SchemaId> {
+    fn resolve_schema(&self, pkg: usize, _file: FileId, names: &[ast::Name]) -> Option<SchemaId> {
         match names {
             [n] => self.pkgs[pkg].schemas.get(&n.sym).copied(),
             [p, n] => {
-                let target = self.pkg_of_import(file, p.sym)?;
+                // a name is resolved in the file it is written in (merged declarations carry
+                // entries of several files)
+                let target = self.pkg_of_import(p.span.file, p.sym)?;
                 self.pkgs[target].schemas.get(&n.sym).copied()
             }
             _ => None,
@@ -323,7 +335,7 @@ impl<'a> Checker<'a> {
                         .copied()
                         .map(|a| (pkg, a)),
                     [p, n] => self
-                        .pkg_of_import(file, p.sym)
+                        .pkg_of_import(p.span.file, p.sym)
                         .and_then(|tp| self.pkgs[tp].aliases.get(&n.sym).copied().map(|a| (tp, a))),
                     _ => None,
                 };
@@ -885,14 +897,10 @@ impl<'a> Checker<'a> {
         t.display(&|id| self.schema_display(id))
     }
 
+    /// Upstream's resolver names schema types without their package (`expected Aff, got Aff`
+    /// for two packages' `Aff`).
     fn schema_display(&self, id: SchemaId) -> String {
-        let s = &self.schemas[id.0];
-        let name = s.stmt.name.sym.as_str();
-        if s.pkg == self.main {
-            name.to_string()
-        } else {
-            format!("{}.{}", self.pkgs[s.pkg].path, name)
-        }
+        self.schemas[id.0].stmt.name.sym.as_str().to_string()
     }
 
     /// The type of `e` (`any` when unknown), checking sub-expressions on the way.
@@ -967,7 +975,7 @@ impl<'a> Checker<'a> {
                 if let ExprKind::Ident(s) = &value.kind
                     && env.locals.iter().all(|(n, _)| n != s)
                     && !self.is_schema_member(env, *s)
-                    && let Some(tp) = self.pkg_of_import(env.file, *s)
+                    && let Some(tp) = self.pkg_of_import(value.span.file, *s)
                 {
                     if let Some(&id) = self.pkgs[tp].schemas.get(&attr.sym) {
                         return Ty::SchemaType(id);
