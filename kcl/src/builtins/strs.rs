@@ -74,10 +74,6 @@ fn byte_of(s: &str, ci: usize) -> usize {
     s.char_indices().nth(ci).map(|(b, _)| b).unwrap_or(s.len())
 }
 
-fn char_of(s: &str, bi: usize) -> usize {
-    s[..bi].chars().count()
-}
-
 /// Call string method `name` on `recv`.
 pub fn call_method(
     _h: &mut dyn Host,
@@ -152,7 +148,8 @@ pub fn call_method(
                 hay.find(&*sub)
             };
             match found {
-                Some(i) => Value::Int(char_of(s, ba + i) as i64),
+                // upstream's offsets are in bytes (`"ünïx".find("x")` is 5)
+                Some(i) => Value::Int((ba + i) as i64),
                 None if name.ends_with("index") => {
                     return Err(RtError::eval("substring not found"));
                 }

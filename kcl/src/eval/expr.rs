@@ -866,6 +866,13 @@ impl Evaluator {
             Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
             Value::Schema(s) => match s.attrs.get(name) {
                 Some(x) => Ok(x.clone()),
+                // an attribute the schema does not declare is an error (upstream's runtime
+                // check; its resolver reports what it can see statically)
+                None if !super::schema::declares(s, name) => Err(EvalError::new(
+                    ErrKind::Evaluation,
+                    format!("schema '{}' attribute '{name}' not found", s.name),
+                    Some(span),
+                )),
                 None => Ok(Value::Undefined),
             },
             Value::Str(_) => match crate::builtins::str_method(v, name) {
@@ -884,7 +891,7 @@ impl Evaluator {
                                 match self.get_global(p, crate::ast::Symbol::intern(name))? {
                                     Some(x) => Ok(x),
                                     None => Err(EvalError::new(
-                                        ErrKind::Attribute,
+                                        ErrKind::Type,
                                         format!(
                                             "attribute '{name}' not found in 'module '{}''",
                                             p.path

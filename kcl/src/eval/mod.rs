@@ -23,6 +23,8 @@ use crate::value::{ConfigOp, ErrKind, RtError, Str, Value};
 
 pub use error::{EvalError, EvalResult};
 pub use schema::SchemaType;
+pub(crate) use schema::index_sig_str;
+pub(crate) use types::type_str;
 
 /// A host-provided handler for `kcl_plugin.<module>.<function>(...)` calls.
 pub trait PluginHook {
@@ -297,20 +299,23 @@ impl Evaluator {
                     .and_modify(|e| e.push(i))
                     .or_insert(Setters::One(i));
             }
-            if let StmtKind::Assign(a) = &s.kind {
-                for t in &a.targets {
-                    if t.path.is_empty() && !t.name.sym.as_str().starts_with('_') {
-                        let c = assign_count.entry(t.name.sym).or_insert((0, t.span));
-                        c.0 += 1;
-                        if c.0 > 1 {
-                            return Err(EvalError::new(
-                                ErrKind::Immutable,
-                                format!("Can not change the value of '{}', because it was declared immutable", t.name.sym),
-                                Some(t.name.span),
-                            )
-                            .with_note(c.1, format!("The variable '{}' is declared here", t.name.sym)));
-                        }
-                    }
+            // a public name is assigned once, counting both branches of a top-level `if` and
+            // a type alias of that name, as upstream's resolver does
+            let mut assigns: Vec<(ast::Name, Span)> = Vec::new();
+            public_assignments(s, &mut assigns);
+            for (n, sp) in assigns {
+                let c = assign_count.entry(n.sym).or_insert((0, sp));
+                c.0 += 1;
+                if c.0 > 1 {
+                    return Err(EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Can not change the value of '{}', because it was declared immutable",
+                            n.sym
+                        ),
+                        Some(n.span),
+                    )
+                    .with_note(c.1, format!("The variable '{}' is declared here", n.sym)));
                 }
             }
         }
@@ -1054,6 +1059,25 @@ struct TargetRef {
     name: ast::Name,
     path: &'static [ast::TargetPath],
     span: Span,
+}
+
+/// Public names a top-level statement assigns with `=` (and type aliases), through `if`s.
+fn public_assignments(s: &Stmt, out: &mut Vec<(ast::Name, Span)>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(
+            a.targets
+                .iter()
+                .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
+                .map(|t| (t.name, t.span)),
+        ),
+        StmtKind::TypeAlias(t) => out.push((t.name, t.name.span)),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(i.orelse.iter()) {
+                public_assignments(st, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Names a top-level statement assigns (for the lazy setter table).

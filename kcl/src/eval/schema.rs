@@ -108,6 +108,25 @@ pub fn as_schema_type(v: &Value) -> Option<Rc<SchemaType>> {
     }
 }
 
+/// Does the schema `inst` was built from declare attribute `name` (unknown: yes)?
+pub fn declares(inst: &SchemaInst, name: &str) -> bool {
+    let Some(ty) = inst
+        .ty
+        .clone()
+        .and_then(|t| t.downcast::<SchemaType>().ok())
+    else {
+        return true;
+    };
+    if ty.rule.is_some() {
+        return true;
+    }
+    let l = ty.layout.borrow();
+    match l.as_ref() {
+        Some(l) => l.declared.contains_key(name),
+        None => true,
+    }
+}
+
 /// Is `inst` an instance of `ty` or of one of its subtypes?
 pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) -> bool {
     let Some(t) = &inst.ty else { return false };
@@ -778,7 +797,7 @@ impl Evaluator {
                     for k in &l.required {
                         if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
                             return Err(EvalError::new(
-                                ErrKind::Compile,
+                                ErrKind::Evaluation,
                                 format!(
                                     "attribute '{k}' of {} is required and can't be None or Undefined",
                                     s.name
@@ -1133,7 +1152,7 @@ fn decorator_name(d: &ast::Decorator) -> String {
         .join(".")
 }
 
-fn index_sig_str(is: &ast::IndexSignature) -> String {
+pub(crate) fn index_sig_str(is: &ast::IndexSignature) -> String {
     format!(
         "[{}{}]: {}",
         is.key_name

@@ -770,7 +770,7 @@ impl<'a> Parser<'a> {
             return out;
         }
         if t.indent <= header_indent {
-            self.expected(&["indent"]);
+            self.expected_indent();
             return out;
         }
         let ind = t.indent;
@@ -971,7 +971,7 @@ impl<'a> Parser<'a> {
             return out;
         }
         if t.indent <= header_indent {
-            self.expected(&["indent"]);
+            self.expected_indent();
             return out;
         }
         let ind = t.indent;
@@ -1007,10 +1007,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.expect(Tok::In, "in");
-        let saved = self.no_schema_brace;
-        self.no_schema_brace = true;
-        let target = self.parse_or_test();
-        self.no_schema_brace = saved;
+        let target = self.parse_quant_target();
         if !self.expect(Tok::LBrace, "{") {
             return Expr::missing(self.since(lo));
         }
@@ -1030,6 +1027,46 @@ impl<'a> Parser<'a> {
         Expr {
             kind: ExprKind::Quant(Box::new(q)),
             span: self.since(lo),
+        }
+    }
+
+    /// A quantifier's target, as upstream's grammar allows it: a (dotted) name, a string, a
+    /// list or a config literal (`all x in f(y) {...}` is a syntax error there).
+    fn parse_quant_target(&mut self) -> Expr {
+        let t = self.tk();
+        match t.tok {
+            Tok::Ident(sym) if !matches!(sym.as_str(), "any" | "all" | "map" | "filter") => {
+                self.bump();
+                let mut e = Expr {
+                    kind: ExprKind::Ident(sym),
+                    span: self.tspan(t),
+                };
+                while self.at(Tok::Dot) && !self.at_line_break() {
+                    self.bump();
+                    let Some(attr) = self.expect_ident() else {
+                        break;
+                    };
+                    let span = e.span.to(attr.span);
+                    e = Expr {
+                        kind: ExprKind::Selector(Box::new(SelectorExpr {
+                            value: e,
+                            attr,
+                            optional: false,
+                        })),
+                        span,
+                    };
+                }
+                e
+            }
+            Tok::Ident(_) | Tok::None | Tok::Undefined | Tok::Lambda => {
+                self.expected(&["None", "Undefined", "lambda", "any", "all", "map", "filter"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
+            Tok::Str { .. } | Tok::LBracket | Tok::LBrace => self.parse_primary(),
+            _ => {
+                self.expected(&["identifier", "literal"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
         }
     }
 

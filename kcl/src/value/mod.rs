@@ -578,11 +578,12 @@ impl Value {
     /// `len(v)`.
     pub fn len(&self) -> RtResult<usize> {
         match self {
-            Value::Str(s) => Ok(s.chars().count()),
+            // upstream counts a string's bytes (`len("ünï")` is 5)
+            Value::Str(s) => Ok(s.len()),
             Value::List(l) => Ok(l.len()),
             Value::Dict(d) => Ok(d.len()),
             Value::Schema(s) => Ok(s.attrs.len()),
-            other => Err(RtError::ty(format!(
+            other => Err(RtError::eval(format!(
                 "object of type '{}' has no len()",
                 other.type_name()
             ))),

@@ -54,6 +54,23 @@ pub enum CmpOp {
     NotIn,
 }
 
+impl CmpOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::NotEq => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::LtE => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::GtE => ">=",
+            CmpOp::Is => "is",
+            CmpOp::IsNot => "is not",
+            CmpOp::In => "in",
+            CmpOp::NotIn => "not in",
+        }
+    }
+}
+
 /// At run time upstream names plain types; literal forms (`int(1)`) come from the static
 /// checker (`crate::types`), which sees the operands first.
 fn unsupported(op: &str, a: &Value, b: &Value) -> RtError {
@@ -382,10 +399,18 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> RtResult<bool> {
     Ok(match op {
         Eq => equal(a, b),
         NotEq => !equal(a, b),
-        Lt => ordering(a, b)? == Ordering::Less,
-        LtE => ordering(a, b)? != Ordering::Greater,
-        Gt => ordering(a, b)? == Ordering::Greater,
-        GtE => ordering(a, b)? != Ordering::Less,
+        Lt | LtE | Gt | GtE => {
+            // upstream names the operator as written, as a runtime (evaluation) error
+            let o = ordering(a, b).map_err(|e| {
+                RtError::eval(e.msg.replacen("'<'", &format!("'{}'", op.symbol()), 1))
+            })?;
+            match op {
+                Lt => o == Ordering::Less,
+                LtE => o != Ordering::Greater,
+                Gt => o == Ordering::Greater,
+                _ => o != Ordering::Less,
+            }
+        }
         Is => match (a, b) {
             (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),
             (Value::Dict(x), Value::Dict(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),

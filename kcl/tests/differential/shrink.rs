@@ -4,27 +4,38 @@
 
 use super::oracle::{Diff, Outcome, Program, Upstream, Verdict, compare, run_ours};
 
-/// The difference of `p` (run in a fresh folder), with both outcomes.
-pub fn differ(oracle: &mut Upstream, p: &Program) -> Option<(Diff, Outcome, Outcome)> {
-    let dir = tempfile::tempdir().unwrap();
-    p.write(dir.path());
-    let Verdict::Agreed(up) = oracle.run(p, dir.path()) else {
+/// The difference of `p` written to `dir`, with both outcomes.
+pub fn differ_in(
+    oracle: &mut Upstream,
+    p: &Program,
+    dir: &std::path::Path,
+) -> Option<(Diff, Outcome, Outcome)> {
+    p.write(dir);
+    let Verdict::Agreed(up) = oracle.run(p, dir) else {
         return None;
     };
-    let ours = run_ours(p, dir.path())?;
-    compare(&up, &ours, dir.path()).map(|d| (d, up, ours))
+    let ours = run_ours(p, dir)?;
+    compare(&up, &ours, dir).map(|d| (d, up, ours))
 }
 
 /// The smallest program found that differs like `p` does (`budget` bounds the oracle calls).
 pub fn shrink(oracle: &mut Upstream, p: &Program, want: &Diff, budget: usize) -> Program {
     let mut cur = p.clone();
     let mut calls = 0;
+    // a failing program keeps upstream's error (else it would shrink to another difference)
+    let dir = tempfile::tempdir().unwrap();
+    let key = |o: &Outcome, d: &std::path::Path| (!o.ok()).then(|| o.error_key(d));
+    let want_key = match differ_in(oracle, p, dir.path()) {
+        Some((_, u, _)) => key(&u, dir.path()),
+        None => return cur,
+    };
     let mut still = |q: &Program, calls: &mut usize| -> bool {
         if *calls >= budget {
             return false;
         }
         *calls += 1;
-        matches!(differ(oracle, q), Some((d, _, _)) if &d == want)
+        let d = tempfile::tempdir().unwrap();
+        matches!(differ_in(oracle, q, d.path()), Some((x, u, _)) if &x == want && key(&u, d.path()) == want_key)
     };
     loop {
         let mut progress = false;
