@@ -68,6 +68,9 @@ struct Tally {
     version_dependent: usize,
     oracle_failed: usize,
     differences: Vec<(String, Diff, Program)>,
+    /// How often upstream failed with each error (kind and first line): how valid the
+    /// generated programs are.
+    upstream_errors: std::collections::BTreeMap<(String, String), usize>,
 }
 
 /// Run `p` through upstream and ours; record a difference under `label`.
@@ -76,6 +79,22 @@ fn check_one(up: &mut Upstream, label: &str, p: &Program, t: &mut Tally) {
     let dir = tempfile::tempdir().unwrap();
     p.write(dir.path());
     let verdict = up.run(p, dir.path());
+    // KCL_DIFF_DUMP=DIR keeps every program with upstream's outcome (to tune generators)
+    if let (Some(d), Verdict::Agreed(u)) = (std::env::var_os("KCL_DIFF_DUMP"), &verdict) {
+        let f = PathBuf::from(d).join(format!("{}.txt", label.replace([' ', '/'], "-")));
+        let _ = std::fs::create_dir_all(f.parent().unwrap());
+        let _ = std::fs::write(
+            f,
+            format!(
+                "{}--- exit {}
+{}{}",
+                p.render(),
+                u.code,
+                u.stdout,
+                u.stderr
+            ),
+        );
+    }
     let Verdict::Agreed(u) = verdict else {
         match verdict {
             Verdict::VersionDependent => t.version_dependent += 1,
@@ -87,6 +106,9 @@ fn check_one(up: &mut Upstream, label: &str, p: &Program, t: &mut Tally) {
         t.agreed_ok += 1;
     } else {
         t.agreed_err += 1;
+        let (k, m) = u.error_key(dir.path());
+        let m: String = m.chars().take(70).collect();
+        *t.upstream_errors.entry((k, m)).or_default() += 1;
     }
     let Some(ours) = run_ours(p, dir.path()) else {
         t.differences.push((
@@ -326,6 +348,11 @@ fn campaign() {
             t.differences.len()
         );
         ndiff += t.differences.len();
+        let mut errs: Vec<_> = t.upstream_errors.iter().collect();
+        errs.sort_by(|a, b| b.1.cmp(a.1));
+        for ((k, m), n) in errs.iter().take(8) {
+            eprintln!("    upstream error x{n}: {k}: {m}");
+        }
     }
     eprintln!("campaign: report in {}", path.display());
     assert_eq!(ndiff, 0, "{ndiff} differences (see {})", path.display());

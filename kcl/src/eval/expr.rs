@@ -1085,7 +1085,35 @@ impl Evaluator {
                         .map_err(|e| self.rt(e, span));
                 }
                 if let Some(b) = data.downcast_ref::<Bound>() {
-                    return Ok(b.0.clone());
+                    // `S.instances()`: those the main package created; `instances(True)` (or
+                    // `full_pkg=True`): all, grouped by package in order of first appearance
+                    let full = args
+                        .first()
+                        .or_else(|| {
+                            kwargs
+                                .iter()
+                                .find(|(k, _)| &**k == "full_pkg")
+                                .map(|(_, v)| v)
+                        })
+                        .is_some_and(|v| v.truthy());
+                    let out: Vec<Value> = if full {
+                        let mut pkgs: Vec<&Str> = Vec::new();
+                        for (p, _) in &b.0 {
+                            if !pkgs.contains(&p) {
+                                pkgs.push(p);
+                            }
+                        }
+                        pkgs.iter()
+                            .flat_map(|p| b.0.iter().filter(move |(q, _)| q == *p))
+                            .map(|(_, v)| v.clone())
+                            .collect()
+                    } else {
+                        b.0.iter()
+                            .filter(|(p, _)| &**p == "__main__")
+                            .map(|(_, v)| v.clone())
+                            .collect()
+                    };
+                    return Ok(Value::from(out));
                 }
                 Err(EvalError::new(
                     ErrKind::Type,
@@ -1097,6 +1125,17 @@ impl Evaluator {
     }
 
     pub fn call_closure(
+        &self,
+        c: &Closure,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
+        let pkg = c.ctx.pkg.clone();
+        self.in_pkg(&pkg, || self.call_closure_in(c, args, kwargs, span))
+    }
+
+    fn call_closure_in(
         &self,
         c: &Closure,
         args: &[Value],
@@ -1212,13 +1251,13 @@ pub struct PluginFn {
 }
 
 /// A zero-argument function returning a fixed value (`Schema.instances()`).
-pub struct Bound(pub Value);
+pub struct Bound(pub Vec<(Str, Value)>);
 
 impl Value {
-    fn native_bound(v: Vec<Value>) -> Value {
+    fn native_bound(v: Vec<(Str, Value)>) -> Value {
         Value::Func(Rc::new(Func::User {
             name: Str::from("instances"),
-            data: Rc::new(Bound(Value::from(v))),
+            data: Rc::new(Bound(v)),
         }))
     }
 }

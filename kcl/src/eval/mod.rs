@@ -181,6 +181,10 @@ pub struct Evaluator {
     /// recorded for `Schema.instances()` (the record keeps each one alive, intermediate
     /// instances of a merge included).
     pub(crate) track_instances: bool,
+    /// The packages whose code is running, innermost last (kept only when `track_instances`):
+    /// an instance belongs to the package of the code that creates it, and `S.instances()`
+    /// lists those the main package created, as upstream does.
+    pub(crate) running: RefCell<Vec<Rc<Pkg>>>,
     /// Shared instance origins by config keys (see `origin_of`).
     pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
 }
@@ -247,6 +251,7 @@ impl Evaluator {
             incomplete: Cell::new(false),
             origins: Default::default(),
             track_instances,
+            running: RefCell::new(Vec::new()),
             comp_len: Cell::new(0),
             builtin_call: Cell::new(false),
         };
@@ -363,7 +368,7 @@ impl Evaluator {
         pkg.state.borrow_mut()[i] = RUNNING;
         let s = pkg.stmts[i];
         let ctx = self.ctx(pkg, s.span.file);
-        let r = self.exec_stmt(&ctx, s);
+        let r = self.in_pkg(pkg, || self.exec_stmt(&ctx, s));
         pkg.state.borrow_mut()[i] = DONE;
         if let (Ok(Some(v)), StmtKind::Expr(_)) = (&r, &s.kind)
             && matches!(
@@ -1003,6 +1008,22 @@ impl Evaluator {
         }
         self.set_global(&ctx.pkg, name, newv);
         Ok(())
+    }
+
+    /// Run `f` as code of package `pkg` (see `running`).
+    pub(crate) fn in_pkg<T>(&self, pkg: &Rc<Pkg>, f: impl FnOnce() -> T) -> T {
+        if !self.track_instances {
+            return f();
+        }
+        self.running.borrow_mut().push(pkg.clone());
+        let r = f();
+        self.running.borrow_mut().pop();
+        r
+    }
+
+    /// The package of the code running now.
+    pub(crate) fn running_pkg(&self) -> Option<Rc<Pkg>> {
+        self.running.borrow().last().cloned()
     }
 
     pub(crate) fn enter(&self, span: Span) -> EvalResult<()> {

@@ -19,7 +19,8 @@ pub struct SchemaType {
     pub stmt: Option<&'static ast::SchemaStmt>,
     pub rule: Option<&'static ast::RuleStmt>,
     pub def_ctx: Ctx,
-    pub instances: RefCell<Vec<Value>>,
+    /// Instances with the package whose code created them.
+    pub instances: RefCell<Vec<(Str, Value)>>,
     layout: RefCell<Option<Rc<Layout>>>,
 }
 
@@ -773,11 +774,17 @@ impl Evaluator {
             origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
+        let creator: Str = self
+            .running_pkg()
+            .map(|p| Str::from(p.path.as_str()))
+            .unwrap_or_else(|| Str::from("__main__"));
         for t in layout.parts.iter().filter(|_| self.track_instances) {
             if t.stmt
                 .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
             {
-                t.instances.borrow_mut().push(inst.clone());
+                t.instances
+                    .borrow_mut()
+                    .push((creator.clone(), inst.clone()));
             }
         }
         Ok(inst)
@@ -1050,7 +1057,7 @@ impl Evaluator {
             schema: Some(fr.clone()),
             ..fr.ctxs[pi].clone()
         };
-        let r = self.exec_stmt(&ctx, st);
+        let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
         fr.state.borrow_mut()[i] = DONE;
         r.map(|_| ())
     }

@@ -77,7 +77,7 @@ impl StackGen {
         }
         if self.rng.chance(20) {
             attrs.push(
-                "livenessProbe = p.Probe {\n    periodSeconds = 5\n    handler = p.Exec {command = [\"/bin/sh\", \"-c\", \"echo ok\"]}\n}"
+                "livenessProbe = p.Probe {\n    periodSeconds = 5\n    successThreshold = 1\n    handler = p.Exec {command = [\"/bin/sh\", \"-c\", \"echo ok\"]}\n}"
                     .into(),
             );
         }
@@ -198,7 +198,8 @@ impl StackGen {
         if !job && self.rng.chance(50) {
             o.push(format!("replicas = {}", 1 + self.rng.below(6)));
         }
-        if self.rng.chance(30) {
+        // (upstream rejects most of these: the merged entry misses the map's defaults)
+        if self.rng.chance(8) {
             o.push(format!(
                 "mainContainer.env.STACK_{}: {{\n    value = \"{}\"\n}}",
                 self.rng.below(3),
