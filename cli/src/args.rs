@@ -81,6 +81,10 @@ pub struct PlanArgs {
     /// in the release history: --policy-exempt no-latest-tag/NoLatestTag="hotfix, ticket 42".
     #[arg(long = "policy-exempt", value_name = "RULE=REASON")]
     pub policy_exempt: Vec<String>,
+    /// Take ownership of Kubernetes fields another field manager owns instead of stopping with
+    /// a conflict naming it (as `kubectl apply --server-side --force-conflicts`).
+    #[arg(long = "force-conflicts")]
+    pub force_conflicts: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,6 +186,20 @@ pub enum Command {
 pub enum PluginCommand {
     /// Show every plugin found: kind, version, ABI, capabilities, and why any was refused.
     List,
+    /// Make a publisher key pair: the private key (PKCS#8) goes to KEY_FILE (mode 0600); the
+    /// public key to give operators for `[plugins.trusted_keys]` is printed.
+    Keygen { key_file: PathBuf },
+    /// Sign a plugin as PUBLISHER: sets `sha256`, `publisher` and `signature` in its manifest.
+    Sign {
+        /// The plugin's `plugin.toml`.
+        manifest: PathBuf,
+        /// The private key made by `kusionctl plugin keygen`.
+        #[arg(long)]
+        key: PathBuf,
+        /// The name operators trust the key under.
+        #[arg(long)]
+        publisher: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -198,8 +216,13 @@ pub enum StateCommand {
     Show { id: Option<String> },
     /// List past applies and destroys, or show one.
     History { revision: Option<u64> },
-    /// Remove the stack's lease, whoever holds it.
+    /// Remove the stack's lease, whoever holds it (an unreadable one too).
     Unlock,
+    /// Verify the stored state: journal, snapshot, lease, history and file permissions.
+    /// Exit 1 when something stops commands from working.
+    Check,
+    /// Fix what `state check` reports as repairable, without guessing; says what it dropped.
+    Repair,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -227,4 +250,8 @@ pub struct RunArgs {
     /// Let a run through a denying policy rule: `RULE=reason` (the reason is recorded).
     #[arg(long = "policy-exempt", value_name = "RULE=REASON")]
     pub policy_exempt: Vec<String>,
+    /// When another run or an apply holds the stack, wait up to this long for it (e.g. `2m`)
+    /// instead of refusing at once (exit code 3).
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub wait_lock: Option<std::time::Duration>,
 }

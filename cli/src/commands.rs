@@ -90,6 +90,15 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         &mut state_backend,
         &mut config,
     )?;
+    let force_conflicts = match &cli.command {
+        Command::Preview { plan, .. }
+        | Command::Apply { plan, .. }
+        | Command::Destroy { plan, .. } => plan.force_conflicts,
+        _ => false,
+    };
+    if force_conflicts {
+        force_kubernetes_conflicts(&mut config);
+    }
     let state_dir = state_dir.unwrap_or_else(|| workdir.join(".kusion").join("state"));
     let plugin_config = plugin_config(cli)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
@@ -118,6 +127,22 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         styles: Styles { color },
         stack: Stack { store, registry },
     })
+}
+
+/// `--force-conflicts`: the Kubernetes runtime's `force` setting, for this run only.
+fn force_kubernetes_conflicts(config: &mut Value) {
+    if !config.is_object() {
+        *config = json!({});
+    }
+    if let Some(root) = config.as_object_mut() {
+        let section = root.entry("kubernetes").or_insert_with(|| json!({}));
+        if !section.is_object() {
+            *section = json!({});
+        }
+        if let Some(k8s) = section.as_object_mut() {
+            k8s.insert("force".into(), Value::Bool(true));
+        }
+    }
 }
 
 /// A remote backend's stack name when the URL gives none: `<project>/<stack>`, the stack folder
@@ -239,18 +264,39 @@ fn plan_options(args: &PlanArgs, destroy: bool) -> Result<PlanOptions> {
         concurrency: args.concurrency,
         timeout: args.timeout,
         destroy,
+        sealer: None,
     })
 }
 
-/// First Ctrl-C: stop starting new work; second: leave at once (the journal is consistent).
-fn install_interrupt(cancel: Arc<AtomicBool>) {
+type ExitHook = Box<dyn Fn() + Send + Sync>;
+
+/// What must be made durable before a second Ctrl-C ends the process (a run's record).
+static FORCED_EXIT: std::sync::Mutex<Option<ExitHook>> = std::sync::Mutex::new(None);
+
+/// Run `hook` (once) before a second Ctrl-C exits.
+pub fn on_forced_exit(hook: ExitHook) {
+    *FORCED_EXIT.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+}
+
+/// First Ctrl-C: stop starting new work; second: leave at once (the journal is consistent,
+/// and a registered hook closes what it must first).
+fn install_interrupt(cancel: Arc<AtomicBool>, json: bool) {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             cancel.store(true, Ordering::SeqCst);
-            eprintln!(
-                "\nInterrupted: no new steps start; running steps finish or time out, then state is saved. Ctrl-C again to quit now."
-            );
+            let message = "Interrupted: no new steps start; running steps finish or time out, then state is saved. Ctrl-C again to quit now.";
+            if json {
+                eprintln!(
+                    "{}",
+                    json!({"event": "interrupted", "time": render::now_rfc3339(), "message": message})
+                );
+            } else {
+                eprintln!("\n{message}");
+            }
             if tokio::signal::ctrl_c().await.is_ok() {
+                if let Some(hook) = FORCED_EXIT.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    hook();
+                }
                 std::process::exit(130);
             }
         }
@@ -298,11 +344,22 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 stacks,
             );
         }
+        Command::Plugin {
+            command: PluginCommand::Keygen { key_file },
+        } => return plugin_keygen(key_file),
+        Command::Plugin {
+            command:
+                PluginCommand::Sign {
+                    manifest,
+                    key,
+                    publisher,
+                },
+        } => return plugin_sign(manifest, key, publisher),
         _ => {}
     }
     let ctx = build_context(&cli, runtimes)?;
     let cancel = Arc::new(AtomicBool::new(false));
-    install_interrupt(cancel.clone());
+    install_interrupt(cancel.clone(), ctx.output == Output::Json);
     match cli.command {
         Command::Preview { plan, detail } => {
             let spec = load_spec(&ctx, &plan.spec)?;
@@ -337,6 +394,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 watch,
                 watch_timeout,
                 ignore_fields: options.ignore_fields.clone(),
+                sealer: None,
             };
             run_apply(
                 &ctx,
@@ -403,6 +461,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Plugin {
             command: PluginCommand::List,
         } => plugin_list(&ctx),
+        Command::Plugin { .. } => unreachable!("handled before the context is built"),
         Command::Run(args) => {
             let policy =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &args.policy_exempt)?;
@@ -605,16 +664,17 @@ async fn run_apply(
             }
             Ok(exit::OK)
         }
+        // Not what was asked for: a script checking the exit code must not take it as done.
         Applied::Declined(plan) => {
             if human {
                 println!("{verb} cancelled; nothing changed.");
             } else {
                 println!(
                     "{}",
-                    json!({"plan": render::plan_json(&plan), "policy": policy_json, "result": null, "declined": true})
+                    json!({"plan": render::plan_json(&plan), "policy": policy_json, "result": null, "declined": true, "exitCode": exit::FAILED})
                 );
             }
-            Ok(exit::OK)
+            Ok(exit::FAILED)
         }
         Applied::Done {
             plan,
@@ -645,8 +705,16 @@ async fn run_apply(
     }
 }
 
+/// One row of the watch table: (kind, name) and its line.
+type WatchRow = ((String, String), ProgressBar);
+
 /// Progress during apply: a bar on a terminal, plain lines elsewhere; with --watch a live row per
 /// watched object (`Type Kind Name Detail`).
+///
+/// The bar appears with the first step that changes something, so nothing redraws over the
+/// confirmation prompt. Its label names a step in flight (the latest started), never one that
+/// changes nothing. A watched resource's rows are its current objects: objects gone since the
+/// last event (pods of a finished rollout) leave the table.
 async fn show_progress(
     mut rx: mpsc::UnboundedReceiver<Event>,
     human: bool,
@@ -655,31 +723,53 @@ async fn show_progress(
 ) {
     let tty = human && std::io::stderr().is_terminal();
     let multi = MultiProgress::new();
-    let bar = if tty {
-        let bar = multi.add(ProgressBar::new(0));
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        Some(bar)
-    } else {
-        None
-    };
+    let mut bar: Option<ProgressBar> = None;
     let styles = Styles { color };
-    let mut rows: HashMap<(String, String, String), ProgressBar> = HashMap::new();
+    // Rows per watched resource, by (kind, name).
+    let mut rows: HashMap<String, Vec<WatchRow>> = HashMap::new();
     let mut last_detail: HashMap<(String, String, String), String> = HashMap::new();
     let mut started = HashMap::new();
-    while let Some(event) = rx.recv().await {
-        if let Some(bar) = &bar {
-            bar.set_length(total.load(Ordering::SeqCst) as u64);
+    // Changing steps started and not finished, oldest first; `waiting`: those being watched.
+    let mut in_flight: Vec<(String, kusion_kernel::plan::Action)> = Vec::new();
+    let mut waiting: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let label = |in_flight: &[(String, kusion_kernel::plan::Action)],
+                 waiting: &std::collections::HashSet<String>| {
+        let Some((id, action)) = in_flight.last() else {
+            return String::new();
+        };
+        let what = if waiting.contains(id) {
+            format!("{action} {id}: waiting until ready")
+        } else {
+            format!("{action} {id}")
+        };
+        match in_flight.len() {
+            1 => what,
+            n => format!("{what} (+{} more)", n - 1),
         }
+    };
+    while let Some(event) = rx.recv().await {
         match event {
             Event::Started { id, action } => {
+                if !action.changes_something() {
+                    continue;
+                }
                 started.insert(id.clone(), std::time::Instant::now());
-                if let Some(bar) = &bar {
-                    bar.set_message(format!("{action} {id}"));
+                in_flight.push((id, action));
+                if tty {
+                    let bar = bar.get_or_insert_with(|| {
+                        let bar = multi.add(ProgressBar::new(0));
+                        bar.set_style(
+                            ProgressStyle::with_template(
+                                "{spinner} {msg} [{bar:30}] {pos}/{len} {elapsed}",
+                            )
+                            .unwrap_or_else(|_| ProgressStyle::default_bar())
+                            .progress_chars("=> "),
+                        );
+                        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+                        bar
+                    });
+                    bar.set_length(total.load(Ordering::SeqCst) as u64);
+                    bar.set_message(label(&in_flight, &waiting));
                 }
             }
             Event::Finished {
@@ -690,6 +780,8 @@ async fn show_progress(
                 if !action.changes_something() {
                     continue;
                 }
+                in_flight.retain(|(i, _)| *i != id);
+                waiting.remove(&id);
                 let took = started
                     .get(&id)
                     .map(|t: &std::time::Instant| format!(" ({:.1}s)", t.elapsed().as_secs_f64()))
@@ -715,6 +807,7 @@ async fn show_progress(
                 match &bar {
                     Some(bar) => {
                         bar.inc(1);
+                        bar.set_message(label(&in_flight, &waiting));
                         multi.println(line).ok();
                     }
                     None => eprintln!("{line}"),
@@ -728,8 +821,33 @@ async fn show_progress(
                 if !human {
                     continue;
                 }
+                if waiting.insert(id.clone())
+                    && let Some(bar) = &bar
+                {
+                    bar.set_message(label(&in_flight, &waiting));
+                }
+                let current: Vec<(String, String)> = event
+                    .objects
+                    .iter()
+                    .map(|o| (o.kind.clone(), o.name.clone()))
+                    .collect();
+                if tty {
+                    let shown = rows.entry(id.clone()).or_default();
+                    // Objects the resource no longer has (deleted pods, old ReplicaSets).
+                    shown.retain(|(key, row)| {
+                        let keep = current.contains(key);
+                        if !keep {
+                            row.finish_and_clear();
+                            multi.remove(row);
+                        }
+                        keep
+                    });
+                } else {
+                    last_detail.retain(|(i, kind, name), _| {
+                        *i != id || current.contains(&(kind.clone(), name.clone()))
+                    });
+                }
                 for object in event.objects {
-                    let key = (id.clone(), object.kind.clone(), object.name.clone());
                     let mark = match object.health {
                         Health::Ready => styles.green().apply_to("ready").to_string(),
                         Health::Failed => styles.red().apply_to("failed").to_string(),
@@ -739,25 +857,80 @@ async fn show_progress(
                         "{:<12} {:<14} {:<40} {mark} {}",
                         resource_type, object.kind, object.name, object.detail
                     );
+                    let key = (object.kind.clone(), object.name.clone());
                     if tty {
-                        let row = rows
-                            .entry(key)
-                            .or_insert_with(|| multi.add(ProgressBar::new_spinner()));
+                        let shown = rows.entry(id.clone()).or_default();
+                        let row = match shown.iter().position(|(k, _)| *k == key) {
+                            Some(i) => shown[i].1.clone(),
+                            None => {
+                                let row = multi.add(ProgressBar::new_spinner());
+                                shown.push((key, row.clone()));
+                                row
+                            }
+                        };
                         row.set_message(text);
-                        if object.health != Health::Progressing {
-                            row.finish();
+                        if object.health == Health::Progressing {
+                            row.enable_steady_tick(std::time::Duration::from_millis(120));
+                        } else {
+                            row.disable_steady_tick();
+                            row.tick();
                         }
-                    } else if last_detail.get(&key) != Some(&text) {
-                        eprintln!("{text}");
-                        last_detail.insert(key, text);
+                    } else {
+                        let key = (id.clone(), key.0, key.1);
+                        if last_detail.get(&key) != Some(&text) {
+                            eprintln!("{text}");
+                            last_detail.insert(key, text);
+                        }
                     }
                 }
             }
         }
     }
+    for row in rows.values().flatten() {
+        row.1.finish();
+    }
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+}
+
+fn plugin_keygen(key_file: &Path) -> Result<u8> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let pkcs8 = kusion_kernel::plugin::trust::generate_key().map_err(|e| anyhow!(e))?;
+    let public = kusion_kernel::plugin::trust::public_key(&pkcs8).map_err(|e| anyhow!(e))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(key_file)
+        .with_context(|| format!("{}", key_file.display()))?;
+    f.write_all(&pkcs8)?;
+    println!("{public}");
+    eprintln!(
+        "Private key written to {}; give operators the public key above for [plugins.trusted_keys].",
+        key_file.display()
+    );
+    Ok(exit::OK)
+}
+
+fn plugin_sign(manifest_path: &Path, key: &Path, publisher: &str) -> Result<u8> {
+    use kusion_kernel::plugin::{Manifest, manifest::sha256_file, trust};
+    let pkcs8 = std::fs::read(key).with_context(|| format!("{}", key.display()))?;
+    let mut manifest = Manifest::load(manifest_path)?;
+    let file = manifest.file_path(manifest_path)?;
+    let sum = sha256_file(&file)?;
+    manifest.sha256 = Some(sum.clone());
+    manifest.publisher = Some(publisher.to_string());
+    manifest.signature = Some(trust::sign(&pkcs8, &manifest, &sum).map_err(|e| anyhow!(e))?);
+    std::fs::write(manifest_path, toml::to_string(&manifest)?)
+        .with_context(|| format!("{}", manifest_path.display()))?;
+    println!(
+        "Signed {} {} ({}) as {publisher}.",
+        manifest.name,
+        manifest.version,
+        file.display()
+    );
+    Ok(exit::OK)
 }
 
 fn plugin_list(ctx: &Context_) -> Result<u8> {
@@ -922,13 +1095,61 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
             match store.force_unlock()? {
                 Some(lease) => {
                     eprintln!(
-                        "warning: removed the lease held by {} (acquired {}, expiring {}); if that process is still running, two writers may now change this stack",
+                        "warning: removed lease #{} held by {} (acquired {}, expiring {}). If that process is still running, its next state write is refused and it stops without starting anything new; a step it is running at that moment may still finish in the cluster or cloud, and is then recorded as pending and read live by the next plan.",
+                        lease.fence,
                         lease.holder,
                         format_time(lease.acquired_at),
                         format_time(lease.expires_at)
                     );
                 }
-                None => eprintln!("The stack was not locked."),
+                None => eprintln!("The stack holds no readable lease now."),
+            }
+            Ok(exit::OK)
+        }
+        StateCommand::Check => {
+            let report = kusion_kernel::state::check::check(&**store);
+            if ctx.output == Output::Json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                println!("State at {}:", report.location);
+                for f in &report.findings {
+                    let tag = match f.severity {
+                        kusion_kernel::state::check::Severity::Error => "error",
+                        kusion_kernel::state::check::Severity::Warning => "warning",
+                        kusion_kernel::state::check::Severity::Note => "note",
+                    };
+                    let fix = if f.repairable {
+                        " [state repair fixes this]"
+                    } else {
+                        ""
+                    };
+                    println!("  {tag}: {}{fix}", f.message);
+                }
+                if !report.has_errors() {
+                    println!("No errors.");
+                }
+            }
+            Ok(if report.has_errors() {
+                exit::FAILED
+            } else {
+                exit::OK
+            })
+        }
+        StateCommand::Repair => {
+            let done = kusion_kernel::state::check::repair(store.clone())?;
+            if ctx.output == Output::Json {
+                println!("{}", json!({"repaired": done}));
+            } else if done.is_empty() {
+                println!("Nothing needed repair; the state was compacted into a fresh snapshot.");
+            } else {
+                for line in &done {
+                    println!("  {line}");
+                }
+                println!(
+                    "Repaired {} problem(s) in {}.",
+                    done.len(),
+                    store.location()
+                );
             }
             Ok(exit::OK)
         }

@@ -95,6 +95,23 @@ pub fn compile_stack(
         external: externals,
         parse_cache: cache,
         plugin: plugins,
+        // A stack reads its own package and folder; anything else is granted in stack.yaml,
+        // and compiling never writes.
+        allow: kusion_kcl::run::Allow {
+            read: stack
+                .config
+                .allow_read
+                .iter()
+                .map(|p| stack.dir.join(p))
+                .collect(),
+            write: Vec::new(),
+            env: stack.config.allow_env.clone(),
+            all: false,
+            deny_writes: Some(
+                "compiling a stack never writes files (kusionctl compile, preview and apply only read)"
+                    .into(),
+            ),
+        },
         ..Default::default()
     };
     // The names are options like any other; a kcl.yaml setting them explicitly wins.

@@ -6,6 +6,7 @@ mod cmdb;
 mod commands;
 pub mod compile;
 mod compile_cmd;
+mod diff_view;
 pub mod kcl_plugins;
 mod policy;
 pub mod project;

@@ -3,7 +3,7 @@
 
 use comfy_table::{Table, presets::NOTHING};
 use console::Style;
-use kusion_kernel::apply::{ApplyReport, Outcome};
+use kusion_kernel::apply::{ApplyReport, Outcome, StepReport};
 use kusion_kernel::diff::{self, ChangeKind};
 use kusion_kernel::plan::{Action, PlanView};
 use kusion_kernel::state::StateEntry;
@@ -43,6 +43,11 @@ impl Styles {
     }
 }
 
+/// Now, as RFC 3339 with milliseconds (timestamps of JSON progress lines).
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
 pub fn plan_table(plan: &PlanView, styles: &Styles) -> String {
     let mut table = Table::new();
     table.load_preset(NOTHING);
@@ -76,36 +81,80 @@ fn show(v: &Option<Value>) -> String {
     }
 }
 
+/// The changes of every changing step as indented trees (see [`crate::diff_view`]).
 pub fn plan_details(plan: &PlanView, styles: &Styles) -> String {
+    use crate::diff_view::{self, Mark};
     let mut out = String::new();
     for step in plan.steps.iter().filter(|s| s.action.changes_something()) {
+        let why = if step.forces_replacement.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} cannot change in place: delete, then create)",
+                step.forces_replacement.join(", ")
+            )
+        };
         out.push_str(&format!(
-            "{} {}\n",
+            "{} {}{why}\n",
             styles.action(step.action).apply_to(step.action.to_string()),
             styles.bold().apply_to(step.key())
         ));
-        for c in &step.changes {
-            let line = match c.kind {
-                ChangeKind::Added => styles
-                    .green()
-                    .apply_to(format!("  + {}: {}", c.path, show(&c.new)))
-                    .to_string(),
-                ChangeKind::Removed => styles
-                    .red()
-                    .apply_to(format!("  - {}: {}", c.path, show(&c.old)))
-                    .to_string(),
-                ChangeKind::Changed => styles
-                    .yellow()
-                    .apply_to(format!(
-                        "  ~ {}: {} => {}",
-                        c.path,
-                        show(&c.old),
-                        show(&c.new)
-                    ))
-                    .to_string(),
-            };
-            out.push_str(&line);
-            out.push('\n');
+        // Creations and deletions carry the whole object as top-level entries.
+        let top = |kind: ChangeKind| -> Option<serde_json::Map<String, Value>> {
+            step.changes
+                .iter()
+                .map(|c| match (c.kind == kind, c.path.0.as_slice()) {
+                    (true, [kusion_sdk::Segment::Key(k)]) => {
+                        let v = if kind == ChangeKind::Added {
+                            &c.new
+                        } else {
+                            &c.old
+                        };
+                        Some((k.clone(), v.clone().unwrap_or(Value::Null)))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let tree = match (step.action, &step.before, &step.after) {
+            (_, Some(before), Some(after)) => {
+                Some(diff_view::changes(before, after, &step.forces_replacement))
+            }
+            (Action::Create, _, _) => {
+                top(ChangeKind::Added).map(|m| diff_view::whole(&m, Mark::Added))
+            }
+            (Action::Delete, _, _) => {
+                top(ChangeKind::Removed).map(|m| diff_view::whole(&m, Mark::Removed))
+            }
+            _ => None,
+        };
+        match tree {
+            Some(tree) => out.push_str(&tree.render("  ", styles)),
+            None => {
+                for c in &step.changes {
+                    let line = match c.kind {
+                        ChangeKind::Added => styles
+                            .green()
+                            .apply_to(format!("  + {}: {}", c.path, show(&c.new)))
+                            .to_string(),
+                        ChangeKind::Removed => styles
+                            .red()
+                            .apply_to(format!("  - {}: {}", c.path, show(&c.old)))
+                            .to_string(),
+                        ChangeKind::Changed => styles
+                            .yellow()
+                            .apply_to(format!(
+                                "  ~ {}: {} => {}",
+                                c.path,
+                                show(&c.old),
+                                show(&c.new)
+                            ))
+                            .to_string(),
+                    };
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            }
         }
         for u in &step.unknown {
             out.push_str(
@@ -130,29 +179,63 @@ pub fn report_json(report: &ApplyReport, revision: Option<u64>, verb: &str) -> V
         "interrupted": report.interrupted,
         "created": report.created(),
         "updated": report.updated(),
+        "replaced": report.replaced(),
         "deleted": report.deleted(),
         "summary": report.summary_line(verb),
         "steps": report.steps,
     })
 }
 
+/// Failed and skipped steps, one line each; failures that say the same thing but for their
+/// resource (a cluster that cannot be reached) are one line naming how many and a few.
 pub fn failures(report: &ApplyReport, styles: &Styles) -> String {
     let mut out = String::new();
+    let mut groups: Vec<(String, Vec<&StepReport>)> = Vec::new();
     for s in &report.steps {
-        match &s.outcome {
-            Outcome::Failed(e) => out.push_str(&format!(
-                "{} {} ({}): {e}\n",
+        if let Outcome::Failed(e) = &s.outcome {
+            let id = s.id.split_once('@').map_or(s.id.as_str(), |(id, _)| id);
+            let general = e
+                .replace(&format!("{}: ", s.id), "")
+                .replace(&format!("{id}: "), "");
+            match groups.iter_mut().find(|(m, _)| *m == general) {
+                Some((_, steps)) => steps.push(s),
+                None => groups.push((general, vec![s])),
+            }
+        }
+    }
+    for (general, steps) in &groups {
+        if let [s] = steps.as_slice() {
+            if let Outcome::Failed(e) = &s.outcome {
+                out.push_str(&format!(
+                    "{} {} ({}): {e}\n",
+                    styles.red().apply_to("failed"),
+                    s.id,
+                    s.action
+                ));
+            }
+        } else {
+            let mut named: Vec<&str> = steps.iter().take(3).map(|s| s.id.as_str()).collect();
+            let more = steps.len().saturating_sub(named.len());
+            let mut list = named.join(", ");
+            if more > 0 {
+                list.push_str(&format!(" and {more} more"));
+            }
+            named.clear();
+            out.push_str(&format!(
+                "{} {} resources: {general}\n  ({list})\n",
                 styles.red().apply_to("failed"),
-                s.id,
-                s.action
-            )),
-            Outcome::Skipped(e) => out.push_str(&format!(
+                steps.len()
+            ));
+        }
+    }
+    for s in &report.steps {
+        if let Outcome::Skipped(e) = &s.outcome {
+            out.push_str(&format!(
                 "{} {} ({}): {e}\n",
                 styles.yellow().apply_to("skipped"),
                 s.id,
                 s.action
-            )),
-            _ => {}
+            ));
         }
     }
     out

@@ -11,11 +11,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use kusion_kernel::ops::exec::{self, RunEvent, TargetStatus};
+use kusion_kernel::ops::exec::{self, JournalEntry, RunEvent, TargetStatus};
 use kusion_kernel::ops::{ClusterConfig, OpsSpec};
 use kusion_kernel::registry::Registry;
 use kusion_kernel::state::{
-    LeaseHolder, ReleaseStatus, RunRecord, RunTargetRecord, StateStore, format_time, now_ms,
+    LeaseHolder, ReleaseStatus, RunRecord, RunTargetRecord, StateStore, Writer, format_time, now_ms,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -358,11 +358,14 @@ fn confirm() -> bool {
     }
 }
 
-fn show_event(event: &RunEvent, json: bool, styles: &Styles) {
+fn show_event(event: &RunEvent, run: u64, json: bool, styles: &Styles) {
     if json {
-        // Progress for a calling platform: one JSON object per line on stderr.
-        if let Ok(line) = serde_json::to_string(event) {
-            eprintln!("{line}");
+        // Progress for a calling platform: one JSON object per line on stderr, each saying
+        // when and for which run.
+        if let Ok(Value::Object(mut line)) = serde_json::to_value(event) {
+            line.insert("run".into(), json!(run));
+            line.insert("time".into(), json!(crate::render::now_rfc3339()));
+            eprintln!("{}", Value::Object(line));
         }
         return;
     }
@@ -491,11 +494,57 @@ fn history(env: &RunEnv<'_>) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// Keep the run's record in step with what the run does: each target is recorded as `acting`
+/// before it is touched and with its outcome after, every change durable before the run goes
+/// on, so a run killed at any point leaves a record of what it may have changed.
+fn run_journal(
+    store: Arc<dyn StateStore>,
+    record: Arc<std::sync::Mutex<RunRecord>>,
+    writer: Arc<Writer>,
+) -> exec::RunJournal {
+    Arc::new(move |entry: JournalEntry| {
+        // A run that lost the stack to another process acts on nothing more.
+        if matches!(entry, JournalEntry::Acting { .. }) {
+            writer.ensure_live().map_err(|e| e.to_string())?;
+        }
+        let mut record = record.lock().unwrap_or_else(|p| p.into_inner());
+        let (target, operation, outcome, reason) = match entry {
+            JournalEntry::Acting { operation, target } => {
+                (target, operation, "acting".to_string(), None)
+            }
+            JournalEntry::Done(report) => (
+                report.target,
+                report.operation,
+                outcome_word(report.status).to_string(),
+                report.reason,
+            ),
+        };
+        match record
+            .targets
+            .iter_mut()
+            .find(|t| t.target == target && t.operation == operation)
+        {
+            Some(t) => {
+                t.outcome = outcome;
+                t.reason = reason;
+            }
+            None => record.targets.push(RunTargetRecord {
+                target,
+                operation,
+                outcome,
+                reason,
+            }),
+        }
+        store.update_run(&record).map_err(|e| e.to_string())
+    })
+}
+
 fn outcome_word(s: TargetStatus) -> &'static str {
     match s {
         TargetStatus::Recovered => "recovered",
         TargetStatus::Failed => "failed",
         TargetStatus::NotStarted => "not started",
+        TargetStatus::Interrupted => "interrupted",
     }
 }
 
@@ -657,9 +706,15 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         }
         let id = env.store.create_run(&mut record)?;
         if env.json {
+            // The same target shape as a run that acted (`status`, not the record's `outcome`).
+            let targets: Vec<Value> = record
+                .targets
+                .iter()
+                .map(|t| json!({"target": t.target, "operation": t.operation, "status": t.outcome, "reason": t.reason}))
+                .collect();
             println!(
                 "{}",
-                json!({"run": id, "status": "refused", "error": p, "plan": plan, "targets": record.targets})
+                json!({"run": id, "status": "refused", "error": p, "plan": plan, "targets": targets})
             );
         } else {
             eprintln!(
@@ -680,22 +735,69 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         return Ok(exit::OK);
     }
 
-    // 3. Execute, streaming progress, and record the outcome.
+    // 3. Take the stack (runs and applies of one stack exclude each other, so one app's
+    //    maxUnavailable holds across them), execute, streaming progress, and record.
+    let store = env.store.clone();
+    let writer = {
+        let (store, holder, cancel) = (store.clone(), record.holder.clone(), cancel.clone());
+        let wait = args.wait_lock.unwrap_or_default();
+        Arc::new(
+            tokio::task::spawn_blocking(move || {
+                Writer::acquire_waiting(
+                    store,
+                    &holder,
+                    kusion_kernel::operation::lease_ttl(),
+                    cancel,
+                    wait,
+                )
+            })
+            .await??,
+        )
+    };
     let id = env.store.create_run(&mut record)?;
     if !env.json {
         eprintln!("Run {id} started.");
     }
+    let shared_record = Arc::new(std::sync::Mutex::new(record.clone()));
+    {
+        // A second Ctrl-C leaves at once, but first closes the record (each target's intent
+        // is already durable, so the record says what may have been changed).
+        let (store, shared) = (store.clone(), shared_record.clone());
+        crate::commands::on_forced_exit(Box::new(move || {
+            let mut r = shared.lock().unwrap_or_else(|p| p.into_inner());
+            r.status = ReleaseStatus::Interrupted;
+            r.finished_at = Some(now_ms());
+            r.notes.push(
+                "interrupted twice: left at once; targets recorded as `acting` may have been changed"
+                    .into(),
+            );
+            let _ = store.update_run(&r);
+        }));
+    }
+    let journal = run_journal(store.clone(), shared_record.clone(), writer.clone());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (json_out, color) = (env.json, env.styles.color);
     let printer = tokio::spawn(async move {
         let styles = Styles { color };
         while let Some(e) = rx.recv().await {
-            show_event(&e, json_out, &styles);
+            show_event(&e, id, json_out, &styles);
         }
     });
     let exec_start = Instant::now();
-    let report = exec::execute(&spec, env.registry, &clusters, Some(tx), cancel.clone()).await;
+    let report = exec::execute(
+        &spec,
+        env.registry,
+        &clusters,
+        Some(tx),
+        cancel.clone(),
+        Some(journal),
+    )
+    .await;
     let _ = printer.await;
+    let mut record = shared_record
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let exec_ms = exec_start.elapsed().as_millis() as u64;
     let interrupted = cancel.load(std::sync::atomic::Ordering::SeqCst);
     let ok = report.succeeded() && spec.unresolved.is_empty();
@@ -719,6 +821,8 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         .chain(unresolved_records(&spec))
         .collect();
     env.store.update_run(&record)?;
+    *shared_record.lock().unwrap_or_else(|p| p.into_inner()) = record.clone();
+    drop(writer);
 
     // kusionctl's own time: everything except waiting for workloads and declared pauses, on the
     // slowest (operation, cluster) path.

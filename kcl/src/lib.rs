@@ -7,6 +7,7 @@
 //! Evaluation: [`value`] (the runtime values), [`eval`] (resolver and evaluator), [`builtins`]
 //! (builtin functions and system modules) and [`output`] (YAML/JSON printing).
 
+pub mod access;
 pub mod ast;
 pub mod builtins;
 pub mod cli;
@@ -14,6 +15,7 @@ pub mod diag;
 pub mod eval;
 pub mod fmt;
 pub mod lexer;
+pub mod limits;
 pub mod openapi;
 pub mod output;
 pub mod overrides;

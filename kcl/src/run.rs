@@ -1,5 +1,6 @@
 //! The library entry point: run a KCL program and get its value or printed output.
 
+use crate::access::Access;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -34,6 +35,45 @@ pub struct RunOptions {
     pub plugin: Option<Rc<dyn PluginHook>>,
     /// Parsed modules shared with other runs (possibly on other threads).
     pub parse_cache: Option<std::sync::Arc<ParseCache>>,
+    /// What `file.*` may reach besides the package, the working folder and the external
+    /// packages (see [`crate::access`]).
+    pub allow: Allow,
+    /// Collection size, time and memory limits of the evaluation.
+    pub limits: crate::limits::Limits,
+}
+
+/// Access granted on top of the package, working folder and external packages.
+#[derive(Debug, Clone, Default)]
+pub struct Allow {
+    /// `--allow-read DIR`.
+    pub read: Vec<PathBuf>,
+    /// `--allow-write DIR`.
+    pub write: Vec<PathBuf>,
+    /// `--allow-env NAME` (`*` for every variable).
+    pub env: Vec<String>,
+    /// `--allow-all`: upstream's behaviour, nothing confined.
+    pub all: bool,
+    /// Deny every write, saying why (`kusionctl compile`).
+    pub deny_writes: Option<String>,
+}
+
+impl Allow {
+    /// The access of a run whose package root is `root`.
+    fn access(&self, root: &Path, work_dir: &Path, external: &[(String, PathBuf)]) -> Access {
+        if self.all {
+            return Access::unconfined();
+        }
+        let mut read: Vec<PathBuf> = vec![root.to_path_buf(), work_dir.to_path_buf()];
+        read.extend(external.iter().map(|(_, p)| p.clone()));
+        read.extend(self.read.iter().cloned());
+        let mut write = vec![root.to_path_buf(), work_dir.to_path_buf()];
+        write.extend(self.write.iter().cloned());
+        let mut access = Access::confined(&read, &write, &self.env);
+        if let Some(why) = &self.deny_writes {
+            access.writes_denied = Some(why.clone());
+        }
+        access
+    }
 }
 
 /// A failed run: the rendered diagnostic text (rustc-style, like upstream).
@@ -243,6 +283,7 @@ pub fn run_parts(
         .as_ref()
         .map(|w| w.display().to_string())
         .unwrap_or_default();
+    let access = opts.allow.access(&program.root, &work_dir, &opts.external);
     let eopts = EvalOptions {
         args,
         external_pkgs: opts.external.clone(),
@@ -250,7 +291,9 @@ pub fn run_parts(
         exec_workdir,
         plugin: opts.plugin.clone(),
         strict_range_check: opts.strict_range_check,
+        access,
     };
+    let _limits = crate::limits::enter(opts.limits);
     let (ev, modules) = Evaluator::new(program, eopts);
     let main = ev
         .make_pkg("__main__", work_dir.clone(), modules)

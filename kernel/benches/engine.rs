@@ -234,9 +234,18 @@ fn main() {
         concurrency: 64,
         ..Default::default()
     };
+    let writer = Arc::new(
+        kusion_kernel::state::Writer::acquire(
+            store.clone(),
+            &kusion_kernel::state::LeaseHolder::current("bench"),
+            std::time::Duration::from_secs(60),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap(),
+    );
     let (report, state) = apply::execute(
         p,
-        store.clone(),
+        writer,
         &registry,
         &apply_options,
         Arc::new(AtomicBool::new(false)),

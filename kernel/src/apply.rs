@@ -19,7 +19,7 @@ use crate::plan::{Action, Plan, Step, call};
 use crate::reference::{self, Lookup};
 use crate::registry::Registry;
 use crate::state::{
-    IntentKind, JournalRecord, State, StateEntry, StateError, StateStore, now_ms, state_key,
+    IntentKind, JournalRecord, State, StateEntry, StateError, Writer, now_ms, state_key,
 };
 use crate::walk::{NodeResult, walk};
 
@@ -35,6 +35,8 @@ pub struct ApplyOptions {
     pub watch_timeout: Duration,
     /// Fields kept at their live value on update.
     pub ignore_fields: Vec<FieldPath>,
+    /// The stack's sealer (see [`crate::plan::PlanOptions::sealer`]).
+    pub sealer: Option<Arc<crate::state::seal::Sealer>>,
 }
 
 impl Default for ApplyOptions {
@@ -45,6 +47,7 @@ impl Default for ApplyOptions {
             watch: false,
             watch_timeout: Duration::from_secs(300),
             ignore_fields: Vec::new(),
+            sealer: None,
         }
     }
 }
@@ -104,7 +107,11 @@ impl ApplyReport {
         self.count(&[Action::Create])
     }
     pub fn updated(&self) -> usize {
-        self.count(&[Action::Update, Action::Replace, Action::Import])
+        self.count(&[Action::Update, Action::Import])
+    }
+    /// Deleted and created again (a changed field that cannot be updated in place).
+    pub fn replaced(&self) -> usize {
+        self.count(&[Action::Replace])
     }
     pub fn deleted(&self) -> usize {
         self.count(&[Action::Delete])
@@ -120,8 +127,13 @@ impl ApplyReport {
     }
     /// `Apply complete! Resources: N created, M updated, K deleted.` or what went wrong.
     pub fn summary_line(&self, verb: &str) -> String {
+        // Upstream's wording; replacements are named only when there are some.
+        let replaced = match self.replaced() {
+            0 => String::new(),
+            n => format!(", {n} replaced"),
+        };
         let counts = format!(
-            "{} created, {} updated, {} deleted",
+            "{} created, {} updated{replaced}, {} deleted",
             self.created(),
             self.updated(),
             self.deleted()
@@ -161,13 +173,13 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Start journaling on top of `state` (as loaded from `store`).
+    /// Start journaling through `writer` (whose lease every write carries).
     /// `resources` is about how many entries the state holds (it sets the compaction rhythm).
-    pub fn start(store: Arc<dyn StateStore>, resources: usize) -> Journal {
+    pub fn start(writer: Arc<Writer>, resources: usize) -> Journal {
         let (tx, rx) = std::sync::mpsc::channel::<(Vec<JournalRecord>, Ack)>();
         let worker = std::thread::Builder::new()
             .name("kusion-journal".into())
-            .spawn(move || journal_worker(store, resources, rx))
+            .spawn(move || journal_worker(writer, resources, rx))
             .expect("spawning the journal thread");
         Journal {
             tx: Some(tx),
@@ -204,16 +216,16 @@ impl Journal {
 }
 
 fn journal_worker(
-    store: Arc<dyn StateStore>,
+    writer: Arc<Writer>,
     resources: usize,
     rx: std::sync::mpsc::Receiver<(Vec<JournalRecord>, Ack)>,
 ) -> Result<State, StateError> {
     // The journal keeps no copy of the state: compaction reloads it from the store, which
     // costs one read per compaction and keeps memory flat on large stacks.
-    let compact = |store: &Arc<dyn StateStore>| -> Result<State, StateError> {
-        let mut state = store.load()?;
+    let compact = |writer: &Writer| -> Result<State, StateError> {
+        let mut state = writer.store().load()?;
         state.serial += 1;
-        store.checkpoint(&state)?;
+        writer.checkpoint(&mut state)?;
         Ok(state)
     };
     let mut since_checkpoint = 0usize;
@@ -224,7 +236,7 @@ fn journal_worker(
         }
         let records: Vec<JournalRecord> =
             batch.iter().flat_map(|(r, _)| r.iter().cloned()).collect();
-        let result = store.append(&records).map_err(|e| e.to_string());
+        let result = writer.append(&records).map_err(|e| e.to_string());
         if result.is_ok() {
             since_checkpoint += records.len();
         }
@@ -233,11 +245,11 @@ fn journal_worker(
         }
         // Compact when the journal outgrows the state, so total bytes written stay linear.
         if since_checkpoint > 1024.max(2 * resources) {
-            compact(&store)?;
+            compact(&writer)?;
             since_checkpoint = 0;
         }
     }
-    compact(&store)
+    compact(&writer)
 }
 
 fn intent_kind(action: Action) -> Option<IntentKind> {
@@ -274,6 +286,8 @@ fn recorded(planned: &Resource, answer: Resource, known: &HashSet<String>) -> Re
 struct ExecContext {
     registry: Registry,
     journal: Journal,
+    /// The lease, confirmed before each call that changes something outside.
+    writer: Arc<Writer>,
     options: ApplyOptions,
     known: HashSet<String>,
     /// State keys of the spec's resources by ID, when some resource has a target.
@@ -306,13 +320,13 @@ impl ExecContext {
 /// walks the DAG. Returns the report and the final state (checkpointed).
 pub fn execute(
     plan: Plan<'_>,
-    store: Arc<dyn StateStore>,
+    writer: Arc<Writer>,
     registry: &Registry,
     options: &ApplyOptions,
     cancel: Arc<AtomicBool>,
     events: Option<mpsc::UnboundedSender<Event>>,
 ) -> Result<(ApplyReport, State), StateError> {
-    let journal = Journal::start(store, plan.steps.len());
+    let journal = Journal::start(writer.clone(), plan.steps.len());
     // Re-keyed entries move first, in the same durable write as the intents that name them
     // by their new keys.
     let mut intents: Vec<JournalRecord> = plan.moves.clone();
@@ -323,6 +337,7 @@ pub fn execute(
             kind,
             resource: resource.clone(),
             target: s.target.clone(),
+            sensitive_paths: s.sensitive.iter().map(|p| p.to_string()).collect(),
         })
     }));
     if let Err(e) = journal.write(intents) {
@@ -351,6 +366,7 @@ pub fn execute(
     let cx = ExecContext {
         registry: registry.clone(),
         journal,
+        writer,
         options: options.clone(),
         known: spec_ids,
         keys_by_id,
@@ -477,6 +493,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                 if unresolved {
                     return Err("a referenced resource has no value in this run".into());
                 }
+                crate::plan::refuse_sealed_references(planned, &resolved)?;
                 resolved
             };
             let mut to_send = resolved.clone();
@@ -501,7 +518,13 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                 }
             }
             let request = ApplyRequest {
-                prior: step.prior.as_ref().map(|p| p.resource.clone()),
+                prior: step.prior.as_ref().map(|p| {
+                    crate::plan::prior_for_runtime(
+                        cx.options.sealer.as_deref(),
+                        &p.resource,
+                        &resolved,
+                    )
+                }),
                 prior_private: step
                     .prior
                     .as_ref()
@@ -511,6 +534,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                 dry_run: false,
                 timeout,
             };
+            cx.writer.ensure_live().map_err(|e| e.to_string())?;
             let rt = runtime.clone();
             let response = call(timeout, move || rt.apply(&request))?;
             let mut sensitive: Vec<String> = step.sensitive.iter().map(|p| p.to_string()).collect();
@@ -551,6 +575,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                 private: prior.private.clone(),
                 timeout,
             };
+            cx.writer.ensure_live().map_err(|e| e.to_string())?;
             let rt = runtime.clone();
             call(timeout, move || rt.delete(&request))?;
             cx.journal.write(vec![JournalRecord::Deleted {

@@ -6,6 +6,8 @@ use serde_json::{Map, Value};
 
 /// What replaces a sensitive value in every output.
 pub const MASK: &str = "(sensitive value)";
+/// What a changed sensitive value shows as next to its masked old value.
+pub const MASK_CHANGED: &str = "(changed sensitive value)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,7 +1,7 @@
 //! Whole operations on a stack: preview, apply and destroy, with the lease, history and journal.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -10,8 +10,9 @@ use crate::apply::{self, ApplyOptions, ApplyReport, Event, Outcome};
 use crate::plan::{self, Plan, PlanError, PlanOptions, PlanView};
 use crate::registry::Registry;
 use crate::spec::Spec;
+use crate::state::seal::{KeySource, Sealer};
 use crate::state::{
-    LeaseHolder, Release, ReleaseStatus, ReleaseStep, StateError, StateStore, now_ms,
+    LeaseHolder, Release, ReleaseStatus, ReleaseStep, StateError, StateStore, Writer, now_ms,
 };
 
 /// A stack as the engine sees it: where its state lives and which runtimes serve it.
@@ -29,10 +30,33 @@ pub enum OperationError {
     State(#[from] StateError),
     #[error("configuring runtime {runtime:?}: {message}")]
     Configure { runtime: String, message: String },
+    #[error(transparent)]
+    Seal(#[from] crate::state::seal::SealError),
+}
+
+/// Load the stack's state with its sealer: encrypted values decrypted when the state key is
+/// configured, hashes left as they are.
+pub fn load_unsealed(
+    store: &dyn StateStore,
+) -> Result<(crate::state::State, Arc<Sealer>), OperationError> {
+    let mut state = store.load()?;
+    let key = KeySource::from_env()?;
+    let sealer = Sealer::for_state(&state, key.as_ref())?;
+    sealer.unseal_state(&mut state);
+    Ok((state, Arc::new(sealer)))
 }
 
 /// How long a lease lives without renewal; renewed every third of it while an operation runs.
 pub const LEASE_TTL: Duration = Duration::from_secs(60);
+
+/// The lease's life: `KUSION_LEASE_TTL` (e.g. `20s`, at least 1 s) or [`LEASE_TTL`]. A shorter
+/// life lets another process take over a stuck holder's stack sooner.
+pub fn lease_ttl() -> Duration {
+    std::env::var("KUSION_LEASE_TTL")
+        .ok()
+        .and_then(|v| humantime::parse_duration(v.trim()).ok())
+        .map_or(LEASE_TTL, |d| d.max(Duration::from_secs(1)))
+}
 
 /// What happened to an apply or destroy.
 #[derive(Debug)]
@@ -93,8 +117,12 @@ pub fn preview(
     options: &PlanOptions,
     cancel: Arc<AtomicBool>,
 ) -> Result<PlanView, OperationError> {
-    let state = stack.store.load()?;
-    Ok(plan::compute(spec, &state, &stack.registry, options, &cancel)?.view())
+    let (state, sealer) = load_unsealed(&*stack.store)?;
+    let options = PlanOptions {
+        sealer: Some(sealer),
+        ..options.clone()
+    };
+    Ok(plan::compute(spec, &state, &stack.registry, &options, &cancel)?.view())
 }
 
 /// Take the lease, plan, ask `confirm`, execute and record the release.
@@ -110,44 +138,18 @@ pub fn apply(
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Applied, OperationError> {
-    let store = stack.store.clone();
     let holder = LeaseHolder::current(operation);
-    let lease = store.acquire_lease(&holder, LEASE_TTL.as_millis() as u64)?;
-    let lease_lost = Arc::new(AtomicBool::new(false));
-    let (stop_renewing, stopped) = std::sync::mpsc::channel::<()>();
-    let renewer = {
-        let store = store.clone();
-        let lease = lease.clone();
-        let cancel = cancel.clone();
-        let lost = lease_lost.clone();
-        std::thread::Builder::new()
-            .name("kusion-lease".into())
-            .spawn(move || {
-                let mut current = lease;
-                // Renew every third of the lease's life until told to stop.
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    stopped.recv_timeout(LEASE_TTL / 3)
-                {
-                    match store.renew_lease(&current, LEASE_TTL.as_millis() as u64) {
-                        Ok(renewed) => current = renewed,
-                        Err(e) => {
-                            // Someone took the stack over: stop starting new work.
-                            tracing::error!("lost the state lease ({e}); stopping");
-                            lost.store(true, Ordering::SeqCst);
-                            cancel.store(true, Ordering::SeqCst);
-                            return;
-                        }
-                    }
-                }
-            })
-            .map_err(|e| StateError::Io {
-                location: "lease".into(),
-                message: format!("starting the lease renewer: {e}"),
-            })?
-    };
-    let result = apply_locked(
+    let writer = Arc::new(Writer::acquire(
+        stack.store.clone(),
+        &holder,
+        lease_ttl(),
+        cancel.clone(),
+    )?);
+    close_abandoned_releases(&*stack.store);
+    apply_locked(
         spec,
         stack,
+        writer,
         operation,
         &holder,
         plan_options,
@@ -156,19 +158,49 @@ pub fn apply(
         confirm,
         events,
         cancel,
-    );
-    drop(stop_renewing);
-    let _ = renewer.join();
-    if !lease_lost.load(Ordering::SeqCst) {
-        store.release_lease(&lease)?;
-    }
-    result
+    )
 }
+
+/// Releases still marked running when the stack's lease was just taken belong to a process
+/// that stopped (killed, a full disk, a lost connection) before recording an outcome: close
+/// them as failed, saying so, so history never shows an operation running forever.
+fn close_abandoned_releases(store: &dyn StateStore) {
+    let latest = match store.latest_revision() {
+        Ok(Some(latest)) => latest,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!("reading the release history: {e}");
+            return;
+        }
+    };
+    // Operations hold the lease one at a time, so only the last few can have been left open.
+    for revision in latest.saturating_sub(ABANDONED_LOOKBACK - 1).max(1)..=latest {
+        let Ok(mut release) = store.release(revision) else {
+            continue;
+        };
+        if release.status != ReleaseStatus::Running {
+            continue;
+        }
+        release.status = ReleaseStatus::Failed;
+        release.finished_at = Some(now_ms());
+        release.notes.push(format!(
+            "closed by the next operation: {} stopped before recording an outcome; `kusionctl state list` shows what state holds",
+            release.holder
+        ));
+        if let Err(e) = store.update_release(&release) {
+            tracing::warn!("closing abandoned release {revision}: {e}");
+        }
+    }
+}
+
+/// How many of the latest releases are checked for ones left running.
+const ABANDONED_LOOKBACK: u64 = 5;
 
 #[allow(clippy::too_many_arguments)]
 fn apply_locked(
     spec: &Spec,
     stack: &Stack,
+    writer: Arc<Writer>,
     operation: &str,
     holder: &LeaseHolder,
     plan_options: &PlanOptions,
@@ -178,14 +210,23 @@ fn apply_locked(
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Applied, OperationError> {
-    let state = stack.store.load()?;
+    let (state, sealer) = load_unsealed(&*stack.store)?;
+    writer.set_sealer(sealer.clone())?;
+    let plan_options = &PlanOptions {
+        sealer: Some(sealer.clone()),
+        ..plan_options.clone()
+    };
+    let apply_options = &ApplyOptions {
+        sealer: Some(sealer),
+        ..apply_options.clone()
+    };
     let plan = plan::compute(spec, &state, &stack.registry, plan_options, &cancel)?;
     let view = plan.view();
     if !plan.has_changes() && !state.resources.values().any(|e| e.pending) {
         // Entries recorded before targets existed still get their qualified keys (under the
         // lease, one durable write), though nothing else changes.
         if !plan.moves.is_empty() {
-            stack.store.append(&plan.moves)?;
+            writer.append(&plan.moves)?;
         }
         return Ok(Applied::NothingToDo(view));
     }
@@ -208,14 +249,21 @@ fn apply_locked(
         notes,
     };
     let revision = stack.store.create_release(&mut release)?;
-    let (report, _state) = apply::execute(
-        plan,
-        stack.store.clone(),
-        &stack.registry,
-        apply_options,
-        cancel,
-        events,
-    )?;
+    let (report, _state) =
+        match apply::execute(plan, writer, &stack.registry, apply_options, cancel, events) {
+            Ok(done) => done,
+            Err(e) => {
+                // The history says how it ended even when state could not be written (a lost
+                // lease, a full disk); what state holds is what the journal recorded.
+                release.finished_at = Some(now_ms());
+                release.status = ReleaseStatus::Failed;
+                release.notes.push(format!("stopped: {e}"));
+                if let Err(update) = stack.store.update_release(&release) {
+                    tracing::warn!("recording the end of release {revision}: {update}");
+                }
+                return Err(e.into());
+            }
+        };
     release.finished_at = Some(now_ms());
     release.status = if report.succeeded() {
         ReleaseStatus::Succeeded

@@ -80,6 +80,8 @@ pub struct Step<'a> {
     /// Whether another resource of the spec refers to this one with `$kusion_path` (apply then
     /// keeps its values for resolving those references).
     pub referenced: bool,
+    /// For a replacement: the changed fields that cannot change in place (the runtime said so).
+    pub forces_replace: Vec<FieldPath>,
 }
 
 impl Step<'_> {
@@ -115,6 +117,8 @@ pub struct Plan<'a> {
     /// that re-key them (`id` -> `id@target`), journaled before anything else happens. Steps
     /// already use the new keys and have the old entries as their prior.
     pub moves: Vec<crate::state::JournalRecord>,
+    /// Fields never compared (the plan's `ignore_fields`), left out of [`Plan::view`] too.
+    pub ignore_fields: Vec<FieldPath>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +143,16 @@ pub struct StepView {
     pub action: Action,
     pub changes: Vec<FieldChange>,
     pub unknown: Vec<String>,
+    /// For a replacement: the fields whose change forces it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forces_replacement: Vec<String>,
+    /// For updates and replacements: the live object and what it becomes, masked and without
+    /// ignored fields, for showing the changes in context (lists aligned by item). `changes`
+    /// is the machine-readable form of the same difference.
+    #[serde(skip)]
+    pub before: Option<Value>,
+    #[serde(skip)]
+    pub after: Option<Value>,
 }
 
 /// An owned, masked rendering of a plan.
@@ -172,6 +186,42 @@ impl Plan<'_> {
                 .map(|step| {
                     let mut changes = step.field_changes().into_owned();
                     diff::mask_changes(&mut changes, &step.sensitive);
+                    // A reference still in place is a value known only after apply.
+                    for change in &mut changes {
+                        if let Some(new) = &mut change.new {
+                            mark_known_after_apply(new);
+                        }
+                    }
+                    let in_context = |r: Option<&Resource>| {
+                        let mut v = attrs_value(r?);
+                        diff::strip(&mut v, &self.ignore_fields);
+                        diff::mask(&mut v, &step.sensitive);
+                        Some(v)
+                    };
+                    let (before, after) = match step.action {
+                        Action::Update | Action::Replace => {
+                            let mut after = in_context(step.expected.as_ref());
+                            // Masked, a changed secret would look unchanged: say it changed.
+                            if let Some(after) = after.as_mut() {
+                                for c in step.changes.iter().filter(|c| {
+                                    c.kind == diff::ChangeKind::Changed
+                                        && diff::is_sensitive(&c.path, &step.sensitive)
+                                }) {
+                                    diff::set_path(
+                                        after,
+                                        &c.path,
+                                        Value::String(diff::MASK_CHANGED.into()),
+                                    );
+                                }
+                            }
+                            (in_context(step.live.as_ref()), after)
+                        }
+                        _ => (None, None),
+                    };
+                    let after = after.map(|mut a| {
+                        mark_known_after_apply(&mut a);
+                        a
+                    });
                     StepView {
                         id: step.id.clone(),
                         target: step.target.clone(),
@@ -179,6 +229,13 @@ impl Plan<'_> {
                         action: step.action,
                         changes,
                         unknown: step.unknown.clone(),
+                        forces_replacement: step
+                            .forces_replace
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect(),
+                        before,
+                        after,
                     }
                 })
                 .collect(),
@@ -219,6 +276,9 @@ pub struct PlanOptions {
     pub timeout: Option<Duration>,
     /// Plan the deletion of everything in state instead of converging to the spec.
     pub destroy: bool,
+    /// The stack's sealer: sealed prior values are matched against planned ones before a
+    /// runtime sees the prior.
+    pub sealer: Option<std::sync::Arc<crate::state::seal::Sealer>>,
 }
 
 impl Default for PlanOptions {
@@ -228,8 +288,62 @@ impl Default for PlanOptions {
             concurrency: 10,
             timeout: None,
             destroy: false,
+            sealer: None,
         }
     }
+}
+
+/// What a preview shows for a value taken from a resource that is not applied yet.
+pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
+
+fn mark_known_after_apply(value: &mut Value) {
+    match value {
+        Value::String(s) if s.contains(reference::PREFIX) => {
+            *s = KNOWN_AFTER_APPLY.to_string();
+        }
+        Value::Array(items) => items.iter_mut().for_each(mark_known_after_apply),
+        Value::Object(map) => map.values_mut().for_each(mark_known_after_apply),
+        _ => {}
+    }
+}
+
+/// The prior resource as a runtime should see it: sealed values that still equal the planned
+/// ones are the planned values again (a changed secret stays sealed, so it differs).
+pub(crate) fn prior_for_runtime(
+    sealer: Option<&crate::state::seal::Sealer>,
+    prior: &Resource,
+    planned: &Resource,
+) -> Resource {
+    match sealer {
+        Some(sealer)
+            if crate::state::seal::contains_sealed(&Value::Object(prior.attributes.clone())) =>
+        {
+            sealer.unseal_from(prior, planned)
+        }
+        _ => prior.clone(),
+    }
+}
+
+/// Refuse a resolved resource that took a sealed value from another resource: state keeps
+/// that value only as a hash, and sending the hash would be wrong.
+pub(crate) fn refuse_sealed_references(
+    planned: &Resource,
+    resolved: &Resource,
+) -> Result<(), String> {
+    for (key, value) in &resolved.attributes {
+        if crate::state::seal::contains_sealed(value)
+            && !planned
+                .attributes
+                .get(key)
+                .is_some_and(crate::state::seal::contains_sealed)
+        {
+            return Err(format!(
+                "resource {:?}: field {key:?} refers to a sensitive value that state keeps only as a hash (the runtime cannot read it back); configure a state key (KUSION_STATE_PASSPHRASE or KUSION_STATE_KEY_FILE) so sensitive values are kept encrypted",
+                planned.id
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -244,8 +358,47 @@ pub enum PlanError {
     NoRuntime { id: String, resource_type: String },
     #[error("resource {id:?}: its runtime cannot name its target: {message}")]
     Target { id: String, message: String },
-    #[error("planning failed for {} resource(s):\n{}", .0.len(), .0.iter().map(|(id, e)| format!("  {id}: {e}")).collect::<Vec<_>>().join("\n"))]
+    #[error("{}", failures_text("planning failed", .0))]
     Resources(Vec<(String, String)>),
+}
+
+/// `what for N resource(s):` and one line per failure, where failures that say the same thing
+/// but for their resource's ID (a cluster that cannot be reached) are one line naming how many
+/// resources and a few of them.
+pub fn failures_text(what: &str, failures: &[(String, String)]) -> String {
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    for (key, message) in failures {
+        let id = key.split_once('@').map_or(key.as_str(), |(id, _)| id);
+        let general = message
+            .replace(&format!("{key}: "), "")
+            .replace(&format!("{id}: "), "");
+        match groups.iter_mut().find(|(m, _)| *m == general) {
+            Some((_, keys)) => keys.push(key.as_str()),
+            None => groups.push((general, vec![key.as_str()])),
+        }
+    }
+    let mut out = format!("{what} for {} resource(s):", failures.len());
+    for (general, keys) in &groups {
+        if keys.len() == 1 {
+            let key = keys[0];
+            let message = failures
+                .iter()
+                .find(|(k, _)| k == key)
+                .map_or("", |(_, m)| m.as_str());
+            out.push_str(&format!("\n  {key}: {message}"));
+        } else {
+            const NAMED: usize = 3;
+            let mut named = keys[..NAMED.min(keys.len())].join(", ");
+            if keys.len() > NAMED {
+                named.push_str(&format!(" and {} more", keys.len() - NAMED));
+            }
+            out.push_str(&format!(
+                "\n  {general}\n    ({} resources: {named})",
+                keys.len()
+            ));
+        }
+    }
+    out
 }
 
 /// Call a runtime, bounded by `timeout`. Without a timeout the call runs on the caller's thread;
@@ -445,6 +598,7 @@ pub fn compute<'a>(
             sensitive: Vec::new(),
             unknown: Vec::new(),
             referenced: referenced[i],
+            forces_replace: Vec::new(),
         });
     }
 
@@ -488,6 +642,7 @@ pub fn compute<'a>(
             sensitive,
             unknown: Vec::new(),
             referenced: false,
+            forces_replace: Vec::new(),
         });
         deps.push(Vec::new());
     }
@@ -507,6 +662,7 @@ pub fn compute<'a>(
         references,
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
+        sealer: options.sealer.clone(),
     };
     let decisions: Vec<OnceLock<Decision>> = (0..first_delete).map(|_| OnceLock::new()).collect();
     let results = walk(&deps[..first_delete], options.concurrency, cancel, |i| {
@@ -532,6 +688,7 @@ pub fn compute<'a>(
             step.changes = d.changes;
             step.sensitive = d.sensitive;
             step.unknown = d.unknown;
+            step.forces_replace = d.forces_replace;
         }
     }
     let mut failures = Vec::new();
@@ -551,7 +708,12 @@ pub fn compute<'a>(
     if !failures.is_empty() {
         return Err(PlanError::Resources(failures));
     }
-    Ok(Plan { steps, deps, moves })
+    Ok(Plan {
+        steps,
+        deps,
+        moves,
+        ignore_fields: options.ignore_fields.clone(),
+    })
 }
 
 /// What every planning step shares (borrowing the spec's IDs).
@@ -563,6 +725,7 @@ struct PlanContext<'a> {
     references: Vec<Vec<Reference>>,
     ignore: Vec<FieldPath>,
     timeout: Option<Duration>,
+    sealer: Option<std::sync::Arc<crate::state::seal::Sealer>>,
 }
 
 /// The attributes a reference to a decided step resolves to during planning, if known before
@@ -585,6 +748,7 @@ struct Decision {
     changes: Vec<FieldChange>,
     sensitive: Vec<FieldPath>,
     unknown: Vec<String>,
+    forces_replace: Vec<FieldPath>,
 }
 
 fn decide(
@@ -628,6 +792,20 @@ fn decide(
         })
         .map_err(|e| e.to_string())?
     };
+    // Sensitivity follows values: a field filled from a sensitive field is sensitive.
+    let derived_sensitive = if refs.is_empty() {
+        Vec::new()
+    } else {
+        refuse_sealed_references(planned, &resolved)?;
+        reference::sensitive_uses(planned, &cx.index, &|id, path| {
+            targets.get(id).is_some_and(|d| {
+                d.sensitive
+                    .iter()
+                    .any(|s| s.is_prefix_of(path) || path.is_prefix_of(s))
+            })
+        })
+        .map_err(|e| e.to_string())?
+    };
     drop(targets);
 
     // The resolved resource and the prior travel from request to request rather than being
@@ -635,7 +813,7 @@ fn decide(
     let (read, request) = call_keep(
         cx.timeout,
         ReadRequest {
-            prior: prior.map(|p| p.resource.clone()),
+            prior: prior.map(|p| prior_for_runtime(cx.sealer.as_deref(), &p.resource, &resolved)),
             prior_private: prior.and_then(|p| p.private.clone()),
             planned: Some(resolved),
             timeout: cx.timeout,
@@ -653,11 +831,13 @@ fn decide(
     if let Some(p) = prior {
         extra_sensitive.extend(p.sensitive_paths.iter().cloned());
     }
+    extra_sensitive.extend(derived_sensitive.iter().map(|p| p.to_string()));
     let mut unknown = Vec::new();
     if unresolved {
         unknown.push("(values referenced from resources not yet applied)".to_string());
     }
 
+    let mut forces_replace = Vec::new();
     let (action, expected, changes) = match &read.resource {
         None => {
             // A dry-run of a creation shows server defaults and marks sensitive fields, but it
@@ -734,16 +914,20 @@ fn decide(
                 diff::strip(&mut after, &cx.ignore);
                 diff::diff(&before, &after)
             };
+            forces_replace = replace_paths
+                .into_iter()
+                .filter(|r| {
+                    changes
+                        .iter()
+                        .any(|c| r.is_prefix_of(&c.path) || c.path.is_prefix_of(r))
+                })
+                .collect();
             let action = if changes.is_empty() {
                 match prior {
                     Some(p) if !p.pending => Action::UnChanged,
                     _ => Action::Import,
                 }
-            } else if changes.iter().any(|c| {
-                replace_paths
-                    .iter()
-                    .any(|r| r.is_prefix_of(&c.path) || c.path.is_prefix_of(r))
-            }) {
+            } else if !forces_replace.is_empty() {
                 Action::Replace
             } else {
                 Action::Update
@@ -767,6 +951,7 @@ fn decide(
         changes,
         sensitive,
         unknown,
+        forces_replace,
     })
 }
 

@@ -247,6 +247,59 @@ pub fn references_of(
     Ok(refs)
 }
 
+/// The paths of `resource` whose strings refer to a value `is_sensitive(id, path)` says is
+/// sensitive: once resolved, those fields carry the secret, so they are sensitive too.
+pub fn sensitive_uses(
+    resource: &Resource,
+    known_ids: &impl KnownIds,
+    is_sensitive: &dyn Fn(&str, &FieldPath) -> bool,
+) -> Result<Vec<FieldPath>, ReferenceError> {
+    fn walk(
+        value: &Value,
+        at: &FieldPath,
+        resource: &str,
+        known_ids: &impl KnownIds,
+        is_sensitive: &dyn Fn(&str, &FieldPath) -> bool,
+        out: &mut Vec<FieldPath>,
+    ) -> Result<(), ReferenceError> {
+        match value {
+            Value::String(s) if s.contains(PREFIX) => {
+                let refs = find_references(s, known_ids, resource)?;
+                if refs.iter().any(|r| is_sensitive(&r.id, &r.path)) {
+                    out.push(at.clone());
+                }
+                Ok(())
+            }
+            Value::Array(items) => items.iter().enumerate().try_for_each(|(i, v)| {
+                walk(
+                    v,
+                    &at.child_index(i),
+                    resource,
+                    known_ids,
+                    is_sensitive,
+                    out,
+                )
+            }),
+            Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+                walk(v, &at.child_key(k), resource, known_ids, is_sensitive, out)
+            }),
+            _ => Ok(()),
+        }
+    }
+    let mut out = Vec::new();
+    for (key, value) in &resource.attributes {
+        walk(
+            value,
+            &FieldPath::root().child_key(key),
+            &resource.id,
+            known_ids,
+            is_sensitive,
+            &mut out,
+        )?;
+    }
+    Ok(out)
+}
+
 /// The value a reference resolves to, if its resource's attributes are known.
 pub enum Lookup<'a> {
     /// The referenced resource's attributes as applied (or planned) in this run.
@@ -377,6 +430,25 @@ mod tests {
         assert_eq!(r[0].id, "networking.k8s.io/v1:Ingress:demo:front");
         let r = find_references("$kusion_path[\"v1:Service:demo:web\"]", &known, "x").unwrap();
         assert!(r[0].path.0.is_empty());
+    }
+
+    #[test]
+    fn fields_filled_from_sensitive_values_are_found() {
+        let known = ids(&["v1:Secret:a:s", "t:cfg"]);
+        let mut r = Resource::new("t:use", "Test", Default::default());
+        r.attributes.insert(
+            "env".into(),
+            json!([{"name": "A", "value": "pw=$kusion_path[v1:Secret:a:s].data.pw"},
+                   {"name": "B", "value": "$kusion_path[t:cfg].name"},
+                   {"name": "C", "value": "$kusion_path[v1:Secret:a:s]"}]),
+        );
+        let data = FieldPath::parse("data").unwrap();
+        let found = sensitive_uses(&r, &known, &|id, path| {
+            id == "v1:Secret:a:s" && (data.is_prefix_of(path) || path.is_prefix_of(&data))
+        })
+        .unwrap();
+        let found: Vec<String> = found.iter().map(|p| p.to_string()).collect();
+        assert_eq!(found, vec!["env[0].value", "env[2].value"]);
     }
 
     #[test]

@@ -46,6 +46,157 @@ pub enum SpecError {
     MissingDependency { id: String, dependency: String },
     #[error("resource {id:?} depends on itself")]
     SelfDependency { id: String },
+    #[error("{0}")]
+    UnknownKey(Box<UnknownKey>),
+}
+
+/// A key a spec may not have (boxed in [`SpecError`] to keep errors small).
+#[derive(Debug)]
+pub struct UnknownKey {
+    pub file: String,
+    /// The line of the key, when it can be found in the text.
+    pub line: Option<usize>,
+    pub key: String,
+    /// Where: `in resource #3 ("v1:Service:ns:web")` or `at the top level`.
+    pub place: String,
+    pub closest: Option<String>,
+    pub known: String,
+}
+
+impl std::fmt::Display for UnknownKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        write!(f, ": unknown key {:?} {}", self.key, self.place)?;
+        match &self.closest {
+            Some(c) => write!(f, "; did you mean {c:?}?"),
+            None => write!(f, "; known keys: {}", self.known),
+        }
+    }
+}
+
+/// Keys of a spec document and of each resource; anything else is a mistake (a misspelled
+/// `dependsOn` would silently lose an ordering).
+const TOP_KEYS: &[&str] = &["resources"];
+const RESOURCE_KEYS: &[&str] = &["id", "type", "attributes", "dependsOn", "extensions"];
+
+/// The known key closest to `key`, if it is close enough to be a likely misspelling.
+fn closest(key: &str, known: &[&str]) -> Option<String> {
+    known
+        .iter()
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
+                k,
+            )
+        })
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.to_string())
+}
+
+/// The 1-based line of the first line that starts (after indentation and `- `) with `key:`.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start().trim_start_matches("- ").trim_start();
+            let l = l.trim_start_matches(['"', '\'']);
+            l.strip_prefix(key).is_some_and(|rest| {
+                rest.trim_start_matches(['"', '\''])
+                    .trim_start()
+                    .starts_with(':')
+            })
+        })
+        .map(|i| i + 1)
+}
+
+/// Refuse unknown keys at the top level and in each resource.
+fn check_keys<'a>(
+    text: &str,
+    file: &str,
+    top: impl Iterator<Item = Option<&'a str>>,
+    resources: impl Iterator<Item = (Option<&'a str>, Vec<Option<&'a str>>)>,
+) -> Result<(), SpecError> {
+    let unknown = |key: &str, place: String, known: &[&str]| {
+        SpecError::UnknownKey(Box::new(UnknownKey {
+            file: file.to_string(),
+            line: line_of_key(text, key),
+            key: key.to_string(),
+            place,
+            closest: closest(key, known),
+            known: known.join(", "),
+        }))
+    };
+    for key in top {
+        let key = key.unwrap_or("(not a string)");
+        if !TOP_KEYS.contains(&key) {
+            return Err(unknown(key, "at the top level".into(), TOP_KEYS));
+        }
+    }
+    for (i, (id, keys)) in resources.enumerate() {
+        for key in keys {
+            let key = key.unwrap_or("(not a string)");
+            if !RESOURCE_KEYS.contains(&key) {
+                let place = match id {
+                    Some(id) => format!("in resource #{} ({id:?})", i + 1),
+                    None => format!("in resource #{}", i + 1),
+                };
+                return Err(unknown(key, place, RESOURCE_KEYS));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deepest `[`/`{` nesting allowed in YAML flow style: deeper input is refused before the
+/// parser sees it (its cost grows with the square of the depth).
+const MAX_FLOW_DEPTH: usize = 256;
+
+/// Find flow nesting deeper than [`MAX_FLOW_DEPTH`] in one linear pass (quoted scalars and
+/// comments skipped); returns its line and column.
+fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut col) = (0usize, 1usize, 0usize);
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    let mut at_line_start_or_space = true;
+    while let Some(c) = chars.next() {
+        col += 1;
+        if c == '\n' {
+            line += 1;
+            col = 0;
+            at_line_start_or_space = true;
+            continue;
+        }
+        match quote {
+            Some('"') if c == '\\' => {
+                chars.next();
+                col += 1;
+            }
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '#' if at_line_start_or_space => {
+                    // A comment runs to the end of the line.
+                    while chars.peek().is_some_and(|c| *c != '\n') {
+                        chars.next();
+                    }
+                }
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some((line, col));
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        at_line_start_or_space = c.is_whitespace();
+    }
+    None
 }
 
 /// The two accepted document shapes: `resources: [...]` or a bare list.
@@ -61,13 +212,52 @@ impl Spec {
     pub fn parse(text: &str, file: &str) -> Result<Spec, SpecError> {
         let trimmed = text.trim_start();
         let document: SpecDocument = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            serde_json::from_str(text).map_err(|e| SpecError::Syntax {
+            let value: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| SpecError::Syntax {
+                    file: file.to_string(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: e.to_string(),
+                })?;
+            let resources = match &value {
+                serde_json::Value::Object(top) => top.get("resources"),
+                list @ serde_json::Value::Array(_) => Some(list),
+                _ => None,
+            };
+            check_keys(
+                text,
+                file,
+                value
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|m| m.keys().map(|k| Some(k.as_str()))),
+                resources
+                    .and_then(serde_json::Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(serde_json::Value::as_object)
+                    .map(|r| {
+                        (
+                            r.get("id").and_then(serde_json::Value::as_str),
+                            r.keys().map(|k| Some(k.as_str())).collect(),
+                        )
+                    }),
+            )?;
+            serde_json::from_value(value).map_err(|e| SpecError::Syntax {
                 file: file.to_string(),
-                line: e.line(),
-                column: e.column(),
-                message: e.to_string(),
+                line: 0,
+                column: 0,
+                message: format!("not a spec (expected `resources:` with a list of {{id, type, attributes}}): {e}"),
             })?
         } else {
+            if let Some((line, column)) = too_deep(text) {
+                return Err(SpecError::Syntax {
+                    file: file.to_string(),
+                    line,
+                    column,
+                    message: format!("flow collections nested deeper than {MAX_FLOW_DEPTH} levels"),
+                });
+            }
             // Parse to a generic value first so structural errors carry a location.
             let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| {
                 let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
@@ -81,6 +271,30 @@ impl Spec {
             if value.is_null() {
                 return Ok(Spec::default());
             }
+            let resources = match &value {
+                serde_yaml_ng::Value::Mapping(top) => top.get("resources"),
+                list @ serde_yaml_ng::Value::Sequence(_) => Some(list),
+                _ => None,
+            };
+            check_keys(
+                text,
+                file,
+                value
+                    .as_mapping()
+                    .into_iter()
+                    .flat_map(|m| m.keys().map(serde_yaml_ng::Value::as_str)),
+                resources
+                    .and_then(serde_yaml_ng::Value::as_sequence)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(serde_yaml_ng::Value::as_mapping)
+                    .map(|r| {
+                        (
+                            r.get("id").and_then(serde_yaml_ng::Value::as_str),
+                            r.keys().map(serde_yaml_ng::Value::as_str).collect(),
+                        )
+                    }),
+            )?;
             serde_yaml_ng::from_value(value).map_err(|e| SpecError::Syntax {
                 file: file.to_string(),
                 line: 0,
@@ -196,6 +410,59 @@ pub fn json_to_yaml(value: &serde_json::Value) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_closest_known_key() {
+        let text =
+            "resources:\n- id: t:a\n  type: Test\n- id: t:b\n  type: Test\n  dependOn: [t:a]\n";
+        let e = Spec::parse(text, "spec.yaml").unwrap_err().to_string();
+        assert!(
+            e.contains("spec.yaml:6")
+                && e.contains("\"dependOn\"")
+                && e.contains("resource #2 (\"t:b\")")
+                && e.contains("did you mean \"dependsOn\""),
+            "{e}"
+        );
+        let e = Spec::parse("resource:\n- id: t:a\n  type: Test\n", "s.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean \"resources\""), "{e}");
+        let e = Spec::parse(
+            r#"{"resources": [{"id": "t:a", "type": "Test", "zzz": 1}]}"#,
+            "s.json",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("\"zzz\"") && e.contains("known keys: id, type"),
+            "{e}"
+        );
+        Spec::parse(
+            "resources:\n- id: t:a\n  type: Test\n  dependsOn: []\n  extensions: {a: 1}\n",
+            "ok.yaml",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_in_linear_time() {
+        let deep = format!("resources: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let started = std::time::Instant::now();
+        let e = Spec::parse(&deep, "deep.yaml").unwrap_err().to_string();
+        assert!(
+            e.contains("deep.yaml:1:") && e.contains("nested deeper"),
+            "{e}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // Brackets inside quotes and comments do not count.
+        let quoted = format!(
+            "# {}\nresources: []\nx: '{}'\n",
+            "[".repeat(1000),
+            "{".repeat(1000)
+        );
+        assert!(too_deep(&quoted).is_none());
+    }
+
     use super::*;
 
     fn types() -> BTreeSet<String> {

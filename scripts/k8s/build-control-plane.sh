@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and kube-controller-manager v1.20.2 offline from Debian bookworm's
-# `kubernetes` source package (no prebuilt binaries are reachable from CI), plus installs
-# Debian's golang-go (build) and etcd-server (run). Result: $OUT/bin/{kube-apiserver,kube-controller-manager}.
-# Idempotent: does nothing when both binaries already exist. Needs root (apt) and ~2 GB of disk.
+# Builds kube-apiserver, kube-controller-manager and kubectl v1.20.2 offline from Debian
+# bookworm's `kubernetes` source package (no prebuilt binaries are reachable from CI), plus
+# installs Debian's golang-go (build) and etcd-server (run).
+# Result: $OUT/bin/{kube-apiserver,kube-controller-manager,kubectl}. kubectl is the oracle of
+# the differential tests (`kubectl apply --server-side` of the same manifests) and the
+# benchmark's comparison, so it comes from the same source as the server.
+# Idempotent: does nothing when every binary already exists (a cache built before kubectl was
+# added gets only kubectl). Needs root (apt) and ~2 GB of disk.
 set -euo pipefail
 
 CACHE="${KUSION_CACHE:-$HOME/.cache/kusion-rs}"
 OUT="${KUSION_K8S_DIR:-$CACHE/k8s-v1.20.2}"
-BINS=(kube-apiserver kube-controller-manager)
+BINS=(kube-apiserver kube-controller-manager kubectl)
 
 have_all() {
   local b

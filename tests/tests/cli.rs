@@ -83,6 +83,14 @@ fn secrets_never_show_in_any_output() {
     let t = text(&out);
     assert!(!t.contains("hunter"), "{t}");
     assert!(t.contains("\"action\":\"Update\""), "{t}");
+    // Shown in context, the masked secret still says that it changes.
+    let out = env.run(&["preview", "-f", "spec.yaml", "-d"]);
+    let t = text(&out);
+    assert!(!t.contains("hunter"), "{t}");
+    assert!(
+        t.contains("secret: (sensitive value) => (changed sensitive value)"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -127,7 +135,7 @@ fn exit_codes() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"exitCode\":3"));
     let out = env.run(&["state", "unlock"]);
     assert!(
-        text(&out).contains("warning: removed the lease held by alice"),
+        text(&out).contains("warning: removed lease #1 held by alice"),
         "{}",
         text(&out)
     );

@@ -227,6 +227,39 @@ fn compile_all_matches_per_stack_compile_and_is_incremental() {
     assert!(text(&out).contains("1 failed"), "{}", text(&out));
     let out = run(&root, work.path(), &["compile", "--all"]);
     assert!(text(&out).contains("1 failed"), "{}", text(&out));
+
+    // A runaway stack fails alone with a clear error; the others compile.
+    std::fs::write(
+        root.join("demo/dev/main.k"),
+        "n = len([1 for i in range(10**9)])\n",
+    )
+    .unwrap();
+    let out = run(&root, work.path(), &["compile", "--all", "--force"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("stack demo/dev")
+            && text(&out).contains("--max-items")
+            && text(&out).contains("1 failed"),
+        "{}",
+        text(&out)
+    );
+    // A stack may not read outside its folder and package (nor write at all).
+    std::fs::write(
+        root.join("demo/dev/main.k"),
+        "import file\nleak = file.read(\"/etc/passwd\")\n",
+    )
+    .unwrap();
+    let out = run(&root.join("demo/dev"), work.path(), &["compile"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("--allow-read /etc"), "{}", text(&out));
+    std::fs::write(
+        root.join("demo/dev/main.k"),
+        "import file\nfile.write(\"out.txt\", \"x\")\nx = 1\n",
+    )
+    .unwrap();
+    let out = run(&root.join("demo/dev"), work.path(), &["compile"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("never writes"), "{}", text(&out));
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::sync::Barrier;
 
 use kusion_kernel::state::{
-    self, IntentKind, JournalRecord, LeaseHolder, Release, ReleaseStatus, State, StateEntry,
+    self, IntentKind, JournalRecord, Lease, LeaseHolder, Release, ReleaseStatus, State, StateEntry,
     StateError, StateStore, now_ms,
 };
 use kusion_pg_harness::PgServer;
@@ -35,7 +35,16 @@ fn intent(id: &str) -> JournalRecord {
         kind: IntentKind::Create,
         resource: entry(id, 0).resource,
         target: None,
+        sensitive_paths: vec![],
     }
+}
+
+/// A lease for a writer that tests treat as gone when they drop it (its pid does not exist),
+/// so the next "process" may take the stack over.
+fn lease(store: &dyn StateStore) -> Lease {
+    let mut me = LeaseHolder::current("test");
+    me.pid = u32::MAX - 1;
+    store.acquire_lease(&me, 600_000).unwrap()
 }
 
 fn release() -> Release {
@@ -59,19 +68,26 @@ fn ids(state: &State) -> Vec<&str> {
 fn journal_and_checkpoint(open: &Opener<'_>) {
     let store = open("journal");
     assert!(store.load().unwrap().resources.is_empty());
+    let lease = lease(&*store);
     store
-        .append(&[
-            intent("a"),
-            intent("b"),
-            JournalRecord::Applied {
-                entry: entry("a", 1),
-            },
-        ])
+        .append(
+            &lease,
+            &[
+                intent("a"),
+                intent("b"),
+                JournalRecord::Applied {
+                    entry: entry("a", 1),
+                },
+            ],
+        )
         .unwrap();
     store
-        .append(&[JournalRecord::Applied {
-            entry: entry("c", 3),
-        }])
+        .append(
+            &lease,
+            &[JournalRecord::Applied {
+                entry: entry("c", 3),
+            }],
+        )
         .unwrap();
     assert!(store.journal_len().unwrap() > 0);
     // Another process sees the same replay.
@@ -85,7 +101,7 @@ fn journal_and_checkpoint(open: &Opener<'_>) {
 
     let mut state = store.load().unwrap();
     state.serial += 1;
-    store.checkpoint(&state).unwrap();
+    store.checkpoint(&lease, &state).unwrap();
     assert_eq!(store.journal_len().unwrap(), 0);
     let reloaded = open("journal").load().unwrap();
     assert_eq!(ids(&reloaded), ["a", "b", "c"]);
@@ -93,16 +109,19 @@ fn journal_and_checkpoint(open: &Opener<'_>) {
 
     // After a checkpoint the journal continues on top of the new snapshot.
     store
-        .append(&[
-            JournalRecord::Deleted { id: "a".into() },
-            JournalRecord::Revert {
-                id: "b".into(),
-                previous: None,
-            },
-            JournalRecord::Applied {
-                entry: entry("c", 4),
-            },
-        ])
+        .append(
+            &lease,
+            &[
+                JournalRecord::Deleted { id: "a".into() },
+                JournalRecord::Revert {
+                    id: "b".into(),
+                    previous: None,
+                },
+                JournalRecord::Applied {
+                    entry: entry("c", 4),
+                },
+            ],
+        )
         .unwrap();
     let state = open("journal").load().unwrap();
     assert_eq!(ids(&state), ["c"]);
@@ -111,12 +130,13 @@ fn journal_and_checkpoint(open: &Opener<'_>) {
     for _ in 0..3 {
         let mut s = store.load().unwrap();
         s.serial += 1;
-        store.checkpoint(&s).unwrap();
-        store.append(&[intent("d")]).unwrap();
+        store.checkpoint(&lease, &s).unwrap();
+        store.append(&lease, &[intent("d")]).unwrap();
     }
     let state = open("journal").load().unwrap();
     assert_eq!(ids(&state), ["c", "d"]);
     assert!(state.resources["d"].pending);
+    store.release_lease(&lease).unwrap();
 }
 
 /// A writer that dies without a checkpoint: every journaled intent is named on reload, and a
@@ -125,13 +145,17 @@ fn crash_leaves_pending(open: &Opener<'_>) {
     {
         let store = open("crash");
         store.load().unwrap();
+        let lease = lease(&*store);
         let intents: Vec<_> = (0..50).map(|i| intent(&format!("r{i:02}"))).collect();
-        store.append(&intents).unwrap();
+        store.append(&lease, &intents).unwrap();
         for i in 0..20 {
             store
-                .append(&[JournalRecord::Applied {
-                    entry: entry(&format!("r{i:02}"), i),
-                }])
+                .append(
+                    &lease,
+                    &[JournalRecord::Applied {
+                        entry: entry(&format!("r{i:02}"), i),
+                    }],
+                )
                 .unwrap();
         }
         // Dropped here: no checkpoint, no goodbye.
@@ -140,15 +164,49 @@ fn crash_leaves_pending(open: &Opener<'_>) {
     let state = next.load().unwrap();
     assert_eq!(state.resources.len(), 50);
     assert_eq!(state.resources.values().filter(|e| e.pending).count(), 30);
-    next.append(&[JournalRecord::Applied {
-        entry: entry("r20", 20),
-    }])
+    let lease = lease(&*next);
+    next.append(
+        &lease,
+        &[JournalRecord::Applied {
+            entry: entry("r20", 20),
+        }],
+    )
     .unwrap();
     let mut s = next.load().unwrap();
     assert_eq!(s.resources.values().filter(|e| e.pending).count(), 29);
     s.serial += 1;
-    next.checkpoint(&s).unwrap();
+    next.checkpoint(&lease, &s).unwrap();
     assert_eq!(open("crash").load().unwrap(), s);
+    next.release_lease(&lease).unwrap();
+}
+
+/// Fencing: once the stack's lease is not the writer's (removed by `state unlock`, or taken
+/// over by another process), the writer's journal and snapshot writes are refused, and the
+/// fencing numbers only grow.
+fn fencing(open: &Opener<'_>) {
+    let first = open("fencing");
+    let old = lease(&*first);
+    first.append(&old, &[intent("x")]).unwrap();
+    assert!(first.force_unlock().unwrap().is_some());
+    let e = first.append(&old, &[intent("y")]).unwrap_err();
+    assert!(matches!(e, StateError::Fenced { .. }), "{e}");
+    let second = open("fencing");
+    let new = lease(&*second);
+    assert!(new.fence > old.fence, "{} > {}", new.fence, old.fence);
+    for e in [
+        first.append(&old, &[intent("y")]).unwrap_err(),
+        first.checkpoint(&old, &State::default()).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&e, StateError::Fenced { now, .. } if now.contains(&format!("lease #{}", new.fence))),
+            "{e}"
+        );
+    }
+    second.append(&new, &[intent("z")]).unwrap();
+    assert_eq!(ids(&open("fencing").load().unwrap()), ["x", "z"]);
+    second.release_lease(&new).unwrap();
+    let third = lease(&*open("fencing"));
+    assert!(third.fence > new.fence, "released leases keep their number");
 }
 
 /// Eight "processes" race for the lease: exactly one wins, the rest are told who holds it.
@@ -263,6 +321,7 @@ fn history(open: &Opener<'_>) {
 fn conformance(open: &Opener<'_>) {
     journal_and_checkpoint(open);
     crash_leaves_pending(open);
+    fencing(open);
     lease_contention(open);
     history(open);
 }
@@ -295,6 +354,13 @@ fn conformance_s3() {
     let mut missing = stores::s3_config(&moto, "kusion-conformance", "x");
     missing.bucket = "no-such-bucket".into();
     let store = state::S3Store::new(&missing).unwrap();
-    let e = store.append(&[intent("a")]).unwrap_err();
+    let fake = Lease {
+        holder: LeaseHolder::current("test"),
+        token: "t".into(),
+        acquired_at: 0,
+        expires_at: 0,
+        fence: 1,
+    };
+    let e = store.append(&fake, &[intent("a")]).unwrap_err();
     assert!(e.to_string().contains("no-such-bucket"), "{e}");
 }

@@ -38,6 +38,13 @@ pub struct StackConfig {
     pub context: Option<String>,
     #[serde(default)]
     pub state: Option<StateConfig>,
+    /// Folders (relative to the stack folder) the stack's KCL may read with `file.*` besides
+    /// its package, its folder and the external packages.
+    #[serde(default, rename = "allowRead")]
+    pub allow_read: Vec<PathBuf>,
+    /// Environment variables the stack's KCL may read with `file.read_env`.
+    #[serde(default, rename = "allowEnv")]
+    pub allow_env: Vec<String>,
 }
 
 /// Where the stack's state lives.

@@ -528,6 +528,7 @@ fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Val
     } else {
         (start as i128 - stop as i128 - step as i128 - 1) / -(step as i128)
     };
+    crate::limits::check_items(n.max(0) as usize, "range()")?;
     let mut out = Vec::with_capacity(n.clamp(0, 1 << 24) as usize);
     let mut i = start;
     while (step > 0 && i < stop) || (step < 0 && i > stop) {

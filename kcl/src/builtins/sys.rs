@@ -307,6 +307,7 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             "filesha256" => |h: &mut dyn Host, a: A, k: K| -> R {
                 use sha2::Digest;
                 let p = resolve(h, &str_arg(a, k, 0, "filepath", "filesha256")?);
+                h.access().check_read("filesha256", &p)?;
                 let b = std::fs::read(&p).map_err(|e| RtError::eval(format!("failed to read {}: {e}", p.display())))?;
                 Ok(Value::from(hex(&sha2::Sha256::digest(&b))))
             },
@@ -333,22 +334,37 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
         "file" => natives!(name, {
             "read" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let p = resolve(h, &str_arg(a, k, 0, "filepath", "read")?);
+                h.access().check_read("read", &p)?;
                 std::fs::read_to_string(&p).map(Value::from).map_err(|e| RtError::eval(format!("failed to access the file '{}': {e}", p.display())))
             },
             "glob" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let pat = str_arg(a, k, 0, "pattern", "glob")?;
-                Ok(Value::from(glob(h, &pat).into_iter().map(Value::from).collect::<Vec<_>>()))
+                let found = glob(h, &pat);
+                // Only what the program may read is listed.
+                let access = h.access();
+                let found: Vec<Value> = found
+                    .into_iter()
+                    .filter(|p| access.check_read("glob", std::path::Path::new(p)).is_ok())
+                    .map(Value::from)
+                    .collect();
+                Ok(Value::from(found))
             },
             "modpath" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.mod_root().display().to_string())) },
             "workdir" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.exec_workdir())) },
             "current" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.current_file())) },
-            "exists" => |h: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(resolve(h, &str_arg(a, k, 0, "filepath", "exists")?).exists())) },
+            "exists" => |h: &mut dyn Host, a: A, k: K| -> R {
+                let p = resolve(h, &str_arg(a, k, 0, "filepath", "exists")?);
+                h.access().check_read("exists", &p)?;
+                Ok(Value::Bool(p.exists()))
+            },
             "abs" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let p = resolve(h, &str_arg(a, k, 0, "filepath", "abs")?);
+                h.access().check_read("abs", &p)?;
                 Ok(Value::from(std::fs::canonicalize(&p).unwrap_or(p).display().to_string()))
             },
             "mkdir" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let p = resolve(h, &str_arg(a, k, 0, "directory", "mkdir")?);
+                h.access().check_write("mkdir", &p)?;
                 let exist_ok = flag(a, k, 1, "exists");
                 match std::fs::create_dir_all(&p) {
                     Ok(()) => Ok(Value::None),
@@ -358,21 +374,27 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             },
             "delete" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let p = resolve(h, &str_arg(a, k, 0, "filepath", "delete")?);
+                h.access().check_write("delete", &p)?;
                 let r = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
                 r.map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to delete '{}': {e}", p.display())))
             },
             "cp" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let s = resolve(h, &str_arg(a, k, 0, "src", "cp")?);
                 let d = resolve(h, &str_arg(a, k, 1, "dest", "cp")?);
+                h.access().check_read("cp", &s)?;
+                h.access().check_write("cp", &d)?;
                 std::fs::copy(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to copy '{}': {e}", s.display())))
             },
             "mv" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let s = resolve(h, &str_arg(a, k, 0, "src", "mv")?);
                 let d = resolve(h, &str_arg(a, k, 1, "dest", "mv")?);
+                h.access().check_write("mv", &s)?;
+                h.access().check_write("mv", &d)?;
                 std::fs::rename(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to move '{}': {e}", s.display())))
             },
             "size" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let p = resolve(h, &str_arg(a, k, 0, "filepath", "size")?);
+                h.access().check_read("size", &p)?;
                 std::fs::metadata(&p).map(|m| Value::Int(m.len() as i64)).map_err(|e| RtError::eval(format!("failed to stat '{}': {e}", p.display())))
             },
             "write" => |h: &mut dyn Host, a: A, k: K| -> R {
@@ -380,8 +402,9 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 let c = str_arg(a, k, 1, "content", "write")?;
                 write_file(h, &p, &c)
             },
-            "read_env" => |_: &mut dyn Host, a: A, k: K| -> R {
+            "read_env" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let n = str_arg(a, k, 0, "key", "read_env")?;
+                h.access().check_env(&n)?;
                 Ok(std::env::var(&*n).map(Value::from).unwrap_or(Value::None))
             },
         }),
@@ -478,6 +501,7 @@ fn resolve(h: &mut dyn Host, p: &str) -> std::path::PathBuf {
 
 fn write_file(h: &mut dyn Host, p: &str, content: &str) -> R {
     let path = resolve(h, p);
+    h.access().check_write("write", &path)?;
     std::fs::write(&path, content)
         .map(|_| Value::None)
         .map_err(|e| RtError::eval(format!("failed to write '{}': {e}", path.display())))

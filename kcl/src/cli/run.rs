@@ -52,6 +52,28 @@ pub struct RunArgs {
     /// List options (accepted for compatibility).
     #[arg(short = 'l')]
     pub list: bool,
+    /// Let `file.*` read files under DIR (besides the package, the working folder and the
+    /// external packages).
+    #[arg(long = "allow-read", value_name = "DIR")]
+    pub allow_read: Vec<PathBuf>,
+    /// Let `file.*` write, move and delete files under DIR.
+    #[arg(long = "allow-write", value_name = "DIR")]
+    pub allow_write: Vec<PathBuf>,
+    /// Let `file.read_env` read the variable NAME (`*` for all).
+    #[arg(long = "allow-env", value_name = "NAME")]
+    pub allow_env: Vec<String>,
+    /// Upstream's behaviour: `file.*` and `file.read_env` reach everything.
+    #[arg(long = "allow-all")]
+    pub allow_all: bool,
+    /// Most items in one list, dict or string the program builds (default 100000000).
+    #[arg(long = "max-items", value_name = "N")]
+    pub max_items: Option<usize>,
+    /// Most memory the evaluation may use, e.g. `8GiB` (default 4GiB; `0` for no limit).
+    #[arg(long = "max-memory", value_name = "SIZE", value_parser = crate::limits::parse_size)]
+    pub max_memory: Option<u64>,
+    /// Longest evaluation, e.g. `30m` (default 10m; `0` for no limit).
+    #[arg(long = "timeout", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -64,6 +86,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         settings: a.setting,
         json: a.format == "json",
         strict_range_check: a.strict_range_check,
+        allow: crate::run::Allow {
+            read: a.allow_read,
+            write: a.allow_write,
+            env: a.allow_env,
+            all: a.allow_all,
+            deny_writes: None,
+        },
+        limits: {
+            let mut l = crate::limits::Limits::default();
+            if let Some(n) = a.max_items {
+                l.max_items = n;
+            }
+            if let Some(m) = a.max_memory {
+                l.max_memory = m;
+            }
+            if let Some(t) = a.timeout {
+                l.timeout = (!t.is_zero()).then_some(t);
+            }
+            l
+        },
         ..Default::default()
     };
     for d in &a.argument {

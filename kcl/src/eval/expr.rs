@@ -280,11 +280,18 @@ impl Evaluator {
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     if first {
                         // read before the element runs (it may hold comprehensions of its own)
-                        out.reserve_exact(this.comp_len.get());
+                        let n = this.comp_len.get();
+                        crate::limits::check_items(n, "the list comprehension")
+                            .map_err(|x| this.rt(x, e.span))?;
+                        out.reserve_exact(n);
                         first = false;
                     }
                     let v = this.eval(cx, &c.elt)?;
                     out.push(v);
+                    if out.len() & 0xfff == 0 {
+                        crate::limits::check_items(out.len(), "the list comprehension")
+                            .map_err(|x| this.rt(x, e.span))?;
+                    }
                     Ok(())
                 })?;
                 // results are often long-lived (large generated lists): drop the growth slack
@@ -305,7 +312,12 @@ impl Evaluator {
                     };
                     let v = this.eval(cx, &c.value)?;
                     value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, true)
-                        .map_err(|x| this.rt(x, c.key.span))
+                        .map_err(|x| this.rt(x, c.key.span))?;
+                    if d.len() & 0xfff == 0 {
+                        crate::limits::check_items(d.len(), "the dict comprehension")
+                            .map_err(|x| this.rt(x, c.key.span))?;
+                    }
+                    Ok(())
                 })?;
                 Ok(Value::from(d))
             }
@@ -668,6 +680,7 @@ impl Evaluator {
                 0
             });
         for (a, b) in pairs {
+            crate::limits::tick().map_err(|x| self.rt(x, c.iter.span))?;
             {
                 let mut vs = scope.vars.borrow_mut();
                 if vars.len() >= 2 {
@@ -1020,6 +1033,7 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         span: Span,
     ) -> EvalResult<Value> {
+        crate::limits::tick().map_err(|x| self.rt(x, span))?;
         let Value::Func(func) = f else {
             return Err(EvalError::new(
                 ErrKind::Type,
@@ -1374,6 +1388,9 @@ impl value::Host for HostCtx<'_> {
     }
     fn mod_root(&self) -> std::path::PathBuf {
         self.ev.root.clone()
+    }
+    fn access(&self) -> std::borrow::Cow<'_, crate::access::Access> {
+        std::borrow::Cow::Borrowed(&self.ev.opts.access)
     }
     fn plugin(
         &mut self,

@@ -53,6 +53,8 @@ pub struct EvalOptions {
     pub plugin: Option<Rc<dyn PluginHook>>,
     /// `-r`: integers must fit in 32 bits.
     pub strict_range_check: bool,
+    /// What `file.*` and `file.read_env` may reach.
+    pub access: crate::access::Access,
 }
 
 /// A loaded package: its statements (from every file) and global variables.

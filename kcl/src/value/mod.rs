@@ -294,6 +294,10 @@ pub trait Host {
         String::new()
     }
     fn mod_root(&self) -> std::path::PathBuf;
+    /// What `file.*` may reach (unconfined unless the host says otherwise).
+    fn access(&self) -> std::borrow::Cow<'_, crate::access::Access> {
+        std::borrow::Cow::Owned(crate::access::Access::unconfined())
+    }
     /// A plugin call (`kcl_plugin.<module>.<fn>`).
     fn plugin(
         &mut self,

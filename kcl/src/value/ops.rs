@@ -271,10 +271,14 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
             Ok(Value::from(v))
         }
         (Mul, Value::Str(s), Value::Int(n)) | (Mul, Value::Int(n), Value::Str(s)) => {
-            Ok(Value::from(s.repeat((*n).max(0) as usize)))
+            let times = (*n).max(0) as usize;
+            crate::limits::check_items(s.len().saturating_mul(times), "the repeated string")?;
+            Ok(Value::from(s.repeat(times)))
         }
         (Mul, Value::List(l), Value::Int(n)) | (Mul, Value::Int(n), Value::List(l)) => {
-            let mut v = Vec::with_capacity(l.len() * (*n).max(0) as usize);
+            let times = (*n).max(0) as usize;
+            crate::limits::check_items(l.len().saturating_mul(times), "the repeated list")?;
+            let mut v = Vec::with_capacity(l.len() * times);
             for _ in 0..(*n).max(0) {
                 v.extend(l.iter().cloned());
             }

@@ -67,7 +67,23 @@ pub enum TargetStatus {
     Failed,
     /// Never acted on: an earlier batch failed, the run was interrupted, or a dependency failed.
     NotStarted,
+    /// Acted on, then the run was interrupted before its recovery was confirmed.
+    Interrupted,
 }
+
+/// One line of a run's journal, written durably by the caller before a target is acted on and
+/// after its outcome is known, so a run killed at any point leaves a record of what it did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "entry", rename_all = "camelCase")]
+pub enum JournalEntry {
+    /// About to act on `target`: from here on it may have been changed.
+    Acting { operation: String, target: String },
+    /// The target's outcome.
+    Done(TargetReport),
+}
+
+/// Writes journal entries durably; an error stops the target from being acted on.
+pub type RunJournal = Arc<dyn Fn(JournalEntry) -> Result<(), String> + Send + Sync>;
 
 /// One target's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,6 +269,7 @@ struct Shared {
     /// Per app: the maxUnavailable budget and its size.
     budgets: HashMap<String, (Arc<Semaphore>, u32)>,
     started: Instant,
+    journal: Option<RunJournal>,
 }
 
 impl Shared {
@@ -260,6 +277,30 @@ impl Shared {
         if let Some(tx) = &self.events {
             let _ = tx.send(e);
         }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+
+    fn journal(&self, entry: JournalEntry) -> Result<(), String> {
+        match &self.journal {
+            Some(write) => write(entry),
+            None => Ok(()),
+        }
+    }
+
+    /// Sleep for `d`, waking early when the run is interrupted; false if it was.
+    async fn pause(&self, d: Duration) -> bool {
+        let until = Instant::now() + d;
+        while !self.cancelled() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            tokio::time::sleep(left.min(Duration::from_millis(50))).await;
+        }
+        false
     }
     fn since_start(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
@@ -273,6 +314,7 @@ pub async fn execute(
     clusters: &BTreeMap<String, ClusterConfig>,
     events: Option<mpsc::UnboundedSender<RunEvent>>,
     cancel: Arc<AtomicBool>,
+    journal: Option<RunJournal>,
 ) -> RunReport {
     let started = Instant::now();
     let mut caps: HashMap<String, usize> = HashMap::new();
@@ -292,6 +334,7 @@ pub async fn execute(
             .map(|(app, n)| (app, (Arc::new(Semaphore::new(n)), n as u32)))
             .collect(),
         started,
+        journal,
     });
     // One "finished, succeeded?" channel per operation; dependents wait on their dependencies'.
     let (senders, receivers): (Vec<_>, Vec<_>) = spec
@@ -329,8 +372,8 @@ pub async fn execute(
                     blocked = Some(format!("dependency {name:?} did not succeed"));
                 }
             }
-            if blocked.is_none() && shared.cancel.load(Ordering::SeqCst) {
-                blocked = Some("the run was interrupted".into());
+            if blocked.is_none() && shared.cancelled() {
+                blocked = Some(INTERRUPTED.into());
             }
             let (targets, timings) = match blocked {
                 Some(reason) => {
@@ -360,6 +403,8 @@ pub async fn execute(
     report.total_ms = started.elapsed().as_millis() as u64;
     report
 }
+
+const INTERRUPTED: &str = "the run was interrupted before this target was acted on";
 
 fn not_started(op: &Operation, reason: &str) -> Vec<TargetReport> {
     op.groups()
@@ -442,10 +487,31 @@ async fn run_group(
     let all_batches = group.batches.clone();
     for (b, batch) in group.batches.into_iter().enumerate() {
         let number = b + 1;
-        if stop.is_none() && shared.cancel.load(Ordering::SeqCst) {
-            stop = Some("the run was interrupted".into());
+        if stop.is_none() && b > 0 && !op.pause.is_zero() {
+            let paused = Instant::now();
+            shared.pause(op.pause).await;
+            timing.pause_ms += paused.elapsed().as_millis() as u64;
+        }
+        let queued = Instant::now();
+        let permit = match (stop.is_none(), shared.budgets.get(&op.app)) {
+            (true, Some((sem, cap))) => {
+                let want = (batch.len() as u32).min(*cap).max(1);
+                // Waiting for the budget ends early when the run is interrupted.
+                tokio::select! {
+                    p = sem.clone().acquire_many_owned(want) => p.ok(),
+                    () = wait_cancelled(shared) => None,
+                }
+            }
+            _ => None,
+        };
+        timing.queued_ms += queued.elapsed().as_millis() as u64;
+        // Checked after the pause and the budget wait, right before acting: an interrupt
+        // during either starts nothing more.
+        if stop.is_none() && shared.cancelled() {
+            stop = Some(INTERRUPTED.into());
         }
         if let Some(why) = &stop {
+            drop(permit);
             out.extend(
                 batch
                     .iter()
@@ -453,19 +519,7 @@ async fn run_group(
             );
             continue;
         }
-        if b > 0 && !op.pause.is_zero() {
-            tokio::time::sleep(op.pause).await;
-            timing.pause_ms += op.pause.as_millis() as u64;
-        }
-        let queued = Instant::now();
-        let _permit = match shared.budgets.get(&op.app) {
-            Some((sem, cap)) => {
-                let want = (batch.len() as u32).min(*cap).max(1);
-                sem.clone().acquire_many_owned(want).await.ok()
-            }
-            None => None,
-        };
-        timing.queued_ms += queued.elapsed().as_millis() as u64;
+        let _permit = permit;
         shared.emit(RunEvent::BatchStarted {
             operation: op.name.clone(),
             cluster: group.cluster.clone(),
@@ -527,10 +581,26 @@ async fn run_batch(
     let deadline = act_start + op.timeout;
     let mut calls = Vec::new();
     for t in batch {
-        let prepared = runtime_for(&shared.registry, &shared.clusters, t).map(|r| {
-            let req = request(op, t, &shared.clusters[&t.cluster], false);
-            (r, req)
-        });
+        let prepared = runtime_for(&shared.registry, &shared.clusters, t)
+            .map(|r| {
+                let req = request(op, t, &shared.clusters[&t.cluster], false);
+                (r, req)
+            })
+            .and_then(|prepared| {
+                // The intent is durable before the target is touched.
+                if shared.cancelled() {
+                    return Err(INTERRUPTED.to_string());
+                }
+                shared
+                    .journal(JournalEntry::Acting {
+                        operation: op.name.clone(),
+                        target: t.name.clone(),
+                    })
+                    .map(|()| prepared)
+                    .map_err(|e| {
+                        format!("not acted on: the run's record could not be written: {e}")
+                    })
+            });
         calls.push(async move {
             match prepared {
                 Err(e) => Err(e),
@@ -553,6 +623,11 @@ async fn run_batch(
         let mut r = blank(op, t, number, TargetStatus::Failed, None);
         r.acted_at_ms = Some(shared.since_start());
         match result {
+            Err(e) if e == INTERRUPTED => {
+                r.status = TargetStatus::NotStarted;
+                r.reason = Some(e);
+                r.acted_at_ms = None;
+            }
             Err(e) => {
                 shared.emit(RunEvent::Acted {
                     operation: op.name.clone(),
@@ -599,6 +674,7 @@ async fn run_batch(
         reports.push(r);
     }
     if waits.is_empty() {
+        journal_outcomes(shared, &reports);
         return reports;
     }
     let wait_start = Instant::now();
@@ -644,6 +720,10 @@ async fn run_batch(
                     r.status = TargetStatus::Recovered;
                     r.recovered_at_ms = Some(at);
                 }
+                Err(why) if why.starts_with(WAIT_INTERRUPTED) => {
+                    r.status = TargetStatus::Interrupted;
+                    r.reason = Some(format!("app {}: {why}", op.app));
+                }
                 Err(why) => {
                     r.reason = Some(format!(
                         "app {}: not recovered within {}: {why}",
@@ -655,7 +735,27 @@ async fn run_batch(
         }
     }
     timing.wait_ms += wait_start.elapsed().as_millis() as u64;
+    journal_outcomes(shared, &reports);
     reports
+}
+
+/// Journal each target's outcome (a failed write is logged: the act already happened, and
+/// the record still names the target as acted on).
+fn journal_outcomes(shared: &Shared, reports: &[TargetReport]) {
+    for r in reports {
+        if let Err(e) = shared.journal(JournalEntry::Done(r.clone())) {
+            tracing::error!("recording the outcome of {}: {e}", r.target);
+        }
+    }
+}
+
+const WAIT_INTERRUPTED: &str = "interrupted while waiting for recovery";
+
+/// Resolves once the run is interrupted.
+async fn wait_cancelled(shared: &Shared) {
+    while !shared.cancelled() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Join futures without pulling in a futures crate: spawn-free, polled in order.
@@ -759,7 +859,7 @@ fn wait_recovered(
             return Err(last);
         }
         if cancel.load(Ordering::SeqCst) {
-            return Err(format!("interrupted while waiting ({last})"));
+            return Err(format!("{WAIT_INTERRUPTED} (last seen: {last})"));
         }
         let mut w = match runtime.watch(&WatchRequest {
             resource: hint.watch.clone(),
@@ -797,7 +897,7 @@ fn wait_recovered(
                 },
                 Ok(WatchPoll::Pending) => {
                     if cancel.load(Ordering::SeqCst) {
-                        return Err(format!("interrupted while waiting ({last})"));
+                        return Err(format!("{WAIT_INTERRUPTED} (last seen: {last})"));
                     }
                 }
                 Ok(WatchPoll::Closed) => break,
@@ -1008,6 +1108,7 @@ mod tests {
             &clusters,
             None,
             Arc::new(AtomicBool::new(false)),
+            None,
         )
         .await;
         let status = |t: &str| {

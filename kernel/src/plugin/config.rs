@@ -8,6 +8,10 @@
 //! default_dirs = true                 # also search $KUSION_PLUGIN_PATH and ~/.kusion/plugins
 //! workspace = "/src/kusion-rs"        # in-repo plugins from this checkout's build output
 //! only = ["localfile"]                # if set, load only these plugins
+//! require_signatures = false          # refuse plugins without a trusted publisher signature
+//!
+//! [plugins.trusted_keys]
+//! acme = "MCowBQYDK2VwAyEA..."        # publisher name = base64 ed25519 public key
 //!
 //! [plugins.settings.localfile]
 //! config = { root = "/srv/files" }    # handed to the plugin's configure()
@@ -47,6 +51,10 @@ pub struct PluginConfig {
     /// When set, only these plugin names are loaded; the rest are listed as disabled.
     pub only: Option<Vec<String>>,
     pub settings: BTreeMap<String, PluginSettings>,
+    /// Publisher name -> base64 ed25519 public key; a signed plugin must be signed by one.
+    pub trusted_keys: BTreeMap<String, String>,
+    /// Refuse plugins without a valid publisher signature.
+    pub require_signatures: bool,
 }
 
 impl Default for PluginConfig {
@@ -58,6 +66,8 @@ impl Default for PluginConfig {
             target_dir: None,
             only: None,
             settings: BTreeMap::new(),
+            trusted_keys: BTreeMap::new(),
+            require_signatures: false,
         }
     }
 }

@@ -88,6 +88,13 @@ pub struct Manifest {
     pub sha256: Option<String>,
     #[serde(default)]
     pub permissions: Permissions,
+    /// Who signed the plugin: a name in the operator's `[plugins.trusted_keys]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<String>,
+    /// Base64 ed25519 signature of the publisher over name, version, kind and `sha256`
+    /// (see [`super::trust::signed_text`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 impl Manifest {
@@ -150,16 +157,19 @@ impl Manifest {
         })
     }
 
-    /// The plugin file, resolved against the manifest's directory.
-    pub fn file_path(&self, manifest_path: &Path) -> PathBuf {
-        manifest_path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(&self.file)
+    /// The plugin file, resolved against the manifest's directory; refused when it would lie
+    /// outside it.
+    pub fn file_path(&self, manifest_path: &Path) -> Result<PathBuf, LoadError> {
+        super::trust::contained_file(self, manifest_path)
     }
 
     /// Check the file against `sha256`. `require` makes a missing checksum an error.
     pub fn verify(&self, file: &Path, require: bool) -> Result<(), LoadError> {
+        self.verify_sum(file, &sha256_file(file)?, require)
+    }
+
+    /// Check a file's computed checksum `actual` against `sha256`.
+    pub fn verify_sum(&self, file: &Path, actual: &str, require: bool) -> Result<(), LoadError> {
         let Some(expected) = &self.sha256 else {
             if require {
                 return Err(LoadError::Checksum {
@@ -169,7 +179,6 @@ impl Manifest {
             }
             return Ok(());
         };
-        let actual = sha256_file(file)?;
         if !actual.eq_ignore_ascii_case(expected) {
             return Err(LoadError::Checksum {
                 path: file.to_path_buf(),
@@ -276,6 +285,8 @@ mod tests {
             format: None,
             sha256: Some("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824".into()),
             permissions: Permissions::default(),
+            publisher: None,
+            signature: None,
         };
         manifest.verify(&file, true).unwrap();
         std::fs::write(&file, b"hellO").unwrap();

@@ -13,6 +13,7 @@ pub mod config;
 pub mod fixtures;
 pub mod manifest;
 pub mod native;
+pub mod trust;
 pub mod wasm;
 
 #[cfg(test)]
@@ -66,6 +67,10 @@ pub enum LoadError {
     Manifest { path: PathBuf, detail: String },
     #[error("{}: checksum check failed: {detail}", path.display())]
     Checksum { path: PathBuf, detail: String },
+    #[error("{}: refused, not safe to load plugins from: {detail}", path.display())]
+    Unsafe { path: PathBuf, detail: String },
+    #[error("{}: signature check failed: {detail}", path.display())]
+    Signature { path: PathBuf, detail: String },
     #[error("{}: WASM component rejected: {detail}", path.display())]
     Wasm { path: PathBuf, detail: String },
     #[error("plugin configuration: {detail}")]
@@ -141,6 +146,7 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
             tracing::debug!(dir = %dir.display(), "plugin directory absent or unreadable");
             continue;
         };
+        let dir_unsafe = trust::check_private(&dir).err();
         let mut subdirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
         subdirs.sort();
         for sub in subdirs {
@@ -148,8 +154,22 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
             if !manifest_path.is_file() {
                 continue;
             }
-            let manifest = Manifest::load(&manifest_path);
-            let file = manifest.as_ref().ok().map(|m| m.file_path(&manifest_path));
+            // Nothing from a directory others may write is trusted, not even its manifest.
+            let manifest = match dir_unsafe
+                .clone()
+                .map_or_else(|| trust::check_private(&sub), Err)
+                .and_then(|()| trust::check_private(&manifest_path))
+            {
+                Ok(()) => Manifest::load(&manifest_path),
+                Err(e) => Err(e),
+            };
+            let (manifest, file) = match manifest {
+                Ok(m) => match m.file_path(&manifest_path) {
+                    Ok(file) => (Ok(m), Some(file)),
+                    Err(e) => (Err(e), None),
+                },
+                Err(e) => (Err(e), None),
+            };
             found.push(Candidate {
                 manifest_path,
                 source,
@@ -338,9 +358,23 @@ pub fn load_plugins(config: &PluginConfig) -> LoadedPlugins {
             continue;
         };
         let settings = config.settings_for(&manifest.name);
-        let result = manifest
-            .verify(&file, candidate.source != Source::Workspace)
-            .and_then(|()| load_one(&manifest, &file, &settings, &mut wasm_host, &mut entry));
+        let result = verify_candidate(
+            config,
+            &manifest,
+            candidate.source,
+            &candidate.manifest_path,
+            &file,
+        )
+        .and_then(|verified| {
+            load_one(
+                &manifest,
+                &file,
+                &verified,
+                &settings,
+                &mut wasm_host,
+                &mut entry,
+            )
+        });
         match result {
             Ok(loaded) => {
                 let configured = if settings.config.is_null() {
@@ -383,15 +417,47 @@ pub fn list_plugins(config: &PluginConfig) -> Vec<PluginEntry> {
     load_plugins(config).entries
 }
 
+/// Everything checked before a plugin's code may run: file ownership and modes, checksum
+/// (required outside the workspace build output), publisher signature, and for native
+/// libraries the plugin declaration in the ELF symbol table. Returns the checked file.
+fn verify_candidate(
+    config: &PluginConfig,
+    manifest: &Manifest,
+    source: Source,
+    manifest_path: &Path,
+    file: &Path,
+) -> Result<trust::Verified, LoadError> {
+    trust::check_private(file)?;
+    let verified = trust::Verified::open(file)?;
+    let sum = verified.sha256();
+    manifest.verify_sum(file, &sum, source != Source::Workspace)?;
+    trust::check_signature(
+        manifest,
+        manifest_path,
+        &sum,
+        &config.trusted_keys,
+        config.require_signatures,
+    )?;
+    if manifest.format() == Format::Native {
+        let symbol = std::str::from_utf8(kusion_sdk::abi::native::DECL_SYMBOL)
+            .unwrap_or("kusion_plugin_decl")
+            .trim_end_matches('\0');
+        verified.require_export(symbol)?;
+    }
+    Ok(verified)
+}
+
 fn load_one(
     manifest: &Manifest,
     file: &Path,
+    verified: &trust::Verified,
     settings: &PluginSettings,
     wasm_host: &mut Option<Result<WasmHost, LoadError>>,
     entry: &mut PluginEntry,
 ) -> Result<Loaded, LoadError> {
     match manifest.format() {
         Format::Native => {
+            let _ = verified;
             let lib = NativeLibrary::open(file)?;
             entry.abi = Some(lib.abi());
             if lib.kind() != manifest.kind {

@@ -77,7 +77,9 @@ fn read_decl(path: &Path, lib: &RawLibrary) -> Result<PluginDecl, LoadError> {
 }
 
 impl NativeLibrary {
-    /// Open and check a plugin library.
+    /// Open and check a plugin library. This runs the library's constructors: call it only on
+    /// a file whose manifest, checksum and ownership were checked first (as `load_plugins`
+    /// does), or on a library built here.
     pub fn open(path: &Path) -> Result<Arc<NativeLibrary>, LoadError> {
         let lib = RawLibrary::load_at(path).map_err(|e| LoadError::Open {
             path: path.to_path_buf(),

@@ -55,6 +55,8 @@ fn manifest(name: &str, kind: PluginKind, file: &str) -> Manifest {
         format: None,
         sha256: None,
         permissions: manifest::Permissions::default(),
+        publisher: None,
+        signature: None,
     }
 }
 
@@ -790,4 +792,75 @@ fn compiled_wasm_components_are_cached_on_disk_and_bad_entries_recompiled() {
         std::fs::read(&entries[0]).unwrap(),
         b"not a compiled component"
     );
+}
+
+/// A library in a plugin directory others can write is refused before it is opened: its
+/// constructor never runs. The same library in a private directory does run it (so the check
+/// can fail).
+#[test]
+fn libraries_in_world_writable_directories_never_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let lib = fixtures::build(Fixture::NativeFunction);
+    // One log per test process (set once, always to the same value); each line names the
+    // library whose constructor ran, so other tests' loads do not count.
+    static LOG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let marker = LOG.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("kusion-constructors-{}", std::process::id()));
+        // SAFETY: set once, before this test loads anything, always to the same value.
+        unsafe { std::env::set_var("KUSION_FIXTURE_CONSTRUCTOR_LOG", &path) };
+        path
+    });
+    let ran = |lib: &Path| {
+        std::fs::read_to_string(marker)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| Path::new(l) == lib)
+    };
+    let plugins = tempfile::tempdir().unwrap();
+    let shared = plugins.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    // A copy, so no earlier test of this process has mapped the same file.
+    let copy = plugins.path().join("copy.so");
+    std::fs::copy(&lib, &copy).unwrap();
+    manifest::install(
+        &shared,
+        &manifest("planted", PluginKind::Function, "x"),
+        &copy,
+    )
+    .unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let loaded = load_plugins(&config_for(&shared, &[]));
+    match &loaded.entries[0].status {
+        Status::Refused(why) => assert!(why.contains("writable by everyone"), "{why}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let installed = shared.join("planted").join("copy.so");
+    assert!(
+        !ran(&installed),
+        "the library's constructor ran though its directory is world-writable"
+    );
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let loaded = load_plugins(&config_for(&shared, &[]));
+    assert_eq!(loaded.entries[0].status, Status::Loaded);
+    assert!(
+        ran(&installed),
+        "the constructor runs once the plugin is trusted"
+    );
+}
+
+#[test]
+fn a_manifest_file_outside_its_directory_is_refused() {
+    let plugins = tempfile::tempdir().unwrap();
+    let dir = plugins.path().join("escape");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        "name = \"escape\"\nkind = \"function\"\nversion = \"1\"\nfile = \"../../x.so\"\n",
+    )
+    .unwrap();
+    let loaded = load_plugins(&config_for(plugins.path(), &[]));
+    match &loaded.entries[0].status {
+        Status::Refused(why) => assert!(why.contains("inside the manifest's directory"), "{why}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }

@@ -5,10 +5,12 @@
 //! reading, judging and replacing a lease is one atomic step across processes.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::check::Finding;
 use super::{
     JournalRecord, Lease, LeaseHolder, Release, RunRecord, State, StateError, StateStore,
     format_time, hostname, now_ms,
@@ -17,6 +19,12 @@ use super::{
 pub struct LocalStore {
     dir: PathBuf,
     journal: Mutex<Option<File>>,
+    /// `lease.guard`, opened once.
+    guard: Mutex<Option<File>>,
+    /// The lease last confirmed current: its file's identity (inode and modification time)
+    /// and token. Every change of the lease replaces the file (a rename), so an unchanged
+    /// identity means an unchanged lease and the file need not be read again.
+    confirmed: Mutex<Option<(u64, i64, i64, String)>>,
 }
 
 impl LocalStore {
@@ -25,6 +33,8 @@ impl LocalStore {
         LocalStore {
             dir: dir.into(),
             journal: Mutex::new(None),
+            guard: Mutex::new(None),
+            confirmed: Mutex::new(None),
         }
     }
 
@@ -40,7 +50,7 @@ impl LocalStore {
     }
 
     fn ensure_dir(&self) -> Result<(), StateError> {
-        fs::create_dir_all(self.dir.join("releases")).map_err(|e| self.io(e))
+        private_dir(&self.dir.join("releases")).map_err(|e| self.io(e))
     }
 
     fn journal_path(&self) -> PathBuf {
@@ -51,11 +61,20 @@ impl LocalStore {
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StateError> {
         self.ensure_dir()?;
         let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        let mut f = File::create(&tmp).map_err(|e| self.io(format!("{}: {e}", tmp.display())))?;
-        f.write_all(bytes).map_err(|e| self.io(e))?;
-        f.sync_all().map_err(|e| self.io(e))?;
-        drop(f);
-        fs::rename(&tmp, path).map_err(|e| self.io(format!("{}: {e}", path.display())))?;
+        let written = (|| {
+            let mut f = private_file(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })();
+        if let Err(e) = written {
+            // A full or failing disk must not leave a half-written temporary behind.
+            let _ = fs::remove_file(&tmp);
+            return Err(self.io(format!("{}: {e}", tmp.display())));
+        }
+        if let Err(e) = fs::rename(&tmp, path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(self.io(format!("{}: {e}", path.display())));
+        }
         self.sync_dir(path.parent().unwrap_or(&self.dir))
     }
 
@@ -67,13 +86,19 @@ impl LocalStore {
 
     /// Run `f` while holding the cross-process guard lock.
     fn guarded<T>(&self, f: impl FnOnce() -> Result<T, StateError>) -> Result<T, StateError> {
-        self.ensure_dir()?;
-        let guard = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join("lease.guard"))
-            .map_err(|e| self.io(e))?;
+        let mut slot = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            self.ensure_dir()?;
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(self.dir.join("lease.guard"))
+                .map_err(|e| self.io(e))?;
+            *slot = Some(file);
+        }
+        let guard = slot.as_ref().expect("opened above");
         guard.lock().map_err(|e| self.io(e))?;
         let result = f();
         let _ = guard.unlock();
@@ -83,16 +108,55 @@ impl LocalStore {
     fn read_lease(&self) -> Result<Option<Lease>, StateError> {
         let path = self.dir.join("lease.json");
         match fs::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes)
-                    .map(Some)
-                    .map_err(|e| StateError::Corrupt {
-                        location: path.display().to_string(),
-                        message: e.to_string(),
-                    })
-            }
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                StateError::Corrupt {
+                    location: path.display().to_string(),
+                    message: format!(
+                        "{e} (once no kusion process works on this stack, `kusionctl state unlock` removes it)"
+                    ),
+                }
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(self.io(e)),
+        }
+    }
+
+    /// The last fencing number handed out (kept apart from `lease.json`, which is removed on
+    /// release and by `state unlock`).
+    fn read_fence(&self) -> Result<u64, StateError> {
+        match fs::read_to_string(self.dir.join("fence")) {
+            Ok(text) => Ok(text.trim().parse().unwrap_or(0)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(self.io(e)),
+        }
+    }
+
+    /// Refuse a write whose lease is no longer the stack's (call under the guard lock).
+    fn check_lease(&self, lease: &Lease) -> Result<(), StateError> {
+        use std::os::unix::fs::MetadataExt;
+        let identity = fs::metadata(self.dir.join("lease.json"))
+            .ok()
+            .map(|m| (m.ino(), m.mtime(), m.mtime_nsec()));
+        let mut confirmed = self.confirmed.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some((ino, sec, nsec)), Some((c_ino, c_sec, c_nsec, token))) =
+            (identity, confirmed.as_ref())
+            && (ino, sec, nsec) == (*c_ino, *c_sec, *c_nsec)
+            && *token == lease.token
+        {
+            return Ok(());
+        }
+        let current = self.read_lease()?;
+        super::writer::check_current(&self.location(), lease, current.as_ref())?;
+        *confirmed = identity.map(|(i, s, n)| (i, s, n, lease.token.clone()));
+        Ok(())
+    }
+
+    /// Remove temporary files left by processes that died mid-write (call under the guard).
+    fn remove_stale_temporaries(&self) {
+        for (path, why) in self.loose_files() {
+            if why.starts_with("a temporary") {
+                let _ = fs::remove_file(path);
+            }
         }
     }
 
@@ -136,35 +200,35 @@ impl StateStore for LocalStore {
             Err(e) => return Err(self.io(e)),
         };
         let journal = self.journal_path();
-        let file = match File::open(&journal) {
-            Ok(f) => f,
+        let bytes = match fs::read(&journal) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(state),
             Err(e) => return Err(self.io(e)),
         };
         let now = now_ms();
-        let mut lines = BufReader::new(file).lines().enumerate().peekable();
-        while let Some((n, line)) = lines.next() {
-            let line = line.map_err(|e| self.io(e))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<JournalRecord>(&line) {
-                Ok(record) => state.apply_record(&record, now),
-                // A crash in the middle of an append leaves a torn last line: that step never
-                // became durable, so it is dropped. A bad line anywhere else is corruption.
-                Err(_) if lines.peek().is_none() => break,
-                Err(e) => {
-                    return Err(StateError::Corrupt {
-                        location: format!("{}:{}", journal.display(), n + 1),
-                        message: e.to_string(),
-                    });
-                }
+        for (n, line) in journal_lines(&bytes) {
+            match line {
+                JournalLine::Record(text) => match serde_json::from_slice::<JournalRecord>(text) {
+                    Ok(record) => state.apply_record(&record, now),
+                    Err(e) => {
+                        return Err(StateError::Corrupt {
+                            location: format!("{}:{n}", journal.display()),
+                            message: format!(
+                                "{e} (`kusionctl state check` describes the damage, `kusionctl state repair` fixes what it can)"
+                            ),
+                        });
+                    }
+                },
+                // A crash or a full disk in the middle of an append leaves a last line without
+                // its newline: that write was never acknowledged, so it is not replayed (and
+                // the next append cuts it off).
+                JournalLine::Torn(_) => {}
             }
         }
         Ok(state)
     }
 
-    fn append(&self, records: &[JournalRecord]) -> Result<(), StateError> {
+    fn append(&self, lease: &Lease, records: &[JournalRecord]) -> Result<(), StateError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -173,41 +237,60 @@ impl StateStore for LocalStore {
             serde_json::to_writer(&mut buffer, record).map_err(|e| self.io(e))?;
             buffer.push(b'\n');
         }
-        let mut guard = self.journal.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            self.ensure_dir()?;
-            let path = self.journal_path();
-            let existed = path.exists();
-            let f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| self.io(e))?;
-            if !existed {
-                self.sync_dir(&self.dir)?;
+        let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        self.guarded(|| {
+            self.check_lease(lease)?;
+            if journal.is_none() {
+                let path = self.journal_path();
+                let existed = path.exists();
+                // A write torn by a crash or a full disk left a partial last line, which
+                // loading ignores; it must go before anything is written after it.
+                if existed && let Some(dropped) = truncate_torn_tail(&path).map_err(|e| self.io(e))? {
+                    tracing::warn!(
+                        "{}: dropped a torn last line ({dropped} bytes) left by an interrupted write",
+                        path.display()
+                    );
+                }
+                let f = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .map_err(|e| self.io(e))?;
+                if !existed {
+                    self.sync_dir(&self.dir)?;
+                }
+                *journal = Some(f);
             }
-            *guard = Some(f);
-        }
-        let f = guard.as_mut().expect("journal opened above");
-        f.write_all(&buffer).map_err(|e| self.io(e))?;
-        f.sync_data().map_err(|e| self.io(e))
+            let f = journal.as_mut().expect("journal opened above");
+            let written = f.write_all(&buffer).and_then(|()| f.sync_data());
+            if let Err(e) = written {
+                // What reached the file may be a torn line: reopen (and trim it) next time.
+                *journal = None;
+                return Err(self.io(format!("{}: {e}", self.journal_path().display())));
+            }
+            Ok(())
+        })
     }
 
-    fn checkpoint(&self, state: &State) -> Result<(), StateError> {
+    fn checkpoint(&self, lease: &Lease, state: &State) -> Result<(), StateError> {
         let bytes = serde_json::to_vec(state).map_err(|e| self.io(e))?;
-        self.write_atomic(&self.dir.join("state.json"), &bytes)?;
-        // Records already in the snapshot are idempotent if replayed, so truncating after the
-        // rename is crash-safe.
-        let mut guard = self.journal.lock().unwrap_or_else(|p| p.into_inner());
-        *guard = None;
-        match OpenOptions::new().write(true).open(self.journal_path()) {
-            Ok(f) => {
-                f.set_len(0).map_err(|e| self.io(e))?;
-                f.sync_all().map_err(|e| self.io(e))
+        let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        self.guarded(|| {
+            self.check_lease(lease)?;
+            self.write_atomic(&self.dir.join("state.json"), &bytes)?;
+            // Records already in the snapshot are idempotent if replayed, so truncating after
+            // the rename is crash-safe.
+            *journal = None;
+            match OpenOptions::new().write(true).open(self.journal_path()) {
+                Ok(f) => {
+                    f.set_len(0).map_err(|e| self.io(e))?;
+                    f.sync_all().map_err(|e| self.io(e))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(self.io(e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(self.io(e)),
-        }
+        })
     }
 
     fn journal_len(&self) -> Result<u64, StateError> {
@@ -230,14 +313,19 @@ impl StateStore for LocalStore {
                     expires: format_time(existing.expires_at),
                 });
             }
+            let previous = self.read_lease()?.map_or(0, |l| l.fence);
+            let fence = previous.max(self.read_fence()?) + 1;
+            self.write_atomic(&self.dir.join("fence"), fence.to_string().as_bytes())?;
             let lease = Lease {
                 holder: holder.clone(),
                 token: random_token(),
                 acquired_at: now,
                 expires_at: now + ttl_ms,
+                fence,
             };
             let bytes = serde_json::to_vec_pretty(&lease).map_err(|e| self.io(e))?;
             self.write_atomic(&self.dir.join("lease.json"), &bytes)?;
+            self.remove_stale_temporaries();
             Ok(lease)
         })
     }
@@ -271,11 +359,20 @@ impl StateStore for LocalStore {
 
     fn force_unlock(&self) -> Result<Option<Lease>, StateError> {
         self.guarded(|| {
-            let current = self.read_lease()?;
-            if current.is_some() {
-                fs::remove_file(self.dir.join("lease.json")).map_err(|e| self.io(e))?;
+            // A lease that cannot be read is removed too: it must never lock a stack for good.
+            let current = match self.read_lease() {
+                Ok(lease) => lease,
+                Err(StateError::Corrupt { location, message }) => {
+                    tracing::warn!("removing an unreadable lease {location}: {message}");
+                    None
+                }
+                Err(e) => return Err(e),
+            };
+            match fs::remove_file(self.dir.join("lease.json")) {
+                Ok(()) => Ok(current),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(self.io(e)),
             }
-            Ok(current)
         })
     }
 
@@ -298,6 +395,129 @@ impl StateStore for LocalStore {
         self.write_atomic(&self.release_path(release.revision), &bytes)
     }
 
+    fn inspect(&self) -> Result<Vec<Finding>, StateError> {
+        let mut findings = Vec::new();
+        let journal = self.journal_path();
+        match fs::read(&journal) {
+            Ok(bytes) => {
+                for (n, line) in journal_lines(&bytes) {
+                    match line {
+                        JournalLine::Torn(text) => findings.push(Finding::warning(
+                            format!(
+                                "{}:{n}: a torn last line ({} bytes) from an interrupted write; it was never acknowledged and is dropped by the next write",
+                                journal.display(),
+                                text.len()
+                            ),
+                            true,
+                        )),
+                        JournalLine::Record(text) => {
+                            if let Err(e) = serde_json::from_slice::<JournalRecord>(text) {
+                                let salvage = salvage_record(text).map_or(String::new(), |(dropped, _)| {
+                                    format!("; its last {} bytes are a whole record, kept by repair, the {dropped} bytes before it dropped", text.len() - dropped)
+                                });
+                                findings.push(Finding::error(
+                                    format!("{}:{n}: unreadable journal line ({e}){salvage}", journal.display()),
+                                    true,
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(self.io(e)),
+        }
+        let snapshot = self.dir.join("state.json");
+        if let Ok(bytes) = fs::read(&snapshot)
+            && let Err(e) = serde_json::from_slice::<State>(&bytes)
+        {
+            findings.push(Finding::error(
+                format!(
+                    "{}: unreadable snapshot ({e}); nothing can rebuild it without guessing: restore it from a backup",
+                    snapshot.display()
+                ),
+                false,
+            ));
+        }
+        for (path, why) in self.loose_files() {
+            findings.push(Finding::warning(format!("{}: {why}", path.display()), true));
+        }
+        Ok(findings)
+    }
+
+    fn repair(&self, lease: &Lease) -> Result<Vec<String>, StateError> {
+        let mut done = Vec::new();
+        let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        self.guarded(|| {
+            self.check_lease(lease)?;
+            *journal = None;
+            let path = self.journal_path();
+            let bytes = match fs::read(&path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(self.io(e)),
+            };
+            let mut kept = Vec::with_capacity(bytes.len());
+            let mut changed = false;
+            for (n, line) in journal_lines(&bytes) {
+                match line {
+                    JournalLine::Torn(text) => {
+                        changed = true;
+                        done.push(format!(
+                            "{}:{n}: dropped a torn last line ({} bytes), never acknowledged",
+                            path.display(),
+                            text.len()
+                        ));
+                    }
+                    JournalLine::Record(text) => {
+                        if serde_json::from_slice::<JournalRecord>(text).is_ok() {
+                            kept.extend_from_slice(text);
+                            kept.push(b'\n');
+                            continue;
+                        }
+                        changed = true;
+                        match salvage_record(text) {
+                            Some((dropped, record)) => {
+                                kept.extend_from_slice(record);
+                                kept.push(b'\n');
+                                done.push(format!(
+                                    "{}:{n}: dropped {dropped} bytes of a torn write in front of a whole record, kept the record",
+                                    path.display()
+                                ));
+                            }
+                            None => done.push(format!(
+                                "{}:{n}: dropped an unreadable line ({} bytes): {}",
+                                path.display(),
+                                text.len(),
+                                String::from_utf8_lossy(&text[..text.len().min(120)])
+                            )),
+                        }
+                    }
+                }
+            }
+            if changed {
+                self.write_atomic(&path, &kept)?;
+            }
+            for (file, why) in self.loose_files() {
+                if why.starts_with("readable") {
+                    use std::os::unix::fs::PermissionsExt;
+                    fs::set_permissions(&file, fs::Permissions::from_mode(if file.is_dir() { 0o700 } else { 0o600 }))
+                        .map_err(|e| self.io(e))?;
+                    done.push(format!("{}: made private to its owner", file.display()));
+                } else {
+                    let _ = fs::remove_file(&file);
+                    done.push(format!("{}: removed ({why})", file.display()));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(done)
+    }
+
+    fn latest_revision(&self) -> Result<Option<u64>, StateError> {
+        Ok(self.releases_on_disk()?.into_iter().max())
+    }
+
     fn releases(&self) -> Result<Vec<Release>, StateError> {
         let mut revisions = self.releases_on_disk()?;
         revisions.sort_unstable();
@@ -312,7 +532,7 @@ impl StateStore for LocalStore {
                 .max()
                 .unwrap_or(0);
             run.id = last + 1;
-            fs::create_dir_all(self.dir.join("runs")).map_err(|e| self.io(e))?;
+            private_dir(&self.dir.join("runs")).map_err(|e| self.io(e))?;
             let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
             self.write_atomic(&self.run_path(run.id), &bytes)?;
             Ok(run.id)
@@ -360,6 +580,104 @@ impl StateStore for LocalStore {
     }
 }
 
+/// A line made of a torn write followed by a whole record (written by versions that appended
+/// after a torn line without cutting it off): the bytes dropped and the record, when the line
+/// ends with exactly one readable record.
+fn salvage_record(line: &[u8]) -> Option<(usize, &[u8])> {
+    let marker = b"{\"op\":";
+    let mut from = line.len();
+    while let Some(i) = line[..from]
+        .windows(marker.len())
+        .rposition(|w| w == marker)
+    {
+        if i > 0 && serde_json::from_slice::<JournalRecord>(&line[i..]).is_ok() {
+            return Some((i, &line[i..]));
+        }
+        from = i;
+    }
+    None
+}
+
+/// One line of a journal file.
+pub(crate) enum JournalLine<'a> {
+    /// A whole line (its newline was written).
+    Record(&'a [u8]),
+    /// The last line, without its newline: a torn write.
+    Torn(&'a [u8]),
+}
+
+/// The non-blank lines of a journal with their 1-based line numbers.
+pub(crate) fn journal_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, JournalLine<'_>)> {
+    let whole = bytes.ends_with(b"\n");
+    let count = bytes.split(|b| *b == b'\n').count();
+    bytes
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+        .map(move |(i, l)| {
+            let line = if !whole && i + 1 == count {
+                JournalLine::Torn(l)
+            } else {
+                JournalLine::Record(l)
+            };
+            (i + 1, line)
+        })
+}
+
+/// Create a file readable by its owner only (state may hold values derived from secrets).
+fn private_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Create a directory (and its parents) accessible by its owner only.
+fn private_dir(path: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
+
+/// If the file's last line has no newline (an append torn by a crash, a full disk or an I/O
+/// error), cut it off; returns how many bytes were dropped. A torn line was never acknowledged,
+/// so nothing durable is lost.
+pub(crate) fn truncate_torn_tail(path: &Path) -> std::io::Result<Option<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = OpenOptions::new().read(true).write(true).open(path)?;
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1))?;
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(None);
+    }
+    // Scan backwards for the end of the last whole line.
+    let mut end = len;
+    let mut keep = 0;
+    let mut chunk = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let n = (end - start) as usize;
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(&mut chunk[..n])?;
+        if let Some(i) = chunk[..n].iter().rposition(|b| *b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    f.set_len(keep)?;
+    f.sync_all()?;
+    Ok(Some(len - keep))
+}
+
 /// `<n>.json` file numbers in a directory (none when it does not exist).
 fn numbered_files(dir: &Path) -> std::io::Result<Vec<u64>> {
     let entries = match fs::read_dir(dir) {
@@ -379,6 +697,49 @@ fn numbered_files(dir: &Path) -> std::io::Result<Vec<u64>> {
 }
 
 impl LocalStore {
+    /// Files that should not be there or not be readable by others: temporaries of dead
+    /// writers, and state written by versions that created files with the umask's mode.
+    fn loose_files(&self) -> Vec<(PathBuf, String)> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut out = Vec::new();
+        for dir in [
+            self.dir.clone(),
+            self.dir.join("releases"),
+            self.dir.join("runs"),
+        ] {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            if let Ok(meta) = fs::metadata(&dir)
+                && meta.permissions().mode() & 0o077 != 0
+            {
+                out.push((dir.clone(), "readable by others than its owner".to_string()));
+            }
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if let Some((_, pid)) = name.rsplit_once(".tmp-")
+                    && let Ok(pid) = pid.parse::<u32>()
+                    && pid != std::process::id()
+                    && !Path::new(&format!("/proc/{pid}")).exists()
+                {
+                    out.push((
+                        path,
+                        "a temporary file of a process that died while writing".to_string(),
+                    ));
+                    continue;
+                }
+                if let Ok(meta) = entry.metadata()
+                    && meta.is_file()
+                    && meta.permissions().mode() & 0o077 != 0
+                {
+                    out.push((path, "readable by others than its owner".to_string()));
+                }
+            }
+        }
+        out
+    }
+
     fn run_path(&self, id: u64) -> PathBuf {
         self.dir.join("runs").join(format!("{id}.json"))
     }
@@ -419,25 +780,37 @@ mod tests {
         }
     }
 
+    fn lease(store: &LocalStore) -> Lease {
+        store
+            .acquire_lease(&LeaseHolder::current("test"), 600_000)
+            .unwrap()
+    }
+
     #[test]
     fn journal_replay_and_checkpoint() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStore::new(dir.path());
         assert!(store.load().unwrap().resources.is_empty());
+        let lease = lease(&store);
         store
-            .append(&[
-                JournalRecord::Intent {
-                    kind: IntentKind::Create,
-                    resource: entry("a").resource,
-                    target: None,
-                },
-                JournalRecord::Intent {
-                    kind: IntentKind::Create,
-                    resource: entry("b").resource,
-                    target: None,
-                },
-                JournalRecord::Applied { entry: entry("a") },
-            ])
+            .append(
+                &lease,
+                &[
+                    JournalRecord::Intent {
+                        kind: IntentKind::Create,
+                        resource: entry("a").resource,
+                        target: None,
+                        sensitive_paths: vec![],
+                    },
+                    JournalRecord::Intent {
+                        kind: IntentKind::Create,
+                        resource: entry("b").resource,
+                        target: None,
+                        sensitive_paths: vec![],
+                    },
+                    JournalRecord::Applied { entry: entry("a") },
+                ],
+            )
             .unwrap();
         let state = store.load().unwrap();
         assert!(!state.resources["a"].pending);
@@ -445,10 +818,10 @@ mod tests {
             state.resources["b"].pending,
             "an intent without outcome is pending"
         );
-        store.checkpoint(&state).unwrap();
+        store.checkpoint(&lease, &state).unwrap();
         assert_eq!(store.journal_len().unwrap(), 0);
         store
-            .append(&[JournalRecord::Deleted { id: "a".into() }])
+            .append(&lease, &[JournalRecord::Deleted { id: "a".into() }])
             .unwrap();
         let state = store.load().unwrap();
         assert_eq!(state.resources.keys().collect::<Vec<_>>(), vec!["b"]);
@@ -458,8 +831,9 @@ mod tests {
     fn torn_last_line_is_dropped_but_middle_corruption_is_reported() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStore::new(dir.path());
+        let lease = lease(&store);
         store
-            .append(&[JournalRecord::Applied { entry: entry("a") }])
+            .append(&lease, &[JournalRecord::Applied { entry: entry("a") }])
             .unwrap();
         let journal = dir.path().join("journal.jsonl");
         let mut text = fs::read_to_string(&journal).unwrap();
@@ -470,6 +844,180 @@ mod tests {
         fs::write(&journal, &text).unwrap();
         let e = store.load().unwrap_err();
         assert!(e.to_string().contains("journal.jsonl:2"), "{e}");
+        assert!(e.to_string().contains("state repair"), "{e}");
+    }
+
+    /// A write torn by a full disk or a crash, then more appends (by a later process): the torn
+    /// line is cut off before anything is written after it, so the stack stays loadable.
+    #[test]
+    fn append_after_a_torn_line_cuts_it_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.jsonl");
+        {
+            let store = LocalStore::new(dir.path());
+            let lease = lease(&store);
+            store
+                .append(&lease, &[JournalRecord::Applied { entry: entry("a") }])
+                .unwrap();
+            store.release_lease(&lease).unwrap();
+        }
+        let text = fs::read_to_string(&journal).unwrap();
+        // A whole record without its newline is torn too: its write was never acknowledged.
+        let whole_record =
+            serde_json::to_string(&JournalRecord::Applied { entry: entry("x") }).unwrap();
+        for torn in [
+            "{\"op\":\"applied\",\"entry\":{\"reso",
+            whole_record.as_str(),
+        ] {
+            fs::write(&journal, format!("{text}{torn}")).unwrap();
+            let store = LocalStore::new(dir.path());
+            assert_eq!(
+                store.load().unwrap().resources.keys().collect::<Vec<_>>(),
+                vec!["a"]
+            );
+            let lease = lease(&store);
+            store
+                .append(&lease, &[JournalRecord::Applied { entry: entry("b") }])
+                .unwrap();
+            let state = store.load().unwrap();
+            assert_eq!(state.resources.keys().collect::<Vec<_>>(), vec!["a", "b"]);
+            let left: Vec<_> = store
+                .inspect()
+                .unwrap()
+                .into_iter()
+                .filter(|f| !f.message.contains("readable by others"))
+                .collect();
+            assert!(left.is_empty(), "nothing left to repair: {left:?}");
+            store.release_lease(&lease).unwrap();
+        }
+    }
+
+    /// A journal written by a version that appended straight after a torn line: `state check`
+    /// names the damage and `state repair` keeps the whole record, drops the torn bytes.
+    #[test]
+    fn repair_salvages_a_record_written_after_a_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.jsonl");
+        let store = LocalStore::new(dir.path());
+        let a = serde_json::to_string(&JournalRecord::Applied { entry: entry("a") }).unwrap();
+        let b = serde_json::to_string(&JournalRecord::Applied { entry: entry("b") }).unwrap();
+        let c = serde_json::to_string(&JournalRecord::Applied { entry: entry("c") }).unwrap();
+        fs::create_dir_all(dir.path()).unwrap();
+        fs::write(
+            &journal,
+            format!("{a}\n{{\"op\":\"applied\",\"ent{b}\n{c}\n"),
+        )
+        .unwrap();
+        let e = store.load().unwrap_err().to_string();
+        assert!(e.contains("journal.jsonl:2"), "{e}");
+        let found: Vec<_> = store
+            .inspect()
+            .unwrap()
+            .into_iter()
+            .filter(|f| !f.message.contains("readable by others"))
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].repairable && found[0].message.contains("kept by repair"),
+            "{found:?}"
+        );
+        let lease = lease(&store);
+        let done = store.repair(&lease).unwrap();
+        assert!(done[0].contains("dropped 20 bytes"), "{done:?}");
+        assert_eq!(
+            store.load().unwrap().resources.keys().collect::<Vec<_>>(),
+            vec!["a", "b", "c"]
+        );
+        // A line with nothing whole in it is dropped and named.
+        fs::write(&journal, format!("{a}\ngarbage\n{c}\n")).unwrap();
+        let done = store.repair(&lease).unwrap();
+        assert!(
+            done[0].contains("dropped an unreadable line") && done[0].contains("garbage"),
+            "{done:?}"
+        );
+        assert_eq!(
+            store.load().unwrap().resources.keys().collect::<Vec<_>>(),
+            vec!["a", "c"]
+        );
+    }
+
+    #[test]
+    fn writes_with_a_lease_that_is_not_current_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path());
+        let first = lease(&store);
+        store
+            .append(&first, &[JournalRecord::Applied { entry: entry("a") }])
+            .unwrap();
+        // `state unlock` (or `rm lease.json`) while the first writer runs, then a second one.
+        store.force_unlock().unwrap();
+        let e = store
+            .append(&first, &[JournalRecord::Applied { entry: entry("b") }])
+            .unwrap_err();
+        assert!(matches!(e, StateError::Fenced { fence: 1, .. }), "{e}");
+        assert!(e.to_string().contains("removed"), "{e}");
+        let second = lease(&store);
+        assert_eq!(
+            second.fence, 2,
+            "fences grow even after the lease file is gone"
+        );
+        for result in [
+            store.append(&first, &[JournalRecord::Applied { entry: entry("b") }]),
+            store.checkpoint(&first, &State::default()),
+        ] {
+            let e = result.unwrap_err();
+            assert!(e.to_string().contains("lease #2 is held by"), "{e}");
+        }
+        store
+            .append(&second, &[JournalRecord::Applied { entry: entry("c") }])
+            .unwrap();
+        assert_eq!(
+            store.load().unwrap().resources.keys().collect::<Vec<_>>(),
+            vec!["a", "c"]
+        );
+    }
+
+    #[test]
+    fn an_unreadable_lease_is_removed_by_unlock() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path());
+        lease(&store);
+        fs::write(dir.path().join("lease.json"), "{\"holder\": tr").unwrap();
+        let e = store
+            .acquire_lease(&LeaseHolder::current("apply"), 1000)
+            .unwrap_err();
+        assert!(e.to_string().contains("state unlock"), "{e}");
+        assert_eq!(store.force_unlock().unwrap(), None);
+        let next = lease(&store);
+        assert_eq!(next.fence, 2);
+    }
+
+    #[test]
+    fn state_files_are_private_and_stale_temporaries_go() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state_dir = dir.path().join("state");
+        let store = LocalStore::new(&state_dir);
+        let lease = lease(&store);
+        store
+            .append(&lease, &[JournalRecord::Applied { entry: entry("a") }])
+            .unwrap();
+        store.checkpoint(&lease, &store.load().unwrap()).unwrap();
+        store.release_lease(&lease).unwrap();
+        for name in ["state.json", "journal.jsonl", "lease.guard", "fence", "."] {
+            let mode = fs::metadata(state_dir.join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "{name} is {mode:o}");
+        }
+        // A process that died while writing left its temporary file behind.
+        let stale = state_dir.join(format!("state.tmp-{}", u32::MAX - 3));
+        fs::write(&stale, "partial").unwrap();
+        let _ = store
+            .acquire_lease(&LeaseHolder::current("apply"), 1000)
+            .unwrap();
+        assert!(!stale.exists());
     }
 
     #[test]

@@ -10,9 +10,13 @@
 //! when the journal outgrows the snapshot, so the bytes written stay linear in the work done.
 
 pub mod backend;
+pub mod check;
+pub mod kms;
 pub mod local;
 pub mod postgres;
 pub mod s3;
+pub mod seal;
+pub mod writer;
 
 use indexmap::IndexMap;
 use kusion_sdk::Resource;
@@ -22,6 +26,7 @@ pub use backend::{Backend, open};
 pub use local::LocalStore;
 pub use postgres::PostgresStore;
 pub use s3::{S3Config, S3Store};
+pub use writer::Writer;
 
 /// One resource as recorded in state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +75,9 @@ pub struct State {
     pub serial: u64,
     #[serde(with = "entries_as_list")]
     pub resources: IndexMap<String, StateEntry>,
+    /// How sensitive values are sealed (absent until the first apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealing: Option<seal::Sealing>,
 }
 
 mod entries_as_list {
@@ -114,6 +122,9 @@ pub enum JournalRecord {
         /// The resource's target; with the ID it makes the state key.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target: Option<String>,
+        /// Attribute paths whose values are sealed (besides the builtin ones).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sensitive_paths: Vec<String>,
     },
     /// The step finished and the resource now exists as described (keyed by the entry's key).
     Applied { entry: StateEntry },
@@ -134,6 +145,9 @@ pub enum JournalRecord {
         to: String,
         target: String,
     },
+    /// The stack's sealing (its hash key, and how values are encrypted), recorded before the
+    /// first value sealed with it.
+    Sealing { sealing: seal::Sealing },
 }
 
 impl State {
@@ -144,6 +158,7 @@ impl State {
                 kind,
                 resource,
                 target,
+                sensitive_paths,
             } => {
                 let key = state_key(&resource.id, target.as_deref());
                 match self.resources.get_mut(&key) {
@@ -154,7 +169,7 @@ impl State {
                             StateEntry {
                                 resource: resource.clone(),
                                 private: None,
-                                sensitive_paths: Vec::new(),
+                                sensitive_paths: sensitive_paths.clone(),
                                 pending: true,
                                 updated_at: now,
                                 target: target.clone(),
@@ -178,6 +193,7 @@ impl State {
             JournalRecord::Deleted { id } => {
                 self.resources.shift_remove(id);
             }
+            JournalRecord::Sealing { sealing } => self.sealing = Some(sealing.clone()),
             JournalRecord::Revert { id, previous } => match previous {
                 Some(entry) => {
                     self.resources.insert(id.clone(), entry.clone());
@@ -263,6 +279,19 @@ pub struct Lease {
     pub token: String,
     pub acquired_at: u64,
     pub expires_at: u64,
+    /// Fencing number: each lease of a stack gets a larger one than every lease before it
+    /// (kept by the store even after a lease is released or removed). Journal and snapshot
+    /// writes carry the lease and are refused once it is no longer the stack's current one.
+    /// 0 in leases written before fencing existed.
+    #[serde(default)]
+    pub fence: u64,
+}
+
+impl Lease {
+    /// Whether `current` (the stack's lease as stored) is still this lease.
+    pub fn is_current(&self, current: Option<&Lease>) -> bool {
+        current.is_some_and(|c| c.token == self.token)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -355,6 +384,17 @@ pub enum StateError {
     },
     #[error("the lease was lost (taken over or unlocked by someone else)")]
     LeaseLost,
+    /// A write carried a lease that is no longer the stack's: another process took the stack
+    /// over (or `state unlock` removed the lease), so this writer must stop.
+    #[error(
+        "refused to write state at {location}: this process's lease #{fence} is no longer the stack's ({now}); it stops without changing anything more"
+    )]
+    Fenced {
+        location: String,
+        fence: u64,
+        /// Who holds the stack now, in words.
+        now: String,
+    },
     #[error("no release {0}")]
     NoSuchRelease(u64),
     #[error("no run {0}")]
@@ -365,22 +405,28 @@ pub enum StateError {
 
 /// Where a stack's state lives. Implementations must make `append` durable before returning,
 /// `checkpoint` atomic, and `acquire_lease` atomic across processes.
+///
+/// Fencing: `append` and `checkpoint` carry the writer's lease and must refuse
+/// ([`StateError::Fenced`]) when it is not the stack's current lease, checked in the same
+/// atomic step as the write where the backend allows it. Use them through [`Writer`].
 pub trait StateStore: Send + Sync {
     /// Human-readable location (a path or URL) for messages.
     fn location(&self) -> String;
     /// The last snapshot with the journal replayed over it.
     fn load(&self) -> Result<State, StateError>;
-    /// Durably append journal records.
-    fn append(&self, records: &[JournalRecord]) -> Result<(), StateError>;
-    /// Atomically replace the snapshot with `state` and empty the journal.
-    fn checkpoint(&self, state: &State) -> Result<(), StateError>;
+    /// Durably append journal records, if `lease` is still the stack's lease.
+    fn append(&self, lease: &Lease, records: &[JournalRecord]) -> Result<(), StateError>;
+    /// Atomically replace the snapshot with `state` and empty the journal, if `lease` is still
+    /// the stack's lease.
+    fn checkpoint(&self, lease: &Lease, state: &State) -> Result<(), StateError>;
     /// Bytes in the journal since the last checkpoint (to decide when to compact).
     fn journal_len(&self) -> Result<u64, StateError>;
 
     fn acquire_lease(&self, holder: &LeaseHolder, ttl_ms: u64) -> Result<Lease, StateError>;
     fn renew_lease(&self, lease: &Lease, ttl_ms: u64) -> Result<Lease, StateError>;
     fn release_lease(&self, lease: &Lease) -> Result<(), StateError>;
-    /// Remove any lease; returns the holder that was removed.
+    /// Remove any lease, even one that cannot be read; returns the lease that was removed when
+    /// it could be read.
     fn force_unlock(&self) -> Result<Option<Lease>, StateError>;
     fn current_lease(&self) -> Result<Option<Lease>, StateError>;
 
@@ -389,6 +435,22 @@ pub trait StateStore: Send + Sync {
     fn update_release(&self, release: &Release) -> Result<(), StateError>;
     fn releases(&self) -> Result<Vec<Release>, StateError>;
     fn release(&self, revision: u64) -> Result<Release, StateError>;
+    /// The highest release number, without reading the releases.
+    fn latest_revision(&self) -> Result<Option<u64>, StateError>;
+
+    /// Damage in the stored bytes that only this backend can see (a torn or unreadable journal
+    /// line, temporary files left by a crash, files others can read). Backends whose writes
+    /// are whole transactions have nothing to add.
+    fn inspect(&self) -> Result<Vec<check::Finding>, StateError> {
+        Ok(Vec::new())
+    }
+
+    /// Fix the damage [`StateStore::inspect`] reports as repairable, under `lease`, without
+    /// guessing; returns what was done, dropped data named.
+    fn repair(&self, lease: &Lease) -> Result<Vec<String>, StateError> {
+        let _ = lease;
+        Ok(Vec::new())
+    }
 
     /// Record a new run (`kusionctl run`); its `id` is assigned by the store and returned.
     /// Added after the first backends: the defaults refuse, so a backend without runs says so.

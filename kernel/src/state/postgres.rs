@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS kusion_release (
     body text NOT NULL,
     PRIMARY KEY (stack, revision)
 );
+CREATE TABLE IF NOT EXISTS kusion_fence (
+    stack text PRIMARY KEY,
+    fence bigint NOT NULL
+);
 CREATE TABLE IF NOT EXISTS kusion_run (
     stack text NOT NULL,
     id bigint NOT NULL,
@@ -339,6 +343,24 @@ fn write_lease(tx: &mut Transaction<'_>, stack: &str, lease: &Lease) -> Result<(
     Ok(())
 }
 
+/// Refuse the transaction's write unless `lease` is the stack's lease. The row is locked until
+/// the transaction ends, so no one takes the stack over between the check and the write.
+fn check_lease(
+    tx: &mut Transaction<'_>,
+    stack: &str,
+    location: &str,
+    lease: &Lease,
+) -> Result<(), Failure> {
+    let current = tx
+        .query_opt(
+            "SELECT lease FROM kusion_lease WHERE stack = $1 FOR SHARE",
+            &[&stack],
+        )?
+        .map(|r| parse_lease(location, r.get(0)))
+        .transpose()?;
+    super::writer::check_current(location, lease, current.as_ref()).map_err(Failure::State)
+}
+
 fn parse_lease(location: &str, text: &str) -> Result<Lease, Failure> {
     serde_json::from_str(text).map_err(|e| {
         Failure::State(StateError::Corrupt {
@@ -394,7 +416,7 @@ impl StateStore for PostgresStore {
         Ok(state)
     }
 
-    fn append(&self, records: &[JournalRecord]) -> Result<(), StateError> {
+    fn append(&self, lease: &Lease, records: &[JournalRecord]) -> Result<(), StateError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -403,29 +425,37 @@ impl StateStore for PostgresStore {
             .map(serde_json::to_string)
             .collect::<Result<Vec<String>, _>>()
             .map_err(|e| self.io(e))?;
-        self.call(move |c, stack| {
+        let lease = lease.clone();
+        let location = self.location();
+        self.try_call(move |c, stack| {
             let mut tx = c.transaction()?;
+            check_lease(&mut tx, stack, &location, &lease)?;
             tx.execute(
                 "INSERT INTO kusion_journal (stack, record)
                  SELECT $1, r FROM unnest($2::text[]) WITH ORDINALITY AS t(r, n) ORDER BY n",
                 &[&stack, &lines],
             )?;
-            tx.commit()
+            tx.commit()?;
+            Ok(())
         })
     }
 
-    fn checkpoint(&self, state: &State) -> Result<(), StateError> {
+    fn checkpoint(&self, lease: &Lease, state: &State) -> Result<(), StateError> {
         let text = serde_json::to_string(state).map_err(|e| self.io(e))?;
         let serial = state.serial as i64;
-        self.call(move |c, stack| {
+        let lease = lease.clone();
+        let location = self.location();
+        self.try_call(move |c, stack| {
             let mut tx = c.transaction()?;
+            check_lease(&mut tx, stack, &location, &lease)?;
             tx.execute(
                 "INSERT INTO kusion_state (stack, serial, snapshot) VALUES ($1, $2, $3)
                  ON CONFLICT (stack) DO UPDATE SET serial = $2, snapshot = $3",
                 &[&stack, &serial, &text],
             )?;
             tx.execute("DELETE FROM kusion_journal WHERE stack = $1", &[&stack])?;
-            tx.commit()
+            tx.commit()?;
+            Ok(())
         })
     }
 
@@ -457,11 +487,20 @@ impl StateStore for PostgresStore {
                     }));
                 }
             }
+            let fence: i64 = tx
+                .query_one(
+                    "INSERT INTO kusion_fence (stack, fence) VALUES ($1, 1)
+                     ON CONFLICT (stack) DO UPDATE SET fence = kusion_fence.fence + 1
+                     RETURNING fence",
+                    &[&stack],
+                )?
+                .get(0);
             let lease = Lease {
                 holder,
                 token: random_token(),
                 acquired_at: now,
                 expires_at: now + ttl_ms,
+                fence: fence as u64,
             };
             write_lease(&mut tx, stack, &lease)?;
             tx.commit()?;
@@ -507,7 +546,8 @@ impl StateStore for PostgresStore {
                 "DELETE FROM kusion_lease WHERE stack = $1 RETURNING lease",
                 &[&stack],
             )?;
-            row.map(|r| parse_lease(&location, r.get(0))).transpose()
+            // An unreadable lease is removed all the same: it must never lock a stack for good.
+            Ok(row.and_then(|r| parse_lease(&location, r.get(0)).ok()))
         })
     }
 
@@ -533,6 +573,18 @@ impl StateStore for PostgresStore {
 
     fn releases(&self) -> Result<Vec<Release>, StateError> {
         self.list_numbered(&RELEASES)
+    }
+
+    fn latest_revision(&self) -> Result<Option<u64>, StateError> {
+        self.call(|c, stack| {
+            let n: Option<i64> = c
+                .query_one(
+                    "SELECT max(revision) FROM kusion_release WHERE stack = $1",
+                    &[&stack],
+                )?
+                .get(0);
+            Ok(n.map(|n| n as u64))
+        })
     }
 
     fn release(&self, revision: u64) -> Result<Release, StateError> {

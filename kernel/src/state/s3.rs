@@ -336,6 +336,21 @@ impl S3Store {
         }
     }
 
+    /// Refuse a write whose lease is no longer the stack's.
+    fn check_lease(&self, lease: &Lease) -> Result<(), StateError> {
+        let current = self.read_lease()?.map(|(l, _)| l);
+        super::writer::check_current(&self.location(), lease, current.as_ref())
+    }
+
+    /// The last fencing number handed out (`fence.json`, which outlives released leases).
+    fn read_fence(&self) -> Result<u64, StateError> {
+        let key = self.key("fence.json");
+        match self.get(&key)? {
+            Some((bytes, _)) => Ok(String::from_utf8_lossy(&bytes).trim().parse().unwrap_or(0)),
+            None => Ok(0),
+        }
+    }
+
     fn release_key(&self, revision: u64) -> String {
         self.numbered_key(&RELEASES, revision)
     }
@@ -477,7 +492,7 @@ impl StateStore for S3Store {
         Ok(state)
     }
 
-    fn append(&self, records: &[JournalRecord]) -> Result<(), StateError> {
+    fn append(&self, lease: &Lease, records: &[JournalRecord]) -> Result<(), StateError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -486,6 +501,11 @@ impl StateStore for S3Store {
             serde_json::to_writer(&mut body, record).map_err(|e| self.io(e))?;
             body.push(b'\n');
         }
+        // S3 cannot make a write depend on another object, so the lease is checked before the
+        // segment is written and again after: a writer taken over meanwhile learns it at once.
+        // Segments are create-if-absent, so a takeover and a late write can never both land
+        // under one number.
+        self.check_lease(lease)?;
         let cursor = self.cursor()?;
         let key = format!(
             "{}{:020}.jsonl",
@@ -493,18 +513,21 @@ impl StateStore for S3Store {
             cursor.next_seq
         );
         if !self.put(&key, &body, Condition::Absent)? {
-            // Another process wrote this segment: it holds (or stole) the stack.
-            return Err(StateError::LeaseLost);
+            self.check_lease(lease)?;
+            return Err(self.io(format!(
+                "{key} was written by another process after this one read the state (a late write of the stack's previous holder); nothing was written: run the command again"
+            )));
         }
         *self.cursor.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cursor {
             next_seq: cursor.next_seq + 1,
             bytes: cursor.bytes + body.len() as u64,
             ..cursor
         });
-        Ok(())
+        self.check_lease(lease)
     }
 
-    fn checkpoint(&self, state: &State) -> Result<(), StateError> {
+    fn checkpoint(&self, lease: &Lease, state: &State) -> Result<(), StateError> {
+        self.check_lease(lease)?;
         let cursor = self.cursor()?;
         let mut snapshot = state.clone();
         // The new snapshot must start a fresh generation so the old segments stop counting.
@@ -547,11 +570,13 @@ impl StateStore for S3Store {
                 expires: format_time(lease.expires_at),
             });
         }
+        let previous = existing.as_ref().map_or(0, |(l, _)| l.fence);
         let lease = Lease {
             holder: holder.clone(),
             token: random_token(),
             acquired_at: now,
             expires_at: now + ttl_ms,
+            fence: previous.max(self.read_fence()?) + 1,
         };
         let bytes = serde_json::to_vec_pretty(&lease).map_err(|e| self.io(e))?;
         let condition = match &existing {
@@ -559,6 +584,12 @@ impl StateStore for S3Store {
             None => Condition::Absent,
         };
         if self.put(&key, &bytes, condition)? {
+            // Only the winner of the lease writes the counter, so it only grows.
+            self.put(
+                &self.key("fence.json"),
+                lease.fence.to_string().as_bytes(),
+                Condition::None,
+            )?;
             return Ok(lease);
         }
         // Someone else changed the lease between our read and write: they won.
@@ -599,11 +630,14 @@ impl StateStore for S3Store {
     }
 
     fn force_unlock(&self) -> Result<Option<Lease>, StateError> {
-        let current = self.read_lease()?;
-        if current.is_some() {
-            self.delete(&self.key("lease.json"), Condition::None)?;
-        }
-        Ok(current.map(|(l, _)| l))
+        // An unreadable lease is removed all the same: it must never lock a stack for good.
+        let current = match self.read_lease() {
+            Ok(lease) => lease.map(|(l, _)| l),
+            Err(StateError::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        self.delete(&self.key("lease.json"), Condition::None)?;
+        Ok(current)
     }
 
     fn current_lease(&self) -> Result<Option<Lease>, StateError> {
@@ -618,6 +652,10 @@ impl StateStore for S3Store {
         let bytes = serde_json::to_vec_pretty(release).map_err(|e| self.io(e))?;
         self.put(&self.release_key(release.revision), &bytes, Condition::None)?;
         Ok(())
+    }
+
+    fn latest_revision(&self) -> Result<Option<u64>, StateError> {
+        Ok(self.release_numbers()?.last().copied())
     }
 
     fn releases(&self) -> Result<Vec<Release>, StateError> {

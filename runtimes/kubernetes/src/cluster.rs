@@ -91,6 +91,9 @@ type ListSlot = Arc<tokio::sync::Mutex<Listed>>;
 pub struct Cluster {
     pub key: ClusterKey,
     pub client: Client,
+    /// The API server's URL and the context used, for messages.
+    pub server: String,
+    pub context: String,
     kinds: Mutex<HashMap<(String, String), Kind>>,
     /// Held while discovering, so the concurrent first calls for a kind (ten parallel applies
     /// of the same kind at the start of a run) wait for one discovery instead of each doing it.
@@ -113,7 +116,19 @@ type InformerKey = (Option<String>, String, String);
 pub struct Informer {
     pub store: Store<DynamicObject>,
     pub changed: tokio::sync::watch::Receiver<u64>,
+    /// True once the first list is in the store. `Store::wait_until_ready` is not used: it
+    /// wakes only the last of several tasks waiting on one store (its one-shot channel keeps a
+    /// single waker), so of two watches sharing a pod cache one waited forever (issue 26).
+    ready: tokio::sync::watch::Receiver<bool>,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl Informer {
+    /// Waits until the first list is in the store; false if the watch task ended first.
+    pub async fn wait_until_listed(&self) -> bool {
+        let mut ready = self.ready.clone();
+        ready.wait_for(|r| *r).await.is_ok()
+    }
 }
 
 impl Drop for Informer {
@@ -142,15 +157,23 @@ impl Cluster {
             context: key.context.clone(),
             ..KubeConfigOptions::default()
         };
+        let context = key
+            .context
+            .clone()
+            .or_else(|| kubeconfig.current_context.clone())
+            .unwrap_or_else(|| "(none)".into());
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
             .map_err(|e| PluginError::invalid(format!("kubeconfig {where_}: {e}")))?;
+        let server = config.cluster_url.to_string();
         let client = Client::try_from(config).map_err(|e| {
             PluginError::invalid(format!("cannot build a client for {where_}: {e}"))
         })?;
         Ok(Cluster {
             key,
             client,
+            server,
+            context,
             kinds: Mutex::new(HashMap::new()),
             discovering: tokio::sync::Mutex::new(()),
             lists: Mutex::new(HashMap::new()),
@@ -185,8 +208,33 @@ impl Cluster {
             }
             Err(e) if is_not_found(&e) => Ok(None),
             Err(kube::Error::Discovery(_)) => Ok(None),
-            Err(e) => Err(from_kube(&target.id, "discovery", e)),
+            Err(e) => match crate::error::transport_cause(&e) {
+                // The first request to a cluster: say which cluster, once per resource in the
+                // same words (the kernel folds identical failures into one).
+                Some(cause) => Err(PluginError::new(
+                    kusion_sdk::ErrorKind::Unavailable,
+                    format!("{}: {}", target.id, self.unreachable(&cause)),
+                )),
+                None => Err(from_kube(&target.id, "discovery", e)),
+            },
         }
+    }
+
+    /// What to say when the API server cannot be reached.
+    pub fn unreachable(&self, cause: &str) -> String {
+        let file = self
+            .key
+            .kubeconfig
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .or_else(|| std::env::var("KUBECONFIG").ok().filter(|v| !v.is_empty()))
+            .unwrap_or_else(|| "~/.kube/config".into());
+        format!(
+            "cannot reach the Kubernetes API server {} (context {}, kubeconfig {file}): {cause}; \
+             check that the cluster is running and reachable from here, and that the kubeconfig \
+             and context name it",
+            self.server, self.context
+        )
     }
 
     /// Like [`Cluster::kind`], but the scope must match the ID's namespace part.
@@ -292,13 +340,21 @@ impl Cluster {
         let writer = reflector::store::Writer::new(resource.clone());
         let store = writer.as_reader();
         let (tx, changed) = tokio::sync::watch::channel(0u64);
+        let (ready_tx, ready) = tokio::sync::watch::channel(false);
         let what = format!("{} in {}", key.1, ns.unwrap_or("all namespaces"));
         let task = tokio::spawn(async move {
             let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
-                    Ok(_) => tx.send_modify(|n| *n = n.wrapping_add(1)),
+                    Ok(event) => {
+                        // The reflector has applied the event: after the first list's end the
+                        // store holds every object.
+                        if matches!(event, watcher::Event::InitDone) {
+                            ready_tx.send_replace(true);
+                        }
+                        tx.send_modify(|n| *n = n.wrapping_add(1))
+                    }
                     // The watcher retries with backoff; callers are bounded by their timeout.
                     Err(e) => tracing::debug!("watch of {what}: {e}"),
                 }
@@ -307,6 +363,7 @@ impl Cluster {
         let informer = Arc::new(Informer {
             store,
             changed,
+            ready,
             task,
         });
         informers.retain(|_, w| w.strong_count() > 0);

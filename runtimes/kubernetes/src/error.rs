@@ -57,3 +57,17 @@ pub fn rejects_input(status: &kube::core::Status) -> bool {
 pub fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(s) if s.code == 404)
 }
+
+/// For a failure to reach the server at all (connection refused, DNS, TLS, timeouts while
+/// connecting), the innermost cause; `None` for answers the server gave.
+pub fn transport_cause(err: &kube::Error) -> Option<String> {
+    match err {
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {}
+        _ => return None,
+    }
+    let mut cause: &dyn std::error::Error = err;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    Some(cause.to_string())
+}

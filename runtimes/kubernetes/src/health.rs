@@ -184,6 +184,14 @@ fn deployment_health(d: &Value) -> (Health, String) {
             Health::Progressing,
             format!("{available} of {updated} updated replicas available"),
         )
+    } else if total > want || available > want {
+        (
+            Health::Progressing,
+            format!(
+                "{} surplus replicas terminating",
+                total.max(available) - want
+            ),
+        )
     } else {
         (
             Health::Ready,
@@ -489,6 +497,30 @@ pub(crate) fn judge(target: &Target, obj: &Value, lists: &[(&str, Vec<Value>)]) 
         _ => {}
     }
     pods.sort_by_key(name_of);
+    // A scale-down (or a finished rollout) is done only when the surplus pods are gone, not
+    // when the controller's counters say so: terminating pods still run.
+    if health == Health::Ready
+        && let Some(want) = match (group, target.kind.as_str()) {
+            ("apps", "Deployment") | ("apps", "StatefulSet") | ("apps", "ReplicaSet") => {
+                Some(i(obj, "/spec/replicas").unwrap_or(1))
+            }
+            _ => None,
+        }
+    {
+        let running = pods
+            .iter()
+            .filter(|p| !matches!(s(p, "/status/phase"), Some("Succeeded" | "Failed")))
+            .count() as i64;
+        if running > want {
+            health = Health::Progressing;
+            detail = format!(
+                "{} surplus pods terminating ({running} for {want} replicas)",
+                running - want
+            );
+            rows[0].health = health;
+            rows[0].detail = detail.clone();
+        }
+    }
     let is_job = target.kind == "Job";
     for pod in &pods {
         let (h, d) = pod_health(pod);

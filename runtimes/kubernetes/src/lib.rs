@@ -42,6 +42,8 @@ pub const EXT_HEALTH_POLICY: &[&str] = &["kusionstack.io/health-policy", "health
 /// Extension overriding the delete propagation policy of one resource.
 pub const EXT_PROPAGATION: &str = "kusionstack.io/delete-propagation";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a watch trusts its caches without any change before judging from fresh reads.
+const RESYNC: Duration = Duration::from_secs(5);
 
 /// How dependents of a deleted object are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -81,8 +83,9 @@ pub struct Settings {
     /// Context inside the kubeconfig; unset means its current context.
     #[serde(default)]
     pub context: Option<String>,
-    /// Take ownership of fields another field manager owns instead of failing with a conflict.
-    #[serde(default = "yes")]
+    /// Take ownership of fields another field manager owns instead of failing with a conflict
+    /// (kubectl's `--force-conflicts`; kusionctl's flag of that name sets it).
+    #[serde(default)]
     pub force: bool,
     #[serde(default = "default_manager")]
     pub field_manager: String,
@@ -99,6 +102,10 @@ pub struct Settings {
     /// established), in milliseconds; once it is served, changes arrive by watch streams.
     #[serde(default = "default_interval")]
     pub watch_interval_ms: u64,
+    /// Answer a plan's dry-run from the read just before it when that read already says what
+    /// the server would answer (see `answer_from_read`); off sends every dry-run to the server.
+    #[serde(default = "yes")]
+    pub answer_from_read: bool,
 }
 
 fn yes() -> bool {
@@ -229,14 +236,43 @@ impl KubernetesRuntime {
     }
 }
 
-fn shape_of(planned: Option<&Resource>, prior: Option<&Resource>) -> Value {
-    let obj = |r: &Resource| Value::Object(r.attributes.clone());
-    match (planned, prior) {
-        (Some(p), Some(q)) => project::merge_shapes(&obj(p), &obj(q)),
-        (Some(p), None) => obj(p),
-        (None, Some(q)) => obj(q),
-        (None, None) => Value::Object(Map::new()),
+fn attrs_value(r: Option<&Resource>) -> Option<Value> {
+    r.map(|r| Value::Object(r.attributes.clone()))
+}
+
+/// The object sent for `planned`: what kusion fills in for the server added.
+fn body_of(target: &Target, planned: &Value) -> Value {
+    let mut body = planned.clone();
+    if matches!(target.group(), "" | "apps" | "batch") {
+        fill_port_protocols(&mut body);
     }
+    body
+}
+
+/// `live` projected onto the planned and prior objects and the fields `manager` owns in `owner`
+/// (the object as it was before the change being answered for; fields kusion fills in itself
+/// left out), with list semantics learned from the `managedFields` of every object in `seen`.
+fn project_live(
+    live: &Value,
+    planned: Option<&Value>,
+    body: Option<&Value>,
+    prior: Option<&Value>,
+    owner: Option<&Value>,
+    manager: &str,
+    seen: &[&Value],
+) -> Map<String, Value> {
+    let hints = project::Hints::from_objects(seen.iter().copied());
+    let owned = owner.and_then(|o| project::owned_fields(o, manager));
+    let filtered = match (owned, body) {
+        (Some(o), Some(b)) if Some(b) != planned => Some(project::without_filled(o, b, planned)),
+        _ => None,
+    };
+    let guide = project::Guide {
+        planned,
+        prior,
+        owned: filtered.as_ref().or(owned),
+    };
+    project::project_guided(live, guide, &hints)
 }
 
 fn sensitive_paths(target: &Target) -> Vec<String> {
@@ -308,8 +344,12 @@ fn placeholder_paths(value: &Value) -> Vec<String> {
 }
 
 /// Fields a 422 answer names as immutable, in kusion's path syntax (the server's field paths
-/// already use `a.b[0].c`).
-fn immutable_fields(err: &kube::Error) -> Vec<String> {
+/// already use `a.b[0].c`). Besides "field is immutable", kinds that allow updates to a few
+/// fields only say so for a whole object part ("updates to statefulset spec for fields other
+/// than 'replicas', 'template', and 'updateStrategy' are forbidden"): then the fields of that
+/// part that differ between `before` (the live object) and `body` and are not among the
+/// allowed ones are named, or the part itself when that cannot be told.
+fn immutable_fields(err: &kube::Error, before: Option<&Value>, body: &Value) -> Vec<String> {
     let kube::Error::Api(status) = err else {
         return Vec::new();
     };
@@ -319,37 +359,76 @@ fn immutable_fields(err: &kube::Error) -> Vec<String> {
     let Some(details) = status.details.as_ref() else {
         return Vec::new();
     };
-    let mut fields: Vec<String> = details
-        .causes
-        .iter()
-        .filter(|c| c.message.contains("field is immutable") && !c.field.is_empty())
-        .map(|c| c.field.clone())
-        .collect();
+    let mut fields: Vec<String> = Vec::new();
+    for cause in &details.causes {
+        if cause.field.is_empty() {
+            continue;
+        }
+        if cause.message.contains("field is immutable") {
+            fields.push(cause.field.clone());
+        } else if cause.message.contains("updates to") && cause.message.contains("are forbidden") {
+            let allowed: Vec<&str> = cause.message.split('\'').skip(1).step_by(2).collect();
+            let part = |v: Option<&Value>| {
+                cause
+                    .field
+                    .split('.')
+                    .try_fold(v?, |v, k| v.get(k))
+                    .and_then(Value::as_object)
+                    .cloned()
+            };
+            let changed: Vec<String> = match (part(before), part(Some(body))) {
+                (Some(was), Some(now)) => now
+                    .iter()
+                    .filter(|(k, v)| {
+                        !allowed.contains(&k.as_str())
+                            && was.get(*k).is_none_or(|w| !project::same_value(w, v))
+                    })
+                    .map(|(k, _)| format!("{}.{k}", cause.field))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if changed.is_empty() {
+                fields.push(cause.field.clone());
+            } else {
+                fields.extend(changed);
+            }
+        }
+    }
     fields.sort();
     fields.dedup();
     fields
 }
 
-/// A dry-run's answer, when what a read just saw (`None`: absent) already says it.
+/// A dry-run's answer from what a read just saw, when that read already says it (`None`:
+/// the server must be asked).
 ///
 /// - Absent: a creation. Projected onto the fields kusion sends, what the server would store is
 ///   the plan itself (defaults and server metadata are projected away), so asking could only
 ///   add a validation error, which the real apply reports anyway.
-/// - Live and already holding every value kusion would apply, and none it would remove (the
-///   shape includes the prior's fields): the apply would change nothing kusion manages, so the
-///   live object is the answer. Anything else needs the server's dry-run.
+/// - Live: the apply changes nothing when it keeps every field kusion's manager owns (so it
+///   removes nothing: server-side apply removes exactly the owned fields a new configuration
+///   drops) and the object already holds every value it sends. Then the live object, projected
+///   as the read projected it, is the answer. Anything else needs the server's dry-run.
 fn answer_from_read(
-    seen: &recent::Seen,
+    live: Option<&Value>,
     planned: &Map<String, Value>,
-    shape: &Value,
+    body: &Value,
+    prior: Option<&Value>,
+    manager: &str,
 ) -> Option<Map<String, Value>> {
-    match seen {
-        None => Some(planned.clone()),
-        Some(live) => {
-            let now = project::project_object(live, shape);
-            (&now == planned).then_some(now)
-        }
+    let Some(live) = live else {
+        return Some(planned.clone());
+    };
+    if let Some(owned) = project::owned_fields(live, manager)
+        && !project::keeps_owned(body, owned)
+    {
+        return None;
     }
+    let planned_value = Value::Object(planned.clone());
+    let p = Some(&planned_value);
+    let now = project_live(live, p, Some(body), prior, Some(live), manager, &[live]);
+    let sent = project_live(body, p, Some(body), prior, Some(live), manager, &[live]);
+    (now == sent).then_some(now)
 }
 
 async fn wait_for_kind(
@@ -380,7 +459,6 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
     let target = target_of(planned)?;
     let settings = inner.settings();
     let cluster = inner.cluster(planned).await?;
-    let shape = shape_of(Some(planned), req.prior.as_ref());
     let would_be = |attrs: Map<String, Value>| ApplyResponse {
         resource: with_attributes(planned, attrs),
         private: None,
@@ -401,35 +479,76 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
             .await?
         }
     };
-    if req.dry_run {
-        // The plan's read of this object a moment ago may already answer the dry-run.
-        if let Some(seen) = cluster.recent.take(&target.id)
-            && let Some(attrs) = answer_from_read(&seen, &planned.attributes, &shape)
-        {
-            let mut response = would_be(attrs);
-            if seen.is_none() {
-                response.unknown_paths =
-                    placeholder_paths(&Value::Object(planned.attributes.clone()));
-            }
-            return Ok(response);
+    let api = cluster.api(&kind, &target);
+    let planned_value = Value::Object(planned.attributes.clone());
+    let prior_value = attrs_value(req.prior.as_ref());
+    let body = body_of(&target, &planned_value);
+    let manager = settings.field_manager.as_str();
+    // The object as it is before this change: what kusion's manager owns there is what the
+    // apply may remove, so both sides of a preview are projected onto it. The plan's read a
+    // moment ago saw it; other callers read it now.
+    let before: Option<Value> = if req.dry_run {
+        match cluster.recent.take(&target.id) {
+            Some(seen) => seen,
+            None => match api.get_opt(&target.name).await {
+                Ok(obj) => obj.and_then(|o| serde_json::to_value(o).ok()),
+                Err(e) => return Err(error::from_kube(&target.id, "read", e)),
+            },
         }
     } else {
         cluster.recent.forget(&target.id);
+        None
+    };
+    if req.dry_run
+        && settings.answer_from_read
+        && let Some(attrs) = answer_from_read(
+            before.as_ref(),
+            &planned.attributes,
+            &body,
+            prior_value.as_ref(),
+            manager,
+        )
+    {
+        let mut response = would_be(attrs);
+        if before.is_none() {
+            response.unknown_paths = placeholder_paths(&planned_value);
+        }
+        return Ok(response);
     }
-    let api = cluster.api(&kind, &target);
-    let mut params = PatchParams::apply(&settings.field_manager);
+    let mut params = PatchParams::apply(manager);
     params.force = settings.force;
     params.dry_run = req.dry_run;
-    let mut body = Value::Object(planned.attributes.clone());
-    if matches!(target.group(), "" | "apps" | "batch") {
-        fill_port_protocols(&mut body);
-    }
+    let answer = |obj: kube::api::DynamicObject| -> PluginResult<ApplyResponse> {
+        let after = serde_json::to_value(obj)
+            .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
+        let attrs = if req.dry_run {
+            let mut seen = vec![&after];
+            seen.extend(before.as_ref());
+            project_live(
+                &after,
+                Some(&planned_value),
+                Some(&body),
+                prior_value.as_ref(),
+                before.as_ref(),
+                manager,
+                &seen,
+            )
+        } else {
+            // What state records: kusion's fields as they now are.
+            project_live(
+                &after,
+                Some(&planned_value),
+                Some(&body),
+                None,
+                Some(&after),
+                manager,
+                &[&after],
+            )
+        };
+        Ok(would_be(attrs))
+    };
     match api.patch(&target.name, &params, &Patch::Apply(&body)).await {
-        Ok(obj) => {
-            let live = serde_json::to_value(obj)
-                .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
-            Ok(would_be(project::project_object(&live, &shape)))
-        }
+        Ok(obj) => answer(obj),
         // Its namespace is created by the same apply: a dry-run cannot say more than the plan.
         Err(e) if req.dry_run && namespace_missing(&e) => Ok(would_be(planned.attributes.clone())),
         // Values only known after other resources apply are still `$kusion_path` placeholders
@@ -444,40 +563,79 @@ async fn apply(inner: Arc<Inner>, req: ApplyRequest) -> PluginResult<ApplyRespon
             response.unknown_paths = placeholder_paths(&body);
             Ok(response)
         }
-        // The change touches immutable fields: preview it as a replacement (delete + create)
-        // instead of failing; a real apply still reports the server's refusal.
-        Err(e) if req.dry_run && !immutable_fields(&e).is_empty() => {
+        // The change touches immutable fields: preview it as a replacement (delete + create):
+        // the new object is the plan itself, as for a creation.
+        Err(e) if req.dry_run && !immutable_fields(&e, before.as_ref(), &body).is_empty() => {
             let mut response = would_be(planned.attributes.clone());
-            response.requires_replace = immutable_fields(&e);
+            response.requires_replace = immutable_fields(&e, before.as_ref(), &body);
             Ok(response)
+        }
+        // A real apply of such a change replaces the object: the name stays, so the old object
+        // must be gone before the new one can be created.
+        Err(e) if !req.dry_run && !immutable_fields(&e, None, &body).is_empty() => {
+            let fields = immutable_fields(&e, None, &body).join(", ");
+            tracing::info!(resource = %target.id, "replacing: {fields} cannot change in place");
+            let why = |mut err: PluginError| {
+                err.message = format!(
+                    "{} (while replacing it because {fields} cannot change in place)",
+                    err.message
+                );
+                err
+            };
+            let propagation = propagation_of(&req.planned, &settings)?;
+            let limit = req.timeout.unwrap_or(DEFAULT_TIMEOUT);
+            delete_object(&api, &target, propagation, true, limit)
+                .await
+                .map_err(why)?;
+            match api.patch(&target.name, &params, &Patch::Apply(&body)).await {
+                Ok(obj) => answer(obj),
+                Err(e) => Err(why(error::from_kube(&target.id, "server-side apply", e))),
+            }
         }
         Err(e) => {
             let conflict = matches!(&e, kube::Error::Api(s) if s.code == 409);
             let mut err = error::from_kube(&target.id, "server-side apply", e);
             if conflict {
-                err.message.push_str(
-                    "; another field manager owns these fields (apply with force to take them)",
-                );
+                err.message.push_str(&format!(
+                    "; another field manager owns these fields: apply with --force-conflicts \
+                     (runtime setting `force: true`) to make {manager:?} their owner"
+                ));
             }
             Err(err)
         }
     }
 }
 
-async fn read_live(inner: &Inner, base: &Resource, shape: &Value) -> PluginResult<ReadResponse> {
+async fn read_live(
+    inner: &Inner,
+    base: &Resource,
+    planned: Option<&Resource>,
+    prior: Option<&Resource>,
+) -> PluginResult<ReadResponse> {
     let target = target_of(base)?;
     let cluster = inner.cluster(base).await?;
     let Some(kind) = cluster.checked_kind(&target).await? else {
         return Ok(ReadResponse::default());
     };
+    let manager = inner.settings().field_manager;
     match cluster.api(&kind, &target).get_opt(&target.name).await {
         Ok(Some(obj)) => {
             let live = serde_json::to_value(obj)
                 .map_err(|e| PluginError::internal(format!("{}: {e}", target.id)))?;
-            let resource = Some(with_attributes(base, project::project_object(&live, shape)));
+            let planned = attrs_value(planned);
+            let body = planned.as_ref().map(|p| body_of(&target, p));
+            let attrs = project_live(
+                &live,
+                planned.as_ref(),
+                body.as_ref(),
+                attrs_value(prior).as_ref(),
+                Some(&live),
+                &manager,
+                &[&live],
+            );
             cluster.recent.remember(&target.id, Some(live));
             Ok(ReadResponse {
-                resource,
+                resource: Some(with_attributes(base, attrs)),
                 private: None,
                 sensitive_paths: sensitive_paths(&target),
             })
@@ -490,25 +648,27 @@ async fn read_live(inner: &Inner, base: &Resource, shape: &Value) -> PluginResul
     }
 }
 
-async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
-    let resource = &req.resource;
-    let target = target_of(resource)?;
-    let settings = inner.settings();
-    let propagation = match resource.extensions.get(EXT_PROPAGATION) {
-        None => settings.delete_propagation,
+fn propagation_of(resource: &Resource, settings: &Settings) -> PluginResult<Propagation> {
+    match resource.extensions.get(EXT_PROPAGATION) {
+        None => Ok(settings.delete_propagation),
         Some(v) => v.as_str().and_then(Propagation::parse).ok_or_else(|| {
             PluginError::invalid(format!(
                 "{}: extension {EXT_PROPAGATION} must be Background, Foreground or Orphan",
-                target.id
+                resource.id
             ))
-        })?,
-    };
-    let cluster = inner.cluster(resource).await?;
-    cluster.recent.forget(&target.id);
-    let Some(kind) = cluster.checked_kind(&target).await? else {
-        return Ok(()); // the kind is gone, so is the object
-    };
-    let api = cluster.api(&kind, &target);
+        }),
+    }
+}
+
+/// Deletes the object (absent is success) and, with `wait`, waits until it is gone
+/// (finalizers done) for at most `limit`.
+async fn delete_object(
+    api: &kube::Api<kube::api::DynamicObject>,
+    target: &Target,
+    propagation: Propagation,
+    wait: bool,
+    limit: Duration,
+) -> PluginResult<()> {
     let params = DeleteParams {
         propagation_policy: Some(propagation.policy()),
         ..DeleteParams::default()
@@ -518,11 +678,11 @@ async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
         Err(e) if error::is_not_found(&e) => return Ok(()),
         Err(e) => return Err(error::from_kube(&target.id, "delete", e)),
     }
-    if !settings.wait_for_delete {
+    if !wait {
         return Ok(());
     }
     let mut last_seen = String::new();
-    let waited = tokio::time::timeout(req.timeout.unwrap_or(DEFAULT_TIMEOUT), async {
+    let waited = tokio::time::timeout(limit, async {
         loop {
             match api.get_opt(&target.name).await {
                 Ok(None) => return Ok(()),
@@ -544,6 +704,27 @@ async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
             ),
         )),
     }
+}
+
+async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
+    let resource = &req.resource;
+    let target = target_of(resource)?;
+    let settings = inner.settings();
+    let propagation = propagation_of(resource, &settings)?;
+    let cluster = inner.cluster(resource).await?;
+    cluster.recent.forget(&target.id);
+    let Some(kind) = cluster.checked_kind(&target).await? else {
+        return Ok(()); // the kind is gone, so is the object
+    };
+    let api = cluster.api(&kind, &target);
+    delete_object(
+        &api,
+        &target,
+        propagation,
+        settings.wait_for_delete,
+        req.timeout.unwrap_or(DEFAULT_TIMEOUT),
+    )
+    .await
 }
 
 /// Follows `target` to readiness: a first snapshot answers at once (most kinds are ready as soon
@@ -613,7 +794,7 @@ async fn follow(
         .map(|i| i.changed.clone())
         .collect();
     for informer in std::iter::once(&own).chain(children.iter().map(|(_, i)| i)) {
-        if informer.store.wait_until_ready().await.is_err() {
+        if !informer.wait_until_listed().await {
             let _ = tx.send(Err(PluginError::internal(format!(
                 "{}: a watch stream stopped before listing",
                 target.id
@@ -663,14 +844,29 @@ async fn follow(
             .iter_mut()
             .map(|rx| Box::pin(rx.changed()))
             .collect();
-        let (woke, _, rest) = futures::future::select_all(waits).await;
-        drop(rest);
-        if woke.is_err() {
-            let _ = tx.send(Err(PluginError::internal(format!(
-                "{}: a watch stream stopped",
-                target.id
-            ))));
-            return;
+        match tokio::time::timeout(RESYNC, futures::future::select_all(waits)).await {
+            Ok((Ok(()), _, _)) => {}
+            Ok((Err(_), _, _)) => {
+                let _ = tx.send(Err(PluginError::internal(format!(
+                    "{}: a watch stream stopped",
+                    target.id
+                ))));
+                return;
+            }
+            // Nothing changed for a while: judge from fresh reads, so a cache that missed an
+            // event (a watch reconnecting) cannot hold a verdict.
+            Err(_) => match health::evaluate_since(&cluster, &target, None).await {
+                Ok(fresh) => {
+                    if report(fresh) {
+                        return;
+                    }
+                }
+                Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            },
         }
     }
 }
@@ -752,10 +948,10 @@ impl Runtime for KubernetesRuntime {
                 "read needs a planned or a prior resource",
             ));
         };
-        let shape = shape_of(request.planned.as_ref(), request.prior.as_ref());
+        let (planned, prior) = (request.planned.clone(), request.prior.clone());
         let inner = self.inner.clone();
         self.run(&base.id.clone(), request.timeout, async move {
-            read_live(&inner, &base, &shape).await
+            read_live(&inner, &base, planned.as_ref(), prior.as_ref()).await
         })
     }
 
@@ -783,10 +979,9 @@ impl Runtime for KubernetesRuntime {
                 )));
             }
         }
-        let shape = Value::Object(planned.attributes.clone());
         let inner = self.inner.clone();
         self.run(&target.id, request.timeout, async move {
-            read_live(&inner, &planned, &shape).await
+            read_live(&inner, &planned, Some(&planned), None).await
         })
     }
 
@@ -879,29 +1074,54 @@ mod tests {
     fn a_read_answers_the_dry_run_only_when_nothing_would_change() {
         let planned = map(json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "namespace": "n"}, "data": {"a": "1"}}));
-        let shape = Value::Object(planned.clone());
+        let body = Value::Object(planned.clone());
         // Absent: the plan is the answer.
         assert_eq!(
-            answer_from_read(&None, &planned, &shape),
+            answer_from_read(None, &planned, &body, None, "kusion"),
             Some(planned.clone())
         );
         // Live with the same values, plus server metadata and a label kusion does not manage.
+        let owned = |keys: &[&str]| {
+            let data: Map<String, Value> =
+                keys.iter().map(|k| (format!("f:{k}"), json!({}))).collect();
+            json!([{"manager": "kusion", "operation": "Apply", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:data": data}},
+                   {"manager": "other", "operation": "Update", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {"f:labels": {"f:other": {}}}}}])
+        };
         let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "namespace": "n", "uid": "u", "resourceVersion": "9",
-                         "labels": {"other": "x"}}, "data": {"a": "1"}});
+                         "labels": {"other": "x"}, "managedFields": owned(&["a"])},
+            "data": {"a": "1"}});
         assert_eq!(
-            answer_from_read(&Some(live.clone()), &planned, &shape),
+            answer_from_read(Some(&live), &planned, &body, None, "kusion"),
             Some(planned.clone())
         );
         // A value that differs needs the server.
         let mut drifted = live.clone();
         drifted["data"]["a"] = json!("2");
-        assert_eq!(answer_from_read(&Some(drifted), &planned, &shape), None);
-        // A field kusion owned before (in the prior) and now drops would be removed: the server says how.
-        let prior = json!({"data": {"a": "1", "gone": "y"}});
-        let mut with_gone = live;
+        assert_eq!(
+            answer_from_read(Some(&drifted), &planned, &body, None, "kusion"),
+            None
+        );
+        // A field kusion's manager owns and the plan drops would be removed: the server says
+        // how, whatever state recorded.
+        let mut with_gone = live.clone();
         with_gone["data"]["gone"] = json!("y");
-        let shape = project::merge_shapes(&Value::Object(planned.clone()), &prior);
-        assert_eq!(answer_from_read(&Some(with_gone), &planned, &shape), None);
+        with_gone["metadata"]["managedFields"] = owned(&["a", "gone"]);
+        assert_eq!(
+            answer_from_read(Some(&with_gone), &planned, &body, None, "kusion"),
+            None
+        );
+        // The same key owned by another manager only stays: nothing changes.
+        let mut theirs = with_gone.clone();
+        theirs["metadata"]["managedFields"] = owned(&["a"]);
+        assert!(answer_from_read(Some(&theirs), &planned, &body, None, "kusion").is_some());
+        // A key recorded in the prior state (kusion's earlier value) shows on both sides.
+        let prior = json!({"data": {"a": "1", "gone": "y"}});
+        assert_eq!(
+            answer_from_read(Some(&theirs), &planned, &body, Some(&prior), "kusion"),
+            None
+        );
     }
 }

@@ -2,9 +2,18 @@
 //!
 //! With server-side apply, kusion only owns the fields it sends. Everything else the server
 //! stores (status, uid, defaults such as `protocol: TCP`, fields other managers own) is not
-//! kusion's business and must not show up as a diff. So a live object is projected onto the
-//! *shape* of what kusion applies: the planned object merged with the prior one (the prior shape
-//! keeps fields kusion used to own and now drops visible, since apply removes them).
+//! kusion's business and must not show up as a diff. So a live object is projected onto a
+//! [`Guide`]: the planned object, the prior one, and the fields kusion's field manager owns on
+//! the server (its `managedFields` entry). The owned fields matter most: an apply removes exactly
+//! the owned fields the new configuration drops (unless another manager also owns them), so they
+//! must stay visible for the removal to show as a change.
+//!
+//! Lists need their schema's semantics (associative by some key fields, a set, or atomic) to be
+//! projected the way the server merges them. The `managedFields` entries of every manager say
+//! it for every list they touch (`k:{..}` items, `v:` values, or the whole list as one leaf), so
+//! [`Hints`] are learned from them; only lists no manager describes fall back to guessing.
+
+use std::collections::HashMap;
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -20,7 +29,8 @@ const SERVER_METADATA: &[&str] = &[
     "deletionTimestamp",
 ];
 
-/// Keys that identify an item of an associative list, in order of preference.
+/// Keys that identify an item of an associative list, in order of preference, for lists no
+/// `managedFields` entry describes.
 const MERGE_KEYS: &[&str] = &[
     "name",
     "mountPath",
@@ -31,29 +41,292 @@ const MERGE_KEYS: &[&str] = &[
     "type",
 ];
 
-/// Union of two shapes (maps merged recursively; for other values `a` wins).
-pub fn merge_shapes(a: &Value, b: &Value) -> Value {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let mut out = x.clone();
-            for (k, vb) in y {
-                let merged = match x.get(k) {
-                    Some(va) => merge_shapes(va, vb),
-                    None => vb.clone(),
-                };
-                out.insert(k.clone(), merged);
-            }
-            Value::Object(out)
+/// How the server merges a list (its schema's `x-kubernetes-list-type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListKind {
+    /// Items identified by these key fields.
+    Map(Vec<String>),
+    /// Scalars identified by their value.
+    Set,
+    /// Replaced whole.
+    Atomic,
+}
+
+/// List semantics by field path (field names, `[]` standing for "an item of the list").
+#[derive(Debug, Default, Clone)]
+pub struct Hints {
+    by_path: HashMap<Vec<String>, (ListKind, bool)>,
+}
+
+impl Hints {
+    /// Hints learned from `objects`' `managedFields` (every manager's entry).
+    pub fn from_objects<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Hints {
+        let mut hints = Hints::default();
+        for obj in objects {
+            hints.learn(obj);
         }
-        _ => a.clone(),
+        hints
+    }
+
+    /// Learn from one object's `managedFields`.
+    pub fn learn(&mut self, obj: &Value) {
+        let Some(entries) = obj
+            .pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+        else {
+            return;
+        };
+        for entry in entries {
+            if let Some(fields) = entry.get("fieldsV1").and_then(Value::as_object) {
+                self.learn_node(fields, Some(obj), &mut Vec::new());
+            }
+        }
+    }
+
+    fn insert(&mut self, path: &[String], kind: ListKind, certain: bool) {
+        match self.by_path.get(path) {
+            // What an entry shows item by item is certain; a list owned as one leaf is only
+            // probably atomic (a manager may have applied it empty), so never overrides.
+            Some((_, true)) if !certain => {}
+            _ => {
+                self.by_path.insert(path.to_vec(), (kind, certain));
+            }
+        }
+    }
+
+    fn learn_node(
+        &mut self,
+        node: &Map<String, Value>,
+        live: Option<&Value>,
+        path: &mut Vec<String>,
+    ) {
+        for (key, child) in node {
+            let child = child.as_object();
+            if let Some(name) = key.strip_prefix("f:") {
+                path.push(name.to_string());
+                let lv = live.and_then(|l| l.get(name));
+                match child {
+                    Some(c) if has_fields(c) => self.learn_node(c, lv, path),
+                    // Owned as one leaf while the live list has items: the list is atomic.
+                    _ => {
+                        if lv.and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+                            self.insert(path, ListKind::Atomic, false);
+                        }
+                    }
+                }
+                path.pop();
+            } else if let Some(item_key) = key.strip_prefix("k:") {
+                let Ok(Value::Object(want)) = serde_json::from_str::<Value>(item_key) else {
+                    continue;
+                };
+                let mut names: Vec<String> = want.keys().cloned().collect();
+                names.sort();
+                self.insert(path, ListKind::Map(names), true);
+                let item = live
+                    .and_then(Value::as_array)
+                    .and_then(|items| items.iter().find(|i| key_matches(i, &want)));
+                if let Some(c) = child {
+                    path.push("[]".into());
+                    self.learn_node(c, item, path);
+                    path.pop();
+                }
+            } else if key.starts_with("v:") {
+                self.insert(path, ListKind::Set, true);
+            } else if let Some(index) = key.strip_prefix("i:") {
+                let item = index
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| live.and_then(Value::as_array).and_then(|a| a.get(i)));
+                if let Some(c) = child {
+                    path.push("[]".into());
+                    self.learn_node(c, item, path);
+                    path.pop();
+                }
+            }
+        }
+    }
+
+    fn get(&self, path: &[String]) -> Option<&ListKind> {
+        self.by_path.get(path).map(|(k, _)| k)
     }
 }
 
-/// The live object reduced to `shape`, with server-owned metadata and status removed.
+/// Whether a `fieldsV1` node has children other than `.` (the node itself).
+fn has_fields(node: &Map<String, Value>) -> bool {
+    node.keys().any(|k| k != ".")
+}
+
+/// Whether list item `item` has every key field of a `k:{..}` entry with that value.
+fn key_matches(item: &Value, want: &Map<String, Value>) -> bool {
+    want.iter()
+        .all(|(f, v)| item.get(f).is_some_and(|iv| values_equal(iv, v)))
+}
+
+/// The `fieldsV1` of the `Apply` entry of field manager `manager` in `live`: the fields its last
+/// server-side apply set and it still owns.
+pub fn owned_fields<'a>(live: &'a Value, manager: &str) -> Option<&'a Map<String, Value>> {
+    live.pointer("/metadata/managedFields")?
+        .as_array()?
+        .iter()
+        .find(|e| {
+            e.get("manager").and_then(Value::as_str) == Some(manager)
+                && e.get("operation").and_then(Value::as_str) == Some("Apply")
+        })?
+        .get("fieldsV1")?
+        .as_object()
+}
+
+/// `owned` without the fields kusion fills in itself (present in `body`, the object sent, but
+/// not in `planned`, the object as written): those are not the spec's and stay out of what is
+/// shown and recorded, as server defaults do.
+pub fn without_filled(
+    owned: &Map<String, Value>,
+    body: &Value,
+    planned: Option<&Value>,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (key, child) in owned {
+        if let Some(name) = key.strip_prefix("f:") {
+            let (b, p) = (body.get(name), planned.and_then(|p| p.get(name)));
+            if b.is_some() && p.is_none() {
+                continue; // filled in by kusion
+            }
+            let child = match (child.as_object(), b) {
+                (Some(c), Some(b)) if has_fields(c) => Value::Object(without_filled(c, b, p)),
+                _ => child.clone(),
+            };
+            out.insert(key.clone(), child);
+        } else if let Some(item_key) = key.strip_prefix("k:") {
+            let found = serde_json::from_str::<Value>(item_key)
+                .ok()
+                .and_then(|want| {
+                    let want = want.as_object()?.clone();
+                    body.as_array()?.iter().position(|i| key_matches(i, &want))
+                });
+            let child = match (child.as_object(), found) {
+                (Some(c), Some(i)) if has_fields(c) => {
+                    Value::Object(without_filled(c, &body[i], planned.and_then(|p| p.get(i))))
+                }
+                _ => child.clone(),
+            };
+            out.insert(key.clone(), child);
+        } else {
+            out.insert(key.clone(), child.clone());
+        }
+    }
+    out
+}
+
+/// Whether applying `value` keeps every field of `owned` (a `fieldsV1` node): then the apply
+/// removes nothing its manager owned. Anything not understood counts as not kept.
+pub fn keeps_owned(value: &Value, owned: &Map<String, Value>) -> bool {
+    owned.iter().all(|(key, child)| {
+        let below = |v: &Value| match child.as_object() {
+            Some(c) => keeps_owned(v, c),
+            None => true,
+        };
+        if key == "." {
+            true
+        } else if let Some(name) = key.strip_prefix("f:") {
+            value
+                .as_object()
+                .and_then(|m| m.get(name))
+                .is_some_and(|v| !v.is_null() && below(v))
+        } else if let Some(item_key) = key.strip_prefix("k:") {
+            let Ok(Value::Object(want)) = serde_json::from_str::<Value>(item_key) else {
+                return false;
+            };
+            value
+                .as_array()
+                .and_then(|items| items.iter().find(|i| key_matches(i, &want)))
+                .is_some_and(below)
+        } else if let Some(v) = key.strip_prefix("v:") {
+            let Ok(want) = serde_json::from_str::<Value>(v) else {
+                return false;
+            };
+            value
+                .as_array()
+                .is_some_and(|items| items.iter().any(|i| values_equal(i, &want)))
+        } else if let Some(index) = key.strip_prefix("i:") {
+            index
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| value.as_array()?.get(i))
+                .is_some_and(below)
+        } else {
+            false
+        }
+    })
+}
+
+/// What a projection keeps of a live value: the fields of the planned object, of the prior one,
+/// and those kusion's manager owns (a `fieldsV1` node).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Guide<'a> {
+    pub planned: Option<&'a Value>,
+    pub prior: Option<&'a Value>,
+    pub owned: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Guide<'a> {
+    fn child(&self, key: &str) -> Guide<'a> {
+        Guide {
+            planned: self.planned.and_then(|p| p.as_object()?.get(key)),
+            prior: self.prior.and_then(|p| p.as_object()?.get(key)),
+            owned: self
+                .owned
+                .and_then(|o| o.get(&format!("f:{key}"))?.as_object()),
+        }
+    }
+
+    /// Owned as a whole (a leaf entry): the whole live value is kusion's.
+    fn owned_whole(&self) -> bool {
+        self.owned.is_some_and(|o| !has_fields(o))
+    }
+
+    /// Field names to keep of a live map, when the guide describes a map.
+    fn keys(&self) -> Option<Vec<&'a str>> {
+        let mut keys: Vec<&str> = Vec::new();
+        let mut described = false;
+        for side in [self.planned, self.prior].into_iter().flatten() {
+            if let Some(m) = side.as_object() {
+                described = true;
+                keys.extend(m.keys().map(String::as_str));
+            }
+        }
+        if let Some(o) = self.owned
+            && has_fields(o)
+        {
+            described = true;
+            keys.extend(o.keys().filter_map(|k| k.strip_prefix("f:")));
+        }
+        described.then(|| {
+            let mut seen = std::collections::HashSet::new();
+            keys.retain(|k| seen.insert(*k));
+            keys
+        })
+    }
+}
+
+/// The live object reduced to `shape` (a planned object), with server-owned metadata and status
+/// removed. List semantics come from the live object's `managedFields`.
 pub fn project_object(live: &Value, shape: &Value) -> Map<String, Value> {
+    let hints = Hints::from_objects([live]);
+    project_guided(
+        live,
+        Guide {
+            planned: Some(shape),
+            ..Guide::default()
+        },
+        &hints,
+    )
+}
+
+/// The live object reduced to what `guide` names, with server-owned metadata and status removed.
+pub fn project_guided(live: &Value, guide: Guide<'_>, hints: &Hints) -> Map<String, Value> {
     let mut live = live.clone();
-    secret_string_data(&mut live, shape);
-    let mut out = match project(&live, shape) {
+    secret_string_data(&mut live, &guide);
+    let mut out = match project(&live, guide, &mut Vec::new(), hints) {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
@@ -67,19 +340,19 @@ pub fn project_object(live: &Value, shape: &Value) -> Map<String, Value> {
 }
 
 /// The server never stores a Secret's `stringData`: it folds it into base64 `data`. Rebuild the
-/// `stringData` keys the shape asks for from `data`, so an unchanged Secret compares equal.
-fn secret_string_data(live: &mut Value, shape: &Value) {
+/// `stringData` keys the guide asks for from `data`, so an unchanged Secret compares equal.
+fn secret_string_data(live: &mut Value, guide: &Guide<'_>) {
     if live.get("kind").and_then(Value::as_str) != Some("Secret") {
         return;
     }
-    let Some(wanted) = shape.get("stringData").and_then(Value::as_object) else {
+    let Some(wanted) = guide.child("stringData").keys() else {
         return;
     };
     let Some(data) = live.get("data").and_then(Value::as_object).cloned() else {
         return;
     };
     let mut string_data = Map::new();
-    for key in wanted.keys() {
+    for key in wanted {
         let Some(encoded) = data.get(key).and_then(Value::as_str) else {
             continue;
         };
@@ -87,9 +360,9 @@ fn secret_string_data(live: &mut Value, shape: &Value) {
             .decode(encoded)
             .ok();
         match decoded.and_then(|b| String::from_utf8(b).ok()) {
-            Some(text) => string_data.insert(key.clone(), Value::String(text)),
+            Some(text) => string_data.insert(key.to_string(), Value::String(text)),
             // Binary data cannot be shown as stringData; keep the encoded form so it still differs.
-            None => string_data.insert(key.clone(), Value::String(encoded.to_string())),
+            None => string_data.insert(key.to_string(), Value::String(encoded.to_string())),
         };
     }
     if let Value::Object(m) = live {
@@ -97,66 +370,230 @@ fn secret_string_data(live: &mut Value, shape: &Value) {
     }
 }
 
-fn project(live: &Value, shape: &Value) -> Option<Value> {
-    match (shape, live) {
-        (Value::Object(s), Value::Object(l)) => {
+fn project(live: &Value, guide: Guide<'_>, path: &mut Vec<String>, hints: &Hints) -> Option<Value> {
+    match live {
+        Value::Object(l) => {
+            let keys = match guide.keys() {
+                Some(keys) if !guide.owned_whole() => keys,
+                // A value kusion owns whole, or a scalar where the server has a map.
+                _ => return Some(normalize(live, guide.planned)),
+            };
             let mut out = Map::new();
-            for (k, sv) in s {
-                if let Some(lv) = l.get(k)
-                    && let Some(p) = project(lv, sv)
-                {
-                    out.insert(k.clone(), p);
+            for k in keys {
+                if let Some(lv) = l.get(k) {
+                    path.push(k.to_string());
+                    if let Some(p) = project(lv, guide.child(k), path, hints) {
+                        out.insert(k.to_string(), p);
+                    }
+                    path.pop();
                 }
             }
             Some(Value::Object(out))
         }
-        (Value::Array(s), Value::Array(l)) => Some(Value::Array(project_list(l, s))),
-        (Value::String(a), Value::String(b)) if a != b && quantities_equal(a, b) => {
-            Some(shape.clone())
-        }
-        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => Some(shape.clone()),
-        // Int-or-string fields the server may return in the other form.
-        (Value::String(a), Value::Number(b)) if a.parse::<f64>().ok() == b.as_f64() => {
-            Some(shape.clone())
-        }
-        _ => Some(live.clone()),
+        Value::Array(items) => Some(Value::Array(project_list(items, guide, path, hints))),
+        _ => Some(normalize(live, guide.planned)),
     }
 }
 
-fn project_list(live: &[Value], shape: &[Value]) -> Vec<Value> {
-    let all_objects = !shape.is_empty() && shape.iter().all(Value::is_object);
-    if !all_objects {
-        // Lists of scalars are atomic: the whole live list is what kusion would replace.
-        return live.to_vec();
-    }
-    let key = MERGE_KEYS
-        .iter()
-        .find(|k| shape.iter().all(|item| item.get(**k).is_some()));
-    match key {
-        Some(key) => {
-            // Associative list: project the items kusion declares, matched by key; items added
-            // by other managers are theirs and stay out. Order follows the live list.
-            let declared: Vec<&Value> = shape.iter().filter_map(|s| s.get(*key)).collect();
-            // Each shape item is used once, so repeated keys pair up in order.
-            let mut used = vec![false; shape.len()];
-            live.iter()
-                .filter_map(|item| {
-                    let k = item.get(*key)?;
-                    let pos =
-                        (0..declared.len()).find(|&p| !used[p] && values_equal(declared[p], k))?;
-                    used[pos] = true;
-                    project(item, &shape[pos])
-                })
-                .collect()
+/// The live value in the planned value's form where both mean the same (quantities, numbers,
+/// int-or-string), everything else as the server has it.
+fn normalize(live: &Value, planned: Option<&Value>) -> Value {
+    let Some(planned) = planned else {
+        return live.clone();
+    };
+    match (planned, live) {
+        (Value::Object(p), Value::Object(l)) => Value::Object(
+            l.iter()
+                .map(|(k, v)| (k.clone(), normalize(v, p.get(k))))
+                .collect(),
+        ),
+        (Value::Array(p), Value::Array(l)) => Value::Array(
+            l.iter()
+                .enumerate()
+                .map(|(i, v)| normalize(v, p.get(i)))
+                .collect(),
+        ),
+        (Value::String(a), Value::String(b)) if a != b && quantities_equal(a, b) => planned.clone(),
+        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => planned.clone(),
+        // Int-or-string fields the server may return in the other form.
+        (Value::String(a), Value::Number(b)) if a.parse::<f64>().ok() == b.as_f64() => {
+            planned.clone()
         }
-        None => live
+        _ => live.clone(),
+    }
+}
+
+/// The list kind when no `managedFields` entry describes the list: scalars are replaced whole;
+/// objects sharing one of [`MERGE_KEYS`] are keyed by it; other object lists go by position.
+fn guessed_kind(guide: &Guide<'_>) -> Option<ListKind> {
+    let items: Vec<&Value> = [guide.planned, guide.prior]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .collect();
+    if items.is_empty() || !items.iter().all(|i| i.is_object()) {
+        return Some(ListKind::Atomic);
+    }
+    MERGE_KEYS
+        .iter()
+        .find(|k| items.iter().all(|item| item.get(**k).is_some()))
+        .map(|k| ListKind::Map(vec![k.to_string()]))
+}
+
+fn project_list(
+    live: &[Value],
+    guide: Guide<'_>,
+    path: &mut Vec<String>,
+    hints: &Hints,
+) -> Vec<Value> {
+    let kind = if guide.owned_whole() {
+        Some(ListKind::Atomic)
+    } else {
+        hints.get(path).cloned().or_else(|| guessed_kind(&guide))
+    };
+    let planned: &[Value] = guide
+        .planned
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let prior: &[Value] = guide
+        .prior
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    match kind {
+        Some(ListKind::Atomic) => live
             .iter()
             .enumerate()
-            .filter_map(|(i, item)| match shape.get(i) {
-                Some(s) => project(item, s),
-                None => Some(item.clone()),
-            })
+            .map(|(i, v)| normalize(v, planned.get(i)))
             .collect(),
+        Some(ListKind::Set) => {
+            let owned: Vec<Value> = guide
+                .owned
+                .map(|o| {
+                    o.keys()
+                        .filter_map(|k| serde_json::from_str(k.strip_prefix("v:")?).ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            live.iter()
+                .filter(|v| {
+                    planned
+                        .iter()
+                        .chain(prior)
+                        .chain(&owned)
+                        .any(|w| values_equal(v, w))
+                })
+                .cloned()
+                .collect()
+        }
+        Some(ListKind::Map(keys)) => {
+            // Items kusion declares or owns, matched by key; items other managers added are
+            // theirs and stay out. Each declared item is used once, so repeated keys pair up
+            // in order. Order follows the live list.
+            let mut used_planned = vec![false; planned.len()];
+            let mut used_prior = vec![false; prior.len()];
+            let owned: Vec<OwnedItem<'_>> = guide
+                .owned
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(k, child)| {
+                            let Ok(Value::Object(want)) =
+                                serde_json::from_str::<Value>(k.strip_prefix("k:")?)
+                            else {
+                                return None;
+                            };
+                            Some((want, child.as_object()?))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            path.push("[]".into());
+            let out = live
+                .iter()
+                .filter_map(|item| {
+                    let p = pick(item, planned, &keys, &mut used_planned);
+                    let q = pick(item, prior, &keys, &mut used_prior);
+                    let o = owned
+                        .iter()
+                        .find(|(want, _)| key_matches(item, want))
+                        .map(|(_, child)| *child);
+                    if p.is_none() && q.is_none() && o.is_none() {
+                        return None;
+                    }
+                    let g = Guide {
+                        planned: p,
+                        prior: q,
+                        owned: o,
+                    };
+                    project(item, g, path, hints)
+                })
+                .collect();
+            path.pop();
+            out
+        }
+        None => {
+            path.push("[]".into());
+            let out = live
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| {
+                    let g = Guide {
+                        planned: planned.get(i),
+                        prior: prior.get(i),
+                        owned: None,
+                    };
+                    if g.planned.is_none() && g.prior.is_none() {
+                        return Some(item.clone());
+                    }
+                    project(item, g, path, hints)
+                })
+                .collect();
+            path.pop();
+            out
+        }
+    }
+}
+
+/// An owned list item: its key fields, and what of it is owned.
+type OwnedItem<'a> = (Map<String, Value>, &'a Map<String, Value>);
+
+/// The first unused item of `declared` with the same key as `item`. Key fields a declared item
+/// leaves out (to the server's default, like a port's protocol) match anything, but an item
+/// naming none of the keys matches nothing.
+fn pick<'a>(
+    item: &Value,
+    declared: &'a [Value],
+    keys: &[String],
+    used: &mut [bool],
+) -> Option<&'a Value> {
+    let matches = |d: &Value| {
+        let mut named = 0;
+        for k in keys {
+            if let Some(dv) = d.get(k) {
+                named += 1;
+                if !item.get(k).is_some_and(|iv| values_equal(iv, dv)) {
+                    return false;
+                }
+            }
+        }
+        named > 0
+    };
+    let pos = (0..declared.len()).find(|&i| !used[i] && matches(&declared[i]))?;
+    used[pos] = true;
+    Some(&declared[pos])
+}
+
+/// Whether a live value holds what `planned` says (quantities, numbers and int-or-string by
+/// value; maps by the planned keys).
+pub fn same_value(live: &Value, planned: &Value) -> bool {
+    match (live, planned) {
+        (Value::Object(l), Value::Object(p)) => p
+            .iter()
+            .all(|(k, pv)| l.get(k).is_some_and(|lv| same_value(lv, pv))),
+        (Value::Array(l), Value::Array(p)) => {
+            l.len() == p.len() && l.iter().zip(p).all(|(a, b)| same_value(a, b))
+        }
+        _ => normalize(live, Some(planned)) == *planned,
     }
 }
 
@@ -265,11 +702,132 @@ mod tests {
     }
 
     #[test]
-    fn prior_shape_keeps_dropped_fields_visible() {
+    fn prior_keeps_dropped_fields_visible() {
         let planned = json!({"metadata": {"labels": {"a": "1"}}});
         let prior = json!({"metadata": {"labels": {"a": "1", "gone": "x"}}});
         let live = json!({"metadata": {"labels": {"a": "1", "gone": "x", "foreign": "y"}}});
-        let p = project_object(&live, &merge_shapes(&planned, &prior));
+        let guide = Guide {
+            planned: Some(&planned),
+            prior: Some(&prior),
+            owned: None,
+        };
+        let p = project_guided(&live, guide, &Hints::default());
         assert_eq!(Value::Object(p), prior);
+    }
+
+    /// A Deployment kusion applied with two containers (each with env), as the server records
+    /// kusion's ownership of it.
+    fn two_containers() -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "managedFields": [
+                {"manager": "kusion", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1":
+                    {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                        "k:{\"name\":\"main\"}": {".": {}, "f:name": {}, "f:image": {},
+                            "f:env": {"k:{\"name\":\"A\"}": {".": {}, "f:name": {}, "f:value": {}},
+                                      "k:{\"name\":\"B\"}": {".": {}, "f:name": {}, "f:value": {}}}},
+                        "k:{\"name\":\"side\"}": {".": {}, "f:name": {}, "f:image": {}}},
+                        "f:tolerations": {}}}}}},
+                {"manager": "kube-controller-manager", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:status": {"f:replicas": {}}}}]},
+            "spec": {"template": {"spec": {
+                "containers": [
+                    {"name": "main", "image": "app:1", "imagePullPolicy": "IfNotPresent",
+                     "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+                    {"name": "side", "image": "proxy:1", "imagePullPolicy": "IfNotPresent"}],
+                "tolerations": [{"key": "x", "operator": "Exists"}, {"key": "y", "operator": "Exists"}]}}},
+            "status": {"replicas": 1}})
+    }
+
+    #[test]
+    fn removals_of_owned_items_stay_visible_and_are_detected() {
+        let live = two_containers();
+        // The new spec drops the sidecar, env var B and toleration y.
+        let planned = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {
+                "containers": [{"name": "main", "image": "app:1", "env": [{"name": "A", "value": "1"}]}],
+                "tolerations": [{"key": "x", "operator": "Exists"}]}}}});
+        let owned = owned_fields(&live, "kusion").expect("kusion's entry");
+        assert!(
+            !keeps_owned(&planned, owned),
+            "the apply removes owned items"
+        );
+        let hints = Hints::from_objects([&live]);
+        assert_eq!(
+            hints.get(&["spec", "template", "spec", "containers"].map(String::from)),
+            Some(&ListKind::Map(vec!["name".into()]))
+        );
+        assert_eq!(
+            hints.get(&["spec", "template", "spec", "tolerations"].map(String::from)),
+            Some(&ListKind::Atomic)
+        );
+        let guide = Guide {
+            planned: Some(&planned),
+            prior: None,
+            owned: Some(owned),
+        };
+        let seen = Value::Object(project_guided(&live, guide, &hints));
+        // Everything kusion owns is there, nothing the server defaulted.
+        assert_eq!(
+            seen["spec"]["template"]["spec"],
+            json!({"containers": [
+                {"name": "main", "image": "app:1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+                {"name": "side", "image": "proxy:1"}],
+                "tolerations": [{"key": "x", "operator": "Exists"}, {"key": "y", "operator": "Exists"}]})
+        );
+        // Without the owned fields, the removals would be invisible: the old bug.
+        let blind = Value::Object(project_object(&live, &planned));
+        assert_eq!(
+            blind["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .map(Vec::len),
+            Some(1)
+        );
+        // The same spec as applied keeps everything owned.
+        let same = json!({"spec": {"template": {"spec": {
+            "containers": [{"name": "main", "image": "app:1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+                           {"name": "side", "image": "proxy:1"}],
+            "tolerations": [{"key": "x", "operator": "Exists"}]}}}});
+        assert!(keeps_owned(&same, owned));
+    }
+
+    #[test]
+    fn sets_and_positional_entries_are_understood() {
+        let owned = json!({"f:metadata": {"f:finalizers": {"v:\"a\"": {}, "v:\"b\"": {}}},
+                           "f:spec": {"f:list": {"i:0": {"f:x": {}}}}});
+        let owned = owned.as_object().unwrap();
+        assert!(keeps_owned(
+            &json!({"metadata": {"finalizers": ["b", "a"]}, "spec": {"list": [{"x": 1}]}}),
+            owned
+        ));
+        assert!(!keeps_owned(
+            &json!({"metadata": {"finalizers": ["a"]}, "spec": {"list": [{"x": 1}]}}),
+            owned
+        ));
+        assert!(!keeps_owned(
+            &json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"list": []}}),
+            owned
+        ));
+        assert!(!keeps_owned(
+            &json!({"spec": {"odd": 1}}),
+            &json!({"z:x": {}}).as_object().unwrap().clone()
+        ));
+    }
+
+    #[test]
+    fn ports_without_protocol_match_their_defaulted_items() {
+        let live = json!({"spec": {"ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080},
+                                              {"port": 80, "protocol": "UDP", "targetPort": 8080}]}});
+        let planned = json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
+        let mut hints = Hints::default();
+        hints.insert(
+            &["spec".into(), "ports".into()],
+            ListKind::Map(vec!["port".into(), "protocol".into()]),
+            true,
+        );
+        let guide = Guide {
+            planned: Some(&planned),
+            ..Guide::default()
+        };
+        assert_eq!(Value::Object(project_guided(&live, guide, &hints)), planned);
     }
 }

@@ -386,7 +386,11 @@ fn drift_behind_kusions_back_is_visible() {
     let api: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(cp.client().unwrap(), "t-drift");
     let patch = json!({"spec": {"replicas": 5}, "metadata": {"labels": {"team": "other"}}});
-    cp.block_on(api.patch("app", &PatchParams::default(), &Patch::Merge(&patch)))
+    let scaler = PatchParams {
+        field_manager: Some("scaler".into()),
+        ..PatchParams::default()
+    };
+    cp.block_on(api.patch("app", &scaler, &Patch::Merge(&patch)))
         .unwrap();
     let live = read(&rt, Some(&applied), &d).unwrap();
     let mut diff = Vec::new();
@@ -394,8 +398,13 @@ fn drift_behind_kusions_back_is_visible() {
     // The label kusion does not manage is not kusion's drift; the replicas it manages are.
     assert_eq!(diff, vec!["spec.replicas".to_string()]);
     assert_eq!(live.attributes["spec"]["replicas"], json!(5));
-    // Applying again restores kusion's value.
-    apply(&rt, Some(&applied), &d, false).unwrap();
+    // The scaler now owns the replicas: as with kubectl, applying again is a conflict naming
+    // it, and forcing takes the field back and restores kusion's value.
+    let err = apply(&rt, Some(&applied), &d, false).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Conflict, "{}", err.message);
+    assert!(err.message.contains("\"scaler\""), "{}", err.message);
+    let forceful = runtime_for(cp, json!({"force": true}));
+    apply(&forceful, Some(&applied), &d, false).unwrap();
     assert_eq!(
         read(&rt, Some(&applied), &d).unwrap().attributes["spec"]["replicas"],
         json!(2)
@@ -405,8 +414,9 @@ fn drift_behind_kusions_back_is_visible() {
 #[test]
 fn conflict_with_another_manager_is_reported_and_force_takes_it() {
     let cp = ControlPlane::shared();
-    let polite = runtime_for(cp, json!({"force": false}));
-    let forceful = runtime_for(cp, json!({}));
+    // Not forcing is the default, as with kubectl.
+    let polite = runtime_for(cp, json!({}));
+    let forceful = runtime_for(cp, json!({"force": true}));
     setup_ns(cp, &forceful, "t-conflict");
     let cm = config_map("t-conflict", "shared", json!({"owner": "kusion"}));
     apply(&polite, None, &cm, false).unwrap();
@@ -428,7 +438,9 @@ fn conflict_with_another_manager_is_reported_and_force_takes_it() {
         err.message
     );
     assert!(
-        err.message.contains("ops-tool") && err.message.contains(".data.owner"),
+        err.message.contains("ops-tool")
+            && err.message.contains(".data.owner")
+            && err.message.contains("--force-conflicts"),
         "{}",
         err.message
     );
@@ -811,18 +823,30 @@ fn immutable_changes_preview_as_replacement() {
     v2.attributes["spec"]["template"]["metadata"]["labels"] = json!({"app": "app", "tier": "web"});
     let preview = apply(&rt, Some(&prior), &v2, true).unwrap();
     assert_eq!(preview.requires_replace, vec!["spec.selector".to_string()]);
-    let err = apply(&rt, Some(&prior), &v2, false).unwrap_err();
-    assert_eq!(err.kind, ErrorKind::InvalidInput, "{}", err.message);
-    assert!(
-        err.message.contains("field is immutable") && err.message.contains(&v2.id),
-        "{}",
-        err.message
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cp.client().unwrap(), "t-immutable");
+    let old_uid = cp.block_on(api.get("app")).unwrap().metadata.uid;
+    // The real apply replaces it: the old object goes, a new one with the new selector comes.
+    let replaced = apply(&rt, Some(&prior), &v2, false).unwrap_or_else(|e| panic!("{}", e.message));
+    assert_eq!(
+        replaced.resource.attributes["spec"]["selector"],
+        v2.attributes["spec"]["selector"]
     );
+    let now = cp.block_on(api.get("app")).unwrap();
+    assert_ne!(now.metadata.uid, old_uid, "a new object");
+    assert_eq!(
+        now.spec.unwrap().selector.match_labels.unwrap().get("tier"),
+        Some(&"web".to_string())
+    );
+    // Converged: the next dry-run changes nothing and needs no replacement.
+    let again = apply(&rt, Some(&replaced.resource), &v2, true).unwrap();
+    assert!(again.requires_replace.is_empty());
+    assert_eq!(attrs(&again.resource), attrs(&replaced.resource));
     // An ordinary change needs no replacement.
-    let mut v3 = v1.clone();
+    let mut v3 = v2.clone();
     v3.attributes["spec"]["replicas"] = json!(3);
     assert!(
-        apply(&rt, Some(&prior), &v3, true)
+        apply(&rt, Some(&replaced.resource), &v3, true)
             .unwrap()
             .requires_replace
             .is_empty()
@@ -962,4 +986,82 @@ fn dry_runs_answered_from_a_read_match_the_servers() {
     let prior = read(&rt, None, &resources[0]).unwrap();
     let preview = apply(&rt, Some(&prior), &changed, true).unwrap();
     assert_eq!(preview.resource.attributes["data"]["a"], json!("3"));
+}
+
+/// Issue 16: removing a list item (a container, an env var, a Service port) or a map key must
+/// reach the server. The plan reads, then dry-runs: both must show the removal, whether the
+/// dry-run is answered from the read or by the server.
+#[test]
+fn removals_of_list_items_and_keys_reach_the_server() {
+    let cp = ControlPlane::shared();
+    for (ns, config) in [
+        ("t-removals", json!({})),
+        ("t-removals-server", json!({"answerFromRead": false})),
+    ] {
+        let rt = runtime_for(cp, config.clone());
+        setup_ns(cp, &rt, ns);
+        let env = json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]);
+        let two = deployment(ns, "app", 1, None, json!({}));
+        let mut two = two;
+        let pod = &mut two.attributes["spec"]["template"]["spec"];
+        pod["containers"][0]["env"] = env;
+        pod["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "side", "image": "envoy:1.0"}));
+        let svc = res(
+            &format!("v1:Service:{ns}:app"),
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "app", "namespace": ns,
+                   "labels": {"a": "1", "b": "2"}},
+                   "spec": {"selector": {"app": "app"}, "ports": [{"port": 80, "name": "http"}, {"port": 81, "name": "extra"}]}}),
+        );
+        let mut applied = Vec::new();
+        for r in [&two, &svc] {
+            assert!(read(&rt, None, r).is_none());
+            applied.push(apply(&rt, None, r, false).unwrap().resource);
+        }
+        // The sidecar, env var B, port 81 and label b leave the spec.
+        let mut one = two.clone();
+        let pod = &mut one.attributes["spec"]["template"]["spec"];
+        pod["containers"].as_array_mut().unwrap().pop();
+        pod["containers"][0]["env"] = json!([{"name": "A", "value": "1"}]);
+        let mut svc1 = svc.clone();
+        svc1.attributes["spec"]["ports"]
+            .as_array_mut()
+            .unwrap()
+            .pop();
+        svc1.attributes["metadata"]["labels"] = json!({"a": "1"});
+        for ((before, after), prior) in [(&two, &one), (&svc, &svc1)].into_iter().zip(&applied) {
+            let live = read(&rt, Some(prior), after).unwrap();
+            let preview = apply(&rt, Some(prior), after, true).unwrap();
+            let mut d = Vec::new();
+            diff_paths(&attrs(&live), &attrs(&preview.resource), "", &mut d);
+            assert!(
+                !d.is_empty(),
+                "{}: the removal must show ({config})",
+                before.id
+            );
+            let done = apply(&rt, Some(prior), after, false).unwrap();
+            assert_eq!(attrs(&done.resource), attrs(after), "{}", after.id);
+            // Converged: read and dry-run agree, nothing to change.
+            let live = read(&rt, Some(&done.resource), after).unwrap();
+            let again = apply(&rt, Some(&done.resource), after, true).unwrap();
+            assert_eq!(attrs(&live), attrs(&again.resource), "{}", after.id);
+        }
+        let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(cp.client().unwrap(), ns);
+        let d = cp.block_on(api.get("app")).unwrap();
+        let containers = d.spec.unwrap().template.spec.unwrap().containers;
+        assert_eq!(containers.len(), 1, "one container left");
+        assert_eq!(
+            containers[0].env.as_ref().map(Vec::len),
+            Some(1),
+            "one env var left"
+        );
+        let svcs: Api<k8s_openapi::api::core::v1::Service> =
+            Api::namespaced(cp.client().unwrap(), ns);
+        let s = cp.block_on(svcs.get("app")).unwrap();
+        assert_eq!(s.spec.unwrap().ports.unwrap().len(), 1);
+        assert_eq!(s.metadata.labels.unwrap().len(), 1);
+    }
 }

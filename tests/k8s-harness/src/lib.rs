@@ -90,6 +90,22 @@ pub fn bin_dir() -> PathBuf {
     cache.join("k8s-v1.20.2/bin")
 }
 
+/// The `kubectl` built from the same Debian source as the server (the oracle of the
+/// differential tests); `KUSION_KUBECTL` overrides it.
+pub fn kubectl_path() -> Result<PathBuf> {
+    let path = std::env::var_os("KUSION_KUBECTL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| bin_dir().join("kubectl"));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(HarnessError::MissingBinary {
+            what: "kubectl",
+            path,
+        })
+    }
+}
+
 fn find_etcd() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("KUSION_ETCD") {
         return Ok(PathBuf::from(p));
@@ -410,6 +426,13 @@ impl ControlPlane {
     }
 
     /// A kubeconfig file with one context ([`ControlPlane::context`]) pointing at this server.
+    /// `kubectl --kubeconfig <this plane>`, ready for more arguments.
+    pub fn kubectl(&self) -> Result<std::process::Command> {
+        let mut cmd = std::process::Command::new(kubectl_path()?);
+        cmd.arg("--kubeconfig").arg(self.kubeconfig_path());
+        Ok(cmd)
+    }
+
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig
     }
