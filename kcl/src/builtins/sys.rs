@@ -784,8 +784,8 @@ mod tests {
             Value::Bool(true)
         );
         assert_eq!(
-            value::to_str(&call("net", "split_host_port", vec![Value::str("a.b:80")])),
-            "['a.b', '80']"
+            call("net", "split_host_port", vec![Value::str("a.b:80")]),
+            Value::from(vec![Value::str("a.b"), Value::str("80")])
         );
     }
 }
