@@ -1131,12 +1131,17 @@ impl<'a> Checker<'a> {
                 Ty::Any
             }
             ExprKind::Call { func, args } => {
-                self.infer(env, func);
+                let arity = self.builtin_arity(env, func);
                 for a in &args.args {
                     self.infer(env, a);
                 }
                 for k in &args.keywords {
                     self.infer(env, &k.value);
+                }
+                if let Some((name, min, max)) = arity
+                    && args.keywords.is_empty()
+                {
+                    self.check_arity(&name, min, max, &args.args, e.span);
                 }
                 Ty::Any
             }
@@ -1285,6 +1290,68 @@ impl<'a> Checker<'a> {
     }
 
     /// Schemas whose instances the checker understands fully (no protocol/mixin host magic).
+    /// The positional arity (name as upstream prints it, required, most) of a call to a
+    /// builtin function or to a method of a value known to be a string; infers `func` on the way.
+    fn builtin_arity(&mut self, env: &Env, func: &Expr) -> Option<(String, usize, Option<usize>)> {
+        match &func.kind {
+            ExprKind::Ident(s) => {
+                let shadowed = env.locals.iter().any(|(n, _)| n == s)
+                    || self.is_schema_member(env, *s)
+                    || self.pkgs[env.pkg].defined.contains(s)
+                    || self.imports.contains_key(&(env.file, *s));
+                self.infer(env, func);
+                let (min, max) = builtin_fn_arity(s.as_str()).filter(|_| !shadowed)?;
+                Some((s.as_str().to_string(), min, max))
+            }
+            ExprKind::Selector(x) if !x.optional => {
+                self.infer(env, func);
+                // the receiver's type, where it is known without inferring it again
+                let t = match &x.value.kind {
+                    ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
+                    ExprKind::Ident(s) => self.lookup(env, *s),
+                    _ => Ty::Any,
+                };
+                if !matches!(t, Ty::Str | Ty::StrLit(_)) {
+                    return None;
+                }
+                let (min, max) = str_method_arity(x.attr.sym.as_str())?;
+                // upstream names the call by its dotted path, or the method alone
+                let name = match dotted(func) {
+                    Some(d) => d,
+                    None => x.attr.sym.as_str().to_string(),
+                };
+                Some((name, min, max))
+            }
+            _ => {
+                self.infer(env, func);
+                None
+            }
+        }
+    }
+
+    /// Upstream's static argument-count errors: too few at the call, too many at the first
+    /// argument beyond the last parameter.
+    fn check_arity(&mut self, name: &str, min: usize, max: Option<usize>, args: &[Expr], at: Span) {
+        let plural = |n: usize| if n > 1 { "arguments" } else { "argument" };
+        if args.len() < min {
+            let msg = format!(
+                "expected {min} positional {}, found {}",
+                plural(min),
+                args.len()
+            );
+            self.err(ErrKind::Compile, msg, at);
+        } else if let Some(max) = max
+            && args.len() > max
+        {
+            let msg = format!(
+                "\"{name}\" takes {max} positional {} but {} were given",
+                plural(max),
+                args.len()
+            );
+            self.err(ErrKind::Compile, msg, args[max].span);
+        }
+    }
+
     fn schema_is_plain(&self, id: SchemaId) -> bool {
         let st = self.schemas[id.0].stmt;
         !st.is_protocol() && !st.is_mixin()
@@ -1697,6 +1764,47 @@ const BUILTINS: &[&str] = &[
     "dict",
     "typeof",
 ];
+
+/// `a.b.c` as text, when `e` is a chain of names.
+fn dotted(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Ident(s) => Some(s.as_str().to_string()),
+        ExprKind::Selector(x) if !x.optional => {
+            Some(format!("{}.{}", dotted(&x.value)?, x.attr.sym.as_str()))
+        }
+        _ => None,
+    }
+}
+
+/// Positional arity (required, most) of upstream's builtin functions, where measured against
+/// it (`None`: not bounded here, because upstream checks argument types first).
+fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
+    Some(match name {
+        "len" | "abs" | "float" | "hex" | "bin" | "oct" => (1, Some(1)),
+        "int" | "round" => (1, Some(2)),
+        "str" | "list" => (0, Some(1)),
+        "pow" => (2, Some(3)),
+        "multiplyof" => (2, Some(2)),
+        "sorted" | "typeof" | "option" | "ord" | "isunique" | "all_true" | "any_true" | "sum" => {
+            (1, None)
+        }
+        _ => return None,
+    })
+}
+
+/// Positional arity (required, most) of upstream's string methods.
+fn str_method_arity(name: &str) -> Option<(usize, Option<usize>)> {
+    Some(match name {
+        "upper" | "lower" | "capitalize" | "title" | "isalnum" | "isalpha" | "isdigit"
+        | "islower" | "isupper" | "isspace" | "istitle" | "chars" => (0, Some(0)),
+        "count" | "endswith" | "startswith" | "find" | "index" | "rfind" | "rindex" => (1, Some(3)),
+        "join" | "removeprefix" | "removesuffix" => (1, Some(1)),
+        "strip" | "lstrip" | "rstrip" | "splitlines" => (0, Some(1)),
+        "split" | "rsplit" => (0, Some(2)),
+        "replace" => (2, Some(3)),
+        _ => return None,
+    })
+}
 
 /// Upstream's "did you mean" list (the `suggestions` crate it uses), as it prints it.
 fn did_you_mean<'s>(name: &str, cands: impl IntoIterator<Item = &'s str>) -> String {
