@@ -29,7 +29,14 @@ pub fn float_to_yaml(f: f64, out: &mut String) {
         return;
     }
     let mut buf = ryu::Buffer::new();
-    out.push_str(buf.format_finite(f));
+    let s = buf.format_finite(f);
+    // upstream's YAML goes through JSON text read back by serde_json's fast float parser,
+    // which can land one ulp away (`100.12 - 100` prints 0.12000000000000456): the same
+    // round trip here keeps the output byte-identical
+    match serde_json::from_str::<f64>(s) {
+        Ok(g) if g != f && g.is_finite() => out.push_str(ryu::Buffer::new().format_finite(g)),
+        _ => out.push_str(s),
+    }
 }
 
 /// The factor a unit suffix stands for.
@@ -84,6 +91,12 @@ mod tests {
         assert_eq!(y(1.0), "1.0");
         assert_eq!(y(1e-9), "1e-9");
         assert_eq!(y(1.024e-6), "1.024e-6");
+        // upstream's lossy JSON round trip (fails if serde_json's float_roundtrip gets enabled)
+        assert_eq!(y(100.12 - 100.0), "0.12000000000000456");
+        assert_eq!(
+            y(1.175494351e-10 * (1.0 + 2.220446049250313e-1)),
+            "1.4365065297594008e-10"
+        );
         assert_eq!(y(3.4e38), "3.4e38");
         assert_eq!(y(2.22e-16), "2.22e-16");
         assert_eq!(y(0.001024), "0.001024");
