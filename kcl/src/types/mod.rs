@@ -793,6 +793,20 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Upstream rejects config keys statically known not to be strings; false when reported.
+    fn check_str_key(&mut self, t: &Ty, span: Span) -> bool {
+        let stringy = |t: &Ty| t.is_any() || matches!(t, Ty::Str | Ty::StrLit(_));
+        let ok = match t {
+            Ty::Union(ts) => ts.iter().any(stringy),
+            t => stringy(t),
+        };
+        if !ok {
+            let msg = format!("A attribute must be string type, got '{}'", self.ty_str(t));
+            self.err(ErrKind::Attribute, msg, span);
+        }
+        ok
+    }
+
     /// Entries of a config literal checked against a dict type `{K:V}`.
     fn check_dict_config(
         &mut self,
@@ -811,7 +825,13 @@ impl<'a> Checker<'a> {
                         ExprKind::Ident(s) => Some(Ty::StrLit(std::sync::Arc::from(s.as_str()))),
                         ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
                         ExprKind::Selector(_) => None,
-                        _ => Some(self.infer(env, key)),
+                        _ => {
+                            let t = self.infer(env, key);
+                            if !self.check_str_key(&t, key.span) {
+                                continue;
+                            }
+                            Some(t)
+                        }
                     };
                     if let Some(kty) = kty
                         && !assignable(&kty, kt, &|a, b| self.is_sub_schema(a, b))
@@ -1395,7 +1415,11 @@ impl<'a> Checker<'a> {
                             known = false;
                             Ty::Any
                         }
-                        _ => self.infer(env, key),
+                        _ => {
+                            let t = self.infer(env, key);
+                            self.check_str_key(&t, key.span);
+                            t
+                        }
                     };
                     let vt = self.infer(env, value);
                     if kt.is_any() || vt.is_any() {
