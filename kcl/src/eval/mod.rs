@@ -409,9 +409,7 @@ impl Evaluator {
     /// Top-level expression values merged into one document (`None` when there are none).
     pub fn expr_output(&self, pkg: &Rc<Pkg>) -> EvalResult<Option<Value>> {
         let ex = pkg.exprs.borrow();
-        if let Some((v, sp)) = ex
-            .iter()
-            .find(|(v, _)| !v.is_config() && !matches!(v, Value::List(_)))
+        if let Some((v, sp)) = ex.iter().find(|(v, _)| !v.is_config())
             && pkg
                 .order
                 .borrow()
@@ -420,9 +418,14 @@ impl Evaluator {
         {
             return Err(EvalError::new(
                 ErrKind::Evaluation,
+                // upstream shows the value as JSON (`true`, `"s"`)
                 format!(
                     "conflicting values between {{...}} and {}",
-                    crate::value::to_str(v)
+                    if matches!(v, Value::List(_)) {
+                        "[...]".to_string()
+                    } else {
+                        crate::builtins::to_json_value(v).to_string()
+                    }
                 ),
                 Some(*sp),
             ));
@@ -432,15 +435,15 @@ impl Evaluator {
             acc = Some(match acc {
                 None => v.clone(),
                 Some(a) => {
-                    if !(a.is_config() && v.is_config()
-                        || matches!(a, Value::List(_)) && matches!(v, Value::List(_)))
-                        && a != *v
-                    {
+                    // configs merge; anything else (lists included) must be equal
+                    if !(a.is_config() && v.is_config()) && a != *v {
                         let show = |x: &Value| {
                             if x.is_config() {
                                 "{...}".to_string()
+                            } else if matches!(x, Value::List(_)) {
+                                "[...]".to_string()
                             } else {
-                                crate::value::to_str(x)
+                                crate::builtins::to_json_value(x).to_string()
                             }
                         };
                         return Err(EvalError::new(
