@@ -66,6 +66,9 @@ struct Members {
     /// Names the schema's own body assigns without declaring them, and its parameters: names
     /// in its body, but no attributes a config may set (nor inherited).
     names: rustc_hash::FxHashSet<Symbol>,
+    /// Every name in the body's scope in declaration order, assigned-only ones included (the
+    /// candidates of upstream's "did you mean").
+    in_scope: Vec<Symbol>,
     parents: Vec<SchemaId>,
 }
 
@@ -444,6 +447,7 @@ impl<'a> Checker<'a> {
                         if let Some(v) = pm.attrs.get(k) {
                             if !m.attrs.contains_key(k) {
                                 m.order.push(*k);
+                                m.in_scope.push(*k);
                             }
                             m.attrs.insert(*k, v.clone());
                         }
@@ -1490,7 +1494,7 @@ impl<'a> Checker<'a> {
         cands.extend(imports);
         if let Some(id) = env.schema {
             let m = self.members(id);
-            cands.extend(m.order.iter().map(|n| n.as_str()));
+            cands.extend(m.in_scope.iter().map(|n| n.as_str()));
         }
         cands.extend(env.locals.iter().map(|(n, _)| n.as_str()));
         let msg = format!(
@@ -1660,13 +1664,16 @@ impl Members {
     fn set(&mut self, s: Symbol, t: Ty, sp: Span) {
         if !self.attrs.contains_key(&s) {
             self.order.push(s);
+            if !self.names.contains(&s) {
+                self.in_scope.push(s);
+            }
         }
         self.attrs.insert(s, (t, sp));
     }
     /// A name introduced by assignment (or a parameter): an attribute only if declared.
     fn add(&mut self, s: Symbol, _t: Ty, _sp: Span) {
-        if !self.attrs.contains_key(&s) {
-            self.names.insert(s);
+        if !self.attrs.contains_key(&s) && self.names.insert(s) {
+            self.in_scope.push(s);
         }
     }
 }
