@@ -363,8 +363,9 @@ fn json_guess(s: &str) -> Value {
 /// read as JSON first (`parse`); a default is converted as written. A value that does not fit
 /// `bool` is Undefined; an unparsable string is 0.0 as a float and an error as an int.
 fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
+    // a `-D` string stays as written for type str (`12e1` is not 120)
     let v = match &v {
-        Value::Str(s) if parse => json_guess(s),
+        Value::Str(s) if parse && ty != Some("str") => json_guess(s),
         _ => v,
     };
     let bad = |v: &Value, t: &str| {
