@@ -521,3 +521,20 @@ fn file_errors_name_paths_as_written() {
         assert!(e.contains(want), "{src}: expected {want:?} in\n{e}");
     }
 }
+
+/// `option(type="str")` keeps a `-D` value as written, as upstream's `kcl run` does (its grammar
+/// case option/scientific_notation_str; kcl-lib's API reads `12e1` as 120 instead).
+#[test]
+fn option_str_keeps_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "main.k",
+        "a = option(\"a\", type=\"str\")\nb = option(\"b\", type=\"int\")\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kcl"))
+        .args(["run", f.to_str().unwrap(), "-D", "a=12e1", "-D", "b=42"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a: '12e1'\nb: 42\n");
+}
