@@ -17,9 +17,19 @@ if [ -x target/release/kcl ] || [ "${KCL_GRAMMAR_MIN:-0}" -gt 0 ]; then
   out=$(KCL="$root/target/release/kcl run" bash "$shared/conformance/run-kcl-conformance.sh" "$shared/conformance/kcl-grammar" || true)
   passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
   check kcl-grammar "${passed:-0}" "$KCL_GRAMMAR_MIN"
-  out=$(cd "$shared/conformance/konfig" && KCL="$root/target/release/kcl run" bash ./run.sh || true)
+  # key mode: failing cases must also report upstream's error text
+  out=$(KCL_STDERR_MODE=key KCL="$root/target/release/kcl run" bash "$shared/conformance/run-kcl-conformance.sh" "$shared/conformance/kcl-grammar" || true)
+  passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
+  check kcl-grammar-key "${passed:-0}" "${KCL_GRAMMAR_KEY_MIN:-0}"
+  # documents in upstream's order (YAML_DOC_ORDER unset); exact text counted apart
+  out=$(cd "$shared/conformance/konfig" && env -u YAML_DOC_ORDER KCL="$root/target/release/kcl run" bash ./run.sh || true)
   passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
   check kcl-konfig "${passed:-0}" "${KCL_KONFIG_MIN:-0}"
+  exact=$(echo "$out" | grep -c '^PASS [^(]' || true)
+  check kcl-konfig-exact "${exact:-0}" "${KCL_KONFIG_EXACT_MIN:-0}"
+  out=$(cd "$shared/conformance/kcl-modules" && env -u YAML_DOC_ORDER KCL="$root/target/release/kcl run" bash ./run.sh || true)
+  passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
+  check kcl-modules "${passed:-0}" "${KCL_MODULES_MIN:-0}"
 fi
 # Front end: every .k file of the grammar suite parses (unless its case expects a syntax error,
 # whose first message must match the golden's), and formatting every file is idempotent and

@@ -273,6 +273,9 @@ pub fn run_parts(
     if !opts.overrides.is_empty() {
         crate::overrides::apply(&mut program, &opts.overrides).map_err(KclError::Other)?;
     }
+    // repeated schema declarations of the main package become one statement, as upstream
+    // rewrites them before resolving
+    crate::parser::merge::merge_main(&mut program);
     // static errors first, as upstream's resolver reports them before anything runs
     crate::types::check_program(&program).map_err(KclError::Eval)?;
     let exec_workdir = opts
@@ -340,7 +343,8 @@ pub fn run_parts(
         Rendering::Text(s)
     } else {
         match &v {
-            Value::Dict(d) if d.is_empty() => Rendering::Text(String::new()),
+            // upstream prints an empty document as `{}`
+            Value::Dict(d) if d.is_empty() => Rendering::Text("{}\n".into()),
             _ => Rendering::Yaml(v, po),
         }
     };

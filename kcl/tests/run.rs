@@ -485,3 +485,56 @@ fn sum_and_len_over_comprehensions() {
         "{err}"
     );
 }
+
+/// File errors name paths as the program wrote them (upstream's `kcl run` golden:
+/// `Failed to copy from 'source.txt' to 'destination.txt': ...`), not joined to the folder.
+#[test]
+fn file_errors_name_paths_as_written() {
+    let cases = [
+        (
+            "import file\nfile.cp(\"source.txt\", \"destination.txt\")\n",
+            "Failed to copy from 'source.txt' to 'destination.txt': ",
+        ),
+        (
+            "import file\nfile.mv(\"a.txt\", \"b.txt\")\n",
+            "Failed to move 'a.txt' to 'b.txt': ",
+        ),
+        (
+            "import file\na = file.read(\"nofile.txt\")\n",
+            "failed to access the file 'nofile.txt': ",
+        ),
+        (
+            "import file\na = file.size(\"nofile.txt\")\n",
+            "failed to get size of 'nofile.txt': ",
+        ),
+        (
+            "import file\nfile.delete(\"nofile.txt\")\n",
+            "failed to delete 'nofile.txt': ",
+        ),
+        (
+            "import file\nfile.write(\"nodir/a\", \"x\")\n",
+            "Failed to create file 'nodir/a': ",
+        ),
+    ];
+    for (src, want) in cases {
+        let e = run_text(src, RunOptions::default()).expect_err(src);
+        assert!(e.contains(want), "{src}: expected {want:?} in\n{e}");
+    }
+}
+
+/// `option(type="str")` keeps a `-D` value as written, as upstream's `kcl run` does (its grammar
+/// case option/scientific_notation_str; kcl-lib's API reads `12e1` as 120 instead).
+#[test]
+fn option_str_keeps_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "main.k",
+        "a = option(\"a\", type=\"str\")\nb = option(\"b\", type=\"int\")\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kcl"))
+        .args(["run", f.to_str().unwrap(), "-D", "a=12e1", "-D", "b=42"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a: '12e1'\nb: 42\n");
+}

@@ -359,70 +359,64 @@ fn json_guess(s: &str) -> Value {
     }
 }
 
-/// `option()` type conversion: `-D` values arrive as raw strings.
-fn convert_option(v: Value, ty: Option<&str>, key: &str) -> RtResult<Value> {
+/// `option()` type conversion, upstream's rules: `-D` values arrive as raw strings and are
+/// read as JSON first (`parse`); a default is converted as written. A value that does not fit
+/// `bool` is Undefined; an unparsable string is 0.0 as a float and an error as an int.
+fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
+    // a `-D` string stays as written for type str (`12e1` is not 120)
+    let v = match &v {
+        Value::Str(s) if parse && ty != Some("str") => json_guess(s),
+        _ => v,
+    };
     let bad = |v: &Value, t: &str| {
-        RtError::eval(format!(
-            "cannot use '{}' as type '{t}' for option('{key}')",
-            value::to_str(v)
-        ))
+        RtError::eval(format!("cannot use '{}' as type '{t}'", value::to_str(v)))
     };
     Ok(match ty {
-        None | Some("") | Some("any") => match &v {
-            Value::Str(s) => json_guess(s),
-            _ => v,
-        },
+        None | Some("") | Some("any") => v,
         Some("str") => match &v {
             Value::Str(_) => v,
-            other => Value::from(value::to_str(other)),
+            Value::Bool(b) => Value::from(if *b { "true" } else { "false" }),
+            Value::Int(i) => Value::from(i.to_string()),
+            // Rust's float display (`1.0` -> `1`), as upstream formats it
+            Value::Float(f) => Value::from(f.to_string()),
+            _ => return Err(bad(&v, "str")),
         },
         Some("bool") => match &v {
-            Value::Str(s) => match s.as_ref() {
-                "True" | "true" => Value::Bool(true),
-                "False" | "false" | "" => Value::Bool(false),
-                other => Value::Bool(json_guess(other).truthy()),
-            },
-            other => Value::Bool(other.truthy()),
+            Value::Bool(_) => v,
+            Value::Int(i) => Value::Bool(*i != 0),
+            Value::Float(f) => Value::Bool(*f != 0.0),
+            Value::Str(s) => Value::Bool(matches!(s.as_ref(), "True" | "true")),
+            _ => Value::Undefined,
         },
         Some("int") => match &v {
-            Value::Str(s) => match json_guess(s) {
-                Value::Int(i) => Value::Int(i),
-                Value::Float(f) => Value::Int(f as i64),
-                _ => return Err(bad(&v, "int")),
-            },
-            Value::Float(f) => Value::Int(*f as i64),
             Value::Bool(b) => Value::Int(*b as i64),
             Value::Int(_) => v,
+            Value::Float(f) => Value::Int(*f as i64),
+            Value::Str(s) => match s.parse::<i64>() {
+                Ok(i) => Value::Int(i),
+                Err(_) => return Err(bad(&v, "int")),
+            },
             _ => return Err(bad(&v, "int")),
         },
         Some("float") => match &v {
-            Value::Str(s) => match s.trim().parse::<f64>() {
-                Ok(f) => Value::Float(f),
-                Err(_) => return Err(bad(&v, "float")),
-            },
+            Value::Bool(b) => Value::Float(if *b { 1.0 } else { 0.0 }),
             Value::Int(i) => Value::Float(*i as f64),
             Value::Float(_) => v,
+            Value::Str(s) => Value::Float(s.parse::<f64>().unwrap_or(0.0)),
             _ => return Err(bad(&v, "float")),
         },
         Some(t @ ("list" | "dict")) => {
-            let v = match &v {
-                Value::Str(s) => json_guess(s),
-                _ => v,
-            };
             let ok = if t == "list" {
                 matches!(v, Value::List(_))
             } else {
                 v.is_config()
             };
             if !ok {
-                return Err(RtError::eval(format!(
-                    "cannot use '{}' as type '{t}'",
-                    value::to_str(&v)
-                )));
+                return Err(bad(&v, t));
             }
             v
         }
-        Some(_) => v,
+        Some(t) => return Err(RtError::eval(format!("unknown type '{t}'"))),
     })
 }
 
@@ -433,7 +427,7 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     let default = arg(args, kw, 3, "default").cloned();
     let help = arg(args, kw, 4, "help").map(value::to_str);
     match h.option(&key) {
-        Some(v) => convert_option(v, ty.as_deref(), &key),
+        Some(v) => convert_option(v, ty.as_deref(), true),
         None => {
             if required && default.is_none() {
                 let mut msg =
@@ -444,20 +438,7 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
                 return Err(RtError::eval(msg));
             }
             match default {
-                Some(d) if !d.is_none_or_undefined() => {
-                    let conv = match &d {
-                        Value::Str(_) if ty.as_deref() == Some("str") => d.clone(),
-                        Value::Str(_) => convert_option(d.clone(), ty.as_deref(), &key)?,
-                        _ => match ty.as_deref() {
-                            Some("bool") | Some("int") | Some("float") | Some("str")
-                            | Some("list") | Some("dict") => {
-                                convert_option(d.clone(), ty.as_deref(), &key)?
-                            }
-                            _ => d.clone(),
-                        },
-                    };
-                    Ok(conv)
-                }
+                Some(d) if !d.is_none_or_undefined() => convert_option(d, ty.as_deref(), false),
                 _ => Ok(Value::None),
             }
         }

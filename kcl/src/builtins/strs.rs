@@ -74,10 +74,6 @@ fn byte_of(s: &str, ci: usize) -> usize {
     s.char_indices().nth(ci).map(|(b, _)| b).unwrap_or(s.len())
 }
 
-fn char_of(s: &str, bi: usize) -> usize {
-    s[..bi].chars().count()
-}
-
 /// Call string method `name` on `recv`.
 pub fn call_method(
     _h: &mut dyn Host,
@@ -152,7 +148,8 @@ pub fn call_method(
                 hay.find(&*sub)
             };
             match found {
-                Some(i) => Value::Int(char_of(s, ba + i) as i64),
+                // upstream's offsets are in bytes (`"ünïx".find("x")` is 5)
+                Some(i) => Value::Int((ba + i) as i64),
                 None if name.ends_with("index") => {
                     return Err(RtError::eval("substring not found"));
                 }
@@ -375,6 +372,11 @@ fn format_str(s: &str, args: &[Value], kw: &[(Str, Value)]) -> RtResult<String> 
                     Some((a, b)) => (a.to_string(), Some(b.to_string())),
                     None => (field.clone(), None),
                 };
+                // a conversion (`{0!r}`, `{!s}`) prints as str() in upstream
+                let name = match name.split_once('!') {
+                    Some((n, "r" | "s" | "a")) => n.to_string(),
+                    _ => name,
+                };
                 let v = if name.is_empty() {
                     let v = args.get(auto).cloned().ok_or_else(|| {
                         RtError::eval("Replacement index out of range for positional args tuple")
@@ -447,12 +449,12 @@ mod tests {
         assert_eq!(m("abc", "upper", vec![]), Value::str("ABC"));
         assert_eq!(m("hello world", "title", vec![]), Value::str("Hello World"));
         assert_eq!(
-            value::to_str(&m("a,b,c", "split", vec![Value::str(",")])),
-            "['a', 'b', 'c']"
+            m("a,b,c", "split", vec![Value::str(",")]),
+            Value::from(vec![Value::str("a"), Value::str("b"), Value::str("c")])
         );
         assert_eq!(
-            value::to_str(&m("a b  c", "split", vec![])),
-            "['a', 'b', 'c']"
+            m("a b  c", "split", vec![]),
+            Value::from(vec![Value::str("a"), Value::str("b"), Value::str("c")])
         );
         assert_eq!(
             m(

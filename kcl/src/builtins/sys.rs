@@ -333,9 +333,10 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
         "net" => net_member(name),
         "file" => natives!(name, {
             "read" => |h: &mut dyn Host, a: A, k: K| -> R {
-                let p = resolve(h, &str_arg(a, k, 0, "filepath", "read")?);
+                let arg = str_arg(a, k, 0, "filepath", "read")?;
+                let p = resolve(h, &arg);
                 h.access().check_read("read", &p)?;
-                std::fs::read_to_string(&p).map(Value::from).map_err(|e| RtError::eval(format!("failed to access the file '{}': {e}", p.display())))
+                std::fs::read_to_string(&p).map(Value::from).map_err(|e| RtError::eval(format!("failed to access the file '{}': {e}", shown(h, &arg))))
             },
             "glob" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let pat = str_arg(a, k, 0, "pattern", "glob")?;
@@ -373,29 +374,31 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 }
             },
             "delete" => |h: &mut dyn Host, a: A, k: K| -> R {
-                let p = resolve(h, &str_arg(a, k, 0, "filepath", "delete")?);
+                let arg = str_arg(a, k, 0, "filepath", "delete")?;
+                let p = resolve(h, &arg);
                 h.access().check_write("delete", &p)?;
                 let r = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
-                r.map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to delete '{}': {e}", p.display())))
+                r.map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to delete '{}': {e}", shown(h, &arg))))
             },
             "cp" => |h: &mut dyn Host, a: A, k: K| -> R {
-                let s = resolve(h, &str_arg(a, k, 0, "src", "cp")?);
-                let d = resolve(h, &str_arg(a, k, 1, "dest", "cp")?);
+                let (sa, da) = (str_arg(a, k, 0, "src", "cp")?, str_arg(a, k, 1, "dest", "cp")?);
+                let (s, d) = (resolve(h, &sa), resolve(h, &da));
                 h.access().check_read("cp", &s)?;
                 h.access().check_write("cp", &d)?;
-                std::fs::copy(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to copy '{}': {e}", s.display())))
+                std::fs::copy(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("Failed to copy from '{}' to '{}': {e}", shown(h, &sa), shown(h, &da))))
             },
             "mv" => |h: &mut dyn Host, a: A, k: K| -> R {
-                let s = resolve(h, &str_arg(a, k, 0, "src", "mv")?);
-                let d = resolve(h, &str_arg(a, k, 1, "dest", "mv")?);
+                let (sa, da) = (str_arg(a, k, 0, "src", "mv")?, str_arg(a, k, 1, "dest", "mv")?);
+                let (s, d) = (resolve(h, &sa), resolve(h, &da));
                 h.access().check_write("mv", &s)?;
                 h.access().check_write("mv", &d)?;
-                std::fs::rename(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to move '{}': {e}", s.display())))
+                std::fs::rename(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("Failed to move '{}' to '{}': {e}", shown(h, &sa), shown(h, &da))))
             },
             "size" => |h: &mut dyn Host, a: A, k: K| -> R {
-                let p = resolve(h, &str_arg(a, k, 0, "filepath", "size")?);
+                let arg = str_arg(a, k, 0, "filepath", "size")?;
+                let p = resolve(h, &arg);
                 h.access().check_read("size", &p)?;
-                std::fs::metadata(&p).map(|m| Value::Int(m.len() as i64)).map_err(|e| RtError::eval(format!("failed to stat '{}': {e}", p.display())))
+                std::fs::metadata(&p).map(|m| Value::Int(m.len() as i64)).map_err(|e| RtError::eval(format!("failed to get size of '{}': {e}", shown(h, &arg))))
             },
             "write" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let p = str_arg(a, k, 0, "filepath", "write")?;
@@ -499,12 +502,18 @@ fn resolve(h: &mut dyn Host, p: &str) -> std::path::PathBuf {
     }
 }
 
+/// A path argument as upstream's messages show it: as written (`${KCL_MOD}` expanded), relative
+/// paths not joined to the working directory, as the `kcl` command line prints them.
+fn shown(h: &mut dyn Host, p: &str) -> String {
+    p.replace("${KCL_MOD}", &h.mod_root().display().to_string())
+}
+
 fn write_file(h: &mut dyn Host, p: &str, content: &str) -> R {
     let path = resolve(h, p);
     h.access().check_write("write", &path)?;
     std::fs::write(&path, content)
         .map(|_| Value::None)
-        .map_err(|e| RtError::eval(format!("failed to write '{}': {e}", path.display())))
+        .map_err(|e| RtError::eval(format!("Failed to create file '{}': {e}", shown(h, p))))
 }
 
 fn glob(h: &mut dyn Host, pat: &str) -> Vec<String> {
@@ -784,8 +793,8 @@ mod tests {
             Value::Bool(true)
         );
         assert_eq!(
-            value::to_str(&call("net", "split_host_port", vec![Value::str("a.b:80")])),
-            "['a.b', '80']"
+            call("net", "split_host_port", vec![Value::str("a.b:80")]),
+            Value::from(vec![Value::str("a.b"), Value::str("80")])
         );
     }
 }

@@ -159,14 +159,16 @@ impl Evaluator {
                 let b = self.eval(ctx, right)?;
                 if *op == ast::BinOp::BitOr {
                     if let (Value::Dict(_), Value::Dict(_)) = (&a, &b) {
-                        return self.union_eval(a, &b, e.span);
+                        return self.union_checked(a, &b, e.span);
                     }
-                    // `schema | dict` keeps the schema type and re-checks it
+                    // `schema | dict` keeps the schema type and re-checks it; conflicts are
+                    // found against the instance's values, as upstream merges into them
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
+                        value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
                             return Ok(v);
                         }
-                        let u = self.union_eval(a, &b, e.span)?;
+                        let u = self.union_checked(a, &b, e.span)?;
                         // the merge may have cleared a required attribute
                         self.incomplete.set(true);
                         return Ok(u);
@@ -309,7 +311,7 @@ impl Evaluator {
                         other => Str::from(value::to_str(&other)),
                     };
                     let v = this.eval(cx, &c.value)?;
-                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, false)
+                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, true)
                         .map_err(|x| this.rt(x, c.key.span))?;
                     if d.len() & 0xfff == 0 {
                         crate::limits::check_items(d.len(), "the dict comprehension")
@@ -346,7 +348,34 @@ impl Evaluator {
                     }),
                     _ => None,
                 };
-                self.convert_type(ctx, v, ty, e.span).map_err(|err| match got {
+                // `as` is upstream's strict check: an instance must be of that schema (or a
+                // subschema), where assignments accept any instance
+                let strict_ok = match (&v, &ty.kind) {
+                    (Value::Schema(inst), ast::TypeKind::Named(id)) => {
+                        let tctx = Ctx {
+                            schema: None,
+                            locals: None,
+                            in_lambda: false,
+                            ..ctx.clone()
+                        };
+                        match self
+                            .eval_identifier(&tctx, id)
+                            .ok()
+                            .as_ref()
+                            .and_then(super::schema::as_schema_type)
+                        {
+                            Some(st) => super::schema::is_instance_of(self, inst, &st),
+                            None => true,
+                        }
+                    }
+                    _ => true,
+                };
+                let conv = if strict_ok {
+                    self.convert_type(ctx, v, ty, e.span)
+                } else {
+                    Err(EvalError::new(ErrKind::Type, String::new(), Some(e.span)))
+                };
+                conv.map_err(|err| match got {
                     // a schema cast that fails at run time reads like upstream's runtime check
                     Some(got) if err.kind == ErrKind::Type => EvalError::new(
                         ErrKind::Evaluation,
@@ -515,7 +544,7 @@ impl Evaluator {
                             let ty = self.eval_identifier(ctx, &se.name)?;
                             let cfg = self.eval(ctx, &se.config)?;
                             let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = self.union_eval(base, &cfg, en.span())?;
+                            let merged = self.union_checked(base, &cfg, en.span())?;
                             let (pos, kw) = match &se.args {
                                 Some(a) => self.eval_args(ctx, a)?,
                                 None => (Vec::new(), Vec::new()),
@@ -550,7 +579,7 @@ impl Evaluator {
                     }
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
-                    value::ops_merge_entry(d, &k0, &v, op0, idx0, false)
+                    value::ops_merge_entry(d, &k0, &v, op0, idx0, true)
                         .map_err(|x| self.rt(x, en.span()))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);
@@ -568,7 +597,7 @@ impl Evaluator {
                         Some(src) => {
                             for (k, val) in &src.map {
                                 let (op, idx) = src.op_of(k);
-                                value::ops_merge_entry(d, k, val, op, idx, false)
+                                value::ops_merge_entry(d, k, val, op, idx, true)
                                     .map_err(|x| self.rt(x, en.span()))?;
                             }
                         }
@@ -850,6 +879,13 @@ impl Evaluator {
             Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
             Value::Schema(s) => match s.attrs.get(name) {
                 Some(x) => Ok(x.clone()),
+                // an attribute the schema does not declare is an error (upstream's runtime
+                // check; its resolver reports what it can see statically)
+                None if !super::schema::declares(s, name) => Err(EvalError::new(
+                    ErrKind::Evaluation,
+                    format!("schema '{}' attribute '{name}' not found", s.name),
+                    Some(span),
+                )),
                 None => Ok(Value::Undefined),
             },
             Value::Str(_) => match crate::builtins::str_method(v, name) {
@@ -868,7 +904,7 @@ impl Evaluator {
                                 match self.get_global(p, crate::ast::Symbol::intern(name))? {
                                     Some(x) => Ok(x),
                                     None => Err(EvalError::new(
-                                        ErrKind::Attribute,
+                                        ErrKind::Type,
                                         format!(
                                             "attribute '{name}' not found in 'module '{}''",
                                             p.path
@@ -1063,7 +1099,35 @@ impl Evaluator {
                         .map_err(|e| self.rt(e, span));
                 }
                 if let Some(b) = data.downcast_ref::<Bound>() {
-                    return Ok(b.0.clone());
+                    // `S.instances()`: those the main package created; `instances(True)` (or
+                    // `full_pkg=True`): all, grouped by package in order of first appearance
+                    let full = args
+                        .first()
+                        .or_else(|| {
+                            kwargs
+                                .iter()
+                                .find(|(k, _)| &**k == "full_pkg")
+                                .map(|(_, v)| v)
+                        })
+                        .is_some_and(|v| v.truthy());
+                    let out: Vec<Value> = if full {
+                        let mut pkgs: Vec<&Str> = Vec::new();
+                        for (p, _) in &b.0 {
+                            if !pkgs.contains(&p) {
+                                pkgs.push(p);
+                            }
+                        }
+                        pkgs.iter()
+                            .flat_map(|p| b.0.iter().filter(move |(q, _)| q == *p))
+                            .map(|(_, v)| v.clone())
+                            .collect()
+                    } else {
+                        b.0.iter()
+                            .filter(|(p, _)| &**p == "__main__")
+                            .map(|(_, v)| v.clone())
+                            .collect()
+                    };
+                    return Ok(Value::from(out));
                 }
                 Err(EvalError::new(
                     ErrKind::Type,
@@ -1075,6 +1139,17 @@ impl Evaluator {
     }
 
     pub fn call_closure(
+        &self,
+        c: &Closure,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        span: Span,
+    ) -> EvalResult<Value> {
+        let pkg = c.ctx.pkg.clone();
+        self.in_pkg(&pkg, || self.call_closure_in(c, args, kwargs, span))
+    }
+
+    fn call_closure_in(
         &self,
         c: &Closure,
         args: &[Value],
@@ -1190,13 +1265,13 @@ pub struct PluginFn {
 }
 
 /// A zero-argument function returning a fixed value (`Schema.instances()`).
-pub struct Bound(pub Value);
+pub struct Bound(pub Vec<(Str, Value)>);
 
 impl Value {
-    fn native_bound(v: Vec<Value>) -> Value {
+    fn native_bound(v: Vec<(Str, Value)>) -> Value {
         Value::Func(Rc::new(Func::User {
             name: Str::from("instances"),
-            data: Rc::new(Bound(Value::from(v))),
+            data: Rc::new(Bound(v)),
         }))
     }
 }

@@ -23,6 +23,8 @@ use crate::value::{ConfigOp, ErrKind, RtError, Str, Value};
 
 pub use error::{EvalError, EvalResult};
 pub use schema::SchemaType;
+pub(crate) use schema::index_sig_str;
+pub(crate) use types::type_str;
 
 /// A host-provided handler for `kcl_plugin.<module>.<function>(...)` calls.
 pub trait PluginHook {
@@ -181,6 +183,10 @@ pub struct Evaluator {
     /// recorded for `Schema.instances()` (the record keeps each one alive, intermediate
     /// instances of a merge included).
     pub(crate) track_instances: bool,
+    /// The packages whose code is running, innermost last (kept only when `track_instances`):
+    /// an instance belongs to the package of the code that creates it, and `S.instances()`
+    /// lists those the main package created, as upstream does.
+    pub(crate) running: RefCell<Vec<Rc<Pkg>>>,
     /// Shared instance origins by config keys (see `origin_of`).
     pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
 }
@@ -247,6 +253,7 @@ impl Evaluator {
             incomplete: Cell::new(false),
             origins: Default::default(),
             track_instances,
+            running: RefCell::new(Vec::new()),
             comp_len: Cell::new(0),
             builtin_call: Cell::new(false),
         };
@@ -299,20 +306,23 @@ impl Evaluator {
                     .and_modify(|e| e.push(i))
                     .or_insert(Setters::One(i));
             }
-            if let StmtKind::Assign(a) = &s.kind {
-                for t in &a.targets {
-                    if t.path.is_empty() && !t.name.sym.as_str().starts_with('_') {
-                        let c = assign_count.entry(t.name.sym).or_insert((0, t.span));
-                        c.0 += 1;
-                        if c.0 > 1 {
-                            return Err(EvalError::new(
-                                ErrKind::Immutable,
-                                format!("Can not change the value of '{}', because it was declared immutable", t.name.sym),
-                                Some(t.name.span),
-                            )
-                            .with_note(c.1, format!("The variable '{}' is declared here", t.name.sym)));
-                        }
-                    }
+            // a public name is assigned once, counting both branches of a top-level `if` and
+            // a type alias of that name, as upstream's resolver does
+            let mut assigns: Vec<(ast::Name, Span)> = Vec::new();
+            public_assignments(s, &mut assigns);
+            for (n, sp) in assigns {
+                let c = assign_count.entry(n.sym).or_insert((0, sp));
+                c.0 += 1;
+                if c.0 > 1 {
+                    return Err(EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Can not change the value of '{}', because it was declared immutable",
+                            n.sym
+                        ),
+                        Some(n.span),
+                    )
+                    .with_note(c.1, format!("The variable '{}' is declared here", n.sym)));
                 }
             }
         }
@@ -360,7 +370,7 @@ impl Evaluator {
         pkg.state.borrow_mut()[i] = RUNNING;
         let s = pkg.stmts[i];
         let ctx = self.ctx(pkg, s.span.file);
-        let r = self.exec_stmt(&ctx, s);
+        let r = self.in_pkg(pkg, || self.exec_stmt(&ctx, s));
         pkg.state.borrow_mut()[i] = DONE;
         if let (Ok(Some(v)), StmtKind::Expr(_)) = (&r, &s.kind)
             && matches!(
@@ -399,9 +409,7 @@ impl Evaluator {
     /// Top-level expression values merged into one document (`None` when there are none).
     pub fn expr_output(&self, pkg: &Rc<Pkg>) -> EvalResult<Option<Value>> {
         let ex = pkg.exprs.borrow();
-        if let Some((v, sp)) = ex
-            .iter()
-            .find(|(v, _)| !v.is_config() && !matches!(v, Value::List(_)))
+        if let Some((v, sp)) = ex.iter().find(|(v, _)| !v.is_config())
             && pkg
                 .order
                 .borrow()
@@ -410,9 +418,14 @@ impl Evaluator {
         {
             return Err(EvalError::new(
                 ErrKind::Evaluation,
+                // upstream shows the value as JSON (`true`, `"s"`)
                 format!(
                     "conflicting values between {{...}} and {}",
-                    crate::value::to_str(v)
+                    if matches!(v, Value::List(_)) {
+                        "[...]".to_string()
+                    } else {
+                        crate::builtins::to_json_value(v).to_string()
+                    }
                 ),
                 Some(*sp),
             ));
@@ -422,15 +435,15 @@ impl Evaluator {
             acc = Some(match acc {
                 None => v.clone(),
                 Some(a) => {
-                    if !(a.is_config() && v.is_config()
-                        || matches!(a, Value::List(_)) && matches!(v, Value::List(_)))
-                        && a != *v
-                    {
+                    // configs merge; anything else (lists included) must be equal
+                    if !(a.is_config() && v.is_config()) && a != *v {
                         let show = |x: &Value| {
                             if x.is_config() {
                                 "{...}".to_string()
+                            } else if matches!(x, Value::List(_)) {
+                                "[...]".to_string()
                             } else {
-                                crate::value::to_str(x)
+                                crate::builtins::to_json_value(x).to_string()
                             }
                         };
                         return Err(EvalError::new(
@@ -576,12 +589,29 @@ impl Evaluator {
         if let Some(v) = self.get_global(&ctx.pkg, name)? {
             return Ok(v);
         }
-        if let Some(v) = ctx.pkg.imports.borrow().get(&(ctx.file, name)) {
-            return Ok(v.clone());
+        // imports are per file: the file the name is written in (a merged declaration holds
+        // entries of several files), else the current one
+        for file in [span.file, ctx.file] {
+            if let Some(v) = ctx.pkg.imports.borrow().get(&(file, name)) {
+                return Ok(v.clone());
+            }
         }
         // imports of other files of the same package are visible too in upstream's resolver
         // only through their own file; fall back to builtins
         if let Some(v) = crate::builtins::lookup(name.as_str()) {
+            return Ok(v);
+        }
+        // the main package's imports are visible from all its files, as upstream collects
+        // them package-wide before resolving
+        if ctx.pkg.path == "__main__"
+            && let Some(v) = ctx
+                .pkg
+                .imports
+                .borrow()
+                .iter()
+                .find(|((_, n), _)| *n == name)
+                .map(|(_, v)| v.clone())
+        {
             return Ok(v);
         }
         Err(EvalError::new(
@@ -985,6 +1015,22 @@ impl Evaluator {
         Ok(())
     }
 
+    /// Run `f` as code of package `pkg` (see `running`).
+    pub(crate) fn in_pkg<T>(&self, pkg: &Rc<Pkg>, f: impl FnOnce() -> T) -> T {
+        if !self.track_instances {
+            return f();
+        }
+        self.running.borrow_mut().push(pkg.clone());
+        let r = f();
+        self.running.borrow_mut().pop();
+        r
+    }
+
+    /// The package of the code running now.
+    pub(crate) fn running_pkg(&self) -> Option<Rc<Pkg>> {
+        self.running.borrow().last().cloned()
+    }
+
     pub(crate) fn enter(&self, span: Span) -> EvalResult<()> {
         let d = self.depth.get() + 1;
         if d > MAX_CALL_DEPTH {
@@ -1039,6 +1085,25 @@ struct TargetRef {
     name: ast::Name,
     path: &'static [ast::TargetPath],
     span: Span,
+}
+
+/// Public names a top-level statement assigns with `=` (and type aliases), through `if`s.
+fn public_assignments(s: &Stmt, out: &mut Vec<(ast::Name, Span)>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(
+            a.targets
+                .iter()
+                .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
+                .map(|t| (t.name, t.span)),
+        ),
+        StmtKind::TypeAlias(t) => out.push((t.name, t.name.span)),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(i.orelse.iter()) {
+                public_assignments(st, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Names a top-level statement assigns (for the lazy setter table).

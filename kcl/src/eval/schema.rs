@@ -19,7 +19,8 @@ pub struct SchemaType {
     pub stmt: Option<&'static ast::SchemaStmt>,
     pub rule: Option<&'static ast::RuleStmt>,
     pub def_ctx: Ctx,
-    pub instances: RefCell<Vec<Value>>,
+    /// Instances with the package whose code created them.
+    pub instances: RefCell<Vec<(Str, Value)>>,
     layout: RefCell<Option<Rc<Layout>>>,
 }
 
@@ -105,6 +106,25 @@ pub fn as_schema_type(v: &Value) -> Option<Rc<SchemaType>> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Does the schema `inst` was built from declare attribute `name` (unknown: yes)?
+pub fn declares(inst: &SchemaInst, name: &str) -> bool {
+    let Some(ty) = inst
+        .ty
+        .clone()
+        .and_then(|t| t.downcast::<SchemaType>().ok())
+    else {
+        return true;
+    };
+    if ty.rule.is_some() {
+        return true;
+    }
+    let l = ty.layout.borrow();
+    match l.as_ref() {
+        Some(l) => l.declared.contains_key(name),
+        None => true,
     }
 }
 
@@ -342,7 +362,11 @@ impl Evaluator {
                             ));
                         }
                     }
-                    if let Some((is, _)) = &index_sig {
+                    // upstream checks a schema's own attributes against its own index
+                    // signature (a subschema's attributes are not)
+                    if let Some((is, sig_part)) = &index_sig
+                        && *sig_part == pi
+                    {
                         if let Some(kn) = &is.key_name
                             && kn.sym == a.name.sym
                         {
@@ -659,6 +683,17 @@ impl Evaluator {
                 attrs.map.insert(k, v);
             }
         }
+        if let Some((is, _)) = &layout.index_sig
+            && is.key_name.is_some()
+        {
+            // upstream binds the key name as a temporary attribute before it adds the extra
+            // keys one by one, then removes it by swapping the last key into its place: the
+            // last extra key comes first
+            let (n0, len) = (layout.order.len(), attrs.map.len());
+            if len >= n0 + 2 {
+                attrs.map.move_index(len - 1, n0);
+            }
+        }
         *frame.attrs.borrow_mut() = attrs;
         // checks, base first; with an index signature key name, once per extra key
         let sig_keys: Vec<Value> = match &layout.index_sig {
@@ -710,7 +745,18 @@ impl Evaluator {
         attrs.map.retain(|_, v| !v.is_undefined());
         // instances are long-lived (they are the output): drop the growth slack
         attrs.map.shrink_to_fit();
+        // an instance keeps its config's `=` and `+=` operators, as upstream's schema values
+        // do: merged into another value later (`a | inst`, lists of instances), its entries
+        // override or append instead of unifying
         attrs.ops = None;
+        if frame.config.ops.is_some() {
+            for k in frame.config.map.keys() {
+                let (op, idx) = frame.config.op_of(k);
+                if op != ConfigOp::Union && attrs.map.contains_key(k) {
+                    attrs.set_op(k.clone(), op, idx);
+                }
+            }
+        }
         if layout
             .required
             .iter()
@@ -728,11 +774,17 @@ impl Evaluator {
             origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
+        let creator: Str = self
+            .running_pkg()
+            .map(|p| Str::from(p.path.as_str()))
+            .unwrap_or_else(|| Str::from("__main__"));
         for t in layout.parts.iter().filter(|_| self.track_instances) {
             if t.stmt
                 .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
             {
-                t.instances.borrow_mut().push(inst.clone());
+                t.instances
+                    .borrow_mut()
+                    .push((creator.clone(), inst.clone()));
             }
         }
         Ok(inst)
@@ -752,7 +804,7 @@ impl Evaluator {
                     for k in &l.required {
                         if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
                             return Err(EvalError::new(
-                                ErrKind::Compile,
+                                ErrKind::Evaluation,
                                 format!(
                                     "attribute '{k}' of {} is required and can't be None or Undefined",
                                     s.name
@@ -905,10 +957,18 @@ impl Evaluator {
         o
     }
 
-    /// `a | b` on configs, rebuilding the schema instances that receive config.
+    /// Merge `b` into `a`, rebuilding the schema instances that receive config (no conflict
+    /// check: a config laid over defaults, or configs already checked).
     pub(crate) fn union_eval(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
         let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
         value::union_with(a, b, false, &rb).map_err(|e| e.or_span(span))
+    }
+
+    /// [`Self::union_eval`] with upstream's conflict check (`|`, repeated `:` keys of one
+    /// config): unequal scalars or lists under a `:` key are an error.
+    pub(crate) fn union_checked(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
+        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
 
     fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
@@ -997,7 +1057,7 @@ impl Evaluator {
             schema: Some(fr.clone()),
             ..fr.ctxs[pi].clone()
         };
-        let r = self.exec_stmt(&ctx, st);
+        let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
         fr.state.borrow_mut()[i] = DONE;
         r.map(|_| ())
     }
@@ -1099,7 +1159,7 @@ fn decorator_name(d: &ast::Decorator) -> String {
         .join(".")
 }
 
-fn index_sig_str(is: &ast::IndexSignature) -> String {
+pub(crate) fn index_sig_str(is: &ast::IndexSignature) -> String {
     format!(
         "[{}{}]: {}",
         is.key_name

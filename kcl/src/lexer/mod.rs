@@ -212,6 +212,7 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         comments: Vec::new(),
         errors: Vec::new(),
         depth: 0,
+        delims: Vec::new(),
         stack: vec![(0, 0)],
         syms: FxHashMap::default(),
     };
@@ -233,6 +234,8 @@ struct Lexer<'a> {
     comments: Vec<Comment>,
     errors: Vec<Diagnostic>,
     depth: u32,
+    /// Open brackets, innermost last.
+    delims: Vec<Tok>,
     /// Indentation stack outside brackets: (width with tab=8, width with tab=1).
     stack: Vec<(u32, u32)>,
     /// Per-file cache in front of the global interner (one lock per distinct name per file).
@@ -529,8 +532,22 @@ impl<'a> Lexer<'a> {
             }
         };
         match tok {
-            Tok::LParen | Tok::LBracket | Tok::LBrace => self.depth += 1,
-            Tok::RParen | Tok::RBracket | Tok::RBrace => self.depth = self.depth.saturating_sub(1),
+            Tok::LParen | Tok::LBracket | Tok::LBrace => {
+                self.depth += 1;
+                self.delims.push(tok);
+            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => {
+                self.depth = self.depth.saturating_sub(1);
+                // upstream's lexer checks nesting, in its own words per closer
+                let (open, msg) = match tok {
+                    Tok::RParen => (Tok::LParen, "error nesting on close paren"),
+                    Tok::RBrace => (Tok::LBrace, "error nesting on close brace"),
+                    _ => (Tok::LBracket, "mismatched closing delimiter"),
+                };
+                if self.delims.pop() != Some(open) {
+                    self.err(lo, lo + len, msg);
+                }
+            }
             _ => {}
         }
         self.pos += len;

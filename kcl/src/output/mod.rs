@@ -201,7 +201,8 @@ fn write_scalar(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(itoa(*i).as_str()),
         Value::Float(f) => crate::value::float_to_yaml(*f, out),
-        Value::Unit(u) => unit_number(u.value(), out),
+        // number multipliers print as floats (`1Ki` -> `1024.0`), as upstream
+        Value::Unit(u) => crate::value::float_to_yaml(u.value(), out),
         Value::Str(s) => scalar::write_str_opts(s, ind, false, o.quote_digit_start, out),
         Value::List(_) => out.push_str("[]"),
         Value::Dict(_) | Value::Schema(_) => out.push_str("{}"),
@@ -210,15 +211,6 @@ fn write_scalar(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
 
 fn itoa(i: i64) -> String {
     i.to_string()
-}
-
-/// Unit values print as an int when integral (`1Mi` -> `1048576`).
-fn unit_number(f: f64, out: &mut String) {
-    if f.fract() == 0.0 && f.abs() < 9.2e18 {
-        out.push_str(&(f as i64).to_string());
-    } else {
-        crate::value::float_to_yaml(f, out);
-    }
 }
 
 /// Several documents separated by `---` (upstream's `yaml_stream` and multi-value output).
@@ -270,29 +262,32 @@ fn json_nl(out: &mut String, indent_by: usize, level: usize) {
     }
 }
 
+/// A JSON number from a float (or a number multiplier, printed as its float value).
+fn json_float(f: f64, out: &mut String) {
+    if f.is_finite() {
+        let mut b = ryu::Buffer::new();
+        let s = b.format_finite(f);
+        // serde_json style: `1e+20`
+        match s.find('e') {
+            Some(i) if !s[i + 1..].starts_with('-') => {
+                out.push_str(&s[..=i]);
+                out.push('+');
+                out.push_str(&s[i + 1..]);
+            }
+            _ => out.push_str(s),
+        }
+    } else {
+        out.push_str(&float_to_str(f));
+    }
+}
+
 fn write_json(v: &Value, o: PrintOpts, ib: usize, level: usize, out: &mut String) {
     match v {
         Value::None | Value::Undefined | Value::Func(_) => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(&i.to_string()),
-        Value::Float(f) => {
-            if f.is_finite() {
-                let mut b = ryu::Buffer::new();
-                let s = b.format_finite(*f);
-                // serde_json style: `1e+20`
-                match s.find('e') {
-                    Some(i) if !s[i + 1..].starts_with('-') => {
-                        out.push_str(&s[..=i]);
-                        out.push('+');
-                        out.push_str(&s[i + 1..]);
-                    }
-                    _ => out.push_str(s),
-                }
-            } else {
-                out.push_str(&float_to_str(*f));
-            }
-        }
-        Value::Unit(u) => unit_number(u.value(), out),
+        Value::Float(f) => json_float(*f, out),
+        Value::Unit(u) => json_float(u.value(), out),
         Value::Str(s) => json_str(s, out),
         Value::List(_) => {
             let items = list_items(v, o);

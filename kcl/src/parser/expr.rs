@@ -98,23 +98,8 @@ impl<'a> Parser<'a> {
         left
     }
 
+    /// `not` is a unary operator like `-` (see [`Self::parse_unary`]).
     fn parse_not_test(&mut self) -> Expr {
-        if self.at(Tok::Not) {
-            let lo = self.bump().lo;
-            if !self.enter() {
-                return Expr::missing(self.since(lo));
-            }
-            let operand = self.parse_not_test();
-            self.depth -= 1;
-            let span = self.span(lo, operand.span.hi);
-            return Expr {
-                kind: ExprKind::Unary {
-                    op: UnaryOp::Not,
-                    operand: Box::new(operand),
-                },
-                span,
-            };
-        }
         self.parse_comparison()
     }
 
@@ -170,7 +155,7 @@ impl<'a> Parser<'a> {
     /// Binary operators by precedence climbing: `|` < `^` < `&` < shifts < `+ -` < `* / // %`,
     /// then `as` casts bind loosest of the arithmetic forms (`a + b as T` casts the sum).
     fn parse_binary(&mut self, min_prec: u8) -> Expr {
-        let mut left = self.parse_unary();
+        let mut left = self.parse_power();
         let mut n = 0;
         loop {
             if self.at_line_break() {
@@ -211,18 +196,22 @@ impl<'a> Parser<'a> {
         left
     }
 
+    /// `+ - ~ not` apply, as in upstream's grammar (`unary_expr: un_op primary_expr`), to a
+    /// primary expression only: `not a == b` is `(not a) == b`, `-2 ** 2` is `(-2) ** 2`,
+    /// and `- -1` or `not -1` is a syntax error.
     fn parse_unary(&mut self) -> Expr {
         let op = match self.tok() {
             Tok::Plus => UnaryOp::Pos,
             Tok::Minus => UnaryOp::Neg,
             Tok::Tilde => UnaryOp::Invert,
-            _ => return self.parse_power(),
+            Tok::Not => UnaryOp::Not,
+            _ => return self.parse_postfix(),
         };
         let lo = self.bump().lo;
         if !self.enter() {
             return Expr::missing(self.since(lo));
         }
-        let operand = self.parse_unary();
+        let operand = self.parse_postfix();
         self.depth -= 1;
         let span = self.span(lo, operand.span.hi);
         Expr {
@@ -234,18 +223,22 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// `**` chains associate to the left, as upstream's precedence climbing does
+    /// (`2 ** 3 ** 2` is 64).
     fn parse_power(&mut self) -> Expr {
-        let base = self.parse_postfix();
-        if self.at(Tok::StarStar) && !self.at_line_break() {
+        let mut left = self.parse_unary();
+        let mut n = 0;
+        while self.at(Tok::StarStar) && !self.at_line_break() {
             self.bump();
-            if !self.enter() {
-                return base;
-            }
             let exp = self.parse_unary();
-            self.depth -= 1;
-            return bin(BinOp::Pow, base, exp);
+            left = bin(BinOp::Pow, left, exp);
+            n += 1;
+            if n > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
         }
-        base
+        left
     }
 
     fn parse_postfix(&mut self) -> Expr {
@@ -519,7 +512,10 @@ impl<'a> Parser<'a> {
             Tok::LParen => {
                 self.bump();
                 self.ctx.push(Ctx::Paren);
+                // inside brackets a schema expression's braces are unambiguous again
+                let saved = std::mem::replace(&mut self.no_schema_brace, false);
                 let inner = self.parse_expr();
+                self.no_schema_brace = saved;
                 self.ctx.pop();
                 if !self.expect(Tok::RParen, ")") {
                     self.skip_to_closer(Tok::RParen);
@@ -529,7 +525,12 @@ impl<'a> Parser<'a> {
                     span: self.since(t.lo),
                 }
             }
-            Tok::LBracket => self.parse_list(),
+            Tok::LBracket => {
+                let saved = std::mem::replace(&mut self.no_schema_brace, false);
+                let l = self.parse_list();
+                self.no_schema_brace = saved;
+                l
+            }
             Tok::LBrace => self.parse_config_or_dictcomp(),
             Tok::Lambda => self.parse_lambda(),
             _ => {
@@ -645,6 +646,7 @@ impl<'a> Parser<'a> {
     fn parse_embedded_expr(&mut self, text: &'a str, lo: u32) -> Expr {
         let lexed = lex(text, self.file, lo);
         let mut sub = Parser::new(text, lo, self.file, lexed.tokens);
+        sub.embedded = true;
         sub.depth = self.depth;
         sub.ctx.push(Ctx::Paren);
         let ok_start = !sub.at_eof();
@@ -653,7 +655,18 @@ impl<'a> Parser<'a> {
         } else {
             Expr::missing(self.span(lo, lo))
         };
-        if !lexed.errors.is_empty() || !sub.errors.is_empty() || !sub.at_eof() || !ok_start {
+        // like upstream, errors inside the interpolation are reported as they are (`"${ {a
+        // = 1} }"`: the first `}` ended it), leftover text as an invalid interpolation
+        if lexed.errors.is_empty() && !sub.errors.is_empty() {
+            let errs = std::mem::take(&mut sub.errors);
+            for d in errs {
+                if self.errors.len() < super::MAX_ERRORS {
+                    self.errors.push(d);
+                }
+            }
+            return Expr::missing(self.span(lo, lo + text.len() as u32));
+        }
+        if !lexed.errors.is_empty() || !sub.at_eof() || !ok_start {
             let shown = text.trim();
             let at = lo + (text.len() - text.trim_start().len()) as u32;
             self.error(
@@ -757,7 +770,7 @@ impl<'a> Parser<'a> {
             return out;
         }
         if t.indent <= header_indent {
-            self.expected(&["indent"]);
+            self.expected_indent();
             return out;
         }
         let ind = t.indent;
@@ -958,7 +971,7 @@ impl<'a> Parser<'a> {
             return out;
         }
         if t.indent <= header_indent {
-            self.expected(&["indent"]);
+            self.expected_indent();
             return out;
         }
         let ind = t.indent;
@@ -994,10 +1007,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.expect(Tok::In, "in");
-        let saved = self.no_schema_brace;
-        self.no_schema_brace = true;
-        let target = self.parse_or_test();
-        self.no_schema_brace = saved;
+        let target = self.parse_quant_target();
         if !self.expect(Tok::LBrace, "{") {
             return Expr::missing(self.since(lo));
         }
@@ -1017,6 +1027,46 @@ impl<'a> Parser<'a> {
         Expr {
             kind: ExprKind::Quant(Box::new(q)),
             span: self.since(lo),
+        }
+    }
+
+    /// A quantifier's target, as upstream's grammar allows it: a (dotted) name, a string, a
+    /// list or a config literal (`all x in f(y) {...}` is a syntax error there).
+    fn parse_quant_target(&mut self) -> Expr {
+        let t = self.tk();
+        match t.tok {
+            Tok::Ident(sym) if !matches!(sym.as_str(), "any" | "all" | "map" | "filter") => {
+                self.bump();
+                let mut e = Expr {
+                    kind: ExprKind::Ident(sym),
+                    span: self.tspan(t),
+                };
+                while self.at(Tok::Dot) && !self.at_line_break() {
+                    self.bump();
+                    let Some(attr) = self.expect_ident() else {
+                        break;
+                    };
+                    let span = e.span.to(attr.span);
+                    e = Expr {
+                        kind: ExprKind::Selector(Box::new(SelectorExpr {
+                            value: e,
+                            attr,
+                            optional: false,
+                        })),
+                        span,
+                    };
+                }
+                e
+            }
+            Tok::Ident(_) | Tok::None | Tok::Undefined | Tok::Lambda => {
+                self.expected(&["None", "Undefined", "lambda", "any", "all", "map", "filter"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
+            Tok::Str { .. } | Tok::LBracket | Tok::LBrace => self.parse_primary(),
+            _ => {
+                self.expected(&["identifier", "literal"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
         }
     }
 

@@ -8,6 +8,7 @@
 mod expr;
 pub mod generate;
 pub mod loader;
+pub mod merge;
 mod stmt;
 pub(crate) mod strings;
 
@@ -48,6 +49,10 @@ pub(crate) struct Parser<'a> {
     no_schema_brace: bool,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
+    /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
+    embedded: bool,
+    /// An indented block is expected (after a `:` line end).
+    want_block: bool,
 }
 
 /// Parses a file from disk. The file is registered in the global source map under its
@@ -153,6 +158,8 @@ impl<'a> Parser<'a> {
             line_indent: 0,
             no_schema_brace: false,
             stmt_start: 0,
+            embedded: false,
+            want_block: false,
         }
     }
 
@@ -263,7 +270,20 @@ impl<'a> Parser<'a> {
             } else {
                 p.hi.saturating_sub(1).max(p.lo)
             };
-            let what = if t.tok == Tok::Eof || t.indent == self.line_indent {
+            // at the end of the file upstream's lexer has ended the last line (a newline), but
+            // `[...]` and `{...}` skip newlines (so the next token is the end of file), and the
+            // start of a block finds the end of file or, inside a block, a dedent
+            let what = if t.tok == Tok::Eof
+                && (self.embedded || matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace)))
+            {
+                "eof"
+            } else if t.tok == Tok::Eof && self.want_block {
+                if self.line_indent > 0 {
+                    "dedent"
+                } else {
+                    "eof"
+                }
+            } else if t.tok == Tok::Eof || t.indent == self.line_indent {
                 "newline"
             } else if t.indent > self.line_indent {
                 "indent"
@@ -273,6 +293,12 @@ impl<'a> Parser<'a> {
             return (what.to_string(), self.span(at, at + 1));
         }
         (t.tok.describe(self.text(t)), self.tspan(t))
+    }
+    /// Reports a missing indented block.
+    fn expected_indent(&mut self) {
+        self.want_block = true;
+        self.expected(&["indent"]);
+        self.want_block = false;
     }
     /// Reports `expected one of [..] got X` at the current token.
     fn expected(&mut self, what: &[&str]) {
@@ -289,6 +315,12 @@ impl<'a> Parser<'a> {
         if self.at(t) && !(self.nl_break() && t != Tok::Eof && self.line_sensitive(t)) {
             self.bump();
             return true;
+        }
+        if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket) {
+            // inside `{...}` and `[...]` upstream's lexer skips the last newline
+            let (_, span) = self.describe_current();
+            self.error(span, format!("expected one of [\"{name}\"] got eof"));
+            return false;
         }
         self.expected(&[name]);
         false
@@ -418,7 +450,7 @@ impl<'a> Parser<'a> {
             return body;
         }
         if t.tok == Tok::Eof || t.indent <= header_indent {
-            self.expected(&["indent"]);
+            self.expected_indent();
             return Vec::new();
         }
         if self.depth >= MAX_DEPTH {

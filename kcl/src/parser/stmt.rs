@@ -56,6 +56,13 @@ impl<'a> Parser<'a> {
                 });
             }
             Tok::If => return Some(self.parse_if_stmt(header_indent, body)),
+            // upstream's statements cannot start with a sign (`-x` alone is an error)
+            Tok::Minus | Tok::Plus => {
+                let what = t.tok.describe(self.text(t));
+                self.error(self.tspan(t), format!("unexpected token '{what}'"));
+                self.recover_to_line_end();
+                return None;
+            }
             Tok::Ident(_) => {
                 if let Tok::Ident(_) = self.nth(1).tok {
                     let n1 = self.nth(1);
@@ -341,7 +348,7 @@ impl<'a> Parser<'a> {
             return self.parse_stmt_in(body_kind).into_iter().collect();
         }
         if t.tok == Tok::Eof || t.indent <= header_indent {
-            self.expected(&["indent"]);
+            self.expected_indent();
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -498,6 +505,17 @@ impl<'a> Parser<'a> {
                 self.bump();
                 op = Some(AttrOp::Aug(a));
                 value = Some(self.parse_expr());
+            }
+            // upstream wants a value for a declaration outside a schema; it reports the next
+            // line's first token (or the end of the file)
+            _ if body == Body::Plain => {
+                let t = self.tk();
+                let (got, span) = if self.at_eof() {
+                    ("eof".to_string(), self.describe_current().1)
+                } else {
+                    (t.tok.describe(self.text(t)), self.tspan(t))
+                };
+                self.error(span, format!("expected one of [\"=\"] got {got}"));
             }
             _ => {}
         }
@@ -835,7 +853,7 @@ impl<'a> Parser<'a> {
             return out;
         }
         if t.tok == Tok::Eof || t.indent <= header_indent {
-            self.expected(&["indent"]);
+            self.expected_indent();
             return out;
         }
         let ind = t.indent;

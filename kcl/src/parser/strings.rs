@@ -168,7 +168,8 @@ pub(crate) fn split_interpolations(s: &str) -> Vec<Piece> {
 }
 
 /// Finds the `}` closing an interpolation starting at `start`, and a top-level `:` that
-/// introduces a format spec.
+/// introduces a format spec. Like upstream, the first `}` outside a quoted string closes it
+/// (a dict literal cannot be interpolated: `"${ {a = 1} }"` is a syntax error there).
 fn find_close(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
     let mut depth = 0i32;
     let mut colon = None;
@@ -185,14 +186,9 @@ fn find_close(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
                     i += 1;
                 }
             }
-            b'{' | b'[' | b'(' => depth += 1,
+            b'[' | b'(' => depth += 1,
             b')' | b']' => depth -= 1,
-            b'}' => {
-                if depth == 0 {
-                    return Some((i, colon));
-                }
-                depth -= 1;
-            }
+            b'}' => return Some((i, colon)),
             b':' if depth == 0 && colon.is_none() => colon = Some(i),
             _ => {}
         }

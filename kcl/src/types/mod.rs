@@ -61,6 +61,14 @@ struct Members {
     order: Vec<Symbol>,
     /// Index signature, unresolved parent or mixin: any key may be valid.
     open: bool,
+    /// A base schema could not be resolved: its attribute names are unknown.
+    unresolved: bool,
+    /// Names the schema's own body assigns without declaring them, and its parameters: names
+    /// in its body, but no attributes a config may set (nor inherited).
+    names: rustc_hash::FxHashSet<Symbol>,
+    /// Every name in the body's scope in declaration order, assigned-only ones included (the
+    /// candidates of upstream's "did you mean").
+    in_scope: Vec<Symbol>,
     parents: Vec<SchemaId>,
 }
 
@@ -76,6 +84,8 @@ struct PkgInfo<'a> {
     /// typed lazily by their value with literals widened, as upstream does.
     inferred: FxHashMap<Symbol, (&'a Expr, FileId)>,
     inferred_ty: FxHashMap<Symbol, Ty>,
+    /// Every name the package defines at its top level, in order of definition.
+    defined: indexmap::IndexSet<Symbol, rustc_hash::FxBuildHasher>,
 }
 
 struct Checker<'a> {
@@ -100,6 +110,9 @@ struct Env {
     /// Local names (lambda parameters, loop variables) shadow globals; their types are `any`
     /// unless annotated.
     locals: Rc<Vec<(Symbol, Ty)>>,
+    /// Inside a mixin: its names may be its host's attributes (upstream does not resolve
+    /// them), so unknown names are not errors.
+    lenient: bool,
 }
 
 impl Env {
@@ -138,10 +151,14 @@ impl<'a> Checker<'a> {
                 dup_schemas: Vec::new(),
                 inferred: FxHashMap::default(),
                 inferred_ty: FxHashMap::default(),
+                defined: Default::default(),
             };
             let mut counts: FxHashMap<Symbol, u32> = FxHashMap::default();
             for m in &p.modules {
                 c.file_pkg.insert(m.file, idx);
+                let mut names = Vec::new();
+                collect_defined(&m.body, &mut names);
+                info.defined.extend(names);
                 for s in &m.body {
                     match &s.kind {
                         StmtKind::Schema(st) => {
@@ -283,18 +300,30 @@ impl<'a> Checker<'a> {
     // ------------------------------------------------------------- types --------
 
     fn pkg_of_import(&self, file: FileId, name: Symbol) -> Option<usize> {
-        match self.imports.get(&(file, name))? {
+        let target = match self.imports.get(&(file, name)) {
+            Some(t) => *t,
+            // upstream collects the main package's imports from all its files
+            None if self.file_pkg.get(&file) == Some(&self.main) => self
+                .imports
+                .iter()
+                .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
+                .map(|(_, t)| *t)?,
+            None => return None,
+        };
+        match target {
             ImportTarget::Package(p) => self.pkg_index.get(&**p).copied(),
             _ => None,
         }
     }
 
     /// The schema an identifier (`S` or `pkg.S`) names from `file` of package `pkg`.
-    fn resolve_schema(&self, pkg: usize, file: FileId, names: &[ast::Name]) -> Option<SchemaId> {
+    fn resolve_schema(&self, pkg: usize, _file: FileId, names: &[ast::Name]) -> Option<SchemaId> {
         match names {
             [n] => self.pkgs[pkg].schemas.get(&n.sym).copied(),
             [p, n] => {
-                let target = self.pkg_of_import(file, p.sym)?;
+                // a name is resolved in the file it is written in (merged declarations carry
+                // entries of several files)
+                let target = self.pkg_of_import(p.span.file, p.sym)?;
                 self.pkgs[target].schemas.get(&n.sym).copied()
             }
             _ => None,
@@ -323,7 +352,7 @@ impl<'a> Checker<'a> {
                         .copied()
                         .map(|a| (pkg, a)),
                     [p, n] => self
-                        .pkg_of_import(file, p.sym)
+                        .pkg_of_import(p.span.file, p.sym)
                         .and_then(|tp| self.pkgs[tp].aliases.get(&n.sym).copied().map(|a| (tp, a))),
                     _ => None,
                 };
@@ -379,6 +408,7 @@ impl<'a> Checker<'a> {
         // a placeholder first, so an inheritance cycle ends (the evaluator reports cycles)
         let _ = self.schemas[id.0].members.set(Rc::new(Members {
             open: true,
+            unresolved: true,
             ..Default::default()
         }));
         let m = Rc::new(self.build_members(id));
@@ -406,15 +436,18 @@ impl<'a> Checker<'a> {
                 Some(pid)
                     if self.schemas[pid.0].stmt.is_mixin() && st.parent.as_ref() == Some(b) =>
                 {
-                    m.open = true
+                    m.open = true;
+                    m.unresolved = true;
                 }
                 Some(pid) => {
                     let pm = self.members(pid);
                     m.open |= pm.open;
+                    m.unresolved |= pm.unresolved;
                     for k in &pm.order {
                         if let Some(v) = pm.attrs.get(k) {
                             if !m.attrs.contains_key(k) {
                                 m.order.push(*k);
+                                m.in_scope.push(*k);
                             }
                             m.attrs.insert(*k, v.clone());
                         }
@@ -422,7 +455,10 @@ impl<'a> Checker<'a> {
                     m.parents.push(pid);
                     m.parents.extend(pm.parents.iter().copied());
                 }
-                None => m.open = true,
+                None => {
+                    m.open = true;
+                    m.unresolved = true;
+                }
             }
         }
         if let Some(ps) = &st.params {
@@ -472,6 +508,7 @@ impl<'a> Checker<'a> {
                 file: m.file,
                 schema: None,
                 locals: Rc::new(Vec::new()),
+                lenient: false,
             };
             for s in &m.body {
                 self.check_immutable(s, &mut assigned);
@@ -528,6 +565,7 @@ impl<'a> Checker<'a> {
             }
             StmtKind::Assign(a) => match (&a.ty, a.targets.as_slice()) {
                 (Some(t), [target]) => {
+                    self.check_type_names(env, t);
                     let ty = self.resolve_type(env.pkg, env.file, t);
                     self.check_value(env, &a.value, &ty, target.span, Some(target.span));
                 }
@@ -558,6 +596,8 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::SchemaAttr(a) => {
+                self.decorator_args(env, &a.decorators);
+                self.check_type_names(env, &a.ty);
                 if let Some(v) = &a.value {
                     let ty = self.resolve_type(env.pkg, env.file, &a.ty);
                     if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
@@ -568,13 +608,28 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::Schema(st) => {
+                self.decorator_args(env, &st.decorators);
+                for b in st.parent.iter().chain(st.mixins.iter()) {
+                    self.check_defined(env, b.names[0].sym, b.names[0].span);
+                }
+                if !self.errors.is_empty() {
+                    return;
+                }
+                self.check_index_signature(st);
+                if !self.errors.is_empty() {
+                    return;
+                }
                 let id = self.pkgs[env.pkg].schemas.get(&st.name.sym).copied();
                 let mut senv = Env {
                     schema: id,
+                    lenient: env.lenient || st.is_mixin(),
                     ..env.clone()
                 };
                 if let Some(ps) = &st.params {
                     for p in ps {
+                        if let Some(t) = &p.ty {
+                            self.check_type_names(env, t);
+                        }
                         let t = match &p.ty {
                             Some(t) => self.resolve_type(env.pkg, env.file, t),
                             None => Ty::Any,
@@ -589,16 +644,66 @@ impl<'a> Checker<'a> {
                 for s in &st.body {
                     self.stmt(&senv, s);
                 }
-                if let Some(ix) = &st.index_signature
-                    && let Some(v) = &ix.value
-                {
-                    self.infer(&senv, v);
+                if let Some(ix) = &st.index_signature {
+                    self.check_type_names(&senv, &ix.key_ty);
+                    self.check_type_names(&senv, &ix.value_ty);
+                    // the key name is a name in the signature's value and the checks
+                    if let Some(k) = &ix.key_name {
+                        senv = senv.with_local(k.sym, Ty::Str);
+                    }
+                    if let Some(v) = &ix.value {
+                        self.infer(&senv, v);
+                    }
                 }
                 for c in &st.checks {
                     self.infer(&senv, &c.test);
+                    if let Some(x) = &c.if_cond {
+                        self.infer(&senv, x);
+                    }
+                    if let Some(x) = &c.msg {
+                        self.infer(&senv, x);
+                    }
                 }
             }
-            StmtKind::Rule(_) | StmtKind::Import(_) | StmtKind::TypeAlias(_) => {}
+            StmtKind::TypeAlias(t) => self.check_type_names(env, &t.ty),
+            StmtKind::Rule(_) | StmtKind::Import(_) => {}
+        }
+    }
+
+    /// A schema's own attributes must fit its own index signature (upstream's resolver checks
+    /// every schema, instantiated or not).
+    fn check_index_signature(&mut self, st: &ast::SchemaStmt) {
+        let Some(is) = &st.index_signature else {
+            return;
+        };
+        use crate::eval::type_str;
+        for s in &st.body {
+            let StmtKind::SchemaAttr(a) = &s.kind else {
+                continue;
+            };
+            let k = a.name.sym.as_str();
+            if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
+                let msg = format!(
+                    "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                );
+                self.err(ErrKind::IndexSignature, msg, a.name.span);
+                return;
+            }
+            if !is.any_other
+                && !matches!(
+                    is.value_ty.kind,
+                    ast::TypeKind::Any | ast::TypeKind::Union(_)
+                )
+                && type_str(&is.value_ty) != type_str(&a.ty)
+            {
+                let msg = format!(
+                    "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
+                    type_str(&a.ty),
+                    crate::eval::index_sig_str(is)
+                );
+                self.err(ErrKind::IndexSignature, msg, a.name.span);
+                return;
+            }
         }
     }
 
@@ -692,6 +797,20 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Upstream rejects config keys statically known not to be strings; false when reported.
+    fn check_str_key(&mut self, t: &Ty, span: Span) -> bool {
+        let stringy = |t: &Ty| t.is_any() || matches!(t, Ty::Str | Ty::StrLit(_));
+        let ok = match t {
+            Ty::Union(ts) => ts.iter().any(stringy),
+            t => stringy(t),
+        };
+        if !ok {
+            let msg = format!("A attribute must be string type, got '{}'", self.ty_str(t));
+            self.err(ErrKind::Attribute, msg, span);
+        }
+        ok
+    }
+
     /// Entries of a config literal checked against a dict type `{K:V}`.
     fn check_dict_config(
         &mut self,
@@ -702,6 +821,7 @@ impl<'a> Checker<'a> {
         vt: &Ty,
         def: Option<Span>,
     ) {
+        let env = &self.config_env(env, entries);
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
@@ -709,7 +829,13 @@ impl<'a> Checker<'a> {
                         ExprKind::Ident(s) => Some(Ty::StrLit(std::sync::Arc::from(s.as_str()))),
                         ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
                         ExprKind::Selector(_) => None,
-                        _ => Some(self.infer(env, key)),
+                        _ => {
+                            let t = self.infer(env, key);
+                            if !self.check_str_key(&t, key.span) {
+                                continue;
+                            }
+                            Some(t)
+                        }
                     };
                     if let Some(kty) = kty
                         && !assignable(&kty, kt, &|a, b| self.is_sub_schema(a, b))
@@ -749,6 +875,7 @@ impl<'a> Checker<'a> {
 
     /// Entries of a config literal used as the config of a schema (or a union of schemas).
     fn check_schema_config(&mut self, env: &Env, entries: &[ast::ConfigEntry], ids: &[SchemaId]) {
+        let env = &self.config_env(env, entries);
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
@@ -843,21 +970,12 @@ impl<'a> Checker<'a> {
             );
         }
         let m = self.members(ids[0]);
-        let cands: Vec<&str> = m
-            .order
-            .iter()
-            .map(|s| s.as_str())
-            .filter(|c| similar(c, name.as_str()))
-            .collect();
         let sname = self.schema_name(ids[0]);
-        if cands.is_empty() {
-            format!("Cannot add member '{}' to schema '{sname}'", name.as_str())
-        } else {
-            format!(
-                "Cannot add member '{}' to schema '{sname}', did you mean '{cands:?}'?",
-                name.as_str()
-            )
-        }
+        format!(
+            "Cannot add member '{}' to schema '{sname}'{}",
+            name.as_str(),
+            did_you_mean(name.as_str(), m.order.iter().map(|s| s.as_str()))
+        )
     }
 
     fn is_sub_schema(&self, a: SchemaId, b: SchemaId) -> bool {
@@ -885,14 +1003,10 @@ impl<'a> Checker<'a> {
         t.display(&|id| self.schema_display(id))
     }
 
+    /// Upstream's resolver names schema types without their package (`expected Aff, got Aff`
+    /// for two packages' `Aff`).
     fn schema_display(&self, id: SchemaId) -> String {
-        let s = &self.schemas[id.0];
-        let name = s.stmt.name.sym.as_str();
-        if s.pkg == self.main {
-            name.to_string()
-        } else {
-            format!("{}.{}", self.pkgs[s.pkg].path, name)
-        }
+        self.schemas[id.0].stmt.name.sym.as_str().to_string()
     }
 
     /// The type of `e` (`any` when unknown), checking sub-expressions on the way.
@@ -903,7 +1017,8 @@ impl<'a> Checker<'a> {
             ExprKind::Bool(b) => Ty::BoolLit(*b),
             ExprKind::Str(s) => Ty::StrLit(s.clone()),
             ExprKind::None => Ty::None,
-            ExprKind::Undefined => Ty::Any,
+            // upstream types `Undefined` as `NoneType`
+            ExprKind::Undefined => Ty::None,
             ExprKind::NumberUnit { .. } => Ty::Any,
             ExprKind::JoinedStr(parts) => {
                 for p in parts {
@@ -913,7 +1028,10 @@ impl<'a> Checker<'a> {
                 }
                 Ty::Str
             }
-            ExprKind::Ident(s) => self.lookup(env, *s),
+            ExprKind::Ident(s) => {
+                self.check_defined(env, *s, e.span);
+                self.lookup(env, *s)
+            }
             ExprKind::Paren(x) => self.infer(env, x),
             ExprKind::Unary { op, operand } => {
                 let t = self.infer(env, operand);
@@ -935,10 +1053,16 @@ impl<'a> Checker<'a> {
                 let mut l = self.infer(env, &c.left);
                 for (op, r) in &c.ops {
                     let rt = self.infer(env, r);
+                    // upstream's resolver orders numbers (and bools) only: strings, lists,
+                    // None and configs are rejected when their types are known
+                    let known = |t: &Ty| matches!(t, Ty::None) || t.kind().is_some();
+                    let num = |t: &Ty| matches!(t.kind(), Some(Kind::Num | Kind::Bool));
                     if matches!(
                         op,
                         ast::CmpOp::Lt | ast::CmpOp::LtE | ast::CmpOp::Gt | ast::CmpOp::GtE
-                    ) && (l.is_mapping() || rt.is_mapping())
+                    ) && (l.is_mapping()
+                        || rt.is_mapping()
+                        || (known(&l) && known(&rt) && !(num(&l) && num(&rt))))
                     {
                         let msg = format!(
                             "unsupported operand type(s) for {}: '{}' and '{}'",
@@ -967,7 +1091,7 @@ impl<'a> Checker<'a> {
                 if let ExprKind::Ident(s) = &value.kind
                     && env.locals.iter().all(|(n, _)| n != s)
                     && !self.is_schema_member(env, *s)
-                    && let Some(tp) = self.pkg_of_import(env.file, *s)
+                    && let Some(tp) = self.pkg_of_import(value.span.file, *s)
                 {
                     if let Some(&id) = self.pkgs[tp].schemas.get(&attr.sym) {
                         return Ty::SchemaType(id);
@@ -996,10 +1120,24 @@ impl<'a> Checker<'a> {
                     }
                     Ty::Schema(id) => {
                         let m = self.members(id);
-                        m.attrs
-                            .get(&attr.sym)
-                            .map(|a| a.0.clone())
-                            .unwrap_or(Ty::Any)
+                        match m.attrs.get(&attr.sym) {
+                            Some(a) => a.0.clone(),
+                            None => {
+                                if !m.open {
+                                    let msg = format!(
+                                        "attribute '{}' not found in '{}'{}",
+                                        attr.sym.as_str(),
+                                        self.schema_name(id),
+                                        did_you_mean(
+                                            attr.sym.as_str(),
+                                            m.order.iter().map(|s| s.as_str())
+                                        )
+                                    );
+                                    self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                                }
+                                Ty::Any
+                            }
+                        }
                     }
                     _ => Ty::Any,
                 }
@@ -1017,12 +1155,17 @@ impl<'a> Checker<'a> {
                 Ty::Any
             }
             ExprKind::Call { func, args } => {
-                self.infer(env, func);
+                let arity = self.builtin_arity(env, func);
                 for a in &args.args {
                     self.infer(env, a);
                 }
                 for k in &args.keywords {
                     self.infer(env, &k.value);
+                }
+                if let Some((name, min, max)) = arity
+                    && args.keywords.is_empty()
+                {
+                    self.check_arity(&name, min, max, &args.args, e.span);
                 }
                 Ty::Any
             }
@@ -1078,6 +1221,8 @@ impl<'a> Checker<'a> {
                 Ty::Any
             }
             ExprKind::Schema(se) => {
+                let head = se.name.names[0];
+                self.check_defined(env, head.sym, head.span);
                 let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
                 if let Some(a) = &se.args {
                     for x in &a.args {
@@ -1108,6 +1253,9 @@ impl<'a> Checker<'a> {
                     if let Some(d) = &p.default {
                         self.infer(env, d);
                     }
+                    if let Some(t) = &p.ty {
+                        self.check_type_names(env, t);
+                    }
                     let t = match &p.ty {
                         Some(t) => self.resolve_type(env.pkg, env.file, t),
                         None => Ty::Any,
@@ -1119,6 +1267,9 @@ impl<'a> Checker<'a> {
                 collect_assigned(&l.body, &mut locals);
                 for s in locals {
                     env2 = env2.with_local(s, Ty::Any);
+                }
+                if let Some(t) = &l.ret {
+                    self.check_type_names(env, t);
                 }
                 let ret = l
                     .ret
@@ -1141,6 +1292,7 @@ impl<'a> Checker<'a> {
             }
             ExprKind::As { value, ty } => {
                 let got = self.infer(env, value);
+                self.check_type_names(env, ty);
                 let t = self.resolve_type(env.pkg, env.file, ty);
                 let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
                 if !got.is_any()
@@ -1162,6 +1314,68 @@ impl<'a> Checker<'a> {
     }
 
     /// Schemas whose instances the checker understands fully (no protocol/mixin host magic).
+    /// The positional arity (name as upstream prints it, required, most) of a call to a
+    /// builtin function or to a method of a value known to be a string; infers `func` on the way.
+    fn builtin_arity(&mut self, env: &Env, func: &Expr) -> Option<(String, usize, Option<usize>)> {
+        match &func.kind {
+            ExprKind::Ident(s) => {
+                let shadowed = env.locals.iter().any(|(n, _)| n == s)
+                    || self.is_schema_member(env, *s)
+                    || self.pkgs[env.pkg].defined.contains(s)
+                    || self.imports.contains_key(&(env.file, *s));
+                self.infer(env, func);
+                let (min, max) = builtin_fn_arity(s.as_str()).filter(|_| !shadowed)?;
+                Some((s.as_str().to_string(), min, max))
+            }
+            ExprKind::Selector(x) if !x.optional => {
+                self.infer(env, func);
+                // the receiver's type, where it is known without inferring it again
+                let t = match &x.value.kind {
+                    ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
+                    ExprKind::Ident(s) => self.lookup(env, *s),
+                    _ => Ty::Any,
+                };
+                if !matches!(t, Ty::Str | Ty::StrLit(_)) {
+                    return None;
+                }
+                let (min, max) = str_method_arity(x.attr.sym.as_str())?;
+                // upstream names the call by its dotted path, or the method alone
+                let name = match dotted(func) {
+                    Some(d) => d,
+                    None => x.attr.sym.as_str().to_string(),
+                };
+                Some((name, min, max))
+            }
+            _ => {
+                self.infer(env, func);
+                None
+            }
+        }
+    }
+
+    /// Upstream's static argument-count errors: too few at the call, too many at the first
+    /// argument beyond the last parameter.
+    fn check_arity(&mut self, name: &str, min: usize, max: Option<usize>, args: &[Expr], at: Span) {
+        let plural = |n: usize| if n > 1 { "arguments" } else { "argument" };
+        if args.len() < min {
+            let msg = format!(
+                "expected {min} positional {}, found {}",
+                plural(min),
+                args.len()
+            );
+            self.err(ErrKind::Compile, msg, at);
+        } else if let Some(max) = max
+            && args.len() > max
+        {
+            let msg = format!(
+                "\"{name}\" takes {max} positional {} but {} were given",
+                plural(max),
+                args.len()
+            );
+            self.err(ErrKind::Compile, msg, args[max].span);
+        }
+    }
+
     fn schema_is_plain(&self, id: SchemaId) -> bool {
         let st = self.schemas[id.0].stmt;
         !st.is_protocol() && !st.is_mixin()
@@ -1191,6 +1405,7 @@ impl<'a> Checker<'a> {
     }
 
     fn infer_config(&mut self, env: &Env, entries: &[ast::ConfigEntry]) -> Ty {
+        let env = &self.config_env(env, entries);
         let mut ks = Vec::new();
         let mut vs = Vec::new();
         let mut known = true;
@@ -1204,7 +1419,11 @@ impl<'a> Checker<'a> {
                             known = false;
                             Ty::Any
                         }
-                        _ => self.infer(env, key),
+                        _ => {
+                            let t = self.infer(env, key);
+                            self.check_str_key(&t, key.span);
+                            t
+                        }
                     };
                     let vt = self.infer(env, value);
                     if kt.is_any() || vt.is_any() {
@@ -1231,6 +1450,117 @@ impl<'a> Checker<'a> {
             Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
         } else {
             Ty::Any
+        }
+    }
+
+    /// Is `s` a name where `env` is: a local, an attribute of the schema being checked, a
+    /// name of the package, an import of the file (of any file, in the main package) or a
+    /// builtin? Unknown where a base schema is unknown or inside a mixin.
+    fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
+        if env.lenient || env.locals.iter().any(|(n, _)| *n == s) {
+            return true;
+        }
+        if let Some(id) = env.schema {
+            let m = self.members(id);
+            if m.unresolved || m.attrs.contains_key(&s) || m.names.contains(&s) {
+                return true;
+            }
+        }
+        self.pkgs[env.pkg].defined.contains(&s)
+            || self.imports.contains_key(&(env.file, s))
+            || (env.pkg == self.main
+                && self
+                    .imports
+                    .keys()
+                    .any(|(f, n)| *n == s && self.file_pkg.get(f) == Some(&self.main)))
+            || BUILTINS.contains(&s.as_str())
+            || crate::builtins::lookup(s.as_str()).is_some()
+    }
+
+    /// Report `name '..' is not defined` (with upstream's suggestions) unless `s` is defined.
+    fn check_defined(&mut self, env: &Env, s: Symbol, span: Span) {
+        if self.name_defined(env, s) {
+            return;
+        }
+        // candidates in upstream's scope order: builtins, package, schema, locals
+        let mut cands: indexmap::IndexSet<&str> = BUILTINS.iter().copied().collect();
+        cands.extend(self.pkgs[env.pkg].defined.iter().map(|n| n.as_str()));
+        let imports: Vec<&str> = self
+            .imports
+            .keys()
+            .filter(|(f, _)| *f == env.file)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        cands.extend(imports);
+        if let Some(id) = env.schema {
+            let m = self.members(id);
+            cands.extend(m.in_scope.iter().map(|n| n.as_str()));
+        }
+        cands.extend(env.locals.iter().map(|(n, _)| n.as_str()));
+        let msg = format!(
+            "name '{}' is not defined{}",
+            s.as_str(),
+            did_you_mean(s.as_str(), cands.iter().copied())
+        );
+        self.err(ErrKind::Compile, msg, span);
+    }
+
+    /// The names a type annotation refers to must be defined (`name 'Foo' is not defined`).
+    fn check_type_names(&mut self, env: &Env, t: &ast::Type) {
+        use ast::TypeKind;
+        match &t.kind {
+            TypeKind::Named(id) => {
+                let n = id.names[0];
+                if id.names.len() > 1 || n.sym.as_str() != "NumberMultiplier" {
+                    self.check_defined(env, n.sym, n.span);
+                }
+            }
+            TypeKind::List(Some(e)) => self.check_type_names(env, e),
+            TypeKind::Dict(k, v) => {
+                for x in [k, v].into_iter().flatten() {
+                    self.check_type_names(env, x);
+                }
+            }
+            TypeKind::Union(ts) => {
+                for x in ts {
+                    self.check_type_names(env, x);
+                }
+            }
+            TypeKind::Function { params, ret } => {
+                for x in params.iter().chain(ret.iter().map(|b| &**b)) {
+                    self.check_type_names(env, x);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The keys of a config literal are names in its values (and in nested configs), as
+    /// upstream resolves `{name = "a", b = name}`.
+    fn config_env(&self, env: &Env, entries: &[ast::ConfigEntry]) -> Env {
+        let mut keys = Vec::new();
+        collect_keys(entries, &mut keys);
+        if keys.is_empty() {
+            return env.clone();
+        }
+        let mut l = (*env.locals).clone();
+        l.extend(keys.into_iter().map(|k| (k, Ty::Any)));
+        Env {
+            locals: Rc::new(l),
+            ..env.clone()
+        }
+    }
+
+    fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {
+        for d in ds {
+            if let Some(a) = &d.args {
+                for x in &a.args {
+                    self.infer(env, x);
+                }
+                for k in &a.keywords {
+                    self.infer(env, &k.value);
+                }
+            }
         }
     }
 
@@ -1267,6 +1597,7 @@ impl<'a> Checker<'a> {
                 file: f,
                 schema: None,
                 locals: Rc::new(Vec::new()),
+                lenient: false,
             };
             let saved = std::mem::take(&mut self.errors);
             let t = self.infer(&env2, e).widen_deep();
@@ -1333,14 +1664,16 @@ impl Members {
     fn set(&mut self, s: Symbol, t: Ty, sp: Span) {
         if !self.attrs.contains_key(&s) {
             self.order.push(s);
+            if !self.names.contains(&s) {
+                self.in_scope.push(s);
+            }
         }
         self.attrs.insert(s, (t, sp));
     }
-    /// An attribute introduced by assignment: keeps an inherited declaration's type.
-    fn add(&mut self, s: Symbol, t: Ty, sp: Span) {
-        if !self.attrs.contains_key(&s) {
-            self.order.push(s);
-            self.attrs.insert(s, (t, sp));
+    /// A name introduced by assignment (or a parameter): an attribute only if declared.
+    fn add(&mut self, s: Symbol, _t: Ty, _sp: Span) {
+        if !self.attrs.contains_key(&s) && self.names.insert(s) {
+            self.in_scope.push(s);
         }
     }
 }
@@ -1379,6 +1712,138 @@ fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
             }
             _ => {}
         }
+    }
+}
+
+/// The names a config literal's keys bind (`a`, `"a"`, the root of `a.b` and of `a[0]`).
+fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<Symbol>) {
+    for en in entries {
+        match &en.kind {
+            ast::ConfigEntryKind::KeyValue { key, .. } => {
+                let mut k = key;
+                loop {
+                    match &k.kind {
+                        ExprKind::Selector(x) => k = &x.value,
+                        ExprKind::Subscript { value, .. } => k = value,
+                        _ => break,
+                    }
+                }
+                match &k.kind {
+                    ExprKind::Ident(s) => out.push(*s),
+                    ExprKind::Str(s) => out.push(Symbol::intern(s)),
+                    _ => {}
+                }
+            }
+            ast::ConfigEntryKind::If(ci) => {
+                collect_keys(&ci.body, out);
+                collect_keys(&ci.orelse, out);
+            }
+            ast::ConfigEntryKind::Unpack { .. } => {}
+        }
+    }
+}
+
+/// Names a block defines at its level (assignments, declarations, schemas, rules, aliases;
+/// through `if` bodies).
+fn collect_defined(body: &[Stmt], out: &mut Vec<Symbol>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
+            StmtKind::AugAssign(a) => out.push(a.target.name.sym),
+            StmtKind::Unification(u) => out.push(u.target.sym),
+            StmtKind::SchemaAttr(a) => out.push(a.name.sym),
+            StmtKind::Schema(st) => out.push(st.name.sym),
+            StmtKind::Rule(r) => out.push(r.name.sym),
+            StmtKind::TypeAlias(t) => out.push(t.name.sym),
+            StmtKind::If(i) => {
+                collect_defined(&i.body, out);
+                collect_defined(&i.orelse, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Upstream's builtin functions, in the order of its builtin scope (the order of its "did you
+/// mean" candidates).
+const BUILTINS: &[&str] = &[
+    "option",
+    "print",
+    "multiplyof",
+    "isunique",
+    "len",
+    "abs",
+    "all_true",
+    "any_true",
+    "hex",
+    "bin",
+    "oct",
+    "ord",
+    "sorted",
+    "range",
+    "max",
+    "min",
+    "sum",
+    "pow",
+    "round",
+    "zip",
+    "int",
+    "float",
+    "bool",
+    "str",
+    "list",
+    "dict",
+    "typeof",
+];
+
+/// `a.b.c` as text, when `e` is a chain of names.
+fn dotted(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Ident(s) => Some(s.as_str().to_string()),
+        ExprKind::Selector(x) if !x.optional => {
+            Some(format!("{}.{}", dotted(&x.value)?, x.attr.sym.as_str()))
+        }
+        _ => None,
+    }
+}
+
+/// Positional arity (required, most) of upstream's builtin functions, where measured against
+/// it (`None`: not bounded here, because upstream checks argument types first).
+fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
+    Some(match name {
+        "len" | "abs" | "float" | "hex" | "bin" | "oct" => (1, Some(1)),
+        "int" | "round" => (1, Some(2)),
+        "str" | "list" => (0, Some(1)),
+        "pow" => (2, Some(3)),
+        "multiplyof" => (2, Some(2)),
+        "sorted" | "typeof" | "option" | "ord" | "isunique" | "all_true" | "any_true" | "sum" => {
+            (1, None)
+        }
+        _ => return None,
+    })
+}
+
+/// Positional arity (required, most) of upstream's string methods.
+fn str_method_arity(name: &str) -> Option<(usize, Option<usize>)> {
+    Some(match name {
+        "upper" | "lower" | "capitalize" | "title" | "isalnum" | "isalpha" | "isdigit"
+        | "islower" | "isupper" | "isspace" | "istitle" | "chars" => (0, Some(0)),
+        "count" | "endswith" | "startswith" | "find" | "index" | "rfind" | "rindex" => (1, Some(3)),
+        "join" | "removeprefix" | "removesuffix" => (1, Some(1)),
+        "strip" | "lstrip" | "rstrip" | "splitlines" => (0, Some(1)),
+        "split" | "rsplit" => (0, Some(2)),
+        "replace" => (2, Some(3)),
+        _ => return None,
+    })
+}
+
+/// Upstream's "did you mean" list (the `suggestions` crate it uses), as it prints it.
+fn did_you_mean<'s>(name: &str, cands: impl IntoIterator<Item = &'s str>) -> String {
+    let s = suggestions::provide_suggestions(name, cands);
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(", did you mean '{s:?}'?")
     }
 }
 

@@ -19,8 +19,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
 pub use ops::{
-    BinOp, CmpOp, Rebuild, binary, compare, merge_entry_with, unary_invert, unary_neg, unary_not,
-    unary_pos, union, union_owned, union_with,
+    BinOp, CmpOp, Rebuild, binary, check_union, compare, merge_entry_with, subsume, unary_invert,
+    unary_neg, unary_not, unary_pos, union, union_owned, union_with,
 };
 pub use strfmt::{to_repr, to_str};
 
@@ -582,11 +582,12 @@ impl Value {
     /// `len(v)`.
     pub fn len(&self) -> RtResult<usize> {
         match self {
-            Value::Str(s) => Ok(s.chars().count()),
+            // upstream counts a string's bytes (`len("ünï")` is 5)
+            Value::Str(s) => Ok(s.len()),
             Value::List(l) => Ok(l.len()),
             Value::Dict(d) => Ok(d.len()),
             Value::Schema(s) => Ok(s.attrs.len()),
-            other => Err(RtError::ty(format!(
+            other => Err(RtError::eval(format!(
                 "object of type '{}' has no len()",
                 other.type_name()
             ))),

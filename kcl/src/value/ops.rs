@@ -54,6 +54,23 @@ pub enum CmpOp {
     NotIn,
 }
 
+impl CmpOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::NotEq => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::LtE => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::GtE => ">=",
+            CmpOp::Is => "is",
+            CmpOp::IsNot => "is not",
+            CmpOp::In => "in",
+            CmpOp::NotIn => "not in",
+        }
+    }
+}
+
 /// At run time upstream names plain types; literal forms (`int(1)`) come from the static
 /// checker (`crate::types`), which sees the operands first.
 fn unsupported(op: &str, a: &Value, b: &Value) -> RtError {
@@ -273,10 +290,10 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                 && (a.is_config() || a.is_none_or_undefined())
                 && (b.is_config() || b.is_none_or_undefined()) =>
         {
-            union(a, b, false)
+            union(a, b, true)
         }
         (BitOr, Value::None | Value::Undefined, Value::None | Value::Undefined) => Ok(b.clone()),
-        (BitOr, Value::List(_), Value::List(_)) => union(a, b, false),
+        (BitOr, Value::List(_), Value::List(_)) => union(a, b, true),
         (BitOr, Value::None | Value::Undefined, _) => Ok(b.clone()),
         (BitOr, _, Value::None | Value::Undefined) => Ok(a.clone()),
         _ => Err(unsupported(op.symbol(), a, b)),
@@ -323,6 +340,9 @@ pub fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Undefined, Value::Undefined) | (Value::None, Value::None) => true,
         (Value::Str(x), Value::Str(y)) => x == y,
+        // a bool is not equal to a number (`True == 1` is False upstream)
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Bool(_), _) | (_, Value::Bool(_)) => false,
         (Value::List(x), Value::List(y)) => {
             Rc::ptr_eq(x, y)
                 || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q)))
@@ -383,10 +403,18 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> RtResult<bool> {
     Ok(match op {
         Eq => equal(a, b),
         NotEq => !equal(a, b),
-        Lt => ordering(a, b)? == Ordering::Less,
-        LtE => ordering(a, b)? != Ordering::Greater,
-        Gt => ordering(a, b)? == Ordering::Greater,
-        GtE => ordering(a, b)? != Ordering::Less,
+        Lt | LtE | Gt | GtE => {
+            // upstream names the operator as written, as a runtime (evaluation) error
+            let o = ordering(a, b).map_err(|e| {
+                RtError::eval(e.msg.replacen("'<'", &format!("'{}'", op.symbol()), 1))
+            })?;
+            match op {
+                Lt => o == Ordering::Less,
+                LtE => o != Ordering::Greater,
+                Gt => o == Ordering::Greater,
+                _ => o != Ordering::Less,
+            }
+        }
         Is => match (a, b) {
             (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),
             (Value::Dict(x), Value::Dict(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),
@@ -477,6 +505,9 @@ fn union_into<E: From<RtError>>(
             Ok(())
         }
         (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
+            if check && matches!(&*a, Value::Schema(_)) {
+                check_union(a, b, depth)?;
+            }
             if let (Some(rb), Value::Schema(_)) = (rb, &*a)
                 && let Some(v) = rb(a, b)?
             {
@@ -609,20 +640,8 @@ fn merge_entry_in<E: From<RtError>>(
         }
         ConfigOp::Union => match d.map.get_mut(k) {
             Some(cur) => {
-                if check
-                    && !cur.is_config()
-                    && !v.is_config()
-                    && !cur.is_none_or_undefined()
-                    && !v.is_none_or_undefined()
-                    && !equal(cur, v)
-                    && !matches!((&*cur, v), (Value::List(_), Value::List(_)))
-                {
-                    return Err(RtError::eval(format!(
-                        "conflicting values on the attribute '{k}' between {} and {}",
-                        super::to_repr(cur),
-                        super::to_repr(v)
-                    ))
-                    .into());
+                if check && !subsume(v, cur) {
+                    return Err(conflict(k, cur, v).into());
                 }
                 union_into(cur, v, check, depth + 1, rb)?;
             }
@@ -632,6 +651,72 @@ fn merge_entry_in<E: From<RtError>>(
         },
     }
     Ok(())
+}
+
+/// Upstream's idempotence check of a `:` merge (`value_subsume`): may `new` be unified with
+/// `old`? Scalars must be equal, lists of equal length element by element; configs always
+/// (their entries are checked as they merge).
+pub fn subsume(new: &Value, old: &Value) -> bool {
+    if new.is_none_or_undefined() || old.is_none_or_undefined() || equal(new, old) {
+        return true;
+    }
+    match (new, old) {
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| subsume(p, q))
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => true,
+        _ => false,
+    }
+}
+
+/// Upstream's conflict error (its first line names the innermost key).
+pub fn conflict(k: &str, old: &Value, new: &Value) -> RtError {
+    let show = |v: &Value| {
+        if v.is_config() {
+            "{...}".to_string()
+        } else if matches!(v, Value::List(_)) {
+            "[...]".to_string()
+        } else {
+            crate::output::to_json(v, crate::output::PrintOpts::default(), 0)
+        }
+    };
+    let n = show(new);
+    RtError::eval(format!(
+        "conflicting values on the attribute '{k}' between :\n    {}\nand\n    {n}\nwith union path :\n    {k}\ntry operator '=' to override the attribute, like:\n    {{...}} | {{\n            ...\n            {k} = {n}\n            ...\n    }}",
+        show(old)
+    ))
+}
+
+/// The conflicts a checked union of `b` into `a` would meet, found without changing `a`
+/// (an instance is rebuilt from its config, but upstream checks against its values).
+pub fn check_union(a: &Value, b: &Value, depth: usize) -> RtResult<()> {
+    if depth > super::MAX_DEPTH {
+        return Ok(());
+    }
+    match (a, b) {
+        (Value::List(x), Value::List(y)) => {
+            for (p, q) in x.iter().zip(y.iter()) {
+                check_union(p, q, depth + 1)?;
+            }
+            Ok(())
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
+            let (ad, bd) = (a.as_dict().unwrap(), b.as_dict().unwrap());
+            for (k, v) in &bd.map {
+                if bd.op_of(k).0 != ConfigOp::Union {
+                    continue;
+                }
+                if let Some(cur) = ad.map.get(k) {
+                    if !subsume(v, cur) {
+                        return Err(conflict(k, cur, v));
+                    }
+                    check_union(cur, v, depth + 1)?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -4,47 +4,38 @@ use super::{Value, float_to_str, num::fmt_unit_raw};
 
 /// `str(v)` and `"${v}"`.
 pub fn to_str(v: &Value) -> String {
-    match v {
-        Value::Str(s) => s.to_string(),
-        _ => {
-            let mut out = String::new();
-            write_repr(v, &mut out, 0);
-            out
-        }
-    }
-}
-
-/// Repr: strings quoted (`'a'`), everything else as `str()`.
-pub fn to_repr(v: &Value) -> String {
     let mut out = String::new();
-    write_repr(v, &mut out, 0);
+    write_str(v, &mut out, 0, false);
     out
 }
 
-fn quote_str(s: &str, out: &mut String) {
-    let q = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    out.push(q);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == q => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(q);
+/// `str()` of a value nested in a container: upstream quotes a string only where it is a
+/// dict's key or value; strings in lists print bare (`[a, {'k': 'v'}]`).
+pub fn to_repr(v: &Value) -> String {
+    let mut out = String::new();
+    write_str(v, &mut out, 0, true);
+    out
 }
 
-fn write_repr(v: &Value, out: &mut String, depth: usize) {
+/// Upstream's quoting of a dict key or value: single quotes unless the string holds a
+/// double quote; nothing is escaped except `"` when the string holds both quote kinds.
+fn quote_str(s: &str, out: &mut String) {
+    if !s.contains('"') {
+        out.push('\'');
+        out.push_str(s);
+        out.push('\'');
+    } else if !s.contains('\'') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push('"');
+        out.push_str(&s.replace('"', "\\\""));
+        out.push('"');
+    }
+}
+
+fn write_str(v: &Value, out: &mut String, depth: usize, in_dict: bool) {
     if depth > super::MAX_DEPTH {
         out.push_str("...");
         return;
@@ -60,10 +51,10 @@ fn write_repr(v: &Value, out: &mut String, depth: usize) {
             out.push_str(&u.suffix);
         }
         Value::Str(s) => {
-            if depth == 0 {
-                out.push_str(s)
-            } else {
+            if in_dict {
                 quote_str(s, out)
+            } else {
+                out.push_str(s)
             }
         }
         Value::List(l) => {
@@ -72,7 +63,7 @@ fn write_repr(v: &Value, out: &mut String, depth: usize) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_repr(x, out, depth + 1);
+                write_str(x, out, depth + 1, false);
             }
             out.push(']');
         }
@@ -85,7 +76,7 @@ fn write_repr(v: &Value, out: &mut String, depth: usize) {
                 }
                 quote_str(k, out);
                 out.push_str(": ");
-                write_repr(x, out, depth + 1);
+                write_str(x, out, depth + 1, true);
             }
             out.push('}');
         }
@@ -110,6 +101,15 @@ mod tests {
             Value::Float(1.0),
         ]);
         assert_eq!(to_str(&l), "[1, None, True, 1.0]");
+        // strings print bare in lists, quoted (upstream's way) as dict keys and values
+        let l = Value::from(vec![
+            Value::str("a"),
+            dict_of([
+                (Str::from("it's"), Value::str("say \"hi\"")),
+                (Str::from("k"), Value::str("both ' \"")),
+            ]),
+        ]);
+        assert_eq!(to_str(&l), r#"[a, {'it's': "say "hi"", 'k': "both ' \""}]"#);
         assert_eq!(to_str(&Value::str("x")), "x");
     }
 }

@@ -1,0 +1,1149 @@
+//! A grammar-directed generator of random, mostly well-typed KCL programs: schemas with
+//! inheritance, mixins, `check:` blocks, index signatures, defaults and derived attributes;
+//! lambdas, comprehensions, quantifiers, config operators (`:`, `=`, `+=`, dotted keys,
+//! unpacking, `if` entries, `|`); `instances()`; top-level declarations repeated across the
+//! files of a multi-file main package; and imported packages with schemas named like the main
+//! package's. Every choice comes from a seeded [`Rng`], so a seed reproduces its program.
+
+use super::oracle::Program;
+
+/// splitmix64: small, fast, and good enough to drive a generator.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+    pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as usize) as i64
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Ty {
+    Int,
+    Float,
+    Str,
+    Bool,
+    List(Box<Ty>),
+    Dict(Box<Ty>),
+    Schema(usize),
+}
+
+impl Ty {
+    fn annot(&self, g: &Gen) -> String {
+        match self {
+            Ty::Int => "int".into(),
+            Ty::Float => "float".into(),
+            Ty::Str => "str".into(),
+            Ty::Bool => "bool".into(),
+            Ty::List(t) => format!("[{}]", t.annot(g)),
+            Ty::Dict(t) => format!("{{str:{}}}", t.annot(g)),
+            Ty::Schema(i) => g.schemas[*i].qualified(g.cur_pkg.as_deref()),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Field {
+    name: String,
+    ty: Ty,
+    /// Always set on an instance (required, or with a default).
+    set: bool,
+    /// Declared with a type (a config may set it); derived attributes are not.
+    config: bool,
+}
+
+#[derive(Clone, Debug)]
+struct SchemaInfo {
+    name: String,
+    /// `None`: the main package; else the imported package's name.
+    pkg: Option<String>,
+    fields: Vec<Field>,
+    /// Extra keys through an index signature: its value type.
+    index: Option<Ty>,
+    /// A `schema S[n: int]` parameter.
+    param: bool,
+    /// Required fields (without default) the config must give.
+    required: Vec<usize>,
+}
+
+impl SchemaInfo {
+    fn qualified(&self, from: Option<&str>) -> String {
+        match (&self.pkg, from) {
+            (Some(p), Some(f)) if p == f => self.name.clone(),
+            (Some(p), _) => format!("{p}.{}", self.name),
+            (None, _) => self.name.clone(),
+        }
+    }
+}
+
+/// Generator state for one program.
+pub struct Gen {
+    rng: Rng,
+    schemas: Vec<SchemaInfo>,
+    /// Globals of the main package usable from main files: name, type.
+    globals: Vec<(String, Ty)>,
+    /// Lambdas: name, parameter types, result type.
+    lambdas: Vec<(String, Vec<Ty>, Ty)>,
+    /// Package being generated (`None`: main).
+    cur_pkg: Option<String>,
+    /// Loop variables and lambda parameters in scope.
+    locals: Vec<(String, Ty)>,
+    counter: usize,
+    /// Schemas used with `instances()`.
+    pub instances_used: bool,
+    /// The instance being written is a statement's value (it may span lines).
+    multiline: bool,
+}
+
+const WORDS: &[&str] = &[
+    "web",
+    "api",
+    "db",
+    "x-1",
+    "Hello World",
+    "",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "null",
+    "~",
+    "1.0",
+    "0x1F",
+    "true",
+    "a: b",
+    "#tag",
+    "-dash",
+    "multi\\nline",
+    "tab\\tx",
+    "dq\\\"x",
+    "ünï",
+    "100Mi",
+    "1e3",
+    "007",
+    "*",
+    "&a",
+    "[x]",
+    "{y}",
+    "@at",
+    "%p",
+    "a,b",
+    " lead",
+    "trail ",
+    "it's",
+];
+
+const NAMES: &[&str] = &[
+    "name", "port", "replicas", "image", "labels", "env", "enabled", "ratio", "tags", "owner",
+    "region", "size", "count", "mode", "items", "spec", "meta", "level", "weight", "prefix",
+];
+
+const SCHEMA_NAMES: &[&str] = &[
+    "App",
+    "Service",
+    "Container",
+    "Volume",
+    "Config",
+    "Probe",
+    "Spec",
+    "Meta",
+    "Port",
+    "Rule",
+];
+
+impl Gen {
+    pub fn new(seed: u64) -> Gen {
+        Gen {
+            rng: Rng::new(seed),
+            schemas: Vec::new(),
+            globals: Vec::new(),
+            lambdas: Vec::new(),
+            cur_pkg: None,
+            locals: Vec::new(),
+            counter: 0,
+            instances_used: false,
+            multiline: false,
+        }
+    }
+
+    fn fresh(&mut self, base: &str) -> String {
+        self.counter += 1;
+        format!("{base}{}", self.counter)
+    }
+
+    fn scalar_ty(&mut self) -> Ty {
+        match self.rng.below(10) {
+            0..=3 => Ty::Int,
+            4..=6 => Ty::Str,
+            7 => Ty::Float,
+            _ => Ty::Bool,
+        }
+    }
+
+    fn any_ty(&mut self, depth: u32) -> Ty {
+        match self.rng.below(10) {
+            0..=5 => self.scalar_ty(),
+            6 | 7 if depth > 0 => Ty::List(Box::new(self.any_ty(depth - 1))),
+            8 if depth > 0 => Ty::Dict(Box::new(self.any_ty(depth - 1))),
+            9 if !self.visible_schemas().is_empty() => {
+                let v = self.visible_schemas();
+                Ty::Schema(*self.rng.pick(&v))
+            }
+            _ => self.scalar_ty(),
+        }
+    }
+
+    /// Schemas a reference from the current package can name.
+    fn visible_schemas(&self) -> Vec<usize> {
+        (0..self.schemas.len())
+            .filter(|&i| match (&self.cur_pkg, &self.schemas[i].pkg) {
+                (None, _) => true,
+                (Some(c), Some(p)) => c == p,
+                (Some(_), None) => false,
+            })
+            .collect()
+    }
+
+    fn str_lit(&mut self) -> String {
+        let w = *self.rng.pick(WORDS);
+        format!("\"{w}\"")
+    }
+
+    fn float_lit(&mut self) -> String {
+        let whole = self.rng.int(-20, 99);
+        match self.rng.below(4) {
+            0 => format!("{whole}.0"),
+            1 => format!("{whole}.5"),
+            2 => format!("{whole}.{}", self.rng.int(1, 99)),
+            _ => format!("{}.25", whole.abs()),
+        }
+    }
+
+    /// Variables (locals first, then globals) of type `t`.
+    fn vars_of(&self, t: &Ty) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .locals
+            .iter()
+            .filter(|(_, lt)| lt == t)
+            .map(|(n, _)| n.clone())
+            .collect();
+        if self.cur_pkg.is_none() {
+            v.extend(
+                self.globals
+                    .iter()
+                    .filter(|(_, gt)| gt == t)
+                    .map(|(n, _)| n.clone()),
+            );
+        }
+        v
+    }
+
+    /// Paths `var.field` of type `t` through schema-typed variables.
+    fn field_paths(&self, t: &Ty) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut roots: Vec<(String, Ty)> = self.locals.clone();
+        if self.cur_pkg.is_none() {
+            roots.extend(self.globals.iter().cloned());
+        }
+        for (n, rt) in roots {
+            if let Ty::Schema(i) = rt {
+                for f in self.all_fields(i) {
+                    // derived attributes are not known to upstream's resolver
+                    if f.set && f.config && &f.ty == t {
+                        out.push(format!("{n}.{}", f.name));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn all_fields(&self, i: usize) -> Vec<Field> {
+        self.schemas[i].fields.clone()
+    }
+
+    /// An expression of type `t`.
+    fn expr(&mut self, t: &Ty, depth: u32) -> String {
+        if depth > 0 || self.rng.chance(30) {
+            let vars = self.vars_of(t);
+            if !vars.is_empty() && self.rng.chance(35) {
+                return self.rng.pick(&vars).clone();
+            }
+            let paths = self.field_paths(t);
+            if !paths.is_empty() && self.rng.chance(25) {
+                return self.rng.pick(&paths).clone();
+            }
+            let lams: Vec<(String, Vec<Ty>)> = self
+                .lambdas
+                .iter()
+                .filter(|(_, _, r)| r == t)
+                .map(|(n, ps, _)| (n.clone(), ps.clone()))
+                .collect();
+            if self.cur_pkg.is_none() && !lams.is_empty() && depth > 0 && self.rng.chance(15) {
+                let (n, ps) = self.rng.pick(&lams).clone();
+                let args: Vec<String> = ps.iter().map(|p| self.expr(p, depth - 1)).collect();
+                return format!("{n}({})", args.join(", "));
+            }
+        }
+        let d = depth.saturating_sub(1);
+        match t {
+            Ty::Int => self.int_expr(depth),
+            Ty::Float => self.float_expr(depth),
+            Ty::Str => self.str_expr(depth),
+            Ty::Bool => self.bool_expr(depth),
+            Ty::List(et) => self.list_expr(et, depth),
+            Ty::Dict(vt) => self.dict_expr(vt, depth),
+            Ty::Schema(i) => {
+                let i = *i;
+                self.instance(i, d)
+            }
+        }
+    }
+
+    fn int_expr(&mut self, depth: u32) -> String {
+        if depth == 0 {
+            return self.rng.int(-30, 300).to_string();
+        }
+        let d = depth - 1;
+        match self.rng.below(14) {
+            0 => format!("{} + {}", self.expr(&Ty::Int, d), self.expr(&Ty::Int, d)),
+            1 => format!("{} - {}", self.expr(&Ty::Int, d), self.expr(&Ty::Int, d)),
+            2 => format!("({}) * {}", self.expr(&Ty::Int, d), self.rng.int(-3, 9)),
+            3 => format!("({}) // {}", self.expr(&Ty::Int, d), self.rng.int(1, 7)),
+            4 => format!("({}) % {}", self.expr(&Ty::Int, d), self.rng.int(1, 7)),
+            5 => format!("len({})", self.expr(&Ty::Str, d)),
+            6 => {
+                let et = self.scalar_ty();
+                format!("len({})", self.expr(&Ty::List(Box::new(et)), d))
+            }
+            7 => format!("sum({})", self.expr(&Ty::List(Box::new(Ty::Int)), d)),
+            8 => format!(
+                "{} if {} else {}",
+                self.expr(&Ty::Int, d),
+                self.expr(&Ty::Bool, d),
+                self.expr(&Ty::Int, d)
+            ),
+            9 => format!(
+                "max({}, {})",
+                self.expr(&Ty::Int, d),
+                self.expr(&Ty::Int, d)
+            ),
+            10 => format!("abs({})", self.expr(&Ty::Int, d)),
+            11 => format!("int({})", self.expr(&Ty::Float, d)),
+            12 => format!("{} << {}", self.rng.int(0, 9), self.rng.int(0, 5)),
+            _ => format!("-({})", self.expr(&Ty::Int, d)),
+        }
+    }
+
+    fn float_expr(&mut self, depth: u32) -> String {
+        if depth == 0 {
+            return self.float_lit();
+        }
+        let d = depth - 1;
+        match self.rng.below(6) {
+            0 => format!("{} * {}", self.expr(&Ty::Float, d), self.float_lit()),
+            1 => format!("{} / {}", self.expr(&Ty::Int, d), self.rng.int(1, 8)),
+            2 => format!("float({})", self.expr(&Ty::Int, d)),
+            3 => format!("{} + {}", self.expr(&Ty::Float, d), self.expr(&Ty::Int, d)),
+            4 => format!(
+                "round({}, {})",
+                self.expr(&Ty::Float, d),
+                self.rng.int(0, 3)
+            ),
+            _ => self.float_lit(),
+        }
+    }
+
+    fn str_expr(&mut self, depth: u32) -> String {
+        if depth == 0 {
+            return self.str_lit();
+        }
+        let d = depth - 1;
+        match self.rng.below(16) {
+            0 => format!("{} + {}", self.expr(&Ty::Str, d), self.expr(&Ty::Str, d)),
+            1 => format!("'${{{}}}-${{{}}}'", self.interp(), self.interp()),
+            2 => format!("{}.upper()", self.expr(&Ty::Str, d)),
+            3 => format!("{}.lower()", self.expr(&Ty::Str, d)),
+            4 => format!("{}.strip()", self.expr(&Ty::Str, d)),
+            5 => format!(
+                "{}.replace(\"a\", \"{}\")",
+                self.expr(&Ty::Str, d),
+                self.rng.pick(&["b", "", "--"])
+            ),
+            6 => format!(
+                "\"{}\".join({})",
+                self.rng.pick(&[",", "-", " ", ""]),
+                self.expr(&Ty::List(Box::new(Ty::Str)), d)
+            ),
+            7 => {
+                let t = self.any_ty(1);
+                format!("str({})", self.expr(&t, d))
+            }
+            8 => {
+                let t = self.any_ty(1);
+                format!(
+                    "\"{{}}:{{}}\".format({}, {})",
+                    self.expr(&t, d),
+                    self.expr(&Ty::Int, d)
+                )
+            }
+            9 => format!(
+                "{}[{}:{}]",
+                self.expr(&Ty::Str, d),
+                self.rng.int(0, 2),
+                self.rng.int(2, 6)
+            ),
+            10 => format!("{} * {}", self.expr(&Ty::Str, d), self.rng.int(0, 3)),
+            11 => format!(
+                "{} if {} else {}",
+                self.expr(&Ty::Str, d),
+                self.expr(&Ty::Bool, d),
+                self.expr(&Ty::Str, d)
+            ),
+            12 => format!("{}.title()", self.expr(&Ty::Str, d)),
+            13 | 14 => format!("'${{{}}}'", self.interp()),
+            _ => self.str_lit(),
+        }
+    }
+
+    /// What goes inside `${...}`: no string literal (quotes cannot nest there); lists,
+    /// dicts and instances show how values print inside strings.
+    fn interp(&mut self) -> String {
+        let mut roots: Vec<String> = self.locals.iter().map(|(n, _)| n.clone()).collect();
+        if self.cur_pkg.is_none() {
+            roots.extend(self.globals.iter().map(|(n, _)| n.clone()));
+        }
+        match self.rng.below(6) {
+            0 | 1 if !roots.is_empty() => self.rng.pick(&roots).clone(),
+            2 => format!("[{}, {}]", self.rng.int(-5, 50), self.float_lit()),
+            3 => format!(" {{a = {}, b = [True, None]}} ", self.rng.int(0, 9)),
+            4 => self.float_lit(),
+            _ => self.int_expr(1),
+        }
+    }
+
+    fn bool_expr(&mut self, depth: u32) -> String {
+        if depth == 0 {
+            return self.rng.pick(&["True", "False"]).to_string();
+        }
+        let d = depth - 1;
+        match self.rng.below(12) {
+            0 => format!("{} < {}", self.expr(&Ty::Int, d), self.expr(&Ty::Int, d)),
+            1 => format!("{} == {}", self.expr(&Ty::Str, d), self.expr(&Ty::Str, d)),
+            2 => format!(
+                "{} in {}",
+                self.expr(&Ty::Int, d),
+                self.expr(&Ty::List(Box::new(Ty::Int)), d)
+            ),
+            3 => format!("not {}", self.expr(&Ty::Bool, d)),
+            4 => format!(
+                "{} and {}",
+                self.expr(&Ty::Bool, d),
+                self.expr(&Ty::Bool, d)
+            ),
+            5 => format!("{} or {}", self.expr(&Ty::Bool, d), self.expr(&Ty::Bool, d)),
+            6 => {
+                let v = self.fresh("x");
+                let l = self.expr(&Ty::List(Box::new(Ty::Int)), d);
+                self.locals.push((v.clone(), Ty::Int));
+                let c = self.expr(&Ty::Bool, d);
+                self.locals.pop();
+                format!("{} {v} in {l} {{ {c} }}", self.rng.pick(&["all", "any"]))
+            }
+            7 => format!(
+                "{}.startswith(\"{}\")",
+                self.expr(&Ty::Str, d),
+                self.rng.pick(&["a", "w", ""])
+            ),
+            8 => format!("{} >= {}", self.expr(&Ty::Float, d), self.expr(&Ty::Int, d)),
+            9 => {
+                let t = self.any_ty(1);
+                format!(
+                    "typeof({}) == \"{}\"",
+                    self.expr(&t, d),
+                    self.rng.pick(&["int", "str", "list", "dict"])
+                )
+            }
+            10 => format!("bool({})", self.expr(&Ty::Int, d)),
+            _ => self.rng.pick(&["True", "False"]).to_string(),
+        }
+    }
+
+    fn list_expr(&mut self, et: &Ty, depth: u32) -> String {
+        let d = depth.saturating_sub(1);
+        let choice = if depth == 0 { 0 } else { self.rng.below(10) };
+        match choice {
+            1 if *et == Ty::Int => {
+                let v = self.fresh("i");
+                let n = self.rng.int(0, 6);
+                self.locals.push((v.clone(), Ty::Int));
+                let body = self.expr(&Ty::Int, d);
+                let cond = self.expr(&Ty::Bool, d);
+                self.locals.pop();
+                if self.rng.chance(50) {
+                    format!("[{body} for {v} in range({n}) if {cond}]")
+                } else {
+                    format!("[{body} for {v} in range({n})]")
+                }
+            }
+            2 => {
+                let src_t = self.scalar_ty();
+                let v = self.fresh("e");
+                let src = self.expr(&Ty::List(Box::new(src_t.clone())), d);
+                self.locals.push((v.clone(), src_t));
+                let body = self.expr(et, d);
+                self.locals.pop();
+                format!("[{body} for {v} in {src}]")
+            }
+            3 => format!(
+                "{} + {}",
+                self.expr(&Ty::List(Box::new(et.clone())), d),
+                self.expr(&Ty::List(Box::new(et.clone())), d)
+            ),
+            4 if matches!(et, Ty::Int | Ty::Str) => {
+                format!("sorted({})", self.expr(&Ty::List(Box::new(et.clone())), d))
+            }
+            5 => {
+                let v = self.fresh("f");
+                let src = self.expr(&Ty::List(Box::new(et.clone())), d);
+                self.locals.push((v.clone(), et.clone()));
+                let c = self.expr(&Ty::Bool, d);
+                self.locals.pop();
+                format!("filter {v} in {src} {{ {c} }}")
+            }
+            6 => format!(
+                "[*{}, {}]",
+                self.expr(&Ty::List(Box::new(et.clone())), d),
+                self.expr(et, d)
+            ),
+            7 => format!(
+                "[{}, if {}: {}]",
+                self.expr(et, d),
+                self.expr(&Ty::Bool, d),
+                self.expr(et, d)
+            ),
+            8 if matches!(et, Ty::Str) => {
+                let dt = self.scalar_ty();
+                let dct = self.expr(&Ty::Dict(Box::new(dt)), d);
+                format!("[k for k in {dct}]")
+            }
+            _ => {
+                let n = self.rng.below(4);
+                let items: Vec<String> = (0..n).map(|_| self.expr(et, d)).collect();
+                format!("[{}]", items.join(", "))
+            }
+        }
+    }
+
+    fn key(&mut self) -> String {
+        self.rng.pick(NAMES).to_string()
+    }
+
+    fn dict_expr(&mut self, vt: &Ty, depth: u32) -> String {
+        let d = depth.saturating_sub(1);
+        let choice = if depth == 0 { 0 } else { self.rng.below(8) };
+        match choice {
+            1 => {
+                let v = self.fresh("j");
+                let n = self.rng.int(0, 4);
+                self.locals.push((v.clone(), Ty::Int));
+                let body = self.expr(vt, d);
+                self.locals.pop();
+                format!("{{\"k${{{v}}}\": {body} for {v} in range({n})}}")
+            }
+            2 => format!(
+                "{} | {}",
+                self.expr(&Ty::Dict(Box::new(vt.clone())), d),
+                self.expr(&Ty::Dict(Box::new(vt.clone())), d)
+            ),
+            3 => format!(
+                "{{**{}, {} = {}}}",
+                self.expr(&Ty::Dict(Box::new(vt.clone())), d),
+                self.key(),
+                self.expr(vt, d)
+            ),
+            4 => format!(
+                "{{{} = {}, if {}: {} = {}}}",
+                self.key(),
+                self.expr(vt, d),
+                self.expr(&Ty::Bool, d),
+                self.key(),
+                self.expr(vt, d)
+            ),
+            _ => {
+                let n = self.rng.below(4);
+                let mut seen = Vec::new();
+                let mut items = Vec::new();
+                for _ in 0..n {
+                    let k = self.key();
+                    let quoted = self.rng.chance(25);
+                    let op = if seen.contains(&k) {
+                        "="
+                    } else {
+                        *self.rng.pick(&[":", "=", ":"])
+                    };
+                    // a repeated `:` key unifies; only scalars and dicts are safe to repeat
+                    let op = if seen.contains(&k) && !matches!(vt, Ty::Dict(_)) {
+                        "="
+                    } else {
+                        op
+                    };
+                    seen.push(k.clone());
+                    let k = if quoted { format!("\"{k}\"") } else { k };
+                    items.push(format!("{k} {op} {}", self.expr(vt, d)));
+                }
+                format!("{{{}}}", items.join(", "))
+            }
+        }
+    }
+
+    /// `S {...}` (or `S(arg) {...}`) for schema `i`.
+    fn instance(&mut self, i: usize, depth: u32) -> String {
+        let multiline = std::mem::take(&mut self.multiline);
+        let s = self.schemas[i].clone();
+        let mut entries = Vec::new();
+        for (fi, f) in s.fields.iter().enumerate() {
+            let must = s.required.contains(&fi);
+            if !f.config || (!must && !self.rng.chance(40)) {
+                continue;
+            }
+            entries.push(self.config_entry(f, depth));
+        }
+        if let Some(vt) = &s.index {
+            for _ in 0..self.rng.below(3) {
+                let k = format!("extra{}", self.rng.below(4));
+                if entries
+                    .iter()
+                    .any(|e: &String| e.starts_with(&format!("{k} ")))
+                {
+                    continue;
+                }
+                let op = *self.rng.pick(&[":", "="]);
+                entries.push(format!("{k} {op} {}", self.expr(vt, depth.min(1))));
+            }
+        }
+        // shuffle a little: entry order is part of the output order
+        if entries.len() > 1 && self.rng.chance(50) {
+            let a = self.rng.below(entries.len());
+            let b = self.rng.below(entries.len());
+            entries.swap(a, b);
+        }
+        let name = s.qualified(self.cur_pkg.as_deref());
+        let head = if s.param {
+            format!("{name}({})", self.rng.int(0, 9))
+        } else {
+            name
+        };
+        if entries.is_empty() {
+            format!("{head} {{}}")
+        } else if !multiline || self.rng.chance(50) {
+            format!("{head} {{{}}}", entries.join(", "))
+        } else {
+            let ind = "    ";
+            format!(
+                "{head} {{\n{}\n}}",
+                entries
+                    .iter()
+                    .map(|e| e
+                        .lines()
+                        .map(|l| format!("{ind}{l}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        }
+    }
+
+    fn config_entry(&mut self, f: &Field, depth: u32) -> String {
+        let d = depth.saturating_sub(1);
+        match &f.ty {
+            Ty::List(_) if self.rng.chance(25) => {
+                format!("{} += {}", f.name, self.expr(&f.ty, d))
+            }
+            Ty::Schema(j) if self.rng.chance(40) => {
+                // a nested schema through a dict literal or dotted keys
+                let sj = self.schemas[*j].clone();
+                let set: Vec<Field> = sj
+                    .fields
+                    .iter()
+                    .filter(|x| x.config && !matches!(x.ty, Ty::Schema(_)))
+                    .cloned()
+                    .collect();
+                if set.is_empty() || !sj.required.is_empty() {
+                    return format!("{} = {}", f.name, self.expr(&f.ty, d));
+                }
+                let g = self.rng.pick(&set).clone();
+                if self.rng.chance(50) {
+                    format!("{}.{} = {}", f.name, g.name, self.expr(&g.ty, d))
+                } else {
+                    format!("{}: {{{} = {}}}", f.name, g.name, self.expr(&g.ty, d))
+                }
+            }
+            Ty::Dict(vt) if self.rng.chance(30) => {
+                format!("{}: {{{} = {}}}", f.name, self.key(), self.expr(vt, d))
+            }
+            _ => {
+                let op = *self.rng.pick(&["=", ":", "="]);
+                format!("{} {op} {}", f.name, self.expr(&f.ty, d))
+            }
+        }
+    }
+
+    /// A schema definition (text) registered as schema `i`.
+    fn schema_def(&mut self, pkg: Option<String>) -> String {
+        let visible: Vec<usize> = self
+            .visible_schemas()
+            .into_iter()
+            .filter(|&i| self.schemas[i].pkg == pkg && !self.schemas[i].param)
+            .collect();
+        let mut name = self.rng.pick(SCHEMA_NAMES).to_string();
+        while self.schemas.iter().any(|s| s.name == name && s.pkg == pkg) {
+            name = format!("{name}{}", self.rng.below(10));
+        }
+        let parent = if !visible.is_empty() && self.rng.chance(30) {
+            Some(*self.rng.pick(&visible))
+        } else {
+            None
+        };
+        let mut fields: Vec<Field> = parent
+            .map(|p| self.schemas[p].fields.clone())
+            .unwrap_or_default();
+        let mut required: Vec<usize> = parent
+            .map(|p| self.schemas[p].required.clone())
+            .unwrap_or_default();
+        let param = parent.is_none() && self.rng.chance(15);
+        let index = if parent.is_none() && self.rng.chance(20) {
+            Some(if self.rng.chance(50) {
+                Ty::Int
+            } else {
+                Ty::Str
+            })
+        } else {
+            None
+        };
+        let key_name = index.is_some() && self.rng.chance(60);
+        let mut body = Vec::new();
+        if let Some(vt) = &index {
+            let vt_s = vt.annot(self);
+            body.push(if key_name {
+                format!("[key: str]: {vt_s}")
+            } else {
+                format!("[str]: {vt_s}")
+            });
+        }
+        let nfields = 1 + self.rng.below(4);
+        let saved = std::mem::take(&mut self.locals);
+        for _ in 0..nfields {
+            let fname = self.key();
+            if fields.iter().any(|f| f.name == fname) {
+                continue;
+            }
+            let mut ty = self.any_ty(1);
+            if let Ty::Schema(j) = ty
+                && (self.schemas[j].pkg != pkg || self.schemas[j].param)
+            {
+                ty = Ty::Int;
+            }
+            if index.is_some() {
+                // an index signature constrains every attribute's type
+                ty = index.clone().unwrap();
+            }
+            let optional = self.rng.chance(30);
+            let has_default = self.rng.chance(60);
+            let annot = ty.annot(self);
+            let q = if optional { "?" } else { "" };
+            let line = if has_default {
+                let v = self.expr(&ty, 1);
+                format!("{fname}{q}: {annot} = {v}")
+            } else {
+                format!("{fname}{q}: {annot}")
+            };
+            body.push(line);
+            if !has_default && !optional {
+                required.push(fields.len());
+            }
+            fields.push(Field {
+                name: fname.clone(),
+                ty: ty.clone(),
+                set: has_default || !optional,
+                config: true,
+            });
+            // derived attributes see the ones before
+            self.locals.push((fname, ty));
+        }
+        if param {
+            self.locals.push(("n".into(), Ty::Int));
+            body.push(format!("pn: int = n * {}", self.rng.int(1, 4)));
+            fields.push(Field {
+                name: "pn".into(),
+                ty: Ty::Int,
+                set: true,
+                config: true,
+            });
+        }
+        if self.rng.chance(40) && index.is_none() {
+            let dname = self.fresh("derived");
+            let t = self.scalar_ty();
+            let v = self.expr(&t, 1);
+            body.push(format!("{dname} = {v}"));
+            fields.push(Field {
+                name: dname,
+                ty: t,
+                set: true,
+                config: false,
+            });
+        }
+        self.locals = saved;
+        // checks hold for almost every instance; a few programs fail them on purpose
+        let mut checks = Vec::new();
+        for f in fields.iter().filter(|f| f.set) {
+            if !self.rng.chance(25) {
+                continue;
+            }
+            checks.push(match &f.ty {
+                Ty::Int => format!(
+                    "{} >= {}, \"{} too small\"",
+                    f.name,
+                    self.rng.int(-200, -20),
+                    f.name
+                ),
+                Ty::Str => format!("len({}) >= 0", f.name),
+                Ty::List(_) => format!("len({}) < 50 if {}", f.name, f.name),
+                _ => format!("{} == {}", f.name, f.name),
+            });
+        }
+        let mut text = String::new();
+        if self.rng.chance(10) {
+            text.push_str("@deprecated(strict=False)\n");
+        }
+        let params = if param { "[n: int]" } else { "" };
+        let parent_s = parent
+            .map(|p| format!("({})", self.schemas[p].qualified(pkg.as_deref())))
+            .unwrap_or_default();
+        text.push_str(&format!("schema {name}{params}{parent_s}:\n"));
+        if self.rng.chance(30) {
+            text.push_str(&format!("    \"\"\"{name} docs\"\"\"\n"));
+        }
+        if body.is_empty() {
+            body.push("pass_ = 1".into());
+        }
+        for l in &body {
+            text.push_str(&format!("    {l}\n"));
+        }
+        if !checks.is_empty() {
+            text.push_str("\n    check:\n");
+            for c in &checks {
+                text.push_str(&format!("        {c}\n"));
+            }
+        }
+        self.schemas.push(SchemaInfo {
+            name,
+            pkg,
+            fields,
+            index,
+            param,
+            required,
+        });
+        text
+    }
+
+    fn mixin_schema(&mut self) -> String {
+        // a mixin sets a derived attribute of the schema it is mixed into
+        let Some(i) = (0..self.schemas.len()).rev().find(|&i| {
+            self.schemas[i].pkg.is_none()
+                && !self.schemas[i].param
+                && self.schemas[i].index.is_none()
+        }) else {
+            return String::new();
+        };
+        let sf: Vec<Field> = self.schemas[i]
+            .fields
+            .iter()
+            .filter(|f| f.set && f.ty == Ty::Str)
+            .cloned()
+            .collect();
+        let mname = format!("{}Mixin", self.schemas[i].name);
+        let src = match sf.first() {
+            Some(f) => format!("\"mixed-${{{}}}\"", f.name),
+            None => "\"mixed\"".into(),
+        };
+        let child = format!("{}X", self.schemas[i].name);
+        let text = format!(
+            "mixin {mname}:\n    tag: str = {src}\n\nschema {child}({}):\n    mixin [{mname}]\n    tag?: str\n",
+            self.schemas[i].name
+        );
+        let mut info = self.schemas[i].clone();
+        info.name = child;
+        info.fields.push(Field {
+            name: "tag".into(),
+            ty: Ty::Str,
+            set: true,
+            config: true,
+        });
+        self.schemas.push(info);
+        text
+    }
+
+    fn lambda_def(&mut self) -> String {
+        let name = self.fresh("fn");
+        let np = 1 + self.rng.below(2);
+        let mut ps = Vec::new();
+        let mut tys = Vec::new();
+        for k in 0..np {
+            let t = self.scalar_ty();
+            let pn = format!("p{k}");
+            ps.push(format!("{pn}: {}", t.annot(self)));
+            self.locals.push((pn, t.clone()));
+            tys.push(t);
+        }
+        let rt = self.scalar_ty();
+        let body = self.expr(&rt, 2);
+        self.locals.clear();
+        let text = format!(
+            "{name} = lambda {} -> {} {{\n    {body}\n}}\n",
+            ps.join(", "),
+            rt.annot(self)
+        );
+        self.lambdas.push((name, tys, rt));
+        text
+    }
+
+    /// A package file: a few schemas (named like the main package's, on purpose) and values.
+    fn package(&mut self, pkg: &str) -> String {
+        self.cur_pkg = Some(pkg.to_string());
+        let mut text = String::new();
+        for _ in 0..1 + self.rng.below(2) {
+            text.push_str(&self.schema_def(Some(pkg.to_string())));
+            text.push('\n');
+        }
+        let t = self.scalar_ty();
+        let v = self.expr(&t, 1);
+        text.push_str(&format!("default_{pkg} = {v}\n"));
+        self.cur_pkg = None;
+        text
+    }
+
+    /// A whole program with its command line.
+    pub fn program(&mut self) -> Program {
+        let mut files: Vec<(String, String)> = Vec::new();
+        let mut imports = Vec::new();
+        let npkgs = if self.rng.chance(35) {
+            1 + self.rng.below(2)
+        } else {
+            0
+        };
+        for k in 0..npkgs {
+            let pkg = format!("pkg{k}");
+            let text = self.package(&pkg);
+            files.push((format!("{pkg}/{pkg}.k"), text));
+            imports.push(pkg);
+        }
+        let nmain = if self.rng.chance(30) {
+            2 + self.rng.below(2)
+        } else {
+            1
+        };
+        let mut mains: Vec<String> = vec![String::new(); nmain];
+        for m in mains.iter_mut() {
+            for p in &imports {
+                m.push_str(&format!("import {p}\n"));
+            }
+            if !imports.is_empty() {
+                m.push('\n');
+            }
+        }
+        // definitions land in any main file; a file may use what a later file defines
+        for _ in 0..1 + self.rng.below(3) {
+            let f = self.rng.below(nmain);
+            let def = self.schema_def(None);
+            mains[f].push_str(&def);
+            mains[f].push('\n');
+        }
+        if self.rng.chance(20) {
+            let f = self.rng.below(nmain);
+            let def = self.mixin_schema();
+            mains[f].push_str(&def);
+            mains[f].push('\n');
+        }
+        if self.rng.chance(35) {
+            let f = self.rng.below(nmain);
+            let def = self.lambda_def();
+            mains[f].push_str(&def);
+        }
+        let nstmts = 2 + self.rng.below(6);
+        for _ in 0..nstmts {
+            let f = self.rng.below(nmain);
+            let s = self.statement(nmain, &mut mains, f);
+            mains[f].push_str(&s);
+        }
+        let mut args = Vec::new();
+        for (k, m) in mains.into_iter().enumerate() {
+            let name = if k == 0 {
+                "main.k".to_string()
+            } else {
+                format!("part{k}.k")
+            };
+            args.push(name.clone());
+            files.push((name, m));
+        }
+        files.push(("kcl.mod".into(), "[package]\nname = \"prog\"\n".into()));
+        if self.rng.chance(15) {
+            args.push("-D".into());
+            args.push(format!(
+                "opt={}",
+                self.rng
+                    .pick(&["1", "abc", "True", "[1,2]", "{\"a\": 1}", "2.5"])
+            ));
+        }
+        if self.rng.chance(8) {
+            args.push(self.rng.pick(&["-k", "-n", "-H"]).to_string());
+        }
+        Program { files, args }
+    }
+
+    fn statement(&mut self, nmain: usize, mains: &mut [String], f: usize) -> String {
+        let main_schemas: Vec<usize> = (0..self.schemas.len()).collect();
+        match self.rng.below(12) {
+            0..=2 if !main_schemas.is_empty() => {
+                // `name: S {...}` declared in one or several files (upstream merges them)
+                let i = *self.rng.pick(&main_schemas);
+                let name = self.fresh("inst");
+                self.multiline = true;
+                let first = self.instance(i, 1);
+                let mut text = format!("{name}: {first}\n");
+                if self.rng.chance(40)
+                    && self.schemas[i].required.is_empty()
+                    && !self.schemas[i].param
+                {
+                    let g = self.rng.below(nmain);
+                    self.multiline = true;
+                    let more = self.instance(i, 1);
+                    let extra = format!("{name}: {more}\n");
+                    if g == f {
+                        text.push_str(&extra);
+                    } else {
+                        mains[g].push_str(&extra);
+                    }
+                }
+                self.globals.push((name, Ty::Schema(i)));
+                text
+            }
+            3 => {
+                let t = self.any_ty(2);
+                let name = self.fresh("v");
+                let v = self.expr(&t, 2);
+                self.globals.push((name.clone(), t.clone()));
+                if self.rng.chance(30) {
+                    format!("{name}: {} = {v}\n", t.annot(self))
+                } else {
+                    format!("{name} = {v}\n")
+                }
+            }
+            4 if !main_schemas.is_empty() => {
+                self.instances_used = true;
+                let i = *self.rng.pick(&main_schemas);
+                let s = self.schemas[i].clone();
+                let name = self.fresh("all");
+                let q = s.qualified(None);
+                match s.fields.iter().find(|x| x.set) {
+                    Some(fl) => format!("{name} = [x.{} for x in {q}.instances()]\n", fl.name),
+                    None => format!("{name} = len({q}.instances())\n"),
+                }
+            }
+            5 => {
+                let name = format!("_{}", self.fresh("p"));
+                let t = self.scalar_ty();
+                let v = self.expr(&t, 1);
+                let pub_name = self.fresh("v");
+                let u = self.expr(&t, 0);
+                self.globals.push((pub_name.clone(), Ty::List(Box::new(t))));
+                format!("{name} = {v}\n{pub_name} = [{name}, {u}]\n")
+            }
+            6 => {
+                let name = self.fresh("opt");
+                let ty = *self
+                    .rng
+                    .pick(&["str", "int", "bool", "list", "dict", "float"]);
+                let def = match ty {
+                    "str" => "\"dflt\"".to_string(),
+                    "int" => "7".to_string(),
+                    "bool" => "False".to_string(),
+                    "list" => "[]".to_string(),
+                    "dict" => "{}".to_string(),
+                    _ => "0.5".to_string(),
+                };
+                if self.rng.chance(50) {
+                    format!("{name} = option(\"opt\", type=\"{ty}\", default={def})\n")
+                } else {
+                    format!("{name} = option(\"opt\")\n")
+                }
+            }
+            7 => {
+                // a public name is assigned once; the branches set a private one
+                let c = self.expr(&Ty::Bool, 1);
+                let name = self.fresh("v");
+                let v = self.expr(&Ty::Int, 1);
+                let w = self.expr(&Ty::Int, 1);
+                self.globals.push((name.clone(), Ty::Int));
+                format!("_{name} = {w}\nif {c}:\n    _{name} = {v}\n{name} = _{name}\n")
+            }
+            8 => {
+                let c = self.expr(&Ty::Bool, 1);
+                if self.rng.chance(70) {
+                    format!("assert True, \"{}\"\n", self.fresh("msg"))
+                } else {
+                    format!(
+                        "assert {c}, \"assertion ${{{}}}\"\n",
+                        self.expr(&Ty::Int, 0)
+                    )
+                }
+            }
+            9 if !self.globals.is_empty() => {
+                // reading a global before the file that defines it
+                let (g, t) = self.rng.pick(&self.globals.clone()).clone();
+                let name = self.fresh("copy");
+                self.globals.push((name.clone(), t));
+                format!("{name} = {g}\n")
+            }
+            10 => {
+                let name = self.fresh("d");
+                let t = Ty::Dict(Box::new(self.scalar_ty()));
+                let a = self.expr(&t, 1);
+                let b = self.expr(&t, 1);
+                self.globals.push((name.clone(), t));
+                format!("{name} = {a}\n{name}2 = {name} | {b}\n")
+            }
+            _ => {
+                let t = self.any_ty(1);
+                let name = self.fresh("v");
+                let v = self.expr(&t, 2);
+                self.globals.push((name.clone(), t));
+                format!("{name} = {v}\n")
+            }
+        }
+    }
+}

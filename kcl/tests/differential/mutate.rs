@@ -1,0 +1,132 @@
+//! Mutation of existing KCL files (the repository's fixtures, the shared grammar suite): small
+//! edits that keep most of a real program while reaching the error paths and the corners the
+//! generator does not (operators swapped, literals changed, lines dropped, duplicated or
+//! swapped, names misspelt, annotations changed).
+
+use super::gen_::Rng;
+
+const WORDS: &[&str] = &["x", "web", "", "1", "None", "a.b", "True", "100Mi"];
+
+pub fn mutate(src: &str, rng: &mut Rng) -> String {
+    let mut lines: Vec<String> = src.lines().map(String::from).collect();
+    if lines.is_empty() {
+        return src.to_string();
+    }
+    for _ in 0..1 + rng.below(2) {
+        let i = rng.below(lines.len());
+        let l = lines[i].clone();
+        match rng.below(9) {
+            0 => {
+                // config / assignment operator
+                let swaps = [
+                    (" = ", ": "),
+                    (": ", " = "),
+                    (" = ", " += "),
+                    (" += ", " = "),
+                ];
+                let (a, b) = *rng.pick(&swaps);
+                if let Some(p) = l.find(a) {
+                    lines[i] = format!("{}{b}{}", &l[..p], &l[p + a.len()..]);
+                }
+            }
+            1 => {
+                // an integer literal
+                if let Some((s, e)) = find_number(&l) {
+                    let n = *rng.pick(&["0", "-1", "2", "999999999999", "3"]);
+                    lines[i] = format!("{}{n}{}", &l[..s], &l[e..]);
+                }
+            }
+            2 if lines.len() > 1 => {
+                lines.remove(i);
+            }
+            3 => lines.insert(i, l),
+            4 if i + 1 < lines.len() => {
+                let ind = |s: &str| s.len() - s.trim_start().len();
+                if ind(&lines[i]) == ind(&lines[i + 1]) {
+                    lines.swap(i, i + 1);
+                }
+            }
+            5 => {
+                // misspell an identifier
+                if let Some((s, e)) = find_ident(&l) {
+                    lines[i] = format!("{}{}x{}", &l[..s], &l[s..e], &l[e..]);
+                }
+            }
+            6 => {
+                // a string literal
+                if let Some(s) = l.find('"')
+                    && let Some(e) = l[s + 1..].find('"')
+                {
+                    let w = *rng.pick(WORDS);
+                    lines[i] = format!("{}\"{w}\"{}", &l[..s], &l[s + 2 + e..]);
+                }
+            }
+            7 => {
+                let swaps = [
+                    (": int", ": str"),
+                    (": str", ": int"),
+                    ("[str]", "[int]"),
+                    (": bool", ": int"),
+                ];
+                let (a, b) = *rng.pick(&swaps);
+                lines[i] = l.replacen(a, b, 1);
+            }
+            _ => {
+                let swaps = [
+                    (" + ", " - "),
+                    (" and ", " or "),
+                    (" < ", " >= "),
+                    ("True", "False"),
+                    (" | ", " + "),
+                ];
+                let (a, b) = *rng.pick(&swaps);
+                lines[i] = l.replacen(a, b, 1);
+            }
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+fn find_number(l: &str) -> Option<(usize, usize)> {
+    let b = l.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit()
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+        {
+            let s = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            return Some((s, i));
+        }
+        i += 1;
+    }
+    None
+}
+
+fn find_ident(l: &str) -> Option<(usize, usize)> {
+    let b = l.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() || b[i] == b'_' {
+            let s = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            let w = &l[s..i];
+            if ![
+                "schema", "import", "if", "else", "for", "in", "lambda", "check", "and", "or",
+                "not", "True", "False", "None",
+            ]
+            .contains(&w)
+            {
+                found.push((s, i));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    found.last().copied()
+}
