@@ -1056,6 +1056,11 @@ impl<'a> Parser<'a> {
                         span,
                     };
                 }
+                // Upstream takes subscripts after the name, then selectors (`?.` too) and
+                // further subscripts; never a call (`all x in a[1:] {`, `a[0]?.b {`).
+                if self.at(Tok::LBracket) && !self.at_line_break() {
+                    e = self.parse_quant_target_trailers(e);
+                }
                 e
             }
             Tok::Ident(_) | Tok::None | Tok::Undefined | Tok::Lambda => {
@@ -1068,6 +1073,55 @@ impl<'a> Parser<'a> {
                 Expr::missing(self.span(t.lo, t.lo))
             }
         }
+    }
+
+    /// Subscripts and selectors after a quantifier target's name (see `parse_quant_target`).
+    fn parse_quant_target_trailers(&mut self, mut e: Expr) -> Expr {
+        let mut n = 0;
+        loop {
+            n += 1;
+            if n > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
+            if self.at_line_break() {
+                break;
+            }
+            let optional = self.at(Tok::Question) && !self.nth(1).nl;
+            let next = if optional {
+                self.nth(1).tok
+            } else {
+                self.tok()
+            };
+            match next {
+                Tok::LBracket => {
+                    if optional {
+                        self.bump();
+                    }
+                    e = self.parse_subscript(e, optional);
+                }
+                Tok::Dot => {
+                    if optional {
+                        self.bump();
+                    }
+                    self.bump();
+                    let Some(attr) = self.expect_ident() else {
+                        break;
+                    };
+                    let span = e.span.to(attr.span);
+                    e = Expr {
+                        kind: ExprKind::Selector(Box::new(SelectorExpr {
+                            value: e,
+                            attr,
+                            optional,
+                        })),
+                        span,
+                    };
+                }
+                _ => break,
+            }
+        }
+        e
     }
 
     fn parse_lambda(&mut self) -> Expr {
