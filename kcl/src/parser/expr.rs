@@ -259,15 +259,7 @@ impl<'a> Parser<'a> {
                     let Some(attr) = self.expect_ident() else {
                         break;
                     };
-                    let span = e.span.to(attr.span);
-                    e = Expr {
-                        kind: ExprKind::Selector(Box::new(SelectorExpr {
-                            value: e,
-                            attr,
-                            optional: false,
-                        })),
-                        span,
-                    };
+                    e = selector(e, attr, false);
                 }
                 Tok::Question if self.nth(1).tok == Tok::Dot && !self.nth(1).nl => {
                     self.bump();
@@ -275,15 +267,7 @@ impl<'a> Parser<'a> {
                     let Some(attr) = self.expect_ident() else {
                         break;
                     };
-                    let span = e.span.to(attr.span);
-                    e = Expr {
-                        kind: ExprKind::Selector(Box::new(SelectorExpr {
-                            value: e,
-                            attr,
-                            optional: true,
-                        })),
-                        span,
-                    };
+                    e = selector(e, attr, true);
                 }
                 Tok::Question if self.nth(1).tok == Tok::LBracket && !self.nth(1).nl => {
                     self.bump();
@@ -1046,15 +1030,7 @@ impl<'a> Parser<'a> {
                     let Some(attr) = self.expect_ident() else {
                         break;
                     };
-                    let span = e.span.to(attr.span);
-                    e = Expr {
-                        kind: ExprKind::Selector(Box::new(SelectorExpr {
-                            value: e,
-                            attr,
-                            optional: false,
-                        })),
-                        span,
-                    };
+                    e = selector(e, attr, false);
                 }
                 // Upstream takes subscripts after the name, then selectors (`?.` too) and
                 // further subscripts; never a call (`all x in a[1:] {`, `a[0]?.b {`).
@@ -1108,15 +1084,7 @@ impl<'a> Parser<'a> {
                     let Some(attr) = self.expect_ident() else {
                         break;
                     };
-                    let span = e.span.to(attr.span);
-                    e = Expr {
-                        kind: ExprKind::Selector(Box::new(SelectorExpr {
-                            value: e,
-                            attr,
-                            optional,
-                        })),
-                        span,
-                    };
+                    e = selector(e, attr, optional);
                 }
                 _ => break,
             }
@@ -1499,5 +1467,18 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
             "integer literal '{text}' is too large for a 64-bit integer"
         )),
         Err(_) => Err(format!("invalid number literal '{text}'")),
+    }
+}
+
+/// `value.attr` (or `value?.attr`), spanning both.
+fn selector(value: Expr, attr: Name, optional: bool) -> Expr {
+    let span = value.span.to(attr.span);
+    Expr {
+        kind: ExprKind::Selector(Box::new(SelectorExpr {
+            value,
+            attr,
+            optional,
+        })),
+        span,
     }
 }
