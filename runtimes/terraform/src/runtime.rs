@@ -1403,7 +1403,7 @@ impl Inner {
             )
             .await?;
         let (mut response, raw) = self
-            .refresh_raw(&instance, &target, &schema, prior, state, private)
+            .refresh(&instance, &target, &schema, prior, state, private)
             .await?;
         let fingerprint = state_fingerprint(&prior.attributes);
         let unchanged = response
@@ -1443,22 +1443,8 @@ impl Inner {
         Ok(response)
     }
 
-    async fn refresh(
-        &self,
-        instance: &Instance,
-        target: &Target,
-        schema: &Schema,
-        template: &Resource,
-        state: Vec<u8>,
-        private: Vec<u8>,
-    ) -> PluginResult<ReadResponse> {
-        self.refresh_raw(instance, target, schema, template, state, private)
-            .await
-            .map(|(response, _)| response)
-    }
-
     /// ReadResource: the live object, and the provider's own encoding of it (`None`: gone).
-    async fn refresh_raw(
+    async fn refresh(
         &self,
         instance: &Instance,
         target: &Target,
@@ -1517,7 +1503,7 @@ impl Inner {
             return Ok(raw.clone());
         }
         let (_, raw) = self
-            .refresh_raw(instance, target, schema, prior, state, private)
+            .refresh(instance, target, schema, prior, state, private)
             .await?;
         Ok(raw)
     }
@@ -1563,6 +1549,7 @@ impl Inner {
         // Import answers may be partial; a read fills in the object as it is.
         self.refresh(&instance, &target, &schema, &req.planned, state, private)
             .await
+            .map(|(response, _)| response)
     }
 
     async fn shutdown_all(&self) {
