@@ -52,8 +52,14 @@ impl LocalStore {
         }
     }
 
+    /// An I/O error on `path`, named so that the user knows which file the system refused.
+    fn io_at(&self, path: &Path, e: impl std::fmt::Display) -> StateError {
+        self.io(format!("{}: {e}", path.display()))
+    }
+
     fn ensure_dir(&self) -> Result<(), StateError> {
-        private_dir(&self.dir.join("releases")).map_err(|e| self.io(e))
+        private_dir(&self.dir.join("releases"))
+            .map_err(|e| self.io_at(&self.dir.join("releases"), e))
     }
 
     fn journal_path(&self) -> PathBuf {
@@ -84,7 +90,7 @@ impl LocalStore {
     fn sync_dir(&self, dir: &Path) -> Result<(), StateError> {
         File::open(dir)
             .and_then(|d| d.sync_all())
-            .map_err(|e| self.io(e))
+            .map_err(|e| self.io_at(dir, e))
     }
 
     /// Run `f` while holding the cross-process guard lock.
@@ -98,7 +104,7 @@ impl LocalStore {
                 .write(true)
                 .mode(0o600)
                 .open(self.dir.join("lease.guard"))
-                .map_err(|e| self.io(e))?;
+                .map_err(|e| self.io_at(&self.dir.join("lease.guard"), e))?;
             *slot = Some(file);
         }
         let guard = slot.as_ref().expect("opened above");
@@ -118,7 +124,9 @@ impl LocalStore {
                         GUARD_WAIT.as_secs()
                     )));
                 }
-                Err(std::fs::TryLockError::Error(e)) => return Err(self.io(e)),
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(self.io_at(&self.dir.join("lease.guard"), e));
+                }
             }
         }
         let result = f();
@@ -138,7 +146,7 @@ impl LocalStore {
                 }
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.io(e)),
+            Err(e) => Err(self.io_at(&path, e)),
         }
     }
 
@@ -148,7 +156,7 @@ impl LocalStore {
         match fs::read_to_string(self.dir.join("fence")) {
             Ok(text) => Ok(text.trim().parse().unwrap_or(0)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(self.io(e)),
+            Err(e) => Err(self.io_at(&self.dir.join("fence"), e)),
         }
     }
 
@@ -218,13 +226,13 @@ impl StateStore for LocalStore {
                 })?
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::default(),
-            Err(e) => return Err(self.io(e)),
+            Err(e) => return Err(self.io_at(&snapshot, e)),
         };
         let journal = self.journal_path();
         let bytes = match fs::read(&journal) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(state),
-            Err(e) => return Err(self.io(e)),
+            Err(e) => return Err(self.io_at(&journal, e)),
         };
         let now = now_ms();
         for (n, line) in journal_lines(&bytes) {
@@ -270,7 +278,7 @@ impl StateStore for LocalStore {
                 let existed = path.exists();
                 // A write torn by a crash or a full disk left a partial last line, which
                 // loading ignores; it must go before anything is written after it.
-                if existed && let Some(dropped) = truncate_torn_tail(&path).map_err(|e| self.io(e))? {
+                if existed && let Some(dropped) = truncate_torn_tail(&path).map_err(|e| self.io_at(&path, e))? {
                     tracing::warn!(
                         "{}: dropped a torn last line ({dropped} bytes) left by an interrupted write",
                         path.display()
@@ -281,7 +289,7 @@ impl StateStore for LocalStore {
                     .append(true)
                     .mode(0o600)
                     .open(&path)
-                    .map_err(|e| self.io(e))?;
+                    .map_err(|e| self.io_at(&path, e))?;
                 if !existed {
                     self.sync_dir(&self.dir)?;
                 }
@@ -311,11 +319,13 @@ impl StateStore for LocalStore {
             *journal = None;
             match OpenOptions::new().write(true).open(self.journal_path()) {
                 Ok(f) => {
-                    f.set_len(0).map_err(|e| self.io(e))?;
-                    f.sync_all().map_err(|e| self.io(e))
+                    f.set_len(0)
+                        .map_err(|e| self.io_at(&self.journal_path(), e))?;
+                    f.sync_all()
+                        .map_err(|e| self.io_at(&self.journal_path(), e))
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(self.io(e)),
+                Err(e) => Err(self.io_at(&self.journal_path(), e)),
             }
         })
     }
@@ -324,7 +334,7 @@ impl StateStore for LocalStore {
         match fs::metadata(self.journal_path()) {
             Ok(m) => Ok(m.len()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(self.io(e)),
+            Err(e) => Err(self.io_at(&self.journal_path(), e)),
         }
     }
 
@@ -378,7 +388,8 @@ impl StateStore for LocalStore {
             if let Some(current) = self.read_lease()?
                 && current.token == lease.token
             {
-                fs::remove_file(self.dir.join("lease.json")).map_err(|e| self.io(e))?;
+                fs::remove_file(self.dir.join("lease.json"))
+                    .map_err(|e| self.io_at(&self.dir.join("lease.json"), e))?;
             }
             Ok(())
         })
@@ -398,7 +409,7 @@ impl StateStore for LocalStore {
             match fs::remove_file(self.dir.join("lease.json")) {
                 Ok(()) => Ok(current),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(self.io(e)),
+                Err(e) => Err(self.io_at(&self.dir.join("lease.json"), e)),
             }
         })
     }
@@ -452,7 +463,7 @@ impl StateStore for LocalStore {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(self.io(e)),
+            Err(e) => return Err(self.io_at(&journal, e)),
         }
         let snapshot = self.dir.join("state.json");
         if let Ok(bytes) = fs::read(&snapshot)
@@ -482,7 +493,7 @@ impl StateStore for LocalStore {
             let bytes = match fs::read(&path) {
                 Ok(b) => b,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(self.io(e)),
+                Err(e) => return Err(self.io_at(&path, e)),
             };
             let mut kept = Vec::with_capacity(bytes.len());
             let mut changed = false;
@@ -529,7 +540,7 @@ impl StateStore for LocalStore {
                 if why.starts_with("readable") {
                     use std::os::unix::fs::PermissionsExt;
                     fs::set_permissions(&file, fs::Permissions::from_mode(if file.is_dir() { 0o700 } else { 0o600 }))
-                        .map_err(|e| self.io(e))?;
+                        .map_err(|e| self.io_at(&file, e))?;
                     done.push(format!("{}: made private to its owner", file.display()));
                 } else {
                     let _ = fs::remove_file(&file);
@@ -554,12 +565,13 @@ impl StateStore for LocalStore {
     fn create_run(&self, run: &mut RunRecord) -> Result<u64, StateError> {
         self.guarded(|| {
             let last = numbered_files(&self.dir.join("runs"))
-                .map_err(|e| self.io(e))?
+                .map_err(|e| self.io_at(&self.dir.join("runs"), e))?
                 .into_iter()
                 .max()
                 .unwrap_or(0);
             run.id = last + 1;
-            private_dir(&self.dir.join("runs")).map_err(|e| self.io(e))?;
+            private_dir(&self.dir.join("runs"))
+                .map_err(|e| self.io_at(&self.dir.join("runs"), e))?;
             let bytes = serde_json::to_vec_pretty(run).map_err(|e| self.io(e))?;
             self.write_atomic(&self.run_path(run.id), &bytes)?;
             Ok(run.id)
@@ -577,12 +589,13 @@ impl StateStore for LocalStore {
     }
 
     fn runs(&self) -> Result<Vec<RunRecord>, StateError> {
-        let mut ids = numbered_files(&self.dir.join("runs")).map_err(|e| self.io(e))?;
+        let mut ids = numbered_files(&self.dir.join("runs"))
+            .map_err(|e| self.io_at(&self.dir.join("runs"), e))?;
         ids.sort_unstable();
         ids.into_iter()
             .map(|id| {
                 let path = self.run_path(id);
-                let bytes = fs::read(&path).map_err(|e| self.io(e))?;
+                let bytes = fs::read(&path).map_err(|e| self.io_at(&path, e))?;
                 serde_json::from_slice(&bytes).map_err(|e| StateError::Corrupt {
                     location: path.display().to_string(),
                     message: e.to_string(),
@@ -598,7 +611,7 @@ impl StateStore for LocalStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StateError::NoSuchRelease(revision));
             }
-            Err(e) => return Err(self.io(e)),
+            Err(e) => return Err(self.io_at(&path, e)),
         };
         serde_json::from_slice(&bytes).map_err(|e| StateError::Corrupt {
             location: path.display().to_string(),
@@ -776,7 +789,7 @@ impl LocalStore {
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(self.io(e)),
+            Err(e) => return Err(self.io_at(&dir, e)),
         };
         Ok(entries
             .filter_map(|e| e.ok())
