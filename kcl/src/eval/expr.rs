@@ -483,7 +483,21 @@ impl Evaluator {
             locals: Some(scope.clone()),
             ..ctx.clone()
         };
-        self.eval_entries_in(&c2, &scope, entries, d)
+        self.eval_entries_in(&c2, &scope, entries, d)?;
+        if let Some(ops) = &mut d.ops {
+            let mut cache = self.config_ops.borrow_mut();
+            let key = entries.as_ptr() as usize;
+            match cache.get(&key) {
+                Some(shared) if **shared == **ops => *ops = shared.clone(),
+                _ => {
+                    if let Some(fresh) = Rc::get_mut(ops) {
+                        fresh.shrink_to_fit();
+                    }
+                    cache.insert(key, ops.clone());
+                }
+            }
+        }
+        Ok(())
     }
 
     fn eval_entries_in(

@@ -189,6 +189,10 @@ pub struct Evaluator {
     pub(crate) running: RefCell<Vec<Rc<Pkg>>>,
     /// Shared instance origins by config keys (see `origin_of`).
     pub(crate) origins: RefCell<FxHashMap<crate::value::ConfigKeys, Rc<crate::value::Origin>>>,
+    /// The entry operators each config literal (by its entries' address) produced last: a
+    /// literal evaluated in a loop yields the same operators every time, and the instances made
+    /// from it keep them, so they share one copy (see `eval_entries`).
+    pub(crate) config_ops: RefCell<FxHashMap<usize, Rc<crate::value::Ops>>>,
 }
 
 /// Whether any source file of the program selects an attribute named `instances` (a cheap,
@@ -252,6 +256,7 @@ impl Evaluator {
             warnings: RefCell::new(Vec::new()),
             incomplete: Cell::new(false),
             origins: Default::default(),
+            config_ops: Default::default(),
             track_instances,
             running: RefCell::new(Vec::new()),
             comp_len: Cell::new(0),

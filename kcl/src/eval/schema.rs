@@ -749,11 +749,16 @@ impl Evaluator {
         // do: merged into another value later (`a | inst`, lists of instances), its entries
         // override or append instead of unifying
         attrs.ops = None;
-        if frame.config.ops.is_some() {
-            for k in frame.config.map.keys() {
-                let (op, idx) = frame.config.op_of(k);
-                if op != ConfigOp::Union && attrs.map.contains_key(k) {
-                    attrs.set_op(k.clone(), op, idx);
+        if let Some(ops) = &frame.config.ops {
+            if ops.keys_within(&attrs.map) && ops.keys_within(&frame.config.map) {
+                // The usual case: every config key is an attribute; share the operators.
+                attrs.ops = Some(ops.clone());
+            } else {
+                for k in frame.config.map.keys() {
+                    let (op, idx) = frame.config.op_of(k);
+                    if op != ConfigOp::Union && attrs.map.contains_key(k) {
+                        attrs.set_op(k.clone(), op, idx);
+                    }
                 }
             }
         }
@@ -774,11 +779,14 @@ impl Evaluator {
             origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
+        if !self.track_instances {
+            return Ok(inst);
+        }
         let creator: Str = self
             .running_pkg()
             .map(|p| Str::from(p.path.as_str()))
             .unwrap_or_else(|| Str::from("__main__"));
-        for t in layout.parts.iter().filter(|_| self.track_instances) {
+        for t in layout.parts.iter() {
             if t.stmt
                 .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
             {

@@ -118,12 +118,13 @@ impl Unit {
 }
 
 /// A dict value: entries in insertion order plus the operator each entry was written with
-/// (only recorded when not `:`, so plain data pays nothing: the operators are boxed, so a dict
-/// without any costs one null pointer).
+/// (only recorded when not `:`, so plain data pays nothing: a dict without any costs one null
+/// pointer). The operators are shared, so a schema instance keeps its config's operators
+/// without a copy.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dict {
     pub map: Map,
-    pub ops: Option<Box<Ops>>,
+    pub ops: Option<Rc<Ops>>,
 }
 
 /// The non-`:` operators of a dict's entries. Most configs have a handful, kept in a small
@@ -143,6 +144,23 @@ impl Ops {
             Ops::Few(v) => v.iter().find(|(x, _)| &**x == k).map(|(_, o)| *o),
             Ops::Many(m) => m.get(k).copied(),
         }
+    }
+    /// Drop growth slack (for operators kept long).
+    pub fn shrink_to_fit(&mut self) {
+        match self {
+            Ops::Few(v) => v.shrink_to_fit(),
+            Ops::Many(m) => m.shrink_to_fit(),
+        }
+    }
+    /// Whether every key with an operator is one of `map`'s keys.
+    pub fn keys_within(&self, map: &Map) -> bool {
+        match self {
+            Ops::Few(v) => v.iter().all(|(k, _)| map.contains_key(k)),
+            Ops::Many(m) => m.keys().all(|k| map.contains_key(k)),
+        }
+    }
+    fn contains(&self, k: &str) -> bool {
+        self.get(k).is_some()
     }
     fn remove(&mut self, k: &str) {
         match self {
@@ -197,14 +215,23 @@ impl Dict {
     }
     pub fn set_op(&mut self, k: Str, op: ConfigOp, index: Option<i64>) {
         if op == ConfigOp::Union && index.is_none() {
-            if let Some(o) = &mut self.ops {
-                o.remove(&k);
+            if let Some(o) = &mut self.ops
+                && o.contains(&k)
+            {
+                Rc::make_mut(o).remove(&k);
             }
             return;
         }
-        self.ops
-            .get_or_insert_with(|| Box::new(Ops::Few(Vec::with_capacity(1))))
-            .insert(k, (op, index));
+        if let Some(o) = &self.ops
+            && o.get(&k) == Some((op, index))
+        {
+            return;
+        }
+        Rc::make_mut(
+            self.ops
+                .get_or_insert_with(|| Rc::new(Ops::Few(Vec::with_capacity(1)))),
+        )
+        .insert(k, (op, index));
     }
     pub fn len(&self) -> usize {
         self.map.len()
