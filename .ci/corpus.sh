@@ -56,9 +56,12 @@ if KUSION_SHARED="$shared" cargo test --locked -p kusion-kcl --test openapi_impo
 else
   echo "shared-data tests: FAILED" >&2; status=1
 fi
-# Differential against the terraform CLI (drift planned and corrected as terraform does; minutes
-# of terraform commands against moto, so not in the README's test command).
-if cargo test --locked -p kusion-runtime-terraform --test drift_differential -- --ignored; then
+# Differential against the terraform CLI (drift planned and corrected as terraform does, and
+# seeded attribute edits planned and recorded as terraform does; minutes of terraform commands
+# against moto, so not in the README's test command).
+if cargo test --locked -p kusion-runtime-terraform --test drift_differential -- --ignored \
+  && TF_EDIT_STEPS="${TF_EDIT_STEPS:-8}" cargo test --locked -p kusion-tests \
+    --test terraform_edit_differential -- --ignored --nocapture; then
   echo "terraform differential: passed"
 else
   echo "terraform differential: FAILED" >&2; status=1

@@ -950,6 +950,7 @@ impl Inner {
                 tracing::warn!(resource = id, "could not record the create intent: {e}");
             }
         }
+        let config_again = config.clone();
         let result = instance
             .provider
             .apply(
@@ -1022,6 +1023,37 @@ impl Inner {
                 deposed.push(object);
             }
         }
+        // A later dry-run may skip planning only if planning this configuration over the
+        // object just made shows no change. Where the apply does not converge (the API drops
+        // or rewrites a configured value), every preview plans, as terraform's does, and shows
+        // the difference.
+        let converged = self
+            .plan(
+                &instance,
+                &target,
+                &schema,
+                &result.state,
+                &config_json,
+                &config_again,
+                &result.private,
+                false,
+            )
+            .await
+            .ok()
+            .filter(|p| p.requires_replace.is_empty())
+            .and_then(|p| decode_state(id, &schema, &p.planned_state).ok().flatten())
+            .is_some_and(|p| p.unknown.is_empty() && p.json == decoded.json);
+        if !converged {
+            tracing::debug!(
+                resource = id,
+                "the applied object plans a further change; previews of it will always plan"
+            );
+        }
+        let stamp = if converged {
+            applied_from(&instance, &target, &schema, &config_json)
+        } else {
+            String::new()
+        };
         let mut resource = resource_from(&req.planned, decoded.json);
         mark_deposed(&mut resource, &deposed);
         Ok(ApplyResponse {
@@ -1030,7 +1062,7 @@ impl Inner {
                 schema.version,
                 &result.private,
                 deposed,
-                applied_from(&instance, &target, &schema, &config_json),
+                stamp,
             )),
             sensitive_paths: decoded.sensitive,
             unknown_paths: Vec::new(),

@@ -4,63 +4,27 @@
 //! *recorded* state as the prior, never the live object. Both must plan the same fields and
 //! leave the cloud as configured, and the next plan of both must be empty.
 
+mod calls;
 mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
+use calls::*;
 use common::*;
 use kusion_runtime_terraform::TerraformRuntime;
 use kusion_sdk::Resource;
-use kusion_sdk::runtime::{ApplyRequest, ApplyResponse, ReadRequest, Runtime};
+use kusion_sdk::runtime::Runtime;
 use serde_json::{Value, json};
 
-struct Stored {
-    resource: Resource,
-    private: Option<String>,
-}
-
-fn call_apply(
-    rt: &TerraformRuntime,
-    prior: Option<&Stored>,
-    planned: &Resource,
-    dry_run: bool,
-) -> ApplyResponse {
-    rt.apply(&ApplyRequest {
-        prior: prior.map(|p| p.resource.clone()),
-        prior_private: prior.and_then(|p| p.private.clone()),
-        planned: planned.clone(),
-        dry_run,
-        timeout: Some(Duration::from_secs(300)),
-    })
-    .unwrap_or_else(|e| panic!("apply (dry run: {dry_run}) of {} failed: {e}", planned.id))
-}
-
-fn apply(rt: &TerraformRuntime, prior: Option<&Stored>, planned: &Resource) -> Stored {
-    let r = call_apply(rt, prior, planned, false);
-    Stored {
-        resource: r.resource,
-        private: r.private,
-    }
-}
-
-fn read(rt: &TerraformRuntime, stored: &Stored) -> Resource {
-    rt.read(&ReadRequest {
-        prior: Some(stored.resource.clone()),
-        prior_private: stored.private.clone(),
-        planned: None,
-        timeout: Some(Duration::from_secs(120)),
-    })
-    .unwrap_or_else(|e| panic!("read of {} failed: {e}", stored.resource.id))
-    .resource
-    .unwrap_or_else(|| panic!("{} is gone", stored.resource.id))
+fn read_live(rt: &TerraformRuntime, stored: &Stored) -> Resource {
+    read(rt, stored).unwrap_or_else(|| panic!("{} is gone", stored.resource.id))
 }
 
 /// The kernel's preview: read the live object from the recorded state, dry-run the
 /// configuration from the recorded state, and compare live with the dry-run's result.
 fn kusion_changes(rt: &TerraformRuntime, recorded: &Stored, planned: &Resource) -> Vec<String> {
-    let live = read(rt, recorded);
+    let live = read_live(rt, recorded);
     let plan = call_apply(rt, Some(recorded), planned, true);
     let mut paths = diff_paths(
         &Value::Object(live.attributes),
@@ -348,7 +312,7 @@ fn drift_campaign(with_terraform: bool) {
             tf.ok(&["apply", "-auto-approve", "-input=false"]);
         }
         for (p, r) in planned.iter().zip(&recorded) {
-            let live = read(&rt, r);
+            let live = read_live(&rt, r);
             assert_eq!(
                 live.attributes["tags"], p.attributes["tags"],
                 "{round}: {}",
