@@ -1110,6 +1110,13 @@ fn interrupted_killed_and_concurrent_runs_stay_safe() {
         .unwrap()
         .inject(NS, "web-", Fault::CrashLoopBackOff);
     let victim = fresh[0].clone();
+    // Pods replaced since the CMDB was written (section 1 recovered one) must be in it too.
+    env.cmdb(
+        &fresh
+            .iter()
+            .map(|p| record("east", &p.0, "web"))
+            .collect::<Vec<_>>(),
+    );
     let killed_out = env.dir.path().join("killed-run.stdout");
     let killed_err = env.dir.path().join("killed-run.stderr");
     let mut child = env
@@ -1208,6 +1215,7 @@ fn interrupted_killed_and_concurrent_runs_stay_safe() {
     };
     let a = spawn_run(&web[..2], true);
     let b = spawn_run(&web[2..], true);
+    let spawned = Instant::now();
     let mut worst = 4usize;
     let mut refused_checked = false;
     let mut third_runs_that_raced = 0;
@@ -1217,12 +1225,18 @@ fn interrupted_killed_and_concurrent_runs_stay_safe() {
         assert!(Instant::now() < deadline, "the runs never finished");
         let ready = east.pods("web").iter().filter(|p| p.2).count();
         worst = worst.min(ready);
-        // While a pod of web is down, the run that deleted it holds the stack (it waits for
-        // the recovery): a third run (on another app, harmless if the check were wrong) is
-        // refused at once, naming the holder. The holder can finish between the look and the
+        // While a run is under way it holds the stack (a pod it deleted is down while it
+        // waits for the recovery): a third run (on another app, harmless if the check were
+        // wrong) is refused at once, naming the holder. The holder can finish between the look and the
         // third run's attempt; then the third run acts on api, and the check is retried on the
         // api pod that replaced it.
-        if !refused_checked && a.is_some() && b.is_some() && ready < 4 {
+        // A pod's replacement can be ready before a poll sees the gap (the fake kubelet is
+        // quick), and the first run can be done within a second; a run that has had a moment
+        // to start holds the stack until it ends, so the check is tried then too.
+        if !refused_checked
+            && (a.is_some() || b.is_some())
+            && (ready < 4 || spawned.elapsed() > Duration::from_millis(300))
+        {
             let target = east.pods("api").into_iter().find(|p| p.2);
             if let Some(target) = target {
                 let out = env.run(&[
