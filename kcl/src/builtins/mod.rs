@@ -256,6 +256,16 @@ fn b_float(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Va
     let v = arg(args, kw, 0, "number")
         .cloned()
         .unwrap_or(Value::Float(0.0));
+    match float_of(v)? {
+        // upstream refuses an infinite float here (and names it `inf` whatever its sign)
+        Value::Float(f) if f.is_infinite() => Err(RtError::eval(
+            "inf: A 64-bit floating point number overflow",
+        )),
+        v => Ok(v),
+    }
+}
+
+fn float_of(v: Value) -> RtResult<Value> {
     match &v {
         Value::Float(_) => Ok(v),
         Value::Int(i) => Ok(Value::Float(*i as f64)),

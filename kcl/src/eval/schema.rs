@@ -742,7 +742,7 @@ impl Evaluator {
         } else {
             std::mem::take(&mut *frame.attrs.borrow_mut())
         };
-        attrs.map.retain(|_, v| !v.is_undefined());
+        // unset optional attributes stay, as Undefined: upstream shows them in str(), `in` and iteration (outputs drop them)
         // instances are long-lived (they are the output): drop the growth slack
         attrs.map.shrink_to_fit();
         // an instance keeps its config's `=` and `+=` operators, as upstream's schema values

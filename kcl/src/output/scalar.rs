@@ -91,8 +91,9 @@ fn ambiguous(s: &str) -> bool {
     unpos.parse::<f64>().is_ok_and(|f| f.is_finite())
 }
 
+/// `nan` in any case is quoted by upstream's emitter (`inf` words are not).
 fn is_nan_word(s: &str) -> bool {
-    matches!(s, "NaN")
+    s.eq_ignore_ascii_case("nan")
 }
 
 fn digits_but_not_number(s: &str) -> bool {
@@ -417,6 +418,8 @@ mod tests {
             ("n", "k: 'n'\n"),
             ("y", "k: 'y'\n"),
             ("NaN", "k: 'NaN'\n"),
+            ("nan", "k: 'nan'\n"),
+            ("nAn", "k: 'nAn'\n"),
             ("inf", "k: inf\n"),
             (".inf", "k: '.inf'\n"),
             ("1e5", "k: '1e5'\n"),

@@ -89,15 +89,33 @@ fn int_result(r: i128) -> RtResult<Value> {
     }
 }
 
+/// A float result: infinities stay (upstream's arithmetic allows them and prints them as
+/// null); only `float()` refuses an infinite value.
 fn float_result(f: f64) -> RtResult<Value> {
-    if f.is_infinite() {
-        Err(RtError::eval(format!(
-            "{}: A 64-bit floating point number overflow",
-            if f > 0.0 { "inf" } else { "-inf" }
-        )))
-    } else {
-        Ok(Value::Float(f))
+    Ok(Value::Float(f))
+}
+
+/// Upstream's check on `int + float` (either order): a sum beyond the 32-bit float range is an
+/// error, worded as upstream's (which inserts a `+` after the first `e` of the message: `1e+39`,
+/// and `numbe+r` when the value has no exponent, as for `inf`).
+fn mixed_sum(f: f64) -> RtResult<Value> {
+    if f.is_nan() || f.abs() <= f32::MAX as f64 {
+        return Ok(Value::Float(f));
     }
+    let repr = if f.is_infinite() {
+        if f > 0.0 {
+            "inf".to_string()
+        } else {
+            "-inf".to_string()
+        }
+    } else {
+        let mut s = String::new();
+        super::float_to_yaml(f, &mut s);
+        s
+    };
+    Err(RtError::eval(
+        format!("{repr}: A 32-bit floating point number overflow").replacen('e', "e+", 1),
+    ))
 }
 
 /// Numbers as (int, float) views; bools count as ints in arithmetic.
@@ -218,6 +236,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                 BitXor => Ok(Value::Int(x ^ y)),
             },
             (x, y) => {
+                let mixed = matches!((&x, &y), (Num::I(_), Num::F(_)) | (Num::F(_), Num::I(_)));
                 let xf = match x {
                     Num::I(i) => i as f64,
                     Num::F(f) => f,
@@ -227,6 +246,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                     Num::F(f) => f,
                 };
                 match op {
+                    Add if mixed => mixed_sum(xf + yf),
                     Add => float_result(xf + yf),
                     Sub => float_result(xf - yf),
                     Mul => float_result(xf * yf),
