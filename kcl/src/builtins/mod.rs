@@ -279,8 +279,9 @@ fn float_of(v: Value) -> RtResult<Value> {
                 "nan" => Some(f64::NAN),
                 _ => t.replace('_', "").parse::<f64>().ok(),
             };
-            f.map(Value::Float)
-                .ok_or_else(|| RtError::eval(format!("could not convert string to float: '{s}'")))
+            f.map(Value::Float).ok_or_else(|| {
+                RtError::eval(format!("invalid literal for float() with base 10: '{s}'"))
+            })
         }
         other => Err(RtError::ty(format!(
             "float() argument must be a string or a number, not '{}'",

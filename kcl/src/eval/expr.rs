@@ -1178,34 +1178,19 @@ impl Evaluator {
             ..c.ctx.clone()
         };
         let params = &c.lambda.params;
-        if args.len() > params.len() {
-            return Err(EvalError::new(
-                ErrKind::Type,
-                format!(
-                    "lambda takes {} positional argument but {} were given",
-                    params.len(),
-                    args.len()
-                ),
-                Some(span),
-            ));
-        }
+        // Upstream checks argument counts and keyword names only statically (where the callee
+        // is known, see types::Checker::lambda_call); at run time extra arguments and unknown
+        // keywords are ignored, a missing argument is its default or None, and a keyword
+        // argument wins over a positional one.
         for (i, p) in params.iter().enumerate() {
-            let v = if i < args.len() {
-                args[i].clone()
-            } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+            let v = if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
                 v.clone()
+            } else if i < args.len() {
+                args[i].clone()
             } else if let Some(d) = &p.default {
                 self.eval(&ctx, d)?
             } else {
-                let required = params.iter().filter(|p| p.default.is_none()).count();
-                return Err(EvalError::new(
-                    ErrKind::Type,
-                    format!(
-                        "expected {required} positional arguments, found {}",
-                        args.len()
-                    ),
-                    Some(span),
-                ));
+                Value::None
             };
             let v = match &p.ty {
                 // a builtin's callback is checked at run time only (upstream's runtime wording)
@@ -1223,15 +1208,6 @@ impl Evaluator {
                 None => v,
             };
             scope.vars.borrow_mut().insert(p.name.sym, v);
-        }
-        for (k, _) in kwargs {
-            if !params.iter().any(|p| p.name.sym.as_str() == &**k) {
-                return Err(EvalError::new(
-                    ErrKind::Type,
-                    format!("lambda() got an unexpected keyword argument '{k}'"),
-                    Some(span),
-                ));
-            }
         }
         let mut last = Value::None;
         for st in &c.lambda.body {

@@ -298,8 +298,13 @@ impl Evaluator {
                 && let Some(prev) = type_names.insert(n.sym, n.span)
             {
                 let msg = format!("Unique key error name '{}'", n.sym);
-                return Err(EvalError::new(ErrKind::UniqueKey, msg, Some(n.span))
-                    .with_note(prev, format!("The variable '{}' is declared here", n.sym)));
+                return Err(
+                    EvalError::new(ErrKind::UniqueKey, msg, Some(s.span.shrink_to_lo()))
+                        .with_note(prev, format!("The variable '{}' is declared here", n.sym)),
+                );
+            }
+            if let StmtKind::TypeAlias(t) = &s.kind {
+                type_names.entry(t.name.sym).or_insert(t.name.span);
             }
         }
         for (i, s) in stmts.iter().enumerate() {
@@ -316,6 +321,19 @@ impl Evaluator {
             let mut assigns: Vec<(ast::Name, Span)> = Vec::new();
             public_assignments(s, &mut assigns);
             for (n, sp) in assigns {
+                // a schema, rule or type alias of the name (before or after) is its one
+                // assignment; type aliases may be declared again
+                if let Some(&decl) = type_names.get(&n.sym) {
+                    return Err(EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Can not change the value of '{}', because it was declared immutable",
+                            n.sym
+                        ),
+                        Some(sp.shrink_to_lo()),
+                    )
+                    .with_note(decl, format!("The variable '{}' is declared here", n.sym)));
+                }
                 let c = assign_count.entry(n.sym).or_insert((0, sp));
                 c.0 += 1;
                 if c.0 > 1 {
@@ -1101,7 +1119,6 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(ast::Name, Span)>) {
                 .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
                 .map(|t| (t.name, t.span)),
         ),
-        StmtKind::TypeAlias(t) => out.push((t.name, t.name.span)),
         StmtKind::If(i) => {
             for st in i.body.iter().chain(i.orelse.iter()) {
                 public_assignments(st, out);

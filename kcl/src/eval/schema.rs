@@ -2,7 +2,7 @@
 //! over the body's defaults as each attribute is set; then types, required attributes and
 //! `check:` blocks.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use indexmap::IndexMap;
@@ -27,6 +27,8 @@ pub struct SchemaType {
 /// What instantiation needs from a schema and its bases/mixins, computed once per type.
 pub struct Layout {
     parts: Vec<Rc<SchemaType>>,
+    /// Inheritance level of each part (base 0; a mixin shares its host's level).
+    part_level: Vec<u32>,
     body: Vec<(&'static Stmt, usize)>,
     declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
     setters: FxHashMap<Symbol, Vec<usize>>,
@@ -96,6 +98,11 @@ pub struct Frame {
     /// Per-part evaluation contexts (definition package + parameter scope).
     ctxs: Vec<Ctx>,
     state: RefCell<Vec<u8>>,
+    /// Inheritance level of the code running in this frame (see `reapply_insert`).
+    level: Cell<u32>,
+    /// `(level, attribute)` pairs already touched, when the config has a `+=` entry.
+    touched: RefCell<Vec<(u32, Symbol)>>,
+    has_insert: bool,
 }
 
 /// Downcast a value to a schema type.
@@ -448,8 +455,17 @@ impl Evaluator {
             .filter(|(_, d)| d.schema_attr && !d.optional)
             .map(|(k, _)| k.clone())
             .collect();
+        let mut part_level = Vec::with_capacity(parts.len());
+        let mut level = 0u32;
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 && !p.stmt.is_some_and(|s| s.is_mixin()) {
+                level += 1;
+            }
+            part_level.push(level);
+        }
         let l = Rc::new(Layout {
             parts,
+            part_level,
             body,
             declared,
             setters,
@@ -563,6 +579,7 @@ impl Evaluator {
             attrs.map.insert(k.clone(), nv);
         }
         let n = layout.body.len();
+        let has_insert = config.ops.as_ref().is_some_and(|o| o.any_insert());
         let frame = Rc::new(Frame {
             name: ty.name.clone(),
             attrs: RefCell::new(attrs),
@@ -570,6 +587,9 @@ impl Evaluator {
             layout: layout.clone(),
             ctxs,
             state: RefCell::new(vec![PENDING; n]),
+            level: Cell::new(0),
+            touched: RefCell::new(Vec::new()),
+            has_insert,
         });
         for i in 0..n {
             self.run_schema_stmt(&frame, i)?;
@@ -707,6 +727,10 @@ impl Evaluator {
                 .collect(),
             _ => Vec::new(),
         };
+        // checks run at the instance's own (most derived) level
+        frame
+            .level
+            .set(layout.part_level.last().copied().unwrap_or(0));
         for (pi, t) in layout.parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
             if s.checks.is_empty() {
@@ -1065,9 +1089,75 @@ impl Evaluator {
             schema: Some(fr.clone()),
             ..fr.ctxs[pi].clone()
         };
+        let level = fr.layout.part_level[pi];
+        let outer = fr.level.replace(level);
+        if fr.has_insert
+            && let StmtKind::SchemaAttr(a) = &st.kind
+            && a.value.is_none()
+        {
+            self.reapply_insert(fr, a.name.sym, level, st.span)?;
+        }
         let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
+        fr.level.set(outer);
         fr.state.borrow_mut()[i] = DONE;
         r.map(|_| ())
+    }
+
+    /// Upstream's evaluator keeps one record of evaluated attributes per inheritance level:
+    /// the first time code of a derived level touches an attribute (reads it, or declares it
+    /// again without a value), the base levels' statements for it run again. Those are
+    /// idempotent except for a declaration without a value under a `+=` config entry, which
+    /// appends the entry once more each time it runs (`labels += [1]` on a schema whose child
+    /// reads `labels` yields `[1, 1]`). That effect, and only it, is reproduced here.
+    fn reapply_insert(
+        &self,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        level: u32,
+        span: Span,
+    ) -> EvalResult<()> {
+        if level == 0 || fr.touched.borrow().contains(&(level, name)) {
+            return Ok(());
+        }
+        fr.touched.borrow_mut().push((level, name));
+        let k = name.as_str();
+        let Some(cv) = fr.config.map.get(k) else {
+            return Ok(());
+        };
+        if fr.config.op_of(k).0 != ConfigOp::Insert {
+            return Ok(());
+        }
+        let Some(setters) = fr.layout.setters.get(&name) else {
+            return Ok(());
+        };
+        let mut times = 0;
+        for &i in setters {
+            let (st, pi) = fr.layout.body[i];
+            let valueless = matches!(&st.kind, StmtKind::SchemaAttr(a) if a.value.is_none());
+            let l = fr.layout.part_level[pi];
+            match (l.cmp(&level), valueless) {
+                (std::cmp::Ordering::Greater, _) | (std::cmp::Ordering::Equal, true) => {}
+                (std::cmp::Ordering::Less, true) => times += 1,
+                // set by this level's own statement (nothing runs again), or by a base
+                // statement with a value (which resets the attribute when it runs again)
+                (_, false) => return Ok(()),
+            }
+        }
+        for _ in 0..times {
+            let cur = fr
+                .attrs
+                .borrow()
+                .get(k)
+                .cloned()
+                .unwrap_or(Value::Undefined);
+            let nv = if cur.is_none_or_undefined() {
+                cv.clone()
+            } else {
+                self.binop(ast::BinOp::Add, &cur, cv, span)?
+            };
+            fr.attrs.borrow_mut().map.insert(Str::from(k), nv);
+        }
+        Ok(())
     }
 
     /// A name read inside a schema body: its attribute (after running pending assignments).
@@ -1081,6 +1171,10 @@ impl Evaluator {
                     }
                 }
             }
+        }
+        if fr.has_insert {
+            let span = Span::default();
+            self.reapply_insert(fr, name, fr.level.get(), span)?;
         }
         let a = fr.attrs.borrow();
         match a.map.get(name.as_str()) {

@@ -2,12 +2,14 @@
 //! upstream KCL's resolver finds at compile time (config values that do not fit a schema
 //! attribute's type, unknown schema members, bad `as` conversions, operators on types that
 //! never support them, unknown schema-type attributes, re-assigned immutable variables, import
-//! cycles), in upstream's wording.
+//! cycles, lambda return types and calls of known lambdas, `+=` of a non-list), in upstream's
+//! wording.
 //!
 //! It is deliberately one-sided: a type it cannot pin down is `any`, and `any` is compatible
-//! with everything, so it never rejects a program the evaluator would run. Values of
-//! unannotated variables are not inferred (the evaluator checks those at run time); what is
-//! checked are literals, schema instantiations and annotated names.
+//! with everything, so it only rejects what upstream's resolver rejects. Types come from
+//! literals, annotations, schema instantiations, lambdas (their parameters and the value of
+//! their last statement), comprehensions over known lists and dicts, and package-level names
+//! assigned once; everything else is left to the evaluator's run-time checks.
 //!
 //! Cost: one walk over every statement and expression, with schema member tables built lazily
 //! and cached per schema; nothing is allocated for expressions that need no check.
@@ -99,6 +101,9 @@ struct Checker<'a> {
     file_pkg: FxHashMap<FileId, usize>,
     errors: Vec<EvalError>,
     alias_depth: u32,
+    /// Start of the package-level statement being checked: where upstream reports a lambda
+    /// whose last statement is an assignment of the wrong type.
+    stmt_start: Option<Span>,
 }
 
 /// Lexical context of the expression being checked.
@@ -138,6 +143,7 @@ impl<'a> Checker<'a> {
             file_pkg: FxHashMap::default(),
             errors: Vec::new(),
             alias_depth: 0,
+            stmt_start: None,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -393,7 +399,17 @@ impl<'a> Checker<'a> {
                 LiteralType::None => Ty::None,
                 _ => Ty::Any,
             },
-            TypeKind::Function { .. } => Ty::Any,
+            TypeKind::Function { params, ret } => {
+                let params = params
+                    .iter()
+                    .map(|p| (None, self.resolve_type(pkg, file, p), false))
+                    .collect();
+                let ret = match ret {
+                    Some(r) => self.resolve_type(pkg, file, r),
+                    None => Ty::Any,
+                };
+                Ty::Func(Rc::new(ty::FuncTy { params, ret }))
+            }
         }
     }
 
@@ -501,6 +517,20 @@ impl<'a> Checker<'a> {
 
     fn check_pkg(&mut self, pkg: usize) {
         let modules = self.pkgs[pkg].modules;
+        // a schema or rule name defined twice in the package is reported before anything else
+        let mut defined: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for s in modules.iter().flat_map(|m| &m.body) {
+            let name = match &s.kind {
+                StmtKind::Schema(st) => st.name,
+                StmtKind::Rule(r) => r.name,
+                _ => continue,
+            };
+            if defined.insert(name.sym, s.span).is_some() {
+                let msg = format!("Unique key error name '{}'", name.sym);
+                self.err(ErrKind::UniqueKey, msg, s.span.shrink_to_lo());
+                return;
+            }
+        }
         let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
         for m in modules {
             let env = Env {
@@ -512,6 +542,7 @@ impl<'a> Checker<'a> {
             };
             for s in &m.body {
                 self.check_immutable(s, &mut assigned);
+                self.stmt_start = Some(s.span.shrink_to_lo());
                 self.stmt(&env, s);
                 if !self.errors.is_empty() {
                     return;
@@ -574,6 +605,11 @@ impl<'a> Checker<'a> {
                 }
             },
             StmtKind::AugAssign(a) => {
+                // upstream resolves the target before the value
+                self.check_defined(env, a.target.name.sym, a.target.span.shrink_to_lo());
+                if !self.errors.is_empty() {
+                    return;
+                }
                 let r = self.infer(env, &a.value);
                 if a.target.path.is_empty() {
                     let l = self.lookup(env, a.target.name.sym);
@@ -778,8 +814,14 @@ impl<'a> Checker<'a> {
             _ => {}
         }
         let got = self.infer(env, e);
-        if !assignable(&got, expected, &|a, b| self.is_sub_schema(a, b)) {
-            let (es, gs) = (self.ty_str(expected), self.ty_str(&got));
+        self.fits(&got, expected, span, def);
+    }
+
+    /// Whether `got` fits `expected`; if not, upstream's type error at `span` (with a note at
+    /// the declaration `def`).
+    fn fits(&mut self, got: &Ty, expected: &Ty, span: Span, def: Option<Span>) -> bool {
+        if !assignable(got, expected, &|a, b| self.is_sub_schema(a, b)) {
+            let (es, gs) = (self.ty_str(expected), self.ty_str(got));
             let mut err = EvalError::new(
                 ErrKind::Type,
                 format!("expected {es}, got {gs}"),
@@ -794,7 +836,9 @@ impl<'a> Checker<'a> {
                 );
             }
             self.errors.push(err);
+            return false;
         }
+        true
     }
 
     /// Upstream rejects config keys statically known not to be strings; false when reported.
@@ -855,8 +899,14 @@ impl<'a> Checker<'a> {
                         self.errors.push(err);
                         continue;
                     }
-                    if matches!(key.kind, ExprKind::Selector(_)) || *op == ast::ConfigOp::Insert {
-                        self.infer(env, value);
+                    if matches!(key.kind, ExprKind::Selector(_)) {
+                        let t = self.infer(env, value);
+                        self.check_insert(*op, &t, value.span);
+                    } else if *op == ast::ConfigOp::Insert {
+                        let t = self.infer(env, value);
+                        if self.fits(&t, vt, key.span, def) {
+                            self.check_insert(*op, &t, value.span);
+                        }
                     } else {
                         self.check_value(env, value, vt, key.span, def);
                     }
@@ -881,7 +931,8 @@ impl<'a> Checker<'a> {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let Some(path) = key_path(key) else {
                         self.infer(env, key);
-                        self.infer(env, value);
+                        let t = self.infer(env, value);
+                        self.check_insert(*op, &t, value.span);
                         continue;
                     };
                     let mut cur: Vec<SchemaId> = ids.to_vec();
@@ -943,8 +994,15 @@ impl<'a> Checker<'a> {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
                             self.check_value(env, value, &t, key.span, Some(def));
                         }
+                        Some((t, def)) if ok => {
+                            let got = self.infer(env, value);
+                            if self.fits(&got, &t, key.span, Some(def)) {
+                                self.check_insert(*op, &got, value.span);
+                            }
+                        }
                         _ => {
-                            self.infer(env, value);
+                            let t = self.infer(env, value);
+                            self.check_insert(*op, &t, value.span);
                         }
                     }
                 }
@@ -957,6 +1015,20 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, &ci.orelse, ids);
                 }
             }
+        }
+    }
+
+    /// `key += value` appends to a list: upstream rejects a value statically known not to be
+    /// one.
+    fn check_insert(&mut self, op: ast::ConfigOp, t: &Ty, span: Span) {
+        let list = |t: &Ty| matches!(t, Ty::Any | Ty::List(_));
+        let ok = match t {
+            Ty::Union(ts) => ts.iter().all(list),
+            t => list(t),
+        };
+        if op == ast::ConfigOp::Insert && !ok {
+            let msg = format!("only list type can in inserted, got '{}'", self.ty_str(t));
+            self.err(ErrKind::Attribute, msg, span.shrink_to_lo());
         }
     }
 
@@ -1143,9 +1215,14 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Subscript { value, index, .. } => {
-                self.infer(env, value);
+                let t = self.infer(env, value);
                 self.infer(env, index);
-                Ty::Any
+                match t {
+                    Ty::List(e) => (*e).clone(),
+                    Ty::Dict(_, v) => (*v).clone(),
+                    Ty::Str | Ty::StrLit(_) => Ty::Str,
+                    _ => Ty::Any,
+                }
             }
             ExprKind::Slice(s) => {
                 self.infer(env, &s.value);
@@ -1155,7 +1232,13 @@ impl<'a> Checker<'a> {
                 Ty::Any
             }
             ExprKind::Call { func, args } => {
-                let arity = self.builtin_arity(env, func);
+                let mut func_ty = Ty::Any;
+                let arity = self.builtin_arity(env, func, &mut func_ty);
+                if arity.is_none()
+                    && let Ty::Func(f) = &func_ty
+                {
+                    return self.lambda_call(env, func, f, args, e.span);
+                }
                 for a in &args.args {
                     self.infer(env, a);
                 }
@@ -1167,7 +1250,10 @@ impl<'a> Checker<'a> {
                 {
                     self.check_arity(&name, min, max, &args.args, e.span);
                 }
-                Ty::Any
+                match func_ty {
+                    Ty::Func(f) => f.ret.clone(),
+                    _ => Ty::Any,
+                }
             }
             ExprKind::List(items) => {
                 let mut ts = Vec::with_capacity(items.len());
@@ -1199,14 +1285,24 @@ impl<'a> Checker<'a> {
             ExprKind::Config(entries) => self.infer_config(env, entries),
             ExprKind::ListComp(c) => {
                 let env2 = self.comp_env(env, &c.clauses);
-                self.infer(&env2, &c.elt);
-                Ty::List(Rc::new(Ty::Any))
+                let t = match &c.elt.kind {
+                    ExprKind::Starred(_) => {
+                        self.infer(&env2, &c.elt);
+                        Ty::Any
+                    }
+                    _ => self.infer(&env2, &c.elt),
+                };
+                Ty::List(Rc::new(t))
             }
             ExprKind::DictComp(c) => {
                 let env2 = self.comp_env(env, &c.clauses);
-                self.infer(&env2, &c.key);
-                self.infer(&env2, &c.value);
-                Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+                let k = self.infer(&env2, &c.key);
+                let v = self.infer(&env2, &c.value);
+                if k.is_any() || v.is_any() {
+                    Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+                } else {
+                    Ty::Dict(Rc::new(k), Rc::new(v))
+                }
             }
             ExprKind::Quant(q) => {
                 self.infer(env, &q.target);
@@ -1249,6 +1345,7 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Lambda(l) => {
                 let mut env2 = env.clone();
+                let mut params = Vec::with_capacity(l.params.len());
                 for p in &l.params {
                     if let Some(d) = &p.default {
                         self.infer(env, d);
@@ -1260,7 +1357,8 @@ impl<'a> Checker<'a> {
                         Some(t) => self.resolve_type(env.pkg, env.file, t),
                         None => Ty::Any,
                     };
-                    env2 = env2.with_local(p.name.sym, t);
+                    env2 = env2.with_local(p.name.sym, t.clone());
+                    params.push((Some(p.name.sym), t, p.default.is_some()));
                 }
                 // assignments in the body are locals
                 let mut locals = Vec::new();
@@ -1271,24 +1369,15 @@ impl<'a> Checker<'a> {
                 if let Some(t) = &l.ret {
                     self.check_type_names(env, t);
                 }
-                let ret = l
+                let declared = l
                     .ret
                     .as_ref()
                     .map(|t| self.resolve_type(env.pkg, env.file, t));
-                let n = l.body.len();
-                for (i, s) in l.body.iter().enumerate() {
-                    match (&s.kind, &ret) {
-                        (StmtKind::Expr(x), Some(rt)) if i + 1 == n => {
-                            if matches!(strip_paren(x).kind, ExprKind::Config(_)) {
-                                self.check_value(&env2, x, rt, x.span, None);
-                            } else {
-                                self.infer(&env2, x);
-                            }
-                        }
-                        _ => self.stmt(&env2, s),
-                    }
-                }
-                Ty::Any
+                let ret = self.lambda_body(&env2, &l.body, declared.as_ref());
+                Ty::Func(Rc::new(ty::FuncTy {
+                    params,
+                    ret: declared.unwrap_or(ret),
+                }))
             }
             ExprKind::As { value, ty } => {
                 let got = self.infer(env, value);
@@ -1316,19 +1405,24 @@ impl<'a> Checker<'a> {
     /// Schemas whose instances the checker understands fully (no protocol/mixin host magic).
     /// The positional arity (name as upstream prints it, required, most) of a call to a
     /// builtin function or to a method of a value known to be a string; infers `func` on the way.
-    fn builtin_arity(&mut self, env: &Env, func: &Expr) -> Option<(String, usize, Option<usize>)> {
+    fn builtin_arity(
+        &mut self,
+        env: &Env,
+        func: &Expr,
+        func_ty: &mut Ty,
+    ) -> Option<(String, usize, Option<usize>)> {
         match &func.kind {
             ExprKind::Ident(s) => {
                 let shadowed = env.locals.iter().any(|(n, _)| n == s)
                     || self.is_schema_member(env, *s)
                     || self.pkgs[env.pkg].defined.contains(s)
                     || self.imports.contains_key(&(env.file, *s));
-                self.infer(env, func);
+                *func_ty = self.infer(env, func);
                 let (min, max) = builtin_fn_arity(s.as_str()).filter(|_| !shadowed)?;
                 Some((s.as_str().to_string(), min, max))
             }
             ExprKind::Selector(x) if !x.optional => {
-                self.infer(env, func);
+                *func_ty = self.infer(env, func);
                 // the receiver's type, where it is known without inferring it again
                 let t = match &x.value.kind {
                     ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
@@ -1347,10 +1441,75 @@ impl<'a> Checker<'a> {
                 Some((name, min, max))
             }
             _ => {
-                self.infer(env, func);
+                *func_ty = self.infer(env, func);
                 None
             }
         }
+    }
+
+    /// A call of a lambda whose parameters are known: upstream's static checks of argument
+    /// counts, keyword names and argument types; the value has the lambda's return type.
+    fn lambda_call(
+        &mut self,
+        env: &Env,
+        func: &Expr,
+        f: &ty::FuncTy,
+        args: &ast::CallArgs,
+        at: Span,
+    ) -> Ty {
+        // upstream names the callee by its dotted path; other callees are checked at run time
+        let name = dotted(func);
+        let start = self.errors.len();
+        for (i, a) in args.args.iter().enumerate() {
+            match f.params.get(i) {
+                Some((_, t, _)) => self.check_value(env, a, t, a.span, None),
+                None => {
+                    self.infer(env, a);
+                    if let Some(name) = &name
+                        && self.errors.len() == start
+                    {
+                        let n = f.params.len();
+                        let msg = format!(
+                            "\"{name}\" takes {n} positional {} but {} were given",
+                            if n > 1 { "arguments" } else { "argument" },
+                            args.args.len()
+                        );
+                        self.err(ErrKind::Compile, msg, a.span.shrink_to_lo());
+                    }
+                }
+            }
+        }
+        for k in &args.keywords {
+            match f.params.iter().find(|(p, _, _)| *p == Some(k.name.sym)) {
+                Some((_, t, _)) => self.check_value(env, &k.value, t, k.value.span, None),
+                None => {
+                    self.infer(env, &k.value);
+                    if let Some(name) = &name
+                        && self.errors.len() == start
+                    {
+                        let msg = format!(
+                            "\"{name}\" got an unexpected keyword argument '{}'",
+                            k.name.sym
+                        );
+                        self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
+                    }
+                }
+            }
+        }
+        let required = f.params.iter().filter(|(_, _, d)| !d).count();
+        let given = args.args.len() + args.keywords.len();
+        if name.is_some() && self.errors.len() == start && given < required {
+            let msg = format!(
+                "expected {required} positional {}, found {given}",
+                if required > 1 {
+                    "arguments"
+                } else {
+                    "argument"
+                }
+            );
+            self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+        }
+        f.ret.clone()
     }
 
     /// Upstream's static argument-count errors: too few at the call, too many at the first
@@ -1388,13 +1547,101 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Checks a lambda body and returns the type of its value, the last statement's (upstream:
+    /// an expression, an assignment or an assertion; anything else is a compile error). The
+    /// value must fit the declared return type.
+    fn lambda_body(&mut self, env: &Env, body: &[Stmt], declared: Option<&Ty>) -> Ty {
+        let n = body.len();
+        // a local takes the type of its first assignment in the body's own statements
+        let mut env = env.clone();
+        let mut typed: Vec<Symbol> = Vec::new();
+        for s in &body[..n.saturating_sub(1)] {
+            if let StmtKind::Assign(a) = &s.kind
+                && let [t] = a.targets.as_slice()
+                && t.path.is_empty()
+            {
+                let ty = match &a.ty {
+                    Some(x) => {
+                        self.stmt(&env, s);
+                        self.resolve_type(env.pkg, env.file, x)
+                    }
+                    None => self.infer(&env, &a.value).widen_deep(),
+                };
+                if !typed.contains(&t.name.sym) {
+                    typed.push(t.name.sym);
+                    env = env.with_local(t.name.sym, ty);
+                }
+            } else {
+                self.stmt(&env, s);
+            }
+        }
+        let env = &env;
+        let Some(last) = body.last() else {
+            return Ty::Any;
+        };
+        let (got, at) = match &last.kind {
+            StmtKind::Expr(x) => {
+                if let Some(rt) = declared
+                    && matches!(strip_paren(x).kind, ExprKind::Config(_))
+                {
+                    // a config literal is checked member by member against the declared type
+                    self.check_value(env, x, rt, x.span, None);
+                    return rt.clone();
+                }
+                (self.infer(env, x), x.span)
+            }
+            StmtKind::Assign(a) => {
+                if a.ty.is_some() {
+                    self.stmt(env, last);
+                }
+                let t = self.infer(env, &a.value);
+                (t, self.stmt_start.unwrap_or(last.span))
+            }
+            StmtKind::AugAssign(_) | StmtKind::Assert(_) => {
+                self.stmt(env, last);
+                (Ty::Any, last.span)
+            }
+            _ => {
+                self.stmt(env, last);
+                self.err(
+                    ErrKind::Compile,
+                    "The last statement of the lambda body must be a expression e.g., x, 1, etc."
+                        .into(),
+                    last.span.shrink_to_lo(),
+                );
+                return Ty::Any;
+            }
+        };
+        if let Some(rt) = declared
+            && !assignable(&got, rt, &|a, b| self.is_sub_schema(a, b))
+        {
+            let msg = format!("expected {}, got {}", self.ty_str(rt), self.ty_str(&got));
+            self.err(ErrKind::Type, msg, at.shrink_to_lo());
+        }
+        got
+    }
+
     fn comp_env(&mut self, env: &Env, clauses: &[ast::CompClause]) -> Env {
         let mut env2 = env.clone();
         for c in clauses {
-            self.infer(&env2, &c.iter);
-            for t in &c.targets {
+            let it = self.infer(&env2, &c.iter);
+            // the loop variables' types where the iterated value's type is known
+            let tys: Vec<Ty> = match (&it, c.targets.len()) {
+                (Ty::List(e), 1) => vec![(**e).clone()],
+                (Ty::List(e), 2) => vec![Ty::Int, (**e).clone()],
+                (Ty::Dict(k, _), 1) => vec![(**k).clone()],
+                (Ty::Dict(k, v), 2) => vec![(**k).clone(), (**v).clone()],
+                (Ty::Str | Ty::StrLit(_), 1) => vec![Ty::Str],
+                (Ty::Str | Ty::StrLit(_), 2) => vec![Ty::Int, Ty::Str],
+                _ => Vec::new(),
+            };
+            for (i, t) in c.targets.iter().enumerate() {
+                let ty = match (t.names.len(), tys.get(i)) {
+                    (1, Some(ty)) => ty.clone(),
+                    _ => Ty::Any,
+                };
                 for n in &t.names {
-                    env2 = env2.with_local(n.sym, Ty::Any);
+                    env2 = env2.with_local(n.sym, ty.clone());
                 }
             }
             for x in &c.ifs {
@@ -1411,7 +1658,7 @@ impl<'a> Checker<'a> {
         let mut known = true;
         for en in entries {
             match &en.kind {
-                ast::ConfigEntryKind::KeyValue { key, value, .. } => {
+                ast::ConfigEntryKind::KeyValue { key, value, op } => {
                     let kt = match &key.kind {
                         ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
                         ExprKind::Str(s) => Ty::StrLit(s.clone()),
@@ -1426,6 +1673,7 @@ impl<'a> Checker<'a> {
                         }
                     };
                     let vt = self.infer(env, value);
+                    self.check_insert(*op, &vt, value.span);
                     if kt.is_any() || vt.is_any() {
                         known = false;
                     }
@@ -1744,12 +1992,12 @@ fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<Symbol>) {
 }
 
 /// Names a block defines at its level (assignments, declarations, schemas, rules, aliases;
-/// through `if` bodies).
+/// through `if` bodies); an augmented assignment defines nothing.
 fn collect_defined(body: &[Stmt], out: &mut Vec<Symbol>) {
     for s in body {
         match &s.kind {
+            // `x += v` does not define `x` (upstream: "name 'x' is not defined")
             StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
-            StmtKind::AugAssign(a) => out.push(a.target.name.sym),
             StmtKind::Unification(u) => out.push(u.target.sym),
             StmtKind::SchemaAttr(a) => out.push(a.name.sym),
             StmtKind::Schema(st) => out.push(st.name.sym),

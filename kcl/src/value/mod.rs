@@ -152,6 +152,13 @@ impl Ops {
             Ops::Many(m) => m.shrink_to_fit(),
         }
     }
+    /// Whether some entry was written with `+=`.
+    pub fn any_insert(&self) -> bool {
+        match self {
+            Ops::Few(v) => v.iter().any(|(_, (o, _))| *o == ConfigOp::Insert),
+            Ops::Many(m) => m.values().any(|(o, _)| *o == ConfigOp::Insert),
+        }
+    }
     /// Whether every key with an operator is one of `map`'s keys.
     pub fn keys_within(&self, map: &Map) -> bool {
         match self {
