@@ -374,13 +374,22 @@ fn json_guess(s: &str) -> Value {
 /// read as JSON first (`parse`); a default is converted as written. A value that does not fit
 /// `bool` is Undefined; an unparsable string is 0.0 as a float and an error as an int.
 fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
-    // a `-D` string stays as written for type str (`12e1` is not 120)
-    let v = match &v {
-        Value::Str(s) if parse && ty != Some("str") => json_guess(s),
-        _ => v,
-    };
     let bad = |v: &Value, t: &str| {
         RtError::eval(format!("cannot use '{}' as type '{t}'", value::to_str(v)))
+    };
+    let v = match &v {
+        Value::Str(s) if parse && ty != Some("str") => json_guess(s),
+        // for type str a number or boolean stays as written (`12e1` is not 120), a JSON
+        // string is its text, and a list, dict or null is refused
+        Value::Str(s) if parse => match serde_json::from_str::<serde_json::Value>(s) {
+            Ok(serde_json::Value::String(t)) => Value::str(&t),
+            Ok(j @ (serde_json::Value::Array(_) | serde_json::Value::Object(_))) => {
+                return Err(bad(&from_json_value(&j), "str"));
+            }
+            Ok(serde_json::Value::Null) => return Err(bad(&Value::None, "str")),
+            _ => v,
+        },
+        _ => v,
     };
     Ok(match ty {
         None | Some("") | Some("any") => v,

@@ -941,17 +941,74 @@ impl Evaluator {
     /// `b | {a: {...}}`): rebuild it from its config plus the new one, so the result is
     /// coerced, recomputed and checked as upstream does. Instances of another schema, or
     /// without a recorded config, are merged attribute by attribute.
-    fn rebuild_nested(&self, inst: &Value, extra: &Value, span: Span) -> EvalResult<Option<Value>> {
+    pub(crate) fn rebuild_nested(
+        &self,
+        inst: &Value,
+        extra: &Value,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
         let Value::Schema(s) = inst else {
             return Ok(None);
         };
-        let extra = match extra {
-            Value::Schema(e) if e.name != s.name || e.pkg != s.pkg => return Ok(None),
-            // an instance contributes what it was configured with, not its computed values
-            Value::Schema(e) => Value::from(e.config()),
-            other => other.clone(),
+        match extra {
+            Value::Schema(e) => self.union_instances(s, e, span),
+            other => self.rebuild_merged(inst, other, None, span),
+        }
+    }
+
+    /// One instance merged with another (`a | b`, `attr: S {...}` over an instance), as
+    /// upstream's evaluator does it: every attribute `b` has overrides `a`'s (a dict `b` was
+    /// configured with `:` merges into it), then `a`'s schema is instantiated again with the
+    /// config keys of both, holding the merged values. So `b`'s defaults win over what `a` was
+    /// configured with (`R {c = 5} | R {}` is `R {}`), and `a`'s attributes `b` leaves
+    /// undefined stay.
+    pub(crate) fn union_instances(
+        &self,
+        a: &value::SchemaInst,
+        b: &value::SchemaInst,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let (Some(origin), Some(t)) = (&a.origin, &a.ty) else {
+            return Ok(None);
         };
-        self.rebuild_merged(inst, &extra, None, span)
+        let Ok(ty) = t.clone().downcast::<SchemaType>() else {
+            return Ok(None);
+        };
+        let b_keys: &[(Str, bool)] = b.origin.as_ref().map(|o| &*o.keys).unwrap_or_default();
+        let mut merged = a.attrs.map.clone();
+        for (k, bv) in &b.attrs.map {
+            if matches!(bv, Value::Undefined) {
+                continue;
+            }
+            let unify = b_keys.iter().any(|(bk, replaced)| bk == k && !replaced);
+            let nv = match merged.get(k) {
+                Some(av) if unify && av.is_config() && bv.is_config() => {
+                    self.union_eval(av.clone(), bv, span)?
+                }
+                // `env += [...]` appends to what the other instance holds
+                Some(av @ Value::List(_))
+                    if b.attrs.op_of(k).0 == ConfigOp::Insert && matches!(bv, Value::List(_)) =>
+                {
+                    self.binop(ast::BinOp::Add, av, bv, span)?
+                }
+                _ => bv.clone(),
+            };
+            merged.insert(k.clone(), nv);
+        }
+        let mut cfg = Dict::with_capacity(origin.keys.len() + b_keys.len());
+        for (k, _) in origin.keys.iter().chain(b_keys) {
+            if cfg.map.contains_key(k) {
+                continue;
+            }
+            if let Some(v) = merged.get(k) {
+                cfg.map.insert(k.clone(), v.clone());
+                cfg.set_op(k.clone(), ConfigOp::Override, None);
+            }
+        }
+        self.enter(span)?;
+        let r = self.instantiate(&ty, &origin.args, &origin.kwargs, cfg, span);
+        self.leave();
+        r.map(Some)
     }
 
     /// The origin record of an instance built from `config`; shared between instances when
