@@ -445,16 +445,12 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     let ty = arg(args, kw, 1, "type").map(value::to_str);
     let required = arg(args, kw, 2, "required").is_some_and(|v| v.truthy());
     let default = arg(args, kw, 3, "default").cloned();
-    let help = arg(args, kw, 4, "help").map(value::to_str);
     match h.option(&key) {
         Some(v) => convert_option(v, ty.as_deref(), true),
         None => {
+            // upstream's message leaves out the `help` text
             if required && default.is_none() {
-                let mut msg =
-                    format!("option('{key}') must be initialized, try '-D {key}=?' argument");
-                if let Some(hp) = help {
-                    msg.push_str(&format!(" ({hp})"));
-                }
+                let msg = format!("option('{key}') must be initialized, try '-D {key}=?' argument");
                 return Err(RtError::eval(msg));
             }
             match default {

@@ -104,6 +104,8 @@ struct Checker<'a> {
     /// Start of the package-level statement being checked: where upstream reports a lambda
     /// whose last statement is an assignment of the wrong type.
     stmt_start: Option<Span>,
+    /// Above zero while checking values whose required attributes upstream does not check.
+    skip_required: u32,
 }
 
 /// Lexical context of the expression being checked.
@@ -115,6 +117,9 @@ struct Env {
     /// Local names (lambda parameters, loop variables) shadow globals; their types are `any`
     /// unless annotated.
     locals: Rc<Vec<(Symbol, Ty)>>,
+    /// Keys of the enclosing config literals: names in their values, but never offered as
+    /// "did you mean" candidates (upstream does not).
+    keys: Rc<Vec<Symbol>>,
     /// Inside a mixin: its names may be its host's attributes (upstream does not resolve
     /// them), so unknown names are not errors.
     lenient: bool,
@@ -144,6 +149,7 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             alias_depth: 0,
             stmt_start: None,
+            skip_required: 0,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -519,16 +525,47 @@ impl<'a> Checker<'a> {
         let modules = self.pkgs[pkg].modules;
         // a schema or rule name defined twice in the package is reported before anything else
         let mut defined: FxHashMap<Symbol, Span> = FxHashMap::default();
+        let mut aliases: FxHashMap<Symbol, Span> = FxHashMap::default();
         for s in modules.iter().flat_map(|m| &m.body) {
             let name = match &s.kind {
                 StmtKind::Schema(st) => st.name,
                 StmtKind::Rule(r) => r.name,
+                StmtKind::TypeAlias(t) => {
+                    aliases.entry(t.name.sym).or_insert(t.name.span);
+                    continue;
+                }
                 _ => continue,
             };
             if defined.insert(name.sym, s.span).is_some() {
                 let msg = format!("Unique key error name '{}'", name.sym);
                 self.err(ErrKind::UniqueKey, msg, s.span.shrink_to_lo());
                 return;
+            }
+        }
+        // a public name assigned twice (or a schema or alias name assigned) comes next
+        let mut first: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for s in modules.iter().flat_map(|m| &m.body) {
+            let mut assigns = Vec::new();
+            public_assignments(s, &mut assigns);
+            for (n, sp) in assigns {
+                let prev = defined
+                    .get(&n)
+                    .or_else(|| aliases.get(&n))
+                    .or_else(|| first.get(&n))
+                    .copied();
+                if let Some(prev) = prev {
+                    let e = EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Can not change the value of '{n}', because it was declared immutable"
+                        ),
+                        Some(sp.shrink_to_lo()),
+                    )
+                    .with_note(prev, format!("The variable '{n}' is declared here"));
+                    self.errors.push(e);
+                    return;
+                }
+                first.insert(n, sp);
             }
         }
         let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
@@ -538,6 +575,7 @@ impl<'a> Checker<'a> {
                 file: m.file,
                 schema: None,
                 locals: Rc::new(Vec::new()),
+                keys: Rc::new(Vec::new()),
                 lenient: false,
             };
             for s in &m.body {
@@ -866,7 +904,10 @@ impl<'a> Checker<'a> {
         def: Option<Span>,
     ) {
         let env = &self.config_env(env, entries);
+        let repeated = repeated_keys(entries);
+        let base = self.skip_required;
         for en in entries {
+            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let kty = match &key.kind {
@@ -921,12 +962,18 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.skip_required = base;
     }
 
     /// Entries of a config literal used as the config of a schema (or a union of schemas).
     fn check_schema_config(&mut self, env: &Env, entries: &[ast::ConfigEntry], ids: &[SchemaId]) {
         let env = &self.config_env(env, entries);
+        // values of a key written more than once are merged first: upstream checks their
+        // required attributes at run time
+        let repeated = repeated_keys(entries);
+        let base = self.skip_required;
         for en in entries {
+            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let Some(path) = key_path(key) else {
@@ -938,6 +985,7 @@ impl<'a> Checker<'a> {
                     let mut cur: Vec<SchemaId> = ids.to_vec();
                     let mut found: Option<(Ty, Span)> = None;
                     let mut ok = true;
+                    let mut by_signature = false;
                     for (i, (name, nspan)) in path.iter().enumerate() {
                         if cur.is_empty() {
                             ok = false;
@@ -973,6 +1021,7 @@ impl<'a> Checker<'a> {
                             }
                             None if open => {
                                 ok = false;
+                                by_signature = true;
                                 break;
                             }
                             None => {
@@ -1001,7 +1050,11 @@ impl<'a> Checker<'a> {
                             }
                         }
                         _ => {
+                            // a value an index signature takes is not checked for required
+                            // attributes (upstream leaves it to the run time)
+                            self.skip_required += by_signature as u32;
                             let t = self.infer(env, value);
+                            self.skip_required -= by_signature as u32;
                             self.check_insert(*op, &t, value.span);
                         }
                     }
@@ -1014,6 +1067,53 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, &ci.body, ids);
                     self.check_schema_config(env, &ci.orelse, ids);
                 }
+            }
+        }
+        self.skip_required = base;
+    }
+
+    /// Upstream's resolver rejects a config literal that leaves out a required attribute of a
+    /// schema, for schemas it fully understands: no base schema, mixin or index signature, the
+    /// attribute declared without a value and assigned nowhere else in the body, and a config
+    /// whose keys are all written out (no `**` or `if` entries).
+    fn check_required(&mut self, id: SchemaId, entries: &[ast::ConfigEntry], at: Span) {
+        let st = self.schemas[id.0].stmt;
+        // nor for a schema with decorators (upstream reports a deprecation first)
+        let decorated = !st.decorators.is_empty()
+            || st
+                .body
+                .iter()
+                .any(|s| matches!(&s.kind, StmtKind::SchemaAttr(a) if !a.decorators.is_empty()));
+        if st.parent.is_some() || !st.mixins.is_empty() || st.index_signature.is_some() || decorated
+        {
+            return;
+        }
+        let mut given = Vec::new();
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, .. } => match key_path(key) {
+                    Some(p) => given.push(p[0].0),
+                    None => return,
+                },
+                _ => return,
+            }
+        }
+        let mut assigned = Vec::new();
+        collect_assigned(&st.body, &mut assigned);
+        collect_valued_attrs(&st.body, &mut assigned);
+        for s in &st.body {
+            if let StmtKind::SchemaAttr(a) = &s.kind
+                && !a.optional
+                && a.value.is_none()
+                && !given.contains(&a.name.sym)
+                && !assigned.contains(&a.name.sym)
+            {
+                let msg = format!(
+                    "attribute '{}' of {} is required and can't be None or Undefined",
+                    a.name.sym, st.name.sym
+                );
+                self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+                return;
             }
         }
     }
@@ -1043,10 +1143,26 @@ impl<'a> Checker<'a> {
         }
         let m = self.members(ids[0]);
         let sname = self.schema_name(ids[0]);
+        // upstream offers the schema's own attributes only, not inherited ones
+        let own: Vec<Symbol> = self.schemas[ids[0].0]
+            .stmt
+            .body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(a) => Some(a.name.sym),
+                _ => None,
+            })
+            .collect();
         format!(
             "Cannot add member '{}' to schema '{sname}'{}",
             name.as_str(),
-            did_you_mean(name.as_str(), m.order.iter().map(|s| s.as_str()))
+            did_you_mean(
+                name.as_str(),
+                m.order
+                    .iter()
+                    .filter(|s| own.contains(s))
+                    .map(|s| s.as_str())
+            )
         )
     }
 
@@ -1245,10 +1361,32 @@ impl<'a> Checker<'a> {
                 for k in &args.keywords {
                     self.infer(env, &k.value);
                 }
+                let builtin = arity.is_some();
                 if let Some((name, min, max)) = arity
                     && args.keywords.is_empty()
                 {
                     self.check_arity(&name, min, max, &args.args, e.span);
+                }
+                // what upstream's resolver knows builtins and string methods return
+                match &func.kind {
+                    ExprKind::Ident(s) if builtin => {
+                        if let Some(t) = builtin_fn_ret(s.as_str()) {
+                            return t;
+                        }
+                    }
+                    ExprKind::Selector(x) if !x.optional => {
+                        let on_str = match &x.value.kind {
+                            ExprKind::Str(_) | ExprKind::JoinedStr(_) => true,
+                            ExprKind::Ident(s) => {
+                                matches!(self.lookup(env, *s), Ty::Str | Ty::StrLit(_))
+                            }
+                            _ => false,
+                        };
+                        if on_str && let Some(t) = str_method_ret(x.attr.sym.as_str()) {
+                            return t;
+                        }
+                    }
+                    _ => {}
                 }
                 match func_ty {
                     Ty::Func(f) => f.ret.clone(),
@@ -1330,6 +1468,9 @@ impl<'a> Checker<'a> {
                 }
                 match (id, &strip_paren(&se.config).kind) {
                     (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
+                        if env.schema.is_none() && self.skip_required == 0 {
+                            self.check_required(id, entries, se.config.span);
+                        }
                         self.check_schema_config(env, entries, &[id]);
                         Ty::Schema(id)
                     }
@@ -1656,7 +1797,12 @@ impl<'a> Checker<'a> {
         let mut ks = Vec::new();
         let mut vs = Vec::new();
         let mut known = true;
+        // values of a key written more than once are merged first: upstream checks their
+        // required attributes at run time
+        let repeated = repeated_keys(entries);
+        let base = self.skip_required;
         for en in entries {
+            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, value, op } => {
                     let kt = match &key.kind {
@@ -1692,6 +1838,7 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.skip_required = base;
         if known && !ks.is_empty() {
             Ty::Dict(Rc::new(Ty::union(ks)), Rc::new(Ty::union(vs)))
         } else if entries.is_empty() {
@@ -1705,7 +1852,7 @@ impl<'a> Checker<'a> {
     /// name of the package, an import of the file (of any file, in the main package) or a
     /// builtin? Unknown where a base schema is unknown or inside a mixin.
     fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
-        if env.lenient || env.locals.iter().any(|(n, _)| *n == s) {
+        if env.lenient || env.locals.iter().any(|(n, _)| *n == s) || env.keys.contains(&s) {
             return true;
         }
         if let Some(id) = env.schema {
@@ -1760,7 +1907,15 @@ impl<'a> Checker<'a> {
             TypeKind::Named(id) => {
                 let n = id.names[0];
                 if id.names.len() > 1 || n.sym.as_str() != "NumberMultiplier" {
-                    self.check_defined(env, n.sym, n.span);
+                    // a type names a schema or alias of the package scope: upstream offers
+                    // no attribute or local as a candidate
+                    let penv = Env {
+                        schema: None,
+                        locals: Rc::new(Vec::new()),
+                        keys: Rc::new(Vec::new()),
+                        ..env.clone()
+                    };
+                    self.check_defined(&penv, n.sym, n.span);
                 }
             }
             TypeKind::List(Some(e)) => self.check_type_names(env, e),
@@ -1791,16 +1946,24 @@ impl<'a> Checker<'a> {
         if keys.is_empty() {
             return env.clone();
         }
-        let mut l = (*env.locals).clone();
-        l.extend(keys.into_iter().map(|k| (k, Ty::Any)));
+        let mut l = (*env.keys).clone();
+        l.extend(keys);
         Env {
-            locals: Rc::new(l),
+            keys: Rc::new(l),
             ..env.clone()
         }
     }
 
     fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {
         for d in ds {
+            // upstream knows `deprecated` and `info` only, whether or not the schema is used
+            if let [n] = d.name.names.as_slice()
+                && !matches!(n.sym.as_str(), "deprecated" | "info")
+            {
+                let msg = format!("UnKnown decorator {}", n.sym);
+                self.err(ErrKind::Compile, msg, n.span.shrink_to_lo());
+                return;
+            }
             if let Some(a) = &d.args {
                 for x in &a.args {
                     self.infer(env, x);
@@ -1815,6 +1978,9 @@ impl<'a> Checker<'a> {
     fn lookup(&mut self, env: &Env, s: Symbol) -> Ty {
         if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
             return t.clone();
+        }
+        if env.keys.contains(&s) {
+            return Ty::Any;
         }
         if let Some(id) = env.schema {
             let m = self.members(id);
@@ -1845,6 +2011,7 @@ impl<'a> Checker<'a> {
                 file: f,
                 schema: None,
                 locals: Rc::new(Vec::new()),
+                keys: Rc::new(Vec::new()),
                 lenient: false,
             };
             let saved = std::mem::take(&mut self.errors);
@@ -1957,6 +2124,65 @@ fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
             StmtKind::If(i) => {
                 collect_assigned(&i.body, out);
                 collect_assigned(&i.orelse, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Key names written more than once among a config literal's entries.
+fn repeated_keys(entries: &[ast::ConfigEntry]) -> rustc_hash::FxHashSet<Symbol> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut out = rustc_hash::FxHashSet::default();
+    for en in entries {
+        if let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind
+            && let Some(k) = key_root(key)
+            && !seen.insert(k)
+        {
+            out.insert(k);
+        }
+    }
+    out
+}
+
+/// Whether `en` is an entry of one of the `repeated` keys.
+fn repeated_key(en: &ast::ConfigEntry, repeated: &rustc_hash::FxHashSet<Symbol>) -> bool {
+    !repeated.is_empty()
+        && matches!(&en.kind, ast::ConfigEntryKind::KeyValue { key, .. }
+            if key_root(key).is_some_and(|k| repeated.contains(&k)))
+}
+
+/// The first name of a config key (`a` of `a`, `"a"` and `a.b.c`).
+fn key_root(key: &Expr) -> Option<Symbol> {
+    key_path(key).map(|p| p[0].0)
+}
+
+/// Public package-level names a statement assigns with `=` (through `if` bodies).
+fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(
+            a.targets
+                .iter()
+                .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
+                .map(|t| (t.name.sym, t.span)),
+        ),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(&i.orelse) {
+                public_assignments(st, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Attributes declared with a value (`a: int = 1`), through `if` bodies.
+fn collect_valued_attrs(body: &[Stmt], out: &mut Vec<Symbol>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::SchemaAttr(a) if a.value.is_some() => out.push(a.name.sym),
+            StmtKind::If(i) => {
+                collect_valued_attrs(&i.body, out);
+                collect_valued_attrs(&i.orelse, out);
             }
             _ => {}
         }
@@ -2081,6 +2307,30 @@ fn str_method_arity(name: &str) -> Option<(usize, Option<usize>)> {
         "strip" | "lstrip" | "rstrip" | "splitlines" => (0, Some(1)),
         "split" | "rsplit" => (0, Some(2)),
         "replace" => (2, Some(3)),
+        _ => return None,
+    })
+}
+
+/// The type a builtin function's call has (where it does not depend on the arguments).
+fn builtin_fn_ret(name: &str) -> Option<Ty> {
+    Some(match name {
+        "len" | "int" | "ord" => Ty::Int,
+        "float" => Ty::Float,
+        "str" | "hex" | "bin" | "oct" | "typeof" => Ty::Str,
+        "isunique" | "all_true" | "any_true" | "multiplyof" => Ty::Bool,
+        _ => return None,
+    })
+}
+
+/// The type a string method's call has.
+fn str_method_ret(name: &str) -> Option<Ty> {
+    Some(match name {
+        "upper" | "lower" | "capitalize" | "title" | "format" | "join" | "removeprefix"
+        | "removesuffix" | "strip" | "lstrip" | "rstrip" | "replace" => Ty::Str,
+        "isalnum" | "isalpha" | "isdigit" | "islower" | "isupper" | "isspace" | "istitle"
+        | "endswith" | "startswith" => Ty::Bool,
+        "count" | "find" | "index" | "rfind" | "rindex" => Ty::Int,
+        "split" | "rsplit" | "splitlines" => Ty::List(Rc::new(Ty::Str)),
         _ => return None,
     })
 }
