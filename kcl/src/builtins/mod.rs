@@ -279,8 +279,9 @@ fn float_of(v: Value) -> RtResult<Value> {
                 "nan" => Some(f64::NAN),
                 _ => t.replace('_', "").parse::<f64>().ok(),
             };
-            f.map(Value::Float)
-                .ok_or_else(|| RtError::eval(format!("could not convert string to float: '{s}'")))
+            f.map(Value::Float).ok_or_else(|| {
+                RtError::eval(format!("invalid literal for float() with base 10: '{s}'"))
+            })
         }
         other => Err(RtError::ty(format!(
             "float() argument must be a string or a number, not '{}'",
@@ -373,13 +374,22 @@ fn json_guess(s: &str) -> Value {
 /// read as JSON first (`parse`); a default is converted as written. A value that does not fit
 /// `bool` is Undefined; an unparsable string is 0.0 as a float and an error as an int.
 fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
-    // a `-D` string stays as written for type str (`12e1` is not 120)
-    let v = match &v {
-        Value::Str(s) if parse && ty != Some("str") => json_guess(s),
-        _ => v,
-    };
     let bad = |v: &Value, t: &str| {
         RtError::eval(format!("cannot use '{}' as type '{t}'", value::to_str(v)))
+    };
+    let v = match &v {
+        Value::Str(s) if parse && ty != Some("str") => json_guess(s),
+        // for type str a number or boolean stays as written (`12e1` is not 120), a JSON
+        // string is its text, and a list, dict or null is refused
+        Value::Str(s) if parse => match serde_json::from_str::<serde_json::Value>(s) {
+            Ok(serde_json::Value::String(t)) => Value::str(&t),
+            Ok(j @ (serde_json::Value::Array(_) | serde_json::Value::Object(_))) => {
+                return Err(bad(&from_json_value(&j), "str"));
+            }
+            Ok(serde_json::Value::Null) => return Err(bad(&Value::None, "str")),
+            _ => v,
+        },
+        _ => v,
     };
     Ok(match ty {
         None | Some("") | Some("any") => v,
@@ -435,16 +445,12 @@ fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     let ty = arg(args, kw, 1, "type").map(value::to_str);
     let required = arg(args, kw, 2, "required").is_some_and(|v| v.truthy());
     let default = arg(args, kw, 3, "default").cloned();
-    let help = arg(args, kw, 4, "help").map(value::to_str);
     match h.option(&key) {
         Some(v) => convert_option(v, ty.as_deref(), true),
         None => {
+            // upstream's message leaves out the `help` text
             if required && default.is_none() {
-                let mut msg =
-                    format!("option('{key}') must be initialized, try '-D {key}=?' argument");
-                if let Some(hp) = help {
-                    msg.push_str(&format!(" ({hp})"));
-                }
+                let msg = format!("option('{key}') must be initialized, try '-D {key}=?' argument");
                 return Err(RtError::eval(msg));
             }
             match default {

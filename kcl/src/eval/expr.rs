@@ -158,11 +158,21 @@ impl Evaluator {
                 }
                 let b = self.eval(ctx, right)?;
                 if *op == ast::BinOp::BitOr {
-                    if let (Value::Dict(_), Value::Dict(_)) = (&a, &b) {
+                    if let (Value::Dict(_), Value::Dict(_)) | (Value::List(_), Value::List(_)) =
+                        (&a, &b)
+                    {
                         return self.union_checked(a, &b, e.span);
                     }
                     // `schema | dict` keeps the schema type and re-checks it; conflicts are
                     // found against the instance's values, as upstream merges into them
+                    if let (Value::Schema(sa), Value::Schema(sb)) = (&a, &b) {
+                        value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
+                        if let Some(v) = self.union_instances(sa, sb, e.span)? {
+                            // the merge may have cleared a required attribute
+                            self.incomplete.set(true);
+                            return Ok(v);
+                        }
+                    }
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
                         value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
@@ -549,38 +559,7 @@ impl Evaluator {
                     path.push(self.eval_key(ctx, k)?);
                     path.reverse();
                     let k0 = path[0].clone();
-                    // `key: Schema {...}` onto an existing config merges the configs first, so
-                    // the schema is instantiated once with everything
-                    let v = match (&value.kind, path.len(), op, d.map.get(&k0)) {
-                        (ExprKind::Schema(se), 1, ConfigOp::Union, Some(existing))
-                            if existing.is_config() =>
-                        {
-                            let ty = self.eval_identifier(ctx, &se.name)?;
-                            let cfg = self.eval(ctx, &se.config)?;
-                            let base = Value::from(existing.as_dict().cloned().unwrap_or_default());
-                            let merged = self.union_checked(base, &cfg, en.span())?;
-                            let (pos, kw) = match &se.args {
-                                Some(a) => self.eval_args(ctx, a)?,
-                                None => (Vec::new(), Vec::new()),
-                            };
-                            let inst = self.instantiate_value(
-                                ctx,
-                                &ty,
-                                &pos,
-                                &kw,
-                                merged,
-                                value.span,
-                                se.config.span,
-                            )?;
-                            d.map.insert(k0.clone(), inst.clone());
-                            scope
-                                .vars
-                                .borrow_mut()
-                                .insert(crate::ast::Symbol::intern(&k0), inst);
-                            continue;
-                        }
-                        _ => self.eval(ctx, value)?,
-                    };
+                    let v = self.eval(ctx, value)?;
                     // build nested dicts from the inside out
                     let mut v = v;
                     let mut op_inner = op;
@@ -593,8 +572,16 @@ impl Evaluator {
                     }
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
-                    value::ops_merge_entry(d, &k0, &v, op0, idx0, true)
-                        .map_err(|x| self.rt(x, en.span()))?;
+                    // an instance merged into an instance (`r: R {...}` twice) is rebuilt; a
+                    // dict merged into an instance here only sets its attributes (upstream:
+                    // they do not become config keys of it)
+                    let span = en.span();
+                    let rb = |i: &Value, x: &Value| match x {
+                        Value::Schema(_) => self.rebuild_nested(i, x, span),
+                        _ => Ok(None),
+                    };
+                    value::merge_entry_checked_with(d, &k0, &v, op0, idx0, &rb)
+                        .map_err(|x| x.or_span(span))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);
                     }
@@ -1178,34 +1165,19 @@ impl Evaluator {
             ..c.ctx.clone()
         };
         let params = &c.lambda.params;
-        if args.len() > params.len() {
-            return Err(EvalError::new(
-                ErrKind::Type,
-                format!(
-                    "lambda takes {} positional argument but {} were given",
-                    params.len(),
-                    args.len()
-                ),
-                Some(span),
-            ));
-        }
+        // Upstream checks argument counts and keyword names only statically (where the callee
+        // is known, see types::Checker::lambda_call); at run time extra arguments and unknown
+        // keywords are ignored, a missing argument is its default or None, and a keyword
+        // argument wins over a positional one.
         for (i, p) in params.iter().enumerate() {
-            let v = if i < args.len() {
-                args[i].clone()
-            } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+            let v = if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
                 v.clone()
+            } else if i < args.len() {
+                args[i].clone()
             } else if let Some(d) = &p.default {
                 self.eval(&ctx, d)?
             } else {
-                let required = params.iter().filter(|p| p.default.is_none()).count();
-                return Err(EvalError::new(
-                    ErrKind::Type,
-                    format!(
-                        "expected {required} positional arguments, found {}",
-                        args.len()
-                    ),
-                    Some(span),
-                ));
+                Value::None
             };
             let v = match &p.ty {
                 // a builtin's callback is checked at run time only (upstream's runtime wording)
@@ -1223,15 +1195,6 @@ impl Evaluator {
                 None => v,
             };
             scope.vars.borrow_mut().insert(p.name.sym, v);
-        }
-        for (k, _) in kwargs {
-            if !params.iter().any(|p| p.name.sym.as_str() == &**k) {
-                return Err(EvalError::new(
-                    ErrKind::Type,
-                    format!("lambda() got an unexpected keyword argument '{k}'"),
-                    Some(span),
-                ));
-            }
         }
         let mut last = Value::None;
         for st in &c.lambda.body {

@@ -72,6 +72,9 @@ pub struct Pkg {
     imports_done: Cell<bool>,
     /// Values of top-level expression statements (configs, lists, numbers): output documents.
     pub exprs: RefCell<Vec<(Value, Span)>>,
+    /// The name an `if` statement run for its value is watched for, and whether it was set.
+    watch: Cell<Option<Symbol>>,
+    watched_set: Cell<bool>,
 }
 
 const PENDING: u8 = 0;
@@ -298,8 +301,13 @@ impl Evaluator {
                 && let Some(prev) = type_names.insert(n.sym, n.span)
             {
                 let msg = format!("Unique key error name '{}'", n.sym);
-                return Err(EvalError::new(ErrKind::UniqueKey, msg, Some(n.span))
-                    .with_note(prev, format!("The variable '{}' is declared here", n.sym)));
+                return Err(
+                    EvalError::new(ErrKind::UniqueKey, msg, Some(s.span.shrink_to_lo()))
+                        .with_note(prev, format!("The variable '{}' is declared here", n.sym)),
+                );
+            }
+            if let StmtKind::TypeAlias(t) = &s.kind {
+                type_names.entry(t.name.sym).or_insert(t.name.span);
             }
         }
         for (i, s) in stmts.iter().enumerate() {
@@ -316,6 +324,19 @@ impl Evaluator {
             let mut assigns: Vec<(ast::Name, Span)> = Vec::new();
             public_assignments(s, &mut assigns);
             for (n, sp) in assigns {
+                // a schema, rule or type alias of the name (before or after) is its one
+                // assignment; type aliases may be declared again
+                if let Some(&decl) = type_names.get(&n.sym) {
+                    return Err(EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Can not change the value of '{}', because it was declared immutable",
+                            n.sym
+                        ),
+                        Some(sp.shrink_to_lo()),
+                    )
+                    .with_note(decl, format!("The variable '{}' is declared here", n.sym)));
+                }
                 let c = assign_count.entry(n.sym).or_insert((0, sp));
                 c.0 += 1;
                 if c.0 > 1 {
@@ -344,6 +365,8 @@ impl Evaluator {
             import_stmts,
             imports_done: Cell::new(false),
             exprs: RefCell::new(Vec::new()),
+            watch: Cell::new(None),
+            watched_set: Cell::new(false),
         });
         self.pkgs.borrow_mut().insert(path.to_string(), pkg.clone());
         Ok(pkg)
@@ -563,8 +586,28 @@ impl Evaluator {
             // a name read while one of its own assignments runs sees its current value
             if !idx.iter().any(|&i| pkg.state.borrow()[i] == RUNNING) {
                 for &i in idx {
-                    if pkg.state.borrow()[i] == PENDING {
+                    if pkg.state.borrow()[i] != PENDING {
+                        continue;
+                    }
+                    if !matches!(pkg.stmts[i].kind, StmtKind::If(_)) {
                         self.run_global_stmt(pkg, i)?;
+                        continue;
+                    }
+                    // Upstream runs a name's assignments when it is read before them; an `if`
+                    // among them whose taken branch does not assign the name leaves it
+                    // Undefined (`_x = 1` then `if False: _x = 2` reads as Undefined there,
+                    // though as 1 in statement order).
+                    let outer = (
+                        pkg.watch.replace(Some(name)),
+                        pkg.watched_set.replace(false),
+                    );
+                    let r = self.run_global_stmt(pkg, i);
+                    let set = pkg.watched_set.get();
+                    pkg.watch.set(outer.0);
+                    pkg.watched_set.set(outer.1);
+                    r?;
+                    if !set {
+                        self.set_global(pkg, name, Value::Undefined);
                     }
                 }
             }
@@ -573,6 +616,9 @@ impl Evaluator {
     }
 
     fn set_global(&self, pkg: &Rc<Pkg>, name: Symbol, v: Value) {
+        if pkg.watch.get() == Some(name) {
+            pkg.watched_set.set(true);
+        }
         let mut g = pkg.globals.borrow_mut();
         if g.insert(name, v).is_none() {
             pkg.order.borrow_mut().push(name);
@@ -1101,7 +1147,6 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(ast::Name, Span)>) {
                 .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
                 .map(|t| (t.name, t.span)),
         ),
-        StmtKind::TypeAlias(t) => out.push((t.name, t.name.span)),
         StmtKind::If(i) => {
             for st in i.body.iter().chain(i.orelse.iter()) {
                 public_assignments(st, out);

@@ -2,7 +2,7 @@
 //! over the body's defaults as each attribute is set; then types, required attributes and
 //! `check:` blocks.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use indexmap::IndexMap;
@@ -27,6 +27,8 @@ pub struct SchemaType {
 /// What instantiation needs from a schema and its bases/mixins, computed once per type.
 pub struct Layout {
     parts: Vec<Rc<SchemaType>>,
+    /// Inheritance level of each part (base 0; a mixin shares its host's level).
+    part_level: Vec<u32>,
     body: Vec<(&'static Stmt, usize)>,
     declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
     setters: FxHashMap<Symbol, Vec<usize>>,
@@ -96,6 +98,11 @@ pub struct Frame {
     /// Per-part evaluation contexts (definition package + parameter scope).
     ctxs: Vec<Ctx>,
     state: RefCell<Vec<u8>>,
+    /// Inheritance level of the code running in this frame (see `reapply_insert`).
+    level: Cell<u32>,
+    /// `(level, attribute)` pairs already touched, when the config has a `+=` entry.
+    touched: RefCell<Vec<(u32, Symbol)>>,
+    has_insert: bool,
 }
 
 /// Downcast a value to a schema type.
@@ -448,8 +455,17 @@ impl Evaluator {
             .filter(|(_, d)| d.schema_attr && !d.optional)
             .map(|(k, _)| k.clone())
             .collect();
+        let mut part_level = Vec::with_capacity(parts.len());
+        let mut level = 0u32;
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 && !p.stmt.is_some_and(|s| s.is_mixin()) {
+                level += 1;
+            }
+            part_level.push(level);
+        }
         let l = Rc::new(Layout {
             parts,
+            part_level,
             body,
             declared,
             setters,
@@ -563,6 +579,7 @@ impl Evaluator {
             attrs.map.insert(k.clone(), nv);
         }
         let n = layout.body.len();
+        let has_insert = config.ops.as_ref().is_some_and(|o| o.any_insert());
         let frame = Rc::new(Frame {
             name: ty.name.clone(),
             attrs: RefCell::new(attrs),
@@ -570,6 +587,9 @@ impl Evaluator {
             layout: layout.clone(),
             ctxs,
             state: RefCell::new(vec![PENDING; n]),
+            level: Cell::new(0),
+            touched: RefCell::new(Vec::new()),
+            has_insert,
         });
         for i in 0..n {
             self.run_schema_stmt(&frame, i)?;
@@ -707,6 +727,10 @@ impl Evaluator {
                 .collect(),
             _ => Vec::new(),
         };
+        // checks run at the instance's own (most derived) level
+        frame
+            .level
+            .set(layout.part_level.last().copied().unwrap_or(0));
         for (pi, t) in layout.parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
             if s.checks.is_empty() {
@@ -917,17 +941,74 @@ impl Evaluator {
     /// `b | {a: {...}}`): rebuild it from its config plus the new one, so the result is
     /// coerced, recomputed and checked as upstream does. Instances of another schema, or
     /// without a recorded config, are merged attribute by attribute.
-    fn rebuild_nested(&self, inst: &Value, extra: &Value, span: Span) -> EvalResult<Option<Value>> {
+    pub(crate) fn rebuild_nested(
+        &self,
+        inst: &Value,
+        extra: &Value,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
         let Value::Schema(s) = inst else {
             return Ok(None);
         };
-        let extra = match extra {
-            Value::Schema(e) if e.name != s.name || e.pkg != s.pkg => return Ok(None),
-            // an instance contributes what it was configured with, not its computed values
-            Value::Schema(e) => Value::from(e.config()),
-            other => other.clone(),
+        match extra {
+            Value::Schema(e) => self.union_instances(s, e, span),
+            other => self.rebuild_merged(inst, other, None, span),
+        }
+    }
+
+    /// One instance merged with another (`a | b`, `attr: S {...}` over an instance), as
+    /// upstream's evaluator does it: every attribute `b` has overrides `a`'s (a dict `b` was
+    /// configured with `:` merges into it), then `a`'s schema is instantiated again with the
+    /// config keys of both, holding the merged values. So `b`'s defaults win over what `a` was
+    /// configured with (`R {c = 5} | R {}` is `R {}`), and `a`'s attributes `b` leaves
+    /// undefined stay.
+    pub(crate) fn union_instances(
+        &self,
+        a: &value::SchemaInst,
+        b: &value::SchemaInst,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let (Some(origin), Some(t)) = (&a.origin, &a.ty) else {
+            return Ok(None);
         };
-        self.rebuild_merged(inst, &extra, None, span)
+        let Ok(ty) = t.clone().downcast::<SchemaType>() else {
+            return Ok(None);
+        };
+        let b_keys: &[(Str, bool)] = b.origin.as_ref().map(|o| &*o.keys).unwrap_or_default();
+        let mut merged = a.attrs.map.clone();
+        for (k, bv) in &b.attrs.map {
+            if matches!(bv, Value::Undefined) {
+                continue;
+            }
+            let unify = b_keys.iter().any(|(bk, replaced)| bk == k && !replaced);
+            let nv = match merged.get(k) {
+                Some(av) if unify && av.is_config() && bv.is_config() => {
+                    self.union_eval(av.clone(), bv, span)?
+                }
+                // `env += [...]` appends to what the other instance holds
+                Some(av @ Value::List(_))
+                    if b.attrs.op_of(k).0 == ConfigOp::Insert && matches!(bv, Value::List(_)) =>
+                {
+                    self.binop(ast::BinOp::Add, av, bv, span)?
+                }
+                _ => bv.clone(),
+            };
+            merged.insert(k.clone(), nv);
+        }
+        let mut cfg = Dict::with_capacity(origin.keys.len() + b_keys.len());
+        for (k, _) in origin.keys.iter().chain(b_keys) {
+            if cfg.map.contains_key(k) {
+                continue;
+            }
+            if let Some(v) = merged.get(k) {
+                cfg.map.insert(k.clone(), v.clone());
+                cfg.set_op(k.clone(), ConfigOp::Override, None);
+            }
+        }
+        self.enter(span)?;
+        let r = self.instantiate(&ty, &origin.args, &origin.kwargs, cfg, span);
+        self.leave();
+        r.map(Some)
     }
 
     /// The origin record of an instance built from `config`; shared between instances when
@@ -1065,9 +1146,75 @@ impl Evaluator {
             schema: Some(fr.clone()),
             ..fr.ctxs[pi].clone()
         };
+        let level = fr.layout.part_level[pi];
+        let outer = fr.level.replace(level);
+        if fr.has_insert
+            && let StmtKind::SchemaAttr(a) = &st.kind
+            && a.value.is_none()
+        {
+            self.reapply_insert(fr, a.name.sym, level, st.span)?;
+        }
         let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
+        fr.level.set(outer);
         fr.state.borrow_mut()[i] = DONE;
         r.map(|_| ())
+    }
+
+    /// Upstream's evaluator keeps one record of evaluated attributes per inheritance level:
+    /// the first time code of a derived level touches an attribute (reads it, or declares it
+    /// again without a value), the base levels' statements for it run again. Those are
+    /// idempotent except for a declaration without a value under a `+=` config entry, which
+    /// appends the entry once more each time it runs (`labels += [1]` on a schema whose child
+    /// reads `labels` yields `[1, 1]`). That effect, and only it, is reproduced here.
+    fn reapply_insert(
+        &self,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        level: u32,
+        span: Span,
+    ) -> EvalResult<()> {
+        if level == 0 || fr.touched.borrow().contains(&(level, name)) {
+            return Ok(());
+        }
+        fr.touched.borrow_mut().push((level, name));
+        let k = name.as_str();
+        let Some(cv) = fr.config.map.get(k) else {
+            return Ok(());
+        };
+        if fr.config.op_of(k).0 != ConfigOp::Insert {
+            return Ok(());
+        }
+        let Some(setters) = fr.layout.setters.get(&name) else {
+            return Ok(());
+        };
+        let mut times = 0;
+        for &i in setters {
+            let (st, pi) = fr.layout.body[i];
+            let valueless = matches!(&st.kind, StmtKind::SchemaAttr(a) if a.value.is_none());
+            let l = fr.layout.part_level[pi];
+            match (l.cmp(&level), valueless) {
+                (std::cmp::Ordering::Greater, _) | (std::cmp::Ordering::Equal, true) => {}
+                (std::cmp::Ordering::Less, true) => times += 1,
+                // set by this level's own statement (nothing runs again), or by a base
+                // statement with a value (which resets the attribute when it runs again)
+                (_, false) => return Ok(()),
+            }
+        }
+        for _ in 0..times {
+            let cur = fr
+                .attrs
+                .borrow()
+                .get(k)
+                .cloned()
+                .unwrap_or(Value::Undefined);
+            let nv = if cur.is_none_or_undefined() {
+                cv.clone()
+            } else {
+                self.binop(ast::BinOp::Add, &cur, cv, span)?
+            };
+            fr.attrs.borrow_mut().map.insert(Str::from(k), nv);
+        }
+        Ok(())
     }
 
     /// A name read inside a schema body: its attribute (after running pending assignments).
@@ -1081,6 +1228,10 @@ impl Evaluator {
                     }
                 }
             }
+        }
+        if fr.has_insert {
+            let span = Span::default();
+            self.reapply_insert(fr, name, fr.level.get(), span)?;
         }
         let a = fr.attrs.borrow();
         match a.map.get(name.as_str()) {

@@ -273,6 +273,9 @@ impl<'a> Lexer<'a> {
         let mut at_line_start = true;
         let mut nl = true;
         let mut indent = 0u32;
+        // upstream ignores the indentation of a file's first line (`    a = 1` alone is a
+        // valid program); the lines after it are measured against column 0
+        let mut first_line = true;
         loop {
             if at_line_start {
                 // Measure indentation of the next non-blank line.
@@ -282,6 +285,9 @@ impl<'a> Lexer<'a> {
                 if b == b'\n' || b == b'\r' || b == b'#' || self.pos >= self.src.len() {
                     // Blank or comment-only line: no layout effect.
                     let _ = start;
+                } else if nl && first_line {
+                    first_line = false;
+                    indent = 0;
                 } else if nl {
                     indent = w8;
                     if self.depth == 0 {
@@ -298,6 +304,7 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                 }
                 b'\r' | b'\n' => {
+                    first_line = false;
                     self.pos += if b == b'\r' && self.peek(1) == b'\n' {
                         2
                     } else {

@@ -1300,7 +1300,9 @@ impl<'a> Parser<'a> {
                 self.expect(Tok::RParen, ")");
                 let ret = if self.at(Tok::Arrow) && !self.at_line_break() {
                     self.bump();
-                    Some(Box::new(self.parse_type_elem()))
+                    // `(int) -> int | str` returns `int | str` (upstream accepts a lambda
+                    // returning `str` for it)
+                    Some(Box::new(self.parse_type()))
                 } else {
                     None
                 };

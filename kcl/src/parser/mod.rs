@@ -317,13 +317,52 @@ impl<'a> Parser<'a> {
             return true;
         }
         if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket) {
-            // inside `{...}` and `[...]` upstream's lexer skips the last newline
             let (_, span) = self.describe_current();
-            self.error(span, format!("expected one of [\"{name}\"] got eof"));
+            if let Some(brace) = self.newline_at_eof() {
+                // a `{` or `[` ending its line opens a block of entries: at the end of the
+                // file upstream's parser finds the last newline where it wants another entry
+                // (or, in a one-line `{`, its `}`)
+                let msg = if brace {
+                    "expected one of [\"}\"] got newline"
+                } else {
+                    "expected one of [\"identifier\", \"literal\", \"(\", \"[\", \"{\"] got newline"
+                };
+                self.error(span, msg);
+            } else {
+                // inside `{...}` and `[...]` upstream's lexer skips the last newline
+                self.error(span, format!("expected one of [\"{name}\"] got eof"));
+            }
             return false;
         }
         self.expected(&[name]);
         false
+    }
+    /// At the end of the file inside brackets: whether upstream's lexer has emitted the last
+    /// newline (some unclosed `{` or `[` ends its line, with entries after it), and if so
+    /// whether the innermost unclosed bracket is a one-line `{` (whose entries stop at the
+    /// newline, so a `}` is wanted rather than another entry).
+    fn newline_at_eof(&self) -> Option<bool> {
+        let mut depth = 0usize;
+        let mut innermost: Option<(Tok, bool)> = None;
+        let mut block = false;
+        for i in (0..self.pos.min(self.toks.len())).rev() {
+            let t = self.toks[i].tok;
+            match t {
+                Tok::RBrace | Tok::RBracket | Tok::RParen => depth += 1,
+                Tok::LBrace | Tok::LBracket | Tok::LParen if depth > 0 => depth -= 1,
+                Tok::LBrace | Tok::LBracket | Tok::LParen => {
+                    let ends_line = self
+                        .toks
+                        .get(i + 1)
+                        .is_some_and(|n| n.nl && n.tok != Tok::Eof);
+                    innermost.get_or_insert((t, ends_line));
+                    block |= ends_line && t != Tok::LParen;
+                }
+                _ => {}
+            }
+        }
+        let (t, ends_line) = innermost?;
+        block.then_some(t == Tok::LBrace && !ends_line)
     }
     /// Tokens that may not be taken from the next line at statement level.
     fn line_sensitive(&self, t: Tok) -> bool {

@@ -512,6 +512,14 @@ impl<'a> Parser<'a> {
                 let t = self.tk();
                 let (got, span) = if self.at_eof() {
                     ("eof".to_string(), self.describe_current().1)
+                } else if t.nl && t.indent != self.line_indent {
+                    // newlines are skipped there, but not a change of indentation
+                    let what = if t.indent > self.line_indent {
+                        "indent"
+                    } else {
+                        "dedent"
+                    };
+                    (what.to_string(), self.tspan(t))
                 } else {
                     (t.tok.describe(self.text(t)), self.tspan(t))
                 };

@@ -2,12 +2,14 @@
 //! upstream KCL's resolver finds at compile time (config values that do not fit a schema
 //! attribute's type, unknown schema members, bad `as` conversions, operators on types that
 //! never support them, unknown schema-type attributes, re-assigned immutable variables, import
-//! cycles), in upstream's wording.
+//! cycles, lambda return types and calls of known lambdas, `+=` of a non-list), in upstream's
+//! wording.
 //!
 //! It is deliberately one-sided: a type it cannot pin down is `any`, and `any` is compatible
-//! with everything, so it never rejects a program the evaluator would run. Values of
-//! unannotated variables are not inferred (the evaluator checks those at run time); what is
-//! checked are literals, schema instantiations and annotated names.
+//! with everything, so it only rejects what upstream's resolver rejects. Types come from
+//! literals, annotations, schema instantiations, lambdas (their parameters and the value of
+//! their last statement), comprehensions over known lists and dicts, and package-level names
+//! assigned once; everything else is left to the evaluator's run-time checks.
 //!
 //! Cost: one walk over every statement and expression, with schema member tables built lazily
 //! and cached per schema; nothing is allocated for expressions that need no check.
@@ -99,6 +101,11 @@ struct Checker<'a> {
     file_pkg: FxHashMap<FileId, usize>,
     errors: Vec<EvalError>,
     alias_depth: u32,
+    /// Start of the package-level statement being checked: where upstream reports a lambda
+    /// whose last statement is an assignment of the wrong type.
+    stmt_start: Option<Span>,
+    /// Above zero while checking values whose required attributes upstream does not check.
+    skip_required: u32,
 }
 
 /// Lexical context of the expression being checked.
@@ -110,6 +117,9 @@ struct Env {
     /// Local names (lambda parameters, loop variables) shadow globals; their types are `any`
     /// unless annotated.
     locals: Rc<Vec<(Symbol, Ty)>>,
+    /// Keys of the enclosing config literals: names in their values, but never offered as
+    /// "did you mean" candidates (upstream does not).
+    keys: Rc<Vec<Symbol>>,
     /// Inside a mixin: its names may be its host's attributes (upstream does not resolve
     /// them), so unknown names are not errors.
     lenient: bool,
@@ -138,6 +148,8 @@ impl<'a> Checker<'a> {
             file_pkg: FxHashMap::default(),
             errors: Vec::new(),
             alias_depth: 0,
+            stmt_start: None,
+            skip_required: 0,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -393,7 +405,17 @@ impl<'a> Checker<'a> {
                 LiteralType::None => Ty::None,
                 _ => Ty::Any,
             },
-            TypeKind::Function { .. } => Ty::Any,
+            TypeKind::Function { params, ret } => {
+                let params = params
+                    .iter()
+                    .map(|p| (None, self.resolve_type(pkg, file, p), false))
+                    .collect();
+                let ret = match ret {
+                    Some(r) => self.resolve_type(pkg, file, r),
+                    None => Ty::Any,
+                };
+                Ty::Func(Rc::new(ty::FuncTy { params, ret }))
+            }
         }
     }
 
@@ -501,6 +523,51 @@ impl<'a> Checker<'a> {
 
     fn check_pkg(&mut self, pkg: usize) {
         let modules = self.pkgs[pkg].modules;
+        // a schema or rule name defined twice in the package is reported before anything else
+        let mut defined: FxHashMap<Symbol, Span> = FxHashMap::default();
+        let mut aliases: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for s in modules.iter().flat_map(|m| &m.body) {
+            let name = match &s.kind {
+                StmtKind::Schema(st) => st.name,
+                StmtKind::Rule(r) => r.name,
+                StmtKind::TypeAlias(t) => {
+                    aliases.entry(t.name.sym).or_insert(t.name.span);
+                    continue;
+                }
+                _ => continue,
+            };
+            if defined.insert(name.sym, s.span).is_some() {
+                let msg = format!("Unique key error name '{}'", name.sym);
+                self.err(ErrKind::UniqueKey, msg, s.span.shrink_to_lo());
+                return;
+            }
+        }
+        // a public name assigned twice (or a schema or alias name assigned) comes next
+        let mut first: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for s in modules.iter().flat_map(|m| &m.body) {
+            let mut assigns = Vec::new();
+            public_assignments(s, &mut assigns);
+            for (n, sp) in assigns {
+                let prev = defined
+                    .get(&n)
+                    .or_else(|| aliases.get(&n))
+                    .or_else(|| first.get(&n))
+                    .copied();
+                if let Some(prev) = prev {
+                    let e = EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Can not change the value of '{n}', because it was declared immutable"
+                        ),
+                        Some(sp.shrink_to_lo()),
+                    )
+                    .with_note(prev, format!("The variable '{n}' is declared here"));
+                    self.errors.push(e);
+                    return;
+                }
+                first.insert(n, sp);
+            }
+        }
         let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
         for m in modules {
             let env = Env {
@@ -508,10 +575,12 @@ impl<'a> Checker<'a> {
                 file: m.file,
                 schema: None,
                 locals: Rc::new(Vec::new()),
+                keys: Rc::new(Vec::new()),
                 lenient: false,
             };
             for s in &m.body {
                 self.check_immutable(s, &mut assigned);
+                self.stmt_start = Some(s.span.shrink_to_lo());
                 self.stmt(&env, s);
                 if !self.errors.is_empty() {
                     return;
@@ -574,6 +643,11 @@ impl<'a> Checker<'a> {
                 }
             },
             StmtKind::AugAssign(a) => {
+                // upstream resolves the target before the value
+                self.check_defined(env, a.target.name.sym, a.target.span.shrink_to_lo());
+                if !self.errors.is_empty() {
+                    return;
+                }
                 let r = self.infer(env, &a.value);
                 if a.target.path.is_empty() {
                     let l = self.lookup(env, a.target.name.sym);
@@ -778,8 +852,14 @@ impl<'a> Checker<'a> {
             _ => {}
         }
         let got = self.infer(env, e);
-        if !assignable(&got, expected, &|a, b| self.is_sub_schema(a, b)) {
-            let (es, gs) = (self.ty_str(expected), self.ty_str(&got));
+        self.fits(&got, expected, span, def);
+    }
+
+    /// Whether `got` fits `expected`; if not, upstream's type error at `span` (with a note at
+    /// the declaration `def`).
+    fn fits(&mut self, got: &Ty, expected: &Ty, span: Span, def: Option<Span>) -> bool {
+        if !assignable(got, expected, &|a, b| self.is_sub_schema(a, b)) {
+            let (es, gs) = (self.ty_str(expected), self.ty_str(got));
             let mut err = EvalError::new(
                 ErrKind::Type,
                 format!("expected {es}, got {gs}"),
@@ -794,7 +874,9 @@ impl<'a> Checker<'a> {
                 );
             }
             self.errors.push(err);
+            return false;
         }
+        true
     }
 
     /// Upstream rejects config keys statically known not to be strings; false when reported.
@@ -822,7 +904,10 @@ impl<'a> Checker<'a> {
         def: Option<Span>,
     ) {
         let env = &self.config_env(env, entries);
+        let repeated = repeated_keys(entries);
+        let base = self.skip_required;
         for en in entries {
+            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let kty = match &key.kind {
@@ -855,8 +940,14 @@ impl<'a> Checker<'a> {
                         self.errors.push(err);
                         continue;
                     }
-                    if matches!(key.kind, ExprKind::Selector(_)) || *op == ast::ConfigOp::Insert {
-                        self.infer(env, value);
+                    if matches!(key.kind, ExprKind::Selector(_)) {
+                        let t = self.infer(env, value);
+                        self.check_insert(*op, &t, value.span);
+                    } else if *op == ast::ConfigOp::Insert {
+                        let t = self.infer(env, value);
+                        if self.fits(&t, vt, key.span, def) {
+                            self.check_insert(*op, &t, value.span);
+                        }
                     } else {
                         self.check_value(env, value, vt, key.span, def);
                     }
@@ -871,22 +962,30 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.skip_required = base;
     }
 
     /// Entries of a config literal used as the config of a schema (or a union of schemas).
     fn check_schema_config(&mut self, env: &Env, entries: &[ast::ConfigEntry], ids: &[SchemaId]) {
         let env = &self.config_env(env, entries);
+        // values of a key written more than once are merged first: upstream checks their
+        // required attributes at run time
+        let repeated = repeated_keys(entries);
+        let base = self.skip_required;
         for en in entries {
+            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let Some(path) = key_path(key) else {
                         self.infer(env, key);
-                        self.infer(env, value);
+                        let t = self.infer(env, value);
+                        self.check_insert(*op, &t, value.span);
                         continue;
                     };
                     let mut cur: Vec<SchemaId> = ids.to_vec();
                     let mut found: Option<(Ty, Span)> = None;
                     let mut ok = true;
+                    let mut by_signature = false;
                     for (i, (name, nspan)) in path.iter().enumerate() {
                         if cur.is_empty() {
                             ok = false;
@@ -922,6 +1021,7 @@ impl<'a> Checker<'a> {
                             }
                             None if open => {
                                 ok = false;
+                                by_signature = true;
                                 break;
                             }
                             None => {
@@ -943,8 +1043,19 @@ impl<'a> Checker<'a> {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
                             self.check_value(env, value, &t, key.span, Some(def));
                         }
+                        Some((t, def)) if ok => {
+                            let got = self.infer(env, value);
+                            if self.fits(&got, &t, key.span, Some(def)) {
+                                self.check_insert(*op, &got, value.span);
+                            }
+                        }
                         _ => {
-                            self.infer(env, value);
+                            // a value an index signature takes is not checked for required
+                            // attributes (upstream leaves it to the run time)
+                            self.skip_required += by_signature as u32;
+                            let t = self.infer(env, value);
+                            self.skip_required -= by_signature as u32;
+                            self.check_insert(*op, &t, value.span);
                         }
                     }
                 }
@@ -957,6 +1068,67 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, &ci.orelse, ids);
                 }
             }
+        }
+        self.skip_required = base;
+    }
+
+    /// Upstream's resolver rejects a config literal that leaves out a required attribute of a
+    /// schema, for schemas it fully understands: no base schema, mixin or index signature, the
+    /// attribute declared without a value and assigned nowhere else in the body, and a config
+    /// whose keys are all written out (no `**` or `if` entries).
+    fn check_required(&mut self, id: SchemaId, entries: &[ast::ConfigEntry], at: Span) {
+        let st = self.schemas[id.0].stmt;
+        // nor for a schema with decorators (upstream reports a deprecation first)
+        let decorated = !st.decorators.is_empty()
+            || st
+                .body
+                .iter()
+                .any(|s| matches!(&s.kind, StmtKind::SchemaAttr(a) if !a.decorators.is_empty()));
+        if st.parent.is_some() || !st.mixins.is_empty() || st.index_signature.is_some() || decorated
+        {
+            return;
+        }
+        let mut given = Vec::new();
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, .. } => match key_path(key) {
+                    Some(p) => given.push(p[0].0),
+                    None => return,
+                },
+                _ => return,
+            }
+        }
+        let mut assigned = Vec::new();
+        collect_assigned(&st.body, &mut assigned);
+        collect_valued_attrs(&st.body, &mut assigned);
+        for s in &st.body {
+            if let StmtKind::SchemaAttr(a) = &s.kind
+                && !a.optional
+                && a.value.is_none()
+                && !given.contains(&a.name.sym)
+                && !assigned.contains(&a.name.sym)
+            {
+                let msg = format!(
+                    "attribute '{}' of {} is required and can't be None or Undefined",
+                    a.name.sym, st.name.sym
+                );
+                self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+                return;
+            }
+        }
+    }
+
+    /// `key += value` appends to a list: upstream rejects a value statically known not to be
+    /// one.
+    fn check_insert(&mut self, op: ast::ConfigOp, t: &Ty, span: Span) {
+        let list = |t: &Ty| matches!(t, Ty::Any | Ty::List(_));
+        let ok = match t {
+            Ty::Union(ts) => ts.iter().all(list),
+            t => list(t),
+        };
+        if op == ast::ConfigOp::Insert && !ok {
+            let msg = format!("only list type can in inserted, got '{}'", self.ty_str(t));
+            self.err(ErrKind::Attribute, msg, span.shrink_to_lo());
         }
     }
 
@@ -971,10 +1143,26 @@ impl<'a> Checker<'a> {
         }
         let m = self.members(ids[0]);
         let sname = self.schema_name(ids[0]);
+        // upstream offers the schema's own attributes only, not inherited ones
+        let own: Vec<Symbol> = self.schemas[ids[0].0]
+            .stmt
+            .body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(a) => Some(a.name.sym),
+                _ => None,
+            })
+            .collect();
         format!(
             "Cannot add member '{}' to schema '{sname}'{}",
             name.as_str(),
-            did_you_mean(name.as_str(), m.order.iter().map(|s| s.as_str()))
+            did_you_mean(
+                name.as_str(),
+                m.order
+                    .iter()
+                    .filter(|s| own.contains(s))
+                    .map(|s| s.as_str())
+            )
         )
     }
 
@@ -1143,9 +1331,14 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Subscript { value, index, .. } => {
-                self.infer(env, value);
+                let t = self.infer(env, value);
                 self.infer(env, index);
-                Ty::Any
+                match t {
+                    Ty::List(e) => (*e).clone(),
+                    Ty::Dict(_, v) => (*v).clone(),
+                    Ty::Str | Ty::StrLit(_) => Ty::Str,
+                    _ => Ty::Any,
+                }
             }
             ExprKind::Slice(s) => {
                 self.infer(env, &s.value);
@@ -1155,19 +1348,50 @@ impl<'a> Checker<'a> {
                 Ty::Any
             }
             ExprKind::Call { func, args } => {
-                let arity = self.builtin_arity(env, func);
+                let mut func_ty = Ty::Any;
+                let arity = self.builtin_arity(env, func, &mut func_ty);
+                if arity.is_none()
+                    && let Ty::Func(f) = &func_ty
+                {
+                    return self.lambda_call(env, func, f, args, e.span);
+                }
                 for a in &args.args {
                     self.infer(env, a);
                 }
                 for k in &args.keywords {
                     self.infer(env, &k.value);
                 }
+                let builtin = arity.is_some();
                 if let Some((name, min, max)) = arity
                     && args.keywords.is_empty()
                 {
                     self.check_arity(&name, min, max, &args.args, e.span);
                 }
-                Ty::Any
+                // what upstream's resolver knows builtins and string methods return
+                match &func.kind {
+                    ExprKind::Ident(s) if builtin => {
+                        if let Some(t) = builtin_fn_ret(s.as_str()) {
+                            return t;
+                        }
+                    }
+                    ExprKind::Selector(x) if !x.optional => {
+                        let on_str = match &x.value.kind {
+                            ExprKind::Str(_) | ExprKind::JoinedStr(_) => true,
+                            ExprKind::Ident(s) => {
+                                matches!(self.lookup(env, *s), Ty::Str | Ty::StrLit(_))
+                            }
+                            _ => false,
+                        };
+                        if on_str && let Some(t) = str_method_ret(x.attr.sym.as_str()) {
+                            return t;
+                        }
+                    }
+                    _ => {}
+                }
+                match func_ty {
+                    Ty::Func(f) => f.ret.clone(),
+                    _ => Ty::Any,
+                }
             }
             ExprKind::List(items) => {
                 let mut ts = Vec::with_capacity(items.len());
@@ -1199,14 +1423,24 @@ impl<'a> Checker<'a> {
             ExprKind::Config(entries) => self.infer_config(env, entries),
             ExprKind::ListComp(c) => {
                 let env2 = self.comp_env(env, &c.clauses);
-                self.infer(&env2, &c.elt);
-                Ty::List(Rc::new(Ty::Any))
+                let t = match &c.elt.kind {
+                    ExprKind::Starred(_) => {
+                        self.infer(&env2, &c.elt);
+                        Ty::Any
+                    }
+                    _ => self.infer(&env2, &c.elt),
+                };
+                Ty::List(Rc::new(t))
             }
             ExprKind::DictComp(c) => {
                 let env2 = self.comp_env(env, &c.clauses);
-                self.infer(&env2, &c.key);
-                self.infer(&env2, &c.value);
-                Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+                let k = self.infer(&env2, &c.key);
+                let v = self.infer(&env2, &c.value);
+                if k.is_any() || v.is_any() {
+                    Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+                } else {
+                    Ty::Dict(Rc::new(k), Rc::new(v))
+                }
             }
             ExprKind::Quant(q) => {
                 self.infer(env, &q.target);
@@ -1234,6 +1468,9 @@ impl<'a> Checker<'a> {
                 }
                 match (id, &strip_paren(&se.config).kind) {
                     (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
+                        if env.schema.is_none() && self.skip_required == 0 {
+                            self.check_required(id, entries, se.config.span);
+                        }
                         self.check_schema_config(env, entries, &[id]);
                         Ty::Schema(id)
                     }
@@ -1249,6 +1486,7 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Lambda(l) => {
                 let mut env2 = env.clone();
+                let mut params = Vec::with_capacity(l.params.len());
                 for p in &l.params {
                     if let Some(d) = &p.default {
                         self.infer(env, d);
@@ -1260,7 +1498,8 @@ impl<'a> Checker<'a> {
                         Some(t) => self.resolve_type(env.pkg, env.file, t),
                         None => Ty::Any,
                     };
-                    env2 = env2.with_local(p.name.sym, t);
+                    env2 = env2.with_local(p.name.sym, t.clone());
+                    params.push((Some(p.name.sym), t, p.default.is_some()));
                 }
                 // assignments in the body are locals
                 let mut locals = Vec::new();
@@ -1271,24 +1510,15 @@ impl<'a> Checker<'a> {
                 if let Some(t) = &l.ret {
                     self.check_type_names(env, t);
                 }
-                let ret = l
+                let declared = l
                     .ret
                     .as_ref()
                     .map(|t| self.resolve_type(env.pkg, env.file, t));
-                let n = l.body.len();
-                for (i, s) in l.body.iter().enumerate() {
-                    match (&s.kind, &ret) {
-                        (StmtKind::Expr(x), Some(rt)) if i + 1 == n => {
-                            if matches!(strip_paren(x).kind, ExprKind::Config(_)) {
-                                self.check_value(&env2, x, rt, x.span, None);
-                            } else {
-                                self.infer(&env2, x);
-                            }
-                        }
-                        _ => self.stmt(&env2, s),
-                    }
-                }
-                Ty::Any
+                let ret = self.lambda_body(&env2, &l.body, declared.as_ref());
+                Ty::Func(Rc::new(ty::FuncTy {
+                    params,
+                    ret: declared.unwrap_or(ret),
+                }))
             }
             ExprKind::As { value, ty } => {
                 let got = self.infer(env, value);
@@ -1316,19 +1546,24 @@ impl<'a> Checker<'a> {
     /// Schemas whose instances the checker understands fully (no protocol/mixin host magic).
     /// The positional arity (name as upstream prints it, required, most) of a call to a
     /// builtin function or to a method of a value known to be a string; infers `func` on the way.
-    fn builtin_arity(&mut self, env: &Env, func: &Expr) -> Option<(String, usize, Option<usize>)> {
+    fn builtin_arity(
+        &mut self,
+        env: &Env,
+        func: &Expr,
+        func_ty: &mut Ty,
+    ) -> Option<(String, usize, Option<usize>)> {
         match &func.kind {
             ExprKind::Ident(s) => {
                 let shadowed = env.locals.iter().any(|(n, _)| n == s)
                     || self.is_schema_member(env, *s)
                     || self.pkgs[env.pkg].defined.contains(s)
                     || self.imports.contains_key(&(env.file, *s));
-                self.infer(env, func);
+                *func_ty = self.infer(env, func);
                 let (min, max) = builtin_fn_arity(s.as_str()).filter(|_| !shadowed)?;
                 Some((s.as_str().to_string(), min, max))
             }
             ExprKind::Selector(x) if !x.optional => {
-                self.infer(env, func);
+                *func_ty = self.infer(env, func);
                 // the receiver's type, where it is known without inferring it again
                 let t = match &x.value.kind {
                     ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
@@ -1347,10 +1582,75 @@ impl<'a> Checker<'a> {
                 Some((name, min, max))
             }
             _ => {
-                self.infer(env, func);
+                *func_ty = self.infer(env, func);
                 None
             }
         }
+    }
+
+    /// A call of a lambda whose parameters are known: upstream's static checks of argument
+    /// counts, keyword names and argument types; the value has the lambda's return type.
+    fn lambda_call(
+        &mut self,
+        env: &Env,
+        func: &Expr,
+        f: &ty::FuncTy,
+        args: &ast::CallArgs,
+        at: Span,
+    ) -> Ty {
+        // upstream names the callee by its dotted path; other callees are checked at run time
+        let name = dotted(func);
+        let start = self.errors.len();
+        for (i, a) in args.args.iter().enumerate() {
+            match f.params.get(i) {
+                Some((_, t, _)) => self.check_value(env, a, t, a.span, None),
+                None => {
+                    self.infer(env, a);
+                    if let Some(name) = &name
+                        && self.errors.len() == start
+                    {
+                        let n = f.params.len();
+                        let msg = format!(
+                            "\"{name}\" takes {n} positional {} but {} were given",
+                            if n > 1 { "arguments" } else { "argument" },
+                            args.args.len()
+                        );
+                        self.err(ErrKind::Compile, msg, a.span.shrink_to_lo());
+                    }
+                }
+            }
+        }
+        for k in &args.keywords {
+            match f.params.iter().find(|(p, _, _)| *p == Some(k.name.sym)) {
+                Some((_, t, _)) => self.check_value(env, &k.value, t, k.value.span, None),
+                None => {
+                    self.infer(env, &k.value);
+                    if let Some(name) = &name
+                        && self.errors.len() == start
+                    {
+                        let msg = format!(
+                            "\"{name}\" got an unexpected keyword argument '{}'",
+                            k.name.sym
+                        );
+                        self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
+                    }
+                }
+            }
+        }
+        let required = f.params.iter().filter(|(_, _, d)| !d).count();
+        let given = args.args.len() + args.keywords.len();
+        if name.is_some() && self.errors.len() == start && given < required {
+            let msg = format!(
+                "expected {required} positional {}, found {given}",
+                if required > 1 {
+                    "arguments"
+                } else {
+                    "argument"
+                }
+            );
+            self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+        }
+        f.ret.clone()
     }
 
     /// Upstream's static argument-count errors: too few at the call, too many at the first
@@ -1388,13 +1688,101 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Checks a lambda body and returns the type of its value, the last statement's (upstream:
+    /// an expression, an assignment or an assertion; anything else is a compile error). The
+    /// value must fit the declared return type.
+    fn lambda_body(&mut self, env: &Env, body: &[Stmt], declared: Option<&Ty>) -> Ty {
+        let n = body.len();
+        // a local takes the type of its first assignment in the body's own statements
+        let mut env = env.clone();
+        let mut typed: Vec<Symbol> = Vec::new();
+        for s in &body[..n.saturating_sub(1)] {
+            if let StmtKind::Assign(a) = &s.kind
+                && let [t] = a.targets.as_slice()
+                && t.path.is_empty()
+            {
+                let ty = match &a.ty {
+                    Some(x) => {
+                        self.stmt(&env, s);
+                        self.resolve_type(env.pkg, env.file, x)
+                    }
+                    None => self.infer(&env, &a.value).widen_deep(),
+                };
+                if !typed.contains(&t.name.sym) {
+                    typed.push(t.name.sym);
+                    env = env.with_local(t.name.sym, ty);
+                }
+            } else {
+                self.stmt(&env, s);
+            }
+        }
+        let env = &env;
+        let Some(last) = body.last() else {
+            return Ty::Any;
+        };
+        let (got, at) = match &last.kind {
+            StmtKind::Expr(x) => {
+                if let Some(rt) = declared
+                    && matches!(strip_paren(x).kind, ExprKind::Config(_))
+                {
+                    // a config literal is checked member by member against the declared type
+                    self.check_value(env, x, rt, x.span, None);
+                    return rt.clone();
+                }
+                (self.infer(env, x), x.span)
+            }
+            StmtKind::Assign(a) => {
+                if a.ty.is_some() {
+                    self.stmt(env, last);
+                }
+                let t = self.infer(env, &a.value);
+                (t, self.stmt_start.unwrap_or(last.span))
+            }
+            StmtKind::AugAssign(_) | StmtKind::Assert(_) => {
+                self.stmt(env, last);
+                (Ty::Any, last.span)
+            }
+            _ => {
+                self.stmt(env, last);
+                self.err(
+                    ErrKind::Compile,
+                    "The last statement of the lambda body must be a expression e.g., x, 1, etc."
+                        .into(),
+                    last.span.shrink_to_lo(),
+                );
+                return Ty::Any;
+            }
+        };
+        if let Some(rt) = declared
+            && !assignable(&got, rt, &|a, b| self.is_sub_schema(a, b))
+        {
+            let msg = format!("expected {}, got {}", self.ty_str(rt), self.ty_str(&got));
+            self.err(ErrKind::Type, msg, at.shrink_to_lo());
+        }
+        got
+    }
+
     fn comp_env(&mut self, env: &Env, clauses: &[ast::CompClause]) -> Env {
         let mut env2 = env.clone();
         for c in clauses {
-            self.infer(&env2, &c.iter);
-            for t in &c.targets {
+            let it = self.infer(&env2, &c.iter);
+            // the loop variables' types where the iterated value's type is known
+            let tys: Vec<Ty> = match (&it, c.targets.len()) {
+                (Ty::List(e), 1) => vec![(**e).clone()],
+                (Ty::List(e), 2) => vec![Ty::Int, (**e).clone()],
+                (Ty::Dict(k, _), 1) => vec![(**k).clone()],
+                (Ty::Dict(k, v), 2) => vec![(**k).clone(), (**v).clone()],
+                (Ty::Str | Ty::StrLit(_), 1) => vec![Ty::Str],
+                (Ty::Str | Ty::StrLit(_), 2) => vec![Ty::Int, Ty::Str],
+                _ => Vec::new(),
+            };
+            for (i, t) in c.targets.iter().enumerate() {
+                let ty = match (t.names.len(), tys.get(i)) {
+                    (1, Some(ty)) => ty.clone(),
+                    _ => Ty::Any,
+                };
                 for n in &t.names {
-                    env2 = env2.with_local(n.sym, Ty::Any);
+                    env2 = env2.with_local(n.sym, ty.clone());
                 }
             }
             for x in &c.ifs {
@@ -1409,9 +1797,14 @@ impl<'a> Checker<'a> {
         let mut ks = Vec::new();
         let mut vs = Vec::new();
         let mut known = true;
+        // values of a key written more than once are merged first: upstream checks their
+        // required attributes at run time
+        let repeated = repeated_keys(entries);
+        let base = self.skip_required;
         for en in entries {
+            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
-                ast::ConfigEntryKind::KeyValue { key, value, .. } => {
+                ast::ConfigEntryKind::KeyValue { key, value, op } => {
                     let kt = match &key.kind {
                         ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
                         ExprKind::Str(s) => Ty::StrLit(s.clone()),
@@ -1426,6 +1819,7 @@ impl<'a> Checker<'a> {
                         }
                     };
                     let vt = self.infer(env, value);
+                    self.check_insert(*op, &vt, value.span);
                     if kt.is_any() || vt.is_any() {
                         known = false;
                     }
@@ -1444,6 +1838,7 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.skip_required = base;
         if known && !ks.is_empty() {
             Ty::Dict(Rc::new(Ty::union(ks)), Rc::new(Ty::union(vs)))
         } else if entries.is_empty() {
@@ -1457,7 +1852,7 @@ impl<'a> Checker<'a> {
     /// name of the package, an import of the file (of any file, in the main package) or a
     /// builtin? Unknown where a base schema is unknown or inside a mixin.
     fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
-        if env.lenient || env.locals.iter().any(|(n, _)| *n == s) {
+        if env.lenient || env.locals.iter().any(|(n, _)| *n == s) || env.keys.contains(&s) {
             return true;
         }
         if let Some(id) = env.schema {
@@ -1512,7 +1907,15 @@ impl<'a> Checker<'a> {
             TypeKind::Named(id) => {
                 let n = id.names[0];
                 if id.names.len() > 1 || n.sym.as_str() != "NumberMultiplier" {
-                    self.check_defined(env, n.sym, n.span);
+                    // a type names a schema or alias of the package scope: upstream offers
+                    // no attribute or local as a candidate
+                    let penv = Env {
+                        schema: None,
+                        locals: Rc::new(Vec::new()),
+                        keys: Rc::new(Vec::new()),
+                        ..env.clone()
+                    };
+                    self.check_defined(&penv, n.sym, n.span);
                 }
             }
             TypeKind::List(Some(e)) => self.check_type_names(env, e),
@@ -1543,16 +1946,24 @@ impl<'a> Checker<'a> {
         if keys.is_empty() {
             return env.clone();
         }
-        let mut l = (*env.locals).clone();
-        l.extend(keys.into_iter().map(|k| (k, Ty::Any)));
+        let mut l = (*env.keys).clone();
+        l.extend(keys);
         Env {
-            locals: Rc::new(l),
+            keys: Rc::new(l),
             ..env.clone()
         }
     }
 
     fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {
         for d in ds {
+            // upstream knows `deprecated` and `info` only, whether or not the schema is used
+            if let [n] = d.name.names.as_slice()
+                && !matches!(n.sym.as_str(), "deprecated" | "info")
+            {
+                let msg = format!("UnKnown decorator {}", n.sym);
+                self.err(ErrKind::Compile, msg, n.span.shrink_to_lo());
+                return;
+            }
             if let Some(a) = &d.args {
                 for x in &a.args {
                     self.infer(env, x);
@@ -1567,6 +1978,9 @@ impl<'a> Checker<'a> {
     fn lookup(&mut self, env: &Env, s: Symbol) -> Ty {
         if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
             return t.clone();
+        }
+        if env.keys.contains(&s) {
+            return Ty::Any;
         }
         if let Some(id) = env.schema {
             let m = self.members(id);
@@ -1597,6 +2011,7 @@ impl<'a> Checker<'a> {
                 file: f,
                 schema: None,
                 locals: Rc::new(Vec::new()),
+                keys: Rc::new(Vec::new()),
                 lenient: false,
             };
             let saved = std::mem::take(&mut self.errors);
@@ -1715,6 +2130,65 @@ fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
     }
 }
 
+/// Key names written more than once among a config literal's entries.
+fn repeated_keys(entries: &[ast::ConfigEntry]) -> rustc_hash::FxHashSet<Symbol> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut out = rustc_hash::FxHashSet::default();
+    for en in entries {
+        if let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind
+            && let Some(k) = key_root(key)
+            && !seen.insert(k)
+        {
+            out.insert(k);
+        }
+    }
+    out
+}
+
+/// Whether `en` is an entry of one of the `repeated` keys.
+fn repeated_key(en: &ast::ConfigEntry, repeated: &rustc_hash::FxHashSet<Symbol>) -> bool {
+    !repeated.is_empty()
+        && matches!(&en.kind, ast::ConfigEntryKind::KeyValue { key, .. }
+            if key_root(key).is_some_and(|k| repeated.contains(&k)))
+}
+
+/// The first name of a config key (`a` of `a`, `"a"` and `a.b.c`).
+fn key_root(key: &Expr) -> Option<Symbol> {
+    key_path(key).map(|p| p[0].0)
+}
+
+/// Public package-level names a statement assigns with `=` (through `if` bodies).
+fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(
+            a.targets
+                .iter()
+                .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
+                .map(|t| (t.name.sym, t.span)),
+        ),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(&i.orelse) {
+                public_assignments(st, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Attributes declared with a value (`a: int = 1`), through `if` bodies.
+fn collect_valued_attrs(body: &[Stmt], out: &mut Vec<Symbol>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::SchemaAttr(a) if a.value.is_some() => out.push(a.name.sym),
+            StmtKind::If(i) => {
+                collect_valued_attrs(&i.body, out);
+                collect_valued_attrs(&i.orelse, out);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The names a config literal's keys bind (`a`, `"a"`, the root of `a.b` and of `a[0]`).
 fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<Symbol>) {
     for en in entries {
@@ -1744,12 +2218,12 @@ fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<Symbol>) {
 }
 
 /// Names a block defines at its level (assignments, declarations, schemas, rules, aliases;
-/// through `if` bodies).
+/// through `if` bodies); an augmented assignment defines nothing.
 fn collect_defined(body: &[Stmt], out: &mut Vec<Symbol>) {
     for s in body {
         match &s.kind {
+            // `x += v` does not define `x` (upstream: "name 'x' is not defined")
             StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
-            StmtKind::AugAssign(a) => out.push(a.target.name.sym),
             StmtKind::Unification(u) => out.push(u.target.sym),
             StmtKind::SchemaAttr(a) => out.push(a.name.sym),
             StmtKind::Schema(st) => out.push(st.name.sym),
@@ -1833,6 +2307,30 @@ fn str_method_arity(name: &str) -> Option<(usize, Option<usize>)> {
         "strip" | "lstrip" | "rstrip" | "splitlines" => (0, Some(1)),
         "split" | "rsplit" => (0, Some(2)),
         "replace" => (2, Some(3)),
+        _ => return None,
+    })
+}
+
+/// The type a builtin function's call has (where it does not depend on the arguments).
+fn builtin_fn_ret(name: &str) -> Option<Ty> {
+    Some(match name {
+        "len" | "int" | "ord" => Ty::Int,
+        "float" => Ty::Float,
+        "str" | "hex" | "bin" | "oct" | "typeof" => Ty::Str,
+        "isunique" | "all_true" | "any_true" | "multiplyof" => Ty::Bool,
+        _ => return None,
+    })
+}
+
+/// The type a string method's call has.
+fn str_method_ret(name: &str) -> Option<Ty> {
+    Some(match name {
+        "upper" | "lower" | "capitalize" | "title" | "format" | "join" | "removeprefix"
+        | "removesuffix" | "strip" | "lstrip" | "rstrip" | "replace" => Ty::Str,
+        "isalnum" | "isalpha" | "isdigit" | "islower" | "isupper" | "isspace" | "istitle"
+        | "endswith" | "startswith" => Ty::Bool,
+        "count" | "find" | "index" | "rfind" | "rindex" => Ty::Int,
+        "split" | "rsplit" | "splitlines" => Ty::List(Rc::new(Ty::Str)),
         _ => return None,
     })
 }

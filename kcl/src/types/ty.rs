@@ -28,6 +28,18 @@ pub enum Ty {
     Schema(SchemaId),
     /// The schema itself (a name used as a value).
     SchemaType(SchemaId),
+    /// A function: its parameters (names, for keyword arguments, and types; whether each has
+    /// a default) and its return type.
+    Func(Rc<FuncTy>),
+}
+
+/// The type of a lambda or of a name annotated with a function type.
+#[derive(Clone, Debug, PartialEq, Hash)]
+pub struct FuncTy {
+    /// `(name, type, has a default)`; a function type annotation (`(int) -> str`) names
+    /// none, so no keyword argument fits it (as upstream).
+    pub params: Vec<(Option<crate::ast::Symbol>, Ty, bool)>,
+    pub ret: Ty,
 }
 
 /// Consistent with `PartialEq`: floats hash by value (both zeros alike); a NaN equals nothing,
@@ -47,6 +59,7 @@ impl Hash for Ty {
             }
             Ty::Union(ts) => ts.hash(state),
             Ty::Schema(id) | Ty::SchemaType(id) => id.hash(state),
+            Ty::Func(f) => f.hash(state),
             Ty::Any | Ty::None | Ty::Bool | Ty::Int | Ty::Float | Ty::Str => {}
         }
     }
@@ -159,6 +172,15 @@ impl Ty {
                 .join(" | "),
             Ty::Schema(id) => schema(*id),
             Ty::SchemaType(id) => schema(*id),
+            Ty::Func(f) => format!(
+                "({}) -> {}",
+                f.params
+                    .iter()
+                    .map(|(_, t, _)| t.display(schema))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                f.ret.display(schema)
+            ),
         }
     }
 }
@@ -189,6 +211,19 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
         (Dict(..), Schema(_)) => true,
         (Schema(_), Dict(..)) => true,
         (Schema(a), Schema(b)) => sub(*a, *b),
+        // parameters the other way round: the expected function's arguments must fit the
+        // given one's parameters, literally (`(int) -> R` does not take `(int(1)) -> R`)
+        (Func(g), Func(e)) => {
+            g.params.len() == e.params.len()
+                && g.params
+                    .iter()
+                    .zip(&e.params)
+                    .all(|((_, gp, _), (_, ep, _))| {
+                        assignable(ep, gp, sub)
+                            && !(!ep.is_any() && ep.widen() == *ep && gp.widen() != *gp)
+                    })
+                && assignable(&g.ret, &e.ret, sub)
+        }
         _ => false,
     }
 }

@@ -19,8 +19,9 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
 pub use ops::{
-    BinOp, CmpOp, Rebuild, binary, check_union, compare, merge_entry_with, subsume, unary_invert,
-    unary_neg, unary_not, unary_pos, union, union_owned, union_with,
+    BinOp, CmpOp, Rebuild, binary, check_union, compare, merge_entry_checked_with,
+    merge_entry_with, subsume, unary_invert, unary_neg, unary_not, unary_pos, union, union_owned,
+    union_with,
 };
 pub use strfmt::{to_repr, to_str};
 
@@ -152,6 +153,13 @@ impl Ops {
             Ops::Many(m) => m.shrink_to_fit(),
         }
     }
+    /// Whether some entry was written with `+=`.
+    pub fn any_insert(&self) -> bool {
+        match self {
+            Ops::Few(v) => v.iter().any(|(_, (o, _))| *o == ConfigOp::Insert),
+            Ops::Many(m) => m.values().any(|(o, _)| *o == ConfigOp::Insert),
+        }
+    }
     /// Whether every key with an operator is one of `map`'s keys.
     pub fn keys_within(&self, map: &Map) -> bool {
         match self {
@@ -273,6 +281,19 @@ pub struct Origin {
 pub type ConfigKeys = Rc<[(Str, bool)]>;
 
 impl SchemaInst {
+    /// The entries this instance was configured with `:` (with their final values): the part
+    /// of it a merge into another instance checks for conflicts.
+    pub fn unified_config(&self) -> Dict {
+        let mut d = Dict::new();
+        if let Some(o) = &self.origin {
+            for (k, replaced) in o.keys.iter() {
+                if let (false, Some(v)) = (*replaced, self.attrs.map.get(k)) {
+                    d.map.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        d
+    }
     /// The config this instance is equivalent to: its config keys with their final values.
     pub fn config(&self) -> Dict {
         let Some(o) = &self.origin else {

@@ -534,6 +534,26 @@ fn union_into<E: From<RtError>>(
                 *a = v;
                 return Ok(());
             }
+            // an instance merged into a plain dict: its values override (what it was
+            // configured with `:` merges into dicts), the dict's other keys stay
+            if let (Value::Dict(_), Value::Schema(bs)) = (&*a, b) {
+                let unified = bs.unified_config();
+                let ad = a.dict_mut().unwrap();
+                for (k, v) in &bs.attrs.map {
+                    if matches!(v, Value::Undefined) {
+                        continue;
+                    }
+                    match ad.map.get_mut(k) {
+                        Some(cur) if unified.map.contains_key(k) && cur.is_config() => {
+                            union_into(cur, v, check, depth + 1, rb)?;
+                        }
+                        _ => {
+                            ad.map.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                return Ok(());
+            }
             let bd = b.as_dict().unwrap();
             let ad = a.dict_mut().unwrap();
             for (k, v) in &bd.map {
@@ -573,6 +593,18 @@ pub fn merge_entry_with<E: From<RtError>>(
     rb: Rebuild<'_, E>,
 ) -> Result<(), E> {
     merge_entry_in(d, k, v, op, index, false, 0, Some(rb))
+}
+
+/// [`merge_entry_with`] with upstream's conflict check (repeated `:` keys of one config).
+pub fn merge_entry_checked_with<E: From<RtError>>(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    rb: Rebuild<'_, E>,
+) -> Result<(), E> {
+    merge_entry_in(d, k, v, op, index, true, 0, Some(rb))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -720,13 +752,22 @@ pub fn check_union(a: &Value, b: &Value, depth: usize) -> RtResult<()> {
             }
             Ok(())
         }
-        (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
+        // an instance merged with an instance takes the other's values; only what the other
+        // was configured with `:` must agree
+        (Value::Dict(_) | Value::Schema(_), Value::Schema(bs)) => {
+            check_union(a, &Value::from(bs.unified_config()), depth)
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_)) => {
             let (ad, bd) = (a.as_dict().unwrap(), b.as_dict().unwrap());
             for (k, v) in &bd.map {
                 if bd.op_of(k).0 != ConfigOp::Union {
                     continue;
                 }
                 if let Some(cur) = ad.map.get(k) {
+                    if let (Value::Schema(_), Value::Schema(_)) = (cur, v) {
+                        check_union(cur, v, depth + 1)?;
+                        continue;
+                    }
                     if !subsume(v, cur) {
                         return Err(conflict(k, cur, v));
                     }
