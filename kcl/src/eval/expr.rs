@@ -580,7 +580,7 @@ impl Evaluator {
                         Value::Schema(_) => self.rebuild_nested(i, x, span),
                         _ => Ok(None),
                     };
-                    value::merge_entry_checked_with(d, &k0, &v, op0, idx0, &rb)
+                    value::merge_entry_with(d, &k0, &v, op0, idx0, true, &rb)
                         .map_err(|x| x.or_span(span))?;
                     if op0 != ConfigOp::Union || idx0.is_some() {
                         d.set_op(k0.clone(), op0, idx0);

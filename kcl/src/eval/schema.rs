@@ -1262,7 +1262,7 @@ impl Evaluator {
                 let mut d = Dict::new();
                 d.map.insert(kk.clone(), v);
                 let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
-                value::merge_entry_with(&mut d, kk, cv, op, idx, &rb)
+                value::merge_entry_with(&mut d, kk, cv, op, idx, false, &rb)
                     .map_err(|e| e.or_span(span))?;
                 d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
             }

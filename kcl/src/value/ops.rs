@@ -583,28 +583,18 @@ pub fn merge_entry(
     merge_entry_in::<RtError>(d, k, v, op, index, check, depth, None)
 }
 
-/// [`merge_entry`] that rebuilds the schema instances it merges into through `rb`.
+/// [`merge_entry`] that rebuilds the schema instances it merges into through `rb`; `check`
+/// is upstream's conflict check (repeated `:` keys of one config).
 pub fn merge_entry_with<E: From<RtError>>(
     d: &mut Dict,
     k: &super::Str,
     v: &Value,
     op: ConfigOp,
     index: Option<i64>,
+    check: bool,
     rb: Rebuild<'_, E>,
 ) -> Result<(), E> {
-    merge_entry_in(d, k, v, op, index, false, 0, Some(rb))
-}
-
-/// [`merge_entry_with`] with upstream's conflict check (repeated `:` keys of one config).
-pub fn merge_entry_checked_with<E: From<RtError>>(
-    d: &mut Dict,
-    k: &super::Str,
-    v: &Value,
-    op: ConfigOp,
-    index: Option<i64>,
-    rb: Rebuild<'_, E>,
-) -> Result<(), E> {
-    merge_entry_in(d, k, v, op, index, true, 0, Some(rb))
+    merge_entry_in(d, k, v, op, index, check, 0, Some(rb))
 }
 
 #[allow(clippy::too_many_arguments)]
