@@ -364,6 +364,12 @@ impl<'a> Parser<'a> {
         let (t, ends_line) = innermost?;
         block.then_some(t == Tok::LBrace && !ends_line)
     }
+    /// Whether the current token, on the same line, starts a statement.
+    fn starts_stmt(&self) -> bool {
+        self.starts_expr()
+            || (!self.at_line_break()
+                && matches!(self.tok(), Tok::Import | Tok::Assert | Tok::If | Tok::At))
+    }
     /// Tokens that may not be taken from the next line at statement level.
     fn line_sensitive(&self, t: Tok) -> bool {
         matches!(t, Tok::Colon | Tok::Assign | Tok::In)
@@ -442,11 +448,14 @@ impl<'a> Parser<'a> {
 
     /// After a simple statement: the next token must start a new line (or close a bracket).
     fn finish_stmt(&mut self, start: usize) {
-        while self.eat(Tok::Semi) {}
         let t = self.tk();
         let closer = matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen);
         let at_end = t.nl || (!self.top_level() && closer);
         if t.tok == Tok::Eof || (at_end && self.pos != start) {
+            return;
+        }
+        // Upstream's statements need no line break between them (`a = 1 b = 2`).
+        if self.pos != start && self.starts_stmt() {
             return;
         }
         // Junk after a statement, or a token no statement starts with: report and skip it,
@@ -474,14 +483,6 @@ impl<'a> Parser<'a> {
             let start = self.pos;
             if let Some(s) = self.parse_stmt() {
                 body.push(s);
-            }
-            while self.eat(Tok::Semi) {
-                if self.tk().nl || self.at_eof() {
-                    break;
-                }
-                if let Some(s) = self.parse_stmt() {
-                    body.push(s);
-                }
             }
             if self.pos == start {
                 self.bump();

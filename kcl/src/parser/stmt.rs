@@ -603,7 +603,9 @@ impl<'a> Parser<'a> {
                 default,
                 span: self.since(lo),
             });
-            if !self.eat(Tok::Comma) {
+            // Upstream needs no comma between parameters (`lambda x y {}`).
+            let next_name = matches!(self.tok(), Tok::Ident(_)) && !self.at_line_break();
+            if !self.eat(Tok::Comma) && !next_name {
                 break;
             }
         }
