@@ -5,6 +5,7 @@ pub mod fmt;
 pub mod import;
 pub mod parse;
 pub mod run;
+pub mod test;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
@@ -33,6 +34,9 @@ enum Command {
     Run(run::RunArgs),
     /// Generate KCL schemas from an OpenAPI v2 document and/or CRD YAML.
     Import(import::ImportArgs),
+    /// Run the `test_*` lambdas of `*_test.k` files (`kcl test ./...`).
+    #[command(alias = "t")]
+    Test(test::TestArgs),
     /// Show the version (`<version>-<os>-<arch>`, upstream's form).
     Version,
 }
@@ -114,6 +118,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Parse(a) => parse::run(a),
         Command::Run(a) => run::run(a),
         Command::Import(a) => import::run(a),
+        Command::Test(a) => test::run(a),
         Command::Version => {
             println!("{}", version_string());
             Ok(ExitCode::SUCCESS)
