@@ -6,6 +6,7 @@ pub mod import;
 pub mod parse;
 pub mod run;
 pub mod test;
+pub mod vet;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
@@ -37,6 +38,8 @@ enum Command {
     /// Run the `test_*` lambdas of `*_test.k` files (`kcl test ./...`).
     #[command(alias = "t")]
     Test(test::TestArgs),
+    /// Validate a JSON or YAML file against a schema (`kcl vet data.json code.k -s Schema`).
+    Vet(vet::VetArgs),
     /// Show the version (`<version>-<os>-<arch>`, upstream's form).
     Version,
 }
@@ -119,6 +122,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Import(a) => import::run(a),
         Command::Test(a) => test::run(a),
+        Command::Vet(a) => vet::run(a),
         Command::Version => {
             println!("{}", version_string());
             Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@
 //! next package). `--format json` gives the same results as one JSON document for CI, with
 //! each failure's location and message apart.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -317,7 +318,7 @@ fn print_text(cases: &[Case]) {
     if fail > 0 {
         let _ = writeln!(out, "FAIL: {fail}/{total}");
     }
-    print!("{out}");
+    let _ = std::io::stdout().write_all(out.as_bytes());
 }
 
 fn print_json(cases: &[Case]) {
@@ -353,5 +354,10 @@ fn print_json(cases: &[Case]) {
         "total": cases.len(),
         "tests": tests,
     });
-    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    // a closed pipe (`| head`) is not an error worth a panic
+    let _ = writeln!(
+        std::io::stdout(),
+        "{}",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    );
 }
