@@ -3,6 +3,7 @@
 
 pub mod fmt;
 pub mod import;
+pub mod lint;
 pub mod parse;
 pub mod run;
 pub mod test;
@@ -38,6 +39,8 @@ enum Command {
     /// Run the `test_*` lambdas of `*_test.k` files (`kcl test ./...`).
     #[command(alias = "t")]
     Test(test::TestArgs),
+    /// Report the static checker's findings without evaluating (`kcl lint ./...`).
+    Lint(lint::LintArgs),
     /// Validate a JSON or YAML file against a schema (`kcl vet data.json code.k -s Schema`).
     Vet(vet::VetArgs),
     /// Show the version (`<version>-<os>-<arch>`, upstream's form).
@@ -122,6 +125,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Import(a) => import::run(a),
         Command::Test(a) => test::run(a),
+        Command::Lint(a) => lint::run(a),
         Command::Vet(a) => vet::run(a),
         Command::Version => {
             println!("{}", version_string());

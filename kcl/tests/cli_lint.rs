@@ -1,0 +1,137 @@
+//! `kcl lint` through the binary: upstream's errors and lint warnings, rustc-style, exit 1 on
+//! errors only, `--fix`, rule switches, JSON, and the Konfig repository linting clean.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn kcl(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kcl"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const IMPORTS: &str = "import math\nimport math\nimport regex as re\nimport base64\n\nx = base64.encode(\"a\")\ny = \"${re.match}\"\n";
+
+#[test]
+fn warnings_alone_exit_0_in_upstreams_words() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.k"), IMPORTS).unwrap();
+    let o = kcl(d.path(), &["lint", "a.k"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    let file = d.path().join("a.k").canonicalize().unwrap();
+    assert!(
+        e.starts_with(&format!(
+            "warning[unused-import]: UnusedImportWarning\n --> {}:1:1\n  |\n1 | import math\n  | ^ Module 'math' imported but unused\n  |\n",
+            file.display()
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains("Module 'math' is reimported multiple times"),
+        "{e}"
+    );
+    // used in code and inside a string interpolation: no warning
+    assert!(
+        !e.contains("Module 're'") && !e.contains("Module 'base64'"),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("0 error(s), 3 warning(s) in 1 package(s)\n"),
+        "{e}"
+    );
+}
+
+#[test]
+fn errors_exit_1_with_upstreams_code() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.k"), "import math\nx: int = \"s\"\n").unwrap();
+    std::fs::write(d.path().join("b.k"), "a = \n").unwrap();
+    let o = kcl(d.path(), &["lint", "a.k"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.starts_with("error[E2G22]: TypeError\n"), "{e}");
+    assert!(e.contains("expected int, got str(s)"), "{e}");
+    assert!(e.contains("imported but unused"), "{e}");
+    let o = kcl(d.path(), &["lint", "b.k"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("error[E1001]: InvalidSyntax"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn fix_deletes_unused_and_repeated_imports() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.k"), IMPORTS).unwrap();
+    let o = kcl(d.path(), &["lint", "--fix", "a.k"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("fixed 3 finding(s)"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("a.k")).unwrap(),
+        "import regex as re\nimport base64\n\nx = base64.encode(\"a\")\ny = \"${re.match}\"\n"
+    );
+    let o = kcl(d.path(), &["lint", "a.k"]);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn rules_switched_off_by_flag_or_config() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.k"), IMPORTS).unwrap();
+    let o = kcl(d.path(), &["lint", "a.k", "--disable", "unused-import"]);
+    let e = stderr(&o);
+    assert!(
+        !e.contains("unused-import") && e.contains("reimport"),
+        "{e}"
+    );
+    std::fs::write(
+        d.path().join("kcl-lint.toml"),
+        "disable = [\"reimport\", \"unused-import\"]\n",
+    )
+    .unwrap();
+    let o = kcl(d.path(), &["lint", "a.k"]);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let o = kcl(d.path(), &["lint", "a.k", "--disable", "no-such-rule"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn json_and_packages_below_a_folder() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("p/q")).unwrap();
+    std::fs::write(d.path().join("p/a.k"), "import math\na = 1\n").unwrap();
+    std::fs::write(d.path().join("p/q/b.k"), "b: str = 1\n").unwrap();
+    let o = kcl(d.path(), &["lint", "./...", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["packages"], 2);
+    assert_eq!(v["errors"], 1);
+    assert_eq!(v["warnings"], 1);
+    let f = &v["findings"][0];
+    assert_eq!(f["code"], "unused-import");
+    assert_eq!(f["line"], 1);
+    assert_eq!(f["fixable"], true);
+    let f = &v["findings"][1];
+    assert_eq!(f["code"], "E2G22");
+    assert!(f["file"].as_str().unwrap().ends_with("p/q/b.k"));
+}
+
+#[test]
+fn konfig_lints_clean() {
+    let konfig = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/konfig");
+    let o = kcl(&konfig, &["lint", "./...", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(o.status.success(), "{v:#}");
+    assert_eq!(v["findings"], serde_json::json!([]), "{v:#}");
+    // k8s packages, the models and every stack (as its kcl.yaml lists its files)
+    assert!(v["packages"].as_u64().unwrap() >= 15, "{v:#}");
+}
