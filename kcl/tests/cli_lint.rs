@@ -135,3 +135,100 @@ fn konfig_lints_clean() {
     // k8s packages, the models and every stack (as its kcl.yaml lists its files)
     assert!(v["packages"].as_u64().unwrap() >= 15, "{v:#}");
 }
+
+#[test]
+fn rules_beyond_upstream() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("c.k"),
+        "schema Person:\n    name: str\n    @deprecated(version=\"1.2\", reason=\"use age\", strict=False)\n    years?: int\n\n\
+         x = 1\nf = lambda x, y {\n    unused = 1\n    _tmp = 2\n    z = y + 1\n    items = [1]\n    items[0] = 3\n    p = Person {name = \"a\", years = 3}\n    r = \"${z}\"\n}\n",
+    )
+    .unwrap();
+    let o = kcl(d.path(), &["lint", "c.k", "--format", "json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got: Vec<(String, u64, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        (
+            "shadowed-name",
+            7,
+            "parameter 'x' shadows the package-level name defined at 6:1",
+        ),
+        (
+            "unused-variable",
+            8,
+            "variable 'unused' is assigned but never used",
+        ),
+        (
+            "unused-variable",
+            13,
+            "variable 'p' is assigned but never used",
+        ),
+        (
+            "deprecated",
+            13,
+            "years was deprecated since version 1.2, use age",
+        ),
+    ];
+    let want: Vec<(String, u64, String)> = want
+        .iter()
+        .map(|(c, l, m)| (c.to_string(), *l, m.to_string()))
+        .collect();
+    // `_tmp`, `items` (mutated), `z` (read in a string) and the returned `r` are not unused
+    assert_eq!(got, want);
+}
+
+#[test]
+fn resolver_errors_the_checker_leaves_to_evaluation() {
+    let d = tempfile::tempdir().unwrap();
+    // upstream's resolver rejects both statically; a syntax error does not hide the rest
+    std::fs::write(
+        d.path().join("a.k"),
+        "data = [1]\nx = [i for i, j, k in data]\ny = [i for i.j in data]\nz = \n",
+    )
+    .unwrap();
+    let o = kcl(d.path(), &["lint", "a.k", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got: Vec<(u64, u64, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["column"].as_u64().unwrap(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got[0],
+        (
+            2,
+            18,
+            "the number of loop variables is 3, which can only be 1 or 2".into()
+        )
+    );
+    assert_eq!(
+        got[1],
+        (
+            3,
+            12,
+            "loop variables can only be ordinary identifiers".into()
+        )
+    );
+    assert_eq!(got[2].0, 4, "{got:?}");
+}

@@ -3,7 +3,10 @@
 //! As upstream (`kcl lint`, kcl-lib's `LintPath`): each package is loaded and resolved, and
 //! syntax errors, unresolved imports and type errors are reported with upstream's codes and
 //! messages, together with upstream's lint warnings, `Module 'x' imported but unused`
-//! (`unused-import`) and `Module 'x' is reimported multiple times` (`reimport`). Output is
+//! (`unused-import`) and `Module 'x' is reimported multiple times` (`reimport`); and beyond
+//! upstream, lambda locals never read (`unused-variable`), lambda parameters and locals hiding
+//! a package-level name (`shadowed-name`) and configs setting a `@deprecated` schema attribute
+//! (`deprecated`, in the evaluator's words). Output is
 //! rustc-style (or `--format json`); the exit code is 1 when there is an error, warnings alone
 //! exit 0. `--fix` deletes unused and repeated imports (a certain fix: the name is used nowhere
 //! in the file). Rules are switched off with `--disable RULE` or `disable = ["RULE"]` in
@@ -27,7 +30,7 @@ use clap::Args;
 use crate::ast::{Module, Span, StmtKind};
 use crate::diag::Level;
 use crate::lexer::{Tok, lex};
-use crate::parser::loader::{LoadOptions, load_program};
+use crate::parser::loader::{LoadOptions, load_program_partial};
 
 /// Arguments of `kcl lint`.
 #[derive(Args, Debug)]
@@ -37,7 +40,8 @@ pub struct LintArgs {
     /// Delete unused and repeated imports.
     #[arg(long = "fix")]
     pub fix: bool,
-    /// Switch a rule off (`unused-import`, `reimport`); repeatable.
+    /// Switch a rule off (`unused-import`, `reimport`, `unused-variable`, `shadowed-name`,
+    /// `deprecated`); repeatable.
     #[arg(long = "disable", value_name = "RULE")]
     pub disable: Vec<String>,
     /// A `kcl-lint.toml` (`disable = [...]`); default `./kcl-lint.toml` when it exists.
@@ -52,7 +56,13 @@ pub struct LintArgs {
 }
 
 /// The lint rules (warnings; errors cannot be switched off).
-pub const RULES: &[&str] = &["unused-import", "reimport"];
+pub const RULES: &[&str] = &[
+    "unused-import",
+    "reimport",
+    "unused-variable",
+    "shadowed-name",
+    "deprecated",
+];
 
 /// One finding.
 #[derive(Debug, Clone)]
@@ -340,38 +350,49 @@ pub fn lint_package(dir: &Path, files: &[PathBuf], external: &[(String, PathBuf)
         work_dir: Some(dir.to_path_buf()),
     };
     let mut out = Vec::new();
-    let mut program = match load_program(files, &load) {
-        Ok(p) => p,
-        Err(diags) => {
-            for d in &diags.0 {
-                let (file, line, col) = match d.span() {
-                    Some(s) => {
-                        let l = s.loc();
-                        (l.file.to_string(), l.line, l.col)
-                    }
-                    None => (String::new(), 0, 0),
-                };
-                out.push(Finding {
-                    error: d.level == Level::Error,
-                    code: d.code.as_deref().unwrap_or("").to_string(),
-                    title: d.title.to_string(),
-                    file,
-                    line,
-                    col,
-                    message: d.message().to_string(),
-                    rendered: d.render(),
-                    delete: None,
-                });
+    // as upstream, a file with syntax errors is still resolved as the parser recovered it
+    let (mut program, diags) = match load_program_partial(files, &load) {
+        Ok((p, d)) => (Some(p), d),
+        Err(d) => (None, d),
+    };
+    for d in &diags.0 {
+        let (file, line, col) = match d.span() {
+            Some(s) => {
+                let l = s.loc();
+                (l.file.to_string(), l.line, l.col)
             }
-            return out;
-        }
+            None => (String::new(), 0, 0),
+        };
+        out.push(Finding {
+            error: d.level == Level::Error,
+            code: d.code.as_deref().unwrap_or("").to_string(),
+            title: d.title.to_string(),
+            file,
+            line,
+            col,
+            message: d.message().to_string(),
+            rendered: d.render(),
+            delete: None,
+        });
+    }
+    let Some(program) = program.as_mut() else {
+        return out;
     };
     // the warnings look at the files as written, before schemas are merged
     for m in &program.main.modules {
         out.extend(import_warnings(m));
     }
-    crate::parser::merge::merge_main(&mut program);
-    if let Err(e) = crate::types::check_program(&program) {
+    out.extend(extra_warnings(program));
+    for f in resolver_errors(program) {
+        if !out
+            .iter()
+            .any(|x| x.error && x.file == f.file && x.line == f.line)
+        {
+            out.push(f);
+        }
+    }
+    crate::parser::merge::merge_main(program);
+    if let Err(e) = crate::types::check_program(program) {
         let (file, line, col) = match e.span {
             Some(s) => {
                 let l = s.loc();
@@ -380,21 +401,27 @@ pub fn lint_package(dir: &Path, files: &[PathBuf], external: &[(String, PathBuf)
             None => (String::new(), 0, 0),
         };
         let (code, title) = e.kind.code_title();
-        out.insert(
-            0,
-            Finding {
-                error: true,
-                code: code.to_string(),
-                title: title.to_string(),
-                file,
-                line,
-                col,
-                message: e.msg.clone(),
-                rendered: e.to_string(),
-                delete: None,
-            },
-        );
+        // an error the recovered tree causes where a syntax error already stands
+        if out
+            .iter()
+            .any(|f| f.error && f.file == file && f.line == line)
+        {
+            return out;
+        }
+        out.push(Finding {
+            error: true,
+            code: code.to_string(),
+            title: title.to_string(),
+            file,
+            line,
+            col,
+            message: e.msg.clone(),
+            rendered: e.to_string(),
+            delete: None,
+        });
     }
+    // errors first, then warnings, each in file order
+    out.sort_by(|a, b| (!a.error, &a.file, a.line, a.col).cmp(&(!b.error, &b.file, b.line, b.col)));
     out
 }
 
@@ -538,4 +565,447 @@ fn apply_fixes(findings: &[Finding]) -> anyhow::Result<usize> {
         std::fs::write(file, text)?;
     }
     Ok(n)
+}
+
+// ------------------------------------------------------------ beyond upstream's lint ----
+
+use crate::ast::{ConfigEntry, ConfigEntryKind, Expr, ExprKind, LambdaExpr, Stmt, StrPart, Symbol};
+
+/// Every expression below `stmts`, outermost first.
+fn walk_stmts<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {
+    for s in stmts {
+        walk_stmt(s, f);
+    }
+}
+
+fn walk_stmt<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
+    match &s.kind {
+        StmtKind::Expr(e) => walk_expr(e, f),
+        StmtKind::Unification(u) => walk_expr(&u.value, f),
+        StmtKind::Assign(a) => {
+            for t in &a.targets {
+                walk_target(t, f);
+            }
+            walk_expr(&a.value, f);
+        }
+        StmtKind::AugAssign(a) => {
+            walk_target(&a.target, f);
+            walk_expr(&a.value, f);
+        }
+        StmtKind::Assert(a) => {
+            walk_expr(&a.test, f);
+            a.if_cond.iter().chain(&a.msg).for_each(|e| walk_expr(e, f));
+        }
+        StmtKind::If(i) => {
+            walk_expr(&i.cond, f);
+            walk_stmts(&i.body, f);
+            walk_stmts(&i.orelse, f);
+        }
+        StmtKind::SchemaAttr(a) => {
+            if let Some(v) = &a.value {
+                walk_expr(v, f);
+            }
+        }
+        StmtKind::Schema(sc) => {
+            for p in sc.params.iter().flatten() {
+                if let Some(d) = &p.default {
+                    walk_expr(d, f);
+                }
+            }
+            walk_stmts(&sc.body, f);
+            for c in &sc.checks {
+                walk_expr(&c.test, f);
+                c.if_cond.iter().chain(&c.msg).for_each(|e| walk_expr(e, f));
+            }
+        }
+        StmtKind::Rule(r) => {
+            for c in &r.checks {
+                walk_expr(&c.test, f);
+                c.if_cond.iter().chain(&c.msg).for_each(|e| walk_expr(e, f));
+            }
+        }
+        StmtKind::Import(_) | StmtKind::TypeAlias(_) => {}
+    }
+}
+
+fn walk_target<'a>(t: &'a crate::ast::Target, f: &mut dyn FnMut(&'a Expr)) {
+    for p in &t.path {
+        if let crate::ast::TargetPath::Index(e) = p {
+            walk_expr(e, f);
+        }
+    }
+}
+
+fn walk_entries<'a>(entries: &'a [ConfigEntry], f: &mut dyn FnMut(&'a Expr)) {
+    for e in entries {
+        match &e.kind {
+            ConfigEntryKind::KeyValue { key, value, .. } => {
+                walk_expr(key, f);
+                walk_expr(value, f);
+            }
+            ConfigEntryKind::Unpack { value, .. } => walk_expr(value, f),
+            ConfigEntryKind::If(i) => {
+                walk_expr(&i.cond, f);
+                walk_entries(&i.body, f);
+                walk_entries(&i.orelse, f);
+            }
+        }
+    }
+}
+
+fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    f(e);
+    let mut w = |x: &'a Expr| walk_expr(x, f);
+    match &e.kind {
+        ExprKind::JoinedStr(parts) => {
+            for p in parts.iter() {
+                if let StrPart::Interp { expr, .. } = p {
+                    w(expr);
+                }
+            }
+        }
+        ExprKind::Unary { operand, .. } => w(operand),
+        ExprKind::Binary { left, right, .. } => {
+            w(left);
+            w(right);
+        }
+        ExprKind::Compare(c) => {
+            w(&c.left);
+            c.ops.iter().for_each(|(_, x)| w(x));
+        }
+        ExprKind::If(i) => {
+            w(&i.cond);
+            w(&i.then);
+            w(&i.orelse);
+        }
+        ExprKind::Selector(s) => w(&s.value),
+        ExprKind::Subscript { value, index, .. } => {
+            w(value);
+            w(index);
+        }
+        ExprKind::Slice(s) => {
+            w(&s.value);
+            s.lower
+                .iter()
+                .chain(&s.upper)
+                .chain(&s.step)
+                .for_each(&mut w);
+        }
+        ExprKind::Call { func, args } => {
+            w(func);
+            args.args.iter().for_each(&mut w);
+            args.keywords.iter().for_each(|k| w(&k.value));
+        }
+        ExprKind::Paren(x) | ExprKind::Starred(x) => w(x),
+        ExprKind::As { value, .. } => w(value),
+        ExprKind::List(items) => items.iter().for_each(&mut w),
+        ExprKind::ListIf(i) => {
+            w(&i.cond);
+            i.body.iter().chain(&i.orelse).for_each(&mut w);
+        }
+        ExprKind::Config(entries) => walk_entries(entries, f),
+        ExprKind::ListComp(c) => {
+            w(&c.elt);
+            for cl in &c.clauses {
+                w(&cl.iter);
+                cl.ifs.iter().for_each(&mut w);
+            }
+        }
+        ExprKind::DictComp(c) => {
+            w(&c.key);
+            w(&c.value);
+            for cl in &c.clauses {
+                w(&cl.iter);
+                cl.ifs.iter().for_each(&mut w);
+            }
+        }
+        ExprKind::Quant(q) => {
+            w(&q.target);
+            w(&q.test);
+            q.if_cond.iter().for_each(&mut w);
+        }
+        ExprKind::Schema(s) => {
+            if let Some(a) = &s.args {
+                a.args.iter().for_each(&mut w);
+                a.keywords.iter().for_each(|k| w(&k.value));
+            }
+            w(&s.config);
+        }
+        ExprKind::Lambda(l) => {
+            for p in &l.params {
+                if let Some(d) = &p.default {
+                    w(d);
+                }
+            }
+            walk_stmts(&l.body, f);
+        }
+        _ => {}
+    }
+}
+
+/// The names an expression tree reads (identifiers, and the roots of assignment paths).
+fn reads(stmts: &[Stmt]) -> BTreeSet<Symbol> {
+    let mut out = BTreeSet::new();
+    walk_stmts(stmts, &mut |e| {
+        if let ExprKind::Ident(s) = e.kind {
+            out.insert(s);
+        }
+        if let ExprKind::Schema(s) = &e.kind
+            && let Some(n) = s.name.names.first()
+        {
+            out.insert(n.sym);
+        }
+    });
+    let mut targets = |s: &Stmt| {
+        let ts: Vec<&crate::ast::Target> = match &s.kind {
+            StmtKind::Assign(a) => a.targets.iter().collect(),
+            StmtKind::AugAssign(a) => vec![&a.target],
+            _ => Vec::new(),
+        };
+        for t in ts {
+            if !t.path.is_empty() || matches!(s.kind, StmtKind::AugAssign(_)) {
+                out.insert(t.name.sym);
+            }
+        }
+    };
+    fn each(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+        for s in stmts {
+            f(s);
+            if let StmtKind::If(i) = &s.kind {
+                each(&i.body, f);
+                each(&i.orelse, f);
+            }
+        }
+    }
+    each(stmts, &mut targets);
+    out
+}
+
+/// Lambda locals never read (`unused-variable`) and lambda parameters or locals that hide a
+/// package-level name (`shadowed-name`); uses of `@deprecated` schema attributes in configs
+/// (`deprecated`). None of these is in upstream's lint.
+fn extra_warnings(program: &crate::parser::loader::Program) -> Vec<Finding> {
+    let modules = &program.main.modules;
+    // package-level names: variables, schemas, rules, imports
+    let mut globals: std::collections::HashMap<Symbol, Span> = Default::default();
+    // `@deprecated` attributes by (schema, attribute)
+    let mut deprecated: std::collections::HashMap<(Symbol, Symbol), String> = Default::default();
+    let all_modules = modules
+        .iter()
+        .chain(program.packages.iter().flat_map(|(_, p)| p.modules.iter()));
+    for m in modules {
+        for s in &m.body {
+            match &s.kind {
+                StmtKind::Assign(a) => {
+                    for t in &a.targets {
+                        globals.entry(t.name.sym).or_insert(t.name.span);
+                    }
+                }
+                StmtKind::Unification(u) => {
+                    globals.entry(u.target.sym).or_insert(u.target.span);
+                }
+                StmtKind::Schema(sc) => {
+                    globals.entry(sc.name.sym).or_insert(sc.name.span);
+                }
+                StmtKind::Rule(r) => {
+                    globals.entry(r.name.sym).or_insert(r.name.span);
+                }
+                StmtKind::Import(i) => {
+                    if let Some(n) = i.local_name() {
+                        globals.entry(n).or_insert(s.span);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for m in all_modules {
+        for s in &m.body {
+            let StmtKind::Schema(sc) = &s.kind else {
+                continue;
+            };
+            for b in &sc.body {
+                let StmtKind::SchemaAttr(a) = &b.kind else {
+                    continue;
+                };
+                for d in &a.decorators {
+                    if d.name.names.last().map(|n| n.sym.as_str()) == Some("deprecated") {
+                        deprecated.insert((sc.name.sym, a.name.sym), deprecation(a, d));
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for m in modules {
+        walk_stmts(&m.body, &mut |e: &Expr| match &e.kind {
+            ExprKind::Lambda(l) => out.extend(lambda_warnings(l, &globals)),
+            ExprKind::Schema(s) if !deprecated.is_empty() => {
+                let Some(schema) = s.name.names.last().map(|n| n.sym) else {
+                    return;
+                };
+                let ExprKind::Config(entries) = &s.config.kind else {
+                    return;
+                };
+                for en in entries.iter() {
+                    let ConfigEntryKind::KeyValue { key, .. } = &en.kind else {
+                        continue;
+                    };
+                    let attr = match &key.kind {
+                        ExprKind::Ident(k) => *k,
+                        ExprKind::Str(k) => Symbol::intern(k),
+                        _ => continue,
+                    };
+                    if let Some(msg) = deprecated.get(&(schema, attr)) {
+                        out.push(warning(
+                            "deprecated",
+                            "DeprecatedWarning",
+                            key.span,
+                            msg.clone(),
+                            None,
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        });
+    }
+    out
+}
+
+/// The evaluator's deprecation message for literal decorator arguments.
+fn deprecation(a: &crate::ast::SchemaAttr, d: &crate::ast::Decorator) -> String {
+    let lit = |e: &Expr| match &e.kind {
+        ExprKind::Str(s) => s.to_string(),
+        ExprKind::Int(i) => i.to_string(),
+        ExprKind::Float(f) => f.to_string(),
+        _ => String::new(),
+    };
+    let (mut version, mut reason) = (String::new(), String::new());
+    if let Some(args) = &d.args {
+        if let Some(x) = args.args.first() {
+            version = lit(x);
+        }
+        for k in &args.keywords {
+            match k.name.sym.as_str() {
+                "version" => version = lit(&k.value),
+                "reason" => reason = lit(&k.value),
+                _ => {}
+            }
+        }
+    }
+    let mut msg = format!("{} was deprecated", a.name.sym.as_str());
+    if !version.is_empty() {
+        msg.push_str(&format!(" since version {version}"));
+    }
+    if !reason.is_empty() {
+        msg.push_str(&format!(", {reason}"));
+    }
+    msg
+}
+
+fn lambda_warnings(
+    l: &LambdaExpr,
+    globals: &std::collections::HashMap<Symbol, Span>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let shadow = |name: Symbol, span: Span, what: &str| {
+        globals.get(&name).map(|g| {
+            let at = g.loc();
+            warning(
+                "shadowed-name",
+                "ShadowedNameWarning",
+                span,
+                format!(
+                    "{what} '{}' shadows the package-level name defined at {}:{}",
+                    name.as_str(),
+                    at.line,
+                    at.col
+                ),
+                None,
+            )
+        })
+    };
+    for p in &l.params {
+        out.extend(shadow(p.name.sym, p.name.span, "parameter"));
+    }
+    let used = reads(&l.body);
+    let mut seen = BTreeSet::new();
+    let last = l.body.len().saturating_sub(1);
+    for (i, s) in l.body.iter().enumerate() {
+        let StmtKind::Assign(a) = &s.kind else {
+            continue;
+        };
+        // an assignment ending the body is the lambda's value: not unused
+        let returned = i == last;
+        for t in a.targets.iter().filter(|t| t.path.is_empty()) {
+            let name = t.name.sym;
+            if !seen.insert(name) {
+                continue;
+            }
+            out.extend(shadow(name, t.name.span, "local variable"));
+            if !returned && !name.as_str().starts_with('_') && !used.contains(&name) {
+                out.push(warning(
+                    "unused-variable",
+                    "UnusedVariableWarning",
+                    t.name.span,
+                    format!("variable '{}' is assigned but never used", name.as_str()),
+                    None,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Errors upstream's resolver reports that the checker (which runs before `kcl run`
+/// evaluates) leaves to evaluation: comprehension loop variables that are dotted or more than
+/// two.
+fn resolver_errors(program: &crate::parser::loader::Program) -> Vec<Finding> {
+    use crate::diag::{Diagnostic, ErrorKind};
+    let mut diags = Vec::new();
+    for m in &program.main.modules {
+        walk_stmts(&m.body, &mut |e: &Expr| {
+            let clauses = match &e.kind {
+                ExprKind::ListComp(c) => &c.clauses,
+                ExprKind::DictComp(c) => &c.clauses,
+                _ => return,
+            };
+            for cl in clauses {
+                if let Some(t) = cl.targets.iter().find(|t| t.names.len() > 1) {
+                    diags.push(Diagnostic::error(
+                        ErrorKind::CompileError,
+                        t.span,
+                        "loop variables can only be ordinary identifiers",
+                    ));
+                } else if cl.targets.len() > 2 {
+                    diags.push(Diagnostic::error(
+                        ErrorKind::CompileError,
+                        cl.targets[2].span,
+                        format!(
+                            "the number of loop variables is {}, which can only be 1 or 2",
+                            cl.targets.len()
+                        ),
+                    ));
+                }
+            }
+        });
+    }
+    diags
+        .iter()
+        .map(|d| {
+            let l = d.span().map(|s| s.loc());
+            Finding {
+                error: true,
+                code: d.code.as_deref().unwrap_or("").to_string(),
+                title: d.title.to_string(),
+                file: l.as_ref().map(|l| l.file.to_string()).unwrap_or_default(),
+                line: l.as_ref().map_or(0, |l| l.line),
+                col: l.as_ref().map_or(0, |l| l.col),
+                message: d.message().to_string(),
+                rendered: d.render(),
+                delete: None,
+            }
+        })
+        .collect()
 }

@@ -760,7 +760,8 @@ impl<'a> Checker<'a> {
                 let msg = format!(
                     "index signature attribute name '{k}' cannot have the same name as schema attributes"
                 );
-                self.err(ErrKind::IndexSignature, msg, a.name.span);
+                // upstream points at the index signature, not at the attribute
+                self.err(ErrKind::IndexSignature, msg, is.span);
                 return;
             }
             if !is.any_other
