@@ -1,6 +1,7 @@
 //! The `kcl` binary's subcommands. Each lives in its own file so the front end (`fmt`,
 //! `parse`) and the evaluator (`run`) can grow independently.
 
+pub mod doc;
 pub mod fmt;
 pub mod import;
 pub mod lint;
@@ -39,6 +40,8 @@ enum Command {
     /// Run the `test_*` lambdas of `*_test.k` files (`kcl test ./...`).
     #[command(alias = "t")]
     Test(test::TestArgs),
+    /// Documentation of a package's schemas (`kcl doc generate`).
+    Doc(doc::DocArgs),
     /// Report the static checker's findings without evaluating (`kcl lint ./...`).
     Lint(lint::LintArgs),
     /// Validate a JSON or YAML file against a schema (`kcl vet data.json code.k -s Schema`).
@@ -126,6 +129,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Import(a) => import::run(a),
         Command::Test(a) => test::run(a),
         Command::Lint(a) => lint::run(a),
+        Command::Doc(a) => doc::run(a),
         Command::Vet(a) => vet::run(a),
         Command::Version => {
             println!("{}", version_string());
