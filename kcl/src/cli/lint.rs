@@ -392,7 +392,7 @@ pub fn lint_package(dir: &Path, files: &[PathBuf], external: &[(String, PathBuf)
         }
     }
     crate::parser::merge::merge_main(program);
-    if let Err(e) = crate::types::check_program(program) {
+    for e in crate::types::check_program_all(program) {
         let (file, line, col) = match e.span {
             Some(s) => {
                 let l = s.loc();
@@ -401,12 +401,13 @@ pub fn lint_package(dir: &Path, files: &[PathBuf], external: &[(String, PathBuf)
             None => (String::new(), 0, 0),
         };
         let (code, title) = e.kind.code_title();
-        // an error the recovered tree causes where a syntax error already stands
+        // one error per line: a second one there (a syntax error's recovered tree, or the
+        // same mistake seen twice) adds nothing
         if out
             .iter()
             .any(|f| f.error && f.file == file && f.line == line)
         {
-            return out;
+            continue;
         }
         out.push(Finding {
             error: true,
