@@ -213,3 +213,28 @@ fn code_errors_and_bad_data_are_not_violations() {
         stderr(&o)
     );
 }
+
+#[test]
+fn data_from_standard_input() {
+    use std::io::Write as _;
+    let d = dir_with(&[]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kcl"))
+        .args(["vet", "-", "schema.k", "-s", "App", "--format", "json"])
+        .current_dir(d.path())
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"name\": \"web\",\n \"replicas\": \"x\"}")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("--> <stdin>:2:2"), "{e}");
+    assert!(e.contains("(at $.replicas)"), "{e}");
+}

@@ -28,7 +28,7 @@ use crate::parser::loader::{LoadOptions, load_program};
 /// Arguments of `kcl vet`.
 #[derive(Args, Debug)]
 pub struct VetArgs {
-    /// The JSON or YAML data file.
+    /// The JSON or YAML data file (`-`: standard input).
     pub data: PathBuf,
     /// The KCL file with the schema.
     pub code: PathBuf,
@@ -38,7 +38,8 @@ pub struct VetArgs {
     /// The name given to the data's value in the generated config.
     #[arg(short = 'a', long = "attribute_name", default_value = "value")]
     pub attribute_name: String,
-    /// Data format: json or yaml (default: from the file extension, else json).
+    /// Data format: `json` also checks the text is strict JSON; both are read by the same YAML
+    /// 1.2 parser, so YAML needs no flag.
     #[arg(long = "format", value_parser = ["json", "yaml", "JSON", "YAML"])]
     pub format: Option<String>,
     /// External packages (`name=path`).
@@ -534,7 +535,15 @@ struct DataFile {
 }
 
 pub fn run(a: VetArgs) -> anyhow::Result<ExitCode> {
-    let text = match std::fs::read_to_string(&a.data) {
+    // `-` reads the data from standard input, as upstream
+    let from_stdin = a.data.as_os_str() == "-";
+    let read = if from_stdin {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).map(|_| t)
+    } else {
+        std::fs::read_to_string(&a.data)
+    };
+    let text = match read {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: cannot read '{}': {e}", a.data.display());
@@ -564,11 +573,23 @@ pub fn run(a: VetArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if a.format
+        .as_deref()
+        .is_some_and(|f| f.eq_ignore_ascii_case("json"))
+        && let Err(e) = serde_json::from_str::<serde_json::Value>(&text)
+    {
+        eprintln!("error: '{}' is not valid JSON: {e}", a.data.display());
+        return Ok(ExitCode::from(1));
+    }
     let data_file = DataFile {
-        name: std::fs::canonicalize(&a.data)
-            .unwrap_or(a.data.clone())
-            .display()
-            .to_string(),
+        name: if from_stdin {
+            "<stdin>".to_string()
+        } else {
+            std::fs::canonicalize(&a.data)
+                .unwrap_or(a.data.clone())
+                .display()
+                .to_string()
+        },
         lines: text.lines().map(str::to_string).collect(),
     };
     let code = std::fs::canonicalize(&a.code).unwrap_or(a.code.clone());
