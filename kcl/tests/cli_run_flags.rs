@@ -149,6 +149,14 @@ fn file_shorthand_runs() {
     assert_eq!(stdout(&o), "x: 2\n");
     let o = kcl(d.path(), &["-D", "v=3", "a.k"]);
     assert_eq!(stdout(&o), "x: 3\n");
+    // `kcl` alone prints the help and succeeds, as upstream's root command
+    let o = kcl(d.path(), &[]);
+    assert!(o.status.success());
+    assert!(
+        stdout(&o).contains("is `kcl run FILE...`"),
+        "{}",
+        stdout(&o)
+    );
     // a mistyped subcommand stays a subcommand error
     let o = kcl(d.path(), &["rnu"]);
     assert_eq!(o.status.code(), Some(2));

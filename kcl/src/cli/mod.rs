@@ -20,7 +20,8 @@ use std::process::ExitCode;
     name = "kcl",
     about = "KCL configuration language tool",
     // `--version`/`-v` print upstream's form (see `shorthand`)
-    disable_version_flag = true
+    disable_version_flag = true,
+    after_help = "`kcl FILE...` (or `kcl -D k=v FILE...`) is `kcl run FILE...`; `kcl --version` prints the version."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -66,9 +67,14 @@ pub fn version_string() -> String {
 }
 
 /// Upstream's shorthands: `kcl FILE...` (and `kcl -D k=v FILE`) is `kcl run ...`, and
-/// `kcl --version`/`-v` prints `kcl version <version>`. Returns the arguments to parse, or
-/// `None` when the version was printed.
+/// `kcl --version`/`-v` prints `kcl version <version>`, and `kcl` alone its help. Returns the
+/// arguments to parse, or `None` when it printed instead.
 fn shorthand(mut args: Vec<OsString>) -> Option<Vec<OsString>> {
+    if args.len() == 1 {
+        // upstream's root command prints its help and succeeds
+        let _ = Cli::command().print_help();
+        return None;
+    }
     let Some(first) = args.get(1).and_then(|a| a.to_str()).map(str::to_string) else {
         return Some(args);
     };
