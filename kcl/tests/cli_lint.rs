@@ -232,3 +232,45 @@ fn resolver_errors_the_checker_leaves_to_evaluation() {
     );
     assert_eq!(got[2].0, 4, "{got:?}");
 }
+
+#[test]
+fn unreachable_code() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("u.k"),
+        "a = 1\nif False:\n    b = 2\nif True:\n    c = 3\nelse:\n    e = 4\nf = lambda {\n    assert False, \"never\"\n    x = 1\n    x\n}\nif a > 0:\n    g = 1\n",
+    )
+    .unwrap();
+    let o = kcl(d.path(), &["lint", "u.k", "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got: Vec<(u64, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "unreachable")
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                3,
+                "unreachable code: the condition is always False".to_string()
+            ),
+            (
+                7,
+                "unreachable code: the condition is always True".to_string()
+            ),
+            (
+                10,
+                "unreachable code: the assertion at 9:5 always fails".to_string()
+            ),
+        ]
+    );
+}

@@ -5,8 +5,9 @@
 //! messages, together with upstream's lint warnings, `Module 'x' imported but unused`
 //! (`unused-import`) and `Module 'x' is reimported multiple times` (`reimport`); and beyond
 //! upstream, lambda locals never read (`unused-variable`), lambda parameters and locals hiding
-//! a package-level name (`shadowed-name`) and configs setting a `@deprecated` schema attribute
-//! (`deprecated`, in the evaluator's words). Output is
+//! a package-level name (`shadowed-name`), configs setting a `@deprecated` schema attribute
+//! (`deprecated`, in the evaluator's words), and statements that never run (`unreachable`: an
+//! `if` branch behind a literal condition, what follows `assert False`). Output is
 //! rustc-style (or `--format json`); the exit code is 1 when there is an error, warnings alone
 //! exit 0. `--fix` deletes unused and repeated imports (a certain fix: the name is used nowhere
 //! in the file). Rules are switched off with `--disable RULE` or `disable = ["RULE"]` in
@@ -41,7 +42,7 @@ pub struct LintArgs {
     #[arg(long = "fix")]
     pub fix: bool,
     /// Switch a rule off (`unused-import`, `reimport`, `unused-variable`, `shadowed-name`,
-    /// `deprecated`); repeatable.
+    /// `deprecated`, `unreachable`); repeatable.
     #[arg(long = "disable", value_name = "RULE")]
     pub disable: Vec<String>,
     /// A `kcl-lint.toml` (`disable = [...]`); default `./kcl-lint.toml` when it exists.
@@ -62,6 +63,7 @@ pub const RULES: &[&str] = &[
     "unused-variable",
     "shadowed-name",
     "deprecated",
+    "unreachable",
 ];
 
 /// One finding.
@@ -784,7 +786,7 @@ fn reads(stmts: &[Stmt]) -> BTreeSet<Symbol> {
 
 /// Lambda locals never read (`unused-variable`) and lambda parameters or locals that hide a
 /// package-level name (`shadowed-name`); uses of `@deprecated` schema attributes in configs
-/// (`deprecated`). None of these is in upstream's lint.
+/// (`deprecated`); dead statements (`unreachable`). None of these is in upstream's lint.
 fn extra_warnings(program: &crate::parser::loader::Program) -> Vec<Finding> {
     let modules = &program.main.modules;
     // package-level names: variables, schemas, rules, imports
@@ -839,8 +841,12 @@ fn extra_warnings(program: &crate::parser::loader::Program) -> Vec<Finding> {
     }
     let mut out = Vec::new();
     for m in modules {
+        unreachable_warnings(&m.body, &mut out);
         walk_stmts(&m.body, &mut |e: &Expr| match &e.kind {
-            ExprKind::Lambda(l) => out.extend(lambda_warnings(l, &globals)),
+            ExprKind::Lambda(l) => {
+                out.extend(lambda_warnings(l, &globals));
+                unreachable_warnings(&l.body, &mut out);
+            }
             ExprKind::Schema(s) if !deprecated.is_empty() => {
                 let Some(schema) = s.name.names.last().map(|n| n.sym) else {
                     return;
@@ -1009,4 +1015,63 @@ fn resolver_errors(program: &crate::parser::loader::Program) -> Vec<Finding> {
             }
         })
         .collect()
+}
+
+/// Statements that never run (`unreachable`): an `if` branch behind a literal condition, and
+/// what follows an unconditional `assert False` in the same block.
+fn unreachable_warnings(stmts: &[Stmt], out: &mut Vec<Finding>) {
+    let literal = |e: &Expr| -> Option<bool> {
+        match &e.kind {
+            ExprKind::Bool(b) => Some(*b),
+            ExprKind::None | ExprKind::Undefined => Some(false),
+            ExprKind::Int(i) => Some(*i != 0),
+            ExprKind::Paren(x) => match &x.kind {
+                ExprKind::Bool(b) => Some(*b),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let mut dead_after: Option<Span> = None;
+    for s in stmts {
+        if let Some(at) = dead_after.take() {
+            let l = at.loc();
+            out.push(warning(
+                "unreachable",
+                "UnreachableCodeWarning",
+                s.span,
+                format!(
+                    "unreachable code: the assertion at {}:{} always fails",
+                    l.line, l.col
+                ),
+                None,
+            ));
+            break;
+        }
+        match &s.kind {
+            StmtKind::Assert(a) if a.if_cond.is_none() && literal(&a.test) == Some(false) => {
+                dead_after = Some(s.span);
+            }
+            StmtKind::If(i) => {
+                let (dead, why) = match literal(&i.cond) {
+                    Some(false) => (i.body.first(), "False"),
+                    Some(true) => (i.orelse.first(), "True"),
+                    None => (None, ""),
+                };
+                if let Some(d) = dead {
+                    out.push(warning(
+                        "unreachable",
+                        "UnreachableCodeWarning",
+                        d.span,
+                        format!("unreachable code: the condition is always {why}"),
+                        None,
+                    ));
+                }
+                unreachable_warnings(&i.body, out);
+                unreachable_warnings(&i.orelse, out);
+            }
+            StmtKind::Schema(sc) => unreachable_warnings(&sc.body, out),
+            _ => {}
+        }
+    }
 }
