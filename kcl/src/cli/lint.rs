@@ -57,7 +57,7 @@ pub struct LintArgs {
 }
 
 /// The lint rules (warnings; errors cannot be switched off).
-pub const RULES: &[&str] = &[
+pub(crate) const RULES: &[&str] = &[
     "unused-import",
     "reimport",
     "unused-variable",
@@ -68,7 +68,7 @@ pub const RULES: &[&str] = &[
 
 /// One finding.
 #[derive(Debug, Clone)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub error: bool,
     /// Upstream's code for errors (`E2G22`), the rule name for warnings.
     pub code: String,
@@ -346,7 +346,11 @@ fn normalize(p: &Path) -> PathBuf {
 // --------------------------------------------------------------------------- checks ----
 
 /// Lint one package (its files loaded together).
-pub fn lint_package(dir: &Path, files: &[PathBuf], external: &[(String, PathBuf)]) -> Vec<Finding> {
+pub(crate) fn lint_package(
+    dir: &Path,
+    files: &[PathBuf],
+    external: &[(String, PathBuf)],
+) -> Vec<Finding> {
     let load = LoadOptions {
         external: external.to_vec(),
         work_dir: Some(dir.to_path_buf()),

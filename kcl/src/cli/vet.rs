@@ -54,20 +54,20 @@ pub struct VetArgs {
 
 /// A line and column (1-based) in the data file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub line: usize,
     pub col: usize,
 }
 
 /// A data value and where it starts.
 #[derive(Clone, Debug)]
-pub struct Node {
+pub(crate) struct Node {
     pub pos: Pos,
     pub data: Data,
 }
 
 #[derive(Clone, Debug)]
-pub enum Data {
+pub(crate) enum Data {
     Null,
     Bool(bool),
     Int(i64),
@@ -90,7 +90,7 @@ impl MarkedEventReceiver for Collect {
 }
 
 /// Parse YAML (or JSON) text into a [`Node`] tree: the first document.
-pub fn parse_data(text: &str) -> Result<Node, String> {
+pub(crate) fn parse_data(text: &str) -> Result<Node, String> {
     let mut c = Collect::default();
     let mut p = Parser::new_from_str(text);
     p.load(&mut c, false).map_err(|e| e.to_string())?;
@@ -508,7 +508,7 @@ fn parse_path(path: &str) -> Vec<Step> {
 // --------------------------------------------------------------------------- the run --
 
 /// One violation: the evaluator's error and its place in the data.
-pub struct Violation {
+pub(crate) struct Violation {
     pub path: String,
     /// What to take out of the data before looking for the next violation: the value itself,
     /// or for a failed `check:` the whole instance (its other values are not at fault).

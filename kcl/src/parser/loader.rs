@@ -452,7 +452,7 @@ pub fn load_program_cached(
 /// [`load_program`] for tools that report every error (`kcl lint`): the main package's files
 /// with syntax errors are kept as the parser recovered them, and the program comes back with
 /// the diagnostics; `Err` only when no program can be built (a missing file, say).
-pub fn load_program_partial(
+pub(crate) fn load_program_partial(
     inputs: &[PathBuf],
     opts: &LoadOptions,
 ) -> Result<(Program, Diagnostics), Diagnostics> {

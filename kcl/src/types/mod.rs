@@ -49,7 +49,7 @@ pub fn check_program(program: &Program) -> Result<(), EvalError> {
 
 /// Every error the checker finds in the main package (in the order found), then the first of
 /// each imported package: what `kcl lint` reports, as upstream's resolver reports them all.
-pub fn check_program_all(program: &Program) -> Vec<EvalError> {
+pub(crate) fn check_program_all(program: &Program) -> Vec<EvalError> {
     let mut c = Checker::new(program);
     if let Err(e) = c.check_import_cycles() {
         return vec![e];
