@@ -47,6 +47,28 @@ pub fn check_program(program: &Program) -> Result<(), EvalError> {
     Ok(())
 }
 
+/// Every error the checker finds in the main package (in the order found), then the first of
+/// each imported package: what `kcl lint` reports, as upstream's resolver reports them all.
+pub(crate) fn check_program_all(program: &Program) -> Vec<EvalError> {
+    let mut c = Checker::new(program);
+    if let Err(e) = c.check_import_cycles() {
+        return vec![e];
+    }
+    let mut out = Vec::new();
+    let mut pkgs: Vec<usize> = (0..c.pkgs.len()).collect();
+    pkgs.sort_by_key(|&i| i != c.main);
+    for p in pkgs {
+        c.check_pkg(p);
+        let errors = std::mem::take(&mut c.errors);
+        if p == c.main {
+            out.extend(errors);
+        } else {
+            out.extend(errors.into_iter().next());
+        }
+    }
+    out
+}
+
 /// One schema definition and its lazily built member table.
 struct SchemaInfo<'a> {
     stmt: &'a ast::SchemaStmt,
@@ -760,7 +782,8 @@ impl<'a> Checker<'a> {
                 let msg = format!(
                     "index signature attribute name '{k}' cannot have the same name as schema attributes"
                 );
-                self.err(ErrKind::IndexSignature, msg, a.name.span);
+                // upstream points at the index signature, not at the attribute
+                self.err(ErrKind::IndexSignature, msg, is.span);
                 return;
             }
             if !is.any_other
