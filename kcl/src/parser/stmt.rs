@@ -90,8 +90,10 @@ impl<'a> Parser<'a> {
                     }
                 }
                 // Attribute or annotated assignment: `name:` / `name?:`.
+                // `name?:` is a schema attribute; elsewhere upstream stops at the `?`
                 let is_attr = (self.nth(1).tok == Tok::Colon && !self.nth(1).nl)
-                    || (self.nth(1).tok == Tok::Question
+                    || (body == Body::Schema
+                        && self.nth(1).tok == Tok::Question
                         && self.nth(2).tok == Tok::Colon
                         && !self.nth(1).nl);
                 if is_attr {
