@@ -245,8 +245,8 @@ fn b_int(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
                 ))),
             }
         }
-        other => Err(RtError::ty(format!(
-            "int() argument must be a string, a bytes-like object or a number, not '{}'",
+        other => Err(RtError::eval(format!(
+            "int() argument must be a string or a number, not '{}'",
             other.type_name()
         ))),
     }
@@ -283,9 +283,10 @@ fn float_of(v: Value) -> RtResult<Value> {
                 RtError::eval(format!("invalid literal for float() with base 10: '{s}'"))
             })
         }
-        other => Err(RtError::ty(format!(
-            "float() argument must be a string or a number, not '{}'",
-            other.type_name()
+        // upstream converts anything else through its text, which never parses as a float
+        other => Err(RtError::eval(format!(
+            "invalid literal for float() with base 10: '{}'",
+            value::to_str(other)
         ))),
     }
 }

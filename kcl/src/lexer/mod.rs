@@ -625,6 +625,17 @@ impl<'a> Lexer<'a> {
             is_float = true;
             self.pos += 2;
             digits(self);
+        } else if matches!(self.peek(0), b'e' | b'E') {
+            // Upstream's lexer takes any `e` after the digits as an exponent (even the `Ei`
+            // unit), and wants digits after it.
+            let s = self.pos;
+            self.ident_end();
+            if matches!(self.peek(0), b'+' | b'-') {
+                self.pos += 1;
+                self.ident_end();
+            }
+            self.err(lo, s, "expected at least one digit in exponent");
+            return;
         }
         // Unit suffix or garbage glued to the number.
         if self.pos < self.src.len()

@@ -94,7 +94,6 @@ impl<'a> Parser<'a> {
                 let is_attr = (self.nth(1).tok == Tok::Colon && !self.nth(1).nl)
                     || (body == Body::Schema
                         && self.nth(1).tok == Tok::Question
-                        && self.nth(2).tok == Tok::Colon
                         && !self.nth(1).nl);
                 if is_attr {
                     return self.parse_attr_or_annotated(lo, Vec::new(), body);
