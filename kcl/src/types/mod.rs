@@ -139,9 +139,10 @@ struct Env {
     /// Local names (lambda parameters, loop variables) shadow globals; their types are `any`
     /// unless annotated.
     locals: Rc<Vec<(Symbol, Ty)>>,
-    /// Keys of the enclosing config literals: names in their values, but never offered as
-    /// "did you mean" candidates (upstream does not).
-    keys: Rc<Vec<Symbol>>,
+    /// Keys of the enclosing config literals, with where each entry ends: names in their
+    /// values; keys of the entries before a name are its "did you mean" candidates, as
+    /// upstream's (not the key of the entry the name is in).
+    keys: Rc<Vec<(Symbol, u32)>>,
     /// Inside a mixin: its names may be its host's attributes (upstream does not resolve
     /// them), so unknown names are not errors.
     lenient: bool,
@@ -1923,7 +1924,10 @@ impl<'a> Checker<'a> {
     /// name of the package, an import of the file (of any file, in the main package) or a
     /// builtin? Unknown where a base schema is unknown or inside a mixin.
     fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
-        if env.lenient || env.locals.iter().any(|(n, _)| *n == s) || env.keys.contains(&s) {
+        if env.lenient
+            || env.locals.iter().any(|(n, _)| *n == s)
+            || env.keys.iter().any(|(k, _)| *k == s)
+        {
             return true;
         }
         if let Some(id) = env.schema {
@@ -1963,6 +1967,12 @@ impl<'a> Checker<'a> {
             cands.extend(m.in_scope.iter().map(|n| n.as_str()));
         }
         cands.extend(env.locals.iter().map(|(n, _)| n.as_str()));
+        cands.extend(
+            env.keys
+                .iter()
+                .filter(|(_, end)| *end <= span.lo)
+                .map(|(n, _)| n.as_str()),
+        );
         let msg = format!(
             "name '{}' is not defined{}",
             s.as_str(),
@@ -2050,7 +2060,7 @@ impl<'a> Checker<'a> {
         if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
             return t.clone();
         }
-        if env.keys.contains(&s) {
+        if env.keys.iter().any(|(k, _)| *k == s) {
             return Ty::Any;
         }
         if let Some(id) = env.schema {
@@ -2261,7 +2271,7 @@ fn collect_valued_attrs(body: &[Stmt], out: &mut Vec<Symbol>) {
 }
 
 /// The names a config literal's keys bind (`a`, `"a"`, the root of `a.b` and of `a[0]`).
-fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<Symbol>) {
+fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<(Symbol, u32)>) {
     for en in entries {
         match &en.kind {
             ast::ConfigEntryKind::KeyValue { key, .. } => {
@@ -2274,14 +2284,19 @@ fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<Symbol>) {
                     }
                 }
                 match &k.kind {
-                    ExprKind::Ident(s) => out.push(*s),
-                    ExprKind::Str(s) => out.push(Symbol::intern(s)),
+                    ExprKind::Ident(s) => out.push((*s, en.span().hi)),
+                    ExprKind::Str(s) => out.push((Symbol::intern(s), en.span().hi)),
                     _ => {}
                 }
             }
             ast::ConfigEntryKind::If(ci) => {
+                let from = out.len();
                 collect_keys(&ci.body, out);
                 collect_keys(&ci.orelse, out);
+                // keys set under an `if` are never offered as "did you mean" (upstream)
+                for k in &mut out[from..] {
+                    k.1 = u32::MAX;
+                }
             }
             ast::ConfigEntryKind::Unpack { .. } => {}
         }
