@@ -177,17 +177,42 @@ fn key_text(k: serde_yaml_ng::Value) -> String {
     }
 }
 
-/// TOML data to KCL (dates and times as strings).
+/// TOML data to KCL (dates and times as strings), keys in document order.
 pub fn toml_to_kcl(path: &str, text: &str) -> Result<String, GenError> {
-    let t: toml::Table = toml::from_str(text).map_err(|e| GenError::Parse {
+    let err = |e: toml::de::Error| GenError::Parse {
         path: path.into(),
         msg: e.to_string(),
-    })?;
-    Ok(file(&[toml_value(toml::Value::Table(t))]))
+    };
+    let t: toml::Table = toml::from_str(text).map_err(err)?;
+    // a `toml::Table` sorts its keys; the spanned parse tells the order they were written in
+    let de = toml::de::DeTable::parse(text).map_err(err)?;
+    Ok(file(&[ordered_table(t, Some(de.get_ref()))]))
 }
 
-fn toml_value(t: toml::Value) -> Value {
-    match t {
+fn ordered_table(mut t: toml::Table, de: Option<&toml::de::DeTable<'_>>) -> Value {
+    let mut keys: Vec<(usize, String, Option<&toml::de::DeValue<'_>>)> = match de {
+        Some(d) => d
+            .iter()
+            .map(|(k, v)| (k.span().start, k.get_ref().to_string(), Some(v.get_ref())))
+            .collect(),
+        None => Vec::new(),
+    };
+    keys.sort_by_key(|k| k.0);
+    let mut out = serde_json::Map::new();
+    for (_, k, dv) in keys {
+        if let Some(v) = t.remove(&k) {
+            out.insert(k, ordered(v, dv));
+        }
+    }
+    // anything the spanned parse did not show keeps the table's order
+    for (k, v) in t {
+        out.insert(k, ordered(v, None));
+    }
+    Value::Object(out)
+}
+
+fn ordered(v: toml::Value, de: Option<&toml::de::DeValue<'_>>) -> Value {
+    match v {
         toml::Value::String(s) => Value::String(s),
         toml::Value::Integer(i) => Value::from(i),
         toml::Value::Float(f) => serde_json::Number::from_f64(f)
@@ -195,10 +220,16 @@ fn toml_value(t: toml::Value) -> Value {
             .unwrap_or_else(|| Value::String(format!("{f}"))),
         toml::Value::Boolean(b) => Value::Bool(b),
         toml::Value::Datetime(d) => Value::String(d.to_string()),
-        toml::Value::Array(a) => Value::Array(a.into_iter().map(toml_value).collect()),
-        toml::Value::Table(m) => {
-            Value::Object(m.into_iter().map(|(k, v)| (k, toml_value(v))).collect())
+        toml::Value::Array(a) => {
+            let items = de.and_then(|d| d.as_array());
+            Value::Array(
+                a.into_iter()
+                    .enumerate()
+                    .map(|(i, v)| ordered(v, items.and_then(|x| x.get(i)).map(|s| s.get_ref())))
+                    .collect(),
+            )
         }
+        toml::Value::Table(t) => ordered_table(t, de.and_then(|d| d.as_table())),
     }
 }
 

@@ -251,10 +251,11 @@ impl<'a> Ctx<'a> {
             }
         }
         if is_object_schema(s) || m.get("allOf").is_some() && types(s).is_empty() {
-            if let Some(Value::Array(all)) = m.get("allOf") {
-                if all.len() == 1 && m.get("properties").is_none() {
-                    return self.type_of(&all[0], hint);
-                }
+            if let Some(Value::Array(all)) = m.get("allOf")
+                && all.len() == 1
+                && m.get("properties").is_none()
+            {
+                return self.type_of(&all[0], hint);
             }
             let n = self.fresh(hint);
             self.object_schema(s, &n);
@@ -342,16 +343,16 @@ impl<'a> Ctx<'a> {
             .or(s.get("unevaluatedProperties"))
         {
             *extra = Some(ap);
-        } else if let Some(Value::Object(pp)) = s.get("patternProperties") {
-            if let Some(v) = pp.values().next() {
-                *extra = Some(v);
-            }
+        } else if let Some(Value::Object(pp)) = s.get("patternProperties")
+            && let Some(v) = pp.values().next()
+        {
+            *extra = Some(v);
         }
-        if depth < 16 {
-            if let Some(Value::Array(all)) = s.get("allOf") {
-                for a in all {
-                    self.gather(a, props, required, extra, depth + 1);
-                }
+        if depth < 16
+            && let Some(Value::Array(all)) = s.get("allOf")
+        {
+            for a in all {
+                self.gather(a, props, required, extra, depth + 1);
             }
         }
     }
