@@ -101,6 +101,10 @@ pub fn render(schemas: &[Schema]) -> String {
         }
         s.push('\n');
     }
+    // upstream's file ends right after a final `check:` block
+    if schemas.last().is_some_and(|d| !d.checks.is_empty()) {
+        s.pop();
+    }
     s
 }
 
