@@ -418,3 +418,33 @@ fn aws_provider_schema_types_s3_buckets() {
         "expected str",
     );
 }
+
+#[test]
+fn json_schema_recursion_quotes_and_mixed_enums() {
+    let d = tempfile::tempdir().unwrap();
+    let p = fixture("tree.schema.json");
+    let out = ok(&kcl(
+        d.path(),
+        &["import", "-m", "jsonschema", "-o", "-", p.to_str().unwrap()],
+    ));
+    for want in [
+        // `#` refers to the root schema itself
+        "    children?: [Tree]\n",
+        // a default holding a quote stays out of the docstring's way
+        "    \"a-b\" : str, optional, default is r'''x\"y'''\n",
+        "    \"a-b\"?: str = r\"\"\"x\"y\"\"\"\n",
+        "    mode?: 1 | 2.5 | \"auto\" | True\n",
+        "        regex.match(re, \"^a\\\"b\\\\\\\\$\") if not isnullish(re)\n",
+        "    next?: Pt\n",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let y = ok(&run_with(
+        &out,
+        "t = Tree {children = [{mode = \"auto\"}], re = \"a\\\"b\\\\\", deep = {x = {next = {v = 2}}}}\n",
+    ));
+    assert!(y.contains("  re: a\"b\\\n"), "{y}");
+    assert_rejects(&out, "t = Tree {value = -2}\n", "Check failed");
+    assert_rejects(&out, "t = Tree {re = \"ab\"}\n", "Check failed");
+    assert_rejects(&out, "t = Tree {mode = 3}\n", "expected");
+}

@@ -146,6 +146,15 @@ fn literal(v: &Value) -> String {
     }
 }
 
+/// A JSON scalar as a literal type: strings always in the escaped form, as a raw
+/// triple-quoted string is no type.
+fn literal_type(v: &Value) -> String {
+    match v {
+        Value::String(s) => crate::openapi::str_lit(s),
+        _ => inline(v),
+    }
+}
+
 fn num(v: Option<&Value>) -> Option<String> {
     v.and_then(|v| v.as_f64().map(|_| v.to_string()))
 }
@@ -209,8 +218,11 @@ impl<'a> Ctx<'a> {
                 None => "any".into(),
             };
         }
-        if let Some(c) = m.get("const") {
-            return literal(c);
+        if let Some(c) = m.get("const")
+            && !c.is_array()
+            && !c.is_object()
+        {
+            return literal_type(c);
         }
         if let Some(Value::Array(e)) = m.get("enum") {
             let lits: Vec<String> = e
@@ -218,7 +230,7 @@ impl<'a> Ctx<'a> {
                 .filter(|v| !v.is_null())
                 .map(|v| match v {
                     Value::Array(_) | Value::Object(_) => "any".into(),
-                    _ => literal(v),
+                    _ => literal_type(v),
                 })
                 .collect();
             if !lits.is_empty() && !lits.iter().any(|l| l == "any") {

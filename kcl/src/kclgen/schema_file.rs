@@ -67,16 +67,17 @@ pub fn render(schemas: &[Schema]) -> String {
         if !d.props.is_empty() {
             s.push_str("\n    Attributes\n    ----------\n");
             for p in &d.props {
-                let _ = write!(
-                    s,
+                let mut line = format!(
                     "    {} : {}, {}",
                     name(&p.name),
                     p.ty,
                     if p.required { "required" } else { "optional" }
                 );
                 if let Some(v) = &p.default {
-                    let _ = write!(s, ", default is {v}");
+                    let _ = write!(line, ", default is {v}");
                 }
+                // a raw docstring ends at the first `"""`, which a default's literal may hold
+                s.push_str(&line.replace("\"\"\"", "'''"));
                 s.push('\n');
                 doc_lines(&mut s, &p.doc, "        ");
             }
