@@ -448,3 +448,38 @@ fn json_schema_recursion_quotes_and_mixed_enums() {
     assert_rejects(&out, "t = Tree {re = \"ab\"}\n", "Check failed");
     assert_rejects(&out, "t = Tree {mode = 3}\n", "expected");
 }
+
+/// Real schemas put keywords where they do not apply (`minLength` on a boolean, `pattern` on a
+/// string-or-object) and defaults of the wrong type (`"true"` for a boolean): upstream's type
+/// checker refuses the file if these become checks and defaults, so they are left out.
+#[test]
+fn json_schema_keywords_only_where_their_type_is() {
+    let schema = r#"{"$schema": "http://json-schema.org/draft-07/schema#", "title": "res", "type": "object",
+      "properties": {
+        "enabled": {"type": "boolean", "default": "true", "minLength": 1},
+        "doc": {"type": ["object", "string"], "pattern": "^x"},
+        "cfg": {"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 1},
+        "tags": {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 2},
+        "n": {"type": "integer", "default": 3, "maximum": 5},
+        "name": {"type": "string", "default": 7, "maxLength": 3}
+      }}"#;
+    let out = import("res.json", schema, "jsonschema");
+    for want in [
+        "    enabled?: bool\n",
+        "    doc?: {str:any} | str\n",
+        "    n?: int = 3\n",
+        "    name?: str\n",
+        // `tags` is a schema with an index signature (upstream's form), so no `len()` either
+        "    check:\n        n <= 5 if not isnullish(n)\n        len(name) <= 3 if not isnullish(name)\n",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    assert!(
+        !out.contains("len(enabled)") && !out.contains("len(cfg)"),
+        "{out}"
+    );
+    ok(&run_with(
+        &out,
+        "r = Res {enabled = True, doc = {k = 1}, cfg = {a = \"x\"}}\n",
+    ));
+}

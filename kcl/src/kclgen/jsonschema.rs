@@ -385,8 +385,13 @@ impl<'a> Ctx<'a> {
         for (pname, ps) in props {
             let ty = self.type_of(ps, &format!("{schema_name}{}", camel(pname)));
             let req = required.contains(pname.as_str());
-            let default = ps.get("default").map(literal);
-            out.checks.extend(checks(pname, ps, req));
+            // a default of another type than the attribute's (schemas have `"true"` for a
+            // boolean) would make the schema fail to load
+            let default = ps
+                .get("default")
+                .filter(|d| default_fits(d, &ty))
+                .map(literal);
+            out.checks.extend(checks(pname, ps, &ty, req));
             out.props.push(Prop {
                 name: pname.clone(),
                 ty,
@@ -401,6 +406,26 @@ impl<'a> Ctx<'a> {
             _ => None,
         };
         self.out[slot] = out;
+    }
+}
+
+/// Whether a default value can be the value of an attribute of KCL type `ty`.
+fn default_fits(d: &Value, ty: &str) -> bool {
+    if ty == "any" {
+        return !d.is_null();
+    }
+    let has = |t: &str| ty.split(" | ").any(|p| p == t);
+    match d {
+        Value::Null => false,
+        Value::Bool(b) => has("bool") || has(if *b { "True" } else { "False" }),
+        Value::Number(n) if n.is_f64() => has("float") || has(&n.to_string()),
+        Value::Number(n) => has("int") || has("float") || has(&n.to_string()),
+        Value::String(s) => has("str") || has(&crate::openapi::str_lit(s)),
+        Value::Array(_) => ty.starts_with('['),
+        // a dict or a schema
+        Value::Object(_) => {
+            !["str", "int", "float", "bool"].iter().any(|p| has(p)) && !ty.starts_with('[')
+        }
     }
 }
 
@@ -425,15 +450,20 @@ fn dedup(ts: Vec<String>) -> String {
 /// `check:` lines for the constraints on property `p`, skipped when an optional `p` is unset.
 /// Upstream guards with `if p`, which also skips 0, "" and [] (so `minimum: 1` let 0 through);
 /// `isnullish` skips only None and Undefined.
-fn checks(p: &str, s: &Value, required: bool) -> Vec<String> {
+/// Each keyword applies to one JSON type (`minLength` to strings, `minItems` to arrays, ...),
+/// so a check is written only where the attribute's KCL type is that type: `len()` of a
+/// schema instance or `regex.match` on a union is a type error.
+fn checks(p: &str, s: &Value, ty: &str, required: bool) -> Vec<String> {
     // a quoted attribute name cannot be referred to in an expression
     if !super::is_ident(p) {
         return Vec::new();
     }
     let n = name(p);
     let mut out = Vec::new();
-    let ts = types(s);
-    let num_ty = ts.contains(&"integer") || ts.contains(&"number");
+    let num_ty = matches!(ty, "int" | "float" | "int | float" | "float | int");
+    let str_ty = ty == "str";
+    let list_ty = ty.starts_with('[');
+    let dict_ty = ty.starts_with('{');
     let (mut min, mut max) = (num(s.get("minimum")), num(s.get("maximum")));
     let (mut xmin, mut xmax) = (false, false);
     // draft 4: booleans modifying minimum/maximum; later: numbers of their own
@@ -453,7 +483,7 @@ fn checks(p: &str, s: &Value, required: bool) -> Vec<String> {
         }
         _ => {}
     }
-    if num_ty || ts.is_empty() {
+    if num_ty {
         if let Some(v) = max {
             out.push(format!("{n} {} {v}", if xmax { "<" } else { "<=" }));
         }
@@ -461,19 +491,19 @@ fn checks(p: &str, s: &Value, required: bool) -> Vec<String> {
             out.push(format!("{n} {} {v}", if xmin { ">" } else { ">=" }));
         }
     }
-    for (kw, op) in [
-        ("maxLength", "<="),
-        ("minLength", ">="),
-        ("maxItems", "<="),
-        ("minItems", ">="),
-        ("maxProperties", "<="),
-        ("minProperties", ">="),
+    for (kw, op, applies) in [
+        ("maxLength", "<=", str_ty),
+        ("minLength", ">=", str_ty),
+        ("maxItems", "<=", list_ty),
+        ("minItems", ">=", list_ty),
+        ("maxProperties", "<=", dict_ty),
+        ("minProperties", ">=", dict_ty),
     ] {
-        if let Some(v) = s.get(kw).and_then(Value::as_u64) {
+        if let Some(v) = s.get(kw).and_then(Value::as_u64).filter(|_| applies) {
             out.push(format!("len({n}) {op} {v}"));
         }
     }
-    if let Some(re) = s.get("pattern").and_then(Value::as_str) {
+    if let Some(re) = s.get("pattern").and_then(Value::as_str).filter(|_| str_ty) {
         let lit = if re.contains('"') || re.ends_with('\\') || re.contains('\n') {
             crate::openapi::str_lit(re)
         } else {
@@ -483,11 +513,11 @@ fn checks(p: &str, s: &Value, required: bool) -> Vec<String> {
     }
     if let Some(m) = s.get("multipleOf") {
         // the builtin takes ints only
-        if (m.is_u64() || m.is_i64()) && ts == ["integer"] {
+        if (m.is_u64() || m.is_i64()) && ty == "int" {
             out.push(format!("multiplyof({n}, {m})"));
         }
     }
-    if s.get("uniqueItems") == Some(&Value::Bool(true)) {
+    if s.get("uniqueItems") == Some(&Value::Bool(true)) && list_ty {
         out.push(format!("isunique({n})"));
     }
     if !required {
