@@ -56,6 +56,13 @@ if KUSION_SHARED="$shared" cargo test --locked -p kusion-kcl --test openapi_impo
 else
   echo "shared-data tests: FAILED" >&2; status=1
 fi
+# `kcl import -m terraformschema` on the real AWS provider schema (terraform and the provider
+# mirror in /opt/tf-plugins, not the README's test command's requirements).
+if cargo test --locked -p kusion-kcl --test cli_import -- --ignored; then
+  echo "terraform schema import: passed"
+else
+  echo "terraform schema import: FAILED" >&2; status=1
+fi
 # Differential against the terraform CLI (drift planned and corrected as terraform does, and
 # seeded attribute edits planned and recorded as terraform does; minutes of terraform commands
 # against moto, so not in the README's test command).

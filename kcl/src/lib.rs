@@ -14,6 +14,7 @@ pub mod cli;
 pub mod diag;
 pub mod eval;
 pub mod fmt;
+pub mod kclgen;
 pub mod lexer;
 pub mod limits;
 pub mod openapi;

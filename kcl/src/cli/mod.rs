@@ -36,7 +36,7 @@ enum Command {
     Parse(parse::ParseArgs),
     /// Evaluate KCL files and print the result.
     Run(run::RunArgs),
-    /// Generate KCL schemas from an OpenAPI v2 document and/or CRD YAML.
+    /// Convert JSON, YAML, TOML, JSON Schema, Terraform schemas, OpenAPI or CRDs to KCL.
     Import(import::ImportArgs),
     /// Run the `test_*` lambdas of `*_test.k` files (`kcl test ./...`).
     #[command(alias = "t")]

@@ -15,7 +15,7 @@ mod swagger;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-pub use emit::snake;
+pub use emit::{snake, str_lit};
 pub use model::{Attr, Check, SchemaDef, Ty};
 
 /// An importer failure, naming the file and the place in the document.

@@ -143,6 +143,229 @@ impl ProviderSchema {
     }
 }
 
+impl ProviderSchema {
+    /// The schema in the shape of `terraform providers schema -json` (one provider under
+    /// `address`), so tools that read terraform's output (`kcl import -m terraformschema`) can
+    /// read ours without the terraform CLI.
+    pub fn to_terraform_json(&self, address: &str) -> serde_json::Value {
+        use serde_json::{Map, Value, json};
+        fn schemas<S>(m: &std::collections::HashMap<String, S>, f: fn(&S) -> Value) -> Value {
+            // sorted, so the output depends only on the provider
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), f(&m[k])))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        let body = match &self.raw {
+            Raw::V5(r) => json!({
+                "provider": r.provider.as_ref().map(json5).unwrap_or(Value::Null),
+                "resource_schemas": schemas(&r.resource_schemas, json5),
+                "data_source_schemas": schemas(&r.data_source_schemas, json5),
+            }),
+            Raw::V6(r) => json!({
+                "provider": r.provider.as_ref().map(json6).unwrap_or(Value::Null),
+                "resource_schemas": schemas(&r.resource_schemas, json6),
+                "data_source_schemas": schemas(&r.data_source_schemas, json6),
+            }),
+        };
+        json!({"format_version": "1.0", "provider_schemas": {address: body}})
+    }
+}
+
+/// Terraform's JSON leaves out false flags and empty strings; so do we.
+fn put_common(
+    o: &mut serde_json::Map<String, serde_json::Value>,
+    description: &str,
+    markdown: bool,
+    flags: &[(&str, bool)],
+) {
+    use serde_json::Value;
+    if !description.is_empty() {
+        o.insert("description".into(), Value::from(description));
+    }
+    o.insert(
+        "description_kind".into(),
+        Value::from(if markdown { "markdown" } else { "plain" }),
+    );
+    for (k, v) in flags {
+        if *v {
+            o.insert((*k).into(), Value::Bool(true));
+        }
+    }
+}
+
+fn cty_json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|_| serde_json::Value::from("dynamic"))
+}
+
+fn nesting_name(n: Nesting) -> &'static str {
+    match n {
+        Nesting::Single => "single",
+        Nesting::Group => "group",
+        Nesting::List => "list",
+        Nesting::Set => "set",
+        Nesting::Map => "map",
+    }
+}
+
+fn items(o: &mut serde_json::Map<String, serde_json::Value>, min: i64, max: i64) {
+    if min > 0 {
+        o.insert("min_items".into(), min.into());
+    }
+    if max > 0 {
+        o.insert("max_items".into(), max.into());
+    }
+}
+
+fn json5(s: &v5::Schema) -> serde_json::Value {
+    serde_json::json!({"version": s.version, "block": s.block.as_ref().map(block_json5).unwrap_or_default()})
+}
+
+fn block_json5(b: &v5::schema::Block) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    let mut o = Map::new();
+    let attrs: Map<String, Value> = b
+        .attributes
+        .iter()
+        .map(|a| {
+            let mut m = Map::new();
+            m.insert("type".into(), cty_json(&a.r#type));
+            put_common(
+                &mut m,
+                &a.description,
+                a.description_kind == 1,
+                &[
+                    ("required", a.required),
+                    ("optional", a.optional),
+                    ("computed", a.computed),
+                    ("sensitive", a.sensitive),
+                    ("deprecated", a.deprecated),
+                    ("write_only", a.write_only),
+                ],
+            );
+            (a.name.clone(), Value::Object(m))
+        })
+        .collect();
+    if !attrs.is_empty() {
+        o.insert("attributes".into(), Value::Object(attrs));
+    }
+    let blocks: Map<String, Value> = b
+        .block_types
+        .iter()
+        .map(|nb| {
+            let mut m = Map::new();
+            m.insert(
+                "nesting_mode".into(),
+                nesting_name(nesting5(nb.nesting)).into(),
+            );
+            m.insert(
+                "block".into(),
+                nb.block.as_ref().map(block_json5).unwrap_or_default(),
+            );
+            items(&mut m, nb.min_items, nb.max_items);
+            (nb.type_name.clone(), Value::Object(m))
+        })
+        .collect();
+    if !blocks.is_empty() {
+        o.insert("block_types".into(), Value::Object(blocks));
+    }
+    put_common(
+        &mut o,
+        &b.description,
+        b.description_kind == 1,
+        &[("deprecated", b.deprecated)],
+    );
+    Value::Object(o)
+}
+
+fn json6(s: &v6::Schema) -> serde_json::Value {
+    serde_json::json!({"version": s.version, "block": s.block.as_ref().map(block_json6).unwrap_or_default()})
+}
+
+fn attr_json6(a: &v6::schema::Attribute) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    let mut m = Map::new();
+    match &a.nested_type {
+        Some(obj) => {
+            let mut n = Map::new();
+            n.insert(
+                "attributes".into(),
+                Value::Object(
+                    obj.attributes
+                        .iter()
+                        .map(|i| (i.name.clone(), attr_json6(i)))
+                        .collect(),
+                ),
+            );
+            n.insert(
+                "nesting_mode".into(),
+                nesting_name(object_nesting6(obj.nesting)).into(),
+            );
+            m.insert("nested_type".into(), Value::Object(n));
+        }
+        None => {
+            m.insert("type".into(), cty_json(&a.r#type));
+        }
+    }
+    put_common(
+        &mut m,
+        &a.description,
+        a.description_kind == 1,
+        &[
+            ("required", a.required),
+            ("optional", a.optional),
+            ("computed", a.computed),
+            ("sensitive", a.sensitive),
+            ("deprecated", a.deprecated),
+            ("write_only", a.write_only),
+        ],
+    );
+    Value::Object(m)
+}
+
+fn block_json6(b: &v6::schema::Block) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    let mut o = Map::new();
+    let attrs: Map<String, Value> = b
+        .attributes
+        .iter()
+        .map(|a| (a.name.clone(), attr_json6(a)))
+        .collect();
+    if !attrs.is_empty() {
+        o.insert("attributes".into(), Value::Object(attrs));
+    }
+    let blocks: Map<String, Value> = b
+        .block_types
+        .iter()
+        .map(|nb| {
+            let mut m = Map::new();
+            m.insert(
+                "nesting_mode".into(),
+                nesting_name(nesting6(nb.nesting)).into(),
+            );
+            m.insert(
+                "block".into(),
+                nb.block.as_ref().map(block_json6).unwrap_or_default(),
+            );
+            items(&mut m, nb.min_items, nb.max_items);
+            (nb.type_name.clone(), Value::Object(m))
+        })
+        .collect();
+    if !blocks.is_empty() {
+        o.insert("block_types".into(), Value::Object(blocks));
+    }
+    put_common(
+        &mut o,
+        &b.description,
+        b.description_kind == 1,
+        &[("deprecated", b.deprecated)],
+    );
+    Value::Object(o)
+}
+
 fn schema5(s: &v5::Schema) -> Result<Schema, CtyError> {
     Ok(Schema {
         version: s.version,
