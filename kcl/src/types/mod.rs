@@ -1351,6 +1351,39 @@ impl<'a> Checker<'a> {
                             }
                         }
                     }
+                    // upstream's resolver knows these types have no attributes but the string
+                    // methods
+                    Ty::Str
+                    | Ty::StrLit(_)
+                    | Ty::Int
+                    | Ty::IntLit(_)
+                    | Ty::Float
+                    | Ty::FloatLit(_)
+                    | Ty::Bool
+                    | Ty::BoolLit(_)
+                    | Ty::None
+                    | Ty::List(_) => {
+                        let is_str = matches!(t, Ty::Str | Ty::StrLit(_));
+                        if !x.optional
+                            && !(is_str
+                                && crate::builtins::STR_METHODS.contains(&attr.sym.as_str()))
+                        {
+                            let msg = format!(
+                                "attribute '{}' not found in '{}'",
+                                attr.sym.as_str(),
+                                self.ty_str(&t)
+                            );
+                            // at the name for a dotted name (upstream's one identifier), else
+                            // at the attribute
+                            let at = if dotted(value).is_some() {
+                                value.span.shrink_to_lo()
+                            } else {
+                                attr.span.shrink_to_lo()
+                            };
+                            self.err(ErrKind::Type, msg, at);
+                        }
+                        Ty::Any
+                    }
                     _ => Ty::Any,
                 }
             }
