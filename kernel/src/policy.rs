@@ -296,7 +296,11 @@ fn blocked_message(report: &PolicyReport) -> String {
         ));
     }
     for f in report.failures.iter().filter(|f| !f.fail_open) {
-        lines.push(format!("  policy `{}` failed: {}", f.policy, f.message));
+        lines.push(format!(
+            "  policy `{}` failed (not a finding: --policy-exempt does not apply; fix the \
+             plugin or make the policy fail_open): {}",
+            f.policy, f.message
+        ));
     }
     lines.join("\n")
 }
