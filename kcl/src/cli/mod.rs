@@ -1,6 +1,7 @@
 //! The `kcl` binary's subcommands. Each lives in its own file so the front end (`fmt`,
 //! `parse`) and the evaluator (`run`) can grow independently.
 
+pub mod completion;
 pub mod fmt;
 pub mod import;
 pub mod parse;
@@ -27,6 +28,8 @@ enum Command {
     Run(run::RunArgs),
     /// Generate KCL schemas from an OpenAPI v2 document and/or CRD YAML.
     Import(import::ImportArgs),
+    /// Print a shell completion script.
+    Completion(completion::CompletionArgs),
 }
 
 /// Entry point of the `kcl` binary: exit code 0 on success, 1 on errors.
@@ -56,6 +59,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Parse(a) => parse::run(a),
         Command::Run(a) => run::run(a),
         Command::Import(a) => import::run(a),
+        Command::Completion(a) => completion::run(a),
     };
     match result {
         Ok(code) => code,
