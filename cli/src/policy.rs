@@ -160,3 +160,28 @@ pub fn render(report: &PolicyReport, styles: &Styles) -> String {
 pub fn to_json(report: &PolicyReport) -> Result<serde_json::Value> {
     serde_json::to_value(report).context("encoding the policy report")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kusion_kernel::policy::PolicyFailure;
+
+    #[test]
+    fn a_policy_that_did_not_run_is_not_offered_an_exemption() {
+        let report = PolicyReport {
+            policies: vec!["kcl-policy".into()],
+            findings: vec![],
+            failures: vec![PolicyFailure {
+                policy: "kcl-policy".into(),
+                message: "the plugin was refused: not built".into(),
+                fail_open: false,
+            }],
+            blocked: true,
+        };
+        let text = render(&report, &Styles { color: false });
+        assert!(text.contains("not findings"), "{text}");
+        assert!(text.contains("--policy-exempt does not apply"), "{text}");
+        assert!(!text.contains("exempt a rule"), "{text}");
+        assert!(text.contains("fail_open = true"), "{text}");
+    }
+}
