@@ -157,6 +157,10 @@ pub fn plan_details(plan: &PlanView, styles: &Styles) -> String {
             }
         }
         for u in &step.unknown {
+            // Paths of an update are already in its tree, marked `(known after apply)`.
+            if step.after.is_some() && kusion_sdk::FieldPath::parse(u).is_ok() {
+                continue;
+            }
             out.push_str(
                 &styles
                     .dim()

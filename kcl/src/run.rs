@@ -59,7 +59,12 @@ pub struct Allow {
 
 impl Allow {
     /// The access of a run whose package root is `root`.
-    fn access(&self, root: &Path, work_dir: &Path, external: &[(String, PathBuf)]) -> Access {
+    pub(crate) fn access(
+        &self,
+        root: &Path,
+        work_dir: &Path,
+        external: &[(String, PathBuf)],
+    ) -> Access {
         if self.all {
             return Access::unconfined();
         }

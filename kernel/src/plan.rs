@@ -214,6 +214,18 @@ impl Plan<'_> {
                                     );
                                 }
                             }
+                            // A value known only after apply shows as that, not as removed.
+                            if let Some(after) = after.as_mut() {
+                                for u in &step.unknown {
+                                    if let Ok(path) = FieldPath::parse(u) {
+                                        diff::set_path(
+                                            after,
+                                            &path,
+                                            Value::String(KNOWN_AFTER_APPLY.into()),
+                                        );
+                                    }
+                                }
+                            }
                             (in_context(step.live.as_ref()), after)
                         }
                         _ => (None, None),
@@ -908,7 +920,7 @@ fn decide(
                     .collect();
                 response.resource
             };
-            let changes = if cx.ignore.is_empty() {
+            let mut changes = if cx.ignore.is_empty() {
                 diff::diff_maps(&live.attributes, &expected.attributes)
             } else {
                 let mut before = attrs_value(live);
@@ -917,15 +929,29 @@ fn decide(
                 diff::strip(&mut after, &cx.ignore);
                 diff::diff(&before, &after)
             };
+            // A value the runtime will only know after apply is absent from the dry-run's
+            // object; that is not a removal. It is listed under `unknown` instead, and still
+            // makes the step an update (as Terraform plans `x -> (known after apply)`).
+            let unknown_paths: Vec<FieldPath> = unknown
+                .iter()
+                .filter_map(|p| FieldPath::parse(p).ok())
+                .collect();
+            let before = changes.len();
+            let touched: Vec<FieldPath> = changes.iter().map(|c| c.path.clone()).collect();
+            changes.retain(|c| {
+                !(c.kind == diff::ChangeKind::Removed
+                    && unknown_paths.iter().any(|u| u.is_prefix_of(&c.path)))
+            });
+            let becomes_unknown = changes.len() != before;
             forces_replace = replace_paths
                 .into_iter()
                 .filter(|r| {
-                    changes
+                    touched
                         .iter()
-                        .any(|c| r.is_prefix_of(&c.path) || c.path.is_prefix_of(r))
+                        .any(|c| r.is_prefix_of(c) || c.is_prefix_of(r))
                 })
                 .collect();
-            let action = if changes.is_empty() {
+            let action = if changes.is_empty() && !becomes_unknown {
                 match prior {
                     Some(p) if !p.pending => Action::UnChanged,
                     _ => Action::Import,

@@ -206,6 +206,50 @@ fn ignore_fields_hold_in_preview_and_apply() {
     assert_eq!(live.attributes["image"], json!("v2"));
 }
 
+/// A computed value the runtime knows only after apply is not a removal: the preview lists it
+/// as unknown, changes only what the spec changed, and still plans the update (as Terraform
+/// plans `tags_all -> (known after apply)` when `tags` changes).
+#[test]
+fn values_known_after_apply_are_not_previewed_as_removed() {
+    let f = fixture();
+    let opts = PlanOptions::default();
+    let first = spec("resources:\n- id: t:r\n  type: Test\n  attributes: {labels: {env: test}}\n");
+    apply(&f, &first, &opts, &ApplyOptions::default());
+    assert_eq!(
+        actions(&f, &first, &opts),
+        vec![("t:r".into(), Action::UnChanged)]
+    );
+
+    let tagged = spec(
+        "resources:\n- id: t:r\n  type: Test\n  attributes: {labels: {env: test, team: ''}}\n",
+    );
+    let p = operation::preview(&tagged, &f.stack, &opts, no_cancel()).unwrap();
+    let step = &p.steps[0];
+    assert_eq!(step.action, Action::Update);
+    let paths: Vec<String> = step.changes.iter().map(|c| c.path.to_string()).collect();
+    assert_eq!(paths, vec!["labels.team"], "{step:?}");
+    assert_eq!(step.unknown, vec!["labelsAll"]);
+    // Shown in context as becoming unknown, the way Terraform shows it.
+    assert_eq!(
+        step.after.as_ref().unwrap()["labelsAll"],
+        json!(kusion_kernel::plan::KNOWN_AFTER_APPLY)
+    );
+
+    let Applied::Done { report, .. } = apply(&f, &tagged, &opts, &ApplyOptions::default()) else {
+        panic!()
+    };
+    assert!(report.succeeded(), "{report:?}");
+    let live = TestRuntime::objects(&f.cloud).pop().unwrap();
+    assert_eq!(
+        live.attributes["labelsAll"],
+        json!({"env": "test", "team": ""})
+    );
+    assert_eq!(
+        actions(&f, &tagged, &opts),
+        vec![("t:r".into(), Action::UnChanged)]
+    );
+}
+
 #[test]
 fn a_failure_skips_descendants_and_independent_branches_continue() {
     let f = fixture();

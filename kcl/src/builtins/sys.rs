@@ -428,7 +428,9 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             "catch" => |h: &mut dyn Host, a: A, k: K| -> R {
                 let f = req(a, k, 0, "func", "catch")?.clone();
                 match h.call(&f, &[], &[]) {
-                    Ok(_) => Ok(Value::None),
+                    // upstream returns Undefined (not None) when nothing failed: `== None` is
+                    // False and the variable is left out of the output
+                    Ok(_) => Ok(Value::Undefined),
                     Err(e) => Ok(Value::from(e.msg)),
                 }
             },

@@ -2,17 +2,28 @@
 //! `parse`) and the evaluator (`run`) can grow independently.
 
 pub mod completion;
+pub mod doc;
 pub mod fmt;
 pub mod import;
+pub mod lint;
 pub mod parse;
 pub mod run;
+pub mod test;
+pub mod vet;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// KCL language tool.
 #[derive(Parser, Debug)]
-#[command(name = "kcl", version, about = "KCL configuration language tool")]
+#[command(
+    name = "kcl",
+    about = "KCL configuration language tool",
+    // `--version`/`-v` print upstream's form (see `shorthand`)
+    disable_version_flag = true,
+    after_help = "`kcl FILE...` (or `kcl -D k=v FILE...`) is `kcl run FILE...`; `kcl --version` prints the version."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -28,13 +39,75 @@ enum Command {
     Run(run::RunArgs),
     /// Generate KCL schemas from an OpenAPI v2 document and/or CRD YAML.
     Import(import::ImportArgs),
+    /// Run the `test_*` lambdas of `*_test.k` files (`kcl test ./...`).
+    #[command(alias = "t")]
+    Test(test::TestArgs),
+    /// Documentation of a package's schemas (`kcl doc generate`).
+    Doc(doc::DocArgs),
+    /// Report the static checker's findings without evaluating (`kcl lint ./...`).
+    Lint(lint::LintArgs),
+    /// Validate a JSON or YAML file against a schema (`kcl vet data.json code.k -s Schema`).
+    Vet(vet::VetArgs),
+    /// Show the version (`<version>-<os>-<arch>`, upstream's form).
+    Version,
     /// Print a shell completion script.
     Completion(completion::CompletionArgs),
 }
 
+/// The version line in upstream's form (`0.12.4-linux-amd64`: Go's OS and architecture names).
+pub fn version_string() -> String {
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        o => o,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        a => a,
+    };
+    format!("{}-{os}-{arch}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Upstream's shorthands: `kcl FILE...` (and `kcl -D k=v FILE`) is `kcl run ...`, and
+/// `kcl --version`/`-v` prints `kcl version <version>`, and `kcl` alone its help. Returns the
+/// arguments to parse, or `None` when it printed instead.
+fn shorthand(mut args: Vec<OsString>) -> Option<Vec<OsString>> {
+    if args.len() == 1 {
+        // upstream's root command prints its help and succeeds
+        let _ = Cli::command().print_help();
+        return None;
+    }
+    let Some(first) = args.get(1).and_then(|a| a.to_str()).map(str::to_string) else {
+        return Some(args);
+    };
+    if first == "--version" || first == "-v" {
+        println!("kcl version {}", version_string());
+        return None;
+    }
+    let cmd = Cli::command();
+    let is_subcommand = first == "help"
+        || cmd
+            .get_subcommands()
+            .any(|c| c.get_name() == first || c.get_all_aliases().any(|a| a == first));
+    // a flag other than help, a `.k` file or an existing path: a run; anything else is left
+    // to clap so a mistyped subcommand is reported as one
+    let runs = !is_subcommand
+        && (first.starts_with('-') && first != "-h" && first != "--help"
+            || first.ends_with(".k")
+            || std::path::Path::new(&first).exists());
+    if runs {
+        args.insert(1, OsString::from("run"));
+    }
+    Some(args)
+}
+
 /// Entry point of the `kcl` binary: exit code 0 on success, 1 on errors.
 pub fn main() -> ExitCode {
-    dispatch(Cli::parse())
+    match shorthand(std::env::args_os().collect()) {
+        Some(args) => dispatch(Cli::parse_from(args)),
+        None => ExitCode::SUCCESS,
+    }
 }
 
 /// Entry point for embedding (`kusionctl kcl ...`): `args` includes the program name.
@@ -43,6 +116,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let Some(args) = shorthand(args) else {
+        return ExitCode::SUCCESS;
+    };
     match Cli::try_parse_from(args) {
         Ok(cli) => dispatch(cli),
         Err(e) => {
@@ -59,6 +136,14 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Parse(a) => parse::run(a),
         Command::Run(a) => run::run(a),
         Command::Import(a) => import::run(a),
+        Command::Test(a) => test::run(a),
+        Command::Lint(a) => lint::run(a),
+        Command::Doc(a) => doc::run(a),
+        Command::Vet(a) => vet::run(a),
+        Command::Version => {
+            println!("{}", version_string());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Completion(a) => completion::run(a),
     };
     match result {

@@ -1,4 +1,4 @@
-//! `kcl run`: evaluate KCL files and print the result as YAML (or JSON).
+//! `kcl run`: evaluate KCL files and print the result as YAML, JSON or TOML.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::run::{RunOptions, run_parts};
+use crate::run::{Rendering, RunOptions, run_parts};
 
 /// Arguments of `kcl run` (upstream-compatible spellings).
 #[derive(Args, Debug, Default)]
@@ -16,9 +16,18 @@ pub struct RunArgs {
     /// Write the output to a file.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// Output format: yaml or json.
-    #[arg(long = "format", default_value = "yaml")]
-    pub format: String,
+    /// Output format (any case, as upstream).
+    #[arg(
+        long = "format",
+        value_enum,
+        ignore_case = true,
+        default_value = "yaml"
+    )]
+    pub format: Format,
+    /// With `--format toml`: write each table's plain values before its sub-tables (keeping
+    /// key order otherwise) instead of failing as upstream does on a value after a table.
+    #[arg(long = "toml_tables_last", alias = "toml-tables-last")]
+    pub toml_tables_last: bool,
     /// Drop None values.
     #[arg(short = 'n', long = "disable_none", alias = "disable-none")]
     pub disable_none: bool,
@@ -52,6 +61,19 @@ pub struct RunArgs {
     /// List options (accepted for compatibility).
     #[arg(short = 'l')]
     pub list: bool,
+    /// Quiet mode. Upstream silences its package manager's download log with it; this `kcl`
+    /// prints no such log, so there is nothing to silence (`print()` output stays, as upstream).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// No colours or styles in messages. Accepted: this `kcl` never styles its output.
+    #[arg(long = "no_style", alias = "no-style")]
+    pub no_style: bool,
+    /// Upstream's vendor mode (packages from the module's vendor folder): not supported.
+    #[arg(short = 'V', long = "vendor")]
+    pub vendor: bool,
+    /// Upstream's tag of an OCI or Git package to run: not supported.
+    #[arg(short = 't', long = "tag", value_name = "TAG")]
+    pub tag: Option<String>,
     /// Let `file.*` read files under DIR (besides the package, the working folder and the
     /// external packages).
     #[arg(long = "allow-read", value_name = "DIR")]
@@ -76,7 +98,35 @@ pub struct RunArgs {
     pub timeout: Option<std::time::Duration>,
 }
 
+/// `--format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    #[default]
+    Yaml,
+    Json,
+    Toml,
+}
+
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    // upstream's flags that need package management this `kcl` does not have: refused by name
+    // (a usage error) rather than silently ignored
+    for (set, flag, why) in [
+        (
+            a.vendor,
+            "--vendor (-V)",
+            "packages come from -E name=path and kcl.mod paths; there is no vendor mode",
+        ),
+        (
+            a.tag.is_some(),
+            "--tag (-t)",
+            "running OCI or Git packages is not supported",
+        ),
+    ] {
+        if set {
+            eprintln!("error: {flag} is not supported by this kcl: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    }
     let mut opts = RunOptions {
         disable_none: a.disable_none,
         sort_keys: a.sort_keys,
@@ -84,7 +134,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         path_selector: a.path_selector,
         overrides: a.overrides,
         settings: a.setting,
-        json: a.format == "json",
+        json: a.format == Format::Json,
         strict_range_check: a.strict_range_check,
         allow: crate::run::Allow {
             read: a.allow_read,
@@ -135,6 +185,31 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("{w}");
             }
             lock.write_all(out.printed.as_bytes())?;
+            if a.format == Format::Toml {
+                // upstream converts its YAML result, so TOML is made from the YAML text
+                let yaml = match rendering {
+                    Rendering::Text(t) => t,
+                    Rendering::Yaml(v, po) => crate::output::to_yaml(&v, po),
+                };
+                let text = match crate::output::toml::yaml_to_toml_with(
+                    &yaml,
+                    a.sort_keys,
+                    a.toml_tables_last,
+                ) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        lock.flush()?;
+                        eprintln!("{e}");
+                        return Ok(ExitCode::from(1));
+                    }
+                };
+                match &a.output {
+                    Some(p) => std::fs::write(p, text)?,
+                    None => lock.write_all(text.as_bytes())?,
+                }
+                lock.flush()?;
+                return Ok(ExitCode::SUCCESS);
+            }
             // the document is written as it is rendered (not built whole first)
             match &a.output {
                 Some(p) => {

@@ -372,7 +372,7 @@ impl Evaluator {
         Ok(pkg)
     }
 
-    fn ctx(&self, pkg: &Rc<Pkg>, file: FileId) -> Ctx {
+    pub(crate) fn ctx(&self, pkg: &Rc<Pkg>, file: FileId) -> Ctx {
         Ctx {
             pkg: pkg.clone(),
             locals: None,

@@ -104,8 +104,6 @@ pub enum Tok {
     Comma,
     /// `:`
     Colon,
-    /// `;`
-    Semi,
     /// `.`
     Dot,
     /// `...`
@@ -480,6 +478,16 @@ impl<'a> Lexer<'a> {
             }
             _ => {}
         }
+        if b == b';' {
+            // Upstream's lexer reports a semicolon and drops it; statements need no separator.
+            self.pos += 1;
+            self.err(
+                lo,
+                self.pos,
+                "the semicolon ';' here is unnecessary, please remove it",
+            );
+            return None;
+        }
         let (tok, len) = match (b, self.peek(1), self.peek(2)) {
             (b'*', b'*', b'=') => (Tok::AugAssign(AugOp::Pow), 3),
             (b'/', b'/', b'=') => (Tok::AugAssign(AugOp::FloorDiv), 3),
@@ -511,7 +519,6 @@ impl<'a> Lexer<'a> {
             (b'}', _, _) => (Tok::RBrace, 1),
             (b',', _, _) => (Tok::Comma, 1),
             (b':', _, _) => (Tok::Colon, 1),
-            (b';', _, _) => (Tok::Semi, 1),
             (b'.', _, _) => (Tok::Dot, 1),
             (b'?', _, _) => (Tok::Question, 1),
             (b'@', _, _) => (Tok::At, 1),

@@ -7,6 +7,7 @@
 use crate::value::Value;
 
 mod scalar;
+pub mod toml;
 
 pub use scalar::{StrStyle, str_style};
 

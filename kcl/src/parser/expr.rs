@@ -211,6 +211,7 @@ impl<'a> Parser<'a> {
         if !self.enter() {
             return Expr::missing(self.since(lo));
         }
+        self.keyword_as_operand_name();
         let operand = self.parse_postfix();
         self.depth -= 1;
         let span = self.span(lo, operand.span.hi);
@@ -220,6 +221,60 @@ impl<'a> Parser<'a> {
                 operand: Box::new(operand),
             },
             span,
+        }
+    }
+
+    /// Whether the current token, on the same line, starts an expression (upstream then
+    /// parses another list item, config entry, argument or statement without a separator).
+    pub(crate) fn starts_expr(&self) -> bool {
+        !self.at_line_break()
+            && matches!(
+                self.tok(),
+                Tok::Ident(_)
+                    | Tok::Number
+                    | Tok::Str { .. }
+                    | Tok::True
+                    | Tok::False
+                    | Tok::None
+                    | Tok::Undefined
+                    | Tok::LParen
+                    | Tok::LBracket
+                    | Tok::LBrace
+                    | Tok::Lambda
+                    | Tok::Not
+            )
+    }
+
+    /// A list item or config entry: an expression, an unpacking or an `if` entry.
+    fn starts_item(&self) -> bool {
+        self.starts_expr()
+            || (!self.at_line_break() && matches!(self.tok(), Tok::Star | Tok::StarStar | Tok::If))
+    }
+
+    /// Upstream's parser reads a keyword right after a unary operator as a name (`not not x` is
+    /// `not` applied to a variable named `not`, followed by the statement `x`); the resolver
+    /// then reports the undefined name, not a syntax error.
+    fn keyword_as_operand_name(&mut self) {
+        let t = self.tk();
+        let keyword = matches!(
+            t.tok,
+            Tok::Import
+                | Tok::As
+                | Tok::If
+                | Tok::Elif
+                | Tok::Else
+                | Tok::For
+                | Tok::In
+                | Tok::Not
+                | Tok::And
+                | Tok::Or
+                | Tok::Is
+                | Tok::Assert
+        );
+        if keyword && !self.nl_break() {
+            let sym = crate::ast::Symbol::intern(self.text(t));
+            let i = self.pos.min(self.toks.len() - 1);
+            self.toks[i].tok = Tok::Ident(sym);
         }
     }
 
@@ -320,6 +375,7 @@ impl<'a> Parser<'a> {
         self.ctx.push(Ctx::Bracket);
         let mut parts: [Option<Expr>; 3] = [None, None, None];
         let mut colons = 0;
+        let mut extra_seen = false;
         loop {
             if self.at(Tok::Colon) {
                 self.bump();
@@ -334,8 +390,26 @@ impl<'a> Parser<'a> {
                 break;
             }
             if parts[colons].is_some() {
-                self.expected(&["]"]);
-                break;
+                let comma = self.at(Tok::Comma);
+                if !comma && !self.starts_expr() {
+                    self.expected(&["]"]);
+                    break;
+                }
+                // Upstream reads further expressions inside the brackets and reports them.
+                if colons == 0 && !extra_seen {
+                    let t = self.tk();
+                    self.error(self.tspan(t), "a list should have only one expr");
+                }
+                extra_seen = true;
+                if comma {
+                    self.expected(OPERAND_START);
+                    self.bump();
+                    continue;
+                }
+                let extra = self.parse_expr();
+                let end = self.span(extra.span.hi, extra.span.hi);
+                self.error(end, "consecutive exprs found");
+                continue;
             }
             parts[colons] = Some(self.parse_expr());
         }
@@ -397,7 +471,8 @@ impl<'a> Parser<'a> {
                 }
                 args.args.push(e);
             }
-            if !self.eat(Tok::Comma) {
+            // Upstream needs no comma between arguments either (`f(1 2)`).
+            if !self.eat(Tok::Comma) && (self.pos == start || !self.starts_item()) {
                 break;
             }
             if self.pos == start {
@@ -685,7 +760,15 @@ impl<'a> Parser<'a> {
             if self.eat(Tok::Comma) || self.at(Tok::RBracket) {
                 continue;
             }
-            if self.tk().nl {
+            // Upstream needs no comma between items (`[1 2]` is a list of two).
+            if self.tk().nl || (self.pos != start && self.starts_item()) {
+                continue;
+            }
+            if self.pos != start && !matches!(self.tok(), Tok::RParen | Tok::RBrace | Tok::Eof) {
+                // Upstream tries another item here, then wants a comma, and skips the token.
+                self.expected(OPERAND_START);
+                self.expected(&[","]);
+                self.bump();
                 continue;
             }
             self.expected(&["]"]);
@@ -846,7 +929,14 @@ impl<'a> Parser<'a> {
             if self.eat(Tok::Comma) || self.at(Tok::RBrace) {
                 continue;
             }
-            if self.tk().nl && self.pos != start {
+            // Upstream needs no comma between entries (`{a = 1 b = 2}`).
+            if (self.tk().nl || self.starts_item()) && self.pos != start {
+                continue;
+            }
+            if self.pos != start && !matches!(self.tok(), Tok::RParen | Tok::RBracket | Tok::Eof) {
+                // Upstream tries another entry here and skips the token.
+                self.expected(OPERAND_START);
+                self.bump();
                 continue;
             }
             self.expected(&["}"]);
@@ -1166,12 +1256,16 @@ impl<'a> Parser<'a> {
             if let Some(s) = self.parse_stmt() {
                 out.push(s);
             }
-            self.eat(Tok::Semi);
             if self.pos == start {
                 self.unexpected();
                 self.bump();
             }
-            if !self.tk().nl && !self.at(Tok::RBrace) && !self.at_eof() && self.pos != start {
+            if !self.tk().nl
+                && !self.at(Tok::RBrace)
+                && !self.at_eof()
+                && self.pos != start
+                && !self.starts_stmt()
+            {
                 self.unexpected();
                 self.bump();
             }

@@ -442,6 +442,29 @@ pub fn load_program_cached(
     opts: &LoadOptions,
     cache: Option<&ParseCache>,
 ) -> Result<Program, Diagnostics> {
+    let (program, errors) = load(inputs, opts, cache, false)?;
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    Ok(program)
+}
+
+/// [`load_program`] for tools that report every error (`kcl lint`): the main package's files
+/// with syntax errors are kept as the parser recovered them, and the program comes back with
+/// the diagnostics; `Err` only when no program can be built (a missing file, say).
+pub(crate) fn load_program_partial(
+    inputs: &[PathBuf],
+    opts: &LoadOptions,
+) -> Result<(Program, Diagnostics), Diagnostics> {
+    load(inputs, opts, None, true).map(|(p, e)| (p, Diagnostics(e)))
+}
+
+fn load(
+    inputs: &[PathBuf],
+    opts: &LoadOptions,
+    cache: Option<&ParseCache>,
+    partial: bool,
+) -> Result<(Program, Vec<Diagnostic>), Diagnostics> {
     let plain =
         |msg: String| Diagnostics::from(Diagnostic::plain(ErrorKind::CannotFindModule, msg));
     let work = match (&opts.work_dir, inputs.first()) {
@@ -525,8 +548,16 @@ pub fn load_program_cached(
     };
     let mut modules = Vec::new();
     for f in &files {
-        match ld.parse(f) {
-            Ok(m) => modules.push(m),
+        let parsed = if partial {
+            parse_partial(f)
+        } else {
+            ld.parse(f).map(|m| (m, Vec::new()))
+        };
+        match parsed {
+            Ok((m, errors)) => {
+                ld.errors.extend(errors);
+                modules.push(m);
+            }
             Err(d) => ld.errors.extend(d.0),
         }
     }
@@ -538,15 +569,27 @@ pub fn load_program_cached(
         path: root.clone(),
         modules,
     };
-    if !ld.errors.is_empty() {
-        return Err(Diagnostics(ld.errors));
-    }
-    Ok(Program {
+    let program = Program {
         root,
         main,
         packages: ld.packages,
         imports: ld.imports,
-    })
+    };
+    Ok((program, ld.errors))
+}
+
+/// A file as the parser recovered it, with its syntax errors.
+fn parse_partial(f: &Path) -> Result<(Arc<Module>, Vec<Diagnostic>), Diagnostics> {
+    let text = std::fs::read_to_string(f).map_err(|e| {
+        Diagnostics::from(Diagnostic::plain(
+            ErrorKind::CannotFindModule,
+            format!("cannot read {}: {e}", f.display()),
+        ))
+    })?;
+    let abs = std::path::absolute(f).unwrap_or_else(|_| f.to_path_buf());
+    let file = crate::ast::source_map().add(abs.display().to_string(), Some(&abs), text);
+    let (m, errors) = crate::parser::parse_with_errors(file.id);
+    Ok((Arc::new(m), errors))
 }
 
 impl Loader<'_> {

@@ -316,7 +316,7 @@ impl<'a> Parser<'a> {
             self.bump();
             return true;
         }
-        if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket) {
+        if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket | Tok::RParen) {
             let (_, span) = self.describe_current();
             if let Some(brace) = self.newline_at_eof() {
                 // a `{` or `[` ending its line opens a block of entries: at the end of the
@@ -338,31 +338,43 @@ impl<'a> Parser<'a> {
         false
     }
     /// At the end of the file inside brackets: whether upstream's lexer has emitted the last
-    /// newline (some unclosed `{` or `[` ends its line, with entries after it), and if so
-    /// whether the innermost unclosed bracket is a one-line `{` (whose entries stop at the
-    /// newline, so a `}` is wanted rather than another entry).
+    /// newline (it does when the last line holding a token is indented), and if so whether
+    /// the innermost unclosed bracket is a one-line `{` (whose entries stop at the newline, so
+    /// a `}` is wanted rather than another entry).
     fn newline_at_eof(&self) -> Option<bool> {
+        let end = self.pos.min(self.toks.len());
+        let last_line_indent = self.toks[..end]
+            .iter()
+            .rev()
+            .find(|t| t.nl && t.tok != Tok::Eof)
+            .map_or(0, |t| t.indent);
+        if last_line_indent == 0 {
+            return None;
+        }
         let mut depth = 0usize;
-        let mut innermost: Option<(Tok, bool)> = None;
-        let mut block = false;
-        for i in (0..self.pos.min(self.toks.len())).rev() {
+        for i in (0..end).rev() {
             let t = self.toks[i].tok;
             match t {
                 Tok::RBrace | Tok::RBracket | Tok::RParen => depth += 1,
                 Tok::LBrace | Tok::LBracket | Tok::LParen if depth > 0 => depth -= 1,
                 Tok::LBrace | Tok::LBracket | Tok::LParen => {
+                    // (a `{` that is the file's last token ends its line too)
                     let ends_line = self
                         .toks
                         .get(i + 1)
-                        .is_some_and(|n| n.nl && n.tok != Tok::Eof);
-                    innermost.get_or_insert((t, ends_line));
-                    block |= ends_line && t != Tok::LParen;
+                        .is_some_and(|n| n.nl || n.tok == Tok::Eof);
+                    return Some(t == Tok::LBrace && !ends_line);
                 }
                 _ => {}
             }
         }
-        let (t, ends_line) = innermost?;
-        block.then_some(t == Tok::LBrace && !ends_line)
+        None
+    }
+    /// Whether the current token, on the same line, starts a statement.
+    fn starts_stmt(&self) -> bool {
+        self.starts_expr()
+            || (!self.at_line_break()
+                && matches!(self.tok(), Tok::Import | Tok::Assert | Tok::If | Tok::At))
     }
     /// Tokens that may not be taken from the next line at statement level.
     fn line_sensitive(&self, t: Tok) -> bool {
@@ -442,11 +454,14 @@ impl<'a> Parser<'a> {
 
     /// After a simple statement: the next token must start a new line (or close a bracket).
     fn finish_stmt(&mut self, start: usize) {
-        while self.eat(Tok::Semi) {}
         let t = self.tk();
         let closer = matches!(t.tok, Tok::RBrace | Tok::RBracket | Tok::RParen);
         let at_end = t.nl || (!self.top_level() && closer);
         if t.tok == Tok::Eof || (at_end && self.pos != start) {
+            return;
+        }
+        // Upstream's statements need no line break between them (`a = 1 b = 2`).
+        if self.pos != start && self.starts_stmt() {
             return;
         }
         // Junk after a statement, or a token no statement starts with: report and skip it,
@@ -474,14 +489,6 @@ impl<'a> Parser<'a> {
             let start = self.pos;
             if let Some(s) = self.parse_stmt() {
                 body.push(s);
-            }
-            while self.eat(Tok::Semi) {
-                if self.tk().nl || self.at_eof() {
-                    break;
-                }
-                if let Some(s) = self.parse_stmt() {
-                    body.push(s);
-                }
             }
             if self.pos == start {
                 self.bump();

@@ -90,8 +90,10 @@ impl<'a> Parser<'a> {
                     }
                 }
                 // Attribute or annotated assignment: `name:` / `name?:`.
+                // `name?:` is a schema attribute; elsewhere upstream stops at the `?`
                 let is_attr = (self.nth(1).tok == Tok::Colon && !self.nth(1).nl)
-                    || (self.nth(1).tok == Tok::Question
+                    || (body == Body::Schema
+                        && self.nth(1).tok == Tok::Question
                         && self.nth(2).tok == Tok::Colon
                         && !self.nth(1).nl);
                 if is_attr {
@@ -603,7 +605,9 @@ impl<'a> Parser<'a> {
                 default,
                 span: self.since(lo),
             });
-            if !self.eat(Tok::Comma) {
+            // Upstream needs no comma between parameters (`lambda x y {}`).
+            let next_name = matches!(self.tok(), Tok::Ident(_)) && !self.at_line_break();
+            if !self.eat(Tok::Comma) && !next_name {
                 break;
             }
         }

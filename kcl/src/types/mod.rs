@@ -47,6 +47,28 @@ pub fn check_program(program: &Program) -> Result<(), EvalError> {
     Ok(())
 }
 
+/// Every error the checker finds in the main package (in the order found), then the first of
+/// each imported package: what `kcl lint` reports, as upstream's resolver reports them all.
+pub(crate) fn check_program_all(program: &Program) -> Vec<EvalError> {
+    let mut c = Checker::new(program);
+    if let Err(e) = c.check_import_cycles() {
+        return vec![e];
+    }
+    let mut out = Vec::new();
+    let mut pkgs: Vec<usize> = (0..c.pkgs.len()).collect();
+    pkgs.sort_by_key(|&i| i != c.main);
+    for p in pkgs {
+        c.check_pkg(p);
+        let errors = std::mem::take(&mut c.errors);
+        if p == c.main {
+            out.extend(errors);
+        } else {
+            out.extend(errors.into_iter().next());
+        }
+    }
+    out
+}
+
 /// One schema definition and its lazily built member table.
 struct SchemaInfo<'a> {
     stmt: &'a ast::SchemaStmt,
@@ -760,7 +782,8 @@ impl<'a> Checker<'a> {
                 let msg = format!(
                     "index signature attribute name '{k}' cannot have the same name as schema attributes"
                 );
-                self.err(ErrKind::IndexSignature, msg, a.name.span);
+                // upstream points at the index signature, not at the attribute
+                self.err(ErrKind::IndexSignature, msg, is.span);
                 return;
             }
             if !is.any_other
@@ -1353,7 +1376,16 @@ impl<'a> Checker<'a> {
                 if arity.is_none()
                     && let Ty::Func(f) = &func_ty
                 {
-                    return self.lambda_call(env, func, f, args, e.span);
+                    // upstream names the callee by its dotted path; other callees are
+                    // checked at run time
+                    return self.lambda_call(env, dotted(func), f, args, e.span);
+                }
+                if arity.is_none()
+                    && let Ty::SchemaType(id) = func_ty
+                    && self.schema_is_plain(id)
+                {
+                    let f = self.schema_params(id);
+                    return self.lambda_call(env, dotted(func), &f, args, e.span);
                 }
                 for a in &args.args {
                     self.infer(env, a);
@@ -1458,13 +1490,26 @@ impl<'a> Checker<'a> {
                 let head = se.name.names[0];
                 self.check_defined(env, head.sym, head.span);
                 let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
-                if let Some(a) = &se.args {
-                    for x in &a.args {
-                        self.infer(env, x);
+                match (&se.args, id) {
+                    (Some(a), Some(id)) if self.schema_is_plain(id) => {
+                        let f = self.schema_params(id);
+                        let name = se
+                            .name
+                            .names
+                            .iter()
+                            .map(|n| n.sym.as_str())
+                            .collect::<Vec<_>>();
+                        self.lambda_call(env, Some(name.join(".")), &f, a, e.span);
                     }
-                    for k in &a.keywords {
-                        self.infer(env, &k.value);
+                    (Some(a), _) => {
+                        for x in &a.args {
+                            self.infer(env, x);
+                        }
+                        for k in &a.keywords {
+                            self.infer(env, &k.value);
+                        }
                     }
+                    (None, _) => {}
                 }
                 match (id, &strip_paren(&se.config).kind) {
                     (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
@@ -1593,13 +1638,11 @@ impl<'a> Checker<'a> {
     fn lambda_call(
         &mut self,
         env: &Env,
-        func: &Expr,
+        name: Option<String>,
         f: &ty::FuncTy,
         args: &ast::CallArgs,
         at: Span,
     ) -> Ty {
-        // upstream names the callee by its dotted path; other callees are checked at run time
-        let name = dotted(func);
         let start = self.errors.len();
         for (i, a) in args.args.iter().enumerate() {
             match f.params.get(i) {
@@ -1628,9 +1671,14 @@ impl<'a> Checker<'a> {
                     if let Some(name) = &name
                         && self.errors.len() == start
                     {
+                        let names = f
+                            .params
+                            .iter()
+                            .filter_map(|(p, _, _)| p.map(|p| p.as_str()));
                         let msg = format!(
-                            "\"{name}\" got an unexpected keyword argument '{}'",
-                            k.name.sym
+                            "\"{name}\" got an unexpected keyword argument '{}'{}",
+                            k.name.sym,
+                            did_you_mean_or(k.name.sym.as_str(), names)
                         );
                         self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
                     }
@@ -1673,6 +1721,29 @@ impl<'a> Checker<'a> {
                 args.len()
             );
             self.err(ErrKind::Compile, msg, args[max].span);
+        }
+    }
+
+    /// A schema's own parameters (`schema A[a, b = 1]`; a derived schema does not take its
+    /// base's, as upstream) as a function type returning an instance.
+    fn schema_params(&mut self, id: SchemaId) -> ty::FuncTy {
+        let info = &self.schemas[id.0];
+        let (stmt, pkg, file) = (info.stmt, info.pkg, info.file);
+        let params = stmt
+            .params
+            .iter()
+            .flatten()
+            .map(|p| {
+                let t = match &p.ty {
+                    Some(t) => self.resolve_type(pkg, file, t),
+                    None => Ty::Any,
+                };
+                (Some(p.name.sym), t, p.default.is_some())
+            })
+            .collect();
+        ty::FuncTy {
+            params,
+            ret: Ty::Schema(id),
         }
     }
 
@@ -2342,6 +2413,16 @@ fn did_you_mean<'s>(name: &str, cands: impl IntoIterator<Item = &'s str>) -> Str
         String::new()
     } else {
         format!(", did you mean '{s:?}'?")
+    }
+}
+
+/// Upstream's "did you mean" for a keyword argument: the suggestions joined by "or".
+fn did_you_mean_or<'s>(name: &str, cands: impl IntoIterator<Item = &'s str>) -> String {
+    let s = suggestions::provide_suggestions(name, cands);
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(", did you mean '{}'?", s.join(" or "))
     }
 }
 

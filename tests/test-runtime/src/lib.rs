@@ -181,12 +181,27 @@ impl Runtime for TestRuntime {
             .as_ref()
             .and_then(|e| e.attributes.get("uid").cloned());
         let mut unknown = Vec::new();
+        // `labelsAll` is computed from `labels`, as a provider computes `tags_all` from `tags`:
+        // a dry-run knows it only while `labels` is unchanged.
+        let labels_before = existing.as_ref().and_then(|e| e.attributes.get("labels"));
+        let labels_all_before = existing
+            .as_ref()
+            .and_then(|e| e.attributes.get("labelsAll"));
+        result.attributes.remove("labelsAll");
         if request.dry_run {
             match uid {
                 Some(uid) => {
                     result.attributes.insert("uid".into(), uid);
                 }
                 None => unknown.push("uid".to_string()),
+            }
+            if let Some(labels) = planned.attributes.get("labels") {
+                match labels_all_before {
+                    Some(all) if labels_before == Some(labels) => {
+                        result.attributes.insert("labelsAll".into(), all.clone());
+                    }
+                    _ => unknown.push("labelsAll".to_string()),
+                }
             }
             return Ok(ApplyResponse {
                 sensitive_paths: sensitive(planned),
@@ -212,6 +227,9 @@ impl Runtime for TestRuntime {
         }
         let uid = uid.unwrap_or_else(|| Value::String(new_uid(&planned.id)));
         result.attributes.insert("uid".into(), uid);
+        if let Some(labels) = planned.attributes.get("labels") {
+            result.attributes.insert("labelsAll".into(), labels.clone());
+        }
         self.store(&result)?;
         // Logged after the object exists, so a crash in between can only lose a line, never
         // count a creation that did not happen.
