@@ -2,7 +2,8 @@
 # Whole-monorepo compile benchmark: `kusionctl compile --all` over the generated Konfig fleet.
 #
 # Usage: bash scripts/bench-compile-all.sh [N]     (default 1500 stacks)
-#   KONFIG_CORPUS=<path>   the Konfig acceptance corpus (default /work/shared/conformance/konfig)
+#   KONFIG_CORPUS=<path>   the Konfig acceptance corpus (default: conformance/konfig in
+#                          $KUSION_SHARED, else the shared/ folder beside this checkout)
 #   SAMPLE=<k>             check every k-th stack against `kcl run` (default 25)
 #   PROFILE=debug          use debug builds (a quick functional run, not a figure)
 #
@@ -19,7 +20,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 n="${1:-1500}"
-corpus="${KONFIG_CORPUS:-/work/shared/conformance/konfig}"
+corpus="${KONFIG_CORPUS:-${KUSION_SHARED:-$root/../shared}/conformance/konfig}"
 sample="${SAMPLE:-25}"
 [ -f "$corpus/gen-fleet.sh" ] || { echo "error: no Konfig corpus at $corpus (set KONFIG_CORPUS)" >&2; exit 1; }
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet --user pyyaml

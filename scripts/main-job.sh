@@ -7,6 +7,8 @@
 #   STACK=<folder>   the Konfig stack to apply (relative to the checkout); default below, or the
 #                    test fixture when the example library is not there
 #   PROFILE=debug    use a debug build (quicker to build; default release)
+#   PREFIX=<folder>  where scripts/install.sh installs kusionctl, kcl and the plugins
+#                    (default ~/.local); the job runs the installed kusionctl
 #   KEEP_CLUSTER=1   leave the stack applied and the control plane running (Ctrl-C stops it)
 set -euo pipefail
 STACK="${STACK:-examples/konfig/projects/guestbook/dev}"
@@ -26,12 +28,14 @@ bash scripts/setup.d/00-rust.sh
 bash scripts/setup.d/20-k8s.sh
 
 profile="${PROFILE:-release}"
+prefix="${PREFIX:-$HOME/.local}"
+echo "== install ($profile) into $prefix"
+bash scripts/install.sh --prefix "$prefix" --profile "$profile"
+bin="$prefix/bin/kusionctl"
+# The local control plane is a test harness, not part of the installed tool.
 flag=()
 [ "$profile" = release ] && flag=(--release)
-echo "== build ($profile)"
-cargo build "${flag[@]}" --locked -p kusionctl -p kusion-runtime-kubernetes -p kusion-k8s-harness \
-    --bin kusionctl --bin kusion-k8s-up --lib
-bin="$root/target/$profile/kusionctl"
+cargo build "${flag[@]}" --locked -p kusion-k8s-harness --bin kusion-k8s-up
 
 work="$(mktemp -d)"
 up_pid=""

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "kusionctl",
-    version,
+    version = crate::version::SHORT,
     about = "Preview, apply, watch and destroy a stack's resources"
 )]
 pub struct Cli {
@@ -17,50 +17,223 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Output {
+    /// Tables and text for people.
+    #[default]
     Human,
+    /// One JSON document (camelCase keys, ISO 8601 times).
     Json,
-    /// YAML (for `compile`; other commands treat it as human).
+    /// YAML (where the human output is YAML already: `compile`, `state show`, `state history N`).
     Yaml,
 }
 
+/// Options of every command, and the per-command ones copied here after parsing (see
+/// [`Cli::resolve`]) so command code reads one place.
 #[derive(Debug, Args)]
 pub struct Global {
     /// Work in this directory (a stack folder) instead of the current one.
-    #[arg(short = 'C', long = "workdir", global = true)]
+    #[arg(short = 'C', long = "workdir", global = true, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
-    /// Where the stack's state lives (default: <workdir>/.kusion/state).
-    #[arg(long, global = true, env = "KUSION_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// Where state lives: `local` (the state dir), `postgres://...[?stack=NAME]` or
-    /// `s3://bucket/prefix[?endpoint=URL&region=R&stack=NAME]`. Remote stacks are named
-    /// <project>/<stack> after the stack folder unless `stack=` says otherwise.
-    #[arg(
-        long,
-        global = true,
-        env = "KUSION_STATE_BACKEND",
-        default_value = "local"
-    )]
-    pub state_backend: String,
-    /// Output format.
-    #[arg(short = 'o', long, global = true, value_enum, default_value = "human")]
-    pub output: Output,
-    /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
-    #[arg(long, global = true, env = "KUSION_RUNTIME_CONFIG")]
-    pub runtime_config: Option<PathBuf>,
-    /// The kusion configuration file (TOML; default ~/.kusion/config.toml when it exists).
-    #[arg(long, global = true, env = "KUSION_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// Override one configuration key, e.g. --set plugins.workspace=/src/kusion-rs.
-    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
     /// More log output (-v, -vv, -vvv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Never use colour.
     #[arg(long, global = true)]
     pub no_color: bool,
+    #[arg(skip)]
+    pub config: Option<PathBuf>,
+    #[arg(skip)]
+    pub set: Vec<String>,
+    #[arg(skip)]
+    pub state_dir: Option<PathBuf>,
+    #[arg(skip = String::from("local"))]
+    pub state_backend: String,
+    #[arg(skip)]
+    pub output: Output,
+    #[arg(skip)]
+    pub runtime_config: Option<PathBuf>,
+}
+
+/// `-o`: on commands that print a result.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArg {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "human")]
+    pub output: Output,
+}
+
+/// `-o` for a command group (`state`, `plugin`, `cmdb`): given before or after the subcommand.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GroupOutputArg {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "human", global = true)]
+    pub output: Output,
+}
+
+/// Where the kusion configuration comes from: for commands that load plugins or policies.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfigArgs {
+    /// The kusion configuration file (TOML; default ~/.kusion/config.toml when it exists).
+    #[arg(long, env = "KUSION_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override one configuration key, e.g. --set plugins.workspace=/src/kusion-rs.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+/// [`ConfigArgs`] for a command group.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GroupConfigArgs {
+    /// The kusion configuration file (TOML; default ~/.kusion/config.toml when it exists).
+    #[arg(long, env = "KUSION_CONFIG", value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Override one configuration key, e.g. --set plugins.workspace=/src/kusion-rs.
+    #[arg(long = "set", value_name = "KEY=VALUE", global = true)]
+    pub set: Vec<String>,
+}
+
+/// Where a stack's state lives and how its runtimes are set up: for commands that plan or change.
+#[derive(Debug, Args, Clone)]
+pub struct StackArgs {
+    /// Where the stack's state lives (default: <workdir>/.kusion/state).
+    #[arg(long, env = "KUSION_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Where state lives: `local` (the state dir), `postgres://...[?stack=NAME]` or
+    /// `s3://bucket/prefix[?endpoint=URL&region=R&stack=NAME]`. Remote stacks are named
+    /// <project>/<stack> after the stack folder unless `stack=` says otherwise.
+    #[arg(
+        long,
+        env = "KUSION_STATE_BACKEND",
+        default_value = "local",
+        value_name = "URL"
+    )]
+    pub state_backend: String,
+    /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
+    #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
+    pub runtime_config: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub output: OutputArg,
+}
+
+/// Where the state lives, for `state`'s subcommands.
+#[derive(Debug, Args, Clone)]
+pub struct StateArgs {
+    /// Where the stack's state lives (default: <workdir>/.kusion/state).
+    #[arg(long, env = "KUSION_STATE_DIR", value_name = "DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+    /// Where state lives: `local` (the state dir), `postgres://...[?stack=NAME]` or
+    /// `s3://bucket/prefix[?endpoint=URL&region=R&stack=NAME]`.
+    #[arg(
+        long,
+        env = "KUSION_STATE_BACKEND",
+        default_value = "local",
+        value_name = "URL",
+        global = true
+    )]
+    pub state_backend: String,
+    #[command(flatten)]
+    pub output: GroupOutputArg,
+}
+
+impl Cli {
+    /// Copy the chosen command's options into [`Global`] and check that its `-o` is one it can
+    /// print; a format it cannot print is a usage error (exit 2), never a silent fallback.
+    pub fn resolve(&mut self) -> Result<(), String> {
+        use Output::{Human, Json, Yaml};
+        let g = &mut self.global;
+        let stack = |g: &mut Global, s: &StackArgs| {
+            g.state_dir = s.state_dir.clone();
+            g.state_backend = s.state_backend.clone();
+            g.runtime_config = s.runtime_config.clone();
+            g.config = s.config.config.clone();
+            g.set = s.config.set.clone();
+            g.output = s.output.output;
+        };
+        let allowed: &[Output] = match &self.command {
+            Command::Kcl { .. } | Command::Completion { .. } | Command::Manpages { .. } => &[],
+            Command::Preview { stack: s, .. }
+            | Command::Apply { stack: s, .. }
+            | Command::Destroy { stack: s, .. } => {
+                stack(g, s);
+                &[Human, Json]
+            }
+            Command::Run(args) => {
+                stack(g, &args.stack);
+                &[Human, Json]
+            }
+            Command::Graph { config, output, .. } => {
+                g.config = config.config.clone();
+                g.set = config.set.clone();
+                g.output = output.output;
+                &[Human, Json]
+            }
+            Command::State { state, command } => {
+                g.state_dir = state.state_dir.clone();
+                g.state_backend = state.state_backend.clone();
+                g.output = state.output.output;
+                match command {
+                    StateCommand::Show { .. } | StateCommand::History { revision: Some(_) } => {
+                        &[Human, Json, Yaml]
+                    }
+                    StateCommand::Unlock => &[Human],
+                    _ => &[Human, Json],
+                }
+            }
+            Command::Compile { config, output, .. } => {
+                g.config = config.config.clone();
+                g.set = config.set.clone();
+                g.output = output.output;
+                &[Human, Json, Yaml]
+            }
+            Command::Init { output, .. } => {
+                g.output = output.output;
+                &[Human, Json]
+            }
+            Command::Plugin { command } => match command {
+                PluginCommand::List { config, output } => {
+                    g.config = config.config.clone();
+                    g.set = config.set.clone();
+                    g.output = output.output;
+                    &[Human, Json]
+                }
+                _ => &[],
+            },
+            Command::Cmdb { config, output, .. } => {
+                g.config = config.config.clone();
+                g.set = config.set.clone();
+                g.output = output.output;
+                &[Human, Json]
+            }
+            Command::Version { config, output } => {
+                g.config = config.config.clone();
+                g.set = config.set.clone();
+                g.output = output.output;
+                &[Human, Json]
+            }
+        };
+        let output = self.global.output;
+        if output != Human && !allowed.contains(&output) {
+            let name = |o: &Output| {
+                o.to_possible_value()
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_default()
+            };
+            let formats: Vec<String> = allowed.iter().map(name).collect();
+            return Err(if formats.is_empty() {
+                format!("-o {}: this command has no output formats", name(&output))
+            } else {
+                format!(
+                    "-o {}: this command prints {}",
+                    name(&output),
+                    formats.join(" or ")
+                )
+            });
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -92,6 +265,7 @@ pub enum Command {
     /// The KCL tool: `kusionctl kcl run|fmt|parse|import ...` (same flags as `kcl`).
     #[command(disable_help_flag = true)]
     Kcl {
+        /// Arguments of the `kcl` tool (`kusionctl kcl --help` shows them).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
@@ -99,6 +273,8 @@ pub enum Command {
     Preview {
         #[command(flatten)]
         plan: PlanArgs,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Show the field-level diff of every changed resource.
         #[arg(short = 'd', long)]
         detail: bool,
@@ -107,6 +283,8 @@ pub enum Command {
     Apply {
         #[command(flatten)]
         plan: PlanArgs,
+        #[command(flatten)]
+        stack: StackArgs,
         /// Do not ask for confirmation.
         #[arg(short = 'y', long)]
         yes: bool,
@@ -127,18 +305,30 @@ pub enum Command {
     Destroy {
         #[command(flatten)]
         plan: PlanArgs,
+        #[command(flatten)]
+        stack: StackArgs,
+        /// Do not ask for confirmation.
         #[arg(short = 'y', long)]
         yes: bool,
     },
     /// Print the dependency graph.
     Graph {
+        /// The spec file (YAML or JSON); in a stack folder the stack is compiled instead.
         #[arg(long = "spec", short = 'f')]
         spec: Option<PathBuf>,
+        /// How to draw the graph: `text` (indented) or `dot` (Graphviz). `-o json` prints nodes
+        /// and edges instead.
         #[arg(long, value_enum, default_value = "text")]
         format: GraphFormat,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        output: OutputArg,
     },
     /// Inspect or repair the stack's state.
     State {
+        #[command(flatten)]
+        state: StateArgs,
         #[command(subcommand)]
         command: StateCommand,
     },
@@ -159,6 +349,10 @@ pub enum Command {
         /// With --all: ignore the compile cache and compile every stack.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        output: OutputArg,
     },
     /// Create a project and its stacks from a built-in template.
     Init {
@@ -169,6 +363,8 @@ pub enum Command {
         project: Option<String>,
         /// Stacks to create (default: dev).
         stacks: Vec<String>,
+        #[command(flatten)]
+        output: OutputArg,
     },
     /// Inspect plugins.
     Plugin {
@@ -177,18 +373,49 @@ pub enum Command {
     },
     /// Load and query the CMDB that KCL programs read through `kcl_plugin.cmdb`.
     Cmdb {
+        #[command(flatten)]
+        config: GroupConfigArgs,
+        #[command(flatten)]
+        output: GroupOutputArg,
         #[command(subcommand)]
         command: crate::cmdb::CmdbCommand,
+    },
+    /// Show kusionctl's version and commit, the plugin ABI and WIT versions it speaks, and the
+    /// version and ABI of every plugin found.
+    Version {
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        output: OutputArg,
+    },
+    /// Print a shell completion script: `source <(kusionctl completion bash)`.
+    Completion {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages of kusionctl and kcl into DIR (scripts/install.sh uses this).
+    #[command(hide = true)]
+    Manpages {
+        /// The folder for the `*.1` pages (created if missing).
+        dir: PathBuf,
     },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
     /// Show every plugin found: kind, version, ABI, capabilities, and why any was refused.
-    List,
+    List {
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        output: OutputArg,
+    },
     /// Make a publisher key pair: the private key (PKCS#8) goes to KEY_FILE (mode 0600); the
     /// public key to give operators for `[plugins.trusted_keys]` is printed.
-    Keygen { key_file: PathBuf },
+    Keygen {
+        /// Where to write the private key (must not exist yet).
+        key_file: PathBuf,
+    },
     /// Sign a plugin as PUBLISHER: sets `sha256`, `publisher` and `signature` in its manifest.
     Sign {
         /// The plugin's `plugin.toml`.
@@ -204,7 +431,9 @@ pub enum PluginCommand {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GraphFormat {
+    /// An indented tree of dependencies.
     Text,
+    /// Graphviz `dot` source.
     Dot,
 }
 
@@ -213,9 +442,15 @@ pub enum StateCommand {
     /// List the resources in state.
     List,
     /// Show one resource (or all) as recorded, secrets masked.
-    Show { id: Option<String> },
+    Show {
+        /// The resource ID (e.g. `apps/v1:Deployment:demo:web`); all resources when omitted.
+        id: Option<String>,
+    },
     /// List past applies and destroys, or show one.
-    History { revision: Option<u64> },
+    History {
+        /// The release to show in full; the list of releases when omitted.
+        revision: Option<u64>,
+    },
     /// Remove the stack's lease, whoever holds it (an unreadable one too).
     Unlock,
     /// Verify the stored state: journal, snapshot, lease, history and file permissions.
@@ -254,4 +489,6 @@ pub struct RunArgs {
     /// instead of refusing at once (exit code 3).
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub wait_lock: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub stack: StackArgs,
 }

@@ -25,6 +25,7 @@ pub enum CmdbCommand {
     /// `{"hosts": [...]}`; `.jsonl` one object per line): new hosts are inserted, changed ones
     /// updated. Columns: host, cluster, namespace (required), pod, workload, workload_kind, app.
     Import {
+        /// The CSV, JSON or JSON Lines file of host records.
         file: PathBuf,
         /// The CMDB to write (`sqlite:///path.db` or `postgres://...`); default: the cmdb
         /// plugin's configuration, then $KUSION_CMDB_URL, then ~/.kusion/cmdb.db.
@@ -33,8 +34,11 @@ pub enum CmdbCommand {
     },
     /// Look host names up as a KCL program would; exits 1 if any host is unknown.
     Lookup {
+        /// The host names to look up.
         #[arg(required = true)]
         hosts: Vec<String>,
+        /// The CMDB to read (`sqlite:///path.db` or `postgres://...`); default: the cmdb
+        /// plugin's configuration, then $KUSION_CMDB_URL, then ~/.kusion/cmdb.db.
         #[arg(long, value_name = "URL")]
         cmdb: Option<String>,
     },

@@ -228,12 +228,57 @@ fn serde_yaml_to_json(text: &str) -> Result<Value> {
     Ok(kusion_kernel::spec::yaml_to_json(text)?)
 }
 
+/// In a project folder or a Konfig root (not a stack), a stack-level command without a spec
+/// would work on nothing (or on a state no stack owns): name the stacks below and ask for one.
+fn require_stack(workdir: &Path, given: Option<&Path>) -> Result<()> {
+    use crate::project::{PROJECT_FILE, discover_stacks, is_stack_dir};
+    if is_stack_dir(workdir) {
+        return Ok(());
+    }
+    let kind = if workdir.join(PROJECT_FILE).is_file() {
+        "a project folder"
+    } else if workdir.join("kcl.mod").is_file() {
+        "a Konfig root"
+    } else {
+        return Ok(());
+    };
+    let stacks = discover_stacks(workdir)?;
+    // Stacks come back absolute; show them as the user named the folder.
+    let base = crate::project::normalize(
+        &std::path::absolute(workdir).unwrap_or_else(|_| workdir.to_path_buf()),
+    );
+    let shown = |s: &PathBuf| {
+        let rel = s.strip_prefix(&base).unwrap_or(s);
+        given.map_or(rel.to_path_buf(), |g| g.join(rel))
+    };
+    let here = given.map_or_else(|| ".".to_string(), |g| g.display().to_string());
+    if stacks.is_empty() {
+        return Err(UsageError(format!(
+            "{here} is {kind} with no stacks below it: create one (kusionctl init) or pass --spec FILE"
+        ))
+        .into());
+    }
+    let list: Vec<String> = stacks
+        .iter()
+        .map(|s| format!("  -C {}", shown(s).display()))
+        .collect();
+    Err(UsageError(format!(
+        "{here} is {kind}, not a stack: name one of the stacks below it with -C\n{}",
+        list.join("\n")
+    ))
+    .into())
+}
+
 fn spec_path(ctx: &Context_, spec: &Option<PathBuf>) -> Result<PathBuf> {
     match spec {
         Some(p) if p.is_absolute() => Ok(p.clone()),
         Some(p) => Ok(ctx.workdir.join(p)),
         None => {
-            Err(UsageError("no spec given: pass --spec FILE (a YAML or JSON spec)".into()).into())
+            Err(UsageError(
+                "no spec given: pass --spec FILE (a YAML or JSON spec), or run in a stack folder (-C DIR)"
+                    .into(),
+            )
+            .into())
         }
     }
 }
@@ -309,12 +354,38 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Some(d) => Ok(d.clone()),
         None => std::env::current_dir().context("reading the current directory"),
     };
+    if let Some(dir) = &cli.global.workdir
+        && !dir.is_dir()
+    {
+        return Err(UsageError(if dir.exists() {
+            format!("-C {}: not a directory", dir.display())
+        } else {
+            format!("-C {}: no such directory", dir.display())
+        })
+        .into());
+    }
+    let wants_stack = match &cli.command {
+        Command::Preview { plan, .. }
+        | Command::Apply { plan, .. }
+        | Command::Destroy { plan, .. } => plan.spec.is_none(),
+        Command::Graph { spec, .. } => spec.is_none(),
+        Command::State { state, .. } => {
+            state.state_dir.is_none() && state.state_backend.trim() == "local"
+        }
+        _ => false,
+    };
+    if wants_stack {
+        require_stack(&workdir()?, cli.global.workdir.as_deref())?;
+    }
     match &cli.command {
+        Command::Completion { shell } => return crate::completion::completion(*shell),
+        Command::Manpages { dir } => return crate::completion::manpages(dir),
         Command::Compile {
             all,
             root,
             jobs,
             force,
+            ..
         } => {
             // Plugins load on a program's first `kcl_plugin.*` call only.
             let config = plugin_config(&cli);
@@ -335,6 +406,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             template,
             project,
             stacks,
+            ..
         } => {
             return crate::compile_cmd::init(
                 &workdir()?,
@@ -361,7 +433,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     let cancel = Arc::new(AtomicBool::new(false));
     install_interrupt(cancel.clone(), ctx.output == Output::Json);
     match cli.command {
-        Command::Preview { plan, detail } => {
+        Command::Preview { plan, detail, .. } => {
             let spec = load_spec(&ctx, &plan.spec)?;
             let guard =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
@@ -377,6 +449,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             watch,
             watch_timeout,
             detail,
+            ..
         } => {
             let spec = load_spec(&ctx, &plan.spec)?;
             let options = plan_options(&plan, false)?;
@@ -409,7 +482,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             )
             .await
         }
-        Command::Destroy { plan, yes } => {
+        Command::Destroy { plan, yes, .. } => {
             // In a stack folder the stack must still compile (it names the stack's settings).
             crate::compile::spec_for(&ctx.workdir, &plan.spec, &ctx.plugins)?;
             let options = plan_options(&plan, true)?;
@@ -433,7 +506,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             )
             .await
         }
-        Command::Graph { spec, format } => {
+        Command::Graph { spec, format, .. } => {
             let spec = load_spec(&ctx, &spec)?;
             spec.validate(&ctx.stack.registry.types())
                 .or_else(|e| match e {
@@ -452,14 +525,14 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        Command::State { command } => state_command(&ctx, command),
+        Command::State { command, .. } => state_command(&ctx, command),
         // normally handed over before parsing (see kcl_cmd::intercept)
         Command::Kcl { args } => Ok(match crate::kcl_cmd::run(&args) {
             c if c == std::process::ExitCode::SUCCESS => exit::OK,
             _ => exit::FAILED,
         }),
         Command::Plugin {
-            command: PluginCommand::List,
+            command: PluginCommand::List { .. },
         } => plugin_list(&ctx),
         Command::Plugin { .. } => unreachable!("handled before the context is built"),
         Command::Run(args) => {
@@ -480,15 +553,24 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             };
             crate::run_cmd::run(env, args, cancel).await
         }
-        Command::Cmdb { command } => crate::cmdb::run(
+        Command::Version { .. } => crate::version::run(&ctx.plugins, ctx.output == Output::Json),
+        Command::Cmdb { command, .. } => crate::cmdb::run(
             &ctx.plugins,
             &ctx.workdir,
             command,
             ctx.output == Output::Json,
         ),
         // Dispatched before the runtimes load (see the top of `run`).
-        Command::Compile { .. } | Command::Init { .. } => Err(anyhow::anyhow!(
-            "internal: compile and init are handled before the runtimes load"
+        Command::Compile { .. }
+        | Command::Init { .. }
+        | Command::Completion { .. }
+        | Command::Manpages { .. } => Err(anyhow::anyhow!(
+            "internal: {} is handled before the runtimes load",
+            match cli.command {
+                Command::Compile { .. } => "compile",
+                Command::Init { .. } => "init",
+                _ => "completion",
+            }
         )),
     }
 }
@@ -1047,7 +1129,8 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
             match revision {
                 Some(n) => {
                     let release = store.release(n)?;
-                    let value = serde_json::to_value(&release)?;
+                    let mut value = serde_json::to_value(&release)?;
+                    render::iso_times(&mut value);
                     if ctx.output == Output::Json {
                         println!("{value}");
                     } else {

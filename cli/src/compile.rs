@@ -41,6 +41,27 @@ impl fmt::Display for KclFailure {
 
 impl std::error::Error for KclFailure {}
 
+/// A KCL program given on the command line (`kusionctl run FILE`) failed; `rendered` is what
+/// `kcl run` prints for it, already headed `error[...]`.
+#[derive(Debug)]
+pub struct KclProgramFailure {
+    pub file: PathBuf,
+    pub rendered: String,
+}
+
+impl fmt::Display for KclProgramFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: the KCL program failed:\n{}",
+            self.file.display(),
+            self.rendered.trim_end()
+        )
+    }
+}
+
+impl std::error::Error for KclProgramFailure {}
+
 /// One compiled stack.
 pub struct Compiled {
     pub spec: Spec,

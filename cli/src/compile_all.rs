@@ -36,6 +36,7 @@ pub struct AllOptions {
 
 /// What happened to one stack.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StackResult {
     /// The stack folder relative to the root.
     pub stack: String,
@@ -51,6 +52,7 @@ pub struct StackResult {
 
 /// The whole run.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub root: PathBuf,
     pub cache_dir: PathBuf,

@@ -158,6 +158,17 @@ pub fn apply_stack_settings(
 
 /// Print a compile failure: a KCL error exactly as `kcl run` prints it, then the stack.
 pub fn report_kcl_failure(e: &anyhow::Error) -> bool {
+    if let Some(k) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<compile::KclProgramFailure>())
+    {
+        eprint!("{}", k.rendered);
+        eprintln!(
+            "error: {}: the KCL program failed (above)",
+            k.file.display()
+        );
+        return true;
+    }
     match e.chain().find_map(|c| c.downcast_ref::<KclFailure>()) {
         Some(k) => {
             eprint!("{}", k.rendered);

@@ -6,12 +6,14 @@ mod cmdb;
 mod commands;
 pub mod compile;
 mod compile_cmd;
+mod completion;
 mod diff_view;
 pub mod kcl_plugins;
 mod policy;
 pub mod project;
 mod render;
 mod run_cmd;
+pub mod version;
 
 mod kcl_cmd;
 pub mod readiness;
@@ -56,7 +58,13 @@ pub fn main_with(runtimes: Vec<Arc<dyn Runtime>>) -> ExitCode {
     if let Some(code) = kcl_cmd::intercept() {
         return code;
     }
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Err(message) = cli.resolve() {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(clap::error::ErrorKind::InvalidValue, message)
+            .exit();
+    }
     init_tracing(cli.global.verbose);
     // Readiness rules (extension `readiness`) are KCL expressions: this program can judge them.
     readiness::install();

@@ -131,12 +131,26 @@ pub fn render(report: &PolicyReport, styles: &Styles) -> String {
     if report.blocked {
         let denials = report.denials().count();
         let failed = report.failures.iter().filter(|f| !f.fail_open).count();
+        // An exemption lets a rule's findings through; it cannot stand in for a policy that did
+        // not run, so the advice differs for the two.
+        let mut advice = Vec::new();
+        if denials > 0 {
+            advice.push(format!(
+                "{denials} denied finding(s): fix them, or exempt a rule with --policy-exempt RULE=\"reason\""
+            ));
+        }
+        if failed > 0 {
+            advice.push(format!(
+                "{failed} policy failure(s), not findings (--policy-exempt does not apply): make the \
+                 policy run (`kusionctl plugin list` shows why a plugin is missing or refused), or set \
+                 `fail_open = true` under [policy.plugins.<name>] to only warn"
+            ));
+        }
         out.push_str(&format!(
             "{}\n",
-            styles.red().apply_to(format!(
-                "Blocked by policy: {denials} denied finding(s), {failed} policy failure(s). \
-                 Fix them, or exempt a rule with --policy-exempt RULE=\"reason\"."
-            ))
+            styles
+                .red()
+                .apply_to(format!("Blocked by policy: {}.", advice.join("; ")))
         ));
     }
     out
@@ -145,4 +159,29 @@ pub fn render(report: &PolicyReport, styles: &Styles) -> String {
 /// The report as JSON (for `-o json` outputs).
 pub fn to_json(report: &PolicyReport) -> Result<serde_json::Value> {
     serde_json::to_value(report).context("encoding the policy report")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kusion_kernel::policy::PolicyFailure;
+
+    #[test]
+    fn a_policy_that_did_not_run_is_not_offered_an_exemption() {
+        let report = PolicyReport {
+            policies: vec!["kcl-policy".into()],
+            findings: vec![],
+            failures: vec![PolicyFailure {
+                policy: "kcl-policy".into(),
+                message: "the plugin was refused: not built".into(),
+                fail_open: false,
+            }],
+            blocked: true,
+        };
+        let text = render(&report, &Styles { color: false });
+        assert!(text.contains("not findings"), "{text}");
+        assert!(text.contains("--policy-exempt does not apply"), "{text}");
+        assert!(!text.contains("exempt a rule"), "{text}");
+        assert!(text.contains("fail_open = true"), "{text}");
+    }
 }

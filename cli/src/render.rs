@@ -266,3 +266,21 @@ pub fn masked_entry(entry: &StateEntry) -> Value {
         "updatedAt": kusion_kernel::state::format_time(entry.updated_at),
     })
 }
+
+/// Stored records keep times as epoch milliseconds; every output shows them as ISO 8601 (UTC).
+/// Only the record's own `...At` fields are touched, never user data nested below (a spec).
+pub fn iso_times(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(iso_times),
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key.ends_with("At")
+                    && let Some(ms) = v.as_u64()
+                {
+                    *v = Value::String(kusion_kernel::state::format_time(ms));
+                }
+            }
+        }
+        _ => {}
+    }
+}

@@ -220,8 +220,12 @@ fn compile(
         plugin: env.plugin.clone(),
         ..Default::default()
     };
-    let out =
-        kusion_kcl::run::run_full(&[file.to_path_buf()], &options).map_err(|e| anyhow!("{e}"))?;
+    let out = kusion_kcl::run::run_full(&[file.to_path_buf()], &options).map_err(|e| {
+        crate::compile::KclProgramFailure {
+            file: file.to_path_buf(),
+            rendered: e.to_string(),
+        }
+    })?;
     serde_json::from_str(&out.text)
         .with_context(|| format!("reading the output of {}", file.display()))
 }
@@ -439,7 +443,9 @@ fn parse_args(raw: &[String]) -> Result<Vec<(String, String)>> {
 fn history(env: &RunEnv<'_>) -> Result<u8> {
     let runs = env.store.runs()?;
     if env.json {
-        println!("{}", serde_json::to_value(&runs)?);
+        let mut value = serde_json::to_value(&runs)?;
+        crate::render::iso_times(&mut value);
+        println!("{value}");
         return Ok(exit::OK);
     }
     if runs.is_empty() {
@@ -728,11 +734,15 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
     }
     if !args.yes && !confirm() {
         if env.json {
-            println!("{}", json!({"status": "declined", "plan": plan}));
+            println!(
+                "{}",
+                json!({"status": "declined", "plan": plan, "exitCode": exit::FAILED})
+            );
         } else {
             println!("Run cancelled; nothing changed.");
         }
-        return Ok(exit::OK);
+        // Not what was asked for: as for apply and destroy, a script must not take it as done.
+        return Ok(exit::FAILED);
     }
 
     // 3. Take the stack (runs and applies of one stack exclude each other, so one app's

@@ -296,7 +296,11 @@ fn blocked_message(report: &PolicyReport) -> String {
         ));
     }
     for f in report.failures.iter().filter(|f| !f.fail_open) {
-        lines.push(format!("  policy `{}` failed: {}", f.policy, f.message));
+        lines.push(format!(
+            "  policy `{}` failed: {} (not a finding, so --policy-exempt does not apply: fix the \
+             plugin, or make the policy fail_open)",
+            f.policy, f.message
+        ));
     }
     lines.join("\n")
 }
@@ -785,6 +789,12 @@ mod tests {
                 .to_string()
                 .contains("policy `fake` failed: timed out after 100ms"),
             "{blocked}"
+        );
+        assert!(
+            blocked
+                .to_string()
+                .contains("--policy-exempt does not apply"),
+            "a failure is not a finding, and the message says so: {blocked}"
         );
         // Configured fail-open: reported, not blocking.
         let g = guard(

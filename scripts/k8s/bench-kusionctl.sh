@@ -98,7 +98,8 @@ for round in $(seq 1 "$rounds"); do
   dir="$work/r$round"
   mkdir -p "$dir"
   manifests "$dir" "$(date +%s%N | tail -c 7)$round"
-  kc() { "$kusionctl" -C "$dir" --runtime-config "$work/runtime.yaml" "$@"; }
+  # --runtime-config belongs to the subcommand (apply, preview, destroy), so it follows it.
+  kc() { local sub="$1"; shift; "$kusionctl" "$sub" -C "$dir" --runtime-config "$work/runtime.yaml" "$@"; }
   load_before="$(load)"
   # Namespaces first, outside the timings, for both.
   k apply --server-side -f "$dir/ns.yaml" >/dev/null

@@ -54,3 +54,18 @@ impl std::fmt::Display for AbiVersion {
 /// - 1.1: native plugins also answer MessagePack calls (`call_msgpack`); the host uses them when
 ///   a library declares 1.1 or later and falls back to JSON for 1.0 libraries.
 pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 1 };
+
+/// The WIT package (name and version) WASM plugin components implement: `sdk/wit/plugin.wit`.
+pub const WIT_PACKAGE: &str = "kusion:plugin@1.0.0";
+
+#[cfg(test)]
+mod wit_version_tests {
+    #[test]
+    fn wit_package_matches_the_wit_file() {
+        let wit = include_str!("../wit/plugin.wit");
+        assert!(
+            wit.contains(&format!("package {};", super::WIT_PACKAGE)),
+            "sdk/wit/plugin.wit declares another package than WIT_PACKAGE"
+        );
+    }
+}

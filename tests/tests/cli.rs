@@ -178,6 +178,12 @@ fn graph_history_and_json() {
     assert_eq!(v.as_array().unwrap().len(), 2);
     assert_eq!(v[1]["operation"], "destroy");
     assert_eq!(v[1]["status"], "succeeded");
+    // One release shows its times as the list does: ISO 8601, not stored epoch milliseconds.
+    let out = env.run(&["state", "history", "2", "-o", "json"]);
+    let one: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(one["startedAt"], v[1]["startedAt"], "{one}");
+    assert_eq!(one["finishedAt"], v[1]["finishedAt"], "{one}");
+    assert!(one["startedAt"].as_str().unwrap().ends_with('Z'), "{one}");
 }
 
 fn many(n: usize, delay_ms: u64) -> String {

@@ -120,9 +120,14 @@ fn init_scaffolds_stacks_that_compile() {
     let out = run(work.path(), work.path(), &["init", "demo", "dev", "prod"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        work.path().join("kcl.mod").is_file(),
-        "a Konfig root is created"
+        work.path().join("demo/kcl.mod").is_file(),
+        "the project is its own Konfig root"
     );
+    let outside: Vec<_> = std::fs::read_dir(work.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(outside, ["demo"], "init writes nothing outside demo/");
     for stack in ["dev", "prod"] {
         let out = run(
             work.path(),

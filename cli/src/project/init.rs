@@ -47,8 +47,9 @@ fn valid_name(n: &str) -> bool {
         && !n.ends_with('-')
 }
 
-/// Create `dir/PROJECT` with `stacks` (default `dev`); writes `kcl.mod` in `dir` when no Konfig
-/// root exists at or above it. Returns the files written.
+/// Create `dir/PROJECT` with `stacks` (default `dev`). Outside a Konfig root the project becomes
+/// its own root (`PROJECT/kcl.mod`): everything `init` writes stays under `PROJECT/`. Returns the
+/// files written.
 pub fn init(dir: &Path, template: &str, project: &str, stacks: &[String]) -> Result<Vec<PathBuf>> {
     let Some(t) = TEMPLATES.iter().find(|t| t.name == template) else {
         let known: Vec<&str> = TEMPLATES.iter().map(|t| t.name).collect();
@@ -90,7 +91,7 @@ pub fn init(dir: &Path, template: &str, project: &str, stacks: &[String]) -> Res
     };
     if find_mod_root(dir).is_none() {
         write(
-            dir.join("kcl.mod"),
+            project_dir.join("kcl.mod"),
             "[package]\nname = \"konfig\"\nversion = \"0.1.0\"\n".to_string(),
         )?;
     }

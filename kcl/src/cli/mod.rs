@@ -1,6 +1,7 @@
 //! The `kcl` binary's subcommands. Each lives in its own file so the front end (`fmt`,
 //! `parse`) and the evaluator (`run`) can grow independently.
 
+pub mod completion;
 pub mod doc;
 pub mod fmt;
 pub mod import;
@@ -49,6 +50,8 @@ enum Command {
     Vet(vet::VetArgs),
     /// Show the version (`<version>-<os>-<arch>`, upstream's form).
     Version,
+    /// Print a shell completion script.
+    Completion(completion::CompletionArgs),
 }
 
 /// The version line in upstream's form (`0.12.4-linux-amd64`: Go's OS and architecture names).
@@ -141,6 +144,7 @@ fn dispatch(cli: Cli) -> ExitCode {
             println!("{}", version_string());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Completion(a) => completion::run(a),
     };
     match result {
         Ok(code) => code,

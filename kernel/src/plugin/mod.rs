@@ -87,6 +87,9 @@ pub enum Source {
     EnvPath,
     /// `~/.kusion/plugins`.
     UserDir,
+    /// `<prefix>/lib/kusion/plugins` of an installed kusionctl (`<prefix>/bin/kusionctl`), where
+    /// `scripts/install.sh` puts the shipped plugins.
+    Installed,
     /// The workspace build output (in-repo plugins; no checksum, they are rebuilt constantly).
     Workspace,
 }
@@ -112,8 +115,26 @@ pub fn search_dirs(config: &PluginConfig) -> Vec<(PathBuf, Source)> {
                 Source::UserDir,
             ));
         }
+        if let Some(dir) = installed_plugin_dir() {
+            dirs.push((dir, Source::Installed));
+        }
     }
     dirs
+}
+
+/// `<prefix>/lib/kusion/plugins` for the running executable `<prefix>/bin/<exe>` (through
+/// symlinks, so a `/usr/local/bin/kusionctl` link to `/opt/kusion/bin/kusionctl` finds
+/// `/opt/kusion/lib/kusion/plugins`). None when the folder does not exist.
+pub fn installed_plugin_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let dir = exe
+        .parent()?
+        .parent()?
+        .join("lib")
+        .join("kusion")
+        .join("plugins");
+    dir.is_dir().then_some(dir)
 }
 
 /// A plugin candidate: a manifest and where its file is.
@@ -124,6 +145,8 @@ pub struct Candidate {
     pub manifest: Result<Manifest, LoadError>,
     /// The resolved plugin file (for workspace plugins, in the build output).
     pub file: Option<PathBuf>,
+    /// For a workspace plugin not built yet: the command that builds it.
+    pub build_hint: Option<String>,
 }
 
 /// The platform file name of a `cdylib` crate's library (`liblocalfile_runtime.so`).
@@ -175,6 +198,7 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
                 source,
                 manifest,
                 file,
+                build_hint: None,
             });
         }
     }
@@ -232,14 +256,49 @@ fn discover_workspace(ws: &Path, target: &Path) -> Vec<Candidate> {
                 .max()
                 .map(|(_, p)| p)
         });
+        let build_hint = match manifest.as_ref().map(Manifest::format) {
+            Ok(Format::Wasm) => Some(format!(
+                "bash {}",
+                ws.join("scripts").join("build-wasm-plugins.sh").display()
+            )),
+            _ => crate_name(&dir).map(|name| {
+                let build = format!("cargo build --release -p {name} (in {})", ws.display());
+                // runtimes/ and plugins/ are what install.sh ships; examples and fixtures are not.
+                if dir.starts_with(ws.join("runtimes")) || dir.starts_with(ws.join("plugins")) {
+                    format!(
+                        "{build}, or install kusionctl with every shipped plugin: bash {} --prefix DIR",
+                        ws.join("scripts").join("install.sh").display()
+                    )
+                } else {
+                    build
+                }
+            }),
+        };
         found.push(Candidate {
             manifest_path,
             source: Source::Workspace,
             manifest,
             file,
+            build_hint,
         });
     }
     found
+}
+
+/// The package name in a crate folder's `Cargo.toml`.
+fn crate_name(dir: &Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct CargoToml {
+        package: Package,
+    }
+    #[derive(serde::Deserialize)]
+    struct Package {
+        name: String,
+    }
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+    toml::from_str::<CargoToml>(&text)
+        .ok()
+        .map(|c| c.package.name)
 }
 
 /// The state of one listed plugin.
@@ -350,9 +409,11 @@ pub fn load_plugins(config: &PluginConfig) -> LoadedPlugins {
         }
         let Some(file) = candidate.file.clone() else {
             entry.status = Status::Refused(format!(
-                "`{}` not found in the workspace build output; build it first (cargo build -p <crate>, \
-                 or scripts/build-wasm-plugins.sh for WASM)",
-                manifest.file
+                "`{}` is not built in the workspace build output; build it: {}",
+                manifest.file,
+                candidate.build_hint.as_deref().unwrap_or(
+                    "cargo build -p <the crate of this manifest>, or scripts/build-wasm-plugins.sh for WASM"
+                )
             ));
             out.entries.push(entry);
             continue;
