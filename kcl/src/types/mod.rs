@@ -1363,11 +1363,9 @@ impl<'a> Checker<'a> {
                     | Ty::BoolLit(_)
                     | Ty::None
                     | Ty::List(_) => {
-                        let is_str = matches!(t, Ty::Str | Ty::StrLit(_));
-                        if !x.optional
-                            && !(is_str
-                                && crate::builtins::STR_METHODS.contains(&attr.sym.as_str()))
-                        {
+                        let str_method = matches!(t, Ty::Str | Ty::StrLit(_))
+                            && crate::builtins::STR_METHODS.contains(&attr.sym.as_str());
+                        if !x.optional && !str_method {
                             let msg = format!(
                                 "attribute '{}' not found in '{}'",
                                 attr.sym.as_str(),
