@@ -41,7 +41,9 @@ fn program(expression: &str, live: &Value) -> String {
     let fields = live.as_object();
     for name in COMMON {
         if fields.is_none_or(|f| !f.contains_key(*name)) {
-            out.push_str(&format!("{name} = None\n"));
+            // typed `any`: a rule reads its fields once it exists (`data.ready`), which the
+            // checker refuses on a name it knows is always None
+            out.push_str(&format!("{name}: any = None\n"));
         }
     }
     for (name, value) in fields.into_iter().flatten() {
