@@ -105,16 +105,9 @@ pub fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let mut external = Vec::new();
-    for e in &a.external {
-        match e.split_once('=') {
-            Some((k, v)) => external.push((k.to_string(), cwd.join(v))),
-            None => {
-                eprintln!("error: invalid value for -E '{e}': expected name=path");
-                return Ok(ExitCode::from(2));
-            }
-        }
-    }
+    let Some(external) = super::external_packages(&a.external, &cwd) else {
+        return Ok(ExitCode::from(2));
+    };
     let specs = if a.paths.is_empty() {
         vec![".".to_string()]
     } else {

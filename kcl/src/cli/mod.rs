@@ -154,3 +154,22 @@ fn dispatch(cli: Cli) -> ExitCode {
         }
     }
 }
+
+/// `-E name=path` values as (name, path under `cwd`); a malformed one is reported and gives
+/// `None` (the caller exits 2).
+pub(crate) fn external_packages(
+    specs: &[String],
+    cwd: &std::path::Path,
+) -> Option<Vec<(String, std::path::PathBuf)>> {
+    let mut out = Vec::with_capacity(specs.len());
+    for e in specs {
+        match e.split_once('=') {
+            Some((k, v)) => out.push((k.to_string(), cwd.join(v))),
+            None => {
+                eprintln!("error: invalid value for -E '{e}': expected name=path");
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
