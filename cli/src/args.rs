@@ -164,6 +164,12 @@ impl Cli {
                 stack(g, &args.stack);
                 &[Human, Json]
             }
+            Command::Rollback { stack: s, .. }
+            | Command::Drift { stack: s, .. }
+            | Command::Import { stack: s, .. } => {
+                stack(g, s);
+                &[Human, Json]
+            }
             Command::Graph { config, output, .. } => {
                 g.config = config.config.clone();
                 g.set = config.set.clone();
@@ -236,11 +242,22 @@ impl Cli {
     }
 }
 
+/// `-f`: the spec of a command that plans from one.
 #[derive(Debug, Args, Clone)]
-pub struct PlanArgs {
-    /// The spec file (YAML or JSON; `resources:` or a bare list).
+pub struct SpecArg {
+    /// The spec file (YAML or JSON; `resources:` or a bare list); in a stack folder the stack
+    /// is compiled instead.
     #[arg(long = "spec", short = 'f')]
     pub spec: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PlanArgs {
+    /// Plan only this resource and what it needs (repeatable; `*` and `?` match any ID part):
+    /// on preview and apply what it depends on, on destroy what depends on it. The rest is not
+    /// planned, and not compared with what is live.
+    #[arg(long = "target", value_name = "ID")]
+    pub target: Vec<String>,
     /// Fields never compared and, on update, kept at their live value (e.g. spec.replicas).
     #[arg(long = "ignore-fields", value_delimiter = ',')]
     pub ignore_fields: Vec<String>,
@@ -272,15 +289,23 @@ pub enum Command {
     /// Show what apply would change.
     Preview {
         #[command(flatten)]
+        spec: SpecArg,
+        #[command(flatten)]
         plan: PlanArgs,
         #[command(flatten)]
         stack: StackArgs,
         /// Show the field-level diff of every changed resource.
         #[arg(short = 'd', long)]
         detail: bool,
+        /// Exit 0 when nothing would change, 2 when something would, 1 on an error (as
+        /// terraform's plan); 4 still means blocked by policy.
+        #[arg(long)]
+        detailed_exitcode: bool,
     },
     /// Converge the live resources to the spec.
     Apply {
+        #[command(flatten)]
+        spec: SpecArg,
         #[command(flatten)]
         plan: PlanArgs,
         #[command(flatten)]
@@ -301,8 +326,10 @@ pub enum Command {
         #[arg(short = 'd', long)]
         detail: bool,
     },
-    /// Delete every resource recorded in state.
+    /// Delete every resource recorded in state (with --target, those named and their dependents).
     Destroy {
+        #[command(flatten)]
+        spec: SpecArg,
         #[command(flatten)]
         plan: PlanArgs,
         #[command(flatten)]
@@ -310,6 +337,66 @@ pub enum Command {
         /// Do not ask for confirmation.
         #[arg(short = 'y', long)]
         yes: bool,
+    },
+    /// Return to the spec an earlier release applied: a normal plan of that spec against what
+    /// is live, previewed and confirmed like apply, recorded as a new release naming its source.
+    Rollback {
+        /// The release to return to (`kusionctl state history` lists them); default: the last
+        /// successful apply before the latest change.
+        #[arg(long, value_name = "REVISION")]
+        to: Option<u64>,
+        #[command(flatten)]
+        plan: PlanArgs,
+        #[command(flatten)]
+        stack: StackArgs,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+        /// Only show the plan.
+        #[arg(long)]
+        dry_run: bool,
+        /// Wait until every applied resource is ready, showing a live table.
+        #[arg(short = 'w', long)]
+        watch: bool,
+        /// How long to wait for readiness per resource with --watch.
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+        watch_timeout: std::time::Duration,
+        /// Show the field-level diff of every changed resource.
+        #[arg(short = 'd', long)]
+        detail: bool,
+    },
+    /// Compare what state recorded with what is live, without the spec: field-level drift per
+    /// resource. Exit 0 in sync, 2 drifted or missing, 1 on an error. In a project folder or
+    /// Konfig root, every stack below with its drift status.
+    Drift {
+        /// Fields never compared (e.g. spec.replicas).
+        #[arg(long = "ignore-fields", value_delimiter = ',')]
+        ignore_fields: Vec<String>,
+        /// How many resources are read at once.
+        #[arg(long, env = "KUSION_EXEC_MAX_CONCURRENT", default_value_t = 10)]
+        concurrency: usize,
+        /// Time limit per runtime call (e.g. 30s, 2m).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+    /// Adopt an existing live object into state as the spec's resource ID, without changing
+    /// it; `preview` then shows what the next apply would change.
+    Import {
+        /// The resource's ID in the stack's spec.
+        id: String,
+        /// The runtime's identifier of the live object when the ID does not name it (a
+        /// Terraform import ID such as a bucket name or `sg-0123`).
+        #[arg(long, value_name = "X")]
+        live_id: Option<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+        /// Time limit per runtime call (e.g. 30s, 2m).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        #[command(flatten)]
+        stack: StackArgs,
     },
     /// Print the dependency graph.
     Graph {
@@ -458,6 +545,20 @@ pub enum StateCommand {
     Check,
     /// Fix what `state check` reports as repairable, without guessing; says what it dropped.
     Repair,
+    /// Forget resources without deleting them: they stay live, and kusion no longer manages
+    /// them (an apply whose spec still holds one adopts or recreates it).
+    Rm {
+        /// Resource IDs (or state keys `id@target`).
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Rename a resource in state (the live object is untouched), in one journaled step.
+    Mv {
+        /// The resource's ID (or state key) now.
+        from: String,
+        /// Its new ID.
+        to: String,
+    },
 }
 
 #[derive(Debug, Args, Clone)]

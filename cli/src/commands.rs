@@ -65,15 +65,17 @@ pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
     }
 }
 
-struct Context_ {
-    plugins: LoadedPlugins,
-    workdir: PathBuf,
-    output: Output,
-    styles: Styles,
-    stack: Stack,
+/// What every stack-level command works with: the loaded plugins, the stack folder, how to
+/// print, and the stack (its state store and runtimes).
+pub(crate) struct CommandContext {
+    pub(crate) plugins: LoadedPlugins,
+    pub(crate) workdir: PathBuf,
+    pub(crate) output: Output,
+    pub(crate) styles: Styles,
+    pub(crate) stack: Stack,
 }
 
-fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_> {
+fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<CommandContext> {
     let workdir = match &cli.global.workdir {
         Some(d) => d.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
@@ -93,7 +95,8 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
     let force_conflicts = match &cli.command {
         Command::Preview { plan, .. }
         | Command::Apply { plan, .. }
-        | Command::Destroy { plan, .. } => plan.force_conflicts,
+        | Command::Destroy { plan, .. }
+        | Command::Rollback { plan, .. } => plan.force_conflicts,
         _ => false,
     };
     if force_conflicts {
@@ -120,7 +123,7 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<Context_>
         && std::env::var_os("NO_COLOR").is_none();
     let store =
         kusion_kernel::state::open(&state_backend, state_dir, &default_stack_name(&workdir))?;
-    Ok(Context_ {
+    Ok(CommandContext {
         plugins,
         workdir,
         output: cli.global.output,
@@ -147,7 +150,7 @@ fn force_kubernetes_conflicts(config: &mut Value) {
 
 /// A remote backend's stack name when the URL gives none: `<project>/<stack>`, the stack folder
 /// and its parent (the Konfig layout).
-fn default_stack_name(workdir: &Path) -> String {
+pub(crate) fn default_stack_name(workdir: &Path) -> String {
     let workdir = workdir
         .canonicalize()
         .unwrap_or_else(|_| workdir.to_path_buf());
@@ -218,7 +221,7 @@ fn checkout_of_this_binary() -> Option<(PathBuf, PathBuf)> {
         .map(|ws| (ws, target))
 }
 
-fn read_runtime_config(path: &Path) -> Result<Value> {
+pub(crate) fn read_runtime_config(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading runtime config {}", path.display()))?;
     serde_yaml_to_json(&text).with_context(|| format!("parsing runtime config {}", path.display()))
@@ -269,7 +272,7 @@ fn require_stack(workdir: &Path, given: Option<&Path>) -> Result<()> {
     .into())
 }
 
-fn spec_path(ctx: &Context_, spec: &Option<PathBuf>) -> Result<PathBuf> {
+fn spec_path(ctx: &CommandContext, spec: &Option<PathBuf>) -> Result<PathBuf> {
     match spec {
         Some(p) if p.is_absolute() => Ok(p.clone()),
         Some(p) => Ok(ctx.workdir.join(p)),
@@ -283,7 +286,7 @@ fn spec_path(ctx: &Context_, spec: &Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
-fn load_spec(ctx: &Context_, spec: &Option<PathBuf>) -> Result<Spec> {
+pub(crate) fn load_spec(ctx: &CommandContext, spec: &Option<PathBuf>) -> Result<Spec> {
     // In a stack folder without -f, the stack's KCL is compiled first.
     if let Some(spec) = crate::compile::spec_for(&ctx.workdir, spec, &ctx.plugins)? {
         return Ok(spec);
@@ -292,7 +295,7 @@ fn load_spec(ctx: &Context_, spec: &Option<PathBuf>) -> Result<Spec> {
     Ok(Spec::read_file(&path)?)
 }
 
-fn plan_options(args: &PlanArgs, destroy: bool) -> Result<PlanOptions> {
+pub(crate) fn plan_options(args: &PlanArgs, destroy: bool) -> Result<PlanOptions> {
     let ignore_fields = args
         .ignore_fields
         .iter()
@@ -310,6 +313,7 @@ fn plan_options(args: &PlanArgs, destroy: bool) -> Result<PlanOptions> {
         timeout: args.timeout,
         destroy,
         sealer: None,
+        select: args.target.clone(),
     })
 }
 
@@ -365,9 +369,11 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         .into());
     }
     let wants_stack = match &cli.command {
-        Command::Preview { plan, .. }
-        | Command::Apply { plan, .. }
-        | Command::Destroy { plan, .. } => plan.spec.is_none(),
+        Command::Preview { spec, .. }
+        | Command::Apply { spec, .. }
+        | Command::Destroy { spec, .. }
+        | Command::Import { spec, .. } => spec.spec.is_none(),
+        Command::Rollback { .. } => true,
         Command::Graph { spec, .. } => spec.is_none(),
         Command::State { state, .. } => {
             state.state_dir.is_none() && state.state_backend.trim() == "local"
@@ -433,16 +439,30 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     let cancel = Arc::new(AtomicBool::new(false));
     install_interrupt(cancel.clone(), ctx.output == Output::Json);
     match cli.command {
-        Command::Preview { plan, detail, .. } => {
-            let spec = load_spec(&ctx, &plan.spec)?;
+        Command::Preview {
+            spec,
+            plan,
+            detail,
+            detailed_exitcode,
+            ..
+        } => {
+            let spec = load_spec(&ctx, &spec.spec)?;
             let guard =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
             let options = plan_options(&plan, false)?;
             let (plan, report) =
                 tokio::task::block_in_place(|| guard.preview(&spec, &ctx.stack, &options, cancel))?;
-            Ok(print_preview(&ctx, &plan, &report, detail))
+            let code = print_preview(&ctx, &plan, &report, detail);
+            Ok(
+                if detailed_exitcode && code == exit::OK && plan.has_changes() {
+                    exit::CHANGES
+                } else {
+                    code
+                },
+            )
         }
         Command::Apply {
+            spec,
             plan,
             yes,
             dry_run,
@@ -451,7 +471,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             detail,
             ..
         } => {
-            let spec = load_spec(&ctx, &plan.spec)?;
+            let spec = load_spec(&ctx, &spec.spec)?;
             let options = plan_options(&plan, false)?;
             let guard =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
@@ -479,12 +499,15 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 yes,
                 detail,
                 cancel,
+                None,
             )
             .await
         }
-        Command::Destroy { plan, yes, .. } => {
+        Command::Destroy {
+            spec, plan, yes, ..
+        } => {
             // In a stack folder the stack must still compile (it names the stack's settings).
-            crate::compile::spec_for(&ctx.workdir, &plan.spec, &ctx.plugins)?;
+            crate::compile::spec_for(&ctx.workdir, &spec.spec, &ctx.plugins)?;
             let options = plan_options(&plan, true)?;
             let guard =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
@@ -503,6 +526,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 yes,
                 false,
                 cancel,
+                None,
             )
             .await
         }
@@ -525,7 +549,51 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        Command::State { command, .. } => state_command(&ctx, command),
+        Command::State { command, .. } => state_command(&ctx, command, cancel),
+        Command::Rollback {
+            to,
+            plan,
+            yes,
+            dry_run,
+            watch,
+            watch_timeout,
+            detail,
+            ..
+        } => {
+            let args = crate::cmd::rollback::RollbackArgs {
+                to,
+                plan,
+                yes,
+                dry_run,
+                watch,
+                watch_timeout,
+                detail,
+            };
+            crate::cmd::rollback::run(&ctx, &cli.global, args, cancel).await
+        }
+        Command::Drift {
+            ignore_fields,
+            concurrency,
+            timeout,
+            ..
+        } => {
+            let options = crate::cmd::drift::options(&ignore_fields, concurrency, timeout)?;
+            tokio::task::block_in_place(|| {
+                crate::cmd::drift::run(&ctx, &cli.global, &options, &cancel)
+            })
+        }
+        Command::Import {
+            id,
+            live_id,
+            spec,
+            timeout,
+            ..
+        } => {
+            let spec = load_spec(&ctx, &spec.spec)?;
+            tokio::task::block_in_place(|| {
+                crate::cmd::import::run(&ctx, &spec, &id, live_id.as_deref(), timeout, cancel)
+            })
+        }
         // normally handed over before parsing (see kcl_cmd::intercept)
         Command::Kcl { args } => Ok(match crate::kcl_cmd::run(&args) {
             c if c == std::process::ExitCode::SUCCESS => exit::OK,
@@ -575,7 +643,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     }
 }
 
-fn print_plan(ctx: &Context_, plan: &PlanView, detail: bool) {
+fn print_plan(ctx: &CommandContext, plan: &PlanView, detail: bool) {
     match ctx.output {
         Output::Json => println!("{}", render::plan_json(plan)),
         Output::Human | Output::Yaml => {
@@ -588,6 +656,9 @@ fn print_plan(ctx: &Context_, plan: &PlanView, detail: bool) {
                 print!("{}", render::plan_details(plan, &ctx.styles));
             }
             println!("{}", render::plan_summary_line(plan));
+            if let Some(warning) = render::narrowed_warning(plan, &ctx.styles) {
+                println!("{warning}");
+            }
             if !plan.has_changes() {
                 println!("No changes.");
             }
@@ -596,7 +667,12 @@ fn print_plan(ctx: &Context_, plan: &PlanView, detail: bool) {
 }
 
 /// The plan with the policies' verdict next to it; exit code 4 when the policies would block.
-fn print_preview(ctx: &Context_, plan: &PlanView, report: &PolicyReport, detail: bool) -> u8 {
+pub(crate) fn print_preview(
+    ctx: &CommandContext,
+    plan: &PlanView,
+    report: &PolicyReport,
+    detail: bool,
+) -> u8 {
     match ctx.output {
         Output::Json if !report.policies.is_empty() => {
             let mut value = render::plan_json(plan);
@@ -641,8 +717,8 @@ fn ask(plan: &PlanView, styles: &Styles, verb: &str) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn run_apply(
-    ctx: &Context_,
+pub(crate) async fn run_apply(
+    ctx: &CommandContext,
     guard: &PolicyGuard,
     spec: &Spec,
     operation_name: &str,
@@ -651,6 +727,7 @@ async fn run_apply(
     yes: bool,
     detail: bool,
     cancel: Arc<AtomicBool>,
+    rollback_of: Option<u64>,
 ) -> Result<u8> {
     if !yes && !std::io::stdin().is_terminal() {
         return Err(UsageError(format!(
@@ -667,10 +744,10 @@ async fn run_apply(
         ctx.styles.color,
         total_holder.clone(),
     ));
-    let verb = if operation_name == "destroy" {
-        "Destroy"
-    } else {
-        "Apply"
+    let verb = match operation_name {
+        "destroy" => "Destroy",
+        "rollback" => "Rollback",
+        _ => "Apply",
     };
     let styles = Styles {
         color: ctx.styles.color,
@@ -682,6 +759,9 @@ async fn run_apply(
                 print!("{}", render::plan_details(plan, &styles));
             }
             println!("{}", render::plan_summary_line(plan));
+            if let Some(warning) = render::narrowed_warning(plan, &styles) {
+                println!("{warning}");
+            }
             if let Some(report) = report {
                 print!("{}", crate::policy::render(report, &styles));
             }
@@ -703,6 +783,7 @@ async fn run_apply(
             operation_name,
             options,
             apply_options,
+            rollback_of,
             confirm,
             Some(tx),
             cancel,
@@ -1015,7 +1096,7 @@ fn plugin_sign(manifest_path: &Path, key: &Path, publisher: &str) -> Result<u8> 
     Ok(exit::OK)
 }
 
-fn plugin_list(ctx: &Context_) -> Result<u8> {
+fn plugin_list(ctx: &CommandContext) -> Result<u8> {
     let entries = &ctx.plugins.entries;
     if ctx.output == Output::Json {
         println!("{}", serde_json::to_value(entries)?);
@@ -1067,7 +1148,11 @@ fn plugin_list(ctx: &Context_) -> Result<u8> {
     Ok(exit::OK)
 }
 
-fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
+fn state_command(
+    ctx: &CommandContext,
+    command: StateCommand,
+    cancel: Arc<AtomicBool>,
+) -> Result<u8> {
     let store = &ctx.stack.store;
     match command {
         StateCommand::List => {
@@ -1131,6 +1216,7 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
                     let release = store.release(n)?;
                     let mut value = serde_json::to_value(&release)?;
                     render::iso_times(&mut value);
+                    render::mask_sealed(&mut value);
                     if ctx.output == Output::Json {
                         println!("{value}");
                     } else {
@@ -1142,7 +1228,7 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
                     if ctx.output == Output::Json {
                         let list: Vec<Value> = releases
                             .iter()
-                            .map(|r| json!({"revision": r.revision, "operation": r.operation, "status": r.status, "holder": r.holder, "startedAt": format_time(r.started_at), "finishedAt": r.finished_at.map(format_time), "steps": r.steps.len()}))
+                            .map(|r| json!({"revision": r.revision, "operation": r.operation, "status": r.status, "holder": r.holder, "startedAt": format_time(r.started_at), "finishedAt": r.finished_at.map(format_time), "steps": r.steps.len(), "rollbackOf": r.rollback_of}))
                             .collect();
                         println!("{}", Value::Array(list));
                     } else {
@@ -1160,7 +1246,10 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
                         for r in &releases {
                             table.add_row(vec![
                                 r.revision.to_string(),
-                                r.operation.clone(),
+                                match r.rollback_of {
+                                    Some(n) => format!("{} (to {n})", r.operation),
+                                    None => r.operation.clone(),
+                                },
                                 format!("{:?}", r.status).to_lowercase(),
                                 format_time(r.started_at),
                                 r.finished_at.map(format_time).unwrap_or_else(|| "-".into()),
@@ -1218,6 +1307,8 @@ fn state_command(ctx: &Context_, command: StateCommand) -> Result<u8> {
                 exit::OK
             })
         }
+        StateCommand::Rm { ids } => crate::cmd::import::forget(ctx, &ids, cancel),
+        StateCommand::Mv { from, to } => crate::cmd::import::rename(ctx, &from, &to, cancel),
         StateCommand::Repair => {
             let done = kusion_kernel::state::check::repair(store.clone())?;
             if ctx.output == Output::Json {

@@ -2,6 +2,7 @@
 //! test bed build their own binaries around [`main_with`] with extra runtimes.
 
 mod args;
+mod cmd;
 mod cmdb;
 mod commands;
 pub mod compile;
@@ -26,11 +27,14 @@ use kusion_sdk::runtime::Runtime;
 
 pub use args::Cli;
 
-/// Exit codes: 0 ok, 1 failed, 2 usage error, 3 lock held, 4 blocked by policy.
+/// Exit codes: 0 ok, 1 failed, 2 usage error, 3 lock held, 4 blocked by policy; with
+/// `preview --detailed-exitcode` and `drift`, 2 means changes (terraform's convention).
 pub mod exit {
     pub const OK: u8 = 0;
     pub const FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
+    /// `preview --detailed-exitcode` and `drift`: something differs.
+    pub const CHANGES: u8 = 2;
     pub const LOCKED: u8 = 3;
     pub const POLICY: u8 = 4;
 }

@@ -172,6 +172,23 @@ pub fn plan_details(plan: &PlanView, styles: &Styles) -> String {
     out
 }
 
+/// With `--target`: that the rest of the stack was neither planned nor compared with what is
+/// live, so a converged-looking plan says nothing about it.
+pub fn narrowed_warning(plan: &PlanView, styles: &Styles) -> Option<String> {
+    let n = plan.narrowed.as_ref()?;
+    Some(
+        styles
+            .yellow()
+            .apply_to(format!(
+                "Warning: --target {} planned {} resource(s); {} other(s) of the stack were not planned or compared with what is live. Run without --target to converge the whole stack.",
+                n.patterns.join(", "),
+                n.planned,
+                n.left_out
+            ))
+            .to_string(),
+    )
+}
+
 pub fn plan_json(plan: &PlanView) -> Value {
     serde_json::to_value(plan).unwrap_or(Value::Null)
 }
@@ -265,6 +282,19 @@ pub fn masked_entry(entry: &StateEntry) -> Value {
         "pending": entry.pending,
         "updatedAt": kusion_kernel::state::format_time(entry.updated_at),
     })
+}
+
+/// Sealed values (hashes or ciphertext, as history keeps secrets) shown as the mask: neither
+/// form means anything to a reader, and ciphertext is not for printing.
+pub fn mask_sealed(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(mask_sealed),
+        Value::Object(map) => map.values_mut().for_each(mask_sealed),
+        Value::String(s) if s.starts_with(kusion_kernel::state::seal::PREFIX) => {
+            *s = diff::MASK.to_string();
+        }
+        _ => {}
+    }
 }
 
 /// Stored records keep times as epoch milliseconds; every output shows them as ISO 8601 (UTC).

@@ -5,11 +5,16 @@
 //! - [`reference`]: implicit `$kusion_path` references between resources.
 //! - [`graph`]: the dependency DAG (cycle detection, transitive reduction, order).
 //! - [`diff`]: field-level diffs with ignore-fields and masking of sensitive values.
+//! - [`drift`]: recorded state against live resources, without a spec.
 //! - [`plan`]: the 3-way plan (prior state, planned spec, live objects) -> an action per resource.
+//! - [`select`]: targeted plans (`--target`): the spec and state narrowed to named resources.
 //! - [`apply`]: the scheduler that executes a plan in parallel along the DAG.
 //! - [`state`]: the `StateStore` trait, the journal and the embedded local backend.
 //! - [`readiness`]: the hook judging readiness rules a resource carries (extension `readiness`).
 //! - [`registry`]: which runtime serves which resource `type`.
+//! - [`manage`]: import, `state rm` and `state mv`: what kusion manages, changed without
+//!   changing what is live.
+//! - [`rollback`]: which release a rollback returns to, and its spec restored from history.
 //! - [`ops`]: day-2 operations (`kusionctl run`): restart, scale, rollback in batches.
 //!
 //! The kernel talks to runtimes only through `kusion_sdk::runtime::Runtime`.
@@ -17,6 +22,7 @@
 pub mod apply;
 pub mod graph;
 pub mod id;
+pub mod manage;
 pub mod operation;
 pub mod ops;
 mod par;
@@ -28,8 +34,11 @@ pub mod registry;
 pub mod walk;
 
 pub mod reference;
+pub mod rollback;
+pub mod select;
 
 pub mod diff;
+pub mod drift;
 pub mod spec;
 pub mod state;
 

@@ -72,25 +72,27 @@ pub enum Applied {
     },
 }
 
-/// The spec as kept in history: values of sensitive fields masked, so no secret rests there.
-fn masked_spec(spec: &Spec, plan: &Plan<'_>) -> Spec {
-    let mut masked = spec.clone();
-    // The plan's first steps are the spec's resources, in order.
-    for (i, resource) in masked.resources.iter_mut().enumerate() {
-        let mut sensitive = crate::diff::builtin_sensitive_paths(resource);
-        if let Some(step) = plan.steps.get(i).filter(|s| s.id == resource.id) {
-            sensitive.extend(step.sensitive.iter().cloned());
-        }
-        if sensitive.is_empty() {
-            continue;
-        }
-        let mut attrs = serde_json::Value::Object(std::mem::take(&mut resource.attributes));
-        crate::diff::mask(&mut attrs, &sensitive);
-        if let serde_json::Value::Object(map) = attrs {
-            resource.attributes = map;
-        }
+/// The spec as kept in history: sensitive values sealed as state seals them, encrypted when the
+/// stack has a state key (so a rollback can restore them) and otherwise only a keyed hash, so
+/// no secret rests there in clear.
+fn history_spec(spec: &Spec, plan: &Plan<'_>, sealer: &Sealer) -> Spec {
+    let found: std::collections::HashMap<&str, Vec<String>> = plan
+        .steps
+        .iter()
+        .filter(|s| s.planned.is_some())
+        .map(|s| {
+            (
+                s.id.as_str(),
+                s.sensitive.iter().map(ToString::to_string).collect(),
+            )
+        })
+        .collect();
+    let mut sealed = spec.clone();
+    for resource in &mut sealed.resources {
+        let extra = found.get(resource.id.as_str()).cloned().unwrap_or_default();
+        sealer.seal_resource(resource, &extra);
     }
-    masked
+    sealed
 }
 
 /// Configure every runtime that has a section in `config` (keyed by runtime name); runtimes
@@ -122,7 +124,45 @@ pub fn preview(
         sealer: Some(sealer),
         ..options.clone()
     };
-    Ok(plan::compute(spec, &state, &stack.registry, &options, &cancel)?.view())
+    let narrowed = narrow(spec, &state, &stack.registry, &options)?;
+    let (spec, state) = match &narrowed {
+        Some(n) => (&n.spec, &n.state),
+        None => (spec, &state),
+    };
+    let mut view = plan::compute(spec, state, &stack.registry, &options, &cancel)?.view();
+    view.narrowed = narrowed.map(|n| n.narrowing);
+    Ok(view)
+}
+
+/// The spec and state narrowed to `--target`'s resources, when there are targets.
+fn narrow(
+    spec: &Spec,
+    state: &crate::state::State,
+    registry: &Registry,
+    options: &PlanOptions,
+) -> Result<Option<crate::select::Narrowed>, PlanError> {
+    if options.select.is_empty() {
+        return Ok(None);
+    }
+    crate::select::narrow(spec, state, registry, &options.select, options.destroy).map(Some)
+}
+
+/// What a release records besides its plan and outcome.
+#[derive(Debug, Clone, Default)]
+pub struct ReleaseInfo {
+    /// Free-form notes (policy exemptions, flags).
+    pub notes: Vec<String>,
+    /// For a rollback: the release whose spec is applied.
+    pub rollback_of: Option<u64>,
+}
+
+impl From<Vec<String>> for ReleaseInfo {
+    fn from(notes: Vec<String>) -> Self {
+        ReleaseInfo {
+            notes,
+            rollback_of: None,
+        }
+    }
 }
 
 /// Take the lease, plan, ask `confirm`, execute and record the release.
@@ -133,11 +173,12 @@ pub fn apply(
     operation: &str,
     plan_options: &PlanOptions,
     apply_options: &ApplyOptions,
-    notes: Vec<String>,
+    info: impl Into<ReleaseInfo>,
     confirm: impl FnOnce(&PlanView) -> bool,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Applied, OperationError> {
+    let info = info.into();
     let holder = LeaseHolder::current(operation);
     let writer = Arc::new(Writer::acquire(
         stack.store.clone(),
@@ -154,7 +195,7 @@ pub fn apply(
         &holder,
         plan_options,
         apply_options,
-        notes,
+        info,
         confirm,
         events,
         cancel,
@@ -164,7 +205,7 @@ pub fn apply(
 /// Releases still marked running when the stack's lease was just taken belong to a process
 /// that stopped (killed, a full disk, a lost connection) before recording an outcome: close
 /// them as failed, saying so, so history never shows an operation running forever.
-fn close_abandoned_releases(store: &dyn StateStore) {
+pub(crate) fn close_abandoned_releases(store: &dyn StateStore) {
     let latest = match store.latest_revision() {
         Ok(Some(latest)) => latest,
         Ok(None) => return,
@@ -205,13 +246,15 @@ fn apply_locked(
     holder: &LeaseHolder,
     plan_options: &PlanOptions,
     apply_options: &ApplyOptions,
-    notes: Vec<String>,
+    info: ReleaseInfo,
     confirm: impl FnOnce(&PlanView) -> bool,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Applied, OperationError> {
+    let ReleaseInfo { notes, rollback_of } = info;
     let (state, sealer) = load_unsealed(&*stack.store)?;
     writer.set_sealer(sealer.clone())?;
+    let history_sealer = sealer.clone();
     let plan_options = &PlanOptions {
         sealer: Some(sealer.clone()),
         ..plan_options.clone()
@@ -220,9 +263,30 @@ fn apply_locked(
         sealer: Some(sealer),
         ..apply_options.clone()
     };
-    let plan = plan::compute(spec, &state, &stack.registry, plan_options, &cancel)?;
-    let view = plan.view();
-    if !plan.has_changes() && !state.resources.values().any(|e| e.pending) {
+    let narrowed = narrow(spec, &state, &stack.registry, plan_options)?;
+    let (planned_spec, planned_state) = match &narrowed {
+        Some(n) => (&n.spec, &n.state),
+        None => (spec, &state),
+    };
+    let plan = plan::compute(
+        planned_spec,
+        planned_state,
+        &stack.registry,
+        plan_options,
+        &cancel,
+    )?;
+    let mut view = plan.view();
+    view.narrowed = narrowed.as_ref().map(|n| n.narrowing.clone());
+    let mut notes = notes;
+    if let Some(n) = &view.narrowed {
+        notes.push(format!(
+            "targeted ({}): {} resource(s) planned, {} not planned",
+            n.patterns.join(", "),
+            n.planned,
+            n.left_out
+        ));
+    }
+    if !plan.has_changes() && !planned_state.resources.values().any(|e| e.pending) {
         // Entries recorded before targets existed still get their qualified keys (under the
         // lease, one durable write), though nothing else changes.
         if !plan.moves.is_empty() {
@@ -243,10 +307,11 @@ fn apply_locked(
         spec: if plan_options.destroy {
             Spec::default()
         } else {
-            masked_spec(spec, &plan)
+            history_spec(spec, &plan, &history_sealer)
         },
         steps: Vec::new(),
         notes,
+        rollback_of,
     };
     let revision = stack.store.create_release(&mut release)?;
     let (report, _state) =
@@ -296,4 +361,24 @@ fn apply_locked(
         report,
         revision,
     })
+}
+
+/// Compare what state recorded with what is live (see [`crate::drift`]); reads only, so no
+/// lease is taken.
+pub fn drift(
+    stack: &Stack,
+    options: &crate::drift::DriftOptions,
+    cancel: &AtomicBool,
+) -> Result<crate::drift::DriftReport, OperationError> {
+    let (state, sealer) = load_unsealed(&*stack.store)?;
+    let options = crate::drift::DriftOptions {
+        sealer: Some(sealer),
+        ..options.clone()
+    };
+    Ok(crate::drift::detect(
+        &state,
+        &stack.registry,
+        &options,
+        cancel,
+    ))
 }

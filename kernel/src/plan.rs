@@ -160,6 +160,9 @@ pub struct StepView {
 pub struct PlanView {
     pub summary: Summary,
     pub steps: Vec<StepView>,
+    /// Set when `--target` narrowed the plan: what the rest was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narrowed: Option<crate::select::Narrowing>,
 }
 
 impl StepView {
@@ -251,6 +254,7 @@ impl Plan<'_> {
                     }
                 })
                 .collect(),
+            narrowed: None,
         }
     }
 
@@ -291,6 +295,9 @@ pub struct PlanOptions {
     /// The stack's sealer: sealed prior values are matched against planned ones before a
     /// runtime sees the prior.
     pub sealer: Option<std::sync::Arc<crate::state::seal::Sealer>>,
+    /// `--target` patterns: plan only the resources they name and what those need (see
+    /// [`crate::select`]); empty plans everything.
+    pub select: Vec<String>,
 }
 
 impl Default for PlanOptions {
@@ -301,6 +308,7 @@ impl Default for PlanOptions {
             timeout: None,
             destroy: false,
             sealer: None,
+            select: Vec::new(),
         }
     }
 }
@@ -372,6 +380,9 @@ pub enum PlanError {
     Target { id: String, message: String },
     #[error("{}", failures_text("planning failed", .0))]
     Resources(Vec<(String, String)>),
+    /// `--target` patterns that cannot be used (malformed, or naming nothing).
+    #[error("{0}")]
+    Selection(String),
 }
 
 /// `what for N resource(s):` and one line per failure, where failures that say the same thing
@@ -475,7 +486,7 @@ fn attrs_value(r: &Resource) -> Value {
 
 /// Dependencies of state resources among themselves (explicit and implicit), as indices into
 /// `ids`, used to order deletions in reverse.
-fn prior_edges(entries: &[(&StateEntry, Option<&str>)]) -> Vec<(usize, usize)> {
+pub(crate) fn prior_edges(entries: &[(&StateEntry, Option<&str>)]) -> Vec<(usize, usize)> {
     let index = KeyIndex::new(entries.iter().map(|(e, t)| (e.resource.id.as_str(), *t)));
     let mut edges = Vec::new();
     for (i, (e, target)) in entries.iter().enumerate() {
@@ -503,7 +514,10 @@ fn prior_edges(entries: &[(&StateEntry, Option<&str>)]) -> Vec<(usize, usize)> {
 }
 
 /// The target of a resource, as its runtime names it.
-fn target_of(registry: &Registry, resource: &Resource) -> Result<Option<String>, PlanError> {
+pub(crate) fn target_of(
+    registry: &Registry,
+    resource: &Resource,
+) -> Result<Option<String>, PlanError> {
     match registry.get(&resource.resource_type) {
         Some(runtime) => runtime.target(resource).map_err(|e| PlanError::Target {
             id: resource.id.clone(),

@@ -597,7 +597,7 @@ pub enum Guarded {
 
 /// [`operation::apply`] with the policies evaluated between planning and the first change
 /// (under the stack's lease). `confirm` sees the plan and the policies' report; exemptions are
-/// recorded in the release's notes.
+/// recorded in the release's notes. `rollback_of` names the release a rollback restores.
 #[allow(clippy::too_many_arguments)]
 pub fn apply(
     guard: &PolicyGuard,
@@ -606,6 +606,7 @@ pub fn apply(
     operation_name: &str,
     plan_options: &PlanOptions,
     apply_options: &ApplyOptions,
+    rollback_of: Option<u64>,
     confirm: impl FnOnce(&PlanView, Option<&PolicyReport>) -> bool,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
@@ -617,7 +618,10 @@ pub fn apply(
         operation_name,
         plan_options,
         apply_options,
-        guard.notes(),
+        operation::ReleaseInfo {
+            notes: guard.notes(),
+            rollback_of,
+        },
         |plan| {
             if guard.is_empty() {
                 return confirm(plan, None);

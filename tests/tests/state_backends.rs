@@ -58,6 +58,7 @@ fn release() -> Release {
         spec: Default::default(),
         steps: vec![],
         notes: vec![],
+        rollback_of: None,
     }
 }
 

@@ -1120,6 +1120,7 @@ mod tests {
                 spec: Default::default(),
                 steps: vec![],
                 notes: vec![],
+                rollback_of: None,
             };
             store.create_release(&mut r).unwrap();
             r.status = ReleaseStatus::Succeeded;

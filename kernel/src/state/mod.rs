@@ -163,6 +163,10 @@ pub enum JournalRecord {
     /// The records that follow were written under lease number `fence` (each journal write
     /// starts with one). Records under a lease older than one already seen are ignored.
     Fence { fence: u64 },
+    /// `state mv`: the entry under key `from` now lives as `entry` (a new ID, so a new key).
+    /// One record, so a crash leaves exactly one of the two: never both, which would plan the
+    /// deletion of the old ID's live object, and never neither.
+    Renamed { from: String, entry: StateEntry },
 }
 
 impl State {
@@ -217,6 +221,11 @@ impl State {
             }
             JournalRecord::Deleted { id } => {
                 self.resources.shift_remove(id);
+            }
+            JournalRecord::Renamed { from, entry } => {
+                if self.resources.shift_remove(from).is_some() {
+                    self.resources.insert(entry.key(), entry.clone());
+                }
             }
             JournalRecord::Sealing { sealing } => self.sealing = Some(sealing.clone()),
             JournalRecord::Fence { .. } => unreachable!("handled above"),
@@ -357,6 +366,9 @@ pub struct Release {
     /// Free-form notes recorded with the release (policy exemptions, flags).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A rollback: the earlier release whose spec this one applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_of: Option<u64>,
 }
 
 /// One target's outcome in a recorded run.

@@ -358,7 +358,9 @@ impl Sealer {
                 sensitive_paths,
                 ..
             } => self.seal_resource(resource, sensitive_paths),
-            JournalRecord::Applied { entry } => self.seal_entry(entry),
+            JournalRecord::Applied { entry } | JournalRecord::Renamed { entry, .. } => {
+                self.seal_entry(entry)
+            }
             JournalRecord::Revert {
                 previous: Some(entry),
                 ..

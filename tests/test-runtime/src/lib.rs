@@ -252,7 +252,16 @@ impl Runtime for TestRuntime {
             .or(request.prior.as_ref())
             .map(|r| r.id.clone())
             .ok_or_else(|| PluginError::invalid("read needs a planned or prior resource"))?;
-        let resource = self.load(&id)?;
+        // An import ID names another object to adopt as this resource (as a Terraform import ID
+        // names a bucket): `kusionctl import --live-id`.
+        let adopt = request
+            .planned
+            .as_ref()
+            .and_then(|p| p.extension_str("kusionstack.io/import-id"));
+        let mut resource = self.load(adopt.unwrap_or(&id))?;
+        if let Some(r) = resource.as_mut() {
+            r.id = id.clone();
+        }
         Ok(ReadResponse {
             sensitive_paths: resource.as_ref().map(sensitive).unwrap_or_default(),
             private: resource.as_ref().map(|_| format!("private-of-{id}")),

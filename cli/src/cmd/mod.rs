@@ -1,0 +1,6 @@
+//! Subcommands, one file each: what the command reads from its arguments, which kernel
+//! operation it calls, and how it prints the result.
+
+pub(crate) mod drift;
+pub(crate) mod import;
+pub(crate) mod rollback;
