@@ -21,6 +21,7 @@ pub mod openapi;
 pub mod output;
 pub mod overrides;
 pub mod parser;
+pub mod pkg;
 pub mod run;
 pub mod types;
 pub mod value;
