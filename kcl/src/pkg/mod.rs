@@ -77,3 +77,24 @@ pub fn alias_name(name: &str) -> String {
 pub fn pkg_path() -> std::path::PathBuf {
     settings::pkg_path()
 }
+
+/// The dependencies of the package holding `dir` (the nearest `kcl.mod` at or above it) as
+/// `(import name, folder)`, resolved with `opts` (downloaded when missing, checked against
+/// `kcl.mod.lock`); names in `given` (`-E name=path`) are left to the caller. No `kcl.mod`, or
+/// one without dependencies: none. This is how `kcl run` and `kusionctl` find packages.
+pub fn dependencies_of(
+    dir: &std::path::Path,
+    given: &[String],
+    opts: &ResolveOptions,
+) -> Result<Vec<(String, std::path::PathBuf)>, PkgError> {
+    let Some(root) = crate::parser::loader::find_mod_root(dir) else {
+        return Ok(Vec::new());
+    };
+    let m = ModFile::load(&root)?;
+    if m.dependencies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut o = opts.clone();
+    o.skip.extend(given.iter().cloned());
+    Ok(resolve(&root, &o)?.externals())
+}

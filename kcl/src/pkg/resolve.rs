@@ -34,6 +34,9 @@ pub struct ResolveOptions {
     pub no_sum_check: bool,
     /// Progress lines (downloads) on stderr.
     pub progress: bool,
+    /// With `offline`: a dependency missing locally resolves to the folder it would be
+    /// downloaded to instead of failing (`kcl mod metadata` without `--update`).
+    pub expected_paths: bool,
 }
 
 /// One resolved dependency.
@@ -148,6 +151,9 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
 
 struct Ctx<'a> {
     root: PathBuf,
+    /// `vendor/` of the root and of its local path dependencies (transitively): a Konfig
+    /// stack depending on the Konfig by path finds the Konfig's vendored packages.
+    vendors: Vec<PathBuf>,
     settings: Settings,
     opts: &'a ResolveOptions,
     old: LockFile,
@@ -162,6 +168,7 @@ pub fn resolve(root: &Path, opts: &ResolveOptions) -> Result<Resolved, PkgError>
     let old = LockFile::load(&root)?;
     let mut cx = Ctx {
         settings: Settings::load()?,
+        vendors: vendor_dirs(&root, &m)?,
         root: root.clone(),
         opts,
         old,
@@ -241,6 +248,30 @@ pub fn resolve(root: &Path, opts: &ResolveOptions) -> Result<Resolved, PkgError>
     })
 }
 
+/// `root/vendor`, then the `vendor/` of every local path dependency, transitively.
+fn vendor_dirs(root: &Path, m: &ModFile) -> Result<Vec<PathBuf>, PkgError> {
+    let mut out = vec![root.join("vendor")];
+    let mut seen = vec![root.to_path_buf()];
+    let mut queue: VecDeque<(PathBuf, Vec<Dependency>)> =
+        VecDeque::from([(root.to_path_buf(), m.dependencies.clone())]);
+    while let Some((base, deps)) = queue.pop_front() {
+        for d in deps {
+            if let Source::Local { path } = &d.source {
+                let dir = normalize(&base.join(path));
+                if seen.contains(&dir) || !dir.is_dir() {
+                    continue;
+                }
+                seen.push(dir.clone());
+                out.push(dir.join("vendor"));
+                if let Some(sub) = ModFile::load_if_present(&dir)? {
+                    queue.push_back((dir, sub.dependencies));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn node(name: &str, version: &str) -> String {
     if version.is_empty() {
         name.to_string()
@@ -287,7 +318,7 @@ impl Ctx<'_> {
             .old
             .entries
             .get(&dep.name)
-            .filter(|e| e.path == path && e.version == version);
+            .filter(|e| (e.path == path || e.path.is_empty()) && e.version == version);
         // hashing a local folder (a whole monorepo for `path = "../.."`) only when asked:
         // its content is the user's own, there is nothing to verify
         let sum = if self.opts.update && !self.opts.no_sum_check {
@@ -295,13 +326,17 @@ impl Ctx<'_> {
         } else {
             old.map(|e| e.sum.clone()).unwrap_or_default()
         };
-        let entry = LockEntry {
-            name: dep.name.clone(),
-            full_name: format!("{}_{version}", dep.name),
-            version: version.clone(),
-            sum,
-            path: path.to_string(),
-            ..Default::default()
+        // an entry upstream wrote (perhaps without `path`) stays as it is unless updating
+        let entry = match old {
+            Some(e) if !self.opts.update => e.clone(),
+            _ => LockEntry {
+                name: dep.name.clone(),
+                full_name: format!("{}_{version}", dep.name),
+                version: version.clone(),
+                sum,
+                path: path.to_string(),
+                ..Default::default()
+            },
         };
         Ok((
             ResolvedDep {
@@ -317,13 +352,14 @@ impl Ctx<'_> {
 
     /// The folders a remote dependency `full` (`name_version`) may already be in.
     fn candidates(&self, name: &str, full: &str) -> Vec<(PathBuf, bool)> {
-        let vendor = self.root.join("vendor");
         let mut c = Vec::new();
         if !self.opts.vendor {
             c.push((self.settings.cache_dir(full), true));
         }
-        c.push((vendor.join(full), false));
-        c.push((vendor.join(name), false));
+        for v in &self.vendors {
+            c.push((v.join(full), false));
+            c.push((v.join(name), false));
+        }
         c
     }
 
@@ -396,6 +432,9 @@ impl Ctx<'_> {
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if self.opts.offline && self.opts.expected_paths && !self.opts.vendor {
+            return Ok((self.settings.cache_dir(full), sum.to_string()));
         }
         if self.opts.vendor || self.opts.offline {
             return Err(self.missing(dep, what, full));
@@ -638,6 +677,84 @@ impl Ctx<'_> {
     ) -> Result<(), PkgError> {
         Err(no_registry(dep))
     }
+}
+
+/// Downloads the package `source` (dependency name `name`) into `dest`, which must not exist
+/// (`kcl mod pull`); a registry package must match the checksum its manifest records. Returns
+/// the version fetched.
+pub fn fetch_into(
+    name: &str,
+    source: &Source,
+    dest: &Path,
+    progress: bool,
+) -> Result<String, PkgError> {
+    let opts = ResolveOptions {
+        progress,
+        ..Default::default()
+    };
+    let mut cx = Ctx {
+        root: dest.to_path_buf(),
+        vendors: Vec::new(),
+        settings: Settings::load()?,
+        opts: &opts,
+        old: LockFile::default(),
+        #[cfg(feature = "registry")]
+        clients: HashMap::new(),
+    };
+    let dep = Dependency {
+        name: name.to_string(),
+        source: source.clone(),
+        at: "kcl mod pull".into(),
+    };
+    match source {
+        Source::Local { path } => Err(PkgError::Invalid(format!(
+            "'{path}' is a local path; there is nothing to pull"
+        ))),
+        Source::Git { url, reference, .. } => {
+            let what = format!("{url}@{}", reference.as_str());
+            cx.progress(format!("pulling '{what}'"));
+            git::fetch(url, reference, dest, &what)?;
+            Ok(reference.as_str().to_string())
+        }
+        Source::Registry { .. } | Source::Oci { .. } => {
+            let (reg, repo, tag) = source
+                .oci_ref(name, &cx.settings)
+                .ok_or_else(|| PkgError::Invalid("not a registry package".into()))?;
+            let tag = match tag {
+                Some(t) => t,
+                None => cx.latest(&dep, &reg, &repo)?,
+            };
+            cx.progress(format!("pulling 'oci://{reg}/{repo}:{tag}'"));
+            if let Err(e) = cx.download_oci(&dep, &reg, &repo, &tag, dest) {
+                let _ = std::fs::remove_dir_all(dest);
+                return Err(e);
+            }
+            Ok(tag)
+        }
+    }
+}
+
+/// The newest version tag of a registry package (`kcl mod add name` without a version).
+pub fn latest_version(name: &str, source: &Source) -> Result<String, PkgError> {
+    let opts = ResolveOptions::default();
+    let mut cx = Ctx {
+        root: PathBuf::new(),
+        vendors: Vec::new(),
+        settings: Settings::load()?,
+        opts: &opts,
+        old: LockFile::default(),
+        #[cfg(feature = "registry")]
+        clients: HashMap::new(),
+    };
+    let (reg, repo, _) = source
+        .oci_ref(name, &cx.settings)
+        .ok_or_else(|| PkgError::Invalid(format!("'{name}' is not a registry package")))?;
+    let dep = Dependency {
+        name: name.to_string(),
+        source: source.clone(),
+        at: "kcl mod add".into(),
+    };
+    cx.latest(&dep, &reg, &repo)
 }
 
 #[cfg(not(feature = "registry"))]
