@@ -581,7 +581,7 @@ fn push(cwd: &Path, a: PushArgs, say: &dyn Fn(String)) -> anyhow::Result<ExitCod
     archive::unpack(&tar, &check.0, &m.name)?;
     let sum = crate::pkg::hash_dir(&check.0)?;
     let c = oci::Client::new(&settings, &reg)?;
-    if c.tags(&repo)?.iter().any(|t| *t == tag) {
+    if c.tags(&repo)?.contains(&tag) {
         bail!("package version '{tag}' already exists in {url}");
     }
     say(format!("package '{}' will be pushed", m.name));
@@ -654,10 +654,17 @@ fn vendor(cwd: &Path, progress: bool, say: &dyn Fn(String)) -> anyhow::Result<Ex
         if d.path.starts_with(&vendor) || dest == d.path {
             continue;
         }
+        // a `package = ...` git dependency is a folder inside its checkout: the whole checkout
+        // is what its sum covers
+        let src = d
+            .path
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| *n == *e.full_name))
+            .unwrap_or(&d.path);
         if dest.exists() {
             std::fs::remove_dir_all(&dest).with_context(|| dest.display().to_string())?;
         }
-        copy_dir(&d.path, &dest)?;
+        copy_dir(src, &dest)?;
         n += 1;
     }
     // the vendored copies resolve and verify like any other

@@ -149,6 +149,13 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
     out
 }
 
+static MEMO: std::sync::Mutex<Option<HashMap<PathBuf, String>>> = std::sync::Mutex::new(None);
+
+fn with_memo<R>(f: impl FnOnce(&mut HashMap<PathBuf, String>) -> R) -> R {
+    let mut g = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(HashMap::new))
+}
+
 struct Ctx<'a> {
     root: PathBuf,
     /// `vendor/` of the root and of its local path dependencies (transitively): a Konfig
@@ -223,15 +230,18 @@ pub fn resolve(root: &Path, opts: &ResolveOptions) -> Result<Resolved, PkgError>
                 queue.push_back((me.clone(), rd.path.clone(), d));
             }
         }
-        if !opts.no_sum_check || cx.old.entries.contains_key(&dep.name) {
-            lock.entries.insert(dep.name.clone(), entry);
-        }
+        lock.entries.insert(dep.name.clone(), entry);
         by_name.insert(dep.name.clone(), deps.len());
         deps.push(rd);
     }
+    // a package with path dependencies only gets no lock file it did not have: there is
+    // nothing to pin (and `kcl run` in a source tree would leave one behind)
+    let remote = deps
+        .iter()
+        .any(|d| !matches!(d.source, Source::Local { .. }));
     let lock_written = if opts.write_lock
         && !opts.no_sum_check
-        && (!lock.entries.is_empty() || root.join("kcl.mod.lock").exists())
+        && (remote || root.join("kcl.mod.lock").exists())
         && lock != cx.old
     {
         lock.store(&root)?
@@ -270,6 +280,23 @@ fn vendor_dirs(root: &Path, m: &ModFile) -> Result<Vec<PathBuf>, PkgError> {
         }
     }
     Ok(out)
+}
+
+/// `<name>_<version>` as one folder name: a dependency name or version (a kcl.mod key, a tag
+/// a registry lists, a branch) never makes a path outside the cache or vendor folder.
+fn full_name(dep: &Dependency, version: &str) -> Result<String, PkgError> {
+    if dep.name.is_empty() || dep.name.contains(['/', '\\']) || dep.name == "." || dep.name == ".."
+    {
+        return Err(PkgError::Invalid(format!(
+            "{}: '{}' is not a valid dependency name",
+            dep.at, dep.name
+        )));
+    }
+    Ok(format!(
+        "{}_{}",
+        dep.name,
+        version.replace(['/', '\\'], "_")
+    ))
 }
 
 fn node(name: &str, version: &str) -> String {
@@ -363,6 +390,18 @@ impl Ctx<'_> {
         c
     }
 
+    /// The checksum of `dir`, computed once per process per folder (`kusionctl compile --all`
+    /// resolves the same vendored package for every stack). Folders this process downloads
+    /// are hashed afresh.
+    fn hash(&self, dir: &Path) -> Result<String, PkgError> {
+        if let Some(h) = with_memo(|m| m.get(dir).cloned()) {
+            return Ok(h);
+        }
+        let h = hash_dir(dir)?;
+        with_memo(|m| m.insert(dir.to_path_buf(), h.clone()));
+        Ok(h)
+    }
+
     /// Checks `dir` against the locked `sum` (when there is one to check).
     fn verify(
         &self,
@@ -371,7 +410,7 @@ impl Ctx<'_> {
         dir: &Path,
         sum: &str,
     ) -> Result<String, PkgError> {
-        let got = hash_dir(dir)?;
+        let got = self.hash(dir)?;
         if !sum.is_empty() && !self.opts.no_sum_check && got != sum {
             return Err(PkgError::Checksum(format!(
                 "checksum mismatch for dependency '{}' ({what}): {} records sum {sum}, but {} hashes to {got}: the package was modified after it was locked. Refusing it; if the change is intended, remove its entry from kcl.mod.lock and run `kcl mod update`",
@@ -462,6 +501,7 @@ impl Ctx<'_> {
             std::fs::remove_dir_all(&dest).map_err(|e| PkgError::io(&dest, e))?;
         }
         std::fs::rename(&tmp, &dest).map_err(|e| PkgError::io(&dest, e))?;
+        with_memo(|m| m.insert(dest.clone(), got.clone()));
         Ok((dest, got))
     }
 
@@ -482,7 +522,7 @@ impl Ctx<'_> {
         package: Option<&str>,
     ) -> Result<(ResolvedDep, LockEntry), PkgError> {
         let r = reference.as_str().to_string();
-        let full = format!("{}_{}", dep.name, if r.is_empty() { "latest" } else { &r });
+        let full = full_name(dep, if r.is_empty() { "latest" } else { &r })?;
         let what = if r.is_empty() {
             url.to_string()
         } else {
@@ -564,7 +604,7 @@ impl Ctx<'_> {
                 }
             }
         };
-        let full = format!("{}_{tag}", dep.name);
+        let full = full_name(dep, &tag)?;
         let what = format!("oci://{reg}/{repo}:{tag}");
         let sum = self.locked_sum(dep, |e| {
             same_source(e) && (e.oci_tag == tag || (e.oci_tag.is_empty() && e.version == tag))
