@@ -348,6 +348,15 @@ fn a_pushed_package_is_pulled_and_used_by_another_project() {
     assert_eq!(env.ok(&app, &["run"]), "out: hello from mylib\n");
     assert_eq!(env.ok(&app, &["run", "main.k"]), "out: hello from mylib\n");
 
+    // `kcl test` and `kcl lint` find it the same way
+    write(
+        &app.join("main_test.k"),
+        "import mylib\n\ntest_greeting = lambda {\n    assert mylib.default_greeting.msg == \"hello from mylib\"\n}\n",
+    );
+    let out = env.ok(&app, &["test"]);
+    assert!(out.contains("test_greeting"), "{out}");
+    env.ok(&app, &["lint"]);
+
     // graph and metadata
     assert_eq!(env.ok(&app, &["mod", "graph"]), "app@0.0.1 mylib@0.1.0\n");
     let meta: serde_json::Value =
