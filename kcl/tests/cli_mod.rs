@@ -58,8 +58,22 @@ struct Registry {
 /// bcrypt of `s3cret-pass` for user `kcluser` (made once with `htpasswd -nbB`).
 const HTPASSWD: &str = "kcluser:$2y$05$DSjAAf2gu9X8PEBxkUhceeNwTB81RuX6j6DIUVgFoHzgC9OvWsHfu\n";
 
+/// How a test registry authenticates.
+#[derive(Clone, Copy, PartialEq)]
+enum Auth {
+    None,
+    /// htpasswd: Basic challenges.
+    Basic,
+    /// A token service: Bearer challenges (as ghcr.io and Docker Hub).
+    Token,
+}
+
 impl Registry {
-    fn start(with_auth: bool) -> Registry {
+    fn start(auth: Auth) -> Registry {
+        Self::start_with(auth, None)
+    }
+
+    fn start_with(auth: Auth, token: Option<&TokenServer>) -> Registry {
         let bin = which("docker-registry").unwrap_or_else(|| {
             panic!(
                 "docker-registry is not installed: run scripts/setup.d/60-docker-registry.sh (scripts/test.sh does)"
@@ -71,7 +85,15 @@ impl Registry {
             "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: kcl-mod-test\n",
             dir.path().join("data").display()
         );
-        if with_auth {
+        if auth == Auth::Token {
+            let t = token.expect("a token service");
+            conf.push_str(&format!(
+                "auth:\n  token:\n    realm: {}\n    service: {TOKEN_SERVICE}\n    issuer: {TOKEN_ISSUER}\n    rootcertbundle: {}\n",
+                t.realm,
+                t.bundle.display()
+            ));
+        }
+        if auth == Auth::Basic {
             std::fs::write(dir.path().join("htpasswd"), HTPASSWD).unwrap();
             conf.push_str(&format!(
                 "auth:\n  htpasswd:\n    realm: kcl-test\n    path: {}\n",
@@ -113,6 +135,150 @@ impl Drop for Registry {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+const TOKEN_SERVICE: &str = "kcl-test-registry";
+const TOKEN_ISSUER: &str = "kcl-test-issuer";
+
+/// A token service for a registry's Bearer authentication: it checks the Basic credentials of
+/// `kcluser`/`s3cret-pass` and answers with an ES256 JWT granting the scope asked for, signed by
+/// a self-signed certificate the registry trusts (`rootcertbundle`).
+struct TokenServer {
+    realm: String,
+    bundle: PathBuf,
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    _dir: tempfile::TempDir,
+}
+
+fn b64url(data: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
+}
+
+impl TokenServer {
+    fn start() -> TokenServer {
+        use base64::Engine;
+        let dir = tempfile::tempdir().unwrap();
+        let ck = rcgen::generate_simple_self_signed(vec!["kcl-test-issuer".to_string()]).unwrap();
+        let bundle = dir.path().join("bundle.pem");
+        std::fs::write(&bundle, ck.cert.pem()).unwrap();
+        let x5c = base64::engine::general_purpose::STANDARD.encode(ck.cert.der());
+        let rng = ring::rand::SystemRandom::new();
+        let key = ring::signature::EcdsaKeyPair::from_pkcs8(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &ck.signing_key.serialize_der(),
+            &rng,
+        )
+        .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (stop2, requests2) = (stop.clone(), requests.clone());
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stop2.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut conn) = conn else { continue };
+                requests2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let req = String::from_utf8_lossy(&buf).into_owned();
+                let path = req.split_whitespace().nth(1).unwrap_or("").to_string();
+                let want = format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode("kcluser:s3cret-pass")
+                );
+                let authed = req.lines().any(|l| {
+                    l.to_ascii_lowercase().starts_with("authorization:") && l[14..].trim() == want
+                });
+                let reply = if !authed {
+                    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        .to_string()
+                } else {
+                    let query = path.split_once('?').map(|(_, q)| q).unwrap_or("");
+                    let mut access = Vec::new();
+                    for kv in query.split('&') {
+                        if let Some(v) = kv.strip_prefix("scope=") {
+                            let v = v
+                                .replace("%3A", ":")
+                                .replace("%2F", "/")
+                                .replace("%2C", ",");
+                            let parts: Vec<&str> = v.splitn(3, ':').collect();
+                            if parts.len() == 3 {
+                                access.push(serde_json::json!({
+                                    "type": parts[0],
+                                    "name": parts[1],
+                                    "actions": parts[2].split(',').collect::<Vec<_>>(),
+                                }));
+                            }
+                        }
+                    }
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_secs();
+                    let header = serde_json::json!({"typ": "JWT", "alg": "ES256", "x5c": [x5c]});
+                    let claims = serde_json::json!({
+                        "iss": TOKEN_ISSUER,
+                        "sub": "kcluser",
+                        "aud": TOKEN_SERVICE,
+                        "exp": now + 300,
+                        "nbf": now - 10,
+                        "iat": now,
+                        "jti": format!("t{now}"),
+                        "access": access,
+                    });
+                    let signing_input = format!(
+                        "{}.{}",
+                        b64url(header.to_string().as_bytes()),
+                        b64url(claims.to_string().as_bytes())
+                    );
+                    let sig = key
+                        .sign(&ring::rand::SystemRandom::new(), signing_input.as_bytes())
+                        .unwrap();
+                    let body = serde_json::json!({"token": format!("{signing_input}.{}", b64url(sig.as_ref()))})
+                        .to_string();
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = conn.write_all(reply.as_bytes());
+            }
+        });
+        TokenServer {
+            realm: format!("http://127.0.0.1:{port}/token"),
+            bundle,
+            port,
+            stop,
+            thread: Some(thread),
+            requests,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for TokenServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // wakes the accept loop so it sees the flag
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -280,7 +446,7 @@ fn make_app(env: &Env, name: &str) -> PathBuf {
 
 #[test]
 fn a_pushed_package_is_pulled_and_used_by_another_project() {
-    let reg = Registry::start(false);
+    let reg = Registry::start(Auth::None);
     let env = Env::new(&reg.host);
     let lib = make_lib(&env, "0.1.0");
     let o = env.kcl(&lib, &["mod", "push"]);
@@ -470,7 +636,7 @@ fn republish_tampered(c: &Client, host_sum: Option<&str>) -> String {
 
 #[test]
 fn tampered_artifacts_are_refused() {
-    let reg = Registry::start(false);
+    let reg = Registry::start(Auth::None);
     let env = Env::new(&reg.host);
     let lib = make_lib(&env, "0.1.0");
     env.ok(&lib, &["mod", "push"]);
@@ -654,7 +820,7 @@ fn git_dependencies_from_a_git_server() {
 
 #[test]
 fn registry_credentials_come_from_the_docker_config() {
-    let reg = Registry::start(true);
+    let reg = Registry::start(Auth::Basic);
     let env = Env::new(&reg.host);
     let lib = make_lib(&env, "0.3.0");
     let o = env.kcl(&lib, &["mod", "push"]);
@@ -686,12 +852,40 @@ fn registry_credentials_come_from_the_docker_config() {
     assert_eq!(env.ok(&app, &["run"]), "out: hello from mylib\n");
 }
 
+#[test]
+fn bearer_token_registries_get_a_token_with_the_docker_config_credentials() {
+    let tokens = TokenServer::start();
+    let reg = Registry::start_with(Auth::Token, Some(&tokens));
+    let env = Env::new(&reg.host);
+    let lib = make_lib(&env, "0.4.0");
+    let o = env.kcl(&lib, &["mod", "push"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(&format!(
+            "registry {} requires a login and there are no credentials for it",
+            reg.host
+        )),
+        "{}",
+        stderr(&o)
+    );
+    env.docker_login(&reg.host, "kcluser", "s3cret-pass");
+    env.ok(&lib, &["mod", "push"]);
+    let app = make_app(&env, "app");
+    std::fs::remove_dir_all(&env.cache).ok();
+    env.ok(&app, &["mod", "add", "mylib:0.4.0"]);
+    assert_eq!(env.ok(&app, &["run"]), "out: hello from mylib\n");
+    assert!(
+        tokens.requests.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "tokens were asked for"
+    );
+}
+
 /// A package shaped as upstream kpm published them before image-spec 1.1 (config media type
 /// = the layer's, no annotations) with a tarball as Go's `archive/tar` writes kpm's `TarDir`
 /// (a `.` entry, folders without a trailing slash): it installs and its sum is recorded.
 #[test]
 fn packages_laid_out_by_upstream_tools_install() {
-    let reg = Registry::start(false);
+    let reg = Registry::start(Auth::None);
     let env = Env::new(&reg.host);
     let mut b = tar::Builder::new(Vec::new());
     let entries: [(&str, Option<&str>); 5] = [
