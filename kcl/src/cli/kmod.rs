@@ -155,6 +155,7 @@ pub fn run(a: ModArgs) -> anyhow::Result<ExitCode> {
                 &root,
                 &ResolveOptions {
                     write_lock: true,
+                    strict_lock: true,
                     update: true,
                     no_sum_check: u.no_sum_check,
                     progress,
@@ -419,6 +420,7 @@ fn add(cwd: &Path, a: AddArgs, progress: bool, say: &dyn Fn(String)) -> anyhow::
         &root,
         &ResolveOptions {
             write_lock: true,
+            strict_lock: true,
             no_sum_check: a.no_sum_check,
             progress,
             ..Default::default()
@@ -637,6 +639,7 @@ fn vendor(cwd: &Path, progress: bool, say: &dyn Fn(String)) -> anyhow::Result<Ex
         &root,
         &ResolveOptions {
             write_lock: true,
+            strict_lock: true,
             progress,
             ..Default::default()
         },

@@ -27,6 +27,9 @@ pub struct ResolveOptions {
     pub skip: Vec<String>,
     /// Write `kcl.mod.lock` when it changes.
     pub write_lock: bool,
+    /// A lock that cannot be written is an error (`kcl mod`); otherwise a warning (`kcl run`
+    /// in a read-only checkout still runs).
+    pub strict_lock: bool,
     /// Re-resolve what the lock pins (newest tags for untagged dependencies) and hash local
     /// path dependencies (`kcl mod update`).
     pub update: bool,
@@ -244,7 +247,17 @@ pub fn resolve(root: &Path, opts: &ResolveOptions) -> Result<Resolved, PkgError>
         && (remote || root.join("kcl.mod.lock").exists())
         && lock != cx.old
     {
-        lock.store(&root)?
+        match lock.store(&root) {
+            Ok(w) => w,
+            Err(e) if !opts.strict_lock && !opts.update => {
+                tracing::warn!("{e}");
+                if opts.progress {
+                    eprintln!("warning: kcl.mod.lock not updated: {e}");
+                }
+                false
+            }
+            Err(e) => return Err(e),
+        }
     } else {
         false
     };
