@@ -51,7 +51,8 @@ check konfig-fmt-roundtrip "${konfig_fmt:-0}" "$KCL_KONFIG_FMT_MIN"
 # Tests that read the shared data (the Kubernetes OpenAPI spec, the Konfig corpus) are #[ignore]d
 # in the README's test command, which must pass without ../shared; they run here.
 if KUSION_SHARED="$shared" cargo test --locked -p kusion-kcl --test openapi_import -- --ignored \
-  && KUSION_SHARED="$shared" cargo test --locked -p kusion-tests --test model_library -- --ignored; then
+  && KUSION_SHARED="$shared" cargo test --locked -p kusion-tests --test model_library -- --ignored \
+  && KUSION_SHARED="$shared" cargo test --locked -p kusion-kcl --test cli_mod -- --ignored; then
   echo "shared-data tests: passed"
 else
   echo "shared-data tests: FAILED" >&2; status=1

@@ -21,6 +21,7 @@ pub mod openapi;
 pub mod output;
 pub mod overrides;
 pub mod parser;
+pub mod pkg;
 pub mod run;
 pub mod types;
 pub mod value;
@@ -64,7 +65,12 @@ pub fn cli_profile_entries(dir: &std::path::Path) -> Result<Vec<std::path::PathB
         .filter(|s| !s.is_empty())
         .map(|s| {
             let p = std::path::PathBuf::from(s.replace("${KCL_MOD}", &dir.display().to_string()));
-            if p.is_absolute() { p } else { dir.join(p) }
+            // `${pkg:KCL_MOD}/...` is an external package's root, expanded later
+            if p.is_absolute() || p.to_string_lossy().contains("KCL_MOD}") {
+                p
+            } else {
+                dir.join(p)
+            }
         })
         .collect();
     if files.is_empty() {

@@ -227,7 +227,13 @@ pub fn run_parts(
         None => std::env::current_dir().map_err(|e| KclError::Other(e.to_string()))?,
     };
     if files.is_empty() {
-        files = crate::cli_profile_entries(&work_dir)?;
+        files = match crate::cli_profile_entries(&work_dir) {
+            Ok(f) => f,
+            // a package without `[profile] entries` is its own folder, as upstream's `kcl run`
+            // in a `kcl mod init` package
+            Err(_) if work_dir.join("kcl.mod").is_file() => vec![work_dir.clone()],
+            Err(e) => return Err(e),
+        };
     }
     // `-E name=path` paths are relative to the work directory; `${name:KCL_MOD}` in a file
     // argument is that package's root

@@ -7,7 +7,7 @@ pub mod init;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use kusion_kcl::parser::loader::{ModDep, find_mod_root, read_mod_file};
+use kusion_kcl::parser::loader::find_mod_root;
 use serde::Deserialize;
 
 pub const PROJECT_FILE: &str = "project.yaml";
@@ -355,51 +355,28 @@ pub fn discover_stacks(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// The external packages of a stack (`-E name=path` equivalents): the `[dependencies]` of the
-/// `kcl.mod` files of the stack, its project and the Konfig root (nearest wins), then those of
-/// path dependencies, transitively. Registry (version) dependencies are looked up as the kcl
-/// loader does, and also in `vendor/` of the Konfig root.
+/// The external packages of a stack (`-E name=path` equivalents): the dependencies of the
+/// `kcl.mod` files of the stack, its project and the Konfig root (nearest wins), each resolved
+/// by `kcl run`'s resolver (`kusion_kcl::pkg`): path dependencies transitively, registry and git
+/// ones from the package cache, the `vendor/` folders of the package and of its path
+/// dependencies (the Konfig root's), or a download, every one checked against `kcl.mod.lock`.
+/// Compiling never writes the lock file (`kcl mod update` does).
 pub fn externals(stack: &Stack) -> Result<Vec<(String, PathBuf)>> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
+    let opts = kusion_kcl::pkg::ResolveOptions::default();
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
     for d in stack.dir.ancestors() {
         if d.join("kcl.mod").is_file() {
-            dirs.push(d.to_path_buf());
+            let given: Vec<String> = out.iter().map(|(n, _)| n.clone()).collect();
+            let deps = kusion_kcl::pkg::dependencies_of(d, &given, &opts)
+                .map_err(|e| anyhow!("{e} (stack {})", stack.label()))?;
+            for (name, path) in deps {
+                if !out.iter().any(|(n, _)| *n == name) {
+                    out.push((name, absolute(&path)));
+                }
+            }
         }
         if d == stack.root {
             break;
-        }
-    }
-    let mut out: Vec<(String, PathBuf)> = Vec::new();
-    let mut i = 0;
-    while i < dirs.len() {
-        let d = dirs[i].clone();
-        i += 1;
-        let m = read_mod_file(&d).map_err(|e| anyhow!("{e} (stack {})", stack.label()))?;
-        let Some(m) = m else { continue };
-        for (name, dep) in &m.dependencies {
-            if out.iter().any(|(n, _)| n == name) {
-                continue;
-            }
-            let found = match dep {
-                ModDep::Path(_) => dep.locate(&d, name).filter(|p| p.is_dir()),
-                ModDep::Version(_) => dep
-                    .locate(&d, name)
-                    .or_else(|| dep.locate(&stack.root, name)),
-            };
-            match found {
-                Some(p) => {
-                    let p = absolute(&p);
-                    if matches!(dep, ModDep::Path(_)) && !dirs.contains(&p) {
-                        dirs.push(p.clone());
-                    }
-                    out.push((name.clone(), p));
-                }
-                None => tracing::debug!(
-                    package = %name,
-                    kcl_mod = %d.join("kcl.mod").display(),
-                    "dependency not found locally; imports of it will fail"
-                ),
-            }
         }
     }
     Ok(out)

@@ -105,9 +105,19 @@ pub fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let Some(external) = super::external_packages(&a.external, &cwd) else {
+    let Some(mut external) = super::external_packages(&a.external, &cwd) else {
         return Ok(ExitCode::from(2));
     };
+    // the dependencies of kcl.mod (of the package above the working folder), as `kcl run`
+    // resolves them; -E wins
+    let given: Vec<String> = external.iter().map(|(n, _)| n.clone()).collect();
+    match super::mod_dependencies(&[], &given, false, false) {
+        Ok(deps) => external.extend(deps),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    }
     let specs = if a.paths.is_empty() {
         vec![".".to_string()]
     } else {

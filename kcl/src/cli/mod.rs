@@ -5,6 +5,7 @@ pub mod completion;
 pub mod doc;
 pub mod fmt;
 pub mod import;
+pub mod kmod;
 pub mod lint;
 pub mod parse;
 pub mod run;
@@ -48,6 +49,8 @@ enum Command {
     Lint(lint::LintArgs),
     /// Validate a JSON or YAML file against a schema (`kcl vet data.json code.k -s Schema`).
     Vet(vet::VetArgs),
+    /// Package management: init, add, pull, push, update, graph, metadata, vendor.
+    Mod(kmod::ModArgs),
     /// Show the version (`<version>-<os>-<arch>`, upstream's form).
     Version,
     /// Print a shell completion script.
@@ -140,6 +143,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Lint(a) => lint::run(a),
         Command::Doc(a) => doc::run(a),
         Command::Vet(a) => vet::run(a),
+        Command::Mod(a) => kmod::run(a),
         Command::Version => {
             println!("{}", version_string());
             Ok(ExitCode::SUCCESS)
@@ -172,4 +176,38 @@ pub(crate) fn external_packages(
         }
     }
     Some(out)
+}
+
+/// The `kcl.mod` dependencies of the package the `inputs` belong to (the nearest `kcl.mod`
+/// above the first input's folder, else above the working folder), resolved by
+/// [`crate::pkg::dependencies_of`]: downloaded when missing, checked against `kcl.mod.lock`,
+/// which is updated. Names in `given` (`-E`) are not resolved.
+pub(crate) fn mod_dependencies(
+    inputs: &[std::path::PathBuf],
+    given: &[String],
+    vendor: bool,
+    quiet: bool,
+) -> anyhow::Result<Vec<(String, std::path::PathBuf)>> {
+    let cwd = std::env::current_dir()?;
+    let base = inputs
+        .iter()
+        .find(|f| !f.to_string_lossy().contains("${"))
+        .map(|f| {
+            let abs = cwd.join(f);
+            if abs.is_dir() {
+                abs
+            } else {
+                abs.parent()
+                    .map(std::path::Path::to_path_buf)
+                    .unwrap_or(abs)
+            }
+        })
+        .unwrap_or(cwd);
+    let opts = crate::pkg::ResolveOptions {
+        vendor,
+        write_lock: true,
+        progress: !quiet,
+        ..Default::default()
+    };
+    Ok(crate::pkg::dependencies_of(&base, given, &opts)?)
 }

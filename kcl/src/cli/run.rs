@@ -61,14 +61,14 @@ pub struct RunArgs {
     /// List options (accepted for compatibility).
     #[arg(short = 'l')]
     pub list: bool,
-    /// Quiet mode. Upstream silences its package manager's download log with it; this `kcl`
-    /// prints no such log, so there is nothing to silence (`print()` output stays, as upstream).
+    /// Quiet mode: no package download progress (`print()` output stays, as upstream).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
     /// No colours or styles in messages. Accepted: this `kcl` never styles its output.
     #[arg(long = "no_style", alias = "no-style")]
     pub no_style: bool,
-    /// Upstream's vendor mode (packages from the module's vendor folder): not supported.
+    /// Vendor mode: kcl.mod's registry and git dependencies come from the package's vendor/
+    /// folder only (`kcl mod vendor` fills it), never from the cache or the network.
     #[arg(short = 'V', long = "vendor")]
     pub vendor: bool,
     /// Upstream's tag of an OCI or Git package to run: not supported.
@@ -108,24 +108,13 @@ pub enum Format {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    // upstream's flags that need package management this `kcl` does not have: refused by name
-    // (a usage error) rather than silently ignored
-    for (set, flag, why) in [
-        (
-            a.vendor,
-            "--vendor (-V)",
-            "packages come from -E name=path and kcl.mod paths; there is no vendor mode",
-        ),
-        (
-            a.tag.is_some(),
-            "--tag (-t)",
-            "running OCI or Git packages is not supported",
-        ),
-    ] {
-        if set {
-            eprintln!("error: {flag} is not supported by this kcl: {why}");
-            return Ok(ExitCode::from(2));
-        }
+    // running a package straight from a registry or git is not supported: refused by name (a
+    // usage error) rather than silently ignored
+    if a.tag.is_some() {
+        eprintln!(
+            "error: --tag (-t) is not supported by this kcl: running OCI or Git packages is not supported (add them to kcl.mod with `kcl mod add`)"
+        );
+        return Ok(ExitCode::from(2));
     }
     let mut opts = RunOptions {
         disable_none: a.disable_none,
@@ -175,6 +164,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("error: invalid value for -E '{e}': expected name=path");
                 return Ok(ExitCode::from(1));
             }
+        }
+    }
+    // kcl.mod's dependencies, resolved as upstream's `kcl run` does (downloaded when missing,
+    // verified against kcl.mod.lock); -E packages win
+    let given: Vec<String> = opts.external.iter().map(|(n, _)| n.clone()).collect();
+    match super::mod_dependencies(&a.files, &given, a.vendor, a.quiet) {
+        Ok(deps) => opts.external.extend(deps),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(1));
         }
     }
     match run_parts(&a.files, &opts) {

@@ -94,9 +94,19 @@ pub fn run(a: TestArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let cwd = std::env::current_dir()?;
-    let Some(external) = super::external_packages(&a.external, &cwd) else {
+    let Some(mut external) = super::external_packages(&a.external, &cwd) else {
         return Ok(ExitCode::from(2));
     };
+    // the dependencies of kcl.mod (of the package above the working folder), as `kcl run`
+    // resolves them; -E wins
+    let given: Vec<String> = external.iter().map(|(n, _)| n.clone()).collect();
+    match super::mod_dependencies(&[], &given, false, false) {
+        Ok(deps) => external.extend(deps),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    }
     let specs = if a.packages.is_empty() {
         vec![".".to_string()]
     } else {
