@@ -125,6 +125,10 @@ pub fn narrow(
     })
 }
 
+/// What a converging plan covers: the narrowed spec, the state keys to keep, and every spec
+/// resource's key with whether it is included.
+type Converging = (Spec, HashSet<String>, Vec<(String, bool)>);
+
 /// Converging: the named spec resources and their dependencies, plus named state-only entries.
 /// Returns the narrowed spec, the state keys to keep, and every spec resource's key with
 /// whether it is included.
@@ -133,7 +137,7 @@ fn converge_closure(
     state: &State,
     registry: &Registry,
     hits: &mut impl FnMut(&str, &str) -> bool,
-) -> Result<(Spec, HashSet<String>, Vec<(String, bool)>), PlanError> {
+) -> Result<Converging, PlanError> {
     let targets: Vec<Option<String>> = spec
         .resources
         .iter()
