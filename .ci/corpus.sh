@@ -64,13 +64,15 @@ if cargo test --locked -p kusion-kcl --test cli_import -- --ignored; then
 else
   echo "terraform schema import: FAILED" >&2; status=1
 fi
-# Differential against the terraform CLI (drift planned and corrected as terraform does, and
-# seeded attribute edits planned and recorded as terraform does; minutes of terraform commands
+# Differential against the terraform CLI (drift planned and corrected as terraform does, a
+# terraform-made state migrated with no change planned, and seeded attribute edits planned and
+# recorded as terraform does; minutes of terraform commands
 # against moto, so not in the README's test command).
 # The edit sequence is a fixed seed here (a run is minutes of terraform commands, and CI must
 # not turn red on a commit that did not cause it); fresh seeds are `scripts/tf-differential.sh`'s
 # job. This seed is the one that found an empty tag value's `tags_all` previewed as removed.
 if cargo test --locked -p kusion-runtime-terraform --test drift_differential -- --ignored \
+  && cargo test --locked --workspace --test terraform_migrate -- --ignored --nocapture \
   && TF_EDIT_SEED="${TF_EDIT_SEED:-1795756816982929873}" TF_EDIT_STEPS="${TF_EDIT_STEPS:-8}" \
     cargo test --locked -p kusion-tests \
     --test terraform_edit_differential -- --ignored --nocapture; then

@@ -382,14 +382,37 @@ pub enum Command {
         stack: StackArgs,
     },
     /// Adopt an existing live object into state as the spec's resource ID, without changing
-    /// it; `preview` then shows what the next apply would change.
+    /// it; `preview` then shows what the next apply would change. With --terraform-state,
+    /// adopt everything a Terraform state records and write the equivalent spec.
     Import {
         /// The resource's ID in the stack's spec.
-        id: String,
+        #[arg(required_unless_present = "terraform_state")]
+        id: Option<String>,
         /// The runtime's identifier of the live object when the ID does not name it (a
         /// Terraform import ID such as a bucket name or `sg-0123`).
-        #[arg(long, value_name = "X")]
+        #[arg(long, value_name = "X", conflicts_with = "terraform_state")]
         live_id: Option<String>,
+        /// Migrate from Terraform: a state file (format v4), `s3://BUCKET/KEY[?endpoint=URL&
+        /// region=R]` (the S3 backend's object) or `postgres://...` (the pg backend; `?workspace=`
+        /// default `default`, `&schema=` default `terraform_remote_state`).
+        #[arg(long, value_name = "SOURCE", conflicts_with = "id")]
+        terraform_state: Option<String>,
+        /// With --terraform-state: provider configuration blocks, a YAML or JSON mapping from a
+        /// provider's local name (`aws`, or `aws.west` for an alias) to its block (region,
+        /// credentials, endpoints), kept as each resource's `providerMeta`.
+        #[arg(long, value_name = "FILE", requires = "terraform_state")]
+        provider_config: Option<PathBuf>,
+        /// With --terraform-state: a provider's version when no `.terraform.lock.hcl` beside the
+        /// state names it: `hashicorp/aws=5.100.0` (repeatable).
+        #[arg(long, value_name = "SOURCE=VERSION", requires = "terraform_state")]
+        provider_version: Vec<String>,
+        /// With --terraform-state: where to write the spec of the adopted resources (default:
+        /// standard output).
+        #[arg(long, value_name = "FILE", requires = "terraform_state")]
+        spec_out: Option<PathBuf>,
+        /// With --terraform-state: the spec's format.
+        #[arg(long, value_enum, default_value = "yaml", requires = "terraform_state")]
+        spec_format: SpecFormat,
         #[command(flatten)]
         spec: SpecArg,
         /// Time limit per runtime call (e.g. 30s, 2m).
@@ -516,6 +539,15 @@ pub enum PluginCommand {
     },
 }
 
+/// How `import --terraform-state` writes the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SpecFormat {
+    /// `resources:` as `kusionctl preview -f` reads it.
+    Yaml,
+    /// A KCL file whose output is that spec (`resources = [...]`), to keep in a stack.
+    Kcl,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GraphFormat {
     /// An indented tree of dependencies.
@@ -533,7 +565,7 @@ pub enum StateCommand {
         /// The resource ID (e.g. `apps/v1:Deployment:demo:web`); all resources when omitted.
         id: Option<String>,
     },
-    /// List past applies and destroys, or show one.
+    /// List past releases (applies, rollbacks, destroys, imports and state edits), or show one.
     History {
         /// The release to show in full; the list of releases when omitted.
         revision: Option<u64>,

@@ -371,8 +371,12 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     let wants_stack = match &cli.command {
         Command::Preview { spec, .. }
         | Command::Apply { spec, .. }
-        | Command::Destroy { spec, .. }
-        | Command::Import { spec, .. } => spec.spec.is_none(),
+        | Command::Destroy { spec, .. } => spec.spec.is_none(),
+        Command::Import {
+            spec,
+            terraform_state,
+            ..
+        } => spec.spec.is_none() && terraform_state.is_none(),
         Command::Rollback { .. } => true,
         Command::Graph { spec, .. } => spec.is_none(),
         Command::State { state, .. } => {
@@ -585,15 +589,36 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Import {
             id,
             live_id,
+            terraform_state,
+            provider_config,
+            provider_version,
+            spec_out,
+            spec_format,
             spec,
             timeout,
             ..
-        } => {
-            let spec = load_spec(&ctx, &spec.spec)?;
-            tokio::task::block_in_place(|| {
-                crate::cmd::import::run(&ctx, &spec, &id, live_id.as_deref(), timeout, cancel)
-            })
-        }
+        } => match (terraform_state, id) {
+            (Some(source), _) => {
+                let args = crate::cmd::tfstate::MigrateArgs {
+                    source,
+                    provider_config,
+                    provider_versions: provider_version,
+                    spec_out,
+                    format: spec_format,
+                    timeout,
+                };
+                tokio::task::block_in_place(|| crate::cmd::tfstate::run(&ctx, args, cancel))
+            }
+            (None, Some(id)) => {
+                let spec = load_spec(&ctx, &spec.spec)?;
+                tokio::task::block_in_place(|| {
+                    crate::cmd::import::run(&ctx, &spec, &id, live_id.as_deref(), timeout, cancel)
+                })
+            }
+            (None, None) => {
+                Err(UsageError("import: name a resource ID or --terraform-state".into()).into())
+            }
+        },
         // normally handed over before parsing (see kcl_cmd::intercept)
         Command::Kcl { args } => Ok(match crate::kcl_cmd::run(&args) {
             c if c == std::process::ExitCode::SUCCESS => exit::OK,

@@ -45,6 +45,25 @@ pub struct Imported {
     pub revision: u64,
 }
 
+/// One object to adopt: the spec resource it becomes, and what another tool recorded of it (a
+/// Terraform state's attributes and private data), if anything.
+#[derive(Debug, Clone)]
+pub struct Adoption {
+    pub planned: Resource,
+    /// The object as recorded elsewhere: the runtime refreshes from it (as `terraform
+    /// refresh` would), rather than finding the object from `planned` alone.
+    pub recorded: Option<Resource>,
+    pub recorded_private: Option<String>,
+}
+
+/// What `adopt` did.
+#[derive(Debug, Clone)]
+pub struct Adopted {
+    /// The state keys recorded, in the order given.
+    pub keys: Vec<String>,
+    pub revision: u64,
+}
+
 /// Adopt the live object behind `planned` into state as it is, changing nothing live. With
 /// `live_id`, the runtime is told which object that is (its import ID). Refused when state
 /// already manages the resource or when nothing live answers to it.
@@ -55,83 +74,165 @@ pub fn import(
     timeout: Option<Duration>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Imported, ManageError> {
-    let runtime = stack
-        .registry
-        .get(&planned.resource_type)
-        .cloned()
-        .ok_or_else(|| {
-            OperationError::Plan(crate::plan::PlanError::NoRuntime {
-                id: planned.id.clone(),
-                resource_type: planned.resource_type.clone(),
-            })
-        })?;
     let mut planned = planned.clone();
     if let Some(live_id) = live_id {
         planned
             .extensions
             .insert(IMPORT_ID.into(), serde_json::Value::String(live_id.into()));
     }
-    let target = crate::plan::target_of(&stack.registry, &planned).map_err(OperationError::Plan)?;
-    let key = state_key(&planned.id, target.as_deref());
-    let (holder, writer) = lease(stack, "import", cancel)?;
+    let note = live_id
+        .map(|x| format!("imported {} from live object {x:?}", planned.id))
+        .into_iter()
+        .collect();
+    let adopted = adopt(
+        vec![Adoption {
+            planned,
+            recorded: None,
+            recorded_private: None,
+        }],
+        stack,
+        timeout,
+        1,
+        note,
+        cancel,
+    )
+    .map_err(|e| match (e, live_id) {
+        (ManageError::Refused(m), Some(x)) if m.ends_with(NOT_FOUND) => {
+            ManageError::Refused(m.replace(
+                NOT_FOUND,
+                &format!("no live object with ID {x:?} was found to import"),
+            ))
+        }
+        (ManageError::Refused(m), None) if m.ends_with(NOT_FOUND) => ManageError::Refused(format!(
+            "{m} (pass --live-id when the runtime needs the object's own ID)"
+        )),
+        (e, _) => e,
+    })?;
+    Ok(Imported {
+        key: adopted.keys.into_iter().next().unwrap_or_default(),
+        revision: adopted.revision,
+    })
+}
+
+const NOT_FOUND: &str = "no live object was found to import";
+
+/// Adopt every object of `objects` into state as it is live, in one release (operation
+/// `import`) and one journal append: all or nothing. Each is read through its runtime (up to
+/// `concurrency` at once); refused, before anything is written, when state already manages
+/// one or one is not live.
+pub fn adopt(
+    objects: Vec<Adoption>,
+    stack: &Stack,
+    timeout: Option<Duration>,
+    concurrency: usize,
+    notes: Vec<String>,
+    cancel: Arc<AtomicBool>,
+) -> Result<Adopted, ManageError> {
+    let mut keyed = Vec::with_capacity(objects.len());
+    for o in objects {
+        if stack.registry.get(&o.planned.resource_type).is_none() {
+            return Err(OperationError::Plan(crate::plan::PlanError::NoRuntime {
+                id: o.planned.id.clone(),
+                resource_type: o.planned.resource_type.clone(),
+            })
+            .into());
+        }
+        let target =
+            crate::plan::target_of(&stack.registry, &o.planned).map_err(OperationError::Plan)?;
+        let key = state_key(&o.planned.id, target.as_deref());
+        if keyed.iter().any(|(k, _, _)| *k == key) {
+            return Err(ManageError::Refused(format!("{key} is named twice")));
+        }
+        keyed.push((key, target, o));
+    }
+    let (holder, writer) = lease(stack, "import", cancel.clone())?;
     let (state, sealer) = load_unsealed(&*stack.store)?;
     writer.set_sealer(sealer.clone())?;
-    if let Some(entry) = state.resources.get(&key)
-        && !entry.pending
-    {
-        return Err(ManageError::Refused(format!(
-            "{key} is already managed by this stack (`kusionctl state show {key}`); `kusionctl state rm` it first to import it again"
-        )));
+    for (key, _, _) in &keyed {
+        if let Some(entry) = state.resources.get(key)
+            && !entry.pending
+        {
+            return Err(ManageError::Refused(format!(
+                "{key} is already managed by this stack (`kusionctl state show {key}`); `kusionctl state rm` it first to import it again"
+            )));
+        }
     }
     writer.ensure_live()?;
-    let request = ReadRequest {
-        prior: None,
-        prior_private: None,
-        planned: Some(planned.clone()),
-        timeout,
-    };
-    let read = crate::plan::call(timeout, move || runtime.read(&request))
-        .map_err(|e| ManageError::Refused(format!("{key}: reading the live object: {e}")))?;
-    let Some(mut live) = read.resource else {
-        return Err(ManageError::Refused(match live_id {
-            Some(x) => format!("{key}: no live object with ID {x:?} was found to import"),
-            None => format!(
-                "{key}: no live object was found to import (pass --live-id when the runtime needs the object's own ID)"
-            ),
+    let deps = vec![Vec::new(); keyed.len()];
+    let reads = crate::walk::walk(&deps, concurrency.max(1), &cancel, |i| {
+        let (key, _, o) = &keyed[i];
+        let runtime = stack
+            .registry
+            .get(&o.planned.resource_type)
+            .cloned()
+            .expect("checked above");
+        let request = ReadRequest {
+            prior: o.recorded.clone(),
+            prior_private: o.recorded_private.clone(),
+            planned: Some(o.planned.clone()),
+            timeout,
+        };
+        crate::plan::call(timeout, move || runtime.read(&request))
+            .map_err(|e| format!("{key}: reading the live object: {e}"))
+    });
+    let mut records = Vec::with_capacity(keyed.len());
+    let mut failures = Vec::new();
+    let mut spec = Spec::default();
+    let mut steps = Vec::new();
+    for ((key, target, o), read) in keyed.iter().zip(reads) {
+        let read = match read {
+            crate::walk::NodeResult::Done(read) => read,
+            crate::walk::NodeResult::Failed(e) => {
+                failures.push(e);
+                continue;
+            }
+            _ => {
+                failures.push(format!("{key}: not read: interrupted"));
+                continue;
+            }
+        };
+        let Some(mut live) = read.resource else {
+            failures.push(format!("{key}: {NOT_FOUND}"));
+            continue;
+        };
+        // The state entry is the resource as live, under the spec's ID and extensions (where it
+        // lives, how it is read), minus the one-off import instruction.
+        let planned = &o.planned;
+        live.id = planned.id.clone();
+        live.resource_type = planned.resource_type.clone();
+        live.extensions = planned.extensions.clone();
+        live.extensions.shift_remove(IMPORT_ID);
+        live.depends_on = planned.depends_on.clone();
+        let entry = StateEntry {
+            resource: live,
+            private: read.private,
+            sensitive_paths: read.sensitive_paths,
+            pending: false,
+            updated_at: now_ms(),
+            target: target.clone(),
+        };
+        let mut recorded = planned.clone();
+        sealer.seal_resource(&mut recorded, &entry.sensitive_paths);
+        spec.resources.push(recorded);
+        steps.push(step(key, "Import"));
+        records.push(JournalRecord::Applied { entry });
+    }
+    if !failures.is_empty() {
+        return Err(ManageError::Refused(if failures.len() == 1 {
+            failures.remove(0)
+        } else {
+            format!(
+                "nothing was imported; {} object(s) could not be:\n  {}",
+                failures.len(),
+                failures.join("\n  ")
+            )
         }));
-    };
-    // The state entry is the resource as live, under the spec's ID and extensions (where it
-    // lives, how it is read), minus the one-off import instruction.
-    live.id = planned.id.clone();
-    live.resource_type = planned.resource_type.clone();
-    live.extensions = planned.extensions.clone();
-    live.extensions.shift_remove(IMPORT_ID);
-    live.depends_on = planned.depends_on.clone();
-    let entry = StateEntry {
-        resource: live,
-        private: read.private,
-        sensitive_paths: read.sensitive_paths,
-        pending: false,
-        updated_at: now_ms(),
-        target,
-    };
-    let mut spec = Spec {
-        resources: vec![planned],
-    };
-    sealer.seal_resource(&mut spec.resources[0], &entry.sensitive_paths);
+    }
+    let keys = keyed.into_iter().map(|(k, _, _)| k).collect();
     let revision = record(
-        &writer,
-        stack,
-        &holder,
-        "import",
-        spec,
-        &[JournalRecord::Applied { entry }],
-        vec![step(&key, "Import")],
-        live_id
-            .map(|x| vec![format!("imported {key} from live object {x:?}")])
-            .unwrap_or_default(),
+        &writer, stack, &holder, "import", spec, &records, steps, notes,
     )?;
-    Ok(Imported { key, revision })
+    Ok(Adopted { keys, revision })
 }
 
 /// `state rm`: forget the entries `ids` name (an ID, or a state key `id@target`), leaving the

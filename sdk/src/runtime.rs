@@ -302,4 +302,15 @@ pub trait Runtime: Send + Sync {
         let _ = resource;
         Ok(None)
     }
+
+    /// The configuration that produces `recorded` (a resource as state or a read holds it): its
+    /// attributes without those only the runtime or the remote side sets (computed values,
+    /// server metadata, status), so that a spec holding the answer plans no change against it.
+    /// Used to write the spec of adopted objects (a migration from Terraform's state). The
+    /// default, and a plugin built before this verb (`Unsupported`), answers `None`: the
+    /// runtime cannot tell, and the caller keeps the attributes as they are.
+    fn configuration(&self, recorded: &Resource) -> PluginResult<Option<Resource>> {
+        let _ = recorded;
+        Ok(None)
+    }
 }

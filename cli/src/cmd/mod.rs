@@ -4,3 +4,4 @@
 pub(crate) mod drift;
 pub(crate) mod import;
 pub(crate) mod rollback;
+pub(crate) mod tfstate;

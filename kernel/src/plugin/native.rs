@@ -380,6 +380,16 @@ impl Runtime for NativeRuntime {
             other => other,
         }
     }
+    fn configuration(
+        &self,
+        recorded: &kusion_sdk::Resource,
+    ) -> PluginResult<Option<kusion_sdk::Resource>> {
+        // A plugin built before the verb cannot tell: the caller keeps the attributes.
+        match self.instance.call(verb::CONFIGURATION, recorded) {
+            Err(e) if e.kind == kusion_sdk::ErrorKind::Unsupported => Ok(None),
+            other => other,
+        }
+    }
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
         let payload = wire::encode_request(verb::WATCH, request)?;
         match self.instance.raw.watch(RStr::from_str(&payload)) {

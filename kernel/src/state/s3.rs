@@ -193,6 +193,12 @@ impl S3Store {
         Ok(Answer { status, etag, body })
     }
 
+    /// One object of the bucket by its full key (outside this store's own layout): another
+    /// tool's file kept in S3, such as a Terraform S3 backend's state. `None` when absent.
+    pub fn read_object(&self, key: &str) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(self.get(key)?.map(|(body, _)| body))
+    }
+
     fn get(&self, key: &str) -> Result<Option<Fetched>, StateError> {
         let url = self
             .bucket

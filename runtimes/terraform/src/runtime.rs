@@ -24,7 +24,7 @@ use serde_json::{Map, Value as Json};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use crate::cty::{self, Schema};
+use crate::cty::{self, Block, Nesting, Schema};
 use crate::install::{self, InstallConfig, ProviderAddress};
 use crate::plugin::{self, Diagnostic, Provider};
 use crate::schema::{self as schema_cache, ProviderSchema};
@@ -1683,6 +1683,70 @@ impl Drop for TerraformRuntime {
     }
 }
 
+/// The configuration that produces `state` under `block`, as `terraform plan
+/// -generate-config-out` writes it: required and optional attributes with a value (an optional
+/// and computed one keeps the value it has, so the plan stays empty), never attributes only the
+/// provider sets, nor `id` (the SDK's implicit, provider-set identifier), nor what the schema
+/// does not know (the runtime's own bookkeeping); nested blocks the same way, item by item.
+fn configuration_of(block: &Block, state: &Map<String, Json>, top: bool) -> Map<String, Json> {
+    let mut out = Map::new();
+    for (name, value) in state {
+        if value.is_null() || (top && name == "id") {
+            continue;
+        }
+        if let Some(a) = block.attributes.get(name) {
+            if !(a.required || a.optional) {
+                continue;
+            }
+            let value = match &a.nested {
+                Some(nested) => nested_configuration(nested, value),
+                None => value.clone(),
+            };
+            out.insert(name.clone(), value);
+        } else if let Some(nb) = block.block_types.get(name) {
+            let item = |v: &Json| match v.as_object() {
+                Some(map) => Json::Object(configuration_of(&nb.block, map, false)),
+                None => v.clone(),
+            };
+            let value = match (nb.nesting, value) {
+                (Nesting::List | Nesting::Set, Json::Array(items)) => {
+                    if items.is_empty() {
+                        continue;
+                    }
+                    Json::Array(items.iter().map(item).collect())
+                }
+                (Nesting::Map, Json::Object(items)) => {
+                    Json::Object(items.iter().map(|(k, v)| (k.clone(), item(v))).collect())
+                }
+                _ => item(value),
+            };
+            out.insert(name.clone(), value);
+        }
+    }
+    out
+}
+
+/// [`configuration_of`] for a protocol-6 nested attribute's value.
+fn nested_configuration(nested: &cty::NestedAttributes, value: &Json) -> Json {
+    let block = Block {
+        attributes: nested.attributes.clone(),
+        block_types: Default::default(),
+    };
+    let item = |v: &Json| match v.as_object() {
+        Some(map) => Json::Object(configuration_of(&block, map, false)),
+        None => v.clone(),
+    };
+    match (nested.nesting, value) {
+        (Nesting::List | Nesting::Set, Json::Array(items)) => {
+            Json::Array(items.iter().map(item).collect())
+        }
+        (Nesting::Map, Json::Object(items)) => {
+            Json::Object(items.iter().map(|(k, v)| (k.clone(), item(v))).collect())
+        }
+        _ => item(value),
+    }
+}
+
 impl Runtime for TerraformRuntime {
     fn describe(&self) -> RuntimeInfo {
         RuntimeInfo {
@@ -1745,6 +1809,22 @@ impl Runtime for TerraformRuntime {
         let inner = self.inner.clone();
         let req = request.clone();
         self.run(request.timeout, async move { inner.delete(req).await })
+    }
+
+    fn configuration(&self, recorded: &Resource) -> PluginResult<Option<Resource>> {
+        let inner = self.inner.clone();
+        let recorded = recorded.clone();
+        self.run(None, async move {
+            let target = Target::of(&recorded)?;
+            let schema = if is_data(&recorded) {
+                inner.data_schema(&target).await?.1
+            } else {
+                inner.resource_schema(&target).await?.1
+            };
+            let mut out = recorded.clone();
+            out.attributes = configuration_of(&schema.block, &recorded.attributes, true);
+            Ok(Some(out))
+        })
     }
 
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {

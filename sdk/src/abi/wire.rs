@@ -38,6 +38,9 @@ pub mod verb {
     /// `null`). Added like `operations`: a plugin that predates it answers `Unsupported`, which
     /// means "no target".
     pub const TARGET: &str = "target";
+    /// Runtime: the configuration producing a recorded resource (takes a [`crate::Resource`],
+    /// answers a resource or `null`). Added like `target`: `Unsupported` means "cannot tell".
+    pub const CONFIGURATION: &str = "configuration";
 }
 
 /// Payload of `call` for a function plugin, borrowed on the host side.
@@ -234,6 +237,10 @@ pub fn serve_runtime_as(
         verb::OPERATE => encode(
             enc,
             &runtime.operate(&decode::<OperateRequest>(enc, verb, payload)?)?,
+        ),
+        verb::CONFIGURATION => encode(
+            enc,
+            &runtime.configuration(&decode::<crate::Resource>(enc, verb, payload)?)?,
         ),
         other => Err(unknown_verb("runtime", other)),
     }
