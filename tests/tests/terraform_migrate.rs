@@ -207,3 +207,124 @@ fn terraform_state_is_adopted_and_planned_with_no_changes() {
         "objects terraform still finds in moto"
     );
 }
+
+/// Terraform's remote backends written by terraform itself: the S3 backend's object (on moto)
+/// and the PostgreSQL backend's row are read by `import --terraform-state` like a file.
+#[test]
+#[ignore = "minutes of terraform CLI runs: .ci/corpus.sh runs it"]
+fn states_in_terraforms_s3_and_postgresql_backends_are_read() {
+    built("libkusion_runtime_terraform.so");
+    let moto = tf::Moto::start();
+    let pg = kusion_pg_harness::PgServer::start().expect("starting PostgreSQL for the pg backend");
+    let database = pg.create_database("tfstate").unwrap();
+    let meta = moto.provider_meta();
+    let mut provider = meta.clone();
+    provider["endpoints"] = meta["endpoints"][0].clone();
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("kusion");
+    std::fs::create_dir_all(&k).unwrap();
+    std::fs::write(
+        k.join("runtimes.json"),
+        json!({ "terraform": tf::runtime_config(&k) }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(k.join("providers.json"), json!({ "aws": meta }).to_string()).unwrap();
+    let endpoint = moto.url("");
+    for (name, backend, source) in [
+        (
+            "s3",
+            json!({"s3": {"bucket": "tfstate", "key": "stacks/app.tfstate", "region": "us-east-1",
+                "access_key": "testing", "secret_key": "testing", "use_path_style": true,
+                "skip_credentials_validation": true, "skip_requesting_account_id": true,
+                "skip_metadata_api_check": true, "skip_region_validation": true,
+                "skip_s3_checksum": true, "endpoints": {"s3": endpoint}}}),
+            format!("s3://tfstate/stacks/app.tfstate?endpoint={endpoint}"),
+        ),
+        (
+            "pg",
+            // lib/pq asks for TLS unless told not to; the test server has none.
+            json!({"pg": {"conn_str": format!("{database}?sslmode=disable")}}),
+            format!("{database}?sslmode=disable&workspace=default"),
+        ),
+    ] {
+        let tf_dir = dir.path().join(name);
+        std::fs::create_dir_all(&tf_dir).unwrap();
+        std::fs::write(
+            tf_dir.join("terraformrc"),
+            format!(
+                "provider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
+                tf::AWS_MIRROR
+            ),
+        )
+        .unwrap();
+        if name == "s3" {
+            // The backend's bucket, made through the provider like any other bucket.
+            let setup = dir.path().join("s3-bucket");
+            std::fs::create_dir_all(&setup).unwrap();
+            std::fs::copy(tf_dir.join("terraformrc"), setup.join("terraformrc")).unwrap();
+            std::fs::write(
+                setup.join("main.tf.json"),
+                json!({"terraform": {"required_providers": {"aws": {"source": "hashicorp/aws", "version": "5.100.0"}}},
+                       "provider": {"aws": provider},
+                       "resource": {"aws_s3_bucket": {"state": {"bucket": "tfstate"}}}})
+                .to_string(),
+            )
+            .unwrap();
+            terraform(&setup, &["init", "-input=false"]);
+            terraform(&setup, &["apply", "-input=false", "-auto-approve"]);
+        }
+        std::fs::write(
+            tf_dir.join("main.tf.json"),
+            json!({
+                "terraform": {"required_providers": {"aws": {"source": "hashicorp/aws", "version": "5.100.0"}},
+                              "backend": backend},
+                "provider": {"aws": provider},
+                "resource": {"aws_s3_bucket": {"b": {"count": 2, "bucket": format!("{name}-backend-${{count.index}}"),
+                                                     "force_destroy": true}}}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        terraform(&tf_dir, &["init", "-input=false"]);
+        terraform(&tf_dir, &["apply", "-input=false", "-auto-approve"]);
+        assert!(
+            !tf_dir.join("terraform.tfstate").exists(),
+            "the {name} backend keeps the state remotely"
+        );
+        let state_dir = k.join(format!("state-{name}"));
+        let kusion = |args: &[&str]| {
+            kusionctl_in(&k, &k)
+                .env("KUSION_STATE_DIR", &state_dir)
+                .env("KUSION_RUNTIME_CONFIG", k.join("runtimes.json"))
+                .env("AWS_ACCESS_KEY_ID", "testing")
+                .env("AWS_SECRET_ACCESS_KEY", "testing")
+                .env("NO_COLOR", "1")
+                .args(args)
+                .output()
+                .expect("running kusionctl")
+        };
+        let spec = format!("spec-{name}.yaml");
+        // No lock file beside a remote state: the version is given.
+        let out = kusion(&[
+            "import",
+            "--terraform-state",
+            &source,
+            "--provider-config",
+            "providers.json",
+            "--provider-version",
+            "hashicorp/aws=5.100.0",
+            "--spec-out",
+            &spec,
+        ]);
+        assert!(out.status.success(), "{name}: import: {}", text(&out));
+        assert!(
+            text(&out).contains("Imported 2 resource(s)"),
+            "{}",
+            text(&out)
+        );
+        let out = kusion(&["preview", "-f", &spec, "--detailed-exitcode"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+        let out = kusion(&["destroy", "--yes", "-f", &spec]);
+        assert!(out.status.success(), "{name}: destroy: {}", text(&out));
+    }
+}
