@@ -584,12 +584,17 @@ pub enum StateCommand {
         #[arg(required = true)]
         ids: Vec<String>,
     },
-    /// Rename a resource in state (the live object is untouched), in one journaled step.
+    /// Rename a resource in state (the live object is untouched), in one journaled step; with
+    /// --to-stack, hand it to another stack on the same kind of backend.
     Mv {
         /// The resource's ID (or state key) now.
         from: String,
-        /// Its new ID.
+        /// Its new ID (the same ID, for a plain move to another stack).
         to: String,
+        /// The stack folder to move it to (its own state settings apply). Both stacks are
+        /// locked while it moves; an interrupted move is finished by running it again.
+        #[arg(long, value_name = "DIR")]
+        to_stack: Option<PathBuf>,
     },
 }
 

@@ -553,7 +553,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        Command::State { command, .. } => state_command(&ctx, command, cancel),
+        Command::State { command, .. } => state_command(&ctx, &cli.global, command, cancel),
         Command::Rollback {
             to,
             plan,
@@ -1175,6 +1175,7 @@ fn plugin_list(ctx: &CommandContext) -> Result<u8> {
 
 fn state_command(
     ctx: &CommandContext,
+    global: &crate::args::Global,
     command: StateCommand,
     cancel: Arc<AtomicBool>,
 ) -> Result<u8> {
@@ -1333,7 +1334,16 @@ fn state_command(
             })
         }
         StateCommand::Rm { ids } => crate::cmd::import::forget(ctx, &ids, cancel),
-        StateCommand::Mv { from, to } => crate::cmd::import::rename(ctx, &from, &to, cancel),
+        StateCommand::Mv {
+            from,
+            to,
+            to_stack: None,
+        } => crate::cmd::import::rename(ctx, &from, &to, cancel),
+        StateCommand::Mv {
+            from,
+            to,
+            to_stack: Some(dir),
+        } => crate::cmd::import::move_to(ctx, global, &dir, &from, &to, cancel),
         StateCommand::Repair => {
             let done = kusion_kernel::state::check::repair(store.clone())?;
             if ctx.output == Output::Json {

@@ -274,9 +274,12 @@ fn main() {
 fn rollback_plan(n: usize) {
     use kusion_kernel::operation::{self, Applied, Stack};
     let dir = tempfile::tempdir().unwrap();
+    // Applied through a runtime that finds nothing live (so both releases apply every resource),
+    // then planned through one that finds every object live (read + dry-run + diff each).
+    let store: Arc<dyn StateStore> = Arc::new(LocalStore::new(dir.path()));
     let stack = Stack {
-        store: Arc::new(LocalStore::new(dir.path())),
-        registry: registry(true),
+        store: store.clone(),
+        registry: registry(false),
     };
     let options = PlanOptions {
         concurrency: 64,
@@ -305,6 +308,10 @@ fn rollback_plan(n: usize) {
         .unwrap();
         assert!(matches!(applied, Applied::Done { .. }));
     }
+    let stack = Stack {
+        store,
+        registry: registry(true),
+    };
     let (view, time) = timed(|| {
         let releases = stack.store.releases().unwrap();
         let revision = kusion_kernel::rollback::default_revision(&releases).unwrap();

@@ -1,5 +1,6 @@
 //! Changing what kusion manages without changing what is live: adopting an existing object
-//! (`import`), forgetting one (`state rm`) and renaming one (`state mv`).
+//! (`import`), forgetting one (`state rm`), renaming one (`state mv`) and handing one to another
+//! stack (`state mv --to-stack`).
 //!
 //! Each runs under the stack's lease, writes its change as journal records in one durable
 //! append, checkpoints, and is recorded in the release history (as operation `import`,
@@ -312,6 +313,109 @@ pub fn rename(
         vec![format!("renamed {old_key} to {new_key}")],
     )?;
     Ok((old_key, new_key, revision))
+}
+
+/// What `move_to` did.
+#[derive(Debug, Clone)]
+pub struct Moved {
+    pub from_key: String,
+    pub to_key: String,
+    /// The release recording it in the source stack, and in the destination.
+    pub source_revision: u64,
+    pub destination_revision: u64,
+}
+
+/// `state mv --to-stack`: hand the entry `from` names to another stack as `to`, live objects
+/// untouched. Both leases are held throughout. The source first records the handoff (from then
+/// on no plan of it touches the entry), then the destination records the entry, then the
+/// source drops it: a crash at any point leaves the entry in at least one stack, never planned
+/// for deletion, and running the same move again finishes it.
+pub fn move_to(
+    source: &Stack,
+    destination: &Stack,
+    from: &str,
+    to: &str,
+    cancel: Arc<AtomicBool>,
+) -> Result<Moved, ManageError> {
+    let (source_at, destination_at) = (source.store.location(), destination.store.location());
+    if source_at == destination_at {
+        return Err(ManageError::Refused(format!(
+            "the destination is this stack ({source_at}): use `kusionctl state mv` without --to-stack"
+        )));
+    }
+    let (source_holder, source_writer) = lease(source, "state mv", cancel.clone())?;
+    let (destination_holder, destination_writer) = lease(destination, "state mv", cancel)?;
+    let (source_state, source_sealer) = load_unsealed(&*source.store)?;
+    source_writer.set_sealer(source_sealer)?;
+    let (destination_state, destination_sealer) = load_unsealed(&*destination.store)?;
+    destination_writer.set_sealer(destination_sealer)?;
+
+    let from_key = resolve(&source_state, from)?;
+    let mut entry = source_state.resources[&from_key].clone();
+    entry.resource.id = to.to_string();
+    entry.updated_at = now_ms();
+    crate::id::check_resource_id(&entry.resource)
+        .map_err(|e| ManageError::Refused(format!("new ID {to:?}: {e}")))?;
+    let to_key = entry.key();
+    let handoff = crate::state::Handoff {
+        to: destination_at.clone(),
+        key: to_key.clone(),
+    };
+    // A move interrupted after the destination recorded the entry: only the source's part is
+    // left. Anything else already at the destination key is a conflict.
+    let resumed = source_state.handoffs.get(&from_key) == Some(&handoff);
+    let arrived = destination_state.resources.contains_key(&to_key);
+    if arrived && !resumed {
+        return Err(ManageError::Refused(format!(
+            "{to_key} is already in the state at {destination_at}; `kusionctl state rm` it there first or choose another ID"
+        )));
+    }
+    if let Some(other) = source_state.handoffs.get(&from_key)
+        && *other != handoff
+    {
+        return Err(ManageError::Refused(format!(
+            "{from_key} is already being moved to {} as {}: finish that move first",
+            other.to, other.key
+        )));
+    }
+    if !resumed {
+        source_writer.append(&[JournalRecord::Handoff {
+            id: from_key.clone(),
+            handoff: Some(handoff),
+        }])?;
+    }
+    let destination_revision = if arrived {
+        0
+    } else {
+        record(
+            &destination_writer,
+            destination,
+            &destination_holder,
+            "state mv",
+            Spec::default(),
+            &[JournalRecord::Applied { entry }],
+            vec![step(&to_key, "Receive")],
+            vec![format!("received {from_key} from {source_at} as {to_key}")],
+        )?
+    };
+    let source_revision = record(
+        &source_writer,
+        source,
+        &source_holder,
+        "state mv",
+        Spec::default(),
+        &[JournalRecord::Deleted {
+            id: from_key.clone(),
+        }],
+        vec![step(&from_key, "Hand over")],
+        vec![format!("moved {from_key} to {destination_at} as {to_key}")],
+    )?;
+    Ok(Moved {
+        from_key,
+        to_key,
+        source_revision,
+        destination_revision,
+    })
 }
 
 /// The state key `id` names: itself when it is a key, else the one entry with that ID.

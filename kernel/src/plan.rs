@@ -380,6 +380,10 @@ pub enum PlanError {
     Target { id: String, message: String },
     #[error("{}", failures_text("planning failed", .0))]
     Resources(Vec<(String, String)>),
+    #[error(
+        "{key} is being moved to the stack at {to} (an interrupted `kusionctl state mv --to-stack`): run that command again to finish the move before planning this stack"
+    )]
+    HandedOff { key: String, to: String },
     /// `--target` patterns that cannot be used (malformed, or naming nothing).
     #[error("{0}")]
     Selection(String),
@@ -540,6 +544,13 @@ pub fn compute<'a>(
         resources: Vec::new(),
     };
     let spec = if options.destroy { &NOTHING } else { spec };
+    // An entry half-way to another stack belongs to neither plan until the move finishes.
+    if let Some((key, h)) = state.handoffs.first() {
+        return Err(PlanError::HandedOff {
+            key: key.clone(),
+            to: h.to.clone(),
+        });
+    }
     let targets: Vec<Option<String>> = spec
         .resources
         .iter()

@@ -529,3 +529,80 @@ fn import_rm_and_mv_change_state_but_nothing_live() {
     // The state is consistent after all of it.
     env.expect(&["state", "check"], 0);
 }
+
+#[test]
+fn state_moves_to_another_stack_and_an_interrupted_move_is_finished_by_running_it_again() {
+    use kusion_kernel::state::{
+        Handoff, JournalRecord, LeaseHolder, LocalStore, StateStore, Writer,
+    };
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let env = Env::new();
+    env.spec(V1);
+    env.expect(&["apply", "-f", "spec.yaml", "--yes"], 0);
+    let dest = env.path().join("dest");
+    std::fs::create_dir_all(&dest).unwrap();
+    let dest_state = || LocalStore::new(dest.join(".kusion").join("state"));
+
+    let t = env.expect(&["state", "mv", "t:web", "t:web", "--to-stack", "dest"], 0);
+    assert!(t.contains("Moved t:web to"), "{t}");
+    assert_eq!(env.ids(), ["t:config", "t:web"], "nothing live changed");
+    let here = env.json(&["state", "list", "-o", "json"], 0);
+    assert_eq!(here["resources"].as_array().unwrap().len(), 1);
+    let there = dest_state().load().unwrap();
+    assert!(there.resources.contains_key("t:web"), "{there:?}");
+    let history = env.json(&["state", "history", "-o", "json"], 0);
+    assert_eq!(
+        history.as_array().unwrap().last().unwrap()["operation"],
+        "state mv"
+    );
+    // Moving onto an ID the destination has is refused.
+    let t = env.expect(
+        &["state", "mv", "t:config", "t:web", "--to-stack", "dest"],
+        1,
+    );
+    assert!(t.contains("already in the state"), "{t}");
+
+    // A move cut off after its first record: the entry is marked, every plan of the source
+    // stops (neither deleting nor re-adopting it), and `state check` says what to do.
+    {
+        let store: Arc<dyn StateStore> = Arc::new(LocalStore::new(env.path().join("state")));
+        let writer = Writer::acquire(
+            store,
+            &LeaseHolder::current("test"),
+            std::time::Duration::from_secs(60),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        writer
+            .append(&[JournalRecord::Handoff {
+                id: "t:config".into(),
+                handoff: Some(Handoff {
+                    to: dest_state().location(),
+                    key: "t:config".into(),
+                }),
+            }])
+            .unwrap();
+    }
+    let t = env.expect(&["preview", "-f", "spec.yaml"], 1);
+    assert!(t.contains("is being moved to the stack at"), "{t}");
+    let t = env.expect(&["destroy", "-f", "spec.yaml", "--yes"], 1);
+    assert!(t.contains("is being moved"), "{t}");
+    assert_eq!(env.ids(), ["t:config", "t:web"]);
+    let t = env.expect(&["state", "check"], 1);
+    assert!(t.contains("run it again to finish"), "{t}");
+    env.expect(
+        &["state", "mv", "t:config", "t:config", "--to-stack", "dest"],
+        0,
+    );
+    env.expect(&["state", "check"], 0);
+    assert!(
+        dest_state()
+            .load()
+            .unwrap()
+            .resources
+            .contains_key("t:config")
+    );
+    let here = env.json(&["state", "list", "-o", "json"], 0);
+    assert!(here["resources"].as_array().unwrap().is_empty(), "{here}");
+}

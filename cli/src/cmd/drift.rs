@@ -241,6 +241,27 @@ fn stack_drift(
     options: &DriftOptions,
     cancel: &AtomicBool,
 ) -> Result<Option<DriftReport>> {
+    let Some(stack) = other_stack(ctx, global, dir, false)? else {
+        return Ok(None);
+    };
+    Ok(Some(operation::drift(&stack, options, cancel)?))
+}
+
+/// Another stack folder's stack: its own state settings (`stack.yaml`, else the backend given on
+/// the command line and `<dir>/.kusion/state`), this command's runtimes configured for it. `None`
+/// when its local state does not exist and `create` is false.
+pub(crate) fn other_stack(
+    ctx: &CommandContext,
+    global: &Global,
+    dir: &Path,
+    create: bool,
+) -> Result<Option<Stack>> {
+    if !dir.is_dir() {
+        return Err(UsageError(format!("{}: no such stack folder", dir.display())).into());
+    }
+    // Absolute, so the location a handoff records names the same store from any working folder.
+    let dir = &std::path::absolute(dir)
+        .with_context(|| format!("resolving the stack folder {}", dir.display()))?;
     let mut state_dir = None;
     let mut backend = global.state_backend.clone();
     let mut config = match &global.runtime_config {
@@ -250,15 +271,14 @@ fn stack_drift(
     crate::compile_cmd::apply_stack_settings(dir, &mut state_dir, &mut backend, &mut config)?;
     let local = backend.trim() == "local";
     let state_dir = state_dir.unwrap_or_else(|| dir.join(".kusion").join("state"));
-    if local && !state_dir.exists() {
+    if local && !state_dir.exists() && !create {
         return Ok(None);
     }
     operation::configure(&ctx.stack.registry, &config)?;
     let store = kusion_kernel::state::open(&backend, state_dir, &default_stack_name(dir))
         .with_context(|| format!("opening the state of {}", dir.display()))?;
-    let stack = Stack {
+    Ok(Some(Stack {
         store,
         registry: ctx.stack.registry.clone(),
-    };
-    Ok(Some(operation::drift(&stack, options, cancel)?))
+    }))
 }

@@ -84,3 +84,34 @@ pub(crate) fn rename(
     }
     Ok(exit::OK)
 }
+
+/// `state mv --to-stack DIR`.
+pub(crate) fn move_to(
+    ctx: &CommandContext,
+    global: &crate::args::Global,
+    dir: &std::path::Path,
+    from: &str,
+    to: &str,
+    cancel: Arc<AtomicBool>,
+) -> Result<u8> {
+    let destination = crate::cmd::drift::other_stack(ctx, global, dir, true)?
+        .ok_or_else(|| anyhow!("{}: its state cannot be opened", dir.display()))?;
+    let moved = manage::move_to(&ctx.stack, &destination, from, to, cancel)?;
+    if ctx.output == Output::Json {
+        println!(
+            "{}",
+            json!({"from": moved.from_key, "to": moved.to_key, "toStack": destination.store.location(),
+                   "revision": moved.source_revision, "destinationRevision": moved.destination_revision})
+        );
+    } else {
+        println!(
+            "Moved {} to {} as {} (revision {} here, {} there); nothing live was changed.",
+            moved.from_key,
+            destination.store.location(),
+            moved.to_key,
+            moved.source_revision,
+            moved.destination_revision
+        );
+    }
+    Ok(exit::OK)
+}

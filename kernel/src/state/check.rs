@@ -91,6 +91,15 @@ pub fn check(store: &dyn StateStore) -> CheckReport {
                     pending.join(", ")
                 )));
             }
+            for (key, h) in &state.handoffs {
+                findings.push(Finding::error(
+                    format!(
+                        "{key} is being moved to the stack at {} as {} (an interrupted `kusionctl state mv --to-stack`): run it again to finish; plans of this stack stop until then",
+                        h.to, h.key
+                    ),
+                    false,
+                ));
+            }
             for (key, entry) in &state.resources {
                 if *key != entry.key() {
                     findings.push(Finding::error(

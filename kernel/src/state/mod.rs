@@ -83,9 +83,24 @@ pub struct State {
     /// replayed over it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fence: u64,
+    /// Entries (by key) being handed to another stack by `state mv --to-stack`: recorded before
+    /// the destination gets them and dropped with them once it has, so an interrupted move
+    /// leaves them here, marked, and no plan of this stack deletes or re-adopts them.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub handoffs: IndexMap<String, Handoff>,
     /// While replaying: the records since the last `Fence` marker came from an older lease.
     #[serde(skip)]
     replay_skip: bool,
+}
+
+/// Where an entry is going (see [`State::handoffs`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Handoff {
+    /// The destination stack's state location (`StateStore::location`).
+    pub to: String,
+    /// The entry's key there.
+    pub key: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -163,6 +178,12 @@ pub enum JournalRecord {
     /// The records that follow were written under lease number `fence` (each journal write
     /// starts with one). Records under a lease older than one already seen are ignored.
     Fence { fence: u64 },
+    /// `state mv --to-stack`: the entry under key `id` is being handed to another stack
+    /// (`None`: the handoff is withdrawn).
+    Handoff {
+        id: String,
+        handoff: Option<Handoff>,
+    },
     /// `state mv`: the entry under key `from` now lives as `entry` (a new ID, so a new key).
     /// One record, so a crash leaves exactly one of the two: never both, which would plan the
     /// deletion of the old ID's live object, and never neither.
@@ -221,7 +242,16 @@ impl State {
             }
             JournalRecord::Deleted { id } => {
                 self.resources.shift_remove(id);
+                self.handoffs.shift_remove(id);
             }
+            JournalRecord::Handoff { id, handoff } => match handoff {
+                Some(h) if self.resources.contains_key(id) => {
+                    self.handoffs.insert(id.clone(), h.clone());
+                }
+                _ => {
+                    self.handoffs.shift_remove(id);
+                }
+            },
             JournalRecord::Renamed { from, entry } => {
                 if self.resources.shift_remove(from).is_some() {
                     self.resources.insert(entry.key(), entry.clone());
