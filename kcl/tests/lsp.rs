@@ -781,3 +781,45 @@ fn konfig_stack_completion_and_definition_into_k8s() {
     assert!(found, "no apps.Deployment in the backend models");
     c.shutdown();
 }
+
+#[test]
+fn files_changed_on_disk_are_picked_up() {
+    let ws = Ws::new(&[
+        ("kcl.mod", "[package]\nname = \"app\"\n"),
+        ("main.k", "import lib\n\nx = lib.V {a = 1}\n"),
+    ]);
+    let mut c = Client::start(&[&ws.root]);
+    let main = ws.path("main.k");
+    let d = c.diagnostics(&uri(&main), WAIT).expect("diagnostics");
+    assert!(
+        messages(&d)
+            .iter()
+            .any(|m| m.contains("Cannot find the module")),
+        "{d:?}"
+    );
+    // the package appears (written by another program), the client reports it
+    std::fs::create_dir_all(ws.path("lib")).expect("mkdir");
+    std::fs::write(ws.path("lib/v.k"), "schema V:\n    a: int\n").expect("write");
+    c.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri(&ws.path("lib/v.k")), "type": 1}]}),
+    );
+    let d = c
+        .diagnostics(&uri(&main), WAIT)
+        .expect("diagnostics after the new file");
+    assert!(d.is_empty(), "{d:?}");
+    // a change on disk: `a` becomes a str, main.k's int no longer fits
+    std::fs::write(ws.path("lib/v.k"), "schema V:\n    a: str\n").expect("write");
+    c.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri(&ws.path("lib/v.k")), "type": 2}]}),
+    );
+    let d = c
+        .diagnostics(&uri(&main), WAIT)
+        .expect("diagnostics after the change");
+    assert!(
+        messages(&d).iter().any(|m| m.contains("expected str")),
+        "{d:?}"
+    );
+    c.shutdown();
+}

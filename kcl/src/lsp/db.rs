@@ -259,18 +259,16 @@ impl Db {
         self.revision.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// A file changed on disk (created, changed or deleted).
-    pub fn disk_changed(&self, path: &Path, exists_now: bool) {
-        let buffered = read(&self.overlays).contains_key(path);
-        if !buffered {
+    /// A file changed on disk: `created_or_deleted` when it appeared or disappeared (not
+    /// just changed).
+    pub fn disk_changed(&self, path: &Path, created_or_deleted: bool) {
+        if !read(&self.overlays).contains_key(path) {
             lock(&self.files).remove(path);
         }
         let was_missing = lock(&self.missing).remove(path);
-        if was_missing || !exists_now || path.file_name().is_some_and(|n| n != "main.k") {
-            // a new or deleted file may change what imports resolve to and the units
-            if was_missing || !exists_now {
-                self.structure.fetch_add(1, Ordering::SeqCst);
-            }
+        // a file appearing or disappearing may change what imports resolve to
+        if was_missing || created_or_deleted {
+            self.structure.fetch_add(1, Ordering::SeqCst);
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if matches!(name, "kcl.mod" | "kcl.yaml" | "kcl.mod.lock") {

@@ -1244,6 +1244,22 @@ pub fn rename_target(
             return Err("builtins and system modules cannot be renamed".into());
         }
         Def::Pkg(_) => return Err("a package is renamed by renaming its folder".into()),
+        Def::Import { decl, name } => {
+            // `import a.b` binds `b` through the path itself: renaming it would need `as`
+            let aliased = snap.sema.imports.values().any(|(_, d)| d == decl)
+                && decl.text().is_some_and(|t| *t == *name.as_str())
+                && snap.sema.files.iter().any(|f| {
+                    f.module.body.iter().any(|s| match &s.kind {
+                        StmtKind::Import(i) => i.asname.is_some_and(|a| a.span == *decl),
+                        _ => false,
+                    })
+                });
+            if !aliased {
+                return Err(format!(
+                    "'{name}' is bound by its import path: add an alias ('import ... as {name}') to rename it"
+                ));
+            }
+        }
         _ => {}
     }
     let span = snap

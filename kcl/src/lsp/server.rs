@@ -101,11 +101,39 @@ pub fn serve(conn: Connection, opts: Options) -> anyhow::Result<()> {
         }
     }
     let roots: Vec<PathBuf> = roots.iter().map(|r| normalize(r)).collect();
+    let watch = init
+        .capabilities
+        .workspace
+        .as_ref()
+        .and_then(|w| w.did_change_watched_files.as_ref())
+        .and_then(|d| d.dynamic_registration)
+        .unwrap_or(false);
     let result = json!({
         "capabilities": capabilities(enc),
         "serverInfo": {"name": "kcl-lsp (kusion-rs)", "version": env!("CARGO_PKG_VERSION")},
     });
     conn.initialize_finish(id, result)?;
+    if watch {
+        // files changed by other programs (a checkout, `kcl mod`): the client tells us
+        let reg = json!({"registrations": [{
+            "id": "kcl-watch",
+            "method": "workspace/didChangeWatchedFiles",
+            "registerOptions": {"watchers": [
+                {"globPattern": "**/*.k"},
+                {"globPattern": "**/kcl.mod"},
+                {"globPattern": "**/kcl.mod.lock"},
+                {"globPattern": "**/kcl.yaml"},
+            ]},
+        }]});
+        conn.sender.send(
+            Request::new(
+                "kcl-watch".to_string().into(),
+                "client/registerCapability".into(),
+                reg,
+            )
+            .into(),
+        )?;
+    }
     tracing::info!(?roots, encoding = enc.name(), "initialized");
 
     let db = Arc::new(Db::new());
@@ -286,7 +314,7 @@ impl Server {
                     for c in p.changes {
                         if let Some(path) = path_of(&c.uri) {
                             self.db
-                                .disk_changed(&path, c.typ != lt::FileChangeType::DELETED);
+                                .disk_changed(&path, c.typ != lt::FileChangeType::CHANGED);
                             all |= c.typ != lt::FileChangeType::CHANGED
                                 || path.extension().is_none_or(|e| e != "k");
                             if !all {
