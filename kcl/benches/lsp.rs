@@ -125,8 +125,8 @@ fn main() {
     let meta = root.join("vendor/k8s/apimachinery/pkg/apis/meta/v1/object_meta.k");
     let mt = std::fs::read_to_string(&meta).unwrap_or_default();
     let mut refs = Vec::new();
-    if let Some(i) = mt.find("    labels?:") {
-        let (rl, rc) = find(&mt, "    labels?:", 5 + 0 * i);
+    if mt.contains("    labels?:") {
+        let (rl, rc) = find(&mt, "    labels?:", 5);
         for _ in 0..5 {
             let mut p = at(&meta, rl, rc);
             p["context"] = serde_json::json!({"includeDeclaration": true});

@@ -266,9 +266,11 @@ fn main() {
                     "textDocument": {"uri": uri(p)},
                     "range": {"start": {"line": 0, "character": 0}, "end": {"line": l, "character": ch}},
                     "context": {"diagnostics": []}}),
+                "textDocument/references" => json!({"textDocument": {"uri": uri(p)},
+                    "position": {"line": l, "character": ch},
+                    "context": {"includeDeclaration": true}}),
                 _ => json!({"textDocument": {"uri": uri(p)},
                     "position": {"line": l, "character": ch},
-                    "context": {"includeDeclaration": true},
                     "newName": "renamed_x"}),
             };
             let t = Instant::now();
@@ -288,8 +290,8 @@ fn main() {
             requests += 1;
             if let Err(e) = r.response_result {
                 *errors.entry(e.code).or_default() += 1;
-                if e.code == -32603 {
-                    eprintln!("internal error: {}", e.message);
+                if e.code == -32603 || (e.code == -32602 && errors[&e.code] <= 3) {
+                    eprintln!("{m}: error {}: {}", e.code, e.message);
                 }
             }
         }

@@ -654,9 +654,7 @@ fn cancellation_and_panics_do_not_take_the_server_down() {
     let ws = fixture();
     let mut c = Client::start(&[&ws.root]);
     let id = c.send_request("kcl/debug/sleep", Value::Null);
-    let n = match &id {
-        _ => serde_json::to_value(&id).expect("id"),
-    };
+    let n = serde_json::to_value(&id).expect("id");
     c.notify("$/cancelRequest", json!({"id": n}));
     let r = c.response(id);
     assert_eq!(

@@ -172,6 +172,9 @@ impl UnitResult {
     }
 }
 
+/// References index per file: the model it was computed under and its entries.
+type RefsCache = HashMap<PathBuf, (u64, Arc<Vec<super::ide::RefEntry>>)>;
+
 /// The database (shared by the main loop, the diagnostics thread and request workers).
 #[derive(Default)]
 pub struct Db {
@@ -185,7 +188,7 @@ pub struct Db {
     computing: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
     externals: Mutex<HashMap<PathBuf, Vec<(String, PathBuf)>>>,
     /// References index per file: (model id, entries).
-    refs: Mutex<HashMap<PathBuf, (u64, Arc<Vec<super::ide::RefEntry>>)>>,
+    refs: Mutex<RefsCache>,
     /// Bumped when files appear or disappear or roots change (imports may resolve anew).
     structure: AtomicU64,
     /// Bumped on every change.

@@ -1112,10 +1112,8 @@ fn fn_item(f: &FnSig, module: Option<&str>, snippets: bool) -> CompletionItem {
 fn schema_snippet(sema: &Sema, sr: SchemaRef, label: &str) -> CompletionItem {
     let members = sema.members(sr);
     let mut body = String::new();
-    let mut n = 1;
-    for m in members.iter().filter(|m| m.required()) {
+    for (n, m) in (1..).zip(members.iter().filter(|m| m.required())) {
         body.push_str(&format!("\n\t{} = ${{{n}}}", m.name));
-        n += 1;
     }
     if body.is_empty() {
         body = "\n\t$0".into();
@@ -1399,12 +1397,7 @@ pub fn rename_conflict(sema: &Sema, d: &Def, new: &str) -> Option<String> {
 
 /// Workspace symbols of a file matching `query` (case-insensitive subsequence).
 #[allow(deprecated)] // `SymbolInformation::deprecated` must be written out
-pub fn workspace_symbols(
-    sema: &Sema,
-    file: &FileData,
-    query: &str,
-    enc: Encoding,
-) -> Vec<SymbolInformation> {
+pub fn workspace_symbols(fd: &FileData, query: &str, enc: Encoding) -> Vec<SymbolInformation> {
     let q: Vec<char> = query.to_lowercase().chars().collect();
     let matches = |name: &str| {
         let mut it = q.iter().peekable();
@@ -1415,16 +1408,19 @@ pub fn workspace_symbols(
         }
         it.peek().is_none()
     };
-    let Some(fd) = sema.file_by_path(&file.path) else {
-        return Vec::new();
-    };
     let Ok(uri) = Url::from_file_path(&fd.path) else {
         return Vec::new();
     };
     let text = fd.text();
     let starts = fd.src.line_starts();
     let mut out = Vec::new();
-    let container = sema.pkgs[sema.pkg_of(fd.id()) as usize].path.to_string();
+    // the package's folder (a file needs no analysis to be listed)
+    let container = fd
+        .path
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     for s in &fd.module.body {
         let (name, kind) = match &s.kind {
             StmtKind::Schema(sc) => (sc.name, SymbolKind::STRUCT),

@@ -68,7 +68,7 @@ impl LTy {
                 _ => {}
             }
         }
-        if out.iter().any(|t| *t == LTy::Any) {
+        if out.contains(&LTy::Any) {
             return LTy::Any;
         }
         match out.len() {
@@ -1686,12 +1686,12 @@ impl<'s> Walker<'s> {
                 ConfigEntryKind::Unpack { value, .. } => {
                     self.expr(value, &LTy::Any);
                 }
-                ConfigEntryKind::If(ci) => self.config_if(ci, span, expected),
+                ConfigEntryKind::If(ci) => self.config_if(ci, expected),
             }
         }
     }
 
-    fn config_if(&mut self, ci: &ast::ConfigIf, span: Span, expected: &LTy) {
+    fn config_if(&mut self, ci: &ast::ConfigIf, expected: &LTy) {
         self.expr(&ci.cond, &LTy::Any);
         let schemas = expected.schemas();
         for en in ci.body.iter().chain(&ci.orelse) {
@@ -1703,7 +1703,7 @@ impl<'s> Walker<'s> {
                 ConfigEntryKind::Unpack { value, .. } => {
                     self.expr(value, &LTy::Any);
                 }
-                ConfigEntryKind::If(c) => self.config_if(c, span, expected),
+                ConfigEntryKind::If(c) => self.config_if(c, expected),
             }
         }
     }

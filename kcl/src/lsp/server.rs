@@ -583,13 +583,20 @@ fn handle(db: &Db, ctx: &ReqCtx, req: Request) -> Result<Value, ReqError> {
         }
         R::WorkspaceSymbolRequest::METHOD => {
             let p: lt::WorkspaceSymbolParams = params(req.params)?;
+            // parsed files only: listing names needs no unit analysis
             let mut out = Vec::new();
-            for_each_unit(db, ctx, |r, sema, files| {
-                for f in files {
-                    out.extend(ide::workspace_symbols(sema, &f, &p.query, enc));
+            let units = db.units();
+            let mut files: Vec<&PathBuf> = units.primary.keys().collect();
+            files.sort();
+            for path in files {
+                ctx.check()?;
+                if let Some(fd) = db.file(path) {
+                    out.extend(ide::workspace_symbols(&fd, &p.query, enc));
                 }
-                let _ = r;
-            })?;
+                if out.len() >= 1000 {
+                    break;
+                }
+            }
             out.truncate(1000);
             to_value(out)
         }
