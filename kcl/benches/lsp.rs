@@ -62,6 +62,36 @@ fn main() {
         idle["units"],
         idle["ms"].as_f64().unwrap_or(0.0)
     );
+    // what the initial analysis published: files with errors, and with warnings only
+    let (mut with_errors, mut with_warnings) = (Vec::new(), 0);
+    for n in &c.inbox {
+        if n.method != "textDocument/publishDiagnostics" {
+            continue;
+        }
+        let d = n.params["diagnostics"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if d.iter().any(|x| x["severity"] == 1) {
+            with_errors.push(format!(
+                "{} ({})",
+                n.params["uri"].as_str().unwrap_or(""),
+                d.iter()
+                    .find(|x| x["severity"] == 1)
+                    .map(|x| x["message"].to_string())
+                    .unwrap_or_default()
+            ));
+        } else if !d.is_empty() {
+            with_warnings += 1;
+        }
+    }
+    println!(
+        "initial diagnostics: {} files with errors, {with_warnings} with warnings only",
+        with_errors.len()
+    );
+    for e in with_errors.iter().take(5) {
+        println!("  {e}");
+    }
     println!(
         "resident memory after the initial analysis: {:.1} MiB (peak {:.1} MiB)",
         rss_mib("VmRSS:"),

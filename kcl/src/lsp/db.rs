@@ -152,8 +152,9 @@ impl UnitResult {
             .clone()
     }
     /// Load, check and lint findings of the main package.
-    pub(crate) fn findings(&self) -> &[crate::cli::lint::Finding] {
+    pub(crate) fn findings(&self, db: &Db) -> &[crate::cli::lint::Finding] {
         self.findings.get_or_init(|| {
+            db.checked.fetch_add(1, Ordering::Relaxed);
             let mut checked = self.program.clone();
             crate::cli::lint::lint_loaded(
                 Some(&mut checked),
@@ -193,6 +194,10 @@ pub struct Db {
     structure: AtomicU64,
     /// Bumped on every change.
     revision: AtomicU64,
+    /// Work done so far (`kcl/debug/stats`): files parsed, units loaded, units checked.
+    pub parsed: AtomicU64,
+    pub loaded: AtomicU64,
+    pub checked: AtomicU64,
 }
 
 impl Db {
@@ -228,6 +233,7 @@ impl Db {
                 }
             }
         };
+        self.parsed.fetch_add(1, Ordering::Relaxed);
         let data = Arc::new(FileData::parse(path.to_path_buf(), text, version));
         // a buffer set meanwhile wins over what this thread read
         Some(
@@ -241,6 +247,7 @@ impl Db {
     /// An editor buffer was opened or changed: parsed now (the edited file only).
     pub fn set_overlay(&self, path: &Path, text: Arc<str>, version: i32) {
         write(&self.overlays).insert(path.to_path_buf(), (text.clone(), version));
+        self.parsed.fetch_add(1, Ordering::Relaxed);
         let data = Arc::new(FileData::parse(path.to_path_buf(), text, Some(version)));
         let was_missing = lock(&self.missing).remove(path);
         lock(&self.files).insert(path.to_path_buf(), data);
@@ -393,6 +400,7 @@ impl Db {
     }
 
     fn compute(&self, unit: &Arc<Unit>) -> UnitResult {
+        self.loaded.fetch_add(1, Ordering::Relaxed);
         let structure = self.structure.load(Ordering::SeqCst);
         let externals = self.externals_for(&unit.dir);
         let mut ld = Loader {
@@ -861,15 +869,16 @@ impl Loader<'_> {
 }
 
 /// Diagnostics of the main files of a result, by file (files without any get an empty list).
-pub(crate) fn findings_by_file(
-    r: &UnitResult,
-) -> BTreeMap<PathBuf, Vec<&crate::cli::lint::Finding>> {
-    let mut out: BTreeMap<PathBuf, Vec<&crate::cli::lint::Finding>> = r
+pub(crate) fn findings_by_file<'r>(
+    r: &'r UnitResult,
+    db: &Db,
+) -> BTreeMap<PathBuf, Vec<&'r crate::cli::lint::Finding>> {
+    let mut out: BTreeMap<PathBuf, Vec<&'r crate::cli::lint::Finding>> = r
         .main_files
         .iter()
         .map(|p| (p.clone(), Vec::new()))
         .collect();
-    for f in r.findings() {
+    for f in r.findings(db) {
         let path = match f.span.and_then(|s| r.file_of(s.file)) {
             Some(fd) => fd.path.clone(),
             None => PathBuf::from(&f.file),

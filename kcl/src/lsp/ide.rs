@@ -755,11 +755,11 @@ impl Snapshot {
 
     // ------------------------------------------------------------ code actions ----
 
-    pub fn code_actions(&self, range: Range, uri: &Url) -> Vec<CodeAction> {
+    pub fn code_actions(&self, range: Range, uri: &Url, db: &Db) -> Vec<CodeAction> {
         let lo = self.offset(range.start);
         let hi = self.offset(range.end);
         let mut out = Vec::new();
-        for f in self.result.findings() {
+        for f in self.result.findings(db) {
             let (Some(span), Some((dlo, dhi))) = (f.span, f.delete) else {
                 continue;
             };

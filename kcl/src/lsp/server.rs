@@ -613,7 +613,7 @@ fn handle(db: &Db, ctx: &ReqCtx, req: Request) -> Result<Value, ReqError> {
             let p: lt::CodeActionParams = params(req.params)?;
             let s = snapshot(db, &p.text_document.uri, enc)?;
             let actions: Vec<lt::CodeActionOrCommand> = s
-                .code_actions(p.range, &p.text_document.uri)
+                .code_actions(p.range, &p.text_document.uri, db)
                 .into_iter()
                 .map(lt::CodeActionOrCommand::CodeAction)
                 .collect();
@@ -633,6 +633,11 @@ fn handle(db: &Db, ctx: &ReqCtx, req: Request) -> Result<Value, ReqError> {
             })
         }
         "kcl/debug/panic" if ctx.debug => panic!("kcl/debug/panic asked for a panic"),
+        "kcl/debug/stats" if ctx.debug => Ok(json!({
+            "parsed": db.parsed.load(Ordering::Relaxed),
+            "loaded": db.loaded.load(Ordering::Relaxed),
+            "checked": db.checked.load(Ordering::Relaxed),
+        })),
         "kcl/debug/sleep" if ctx.debug => {
             // a long request that honours cancellation (the cancellation test)
             for _ in 0..500 {
@@ -873,7 +878,7 @@ fn diagnostics_loop(
         let db2 = db.clone();
         let computed = catch_unwind(AssertUnwindSafe(|| {
             let r = db2.result(&unit);
-            let _ = r.findings();
+            let _ = r.findings(&db2);
             r
         }));
         let r = match computed {
@@ -887,7 +892,7 @@ fn diagnostics_loop(
         done += 1;
         let units = db.units();
         let own = units.units.iter().position(|u| u.key == unit.key);
-        for (path, findings) in findings_by_file(&r) {
+        for (path, findings) in findings_by_file(&r, &db) {
             // a file reports through its primary unit only
             match (units.primary.get(&path), own) {
                 (Some(p), Some(o)) if *p != o => continue,
