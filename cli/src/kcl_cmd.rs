@@ -1,4 +1,4 @@
-//! `kusionctl kcl <args>`: the `kcl` tool (run, fmt, parse, import) inside kusionctl, so
+//! `kusionctl kcl <args>`: the `kcl` tool (run, fmt, parse, import, lsp, ...) inside kusionctl, so
 //! `kusionctl kcl import --openapi swagger.json -o k8s` needs no second binary.
 
 use std::process::ExitCode;

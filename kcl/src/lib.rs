@@ -17,6 +17,8 @@ pub mod fmt;
 pub mod kclgen;
 pub mod lexer;
 pub mod limits;
+#[cfg(feature = "lsp")]
+pub mod lsp;
 pub mod openapi;
 pub mod output;
 pub mod overrides;

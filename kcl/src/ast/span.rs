@@ -164,6 +164,20 @@ impl SourceMap {
         files.push(file.clone());
         file
     }
+    /// Drops the text of a file nobody refers to any more (the language server registers every
+    /// version of an edited buffer): the id stays valid, its spans resolve to the file's start.
+    pub fn release(&self, id: FileId) {
+        let mut files = self.files.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = files.get_mut(id.0 as usize) {
+            *slot = Arc::new(SourceFile {
+                id,
+                name: slot.name.clone(),
+                path: slot.path.clone(),
+                text: Arc::from(""),
+                lines: OnceLock::new(),
+            });
+        }
+    }
     /// The file with id `id`, if registered.
     pub fn get(&self, id: FileId) -> Option<Arc<SourceFile>> {
         self.files

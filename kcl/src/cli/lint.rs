@@ -80,6 +80,8 @@ pub(crate) struct Finding {
     pub rendered: String,
     /// A certain fix: delete these bytes of `file`.
     pub delete: Option<(usize, usize)>,
+    /// Where the finding is (the language server's range).
+    pub span: Option<Span>,
 }
 
 pub fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
@@ -358,12 +360,25 @@ pub(crate) fn lint_package(
         external: external.to_vec(),
         work_dir: Some(dir.to_path_buf()),
     };
-    let mut out = Vec::new();
     // as upstream, a file with syntax errors is still resolved as the parser recovered it
     let (mut program, diags) = match load_program_partial(files, &load) {
         Ok((p, d)) => (Some(p), d),
         Err(d) => (None, d),
     };
+    lint_loaded(program.as_mut(), &diags, true)
+}
+
+/// The findings of a loaded package (`diags`: what loading reported): the load errors, the
+/// warnings, and the checker's errors; `imported` also checks the packages it imports (first
+/// error of each), as `kcl lint` does. The language server lints each package as its own main
+/// package, without them.
+pub(crate) fn lint_loaded(
+    program: Option<&mut crate::parser::loader::Program>,
+    diags: &crate::diag::Diagnostics,
+    imported: bool,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut program = program;
     for d in &diags.0 {
         let (file, line, col) = match d.span() {
             Some(s) => {
@@ -382,9 +397,10 @@ pub(crate) fn lint_package(
             message: d.message().to_string(),
             rendered: d.render(),
             delete: None,
+            span: d.span(),
         });
     }
-    let Some(program) = program.as_mut() else {
+    let Some(program) = program.take() else {
         return out;
     };
     // the warnings look at the files as written, before schemas are merged
@@ -401,7 +417,12 @@ pub(crate) fn lint_package(
         }
     }
     crate::parser::merge::merge_main(program);
-    for e in crate::types::check_program_all(program) {
+    let errors = if imported {
+        crate::types::check_program_all(program)
+    } else {
+        crate::types::check_main_package(program)
+    };
+    for e in errors {
         let (file, line, col) = match e.span {
             Some(s) => {
                 let l = s.loc();
@@ -428,6 +449,7 @@ pub(crate) fn lint_package(
             message: e.msg.clone(),
             rendered: e.to_string(),
             delete: None,
+            span: e.span,
         });
     }
     // errors first, then warnings, each in file order
@@ -550,6 +572,7 @@ fn warning(
         message,
         rendered: d.render(),
         delete,
+        span: Some(span),
     }
 }
 
@@ -1019,6 +1042,7 @@ fn resolver_errors(program: &crate::parser::loader::Program) -> Vec<Finding> {
                 message: d.message().to_string(),
                 rendered: d.render(),
                 delete: None,
+                span: d.span(),
             }
         })
         .collect()

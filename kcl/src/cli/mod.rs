@@ -55,6 +55,18 @@ enum Command {
     Version,
     /// Print a shell completion script.
     Completion(completion::CompletionArgs),
+    /// The language server (LSP over standard input and output).
+    #[cfg(feature = "lsp")]
+    Lsp(LspArgs),
+}
+
+/// Arguments of `kcl lsp`.
+#[cfg(feature = "lsp")]
+#[derive(clap::Args, Debug)]
+pub struct LspArgs {
+    /// Speak LSP on standard input and output (the default and only transport).
+    #[arg(long)]
+    pub stdio: bool,
 }
 
 /// The version line in upstream's form (`0.12.4-linux-amd64`: Go's OS and architecture names).
@@ -149,6 +161,8 @@ fn dispatch(cli: Cli) -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Completion(a) => completion::run(a),
+        #[cfg(feature = "lsp")]
+        Command::Lsp(_) => crate::lsp::run_stdio().map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -69,6 +69,19 @@ pub(crate) fn check_program_all(program: &Program) -> Vec<EvalError> {
     out
 }
 
+/// Every error the checker finds in the main package alone (imported packages are read, not
+/// checked): the language server checks each package as its own main package, so an edit
+/// re-checks only the packages whose results can change.
+pub(crate) fn check_main_package(program: &Program) -> Vec<EvalError> {
+    let mut c = Checker::new(program);
+    if let Err(e) = c.check_import_cycles() {
+        return vec![e];
+    }
+    let main = c.main;
+    c.check_pkg(main);
+    c.errors
+}
+
 /// One schema definition and its lazily built member table.
 struct SchemaInfo<'a> {
     stmt: &'a ast::SchemaStmt,
