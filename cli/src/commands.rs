@@ -117,6 +117,12 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<CommandCo
         }
         registry.register(runtime.clone())?;
     }
+    for (name, plugin) in &plugins.functions {
+        if !plugin.describe().secret_stores.is_empty() {
+            registry.register_secret_store(name, plugin.clone());
+        }
+    }
+    registry.set_secret_workdir(&workdir);
     operation::configure(&registry, &config)?;
     let color = !cli.global.no_color
         && std::io::stdout().is_terminal()

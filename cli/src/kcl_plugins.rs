@@ -31,6 +31,8 @@ pub struct KclPlugins {
     modules: BTreeMap<String, Served>,
     /// Plugins that were found but not loaded, by name: why (for a better "not available").
     unavailable: BTreeMap<String, String>,
+    /// Secret stores' plugin and module names: found, but never served to programs.
+    secret_stores: std::collections::BTreeSet<String>,
 }
 
 struct Served {
@@ -42,17 +44,24 @@ struct Served {
 
 impl KclPlugins {
     pub fn new(plugins: &LoadedPlugins) -> KclPlugins {
+        let mut secret_stores = std::collections::BTreeSet::new();
         let described: Vec<(&String, String, Served)> = plugins
             .functions
             .iter()
-            .map(|(name, plugin)| {
+            .filter_map(|(name, plugin)| {
                 let info = plugin.describe();
+                // A secret store is for the kernel alone: a program could print its answers.
+                if !info.secret_stores.is_empty() {
+                    secret_stores.insert(name.clone());
+                    secret_stores.insert(info.module);
+                    return None;
+                }
                 let served = Served {
                     name: name.clone(),
                     functions: info.functions,
                     plugin: Arc::clone(plugin),
                 };
-                (name, info.module, served)
+                Some((name, info.module, served))
             })
             .collect();
         // A plugin serves the module it describes. When two describe the same module, the one
@@ -104,6 +113,7 @@ impl KclPlugins {
         KclPlugins {
             modules,
             unavailable,
+            secret_stores,
         }
     }
 
@@ -203,7 +213,12 @@ impl PluginHook for KclPlugins {
     ) -> Result<Value, String> {
         let Some(served) = self.modules.get(module) else {
             let mut msg = format!("no loaded function plugin serves the module `{module}`");
-            if let Some(why) = self.unavailable.get(module) {
+            if self.secret_stores.contains(module) {
+                msg.push_str(&format!(
+                    "; `{module}` is a secret store, which only the engine calls (write \
+                     `ref://<store>/<name>` values in the spec; a program could print a secret)"
+                ));
+            } else if let Some(why) = self.unavailable.get(module) {
                 msg.push_str(&format!("; the plugin was found but not loaded: {why}"));
             } else if self.modules.is_empty() {
                 msg.push_str(
@@ -263,6 +278,54 @@ mod tests {
         kusion_kcl::run_full(&[file], &options)
             .map(|o| o.text)
             .map_err(|e| e.to_string())
+    }
+
+    /// A store answering every reference with one secret.
+    struct OneSecret;
+
+    impl FunctionPlugin for OneSecret {
+        fn describe(&self) -> kusion_sdk::function::FunctionPluginInfo {
+            kusion_sdk::function::FunctionPluginInfo {
+                module: "vault".into(),
+                version: "0".into(),
+                abi: kusion_sdk::ABI_VERSION,
+                functions: vec![kusion_sdk::function::SECRET_RESOLVE.into()],
+                secret_stores: vec!["vault".into()],
+            }
+        }
+        fn configure(&self, _: &Value) -> kusion_sdk::PluginResult<()> {
+            Ok(())
+        }
+        fn call(
+            &self,
+            _: &str,
+            _: &[Value],
+            _: &Map<String, Value>,
+        ) -> kusion_sdk::PluginResult<Value> {
+            Ok(Value::String("hunter2".into()))
+        }
+    }
+
+    #[test]
+    fn a_secret_store_is_never_served_to_programs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut plugins = LoadedPlugins::default();
+        plugins.functions.insert(
+            "vaultstore".into(),
+            Arc::new(OneSecret) as Arc<dyn FunctionPlugin>,
+        );
+        for module in ["vault", "vaultstore"] {
+            let e = run(
+                dir.path(),
+                &format!("import kcl_plugin.{module}\nv = {module}.resolve(\"ref://vault/x\")\n"),
+                &plugins,
+            )
+            .unwrap_err();
+            assert!(
+                e.contains("is a secret store") && !e.contains("hunter2"),
+                "{e}"
+            );
+        }
     }
 
     fn seeded() -> (tempfile::TempDir, LoadedPlugins) {

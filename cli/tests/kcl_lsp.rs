@@ -1,7 +1,7 @@
 //! `kusionctl kcl lsp` is the kcl tool's language server: it answers `initialize` over stdio
 //! and exits cleanly on `shutdown` + `exit`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 fn frame(v: &serde_json::Value) -> String {
@@ -13,7 +13,10 @@ fn read_frame(r: &mut impl BufRead) -> serde_json::Value {
     let mut len = 0usize;
     loop {
         let mut line = String::new();
-        assert!(r.read_line(&mut line).expect("read") > 0, "server closed stdout");
+        assert!(
+            r.read_line(&mut line).expect("read") > 0,
+            "server closed stdout"
+        );
         let line = line.trim_end();
         if line.is_empty() {
             break;

@@ -116,6 +116,7 @@ impl FunctionPlugin for InProcess {
             version: "0".into(),
             abi: ABI_VERSION,
             functions: vec![],
+            secret_stores: Vec::new(),
         }
     }
     fn configure(&self, _: &Value) -> PluginResult<()> {

@@ -296,6 +296,8 @@ struct ExecContext {
     applied: Mutex<HashMap<String, Map<String, Value>>>,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Arc<AtomicBool>,
+    /// This apply's reads of `ref://` secrets (read again, not taken from the plan).
+    secrets: crate::secret_ref::SecretReads,
 }
 
 impl ExecContext {
@@ -373,6 +375,7 @@ pub fn execute(
         applied: Mutex::new(HashMap::new()),
         events,
         cancel: cancel.clone(),
+        secrets: crate::secret_ref::SecretReads::new(registry.secret_stores().clone()),
     };
     let steps = plan.steps;
     let results = walk(&plan.deps, options.concurrency, &cancel, |i| {
@@ -496,6 +499,10 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
                 crate::plan::refuse_sealed_references(planned, &resolved)?;
                 resolved
             };
+            let (resolved, secret_fields) = match cx.secrets.resolve(&resolved)? {
+                Some((with_secrets, fields)) => (with_secrets, fields),
+                None => (resolved, Vec::new()),
+            };
             let mut to_send = resolved.clone();
             if step.action != Action::Create
                 && let Some(live) = &step.live
@@ -539,6 +546,7 @@ fn run_step(step: &Step<'_>, cx: &ExecContext) -> Result<(), String> {
             let response = call(timeout, move || rt.apply(&request))?;
             let mut sensitive: Vec<String> = step.sensitive.iter().map(|p| p.to_string()).collect();
             sensitive.extend(response.sensitive_paths.iter().cloned());
+            sensitive.extend(secret_fields.iter().map(|p| p.to_string()));
             sensitive.sort();
             sensitive.dedup();
             let entry = StateEntry {

@@ -15,6 +15,8 @@
 //! - [`manage`]: import, `state rm` and `state mv`: what kusion manages, changed without
 //!   changing what is live.
 //! - [`rollback`]: which release a rollback returns to, and its spec restored from history.
+//! - [`secret_ref`]: `ref://<store>/<name>` values read from secret-store plugins while planning
+//!   and applying, never kept in clear.
 //! - [`ops`]: day-2 operations (`kusionctl run`): restart, scale, rollback in batches.
 //!
 //! The kernel talks to runtimes only through `kusion_sdk::runtime::Runtime`.
@@ -35,6 +37,7 @@ pub mod walk;
 
 pub mod reference;
 pub mod rollback;
+pub mod secret_ref;
 pub mod select;
 
 pub mod diff;

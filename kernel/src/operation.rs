@@ -90,7 +90,23 @@ fn history_spec(spec: &Spec, plan: &Plan<'_>, sealer: &Sealer) -> Spec {
     let mut sealed = spec.clone();
     for resource in &mut sealed.resources {
         let extra = found.get(resource.id.as_str()).cloned().unwrap_or_default();
+        // A `ref://` value names a secret without holding it: history keeps it as written, so a
+        // rollback reads the store again instead of needing a state key.
+        let references = crate::secret_ref::reference_paths(resource);
+        let written = (!references.is_empty())
+            .then(|| serde_json::Value::Object(resource.attributes.clone()));
         sealer.seal_resource(resource, &extra);
+        if let Some(written) = written {
+            let mut attrs = serde_json::Value::Object(std::mem::take(&mut resource.attributes));
+            for path in &references {
+                if let Some(v) = path.get(&written) {
+                    crate::diff::set_path(&mut attrs, path, v.clone());
+                }
+            }
+            if let serde_json::Value::Object(map) = attrs {
+                resource.attributes = map;
+            }
+        }
     }
     sealed
 }

@@ -703,6 +703,7 @@ pub fn compute<'a>(
         ignore: options.ignore_fields.clone(),
         timeout: options.timeout,
         sealer: options.sealer.clone(),
+        secrets: crate::secret_ref::SecretReads::new(registry.secret_stores().clone()),
     };
     let decisions: Vec<OnceLock<Decision>> = (0..first_delete).map(|_| OnceLock::new()).collect();
     let results = walk(&deps[..first_delete], options.concurrency, cancel, |i| {
@@ -766,6 +767,8 @@ struct PlanContext<'a> {
     ignore: Vec<FieldPath>,
     timeout: Option<Duration>,
     sealer: Option<std::sync::Arc<crate::state::seal::Sealer>>,
+    /// This plan's reads of `ref://` secrets.
+    secrets: crate::secret_ref::SecretReads,
 }
 
 /// The attributes a reference to a decided step resolves to during planning, if known before
@@ -847,6 +850,11 @@ fn decide(
         .map_err(|e| e.to_string())?
     };
     drop(targets);
+    // External secrets are read on every plan, so a rotated one shows as a change.
+    let (resolved, secret_fields) = match cx.secrets.resolve(&resolved)? {
+        Some((with_secrets, fields)) => (with_secrets, fields),
+        None => (resolved, Vec::new()),
+    };
 
     // The resolved resource and the prior travel from request to request rather than being
     // copied for each call.
@@ -872,6 +880,7 @@ fn decide(
         extra_sensitive.extend(p.sensitive_paths.iter().cloned());
     }
     extra_sensitive.extend(derived_sensitive.iter().map(|p| p.to_string()));
+    extra_sensitive.extend(secret_fields.iter().map(|p| p.to_string()));
     let mut unknown = Vec::new();
     if unresolved {
         unknown.push("(values referenced from resources not yet applied)".to_string());

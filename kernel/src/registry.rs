@@ -21,10 +21,11 @@ pub enum RegistryError {
     },
 }
 
-/// The runtimes available to one operation.
+/// The runtimes available to one operation, and the secret stores its plans read.
 #[derive(Clone, Default)]
 pub struct Registry {
     by_type: BTreeMap<String, (RuntimeInfo, Arc<dyn Runtime>)>,
+    secrets: crate::secret_ref::SecretStores,
 }
 
 impl Registry {
@@ -56,6 +57,24 @@ impl Registry {
                 .insert(t.clone(), (info.clone(), runtime.clone()));
         }
         Ok(())
+    }
+
+    /// Resolve `ref://` values of the schemes `plugin` declares (see [`crate::secret_ref`]).
+    pub fn register_secret_store(
+        &mut self,
+        name: &str,
+        plugin: Arc<dyn kusion_sdk::function::FunctionPlugin>,
+    ) {
+        self.secrets.add(name, plugin);
+    }
+
+    /// The stack folder secret stores read relative file references from.
+    pub fn set_secret_workdir(&mut self, dir: &std::path::Path) {
+        self.secrets.set_workdir(dir);
+    }
+
+    pub fn secret_stores(&self) -> &crate::secret_ref::SecretStores {
+        &self.secrets
     }
 
     pub fn get(&self, resource_type: &str) -> Option<&Arc<dyn Runtime>> {

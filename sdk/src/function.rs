@@ -15,7 +15,18 @@ pub struct FunctionPluginInfo {
     pub version: String,
     pub abi: AbiVersion,
     pub functions: Vec<String>,
+    /// The secret-reference schemes this plugin resolves (`aws-secretsmanager` for
+    /// `ref://aws-secretsmanager/NAME#KEY`). A plugin naming any is a secret store: the kernel
+    /// calls its [`SECRET_RESOLVE`] function with the whole reference while planning and
+    /// applying, and KCL programs cannot import it (a program could print what it returns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_stores: Vec<String>,
 }
+
+/// The function a secret store exports: one positional argument, the whole reference
+/// (`ref://<scheme>/<path>[#<key>]`); the keyword argument `workdir` is the stack folder (for
+/// relative paths). Answers the secret as a JSON string.
+pub const SECRET_RESOLVE: &str = "resolve";
 
 pub trait FunctionPlugin: Send + Sync {
     fn describe(&self) -> FunctionPluginInfo;

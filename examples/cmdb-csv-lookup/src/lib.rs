@@ -152,6 +152,7 @@ impl FunctionPlugin for CsvCmdb {
                 "lookup_host".into(),
                 "hosts_of_app".into(),
             ],
+            secret_stores: Vec::new(),
         }
     }
 

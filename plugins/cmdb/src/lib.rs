@@ -220,6 +220,7 @@ impl FunctionPlugin for Cmdb {
             version: env!("CARGO_PKG_VERSION").into(),
             abi: ABI_VERSION,
             functions: FUNCTIONS.iter().map(|f| f.to_string()).collect(),
+            secret_stores: Vec::new(),
         }
     }
 
