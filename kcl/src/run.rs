@@ -304,7 +304,6 @@ pub fn run_parts(
         .make_pkg("__main__", work_dir.clone(), modules)
         .map_err(KclError::Eval)?;
     ev.run_pkg(&main).map_err(KclError::Eval)?;
-    ev.check_pkg_required(&main).map_err(KclError::Eval)?;
     let out = ev.pkg_output(&main, opts.show_hidden);
     let mut value = Value::from(out);
     if let Some(doc) = ev.expr_output(&main).map_err(KclError::Eval)? {

@@ -729,8 +729,7 @@ impl Validator {
         let (ev, modules) = Evaluator::new(program, eopts);
         let r = (|| {
             let pkg = ev.make_pkg("__main__", self.dir.clone(), modules)?;
-            ev.run_pkg(&pkg)?;
-            ev.check_pkg_required(&pkg)
+            ev.run_pkg(&pkg)
         })();
         Ok((file, r))
     }

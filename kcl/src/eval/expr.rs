@@ -169,7 +169,7 @@ impl Evaluator {
                         value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
                         if let Some(v) = self.union_instances(sa, sb, e.span)? {
                             // the merge may have cleared a required attribute
-                            self.incomplete.set(true);
+                            self.check_required_at_top(&v)?;
                             return Ok(v);
                         }
                     }
@@ -180,7 +180,7 @@ impl Evaluator {
                         }
                         let u = self.union_checked(a, &b, e.span)?;
                         // the merge may have cleared a required attribute
-                        self.incomplete.set(true);
+                        self.check_required_at_top(&u)?;
                         return Ok(u);
                     }
                 }
@@ -334,12 +334,19 @@ impl Evaluator {
             ExprKind::Quant(q) => self.quant(ctx, q, e.span, false),
             ExprKind::Schema(s) => {
                 let ty = self.eval_identifier(ctx, &s.name)?;
-                let cfg = self.eval(ctx, &s.config)?;
-                let (pos, kw) = match &s.args {
-                    Some(a) => self.eval_args(ctx, a)?,
-                    None => (Vec::new(), Vec::new()),
-                };
-                self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
+                // the expression counts from before its config: instances made inside the
+                // config are nested (see `schema_exprs`)
+                self.schema_exprs.set(self.schema_exprs.get() + 1);
+                let r = (|| {
+                    let cfg = self.eval(ctx, &s.config)?;
+                    let (pos, kw) = match &s.args {
+                        Some(a) => self.eval_args(ctx, a)?,
+                        None => (Vec::new(), Vec::new()),
+                    };
+                    self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
+                })();
+                self.schema_exprs.set(self.schema_exprs.get() - 1);
+                r
             }
             ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
                 name: Str::from("lambda"),
@@ -978,7 +985,7 @@ impl Evaluator {
                     }
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
-                        "list index out of range",
+                        index_error("list", n, idx),
                         Some(span),
                     ));
                 }
@@ -1011,7 +1018,7 @@ impl Evaluator {
                 if j < 0 || j >= n {
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
-                        "string index out of range",
+                        index_error("string", n, idx),
                         Some(span),
                     ));
                 }
@@ -1157,7 +1164,6 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         span: Span,
     ) -> EvalResult<Value> {
-        let from_builtin = self.builtin_call.replace(false);
         let scope = Scope::new(c.ctx.locals.clone());
         let ctx = Ctx {
             locals: Some(scope.clone()),
@@ -1180,17 +1186,6 @@ impl Evaluator {
                 Value::None
             };
             let v = match &p.ty {
-                // a builtin's callback is checked at run time only (upstream's runtime wording)
-                Some(t) if from_builtin => {
-                    let got = v.type_name();
-                    self.convert_type(&ctx, v, t, span).map_err(|_| {
-                        EvalError::new(
-                            ErrKind::Evaluation,
-                            format!("expect {}, got {got}", super::types::type_str(t)),
-                            Some(span),
-                        )
-                    })?
-                }
                 Some(t) => self.convert_type(&ctx, v, t, span)?,
                 None => v,
             };
@@ -1330,9 +1325,7 @@ impl value::Host for HostCtx<'_> {
         args: &[Value],
         kwargs: &[(Str, Value)],
     ) -> Result<Value, RtError> {
-        self.ev.builtin_call.set(true);
         let r = self.ev.call_value(&self.ctx, f, args, kwargs, self.span);
-        self.ev.builtin_call.set(false);
         r.map_err(|e| {
             // a failed check reports its own message
             match e
@@ -1404,5 +1397,15 @@ impl EvalError {
         } else {
             self
         }
+    }
+}
+
+/// Upstream's words for an index out of range: a negative one is reported by the Rust
+/// runtime beneath it.
+fn index_error(what: &str, len: i64, idx: i64) -> String {
+    if idx < 0 {
+        format!("index out of bounds: the len is {len} but the index is {idx}")
+    } else {
+        format!("{what} index out of range: {idx}")
     }
 }

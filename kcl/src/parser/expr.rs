@@ -520,10 +520,9 @@ impl<'a> Parser<'a> {
         let span = self.tspan(t);
         match t.tok {
             Tok::Ident(sym) => {
-                if matches!(sym.as_str(), "all" | "any" | "map" | "filter")
-                    && matches!(self.nth(1).tok, Tok::Ident(_))
-                    && matches!(self.nth(2).tok, Tok::Comma | Tok::In)
-                {
+                // a quantifier word always starts a quantifier, as upstream parses it (`$all`
+                // is the name)
+                if is_quant_word(self.text(t)) {
                     return self.parse_quant();
                 }
                 self.bump();
@@ -1577,4 +1576,9 @@ fn selector(value: Expr, attr: Name, optional: bool) -> Expr {
         })),
         span,
     }
+}
+
+/// `all`, `any`, `map` and `filter` written bare: the start of a quantifier expression.
+pub(crate) fn is_quant_word(text: &str) -> bool {
+    matches!(text, "all" | "any" | "map" | "filter")
 }

@@ -63,6 +63,8 @@ impl<'a> Parser<'a> {
                 self.recover_to_line_end();
                 return None;
             }
+            // a statement starting with a quantifier word is an expression
+            Tok::Ident(_) if super::expr::is_quant_word(self.text(t)) => {}
             Tok::Ident(_) => {
                 if let Tok::Ident(_) = self.nth(1).tok {
                     let n1 = self.nth(1);

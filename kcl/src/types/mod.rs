@@ -126,8 +126,6 @@ struct Checker<'a> {
     /// Start of the package-level statement being checked: where upstream reports a lambda
     /// whose last statement is an assignment of the wrong type.
     stmt_start: Option<Span>,
-    /// Above zero while checking values whose required attributes upstream does not check.
-    skip_required: u32,
 }
 
 /// Lexical context of the expression being checked.
@@ -172,7 +170,6 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             alias_depth: 0,
             stmt_start: None,
-            skip_required: 0,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -873,6 +870,49 @@ impl<'a> Checker<'a> {
                 self.check_dict_config(env, entries, expected, kt, vt, def);
                 return;
             }
+            // a list of configs where a list is expected: each config against the item type
+            (ExprKind::List(items), Ty::List(et))
+                if !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))) =>
+            {
+                for it in items.iter() {
+                    self.check_value(env, it, et, it.span, def);
+                }
+                return;
+            }
+            // configs merged into a schema slot (`base | {k = v}`): upstream merges the
+            // entries' types and checks each against the schema, so each side is checked
+            (
+                ExprKind::Binary {
+                    op: ast::BinOp::BitOr,
+                    left,
+                    right,
+                },
+                Ty::Schema(_),
+            ) => {
+                self.infer(env, inner);
+                let before = self.errors.len();
+                self.check_value(env, left, expected, span, def);
+                self.check_value(env, right, expected, span, def);
+                // the sides' own errors were found once already
+                let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
+                    .iter()
+                    .map(|e| (e.msg.clone(), e.span))
+                    .collect();
+                let mut i = before;
+                while i < self.errors.len() {
+                    let k = (self.errors[i].msg.clone(), self.errors[i].span);
+                    if seen.contains(&k) {
+                        self.errors.remove(i);
+                    } else {
+                        seen.push(k);
+                        i += 1;
+                    }
+                }
+                return;
+            }
             _ => {}
         }
         let got = self.infer(env, e);
@@ -928,10 +968,7 @@ impl<'a> Checker<'a> {
         def: Option<Span>,
     ) {
         let env = &self.config_env(env, entries);
-        let repeated = repeated_keys(entries);
-        let base = self.skip_required;
         for en in entries {
-            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let kty = match &key.kind {
@@ -986,18 +1023,12 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        self.skip_required = base;
     }
 
     /// Entries of a config literal used as the config of a schema (or a union of schemas).
     fn check_schema_config(&mut self, env: &Env, entries: &[ast::ConfigEntry], ids: &[SchemaId]) {
         let env = &self.config_env(env, entries);
-        // values of a key written more than once are merged first: upstream checks their
-        // required attributes at run time
-        let repeated = repeated_keys(entries);
-        let base = self.skip_required;
         for en in entries {
-            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let Some(path) = key_path(key) else {
@@ -1009,7 +1040,6 @@ impl<'a> Checker<'a> {
                     let mut cur: Vec<SchemaId> = ids.to_vec();
                     let mut found: Option<(Ty, Span)> = None;
                     let mut ok = true;
-                    let mut by_signature = false;
                     for (i, (name, nspan)) in path.iter().enumerate() {
                         if cur.is_empty() {
                             ok = false;
@@ -1045,7 +1075,6 @@ impl<'a> Checker<'a> {
                             }
                             None if open => {
                                 ok = false;
-                                by_signature = true;
                                 break;
                             }
                             None => {
@@ -1074,11 +1103,7 @@ impl<'a> Checker<'a> {
                             }
                         }
                         _ => {
-                            // a value an index signature takes is not checked for required
-                            // attributes (upstream leaves it to the run time)
-                            self.skip_required += by_signature as u32;
                             let t = self.infer(env, value);
-                            self.skip_required -= by_signature as u32;
                             self.check_insert(*op, &t, value.span);
                         }
                     }
@@ -1091,53 +1116,6 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, &ci.body, ids);
                     self.check_schema_config(env, &ci.orelse, ids);
                 }
-            }
-        }
-        self.skip_required = base;
-    }
-
-    /// Upstream's resolver rejects a config literal that leaves out a required attribute of a
-    /// schema, for schemas it fully understands: no base schema, mixin or index signature, the
-    /// attribute declared without a value and assigned nowhere else in the body, and a config
-    /// whose keys are all written out (no `**` or `if` entries).
-    fn check_required(&mut self, id: SchemaId, entries: &[ast::ConfigEntry], at: Span) {
-        let st = self.schemas[id.0].stmt;
-        // nor for a schema with decorators (upstream reports a deprecation first)
-        let decorated = !st.decorators.is_empty()
-            || st
-                .body
-                .iter()
-                .any(|s| matches!(&s.kind, StmtKind::SchemaAttr(a) if !a.decorators.is_empty()));
-        if st.parent.is_some() || !st.mixins.is_empty() || st.index_signature.is_some() || decorated
-        {
-            return;
-        }
-        let mut given = Vec::new();
-        for en in entries {
-            match &en.kind {
-                ast::ConfigEntryKind::KeyValue { key, .. } => match key_path(key) {
-                    Some(p) => given.push(p[0].0),
-                    None => return,
-                },
-                _ => return,
-            }
-        }
-        let mut assigned = Vec::new();
-        collect_assigned(&st.body, &mut assigned);
-        collect_valued_attrs(&st.body, &mut assigned);
-        for s in &st.body {
-            if let StmtKind::SchemaAttr(a) = &s.kind
-                && !a.optional
-                && a.value.is_none()
-                && !given.contains(&a.name.sym)
-                && !assigned.contains(&a.name.sym)
-            {
-                let msg = format!(
-                    "attribute '{}' of {} is required and can't be None or Undefined",
-                    a.name.sym, st.name.sym
-                );
-                self.err(ErrKind::Compile, msg, at.shrink_to_lo());
-                return;
             }
         }
     }
@@ -1247,14 +1225,7 @@ impl<'a> Checker<'a> {
             ExprKind::Paren(x) => self.infer(env, x),
             ExprKind::Unary { op, operand } => {
                 let t = self.infer(env, operand);
-                match op {
-                    ast::UnaryOp::Not => Ty::Bool,
-                    _ => match t {
-                        Ty::IntLit(_) | Ty::Int => Ty::Int,
-                        Ty::FloatLit(_) | Ty::Float => Ty::Float,
-                        _ => Ty::Any,
-                    },
-                }
+                self.unary(*op, &t, operand.span)
             }
             ExprKind::Binary { op, left, right } => {
                 let l = self.infer(env, left);
@@ -1545,9 +1516,6 @@ impl<'a> Checker<'a> {
                 }
                 match (id, &strip_paren(&se.config).kind) {
                     (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
-                        if env.schema.is_none() && self.skip_required == 0 {
-                            self.check_required(id, entries, se.config.span);
-                        }
                         self.check_schema_config(env, entries, &[id]);
                         Ty::Schema(id)
                     }
@@ -1809,7 +1777,7 @@ impl<'a> Checker<'a> {
                         self.stmt(&env, s);
                         self.resolve_type(env.pkg, env.file, x)
                     }
-                    None => self.infer(&env, &a.value).widen_deep(),
+                    None => self.infer(&env, &a.value).variable_type(),
                 };
                 if !typed.contains(&t.name.sym) {
                     typed.push(t.name.sym);
@@ -1900,12 +1868,7 @@ impl<'a> Checker<'a> {
         let mut ks = Vec::new();
         let mut vs = Vec::new();
         let mut known = true;
-        // values of a key written more than once are merged first: upstream checks their
-        // required attributes at run time
-        let repeated = repeated_keys(entries);
-        let base = self.skip_required;
         for en in entries {
-            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, value, op } => {
                     let kt = match &key.kind {
@@ -1941,7 +1904,6 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        self.skip_required = base;
         if known && !ks.is_empty() {
             Ty::Dict(Rc::new(Ty::union(ks)), Rc::new(Ty::union(vs)))
         } else if entries.is_empty() {
@@ -2127,7 +2089,7 @@ impl<'a> Checker<'a> {
                 lenient: false,
             };
             let saved = std::mem::take(&mut self.errors);
-            let t = self.infer(&env2, e).widen_deep();
+            let t = self.infer(&env2, e).variable_type();
             // errors inside the value are reported when its statement is checked
             self.errors = saved;
             self.pkgs[pkg].inferred_ty.insert(s, t.clone());
@@ -2136,54 +2098,192 @@ impl<'a> Checker<'a> {
         Ty::Any
     }
 
-    /// Binary operators whose operand types never work together.
-    fn binary(&mut self, op: ast::BinOp, l: &Ty, r: &Ty, span: Span) -> Ty {
-        use ast::BinOp as B;
-        let bad = match op {
-            B::Add => match (l.kind(), r.kind()) {
-                (Some(a), Some(b)) => !matches!(
-                    (a, b),
-                    (Kind::Num, Kind::Num) | (Kind::Str, Kind::Str) | (Kind::List, Kind::List)
-                ),
-                _ => false,
-            },
-            B::BitOr => match (l.kind(), r.kind()) {
-                (Some(a), Some(b)) => !matches!(
-                    (a, b),
-                    (Kind::Num, Kind::Num)
-                        | (Kind::Bool, Kind::Bool)
-                        | (Kind::List, Kind::List)
-                        | (Kind::Dict, Kind::Dict)
-                        | (Kind::Schema, Kind::Dict | Kind::Schema)
-                ),
-                _ => false,
-            },
-            _ => false,
-        };
-        if bad {
-            let msg = format!(
-                "unsupported operand type(s) for {}: '{}' and '{}'",
-                op.as_str(),
-                self.ty_str(l),
-                self.ty_str(r)
-            );
-            self.err(ErrKind::Type, msg, span.shrink_to_lo());
+    /// Upstream's resolver table of unary operators: `+`/`-` take numbers, `~` ints and
+    /// bools, `not` anything; the result has the operand's (variable) type, `not 1` included.
+    fn unary(&mut self, op: ast::UnaryOp, t: &Ty, span: Span) -> Ty {
+        if t.is_any() {
             return Ty::Any;
         }
-        match op {
-            B::Add | B::Sub | B::Mul | B::Mod | B::FloorDiv => match (l.widen(), r.widen()) {
-                (Ty::Int, Ty::Int) => Ty::Int,
-                (Ty::Float, Ty::Int | Ty::Float) | (Ty::Int, Ty::Float) => Ty::Float,
-                (Ty::Str, Ty::Str) if op == B::Add => Ty::Str,
-                _ => Ty::Any,
-            },
-            B::Div => match (l.widen(), r.widen()) {
-                (Ty::Int | Ty::Float, Ty::Int | Ty::Float) => Ty::Float,
-                _ => Ty::Any,
-            },
+        let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
+        let v = literal_union_widened(t, &sub);
+        let (ok, sym) = match op {
+            ast::UnaryOp::Pos => (all_of(&v, is_num), "+"),
+            ast::UnaryOp::Neg => (all_of(&v, is_num), "-"),
+            ast::UnaryOp::Invert => (
+                all_of(&v, |t| is_int(t) || matches!(t, Ty::Bool | Ty::BoolLit(_))),
+                "~",
+            ),
+            ast::UnaryOp::Not => (true, "not"),
+        };
+        if ok {
+            return v;
+        }
+        let msg = format!("bad operand type for unary {sym}: '{}'", self.ty_str(t));
+        self.err(ErrKind::Type, msg, span.shrink_to_lo());
+        Ty::Any
+    }
+
+    /// Upstream's resolver table of binary operators: the result type, or a type error for
+    /// operand types that never work together. Unions of literals count as their variable
+    /// type (`1 | 2` is `int`); `any` works with everything. Ints divide to an int (the
+    /// run-time value is a float; an annotation `int` then fails at run time, as upstream).
+    fn binary(&mut self, op: ast::BinOp, l: &Ty, r: &Ty, span: Span) -> Ty {
+        use ast::BinOp as B;
+        let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
+        let (t1, t2) = (
+            literal_union_widened(l, &sub),
+            literal_union_widened(r, &sub),
+        );
+        if t1.is_any() || t2.is_any() {
+            return Ty::Any;
+        }
+        // a union counts when all its members do (`int | float` is a number)
+        let int = |t: &Ty| all_of(t, is_int);
+        let float = |t: &Ty| match t {
+            Ty::Union(ts) => ts.iter().any(is_float),
+            t => is_float(t),
+        };
+        let num = |t: &Ty| all_of(t, is_num);
+        let str_ = |t: &Ty| all_of(t, |t| matches!(t, Ty::Str | Ty::StrLit(_)));
+        let number = |a: &Ty, b: &Ty| {
+            if float(a) || float(b) {
+                Ty::Float
+            } else {
+                Ty::Int
+            }
+        };
+        let mul_val = |t: &Ty| {
+            let one = |t: &Ty| num(t) || str_(t) || matches!(t, Ty::List(_));
+            match t {
+                Ty::Union(ts) => ts.iter().all(one),
+                t => one(t),
+            }
+        };
+        let zero = |t: &Ty| match t {
+            Ty::IntLit(0) => true,
+            Ty::FloatLit(f) => *f == 0.0,
+            _ => false,
+        };
+        let items = |a: &Ty, b: &Ty| match (a, b) {
+            (Ty::List(x), Ty::List(y)) => {
+                Ty::List(Rc::new(Ty::union(vec![(**x).clone(), (**y).clone()])))
+            }
             _ => Ty::Any,
+        };
+        let result = match op {
+            B::Add if num(&t1) && num(&t2) => Some(number(&t1, &t2)),
+            B::Add if str_(&t1) && str_(&t2) => Some(Ty::Str),
+            B::Add if matches!((&t1, &t2), (Ty::List(_), Ty::List(_))) => Some(items(&t1, &t2)),
+            B::Sub | B::Pow if num(&t1) && num(&t2) => Some(number(&t1, &t2)),
+            B::Mul if num(&t1) && num(&t2) => Some(number(&t1, &t2)),
+            B::Mul if int(&t1) && mul_val(&t2) => Some(t2.clone()),
+            B::Mul if mul_val(&t1) && int(&t2) => Some(t1.clone()),
+            B::Div | B::FloorDiv | B::Mod if num(&t1) && num(&t2) => {
+                if zero(&t2) {
+                    self.err(
+                        ErrKind::Type,
+                        "integer division or modulo by zero".to_string(),
+                        span.shrink_to_lo(),
+                    );
+                }
+                Some(if op == B::Mod {
+                    Ty::Int
+                } else {
+                    number(&t1, &t2)
+                })
+            }
+            B::Shl | B::Shr | B::BitXor | B::BitAnd if int(&t1) && int(&t2) => Some(Ty::Int),
+            B::BitOr if int(&t1) && int(&t2) => Some(Ty::Int),
+            B::BitOr if matches!(t1, Ty::None) => Some(t2.clone()),
+            B::BitOr if matches!(t2, Ty::None) => Some(t1.clone()),
+            B::BitOr if matches!((&t1, &t2), (Ty::List(_), Ty::List(_))) => Some(items(&t1, &t2)),
+            B::BitOr => match (&t1, &t2) {
+                (Ty::Dict(k1, v1), Ty::Dict(k2, v2)) => Some(Ty::Dict(
+                    Rc::new(Ty::union(vec![(**k1).clone(), (**k2).clone()])),
+                    Rc::new(Ty::union(vec![(**v1).clone(), (**v2).clone()])),
+                )),
+                (Ty::Schema(_), Ty::Schema(_) | Ty::Dict(..)) => Some(t1.clone()),
+                _ => None,
+            },
+            B::And => Some(Ty::Bool),
+            B::Or => Some(Ty::union(vec![t1.clone(), t2.clone()])),
+            _ => None,
+        };
+        match result {
+            Some(t) => t,
+            None => {
+                let msg = format!(
+                    "unsupported operand type(s) for {}: '{}' and '{}'",
+                    op.as_str(),
+                    self.ty_str(l),
+                    self.ty_str(r)
+                );
+                self.err(ErrKind::Type, msg, span.shrink_to_lo());
+                Ty::Any
+            }
         }
     }
+}
+
+fn is_int(t: &Ty) -> bool {
+    matches!(t, Ty::Int | Ty::IntLit(_))
+}
+
+fn is_float(t: &Ty) -> bool {
+    matches!(t, Ty::Float | Ty::FloatLit(_))
+}
+
+fn is_num(t: &Ty) -> bool {
+    is_int(t) || is_float(t)
+}
+
+/// `f` of a type, or of every member of a union.
+fn all_of(t: &Ty, f: impl Fn(&Ty) -> bool) -> bool {
+    match t {
+        Ty::Union(ts) => ts.iter().all(f),
+        t => f(t),
+    }
+}
+
+/// Whether `a` is a subtype of `b` for upstream's `sup` (only `any` is above everything).
+fn subsumed(a: &Ty, b: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> bool {
+    match (a, b) {
+        (_, Ty::Any) => true,
+        (Ty::Any, _) => false,
+        (Ty::Union(xs), _) => xs.iter().all(|x| subsumed(x, b, sub)),
+        (_, Ty::Union(ys)) => ys.iter().any(|y| subsumed(a, y, sub)),
+        (Ty::IntLit(_), Ty::Int)
+        | (Ty::FloatLit(_), Ty::Float)
+        | (Ty::StrLit(_), Ty::Str)
+        | (Ty::BoolLit(_), Ty::Bool) => true,
+        (Ty::List(x), Ty::List(y)) => subsumed(x, y, sub),
+        (Ty::Dict(k1, v1), Ty::Dict(k2, v2)) => subsumed(k1, k2, sub) && subsumed(v1, v2, sub),
+        (Ty::Schema(x), Ty::Schema(y)) => sub(*x, *y),
+        _ => a == b,
+    }
+}
+
+/// A union of literal types as its variable type (`1 | 2` is `int`), as upstream's resolver
+/// reads operands: members widened, and a member another one subsumes dropped (`[{str:any}]
+/// | [any]` is `[any]`); other types as they are.
+fn literal_union_widened(t: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> Ty {
+    let Ty::Union(ts) = t else {
+        return t.clone();
+    };
+    let Ty::Union(ws) = Ty::union(ts.iter().map(Ty::variable_type).collect()) else {
+        return Ty::union(ts.iter().map(Ty::variable_type).collect());
+    };
+    let keep: Vec<Ty> = ws
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            !ws.iter()
+                .enumerate()
+                .any(|(j, b)| j != *i && subsumed(a, b, sub) && !subsumed(b, a, sub))
+        })
+        .map(|(_, a)| a.clone())
+        .collect();
+    Ty::union(keep)
 }
 
 impl Members {
@@ -2242,33 +2342,6 @@ fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
     }
 }
 
-/// Key names written more than once among a config literal's entries.
-fn repeated_keys(entries: &[ast::ConfigEntry]) -> rustc_hash::FxHashSet<Symbol> {
-    let mut seen = rustc_hash::FxHashSet::default();
-    let mut out = rustc_hash::FxHashSet::default();
-    for en in entries {
-        if let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind
-            && let Some(k) = key_root(key)
-            && !seen.insert(k)
-        {
-            out.insert(k);
-        }
-    }
-    out
-}
-
-/// Whether `en` is an entry of one of the `repeated` keys.
-fn repeated_key(en: &ast::ConfigEntry, repeated: &rustc_hash::FxHashSet<Symbol>) -> bool {
-    !repeated.is_empty()
-        && matches!(&en.kind, ast::ConfigEntryKind::KeyValue { key, .. }
-            if key_root(key).is_some_and(|k| repeated.contains(&k)))
-}
-
-/// The first name of a config key (`a` of `a`, `"a"` and `a.b.c`).
-fn key_root(key: &Expr) -> Option<Symbol> {
-    key_path(key).map(|p| p[0].0)
-}
-
 /// Public package-level names a statement assigns with `=` (through `if` bodies).
 fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
     match &s.kind {
@@ -2284,20 +2357,6 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
             }
         }
         _ => {}
-    }
-}
-
-/// Attributes declared with a value (`a: int = 1`), through `if` bodies.
-fn collect_valued_attrs(body: &[Stmt], out: &mut Vec<Symbol>) {
-    for s in body {
-        match &s.kind {
-            StmtKind::SchemaAttr(a) if a.value.is_some() => out.push(a.name.sym),
-            StmtKind::If(i) => {
-                collect_valued_attrs(&i.body, out);
-                collect_valued_attrs(&i.orelse, out);
-            }
-            _ => {}
-        }
     }
 }
 

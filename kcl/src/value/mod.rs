@@ -488,6 +488,16 @@ impl Value {
             Value::Func(_) => "function".into(),
         }
     }
+    /// The type name with a schema's package (`pkg.S`; `S` in the main package), as
+    /// upstream's `typeof(v, full_name=True)` and run-time type errors print it.
+    pub fn type_name_full(&self) -> String {
+        match self {
+            Value::Schema(s) if !s.pkg.is_empty() && &*s.pkg != "__main__" => {
+                format!("{}.{}", s.pkg, s.name)
+            }
+            _ => self.type_name(),
+        }
+    }
     /// Type with the value, as upstream's messages print it: `int(1)`, `str(a)`.
     pub fn type_with_value(&self) -> String {
         match self {

@@ -164,6 +164,10 @@ fn py_mod_f(a: f64, b: f64) -> f64 {
 /// `a <op> b`.
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     use BinOp::*;
+    // `x | None` and `None | x` are `x`, whatever `x` is
+    if op == BitOr && a.is_none_or_undefined() != b.is_none_or_undefined() {
+        return Ok(if a.is_none_or_undefined() { b } else { a }.clone());
+    }
     if matches!(a, Value::Bool(_)) || matches!(b, Value::Bool(_)) {
         // bools are not numbers in KCL arithmetic
         if !(matches!(op, BitOr | BitAnd | BitXor)
