@@ -754,6 +754,7 @@ fn net_member(name: &str) -> Option<Value> {
         "to_IP6" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(match ip(a, k, "to_IP6")? { Some(IpAddr::V4(v)) => Value::from(v.to_ipv6_mapped().to_string()), Some(IpAddr::V6(v)) => Value::from(v.to_string()), None => Value::str("") }) },
         "IP_string" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(ip(a, k, "IP_string")?.map(|i| Value::from(i.to_string())).unwrap_or(Value::str(""))) },
         "is_IPv4" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(matches!(ip(a, k, "is_IPv4")?, Some(IpAddr::V4(_))))) },
+        "is_IPv6" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(matches!(ip(a, k, "is_IPv6")?, Some(IpAddr::V6(_))))) },
         "is_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "is_IP")?.is_some())) },
         "is_loopback_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "is_loopback_IP")?.is_some_and(|i| i.is_loopback()))) },
         "is_multicast_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "is_multicast_IP")?.is_some_and(|i| i.is_multicast()))) },

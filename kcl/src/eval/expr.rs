@@ -924,7 +924,7 @@ impl Evaluator {
                             ModuleRef::System(m) => crate::builtins::system_member(m, name)
                                 .ok_or_else(|| {
                                     EvalError::new(
-                                        ErrKind::Attribute,
+                                        ErrKind::Type,
                                         format!("attribute '{name}' not found in 'module '{m}''"),
                                         Some(span),
                                     )
@@ -1191,17 +1191,14 @@ impl Evaluator {
             };
             scope.vars.borrow_mut().insert(p.name.sym, v);
         }
-        let mut last = Value::None;
+        // the value of the last statement: an expression's, an assignment's (the value
+        // assigned), else Undefined (an empty body, an assert), as upstream
+        let mut last = Value::Undefined;
         for st in &c.lambda.body {
             match self.exec_stmt(&ctx, st)? {
                 Some(v) => last = v,
-                None => {
-                    if let crate::ast::StmtKind::Assign(a) = &st.kind {
-                        last = scope.lookup(a.targets[0].name.sym).unwrap_or(Value::None);
-                    } else if !matches!(st.kind, crate::ast::StmtKind::If(_)) {
-                        last = Value::None;
-                    }
-                }
+                None if matches!(st.kind, crate::ast::StmtKind::If(_)) => {}
+                None => last = Value::Undefined,
             }
         }
         match &c.lambda.ret {

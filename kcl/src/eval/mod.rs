@@ -786,14 +786,15 @@ impl Evaluator {
                 for t in &a.targets {
                     self.assign_target(ctx, t, v.clone(), a.ty.as_ref())?;
                 }
-                Ok(None)
+                // the value assigned is the statement's value (a lambda's last statement)
+                Ok(ctx.in_lambda.then_some(v))
             }
             StmtKind::AugAssign(a) => {
                 let cur = self.read_target(ctx, &a.target)?;
                 let rhs = self.eval(ctx, &a.value)?;
                 let v = self.binop(a.op.bin_op(), &cur, &rhs, s.span)?;
-                self.assign_target(ctx, &a.target, v, None)?;
-                Ok(None)
+                self.assign_target(ctx, &a.target, v.clone(), None)?;
+                Ok(ctx.in_lambda.then_some(v))
             }
             StmtKind::Unification(u) => {
                 if ctx.schema.is_none() && ctx.locals.is_none() {

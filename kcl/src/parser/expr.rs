@@ -1526,6 +1526,9 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
             .map_err(|_| format!("invalid number literal '{text}'"));
     }
     if let Some(r) = radix {
+        if t.len() == 2 {
+            return Err("no valid digits found for number".into());
+        }
         return i64::from_str_radix(&t[2..], r)
             .map(ExprKind::Int)
             .map_err(|_| format!("invalid number literal '{text}'"));
@@ -1536,12 +1539,15 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
     let (num, suffix) = t.split_at(digits_end);
     // A trailing `e`/`E` with no exponent is not part of the number (e.g. no such suffix).
     let is_float = num.contains(['.', 'e', 'E']);
+    // upstream drops any suffix of a float
+    if !suffix.is_empty() && is_float {
+        return num
+            .parse::<f64>()
+            .map(ExprKind::Float)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
     if !suffix.is_empty() {
-        let s = NumberSuffix::parse(suffix)
-            .ok_or_else(|| format!("invalid number literal '{text}'"))?;
-        if is_float {
-            return Err(format!("invalid number literal '{text}'"));
-        }
+        let s = NumberSuffix::parse(suffix).ok_or("invalid int binary suffix")?;
         let v = num
             .parse::<i64>()
             .map_err(|_| format!("invalid number literal '{text}'"))?;

@@ -262,6 +262,11 @@ impl<'a> Parser<'a> {
     /// How the current token is named in "got X" messages, and where to point.
     fn describe_current(&self) -> (String, Span) {
         let t = self.tk();
+        // a block header's line ended: upstream wants an indent and names the next line's
+        // first token when that line is not indented further
+        if t.nl && self.want_block && t.tok != Tok::Eof && t.indent == self.line_indent {
+            return (t.tok.describe(self.text(t)), self.tspan(t));
+        }
         if t.nl && (self.top_level() || t.tok == Tok::Eof) {
             // Point at the end of the previous line, as upstream does.
             let p = self.prev();

@@ -14,6 +14,7 @@
 //! Cost: one walk over every statement and expression, with schema member tables built lazily
 //! and cached per schema; nothing is allocated for expressions that need no check.
 
+mod sysmod;
 mod ty;
 
 use std::cell::OnceCell;
@@ -344,6 +345,23 @@ impl<'a> Checker<'a> {
         };
         match target {
             ImportTarget::Package(p) => self.pkg_index.get(&**p).copied(),
+            _ => None,
+        }
+    }
+
+    /// The system module (`math`) a name of `file` imports, if any.
+    fn system_module_of(&self, file: FileId, name: Symbol) -> Option<&'a str> {
+        let target = match self.imports.get(&(file, name)) {
+            Some(t) => *t,
+            None if self.file_pkg.get(&file) == Some(&self.main) => self
+                .imports
+                .iter()
+                .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
+                .map(|(_, t)| *t)?,
+            None => return None,
+        };
+        match target {
+            ImportTarget::System(m) => Some(&**m),
             _ => None,
         }
     }
@@ -870,9 +888,11 @@ impl<'a> Checker<'a> {
                 self.check_dict_config(env, entries, expected, kt, vt, def);
                 return;
             }
-            // a list of configs where a list is expected: each config against the item type
+            // a list of configs where a list of schemas is expected: each config against the
+            // schema (dicts against a dict type are compared as a whole list type)
             (ExprKind::List(items), Ty::List(et))
-                if !items.is_empty()
+                if matches!(**et, Ty::Schema(_))
+                    && !items.is_empty()
                     && items
                         .iter()
                         .all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))) =>
@@ -1283,6 +1303,26 @@ impl<'a> Checker<'a> {
                         return self.resolve_type(tp, f, t);
                     }
                     return Ty::Any;
+                }
+                // a member a system module does not have: upstream's resolver error
+                if let ExprKind::Ident(sym) = &value.kind
+                    && env.locals.iter().all(|(n, _)| n != sym)
+                    && !self.is_schema_member(env, *sym)
+                    && let Some(m) = self.system_module_of(value.span.file, *sym)
+                {
+                    let name = crate::builtins::system_module_name(m).unwrap_or(m);
+                    if crate::builtins::system_member(name, attr.sym.as_str()).is_none() {
+                        let msg = format!(
+                            "attribute '{}' not found in 'module '{m}''",
+                            attr.sym.as_str()
+                        );
+                        self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    return match sysmod::signature(name, attr.sym.as_str()) {
+                        Some(f) => Ty::Func(f),
+                        None => Ty::Any,
+                    };
                 }
                 let t = self.infer(env, value);
                 match t {
