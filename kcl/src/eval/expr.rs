@@ -214,7 +214,8 @@ impl Evaluator {
                 optional,
             } => {
                 let v = self.eval(ctx, value)?;
-                if *optional && v.is_none_or_undefined() {
+                // `?[` guards a falsy receiver (None, an empty dict, list or string, 0...)
+                if *optional && !v.truthy() {
                     return Ok(Value::None);
                 }
                 let i = self.eval(ctx, index)?;
@@ -222,7 +223,7 @@ impl Evaluator {
             }
             ExprKind::Slice(s) => {
                 let v = self.eval(ctx, &s.value)?;
-                if s.optional && v.is_none_or_undefined() {
+                if s.optional && !v.truthy() {
                     return Ok(Value::None);
                 }
                 let get = |x: &'static Option<Expr>| -> EvalResult<Option<i64>> {
@@ -252,8 +253,8 @@ impl Evaluator {
                         _ => false,
                     }
                 {
-                    // `a?.f()` on None short-circuits the call too
-                    return Ok(Value::None);
+                    // `a?.f()` on a falsy receiver short-circuits the call too (Undefined)
+                    return Ok(Value::Undefined);
                 }
                 if let Some(v) = self.fused_call(ctx, &f, args, e.span)? {
                     return Ok(v);
@@ -882,8 +883,11 @@ impl Evaluator {
         optional: bool,
         span: Span,
     ) -> EvalResult<Value> {
+        // `?.` guards a falsy receiver, as upstream's (None, empty values, 0...)
+        if optional && !v.truthy() {
+            return Ok(Value::None);
+        }
         match v {
-            Value::None | Value::Undefined if optional => Ok(Value::None),
             Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
             Value::Schema(s) => match s.attrs.get(name) {
                 Some(x) => Ok(x.clone()),
@@ -980,9 +984,6 @@ impl Evaluator {
                 let n = l.len() as i64;
                 let j = if idx < 0 { n + idx } else { idx };
                 if j < 0 || j >= n {
-                    if optional {
-                        return Ok(Value::None);
-                    }
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
                         index_error("list", n, idx),
@@ -991,13 +992,13 @@ impl Evaluator {
                 }
                 Ok(l[j as usize].clone())
             }
-            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => {
-                Ok(v.as_dict().unwrap().get(k).cloned().unwrap_or(if optional {
-                    Value::None
-                } else {
-                    Value::Undefined
-                }))
-            }
+            // a missing key is Undefined, also for `?[` (which only guards the receiver)
+            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => Ok(v
+                .as_dict()
+                .unwrap()
+                .get(k)
+                .cloned()
+                .unwrap_or(Value::Undefined)),
             (Value::Dict(_) | Value::Schema(_), _) => Ok(v
                 .as_dict()
                 .unwrap()

@@ -217,6 +217,10 @@ pub struct Evaluator {
     /// upstream does; nested instances are checked with the instance holding them.
     pub(crate) schema_frames: Cell<u32>,
     pub(crate) schema_exprs: Cell<u32>,
+    /// Set for the next instance made when a merge (`inst | {...}`) rebuilds an instance: its
+    /// unknown keys are upstream's run-time error, not the one its resolver reports for a
+    /// config written out.
+    pub(crate) merging: Cell<bool>,
     /// Item count of the comprehension loop that just started, when its result has exactly
     /// that many items (so the list is allocated once, without growth slack).
     pub(crate) comp_len: Cell<usize>,
@@ -274,6 +278,7 @@ impl Evaluator {
             warnings: RefCell::new(Vec::new()),
             schema_frames: Cell::new(0),
             schema_exprs: Cell::new(0),
+            merging: Cell::new(false),
             origins: Default::default(),
             config_ops: Default::default(),
             track_instances,
@@ -839,15 +844,8 @@ impl Evaluator {
                         Some(m) => crate::value::to_str(&self.eval(ctx, m)?),
                         None => String::new(),
                     };
-                    return Err(EvalError::new(
-                        ErrKind::Assertion,
-                        if msg.is_empty() {
-                            "AssertionError".to_string()
-                        } else {
-                            msg
-                        },
-                        Some(a.test.span),
-                    ));
+                    // without a message upstream reports nothing more
+                    return Err(EvalError::new(ErrKind::Assertion, msg, Some(a.test.span)));
                 }
                 Ok(None)
             }

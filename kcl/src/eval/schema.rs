@@ -289,7 +289,7 @@ impl Evaluator {
                     "invalid schema inherit object type, expect schema, got '{}'",
                     p.name
                 );
-                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+                return Err(EvalError::new(ErrKind::IllegalInherit, msg, Some(span)));
             }
             chain.push(p);
         }
@@ -501,6 +501,7 @@ impl Evaluator {
         config: Dict,
         span: Span,
     ) -> EvalResult<Value> {
+        let merged = self.merging.replace(false);
         let layout = self.layout(ty, span)?;
         let origin = self.origin_of(&config, args, kwargs);
         let config = Rc::new(config);
@@ -603,6 +604,10 @@ impl Evaluator {
                     (Some(_), Some(allowed)) => !allowed.contains(k),
                     (Some(_), None) => false,
                 };
+            if unknown && merged {
+                let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
+                return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
+            }
             if unknown {
                 let cands: Vec<&str> = match &sig_keys {
                     Some(allowed) => allowed
@@ -961,6 +966,7 @@ impl Evaluator {
         let (ty, (args, kwargs)) =
             ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;
+        self.merging.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
         r.map(Some)
@@ -1035,6 +1041,7 @@ impl Evaluator {
             }
         }
         self.enter(span)?;
+        self.merging.set(true);
         let r = self.instantiate(&ty, &origin.args, &origin.kwargs, cfg, span);
         self.leave();
         r.map(Some)

@@ -6,7 +6,7 @@ use crate::ast::*;
 use crate::lexer::{Tok, lex};
 use std::sync::Arc;
 
-const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
+pub(crate) const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
 
 impl<'a> Parser<'a> {
     fn enter(&mut self) -> bool {

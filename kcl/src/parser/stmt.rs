@@ -56,8 +56,34 @@ impl<'a> Parser<'a> {
                 });
             }
             Tok::If => return Some(self.parse_if_stmt(header_indent, body)),
-            // upstream's statements cannot start with a sign (`-x` alone is an error)
-            Tok::Minus | Tok::Plus => {
+            // upstream's statements cannot start with an operator or punctuation other than
+            // brackets and `~` (a sign included: `-x` alone is an error)
+            Tok::Minus
+            | Tok::Plus
+            | Tok::Star
+            | Tok::StarStar
+            | Tok::Slash
+            | Tok::SlashSlash
+            | Tok::Percent
+            | Tok::Shl
+            | Tok::Shr
+            | Tok::Amp
+            | Tok::Pipe
+            | Tok::Caret
+            | Tok::Lt
+            | Tok::Gt
+            | Tok::LtE
+            | Tok::GtE
+            | Tok::EqEq
+            | Tok::NotEq
+            | Tok::Comma
+            | Tok::Colon
+            | Tok::Dot
+            | Tok::Ellipsis
+            | Tok::Question
+            | Tok::Arrow
+            | Tok::Assign
+            | Tok::AugAssign(_) => {
                 let what = t.tok.describe(self.text(t));
                 self.error(self.tspan(t), format!("unexpected token '{what}'"));
                 self.recover_to_line_end();
@@ -504,7 +530,7 @@ impl<'a> Parser<'a> {
                 op = Some(AttrOp::Assign);
                 value = Some(self.parse_expr());
             }
-            Tok::AugAssign(a) if !self.at_line_break() => {
+            Tok::AugAssign(a) if !self.at_line_break() && body != Body::Plain => {
                 self.bump();
                 op = Some(AttrOp::Aug(a));
                 value = Some(self.parse_expr());
@@ -527,6 +553,11 @@ impl<'a> Parser<'a> {
                     (t.tok.describe(self.text(t)), self.tspan(t))
                 };
                 self.error(span, format!("expected one of [\"=\"] got {got}"));
+            }
+            // in a schema the declaration's line ends after its type, or a value starts
+            _ if !self.at_line_break() && !self.at_eof() => {
+                self.expected(super::expr::OPERAND_START);
+                self.recover_to_line_end();
             }
             _ => {}
         }
@@ -713,9 +744,20 @@ impl<'a> Parser<'a> {
         }
         let ind = if t.nl { t.indent } else { u32::MAX };
         let mut first = true;
+        let mut checked = false;
         while !self.at_eof() && !self.gave_up() {
             let t = self.tk();
             if t.nl && t.indent < ind && !first {
+                break;
+            }
+            // the check block ends the schema body
+            if checked && t.nl && t.indent == ind {
+                let got = t.tok.describe(self.text(t));
+                self.error(
+                    self.tspan(t),
+                    format!("expected one of [\"dedent\"] got {got}"),
+                );
+                self.skip_block(ind.saturating_sub(1));
                 break;
             }
             if t.nl && t.indent > ind {
@@ -765,6 +807,7 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let checks = self.parse_check_block(check_indent);
                 s.checks.extend(checks);
+                checked = true;
             } else if self.at(Tok::LBracket) && self.looks_like_index_signature() {
                 let sig = self.parse_index_signature();
                 if s.index_signature.is_some() {

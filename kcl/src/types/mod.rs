@@ -721,8 +721,33 @@ impl<'a> Checker<'a> {
             }
             StmtKind::Schema(st) => {
                 self.decorator_args(env, &st.decorators);
-                for b in st.parent.iter().chain(st.mixins.iter()) {
+                if st.is_protocol() && !st.name.sym.as_str().ends_with("Protocol") {
+                    let msg = "schema protocol name must end with 'Protocol'".to_string();
+                    self.err(ErrKind::Compile, msg, st.name.span);
+                }
+                for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
                     self.check_defined(env, b.names[0].sym, b.names[0].span);
+                }
+                if !self.errors.is_empty() {
+                    return;
+                }
+                // a mixin is no base, and a mixin's name says it is one
+                if let Some(p) = &st.parent
+                    && let Some(pid) = self.resolve_schema(env.pkg, env.file, &p.names)
+                    && self.schemas[pid.0].stmt.is_mixin()
+                {
+                    let name = p.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    let msg =
+                        format!("invalid schema inherit object type, expect schema, got '{name}'");
+                    self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
+                }
+                for m in &st.mixins {
+                    let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    if !name.ends_with("Mixin") {
+                        let msg =
+                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
+                        self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
+                    }
                 }
                 if !self.errors.is_empty() {
                     return;
@@ -1376,7 +1401,8 @@ impl<'a> Checker<'a> {
                     | Ty::List(_) => {
                         let str_method = matches!(t, Ty::Str | Ty::StrLit(_))
                             && crate::builtins::STR_METHODS.contains(&attr.sym.as_str());
-                        if !x.optional && !str_method {
+                        // `?.` changes nothing here: upstream's resolver checks the type
+                        if !str_method {
                             let msg = format!(
                                 "attribute '{}' not found in '{}'",
                                 attr.sym.as_str(),
@@ -1398,7 +1424,34 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Subscript { value, index, .. } => {
                 let t = self.infer(env, value);
-                self.infer(env, index);
+                let it = self.infer(env, index);
+                // upstream's resolver knows what cannot be subscripted, and with what
+                let str_index = matches!(it, Ty::Str | Ty::StrLit(_));
+                let int_index = matches!(it, Ty::Int | Ty::IntLit(_) | Ty::Bool | Ty::BoolLit(_));
+                match &t {
+                    Ty::Int
+                    | Ty::IntLit(_)
+                    | Ty::Float
+                    | Ty::FloatLit(_)
+                    | Ty::Bool
+                    | Ty::BoolLit(_)
+                    | Ty::None => {
+                        let msg = format!("'{}' object is not subscriptable", self.ty_str(&t));
+                        self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    Ty::Str | Ty::StrLit(_) | Ty::List(_) if str_index => {
+                        let msg = format!("expected int, got {}", self.ty_str(&it));
+                        self.err(ErrKind::Type, msg, index.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    Ty::Dict(..) | Ty::Schema(_) if int_index => {
+                        let msg = format!("invalid dict/schema key type: '{}'", self.ty_str(&it));
+                        self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    _ => {}
+                }
                 match t {
                     Ty::List(e) => (*e).clone(),
                     Ty::Dict(_, v) => (*v).clone(),
@@ -1444,7 +1497,7 @@ impl<'a> Checker<'a> {
                 }
                 // what upstream's resolver knows builtins and string methods return
                 match &func.kind {
-                    ExprKind::Ident(s) if builtin => {
+                    ExprKind::Ident(s) if builtin || self.builtin_visible(env, *s) => {
                         if let Some(t) = builtin_fn_ret(s.as_str()) {
                             return t;
                         }
@@ -1639,10 +1692,7 @@ impl<'a> Checker<'a> {
     ) -> Option<(String, usize, Option<usize>)> {
         match &func.kind {
             ExprKind::Ident(s) => {
-                let shadowed = env.locals.iter().any(|(n, _)| n == s)
-                    || self.is_schema_member(env, *s)
-                    || self.pkgs[env.pkg].defined.contains(s)
-                    || self.imports.contains_key(&(env.file, *s));
+                let shadowed = !self.builtin_visible(env, *s);
                 *func_ty = self.infer(env, func);
                 let (min, max) = builtin_fn_arity(s.as_str()).filter(|_| !shadowed)?;
                 Some((s.as_str().to_string(), min, max))
@@ -1671,6 +1721,14 @@ impl<'a> Checker<'a> {
                 None
             }
         }
+    }
+
+    /// Whether `s` names the builtin function there (no local, member or global of the name).
+    fn builtin_visible(&mut self, env: &Env, s: Symbol) -> bool {
+        !(env.locals.iter().any(|(n, _)| *n == s)
+            || self.is_schema_member(env, s)
+            || self.pkgs[env.pkg].defined.contains(&s)
+            || self.imports.contains_key(&(env.file, s)))
     }
 
     /// A call of a lambda whose parameters are known: upstream's static checks of argument
@@ -2533,7 +2591,10 @@ fn builtin_fn_ret(name: &str) -> Option<Ty> {
         "len" | "int" | "ord" => Ty::Int,
         "float" => Ty::Float,
         "str" | "hex" | "bin" | "oct" | "typeof" => Ty::Str,
-        "isunique" | "all_true" | "any_true" | "multiplyof" => Ty::Bool,
+        "isunique" | "all_true" | "any_true" | "multiplyof" | "bool" => Ty::Bool,
+        "round" | "pow" => Ty::union(vec![Ty::Int, Ty::Float]),
+        "range" => Ty::List(Rc::new(Ty::Int)),
+        "sorted" | "zip" | "list" => Ty::List(Rc::new(Ty::Any)),
         _ => return None,
     })
 }

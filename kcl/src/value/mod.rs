@@ -57,6 +57,10 @@ pub enum ErrKind {
     Schema,
     RecursionLimit,
     UniqueKey,
+    /// A base that cannot be inherited (a mixin).
+    IllegalInherit,
+    /// A name of the wrong form (a mixin not named `...Mixin`).
+    Name,
 }
 
 impl ErrKind {
@@ -72,6 +76,8 @@ impl ErrKind {
             ErrKind::Schema => ("E3M38", "EvaluationError"),
             ErrKind::RecursionLimit => ("E3M38", "EvaluationError"),
             ErrKind::UniqueKey => ("E2L28", "UniqueKeyError"),
+            ErrKind::IllegalInherit => ("E2D34", "IllegalInheritError"),
+            ErrKind::Name => ("E1001", "NameError"),
         }
     }
 }
