@@ -530,7 +530,8 @@ fn union_into<E: From<RtError>>(
             }
             Ok(())
         }
-        (_, Value::Undefined) => Ok(()),
+        // unifying with None or Undefined keeps the value (`{x: 1, x: None}` is `{x: 1}`)
+        (_, Value::Undefined | Value::None) => Ok(()),
         _ => {
             *a = b.clone();
             Ok(())
