@@ -942,6 +942,7 @@ fn render(v: &Violation, data: &DataFile) -> String {
             .filter(|(s, _)| !is_vet_file(*s))
             .cloned()
             .collect(),
+        footer: Vec::new(),
         plain: false,
     };
     if let Some(sp) = v.error.span.filter(|s| !is_vet_file(*s)) {

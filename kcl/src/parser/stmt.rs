@@ -91,6 +91,13 @@ impl<'a> Parser<'a> {
             }
             // a statement starting with a quantifier word is an expression
             Tok::Ident(_) if super::expr::is_quant_word(self.text(t)) => {}
+            // upstream's block statements starting with `type` are type aliases (`type = 1` and
+            // `type X: T` are syntax errors there); a schema body and a one-line `if` body
+            // read `type` as a name
+            // (`$type` is a name everywhere)
+            Tok::Ident(_) if body == Body::Plain && t.nl && self.text(t) == "type" => {
+                return self.parse_type_alias(lo);
+            }
             Tok::Ident(_) => {
                 if let Tok::Ident(_) = self.nth(1).tok {
                     let n1 = self.nth(1);
@@ -601,6 +608,12 @@ impl<'a> Parser<'a> {
 
     fn parse_type_alias(&mut self, lo: u32) -> Option<Stmt> {
         self.bump();
+        if !matches!(self.tok(), Tok::Ident(_)) || self.at_line_break() {
+            // upstream parses an expression for the name: its error names what it found
+            self.parse_expr();
+            self.recover_to_line_end();
+            return None;
+        }
         let name = self.expect_ident()?;
         self.expect(Tok::Assign, "=");
         let ty = self.parse_type();

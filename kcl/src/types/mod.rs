@@ -773,6 +773,7 @@ impl<'a> Checker<'a> {
                         };
                         senv = senv.with_local(p.name.sym, t);
                     }
+                    self.check_param_order(ps);
                 }
                 self.check_field_types(env, st);
                 if !self.errors.is_empty() {
@@ -803,7 +804,34 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::TypeAlias(t) => self.check_type_names(env, &t.ty),
-            StmtKind::Rule(_) | StmtKind::Import(_) => {}
+            StmtKind::Rule(r) => {
+                if let Some(ps) = &r.params {
+                    self.check_param_order(ps);
+                }
+            }
+            StmtKind::Import(_) => {}
+        }
+    }
+
+    /// Upstream's resolver checks a parameter list (schema, rule, lambda) as it reaches it: no
+    /// parameter without a default after one with a default, each offending default reported
+    /// from the last.
+    fn check_param_order(&mut self, params: &[ast::Param]) {
+        let mut seen_required = false;
+        for p in params.iter().rev() {
+            match &p.default {
+                None => seen_required = true,
+                Some(d) if seen_required => {
+                    let mut e = EvalError::new(
+                        ErrKind::IllegalParameter,
+                        "non-default argument follows default argument",
+                        Some(d.span),
+                    );
+                    e.footer.push("A default argument".into());
+                    self.errors.push(e);
+                }
+                Some(_) => {}
+            }
         }
     }
 
@@ -1623,6 +1651,7 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Lambda(l) => {
+                self.check_param_order(&l.params);
                 let mut env2 = env.clone();
                 let mut params = Vec::with_capacity(l.params.len());
                 for p in &l.params {

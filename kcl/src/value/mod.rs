@@ -61,6 +61,8 @@ pub enum ErrKind {
     IllegalInherit,
     /// A name of the wrong form (a mixin not named `...Mixin`).
     Name,
+    /// A parameter list out of order (`non-default argument follows default argument`).
+    IllegalParameter,
 }
 
 impl ErrKind {
@@ -78,6 +80,7 @@ impl ErrKind {
             ErrKind::UniqueKey => ("E2L28", "UniqueKeyError"),
             ErrKind::IllegalInherit => ("E2D34", "IllegalInheritError"),
             ErrKind::Name => ("E1001", "NameError"),
+            ErrKind::IllegalParameter => ("E1001", "IllegalParameterError"),
         }
     }
 }
