@@ -903,8 +903,8 @@ impl Evaluator {
             Value::Str(_) => match crate::builtins::str_method(v, name) {
                 Some(m) => Ok(m),
                 None => Err(EvalError::new(
-                    ErrKind::Attribute,
-                    format!("str object has no attribute '{name}'"),
+                    ErrKind::Evaluation,
+                    format!("str object attr '{name}' not found"),
                     Some(span),
                 )),
             },
@@ -950,21 +950,17 @@ impl Evaluator {
                         }
                     }
                     let _ = ctx;
-                    Err(EvalError::new(
-                        ErrKind::Attribute,
-                        format!("'{}' object has no attribute '{name}'", v.type_name()),
-                        Some(span),
-                    ))
+                    Err(func_attr_error(name, span))
                 }
-                _ => Err(EvalError::new(
-                    ErrKind::Attribute,
-                    format!("'{}' object has no attribute '{name}'", v.type_name()),
-                    Some(span),
-                )),
+                _ => Err(func_attr_error(name, span)),
             },
+            // upstream's runtime words
             _ => Err(EvalError::new(
-                ErrKind::Attribute,
-                format!("'{}' object has no attribute '{name}'", v.type_name()),
+                ErrKind::Evaluation,
+                format!(
+                    "invalid value '{}' to load attribute '{name}'",
+                    v.type_name()
+                ),
                 Some(span),
             )),
         }
@@ -1406,4 +1402,14 @@ fn index_error(what: &str, len: i64, idx: i64) -> String {
     } else {
         format!("{what} index out of range: {idx}")
     }
+}
+
+/// Upstream's run-time error for an attribute of a function value (a lambda, a schema type):
+/// its runtime words them as a schema type's.
+fn func_attr_error(name: &str, span: Span) -> EvalError {
+    EvalError::new(
+        ErrKind::Evaluation,
+        format!("schema object attr '{name}' not found"),
+        Some(span),
+    )
 }

@@ -127,6 +127,9 @@ struct Checker<'a> {
     /// Start of the package-level statement being checked: where upstream reports a lambda
     /// whose last statement is an assignment of the wrong type.
     stmt_start: Option<Span>,
+    /// The type of the receiver of the selector last inferred (`x` of `x.attr`), by the
+    /// receiver's span: a method call's receiver type without inferring it again.
+    last_receiver: Option<(Span, Ty)>,
 }
 
 /// Lexical context of the expression being checked.
@@ -171,6 +174,7 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             alias_depth: 0,
             stmt_start: None,
+            last_receiver: None,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -671,7 +675,8 @@ impl<'a> Checker<'a> {
                 self.infer(env, &u.value);
             }
             StmtKind::Assign(a) => match (&a.ty, a.targets.as_slice()) {
-                (Some(t), [target]) => {
+                // `a: T = b = v` checks the value once, at the first target
+                (Some(t), [target, ..]) => {
                     self.check_type_names(env, t);
                     let ty = self.resolve_type(env.pkg, env.file, t);
                     self.check_value(env, &a.value, &ty, target.span, Some(target.span));
@@ -1378,6 +1383,7 @@ impl<'a> Checker<'a> {
                     };
                 }
                 let t = self.infer(env, value);
+                self.last_receiver = Some((value.span, t.clone()));
                 match t {
                     Ty::SchemaType(id) => {
                         if attr.sym.as_str() != "instances" {
@@ -1426,6 +1432,7 @@ impl<'a> Checker<'a> {
                     | Ty::Bool
                     | Ty::BoolLit(_)
                     | Ty::None
+                    | Ty::Func(_)
                     | Ty::List(_) => {
                         let str_method = matches!(t, Ty::Str | Ty::StrLit(_))
                             && crate::builtins::STR_METHODS.contains(&attr.sym.as_str());
@@ -1447,6 +1454,9 @@ impl<'a> Checker<'a> {
                         }
                         Ty::Any
                     }
+                    // a dict's attribute is one of its values (upstream knows a literal's type
+                    // per key, which a union of the values' types does not tell)
+                    Ty::Dict(_, v) if !matches!(*v, Ty::Union(_)) => (*v).clone(),
                     _ => Ty::Any,
                 }
             }
@@ -1497,6 +1507,13 @@ impl<'a> Checker<'a> {
             ExprKind::Call { func, args } => {
                 let mut func_ty = Ty::Any;
                 let arity = self.builtin_arity(env, func, &mut func_ty);
+                // a method's receiver, before the arguments are inferred
+                let on_str = match &func.kind {
+                    ExprKind::Selector(x) if !x.optional => {
+                        matches!(self.receiver_ty(env, &x.value), Ty::Str | Ty::StrLit(_))
+                    }
+                    _ => false,
+                };
                 if arity.is_none()
                     && let Ty::Func(f) = &func_ty
                 {
@@ -1531,13 +1548,6 @@ impl<'a> Checker<'a> {
                         }
                     }
                     ExprKind::Selector(x) if !x.optional => {
-                        let on_str = match &x.value.kind {
-                            ExprKind::Str(_) | ExprKind::JoinedStr(_) => true,
-                            ExprKind::Ident(s) => {
-                                matches!(self.lookup(env, *s), Ty::Str | Ty::StrLit(_))
-                            }
-                            _ => false,
-                        };
                         if on_str && let Some(t) = str_method_ret(x.attr.sym.as_str()) {
                             return t;
                         }
@@ -1729,11 +1739,7 @@ impl<'a> Checker<'a> {
             ExprKind::Selector(x) if !x.optional => {
                 *func_ty = self.infer(env, func);
                 // the receiver's type, where it is known without inferring it again
-                let t = match &x.value.kind {
-                    ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
-                    ExprKind::Ident(s) => self.lookup(env, *s),
-                    _ => Ty::Any,
-                };
+                let t = self.receiver_ty(env, &x.value);
                 if !matches!(t, Ty::Str | Ty::StrLit(_)) {
                     return None;
                 }
@@ -1749,6 +1755,19 @@ impl<'a> Checker<'a> {
                 *func_ty = self.infer(env, func);
                 None
             }
+        }
+    }
+
+    /// The type of a method call's receiver, where it is known without inferring it again: a
+    /// literal, a name, or the receiver of the selector inferred last.
+    fn receiver_ty(&mut self, env: &Env, recv: &Expr) -> Ty {
+        match &recv.kind {
+            ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
+            ExprKind::Ident(s) => self.lookup(env, *s),
+            _ => match &self.last_receiver {
+                Some((sp, t)) if *sp == recv.span => t.clone(),
+                _ => Ty::Any,
+            },
         }
     }
 
