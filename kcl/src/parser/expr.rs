@@ -6,6 +6,22 @@ use crate::ast::*;
 use crate::lexer::{Tok, lex};
 use std::sync::Arc;
 
+/// What upstream's parser names when a type is missing.
+pub(crate) const TYPE_START: &[&str] = &[
+    "any",
+    "bool",
+    "int",
+    "float",
+    "str",
+    "True",
+    "False",
+    "identifier",
+    "literal",
+    "[",
+    "{",
+    ")",
+];
+
 pub(crate) const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
 
 impl<'a> Parser<'a> {
@@ -1310,7 +1326,22 @@ impl<'a> Parser<'a> {
         let t = self.tk();
         let span = self.tspan(t);
         if self.nl_break() {
-            self.expected(&["type"]);
+            // upstream's lexer ends the line first: the type parser finds its newline, not
+            // the dedent after it
+            let (got, span) = self.describe_current();
+            let got = if got == "dedent" {
+                "newline".into()
+            } else {
+                got
+            };
+            let list = TYPE_START
+                .iter()
+                .map(|w| format!("\"{w}\""))
+                .collect::<Vec<_>>();
+            self.error(
+                span,
+                format!("expected one of [{}] got {got}", list.join(", ")),
+            );
             return Type {
                 kind: TypeKind::Any,
                 span: self.span(t.lo, t.lo),
@@ -1440,7 +1471,7 @@ impl<'a> Parser<'a> {
                 TypeKind::Literal(LiteralType::Undefined)
             }
             _ => {
-                self.expected(&["type"]);
+                self.expected(TYPE_START);
                 TypeKind::Any
             }
         };

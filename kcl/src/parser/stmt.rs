@@ -780,6 +780,9 @@ impl<'a> Parser<'a> {
         let ind = if t.nl { t.indent } else { u32::MAX };
         let mut first = true;
         let mut checked = false;
+        // upstream takes `mixin [...]` only as the body's first statement (after its doc);
+        // later it is an expression (a subscript of the name `mixin`)
+        let mut mixin_allowed = true;
         while !self.at_eof() && !self.gave_up() {
             let t = self.tk();
             if t.nl && t.indent < ind && !first {
@@ -821,7 +824,15 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            if self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket {
+            let mixin_stmt = self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket;
+            if mixin_stmt && !std::mem::replace(&mut mixin_allowed, false) {
+                let e = self.parse_expr();
+                let span = e.span;
+                s.body.push(Stmt {
+                    kind: StmtKind::Expr(e),
+                    span,
+                });
+            } else if mixin_stmt {
                 self.bump();
                 self.bump();
                 self.ctx.push(super::Ctx::Bracket);
@@ -876,6 +887,7 @@ impl<'a> Parser<'a> {
             } else if let Some(st) = self.parse_stmt_in(Body::Schema) {
                 s.body.push(st);
             }
+            mixin_allowed = false;
             // an operator after a statement on its line starts the next statement (above)
             if self.pos == start || self.tk().nl || !is_operator_start(self.tok()) {
                 self.finish_stmt(start);
