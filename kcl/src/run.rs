@@ -310,7 +310,6 @@ pub fn run_parts(
         .make_pkg("__main__", work_dir.clone(), modules)
         .map_err(KclError::Eval)?;
     ev.run_pkg(&main).map_err(KclError::Eval)?;
-    ev.check_pkg_required(&main).map_err(KclError::Eval)?;
     let out = ev.pkg_output(&main, opts.show_hidden);
     let mut value = Value::from(out);
     if let Some(doc) = ev.expr_output(&main).map_err(KclError::Eval)? {
@@ -369,33 +368,34 @@ pub fn run_parts(
     Ok((out, rendering))
 }
 
-/// `-S` selectors: `a.b.c`, `pkg:a.b`, `:a.{x,y}`, `a.[0,1]`.
+/// `-S` selectors: `a.b.c`, `pkg:a.b`, `:a.{x,y}`, `a.[0,1]`. Several selectors give the
+/// list of their values, as upstream's `filter_by_path`.
 fn select(v: &Value, sels: &[String]) -> Result<Value, String> {
-    if sels.len() == 1 && !sels[0].contains('{') && !sels[0].contains('[') && !sels[0].contains(':')
-    {
+    if let [s] = sels {
+        return select_one(v, s);
+    }
+    let picked: Result<Vec<Value>, String> = sels.iter().map(|s| select_one(v, s)).collect();
+    Ok(Value::from(picked?))
+}
+
+fn select_one(v: &Value, sel: &str) -> Result<Value, String> {
+    let missing = || format!("invalid path select operand {sel}, value not found");
+    if !sel.contains('{') && !sel.contains('[') && !sel.contains(':') {
         let mut cur = v.clone();
-        for part in sels[0].split('.') {
+        for part in sel.split('.') {
             cur = cur
                 .as_dict()
                 .and_then(|d| d.get(part).cloned())
-                .ok_or_else(|| {
-                    format!("invalid path select operand {}, value not found", sels[0])
-                })?;
+                .ok_or_else(missing)?;
         }
         return Ok(cur);
     }
-    // several selectors keep the path structure
-    let mut out = Dict::new();
-    for s in sels {
-        let path = s.split_once(':').map(|(_, p)| p).unwrap_or(s);
-        let parts: Vec<&str> = split_sel(path);
-        let picked = pick(v, &parts)
-            .ok_or_else(|| format!("invalid path select operand {s}, value not found"))?;
-        let merged = crate::value::union(&Value::from(std::mem::take(&mut out)), &picked, false)
-            .map_err(|e| e.msg)?;
-        out = merged.as_dict().cloned().unwrap_or_default();
-    }
-    Ok(Value::from(out))
+    // the key set and index forms keep the path structure
+    let path = sel.split_once(':').map(|(_, p)| p).unwrap_or(sel);
+    let parts: Vec<&str> = split_sel(path);
+    let picked = pick(v, &parts).ok_or_else(missing)?;
+    let merged = crate::value::union(&Value::empty_dict(), &picked, false).map_err(|e| e.msg)?;
+    Ok(merged)
 }
 
 fn split_sel(p: &str) -> Vec<&str> {

@@ -281,7 +281,7 @@ fn terraform_provider_schema() {
         assert!(out.contains(want), "missing {want:?} in\n{out}");
     }
     assert!(!out.contains("arn?:") && !out.contains("    arn:"), "{out}");
-    let good = "b = DemoBucket {name = \"b\", size_gb = 1.5, zones = [\"a\", \"b\"], owner = {name = \"me\"}, versioning = [{enabled = True}], rule = [{days = 30, filter = {tag = \"t\"}}], timeouts = {create = \"5m\"}}\n";
+    let good = "b = DemoBucket {name = \"b\", size_gb = 1.5, zones = [\"a\", \"b\"], owner = {name = \"me\"}, versioning = [{enabled = True}], rule = [{days = 30, $filter = {tag = \"t\"}}], timeouts = {create = \"5m\"}}\n";
     let y = ok(&run_with(&out, good));
     assert!(y.contains("  - days: 30\n"), "{y}");
     assert_rejects(
@@ -307,7 +307,7 @@ fn terraform_provider_schema() {
     );
     assert_rejects(
         &out,
-        "b = DemoBucket {name = \"b\", rule = [{days = 1, filter = {tag = 2}}]}\n",
+        "b = DemoBucket {name = \"b\", rule = [{days = 1, $filter = {tag = 2}}]}\n",
         "expected str",
     );
 }

@@ -599,42 +599,97 @@ fn b_oct(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 fn b_bin(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     int_fmt(args, kw, "bin", "0b", 2)
 }
+/// `round`, as upstream's runtime: without `ndigits` halves round away from zero and the
+/// result is an int; with it the result is a float (an int too), and a scaled half rounds to
+/// even.
 fn b_round(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let x = req(args, kw, 0, "number", "round")?;
-    let nd = arg(args, kw, 1, "ndigits").and_then(|v| v.as_int());
-    let f = x
-        .as_f64()
-        .ok_or_else(|| RtError::ty("round() expects a number"))?;
-    match nd {
-        None => {
-            // banker's rounding like Python
-            let r = f.round();
-            let r = if (f - f.trunc()).abs() == 0.5 {
-                2.0 * (f / 2.0).round()
-            } else {
-                r
-            };
-            Ok(Value::Int(r as i64))
+    let nd = match arg(args, kw, 1, "ndigits") {
+        Some(Value::Int(n)) => Some(*n),
+        _ => None,
+    };
+    let f = match x {
+        Value::Int(i) => {
+            return Ok(match nd {
+                Some(_) => Value::Float(*i as f64),
+                None => Value::Int(*i),
+            });
         }
-        Some(n) => {
-            let m = 10f64.powi(n as i32);
-            let v = (f * m).round() / m;
-            Ok(if matches!(x, Value::Int(_)) {
-                Value::Int(v as i64)
-            } else {
-                Value::Float(v)
-            })
-        }
+        Value::Float(f) => *f,
+        _ => return Ok(Value::Undefined),
+    };
+    let Some(n) = nd else {
+        return Ok(Value::Int(f.round() as i64));
+    };
+    if n == 0 {
+        return Ok(Value::Float(f.round()));
     }
+    let (y, pow1, pow2) = if n >= 0 {
+        // as CPython: pow1 * pow2 is 10^n without overflowing either
+        let (pow1, pow2) = if n > 22 {
+            (10f64.powf((n - 22) as f64), 1e22)
+        } else {
+            (10f64.powf(n as f64), 1.0)
+        };
+        let y = (f * pow1) * pow2;
+        if !y.is_finite() {
+            return Ok(Value::Float(f));
+        }
+        (y, pow1, Some(pow2))
+    } else {
+        let pow1 = 10f64.powf(-n as f64);
+        (f / pow1, pow1, None)
+    };
+    let mut z = y.round();
+    if (y - z).abs() == 0.5 {
+        z = 2.0 * (y / 2.0).round();
+    }
+    let z = match pow2 {
+        Some(p2) => (z / p2) / pow1,
+        None => z * pow1,
+    };
+    Ok(if z.is_finite() {
+        Value::Float(z)
+    } else {
+        Value::Undefined
+    })
 }
+/// `pow`: ints to a non-negative power through floats (saturating), as upstream.
 fn b_pow(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let x = req(args, kw, 0, "x", "pow")?;
     let y = req(args, kw, 1, "y", "pow")?;
-    let r = value::binary(value::BinOp::Pow, x, y)?;
-    match arg(args, kw, 2, "z") {
-        Some(z) => value::binary(value::BinOp::Mod, &r, z),
-        None => Ok(r),
+    if let Some(z) = arg(args, kw, 2, "z").filter(|z| !z.is_none_or_undefined()) {
+        let (Value::Int(x), Value::Int(y), Value::Int(m)) = (x, y, z) else {
+            return Err(RtError::eval(
+                "pow() 3rd argument not allowed unless all arguments are integers",
+            ));
+        };
+        if *m == 0 {
+            return Err(RtError::eval("pow() 3rd argument cannot be 0"));
+        }
+        if *y < 0 {
+            return Err(RtError::eval(
+                "pow() 2nd argument cannot be negative when 3rd argument specified",
+            ));
+        }
+        let (mut ans, mut base, m, mut e) = (1i128, *x as i128, *m as i128, *y as i128);
+        while e > 0 {
+            if e % 2 == 1 {
+                ans = (ans * base) % m;
+            }
+            base = (base * base) % m;
+            e /= 2;
+        }
+        return Ok(Value::Int(ans as i64));
     }
+    Ok(match (x, y) {
+        (Value::Int(x), Value::Int(y)) if *y >= 0 => Value::Int((*x as f64).powf(*y as f64) as i64),
+        (Value::Int(x), Value::Int(y)) => Value::Float((*x as f64).powf(*y as f64)),
+        (Value::Int(x), Value::Float(y)) => Value::Float((*x as f64).powf(*y)),
+        (Value::Float(x), Value::Int(y)) => Value::Float(x.powf(*y as f64)),
+        (Value::Float(x), Value::Float(y)) => Value::Float(x.powf(*y)),
+        _ => Value::Undefined,
+    })
 }
 fn b_enumerate(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let items = req(args, kw, 0, "x", "enumerate")?.iter_items()?;

@@ -41,12 +41,6 @@ type R = RtResult<Value>;
 type A<'a> = &'a [Value];
 type K<'a> = &'a [(Str, Value)];
 
-fn f64_arg(args: A, kw: K, i: usize, name: &str, f: &str) -> RtResult<f64> {
-    req(args, kw, i, name, f)?
-        .as_f64()
-        .ok_or_else(|| RtError::ty(format!("{f}() expects a number")))
-}
-
 fn flag(args: A, kw: K, i: usize, name: &str) -> bool {
     arg(args, kw, i, name).is_some_and(|v| v.truthy())
 }
@@ -144,8 +138,8 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
         "regex" => natives!(name, {
             "match" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let (s, p) = (str_arg(a, k, 0, "string", "match")?, str_arg(a, k, 1, "pattern", "match")?);
-                let re = compile(&format!("^(?:{p})"))?;
-                Ok(Value::Bool(re.is_match(&s).map_err(|e| RtError::eval(e.to_string()))?))
+                // unanchored, as upstream's `is_match`
+                Ok(Value::Bool(compile(&p)?.is_match(&s).unwrap_or(false)))
             },
             "search" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let (s, p) = (str_arg(a, k, 0, "string", "search")?, str_arg(a, k, 1, "pattern", "search")?);
@@ -163,12 +157,17 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             },
             "split" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let (s, p) = (str_arg(a, k, 0, "string", "split")?, str_arg(a, k, 1, "pattern", "split")?);
+                let maxsplit = arg(a, k, 2, "maxsplit").and_then(|v| v.as_int()).unwrap_or(0);
                 let re = compile(&p)?;
                 let mut out = Vec::new();
                 let mut last = 0;
                 for m in re.find_iter(&s) {
                     let m = m.map_err(|e| RtError::eval(e.to_string()))?;
                     out.push(Value::str(&s[last..m.start()]));
+                    // upstream stops at `maxsplit` pieces and drops the rest
+                    if maxsplit > 0 && out.len() >= maxsplit as usize {
+                        return Ok(Value::from(out));
+                    }
                     last = m.end();
                 }
                 out.push(Value::str(&s[last..]));
@@ -180,10 +179,9 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 let mut out = Vec::new();
                 for c in re.captures_iter(&s) {
                     let c = c.map_err(|e| RtError::eval(e.to_string()))?;
-                    if c.len() == 1 {
+                    // the whole match with at most one group, as upstream
+                    if c.len() < 3 {
                         out.push(Value::str(c.get(0).map(|m| m.as_str()).unwrap_or("")));
-                    } else if c.len() == 2 {
-                        out.push(Value::str(c.get(1).map(|m| m.as_str()).unwrap_or("")));
                     } else {
                         out.push(Value::from((1..c.len()).map(|i| Value::str(c.get(i).map(|m| m.as_str()).unwrap_or(""))).collect::<Vec<_>>()));
                     }
@@ -571,50 +569,119 @@ fn wild(p: &str, s: &str) -> bool {
     go(&p, &s)
 }
 
+/// The number argument `i` of a `math` function: an int stays an int (upstream computes
+/// several functions differently for ints and floats).
+enum Num {
+    I(i64),
+    F(f64),
+}
+
+fn num_arg(args: A, kw: K, i: usize, name: &str, f: &str) -> RtResult<Num> {
+    match arg(args, kw, i, name) {
+        Some(Value::Int(x)) => Ok(Num::I(*x)),
+        Some(Value::Float(x)) => Ok(Num::F(*x)),
+        _ => Err(RtError::eval(format!(
+            "{f}() takes exactly one argument (0 given)"
+        ))),
+    }
+}
+
+/// `math`, as upstream's runtime computes it: on an int, `ceil`/`floor` return it,
+/// `log`/`log2` truncate to an int, `log1p(x)` is `ln(1 + (x + 1))`, `pow` of ints is an int
+/// (wrapping) unless the exponent is negative.
 fn math_member(name: &str) -> Option<Value> {
     macro_rules! f1 {
-        ($f:expr) => {
+        ($n:literal, $f:expr) => {
             |_: &mut dyn Host, a: A, k: K| -> R {
-                let x = f64_arg(a, k, 0, "x", "math")?;
                 let g: fn(f64) -> f64 = $f;
-                Ok(Value::Float(g(x)))
+                Ok(Value::Float(match num_arg(a, k, 0, "x", $n)? {
+                    Num::I(x) => g(x as f64),
+                    Num::F(x) => g(x),
+                }))
             }
         };
     }
     natives!(name, {
-        "ceil" => |_: &mut dyn Host, a: A, k: K| -> R { let x = req(a, k, 0, "x", "ceil")?; Ok(match x { Value::Int(_) => x.clone(), _ => Value::Int(x.as_f64().unwrap_or(0.0).ceil() as i64) }) },
-        "floor" => |_: &mut dyn Host, a: A, k: K| -> R { let x = req(a, k, 0, "x", "floor")?; Ok(match x { Value::Int(_) => x.clone(), _ => Value::Int(x.as_f64().unwrap_or(0.0).floor() as i64) }) },
-        "trunc" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Int(f64_arg(a, k, 0, "x", "trunc")?.trunc() as i64)) },
-        "exp" => f1!(f64::exp),
-        "expm1" => f1!(f64::exp_m1),
-        "log1p" => f1!(f64::ln_1p),
-        "log2" => f1!(f64::log2),
-        "log10" => f1!(f64::log10),
-        "sqrt" => f1!(f64::sqrt),
-        "fabs" => f1!(f64::abs),
-        "log" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let x = f64_arg(a, k, 0, "x", "log")?;
-            Ok(Value::Float(match arg(a, k, 1, "e").and_then(|v| v.as_f64()) { Some(b) => x.ln() / b.ln(), None => x.ln() }))
+        "ceil" => |_: &mut dyn Host, a: A, k: K| -> R {
+            Ok(Value::Int(match num_arg(a, k, 0, "x", "ceil")? { Num::I(x) => x, Num::F(x) => x.ceil() as i64 }))
         },
-        "pow" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Float(f64_arg(a, k, 0, "x", "pow")?.powf(f64_arg(a, k, 1, "y", "pow")?))) },
+        "floor" => |_: &mut dyn Host, a: A, k: K| -> R {
+            Ok(Value::Int(match num_arg(a, k, 0, "x", "floor")? { Num::I(x) => x, Num::F(x) => x.floor() as i64 }))
+        },
+        "exp" => f1!("exp", f64::exp),
+        "expm1" => f1!("expm1", f64::exp_m1),
+        "log1p" => f1!("log1p", |x| (x + 1.0).ln_1p()),
+        "log10" => f1!("log10", f64::log10),
+        "sqrt" => f1!("sqrt", f64::sqrt),
+        "log2" => |_: &mut dyn Host, a: A, k: K| -> R {
+            Ok(match num_arg(a, k, 0, "x", "log2")? {
+                Num::I(x) => Value::Int((x as f64).log2() as i64),
+                Num::F(x) => Value::Float(x.log2()),
+            })
+        },
+        "log" => |_: &mut dyn Host, a: A, k: K| -> R {
+            // only a float base counts: upstream reads an int one as absent (base e)
+            let base = match arg(a, k, 1, "e") {
+                Some(Value::Float(b)) => *b,
+                _ => std::f64::consts::E,
+            };
+            Ok(match num_arg(a, k, 0, "x", "log")? {
+                Num::I(x) => Value::Int((x as f64).log(base) as i64),
+                Num::F(x) => Value::Float(x.log(base)),
+            })
+        },
+        "pow" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let x = num_arg(a, k, 0, "x", "pow")?;
+            let n = num_arg(a, k, 1, "n", "pow")?;
+            Ok(match (x, n) {
+                (Num::I(x), Num::I(n)) if n < 0 => Value::Float((x as f64).powf(n as f64)),
+                (Num::I(x), Num::I(n)) => Value::Int(x.wrapping_pow(n as u32)),
+                (Num::I(x), Num::F(n)) => Value::Float((x as f64).powf(n)),
+                (Num::F(x), Num::I(n)) => Value::Float(x.powi(n as i32)),
+                (Num::F(x), Num::F(n)) => Value::Float(x.powf(n)),
+            })
+        },
         "factorial" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let n = req(a, k, 0, "x", "factorial")?.as_int().ok_or_else(|| RtError::ty("factorial() only accepts integral values"))?;
-            if n < 0 { return Err(RtError::eval("factorial() not defined for negative values")); }
-            let mut r: i64 = 1;
-            for i in 2..=n { r = r.checked_mul(i).ok_or_else(|| RtError::eval("factorial overflow"))?; }
-            Ok(Value::Int(r))
+            let fact = |n: i64| -> RtResult<i64> {
+                if n >= 21 {
+                    return Err(RtError::eval("factorial() result overflow"));
+                }
+                Ok((2..=n).product::<i64>().max(1))
+            };
+            match num_arg(a, k, 0, "x", "factorial")? {
+                Num::I(x) if x >= 0 => Ok(Value::Int(fact(x)?)),
+                Num::F(x) if x >= 0.0 && (x as i64 as f64) == x => Ok(Value::Float(fact(x as i64)? as f64)),
+                _ => Err(RtError::eval("factorial() only accepts integral values")),
+            }
         },
         "gcd" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let (mut x, mut y) = (req(a, k, 0, "a", "gcd")?.as_int().unwrap_or(0).abs(), req(a, k, 1, "b", "gcd")?.as_int().unwrap_or(0).abs());
+            let (Some(Value::Int(x)), Some(Value::Int(y))) = (arg(a, k, 0, "a"), arg(a, k, 1, "b")) else {
+                return Err(RtError::eval(format!("gcd() takes exactly two arguments ({} given)", a.len())));
+            };
+            let (mut x, mut y) = (x.unsigned_abs(), y.unsigned_abs());
             while y != 0 { let t = x % y; x = y; y = t; }
-            Ok(Value::Int(x))
+            Ok(Value::Int(x as i64))
         },
-        "isfinite" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(f64_arg(a, k, 0, "x", "isfinite")?.is_finite())) },
-        "isinf" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(f64_arg(a, k, 0, "x", "isinf")?.is_infinite())) },
-        "isnan" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(f64_arg(a, k, 0, "x", "isnan")?.is_nan())) },
+        "isfinite" => |_: &mut dyn Host, a: A, k: K| -> R {
+            Ok(Value::Bool(match num_arg(a, k, 0, "x", "isfinite")? { Num::I(_) => true, Num::F(x) => x.is_finite() }))
+        },
+        "isinf" => |_: &mut dyn Host, a: A, k: K| -> R {
+            if let Some(Value::Bool(_)) = arg(a, k, 0, "x") {
+                return Ok(Value::Bool(false));
+            }
+            Ok(Value::Bool(match num_arg(a, k, 0, "x", "isinf")? { Num::I(_) => false, Num::F(x) => x.is_infinite() }))
+        },
+        "isnan" => |_: &mut dyn Host, a: A, k: K| -> R {
+            Ok(Value::Bool(match num_arg(a, k, 0, "x", "isnan")? { Num::I(_) => false, Num::F(x) => x.is_nan() }))
+        },
         "modf" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let x = f64_arg(a, k, 0, "x", "modf")?;
-            Ok(Value::from(vec![Value::Float(x.fract()), Value::Float(x.trunc())]))
+            let (f, t) = match num_arg(a, k, 0, "x", "modf")? {
+                Num::I(x) => (0.0, x as f64),
+                Num::F(x) if x.is_infinite() => (0.0_f64.copysign(x), x),
+                Num::F(x) if x.is_nan() => (x, x),
+                Num::F(x) => (x.fract(), x.trunc()),
+            };
+            Ok(Value::from(vec![Value::Float(f), Value::Float(t)]))
         },
     })
 }
@@ -687,6 +754,7 @@ fn net_member(name: &str) -> Option<Value> {
         "to_IP6" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(match ip(a, k, "to_IP6")? { Some(IpAddr::V4(v)) => Value::from(v.to_ipv6_mapped().to_string()), Some(IpAddr::V6(v)) => Value::from(v.to_string()), None => Value::str("") }) },
         "IP_string" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(ip(a, k, "IP_string")?.map(|i| Value::from(i.to_string())).unwrap_or(Value::str(""))) },
         "is_IPv4" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(matches!(ip(a, k, "is_IPv4")?, Some(IpAddr::V4(_))))) },
+        "is_IPv6" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(matches!(ip(a, k, "is_IPv6")?, Some(IpAddr::V6(_))))) },
         "is_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "is_IP")?.is_some())) },
         "is_loopback_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "is_loopback_IP")?.is_some_and(|i| i.is_loopback()))) },
         "is_multicast_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "is_multicast_IP")?.is_some_and(|i| i.is_multicast()))) },
@@ -761,11 +829,20 @@ mod tests {
             ),
             Value::Bool(true)
         );
+        // unanchored, as upstream's `is_match`
         assert_eq!(
             call(
                 "regex",
                 "match",
                 vec![Value::str("1abc"), Value::str("[a-z]+")]
+            ),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            call(
+                "regex",
+                "match",
+                vec![Value::str("1abc"), Value::str("^[a-z]+")]
             ),
             Value::Bool(false)
         );

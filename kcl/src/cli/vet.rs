@@ -729,8 +729,7 @@ impl Validator {
         let (ev, modules) = Evaluator::new(program, eopts);
         let r = (|| {
             let pkg = ev.make_pkg("__main__", self.dir.clone(), modules)?;
-            ev.run_pkg(&pkg)?;
-            ev.check_pkg_required(&pkg)
+            ev.run_pkg(&pkg)
         })();
         Ok((file, r))
     }
@@ -943,6 +942,7 @@ fn render(v: &Violation, data: &DataFile) -> String {
             .filter(|(s, _)| !is_vet_file(*s))
             .cloned()
             .collect(),
+        footer: Vec::new(),
         plain: false,
     };
     if let Some(sp) = v.error.span.filter(|s| !is_vet_file(*s)) {

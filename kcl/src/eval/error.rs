@@ -12,6 +12,8 @@ pub struct EvalError {
     pub msg: String,
     pub span: Option<Span>,
     pub notes: Vec<(Span, String)>,
+    /// `note: ...` lines after the snippets.
+    pub footer: Vec<String>,
     /// Set for plain-text errors that upstream prints without a code (e.g. CLI argument errors).
     pub plain: bool,
 }
@@ -23,6 +25,7 @@ impl EvalError {
             msg: msg.into(),
             span,
             notes: Vec::new(),
+            footer: Vec::new(),
             plain: false,
         }
     }
@@ -32,6 +35,7 @@ impl EvalError {
             msg: msg.into(),
             span: None,
             notes: Vec::new(),
+            footer: Vec::new(),
             plain: true,
         }
     }
@@ -78,6 +82,9 @@ impl fmt::Display for EvalError {
         }
         for (sp, m) in &self.notes {
             snippet(&mut out, *sp, m);
+        }
+        for n in &self.footer {
+            out.push_str(&format!("note: {n}\n"));
         }
         f.write_str(&out)
     }

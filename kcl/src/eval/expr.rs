@@ -169,7 +169,7 @@ impl Evaluator {
                         value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
                         if let Some(v) = self.union_instances(sa, sb, e.span)? {
                             // the merge may have cleared a required attribute
-                            self.incomplete.set(true);
+                            self.check_required_at_top(&v)?;
                             return Ok(v);
                         }
                     }
@@ -180,7 +180,7 @@ impl Evaluator {
                         }
                         let u = self.union_checked(a, &b, e.span)?;
                         // the merge may have cleared a required attribute
-                        self.incomplete.set(true);
+                        self.check_required_at_top(&u)?;
                         return Ok(u);
                     }
                 }
@@ -214,7 +214,8 @@ impl Evaluator {
                 optional,
             } => {
                 let v = self.eval(ctx, value)?;
-                if *optional && v.is_none_or_undefined() {
+                // `?[` guards a falsy receiver (None, an empty dict, list or string, 0...)
+                if *optional && !v.truthy() {
                     return Ok(Value::None);
                 }
                 let i = self.eval(ctx, index)?;
@@ -222,7 +223,7 @@ impl Evaluator {
             }
             ExprKind::Slice(s) => {
                 let v = self.eval(ctx, &s.value)?;
-                if s.optional && v.is_none_or_undefined() {
+                if s.optional && !v.truthy() {
                     return Ok(Value::None);
                 }
                 let get = |x: &'static Option<Expr>| -> EvalResult<Option<i64>> {
@@ -252,8 +253,8 @@ impl Evaluator {
                         _ => false,
                     }
                 {
-                    // `a?.f()` on None short-circuits the call too
-                    return Ok(Value::None);
+                    // `a?.f()` on a falsy receiver short-circuits the call too (Undefined)
+                    return Ok(Value::Undefined);
                 }
                 if let Some(v) = self.fused_call(ctx, &f, args, e.span)? {
                     return Ok(v);
@@ -334,12 +335,19 @@ impl Evaluator {
             ExprKind::Quant(q) => self.quant(ctx, q, e.span, false),
             ExprKind::Schema(s) => {
                 let ty = self.eval_identifier(ctx, &s.name)?;
-                let cfg = self.eval(ctx, &s.config)?;
-                let (pos, kw) = match &s.args {
-                    Some(a) => self.eval_args(ctx, a)?,
-                    None => (Vec::new(), Vec::new()),
-                };
-                self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
+                // the expression counts from before its config: instances made inside the
+                // config are nested (see `schema_exprs`)
+                self.schema_exprs.set(self.schema_exprs.get() + 1);
+                let r = (|| {
+                    let cfg = self.eval(ctx, &s.config)?;
+                    let (pos, kw) = match &s.args {
+                        Some(a) => self.eval_args(ctx, a)?,
+                        None => (Vec::new(), Vec::new()),
+                    };
+                    self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
+                })();
+                self.schema_exprs.set(self.schema_exprs.get() - 1);
+                r
             }
             ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
                 name: Str::from("lambda"),
@@ -875,8 +883,11 @@ impl Evaluator {
         optional: bool,
         span: Span,
     ) -> EvalResult<Value> {
+        // `?.` guards a falsy receiver, as upstream's (None, empty values, 0...)
+        if optional && !v.truthy() {
+            return Ok(Value::None);
+        }
         match v {
-            Value::None | Value::Undefined if optional => Ok(Value::None),
             Value::Dict(d) => Ok(d.get(name).cloned().unwrap_or(Value::Undefined)),
             Value::Schema(s) => match s.attrs.get(name) {
                 Some(x) => Ok(x.clone()),
@@ -892,8 +903,8 @@ impl Evaluator {
             Value::Str(_) => match crate::builtins::str_method(v, name) {
                 Some(m) => Ok(m),
                 None => Err(EvalError::new(
-                    ErrKind::Attribute,
-                    format!("str object has no attribute '{name}'"),
+                    ErrKind::Evaluation,
+                    format!("str object attr '{name}' not found"),
                     Some(span),
                 )),
             },
@@ -917,7 +928,7 @@ impl Evaluator {
                             ModuleRef::System(m) => crate::builtins::system_member(m, name)
                                 .ok_or_else(|| {
                                     EvalError::new(
-                                        ErrKind::Attribute,
+                                        ErrKind::Type,
                                         format!("attribute '{name}' not found in 'module '{m}''"),
                                         Some(span),
                                     )
@@ -939,21 +950,17 @@ impl Evaluator {
                         }
                     }
                     let _ = ctx;
-                    Err(EvalError::new(
-                        ErrKind::Attribute,
-                        format!("'{}' object has no attribute '{name}'", v.type_name()),
-                        Some(span),
-                    ))
+                    Err(func_attr_error(name, span))
                 }
-                _ => Err(EvalError::new(
-                    ErrKind::Attribute,
-                    format!("'{}' object has no attribute '{name}'", v.type_name()),
-                    Some(span),
-                )),
+                _ => Err(func_attr_error(name, span)),
             },
+            // upstream's runtime words
             _ => Err(EvalError::new(
-                ErrKind::Attribute,
-                format!("'{}' object has no attribute '{name}'", v.type_name()),
+                ErrKind::Evaluation,
+                format!(
+                    "invalid value '{}' to load attribute '{name}'",
+                    v.type_name()
+                ),
                 Some(span),
             )),
         }
@@ -973,24 +980,21 @@ impl Evaluator {
                 let n = l.len() as i64;
                 let j = if idx < 0 { n + idx } else { idx };
                 if j < 0 || j >= n {
-                    if optional {
-                        return Ok(Value::None);
-                    }
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
-                        "list index out of range",
+                        index_error("list", n, idx),
                         Some(span),
                     ));
                 }
                 Ok(l[j as usize].clone())
             }
-            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => {
-                Ok(v.as_dict().unwrap().get(k).cloned().unwrap_or(if optional {
-                    Value::None
-                } else {
-                    Value::Undefined
-                }))
-            }
+            // a missing key is Undefined, also for `?[` (which only guards the receiver)
+            (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => Ok(v
+                .as_dict()
+                .unwrap()
+                .get(k)
+                .cloned()
+                .unwrap_or(Value::Undefined)),
             (Value::Dict(_) | Value::Schema(_), _) => Ok(v
                 .as_dict()
                 .unwrap()
@@ -1011,7 +1015,7 @@ impl Evaluator {
                 if j < 0 || j >= n {
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
-                        "string index out of range",
+                        index_error("string", n, idx),
                         Some(span),
                     ));
                 }
@@ -1157,7 +1161,6 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         span: Span,
     ) -> EvalResult<Value> {
-        let from_builtin = self.builtin_call.replace(false);
         let scope = Scope::new(c.ctx.locals.clone());
         let ctx = Ctx {
             locals: Some(scope.clone()),
@@ -1180,33 +1183,19 @@ impl Evaluator {
                 Value::None
             };
             let v = match &p.ty {
-                // a builtin's callback is checked at run time only (upstream's runtime wording)
-                Some(t) if from_builtin => {
-                    let got = v.type_name();
-                    self.convert_type(&ctx, v, t, span).map_err(|_| {
-                        EvalError::new(
-                            ErrKind::Evaluation,
-                            format!("expect {}, got {got}", super::types::type_str(t)),
-                            Some(span),
-                        )
-                    })?
-                }
                 Some(t) => self.convert_type(&ctx, v, t, span)?,
                 None => v,
             };
             scope.vars.borrow_mut().insert(p.name.sym, v);
         }
-        let mut last = Value::None;
+        // the value of the last statement: an expression's, an assignment's (the value
+        // assigned), else Undefined (an empty body, an assert), as upstream
+        let mut last = Value::Undefined;
         for st in &c.lambda.body {
             match self.exec_stmt(&ctx, st)? {
                 Some(v) => last = v,
-                None => {
-                    if let crate::ast::StmtKind::Assign(a) = &st.kind {
-                        last = scope.lookup(a.targets[0].name.sym).unwrap_or(Value::None);
-                    } else if !matches!(st.kind, crate::ast::StmtKind::If(_)) {
-                        last = Value::None;
-                    }
-                }
+                None if matches!(st.kind, crate::ast::StmtKind::If(_)) => {}
+                None => last = Value::Undefined,
             }
         }
         match &c.lambda.ret {
@@ -1330,9 +1319,7 @@ impl value::Host for HostCtx<'_> {
         args: &[Value],
         kwargs: &[(Str, Value)],
     ) -> Result<Value, RtError> {
-        self.ev.builtin_call.set(true);
         let r = self.ev.call_value(&self.ctx, f, args, kwargs, self.span);
-        self.ev.builtin_call.set(false);
         r.map_err(|e| {
             // a failed check reports its own message
             match e
@@ -1405,4 +1392,24 @@ impl EvalError {
             self
         }
     }
+}
+
+/// Upstream's words for an index out of range: a negative one is reported by the Rust
+/// runtime beneath it.
+fn index_error(what: &str, len: i64, idx: i64) -> String {
+    if idx < 0 {
+        format!("index out of bounds: the len is {len} but the index is {idx}")
+    } else {
+        format!("{what} index out of range: {idx}")
+    }
+}
+
+/// Upstream's run-time error for an attribute of a function value (a lambda, a schema type):
+/// its runtime words them as a schema type's.
+fn func_attr_error(name: &str, span: Span) -> EvalError {
+    EvalError::new(
+        ErrKind::Evaluation,
+        format!("schema object attr '{name}' not found"),
+        Some(span),
+    )
 }

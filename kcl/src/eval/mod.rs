@@ -62,8 +62,16 @@ pub struct Pkg {
     pub path: String,
     pub dir: PathBuf,
     stmts: Vec<&'static Stmt>,
-    setters: FxHashMap<Symbol, Setters>,
-    state: RefCell<Vec<u8>>,
+    /// The statements that assign each global, in order (see [`Setter`]).
+    setters: FxHashMap<Symbol, Vec<Setter>>,
+    /// Upstream's lazy evaluation of globals (see [`Evaluator::get_global`]).
+    lazy: RefCell<Lazy>,
+    /// Names the running package-level statements assign, innermost last.
+    targets: RefCell<Vec<Symbol>>,
+    /// While setters run (see [`Setter`]), innermost last.
+    stops: RefCell<Vec<Stop>>,
+    /// The package-level statement running now (its address; also one inside an `if`).
+    current: Cell<usize>,
     globals: RefCell<FxHashMap<Symbol, Value>>,
     /// Global names in first-assignment order (the output order).
     order: RefCell<Vec<Symbol>>,
@@ -72,14 +80,43 @@ pub struct Pkg {
     imports_done: Cell<bool>,
     /// Values of top-level expression statements (configs, lists, numbers): output documents.
     pub exprs: RefCell<Vec<(Value, Span)>>,
-    /// The name an `if` statement run for its value is watched for, and whether it was set.
-    watch: Cell<Option<Symbol>>,
-    watched_set: Cell<bool>,
 }
 
-const PENDING: u8 = 0;
-const RUNNING: u8 = 1;
-const DONE: u8 = 2;
+/// One statement assigning a global: a package-level statement, or an `if` statement that
+/// assigns it in `stop`, in its body or (`or_else`) in its else branch. Run as a setter, such
+/// an `if` runs only that branch, when its condition takes it, up to and including `stop`.
+#[derive(Clone, Copy)]
+struct Setter {
+    stmt: usize,
+    stop: Option<(&'static Stmt, bool)>,
+}
+
+// States of a schema body's statements (see `schema::Frame`).
+pub(crate) const PENDING: u8 = 0;
+pub(crate) const RUNNING: u8 = 1;
+pub(crate) const DONE: u8 = 2;
+
+/// A setter run: for one inside an `if` statement, the statement's and the stop's addresses.
+struct Stop {
+    if_stmt: usize,
+    or_else: bool,
+    stop: usize,
+    reached: bool,
+}
+
+/// Upstream's lazy scope of a package's globals. Every statement runs in order; a global read
+/// before all its setters have run is computed by running its last setter first (which reads
+/// the value before it through the earlier setters) and cached: statements read ahead of their
+/// turn run twice, as upstream runs them (instances are created twice, `_x += [2]` appends
+/// twice).
+#[derive(Default)]
+struct Lazy {
+    cache: FxHashMap<Symbol, Value>,
+    /// How deep each name is being computed through its setters (0: not).
+    levels: FxHashMap<Symbol, usize>,
+    /// How many setters of each name have run at level 0.
+    cal: FxHashMap<Symbol, usize>,
+}
 
 /// A local scope (lambda body, comprehension).
 pub struct Scope {
@@ -174,11 +211,16 @@ pub struct Evaluator {
     pub output_override: RefCell<Option<String>>,
     /// Warnings (deprecated decorators) to print on stderr.
     pub warnings: RefCell<Vec<String>>,
-    /// Set when a schema instance was created without all its required attributes.
-    pub(crate) incomplete: Cell<bool>,
-    /// Set by a builtin calling back into KCL (`reduce`, `sorted(key=...)`): the callee's
-    /// parameter types are reported with upstream's runtime wording.
-    pub(crate) builtin_call: Cell<bool>,
+    /// Schema bodies running now (`schema_frames`) and schema expressions being evaluated
+    /// (`schema_exprs`): an instance's required attributes are checked when it is made, before
+    /// its `check:` block, only at the top (no enclosing body, at most its own expression), as
+    /// upstream does; nested instances are checked with the instance holding them.
+    pub(crate) schema_frames: Cell<u32>,
+    pub(crate) schema_exprs: Cell<u32>,
+    /// Set for the next instance made when a merge (`inst | {...}`) rebuilds an instance: its
+    /// unknown keys are upstream's run-time error, not the one its resolver reports for a
+    /// config written out.
+    pub(crate) merging: Cell<bool>,
     /// Item count of the comprehension loop that just started, when its result has exactly
     /// that many items (so the list is allocated once, without growth slack).
     pub(crate) comp_len: Cell<usize>,
@@ -213,29 +255,6 @@ fn mentions_instances(program: &Program) -> bool {
     })
 }
 
-/// The statements assigning one global, in order; almost always one (no allocation then).
-enum Setters {
-    One(usize),
-    Many(Vec<usize>),
-}
-
-impl Setters {
-    fn push(&mut self, i: usize) {
-        match self {
-            Setters::One(j) if *j != i => *self = Setters::Many(vec![*j, i]),
-            Setters::One(_) => {}
-            Setters::Many(v) if v.last() != Some(&i) => v.push(i),
-            Setters::Many(_) => {}
-        }
-    }
-    fn as_slice(&self) -> &[usize] {
-        match self {
-            Setters::One(i) => std::slice::from_ref(i),
-            Setters::Many(v) => v,
-        }
-    }
-}
-
 /// Deepest nesting of calls / schema instantiations before a clear error.
 const MAX_CALL_DEPTH: usize = 2000;
 
@@ -257,13 +276,14 @@ impl Evaluator {
             stdout: RefCell::new(String::new()),
             output_override: RefCell::new(None),
             warnings: RefCell::new(Vec::new()),
-            incomplete: Cell::new(false),
+            schema_frames: Cell::new(0),
+            schema_exprs: Cell::new(0),
+            merging: Cell::new(false),
             origins: Default::default(),
             config_ops: Default::default(),
             track_instances,
             running: RefCell::new(Vec::new()),
             comp_len: Cell::new(0),
-            builtin_call: Cell::new(false),
         };
         (ev, program.main.modules)
     }
@@ -288,7 +308,6 @@ impl Evaluator {
                 stmts.push(s);
             }
         }
-        let mut setters: FxHashMap<Symbol, Setters> = FxHashMap::default();
         let mut assign_count: FxHashMap<Symbol, (usize, Span)> = FxHashMap::default();
         let mut type_names: FxHashMap<Symbol, Span> = FxHashMap::default();
         for s in &stmts {
@@ -310,15 +329,7 @@ impl Evaluator {
                 type_names.entry(t.name.sym).or_insert(t.name.span);
             }
         }
-        for (i, s) in stmts.iter().enumerate() {
-            let mut names = Vec::new();
-            stmt_targets(s, &mut names);
-            for n in names {
-                setters
-                    .entry(n)
-                    .and_modify(|e| e.push(i))
-                    .or_insert(Setters::One(i));
-            }
+        for s in stmts.iter() {
             // a public name is assigned once, counting both branches of a top-level `if` and
             // a type alias of that name, as upstream's resolver does
             let mut assigns: Vec<(ast::Name, Span)> = Vec::new();
@@ -352,21 +363,29 @@ impl Evaluator {
                 }
             }
         }
-        let n = stmts.len();
+        let mut setters: FxHashMap<Symbol, Vec<Setter>> = FxHashMap::default();
+        for (i, s) in stmts.iter().enumerate() {
+            let mut names = Vec::new();
+            stmt_setters(s, None, &mut names);
+            for (n, stop) in names {
+                setters.entry(n).or_default().push(Setter { stmt: i, stop });
+            }
+        }
         let pkg = Rc::new(Pkg {
             path: path.to_string(),
             dir,
             stmts,
             setters,
-            state: RefCell::new(vec![PENDING; n]),
+            lazy: RefCell::new(Lazy::default()),
+            targets: RefCell::new(Vec::new()),
+            stops: RefCell::new(Vec::new()),
+            current: Cell::new(0),
             globals: RefCell::new(FxHashMap::default()),
             order: RefCell::new(Vec::new()),
             imports: RefCell::new(FxHashMap::default()),
             import_stmts,
             imports_done: Cell::new(false),
             exprs: RefCell::new(Vec::new()),
-            watch: Cell::new(None),
-            watched_set: Cell::new(false),
         });
         self.pkgs.borrow_mut().insert(path.to_string(), pkg.clone());
         Ok(pkg)
@@ -382,24 +401,56 @@ impl Evaluator {
         }
     }
 
-    /// Run every statement of a package (each at most once).
+    /// Run a package: its schemas, rules and type aliases are defined first, then every
+    /// statement runs in order.
     pub fn run_pkg(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
         self.resolve_imports(pkg)?;
+        for s in &pkg.stmts {
+            if matches!(
+                s.kind,
+                StmtKind::Schema(_) | StmtKind::Rule(_) | StmtKind::TypeAlias(_)
+            ) {
+                let ctx = self.ctx(pkg, s.span.file);
+                self.in_pkg(pkg, || self.exec_stmt(&ctx, s))?;
+            }
+        }
         for i in 0..pkg.stmts.len() {
-            self.run_global_stmt(pkg, i)?;
+            self.run_top(pkg, i, None)?;
         }
         Ok(())
     }
 
-    fn run_global_stmt(&self, pkg: &Rc<Pkg>, i: usize) -> EvalResult<()> {
-        if pkg.state.borrow()[i] != PENDING {
+    /// Run package-level statement `i` (in order, or as a setter of a global read ahead of
+    /// it: `stop` ends an `if` statement after the assignment that setter stands for).
+    fn run_top(&self, pkg: &Rc<Pkg>, i: usize, setter: Option<&Setter>) -> EvalResult<()> {
+        let s = pkg.stmts[i];
+        if matches!(
+            s.kind,
+            StmtKind::Import(_) | StmtKind::Schema(_) | StmtKind::Rule(_) | StmtKind::TypeAlias(_)
+        ) {
             return Ok(());
         }
-        pkg.state.borrow_mut()[i] = RUNNING;
-        let s = pkg.stmts[i];
         let ctx = self.ctx(pkg, s.span.file);
-        let r = self.in_pkg(pkg, || self.exec_stmt(&ctx, s));
-        pkg.state.borrow_mut()[i] = DONE;
+        if let Some(st) = setter {
+            pkg.stops.borrow_mut().push(match st.stop {
+                Some((stop, or_else)) => Stop {
+                    if_stmt: s as *const Stmt as usize,
+                    or_else,
+                    stop: stop as *const Stmt as usize,
+                    reached: false,
+                },
+                None => Stop {
+                    if_stmt: 0,
+                    or_else: false,
+                    stop: 0,
+                    reached: false,
+                },
+            });
+        }
+        let r = self.in_pkg(pkg, || self.exec_top(&ctx, s));
+        if setter.is_some() {
+            pkg.stops.borrow_mut().pop();
+        }
         if let (Ok(Some(v)), StmtKind::Expr(_)) = (&r, &s.kind)
             && matches!(
                 v,
@@ -416,22 +467,56 @@ impl Evaluator {
         r.map(|_| ())
     }
 
-    /// Check required attributes of every schema instance reachable from the package's globals.
-    pub fn check_pkg_required(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
-        if !self.incomplete.get() {
-            return Ok(());
+    /// A package-level statement (also one inside a package-level `if`): the names it assigns
+    /// are its targets while it runs; a setter run stops after its assignment.
+    fn exec_top(&self, ctx: &Ctx, s: &'static Stmt) -> EvalResult<Option<Value>> {
+        let pkg = &ctx.pkg;
+        let addr = s as *const Stmt as usize;
+        // the branch a setter run is restricted to (`Some(true)`: the else branch)
+        let mut only = None;
+        if let Some(top) = pkg.stops.borrow_mut().last_mut() {
+            if top.reached {
+                return Ok(None);
+            }
+            if top.stop == addr {
+                top.reached = true;
+            }
+            if top.if_stmt == addr {
+                only = Some(top.or_else);
+            }
         }
-        let mut vals: Vec<Value> = pkg
-            .order
-            .borrow()
-            .iter()
-            .filter_map(|s| pkg.globals.borrow().get(s).cloned())
-            .collect();
-        vals.extend(pkg.exprs.borrow().iter().map(|(v, _)| v.clone()));
-        for v in &vals {
-            self.check_required(v, 0)?;
+        let target = match &s.kind {
+            StmtKind::Assign(a) => a.targets.first().map(|t| t.name.sym),
+            StmtKind::AugAssign(a) => Some(a.target.name.sym),
+            StmtKind::Unification(u) => Some(u.target.sym),
+            StmtKind::SchemaAttr(a) => Some(a.name.sym),
+            _ => None,
+        };
+        if let Some(t) = target {
+            pkg.targets.borrow_mut().push(t);
         }
-        Ok(())
+        let outer = pkg.current.replace(addr);
+        let r = match &s.kind {
+            StmtKind::If(i) => (|| {
+                let cond = self.eval(ctx, &i.cond)?.truthy();
+                let body = match (cond, only) {
+                    (true, None | Some(false)) => &i.body,
+                    (false, None | Some(true)) => &i.orelse,
+                    _ => return Ok(None),
+                };
+                let mut last = None;
+                for st in body {
+                    last = self.exec_top(ctx, st)?;
+                }
+                Ok(last)
+            })(),
+            _ => self.exec_stmt(ctx, s),
+        };
+        pkg.current.set(outer);
+        if target.is_some() {
+            pkg.targets.borrow_mut().pop();
+        }
+        r
     }
 
     /// Top-level expression values merged into one document (`None` when there are none).
@@ -496,7 +581,7 @@ impl Evaluator {
         names.sort_by_key(|s| {
             pkg.setters
                 .get(s)
-                .and_then(|v| v.as_slice().first().copied())
+                .and_then(|v| v.first().map(|x| x.stmt))
                 .unwrap_or(usize::MAX)
         });
         for sym in names.iter() {
@@ -580,44 +665,61 @@ impl Evaluator {
 
     // ------------------------------------------------------------------- names --------
 
-    /// Read a global of `pkg`, running its pending assignments first.
+    /// Read a global of `pkg` the way upstream's lazy scope does: the value being assigned by
+    /// the running statement reads as it is; a cached value is final; else the name's setters
+    /// run, last first, each reading the value before it through the one before it.
     pub fn get_global(&self, pkg: &Rc<Pkg>, name: Symbol) -> EvalResult<Option<Value>> {
-        if let Some(idx) = pkg.setters.get(&name).map(Setters::as_slice) {
-            // a name read while one of its own assignments runs sees its current value
-            if !idx.iter().any(|&i| pkg.state.borrow()[i] == RUNNING) {
-                for &i in idx {
-                    if pkg.state.borrow()[i] != PENDING {
-                        continue;
-                    }
-                    if !matches!(pkg.stmts[i].kind, StmtKind::If(_)) {
-                        self.run_global_stmt(pkg, i)?;
-                        continue;
-                    }
-                    // Upstream runs a name's assignments when it is read before them; an `if`
-                    // among them whose taken branch does not assign the name leaves it
-                    // Undefined (`_x = 1` then `if False: _x = 2` reads as Undefined there,
-                    // though as 1 in statement order).
-                    let outer = (
-                        pkg.watch.replace(Some(name)),
-                        pkg.watched_set.replace(false),
-                    );
-                    let r = self.run_global_stmt(pkg, i);
-                    let set = pkg.watched_set.get();
-                    pkg.watch.set(outer.0);
-                    pkg.watched_set.set(outer.1);
-                    r?;
-                    if !set {
-                        self.set_global(pkg, name, Value::Undefined);
-                    }
-                }
-            }
+        let Some(setters) = pkg.setters.get(&name) else {
+            return Ok(pkg.globals.borrow().get(&name).cloned());
+        };
+        let current = || {
+            Some(
+                pkg.globals
+                    .borrow()
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or(Value::Undefined),
+            )
+        };
+        let level = pkg.lazy.borrow().levels.get(&name).copied().unwrap_or(0);
+        if pkg.targets.borrow().last() == Some(&name) && (level == 0 || setters.len() <= 1) {
+            return Ok(current());
         }
-        Ok(pkg.globals.borrow().get(&name).cloned())
+        if let Some(v) = pkg.lazy.borrow().cache.get(&name) {
+            return Ok(Some(v.clone()));
+        }
+        let next = level + 1;
+        if next > setters.len() {
+            return Ok(current());
+        }
+        let setter = setters[setters.len() - next];
+        pkg.lazy.borrow_mut().levels.insert(name, next);
+        self.run_top(pkg, setter.stmt, Some(&setter))?;
+        let v = current();
+        let mut lz = pkg.lazy.borrow_mut();
+        lz.levels.insert(name, level);
+        if let Some(v) = &v {
+            lz.cache.insert(name, v.clone());
+        }
+        Ok(v)
     }
 
     fn set_global(&self, pkg: &Rc<Pkg>, name: Symbol, v: Value) {
-        if pkg.watch.get() == Some(name) {
-            pkg.watched_set.set(true);
+        {
+            let mut lz = pkg.lazy.borrow_mut();
+            // at level 0, the value of the last setter (or of every setter having run) is final
+            if lz.levels.get(&name).copied().unwrap_or(0) == 0 {
+                let setters = pkg.setters.get(&name).map_or(&[][..], Vec::as_slice);
+                let cal = lz.cal.entry(name).or_insert(0);
+                *cal += 1;
+                let last = setters.last().map(|st| match st.stop {
+                    Some((stop, _)) => stop as *const Stmt as usize,
+                    None => pkg.stmts[st.stmt] as *const Stmt as usize,
+                });
+                if *cal >= setters.len() || last == Some(pkg.current.get()) {
+                    lz.cache.insert(name, v.clone());
+                }
+            }
         }
         let mut g = pkg.globals.borrow_mut();
         if g.insert(name, v).is_none() {
@@ -684,47 +786,26 @@ impl Evaluator {
             StmtKind::Assign(a) => {
                 let mut v = self.eval(ctx, &a.value)?;
                 if let Some(ty) = &a.ty {
-                    // a computed dict (not a literal the checker saw) that does not fit the
-                    // annotated schema fails the runtime check, in upstream's words
-                    let computed = matches!(v, Value::Dict(_))
-                        && !matches!(
-                            a.value.kind,
-                            ast::ExprKind::Config(_) | ast::ExprKind::Schema(_)
-                        );
-                    v = self.convert_type(ctx, v, ty, a.value.span).map_err(|e| {
-                        if computed && e.kind != ErrKind::Type {
-                            EvalError::new(
-                                ErrKind::Evaluation,
-                                format!(
-                                    "expect {}, got dict. For details:\n{}",
-                                    types::type_str(ty),
-                                    e.msg
-                                ),
-                                Some(s.span),
-                            )
-                        } else {
-                            e
-                        }
-                    })?;
+                    v = self.convert_type(ctx, v, ty, a.value.span)?;
                 }
                 for t in &a.targets {
                     self.assign_target(ctx, t, v.clone(), a.ty.as_ref())?;
                 }
-                Ok(None)
+                // the value assigned is the statement's value (a lambda's last statement)
+                Ok(ctx.in_lambda.then_some(v))
             }
             StmtKind::AugAssign(a) => {
                 let cur = self.read_target(ctx, &a.target)?;
                 let rhs = self.eval(ctx, &a.value)?;
                 let v = self.binop(a.op.bin_op(), &cur, &rhs, s.span)?;
-                self.assign_target(ctx, &a.target, v, None)?;
-                Ok(None)
+                self.assign_target(ctx, &a.target, v.clone(), None)?;
+                Ok(ctx.in_lambda.then_some(v))
             }
             StmtKind::Unification(u) => {
                 if ctx.schema.is_none() && ctx.locals.is_none() {
                     return self.unify_global(ctx, u).map(|_| None);
                 }
                 let cur = self.lookup_opt_for_unify(ctx, u.target.sym)?;
-                self.incomplete.set(true);
                 // `a: S {...}` onto an instance rebuilds it from the merged configs
                 if let (Some(c @ Value::Schema(_)), ast::ExprKind::Schema(se)) =
                     (&cur, &u.value.kind)
@@ -763,17 +844,13 @@ impl Evaluator {
                         Some(m) => crate::value::to_str(&self.eval(ctx, m)?),
                         None => String::new(),
                     };
-                    return Err(EvalError::new(
-                        ErrKind::Assertion,
-                        if msg.is_empty() {
-                            "AssertionError".to_string()
-                        } else {
-                            msg
-                        },
-                        Some(a.test.span),
-                    ));
+                    // without a message upstream reports nothing more
+                    return Err(EvalError::new(ErrKind::Assertion, msg, Some(a.test.span)));
                 }
                 Ok(None)
+            }
+            StmtKind::If(_) if ctx.schema.is_none() && ctx.locals.is_none() => {
+                self.exec_top(ctx, s)
             }
             StmtKind::If(i) => {
                 let body = if self.eval(ctx, &i.cond)?.truthy() {
@@ -825,78 +902,23 @@ impl Evaluator {
         }
     }
 
-    /// `a: S {...}` at package level: every such statement for `a` is merged into one config
-    /// and the schema is instantiated once, as upstream unifies them.
+    /// `a: S {...}` at package level (the main package's declarations of one name are merged
+    /// into one before evaluation, see `parser::merge`): a value the name already holds is
+    /// unified with the new instance, whose values win (its defaults included), as upstream.
     fn unify_global(&self, ctx: &Ctx, u: &'static ast::UnificationStmt) -> EvalResult<()> {
         let pkg = &ctx.pkg;
         let name = u.target.sym;
-        let idxs = pkg
-            .setters
+        let existing = pkg
+            .globals
+            .borrow()
             .get(&name)
-            .map(|v| v.as_slice().to_vec())
-            .unwrap_or_default();
-        let mut exprs: Vec<&'static ast::Expr> = Vec::new();
-        for i in idxs {
-            let st = pkg.stmts[i];
-            if let StmtKind::Unification(u2) = &st.kind {
-                let state = pkg.state.borrow()[i];
-                if state == PENDING || std::ptr::eq(u2, u) {
-                    exprs.push(&u2.value);
-                    pkg.state.borrow_mut()[i] = if state == PENDING { DONE } else { state };
-                }
-            }
-        }
-        let Some(first) = exprs.first() else {
-            return Ok(());
+            .cloned()
+            .filter(|v| !v.is_none_or_undefined());
+        let v = self.eval(ctx, &u.value)?;
+        let v = match existing {
+            Some(c) => self.union_eval(c, &v, u.value.span)?,
+            None => v,
         };
-        let ast::ExprKind::Schema(_) = &first.kind else {
-            let v = self.eval(ctx, first)?;
-            self.set_global(pkg, name, v);
-            return Ok(());
-        };
-        // an earlier instance contributes the config it was built from
-        let mut merged = match pkg.globals.borrow().get(&name) {
-            Some(Value::Schema(s)) if s.origin.is_some() => Value::from(s.config()),
-            Some(v) => v
-                .as_dict()
-                .cloned()
-                .map(Value::from)
-                .unwrap_or_else(Value::empty_dict),
-            None => Value::empty_dict(),
-        };
-        for e in &exprs {
-            // each statement's names resolve in its own file (imports are per file)
-            let fctx = Ctx {
-                file: e.span.file,
-                ..ctx.clone()
-            };
-            let cfg = match &e.kind {
-                ast::ExprKind::Schema(s2) => self.eval(&fctx, &s2.config)?,
-                _ => self.eval(&fctx, e)?,
-            };
-            merged = self.union_eval(merged, &cfg, e.span)?;
-        }
-        // the last statement's schema and arguments win
-        let last = exprs
-            .iter()
-            .rev()
-            .find(|e| matches!(e.kind, ast::ExprKind::Schema(_)))
-            .copied()
-            .unwrap_or(first);
-        let ast::ExprKind::Schema(se) = &last.kind else {
-            unreachable!()
-        };
-        let fctx = Ctx {
-            file: last.span.file,
-            ..ctx.clone()
-        };
-        let ty = self.eval_identifier(&fctx, &se.name)?;
-        let (pos, kw) = match &se.args {
-            Some(a) => self.eval_args(&fctx, a)?,
-            None => (Vec::new(), Vec::new()),
-        };
-        let v =
-            self.instantiate_value(&fctx, &ty, &pos, &kw, merged, first.span, se.config.span)?;
         self.set_global(pkg, name, v);
         Ok(())
     }
@@ -1156,21 +1178,28 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(ast::Name, Span)>) {
     }
 }
 
-/// Names a top-level statement assigns (for the lazy setter table).
-fn stmt_targets(s: &Stmt, out: &mut Vec<Symbol>) {
+/// The globals a package-level statement assigns, as upstream's lazy scope lists them: each
+/// assignment inside an `if` (however nested) is a setter of its own that stops after it.
+fn stmt_setters(
+    s: &'static Stmt,
+    branch: Option<bool>,
+    out: &mut Vec<(Symbol, Option<(&'static Stmt, bool)>)>,
+) {
+    let stop = branch.map(|b| (s, b));
     match &s.kind {
-        StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
-        StmtKind::AugAssign(a) => out.push(a.target.name.sym),
-        StmtKind::Unification(u) => out.push(u.target.sym),
-        StmtKind::SchemaAttr(a) => out.push(a.name.sym),
+        StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| (t.name.sym, stop))),
+        StmtKind::AugAssign(a) => out.push((a.target.name.sym, stop)),
+        StmtKind::Unification(u) => out.push((u.target.sym, stop)),
+        StmtKind::SchemaAttr(a) => out.push((a.name.sym, stop)),
         StmtKind::If(i) => {
-            for st in i.body.iter().chain(i.orelse.iter()) {
-                stmt_targets(st, out);
+            // the branch of the package-level `if` (nested ones run whole)
+            for st in &i.body {
+                stmt_setters(st, Some(branch.unwrap_or(false)), out);
+            }
+            for st in &i.orelse {
+                stmt_setters(st, Some(branch.unwrap_or(true)), out);
             }
         }
-        StmtKind::Schema(s) => out.push(s.name.sym),
-        StmtKind::Rule(r) => out.push(r.name.sym),
-        StmtKind::TypeAlias(t) => out.push(t.name.sym),
         _ => {}
     }
 }

@@ -83,7 +83,6 @@ impl SchemaType {
 pub struct AttrDecl {
     pub ty: Option<&'static ast::Type>,
     pub optional: bool,
-    pub span: Span,
     /// Index of the schema (in the layout's parts) that declares it.
     pub part: usize,
     pub schema_attr: bool,
@@ -290,7 +289,7 @@ impl Evaluator {
                     "invalid schema inherit object type, expect schema, got '{}'",
                     p.name
                 );
-                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+                return Err(EvalError::new(ErrKind::IllegalInherit, msg, Some(span)));
             }
             chain.push(p);
         }
@@ -406,7 +405,6 @@ impl Evaluator {
                         AttrDecl {
                             ty: Some(&a.ty),
                             optional: a.optional,
-                            span: a.name.span,
                             part: pi,
                             schema_attr: true,
                         },
@@ -425,7 +423,6 @@ impl Evaluator {
                                 AttrDecl {
                                     ty: None,
                                     optional: true,
-                                    span: st.span,
                                     part: pi,
                                     schema_attr: false,
                                 },
@@ -490,6 +487,21 @@ impl Evaluator {
         if let Some(r) = ty.rule {
             return self.run_rule(ty, r, args, kwargs, config, span);
         }
+        self.schema_frames.set(self.schema_frames.get() + 1);
+        let r = self.instantiate_frame(ty, args, kwargs, config, span);
+        self.schema_frames.set(self.schema_frames.get() - 1);
+        r
+    }
+
+    fn instantiate_frame(
+        &self,
+        ty: &Rc<SchemaType>,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<Value> {
+        let merged = self.merging.replace(false);
         let layout = self.layout(ty, span)?;
         let origin = self.origin_of(&config, args, kwargs);
         let config = Rc::new(config);
@@ -510,21 +522,7 @@ impl Evaluator {
                 };
                 let v = match &p.ty {
                     Some(t) if !v.is_none_or_undefined() => {
-                        let shown = match &v {
-                            Value::List(l) => format!(
-                                "[{}]",
-                                l.iter()
-                                    .map(|x| x.type_with_value())
-                                    .collect::<Vec<_>>()
-                                    .join(" | ")
-                            ),
-                            other => other.type_with_value(),
-                        };
-                        self.convert_type(&ty.def_ctx, v, t, span)
-                            .map_err(|e| EvalError {
-                                msg: format!("expected {}, got {shown}", super::types::type_str(t)),
-                                ..e
-                            })?
+                        self.convert_type(&ty.def_ctx, v, t, span)?
                     }
                     _ => v,
                 };
@@ -606,6 +604,10 @@ impl Evaluator {
                     (Some(_), Some(allowed)) => !allowed.contains(k),
                     (Some(_), None) => false,
                 };
+            if unknown && merged {
+                let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
+                return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
+            }
             if unknown {
                 let cands: Vec<&str> = match &sig_keys {
                     Some(allowed) => allowed
@@ -644,23 +646,7 @@ impl Evaluator {
                     schema: Some(frame.clone()),
                     ..frame.ctxs[d.part].clone()
                 };
-                let orig = v.clone();
-                let nv = self.convert_type(&c, v, t, span).map_err(|e| {
-                    if e.kind == ErrKind::Type && e.notes.is_empty() {
-                        let shown = orig.type_detail();
-                        let ts = super::types::type_str(t);
-                        EvalError {
-                            msg: format!("expected {ts}, got {shown}"),
-                            ..e
-                        }
-                        .with_note(
-                            d.span,
-                            format!("variable is defined here, its type is {ts}, but got {shown}"),
-                        )
-                    } else {
-                        e
-                    }
-                })?;
+                let nv = self.convert_type(&c, v, t, span)?;
                 attrs.map.insert(k.clone(), nv);
             }
         }
@@ -715,6 +701,13 @@ impl Evaluator {
             }
         }
         *frame.attrs.borrow_mut() = attrs;
+        // required attributes, recursively through the values, at the top only (see
+        // `schema_frames`): before the checks, or after them with an index signature key name
+        let top = self.schema_frames.get() == 1 && self.schema_exprs.get() <= 1;
+        let keyed = layout.index_sig.and_then(|(is, _)| is.key_name).is_some();
+        if top && !keyed {
+            self.check_frame_required(&frame, &ty.name, span)?;
+        }
         // checks, base first; with an index signature key name, once per extra key
         let sig_keys: Vec<Value> = match &layout.index_sig {
             Some((is, _)) if is.key_name.is_some() => frame
@@ -741,13 +734,9 @@ impl Evaluator {
                 ..frame.ctxs[pi].clone()
             };
             match layout.index_sig.and_then(|(is, _)| is.key_name) {
+                // once per extra key: never without one
                 Some(kn) => {
-                    let keys = if sig_keys.is_empty() {
-                        vec![Value::Undefined]
-                    } else {
-                        sig_keys.clone()
-                    };
-                    for k in keys {
+                    for k in sig_keys.iter().cloned() {
                         let sc = Scope::new(c.locals.clone());
                         sc.vars.borrow_mut().insert(kn.sym, k);
                         let c2 = Ctx {
@@ -759,6 +748,9 @@ impl Evaluator {
                 }
                 None => self.run_checks(&c, &s.checks, span)?,
             }
+        }
+        if top && keyed {
+            self.check_frame_required(&frame, &ty.name, span)?;
         }
         // closures created in the body keep the frame; they still need the final attributes
         let mut attrs = if Rc::strong_count(&frame) > 1 {
@@ -785,14 +777,6 @@ impl Evaluator {
                     }
                 }
             }
-        }
-        if layout
-            .required
-            .iter()
-            .any(|k| attrs.get(k).is_none_or(|v| v.is_none_or_undefined()))
-        {
-            // may still be completed by a later merge; checked on the final values
-            self.incomplete.set(true);
         }
         let inst = Value::Schema(Rc::new(SchemaInst {
             name: ty.name.clone(),
@@ -822,8 +806,56 @@ impl Evaluator {
         Ok(inst)
     }
 
-    /// Required attributes are checked on the final values (after every merge), as upstream
-    /// reports them for the instance as it ends up.
+    fn check_frame_required(&self, frame: &Frame, name: &str, span: Span) -> EvalResult<()> {
+        let attrs = frame.attrs.borrow();
+        for k in &frame.layout.required {
+            if attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
+                return Err(required_error(k, name, Some(span)));
+            }
+        }
+        for x in attrs.map.values() {
+            self.check_required(x, 1)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a config fits schema `ty` the way upstream's runtime type conversion asks
+    /// before making an instance of it: every key is an attribute of the schema or a base
+    /// (or private, or taken by an index signature). Otherwise, upstream's explanation lines.
+    pub(crate) fn config_fits(
+        &self,
+        ty: &Rc<SchemaType>,
+        config: &Dict,
+        span: Span,
+    ) -> EvalResult<Result<(), Vec<String>>> {
+        let layout = self.layout(ty, span)?;
+        let mixin = |d: &AttrDecl| layout.parts[d.part].stmt.is_some_and(|s| s.is_mixin());
+        let is_attr = |k: &str| {
+            layout
+                .declared
+                .get(k)
+                .is_some_and(|d| d.schema_attr && !mixin(d))
+        };
+        let mut notes = Vec::new();
+        if layout.index_sig.is_none() {
+            for k in config.map.keys() {
+                if !k.starts_with('_') && !is_attr(k) {
+                    notes.push(format!("Schema {} does not contain attribute {k}", ty.name));
+                }
+            }
+        }
+        if notes.is_empty() {
+            return Ok(Ok(()));
+        }
+        for (k, d) in &layout.declared {
+            if d.schema_attr && !d.optional && !mixin(d) && !config.map.contains_key(k) {
+                notes.push(format!("Schema {}'s attribute {k} is missing", ty.name));
+            }
+        }
+        Ok(Err(notes))
+    }
+
+    /// The required attributes of every schema instance in `v` (recursively).
     pub fn check_required(&self, v: &Value, depth: usize) -> EvalResult<()> {
         if depth > value::MAX_DEPTH {
             return Ok(());
@@ -835,14 +867,7 @@ impl Evaluator {
                 {
                     for k in &l.required {
                         if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
-                            return Err(EvalError::new(
-                                ErrKind::Evaluation,
-                                format!(
-                                    "attribute '{k}' of {} is required and can't be None or Undefined",
-                                    s.name
-                                ),
-                                s.span,
-                            ));
+                            return Err(required_error(k, &s.name, s.span));
                         }
                     }
                 }
@@ -861,6 +886,15 @@ impl Evaluator {
                 }
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// `check_required` of a value made outside any schema body or expression (a merge of
+    /// instances at the top).
+    pub(crate) fn check_required_at_top(&self, v: &Value) -> EvalResult<()> {
+        if self.schema_frames.get() == 0 && self.schema_exprs.get() == 0 {
+            self.check_required(v, 0)?;
         }
         Ok(())
     }
@@ -932,6 +966,7 @@ impl Evaluator {
         let (ty, (args, kwargs)) =
             ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;
+        self.merging.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
         r.map(Some)
@@ -1006,6 +1041,7 @@ impl Evaluator {
             }
         }
         self.enter(span)?;
+        self.merging.set(true);
         let r = self.instantiate(&ty, &origin.args, &origin.kwargs, cfg, span);
         self.leave();
         r.map(Some)
@@ -1288,6 +1324,15 @@ impl Evaluator {
         let Some(val) = &attr.value else {
             return Ok(());
         };
+        // a config entry that overrides the attribute (`a = v`) replaces its default, which
+        // upstream then never evaluates (no errors, no instances from it)
+        let k = attr.name.sym.as_str();
+        if !matches!(attr.op, Some(ast::AttrOp::Aug(_)))
+            && fr.config.map.contains_key(k)
+            && fr.config.op_of(k) == (ConfigOp::Override, None)
+        {
+            return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
+        }
         let v = self.eval(ctx, val)?;
         let v = match attr.op {
             Some(ast::AttrOp::Aug(op)) => {
@@ -1341,4 +1386,12 @@ fn similar(a: &str, b: &str) -> bool {
     }
     // one mistyped letter (`wirker` for `worker`)
     la == lb && la >= 3 && a.chars().zip(b.chars()).filter(|(x, y)| x != y).count() == 1
+}
+
+fn required_error(attr: &str, schema: &str, span: Option<Span>) -> EvalError {
+    EvalError::new(
+        ErrKind::Evaluation,
+        format!("attribute '{attr}' of {schema} is required and can't be None or Undefined"),
+        span,
+    )
 }

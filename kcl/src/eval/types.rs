@@ -92,11 +92,82 @@ impl Evaluator {
     ) -> EvalResult<Value> {
         match self.try_convert(ctx, &v, t, span)? {
             Some(x) => Ok(x),
-            None => Err(EvalError::new(
-                ErrKind::Type,
-                format!("expected {}, got {}", type_str(t), v.type_detail()),
-                Some(span),
-            )),
+            None => Err(self.type_mismatch(ctx, &v, t, span)),
+        }
+    }
+
+    /// Upstream's run-time type error: `expect <annotation>, got <type>`, and for a config
+    /// that does not fit a schema, which keys and attributes do not match.
+    pub(crate) fn type_mismatch(
+        &self,
+        ctx: &Ctx,
+        v: &Value,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> EvalError {
+        let mut msg = format!(
+            "expect {}, got {}",
+            self.type_src(ctx, t),
+            v.type_name_full()
+        );
+        if let (TypeKind::Named(id), Some(d)) = (&t.kind, v.as_dict())
+            && let Some(st) = self
+                .eval_identifier(&type_ctx(ctx), id)
+                .ok()
+                .as_ref()
+                .and_then(as_schema_type)
+            && let Ok(Err(notes)) = self.config_fits(&st, d, span)
+        {
+            msg.push_str(". For details:\n");
+            msg.push_str(&notes.join("\n"));
+        }
+        EvalError::new(ErrKind::Evaluation, msg, Some(span))
+    }
+
+    /// A type as upstream's run-time messages print it: as written, string literals quoted,
+    /// schemas of other packages with their package path.
+    pub(crate) fn type_src(&self, ctx: &Ctx, t: &'static ast::Type) -> String {
+        match &t.kind {
+            TypeKind::Named(id) => match self
+                .eval_identifier(&type_ctx(ctx), id)
+                .ok()
+                .as_ref()
+                .and_then(as_schema_type)
+            {
+                Some(st) if &*st.pkgpath != "__main__" && !st.pkgpath.is_empty() => {
+                    format!("{}.{}", st.pkgpath, st.name)
+                }
+                _ => type_str(t),
+            },
+            TypeKind::List(e) => format!(
+                "[{}]",
+                e.as_ref()
+                    .map(|x| self.type_src(ctx, x))
+                    .unwrap_or_default()
+            ),
+            TypeKind::Dict(k, v) => format!(
+                "{{{}:{}}}",
+                k.as_ref()
+                    .map(|x| self.type_src(ctx, x))
+                    .unwrap_or_default(),
+                v.as_ref()
+                    .map(|x| self.type_src(ctx, x))
+                    .unwrap_or_default()
+            ),
+            TypeKind::Union(ts) => ts
+                .iter()
+                .map(|x| self.type_src(ctx, x))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            TypeKind::Literal(l) => match l {
+                LiteralType::Bool(b) => if *b { "True" } else { "False" }.into(),
+                LiteralType::Int(i, s) => format!("{i}{}", s.map(|s| s.as_str()).unwrap_or("")),
+                LiteralType::Float(f) => crate::value::float_to_str(*f),
+                LiteralType::Str(s) => format!("{s:?}"),
+                LiteralType::None => "None".into(),
+                LiteralType::Undefined => "Undefined".into(),
+            },
+            _ => type_str(t),
         }
     }
 
@@ -130,23 +201,18 @@ impl Evaluator {
                 {
                     return Ok(matches!(v, Value::Unit(_)).then(|| v.clone()));
                 }
-                // type names are package-level names, never attributes or locals
-                let tctx = Ctx {
-                    schema: None,
-                    locals: None,
-                    in_lambda: false,
-                    ..ctx.clone()
-                };
-                let tv = self.eval_identifier(&tctx, id)?;
+                let tv = self.eval_identifier(&type_ctx(ctx), id)?;
                 if let Some(st) = as_schema_type(&tv) {
                     match v {
                         // upstream's runtime check is not strict about schema types: any
                         // instance fits a schema-typed slot (its resolver checks what it can
                         // see statically; `as` is the strict conversion)
                         Value::Schema(_) => Some(v.clone()),
-                        Value::Dict(d) => {
-                            Some(self.instantiate(&st, &[], &[], (**d).clone(), span)?)
-                        }
+                        // a dict becomes an instance only when its keys fit the schema
+                        Value::Dict(d) => match self.config_fits(&st, d, span)? {
+                            Ok(()) => Some(self.instantiate(&st, &[], &[], (**d).clone(), span)?),
+                            Err(_) => None,
+                        },
                         _ => None,
                     }
                 } else if let Value::Func(f) = &tv {
@@ -259,4 +325,14 @@ fn exact(v: &Value, t: &ast::Type) -> bool {
             | (TypeKind::Basic(BasicType::Str), Value::Str(_))
             | (TypeKind::Basic(BasicType::Bool), Value::Bool(_))
     )
+}
+
+/// Type names are package-level names, never attributes or locals.
+fn type_ctx(ctx: &Ctx) -> Ctx {
+    Ctx {
+        schema: None,
+        locals: None,
+        in_lambda: false,
+        ..ctx.clone()
+    }
 }

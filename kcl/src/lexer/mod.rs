@@ -162,10 +162,38 @@ pub enum Tok {
 
 impl Tok {
     /// How upstream names the token in "expected one of [...] got X" messages.
+    /// How upstream's parser names a token it did not expect: keywords (and the constants
+    /// `True`, `None`...) are identifiers to it, a literal is its value.
     pub fn describe(self, text: &str) -> String {
         match self {
-            Tok::Ident(_) => "identifier".into(),
-            Tok::Number | Tok::Str { .. } => "literal".into(),
+            Tok::Ident(_)
+            | Tok::True
+            | Tok::False
+            | Tok::None
+            | Tok::Undefined
+            | Tok::Import
+            | Tok::As
+            | Tok::If
+            | Tok::Elif
+            | Tok::Else
+            | Tok::For
+            | Tok::In
+            | Tok::Not
+            | Tok::And
+            | Tok::Or
+            | Tok::Is
+            | Tok::Lambda
+            | Tok::Assert => "identifier".into(),
+            Tok::Number => text.to_string(),
+            Tok::Str { .. } => {
+                let t = text.trim_start_matches(['r', 'R']);
+                let q = if t.starts_with("\"\"\"") || t.starts_with("'''") {
+                    3
+                } else {
+                    1
+                };
+                t.get(q..t.len().saturating_sub(q)).unwrap_or(t).to_string()
+            }
             Tok::Eof => "eof".into(),
             _ => text.to_string(),
         }
@@ -457,7 +485,7 @@ impl<'a> Lexer<'a> {
             let word = &self.text[lo..self.pos];
             return Some(keyword(word).unwrap_or_else(|| Tok::Ident(self.intern(word))));
         }
-        if b.is_ascii_digit() || (b == b'.' && self.peek(1).is_ascii_digit()) {
+        if b.is_ascii_digit() {
             self.number();
             return Some(Tok::Number);
         }
@@ -644,12 +672,9 @@ impl<'a> Lexer<'a> {
             let s = self.pos;
             self.ident_end();
             let suffix = &self.text[s..self.pos];
-            if is_float || crate::ast::NumberSuffix::parse(suffix).is_none() {
-                self.err(
-                    lo,
-                    self.pos,
-                    format!("invalid number literal '{}'", &self.text[lo..self.pos]),
-                );
+            // upstream's lexer drops any suffix of a float; an int's must be a unit
+            if !is_float && crate::ast::NumberSuffix::parse(suffix).is_none() {
+                self.err(lo, self.pos, "invalid int binary suffix");
             }
         }
     }

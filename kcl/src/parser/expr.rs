@@ -6,7 +6,23 @@ use crate::ast::*;
 use crate::lexer::{Tok, lex};
 use std::sync::Arc;
 
-const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
+/// What upstream's parser names when a type is missing.
+pub(crate) const TYPE_START: &[&str] = &[
+    "any",
+    "bool",
+    "int",
+    "float",
+    "str",
+    "True",
+    "False",
+    "identifier",
+    "literal",
+    "[",
+    "{",
+    ")",
+];
+
+pub(crate) const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
 
 impl<'a> Parser<'a> {
     fn enter(&mut self) -> bool {
@@ -520,10 +536,9 @@ impl<'a> Parser<'a> {
         let span = self.tspan(t);
         match t.tok {
             Tok::Ident(sym) => {
-                if matches!(sym.as_str(), "all" | "any" | "map" | "filter")
-                    && matches!(self.nth(1).tok, Tok::Ident(_))
-                    && matches!(self.nth(2).tok, Tok::Comma | Tok::In)
-                {
+                // a quantifier word always starts a quantifier, as upstream parses it (`$all`
+                // is the name)
+                if is_quant_word(self.text(t)) {
                     return self.parse_quant();
                 }
                 self.bump();
@@ -1311,7 +1326,22 @@ impl<'a> Parser<'a> {
         let t = self.tk();
         let span = self.tspan(t);
         if self.nl_break() {
-            self.expected(&["type"]);
+            // upstream's lexer ends the line first: the type parser finds its newline, not
+            // the dedent after it
+            let (got, span) = self.describe_current();
+            let got = if got == "dedent" {
+                "newline".into()
+            } else {
+                got
+            };
+            let list = TYPE_START
+                .iter()
+                .map(|w| format!("\"{w}\""))
+                .collect::<Vec<_>>();
+            self.error(
+                span,
+                format!("expected one of [{}] got {got}", list.join(", ")),
+            );
             return Type {
                 kind: TypeKind::Any,
                 span: self.span(t.lo, t.lo),
@@ -1441,7 +1471,7 @@ impl<'a> Parser<'a> {
                 TypeKind::Literal(LiteralType::Undefined)
             }
             _ => {
-                self.expected(&["type"]);
+                self.expected(TYPE_START);
                 TypeKind::Any
             }
         };
@@ -1527,6 +1557,9 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
             .map_err(|_| format!("invalid number literal '{text}'"));
     }
     if let Some(r) = radix {
+        if t.len() == 2 {
+            return Err("no valid digits found for number".into());
+        }
         return i64::from_str_radix(&t[2..], r)
             .map(ExprKind::Int)
             .map_err(|_| format!("invalid number literal '{text}'"));
@@ -1537,12 +1570,15 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
     let (num, suffix) = t.split_at(digits_end);
     // A trailing `e`/`E` with no exponent is not part of the number (e.g. no such suffix).
     let is_float = num.contains(['.', 'e', 'E']);
+    // upstream drops any suffix of a float
+    if !suffix.is_empty() && is_float {
+        return num
+            .parse::<f64>()
+            .map(ExprKind::Float)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
     if !suffix.is_empty() {
-        let s = NumberSuffix::parse(suffix)
-            .ok_or_else(|| format!("invalid number literal '{text}'"))?;
-        if is_float {
-            return Err(format!("invalid number literal '{text}'"));
-        }
+        let s = NumberSuffix::parse(suffix).ok_or("invalid int binary suffix")?;
         let v = num
             .parse::<i64>()
             .map_err(|_| format!("invalid number literal '{text}'"))?;
@@ -1577,4 +1613,9 @@ fn selector(value: Expr, attr: Name, optional: bool) -> Expr {
         })),
         span,
     }
+}
+
+/// `all`, `any`, `map` and `filter` written bare: the start of a quantifier expression.
+pub(crate) fn is_quant_word(text: &str) -> bool {
+    matches!(text, "all" | "any" | "map" | "filter")
 }

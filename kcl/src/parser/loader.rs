@@ -395,7 +395,7 @@ impl ParseCache {
             Ok(text) => {
                 let name = key.display().to_string();
                 let file = crate::ast::source_map().add(name, Some(&key), text);
-                crate::parser::parse_registered(file.id)?
+                crate::parser::parse_for_program(file.id)?
             }
             Err(_) => parse_file(&key)?,
         });
@@ -596,7 +596,7 @@ impl Loader<'_> {
     fn parse(&mut self, f: &Path) -> Result<Arc<Module>, Diagnostics> {
         match self.cache {
             Some(cache) if self.parsed.insert(normalize(f)) => cache.parse(f),
-            _ => parse_file(f).map(Arc::new),
+            _ => crate::parser::parse_program_file(f).map(Arc::new),
         }
     }
 

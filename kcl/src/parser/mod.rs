@@ -58,7 +58,11 @@ pub(crate) struct Parser<'a> {
 /// Parses a file from disk. The file is registered in the global source map under its
 /// absolute path.
 pub fn parse_file(path: impl AsRef<Path>) -> Result<Module, Diagnostics> {
-    let path = path.as_ref();
+    parse_registered(register_file(path.as_ref())?)
+}
+
+/// Reads `path` into the global source map.
+fn register_file(path: &Path) -> Result<FileId, Diagnostics> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Diagnostics::from(Diagnostic::plain(
             ErrorKind::CannotFindModule,
@@ -67,8 +71,26 @@ pub fn parse_file(path: impl AsRef<Path>) -> Result<Module, Diagnostics> {
     })?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let name = abs.display().to_string();
-    let file = source_map().add(name, Some(&abs), text);
-    parse_registered(file.id)
+    Ok(source_map().add(name, Some(&abs), text).id)
+}
+
+/// [`parse_file`] for a program about to be resolved and run: see [`parse_for_program`].
+pub(crate) fn parse_program_file(path: &Path) -> Result<Module, Diagnostics> {
+    parse_for_program(register_file(path)?)
+}
+
+/// Parses a file of a program about to be resolved: a parameter list out of order
+/// (`IllegalParameterError`) is upstream's resolver's error, not its parser's, so a file whose
+/// only errors are those parses (the resolver reports them where it reaches them, after
+/// errors of earlier statements), and next to syntax errors they come after all of those.
+pub(crate) fn parse_for_program(file: FileId) -> Result<Module, Diagnostics> {
+    let (m, mut errors) = parse_with_errors(file);
+    let resolver_error = |d: &Diagnostic| d.title == ErrorKind::IllegalParameterError.title();
+    if errors.iter().all(resolver_error) {
+        return Ok(m);
+    }
+    errors.sort_by_key(resolver_error);
+    Err(Diagnostics(errors))
 }
 
 /// Parses `text`, registering it in the global source map under `name`.
@@ -262,6 +284,11 @@ impl<'a> Parser<'a> {
     /// How the current token is named in "got X" messages, and where to point.
     fn describe_current(&self) -> (String, Span) {
         let t = self.tk();
+        // a block header's line ended: upstream wants an indent and names the next line's
+        // first token when that line is not indented further
+        if t.nl && self.want_block && t.tok != Tok::Eof && t.indent == self.line_indent {
+            return (t.tok.describe(self.text(t)), self.tspan(t));
+        }
         if t.nl && (self.top_level() || t.tok == Tok::Eof) {
             // Point at the end of the previous line, as upstream does.
             let p = self.prev();

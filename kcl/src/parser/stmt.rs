@@ -13,6 +13,40 @@ pub(crate) enum Body {
     Schema,
 }
 
+/// Tokens no statement of upstream's blocks starts with (`unexpected token`): operators and
+/// punctuation other than brackets and `~`, a sign included.
+fn is_operator_start(tok: Tok) -> bool {
+    matches!(
+        tok,
+        Tok::Minus
+            | Tok::Plus
+            | Tok::Star
+            | Tok::StarStar
+            | Tok::Slash
+            | Tok::SlashSlash
+            | Tok::Percent
+            | Tok::Shl
+            | Tok::Shr
+            | Tok::Amp
+            | Tok::Pipe
+            | Tok::Caret
+            | Tok::Lt
+            | Tok::Gt
+            | Tok::LtE
+            | Tok::GtE
+            | Tok::EqEq
+            | Tok::NotEq
+            | Tok::Comma
+            | Tok::Colon
+            | Tok::Dot
+            | Tok::Ellipsis
+            | Tok::Question
+            | Tok::Arrow
+            | Tok::Assign
+            | Tok::AugAssign(_)
+    )
+}
+
 impl<'a> Parser<'a> {
     fn ident_is(&self, n: usize, word: &str) -> bool {
         matches!(self.nth(n).tok, Tok::Ident(s) if s.as_str() == word)
@@ -56,12 +90,22 @@ impl<'a> Parser<'a> {
                 });
             }
             Tok::If => return Some(self.parse_if_stmt(header_indent, body)),
-            // upstream's statements cannot start with a sign (`-x` alone is an error)
-            Tok::Minus | Tok::Plus => {
+            // upstream's statements cannot start with an operator or punctuation other than
+            // brackets and `~` (a sign included: `-x` alone is an error)
+            tok if is_operator_start(tok) => {
                 let what = t.tok.describe(self.text(t));
                 self.error(self.tspan(t), format!("unexpected token '{what}'"));
                 self.recover_to_line_end();
                 return None;
+            }
+            // a statement starting with a quantifier word is an expression
+            Tok::Ident(_) if super::expr::is_quant_word(self.text(t)) => {}
+            // upstream's block statements starting with `type` are type aliases (`type = 1` and
+            // `type X: T` are syntax errors there); a schema body and a one-line `if` body
+            // read `type` as a name
+            // (`$type` is a name everywhere)
+            Tok::Ident(_) if body == Body::Plain && t.nl && self.text(t) == "type" => {
+                return self.parse_type_alias(lo);
             }
             Tok::Ident(_) => {
                 if let Tok::Ident(_) = self.nth(1).tok {
@@ -496,13 +540,24 @@ impl<'a> Parser<'a> {
         let ty = self.parse_type();
         let mut op = None;
         let mut value = None;
+        // `a: T = b = v`: upstream assigns every target (each must be a name)
+        let mut more_targets = Vec::new();
         match self.tok() {
             Tok::Assign if !self.at_line_break() => {
                 self.bump();
                 op = Some(AttrOp::Assign);
-                value = Some(self.parse_expr());
+                let mut v = self.parse_expr();
+                while self.at(Tok::Assign) && !self.at_line_break() {
+                    self.bump();
+                    let next = self.parse_expr();
+                    let prev = std::mem::replace(&mut v, next);
+                    if let Some(t) = self.expr_to_target(prev) {
+                        more_targets.push(t);
+                    }
+                }
+                value = Some(v);
             }
-            Tok::AugAssign(a) if !self.at_line_break() => {
+            Tok::AugAssign(a) if !self.at_line_break() && body != Body::Plain => {
                 self.bump();
                 op = Some(AttrOp::Aug(a));
                 value = Some(self.parse_expr());
@@ -526,9 +581,14 @@ impl<'a> Parser<'a> {
                 };
                 self.error(span, format!("expected one of [\"=\"] got {got}"));
             }
+            // in a schema the declaration's line ends after its type, or a value starts
+            _ if !self.at_line_break() && !self.at_eof() => {
+                self.expected(super::expr::OPERAND_START);
+                self.recover_to_line_end();
+            }
             _ => {}
         }
-        if body == Body::Plain
+        if (body == Body::Plain || !more_targets.is_empty())
             && !optional
             && !quoted
             && decorators.is_empty()
@@ -540,8 +600,10 @@ impl<'a> Parser<'a> {
                 span: name.span,
             };
             let value = value.unwrap_or_else(|| Expr::missing(name.span));
+            let mut targets = vec![target];
+            targets.extend(more_targets);
             let kind = StmtKind::Assign(AssignStmt {
-                targets: vec![target],
+                targets,
                 ty: Some(ty),
                 value,
             });
@@ -568,6 +630,12 @@ impl<'a> Parser<'a> {
 
     fn parse_type_alias(&mut self, lo: u32) -> Option<Stmt> {
         self.bump();
+        if !matches!(self.tok(), Tok::Ident(_)) || self.at_line_break() {
+            // upstream parses an expression for the name: its error names what it found
+            self.parse_expr();
+            self.recover_to_line_end();
+            return None;
+        }
         let name = self.expect_ident()?;
         self.expect(Tok::Assign, "=");
         let ty = self.parse_type();
@@ -711,9 +779,23 @@ impl<'a> Parser<'a> {
         }
         let ind = if t.nl { t.indent } else { u32::MAX };
         let mut first = true;
+        let mut checked = false;
+        // upstream takes `mixin [...]` only as the body's first statement (after its doc);
+        // later it is an expression (a subscript of the name `mixin`)
+        let mut mixin_allowed = true;
         while !self.at_eof() && !self.gave_up() {
             let t = self.tk();
             if t.nl && t.indent < ind && !first {
+                break;
+            }
+            // the check block ends the schema body
+            if checked && t.nl && t.indent == ind {
+                let got = t.tok.describe(self.text(t));
+                self.error(
+                    self.tspan(t),
+                    format!("expected one of [\"dedent\"] got {got}"),
+                );
+                self.skip_block(ind.saturating_sub(1));
                 break;
             }
             if t.nl && t.indent > ind {
@@ -742,7 +824,15 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            if self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket {
+            let mixin_stmt = self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket;
+            if mixin_stmt && !std::mem::replace(&mut mixin_allowed, false) {
+                let e = self.parse_expr();
+                let span = e.span;
+                s.body.push(Stmt {
+                    kind: StmtKind::Expr(e),
+                    span,
+                });
+            } else if mixin_stmt {
                 self.bump();
                 self.bump();
                 self.ctx.push(super::Ctx::Bracket);
@@ -763,6 +853,7 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let checks = self.parse_check_block(check_indent);
                 s.checks.extend(checks);
+                checked = true;
             } else if self.at(Tok::LBracket) && self.looks_like_index_signature() {
                 let sig = self.parse_index_signature();
                 if s.index_signature.is_some() {
@@ -772,10 +863,35 @@ impl<'a> Parser<'a> {
                     );
                 }
                 s.index_signature = Some(sig);
+            } else if is_operator_start(self.tok()) {
+                // upstream reads a schema body's statement (not one of its `if` blocks) as an
+                // expression: a sign starts one (`- 1`), other operators are no expression
+                if matches!(self.tok(), Tok::Minus | Tok::Plus) {
+                    let e = self.parse_expr();
+                    let span = e.span;
+                    s.body.push(Stmt {
+                        kind: StmtKind::Expr(e),
+                        span,
+                    });
+                } else {
+                    let t = self.tk();
+                    let what = t.tok.describe(self.text(t));
+                    self.error(
+                        self.tspan(t),
+                        format!(
+                            "expected one of [\"identifier\", \"literal\", \"(\", \"[\", \"{{\"] got {what}"
+                        ),
+                    );
+                    self.recover_to_line_end();
+                }
             } else if let Some(st) = self.parse_stmt_in(Body::Schema) {
                 s.body.push(st);
             }
-            self.finish_stmt(start);
+            mixin_allowed = false;
+            // an operator after a statement on its line starts the next statement (above)
+            if self.pos == start || self.tk().nl || !is_operator_start(self.tok()) {
+                self.finish_stmt(start);
+            }
             let _ = lo;
             if ind == u32::MAX {
                 break;
@@ -967,11 +1083,13 @@ impl<'a> Parser<'a> {
 /// Upstream's name for an expression kind in "illegal expression" messages.
 pub(crate) fn expr_kind_name(k: &ExprKind) -> &'static str {
     match k {
-        ExprKind::Ident(_) => "Identifier",
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::NumberUnit { .. } => "NumberLit",
-        ExprKind::Str(_) => "StringLit",
-        ExprKind::JoinedStr(_) => "JoinedString",
-        ExprKind::Bool(_) | ExprKind::None | ExprKind::Undefined => "NameConstantLit",
+        ExprKind::Ident(_) => "IdentifierExpression",
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::NumberUnit { .. } => {
+            "NumberLitExpression"
+        }
+        ExprKind::Str(_) => "StringLitExpression",
+        ExprKind::JoinedStr(_) => "JoinedStringExpression",
+        ExprKind::Bool(_) | ExprKind::None | ExprKind::Undefined => "NameConstantLitExpression",
         ExprKind::Unary { .. } => "UnaryExpression",
         ExprKind::Binary { .. } => "BinaryExpression",
         ExprKind::Compare { .. } => "CompareExpression",
@@ -984,8 +1102,8 @@ pub(crate) fn expr_kind_name(k: &ExprKind) -> &'static str {
         ExprKind::ListIf(_) => "ListIfItemExpression",
         ExprKind::Starred(_) => "StarredExpression",
         ExprKind::Config(_) => "ConfigExpression",
-        ExprKind::ListComp(_) => "ListComp",
-        ExprKind::DictComp(_) => "DictComp",
+        ExprKind::ListComp(_) => "ListCompExpression",
+        ExprKind::DictComp(_) => "DictCompExpression",
         ExprKind::Quant(_) => "QuantExpression",
         ExprKind::Schema(_) => "SchemaExpression",
         ExprKind::Lambda(_) => "LambdaExpression",

@@ -14,6 +14,7 @@
 //! Cost: one walk over every statement and expression, with schema member tables built lazily
 //! and cached per schema; nothing is allocated for expressions that need no check.
 
+mod sysmod;
 mod ty;
 
 use std::cell::OnceCell;
@@ -139,8 +140,9 @@ struct Checker<'a> {
     /// Start of the package-level statement being checked: where upstream reports a lambda
     /// whose last statement is an assignment of the wrong type.
     stmt_start: Option<Span>,
-    /// Above zero while checking values whose required attributes upstream does not check.
-    skip_required: u32,
+    /// The type of the receiver of the selector last inferred (`x` of `x.attr`), by the
+    /// receiver's span: a method call's receiver type without inferring it again.
+    last_receiver: Option<(Span, Ty)>,
 }
 
 /// Lexical context of the expression being checked.
@@ -185,7 +187,7 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             alias_depth: 0,
             stmt_start: None,
-            skip_required: 0,
+            last_receiver: None,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -360,6 +362,23 @@ impl<'a> Checker<'a> {
         };
         match target {
             ImportTarget::Package(p) => self.pkg_index.get(&**p).copied(),
+            _ => None,
+        }
+    }
+
+    /// The system module (`math`) a name of `file` imports, if any.
+    fn system_module_of(&self, file: FileId, name: Symbol) -> Option<&'a str> {
+        let target = match self.imports.get(&(file, name)) {
+            Some(t) => *t,
+            None if self.file_pkg.get(&file) == Some(&self.main) => self
+                .imports
+                .iter()
+                .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
+                .map(|(_, t)| *t)?,
+            None => return None,
+        };
+        match target {
+            ImportTarget::System(m) => Some(&**m),
             _ => None,
         }
     }
@@ -669,7 +688,8 @@ impl<'a> Checker<'a> {
                 self.infer(env, &u.value);
             }
             StmtKind::Assign(a) => match (&a.ty, a.targets.as_slice()) {
-                (Some(t), [target]) => {
+                // `a: T = b = v` checks the value once, at the first target
+                (Some(t), [target, ..]) => {
                     self.check_type_names(env, t);
                     let ty = self.resolve_type(env.pkg, env.file, t);
                     self.check_value(env, &a.value, &ty, target.span, Some(target.span));
@@ -719,8 +739,33 @@ impl<'a> Checker<'a> {
             }
             StmtKind::Schema(st) => {
                 self.decorator_args(env, &st.decorators);
-                for b in st.parent.iter().chain(st.mixins.iter()) {
+                if st.is_protocol() && !st.name.sym.as_str().ends_with("Protocol") {
+                    let msg = "schema protocol name must end with 'Protocol'".to_string();
+                    self.err(ErrKind::Compile, msg, st.name.span);
+                }
+                for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
                     self.check_defined(env, b.names[0].sym, b.names[0].span);
+                }
+                if !self.errors.is_empty() {
+                    return;
+                }
+                // a mixin is no base, and a mixin's name says it is one
+                if let Some(p) = &st.parent
+                    && let Some(pid) = self.resolve_schema(env.pkg, env.file, &p.names)
+                    && self.schemas[pid.0].stmt.is_mixin()
+                {
+                    let name = p.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    let msg =
+                        format!("invalid schema inherit object type, expect schema, got '{name}'");
+                    self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
+                }
+                for m in &st.mixins {
+                    let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    if !name.ends_with("Mixin") {
+                        let msg =
+                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
+                        self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
+                    }
                 }
                 if !self.errors.is_empty() {
                     return;
@@ -746,6 +791,7 @@ impl<'a> Checker<'a> {
                         };
                         senv = senv.with_local(p.name.sym, t);
                     }
+                    self.check_param_order(ps);
                 }
                 self.check_field_types(env, st);
                 if !self.errors.is_empty() {
@@ -776,7 +822,34 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::TypeAlias(t) => self.check_type_names(env, &t.ty),
-            StmtKind::Rule(_) | StmtKind::Import(_) => {}
+            StmtKind::Rule(r) => {
+                if let Some(ps) = &r.params {
+                    self.check_param_order(ps);
+                }
+            }
+            StmtKind::Import(_) => {}
+        }
+    }
+
+    /// Upstream's resolver checks a parameter list (schema, rule, lambda) as it reaches it: no
+    /// parameter without a default after one with a default, each offending default reported
+    /// from the last.
+    fn check_param_order(&mut self, params: &[ast::Param]) {
+        let mut seen_required = false;
+        for p in params.iter().rev() {
+            match &p.default {
+                None => seen_required = true,
+                Some(d) if seen_required => {
+                    let mut e = EvalError::new(
+                        ErrKind::IllegalParameter,
+                        "non-default argument follows default argument",
+                        Some(d.span),
+                    );
+                    e.footer.push("A default argument".into());
+                    self.errors.push(e);
+                }
+                Some(_) => {}
+            }
         }
     }
 
@@ -886,6 +959,51 @@ impl<'a> Checker<'a> {
                 self.check_dict_config(env, entries, expected, kt, vt, def);
                 return;
             }
+            // a list of configs where a list of schemas is expected: each config against the
+            // schema (dicts against a dict type are compared as a whole list type)
+            (ExprKind::List(items), Ty::List(et))
+                if matches!(**et, Ty::Schema(_))
+                    && !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))) =>
+            {
+                for it in items.iter() {
+                    self.check_value(env, it, et, it.span, def);
+                }
+                return;
+            }
+            // configs merged into a schema slot (`base | {k = v}`): upstream merges the
+            // entries' types and checks each against the schema, so each side is checked
+            (
+                ExprKind::Binary {
+                    op: ast::BinOp::BitOr,
+                    left,
+                    right,
+                },
+                Ty::Schema(_),
+            ) => {
+                self.infer(env, inner);
+                let before = self.errors.len();
+                self.check_value(env, left, expected, span, def);
+                self.check_value(env, right, expected, span, def);
+                // the sides' own errors were found once already
+                let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
+                    .iter()
+                    .map(|e| (e.msg.clone(), e.span))
+                    .collect();
+                let mut i = before;
+                while i < self.errors.len() {
+                    let k = (self.errors[i].msg.clone(), self.errors[i].span);
+                    if seen.contains(&k) {
+                        self.errors.remove(i);
+                    } else {
+                        seen.push(k);
+                        i += 1;
+                    }
+                }
+                return;
+            }
             _ => {}
         }
         let got = self.infer(env, e);
@@ -941,10 +1059,7 @@ impl<'a> Checker<'a> {
         def: Option<Span>,
     ) {
         let env = &self.config_env(env, entries);
-        let repeated = repeated_keys(entries);
-        let base = self.skip_required;
         for en in entries {
-            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let kty = match &key.kind {
@@ -999,18 +1114,12 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        self.skip_required = base;
     }
 
     /// Entries of a config literal used as the config of a schema (or a union of schemas).
     fn check_schema_config(&mut self, env: &Env, entries: &[ast::ConfigEntry], ids: &[SchemaId]) {
         let env = &self.config_env(env, entries);
-        // values of a key written more than once are merged first: upstream checks their
-        // required attributes at run time
-        let repeated = repeated_keys(entries);
-        let base = self.skip_required;
         for en in entries {
-            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let Some(path) = key_path(key) else {
@@ -1022,7 +1131,6 @@ impl<'a> Checker<'a> {
                     let mut cur: Vec<SchemaId> = ids.to_vec();
                     let mut found: Option<(Ty, Span)> = None;
                     let mut ok = true;
-                    let mut by_signature = false;
                     for (i, (name, nspan)) in path.iter().enumerate() {
                         if cur.is_empty() {
                             ok = false;
@@ -1058,7 +1166,6 @@ impl<'a> Checker<'a> {
                             }
                             None if open => {
                                 ok = false;
-                                by_signature = true;
                                 break;
                             }
                             None => {
@@ -1087,11 +1194,7 @@ impl<'a> Checker<'a> {
                             }
                         }
                         _ => {
-                            // a value an index signature takes is not checked for required
-                            // attributes (upstream leaves it to the run time)
-                            self.skip_required += by_signature as u32;
                             let t = self.infer(env, value);
-                            self.skip_required -= by_signature as u32;
                             self.check_insert(*op, &t, value.span);
                         }
                     }
@@ -1104,53 +1207,6 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, &ci.body, ids);
                     self.check_schema_config(env, &ci.orelse, ids);
                 }
-            }
-        }
-        self.skip_required = base;
-    }
-
-    /// Upstream's resolver rejects a config literal that leaves out a required attribute of a
-    /// schema, for schemas it fully understands: no base schema, mixin or index signature, the
-    /// attribute declared without a value and assigned nowhere else in the body, and a config
-    /// whose keys are all written out (no `**` or `if` entries).
-    fn check_required(&mut self, id: SchemaId, entries: &[ast::ConfigEntry], at: Span) {
-        let st = self.schemas[id.0].stmt;
-        // nor for a schema with decorators (upstream reports a deprecation first)
-        let decorated = !st.decorators.is_empty()
-            || st
-                .body
-                .iter()
-                .any(|s| matches!(&s.kind, StmtKind::SchemaAttr(a) if !a.decorators.is_empty()));
-        if st.parent.is_some() || !st.mixins.is_empty() || st.index_signature.is_some() || decorated
-        {
-            return;
-        }
-        let mut given = Vec::new();
-        for en in entries {
-            match &en.kind {
-                ast::ConfigEntryKind::KeyValue { key, .. } => match key_path(key) {
-                    Some(p) => given.push(p[0].0),
-                    None => return,
-                },
-                _ => return,
-            }
-        }
-        let mut assigned = Vec::new();
-        collect_assigned(&st.body, &mut assigned);
-        collect_valued_attrs(&st.body, &mut assigned);
-        for s in &st.body {
-            if let StmtKind::SchemaAttr(a) = &s.kind
-                && !a.optional
-                && a.value.is_none()
-                && !given.contains(&a.name.sym)
-                && !assigned.contains(&a.name.sym)
-            {
-                let msg = format!(
-                    "attribute '{}' of {} is required and can't be None or Undefined",
-                    a.name.sym, st.name.sym
-                );
-                self.err(ErrKind::Compile, msg, at.shrink_to_lo());
-                return;
             }
         }
     }
@@ -1260,14 +1316,7 @@ impl<'a> Checker<'a> {
             ExprKind::Paren(x) => self.infer(env, x),
             ExprKind::Unary { op, operand } => {
                 let t = self.infer(env, operand);
-                match op {
-                    ast::UnaryOp::Not => Ty::Bool,
-                    _ => match t {
-                        Ty::IntLit(_) | Ty::Int => Ty::Int,
-                        Ty::FloatLit(_) | Ty::Float => Ty::Float,
-                        _ => Ty::Any,
-                    },
-                }
+                self.unary(*op, &t, operand.span)
             }
             ExprKind::Binary { op, left, right } => {
                 let l = self.infer(env, left);
@@ -1326,7 +1375,28 @@ impl<'a> Checker<'a> {
                     }
                     return Ty::Any;
                 }
+                // a member a system module does not have: upstream's resolver error
+                if let ExprKind::Ident(sym) = &value.kind
+                    && env.locals.iter().all(|(n, _)| n != sym)
+                    && !self.is_schema_member(env, *sym)
+                    && let Some(m) = self.system_module_of(value.span.file, *sym)
+                {
+                    let name = crate::builtins::system_module_name(m).unwrap_or(m);
+                    if crate::builtins::system_member(name, attr.sym.as_str()).is_none() {
+                        let msg = format!(
+                            "attribute '{}' not found in 'module '{m}''",
+                            attr.sym.as_str()
+                        );
+                        self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    return match sysmod::signature(name, attr.sym.as_str()) {
+                        Some(f) => Ty::Func(f),
+                        None => Ty::Any,
+                    };
+                }
                 let t = self.infer(env, value);
+                self.last_receiver = Some((value.span, t.clone()));
                 match t {
                     Ty::SchemaType(id) => {
                         if attr.sym.as_str() != "instances" {
@@ -1375,10 +1445,12 @@ impl<'a> Checker<'a> {
                     | Ty::Bool
                     | Ty::BoolLit(_)
                     | Ty::None
+                    | Ty::Func(_)
                     | Ty::List(_) => {
                         let str_method = matches!(t, Ty::Str | Ty::StrLit(_))
                             && crate::builtins::STR_METHODS.contains(&attr.sym.as_str());
-                        if !x.optional && !str_method {
+                        // `?.` changes nothing here: upstream's resolver checks the type
+                        if !str_method {
                             let msg = format!(
                                 "attribute '{}' not found in '{}'",
                                 attr.sym.as_str(),
@@ -1395,12 +1467,42 @@ impl<'a> Checker<'a> {
                         }
                         Ty::Any
                     }
+                    // a dict's attribute is one of its values (upstream knows a literal's type
+                    // per key, which a union of the values' types does not tell)
+                    Ty::Dict(_, v) if !matches!(*v, Ty::Union(_)) => (*v).clone(),
                     _ => Ty::Any,
                 }
             }
             ExprKind::Subscript { value, index, .. } => {
                 let t = self.infer(env, value);
-                self.infer(env, index);
+                let it = self.infer(env, index);
+                // upstream's resolver knows what cannot be subscripted, and with what
+                let str_index = matches!(it, Ty::Str | Ty::StrLit(_));
+                let int_index = matches!(it, Ty::Int | Ty::IntLit(_) | Ty::Bool | Ty::BoolLit(_));
+                match &t {
+                    Ty::Int
+                    | Ty::IntLit(_)
+                    | Ty::Float
+                    | Ty::FloatLit(_)
+                    | Ty::Bool
+                    | Ty::BoolLit(_)
+                    | Ty::None => {
+                        let msg = format!("'{}' object is not subscriptable", self.ty_str(&t));
+                        self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    Ty::Str | Ty::StrLit(_) | Ty::List(_) if str_index => {
+                        let msg = format!("expected int, got {}", self.ty_str(&it));
+                        self.err(ErrKind::Type, msg, index.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    Ty::Dict(..) | Ty::Schema(_) if int_index => {
+                        let msg = format!("invalid dict/schema key type: '{}'", self.ty_str(&it));
+                        self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
+                        return Ty::Any;
+                    }
+                    _ => {}
+                }
                 match t {
                     Ty::List(e) => (*e).clone(),
                     Ty::Dict(_, v) => (*v).clone(),
@@ -1418,6 +1520,13 @@ impl<'a> Checker<'a> {
             ExprKind::Call { func, args } => {
                 let mut func_ty = Ty::Any;
                 let arity = self.builtin_arity(env, func, &mut func_ty);
+                // a method's receiver, before the arguments are inferred
+                let on_str = match &func.kind {
+                    ExprKind::Selector(x) if !x.optional => {
+                        matches!(self.receiver_ty(env, &x.value), Ty::Str | Ty::StrLit(_))
+                    }
+                    _ => false,
+                };
                 if arity.is_none()
                     && let Ty::Func(f) = &func_ty
                 {
@@ -1446,19 +1555,12 @@ impl<'a> Checker<'a> {
                 }
                 // what upstream's resolver knows builtins and string methods return
                 match &func.kind {
-                    ExprKind::Ident(s) if builtin => {
+                    ExprKind::Ident(s) if builtin || self.builtin_visible(env, *s) => {
                         if let Some(t) = builtin_fn_ret(s.as_str()) {
                             return t;
                         }
                     }
                     ExprKind::Selector(x) if !x.optional => {
-                        let on_str = match &x.value.kind {
-                            ExprKind::Str(_) | ExprKind::JoinedStr(_) => true,
-                            ExprKind::Ident(s) => {
-                                matches!(self.lookup(env, *s), Ty::Str | Ty::StrLit(_))
-                            }
-                            _ => false,
-                        };
                         if on_str && let Some(t) = str_method_ret(x.attr.sym.as_str()) {
                             return t;
                         }
@@ -1558,9 +1660,6 @@ impl<'a> Checker<'a> {
                 }
                 match (id, &strip_paren(&se.config).kind) {
                     (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
-                        if env.schema.is_none() && self.skip_required == 0 {
-                            self.check_required(id, entries, se.config.span);
-                        }
                         self.check_schema_config(env, entries, &[id]);
                         Ty::Schema(id)
                     }
@@ -1575,6 +1674,7 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Lambda(l) => {
+                self.check_param_order(&l.params);
                 let mut env2 = env.clone();
                 let mut params = Vec::with_capacity(l.params.len());
                 for p in &l.params {
@@ -1644,10 +1744,7 @@ impl<'a> Checker<'a> {
     ) -> Option<(String, usize, Option<usize>)> {
         match &func.kind {
             ExprKind::Ident(s) => {
-                let shadowed = env.locals.iter().any(|(n, _)| n == s)
-                    || self.is_schema_member(env, *s)
-                    || self.pkgs[env.pkg].defined.contains(s)
-                    || self.imports.contains_key(&(env.file, *s));
+                let shadowed = !self.builtin_visible(env, *s);
                 *func_ty = self.infer(env, func);
                 let (min, max) = builtin_fn_arity(s.as_str()).filter(|_| !shadowed)?;
                 Some((s.as_str().to_string(), min, max))
@@ -1655,11 +1752,7 @@ impl<'a> Checker<'a> {
             ExprKind::Selector(x) if !x.optional => {
                 *func_ty = self.infer(env, func);
                 // the receiver's type, where it is known without inferring it again
-                let t = match &x.value.kind {
-                    ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
-                    ExprKind::Ident(s) => self.lookup(env, *s),
-                    _ => Ty::Any,
-                };
+                let t = self.receiver_ty(env, &x.value);
                 if !matches!(t, Ty::Str | Ty::StrLit(_)) {
                     return None;
                 }
@@ -1676,6 +1769,27 @@ impl<'a> Checker<'a> {
                 None
             }
         }
+    }
+
+    /// The type of a method call's receiver, where it is known without inferring it again: a
+    /// literal, a name, or the receiver of the selector inferred last.
+    fn receiver_ty(&mut self, env: &Env, recv: &Expr) -> Ty {
+        match &recv.kind {
+            ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
+            ExprKind::Ident(s) => self.lookup(env, *s),
+            _ => match &self.last_receiver {
+                Some((sp, t)) if *sp == recv.span => t.clone(),
+                _ => Ty::Any,
+            },
+        }
+    }
+
+    /// Whether `s` names the builtin function there (no local, member or global of the name).
+    fn builtin_visible(&mut self, env: &Env, s: Symbol) -> bool {
+        !(env.locals.iter().any(|(n, _)| *n == s)
+            || self.is_schema_member(env, s)
+            || self.pkgs[env.pkg].defined.contains(&s)
+            || self.imports.contains_key(&(env.file, s)))
     }
 
     /// A call of a lambda whose parameters are known: upstream's static checks of argument
@@ -1822,7 +1936,7 @@ impl<'a> Checker<'a> {
                         self.stmt(&env, s);
                         self.resolve_type(env.pkg, env.file, x)
                     }
-                    None => self.infer(&env, &a.value).widen_deep(),
+                    None => self.infer(&env, &a.value).variable_type(),
                 };
                 if !typed.contains(&t.name.sym) {
                     typed.push(t.name.sym);
@@ -1913,12 +2027,7 @@ impl<'a> Checker<'a> {
         let mut ks = Vec::new();
         let mut vs = Vec::new();
         let mut known = true;
-        // values of a key written more than once are merged first: upstream checks their
-        // required attributes at run time
-        let repeated = repeated_keys(entries);
-        let base = self.skip_required;
         for en in entries {
-            self.skip_required = base + repeated_key(en, &repeated) as u32;
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, value, op } => {
                     let kt = match &key.kind {
@@ -1954,7 +2063,6 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        self.skip_required = base;
         if known && !ks.is_empty() {
             Ty::Dict(Rc::new(Ty::union(ks)), Rc::new(Ty::union(vs)))
         } else if entries.is_empty() {
@@ -2140,7 +2248,7 @@ impl<'a> Checker<'a> {
                 lenient: false,
             };
             let saved = std::mem::take(&mut self.errors);
-            let t = self.infer(&env2, e).widen_deep();
+            let t = self.infer(&env2, e).variable_type();
             // errors inside the value are reported when its statement is checked
             self.errors = saved;
             self.pkgs[pkg].inferred_ty.insert(s, t.clone());
@@ -2149,54 +2257,192 @@ impl<'a> Checker<'a> {
         Ty::Any
     }
 
-    /// Binary operators whose operand types never work together.
-    fn binary(&mut self, op: ast::BinOp, l: &Ty, r: &Ty, span: Span) -> Ty {
-        use ast::BinOp as B;
-        let bad = match op {
-            B::Add => match (l.kind(), r.kind()) {
-                (Some(a), Some(b)) => !matches!(
-                    (a, b),
-                    (Kind::Num, Kind::Num) | (Kind::Str, Kind::Str) | (Kind::List, Kind::List)
-                ),
-                _ => false,
-            },
-            B::BitOr => match (l.kind(), r.kind()) {
-                (Some(a), Some(b)) => !matches!(
-                    (a, b),
-                    (Kind::Num, Kind::Num)
-                        | (Kind::Bool, Kind::Bool)
-                        | (Kind::List, Kind::List)
-                        | (Kind::Dict, Kind::Dict)
-                        | (Kind::Schema, Kind::Dict | Kind::Schema)
-                ),
-                _ => false,
-            },
-            _ => false,
-        };
-        if bad {
-            let msg = format!(
-                "unsupported operand type(s) for {}: '{}' and '{}'",
-                op.as_str(),
-                self.ty_str(l),
-                self.ty_str(r)
-            );
-            self.err(ErrKind::Type, msg, span.shrink_to_lo());
+    /// Upstream's resolver table of unary operators: `+`/`-` take numbers, `~` ints and
+    /// bools, `not` anything; the result has the operand's (variable) type, `not 1` included.
+    fn unary(&mut self, op: ast::UnaryOp, t: &Ty, span: Span) -> Ty {
+        if t.is_any() {
             return Ty::Any;
         }
-        match op {
-            B::Add | B::Sub | B::Mul | B::Mod | B::FloorDiv => match (l.widen(), r.widen()) {
-                (Ty::Int, Ty::Int) => Ty::Int,
-                (Ty::Float, Ty::Int | Ty::Float) | (Ty::Int, Ty::Float) => Ty::Float,
-                (Ty::Str, Ty::Str) if op == B::Add => Ty::Str,
-                _ => Ty::Any,
-            },
-            B::Div => match (l.widen(), r.widen()) {
-                (Ty::Int | Ty::Float, Ty::Int | Ty::Float) => Ty::Float,
-                _ => Ty::Any,
-            },
+        let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
+        let v = literal_union_widened(t, &sub);
+        let (ok, sym) = match op {
+            ast::UnaryOp::Pos => (all_of(&v, is_num), "+"),
+            ast::UnaryOp::Neg => (all_of(&v, is_num), "-"),
+            ast::UnaryOp::Invert => (
+                all_of(&v, |t| is_int(t) || matches!(t, Ty::Bool | Ty::BoolLit(_))),
+                "~",
+            ),
+            ast::UnaryOp::Not => (true, "not"),
+        };
+        if ok {
+            return v;
+        }
+        let msg = format!("bad operand type for unary {sym}: '{}'", self.ty_str(t));
+        self.err(ErrKind::Type, msg, span.shrink_to_lo());
+        Ty::Any
+    }
+
+    /// Upstream's resolver table of binary operators: the result type, or a type error for
+    /// operand types that never work together. Unions of literals count as their variable
+    /// type (`1 | 2` is `int`); `any` works with everything. Ints divide to an int (the
+    /// run-time value is a float; an annotation `int` then fails at run time, as upstream).
+    fn binary(&mut self, op: ast::BinOp, l: &Ty, r: &Ty, span: Span) -> Ty {
+        use ast::BinOp as B;
+        let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
+        let (t1, t2) = (
+            literal_union_widened(l, &sub),
+            literal_union_widened(r, &sub),
+        );
+        if t1.is_any() || t2.is_any() {
+            return Ty::Any;
+        }
+        // a union counts when all its members do (`int | float` is a number)
+        let int = |t: &Ty| all_of(t, is_int);
+        let float = |t: &Ty| match t {
+            Ty::Union(ts) => ts.iter().any(is_float),
+            t => is_float(t),
+        };
+        let num = |t: &Ty| all_of(t, is_num);
+        let str_ = |t: &Ty| all_of(t, |t| matches!(t, Ty::Str | Ty::StrLit(_)));
+        let number = |a: &Ty, b: &Ty| {
+            if float(a) || float(b) {
+                Ty::Float
+            } else {
+                Ty::Int
+            }
+        };
+        let mul_val = |t: &Ty| {
+            let one = |t: &Ty| num(t) || str_(t) || matches!(t, Ty::List(_));
+            match t {
+                Ty::Union(ts) => ts.iter().all(one),
+                t => one(t),
+            }
+        };
+        let zero = |t: &Ty| match t {
+            Ty::IntLit(0) => true,
+            Ty::FloatLit(f) => *f == 0.0,
+            _ => false,
+        };
+        let items = |a: &Ty, b: &Ty| match (a, b) {
+            (Ty::List(x), Ty::List(y)) => {
+                Ty::List(Rc::new(Ty::union(vec![(**x).clone(), (**y).clone()])))
+            }
             _ => Ty::Any,
+        };
+        let result = match op {
+            B::Add if num(&t1) && num(&t2) => Some(number(&t1, &t2)),
+            B::Add if str_(&t1) && str_(&t2) => Some(Ty::Str),
+            B::Add if matches!((&t1, &t2), (Ty::List(_), Ty::List(_))) => Some(items(&t1, &t2)),
+            B::Sub | B::Pow if num(&t1) && num(&t2) => Some(number(&t1, &t2)),
+            B::Mul if num(&t1) && num(&t2) => Some(number(&t1, &t2)),
+            B::Mul if int(&t1) && mul_val(&t2) => Some(t2.clone()),
+            B::Mul if mul_val(&t1) && int(&t2) => Some(t1.clone()),
+            B::Div | B::FloorDiv | B::Mod if num(&t1) && num(&t2) => {
+                if zero(&t2) {
+                    self.err(
+                        ErrKind::Type,
+                        "integer division or modulo by zero".to_string(),
+                        span.shrink_to_lo(),
+                    );
+                }
+                Some(if op == B::Mod {
+                    Ty::Int
+                } else {
+                    number(&t1, &t2)
+                })
+            }
+            B::Shl | B::Shr | B::BitXor | B::BitAnd if int(&t1) && int(&t2) => Some(Ty::Int),
+            B::BitOr if int(&t1) && int(&t2) => Some(Ty::Int),
+            B::BitOr if matches!(t1, Ty::None) => Some(t2.clone()),
+            B::BitOr if matches!(t2, Ty::None) => Some(t1.clone()),
+            B::BitOr if matches!((&t1, &t2), (Ty::List(_), Ty::List(_))) => Some(items(&t1, &t2)),
+            B::BitOr => match (&t1, &t2) {
+                (Ty::Dict(k1, v1), Ty::Dict(k2, v2)) => Some(Ty::Dict(
+                    Rc::new(Ty::union(vec![(**k1).clone(), (**k2).clone()])),
+                    Rc::new(Ty::union(vec![(**v1).clone(), (**v2).clone()])),
+                )),
+                (Ty::Schema(_), Ty::Schema(_) | Ty::Dict(..)) => Some(t1.clone()),
+                _ => None,
+            },
+            B::And => Some(Ty::Bool),
+            B::Or => Some(Ty::union(vec![t1.clone(), t2.clone()])),
+            _ => None,
+        };
+        match result {
+            Some(t) => t,
+            None => {
+                let msg = format!(
+                    "unsupported operand type(s) for {}: '{}' and '{}'",
+                    op.as_str(),
+                    self.ty_str(l),
+                    self.ty_str(r)
+                );
+                self.err(ErrKind::Type, msg, span.shrink_to_lo());
+                Ty::Any
+            }
         }
     }
+}
+
+fn is_int(t: &Ty) -> bool {
+    matches!(t, Ty::Int | Ty::IntLit(_))
+}
+
+fn is_float(t: &Ty) -> bool {
+    matches!(t, Ty::Float | Ty::FloatLit(_))
+}
+
+fn is_num(t: &Ty) -> bool {
+    is_int(t) || is_float(t)
+}
+
+/// `f` of a type, or of every member of a union.
+fn all_of(t: &Ty, f: impl Fn(&Ty) -> bool) -> bool {
+    match t {
+        Ty::Union(ts) => ts.iter().all(f),
+        t => f(t),
+    }
+}
+
+/// Whether `a` is a subtype of `b` for upstream's `sup` (only `any` is above everything).
+fn subsumed(a: &Ty, b: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> bool {
+    match (a, b) {
+        (_, Ty::Any) => true,
+        (Ty::Any, _) => false,
+        (Ty::Union(xs), _) => xs.iter().all(|x| subsumed(x, b, sub)),
+        (_, Ty::Union(ys)) => ys.iter().any(|y| subsumed(a, y, sub)),
+        (Ty::IntLit(_), Ty::Int)
+        | (Ty::FloatLit(_), Ty::Float)
+        | (Ty::StrLit(_), Ty::Str)
+        | (Ty::BoolLit(_), Ty::Bool) => true,
+        (Ty::List(x), Ty::List(y)) => subsumed(x, y, sub),
+        (Ty::Dict(k1, v1), Ty::Dict(k2, v2)) => subsumed(k1, k2, sub) && subsumed(v1, v2, sub),
+        (Ty::Schema(x), Ty::Schema(y)) => sub(*x, *y),
+        _ => a == b,
+    }
+}
+
+/// A union of literal types as its variable type (`1 | 2` is `int`), as upstream's resolver
+/// reads operands: members widened, and a member another one subsumes dropped (`[{str:any}]
+/// | [any]` is `[any]`); other types as they are.
+fn literal_union_widened(t: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> Ty {
+    let Ty::Union(ts) = t else {
+        return t.clone();
+    };
+    let Ty::Union(ws) = Ty::union(ts.iter().map(Ty::variable_type).collect()) else {
+        return Ty::union(ts.iter().map(Ty::variable_type).collect());
+    };
+    let keep: Vec<Ty> = ws
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            !ws.iter()
+                .enumerate()
+                .any(|(j, b)| j != *i && subsumed(a, b, sub) && !subsumed(b, a, sub))
+        })
+        .map(|(_, a)| a.clone())
+        .collect();
+    Ty::union(keep)
 }
 
 impl Members {
@@ -2255,33 +2501,6 @@ fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
     }
 }
 
-/// Key names written more than once among a config literal's entries.
-fn repeated_keys(entries: &[ast::ConfigEntry]) -> rustc_hash::FxHashSet<Symbol> {
-    let mut seen = rustc_hash::FxHashSet::default();
-    let mut out = rustc_hash::FxHashSet::default();
-    for en in entries {
-        if let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind
-            && let Some(k) = key_root(key)
-            && !seen.insert(k)
-        {
-            out.insert(k);
-        }
-    }
-    out
-}
-
-/// Whether `en` is an entry of one of the `repeated` keys.
-fn repeated_key(en: &ast::ConfigEntry, repeated: &rustc_hash::FxHashSet<Symbol>) -> bool {
-    !repeated.is_empty()
-        && matches!(&en.kind, ast::ConfigEntryKind::KeyValue { key, .. }
-            if key_root(key).is_some_and(|k| repeated.contains(&k)))
-}
-
-/// The first name of a config key (`a` of `a`, `"a"` and `a.b.c`).
-fn key_root(key: &Expr) -> Option<Symbol> {
-    key_path(key).map(|p| p[0].0)
-}
-
 /// Public package-level names a statement assigns with `=` (through `if` bodies).
 fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
     match &s.kind {
@@ -2297,20 +2516,6 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
             }
         }
         _ => {}
-    }
-}
-
-/// Attributes declared with a value (`a: int = 1`), through `if` bodies.
-fn collect_valued_attrs(body: &[Stmt], out: &mut Vec<Symbol>) {
-    for s in body {
-        match &s.kind {
-            StmtKind::SchemaAttr(a) if a.value.is_some() => out.push(a.name.sym),
-            StmtKind::If(i) => {
-                collect_valued_attrs(&i.body, out);
-                collect_valued_attrs(&i.orelse, out);
-            }
-            _ => {}
-        }
     }
 }
 
@@ -2447,7 +2652,10 @@ fn builtin_fn_ret(name: &str) -> Option<Ty> {
         "len" | "int" | "ord" => Ty::Int,
         "float" => Ty::Float,
         "str" | "hex" | "bin" | "oct" | "typeof" => Ty::Str,
-        "isunique" | "all_true" | "any_true" | "multiplyof" => Ty::Bool,
+        "isunique" | "all_true" | "any_true" | "multiplyof" | "bool" => Ty::Bool,
+        "round" | "pow" => Ty::union(vec![Ty::Int, Ty::Float]),
+        "range" => Ty::List(Rc::new(Ty::Int)),
+        "sorted" | "zip" | "list" => Ty::List(Rc::new(Ty::Any)),
         _ => return None,
     })
 }

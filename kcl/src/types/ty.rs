@@ -98,6 +98,17 @@ impl Ty {
             t => t.widen(),
         }
     }
+    /// The type a variable gets from its value, as upstream's resolver infers it: literal
+    /// types widened, and `None`/`Undefined` as `any`, also inside lists, dicts and unions.
+    pub fn variable_type(&self) -> Ty {
+        match self {
+            Ty::None => Ty::Any,
+            Ty::List(e) => Ty::List(Rc::new(e.variable_type())),
+            Ty::Dict(k, v) => Ty::Dict(Rc::new(k.variable_type()), Rc::new(v.variable_type())),
+            Ty::Union(ts) => Ty::union(ts.iter().map(|t| t.variable_type()).collect()),
+            t => t.widen(),
+        }
+    }
     pub fn is_any(&self) -> bool {
         matches!(self, Ty::Any)
     }
@@ -204,6 +215,8 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
         (Bool | BoolLit(_), Bool) => true,
         (Int | IntLit(_), Int | Float) => true,
         (Float | FloatLit(_), Float) => true,
+        // upstream's resolver lets a bool stand for a float (not for an int)
+        (Bool | BoolLit(_), Float) => true,
         (Str | StrLit(_), Str) => true,
         (List(a), List(b)) => assignable(a, b, sub),
         (Dict(k1, v1), Dict(k2, v2)) => assignable(k1, k2, sub) && assignable(v1, v2, sub),

@@ -57,6 +57,12 @@ pub enum ErrKind {
     Schema,
     RecursionLimit,
     UniqueKey,
+    /// A base that cannot be inherited (a mixin).
+    IllegalInherit,
+    /// A name of the wrong form (a mixin not named `...Mixin`).
+    Name,
+    /// A parameter list out of order (`non-default argument follows default argument`).
+    IllegalParameter,
 }
 
 impl ErrKind {
@@ -72,6 +78,9 @@ impl ErrKind {
             ErrKind::Schema => ("E3M38", "EvaluationError"),
             ErrKind::RecursionLimit => ("E3M38", "EvaluationError"),
             ErrKind::UniqueKey => ("E2L28", "UniqueKeyError"),
+            ErrKind::IllegalInherit => ("E2D34", "IllegalInheritError"),
+            ErrKind::Name => ("E1001", "NameError"),
+            ErrKind::IllegalParameter => ("E1001", "IllegalParameterError"),
         }
     }
 }
@@ -486,6 +495,16 @@ impl Value {
             Value::Dict(_) => "dict".into(),
             Value::Schema(s) => s.name.to_string(),
             Value::Func(_) => "function".into(),
+        }
+    }
+    /// The type name with a schema's package (`pkg.S`; `S` in the main package), as
+    /// upstream's `typeof(v, full_name=True)` and run-time type errors print it.
+    pub fn type_name_full(&self) -> String {
+        match self {
+            Value::Schema(s) if !s.pkg.is_empty() && &*s.pkg != "__main__" => {
+                format!("{}.{}", s.pkg, s.name)
+            }
+            _ => self.type_name(),
         }
     }
     /// Type with the value, as upstream's messages print it: `int(1)`, `str(a)`.

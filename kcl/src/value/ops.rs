@@ -152,18 +152,13 @@ fn py_mod_i(a: i64, b: i64) -> i64 {
     }
 }
 
-fn py_mod_f(a: f64, b: f64) -> f64 {
-    let r = a % b;
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
-        r + b
-    } else {
-        r
-    }
-}
-
 /// `a <op> b`.
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     use BinOp::*;
+    // `x | None` and `None | x` are `x`, whatever `x` is
+    if op == BitOr && a.is_none_or_undefined() != b.is_none_or_undefined() {
+        return Ok(if a.is_none_or_undefined() { b } else { a }.clone());
+    }
     if matches!(a, Value::Bool(_)) || matches!(b, Value::Bool(_)) {
         // bools are not numbers in KCL arithmetic
         if !(matches!(op, BitOr | BitAnd | BitXor)
@@ -174,63 +169,52 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     }
     if let (Some(x), Some(y)) = (num(a), num(b)) {
         return match (x, y) {
+            // upstream's runtime on two ints: overflow of +, * and ** is a 64-bit overflow
+            // error (of -, a "32 bit" one, as upstream words it); / is a float division;
+            // shifts by 64 or more (a negative count included) overflow; the rest follows
+            // Rust's integer arithmetic beneath it, panics and wrapping included
             (Num::I(x), Num::I(y)) => match op {
                 Add => int_result(x as i128 + y as i128),
-                Sub => int_result(x as i128 - y as i128),
+                Sub => {
+                    let r = x as i128 - y as i128;
+                    if i64::try_from(r).is_err() {
+                        return Err(RtError::eval(format!("{r}: A 32 bit integer overflow")));
+                    }
+                    Ok(Value::Int(r as i64))
+                }
                 Mul => int_result(x as i128 * y as i128),
-                Div => {
-                    if y == 0 {
-                        Err(RtError::eval("integer division or modulo by zero"))
+                Div => float_result(x as f64 / y as f64),
+                FloorDiv => match (x, y) {
+                    (_, 0) => Err(RtError::eval("attempt to divide by zero")),
+                    (i64::MIN, -1) => Err(RtError::eval("attempt to divide with overflow")),
+                    _ => int_result(py_floor_div(x, y)),
+                },
+                Mod => match (x, y) {
+                    (_, 0) => Err(RtError::eval(
+                        "attempt to calculate the remainder with a divisor of zero",
+                    )),
+                    (i64::MIN, -1) => Err(RtError::eval(
+                        "attempt to calculate the remainder with overflow",
+                    )),
+                    _ => Ok(Value::Int(py_mod_i(x, y))),
+                },
+                Pow => match x.checked_pow(y as u32) {
+                    Some(r) => Ok(Value::Int(r)),
+                    None => Err(RtError::eval(format!(
+                        "{}: A 64 bit integer overflow",
+                        (x as i128).wrapping_pow(y as u32)
+                    ))),
+                },
+                LShift | RShift if (y as u32) >= 64 => {
+                    let r = if op == LShift {
+                        (x as i128).wrapping_shl(y as u32)
                     } else {
-                        Ok(Value::Float(x as f64 / y as f64))
-                    }
+                        (x as i128).wrapping_shr(y as u32)
+                    };
+                    Err(RtError::eval(format!("{r}: A 64 bit integer overflow")))
                 }
-                FloorDiv => {
-                    if y == 0 {
-                        Err(RtError::eval("integer division or modulo by zero"))
-                    } else {
-                        int_result(py_floor_div(x, y))
-                    }
-                }
-                Mod => {
-                    if y == 0 {
-                        Err(RtError::eval("integer division or modulo by zero"))
-                    } else {
-                        Ok(Value::Int(py_mod_i(x, y)))
-                    }
-                }
-                Pow => {
-                    if y < 0 {
-                        float_result((x as f64).powf(y as f64))
-                    } else {
-                        match u32::try_from(y)
-                            .ok()
-                            .and_then(|e| (x as i128).checked_pow(e))
-                        {
-                            Some(r) => int_result(r),
-                            None => Err(RtError::eval(format!(
-                                "{}: A 64 bit integer overflow",
-                                (x as f64).powf(y as f64)
-                            ))),
-                        }
-                    }
-                }
-                LShift => {
-                    if !(0..64).contains(&y) {
-                        return Err(RtError::eval("shift count out of range"));
-                    }
-                    int_result((x as i128) << y)
-                }
-                RShift => {
-                    if y < 0 {
-                        return Err(RtError::eval("negative shift count"));
-                    }
-                    Ok(Value::Int(if y >= 64 {
-                        if x < 0 { -1 } else { 0 }
-                    } else {
-                        x >> y
-                    }))
-                }
+                LShift => Ok(Value::Int(x.wrapping_shl(y as u32))),
+                RShift => Ok(Value::Int(x >> y)),
                 BitAnd => Ok(Value::Int(x & y)),
                 BitOr => Ok(Value::Int(x | y)),
                 BitXor => Ok(Value::Int(x ^ y)),
@@ -250,27 +234,11 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                     Add => float_result(xf + yf),
                     Sub => float_result(xf - yf),
                     Mul => float_result(xf * yf),
-                    Div => {
-                        if yf == 0.0 {
-                            Err(RtError::eval("float division by zero"))
-                        } else {
-                            float_result(xf / yf)
-                        }
-                    }
-                    FloorDiv => {
-                        if yf == 0.0 {
-                            Err(RtError::eval("float divmod()"))
-                        } else {
-                            Ok(Value::Float((xf / yf).floor()))
-                        }
-                    }
-                    Mod => {
-                        if yf == 0.0 {
-                            Err(RtError::eval("float modulo"))
-                        } else {
-                            Ok(Value::Float(py_mod_f(xf, yf)))
-                        }
-                    }
+                    // IEEE division (a zero divisor gives an infinity or NaN, printed as
+                    // null) and Rust's remainder, as upstream
+                    Div => float_result(xf / yf),
+                    FloorDiv => Ok(Value::Float((xf / yf).floor())),
+                    Mod => Ok(Value::Float(xf % yf)),
                     Pow => float_result(xf.powf(yf)),
                     _ => Err(unsupported(op.symbol(), a, b)),
                 }
@@ -320,11 +288,11 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     }
 }
 
+/// `-x` is upstream's `0 - x`: `-0.0` is `0.0`, and the int minimum wraps to itself.
 pub fn unary_neg(v: &Value) -> RtResult<Value> {
     match v {
-        Value::Int(i) => int_result(-(*i as i128)),
-        Value::Bool(b) => Ok(Value::Int(-(*b as i64))),
-        Value::Float(f) => Ok(Value::Float(-f)),
+        Value::Int(i) => Ok(Value::Int(0i64.wrapping_sub(*i))),
+        Value::Float(f) => Ok(Value::Float(0.0 - f)),
         _ => Err(RtError::ty(format!(
             "bad operand type for unary -: '{}'",
             v.type_name()
@@ -334,7 +302,6 @@ pub fn unary_neg(v: &Value) -> RtResult<Value> {
 pub fn unary_pos(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(_) | Value::Float(_) => Ok(v.clone()),
-        Value::Bool(b) => Ok(Value::Int(*b as i64)),
         _ => Err(RtError::ty(format!(
             "bad operand type for unary +: '{}'",
             v.type_name()
@@ -344,7 +311,8 @@ pub fn unary_pos(v: &Value) -> RtResult<Value> {
 pub fn unary_invert(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(i) => Ok(Value::Int(!i)),
-        Value::Bool(b) => Ok(Value::Int(!(*b as i64))),
+        // upstream inverts a bool's int view, which is 0
+        Value::Bool(_) => Ok(Value::Int(-1)),
         _ => Err(RtError::ty(format!(
             "bad operand type for unary ~: '{}'",
             v.type_name()
@@ -562,7 +530,8 @@ fn union_into<E: From<RtError>>(
             }
             Ok(())
         }
-        (_, Value::Undefined) => Ok(()),
+        // unifying with None or Undefined keeps the value (`{x: 1, x: None}` is `{x: 1}`)
+        (_, Value::Undefined | Value::None) => Ok(()),
         _ => {
             *a = b.clone();
             Ok(())
@@ -794,7 +763,11 @@ mod tests {
         assert!(
             matches!(binary(BinOp::Div, &Value::Int(7), &Value::Int(2)).unwrap(), Value::Float(f) if f == 3.5)
         );
-        assert!(binary(BinOp::Div, &Value::Int(1), &Value::Int(0)).is_err());
+        // upstream divides ints as floats: a zero divisor gives an infinity
+        assert!(
+            matches!(binary(BinOp::Div, &Value::Int(1), &Value::Int(0)).unwrap(), Value::Float(f) if f.is_infinite())
+        );
+        assert!(binary(BinOp::FloorDiv, &Value::Int(1), &Value::Int(0)).is_err());
     }
 
     #[test]

@@ -1,0 +1,142 @@
+//! The signatures upstream's resolver gives the functions of the system modules: their
+//! calls are checked like a known lambda's (argument counts, keywords, argument types) and
+//! their values have the declared return type. `name?` marks a parameter with a default.
+
+use std::rc::Rc;
+
+use super::ty::{FuncTy, Ty};
+use crate::ast::Symbol;
+
+const SIGNATURES: &[&str] = &[
+    "base64.encode(value: str, encoding?: str) -> str",
+    "base64.decode(value: str) -> str",
+    "base32.encode(value: str) -> str",
+    "base32.decode(value: str) -> str",
+    "net.split_host_port(ip_end_point: str) -> [str]",
+    "net.join_host_port(host: str, port: int|str) -> str",
+    "net.fqdn(name?: str) -> str",
+    "net.parse_IP(ip: str) -> str",
+    "net.IP_string(ip: str) -> str",
+    "net.to_IP4(ip: str) -> str",
+    "net.to_IP6(ip: str) -> str",
+    "net.is_IPv4(ip: str) -> bool",
+    "net.is_IPv6(ip: str) -> bool",
+    "net.is_IP(ip: str) -> bool",
+    "net.is_loopback_IP(ip: str) -> bool",
+    "net.is_multicast_IP(ip: str) -> bool",
+    "net.is_interface_local_multicast_IP(ip: str) -> bool",
+    "net.is_link_local_multicast_IP(ip: str) -> bool",
+    "net.is_link_local_unicast_IP(ip: str) -> bool",
+    "net.is_global_unicast_IP(ip: str) -> bool",
+    "net.is_unspecified_IP(ip: str) -> bool",
+    "manifests.yaml_stream(values: any, opts?: {str:any}) -> any",
+    "math.ceil(x: num) -> int",
+    "math.factorial(x: num) -> int",
+    "math.floor(x: num) -> int",
+    "math.gcd(a: int, b: int) -> int",
+    "math.isfinite(x: num) -> bool",
+    "math.isinf(x: num) -> bool",
+    "math.isnan(x: num) -> bool",
+    "math.modf(x: num) -> [float]",
+    "math.exp(x: num) -> float",
+    "math.expm1(x: num) -> float",
+    "math.log(x: num, e?: float) -> float",
+    "math.log1p(x: num) -> float",
+    "math.log2(x: num) -> float",
+    "math.log10(x: num) -> float",
+    "math.pow(x: num, y: num) -> float",
+    "math.sqrt(x: num) -> float",
+    "datetime.ticks() -> float",
+    "datetime.date() -> str",
+    "datetime.now(format?: str) -> str",
+    "datetime.today() -> str",
+    "regex.replace(string: str, pattern: str, replace: str, count?: int) -> str",
+    "regex.match(string: str, pattern: str) -> bool",
+    "regex.compile(pattern: str) -> bool",
+    "regex.findall(string: str, pattern: str) -> [str]",
+    "regex.search(string: str, pattern: str) -> bool",
+    "regex.split(string: str, pattern: str, maxsplit?: int) -> [str]",
+    "yaml.decode(value: str) -> any",
+    "yaml.decode_all(value: str) -> [any]",
+    "json.decode(value: str) -> any",
+    "crypto.md5(value: str, encoding?: str) -> str",
+    "crypto.sha1(value: str, encoding?: str) -> str",
+    "crypto.sha224(value: str, encoding?: str) -> str",
+    "crypto.sha256(value: str, encoding?: str) -> str",
+    "crypto.sha384(value: str, encoding?: str) -> str",
+    "crypto.sha512(value: str, encoding?: str) -> str",
+    "units.to_n(num: num) -> str",
+    "units.to_u(num: num) -> str",
+    "units.to_m(num: num) -> str",
+    "units.to_K(num: num) -> str",
+    "units.to_M(num: num) -> str",
+    "units.to_G(num: num) -> str",
+    "units.to_T(num: num) -> str",
+    "units.to_P(num: num) -> str",
+    "units.to_Ki(num: num) -> str",
+    "units.to_Mi(num: num) -> str",
+    "units.to_Gi(num: num) -> str",
+    "units.to_Ti(num: num) -> str",
+    "units.to_Pi(num: num) -> str",
+    "collection.union_all(num: [any]) -> any",
+    "file.read(filepath: str) -> str",
+    "file.glob(pattern: str) -> [str]",
+    "file.modpath() -> str",
+    "file.workdir() -> str",
+    "file.current() -> str",
+    "file.exists(filepath: str) -> bool",
+    "file.abs(filepath: str) -> str",
+    "file.read_env(key: str) -> str",
+    "template.execute(template: str, data?: {str:any}) -> str",
+    "template.html_escape(data: str) -> str",
+];
+
+/// The signature of `module.name`, if upstream's resolver declares one.
+pub(super) fn signature(module: &str, name: &str) -> Option<Rc<FuncTy>> {
+    let prefix = format!("{module}.{name}(");
+    let line = SIGNATURES.iter().find(|l| l.starts_with(&prefix))?;
+    let (params, ret) = line[prefix.len()..].split_once(") -> ")?;
+    let params = if params.is_empty() {
+        Vec::new()
+    } else {
+        params
+            .split(", ")
+            .map(|p| {
+                let (n, t) = p.split_once(": ").unwrap_or((p, "any"));
+                let (n, default) = match n.strip_suffix('?') {
+                    Some(n) => (n, true),
+                    None => (n, false),
+                };
+                (Some(Symbol::intern(n)), ty(t), default)
+            })
+            .collect()
+    };
+    Some(Rc::new(FuncTy {
+        params,
+        ret: ty(ret),
+    }))
+}
+
+fn ty(t: &str) -> Ty {
+    if let Some(e) = t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        return Ty::List(Rc::new(ty(e)));
+    }
+    if let Some((k, v)) = t
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .and_then(|t| t.split_once(':'))
+    {
+        return Ty::Dict(Rc::new(ty(k)), Rc::new(ty(v)));
+    }
+    if t.contains('|') {
+        return Ty::union(t.split('|').map(ty).collect());
+    }
+    match t {
+        "str" => Ty::Str,
+        "int" => Ty::Int,
+        "float" => Ty::Float,
+        "bool" => Ty::Bool,
+        "num" => Ty::union(vec![Ty::Int, Ty::Float]),
+        _ => Ty::Any,
+    }
+}
