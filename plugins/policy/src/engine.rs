@@ -184,6 +184,12 @@ fn load(
         set: set.name.clone(),
         detail: first_line(&d.to_string()),
     })?;
+    // The static checker, as `kcl run` runs it: a set with a type error or a malformed rule
+    // (a parameter without default after one with) is refused when loaded, not at evaluation.
+    kusion_kcl::types::check_program(&program).map_err(|e| PolicyError::Set {
+        set: set.name.clone(),
+        detail: first_line(&e.to_string()),
+    })?;
     let declared: Vec<(String, kusion_kcl::Span)> = program
         .main
         .modules

@@ -127,3 +127,27 @@ fn filters_severity_overrides_and_stacks() {
         .unwrap_err();
     assert!(err.message.contains("Nope"), "{err:?}");
 }
+
+#[test]
+fn static_errors_refuse_the_set_when_it_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rules, expect) in [
+        // A parameter without a default after one with a default.
+        ("rule Small[a = 1, b]:\n    True\n", "rules.k:1:"),
+        // A type error the checker finds without evaluating.
+        (
+            "limit: int = \"five\"\nrule Small:\n    True\n",
+            "rules.k:1:",
+        ),
+    ] {
+        write_set(dir.path(), MANIFEST, rules);
+        let err = KclPolicy::with_sets(&[dir.path()])
+            .err()
+            .unwrap_or_else(|| panic!("{rules:?} loaded"))
+            .to_string();
+        assert!(
+            err.contains("policy set `t`") && err.contains(expect),
+            "{rules:?}: {err}"
+        );
+    }
+}
