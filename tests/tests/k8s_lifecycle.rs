@@ -1,7 +1,7 @@
 //! Day-2 lifecycle on a real control plane, through the shipped `kusionctl` with the Kubernetes
 //! runtime plugin: rollback of a Deployment's image and of a removed ConfigMap; drift made with
 //! kubectl shown by `drift` and by `preview --detailed-exitcode`; a targeted apply; import of an
-//! object kubectl created.
+//! object kubectl created; a Secret filled from a `ref://file` secret reference, and its rotation.
 
 use std::path::Path;
 use std::process::Output;
@@ -267,4 +267,67 @@ fn a_targeted_apply_and_an_import_of_what_kubectl_made() {
     let cm = cp.block_on(api.get("legacy")).unwrap();
     assert_eq!(cm.data.unwrap()["key"], "managed");
     expect(d, &["destroy", "-y", "-f", "spec.json"], 0);
+}
+
+fn secret_value(cp: &ControlPlane, ns: &str, name: &str, key: &str) -> String {
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(cp.client().unwrap(), ns);
+    let live = cp.block_on(api.get(name)).unwrap();
+    let bytes = live.data.unwrap_or_default().remove(key).unwrap().0;
+    String::from_utf8(bytes).unwrap()
+}
+
+#[test]
+fn a_secret_from_a_file_reference_is_applied_and_its_rotation_planned() {
+    let cp = ControlPlane::shared();
+    built("libkusion_secrets.so");
+    let dir = setup(cp);
+    let d = dir.path();
+    let ns = "t-lifecycle-secret-ref";
+    std::fs::write(d.join("pw"), "hunter-k8s-1\n").unwrap();
+    let secret = json!({"id": format!("v1:Secret:{ns}:db"), "type": "Kubernetes",
+        "attributes": {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "db", "namespace": ns},
+            "stringData": {"password": "ref://file/pw"}}});
+    write_spec(d, &[namespace(ns), secret]);
+    let preview = expect(d, &["preview", "-d", "-f", "spec.json"], 0);
+    assert!(!preview.contains("hunter"), "{preview}");
+    expect(d, &["apply", "-y", "-f", "spec.json"], 0);
+    assert_eq!(secret_value(cp, ns, "db", "password"), "hunter-k8s-1");
+    expect(d, &["preview", "--detailed-exitcode", "-f", "spec.json"], 0);
+
+    // Rotated in the store: the next plan reads it again and updates the Secret.
+    std::fs::write(d.join("pw"), "hunter-k8s-2\n").unwrap();
+    let preview = expect(
+        d,
+        &["preview", "-d", "--detailed-exitcode", "-f", "spec.json"],
+        2,
+    );
+    assert!(
+        preview.contains(&format!("v1:Secret:{ns}:db")) && !preview.contains("hunter"),
+        "{preview}"
+    );
+    expect(d, &["apply", "-y", "-f", "spec.json"], 0);
+    assert_eq!(secret_value(cp, ns, "db", "password"), "hunter-k8s-2");
+    expect(d, &["preview", "--detailed-exitcode", "-f", "spec.json"], 0);
+
+    // Nothing at rest holds it in clear: state, journal and history.
+    fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.path().is_dir() {
+                files(&e.path(), out);
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(&d.join("state"), &mut all);
+    for f in all {
+        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
+        assert!(
+            !text.contains("hunter"),
+            "{} holds the secret in clear",
+            f.display()
+        );
+    }
 }
