@@ -381,9 +381,21 @@ fn frontend_checks_and_typos_in_stacks_are_errors() {
         let err = compile("guestbook", "dev", &dir).expect_err(to);
         assert!(err.contains(expect), "{to}: {err}");
     }
-    // without the project option the workload has no name
+    // Without the project option the workload has no name: as upstream KCL 0.12.4 does, the
+    // required attribute is checked when the instance is made, before the schema's checks.
     std::fs::write(&main, &original).unwrap();
     let err = compile_without_project(&dir).unwrap_err();
+    assert!(
+        err.contains("attribute 'name' of Server is required"),
+        "{err}"
+    );
+    // An empty name passes that check and meets the model's own.
+    std::fs::write(
+        &main,
+        original.replacen("replicas = 2", "replicas = 2\n    name = \"\"", 1),
+    )
+    .unwrap();
+    let err = compile("guestbook", "dev", &dir).unwrap_err();
     assert!(err.contains("needs a name"), "{err}");
 }
 
