@@ -776,7 +776,14 @@ fn edits_reanalyse_only_what_they_affect() {
     c.wait_idle();
     let before = stats(&mut c);
     c.edit(&person, 2, [0, 0, 0, 0], "# a comment\n");
-    c.wait_idle();
+    // A `kcl/status` still queued from the earlier analyses can end `wait_idle` before this
+    // edit's analysis runs (seen under load): wait for the counters to move, then let anything
+    // else the edit would wrongly cause arrive before comparing.
+    let deadline = std::time::Instant::now() + WAIT;
+    while stats(&mut c).2 < before.2 + 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let after = stats(&mut c);
     assert_eq!(after.0 - before.0, 1);
     assert_eq!(after.1 - before.1, 2, "models/ and the unit importing it");
