@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
 use kusion_kcl::PluginHook;
-use kusion_kcl::run::{ParseCache, RunOptions, run_full};
+use kusion_kcl::{ParseCache, RunOptions, run_full};
 use kusion_kernel::spec::Spec;
 use kusion_sdk::Resource;
 use serde_json::{Map, Value};
@@ -118,7 +118,7 @@ pub fn compile_stack(
         plugin: plugins,
         // A stack reads its own package and folder; anything else is granted in stack.yaml,
         // and compiling never writes.
-        allow: kusion_kcl::run::Allow {
+        allow: kusion_kcl::Allow {
             read: stack
                 .config
                 .allow_read

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
-use kusion_kcl::run::ParseCache;
+use kusion_kcl::ParseCache;
 use serde::{Deserialize, Serialize};
 
 use super::{FileHashes, KclFailure, compile_stack, render_spec};

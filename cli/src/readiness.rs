@@ -22,7 +22,7 @@ fn bindable(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with('_')
         // Fields spelled like KCL keywords are reachable through `live` only.
-        && !kusion_kcl::lexer::KEYWORDS.contains(&name)
+        && !kusion_kcl::is_keyword(name)
         && name != LIVE
 }
 
@@ -70,8 +70,8 @@ impl ReadinessHook for KclReadiness {
         };
         let value = kusion_kcl::run(&[file], &options).map_err(|e| e.to_string())?;
         match value.as_dict().and_then(|d| d.get("kusion_ready")) {
-            Some(kusion_kcl::value::Value::Bool(true)) => Ok(Verdict::Ready),
-            Some(kusion_kcl::value::Value::Bool(false)) => Ok(Verdict::NotReady(format!(
+            Some(kusion_kcl::Value::Bool(true)) => Ok(Verdict::Ready),
+            Some(kusion_kcl::Value::Bool(false)) => Ok(Verdict::NotReady(format!(
                 "waiting for readiness rule: {expression}"
             ))),
             Some(other) => Err(format!(

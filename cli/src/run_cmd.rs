@@ -38,7 +38,7 @@ pub struct RunEnv<'a> {
     pub styles: Styles,
     pub config_file: Option<PathBuf>,
     pub runtime_config: Option<PathBuf>,
-    pub plugin: Option<Rc<dyn kusion_kcl::eval::PluginHook>>,
+    pub plugin: Option<Rc<dyn kusion_kcl::PluginHook>>,
 }
 
 /// The run's targets as a spec for the policy plugins: one Kubernetes resource per target (its
@@ -208,7 +208,7 @@ fn compile(
     args: &[(String, String)],
     package: PathBuf,
 ) -> Result<Value> {
-    let options = kusion_kcl::run::RunOptions {
+    let options = kusion_kcl::RunOptions {
         work_dir: Some(
             file.parent()
                 .map(Path::to_path_buf)
@@ -220,7 +220,7 @@ fn compile(
         plugin: env.plugin.clone(),
         ..Default::default()
     };
-    let out = kusion_kcl::run::run_full(&[file.to_path_buf()], &options).map_err(|e| {
+    let out = kusion_kcl::run_full(&[file.to_path_buf()], &options).map_err(|e| {
         crate::compile::KclProgramFailure {
             file: file.to_path_buf(),
             rendered: e.to_string(),

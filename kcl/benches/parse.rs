@@ -22,7 +22,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let src = kusion_kcl::parser::generate::generate_config(lines);
+    let src = kusion_kcl::generate_config(lines);
     let mb = src.len() as f64 / 1e6;
     // Warm up once (also checks the generated file parses).
     if let Err(d) = kusion_kcl::parse_source("bench.k", &src) {
@@ -46,7 +46,7 @@ fn main() {
         }
     }
     let c0 = thread_cpu_ns();
-    let lexed = kusion_kcl::lexer::lex(&src, kusion_kcl::FileId(0), 0);
+    let lexed = kusion_kcl::lex(&src, kusion_kcl::FileId(0), 0);
     let lex_cpu = match (c0, thread_cpu_ns()) {
         (Some(a), Some(b)) => (b - a) as f64 / 1e9,
         _ => f64::NAN,

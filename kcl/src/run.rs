@@ -297,7 +297,6 @@ pub fn run_parts(
     let access = opts.allow.access(&program.root, &work_dir, &opts.external);
     let eopts = EvalOptions {
         args,
-        external_pkgs: opts.external.clone(),
         work_dir: work_dir.clone(),
         exec_workdir,
         plugin: opts.plugin.clone(),

@@ -1,7 +1,7 @@
 //! Formatter tests: a golden file, idempotency and tree preservation on in-repo fixtures.
 
-use kusion_kcl::fmt::{ast_fingerprint, format_source};
 use kusion_kcl::parse_source;
+use kusion_kcl::{ast_fingerprint, format_source};
 
 const MESSY: &str = include_str!("fixtures/fmt/messy.input");
 const GOLDEN: &str = include_str!("fixtures/fmt/messy.golden");
@@ -69,7 +69,7 @@ fn syntax_errors_are_reported_not_formatted() {
 /// The benchmark's generated config is valid KCL and already in canonical style.
 #[test]
 fn generated_config_parses_and_is_formatted() {
-    let src = kusion_kcl::parser::generate::generate_config(2_000);
+    let src = kusion_kcl::generate_config(2_000);
     assert!(src.lines().count() >= 2_000);
     check_round_trip("generated.k", &src);
     let out = format_source("generated.k", &src).unwrap();

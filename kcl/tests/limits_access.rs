@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kusion_kcl::limits::Limits;
-use kusion_kcl::run::Allow;
+use kusion_kcl::Allow;
+use kusion_kcl::Limits;
 use kusion_kcl::{RunOptions, run_full};
 
 fn run_in(dir: &Path, src: &str, opts: RunOptions) -> Result<String, String> {

@@ -1,7 +1,7 @@
 //! Package loading: root detection, absolute/relative/external imports, system and plugin
 //! modules, several main files, `${KCL_MOD}` and missing modules.
 
-use kusion_kcl::parser::loader::{ImportTarget, LoadOptions, load_program};
+use kusion_kcl::{ImportTarget, LoadOptions, load_program};
 use std::fs;
 use std::path::Path;
 
@@ -11,7 +11,7 @@ fn write(root: &Path, rel: &str, text: &str) {
     fs::write(p, text).unwrap();
 }
 
-fn targets(prog: &kusion_kcl::parser::loader::Program) -> Vec<ImportTarget> {
+fn targets(prog: &kusion_kcl::Program) -> Vec<ImportTarget> {
     let mut out = Vec::new();
     let mut mods: Vec<&kusion_kcl::Module> = prog.main.modules.iter().map(|m| &**m).collect();
     for (_, p) in prog.packages.iter() {

@@ -1,8 +1,8 @@
 //! Property tests: random KCL-like token soup never panics the parser, and whatever parses
 //! formats idempotently to the same tree (the properties the fuzz targets check, run in CI).
 
-use kusion_kcl::fmt::{ast_fingerprint, format_module};
-use kusion_kcl::parser::parse_unregistered;
+use kusion_kcl::parse_unregistered;
+use kusion_kcl::{ast_fingerprint, format_module};
 use proptest::prelude::*;
 
 const PIECES: &[&str] = &[

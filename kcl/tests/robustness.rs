@@ -1,8 +1,8 @@
 //! Hostile inputs: deep nesting, long chains and garbage must give errors, never a panic,
 //! hang or stack overflow (these run on the default 2 MiB test-thread stack, debug build).
 
-use kusion_kcl::fmt::format_source;
-use kusion_kcl::parser::parse_unregistered;
+use kusion_kcl::format_source;
+use kusion_kcl::parse_unregistered;
 
 fn no_panic(src: &str) -> usize {
     let (_, errors) = parse_unregistered(src);

@@ -320,7 +320,7 @@ fn override_file_rewrites_source() {
         "main.k",
         "app = {\n    image = \"nginx:1\"\n}\n",
     );
-    assert!(kusion_kcl::overrides::override_file(&f, &["app.image=\"nginx:2\"".into()]).unwrap());
+    assert!(kusion_kcl::override_file(&f, &["app.image=\"nginx:2\"".into()]).unwrap());
     let opts = RunOptions {
         work_dir: Some(dir.path().to_path_buf()),
         ..Default::default()

@@ -41,7 +41,7 @@ fn compile_errors_name_the_file_and_the_stack() {
     .unwrap();
     let out = run(&stack, work.path(), &["compile"]);
     assert_eq!(out.status.code(), Some(1));
-    let kcl = kusion_kcl::run::run_full(
+    let kcl = kusion_kcl::run_full(
         &[],
         &kusion_kcl::RunOptions {
             work_dir: Some(stack.clone()),

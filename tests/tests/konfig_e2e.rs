@@ -73,8 +73,7 @@ fn konfig_stack_apply_override_preview_apply_destroy() {
     // A CI bot bumps the image: `-O web.image="nginx:1.26"` written into the stack's main.k.
     let main = stack.join("main.k");
     let changed =
-        kusion_kcl::overrides::override_file(&main, &["web.image=\"nginx:1.26\"".to_string()])
-            .unwrap();
+        kusion_kcl::override_file(&main, &["web.image=\"nginx:1.26\"".to_string()]).unwrap();
     assert!(changed);
     assert!(
         std::fs::read_to_string(&main)

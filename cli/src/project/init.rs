@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use kusion_kcl::parser::loader::find_mod_root;
+use kusion_kcl::find_mod_root;
 
 use super::{PROJECT_FILE, STACK_FILE};
 

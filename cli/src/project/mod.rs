@@ -7,7 +7,7 @@ pub mod init;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use kusion_kcl::parser::loader::find_mod_root;
+use kusion_kcl::find_mod_root;
 use serde::Deserialize;
 
 pub const PROJECT_FILE: &str = "project.yaml";

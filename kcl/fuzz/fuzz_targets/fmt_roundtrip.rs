@@ -2,8 +2,8 @@
 //! tree (spans aside) with the same comments, and formatting it again changes nothing.
 #![no_main]
 
-use kusion_kcl::fmt::{ast_fingerprint, format_module};
-use kusion_kcl::parser::parse_unregistered;
+use kusion_kcl::{ast_fingerprint, format_module};
+use kusion_kcl::parse_unregistered;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

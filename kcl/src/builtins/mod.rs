@@ -6,7 +6,7 @@ mod sys;
 use crate::value::{self, Dict, Host, RtError, RtResult, Str, Value};
 
 pub use strs::{METHODS as STR_METHODS, call_method, str_method};
-pub use sys::{is_system_module, system_member, system_module_name};
+pub use sys::{system_member, system_module_name};
 
 pub(crate) fn arg<'a>(
     args: &'a [Value],

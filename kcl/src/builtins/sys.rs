@@ -29,10 +29,6 @@ const MODULES: &[&str] = &[
     "collection",
 ];
 
-pub fn is_system_module(name: &str) -> bool {
-    MODULES.contains(&name)
-}
-
 pub fn system_module_name(name: &str) -> Option<&'static str> {
     MODULES.iter().copied().find(|m| *m == name)
 }

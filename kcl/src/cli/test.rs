@@ -258,7 +258,6 @@ fn run_package(
         let start = Instant::now();
         let eopts = EvalOptions {
             args: s.args.clone(),
-            external_pkgs: s.external.clone(),
             work_dir: s.cwd.clone(),
             exec_workdir: String::new(),
             plugin: None,

@@ -719,7 +719,6 @@ impl Validator {
         let access = crate::run::Allow::default().access(&program.root, &self.cwd, &self.external);
         let eopts = EvalOptions {
             args: Vec::new(),
-            external_pkgs: self.external.clone(),
             work_dir: self.cwd.clone(),
             exec_workdir: String::new(),
             plugin: None,

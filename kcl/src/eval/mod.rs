@@ -43,8 +43,6 @@ pub trait PluginHook {
 pub struct EvalOptions {
     /// `-D key=value` / settings-file options for `option()`.
     pub args: Vec<(String, Value)>,
-    /// `-E name=path` external packages.
-    pub external_pkgs: Vec<(String, PathBuf)>,
     /// Directory `file.*` functions resolve relative paths against.
     pub work_dir: PathBuf,
     /// The work directory as given by the caller (`file.workdir()`; empty for `kcl run`).
@@ -60,6 +58,8 @@ pub struct EvalOptions {
 /// A loaded package: its statements (from every file) and global variables.
 pub struct Pkg {
     pub path: String,
+    /// The package's folder (not read by the evaluator today; kept with the package it names).
+    #[allow(dead_code)]
     pub dir: PathBuf,
     stmts: Vec<&'static Stmt>,
     /// The statements that assign each global, in order (see [`Setter`]).
@@ -1244,9 +1244,4 @@ fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
             crate::value::to_str(k)
         ))),
     }
-}
-
-/// Keys as shared strings.
-pub fn key(s: &str) -> Str {
-    Str::from(s)
 }

@@ -90,7 +90,6 @@ pub struct AttrDecl {
 
 /// The instance being built.
 pub struct Frame {
-    pub name: Str,
     pub attrs: RefCell<Dict>,
     pub config: Rc<Dict>,
     layout: Rc<Layout>,
@@ -579,7 +578,6 @@ impl Evaluator {
         let n = layout.body.len();
         let has_insert = config.ops.as_ref().is_some_and(|o| o.any_insert());
         let frame = Rc::new(Frame {
-            name: ty.name.clone(),
             attrs: RefCell::new(attrs),
             config,
             layout: layout.clone(),

@@ -9,8 +9,6 @@ use crate::value::Value;
 mod scalar;
 pub mod toml;
 
-pub use scalar::{StrStyle, str_style};
-
 /// Printing options (`-n`, `-k`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PrintOpts {

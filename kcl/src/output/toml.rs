@@ -43,6 +43,7 @@ const ERR_NON_STRING: &str = "toml: cannot encode a map with non-string key type
 const ERR_NO_KEY: &str = "toml: top-level values must be Go maps, structs or yaml.MapSlice";
 
 /// Convert the YAML text of a result (one document, or a `---` stream) to upstream's TOML.
+#[cfg(test)]
 pub fn yaml_to_toml(yaml: &str, sort_keys: bool) -> Result<String, TomlError> {
     yaml_to_toml_with(yaml, sort_keys, false)
 }

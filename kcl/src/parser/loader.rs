@@ -175,11 +175,6 @@ pub fn find_mod_root(start: &Path) -> Option<PathBuf> {
     }
 }
 
-/// Replaces `${KCL_MOD}` in a path argument with the package root.
-pub fn expand_kcl_mod(arg: &str, root: &Path) -> PathBuf {
-    PathBuf::from(arg.replace("${KCL_MOD}", &root.display().to_string()))
-}
-
 /// Expands `${KCL_MOD}` (the package root) and `${name:KCL_MOD}` (the root of external
 /// package `name`) in a path argument.
 pub fn expand_paths(arg: &str, root: &Path, external: &[(String, PathBuf)]) -> PathBuf {

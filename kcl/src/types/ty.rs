@@ -89,15 +89,6 @@ impl Ty {
             _ => return Option::None,
         })
     }
-    /// Literal types widened everywhere inside (the type a variable gets from its value).
-    pub fn widen_deep(&self) -> Ty {
-        match self {
-            Ty::List(e) => Ty::List(Rc::new(e.widen_deep())),
-            Ty::Dict(k, v) => Ty::Dict(Rc::new(k.widen_deep()), Rc::new(v.widen_deep())),
-            Ty::Union(ts) => Ty::union(ts.iter().map(|t| t.widen_deep()).collect()),
-            t => t.widen(),
-        }
-    }
     /// The type a variable gets from its value, as upstream's resolver infers it: literal
     /// types widened, and `None`/`Undefined` as `any`, also inside lists, dicts and unions.
     pub fn variable_type(&self) -> Ty {

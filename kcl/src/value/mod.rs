@@ -19,10 +19,10 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
 pub use ops::{
-    BinOp, CmpOp, Rebuild, binary, check_union, compare, merge_entry_with, subsume, unary_invert,
-    unary_neg, unary_not, unary_pos, union, union_owned, union_with,
+    BinOp, CmpOp, binary, check_union, compare, merge_entry_with, unary_invert, unary_neg,
+    unary_not, unary_pos, union, union_with,
 };
-pub use strfmt::{to_repr, to_str};
+pub use strfmt::to_str;
 
 pub use rcstr::Str;
 /// Insertion-ordered map used by dicts and schema instances.

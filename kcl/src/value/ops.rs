@@ -443,18 +443,13 @@ pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
     Ok(out)
 }
 
-/// [`union`] consuming `a`: when nothing else shares it, it is updated in place (no copy).
-pub fn union_owned(mut a: Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
-    union_into::<RtError>(&mut a, b, check_conflict, 0, None)?;
-    Ok(a)
-}
-
 /// Re-creates a schema instance with more config merged into the config it was built from
 /// (`None`: it cannot be rebuilt, its attributes are merged instead). The evaluator supplies
 /// it so a dict merged into a nested instance is coerced and checked like a fresh instance.
 pub type Rebuild<'a, E> = &'a dyn Fn(&Value, &Value) -> Result<Option<Value>, E>;
 
-/// [`union_owned`] that rebuilds the schema instances it merges into through `rb`.
+/// [`union`] consuming `a` (updated in place when nothing else shares it) that rebuilds the
+/// schema instances it merges into through `rb`.
 pub fn union_with<E: From<RtError>>(
     mut a: Value,
     b: &Value,

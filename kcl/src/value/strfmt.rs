@@ -9,14 +9,6 @@ pub fn to_str(v: &Value) -> String {
     out
 }
 
-/// `str()` of a value nested in a container: upstream quotes a string only where it is a
-/// dict's key or value; strings in lists print bare (`[a, {'k': 'v'}]`).
-pub fn to_repr(v: &Value) -> String {
-    let mut out = String::new();
-    write_str(v, &mut out, 0, true);
-    out
-}
-
 /// Upstream's quoting of a dict key or value: single quotes unless the string holds a
 /// double quote; nothing is escaped except `"` when the string holds both quote kinds.
 fn quote_str(s: &str, out: &mut String) {

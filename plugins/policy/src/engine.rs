@@ -6,12 +6,7 @@
 //! each rule is instantiated once per matching resource with `resource` bound. A failed check is a
 //! finding; any other error is an error of the policy, naming the set, the rule and the resource.
 
-use std::rc::Rc;
-
-use kusion_kcl::ast::Symbol;
-use kusion_kcl::eval::{EvalOptions, Evaluator, SchemaType};
-use kusion_kcl::parser::loader::{LoadOptions, load_program};
-use kusion_kcl::value::{Dict, ErrKind, Func, Str, Value as KValue};
+use kusion_kcl::{Binding, RuleProgram, RuleSession, Value as KValue, Verdict};
 use kusion_sdk::policy::Finding;
 use serde_json::Value;
 
@@ -38,30 +33,18 @@ pub struct PreparedResource {
     pub containers: KValue,
 }
 
-fn kget<'a>(v: &'a KValue, key: &str) -> Option<&'a KValue> {
-    match v {
-        KValue::Dict(d) => d.get(key),
-        _ => None,
-    }
-}
-
 fn kpath<'a>(v: &'a KValue, path: &[&str]) -> Option<&'a KValue> {
-    path.iter().try_fold(v, |v, k| kget(v, k))
+    path.iter().try_fold(v, |v, k| v.get(k))
 }
 
 /// The pod spec and containers of a Kubernetes workload, computed once per resource in Rust so
 /// that every rule reads them without walking the manifest again.
 fn workload_views(resource: &Value, value: &KValue) -> (KValue, KValue) {
-    let empty = || {
-        (
-            KValue::Dict(Rc::new(Dict::new())),
-            KValue::List(Rc::new(Vec::new())),
-        )
-    };
+    let empty = || (KValue::empty_dict(), KValue::list(Vec::new()));
     if resource["type"] != "Kubernetes" {
         return empty();
     }
-    let Some(attrs) = kget(value, "attributes") else {
+    let Some(attrs) = value.get("attributes") else {
         return empty();
     };
     let path: &[&str] = match resource["attributes"]["kind"].as_str() {
@@ -70,16 +53,16 @@ fn workload_views(resource: &Value, value: &KValue) -> (KValue, KValue) {
         Some(_) => &["spec", "template", "spec"],
         None => return empty(),
     };
-    let Some(pod @ KValue::Dict(_)) = kpath(attrs, path) else {
+    let Some(pod) = kpath(attrs, path).filter(|p| p.is_dict()) else {
         return empty();
     };
     let mut containers = Vec::new();
     for key in ["initContainers", "containers"] {
-        if let Some(KValue::List(l)) = kget(pod, key) {
+        if let Some(l) = pod.get(key).and_then(KValue::list_items) {
             containers.extend(l.iter().cloned());
         }
     }
-    (pod.clone(), KValue::List(Rc::new(containers)))
+    (pod.clone(), KValue::list(containers))
 }
 
 fn kind_of(resource: &Value) -> String {
@@ -99,7 +82,7 @@ pub fn prepare(spec: &Value, context: &Value) -> Result<Prepared, PolicyError> {
     let mut resources = Vec::with_capacity(list.len());
     let mut values = Vec::with_capacity(list.len());
     for r in list {
-        let value = kusion_kcl::builtins::from_json_value(r);
+        let value = kusion_kcl::from_json(r);
         values.push(value.clone());
         let (pod, containers) = workload_views(r, &value);
         resources.push(PreparedResource {
@@ -111,8 +94,6 @@ pub fn prepare(spec: &Value, context: &Value) -> Result<Prepared, PolicyError> {
             containers,
         });
     }
-    let mut spec_dict = Dict::new();
-    spec_dict.insert(Str::from("resources"), KValue::List(Rc::new(values)));
     let stack = context["stack"]["name"]
         .as_str()
         .or_else(|| context["stack"].as_str())
@@ -120,102 +101,51 @@ pub fn prepare(spec: &Value, context: &Value) -> Result<Prepared, PolicyError> {
         .to_string();
     Ok(Prepared {
         resources,
-        spec: KValue::Dict(Rc::new(spec_dict)),
-        context: kusion_kcl::builtins::from_json_value(context),
+        spec: KValue::dict([("resources", KValue::list(values))]),
+        context: kusion_kcl::from_json(context),
         stack,
     })
 }
 
-/// The rule type behind a global (rules are schema types to the evaluator).
-fn as_rule_type(v: &KValue) -> Option<Rc<SchemaType>> {
-    match v {
-        KValue::Func(f) => match &**f {
-            Func::User { data, .. } => data.clone().downcast::<SchemaType>().ok(),
-            _ => None,
-        },
-        _ => None,
+/// The finding message of a failed rule check: the check's own message, else the rule's
+/// description, else the condition's source text.
+fn check_message(failure: &kusion_kcl::CheckFailure, rule: &Rule) -> String {
+    match (&failure.message, &rule.description) {
+        (Some(m), _) => m.clone(),
+        (None, Some(d)) => d.clone(),
+        (None, None) => format!("check `{}` failed", failure.condition),
     }
-}
-
-const CHECK_PREFIX: &str = "Check failed on the condition";
-
-/// The finding message of a failed rule check, or `None` when the error is not a check failure.
-fn check_message(e: &kusion_kcl::EvalError, rule: &Rule) -> Option<String> {
-    if e.kind != ErrKind::Schema {
-        return None;
-    }
-    let (span, note) = e.notes.last()?;
-    let rest = note.strip_prefix(CHECK_PREFIX)?;
-    let msg = rest.strip_prefix(": ").unwrap_or("").trim();
-    if !msg.is_empty() {
-        return Some(msg.to_string());
-    }
-    // No message on the check line: the rule's description, else the condition's source text.
-    Some(match &rule.description {
-        Some(d) => d.clone(),
-        None => {
-            let text = span
-                .text()
-                .map(|t| t.split(',').next().unwrap_or(&t).trim().to_string())
-                .unwrap_or_default();
-            format!("check `{text}` failed")
-        }
-    })
 }
 
 fn first_line(s: &str) -> String {
     s.trim().to_string()
 }
 
-/// Load a set's program (parse errors name file:line:col) and check that its rules and its
-/// manifest agree.
-fn load(
-    set: &PolicySet,
-    options: Vec<(String, KValue)>,
-) -> Result<(Evaluator, Rc<kusion_kcl::eval::Pkg>), PolicyError> {
-    let program = load_program(
-        &set.files,
-        &LoadOptions {
-            external: Vec::new(),
-            work_dir: Some(set.dir.clone()),
-        },
-    )
-    .map_err(|d| PolicyError::Set {
-        set: set.name.clone(),
-        detail: first_line(&d.to_string()),
-    })?;
+/// Load a set's program (parse errors name file:line:col), check it statically and check that
+/// its rules and its manifest agree.
+fn load(set: &PolicySet, options: Vec<(String, KValue)>) -> Result<RuleSession, PolicyError> {
     // The static checker, as `kcl run` runs it: a set with a type error or a malformed rule
     // (a parameter without default after one with) is refused when loaded, not at evaluation.
-    kusion_kcl::types::check_program(&program).map_err(|e| PolicyError::Set {
+    let program = RuleProgram::load(&set.files, &set.dir).map_err(|e| PolicyError::Set {
         set: set.name.clone(),
         detail: first_line(&e.to_string()),
     })?;
-    let declared: Vec<(String, kusion_kcl::Span)> = program
-        .main
-        .modules
-        .iter()
-        .flat_map(|m| m.body.iter())
-        .filter_map(|s| match &s.kind {
-            kusion_kcl::ast::StmtKind::Rule(r) => {
-                Some((r.name.sym.as_str().to_string(), r.name.span))
-            }
-            _ => None,
-        })
-        .collect();
-    for (name, span) in &declared {
+    let declared = program.rules();
+    for d in declared {
+        let name = &d.name;
         if !set.rules.iter().any(|r| &r.name == name) {
             return Err(PolicyError::Set {
                 set: set.name.clone(),
                 detail: format!(
                     "{}: rule `{name}` has no `[rules.{name}]` entry (severity, what it applies to) in {}",
-                    span.loc(),
+                    d.span.loc(),
                     set.dir.join(crate::set::SET_MANIFEST).display()
                 ),
             });
         }
     }
     for rule in &set.rules {
-        if !declared.iter().any(|(n, _)| n == &rule.name) {
+        if !declared.iter().any(|d| d.name == rule.name) {
             return Err(PolicyError::Set {
                 set: set.name.clone(),
                 detail: format!(
@@ -227,19 +157,10 @@ fn load(
             });
         }
     }
-    let eopts = EvalOptions {
-        args: options,
-        work_dir: set.dir.clone(),
-        ..Default::default()
-    };
-    let (ev, modules) = Evaluator::new(program, eopts);
-    let pkg = ev
-        .make_pkg("__main__", set.dir.clone(), modules)
-        .map_err(|e| PolicyError::Set {
-            set: set.name.clone(),
-            detail: first_line(&e.to_string()),
-        })?;
-    Ok((ev, pkg))
+    program.start(options).map_err(|e| PolicyError::Set {
+        set: set.name.clone(),
+        detail: first_line(&e.to_string()),
+    })
 }
 
 /// Parse and resolve a set without a spec (configure time): malformed sets fail early.
@@ -253,7 +174,7 @@ fn set_options(set: &PolicySet, prepared: &Prepared) -> Vec<(String, KValue)> {
         ("context".to_string(), prepared.context.clone()),
     ];
     for (k, v) in &set.options {
-        options.push((k.clone(), kusion_kcl::builtins::from_json_value(v)));
+        options.push((k.clone(), kusion_kcl::from_json(v)));
     }
     options
 }
@@ -267,12 +188,17 @@ pub fn evaluate_set(
     if !set.stacks.matches(&prepared.stack) {
         return Ok(Vec::new());
     }
-    let (ev, pkg) = load(set, set_options(set, prepared))?;
+    let session = load(set, set_options(set, prepared))?;
     let set_err = |e: kusion_kcl::EvalError| PolicyError::Set {
         set: set.name.clone(),
         detail: first_line(&e.to_string()),
     };
-    ev.run_pkg(&pkg).map_err(set_err)?;
+    session.run_top_level().map_err(set_err)?;
+    let (k_resource, k_pod, k_containers) = (
+        Binding::new("resource"),
+        Binding::new("pod"),
+        Binding::new("containers"),
+    );
     let mut findings = Vec::new();
     for rule in &set.rules {
         if !rule.stacks.matches(&prepared.stack) {
@@ -282,51 +208,43 @@ pub fn evaluate_set(
         let severity = severity_override(&id)
             .or_else(|| severity_override(&rule.name))
             .unwrap_or(rule.severity);
-        let ty = ev
-            .get_global(&pkg, Symbol::intern(&rule.name))
+        let ty = session
+            .rule(&rule.name)
             .map_err(set_err)?
-            .as_ref()
-            .and_then(as_rule_type)
             .ok_or_else(|| PolicyError::Set {
                 set: set.name.clone(),
                 detail: format!("`{}` is not a rule", rule.name),
             })?;
-        let span = kusion_kcl::Span::default();
-        let (k_resource, k_pod, k_containers): (Str, Str, Str) = (
-            Str::from("resource"),
-            Str::from("pod"),
-            Str::from("containers"),
-        );
         let mut run =
             |resource: Option<&crate::engine::PreparedResource>| -> Result<(), PolicyError> {
-                let mut config = Dict::with_capacity(3);
-                match resource {
-                    Some(r) => {
-                        config.insert(k_resource.clone(), r.value.clone());
-                        config.insert(k_pod.clone(), r.pod.clone());
-                        config.insert(k_containers.clone(), r.containers.clone());
+                let verdict = match resource {
+                    Some(r) => session.instantiate(
+                        &ty,
+                        [
+                            (&k_resource, r.value.clone()),
+                            (&k_pod, r.pod.clone()),
+                            (&k_containers, r.containers.clone()),
+                        ],
+                    ),
+                    None => session.instantiate(&ty, [(&k_resource, KValue::None)]),
+                };
+                match verdict {
+                    Ok(Verdict::Pass) => Ok(()),
+                    Ok(Verdict::Fail(failure)) => {
+                        findings.push(Finding {
+                            rule: id.clone(),
+                            severity,
+                            resource_id: resource.and_then(|r| r.id.clone()),
+                            message: check_message(&failure, rule),
+                        });
+                        Ok(())
                     }
-                    None => config.insert(k_resource.clone(), KValue::None),
-                }
-                match ev.instantiate(&ty, &[], &[], config, span) {
-                    Ok(_) => Ok(()),
-                    Err(e) => match check_message(&e, rule) {
-                        Some(message) => {
-                            findings.push(Finding {
-                                rule: id.clone(),
-                                severity,
-                                resource_id: resource.and_then(|r| r.id.clone()),
-                                message,
-                            });
-                            Ok(())
-                        }
-                        None => Err(PolicyError::Rule {
-                            set: set.name.clone(),
-                            rule: rule.name.clone(),
-                            resource: resource.and_then(|r| r.id.clone()),
-                            detail: first_line(&e.to_string()),
-                        }),
-                    },
+                    Err(e) => Err(PolicyError::Rule {
+                        set: set.name.clone(),
+                        rule: rule.name.clone(),
+                        resource: resource.and_then(|r| r.id.clone()),
+                        detail: first_line(&e.to_string()),
+                    }),
                 }
             };
         match rule.scope {
