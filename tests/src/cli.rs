@@ -63,6 +63,24 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// Every file below `dir` with its bytes, recursively (for "nothing at rest in clear" checks).
+pub fn files_under(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            let bytes =
+                std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+            out.push((p, bytes));
+        }
+    }
+    out
+}
+
 /// Copies the folder `from` into `to` (created), recursively.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("creating {}: {e}", to.display()));

@@ -68,7 +68,7 @@ impl Env {
     }
     /// Nothing under the state folder, and no preview or state output, shows a secret.
     fn assert_nothing_in_clear(&self, secret: &str) {
-        for (path, bytes) in files_under(&self.state_dir()) {
+        for (path, bytes) in kusion_tests::cli::files_under(&self.state_dir()) {
             assert!(
                 !String::from_utf8_lossy(&bytes).contains(secret),
                 "{} holds {secret} in clear",
@@ -97,19 +97,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push((p.clone(), std::fs::read(&p).unwrap()));
-        }
-    }
-    out
 }
 
 fn plugin_built() {
@@ -166,7 +153,7 @@ fn env_and_file_references_are_applied_never_kept_in_clear_and_rotations_plan_up
     // The release history keeps the reference as written (no state key is configured, so a
     // secret itself could only be kept as a hash there).
     assert!(
-        files_under(&env.state_dir())
+        kusion_tests::cli::files_under(&env.state_dir())
             .iter()
             .any(|(_, b)| String::from_utf8_lossy(b).contains("ref://env/APP_TOKEN")),
         "the recorded spec keeps ref://env/APP_TOKEN"

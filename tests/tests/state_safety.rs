@@ -276,22 +276,9 @@ const SECRETS: &str = r#"resources:
     dsn: "postgres://admin:$kusion_path[t:db].secret@db"
 "#;
 
-fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push((p.clone(), std::fs::read(&p).unwrap()));
-        }
-    }
-    out
-}
-
 fn assert_no_clear_secret(env: &Env) {
     use std::os::unix::fs::PermissionsExt;
-    for (path, bytes) in files_under(&env.state_dir()) {
+    for (path, bytes) in kusion_tests::cli::files_under(&env.state_dir()) {
         assert!(
             !String::from_utf8_lossy(&bytes).contains("hunter"),
             "{} holds a secret in clear",
