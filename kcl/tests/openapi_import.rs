@@ -233,7 +233,12 @@ spec:
                   Second line.
               replicas: {type: integer, minimum: 1, maximum: 10, default: 1}
               name: {type: string, pattern: '^[a-z]+$', maxLength: 8}
-              port: {x-kubernetes-int-or-string: true, anyOf: [{type: integer}, {type: string}]}
+              port:
+                x-kubernetes-int-or-string: true
+                anyOf: [{type: integer}, {type: string}]
+                pattern: '^[a-z]+$'
+                minimum: 1
+                maxLength: 6
               targets:
                 type: array
                 items:
@@ -288,6 +293,45 @@ fn crd_becomes_kind_and_nested_schemas_with_checks() {
         "regex.match(name, r\"^[a-z]+$\") if name not in [None, Undefined]",
     ] {
         assert!(s.contains(line), "missing {line:?} in\n{s}");
+    }
+}
+
+#[test]
+fn int_or_string_checks_apply_to_the_json_type_they_constrain() {
+    // `pattern` and `maxLength` constrain strings, `minimum` numbers, as the API server applies
+    // them; the generated checks must also pass upstream's type checker on `int | str`.
+    let tmp = tempfile::tempdir().unwrap();
+    let crd = read_crd(&write_tmp(tmp.path(), "gizmo.yaml", crd_yaml())).unwrap();
+    let files = generate(&[crd], &ImportOptions::default()).unwrap();
+    write_package(&tmp.path().join("k8s"), &files).unwrap();
+    let prog = tmp.path().join("prog");
+    std::fs::create_dir_all(&prog).unwrap();
+    write_tmp(
+        &prog,
+        "kcl.mod",
+        "[package]\nname = \"prog\"\n\n[dependencies]\nk8s = { path = \"../k8s\" }\n",
+    );
+    let run = |port: &str| {
+        write_tmp(
+            &prog,
+            "main.k",
+            &format!(
+                "import k8s.example_com.v1alpha1 as gz\n\ngizmo = gz.Gizmo {{\n    metadata.name = \"a\"\n    spec = {{mode = \"fast\", port = {port}}}\n}}\n"
+            ),
+        );
+        run_prog(&prog)
+    };
+    for ok in ["80", "\"http\""] {
+        let out = run(ok).unwrap_or_else(|e| panic!("port = {ok}: {e}"));
+        assert!(out.contains(&format!("port: {}", ok.replace('"', ""))), "{out}");
+    }
+    for (bad, why) in [
+        ("0", "port must be >= 1"),
+        ("\"HTTP\"", "port must match the pattern"),
+        ("\"abcdefg\"", "port: length must be <= 6"),
+    ] {
+        let err = run(bad).expect_err(bad);
+        assert!(err.contains(why), "port = {bad}: {err}");
     }
 }
 

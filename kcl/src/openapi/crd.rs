@@ -152,7 +152,7 @@ impl Gen<'_> {
                 (Some(_), "status") => continue,
                 _ => {
                     attr.ty = self.ty(p, &format!("{name}{}", pascal(pname)), &pat)?;
-                    checks.extend(rules(pname, p));
+                    checks.extend(rules(pname, p, &attr.ty));
                 }
             }
             attrs.push(attr);
@@ -176,26 +176,57 @@ fn has_props(p: &Json) -> bool {
 }
 
 /// `check:` lines for the JSON-schema validations KCL can express directly.
-fn rules(name: &str, p: &Json) -> Vec<Check> {
+///
+/// Each keyword constrains one JSON type (`pattern` strings, `minimum` numbers, `minItems`
+/// arrays), as the API server applies it. On a single-typed attribute the check is written
+/// plainly; on a union (`int | str`, quantities, `any`) it is guarded by `typeof` and the value
+/// cast, because upstream's checker rejects `regex.match`, `len` or `>=` on a union.
+fn rules(name: &str, p: &Json, ty: &Ty) -> Vec<Check> {
     if !super::emit::referable(name) {
         return Vec::new();
     }
     let r = super::emit::attr_ref(name);
-    let guard = format!("if {r} not in [None, Undefined]");
+    let union = matches!(ty, Ty::IntOrStr | Ty::Quantity | Ty::Any);
+    // (operand, guard) for a keyword on JSON numbers / strings / arrays, or None when the
+    // attribute can never hold that JSON type
+    let nullish = format!("if {r} not in [None, Undefined]");
+    let number = match ty {
+        Ty::Int | Ty::Float => Some((r.clone(), nullish.clone())),
+        _ if union => Some((
+            format!("float({r})"),
+            format!("if typeof({r}) in [\"int\", \"float\"]"),
+        )),
+        _ => None,
+    };
+    let string = match ty {
+        Ty::Str => Some((r.clone(), nullish.clone())),
+        _ if union => Some((format!("{r} as str"), format!("if typeof({r}) == \"str\""))),
+        _ => None,
+    };
+    let array = match ty {
+        Ty::List(_) => Some((r.clone(), nullish.clone())),
+        _ => None,
+    };
     let num = |k: &str| p.get(k).filter(|v| v.is_number()).map(json_lit);
     let excl = |k: &str| p.get(k).and_then(Json::as_bool) == Some(true);
     let mut out = Vec::new();
-    let mut push = |expr: String, message: String, regex: bool| {
-        out.push(Check {
-            expr: format!("{expr} {guard}"),
-            message,
-            regex,
-        })
+    let mut push = |on: &Option<(String, String)>,
+                    expr: &dyn Fn(&str) -> String,
+                    message: String,
+                    regex: bool| {
+        if let Some((operand, guard)) = on {
+            out.push(Check {
+                expr: format!("{} {guard}", expr(operand)),
+                message,
+                regex,
+            })
+        }
     };
     if let Some(min) = num("minimum") {
         let op = if excl("exclusiveMinimum") { ">" } else { ">=" };
         push(
-            format!("{r} {op} {min}"),
+            &number,
+            &|v| format!("{v} {op} {min}"),
             format!("{name} must be {op} {min}"),
             false,
         );
@@ -203,20 +234,22 @@ fn rules(name: &str, p: &Json) -> Vec<Check> {
     if let Some(max) = num("maximum") {
         let op = if excl("exclusiveMaximum") { "<" } else { "<=" };
         push(
-            format!("{r} {op} {max}"),
+            &number,
+            &|v| format!("{v} {op} {max}"),
             format!("{name} must be {op} {max}"),
             false,
         );
     }
-    for (k, op, what) in [
-        ("minLength", ">=", "length"),
-        ("maxLength", "<=", "length"),
-        ("minItems", ">=", "number of items"),
-        ("maxItems", "<=", "number of items"),
+    for (k, op, what, on) in [
+        ("minLength", ">=", "length", &string),
+        ("maxLength", "<=", "length", &string),
+        ("minItems", ">=", "number of items", &array),
+        ("maxItems", "<=", "number of items", &array),
     ] {
         if let Some(n) = p.get(k).and_then(Json::as_u64) {
             push(
-                format!("len({r}) {op} {n}"),
+                on,
+                &|v| format!("len({v}) {op} {n}"),
                 format!("{name}: {what} must be {op} {n}"),
                 false,
             );
@@ -226,7 +259,8 @@ fn rules(name: &str, p: &Json) -> Vec<Check> {
         // Raw strings cannot hold a quote; such (rare) patterns are left to the server.
         if !pat.contains('"') && !pat.ends_with('\\') {
             push(
-                format!("regex.match({r}, r\"{pat}\")"),
+                &string,
+                &|v| format!("regex.match({v}, r\"{pat}\")"),
                 format!("{name} must match the pattern {pat}"),
                 true,
             );
