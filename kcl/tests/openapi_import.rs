@@ -323,7 +323,10 @@ fn int_or_string_checks_apply_to_the_json_type_they_constrain() {
     };
     for ok in ["80", "\"http\""] {
         let out = run(ok).unwrap_or_else(|e| panic!("port = {ok}: {e}"));
-        assert!(out.contains(&format!("port: {}", ok.replace('"', ""))), "{out}");
+        assert!(
+            out.contains(&format!("port: {}", ok.replace('"', ""))),
+            "{out}"
+        );
     }
     for (bad, why) in [
         ("0", "port must be >= 1"),

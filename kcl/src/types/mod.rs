@@ -1324,13 +1324,21 @@ impl<'a> Checker<'a> {
                 self.binary(*op, &l, &r, e.span)
             }
             ExprKind::Compare(c) => {
-                let mut l = self.infer(env, &c.left);
+                // upstream compares a union as its variable type: literals widened (`"a" |
+                // "b"` is `str`) and a None member making it `any`
+                let widen = |t: Ty| match t {
+                    Ty::Union(_) => t.variable_type(),
+                    t => t,
+                };
+                let mut l = widen(self.infer(env, &c.left));
                 for (op, r) in &c.ops {
-                    let rt = self.infer(env, r);
+                    let rt = widen(self.infer(env, r));
                     // upstream's resolver orders numbers (and bools) only: strings, lists,
                     // None and configs are rejected when their types are known
-                    let known = |t: &Ty| matches!(t, Ty::None) || t.kind().is_some();
-                    let num = |t: &Ty| matches!(t.kind(), Some(Kind::Num | Kind::Bool));
+                    // a union is known when each member is, and a number when each is
+                    let known = |t: &Ty| all_of(t, |t| matches!(t, Ty::None) || t.kind().is_some());
+                    let num =
+                        |t: &Ty| all_of(t, |t| matches!(t.kind(), Some(Kind::Num | Kind::Bool)));
                     if matches!(
                         op,
                         ast::CmpOp::Lt | ast::CmpOp::LtE | ast::CmpOp::Gt | ast::CmpOp::GtE
@@ -1541,11 +1549,17 @@ impl<'a> Checker<'a> {
                     let f = self.schema_params(id);
                     return self.lambda_call(env, dotted(func), &f, args, e.span);
                 }
-                for a in &args.args {
-                    self.infer(env, a);
-                }
-                for k in &args.keywords {
-                    self.infer(env, &k.value);
+                let arg_tys: Vec<Ty> = args.args.iter().map(|a| self.infer(env, a)).collect();
+                let kw_tys: Vec<Ty> = args
+                    .keywords
+                    .iter()
+                    .map(|k| self.infer(env, &k.value))
+                    .collect();
+                if let ExprKind::Ident(s) = &func.kind
+                    && let Some(params) = builtin_fn_params(s.as_str())
+                    && self.builtin_visible(env, *s)
+                {
+                    self.builtin_args(s.as_str(), &params, args, &arg_tys, &kw_tys);
                 }
                 let builtin = arity.is_some();
                 if let Some((name, min, max)) = arity
@@ -1858,6 +1872,55 @@ impl<'a> Checker<'a> {
             self.err(ErrKind::Compile, msg, at.shrink_to_lo());
         }
         f.ret.clone()
+    }
+
+    /// Upstream's static checks of a builtin's argument types and keyword names. A value of
+    /// unknown type (`any`, None) passes, as upstream's; a schema instance is not a dict here
+    /// (`len(instance)` is a type error upstream).
+    fn builtin_args(
+        &mut self,
+        name: &str,
+        params: &[(&str, Ty)],
+        args: &ast::CallArgs,
+        arg_tys: &[Ty],
+        kw_tys: &[Ty],
+    ) {
+        if args
+            .args
+            .iter()
+            .any(|a| matches!(a.kind, ExprKind::Starred(_)))
+        {
+            return;
+        }
+        let fits = |got: &Ty, want: &Ty, this: &Self| {
+            !contains_schema_as_dict(got, want)
+                && assignable(got, want, &|a, b| this.is_sub_schema(a, b))
+        };
+        for ((a, got), (_, want)) in args.args.iter().zip(arg_tys).zip(params) {
+            if !fits(got, want, self) {
+                let msg = format!("expected {}, got {}", self.ty_str(want), self.ty_str(got));
+                self.err(ErrKind::Type, msg, a.span.shrink_to_lo());
+            }
+        }
+        for (k, got) in args.keywords.iter().zip(kw_tys) {
+            match params.iter().find(|(p, _)| *p == k.name.sym.as_str()) {
+                Some((_, want)) => {
+                    if !fits(got, want, self) {
+                        let msg =
+                            format!("expected {}, got {}", self.ty_str(want), self.ty_str(got));
+                        self.err(ErrKind::Type, msg, k.value.span.shrink_to_lo());
+                    }
+                }
+                None => {
+                    let msg = format!(
+                        "\"{name}\" got an unexpected keyword argument '{}'{}",
+                        k.name.sym,
+                        did_you_mean_or(k.name.sym.as_str(), params.iter().map(|(p, _)| *p))
+                    );
+                    self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
+                }
+            }
+        }
     }
 
     /// Upstream's static argument-count errors: too few at the call, too many at the first
@@ -2630,6 +2693,57 @@ fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
         }
         _ => return None,
     })
+}
+
+/// The parameters (name, type) of upstream's builtin functions with a fixed parameter list, as
+/// its resolver declares them (`print`, `max`, `min` and `zip` are variadic: unchecked).
+fn builtin_fn_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
+    let sig: &[(&str, &str)] = match name {
+        "option" => &[
+            ("key", "str"),
+            ("type", "str"),
+            ("required", "bool"),
+            ("default", "any"),
+            ("help", "str"),
+        ],
+        "multiplyof" => &[("a", "int"), ("b", "int")],
+        "isunique" | "all_true" | "any_true" => &[("inval", "[any]")],
+        "len" => &[("inval", "str | {any:any} | [any]")],
+        "abs" => &[("inval", "any")],
+        "hex" | "bin" | "oct" => &[("number", "int")],
+        "ord" => &[("c", "str")],
+        "sorted" => &[("inval", "str | {any:any} | [any]"), ("reverse", "bool")],
+        "range" => &[("start", "int"), ("stop", "int"), ("step", "int")],
+        "sum" => &[("iterable", "[any]"), ("start", "any")],
+        "pow" => &[("x", "num"), ("y", "num"), ("z", "num")],
+        "round" => &[("number", "num"), ("ndigits", "int")],
+        "int" => &[("number", "any"), ("base", "int")],
+        "float" => &[("number", "any")],
+        "bool" | "str" | "list" | "dict" => &[("x", "any")],
+        "typeof" => &[("x", "any"), ("full_name", "bool")],
+        _ => return None,
+    };
+    Some(
+        sig.iter()
+            .map(|(n, t)| (*n, sysmod::parse_ty(&t.replace(' ', ""))))
+            .collect(),
+    )
+}
+
+/// Whether a schema instance in `got` would only fit `want` as a dict: upstream's argument
+/// check does not take an instance where a dict is expected.
+fn contains_schema_as_dict(got: &Ty, want: &Ty) -> bool {
+    let wants_dict = |w: &Ty| match w {
+        Ty::Union(ws) => {
+            ws.iter().any(|w| matches!(w, Ty::Dict(..))) && !ws.iter().any(|w| w.is_any())
+        }
+        w => matches!(w, Ty::Dict(..)),
+    };
+    match got {
+        Ty::Schema(_) => wants_dict(want),
+        Ty::Union(gs) => gs.iter().any(|g| contains_schema_as_dict(g, want)),
+        _ => false,
+    }
 }
 
 /// Positional arity (required, most) of upstream's string methods.

@@ -107,29 +107,30 @@ pub(super) fn signature(module: &str, name: &str) -> Option<Rc<FuncTy>> {
                     Some(n) => (n, true),
                     None => (n, false),
                 };
-                (Some(Symbol::intern(n)), ty(t), default)
+                (Some(Symbol::intern(n)), parse_ty(t), default)
             })
             .collect()
     };
     Some(Rc::new(FuncTy {
         params,
-        ret: ty(ret),
+        ret: parse_ty(ret),
     }))
 }
 
-fn ty(t: &str) -> Ty {
+/// A type as the signature tables write it (`str`, `[any]`, `{str:any}`, `a|b`, `num`).
+pub(super) fn parse_ty(t: &str) -> Ty {
     if let Some(e) = t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-        return Ty::List(Rc::new(ty(e)));
+        return Ty::List(Rc::new(parse_ty(e)));
     }
     if let Some((k, v)) = t
         .strip_prefix('{')
         .and_then(|t| t.strip_suffix('}'))
         .and_then(|t| t.split_once(':'))
     {
-        return Ty::Dict(Rc::new(ty(k)), Rc::new(ty(v)));
+        return Ty::Dict(Rc::new(parse_ty(k)), Rc::new(parse_ty(v)));
     }
     if t.contains('|') {
-        return Ty::union(t.split('|').map(ty).collect());
+        return Ty::union(t.split('|').map(parse_ty).collect());
     }
     match t {
         "str" => Ty::Str,
