@@ -1073,17 +1073,6 @@ impl Evaluator {
             self.schema_set(ctx, fr, name, newv, t.span)?;
             return Ok(());
         }
-        if name.as_str().starts_with('_')
-            && let Some(prev) = ctx.pkg.globals.borrow().get(&name)
-            && let (Some(a), Some(b)) = (simple_type(prev), simple_type(&newv))
-            && a != b
-        {
-            return Err(EvalError::new(
-                ErrKind::Type,
-                format!("expected {a}, got {}", shown_type(&newv)),
-                Some(t.span),
-            ));
-        }
         self.set_global(&ctx.pkg, name, newv);
         Ok(())
     }
@@ -1122,35 +1111,6 @@ impl Evaluator {
 
     pub fn rt(&self, e: RtError, span: Span) -> EvalError {
         EvalError::from_rt(e, span)
-    }
-}
-
-/// Inferred type of simple values (scalars and lists of one scalar type), for re-assignments.
-fn simple_type(v: &Value) -> Option<String> {
-    match v {
-        Value::Str(_) => Some("str".into()),
-        Value::Int(_) => Some("int".into()),
-        Value::Bool(_) => Some("bool".into()),
-        Value::List(l) if !l.is_empty() => {
-            let t = simple_type(&l[0])?;
-            l.iter()
-                .all(|x| simple_type(x).as_deref() == Some(&t))
-                .then(|| format!("[{t}]"))
-        }
-        _ => None,
-    }
-}
-
-fn shown_type(v: &Value) -> String {
-    match v {
-        Value::List(l) => format!(
-            "[{}]",
-            l.iter()
-                .map(|x| x.type_with_value())
-                .collect::<Vec<_>>()
-                .join(" | ")
-        ),
-        _ => v.type_with_value(),
     }
 }
 

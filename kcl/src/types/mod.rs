@@ -122,6 +122,9 @@ struct PkgInfo<'a> {
     /// typed lazily by their value with literals widened, as upstream does.
     inferred: FxHashMap<Symbol, (&'a Expr, FileId)>,
     inferred_ty: FxHashMap<Symbol, Ty>,
+    /// The type each package-level name got from its first assignment (its annotation, else
+    /// its value's variable type): later plain assignments must fit it, as upstream's.
+    assigned_ty: FxHashMap<Symbol, Ty>,
     /// Every name the package defines at its top level, in order of definition.
     defined: indexmap::IndexSet<Symbol, rustc_hash::FxBuildHasher>,
 }
@@ -143,6 +146,10 @@ struct Checker<'a> {
     /// The type of the receiver of the selector last inferred (`x` of `x.attr`), by the
     /// receiver's span: a method call's receiver type without inferring it again.
     last_receiver: Option<(Span, Ty)>,
+    /// Lambda bodies being checked: their assignments bind locals, not package names.
+    lambda_depth: u32,
+    /// The type a schema's unannotated attribute got from its first assignment in the body.
+    schema_assigned: FxHashMap<(SchemaId, Symbol), Ty>,
 }
 
 /// Lexical context of the expression being checked.
@@ -188,6 +195,8 @@ impl<'a> Checker<'a> {
             alias_depth: 0,
             stmt_start: None,
             last_receiver: None,
+            lambda_depth: 0,
+            schema_assigned: FxHashMap::default(),
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -201,6 +210,7 @@ impl<'a> Checker<'a> {
                 dup_schemas: Vec::new(),
                 inferred: FxHashMap::default(),
                 inferred_ty: FxHashMap::default(),
+                assigned_ty: FxHashMap::default(),
                 defined: Default::default(),
             };
             let mut counts: FxHashMap<Symbol, u32> = FxHashMap::default();
@@ -687,17 +697,78 @@ impl<'a> Checker<'a> {
             StmtKind::Unification(u) => {
                 self.infer(env, &u.value);
             }
-            StmtKind::Assign(a) => match (&a.ty, a.targets.as_slice()) {
-                // `a: T = b = v` checks the value once, at the first target
-                (Some(t), [target, ..]) => {
-                    self.check_type_names(env, t);
-                    let ty = self.resolve_type(env.pkg, env.file, t);
-                    self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+            StmtKind::Assign(a) => {
+                let top = env.schema.is_none() && self.lambda_depth == 0;
+                match (&a.ty, a.targets.as_slice()) {
+                    // `a: T = b = v` checks the value once, at the first target
+                    (Some(t), [target, ..]) => {
+                        self.check_type_names(env, t);
+                        let ty = self.resolve_type(env.pkg, env.file, t);
+                        self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+                        if top && target.path.is_empty() {
+                            self.pkgs[env.pkg]
+                                .assigned_ty
+                                .entry(target.name.sym)
+                                .or_insert(ty);
+                        }
+                    }
+                    // a package-level name assigned again keeps its first type
+                    (None, [target])
+                        if top
+                            && target.path.is_empty()
+                            && let Some(ty) = self.pkgs[env.pkg]
+                                .assigned_ty
+                                .get(&target.name.sym)
+                                .filter(|t| !t.is_any())
+                                .cloned() =>
+                    {
+                        self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+                    }
+                    // in a schema body: the attribute's declared type, else its first
+                    // assignment's
+                    (None, [target])
+                        if self.lambda_depth == 0
+                            && target.path.is_empty()
+                            && let Some(id) = env.schema =>
+                    {
+                        let key = (id, target.name.sym);
+                        let declared = self
+                            .members(id)
+                            .attrs
+                            .get(&target.name.sym)
+                            .map(|a| a.0.clone())
+                            .filter(|t| !t.is_any())
+                            .or_else(|| self.schema_assigned.get(&key).cloned())
+                            .filter(|t| !t.is_any());
+                        match declared {
+                            Some(ty) => {
+                                self.check_value(env, &a.value, &ty, target.span, Some(target.span))
+                            }
+                            None => {
+                                let t = self.infer(env, &a.value).variable_type();
+                                self.schema_assigned.insert(key, t);
+                            }
+                        }
+                    }
+                    _ => {
+                        let t = self.infer(env, &a.value);
+                        if top {
+                            for target in a.targets.iter().filter(|t| t.path.is_empty()) {
+                                self.pkgs[env.pkg]
+                                    .assigned_ty
+                                    .entry(target.name.sym)
+                                    .and_modify(|old| {
+                                        // a first value of unknown type (None) is no type yet
+                                        if old.is_any() {
+                                            *old = t.variable_type();
+                                        }
+                                    })
+                                    .or_insert_with(|| t.variable_type());
+                            }
+                        }
+                    }
                 }
-                _ => {
-                    self.infer(env, &a.value);
-                }
-            },
+            }
             StmtKind::AugAssign(a) => {
                 // upstream resolves the target before the value
                 self.check_defined(env, a.target.name.sym, a.target.span.shrink_to_lo());
@@ -1985,6 +2056,13 @@ impl<'a> Checker<'a> {
     /// an expression, an assignment or an assertion; anything else is a compile error). The
     /// value must fit the declared return type.
     fn lambda_body(&mut self, env: &Env, body: &[Stmt], declared: Option<&Ty>) -> Ty {
+        self.lambda_depth += 1;
+        let t = self.lambda_body_inner(env, body, declared);
+        self.lambda_depth -= 1;
+        t
+    }
+
+    fn lambda_body_inner(&mut self, env: &Env, body: &[Stmt], declared: Option<&Ty>) -> Ty {
         let n = body.len();
         // a local takes the type of its first assignment in the body's own statements
         let mut env = env.clone();
@@ -2316,6 +2394,10 @@ impl<'a> Checker<'a> {
             self.errors = saved;
             self.pkgs[pkg].inferred_ty.insert(s, t.clone());
             return t;
+        }
+        // a name assigned more than once has its first assignment's type from there on
+        if let Some(t) = self.pkgs[env.pkg].assigned_ty.get(&s) {
+            return t.clone();
         }
         Ty::Any
     }
