@@ -109,11 +109,7 @@ impl Evaluator {
                         ast::StrPart::Lit(s) => out.push_str(s),
                         ast::StrPart::Interp { expr, spec } => {
                             let v = self.eval(ctx, expr)?;
-                            match spec
-                                .as_deref()
-                                .map(|x| x.trim().to_ascii_lowercase())
-                                .as_deref()
-                            {
+                            match spec.as_deref().map(|x| x.to_ascii_lowercase()).as_deref() {
                                 Some("#json") => {
                                     out.push_str(&crate::output::to_json(&v, Default::default(), 0))
                                 }
@@ -125,7 +121,7 @@ impl Evaluator {
                                         ErrKind::Compile,
                                         format!(
                                             "{} is a invalid format spec",
-                                            spec.as_deref().unwrap_or("").trim()
+                                            spec.as_deref().unwrap_or("")
                                         ),
                                         Some(expr.span),
                                     ));

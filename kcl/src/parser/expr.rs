@@ -692,7 +692,18 @@ impl<'a> Parser<'a> {
                     let lo = content_base + a as u32;
                     let expr_text = &content[a..b];
                     let expr = self.parse_embedded_expr(expr_text, lo);
-                    let spec = spec.map(|(a, b)| Arc::from(content[a..b].trim()));
+                    if let Some((a, b)) = spec {
+                        let text = &content[a..b];
+                        let trimmed = text.trim_start();
+                        if !trimmed.starts_with('#') {
+                            let at = content_base + (a + text.len() - trimmed.len()) as u32;
+                            self.error(
+                                self.span(at, at + 1),
+                                "invalid joined string spec without #",
+                            );
+                        }
+                    }
+                    let spec = spec.map(|(a, b)| Arc::from(content[a..b].trim_start()));
                     parts.push(StrPart::Interp { expr, spec });
                 }
             }

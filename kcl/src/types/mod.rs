@@ -1374,8 +1374,15 @@ impl<'a> Checker<'a> {
             ExprKind::NumberUnit { .. } => Ty::Any,
             ExprKind::JoinedStr(parts) => {
                 for p in parts {
-                    if let ast::StrPart::Interp { expr, .. } = p {
+                    if let ast::StrPart::Interp { expr, spec } = p {
                         self.infer(env, expr);
+                        // upstream's resolver knows two format specs
+                        if let Some(spec) = spec.as_deref()
+                            && !matches!(spec.to_ascii_lowercase().as_str(), "#json" | "#yaml")
+                        {
+                            let msg = format!("{spec} is a invalid format spec");
+                            self.err(ErrKind::Compile, msg, expr.span);
+                        }
                     }
                 }
                 Ty::Str
