@@ -181,14 +181,11 @@ fn b_min(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value
 }
 
 fn b_abs(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    match req(args, kw, 0, "x", "abs")? {
+    // upstream's abs is Undefined for anything but an int or a float (bools included)
+    match req(args, kw, 0, "inval", "abs")? {
         Value::Int(i) => Ok(Value::Int(i.abs())),
         Value::Float(f) => Ok(Value::Float(f.abs())),
-        Value::Bool(b) => Ok(Value::Int(*b as i64)),
-        other => Err(RtError::ty(format!(
-            "bad operand type for abs(): '{}'",
-            other.type_name()
-        ))),
+        _ => Ok(Value::Undefined),
     }
 }
 

@@ -1375,14 +1375,15 @@ impl<'a> Checker<'a> {
             ExprKind::JoinedStr(parts) => {
                 for p in parts {
                     if let ast::StrPart::Interp { expr, spec } = p {
-                        self.infer(env, expr);
-                        // upstream's resolver knows two format specs
+                        // upstream's resolver knows two format specs, and checks the spec
+                        // before the expression
                         if let Some(spec) = spec.as_deref()
                             && !matches!(spec.to_ascii_lowercase().as_str(), "#json" | "#yaml")
                         {
                             let msg = format!("{spec} is a invalid format spec");
                             self.err(ErrKind::Compile, msg, expr.span);
                         }
+                        self.infer(env, expr);
                     }
                 }
                 Ty::Str
@@ -1403,14 +1404,12 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Compare(c) => {
                 // upstream compares a union as its variable type: literals widened (`"a" |
-                // "b"` is `str`) and a None member making it `any`
-                let widen = |t: Ty| match t {
-                    Ty::Union(_) => t.variable_type(),
-                    t => t,
-                };
-                let mut l = widen(self.infer(env, &c.left));
+                // "b"` is `str`), subsumed members dropped, a None member making it `any`
+                let mut l = self.infer(env, &c.left);
+                l = literal_union_widened(&l, &|a, b| self.is_sub_schema(a, b));
                 for (op, r) in &c.ops {
-                    let rt = widen(self.infer(env, r));
+                    let rt = self.infer(env, r);
+                    let rt = literal_union_widened(&rt, &|a, b| self.is_sub_schema(a, b));
                     // upstream's resolver orders numbers (and bools) only: strings, lists,
                     // None and configs are rejected when their types are known
                     // a union is known when each member is, and a number when each is
@@ -1432,6 +1431,33 @@ impl<'a> Checker<'a> {
                         );
                         self.err(ErrKind::Type, msg, e.span.shrink_to_lo());
                     }
+                    if !compare_allowed(*op, &l, &rt) {
+                        let msg = format!(
+                            "unsupported operand type(s) for {}: '{}' and '{}'",
+                            op.as_str(),
+                            self.ty_str(&l),
+                            self.ty_str(&rt)
+                        );
+                        self.err(ErrKind::Type, msg, e.span.shrink_to_lo());
+                    }
+                    // membership needs one iterable kind on the right (a union of two
+                    // iterables is not one, as upstream's)
+                    if matches!(op, ast::CmpOp::In | ast::CmpOp::NotIn)
+                        && !rt.is_any()
+                        && !matches!(rt, Ty::SchemaType(_))
+                        && !matches!(
+                            rt.kind(),
+                            Some(Kind::Str | Kind::List | Kind::Dict | Kind::Schema)
+                        )
+                    {
+                        let msg = format!(
+                            "unsupported operand type(s) for {}: '{}' and '{}'",
+                            op.as_str(),
+                            self.ty_str(&l),
+                            self.ty_str(&rt)
+                        );
+                        self.err(ErrKind::Type, msg, e.span.shrink_to_lo());
+                    }
                     l = rt;
                 }
                 Ty::Bool
@@ -1443,7 +1469,7 @@ impl<'a> Checker<'a> {
                 if a.is_any() || b.is_any() {
                     Ty::Any
                 } else {
-                    Ty::union(vec![a, b])
+                    sup(vec![a, b], &|x, y| self.is_sub_schema(x, y))
                 }
             }
             ExprKind::Selector(x) => {
@@ -1563,26 +1589,18 @@ impl<'a> Checker<'a> {
                 let t = self.infer(env, value);
                 let it = self.infer(env, index);
                 // upstream's resolver knows what cannot be subscripted, and with what
-                let str_index = matches!(it, Ty::Str | Ty::StrLit(_));
-                let int_index = matches!(it, Ty::Int | Ty::IntLit(_) | Ty::Bool | Ty::BoolLit(_));
+                if self.not_subscriptable(&t, value.span) {
+                    return Ty::Any;
+                }
                 match &t {
-                    Ty::Int
-                    | Ty::IntLit(_)
-                    | Ty::Float
-                    | Ty::FloatLit(_)
-                    | Ty::Bool
-                    | Ty::BoolLit(_)
-                    | Ty::None => {
-                        let msg = format!("'{}' object is not subscriptable", self.ty_str(&t));
-                        self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
-                        return Ty::Any;
-                    }
-                    Ty::Str | Ty::StrLit(_) | Ty::List(_) if str_index => {
+                    Ty::Str | Ty::StrLit(_) | Ty::List(_) if !int_index(&it) => {
                         let msg = format!("expected int, got {}", self.ty_str(&it));
                         self.err(ErrKind::Type, msg, index.span.shrink_to_lo());
                         return Ty::Any;
                     }
-                    Ty::Dict(..) | Ty::Schema(_) if int_index => {
+                    Ty::Dict(..) | Ty::Schema(_) | Ty::SchemaType(_)
+                        if it.kind().is_some_and(|k| k != Kind::Str) =>
+                    {
                         let msg = format!("invalid dict/schema key type: '{}'", self.ty_str(&it));
                         self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
                         return Ty::Any;
@@ -1596,12 +1614,32 @@ impl<'a> Checker<'a> {
                     _ => Ty::Any,
                 }
             }
-            ExprKind::Slice(s) => {
-                self.infer(env, &s.value);
-                for x in [&s.lower, &s.upper, &s.step].into_iter().flatten() {
-                    self.infer(env, x);
+            ExprKind::Slice(sl) => {
+                let t = self.infer(env, &sl.value);
+                let bounds: Vec<(Ty, Span)> = [&sl.lower, &sl.upper, &sl.step]
+                    .into_iter()
+                    .flatten()
+                    .map(|x| (self.infer(env, x), x.span))
+                    .collect();
+                if self.not_subscriptable(&t, sl.value.span) {
+                    return Ty::Any;
                 }
-                Ty::Any
+                match &t {
+                    Ty::Str | Ty::StrLit(_) | Ty::List(_) => {
+                        if let Some((bt, at)) = bounds.iter().find(|(bt, _)| !int_index(bt)) {
+                            let msg = format!("expected int, got {}", self.ty_str(bt));
+                            self.err(ErrKind::Type, msg, at.shrink_to_lo());
+                            return Ty::Any;
+                        }
+                        t.widen()
+                    }
+                    Ty::Dict(..) | Ty::Schema(_) => {
+                        let msg = "unhashable type: 'slice'".to_string();
+                        self.err(ErrKind::Compile, msg, sl.value.span.shrink_to_lo());
+                        Ty::Any
+                    }
+                    _ => Ty::Any,
+                }
             }
             ExprKind::Call { func, args } => {
                 let mut func_ty = Ty::Any;
@@ -1675,7 +1713,7 @@ impl<'a> Checker<'a> {
                     ts.push(t);
                 }
                 if known && !ts.is_empty() {
-                    Ty::List(Rc::new(Ty::union(ts)))
+                    Ty::List(Rc::new(sup(ts, &|x, y| self.is_sub_schema(x, y))))
                 } else {
                     Ty::List(Rc::new(Ty::Any))
                 }
@@ -1952,6 +1990,28 @@ impl<'a> Checker<'a> {
         f.ret.clone()
     }
 
+    /// Whether `t` is a type upstream's resolver says cannot be subscripted (scalars, None,
+    /// functions, and unions without a None member); reports it at `at`.
+    fn not_subscriptable(&mut self, t: &Ty, at: Span) -> bool {
+        let bad = match t {
+            Ty::Int
+            | Ty::IntLit(_)
+            | Ty::Float
+            | Ty::FloatLit(_)
+            | Ty::Bool
+            | Ty::BoolLit(_)
+            | Ty::None
+            | Ty::Func(_) => true,
+            Ty::Union(ts) => !ts.iter().any(|t| matches!(t, Ty::None | Ty::Any)),
+            _ => false,
+        };
+        if bad {
+            let msg = format!("'{}' object is not subscriptable", self.ty_str(t));
+            self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+        }
+        bad
+    }
+
     /// Upstream's static checks of a builtin's argument types and keyword names. A value of
     /// unknown type (`any`, None) passes, as upstream's; a schema instance is not a dict here
     /// (`len(instance)` is a type error upstream).
@@ -2212,7 +2272,8 @@ impl<'a> Checker<'a> {
             }
         }
         if known && !ks.is_empty() {
-            Ty::Dict(Rc::new(Ty::union(ks)), Rc::new(Ty::union(vs)))
+            let sub = |x, y| self.is_sub_schema(x, y);
+            Ty::Dict(Rc::new(sup(ks, &sub)), Rc::new(sup(vs, &sub)))
         } else if entries.is_empty() {
             Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
         } else {
@@ -2520,6 +2581,19 @@ impl<'a> Checker<'a> {
             B::Or => Some(Ty::union(vec![t1.clone(), t2.clone()])),
             _ => None,
         };
+        // what a union became: upstream's `sup` of the members
+        let sub = |x, y| self.is_sub_schema(x, y);
+        let result = result.map(|t| match t {
+            Ty::Union(ts) => sup(ts.to_vec(), &sub),
+            Ty::List(e) if matches!(*e, Ty::Union(_)) => {
+                Ty::List(Rc::new(sup(vec![(*e).clone()], &sub)))
+            }
+            Ty::Dict(k, v) if matches!(*k, Ty::Union(_)) || matches!(*v, Ty::Union(_)) => Ty::Dict(
+                Rc::new(sup(vec![(*k).clone()], &sub)),
+                Rc::new(sup(vec![(*v).clone()], &sub)),
+            ),
+            t => t,
+        });
         match result {
             Some(t) => t,
             None => {
@@ -2548,6 +2622,49 @@ fn is_num(t: &Ty) -> bool {
     is_int(t) || is_float(t)
 }
 
+/// Whether a value of type `t` may index a list or string statically: an int or bool, or a type
+/// not known here (None is left to run time, as upstream's).
+fn int_index(t: &Ty) -> bool {
+    match t {
+        Ty::Any | Ty::None | Ty::SchemaType(_) => true,
+        Ty::Union(_) => false,
+        t => t.kind().is_none() || matches!(t, Ty::Int | Ty::IntLit(_) | Ty::Bool | Ty::BoolLit(_)),
+    }
+}
+
+/// Upstream's resolver on `==`/`!=` and `is`/`is not` (operands already widened): anything
+/// against `any` or None; `==` between primitives (unions of them too), two lists, or two
+/// configs (dicts, schema instances, schemas); `is` between numbers and bools only.
+fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
+    use ast::CmpOp as C;
+    let free = |t: &Ty| matches!(t, Ty::Any | Ty::None);
+    // only types whose rules are known here are judged
+    let judged = |t: &Ty| {
+        all_of(t, |t| {
+            t.kind().is_some() || matches!(t, Ty::Func(_) | Ty::SchemaType(_))
+        })
+    };
+    if free(l) || free(r) || !judged(l) || !judged(r) {
+        return true;
+    }
+    let prim = |t: &Ty| {
+        all_of(t, |t| {
+            matches!(t.kind(), Some(Kind::Num | Kind::Bool | Kind::Str))
+        })
+    };
+    let num = |t: &Ty| all_of(t, |t| matches!(t.kind(), Some(Kind::Num | Kind::Bool)));
+    let config = |t: &Ty| matches!(t, Ty::Dict(..) | Ty::Schema(_) | Ty::SchemaType(_));
+    match op {
+        C::Eq | C::NotEq => {
+            (prim(l) && prim(r))
+                || matches!((l, r), (Ty::List(_), Ty::List(_)))
+                || (config(l) && config(r))
+        }
+        C::Is | C::IsNot => num(l) && num(r),
+        _ => true,
+    }
+}
+
 /// `f` of a type, or of every member of a union.
 fn all_of(t: &Ty, f: impl Fn(&Ty) -> bool) -> bool {
     match t {
@@ -2570,6 +2687,68 @@ fn subsumed(a: &Ty, b: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> bool {
         (Ty::List(x), Ty::List(y)) => subsumed(x, y, sub),
         (Ty::Dict(k1, v1), Ty::Dict(k2, v2)) => subsumed(k1, k2, sub) && subsumed(v1, v2, sub),
         (Ty::Schema(x), Ty::Schema(y)) => sub(*x, *y),
+        _ => a == b,
+    }
+}
+
+/// Upstream's `sup` of the types of an `if` expression's branches, an `or`, or a literal's
+/// items: members flattened and deduplicated in order, then a member another one subsumes
+/// dropped (None is below everything, an int below a float, a literal below its type, a
+/// schema below its base), removed the way upstream's ordered set removes (swapping the last
+/// member in), so the order of what is left is upstream's.
+fn sup(ts: Vec<Ty>, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> Ty {
+    let t = Ty::union(ts);
+    let Ty::Union(members) = t else {
+        return t;
+    };
+    let mut set: Vec<Ty> = members.to_vec();
+    // pairwise: a literal of thousands of distinct records would be quadratic, and such a
+    // union only ever shows in an error message
+    if set.len() > 256 {
+        set.retain(|t| !matches!(t, Ty::None));
+        return Ty::Union(set.into());
+    }
+    let mut remove: Vec<Ty> = Vec::new();
+    for i in 0..set.len() {
+        for j in i + 1..set.len() {
+            let (a, b) = (&set[i], &set[j]);
+            if sup_subsume(a, b, sub) {
+                if !remove.contains(a) {
+                    remove.push(a.clone());
+                }
+            } else if sup_subsume(b, a, sub) && !remove.contains(b) {
+                remove.push(b.clone());
+            }
+        }
+    }
+    for r in remove {
+        if let Some(i) = set.iter().position(|x| *x == r) {
+            set.swap_remove(i);
+        }
+    }
+    match set.len() {
+        0 => Ty::Any,
+        1 => set.pop().unwrap_or(Ty::Any),
+        _ => Ty::Union(set.into()),
+    }
+}
+
+/// Upstream's `subsume` as its `sup` uses it.
+fn sup_subsume(a: &Ty, b: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> bool {
+    match (a, b) {
+        (_, Ty::Any) | (Ty::None, _) => true,
+        (Ty::Union(xs), _) => xs.iter().all(|x| sup_subsume(x, b, sub)),
+        (_, Ty::Union(ys)) => ys.iter().any(|y| sup_subsume(a, y, sub)),
+        (Ty::Schema(x), Ty::Schema(y)) => sub(*x, *y),
+        (Ty::List(x), Ty::List(y)) => sup_subsume(x, y, sub),
+        (Ty::Dict(k1, v1), Ty::Dict(k2, v2)) => {
+            sup_subsume(k1, k2, sub) && sup_subsume(v1, v2, sub)
+        }
+        (Ty::Int | Ty::IntLit(_), Ty::Float | Ty::FloatLit(_))
+        | (Ty::IntLit(_), Ty::Int)
+        | (Ty::FloatLit(_), Ty::Float)
+        | (Ty::StrLit(_), Ty::Str)
+        | (Ty::BoolLit(_), Ty::Bool) => true,
         _ => a == b,
     }
 }

@@ -1027,7 +1027,7 @@ impl Gen {
 
     fn statement(&mut self, nmain: usize, mains: &mut [String], f: usize) -> String {
         let main_schemas: Vec<usize> = (0..self.schemas.len()).collect();
-        match self.rng.below(12) {
+        match self.rng.below(13) {
             0..=2 if !main_schemas.is_empty() => {
                 // `name: S {...}` declared in one or several files (upstream merges them)
                 let i = *self.rng.pick(&main_schemas);
@@ -1137,12 +1137,52 @@ impl Gen {
                 self.globals.push((name.clone(), t));
                 format!("{name} = {a}\n{name}2 = {name} | {b}\n")
             }
+            11 if self.rng.chance(40) => self.type_probe(),
             _ => {
                 let t = self.any_ty(1);
                 let name = self.fresh("v");
                 let v = self.expr(&t, 2);
                 self.globals.push((name.clone(), t));
                 format!("{name} = {v}\n")
+            }
+        }
+    }
+
+    /// The static type rules: builtins given values of any type, ordering comparisons of
+    /// unions (an `if` expression of two types), and a private name reassigned with a value of
+    /// another type. Most of these fail; the failure must be upstream's.
+    fn type_probe(&mut self) -> String {
+        let (t1, t2) = (self.any_ty(1), self.any_ty(1));
+        let (a, b) = (self.expr(&t1, 1), self.expr(&t2, 1));
+        let name = self.fresh("t");
+        match self.rng.below(5) {
+            0 => {
+                let f = *self.rng.pick(&[
+                    "len", "hex", "ord", "sorted", "sum", "abs", "round", "isunique", "all_true",
+                    "typeof", "str", "int", "bool", "float", "bin",
+                ]);
+                format!("{name} = {f}({a})\n")
+            }
+            1 => {
+                let f = *self
+                    .rng
+                    .pick(&["pow", "range", "multiplyof", "round", "sorted"]);
+                if f == "sorted" {
+                    format!("{name} = sorted({a}, reverse={b})\n")
+                } else {
+                    format!("{name} = {f}({a}, {b})\n")
+                }
+            }
+            2 => {
+                let c = self.expr(&Ty::Bool, 0);
+                let op = *self.rng.pick(&["<", ">=", "==", "!=", "in", "not in"]);
+                let d = self.expr(&t2, 0);
+                format!("{name} = ({a} if {c} else {b}) {op} {d}\n")
+            }
+            3 => format!("_{name} = {a}\n_{name} = {b}\n{name} = _{name}\n"),
+            _ => {
+                let c = self.expr(&Ty::Bool, 0);
+                format!("_{name} = {a}\nif {c}:\n    _{name} = {b}\n{name} = [_{name}]\n")
             }
         }
     }
