@@ -18,8 +18,8 @@ use rustc_hash::FxHashMap;
 use crate::ast::{FileId, ImportStmt, Module, SourceFile, Span, StmtKind, source_map};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::loader::{
-    ImportTarget, MAIN_PKG, Package, Program, SYSTEM_MODULES, find_mod_root, package_files,
-    read_mod_file,
+    ImportResolution, ImportTarget, MAIN_PKG, Package, PackageRoots, Program, find_mod_root,
+    package_sources, read_mod_file,
 };
 
 use super::sema::Sema;
@@ -405,21 +405,19 @@ impl Db {
         let externals = self.externals_for(&unit.dir);
         let mut ld = Loader {
             db: self,
-            root: PathBuf::new(),
-            external: externals.clone(),
+            roots: PackageRoots::new(PathBuf::new(), externals.clone()),
             packages: Default::default(),
             imports: FxHashMap::default(),
             errors: Vec::new(),
             by_dir: FxHashMap::default(),
-            mod_roots: FxHashMap::default(),
             files: Vec::new(),
             used: HashSet::new(),
         };
         let work = normalize(&unit.dir);
-        ld.root = find_mod_root(&work).map(|r| normalize(&r)).unwrap_or(work);
+        ld.roots.root = find_mod_root(&work).map(|r| normalize(&r)).unwrap_or(work);
         let mut main_files = Vec::new();
         for f in &unit.files {
-            let p = crate::parser::loader::expand_paths(f, &ld.root, &ld.external);
+            let p = crate::parser::loader::expand_paths(f, &ld.roots.root, &ld.roots.external);
             let p = if p.is_absolute() { p } else { unit.dir.join(p) };
             main_files.push(normalize(&p));
         }
@@ -440,10 +438,10 @@ impl Db {
             ld.resolve_module_imports(m);
         }
         let program = Program {
-            root: ld.root.clone(),
+            root: ld.roots.root.clone(),
             main: Package {
                 pkgpath: Arc::from(MAIN_PKG),
-                path: ld.root.clone(),
+                path: ld.roots.root.clone(),
                 modules,
             },
             packages: ld.packages,
@@ -654,13 +652,11 @@ fn resolve_externals(root: &Path) -> Vec<(String, PathBuf)> {
 /// The loader of `parser::loader` over the database's files (buffers win over the disk).
 struct Loader<'d> {
     db: &'d Db,
-    root: PathBuf,
-    external: Vec<(String, PathBuf)>,
+    roots: PackageRoots,
     packages: crate::parser::loader::indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
     by_dir: FxHashMap<PathBuf, Arc<str>>,
-    mod_roots: FxHashMap<PathBuf, Option<(PathBuf, String)>>,
     files: Vec<Arc<FileData>>,
     used: HashSet<FileId>,
 }
@@ -690,7 +686,7 @@ impl Loader<'_> {
                     .as_ref()
                     .and_then(|p| p.parent().map(Path::to_path_buf))
             })
-            .unwrap_or_else(|| self.root.clone());
+            .unwrap_or_else(|| self.roots.root.clone());
         for stmt in &m.body {
             if let StmtKind::Import(imp) = &stmt.kind {
                 self.resolve_import(&dir, imp, stmt.span);
@@ -699,55 +695,19 @@ impl Loader<'_> {
     }
 
     fn resolve_import(&mut self, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
-        let parts: Vec<&str> = imp.names.iter().map(|n| n.sym.as_str()).collect();
-        if parts.is_empty() {
-            return;
-        }
-        if imp.level == 0 {
-            if parts[0] == "kcl_plugin" {
-                self.imports.insert(
-                    imp.path_span,
-                    ImportTarget::Plugin(Arc::from(parts[1..].join("."))),
-                );
-                return;
-            }
-            if parts.len() == 1
-                && SYSTEM_MODULES.contains(&parts[0])
-                && !self.root.join(parts[0]).exists()
-                && !self.root.join(format!("{}.k", parts[0])).is_file()
-            {
+        let (base, pkgpath) = match self.roots.resolve(dir, imp) {
+            None => return,
+            Some(ImportResolution::Plugin(name)) => {
                 self.imports
-                    .insert(imp.path_span, ImportTarget::System(Arc::from(parts[0])));
+                    .insert(imp.path_span, ImportTarget::Plugin(name));
                 return;
             }
-        }
-        let (base, pkgpath) = if imp.level > 0 {
-            let mut base = dir.to_path_buf();
-            for _ in 1..imp.level {
-                base.pop();
+            Some(ImportResolution::System(name)) => {
+                self.imports
+                    .insert(imp.path_span, ImportTarget::System(name));
+                return;
             }
-            let target = parts.iter().fold(base, |p, s| p.join(s));
-            let pkgpath = self.pkgpath_for(&target);
-            (target, pkgpath)
-        } else if let Some((_, ext)) = self.external.iter().find(|(n, _)| n == parts[0]) {
-            let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
-            if normalize(ext) == normalize(&self.root) {
-                (target, parts[1..].join("."))
-            } else {
-                (target, parts.join("."))
-            }
-        } else {
-            let (own_root, prefix) = self.owner(dir);
-            let in_own = parts.iter().fold(own_root.clone(), |p, s| p.join(s));
-            let exists =
-                |t: &Path| t.is_dir() || PathBuf::from(format!("{}.k", t.display())).is_file();
-            if prefix.is_some() && exists(&in_own) {
-                let pkgpath = format!("{}.{}", prefix.unwrap_or_default(), parts.join("."));
-                (in_own, pkgpath)
-            } else {
-                let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
-                (target, parts.join("."))
-            }
+            Some(ImportResolution::Package { base, pkgpath }) => (base, pkgpath),
         };
         let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
         let pkgpath: Arc<str> = self
@@ -760,29 +720,17 @@ impl Loader<'_> {
         if self.packages.contains_key(&pkgpath) {
             return;
         }
-        let files = if base.is_dir() {
-            package_files(&base).unwrap_or_default()
-        } else {
-            let f = PathBuf::from(format!("{}.k", base.display()));
-            if f.is_file() { vec![f] } else { Vec::new() }
+        let files = match package_sources(&base, imp) {
+            Ok(files) => files,
+            Err(msg) => {
+                self.errors.push(Diagnostic::error(
+                    ErrorKind::CannotFindModule,
+                    stmt_span,
+                    msg,
+                ));
+                return;
+            }
         };
-        if files.is_empty() {
-            let msg = if base.is_dir() {
-                "No KCL files found in the specified folder".to_string()
-            } else {
-                format!(
-                    "Cannot find the module {} from {}",
-                    imp.path,
-                    base.display()
-                )
-            };
-            self.errors.push(Diagnostic::error(
-                ErrorKind::CannotFindModule,
-                stmt_span,
-                msg,
-            ));
-            return;
-        }
         self.packages.insert(
             pkgpath.clone(),
             Package {
@@ -808,63 +756,6 @@ impl Loader<'_> {
                 modules,
             },
         );
-    }
-
-    fn pkgpath_for(&mut self, target: &Path) -> String {
-        let norm = normalize(target);
-        let (root, prefix) = self.owner(&norm);
-        match norm.strip_prefix(&root) {
-            Ok(rel) => {
-                let mut parts: Vec<String> = prefix.into_iter().collect();
-                parts.extend(
-                    rel.components()
-                        .map(|c| c.as_os_str().to_string_lossy().into_owned()),
-                );
-                parts.join(".")
-            }
-            Err(_) => norm.display().to_string(),
-        }
-    }
-
-    fn owner(&mut self, path: &Path) -> (PathBuf, Option<String>) {
-        let path = normalize(path);
-        let main = normalize(&self.root);
-        let mut best: (PathBuf, Option<String>) = (main.clone(), None);
-        let mut best_len = if path.starts_with(&main) {
-            main.components().count()
-        } else {
-            0
-        };
-        for (name, root) in &self.external {
-            let r = normalize(root);
-            let len = r.components().count();
-            if path.starts_with(&r) && len > best_len {
-                best = (r, Some(name.clone()));
-                best_len = len;
-            }
-        }
-        let found = self
-            .mod_roots
-            .entry(path.clone())
-            .or_insert_with(|| {
-                find_mod_root(&path).map(|r| {
-                    let r = normalize(&r);
-                    let name = read_mod_file(&r)
-                        .ok()
-                        .flatten()
-                        .and_then(|m| m.name)
-                        .unwrap_or_else(|| r.display().to_string());
-                    (r, name)
-                })
-            })
-            .clone();
-        if let Some((r, name)) = found {
-            let len = r.components().count();
-            if len > best_len {
-                best = (r, Some(name));
-            }
-        }
-        best
     }
 }
 

@@ -413,16 +413,12 @@ struct Loader<'c> {
     /// Files parsed for this program: a file loaded twice in one program is parsed twice (as
     /// without a cache), so two loads never share spans.
     parsed: std::collections::HashSet<PathBuf>,
-    external: Vec<(String, PathBuf)>,
-    root: PathBuf,
+    roots: PackageRoots,
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
     /// Package path by folder: a folder imported under two names is one package.
     by_dir: FxHashMap<PathBuf, Arc<str>>,
-    /// The `kcl.mod` root above a folder and its package name, looked up once per folder (each
-    /// import statement asks, and a Konfig program has hundreds).
-    mod_roots: FxHashMap<PathBuf, Option<(PathBuf, String)>>,
 }
 
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
@@ -533,13 +529,11 @@ fn load(
     let mut ld = Loader {
         cache,
         parsed: Default::default(),
-        external,
-        root: root.clone(),
+        roots: PackageRoots::new(root.clone(), external),
         packages: Default::default(),
         imports: FxHashMap::default(),
         errors: Vec::new(),
         by_dir: FxHashMap::default(),
-        mod_roots: FxHashMap::default(),
     };
     let mut modules = Vec::new();
     for f in &files {
@@ -603,7 +597,7 @@ impl Loader<'_> {
                     .as_ref()
                     .and_then(|p| p.parent().map(Path::to_path_buf))
             })
-            .unwrap_or_else(|| self.root.clone());
+            .unwrap_or_else(|| self.roots.root.clone());
         for stmt in &m.body {
             if let StmtKind::Import(imp) = &stmt.kind {
                 self.resolve_import(m.file, &dir, imp, stmt.span);
@@ -612,25 +606,120 @@ impl Loader<'_> {
     }
 
     fn resolve_import(&mut self, _file: FileId, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
+        let (base, pkgpath) = match self.roots.resolve(dir, imp) {
+            None => return,
+            Some(ImportResolution::Plugin(name)) => {
+                self.imports
+                    .insert(imp.path_span, ImportTarget::Plugin(name));
+                return;
+            }
+            Some(ImportResolution::System(name)) => {
+                self.imports
+                    .insert(imp.path_span, ImportTarget::System(name));
+                return;
+            }
+            Some(ImportResolution::Package { base, pkgpath }) => (base, pkgpath),
+        };
+        let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
+        let pkgpath: Arc<str> = self
+            .by_dir
+            .entry(key)
+            .or_insert_with(|| Arc::from(pkgpath))
+            .clone();
+        self.imports
+            .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
+        if self.packages.contains_key(&pkgpath) {
+            return;
+        }
+        let files = match package_sources(&base, imp) {
+            Ok(files) => files,
+            Err(msg) => {
+                self.errors.push(Diagnostic::error(
+                    ErrorKind::CannotFindModule,
+                    stmt_span,
+                    msg,
+                ));
+                return;
+            }
+        };
+        // Register before parsing so import cycles terminate.
+        self.packages.insert(
+            pkgpath.clone(),
+            Package {
+                pkgpath: pkgpath.clone(),
+                path: base.clone(),
+                modules: Vec::new(),
+            },
+        );
+        let mut modules = Vec::new();
+        for f in &files {
+            match self.parse(f) {
+                Ok(m) => modules.push(m),
+                Err(d) => self.errors.extend(d.0),
+            }
+        }
+        for m in &modules {
+            self.resolve_module_imports(m);
+        }
+        self.packages.insert(
+            pkgpath.clone(),
+            Package {
+                pkgpath,
+                path: base,
+                modules,
+            },
+        );
+    }
+}
+
+/// How an import statement resolves (before its package is loaded).
+pub(crate) enum ImportResolution {
+    Plugin(Arc<str>),
+    System(Arc<str>),
+    /// A package folder (or the stem of `name.k`) and its package path.
+    Package {
+        base: PathBuf,
+        pkgpath: String,
+    },
+}
+
+/// The roots imports resolve against: the main root, the external packages (`-E name=path`),
+/// and vendored dependencies with their own `kcl.mod`. The loader and the language server
+/// share it, so both resolve an import to the same package.
+pub(crate) struct PackageRoots {
+    pub(crate) root: PathBuf,
+    pub(crate) external: Vec<(String, PathBuf)>,
+    /// The `kcl.mod` root above a folder and its package name, looked up once per folder (each
+    /// import statement asks, and a Konfig program has hundreds).
+    mod_roots: FxHashMap<PathBuf, Option<(PathBuf, String)>>,
+}
+
+impl PackageRoots {
+    pub(crate) fn new(root: PathBuf, external: Vec<(String, PathBuf)>) -> Self {
+        PackageRoots {
+            root,
+            external,
+            mod_roots: FxHashMap::default(),
+        }
+    }
+
+    /// Where `imp`, written in a file of folder `dir`, points (None for an empty import).
+    pub(crate) fn resolve(&mut self, dir: &Path, imp: &ImportStmt) -> Option<ImportResolution> {
         let parts: Vec<&str> = imp.names.iter().map(|n| n.sym.as_str()).collect();
         if parts.is_empty() {
-            return;
+            return None;
         }
         if imp.level == 0 {
             if parts[0] == "kcl_plugin" {
                 let name = parts[1..].join(".");
-                self.imports
-                    .insert(imp.path_span, ImportTarget::Plugin(Arc::from(name)));
-                return;
+                return Some(ImportResolution::Plugin(Arc::from(name)));
             }
             if parts.len() == 1
                 && SYSTEM_MODULES.contains(&parts[0])
                 && !self.root.join(parts[0]).exists()
                 && !self.root.join(format!("{}.k", parts[0])).is_file()
             {
-                self.imports
-                    .insert(imp.path_span, ImportTarget::System(Arc::from(parts[0])));
-                return;
+                return Some(ImportResolution::System(Arc::from(parts[0])));
             }
         }
         let (base, pkgpath) = if imp.level > 0 {
@@ -664,67 +753,7 @@ impl Loader<'_> {
                 (target, parts.join("."))
             }
         };
-        let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
-        let pkgpath: Arc<str> = self
-            .by_dir
-            .entry(key)
-            .or_insert_with(|| Arc::from(pkgpath))
-            .clone();
-        self.imports
-            .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
-        if self.packages.contains_key(&pkgpath) {
-            return;
-        }
-        let files = if base.is_dir() {
-            package_files(&base).unwrap_or_default()
-        } else {
-            let f = PathBuf::from(format!("{}.k", base.display()));
-            if f.is_file() { vec![f] } else { Vec::new() }
-        };
-        if files.is_empty() {
-            let msg = if base.is_dir() {
-                "No KCL files found in the specified folder".to_string()
-            } else {
-                format!(
-                    "Cannot find the module {} from {}",
-                    imp.path,
-                    base.display()
-                )
-            };
-            self.errors.push(Diagnostic::error(
-                ErrorKind::CannotFindModule,
-                stmt_span,
-                msg,
-            ));
-            return;
-        }
-        // Register before parsing so import cycles terminate.
-        self.packages.insert(
-            pkgpath.clone(),
-            Package {
-                pkgpath: pkgpath.clone(),
-                path: base.clone(),
-                modules: Vec::new(),
-            },
-        );
-        let mut modules = Vec::new();
-        for f in &files {
-            match self.parse(f) {
-                Ok(m) => modules.push(m),
-                Err(d) => self.errors.extend(d.0),
-            }
-        }
-        for m in &modules {
-            self.resolve_module_imports(m);
-        }
-        self.packages.insert(
-            pkgpath.clone(),
-            Package {
-                pkgpath,
-                path: base,
-                modules,
-            },
-        );
+        Some(ImportResolution::Package { base, pkgpath })
     }
 
     /// Package path of a folder/file: dotted path relative to the root when inside it,
@@ -789,6 +818,29 @@ impl Loader<'_> {
         }
         best
     }
+}
+
+/// The source files of the package at `base` (a folder, or `base.k`), or upstream's message
+/// for an import that finds none.
+pub(crate) fn package_sources(base: &Path, imp: &ImportStmt) -> Result<Vec<PathBuf>, String> {
+    let files = if base.is_dir() {
+        package_files(base).unwrap_or_default()
+    } else {
+        let f = PathBuf::from(format!("{}.k", base.display()));
+        if f.is_file() { vec![f] } else { Vec::new() }
+    };
+    if !files.is_empty() {
+        return Ok(files);
+    }
+    Err(if base.is_dir() {
+        "No KCL files found in the specified folder".to_string()
+    } else {
+        format!(
+            "Cannot find the module {} from {}",
+            imp.path,
+            base.display()
+        )
+    })
 }
 
 /// Lexically removes `.` and `..` components.
