@@ -18,8 +18,8 @@ use rustc_hash::FxHashMap;
 use crate::ast::{FileId, ImportStmt, Module, SourceFile, Span, StmtKind, source_map};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::loader::{
-    ImportResolution, ImportTarget, MAIN_PKG, Package, PackageRoots, Program, find_mod_root,
-    package_sources, read_mod_file,
+    ImportTarget, MAIN_PKG, Package, PackageRoots, Program, find_mod_root, package_sources,
+    read_mod_file,
 };
 
 use super::sema::Sema;
@@ -409,7 +409,6 @@ impl Db {
             packages: Default::default(),
             imports: FxHashMap::default(),
             errors: Vec::new(),
-            by_dir: FxHashMap::default(),
             files: Vec::new(),
             used: HashSet::new(),
         };
@@ -656,7 +655,6 @@ struct Loader<'d> {
     packages: crate::parser::loader::indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
-    by_dir: FxHashMap<PathBuf, Arc<str>>,
     files: Vec<Arc<FileData>>,
     used: HashSet<FileId>,
 }
@@ -695,28 +693,13 @@ impl Loader<'_> {
     }
 
     fn resolve_import(&mut self, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
-        let (base, pkgpath) = match self.roots.resolve(dir, imp) {
-            None => return,
-            Some(ImportResolution::Plugin(name)) => {
-                self.imports
-                    .insert(imp.path_span, ImportTarget::Plugin(name));
-                return;
-            }
-            Some(ImportResolution::System(name)) => {
-                self.imports
-                    .insert(imp.path_span, ImportTarget::System(name));
-                return;
-            }
-            Some(ImportResolution::Package { base, pkgpath }) => (base, pkgpath),
+        let Some((target, base)) = self.roots.target(dir, imp) else {
+            return;
         };
-        let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
-        let pkgpath: Arc<str> = self
-            .by_dir
-            .entry(key)
-            .or_insert_with(|| Arc::from(pkgpath))
-            .clone();
-        self.imports
-            .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
+        self.imports.insert(imp.path_span, target.clone());
+        let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
+            return;
+        };
         if self.packages.contains_key(&pkgpath) {
             return;
         }

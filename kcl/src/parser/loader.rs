@@ -417,8 +417,6 @@ struct Loader<'c> {
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
-    /// Package path by folder: a folder imported under two names is one package.
-    by_dir: FxHashMap<PathBuf, Arc<str>>,
 }
 
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
@@ -533,7 +531,6 @@ fn load(
         packages: Default::default(),
         imports: FxHashMap::default(),
         errors: Vec::new(),
-        by_dir: FxHashMap::default(),
     };
     let mut modules = Vec::new();
     for f in &files {
@@ -606,28 +603,13 @@ impl Loader<'_> {
     }
 
     fn resolve_import(&mut self, _file: FileId, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
-        let (base, pkgpath) = match self.roots.resolve(dir, imp) {
-            None => return,
-            Some(ImportResolution::Plugin(name)) => {
-                self.imports
-                    .insert(imp.path_span, ImportTarget::Plugin(name));
-                return;
-            }
-            Some(ImportResolution::System(name)) => {
-                self.imports
-                    .insert(imp.path_span, ImportTarget::System(name));
-                return;
-            }
-            Some(ImportResolution::Package { base, pkgpath }) => (base, pkgpath),
+        let Some((target, base)) = self.roots.target(dir, imp) else {
+            return;
         };
-        let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
-        let pkgpath: Arc<str> = self
-            .by_dir
-            .entry(key)
-            .or_insert_with(|| Arc::from(pkgpath))
-            .clone();
-        self.imports
-            .insert(imp.path_span, ImportTarget::Package(pkgpath.clone()));
+        self.imports.insert(imp.path_span, target.clone());
+        let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
+            return;
+        };
         if self.packages.contains_key(&pkgpath) {
             return;
         }
@@ -692,6 +674,8 @@ pub(crate) struct PackageRoots {
     /// The `kcl.mod` root above a folder and its package name, looked up once per folder (each
     /// import statement asks, and a Konfig program has hundreds).
     mod_roots: FxHashMap<PathBuf, Option<(PathBuf, String)>>,
+    /// Package path by folder: a folder imported under two names is one package.
+    by_dir: FxHashMap<PathBuf, Arc<str>>,
 }
 
 impl PackageRoots {
@@ -700,7 +684,30 @@ impl PackageRoots {
             root,
             external,
             mod_roots: FxHashMap::default(),
+            by_dir: FxHashMap::default(),
         }
+    }
+
+    /// What `imp` (in a file of folder `dir`) binds, and for a package the folder (or stem of
+    /// `name.k`) its files are in. None for an empty import.
+    pub(crate) fn target(
+        &mut self,
+        dir: &Path,
+        imp: &ImportStmt,
+    ) -> Option<(ImportTarget, Option<PathBuf>)> {
+        Some(match self.resolve(dir, imp)? {
+            ImportResolution::Plugin(name) => (ImportTarget::Plugin(name), None),
+            ImportResolution::System(name) => (ImportTarget::System(name), None),
+            ImportResolution::Package { base, pkgpath } => {
+                let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
+                let pkgpath = self
+                    .by_dir
+                    .entry(key)
+                    .or_insert_with(|| Arc::from(pkgpath))
+                    .clone();
+                (ImportTarget::Package(pkgpath), Some(base))
+            }
+        })
     }
 
     /// Where `imp`, written in a file of folder `dir`, points (None for an empty import).
