@@ -396,10 +396,12 @@ pub mod guest {
 
     /// The watches a component has open, by handle. A component instance runs one call at a
     /// time, so one lock is never contended; it only satisfies `static`.
-    static WATCHES: std::sync::Mutex<(u64, BTreeMap<u64, Box<dyn Watch>>)> =
-        std::sync::Mutex::new((0, BTreeMap::new()));
+    static WATCHES: std::sync::Mutex<OpenWatches> = std::sync::Mutex::new((0, BTreeMap::new()));
 
-    fn watches() -> std::sync::MutexGuard<'static, (u64, BTreeMap<u64, Box<dyn Watch>>)> {
+    /// The last handle given out, and the watches by handle.
+    type OpenWatches = (u64, BTreeMap<u64, Box<dyn Watch>>);
+
+    fn watches() -> std::sync::MutexGuard<'static, OpenWatches> {
         // A poisoned lock means a watch panicked mid-poll; the map itself is still consistent.
         WATCHES.lock().unwrap_or_else(|e| e.into_inner())
     }
