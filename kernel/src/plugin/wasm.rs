@@ -633,8 +633,7 @@ impl Sandbox {
                     store.data().wall.as_millis()
                 ),
             );
-            // A runaway call would run away again; one that waited on something slow may not,
-            // and the kernel's retry policy decides for `Timeout` errors it marks retryable.
+            // As with fuel: a call that ran away once runs away again.
             e.retryable = false;
             return e;
         }
@@ -679,7 +678,7 @@ struct Pool<B> {
 }
 
 /// How to instantiate the world `B` and send it its configuration.
-trait World: Sized {
+trait World: Sized + Send + Sync {
     fn instantiate(
         store: &mut Store<Guest>,
         component: &Component,
@@ -781,17 +780,33 @@ impl<B: World> Pool<B> {
     /// Run one call on a warm instance with a fresh budget. The outer error is a trap (or a
     /// failure to set the budget): the instance's state is undefined and it must be dropped. The
     /// inner result is the plugin's own answer.
-    fn run<T>(
+    fn run<T: Send>(
         &self,
         warm: &mut Warm<B>,
         verb: &str,
         extra: Duration,
-        call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>>,
+        call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>> + Send,
     ) -> PluginResult<PluginResult<T>> {
         self.sandbox.budget(&mut warm.store, extra)?;
-        match call(&warm.bindings, &mut warm.store) {
+        let Warm {
+            store, bindings, ..
+        } = warm;
+        // wasmtime-wasi's synchronous host calls (files, clocks, sockets) block on a Tokio
+        // runtime, which panics on a thread already driving one (kusionctl's async commands):
+        // there the call runs on a thread of its own.
+        let answer = if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| call(&*bindings, &mut *store))
+                    .join()
+                    .unwrap_or_else(|_| Err(wasmtime::Error::msg("the call's thread panicked")))
+            })
+        } else {
+            call(&*bindings, &mut *store)
+        };
+        match answer {
             Ok(answer) => Ok(answer.map_err(|e| wire::decode_error(&self.sandbox.label, &e))),
-            Err(e) => Err(self.sandbox.trap_error(&warm.store, verb, e)),
+            Err(e) => Err(self.sandbox.trap_error(store, verb, e)),
         }
     }
 
@@ -808,11 +823,11 @@ impl<B: World> Pool<B> {
     }
 
     /// One call on a pooled instance: a trapped instance is dropped, a healthy one goes back.
-    fn with<T>(
+    fn with<T: Send>(
         &self,
         verb: &str,
         extra: Duration,
-        call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>>,
+        call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>> + Send,
     ) -> PluginResult<T> {
         let mut warm = self.checkout(verb)?;
         let answer = self.run(&mut warm, verb, extra, call)?;
@@ -900,11 +915,14 @@ struct WasmRuntime {
     info: RuntimeInfo,
 }
 
-type RuntimeCall<'a> = &'a dyn Fn(
+type RuntimeCall<'a> = &'a (
+        dyn Fn(
     &runtime_bindings::exports::kusion::plugin::runtime::Guest,
     &mut Store<Guest>,
     &str,
-) -> wasmtime::Result<Result<String, String>>;
+) -> wasmtime::Result<Result<String, String>>
+            + Sync
+    );
 
 impl WasmRuntime {
     /// One JSON-in, JSON-out verb. A request's own timeout extends the wall-clock limit, so a
