@@ -198,6 +198,26 @@ fn wasm_runtime_creates_reads_updates_imports_watches_and_deletes() {
     assert_eq!(err.kind, ErrorKind::InvalidInput, "{err:?}");
 }
 
+/// kusionctl's commands are async: a call from a thread driving a Tokio runtime must work, though
+/// wasmtime-wasi's synchronous file calls block on a runtime of their own.
+#[test]
+fn wasm_runtime_calls_work_from_inside_an_async_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime_in(dir.path(), WasmLimits::default());
+    let a = kv("kv:a", "a", json!("async"));
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    tokio.block_on(async {
+        runtime.apply(&apply_req(None, &a, false)).unwrap();
+        assert_eq!(
+            read(runtime.as_ref(), &a).unwrap().attributes["value"],
+            "async"
+        );
+    });
+    assert_eq!(stored(dir.path(), "a"), Some(json!("async")));
+}
+
 #[test]
 fn wasm_runtime_runaway_calls_hit_the_limit_that_stopped_them() {
     let dir = tempfile::tempdir().unwrap();
