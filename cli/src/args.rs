@@ -526,6 +526,30 @@ pub enum PluginCommand {
         /// Where to write the private key (must not exist yet).
         key_file: PathBuf,
     },
+    /// Run the runtime conformance suite against a runtime plugin (a native library or a `.wasm`
+    /// component): create, read, update, delete, absent, error and timeout behaviour checked
+    /// against the contract. It changes things for real: point its configuration at a scratch
+    /// target. Exit 1 when a check fails.
+    Test {
+        /// The plugin file: `lib<name>.so` (native) or `<name>.wasm` (WASM component).
+        path: PathBuf,
+        /// The sample (YAML or JSON): `config`, and the `create`, `update` and `invalid`
+        /// resources (see `sdk/README.md`).
+        #[arg(long)]
+        sample: PathBuf,
+        /// WASM: map the guest directory GUEST to the host directory HOST (repeatable).
+        #[arg(long = "dir", value_name = "GUEST=HOST")]
+        dirs: Vec<String>,
+        /// WASM: granted directories are writable.
+        #[arg(long)]
+        writable: bool,
+        /// WASM: allow outbound network connections.
+        #[arg(long)]
+        network: bool,
+        /// WASM: the wall-clock limit per call, in milliseconds.
+        #[arg(long, value_name = "MS")]
+        wall_clock_ms: Option<u64>,
+    },
     /// Sign a plugin as PUBLISHER: sets `sha256`, `publisher` and `signature` in its manifest.
     Sign {
         /// The plugin's `plugin.toml`.

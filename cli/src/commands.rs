@@ -443,6 +443,26 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                     publisher,
                 },
         } => return plugin_sign(manifest, key, publisher),
+        Command::Plugin {
+            command:
+                PluginCommand::Test {
+                    path,
+                    sample,
+                    dirs,
+                    writable,
+                    network,
+                    wall_clock_ms,
+                },
+        } => {
+            return crate::cmd::plugin_test::run(&crate::cmd::plugin_test::TestArgs {
+                path: path.clone(),
+                sample: sample.clone(),
+                dirs: dirs.clone(),
+                writable: *writable,
+                network: *network,
+                wall_clock_ms: *wall_clock_ms,
+            });
+        }
         _ => {}
     }
     let ctx = build_context(&cli, runtimes)?;

@@ -1,6 +1,8 @@
 //! Per-call overhead of the plugin host: one `FunctionPlugin::call("echo", [payload])` through a
 //! native `cdylib` and through a WASM component, with ~1 KiB and ~100 KiB JSON payloads, next to
-//! the same call on an in-process trait object (no boundary) as the baseline.
+//! the same call on an in-process trait object (no boundary) as the baseline; and one warm
+//! runtime call (a dry-run `apply` of a ~1 KiB resource, which touches nothing outside the
+//! plugin) through the native example runtime and through the WASM runtime fixture.
 //!
 //! Run: `cargo bench -p kusion-kernel --bench plugin_calls` (builds optimised fixtures first).
 //! Times are the calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time, so a busy
@@ -198,6 +200,64 @@ fn bench(c: &mut Criterion<ThreadCpu>) {
     group.finish();
 }
 
+/// A warm runtime call with a ~1 KiB resource: native `localfile` against the WASM `wasm-kv`.
+/// A dry-run apply validates and answers the planned resource in both, without I/O, so the
+/// difference is the boundary (JSON both ways, plus the sandbox's per-call budget for WASM).
+fn runtime_call(c: &mut Criterion<ThreadCpu>) {
+    use kusion_sdk::Resource;
+    use kusion_sdk::runtime::{ApplyRequest, Runtime};
+
+    let dir = tempfile::tempdir().unwrap();
+    let native = NativeLibrary::open(&fixtures::build_release(Fixture::LocalFile))
+        .unwrap()
+        .runtime()
+        .unwrap();
+    native.configure(&json!({"root": dir.path()})).unwrap();
+    let grants = WasmGrants {
+        dirs: [("/data".to_string(), dir.path().to_path_buf())].into(),
+        ..WasmGrants::default()
+    };
+    let wasm = WasmHost::new()
+        .unwrap()
+        .compile(&fixtures::build_release(Fixture::WasmRuntime))
+        .unwrap()
+        .runtime(grants, WasmLimits::default())
+        .unwrap();
+    let body = "x".repeat(1000);
+    let request = |resource: Resource| ApplyRequest {
+        prior: None,
+        prior_private: None,
+        planned: resource,
+        dry_run: true,
+        timeout: None,
+    };
+    let file = request(Resource::new(
+        "file:a",
+        "LocalFile",
+        json!({"path": "a.txt", "content": body})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    ));
+    let kv = request(Resource::new(
+        "kv:a",
+        "WasmKv",
+        json!({"key": "a", "value": body})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    ));
+    let mut group = c.benchmark_group("runtime_apply_dry_run_1KiB");
+    for (host, runtime, request) in [("native", &native, &file), ("wasm", &wasm, &kv)] {
+        let runtime: &dyn Runtime = runtime.as_ref();
+        assert_eq!(runtime.apply(request).unwrap().resource, request.planned);
+        group.bench_function(host, |b| {
+            b.iter(|| black_box(runtime.apply(black_box(request)).unwrap()))
+        });
+    }
+    group.finish();
+}
+
 /// Loading a WASM plugin: compiling the component versus taking it from the compiled cache.
 fn wasm_load(c: &mut Criterion<ThreadCpu>) {
     let path = fixtures::build_release(Fixture::WasmFunction);
@@ -219,6 +279,6 @@ fn wasm_load(c: &mut Criterion<ThreadCpu>) {
 criterion_group! {
     name = benches;
     config = Criterion::default().with_measurement(ThreadCpu);
-    targets = bench, wasm_load
+    targets = bench, runtime_call, wasm_load
 }
 criterion_main!(benches);

@@ -3,5 +3,6 @@
 
 pub(crate) mod drift;
 pub(crate) mod import;
+pub(crate) mod plugin_test;
 pub(crate) mod rollback;
 pub(crate) mod tfstate;

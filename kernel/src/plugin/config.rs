@@ -17,7 +17,7 @@
 //! config = { root = "/srv/files" }    # handed to the plugin's configure()
 //!
 //! [plugins.settings.deployment-limits]
-//! limits = { fuel = 1000000000, memoryBytes = 33554432 }
+//! limits = { fuel = 1000000000, memoryBytes = 33554432, wallClockMs = 30000 }
 //! grants = { dirs = { "/data" = "/srv/policy-data" } }
 //! ```
 //!
@@ -192,7 +192,8 @@ grants = { dirs = { "/data" = "/srv/data" } }
             policy.limits,
             WasmLimits {
                 fuel: 5,
-                memory_bytes: 1024
+                memory_bytes: 1024,
+                ..WasmLimits::default()
             }
         );
         assert_eq!(policy.grants.dirs["/data"], PathBuf::from("/srv/data"));

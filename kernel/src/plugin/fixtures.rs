@@ -20,6 +20,9 @@ pub enum Fixture {
     WasmPolicy,
     /// `fixtures/wasm-fixture` (WASM function component: echo, spin, grow, read_file, env, panic).
     WasmFunction,
+    /// `fixtures/wasm-runtime-fixture` (WASM runtime component: `WasmKv` files in a granted
+    /// directory; spin, grow, fail, panic, connect on request).
+    WasmRuntime,
 }
 
 impl Fixture {
@@ -29,11 +32,15 @@ impl Fixture {
             Fixture::NativeFunction | Fixture::NativeFunctionAbi2 => "kusion-native-fixture",
             Fixture::WasmPolicy => "wasm-policy",
             Fixture::WasmFunction => "kusion-wasm-fixture",
+            Fixture::WasmRuntime => "kusion-wasm-runtime-fixture",
         }
     }
 
     fn is_wasm(self) -> bool {
-        matches!(self, Fixture::WasmPolicy | Fixture::WasmFunction)
+        matches!(
+            self,
+            Fixture::WasmPolicy | Fixture::WasmFunction | Fixture::WasmRuntime
+        )
     }
 
     fn features(self) -> &'static [&'static str] {
@@ -50,6 +57,7 @@ impl Fixture {
             Fixture::NativeFunctionAbi2 => "native-function-abi2",
             Fixture::WasmPolicy => "wasm-policy",
             Fixture::WasmFunction => "wasm-function",
+            Fixture::WasmRuntime => "wasm-runtime",
         }
     }
 

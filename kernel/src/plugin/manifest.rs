@@ -141,11 +141,6 @@ impl Manifest {
         {
             return Err(bad(format!("`sha256` must be 64 hex digits, got `{sum}`")));
         }
-        if manifest.format() == Format::Wasm && manifest.kind == PluginKind::Runtime {
-            return Err(bad(
-                "runtime plugins are native only; WASM serves function and policy plugins".into(),
-            ));
-        }
         Ok(manifest)
     }
 
@@ -264,12 +259,13 @@ mod tests {
     }
 
     #[test]
-    fn wasm_runtime_is_refused() {
+    fn wasm_runtime_manifest_is_accepted() {
+        // Whether the component really exports the runtime world is checked when it is loaded
+        // (`wasm_runtime_manifest_over_a_non_runtime_component_is_refused_by_name`).
         let text = "name = \"x\"\nkind = \"runtime\"\nversion = \"1\"\nfile = \"a.wasm\"\n";
-        let err = Manifest::parse(Path::new("plugin.toml"), text)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("native only"), "{err}");
+        let manifest = Manifest::parse(Path::new("plugin.toml"), text).unwrap();
+        assert_eq!(manifest.kind, PluginKind::Runtime);
+        assert_eq!(manifest.format(), Format::Wasm);
     }
 
     #[test]

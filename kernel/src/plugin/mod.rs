@@ -3,13 +3,15 @@
 //! code sees an ABI.
 //!
 //! - [`native`]: `cdylib` plugins over `abi_stable` (runtime, function and policy plugins).
-//! - [`wasm`]: WebAssembly components over `wasmtime` (function and policy plugins), sandboxed.
+//! - [`wasm`]: WebAssembly components over `wasmtime` (runtime, function and policy plugins),
+//!   sandboxed.
 //! - [`manifest`]: `plugin.toml` files (name, kind, version, file, checksum, permissions).
 //! - [`config`]: the `[plugins]` section of the kernel configuration.
 //! - [`discover`] and [`load_plugins`]: search the plugin directories and load what is wanted,
 //!   recording for each candidate what it is or why it was refused ([`PluginEntry`]).
 
 pub mod config;
+pub mod conformance;
 pub mod fixtures;
 pub mod manifest;
 pub mod native;
@@ -18,6 +20,8 @@ pub mod wasm;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wasm_runtime_tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -560,6 +564,7 @@ fn load_one(
             let mut caps = vec![
                 format!("fuel:{}", settings.limits.fuel),
                 format!("memory:{}", settings.limits.memory_bytes),
+                format!("wallClockMs:{}", settings.limits.wall_clock_ms),
             ];
             caps.extend(
                 grants
@@ -585,11 +590,11 @@ fn load_one(
                 }
                 PluginKind::Policy => Loaded::Policy(module.policy(grants, settings.limits)?),
                 PluginKind::Runtime => {
-                    return Err(LoadError::WrongKind {
-                        path: file.to_path_buf(),
-                        found: module.kind(),
-                        expected: PluginKind::Runtime,
-                    });
+                    let runtime = module.runtime(grants, settings.limits)?;
+                    let mut described = runtime_capabilities(&runtime.describe());
+                    described.append(&mut caps);
+                    caps = described;
+                    Loaded::Runtime(runtime)
                 }
             };
             entry.capabilities = caps;

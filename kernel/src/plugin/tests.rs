@@ -704,7 +704,7 @@ fn wasm_component_of_the_wrong_kind_is_refused() {
 }
 
 /// Replace every occurrence of `from` in `bytes` with `to` (same length).
-fn patch(bytes: &[u8], from: &[u8], to: &[u8]) -> (Vec<u8>, usize) {
+pub(super) fn patch(bytes: &[u8], from: &[u8], to: &[u8]) -> (Vec<u8>, usize) {
     assert_eq!(from.len(), to.len());
     let mut out = bytes.to_vec();
     let mut count = 0;

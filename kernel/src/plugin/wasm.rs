@@ -1,7 +1,9 @@
-//! The WASM plugin host: policy and function plugins as WebAssembly components (`wasm32-wasip2`)
-//! implementing `sdk/wit/plugin.wit`.
+//! The WASM plugin host: runtime, policy and function plugins as WebAssembly components
+//! (`wasm32-wasip2`) implementing `sdk/wit/plugin.wit`. A runtime component is adapted to the
+//! kernel's [`Runtime`] trait, so the rest of the kernel cannot tell it from a native one.
 //!
-//! Each call runs with a fuel budget (CPU) and a memory cap; running out of either ends that call
+//! Each call runs with a fuel budget (CPU), a memory cap and a wall-clock deadline (epoch
+//! interruption, for time spent outside fuel-metered code); running out of any ends that call
 //! with an error saying which limit was hit, and the instance is thrown away. WASI is linked so
 //! ordinary Rust `std` code runs, but the context grants nothing by default: no preopened
 //! directories, no environment variables, no sockets, no name lookups, no stdin. The effective
@@ -14,11 +16,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use kusion_sdk::abi::PluginKind;
 use kusion_sdk::abi::wire;
 use kusion_sdk::function::{FunctionPlugin, FunctionPluginInfo};
 use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo};
+use kusion_sdk::runtime::{
+    ApplyRequest, ApplyResponse, DeleteRequest, ImportRequest, ReadRequest, ReadResponse, Runtime,
+    RuntimeInfo, Watch, WatchPoll, WatchRequest,
+};
 use kusion_sdk::{ABI_VERSION, AbiVersion, ErrorKind, Map, PluginError, PluginResult, Value};
 use serde::{Deserialize, Serialize};
 use wasmtime::component::{Component, Linker, ResourceTable};
@@ -36,6 +43,13 @@ mod function_bindings {
     wasmtime::component::bindgen!({ path: "../sdk/wit", world: "function-plugin" });
 }
 
+mod runtime_bindings {
+    wasmtime::component::bindgen!({ path: "../sdk/wit", world: "runtime-plugin" });
+}
+
+/// How often the engine's epoch advances: the granularity of wall-clock deadlines.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
 /// The WIT package every plugin component exports from.
 const WIT_PACKAGE: &str = "kusion:plugin";
 
@@ -47,6 +61,10 @@ pub struct WasmLimits {
     pub fuel: u64,
     /// Cap on the linear memory of one instance, in bytes.
     pub memory_bytes: usize,
+    /// Wall-clock limit per call, in milliseconds. Fuel bounds computation; this also bounds a
+    /// call that waits (a watch poll gets its own timeout on top, a runtime call at least the
+    /// timeout its request carries).
+    pub wall_clock_ms: u64,
 }
 
 impl Default for WasmLimits {
@@ -54,6 +72,7 @@ impl Default for WasmLimits {
         WasmLimits {
             fuel: 2_000_000_000,
             memory_bytes: 64 << 20,
+            wall_clock_ms: 60_000,
         }
     }
 }
@@ -130,10 +149,15 @@ impl WasmHost {
     pub fn with_cache(cache_dir: Option<PathBuf>) -> Result<WasmHost, LoadError> {
         let mut config = wasmtime::Config::new();
         config.consume_fuel(true);
+        config.epoch_interruption(true);
         config.wasm_component_model(true);
         let engine = Engine::new(&config).map_err(|e| LoadError::Wasm {
             path: PathBuf::new(),
             detail: format!("{e:#}"),
+        })?;
+        start_epoch_ticker(&engine).map_err(|e| LoadError::Wasm {
+            path: PathBuf::new(),
+            detail: format!("cannot start the WASM deadline timer: {e}"),
         })?;
         Ok(WasmHost { engine, cache_dir })
     }
@@ -233,6 +257,24 @@ impl WasmHost {
     }
 }
 
+/// Advance the engine's epoch every [`EPOCH_TICK`] while the engine lives. The thread holds only
+/// a weak reference, so it ends once the last clone of the engine is dropped.
+fn start_epoch_ticker(engine: &Engine) -> std::io::Result<()> {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("kusion-wasm-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
+            }
+        })
+        .map(drop)
+}
+
 enum ContractError {
     Mismatch(AbiVersion),
     Other(String),
@@ -255,6 +297,7 @@ fn exported_contract(
         };
         let (iface, version) = rest.split_once('@').unwrap_or((rest, ""));
         let kind = match iface {
+            "runtime" => PluginKind::Runtime,
             "policy" => PluginKind::Policy,
             "function" => PluginKind::Function,
             _ => continue,
@@ -272,7 +315,7 @@ fn exported_contract(
         return Ok((kind, abi));
     }
     Err(ContractError::Other(format!(
-        "the component exports neither `{WIT_PACKAGE}/policy` nor `{WIT_PACKAGE}/function` (exports: {})",
+        "the component exports none of `{WIT_PACKAGE}/runtime`, `{WIT_PACKAGE}/policy` and `{WIT_PACKAGE}/function` (exports: {})",
         names.join(", ")
     )))
 }
@@ -331,9 +374,13 @@ impl WasmModule {
         self.expect(PluginKind::Policy)?;
         let mut pool = Pool::new(self.sandbox(grants, limits)?);
         let info: PolicyPluginInfo = pool
-            .with("describe", |b: &policy_bindings::PolicyPlugin, store| {
-                b.kusion_plugin_policy().call_describe(store).map(Ok)
-            })
+            .with(
+                "describe",
+                Duration::ZERO,
+                |b: &policy_bindings::PolicyPlugin, store| {
+                    b.kusion_plugin_policy().call_describe(store).map(Ok)
+                },
+            )
             .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
             .map_err(|error| LoadError::Instantiate {
                 path: self.path.clone(),
@@ -354,6 +401,7 @@ impl WasmModule {
         let info: FunctionPluginInfo = pool
             .with(
                 "describe",
+                Duration::ZERO,
                 |b: &function_bindings::FunctionPlugin, store| {
                     b.kusion_plugin_function().call_describe(store).map(Ok)
                 },
@@ -365,6 +413,51 @@ impl WasmModule {
             })?;
         pool.sandbox.label = info.module.clone();
         Ok(Arc::new(WasmFunction { pool, info }))
+    }
+
+    /// Instantiate as a runtime plugin, adapted to the kernel's [`Runtime`] trait.
+    pub fn runtime(
+        &self,
+        grants: WasmGrants,
+        limits: WasmLimits,
+    ) -> Result<Arc<dyn Runtime>, LoadError> {
+        if self.kind != PluginKind::Runtime {
+            // Named by its interface: the author has to export that, whatever else is there.
+            return Err(LoadError::Wasm {
+                path: self.path.clone(),
+                detail: format!(
+                    "not a runtime plugin: the component does not export `{WIT_PACKAGE}/runtime` \
+                     (world `runtime-plugin` of sdk/wit/plugin.wit); it is a {} plugin",
+                    self.kind
+                ),
+            });
+        }
+        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let info: RuntimeInfo = pool
+            .with(
+                "describe",
+                Duration::ZERO,
+                |b: &runtime_bindings::RuntimePlugin, store| {
+                    b.kusion_plugin_runtime().call_describe(store).map(Ok)
+                },
+            )
+            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
+            .map_err(|error| LoadError::Instantiate {
+                path: self.path.clone(),
+                error,
+            })?;
+        if !ABI_VERSION.accepts(info.abi) {
+            return Err(LoadError::AbiMismatch {
+                path: self.path.clone(),
+                plugin: info.abi,
+                host: ABI_VERSION,
+            });
+        }
+        pool.sandbox.label = info.name.clone();
+        Ok(Arc::new(WasmRuntime {
+            pool: Arc::new(pool),
+            info,
+        }))
     }
 
     fn expect(&self, expected: PluginKind) -> Result<(), LoadError> {
@@ -385,6 +478,8 @@ struct Guest {
     table: ResourceTable,
     limiter: Limiter,
     stderr: MemoryOutputPipe,
+    /// The wall-clock allowance of the current call, for the message when it runs out.
+    wall: Duration,
 }
 
 impl WasiView for Guest {
@@ -475,8 +570,11 @@ impl Sandbox {
             }
         }
         if self.grants.network {
-            wasi.inherit_network();
-            wasi.allow_ip_name_lookup(true);
+            // wasmtime-wasi leaves TCP and UDP off even with every address allowed.
+            wasi.inherit_network()
+                .allow_tcp(true)
+                .allow_udp(true)
+                .allow_ip_name_lookup(true);
         }
         let limiter = Limiter {
             limits: StoreLimitsBuilder::new()
@@ -495,14 +593,27 @@ impl Sandbox {
                 table: ResourceTable::new(),
                 limiter,
                 stderr,
+                wall: Duration::ZERO,
             },
         );
         store.limiter(|guest| &mut guest.limiter);
         // Instantiation runs start functions and data initialisers: it gets a budget too.
+        self.budget(&mut store, Duration::ZERO)?;
+        Ok(store)
+    }
+
+    /// A fresh budget for one call: the fuel limit, and a deadline of the wall-clock limit plus
+    /// `extra` (time the call is allowed to wait, such as a watch poll's timeout).
+    fn budget(&self, store: &mut Store<Guest>, extra: Duration) -> PluginResult<()> {
         store
             .set_fuel(self.limits.fuel)
             .map_err(|e| PluginError::internal(format!("{e:#}")))?;
-        Ok(store)
+        let wall = Duration::from_millis(self.limits.wall_clock_ms).saturating_add(extra);
+        // Rounded up, plus one tick: the epoch may advance just after the deadline is set.
+        let ticks = wall.as_millis().div_ceil(EPOCH_TICK.as_millis()) + 1;
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.data_mut().wall = wall;
+        Ok(())
     }
 
     /// Turn a wasmtime error of one call into a `PluginError` saying what happened.
@@ -513,6 +624,18 @@ impl Sandbox {
             return PluginError::internal(format!(
                 "plugin `{plugin}` exceeded its memory limit ({mib:.1} MiB) in `{verb}`"
             ));
+        }
+        if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            let mut e = PluginError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "plugin `{plugin}` exceeded its wall-clock limit ({} ms) in `{verb}`",
+                    store.data().wall.as_millis()
+                ),
+            );
+            // As with fuel: a call that ran away once runs away again.
+            e.retryable = false;
+            return e;
         }
         if error.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
             let mut e = PluginError::new(
@@ -555,7 +678,7 @@ struct Pool<B> {
 }
 
 /// How to instantiate the world `B` and send it its configuration.
-trait World: Sized {
+trait World: Sized + Send + Sync {
     fn instantiate(
         store: &mut Store<Guest>,
         component: &Component,
@@ -582,6 +705,23 @@ impl World for policy_bindings::PolicyPlugin {
         config: &str,
     ) -> wasmtime::Result<Result<(), String>> {
         self.kusion_plugin_policy().call_configure(store, config)
+    }
+}
+
+impl World for runtime_bindings::RuntimePlugin {
+    fn instantiate(
+        store: &mut Store<Guest>,
+        component: &Component,
+        linker: &Linker<Guest>,
+    ) -> wasmtime::Result<Self> {
+        runtime_bindings::RuntimePlugin::instantiate(store, component, linker)
+    }
+    fn configure(
+        &self,
+        store: &mut Store<Guest>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), String>> {
+        self.kusion_plugin_runtime().call_configure(store, config)
     }
 }
 
@@ -623,9 +763,7 @@ impl<B: World> Pool<B> {
             .map_err(|e| self.sandbox.trap_error(&store, verb, e))?;
         let (generation, config) = self.config.lock().map_err(|_| poisoned())?.clone();
         if let Some(config) = config {
-            store
-                .set_fuel(self.sandbox.limits.fuel)
-                .map_err(|e| PluginError::internal(format!("{e:#}")))?;
+            self.sandbox.budget(&mut store, Duration::ZERO)?;
             match bindings.configure(&mut store, &config) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(wire::decode_error(&self.sandbox.label, &e)),
@@ -639,30 +777,62 @@ impl<B: World> Pool<B> {
         })
     }
 
-    /// Run one call on a warm instance with a fresh fuel budget. A trapped instance is dropped
-    /// (its state is undefined after a trap); a healthy one goes back to the pool.
-    fn with<T>(
+    /// Run one call on a warm instance with a fresh budget. The outer error is a trap (or a
+    /// failure to set the budget): the instance's state is undefined and it must be dropped. The
+    /// inner result is the plugin's own answer.
+    fn run<T: Send>(
+        &self,
+        warm: &mut Warm<B>,
+        verb: &str,
+        extra: Duration,
+        call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>> + Send,
+    ) -> PluginResult<PluginResult<T>> {
+        self.sandbox.budget(&mut warm.store, extra)?;
+        let Warm {
+            store, bindings, ..
+        } = warm;
+        // wasmtime-wasi's synchronous host calls (files, clocks, sockets) block on a Tokio
+        // runtime, which panics on a thread already driving one (kusionctl's async commands):
+        // there the call runs on a thread of its own.
+        let answer = if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| call(&*bindings, &mut *store))
+                    .join()
+                    .unwrap_or_else(|_| Err(wasmtime::Error::msg("the call's thread panicked")))
+            })
+        } else {
+            call(&*bindings, &mut *store)
+        };
+        match answer {
+            Ok(answer) => Ok(answer.map_err(|e| wire::decode_error(&self.sandbox.label, &e))),
+            Err(e) => Err(self.sandbox.trap_error(store, verb, e)),
+        }
+    }
+
+    /// Return a healthy instance to the pool, unless it holds an old configuration or its
+    /// stderr pipe is filling up.
+    fn checkin(&self, warm: Warm<B>) {
+        let current = self.config.lock().map(|c| c.0).unwrap_or(u64::MAX);
+        if warm.generation == current
+            && warm.store.data().stderr.contents().len() < STDERR_RECYCLE
+            && let Ok(mut idle) = self.idle.lock()
+        {
+            idle.push(warm);
+        }
+    }
+
+    /// One call on a pooled instance: a trapped instance is dropped, a healthy one goes back.
+    fn with<T: Send>(
         &self,
         verb: &str,
-        call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>>,
+        extra: Duration,
+        call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>> + Send,
     ) -> PluginResult<T> {
         let mut warm = self.checkout(verb)?;
-        warm.store
-            .set_fuel(self.sandbox.limits.fuel)
-            .map_err(|e| PluginError::internal(format!("{e:#}")))?;
-        match call(&warm.bindings, &mut warm.store) {
-            Ok(answer) => {
-                let current = self.config.lock().map(|c| c.0).unwrap_or(u64::MAX);
-                if warm.generation == current
-                    && warm.store.data().stderr.contents().len() < STDERR_RECYCLE
-                    && let Ok(mut idle) = self.idle.lock()
-                {
-                    idle.push(warm);
-                }
-                answer.map_err(|e| wire::decode_error(&self.sandbox.label, &e))
-            }
-            Err(e) => Err(self.sandbox.trap_error(&warm.store, verb, e)),
-        }
+        let answer = self.run(&mut warm, verb, extra, call)?;
+        self.checkin(warm);
+        answer
     }
 
     /// Configure: remembered for new instances, and applied to one now so errors surface.
@@ -701,7 +871,7 @@ impl PolicyPlugin for WasmPolicy {
     fn evaluate(&self, spec: &Value, context: &Value) -> PluginResult<Vec<Finding>> {
         let spec = wire::encode_request("evaluate", spec)?;
         let context = wire::encode_request("evaluate", context)?;
-        let text = self.pool.with("evaluate", |b, store| {
+        let text = self.pool.with("evaluate", Duration::ZERO, |b, store| {
             b.kusion_plugin_policy()
                 .call_evaluate(store, &spec, &context)
         })?;
@@ -730,10 +900,160 @@ impl FunctionPlugin for WasmFunction {
         let args = wire::encode_request("call", args)?;
         let kwargs = wire::encode_request("call", kwargs)?;
         let verb = format!("call {function}");
-        let text = self.pool.with(&verb, |b, store| {
+        let text = self.pool.with(&verb, Duration::ZERO, |b, store| {
             b.kusion_plugin_function()
                 .call_call(store, function, &args, &kwargs)
         })?;
         wire::decode_answer(&self.pool.sandbox.label, &verb, &text)
+    }
+}
+
+/// A runtime component behind the kernel's [`Runtime`] trait.
+struct WasmRuntime {
+    /// Shared with open watches, which hold an instance of their own until dropped.
+    pool: Arc<Pool<runtime_bindings::RuntimePlugin>>,
+    info: RuntimeInfo,
+}
+
+type RuntimeCall<'a> = &'a (
+        dyn Fn(
+    &runtime_bindings::exports::kusion::plugin::runtime::Guest,
+    &mut Store<Guest>,
+    &str,
+) -> wasmtime::Result<Result<String, String>>
+            + Sync
+    );
+
+impl WasmRuntime {
+    /// One JSON-in, JSON-out verb. A request's own timeout extends the wall-clock limit, so a
+    /// call the kernel allows ten minutes is not cut at the default.
+    fn call<Req: Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        verb: &str,
+        request: &Req,
+        timeout: Option<Duration>,
+        call: RuntimeCall<'_>,
+    ) -> PluginResult<T> {
+        let payload = wire::encode_request(verb, request)?;
+        let extra = self.extra(timeout);
+        let text = self.pool.with(verb, extra, |b, store| {
+            call(b.kusion_plugin_runtime(), store, &payload)
+        })?;
+        wire::decode_answer(&self.pool.sandbox.label, verb, &text)
+    }
+
+    fn extra(&self, timeout: Option<Duration>) -> Duration {
+        let wall = Duration::from_millis(self.pool.sandbox.limits.wall_clock_ms);
+        timeout.map_or(Duration::ZERO, |t| t.saturating_sub(wall))
+    }
+}
+
+impl Runtime for WasmRuntime {
+    fn describe(&self) -> RuntimeInfo {
+        self.info.clone()
+    }
+    fn configure(&self, config: &Value) -> PluginResult<()> {
+        self.pool.configure(config)
+    }
+    fn apply(&self, request: &ApplyRequest) -> PluginResult<ApplyResponse> {
+        self.call(wire::verb::APPLY, request, request.timeout, &|g, s, p| {
+            g.call_apply(s, p)
+        })
+    }
+    fn read(&self, request: &ReadRequest) -> PluginResult<ReadResponse> {
+        self.call(wire::verb::READ, request, request.timeout, &|g, s, p| {
+            g.call_read(s, p)
+        })
+    }
+    fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse> {
+        self.call(wire::verb::IMPORT, request, request.timeout, &|g, s, p| {
+            g.call_import(s, p)
+        })
+    }
+    fn delete(&self, request: &DeleteRequest) -> PluginResult<()> {
+        let payload = wire::encode_request(wire::verb::DELETE, request)?;
+        self.pool.with(
+            wire::verb::DELETE,
+            self.extra(request.timeout),
+            |b, store| b.kusion_plugin_runtime().call_delete(store, &payload),
+        )
+    }
+    fn target(&self, resource: &kusion_sdk::Resource) -> PluginResult<Option<String>> {
+        let payload = wire::encode_request(wire::verb::TARGET, resource)?;
+        self.pool
+            .with(wire::verb::TARGET, Duration::ZERO, |b, store| {
+                b.kusion_plugin_runtime().call_target(store, &payload)
+            })
+    }
+    fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>> {
+        let payload = wire::encode_request(wire::verb::WATCH, request)?;
+        // The watch lives in one instance's memory: that instance stays with the watch.
+        let mut warm = self.pool.checkout(wire::verb::WATCH)?;
+        let handle = self
+            .pool
+            .run(&mut warm, wire::verb::WATCH, Duration::ZERO, |b, store| {
+                b.kusion_plugin_runtime().call_watch(store, &payload)
+            })?;
+        match handle {
+            Ok(handle) => Ok(Box::new(WasmWatch {
+                pool: Arc::clone(&self.pool),
+                warm: Some(warm),
+                handle,
+            })),
+            Err(e) => {
+                self.pool.checkin(warm);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A watch inside one component instance; the instance returns to the pool when the watch is
+/// dropped, or is discarded if a poll trapped.
+struct WasmWatch {
+    pool: Arc<Pool<runtime_bindings::RuntimePlugin>>,
+    warm: Option<Warm<runtime_bindings::RuntimePlugin>>,
+    handle: u64,
+}
+
+impl Watch for WasmWatch {
+    fn poll(&mut self, timeout: Duration) -> PluginResult<WatchPoll> {
+        let verb = "watch.poll";
+        let Some(warm) = self.warm.as_mut() else {
+            return Err(PluginError::internal(format!(
+                "plugin `{}`: this watch ended when its instance failed",
+                self.pool.sandbox.label
+            )));
+        };
+        let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let handle = self.handle;
+        match self.pool.run(warm, verb, timeout, |b, store| {
+            b.kusion_plugin_runtime().call_poll(store, handle, millis)
+        }) {
+            Ok(answer) => wire::decode_answer(&self.pool.sandbox.label, verb, &answer?),
+            Err(trap) => {
+                self.warm = None;
+                Err(trap)
+            }
+        }
+    }
+}
+
+impl Drop for WasmWatch {
+    fn drop(&mut self) {
+        let Some(mut warm) = self.warm.take() else {
+            return;
+        };
+        let handle = self.handle;
+        let closed = self
+            .pool
+            .run(&mut warm, "unwatch", Duration::ZERO, |b, store| {
+                b.kusion_plugin_runtime()
+                    .call_unwatch(store, handle)
+                    .map(Ok)
+            });
+        if closed.is_ok() {
+            self.pool.checkin(warm);
+        }
     }
 }

@@ -334,7 +334,10 @@ pub fn serve_policy_as(
 /// Glue for a WASM component's exports (see `sdk/wit/plugin.wit`): each function maps one WIT
 /// export onto the plain trait, with errors encoded as JSON text.
 pub mod guest {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::runtime::Watch;
 
     fn wrap(result: PluginResult<String>) -> Result<String, String> {
         result.map_err(|e| encode_error(&e))
@@ -362,6 +365,70 @@ pub mod guest {
                 .evaluate(&spec, &context)
                 .and_then(|findings| into_text(encode(Encoding::Json, &findings))),
         )
+    }
+
+    pub fn runtime_describe(runtime: &dyn Runtime) -> String {
+        serde_json::to_string(&runtime.describe()).unwrap_or_default()
+    }
+
+    pub fn runtime_configure(runtime: &dyn Runtime, config: &str) -> Result<(), String> {
+        wrap(serve_runtime(runtime, verb::CONFIGURE, config)).map(|_| ())
+    }
+
+    /// `apply`, `read` or `import`: a JSON request in, a JSON answer out.
+    pub fn runtime_call(
+        runtime: &dyn Runtime,
+        verb: &str,
+        request: &str,
+    ) -> Result<String, String> {
+        wrap(serve_runtime(runtime, verb, request))
+    }
+
+    pub fn runtime_delete(runtime: &dyn Runtime, request: &str) -> Result<(), String> {
+        wrap(serve_runtime(runtime, verb::DELETE, request)).map(|_| ())
+    }
+
+    pub fn runtime_target(runtime: &dyn Runtime, object: &str) -> Result<Option<String>, String> {
+        let resource: crate::Resource = serde_json::from_str(object)
+            .map_err(|e| encode_error(&PluginError::invalid(format!("malformed resource: {e}"))))?;
+        runtime.target(&resource).map_err(|e| encode_error(&e))
+    }
+
+    /// The watches a component has open, by handle. A component instance runs one call at a
+    /// time, so one lock is never contended; it only satisfies `static`.
+    static WATCHES: std::sync::Mutex<OpenWatches> = std::sync::Mutex::new((0, BTreeMap::new()));
+
+    /// The last handle given out, and the watches by handle.
+    type OpenWatches = (u64, BTreeMap<u64, Box<dyn Watch>>);
+
+    fn watches() -> std::sync::MutexGuard<'static, OpenWatches> {
+        // A poisoned lock means a watch panicked mid-poll; the map itself is still consistent.
+        WATCHES.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn runtime_watch(runtime: &dyn Runtime, request: &str) -> Result<u64, String> {
+        let watch = serve_runtime_watch(runtime, request).map_err(|e| encode_error(&e))?;
+        let mut open = watches();
+        open.0 += 1;
+        let handle = open.0;
+        open.1.insert(handle, watch);
+        Ok(handle)
+    }
+
+    pub fn runtime_poll(handle: u64, timeout_ms: u64) -> Result<String, String> {
+        let mut open = watches();
+        let watch = open.1.get_mut(&handle).ok_or_else(|| {
+            encode_error(&PluginError::invalid(format!("no open watch {handle}")))
+        })?;
+        wrap(
+            watch
+                .poll(std::time::Duration::from_millis(timeout_ms))
+                .and_then(|poll| encode_poll(&poll)),
+        )
+    }
+
+    pub fn runtime_unwatch(handle: u64) {
+        watches().1.remove(&handle);
     }
 
     pub fn function_describe(plugin: &dyn FunctionPlugin) -> String {
