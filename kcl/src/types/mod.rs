@@ -746,12 +746,16 @@ impl<'a> Checker<'a> {
                             }
                             None => {
                                 let t = self.infer(env, &a.value).variable_type();
+                                let t = sup(vec![t], &|x, y| self.is_sub_schema(x, y));
                                 self.schema_assigned.insert(key, t);
                             }
                         }
                     }
                     _ => {
                         let t = self.infer(env, &a.value);
+                        // the variable's type: literals widened, then upstream's sup (`int |
+                        // float` from round() is `float`)
+                        let var_ty = sup(vec![t.variable_type()], &|x, y| self.is_sub_schema(x, y));
                         if top {
                             for target in a.targets.iter().filter(|t| t.path.is_empty()) {
                                 self.pkgs[env.pkg]
@@ -760,10 +764,10 @@ impl<'a> Checker<'a> {
                                     .and_modify(|old| {
                                         // a first value of unknown type (None) is no type yet
                                         if old.is_any() {
-                                            *old = t.variable_type();
+                                            *old = var_ty.clone();
                                         }
                                     })
-                                    .or_insert_with(|| t.variable_type());
+                                    .or_insert_with(|| var_ty.clone());
                             }
                         }
                     }
@@ -3038,6 +3042,7 @@ fn builtin_fn_ret(name: &str) -> Option<Ty> {
         "round" | "pow" => Ty::union(vec![Ty::Int, Ty::Float]),
         "range" => Ty::List(Rc::new(Ty::Int)),
         "sorted" | "zip" | "list" => Ty::List(Rc::new(Ty::Any)),
+        "dict" => Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any)),
         _ => return None,
     })
 }
