@@ -122,6 +122,9 @@ struct PkgInfo<'a> {
     /// typed lazily by their value with literals widened, as upstream does.
     inferred: FxHashMap<Symbol, (&'a Expr, FileId)>,
     inferred_ty: FxHashMap<Symbol, Ty>,
+    /// Package-level names declared by unification (`x: S {...}`), in any file: their type is
+    /// the schema's, as upstream's resolver knows it before the statement is reached.
+    unified: FxHashMap<Symbol, (&'a Expr, FileId)>,
     /// The type each package-level name got from its first assignment (its annotation, else
     /// its value's variable type): later plain assignments must fit it, as upstream's.
     assigned_ty: FxHashMap<Symbol, Ty>,
@@ -210,6 +213,7 @@ impl<'a> Checker<'a> {
                 dup_schemas: Vec::new(),
                 inferred: FxHashMap::default(),
                 inferred_ty: FxHashMap::default(),
+                unified: FxHashMap::default(),
                 assigned_ty: FxHashMap::default(),
                 defined: Default::default(),
             };
@@ -254,6 +258,9 @@ impl<'a> Checker<'a> {
                         }
                         StmtKind::Unification(u) => {
                             *counts.entry(u.target.sym).or_default() += 2;
+                            info.unified
+                                .entry(u.target.sym)
+                                .or_insert((&u.value, m.file));
                         }
                         StmtKind::If(i) => {
                             let mut names = Vec::new();
@@ -2445,6 +2452,15 @@ impl<'a> Checker<'a> {
         if let Some(&id) = p.schemas.get(&s) {
             return Ty::SchemaType(id);
         }
+        if let Some(&(e, f)) = p.unified.get(&s)
+            && let ExprKind::Schema(se) = &e.kind
+        {
+            let pkg = env.pkg;
+            if let Some(id) = self.resolve_schema(pkg, f, &se.name.names) {
+                return Ty::Schema(id);
+            }
+        }
+        let p = &self.pkgs[env.pkg];
         if let Some(t) = p.inferred_ty.get(&s) {
             return t.clone();
         }
