@@ -1421,46 +1421,7 @@ impl<'a> Checker<'a> {
                 for (op, r) in &c.ops {
                     let rt = self.infer(env, r);
                     let rt = literal_union_widened(&rt, &|a, b| self.is_sub_schema(a, b));
-                    // upstream's resolver orders numbers (and bools) only: strings, lists,
-                    // None and configs are rejected when their types are known
-                    // a union is known when each member is, and a number when each is
-                    let known = |t: &Ty| all_of(t, |t| matches!(t, Ty::None) || t.kind().is_some());
-                    let num =
-                        |t: &Ty| all_of(t, |t| matches!(t.kind(), Some(Kind::Num | Kind::Bool)));
-                    if matches!(
-                        op,
-                        ast::CmpOp::Lt | ast::CmpOp::LtE | ast::CmpOp::Gt | ast::CmpOp::GtE
-                    ) && (l.is_mapping()
-                        || rt.is_mapping()
-                        || (known(&l) && known(&rt) && !(num(&l) && num(&rt))))
-                    {
-                        let msg = format!(
-                            "unsupported operand type(s) for {}: '{}' and '{}'",
-                            op.as_str(),
-                            self.ty_str(&l),
-                            self.ty_str(&rt)
-                        );
-                        self.err(ErrKind::Type, msg, e.span.shrink_to_lo());
-                    }
                     if !compare_allowed(*op, &l, &rt) {
-                        let msg = format!(
-                            "unsupported operand type(s) for {}: '{}' and '{}'",
-                            op.as_str(),
-                            self.ty_str(&l),
-                            self.ty_str(&rt)
-                        );
-                        self.err(ErrKind::Type, msg, e.span.shrink_to_lo());
-                    }
-                    // membership needs one iterable kind on the right (a union of two
-                    // iterables is not one, as upstream's)
-                    if matches!(op, ast::CmpOp::In | ast::CmpOp::NotIn)
-                        && !rt.is_any()
-                        && !matches!(rt, Ty::SchemaType(_))
-                        && !matches!(
-                            rt.kind(),
-                            Some(Kind::Str | Kind::List | Kind::Dict | Kind::Schema)
-                        )
-                    {
                         let msg = format!(
                             "unsupported operand type(s) for {}: '{}' and '{}'",
                             op.as_str(),
@@ -2652,36 +2613,53 @@ fn int_index(t: &Ty) -> bool {
     }
 }
 
-/// Upstream's resolver on `==`/`!=` and `is`/`is not` (operands already widened): anything
-/// against `any` or None; `==` between primitives (unions of them too), two lists, or two
-/// configs (dicts, schema instances, schemas); `is` between numbers and bools only.
+/// Whether upstream's resolver takes `l op r` (operands already widened):
+/// - ordering: numbers and bools only; strings, lists, None and configs are rejected when
+///   their types are known (a union is known when each member is);
+/// - `in`: one iterable kind on the right (a union of two iterables is not one);
+/// - `==`/`!=`: anything against `any` or None; primitives (unions of them too), two lists,
+///   or two configs (dicts, schema instances, schemas);
+/// - `is`: anything against `any` or None; numbers and bools only.
 fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
     use ast::CmpOp as C;
-    let free = |t: &Ty| matches!(t, Ty::Any | Ty::None);
-    // only types whose rules are known here are judged
-    let judged = |t: &Ty| {
-        all_of(t, |t| {
-            t.kind().is_some() || matches!(t, Ty::Func(_) | Ty::SchemaType(_))
-        })
-    };
-    if free(l) || free(r) || !judged(l) || !judged(r) {
-        return true;
-    }
-    let prim = |t: &Ty| {
-        all_of(t, |t| {
-            matches!(t.kind(), Some(Kind::Num | Kind::Bool | Kind::Str))
-        })
-    };
     let num = |t: &Ty| all_of(t, |t| matches!(t.kind(), Some(Kind::Num | Kind::Bool)));
-    let config = |t: &Ty| matches!(t, Ty::Dict(..) | Ty::Schema(_) | Ty::SchemaType(_));
     match op {
-        C::Eq | C::NotEq => {
+        C::Lt | C::LtE | C::Gt | C::GtE => {
+            let known = |t: &Ty| all_of(t, |t| matches!(t, Ty::None) || t.kind().is_some());
+            !(l.is_mapping() || r.is_mapping() || (known(l) && known(r) && !(num(l) && num(r))))
+        }
+        C::In | C::NotIn => {
+            r.is_any()
+                || matches!(r, Ty::SchemaType(_))
+                || matches!(
+                    r.kind(),
+                    Some(Kind::Str | Kind::List | Kind::Dict | Kind::Schema)
+                )
+        }
+        C::Eq | C::NotEq | C::Is | C::IsNot => {
+            let free = |t: &Ty| matches!(t, Ty::Any | Ty::None);
+            // only types whose rules are known here are judged
+            let judged = |t: &Ty| {
+                all_of(t, |t| {
+                    t.kind().is_some() || matches!(t, Ty::Func(_) | Ty::SchemaType(_))
+                })
+            };
+            if free(l) || free(r) || !judged(l) || !judged(r) {
+                return true;
+            }
+            if matches!(op, C::Is | C::IsNot) {
+                return num(l) && num(r);
+            }
+            let prim = |t: &Ty| {
+                all_of(t, |t| {
+                    matches!(t.kind(), Some(Kind::Num | Kind::Bool | Kind::Str))
+                })
+            };
+            let config = |t: &Ty| matches!(t, Ty::Dict(..) | Ty::Schema(_) | Ty::SchemaType(_));
             (prim(l) && prim(r))
                 || matches!((l, r), (Ty::List(_), Ty::List(_)))
                 || (config(l) && config(r))
         }
-        C::Is | C::IsNot => num(l) && num(r),
-        _ => true,
     }
 }
 
