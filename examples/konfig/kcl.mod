@@ -4,4 +4,4 @@ edition = "*"
 version = "0.1.0"
 
 [dependencies]
-k8s = { path = "k8s" }
+k8s = { path = "vendor/k8s" }

@@ -170,3 +170,37 @@ fn external_packages_resolve_their_own_absolute_imports() {
         "the same folder is one package whichever way it is imported"
     );
 }
+
+#[test]
+fn a_path_in_both_the_package_and_a_dependency_is_refused() {
+    // Upstream refuses an import that names both a folder of the importing package and an
+    // external package (a dependency vendored beside the models, say), even the same folder.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "kcl.mod", "[package]\nname = \"konfig\"\n");
+    write(root, "k8s/core/c.k", "c = 1\n");
+    write(root, "main.k", "import k8s.core\nx = core.c\n");
+    for ext in [root.join("k8s"), root.join("other/k8s")] {
+        write(&ext, "core/c.k", "c = 2\n");
+        let opts = LoadOptions {
+            external: vec![("k8s".into(), ext)],
+            work_dir: Some(root.to_path_buf()),
+        };
+        let err = load_program(&[root.join("main.k")], &opts)
+            .unwrap_err()
+            .render();
+        assert!(
+            err.contains(
+                "the `k8s.core` is found multiple times in the current package and vendor package"
+            ) && err.contains("main.k:1:1"),
+            "{err}"
+        );
+    }
+    // Only in the dependency, or only in the package: resolved.
+    fs::remove_dir_all(root.join("k8s")).unwrap();
+    let opts = LoadOptions {
+        external: vec![("k8s".into(), root.join("other/k8s"))],
+        work_dir: Some(root.to_path_buf()),
+    };
+    load_program(&[root.join("main.k")], &opts).unwrap_or_else(|d| panic!("{}", d.render()));
+}

@@ -289,17 +289,17 @@ fn vendored_k8s_is_the_importers_current_output() {
         },
     )
     .unwrap();
-    let have = files_under(&konfig_root().join("k8s"));
+    let have = files_under(&konfig_root().join("vendor/k8s"));
     let stale: Vec<&String> = have.keys().filter(|k| !want.contains_key(*k)).collect();
     let missing: Vec<&String> = want.keys().filter(|k| !have.contains_key(*k)).collect();
     assert!(
         stale.is_empty() && missing.is_empty(),
-        "examples/konfig/k8s is out of date (regenerate it, see examples/konfig/README.md): extra {stale:?}, missing {missing:?}"
+        "examples/konfig/vendor/k8s is out of date (regenerate it, see examples/konfig/README.md): extra {stale:?}, missing {missing:?}"
     );
     for (k, v) in &want {
         assert!(
             have[k] == *v,
-            "examples/konfig/k8s/{k} differs from the importer's output"
+            "examples/konfig/vendor/k8s/{k} differs from the importer's output"
         );
     }
 }

@@ -586,9 +586,9 @@ impl Evaluator {
                     };
                     value::merge_entry_with(d, &k0, &v, op0, idx0, true, &rb)
                         .map_err(|x| x.or_span(span))?;
-                    if op0 != ConfigOp::Union || idx0.is_some() {
-                        d.set_op(k0.clone(), op0, idx0);
-                    }
+                    // the last entry's operator is the key's (upstream: `a = S {}` then
+                    // `a: {...}` leaves `a` a union, so a schema merges it with its default)
+                    d.set_op(k0.clone(), op0, idx0);
                     if let Some(nv) = d.map.get(&k0) {
                         scope
                             .vars

@@ -271,7 +271,7 @@ impl Evaluator {
                     }
                     None => Some(v.clone()),
                 },
-                Value::Schema(_) => Some(v.clone()),
+                // a schema instance does not fit a dict type (upstream: `expect {str:any}, got S`)
                 _ => None,
             },
             TypeKind::Union(ts) => {

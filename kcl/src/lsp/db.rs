@@ -18,8 +18,8 @@ use rustc_hash::FxHashMap;
 use crate::ast::{FileId, ImportStmt, Module, SourceFile, Span, StmtKind, source_map};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::loader::{
-    ImportTarget, MAIN_PKG, Package, PackageRoots, Program, find_mod_root, package_sources,
-    read_mod_file,
+    ImportTarget, ImportTargetOf, MAIN_PKG, Package, PackageRoots, Program, find_mod_root,
+    package_sources, read_mod_file,
 };
 
 use super::sema::Sema;
@@ -693,9 +693,21 @@ impl Loader<'_> {
     }
 
     fn resolve_import(&mut self, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
-        let Some((target, base)) = self.roots.target(dir, imp) else {
+        let Some(ImportTargetOf {
+            target,
+            base,
+            error,
+        }) = self.roots.target(dir, imp)
+        else {
             return;
         };
+        if let Some(msg) = error {
+            self.errors.push(Diagnostic::error(
+                ErrorKind::CannotFindModule,
+                stmt_span,
+                msg,
+            ));
+        }
         self.imports.insert(imp.path_span, target.clone());
         let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
             return;

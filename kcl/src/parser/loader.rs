@@ -603,9 +603,21 @@ impl Loader<'_> {
     }
 
     fn resolve_import(&mut self, _file: FileId, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
-        let Some((target, base)) = self.roots.target(dir, imp) else {
+        let Some(ImportTargetOf {
+            target,
+            base,
+            error,
+        }) = self.roots.target(dir, imp)
+        else {
             return;
         };
+        if let Some(msg) = error {
+            self.errors.push(Diagnostic::error(
+                ErrorKind::CannotFindModule,
+                stmt_span,
+                msg,
+            ));
+        }
         self.imports.insert(imp.path_span, target.clone());
         let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
             return;
@@ -654,6 +666,23 @@ impl Loader<'_> {
     }
 }
 
+/// What an import statement binds, where its package's files are, and its error if any.
+pub(crate) struct ImportTargetOf {
+    pub(crate) target: ImportTarget,
+    pub(crate) base: Option<PathBuf>,
+    pub(crate) error: Option<String>,
+}
+
+impl ImportTargetOf {
+    fn other(target: ImportTarget) -> Self {
+        ImportTargetOf {
+            target,
+            base: None,
+            error: None,
+        }
+    }
+}
+
 /// How an import statement resolves (before its package is loaded).
 pub(crate) enum ImportResolution {
     Plugin(Arc<str>),
@@ -662,6 +691,9 @@ pub(crate) enum ImportResolution {
     Package {
         base: PathBuf,
         pkgpath: String,
+        /// Upstream's error when the path names both a folder of the importing package and
+        /// an external package (`base` is then the former).
+        ambiguous: Option<String>,
     },
 }
 
@@ -688,24 +720,29 @@ impl PackageRoots {
         }
     }
 
-    /// What `imp` (in a file of folder `dir`) binds, and for a package the folder (or stem of
-    /// `name.k`) its files are in. None for an empty import.
-    pub(crate) fn target(
-        &mut self,
-        dir: &Path,
-        imp: &ImportStmt,
-    ) -> Option<(ImportTarget, Option<PathBuf>)> {
+    /// What `imp` (in a file of folder `dir`) binds, for a package the folder (or stem of
+    /// `name.k`) its files are in, and the import's error if it is ambiguous. None for an
+    /// empty import.
+    pub(crate) fn target(&mut self, dir: &Path, imp: &ImportStmt) -> Option<ImportTargetOf> {
         Some(match self.resolve(dir, imp)? {
-            ImportResolution::Plugin(name) => (ImportTarget::Plugin(name), None),
-            ImportResolution::System(name) => (ImportTarget::System(name), None),
-            ImportResolution::Package { base, pkgpath } => {
+            ImportResolution::Plugin(name) => ImportTargetOf::other(ImportTarget::Plugin(name)),
+            ImportResolution::System(name) => ImportTargetOf::other(ImportTarget::System(name)),
+            ImportResolution::Package {
+                base,
+                pkgpath,
+                ambiguous,
+            } => {
                 let key = normalize(&std::path::absolute(&base).unwrap_or_else(|_| base.clone()));
                 let pkgpath = self
                     .by_dir
                     .entry(key)
                     .or_insert_with(|| Arc::from(pkgpath))
                     .clone();
-                (ImportTarget::Package(pkgpath), Some(base))
+                ImportTargetOf {
+                    target: ImportTarget::Package(pkgpath),
+                    base: Some(base),
+                    error: ambiguous,
+                }
             }
         })
     }
@@ -737,30 +774,62 @@ impl PackageRoots {
             let target = parts.iter().fold(base, |p, s| p.join(s));
             let pkgpath = self.pkgpath_for(&target);
             (target, pkgpath)
-        } else if let Some((_, ext)) = self.external.iter().find(|(n, _)| n == parts[0]) {
-            let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
-            // `-E konfig=.` naming the program root itself: the same packages as plain imports.
-            if normalize(ext) == normalize(&self.root) {
-                (target, parts[1..].join("."))
-            } else {
-                (target, parts.join("."))
-            }
         } else {
             // Absolute imports resolve against the root of the package that holds the
-            // importing file (an external package's own root for its files), then the main root.
-            let (own_root, prefix) = self.owner(dir);
-            let in_own = parts.iter().fold(own_root.clone(), |p, s| p.join(s));
+            // importing file (an external package's own root for its files), then the main
+            // root; and against the external packages. Upstream refuses a path both find.
             let exists =
                 |t: &Path| t.is_dir() || PathBuf::from(format!("{}.k", t.display())).is_file();
-            if prefix.is_some() && exists(&in_own) {
-                let pkgpath = format!("{}.{}", prefix.unwrap_or_default(), parts.join("."));
-                (in_own, pkgpath)
+            let (own_root, prefix) = self.owner(dir);
+            let in_own = parts.iter().fold(own_root.clone(), |p, s| p.join(s));
+            let internal = if exists(&in_own) {
+                let pkgpath = match &prefix {
+                    Some(prefix) => format!("{prefix}.{}", parts.join(".")),
+                    None => parts.join("."),
+                };
+                Some((in_own, pkgpath))
             } else {
-                let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
-                (target, parts.join("."))
+                None
+            };
+            let external = self
+                .external
+                .iter()
+                .find(|(n, _)| n == parts[0])
+                .map(|(_, ext)| {
+                    let target = parts[1..].iter().fold(ext.clone(), |p, s| p.join(s));
+                    // `-E konfig=.` naming the program root itself: the same packages as
+                    // plain imports.
+                    if normalize(ext) == normalize(&self.root) {
+                        (target, parts[1..].join("."))
+                    } else {
+                        (target, parts.join("."))
+                    }
+                });
+            match (internal, external) {
+                (Some(i), Some(e)) if exists(&e.0) => {
+                    let msg = format!(
+                        "the `{}` is found multiple times in the current package and vendor package",
+                        parts.join(".")
+                    );
+                    return Some(ImportResolution::Package {
+                        base: i.0,
+                        pkgpath: i.1,
+                        ambiguous: Some(msg),
+                    });
+                }
+                (Some(i), _) => i,
+                (None, Some(e)) => e,
+                (None, None) => {
+                    let target = parts.iter().fold(self.root.clone(), |p, s| p.join(s));
+                    (target, parts.join("."))
+                }
             }
         };
-        Some(ImportResolution::Package { base, pkgpath })
+        Some(ImportResolution::Package {
+            base,
+            pkgpath,
+            ambiguous: None,
+        })
     }
 
     /// Package path of a folder/file: dotted path relative to the root when inside it,

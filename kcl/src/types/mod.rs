@@ -2003,8 +2003,7 @@ impl<'a> Checker<'a> {
             return;
         }
         let fits = |got: &Ty, want: &Ty, this: &Self| {
-            !contains_schema_as_dict(got, want)
-                && assignable(got, want, &|a, b| this.is_sub_schema(a, b))
+            assignable(got, want, &|a, b| this.is_sub_schema(a, b))
         };
         for ((a, got), (_, want)) in args.args.iter().zip(arg_tys).zip(params) {
             if !fits(got, want, self) {
@@ -2994,22 +2993,6 @@ fn builtin_fn_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
             .map(|(n, t)| (*n, sysmod::parse_ty(&t.replace(' ', ""))))
             .collect(),
     )
-}
-
-/// Whether a schema instance in `got` would only fit `want` as a dict: upstream's argument
-/// check does not take an instance where a dict is expected.
-fn contains_schema_as_dict(got: &Ty, want: &Ty) -> bool {
-    let wants_dict = |w: &Ty| match w {
-        Ty::Union(ws) => {
-            ws.iter().any(|w| matches!(w, Ty::Dict(..))) && !ws.iter().any(|w| w.is_any())
-        }
-        w => matches!(w, Ty::Dict(..)),
-    };
-    match got {
-        Ty::Schema(_) => wants_dict(want),
-        Ty::Union(gs) => gs.iter().any(|g| contains_schema_as_dict(g, want)),
-        _ => false,
-    }
 }
 
 /// Positional arity (required, most) of upstream's string methods.

@@ -213,7 +213,8 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
         (Dict(k1, v1), Dict(k2, v2)) => assignable(k1, k2, sub) && assignable(v1, v2, sub),
         // a dict literal becomes the schema (members are checked where the literal is written)
         (Dict(..), Schema(_)) => true,
-        (Schema(_), Dict(..)) => true,
+        // an instance is not a dict: upstream refuses `x: {str:any} = S {}` (and at run time)
+        (Schema(_), Dict(..)) => false,
         (Schema(a), Schema(b)) => sub(*a, *b),
         // parameters the other way round: the expected function's arguments must fit the
         // given one's parameters, literally (`(int) -> R` does not take `(int(1)) -> R`)

@@ -5,4 +5,4 @@ version = "0.1.0"
 
 [dependencies]
 konfig = { path = "../../.." }
-k8s = { path = "../../../k8s" }
+k8s = { path = "../../../vendor/k8s" }
