@@ -200,25 +200,15 @@ pub fn call_method(
                     &owned
                 }
             };
-            let mut len = s.len() * items.len().saturating_sub(1);
-            for v in items {
-                match v {
-                    Value::Str(x) => len += x.len(),
-                    other => {
-                        return Err(RtError::ty(format!(
-                            "sequence item: expected str instance, {} found",
-                            other.type_name()
-                        )));
-                    }
-                }
-            }
-            let mut out = String::with_capacity(len);
+            // upstream joins any item by its str() (`"-".join(["a", 1])` is "a-1")
+            let mut out = String::new();
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(s);
                 }
-                if let Value::Str(x) = v {
-                    out.push_str(x);
+                match v {
+                    Value::Str(x) => out.push_str(x),
+                    other => out.push_str(&crate::value::to_str(other)),
                 }
             }
             Value::from(out)

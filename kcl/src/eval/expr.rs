@@ -1282,7 +1282,13 @@ fn iter_pairs(v: &Value) -> Result<Box<dyn Iterator<Item = (Value, Value)>>, RtE
                 .collect::<Vec<_>>()
                 .into_iter(),
         ),
-        Value::None | Value::Undefined => Box::new(std::iter::empty()),
+        // upstream: an evaluation error, not an empty loop
+        Value::None | Value::Undefined => {
+            return Err(RtError::eval(format!(
+                "'{}' object is not iterable",
+                v.type_name()
+            )));
+        }
         other => {
             return Err(RtError::ty(format!(
                 "'{}' object is not iterable",

@@ -702,13 +702,19 @@ impl Evaluator {
         // required attributes, recursively through the values, at the top only (see
         // `schema_frames`): before the checks, or after them with an index signature key name
         let top = self.schema_frames.get() == 1 && self.schema_exprs.get() <= 1;
-        let keyed = layout.index_sig.and_then(|(is, _)| is.key_name).is_some();
+        // An index signature's key name binds per extra key only in the schema that declares
+        // it: an instance of a schema inheriting one runs its checks once (as upstream).
+        let key_name = layout
+            .index_sig
+            .filter(|(_, pi)| Rc::ptr_eq(&layout.parts[*pi], ty))
+            .and_then(|(is, _)| is.key_name);
+        let keyed = key_name.is_some();
         if top && !keyed {
             self.check_frame_required(&frame, &ty.name, span)?;
         }
         // checks, base first; with an index signature key name, once per extra key
         let sig_keys: Vec<Value> = match &layout.index_sig {
-            Some((is, _)) if is.key_name.is_some() => frame
+            Some(_) if keyed => frame
                 .attrs
                 .borrow()
                 .map
@@ -731,7 +737,7 @@ impl Evaluator {
                 schema: Some(frame.clone()),
                 ..frame.ctxs[pi].clone()
             };
-            match layout.index_sig.and_then(|(is, _)| is.key_name) {
+            match key_name {
                 // once per extra key: never without one
                 Some(kn) => {
                     for k in sig_keys.iter().cloned() {

@@ -35,10 +35,7 @@ use ty::{Kind, SchemaId, assignable};
 pub fn check_program(program: &Program) -> Result<(), EvalError> {
     let mut c = Checker::new(program);
     c.check_import_cycles()?;
-    let mut pkgs: Vec<usize> = (0..c.pkgs.len()).collect();
-    // the main package first: its errors are the ones upstream shows first
-    pkgs.sort_by_key(|&i| i != c.main);
-    for p in pkgs {
+    for p in c.check_order() {
         c.check_pkg(p);
         if let Some(e) = c.errors.into_iter().next() {
             return Err(e);
@@ -56,9 +53,7 @@ pub(crate) fn check_program_all(program: &Program) -> Vec<EvalError> {
         return vec![e];
     }
     let mut out = Vec::new();
-    let mut pkgs: Vec<usize> = (0..c.pkgs.len()).collect();
-    pkgs.sort_by_key(|&i| i != c.main);
-    for p in pkgs {
+    for p in c.check_order() {
         c.check_pkg(p);
         let errors = std::mem::take(&mut c.errors);
         if p == c.main {
@@ -366,6 +361,37 @@ impl<'a> Checker<'a> {
 
     // ------------------------------------------------------------- types --------
 
+    /// Packages in upstream's resolver order: an imported package is checked when the
+    /// package importing it starts (its own imports first, in statement order), so its errors
+    /// come before the importer's; the main package last.
+    fn check_order(&self) -> Vec<usize> {
+        fn visit(c: &Checker<'_>, p: usize, seen: &mut Vec<bool>, out: &mut Vec<usize>) {
+            seen[p] = true;
+            for m in c.pkgs[p].modules {
+                for st in &m.body {
+                    let StmtKind::Import(imp) = &st.kind else {
+                        continue;
+                    };
+                    if let Some(ImportTarget::Package(path)) = c.program.import_target(imp)
+                        && let Some(&q) = c.pkg_index.get(&**path)
+                        && !seen[q]
+                    {
+                        visit(c, q, seen, out);
+                    }
+                }
+            }
+            out.push(p);
+        }
+        let mut seen = vec![false; self.pkgs.len()];
+        let mut out = Vec::with_capacity(self.pkgs.len());
+        visit(self, self.main, &mut seen, &mut out);
+        // packages no import reaches (none in a loaded program) keep their load order
+        let main = out.pop();
+        out.extend((0..self.pkgs.len()).filter(|&p| !seen[p]));
+        out.extend(main);
+        out
+    }
+
     fn pkg_of_import(&self, file: FileId, name: Symbol) -> Option<usize> {
         let target = match self.imports.get(&(file, name)) {
             Some(t) => *t,
@@ -640,6 +666,16 @@ impl<'a> Checker<'a> {
                 first.insert(n, sp);
             }
         }
+        // index signatures are checked as the package's schema types are built, before any
+        // statement is walked
+        for s in modules.iter().flat_map(|m| &m.body) {
+            if let StmtKind::Schema(st) = &s.kind {
+                self.check_index_signature(st);
+                if !self.errors.is_empty() {
+                    return;
+                }
+            }
+        }
         let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
         for m in modules {
             let env = Env {
@@ -702,6 +738,16 @@ impl<'a> Checker<'a> {
                 self.infer(env, e);
             }
             StmtKind::Unification(u) => {
+                // upstream resolves `x: S {...}`'s schema name as a type: an unknown one is
+                // reported without "did you mean"
+                if let ExprKind::Schema(se) = &u.value.kind
+                    && let [n] = se.name.names.as_slice()
+                    && !self.name_defined(env, n.sym)
+                {
+                    let msg = format!("name '{}' is not defined", n.sym);
+                    self.err(ErrKind::Compile, msg, n.span);
+                    return;
+                }
                 self.infer(env, &u.value);
             }
             StmtKind::Assign(a) => {
@@ -849,10 +895,6 @@ impl<'a> Checker<'a> {
                         self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
                     }
                 }
-                if !self.errors.is_empty() {
-                    return;
-                }
-                self.check_index_signature(st);
                 if !self.errors.is_empty() {
                     return;
                 }
@@ -1649,6 +1691,13 @@ impl<'a> Checker<'a> {
                 {
                     self.builtin_args(s.as_str(), &params, args, &arg_tys, &kw_tys);
                 }
+                if on_str
+                    && args.keywords.is_empty()
+                    && let ExprKind::Selector(x) = &func.kind
+                    && let Some(params) = str_method_params(x.attr.sym.as_str())
+                {
+                    self.builtin_args(x.attr.sym.as_str(), &params, args, &arg_tys, &[]);
+                }
                 let builtin = arity.is_some();
                 if let Some((name, min, max)) = arity
                     && args.keywords.is_empty()
@@ -2175,6 +2224,18 @@ impl<'a> Checker<'a> {
         let mut env2 = env.clone();
         for c in clauses {
             let it = self.infer(&env2, &c.iter);
+            // a number, a bool or a literal None is never iterable
+            let scalar = matches!(
+                it,
+                Ty::Bool | Ty::BoolLit(_) | Ty::Int | Ty::IntLit(_) | Ty::Float | Ty::FloatLit(_)
+            ) || matches!(
+                strip_paren(&c.iter).kind,
+                ExprKind::None | ExprKind::Undefined
+            );
+            if scalar {
+                let msg = format!("'{}' object is not iterable", self.ty_str(&it));
+                self.err(ErrKind::Compile, msg, c.iter.span.shrink_to_lo());
+            }
             // the loop variables' types where the iterated value's type is known
             let tys: Vec<Ty> = match (&it, c.targets.len()) {
                 (Ty::List(e), 1) => vec![(**e).clone()],
@@ -2230,10 +2291,14 @@ impl<'a> Checker<'a> {
                     ks.push(kt);
                     vs.push(vt);
                 }
-                ast::ConfigEntryKind::Unpack { value: v, .. } => {
-                    self.infer(env, v);
-                    known = false;
-                }
+                // `**d` brings the unpacked dict's key and value types
+                ast::ConfigEntryKind::Unpack { value: v, .. } => match self.infer(env, v) {
+                    Ty::Dict(kt, vt) if !kt.is_any() && !vt.is_any() => {
+                        ks.push((*kt).clone());
+                        vs.push((*vt).clone());
+                    }
+                    _ => known = false,
+                },
                 ast::ConfigEntryKind::If(ci) => {
                     self.infer(env, &ci.cond);
                     self.infer_config(env, &ci.body);
@@ -3005,6 +3070,26 @@ fn str_method_arity(name: &str) -> Option<(usize, Option<usize>)> {
         "strip" | "lstrip" | "rstrip" | "splitlines" => (0, Some(1)),
         "split" | "rsplit" => (0, Some(2)),
         "replace" => (2, Some(3)),
+        _ => return None,
+    })
+}
+
+/// Upstream's parameter types of the string methods that take arguments (checked positionally).
+fn str_method_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
+    let s = || Ty::Str;
+    let i = || Ty::Int;
+    Some(match name {
+        "count" | "find" | "index" | "rfind" | "rindex" => {
+            vec![("sub", s()), ("start", i()), ("end", i())]
+        }
+        "endswith" | "startswith" => vec![("val", s()), ("start", i()), ("end", i())],
+        "removeprefix" => vec![("prefix", s())],
+        "removesuffix" => vec![("suffix", s())],
+        "strip" | "lstrip" | "rstrip" => vec![("chars", s())],
+        "splitlines" => vec![("keepends", Ty::Bool)],
+        "split" | "rsplit" => vec![("sep", s()), ("maxsplit", i())],
+        "replace" => vec![("old", s()), ("new", s()), ("count", i())],
+        "join" => vec![("iter", Ty::List(Rc::new(Ty::Any)))],
         _ => return None,
     })
 }

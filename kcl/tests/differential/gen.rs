@@ -631,6 +631,28 @@ impl Gen {
                 continue;
             }
             entries.push(self.config_entry(f, depth));
+            // the same key again with `:` (a stack's override of a base's nested instance):
+            // what the union keeps depends on the nested instance's config keys
+            if let Ty::Schema(j) = &f.ty
+                && self.rng.chance(20)
+            {
+                let set: Vec<Field> = self.schemas[*j]
+                    .fields
+                    .iter()
+                    .filter(|x| x.config && !matches!(x.ty, Ty::Schema(_)))
+                    .cloned()
+                    .collect();
+                if !set.is_empty() {
+                    let g = self.rng.pick(&set).clone();
+                    let d = depth.saturating_sub(1);
+                    entries.push(format!(
+                        "{}: {{{} = {}}}",
+                        f.name,
+                        g.name,
+                        self.expr(&g.ty, d)
+                    ));
+                }
+            }
         }
         if let Some(vt) = &s.index {
             for _ in 0..self.rng.below(3) {
