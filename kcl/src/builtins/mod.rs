@@ -127,10 +127,8 @@ fn b_sum(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
         }
         return Ok(acc);
     }
-    for x in it.iter_items()? {
-        acc = value::binary(value::BinOp::Add, &acc, &x)?;
-    }
-    Ok(acc)
+    // upstream sums lists only; anything else (None, a dict, a string, a number) is Undefined
+    Ok(Value::Undefined)
 }
 
 /// `reduce(function, iterable, initial)`: folds the items left to right with `function(acc, item)`.

@@ -806,6 +806,8 @@ impl Evaluator {
         }
         let mut count: i64 = 0;
         let mut dict_out = Dict::new();
+        // upstream filters a string in place: unchanged it is the string, else an error
+        let mut str_removed = false;
         for (a, b) in pairs {
             let orig_a = a.clone();
             let orig_b = b.clone();
@@ -821,9 +823,13 @@ impl Evaluator {
             if let Some(c) = &q.if_cond
                 && !self.eval(&c2, c)?.truthy()
             {
+                str_removed = true;
                 continue;
             }
             let t = self.eval(&c2, &q.test)?;
+            if q.op == ast::QuantOp::Filter && !t.truthy() {
+                str_removed = true;
+            }
             match q.op {
                 ast::QuantOp::All => {
                     if !t.truthy() {
@@ -855,6 +861,16 @@ impl Evaluator {
             ast::QuantOp::Any => Value::Bool(false),
             ast::QuantOp::Map if count_only => Value::Int(count),
             ast::QuantOp::Map => Value::from(list_out),
+            ast::QuantOp::Filter if matches!(it, Value::Str(_)) => {
+                if str_removed {
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        "only list, dict and schema can be removed item".to_string(),
+                        Some(span),
+                    ));
+                }
+                it.clone()
+            }
             ast::QuantOp::Filter => {
                 if let Value::Schema(s) = &it {
                     Value::Schema(Rc::new(value::SchemaInst {
@@ -941,7 +957,15 @@ impl Evaluator {
                     if let Some(st) = data.downcast_ref::<super::SchemaType>() {
                         // schema type attributes: `Schema.instances()` etc.
                         if name == "instances" {
-                            let insts = st.instances.borrow().clone();
+                            // slots of instances still being made, or that failed, are
+                            // Undefined
+                            let insts: Vec<(Str, Value)> = st
+                                .instances
+                                .borrow()
+                                .iter()
+                                .filter(|(_, v)| !v.is_undefined())
+                                .cloned()
+                                .collect();
                             return Ok(Value::native_bound(insts));
                         }
                     }

@@ -502,6 +502,30 @@ impl Evaluator {
     ) -> EvalResult<Value> {
         let merged = self.merging.replace(false);
         let layout = self.layout(ty, span)?;
+        // `S.instances()` lists an instance where its instantiation starts (upstream: the outer
+        // instance before those its body creates): a slot now, filled when it is complete (an
+        // instance that fails leaves an Undefined slot, which is not listed)
+        let slots: Vec<(Rc<SchemaType>, usize)> = if self.track_instances {
+            let creator: Str = self
+                .running_pkg()
+                .map(|p| Str::from(p.path.as_str()))
+                .unwrap_or_else(|| Str::from("__main__"));
+            layout
+                .parts
+                .iter()
+                .filter(|t| {
+                    t.stmt
+                        .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
+                })
+                .map(|t| {
+                    let mut v = t.instances.borrow_mut();
+                    v.push((creator.clone(), Value::Undefined));
+                    (t.clone(), v.len() - 1)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let origin = self.origin_of(&config, args, kwargs);
         let config = Rc::new(config);
         // parameters bind in a scope visible to every body
@@ -791,20 +815,9 @@ impl Evaluator {
             origin: Some(origin),
         }));
         // `Base.instances()` includes instances of its subschemas
-        if !self.track_instances {
-            return Ok(inst);
-        }
-        let creator: Str = self
-            .running_pkg()
-            .map(|p| Str::from(p.path.as_str()))
-            .unwrap_or_else(|| Str::from("__main__"));
-        for t in layout.parts.iter() {
-            if t.stmt
-                .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
-            {
-                t.instances
-                    .borrow_mut()
-                    .push((creator.clone(), inst.clone()));
+        for (t, i) in slots {
+            if let Some(slot) = t.instances.borrow_mut().get_mut(i) {
+                slot.1 = inst.clone();
             }
         }
         Ok(inst)

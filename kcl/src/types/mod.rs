@@ -1727,8 +1727,16 @@ impl<'a> Checker<'a> {
                 let mut ts = Vec::with_capacity(items.len());
                 let mut known = true;
                 for x in items {
-                    let t = self.infer(env, x);
-                    if t.is_any() || matches!(x.kind, ExprKind::Starred(_) | ExprKind::ListIf(_)) {
+                    // `*xs` brings the unpacked list's items (a dict's keys)
+                    let t = match &x.kind {
+                        ExprKind::Starred(inner) => match self.infer(env, inner) {
+                            Ty::List(e) => (*e).clone(),
+                            Ty::Dict(k, _) => (*k).clone(),
+                            _ => Ty::Any,
+                        },
+                        _ => self.infer(env, x),
+                    };
+                    if t.is_any() || matches!(x.kind, ExprKind::ListIf(_)) {
                         known = false;
                     }
                     ts.push(t);
@@ -1773,16 +1781,24 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Quant(q) => {
-                self.infer(env, &q.target);
+                let it = self.infer(env, &q.target);
+                let tys = loop_var_types(&it, q.vars.len());
                 let mut env2 = env.clone();
-                for v in &q.vars {
-                    env2 = env2.with_local(v.sym, Ty::Any);
+                for (i, v) in q.vars.iter().enumerate() {
+                    env2 = env2.with_local(v.sym, tys.get(i).cloned().unwrap_or(Ty::Any));
                 }
-                self.infer(&env2, &q.test);
+                let test = self.infer(&env2, &q.test);
                 if let Some(c) = &q.if_cond {
                     self.infer(&env2, c);
                 }
-                Ty::Any
+                // upstream: all/any are bool, filter keeps the iterated type, map lists the
+                // test's
+                match q.op {
+                    ast::QuantOp::All | ast::QuantOp::Any => Ty::Bool,
+                    ast::QuantOp::Filter if matches!(it, Ty::List(_) | Ty::Dict(..)) => it,
+                    ast::QuantOp::Map => Ty::List(Rc::new(test)),
+                    _ => Ty::Any,
+                }
             }
             ExprKind::Schema(se) => {
                 let head = se.name.names[0];
@@ -2236,16 +2252,7 @@ impl<'a> Checker<'a> {
                 let msg = format!("'{}' object is not iterable", self.ty_str(&it));
                 self.err(ErrKind::Compile, msg, c.iter.span.shrink_to_lo());
             }
-            // the loop variables' types where the iterated value's type is known
-            let tys: Vec<Ty> = match (&it, c.targets.len()) {
-                (Ty::List(e), 1) => vec![(**e).clone()],
-                (Ty::List(e), 2) => vec![Ty::Int, (**e).clone()],
-                (Ty::Dict(k, _), 1) => vec![(**k).clone()],
-                (Ty::Dict(k, v), 2) => vec![(**k).clone(), (**v).clone()],
-                (Ty::Str | Ty::StrLit(_), 1) => vec![Ty::Str],
-                (Ty::Str | Ty::StrLit(_), 2) => vec![Ty::Int, Ty::Str],
-                _ => Vec::new(),
-            };
+            let tys = loop_var_types(&it, c.targets.len());
             for (i, t) in c.targets.iter().enumerate() {
                 let ty = match (t.names.len(), tys.get(i)) {
                     (1, Some(ty)) => ty.clone(),
@@ -2293,7 +2300,7 @@ impl<'a> Checker<'a> {
                 }
                 // `**d` brings the unpacked dict's key and value types
                 ast::ConfigEntryKind::Unpack { value: v, .. } => match self.infer(env, v) {
-                    Ty::Dict(kt, vt) if !kt.is_any() && !vt.is_any() => {
+                    Ty::Dict(kt, vt) => {
                         ks.push((*kt).clone());
                         vs.push((*vt).clone());
                     }
@@ -3072,6 +3079,20 @@ fn str_method_arity(name: &str) -> Option<(usize, Option<usize>)> {
         "replace" => (2, Some(3)),
         _ => return None,
     })
+}
+
+/// The loop variables' types where the iterated value's type is known, as variable types
+/// (upstream: `for x in [1]` binds an `int`).
+fn loop_var_types(it: &Ty, n: usize) -> Vec<Ty> {
+    match (it, n) {
+        (Ty::List(e), 1) => vec![e.variable_type()],
+        (Ty::List(e), 2) => vec![Ty::Int, e.variable_type()],
+        (Ty::Dict(k, _), 1) => vec![k.variable_type()],
+        (Ty::Dict(k, v), 2) => vec![k.variable_type(), v.variable_type()],
+        (Ty::Str | Ty::StrLit(_), 1) => vec![Ty::Str],
+        (Ty::Str | Ty::StrLit(_), 2) => vec![Ty::Int, Ty::Str],
+        _ => Vec::new(),
+    }
 }
 
 /// Upstream's parameter types of the string methods that take arguments (checked positionally).

@@ -627,7 +627,12 @@ fn merge_entry_in<E: From<RtError>>(
                     Value::from(x)
                 }
                 (Value::None | Value::Undefined, Value::List(_)) => match index {
-                    Some(i) if i < 0 => return Err(RtError::eval("index out of bounds").into()),
+                    Some(i) if i < 0 => {
+                        return Err(RtError::eval(format!(
+                            "index out of bounds: the len is 0 but the index is {i}"
+                        ))
+                        .into());
+                    }
                     Some(i) if i > 0 => {
                         return Err(RtError::eval(format!(
                             "insertion index (is {i}) should be <= len (is 0)"
