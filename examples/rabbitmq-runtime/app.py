@@ -386,8 +386,13 @@ class Runtime(exports.Runtime):
             validate(planned)
             # A dry-run answers with the planned object and touches nothing.
             if not req.get("dryRun"):
-                # Only mutable attributes differ from the prior here: a change to an IMMUTABLE one
-                # makes the kernel delete the old object and create the new one instead.
+                # The kernel planned a replacement when an IMMUTABLE attribute changed; carrying
+                # it out is the runtime's job: delete the old object, then create the new one.
+                prior = req.get("prior")
+                if prior and any(
+                    prior["attributes"].get(k) != planned["attributes"].get(k) for k in IMMUTABLE[planned["type"]]
+                ):
+                    RABBIT.remove(prior)
                 RABBIT.write(planned)
             return json.dumps({
                 "resource": planned,
