@@ -546,6 +546,10 @@ pub enum PluginCommand {
         /// WASM: allow outbound network connections.
         #[arg(long)]
         network: bool,
+        /// WASM: allow outgoing HTTP (wasi:http) to HOST:PORT (repeatable); requests to any
+        /// other host are denied.
+        #[arg(long = "http", value_name = "HOST:PORT")]
+        http: Vec<String>,
         /// WASM: the wall-clock limit per call, in milliseconds.
         #[arg(long, value_name = "MS")]
         wall_clock_ms: Option<u64>,

@@ -451,6 +451,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                     dirs,
                     writable,
                     network,
+                    http,
                     wall_clock_ms,
                 },
         } => {
@@ -460,6 +461,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 dirs: dirs.clone(),
                 writable: *writable,
                 network: *network,
+                http: http.clone(),
                 wall_clock_ms: *wall_clock_ms,
             });
         }

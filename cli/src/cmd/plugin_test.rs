@@ -17,6 +17,7 @@ pub(crate) struct TestArgs {
     pub dirs: Vec<String>,
     pub writable: bool,
     pub network: bool,
+    pub http: Vec<String>,
     pub wall_clock_ms: Option<u64>,
 }
 
@@ -64,9 +65,14 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
 fn load(args: &TestArgs) -> Result<Arc<dyn Runtime>> {
     let is_wasm = args.path.extension().is_some_and(|e| e == "wasm");
     if !is_wasm {
-        if !args.dirs.is_empty() || args.writable || args.network || args.wall_clock_ms.is_some() {
+        if !args.dirs.is_empty()
+            || args.writable
+            || args.network
+            || !args.http.is_empty()
+            || args.wall_clock_ms.is_some()
+        {
             return Err(UsageError(
-                "--dir, --writable, --network and --wall-clock-ms apply to WASM plugins only"
+                "--dir, --writable, --network, --http and --wall-clock-ms apply to WASM plugins only"
                     .into(),
             )
             .into());
@@ -76,6 +82,7 @@ fn load(args: &TestArgs) -> Result<Arc<dyn Runtime>> {
     let mut grants = WasmGrants {
         writable: args.writable,
         network: args.network,
+        hosts: args.http.clone(),
         ..WasmGrants::default()
     };
     for dir in &args.dirs {

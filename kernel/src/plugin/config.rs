@@ -19,6 +19,9 @@
 //! [plugins.settings.deployment-limits]
 //! limits = { fuel = 1000000000, memoryBytes = 33554432, wallClockMs = 30000 }
 //! grants = { dirs = { "/data" = "/srv/policy-data" } }
+//!
+//! [plugins.settings.rabbitmq]
+//! grants = { hosts = ["127.0.0.1:15672"] }   # outgoing HTTP (wasi:http) to these host:port pairs
 //! ```
 //!
 //! Environment example: `KUSION_PLUGINS__WORKSPACE=/src/kusion-rs`.

@@ -10,7 +10,7 @@
 //! [permissions]               # WASM plugins only: what the plugin asks for
 //! dirs = ["/data"]            # guest paths the operator may map to host directories
 //! env = ["TZ"]
-//! network = false
+//! network = false            # also asks for outgoing HTTP; the operator grants `hosts`
 //! writable = false
 //! ```
 
@@ -68,6 +68,7 @@ impl Permissions {
             writable: self.writable,
             env: self.env.clone(),
             network: self.network,
+            hosts: Vec::new(),
         }
     }
 }

@@ -573,6 +573,7 @@ fn load_one(
                     .map(|(g, h)| format!("dir:{g}={}", h.display())),
             );
             caps.extend(grants.env.iter().map(|v| format!("env:{v}")));
+            caps.extend(grants.hosts.iter().map(|h| format!("http:{h}")));
             if grants.network {
                 caps.push("network".into());
             }

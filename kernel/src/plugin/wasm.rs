@@ -12,6 +12,10 @@
 //! Instances are reused between calls (instantiating per call would cost more than the call), from
 //! a small pool so several threads can call one plugin at once; a fresh instance is configured
 //! with the last configuration before first use.
+//!
+//! Outgoing HTTP (`wasi:http/outgoing-handler`) is linked for every component, but each request
+//! is checked against the granted `host:port` pairs before anything connects; with no grant every
+//! request is denied, and the call's error names the host that was refused.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -91,6 +95,10 @@ pub struct WasmGrants {
     pub env: Vec<String>,
     /// Outbound TCP/UDP and name lookups.
     pub network: bool,
+    /// `host:port` pairs the plugin may send HTTP requests to (`wasi:http`). Operator side only:
+    /// a manifest asks with `network = true`, since only the operator knows where its endpoints
+    /// are. Independent of `network`, so HTTP to one endpoint can be granted without sockets.
+    pub hosts: Vec<String>,
 }
 
 impl WasmGrants {
@@ -115,7 +123,99 @@ impl WasmGrants {
                 .cloned()
                 .collect(),
             network: asked.network && granted.network,
+            hosts: if asked.network {
+                granted.hosts.clone()
+            } else {
+                Vec::new()
+            },
         }
+    }
+}
+
+/// One granted HTTP destination: a lower-case host name or IP (no brackets) and a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HttpHost {
+    host: String,
+    port: u16,
+}
+
+impl HttpHost {
+    /// `host:port` (IPv6 as `[::1]:port`); the port is required, so a grant is never wider than
+    /// it reads.
+    fn parse(text: &str) -> Result<HttpHost, String> {
+        let bad = |why: &str| format!("granted HTTP host `{text}`: {why} (expected HOST:PORT)");
+        let (host, port) = text.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+        let port: u16 = port.parse().map_err(|_| bad("the port is not a number"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() || host.contains(['/', '@', ' ']) {
+            return Err(bad("not a host name or IP address"));
+        }
+        Ok(HttpHost {
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+}
+
+impl std::fmt::Display for HttpHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// The `wasi:http` hooks of one instance: requests go out only to granted hosts; the others are
+/// denied before any connection and remembered, so the call's error can name them.
+struct HttpGate {
+    allowed: Arc<[HttpHost]>,
+    denied: Vec<String>,
+}
+
+impl wasmtime_wasi_http::WasiHttpHooks for HttpGate {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        use http_body_util::BodyExt;
+        drop(fut);
+        let uri = request.uri();
+        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+        let target = HttpHost {
+            host: uri
+                .host()
+                .unwrap_or_default()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_lowercase(),
+            port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
+        };
+        if !self.allowed.contains(&target) {
+            tracing::warn!(host = %target, "denied a WASM plugin's HTTP request to a host it was not granted");
+            self.denied.push(target.to_string());
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        Box::new(async move {
+            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            Ok((
+                response.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn Future<Output = _> + Send>,
+            ))
+        })
     }
 }
 
@@ -243,6 +343,10 @@ impl WasmHost {
             })?;
         let mut linker = Linker::<Guest>::new(&self.engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| err(format!("{e:#}")))?;
+        // Always linked, so a component importing wasi:http loads without a grant; each request is
+        // checked against the grant (`HttpGate`).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
+            .map_err(|e| err(format!("{e:#}")))?;
         Ok((
             WasmModule {
                 engine: self.engine.clone(),
@@ -342,7 +446,8 @@ impl WasmModule {
     }
 
     fn sandbox(&self, grants: WasmGrants, limits: WasmLimits) -> Result<Sandbox, LoadError> {
-        // Check granted directories now, so a bad grant is a load error rather than a call error.
+        // Check granted directories and hosts now, so a bad grant is a load error rather than a
+        // call error.
         for host in grants.dirs.values() {
             if !host.is_dir() {
                 return Err(LoadError::Wasm {
@@ -351,11 +456,21 @@ impl WasmModule {
                 });
             }
         }
+        let http_hosts = grants
+            .hosts
+            .iter()
+            .map(|h| HttpHost::parse(h))
+            .collect::<Result<Arc<[HttpHost]>, String>>()
+            .map_err(|detail| LoadError::Wasm {
+                path: self.path.clone(),
+                detail,
+            })?;
         Ok(Sandbox {
             engine: self.engine.clone(),
             component: self.component.clone(),
             linker: self.linker.clone(),
             grants,
+            http_hosts,
             limits,
             label: self
                 .path
@@ -475,6 +590,8 @@ impl WasmModule {
 /// Store data of one instance: WASI state, the limiter and captured stderr.
 struct Guest {
     wasi: WasiCtx,
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    gate: HttpGate,
     table: ResourceTable,
     limiter: Limiter,
     stderr: MemoryOutputPipe,
@@ -487,6 +604,16 @@ impl WasiView for Guest {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for Guest {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.gate,
         }
     }
 }
@@ -540,6 +667,8 @@ struct Sandbox {
     component: Component,
     linker: Linker<Guest>,
     grants: WasmGrants,
+    /// `grants.hosts`, parsed.
+    http_hosts: Arc<[HttpHost]>,
     limits: WasmLimits,
     /// Plugin name for messages.
     label: String,
@@ -590,6 +719,11 @@ impl Sandbox {
             &self.engine,
             Guest {
                 wasi: wasi.build(),
+                http: wasmtime_wasi_http::WasiHttpCtx::new(),
+                gate: HttpGate {
+                    allowed: Arc::clone(&self.http_hosts),
+                    denied: Vec::new(),
+                },
                 table: ResourceTable::new(),
                 limiter,
                 stderr,
@@ -788,6 +922,7 @@ impl<B: World> Pool<B> {
         call: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<Result<T, String>> + Send,
     ) -> PluginResult<PluginResult<T>> {
         self.sandbox.budget(&mut warm.store, extra)?;
+        warm.store.data_mut().gate.denied.clear();
         let Warm {
             store, bindings, ..
         } = warm;
@@ -804,9 +939,22 @@ impl<B: World> Pool<B> {
         } else {
             call(&*bindings, &mut *store)
         };
+        let denied = std::mem::take(&mut store.data_mut().gate.denied);
+        let note = |mut e: PluginError| {
+            if !denied.is_empty() {
+                // The guest sees only `HTTP-request-denied`; the operator needs the host.
+                e.message.push_str(&format!(
+                    " (the host denied outgoing HTTP to {}: not granted to plugin `{}`; grant it in \
+                     `plugins.settings.<name>.grants.hosts`)",
+                    denied.join(", "),
+                    self.sandbox.label
+                ));
+            }
+            e
+        };
         match answer {
-            Ok(answer) => Ok(answer.map_err(|e| wire::decode_error(&self.sandbox.label, &e))),
-            Err(e) => Err(self.sandbox.trap_error(store, verb, e)),
+            Ok(answer) => Ok(answer.map_err(|e| note(wire::decode_error(&self.sandbox.label, &e)))),
+            Err(e) => Err(note(self.sandbox.trap_error(store, verb, e))),
         }
     }
 

@@ -604,3 +604,194 @@ fn conformance_suite_passes_for_the_wasm_fixture_and_the_native_localfile_runtim
     assert_eq!(stored(data.path(), "conf"), None);
     assert!(!files.path().join("c.txt").exists());
 }
+
+/// A local HTTP server answering every request with `body`, counting the connections it got.
+struct Http {
+    addr: String,
+    hits: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Http {
+    fn serve(body: String) -> Http {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                // Read the request head (a GET has no body), then answer and close.
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Http { addr, hits }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn fetch(id: &str, url: &str) -> Resource {
+    let mut r = kv(id, &id.replace(':', "-"), Value::Null);
+    r.attributes.insert("test".into(), json!("http"));
+    r.attributes.insert("url".into(), json!(url));
+    r
+}
+
+/// Outgoing HTTP (wasi:http) reaches exactly the granted host:port pairs: a granted request gets
+/// the server's answer; one to another port is denied before connecting, with an error naming the
+/// host, and only that resource fails in an apply; without a grant every request is denied.
+#[test]
+fn wasm_runtime_http_reaches_only_granted_hosts() {
+    use crate::apply::{ApplyOptions, Outcome};
+    use crate::operation::{self, Applied, Stack};
+    use crate::plan::PlanOptions;
+    use crate::registry::Registry;
+    use crate::spec::Spec;
+    use crate::state::LocalStore;
+
+    let token = format!("answer-{}-{:?}", std::process::id(), Instant::now());
+    let granted_server = Http::serve(token.clone());
+    let other_server = Http::serve("must never be read".into());
+    let data = tempfile::tempdir().unwrap();
+    let mut online = asks();
+    online.network = true;
+    let grant = |hosts: Vec<String>| WasmGrants {
+        dirs: [("/data".to_string(), data.path().to_path_buf())].into(),
+        writable: true,
+        hosts,
+        ..WasmGrants::default()
+    };
+    let runtime = module()
+        .runtime(
+            WasmGrants::intersect(&online, &grant(vec![granted_server.addr.clone()])),
+            WasmLimits::default(),
+        )
+        .unwrap();
+
+    let ok = fetch("kv:ok", &format!("http://{}/x", granted_server.addr));
+    runtime.apply(&apply_req(None, &ok, false)).unwrap();
+    assert_eq!(stored(data.path(), "kv-ok"), Some(json!(token)));
+    assert_eq!(granted_server.hits(), 1);
+
+    let denied = fetch("kv:denied", &format!("http://{}/x", other_server.addr));
+    let err = apply_err(runtime.as_ref(), &denied);
+    assert!(
+        err.message.contains(&format!(
+            "the host denied outgoing HTTP to {}: not granted",
+            other_server.addr
+        )) && err.message.contains("kv:denied"),
+        "{}",
+        err.message
+    );
+    // Another name for the granted server is another host.
+    let port = granted_server.addr.rsplit_once(':').unwrap().1;
+    let err = apply_err(
+        runtime.as_ref(),
+        &fetch("kv:alias", &format!("http://localhost:{port}/x")),
+    );
+    assert!(
+        err.message
+            .contains(&format!("outgoing HTTP to localhost:{port}: not granted")),
+        "{}",
+        err.message
+    );
+    assert_eq!(other_server.hits(), 0, "a denied request must not connect");
+    assert_eq!(granted_server.hits(), 1);
+    assert_eq!(stored(data.path(), "kv-denied"), None);
+
+    // The grant alone opens no sockets: a raw TCP connection to the granted server fails.
+    let mut connect = misbehaving("net", "connect");
+    connect
+        .attributes
+        .insert("host".into(), json!(granted_server.addr));
+    let err = apply_err(runtime.as_ref(), &connect);
+    assert!(err.message.contains("cannot connect"), "{}", err.message);
+
+    // Not asked for by the manifest, or asked for but no hosts granted: every request is denied.
+    for effective in [
+        WasmGrants::intersect(&asks(), &grant(vec![granted_server.addr.clone()])),
+        WasmGrants::intersect(&online, &grant(vec![])),
+    ] {
+        let runtime = module().runtime(effective, WasmLimits::default()).unwrap();
+        let err = apply_err(runtime.as_ref(), &ok);
+        assert!(
+            err.message.contains(&format!(
+                "the host denied outgoing HTTP to {}: not granted",
+                granted_server.addr
+            )),
+            "{}",
+            err.message
+        );
+    }
+    assert_eq!(granted_server.hits(), 1);
+
+    // A grant that is not HOST:PORT is a load error naming it.
+    let bad = module()
+        .runtime(
+            WasmGrants::intersect(&online, &grant(vec!["example.com".into()])),
+            WasmLimits::default(),
+        )
+        .err()
+        .expect("refused");
+    assert!(bad.to_string().contains("`example.com`"), "{bad}");
+
+    // In an apply, the denied resource fails alone; the rest is created.
+    let state = tempfile::tempdir().unwrap();
+    let mut registry = Registry::new();
+    registry.register(runtime).unwrap();
+    let stack = Stack {
+        store: Arc::new(LocalStore::new(state.path())),
+        registry,
+    };
+    let spec = Spec {
+        resources: vec![
+            fetch("kv:first", &format!("http://{}/a", granted_server.addr)),
+            denied.clone(),
+            kv("kv:plain", "plain", json!("no http")),
+        ],
+    };
+    let Applied::Done { report, .. } = operation::apply(
+        &spec,
+        &stack,
+        "apply",
+        &PlanOptions::default(),
+        &ApplyOptions::default(),
+        vec![],
+        |_| true,
+        None,
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap() else {
+        panic!("expected an apply")
+    };
+    let failed = report.failed();
+    assert_eq!(failed.len(), 1, "{report:?}");
+    assert_eq!(failed[0].id, "kv:denied");
+    match &failed[0].outcome {
+        Outcome::Failed(why) => assert!(
+            why.contains(&format!(
+                "outgoing HTTP to {}: not granted",
+                other_server.addr
+            )),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(report.created(), 2, "{report:?}");
+    assert_eq!(stored(data.path(), "kv-first"), Some(json!(token)));
+    assert_eq!(stored(data.path(), "plain"), Some(json!("no http")));
+    assert_eq!(other_server.hits(), 0);
+}
