@@ -73,7 +73,9 @@ pub struct ApplyResponse {
     /// Attribute paths whose values are only known after a real apply.
     #[serde(default)]
     pub unknown_paths: Vec<String>,
-    /// Attribute paths whose change forces the resource to be replaced (delete + create).
+    /// Attribute paths whose change forces the resource to be replaced. The kernel then plans
+    /// `Replace` and calls `apply` with the prior object as for an update: the runtime itself
+    /// deletes the old object (waiting until it is gone) and creates the new one.
     #[serde(default)]
     pub requires_replace: Vec<String>,
 }

@@ -217,7 +217,8 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Install a plugin file into `plugins_dir/<name>/`: copy it and write a manifest with its
-/// checksum. Returns the manifest path. This is what `kusionctl plugin install` does.
+/// checksum. Returns the manifest path. (No `kusionctl` subcommand calls it yet: plugins are
+/// installed by hand, as `sdk/README.md` describes.)
 pub fn install(plugins_dir: &Path, manifest: &Manifest, file: &Path) -> Result<PathBuf, LoadError> {
     let io = |p: &Path, e: std::io::Error| LoadError::Open {
         path: p.to_path_buf(),
