@@ -697,17 +697,11 @@ impl Loader<'_> {
             target,
             base,
             error,
-        }) = self.roots.target(dir, imp)
+        }) = self.roots.target(dir, imp, stmt_span)
         else {
             return;
         };
-        if let Some(msg) = error {
-            self.errors.push(Diagnostic::error(
-                ErrorKind::CannotFindModule,
-                stmt_span,
-                msg,
-            ));
-        }
+        self.errors.extend(error);
         self.imports.insert(imp.path_span, target.clone());
         let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
             return;

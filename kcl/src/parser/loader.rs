@@ -607,17 +607,11 @@ impl Loader<'_> {
             target,
             base,
             error,
-        }) = self.roots.target(dir, imp)
+        }) = self.roots.target(dir, imp, stmt_span)
         else {
             return;
         };
-        if let Some(msg) = error {
-            self.errors.push(Diagnostic::error(
-                ErrorKind::CannotFindModule,
-                stmt_span,
-                msg,
-            ));
-        }
+        self.errors.extend(error);
         self.imports.insert(imp.path_span, target.clone());
         let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
             return;
@@ -670,7 +664,8 @@ impl Loader<'_> {
 pub(crate) struct ImportTargetOf {
     pub(crate) target: ImportTarget,
     pub(crate) base: Option<PathBuf>,
-    pub(crate) error: Option<String>,
+    /// Upstream's error at the import statement when the path is ambiguous.
+    pub(crate) error: Option<Diagnostic>,
 }
 
 impl ImportTargetOf {
@@ -721,9 +716,14 @@ impl PackageRoots {
     }
 
     /// What `imp` (in a file of folder `dir`) binds, for a package the folder (or stem of
-    /// `name.k`) its files are in, and the import's error if it is ambiguous. None for an
-    /// empty import.
-    pub(crate) fn target(&mut self, dir: &Path, imp: &ImportStmt) -> Option<ImportTargetOf> {
+    /// `name.k`) its files are in, and the import's error (at `stmt_span`) if it is ambiguous.
+    /// None for an empty import.
+    pub(crate) fn target(
+        &mut self,
+        dir: &Path,
+        imp: &ImportStmt,
+        stmt_span: Span,
+    ) -> Option<ImportTargetOf> {
         Some(match self.resolve(dir, imp)? {
             ImportResolution::Plugin(name) => ImportTargetOf::other(ImportTarget::Plugin(name)),
             ImportResolution::System(name) => ImportTargetOf::other(ImportTarget::System(name)),
@@ -741,7 +741,8 @@ impl PackageRoots {
                 ImportTargetOf {
                     target: ImportTarget::Package(pkgpath),
                     base: Some(base),
-                    error: ambiguous,
+                    error: ambiguous
+                        .map(|msg| Diagnostic::error(ErrorKind::CannotFindModule, stmt_span, msg)),
                 }
             }
         })
