@@ -82,32 +82,12 @@ pub use parser::parse_unregistered;
 
 /// The `[profile] entries` of the `kcl.mod` in `dir` (what `kcl run` with no files runs).
 pub fn cli_profile_entries(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>, KclError> {
-    let text = std::fs::read_to_string(dir.join("kcl.mod"))
-        .map_err(|_| KclError::Other("No input KCL files or paths".into()))?;
-    let mut in_profile = false;
-    let mut buf = String::new();
-    let mut collecting = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with('[') && !collecting {
-            in_profile = t == "[profile]";
-            continue;
-        }
-        if in_profile && (collecting || t.starts_with("entries")) {
-            buf.push_str(t);
-            collecting = !t.contains(']');
-            if !collecting {
-                break;
-            }
-        }
-    }
-    let list = buf
-        .split_once('[')
-        .map(|(_, r)| r.trim_end_matches(']'))
-        .unwrap_or("");
-    let files: Vec<std::path::PathBuf> = list
-        .split(',')
-        .map(|s| s.trim().trim_matches('"').trim_matches('\''))
+    let m = parser::loader::read_mod_file(dir)
+        .map_err(KclError::Other)?
+        .ok_or_else(|| KclError::Other("No input KCL files or paths".into()))?;
+    let files: Vec<std::path::PathBuf> = m
+        .entries
+        .iter()
         .filter(|s| !s.is_empty())
         .map(|s| {
             let p = std::path::PathBuf::from(s.replace("${KCL_MOD}", &dir.display().to_string()));

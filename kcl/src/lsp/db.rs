@@ -19,7 +19,7 @@ use crate::ast::{FileId, ImportStmt, Module, SourceFile, Span, StmtKind, source_
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::loader::{
     ImportTarget, ImportTargetOf, MAIN_PKG, Package, PackageRoots, Program, find_mod_root,
-    package_sources, read_mod_file,
+    locate_dependency, package_sources, read_mod_file,
 };
 
 use super::sema::Sema;
@@ -644,7 +644,7 @@ fn resolve_externals(root: &Path) -> Vec<(String, PathBuf)> {
     };
     m.dependencies
         .iter()
-        .filter_map(|(n, d)| d.locate(root, n).map(|p| (n.clone(), normalize(&p))))
+        .filter_map(|d| locate_dependency(root, d).map(|p| (d.name.clone(), normalize(&p))))
         .collect()
 }
 

@@ -7,6 +7,7 @@
 use crate::ast::{FileId, ImportStmt, Module, Span, StmtKind};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::parse_file;
+use crate::pkg::modfile::{Dependency, ModFile, Source};
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -185,92 +186,38 @@ pub fn expand_paths(arg: &str, root: &Path, external: &[(String, PathBuf)]) -> P
     PathBuf::from(s)
 }
 
-/// The parts of `kcl.mod` the loader uses.
-#[derive(Clone, Debug, Default)]
-pub struct ModFile {
-    /// `[package] name`.
-    pub name: Option<String>,
-    /// `[dependencies]` in file order.
-    pub dependencies: Vec<(String, ModDep)>,
-    /// `[profile] entries`: the main package files when none are given.
-    pub entries: Vec<String>,
-}
-
-/// One `[dependencies]` entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ModDep {
-    /// `name = { path = "..." }`, relative to the kcl.mod folder.
-    Path(PathBuf),
-    /// `name = "1.2.3"` or `{ version = ... }` / `{ oci = ... }`: a registry package.
-    Version(String),
-}
-
-impl ModDep {
-    /// Where the package lives on disk: a path dependency relative to `root`, or a registry
-    /// package in `$KCL_PKG_PATH`, `~/.kcl/kpm` (as `name_version`) or `root/vendor/name`.
-    pub fn locate(&self, root: &Path, name: &str) -> Option<PathBuf> {
-        match self {
-            ModDep::Path(p) => {
-                let p = root.join(p);
-                Some(normalize(&std::path::absolute(&p).unwrap_or(p)))
-            }
-            ModDep::Version(v) => {
-                let mut dirs = Vec::new();
-                if let Some(d) = std::env::var_os("KCL_PKG_PATH") {
-                    dirs.push(PathBuf::from(d));
-                }
-                if let Some(h) = std::env::var_os("HOME") {
-                    dirs.push(PathBuf::from(h).join(".kcl").join("kpm"));
-                }
-                dirs.into_iter()
-                    .map(|d| d.join(format!("{name}_{v}")))
-                    .chain(std::iter::once(root.join("vendor").join(name)))
-                    .find(|p| p.is_dir())
-            }
+/// Where dependency `dep` of the package at `root` lives on disk: a path dependency relative to
+/// `root`, or a downloaded package in `$KCL_PKG_PATH` or `~/.kcl/kpm` (as `name_version`), or
+/// `root/vendor/name`.
+pub fn locate_dependency(root: &Path, dep: &Dependency) -> Option<PathBuf> {
+    let version = match &dep.source {
+        Source::Local { path } => {
+            let p = root.join(path);
+            return Some(normalize(&std::path::absolute(&p).unwrap_or(p)));
         }
-    }
-}
-
-/// Reads `root/kcl.mod`; `Ok(None)` when there is none.
-pub fn read_mod_file(root: &Path) -> Result<Option<ModFile>, String> {
-    let path = root.join("kcl.mod");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(None);
+        Source::Registry { version } => version.as_str(),
+        // git and OCI packages are found by `kcl mod` resolution (passed in as external
+        // packages) or vendored
+        Source::Oci { .. } | Source::Git { .. } => "",
     };
-    let doc: toml::Table = text
-        .parse()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut m = ModFile::default();
-    if let Some(pkg) = doc.get("package").and_then(|v| v.as_table()) {
-        m.name = pkg.get("name").and_then(|v| v.as_str()).map(str::to_string);
+    let name = &dep.name;
+    let mut dirs = Vec::new();
+    if let Some(d) = std::env::var_os("KCL_PKG_PATH") {
+        dirs.push(PathBuf::from(d));
     }
-    if let Some(deps) = doc.get("dependencies").and_then(|v| v.as_table()) {
-        for (name, v) in deps {
-            let dep = match v {
-                toml::Value::String(ver) => ModDep::Version(ver.clone()),
-                toml::Value::Table(t) => match t.get("path").and_then(|p| p.as_str()) {
-                    Some(p) => ModDep::Path(PathBuf::from(p)),
-                    None => ModDep::Version(
-                        t.get("version")
-                            .and_then(|v| v.as_str())
-                            .unwrap_or("")
-                            .to_string(),
-                    ),
-                },
-                _ => continue,
-            };
-            m.dependencies.push((name.clone(), dep));
-        }
+    if let Some(h) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(h).join(".kcl").join("kpm"));
     }
-    if let Some(prof) = doc.get("profile").and_then(|v| v.as_table())
-        && let Some(entries) = prof.get("entries").and_then(|v| v.as_array())
-    {
-        m.entries = entries
-            .iter()
-            .filter_map(|e| e.as_str().map(str::to_string))
-            .collect();
-    }
-    Ok(Some(m))
+    dirs.into_iter()
+        .map(|d| d.join(format!("{name}_{version}")))
+        .chain(std::iter::once(root.join("vendor").join(name)))
+        .find(|p| p.is_dir())
+}
+
+/// Reads `root/kcl.mod` (the one reader of it, shared with `kcl mod`); `Ok(None)` when there is
+/// none, an error naming `kcl.mod:line:col` when it is malformed.
+pub fn read_mod_file(root: &Path) -> Result<Option<ModFile>, String> {
+    ModFile::load_if_present(root).map_err(|e| e.to_string())
 }
 
 /// `.k` files of a folder (not recursive, sorted, `_test.k` files excluded).
@@ -482,12 +429,12 @@ fn load(
         })
         .collect();
     if let Some(m) = &modfile {
-        for (name, dep) in &m.dependencies {
-            if external.iter().any(|(n, _)| n == name) {
+        for dep in &m.dependencies {
+            if external.iter().any(|(n, _)| *n == dep.name) {
                 continue;
             }
-            if let Some(path) = dep.locate(&root, name) {
-                external.push((name.clone(), path));
+            if let Some(path) = locate_dependency(&root, dep) {
+                external.push((dep.name.clone(), path));
             }
         }
     }
@@ -881,7 +828,8 @@ impl PackageRoots {
                     let name = read_mod_file(&r)
                         .ok()
                         .flatten()
-                        .and_then(|m| m.name)
+                        .map(|m| m.name)
+                        .filter(|n| !n.is_empty())
                         .unwrap_or_else(|| r.display().to_string());
                     (r, name)
                 })
