@@ -1,4 +1,4 @@
-//! Expression and type parsing.
+//! Expression parsing (type annotations are in `types.rs`).
 
 use super::strings::{Piece, shape, split_interpolations, unescape};
 use super::{Ctx, MAX_CHAIN, MAX_DEPTH, Parser};
@@ -6,26 +6,10 @@ use crate::ast::*;
 use crate::lexer::{Tok, lex};
 use std::sync::Arc;
 
-/// What upstream's parser names when a type is missing.
-pub(crate) const TYPE_START: &[&str] = &[
-    "any",
-    "bool",
-    "int",
-    "float",
-    "str",
-    "True",
-    "False",
-    "identifier",
-    "literal",
-    "[",
-    "{",
-    ")",
-];
-
 pub(crate) const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
 
 impl<'a> Parser<'a> {
-    fn enter(&mut self) -> bool {
+    pub(super) fn enter(&mut self) -> bool {
         if self.depth >= MAX_DEPTH {
             let t = self.tk();
             self.error(self.tspan(t), "expression nested too deeply");
@@ -92,7 +76,7 @@ impl<'a> Parser<'a> {
         left
     }
 
-    fn too_long(&mut self) {
+    pub(super) fn too_long(&mut self) {
         let t = self.tk();
         self.error(self.tspan(t), "expression too long");
         self.recover_to_line_end();
@@ -1297,196 +1281,6 @@ impl<'a> Parser<'a> {
             }
         }
         out
-    }
-
-    // ------------------------------------------------------------ types -----------
-
-    /// A type annotation, including unions `A | B`.
-    pub(crate) fn parse_type(&mut self) -> Type {
-        if !self.enter() {
-            let t = self.bump();
-            return Type {
-                kind: TypeKind::Any,
-                span: self.tspan(t),
-            };
-        }
-        let first = self.parse_type_elem();
-        let r = if self.at(Tok::Pipe) && !self.at_line_break() {
-            let mut members = vec![first];
-            while self.at(Tok::Pipe) && !self.at_line_break() {
-                self.bump();
-                members.push(self.parse_type_elem());
-                if members.len() > MAX_CHAIN {
-                    self.too_long();
-                    break;
-                }
-            }
-            let span = members[0].span.to(members[members.len() - 1].span);
-            Type {
-                kind: TypeKind::Union(members),
-                span,
-            }
-        } else {
-            first
-        };
-        self.depth -= 1;
-        r
-    }
-
-    fn parse_type_elem(&mut self) -> Type {
-        let t = self.tk();
-        let span = self.tspan(t);
-        if self.nl_break() {
-            // upstream's lexer ends the line first: the type parser finds its newline, not
-            // the dedent after it
-            let (got, span) = self.describe_current();
-            let got = if got == "dedent" {
-                "newline".into()
-            } else {
-                got
-            };
-            let list = TYPE_START
-                .iter()
-                .map(|w| format!("\"{w}\""))
-                .collect::<Vec<_>>();
-            self.error(
-                span,
-                format!("expected one of [{}] got {got}", list.join(", ")),
-            );
-            return Type {
-                kind: TypeKind::Any,
-                span: self.span(t.lo, t.lo),
-            };
-        }
-        let kind = match t.tok {
-            Tok::Ident(sym) => {
-                let basic = match sym.as_str() {
-                    "any" => Some(TypeKind::Any),
-                    "bool" => Some(TypeKind::Basic(BasicType::Bool)),
-                    "int" => Some(TypeKind::Basic(BasicType::Int)),
-                    "float" => Some(TypeKind::Basic(BasicType::Float)),
-                    "str" => Some(TypeKind::Basic(BasicType::Str)),
-                    _ => None,
-                };
-                if let Some(k) = basic
-                    && self.nth(1).tok != Tok::Dot
-                {
-                    self.bump();
-                    return Type { kind: k, span };
-                }
-                match self.parse_identifier() {
-                    Some(id) => {
-                        let span = id.span;
-                        return Type {
-                            kind: TypeKind::Named(id),
-                            span,
-                        };
-                    }
-                    None => TypeKind::Any,
-                }
-            }
-            Tok::LBracket => {
-                self.bump();
-                self.ctx.push(Ctx::Bracket);
-                let elem = if self.at(Tok::RBracket) {
-                    None
-                } else {
-                    Some(Box::new(self.parse_type()))
-                };
-                self.ctx.pop();
-                self.expect(Tok::RBracket, "]");
-                return Type {
-                    kind: TypeKind::List(elem),
-                    span: self.since(t.lo),
-                };
-            }
-            Tok::LBrace => {
-                self.bump();
-                self.ctx.push(Ctx::Brace);
-                let mut k = None;
-                let mut v = None;
-                if !self.at(Tok::RBrace) {
-                    if !self.at(Tok::Colon) {
-                        k = Some(Box::new(self.parse_type()));
-                    }
-                    self.expect(Tok::Colon, ":");
-                    if !self.at(Tok::RBrace) {
-                        v = Some(Box::new(self.parse_type()));
-                    }
-                }
-                self.ctx.pop();
-                self.expect(Tok::RBrace, "}");
-                return Type {
-                    kind: TypeKind::Dict(k, v),
-                    span: self.since(t.lo),
-                };
-            }
-            Tok::LParen => {
-                self.bump();
-                self.ctx.push(Ctx::Paren);
-                let mut params = Vec::new();
-                while !self.at(Tok::RParen) && !self.at_eof() {
-                    params.push(self.parse_type());
-                    if !self.eat(Tok::Comma) {
-                        break;
-                    }
-                }
-                self.ctx.pop();
-                self.expect(Tok::RParen, ")");
-                let ret = if self.at(Tok::Arrow) && !self.at_line_break() {
-                    self.bump();
-                    // `(int) -> int | str` returns `int | str` (upstream accepts a lambda
-                    // returning `str` for it)
-                    Some(Box::new(self.parse_type()))
-                } else {
-                    None
-                };
-                return Type {
-                    kind: TypeKind::Function { params, ret },
-                    span: self.since(t.lo),
-                };
-            }
-            Tok::Str { raw, triple } => {
-                self.bump();
-                let s = self.decode_plain_string(t, raw, triple);
-                TypeKind::Literal(LiteralType::Str(Arc::from(s)))
-            }
-            Tok::Number => {
-                self.bump();
-                match parse_number(self.text(t)) {
-                    Ok(ExprKind::Int(i)) => TypeKind::Literal(LiteralType::Int(i, None)),
-                    Ok(ExprKind::NumberUnit { value, suffix }) => {
-                        TypeKind::Literal(LiteralType::Int(value, Some(suffix)))
-                    }
-                    Ok(ExprKind::Float(f)) => TypeKind::Literal(LiteralType::Float(f)),
-                    _ => {
-                        self.error(span, "invalid number literal");
-                        TypeKind::Any
-                    }
-                }
-            }
-            Tok::True => {
-                self.bump();
-                TypeKind::Literal(LiteralType::Bool(true))
-            }
-            Tok::False => {
-                self.bump();
-                TypeKind::Literal(LiteralType::Bool(false))
-            }
-            Tok::None => {
-                self.bump();
-                TypeKind::Literal(LiteralType::None)
-            }
-            Tok::Undefined => {
-                self.bump();
-                TypeKind::Literal(LiteralType::Undefined)
-            }
-            _ => {
-                self.expected(TYPE_START);
-                TypeKind::Any
-            }
-        };
-        Type { kind, span }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod loader;
 pub mod merge;
 mod stmt;
 pub(crate) mod strings;
+mod types;
 
 use crate::ast::{ExprKind, FileId, Module, Span, Stmt, StmtKind, StrLit, source_map};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
