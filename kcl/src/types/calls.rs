@@ -1,0 +1,387 @@
+//! Calls: builtin functions and string methods (their arity, parameter and result types),
+//! lambdas and schema arguments.
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    /// A call `func(args)`: builtins, methods, lambdas and schemas called as functions.
+    pub(super) fn infer_call(
+        &mut self,
+        env: &Env,
+        e: &Expr,
+        func: &Expr,
+        args: &ast::CallArgs,
+    ) -> Ty {
+        let mut func_ty = Ty::Any;
+        let arity = self.builtin_arity(env, func, &mut func_ty);
+        // a method's receiver, before the arguments are inferred
+        let on_str = match &func.kind {
+            ExprKind::Selector(x) if !x.optional => {
+                matches!(self.receiver_ty(env, &x.value), Ty::Str | Ty::StrLit(_))
+            }
+            _ => false,
+        };
+        if arity.is_none()
+            && let Ty::Func(f) = &func_ty
+        {
+            // upstream names the callee by its dotted path; other callees are
+            // checked at run time
+            return self.lambda_call(env, dotted(func), f, args, e.span);
+        }
+        if arity.is_none()
+            && let Ty::SchemaType(id) = func_ty
+            && self.schema_is_plain(id)
+        {
+            let f = self.schema_params(id);
+            return self.lambda_call(env, dotted(func), &f, args, e.span);
+        }
+        let arg_tys: Vec<Ty> = args.args.iter().map(|a| self.infer(env, a)).collect();
+        let kw_tys: Vec<Ty> = args
+            .keywords
+            .iter()
+            .map(|k| self.infer(env, &k.value))
+            .collect();
+        if let ExprKind::Ident(s) = &func.kind
+            && let Some(params) = builtin_fn_params(s.as_str())
+            && self.builtin_visible(env, *s)
+        {
+            self.builtin_args(s.as_str(), &params, args, &arg_tys, &kw_tys);
+        }
+        if on_str
+            && args.keywords.is_empty()
+            && let ExprKind::Selector(x) = &func.kind
+            && let Some(params) = str_method_params(x.attr.sym.as_str())
+        {
+            self.builtin_args(x.attr.sym.as_str(), &params, args, &arg_tys, &[]);
+        }
+        let builtin = arity.is_some();
+        if let Some((name, min, max)) = arity
+            && args.keywords.is_empty()
+        {
+            self.check_arity(&name, min, max, &args.args, e.span);
+        }
+        // what upstream's resolver knows builtins and string methods return
+        match &func.kind {
+            ExprKind::Ident(s) if builtin || self.builtin_visible(env, *s) => {
+                if let Some(t) = builtin_fn_ret(s.as_str()) {
+                    return t;
+                }
+            }
+            ExprKind::Selector(x) if !x.optional => {
+                if on_str && let Some(t) = str_method_ret(x.attr.sym.as_str()) {
+                    return t;
+                }
+            }
+            _ => {}
+        }
+        match func_ty {
+            Ty::Func(f) => f.ret.clone(),
+            _ => Ty::Any,
+        }
+    }
+
+    /// Schemas whose instances the checker understands fully (no protocol/mixin host magic).
+    /// The positional arity (name as upstream prints it, required, most) of a call to a
+    /// builtin function or to a method of a value known to be a string; infers `func` on the way.
+    pub(super) fn builtin_arity(
+        &mut self,
+        env: &Env,
+        func: &Expr,
+        func_ty: &mut Ty,
+    ) -> Option<(String, usize, Option<usize>)> {
+        match &func.kind {
+            ExprKind::Ident(s) => {
+                let shadowed = !self.builtin_visible(env, *s);
+                *func_ty = self.infer(env, func);
+                let (min, max) = builtin_fn_arity(s.as_str()).filter(|_| !shadowed)?;
+                Some((s.as_str().to_string(), min, max))
+            }
+            ExprKind::Selector(x) if !x.optional => {
+                *func_ty = self.infer(env, func);
+                // the receiver's type, where it is known without inferring it again
+                let t = self.receiver_ty(env, &x.value);
+                if !matches!(t, Ty::Str | Ty::StrLit(_)) {
+                    return None;
+                }
+                let (min, max) = str_method_arity(x.attr.sym.as_str())?;
+                // upstream names the call by its dotted path, or the method alone
+                let name = match dotted(func) {
+                    Some(d) => d,
+                    None => x.attr.sym.as_str().to_string(),
+                };
+                Some((name, min, max))
+            }
+            _ => {
+                *func_ty = self.infer(env, func);
+                None
+            }
+        }
+    }
+
+    /// Whether `s` names the builtin function there (no local, member or global of the name).
+    pub(super) fn builtin_visible(&mut self, env: &Env, s: Symbol) -> bool {
+        !(env.locals.iter().any(|(n, _)| *n == s)
+            || self.is_schema_member(env, s)
+            || self.pkgs[env.pkg].defined.contains(&s)
+            || self.imports.contains_key(&(env.file, s)))
+    }
+
+    /// A call of a lambda whose parameters are known: upstream's static checks of argument
+    /// counts, keyword names and argument types; the value has the lambda's return type.
+    pub(super) fn lambda_call(
+        &mut self,
+        env: &Env,
+        name: Option<String>,
+        f: &ty::FuncTy,
+        args: &ast::CallArgs,
+        at: Span,
+    ) -> Ty {
+        let start = self.errors.len();
+        for (i, a) in args.args.iter().enumerate() {
+            match f.params.get(i) {
+                Some((_, t, _)) => self.check_value(env, a, t, a.span, None),
+                None => {
+                    self.infer(env, a);
+                    if let Some(name) = &name
+                        && self.errors.len() == start
+                    {
+                        let n = f.params.len();
+                        let msg = format!(
+                            "\"{name}\" takes {n} positional {} but {} were given",
+                            if n > 1 { "arguments" } else { "argument" },
+                            args.args.len()
+                        );
+                        self.err(ErrKind::Compile, msg, a.span.shrink_to_lo());
+                    }
+                }
+            }
+        }
+        for k in &args.keywords {
+            match f.params.iter().find(|(p, _, _)| *p == Some(k.name.sym)) {
+                Some((_, t, _)) => self.check_value(env, &k.value, t, k.value.span, None),
+                None => {
+                    self.infer(env, &k.value);
+                    if let Some(name) = &name
+                        && self.errors.len() == start
+                    {
+                        let names = f
+                            .params
+                            .iter()
+                            .filter_map(|(p, _, _)| p.map(|p| p.as_str()));
+                        let msg = format!(
+                            "\"{name}\" got an unexpected keyword argument '{}'{}",
+                            k.name.sym,
+                            did_you_mean_or(k.name.sym.as_str(), names)
+                        );
+                        self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
+                    }
+                }
+            }
+        }
+        let required = f.params.iter().filter(|(_, _, d)| !d).count();
+        let given = args.args.len() + args.keywords.len();
+        if name.is_some() && self.errors.len() == start && given < required {
+            let msg = format!(
+                "expected {required} positional {}, found {given}",
+                if required > 1 {
+                    "arguments"
+                } else {
+                    "argument"
+                }
+            );
+            self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+        }
+        f.ret.clone()
+    }
+
+    /// Upstream's static checks of a builtin's argument types and keyword names. A value of
+    /// unknown type (`any`, None) passes, as upstream's; a schema instance is not a dict here
+    /// (`len(instance)` is a type error upstream).
+    pub(super) fn builtin_args(
+        &mut self,
+        name: &str,
+        params: &[(&str, Ty)],
+        args: &ast::CallArgs,
+        arg_tys: &[Ty],
+        kw_tys: &[Ty],
+    ) {
+        if args
+            .args
+            .iter()
+            .any(|a| matches!(a.kind, ExprKind::Starred(_)))
+        {
+            return;
+        }
+        let fits = |got: &Ty, want: &Ty, this: &Self| {
+            assignable(got, want, &|a, b| this.is_sub_schema(a, b))
+        };
+        for ((a, got), (_, want)) in args.args.iter().zip(arg_tys).zip(params) {
+            if !fits(got, want, self) {
+                let msg = format!("expected {}, got {}", self.ty_str(want), self.ty_str(got));
+                self.err(ErrKind::Type, msg, a.span.shrink_to_lo());
+            }
+        }
+        for (k, got) in args.keywords.iter().zip(kw_tys) {
+            match params.iter().find(|(p, _)| *p == k.name.sym.as_str()) {
+                Some((_, want)) => {
+                    if !fits(got, want, self) {
+                        let msg =
+                            format!("expected {}, got {}", self.ty_str(want), self.ty_str(got));
+                        self.err(ErrKind::Type, msg, k.value.span.shrink_to_lo());
+                    }
+                }
+                None => {
+                    let msg = format!(
+                        "\"{name}\" got an unexpected keyword argument '{}'{}",
+                        k.name.sym,
+                        did_you_mean_or(k.name.sym.as_str(), params.iter().map(|(p, _)| *p))
+                    );
+                    self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
+                }
+            }
+        }
+    }
+
+    /// Upstream's static argument-count errors: too few at the call, too many at the first
+    /// argument beyond the last parameter.
+    pub(super) fn check_arity(
+        &mut self,
+        name: &str,
+        min: usize,
+        max: Option<usize>,
+        args: &[Expr],
+        at: Span,
+    ) {
+        let plural = |n: usize| if n > 1 { "arguments" } else { "argument" };
+        if args.len() < min {
+            let msg = format!(
+                "expected {min} positional {}, found {}",
+                plural(min),
+                args.len()
+            );
+            self.err(ErrKind::Compile, msg, at);
+        } else if let Some(max) = max
+            && args.len() > max
+        {
+            let msg = format!(
+                "\"{name}\" takes {max} positional {} but {} were given",
+                plural(max),
+                args.len()
+            );
+            self.err(ErrKind::Compile, msg, args[max].span);
+        }
+    }
+}
+
+/// Positional arity (required, most) of upstream's builtin functions, where measured against
+/// it (`None`: not bounded here, because upstream checks argument types first).
+pub(super) fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
+    Some(match name {
+        "len" | "abs" | "float" | "hex" | "bin" | "oct" => (1, Some(1)),
+        "int" | "round" => (1, Some(2)),
+        "str" | "list" => (0, Some(1)),
+        "pow" => (2, Some(3)),
+        "multiplyof" => (2, Some(2)),
+        "sorted" | "typeof" | "option" | "ord" | "isunique" | "all_true" | "any_true" | "sum" => {
+            (1, None)
+        }
+        _ => return None,
+    })
+}
+
+/// The parameters (name, type) of upstream's builtin functions with a fixed parameter list, as
+/// its resolver declares them (`print`, `max`, `min` and `zip` are variadic: unchecked).
+pub(super) fn builtin_fn_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
+    let sig: &[(&str, &str)] = match name {
+        "option" => &[
+            ("key", "str"),
+            ("type", "str"),
+            ("required", "bool"),
+            ("default", "any"),
+            ("help", "str"),
+        ],
+        "multiplyof" => &[("a", "int"), ("b", "int")],
+        "isunique" | "all_true" | "any_true" => &[("inval", "[any]")],
+        "len" => &[("inval", "str | {any:any} | [any]")],
+        "abs" => &[("inval", "any")],
+        "hex" | "bin" | "oct" => &[("number", "int")],
+        "ord" => &[("c", "str")],
+        "sorted" => &[("inval", "str | {any:any} | [any]"), ("reverse", "bool")],
+        "range" => &[("start", "int"), ("stop", "int"), ("step", "int")],
+        "sum" => &[("iterable", "[any]"), ("start", "any")],
+        "pow" => &[("x", "num"), ("y", "num"), ("z", "num")],
+        "round" => &[("number", "num"), ("ndigits", "int")],
+        "int" => &[("number", "any"), ("base", "int")],
+        "float" => &[("number", "any")],
+        "bool" | "str" | "list" | "dict" => &[("x", "any")],
+        "typeof" => &[("x", "any"), ("full_name", "bool")],
+        _ => return None,
+    };
+    Some(
+        sig.iter()
+            .map(|(n, t)| (*n, sysmod::parse_ty(&t.replace(' ', ""))))
+            .collect(),
+    )
+}
+
+/// Positional arity (required, most) of upstream's string methods.
+pub(super) fn str_method_arity(name: &str) -> Option<(usize, Option<usize>)> {
+    Some(match name {
+        "upper" | "lower" | "capitalize" | "title" | "isalnum" | "isalpha" | "isdigit"
+        | "islower" | "isupper" | "isspace" | "istitle" | "chars" => (0, Some(0)),
+        "count" | "endswith" | "startswith" | "find" | "index" | "rfind" | "rindex" => (1, Some(3)),
+        "join" | "removeprefix" | "removesuffix" => (1, Some(1)),
+        "strip" | "lstrip" | "rstrip" | "splitlines" => (0, Some(1)),
+        "split" | "rsplit" => (0, Some(2)),
+        "replace" => (2, Some(3)),
+        _ => return None,
+    })
+}
+
+/// Upstream's parameter types of the string methods that take arguments (checked positionally).
+pub(super) fn str_method_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
+    let s = || Ty::Str;
+    let i = || Ty::Int;
+    Some(match name {
+        "count" | "find" | "index" | "rfind" | "rindex" => {
+            vec![("sub", s()), ("start", i()), ("end", i())]
+        }
+        "endswith" | "startswith" => vec![("val", s()), ("start", i()), ("end", i())],
+        "removeprefix" => vec![("prefix", s())],
+        "removesuffix" => vec![("suffix", s())],
+        "strip" | "lstrip" | "rstrip" => vec![("chars", s())],
+        "splitlines" => vec![("keepends", Ty::Bool)],
+        "split" | "rsplit" => vec![("sep", s()), ("maxsplit", i())],
+        "replace" => vec![("old", s()), ("new", s()), ("count", i())],
+        "join" => vec![("iter", Ty::List(Rc::new(Ty::Any)))],
+        _ => return None,
+    })
+}
+
+/// The type a builtin function's call has (where it does not depend on the arguments).
+pub(super) fn builtin_fn_ret(name: &str) -> Option<Ty> {
+    Some(match name {
+        "len" | "int" | "ord" => Ty::Int,
+        "float" => Ty::Float,
+        "str" | "hex" | "bin" | "oct" | "typeof" => Ty::Str,
+        "isunique" | "all_true" | "any_true" | "multiplyof" | "bool" => Ty::Bool,
+        "round" | "pow" => Ty::union(vec![Ty::Int, Ty::Float]),
+        "range" => Ty::List(Rc::new(Ty::Int)),
+        "sorted" | "zip" | "list" => Ty::List(Rc::new(Ty::Any)),
+        "dict" => Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any)),
+        _ => return None,
+    })
+}
+
+/// The type a string method's call has.
+pub(super) fn str_method_ret(name: &str) -> Option<Ty> {
+    Some(match name {
+        "upper" | "lower" | "capitalize" | "title" | "format" | "join" | "removeprefix"
+        | "removesuffix" | "strip" | "lstrip" | "rstrip" | "replace" => Ty::Str,
+        "isalnum" | "isalpha" | "isdigit" | "islower" | "isupper" | "isspace" | "istitle"
+        | "endswith" | "startswith" => Ty::Bool,
+        "count" | "find" | "index" | "rfind" | "rindex" => Ty::Int,
+        "split" | "rsplit" | "splitlines" => Ty::List(Rc::new(Ty::Str)),
+        _ => return None,
+    })
+}

@@ -1,0 +1,348 @@
+//! Values against the type they must have: assignments, attribute defaults, dict and schema
+//! config entries, and the `+=`/`:`/`=` operators on them.
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    /// Check `e` against `expected`; errors go to `span` with a "defined here" note at
+    /// `def` (where the expected type was declared).
+    pub(super) fn check_value(
+        &mut self,
+        env: &Env,
+        e: &Expr,
+        expected: &Ty,
+        span: Span,
+        def: Option<Span>,
+    ) {
+        if expected.is_any() {
+            self.infer(env, e);
+            return;
+        }
+        let inner = strip_paren(e);
+        match (&inner.kind, expected) {
+            (ExprKind::Config(entries), Ty::Schema(id)) => {
+                self.check_schema_config(env, entries, &[*id]);
+                return;
+            }
+            (ExprKind::Config(entries), Ty::Union(ts))
+                if ts.iter().all(|t| matches!(t, Ty::Schema(_))) =>
+            {
+                let ids: Vec<SchemaId> = ts
+                    .iter()
+                    .filter_map(|t| match t {
+                        Ty::Schema(i) => Some(*i),
+                        _ => None,
+                    })
+                    .collect();
+                self.check_schema_config(env, entries, &ids);
+                return;
+            }
+            (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
+                self.check_dict_config(env, entries, expected, kt, vt, def);
+                return;
+            }
+            // a list of configs where a list of schemas is expected: each config against the
+            // schema (dicts against a dict type are compared as a whole list type)
+            (ExprKind::List(items), Ty::List(et))
+                if matches!(**et, Ty::Schema(_))
+                    && !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))) =>
+            {
+                for it in items.iter() {
+                    self.check_value(env, it, et, it.span, def);
+                }
+                return;
+            }
+            // configs merged into a schema slot (`base | {k = v}`): upstream merges the
+            // entries' types and checks each against the schema, so each side is checked
+            (
+                ExprKind::Binary {
+                    op: ast::BinOp::BitOr,
+                    left,
+                    right,
+                },
+                Ty::Schema(_),
+            ) => {
+                self.infer(env, inner);
+                let before = self.errors.len();
+                self.check_value(env, left, expected, span, def);
+                self.check_value(env, right, expected, span, def);
+                // the sides' own errors were found once already
+                let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
+                    .iter()
+                    .map(|e| (e.msg.clone(), e.span))
+                    .collect();
+                let mut i = before;
+                while i < self.errors.len() {
+                    let k = (self.errors[i].msg.clone(), self.errors[i].span);
+                    if seen.contains(&k) {
+                        self.errors.remove(i);
+                    } else {
+                        seen.push(k);
+                        i += 1;
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        let got = self.infer(env, e);
+        self.fits(&got, expected, span, def);
+    }
+
+    /// Whether `got` fits `expected`; if not, upstream's type error at `span` (with a note at
+    /// the declaration `def`).
+    pub(super) fn fits(&mut self, got: &Ty, expected: &Ty, span: Span, def: Option<Span>) -> bool {
+        if !assignable(got, expected, &|a, b| self.is_sub_schema(a, b)) {
+            let (es, gs) = (self.ty_str(expected), self.ty_str(got));
+            let mut err = EvalError::new(
+                ErrKind::Type,
+                format!("expected {es}, got {gs}"),
+                Some(span.shrink_to_lo()),
+            );
+            if let Some(d) = def
+                && d != span
+            {
+                err = err.with_note(
+                    d.shrink_to_lo(),
+                    format!("variable is defined here, its type is {es}, but got {gs}"),
+                );
+            }
+            self.errors.push(err);
+            return false;
+        }
+        true
+    }
+
+    /// Upstream rejects config keys statically known not to be strings; false when reported.
+    pub(super) fn check_str_key(&mut self, t: &Ty, span: Span) -> bool {
+        let stringy = |t: &Ty| t.is_any() || matches!(t, Ty::Str | Ty::StrLit(_));
+        let ok = match t {
+            Ty::Union(ts) => ts.iter().any(stringy),
+            t => stringy(t),
+        };
+        if !ok {
+            let msg = format!("A attribute must be string type, got '{}'", self.ty_str(t));
+            self.err(ErrKind::Attribute, msg, span);
+        }
+        ok
+    }
+
+    /// Entries of a config literal checked against a dict type `{K:V}`.
+    pub(super) fn check_dict_config(
+        &mut self,
+        env: &Env,
+        entries: &[ast::ConfigEntry],
+        dict_ty: &Ty,
+        kt: &Ty,
+        vt: &Ty,
+        def: Option<Span>,
+    ) {
+        let env = &self.config_env(env, entries);
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    let kty = match &key.kind {
+                        ExprKind::Ident(s) => Some(Ty::StrLit(std::sync::Arc::from(s.as_str()))),
+                        ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
+                        ExprKind::Selector(_) => None,
+                        _ => {
+                            let t = self.infer(env, key);
+                            if !self.check_str_key(&t, key.span) {
+                                continue;
+                            }
+                            Some(t)
+                        }
+                    };
+                    if let Some(kty) = kty
+                        && !assignable(&kty, kt, &|a, b| self.is_sub_schema(a, b))
+                    {
+                        let (es, gs) = (self.ty_str(dict_ty), self.ty_str(&kty));
+                        let mut err = EvalError::new(
+                            ErrKind::Type,
+                            format!("expected {es}, got {gs}"),
+                            Some(key.span.shrink_to_lo()),
+                        );
+                        if let Some(d) = def {
+                            err = err.with_note(
+                                d.shrink_to_lo(),
+                                format!("variable is defined here, its type is {es}, but got {gs}"),
+                            );
+                        }
+                        self.errors.push(err);
+                        continue;
+                    }
+                    if matches!(key.kind, ExprKind::Selector(_)) {
+                        let t = self.infer(env, value);
+                        self.check_insert(*op, &t, value.span);
+                    } else if *op == ast::ConfigOp::Insert {
+                        let t = self.infer(env, value);
+                        if self.fits(&t, vt, key.span, def) {
+                            self.check_insert(*op, &t, value.span);
+                        }
+                    } else {
+                        self.check_value(env, value, vt, key.span, def);
+                    }
+                }
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
+                    self.infer(env, v);
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    self.infer(env, &ci.cond);
+                    self.check_dict_config(env, &ci.body, dict_ty, kt, vt, def);
+                    self.check_dict_config(env, &ci.orelse, dict_ty, kt, vt, def);
+                }
+            }
+        }
+    }
+
+    /// Entries of a config literal used as the config of a schema (or a union of schemas).
+    pub(super) fn check_schema_config(
+        &mut self,
+        env: &Env,
+        entries: &[ast::ConfigEntry],
+        ids: &[SchemaId],
+    ) {
+        let env = &self.config_env(env, entries);
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    let Some(path) = key_path(key) else {
+                        self.infer(env, key);
+                        let t = self.infer(env, value);
+                        self.check_insert(*op, &t, value.span);
+                        continue;
+                    };
+                    let mut cur: Vec<SchemaId> = ids.to_vec();
+                    let mut found: Option<(Ty, Span)> = None;
+                    let mut ok = true;
+                    for (i, (name, nspan)) in path.iter().enumerate() {
+                        if cur.is_empty() {
+                            ok = false;
+                            break;
+                        }
+                        let mut hit: Option<(Ty, Span)> = None;
+                        let mut open = false;
+                        for &id in &cur {
+                            let m = self.members(id);
+                            open |= m.open;
+                            if let Some(a) = m.attrs.get(name) {
+                                hit = Some(a.clone());
+                                break;
+                            }
+                        }
+                        match hit {
+                            Some(h) => {
+                                cur = match &h.0 {
+                                    Ty::Schema(s) => vec![*s],
+                                    Ty::Union(ts)
+                                        if ts.iter().all(|t| matches!(t, Ty::Schema(_))) =>
+                                    {
+                                        ts.iter()
+                                            .filter_map(|t| match t {
+                                                Ty::Schema(s) => Some(*s),
+                                                _ => None,
+                                            })
+                                            .collect()
+                                    }
+                                    _ => Vec::new(),
+                                };
+                                found = Some(h);
+                            }
+                            None if open => {
+                                ok = false;
+                                break;
+                            }
+                            None => {
+                                let msg = self.cannot_add(&cur, name);
+                                let sp = if i == 0 { key.span } else { *nspan };
+                                self.err(ErrKind::Compile, msg, sp.shrink_to_lo());
+                                ok = false;
+                                break;
+                            }
+                        }
+                        if i + 1 < path.len()
+                            && !matches!(found, Some((Ty::Schema(_) | Ty::Union(_), _)))
+                        {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    match found {
+                        Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
+                            self.check_value(env, value, &t, key.span, Some(def));
+                        }
+                        Some((t, def)) if ok => {
+                            let got = self.infer(env, value);
+                            if self.fits(&got, &t, key.span, Some(def)) {
+                                self.check_insert(*op, &got, value.span);
+                            }
+                        }
+                        _ => {
+                            let t = self.infer(env, value);
+                            self.check_insert(*op, &t, value.span);
+                        }
+                    }
+                }
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
+                    self.infer(env, v);
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    self.infer(env, &ci.cond);
+                    self.check_schema_config(env, &ci.body, ids);
+                    self.check_schema_config(env, &ci.orelse, ids);
+                }
+            }
+        }
+    }
+
+    /// `key += value` appends to a list: upstream rejects a value statically known not to be
+    /// one.
+    pub(super) fn check_insert(&mut self, op: ast::ConfigOp, t: &Ty, span: Span) {
+        let list = |t: &Ty| matches!(t, Ty::Any | Ty::List(_));
+        let ok = match t {
+            Ty::Union(ts) => ts.iter().all(list),
+            t => list(t),
+        };
+        if op == ast::ConfigOp::Insert && !ok {
+            let msg = format!("only list type can in inserted, got '{}'", self.ty_str(t));
+            self.err(ErrKind::Attribute, msg, span.shrink_to_lo());
+        }
+    }
+
+    pub(super) fn cannot_add(&mut self, ids: &[SchemaId], name: &Symbol) -> String {
+        if ids.len() > 1 {
+            let names: Vec<&str> = ids.iter().map(|i| self.schema_name(*i)).collect();
+            return format!(
+                "Cannot add member '{}' to 'schemas {:?}'",
+                name.as_str(),
+                names
+            );
+        }
+        let m = self.members(ids[0]);
+        let sname = self.schema_name(ids[0]);
+        // upstream offers the schema's own attributes only, not inherited ones
+        let own: Vec<Symbol> = self.schemas[ids[0].0]
+            .stmt
+            .body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(a) => Some(a.name.sym),
+                _ => None,
+            })
+            .collect();
+        format!(
+            "Cannot add member '{}' to schema '{sname}'{}",
+            name.as_str(),
+            did_you_mean(
+                name.as_str(),
+                m.order
+                    .iter()
+                    .filter(|s| own.contains(s))
+                    .map(|s| s.as_str())
+            )
+        )
+    }
+}

@@ -1,0 +1,678 @@
+//! The type of an expression, including comprehensions, config literals and lambda bodies.
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    /// The type of `e` (`any` when unknown), checking sub-expressions on the way.
+    pub(super) fn infer(&mut self, env: &Env, e: &Expr) -> Ty {
+        match &e.kind {
+            ExprKind::Int(i) => Ty::IntLit(*i),
+            ExprKind::Float(f) => Ty::FloatLit(*f),
+            ExprKind::Bool(b) => Ty::BoolLit(*b),
+            ExprKind::Str(s) => Ty::StrLit(s.clone()),
+            ExprKind::None => Ty::None,
+            // upstream types `Undefined` as `NoneType`
+            ExprKind::Undefined => Ty::None,
+            ExprKind::NumberUnit { .. } => Ty::Any,
+            ExprKind::JoinedStr(parts) => {
+                for p in parts {
+                    if let ast::StrPart::Interp { expr, spec } = p {
+                        // upstream's resolver knows two format specs, and checks the spec
+                        // before the expression
+                        if let Some(spec) = spec.as_deref()
+                            && !matches!(spec.to_ascii_lowercase().as_str(), "#json" | "#yaml")
+                        {
+                            let msg = format!("{spec} is a invalid format spec");
+                            self.err(ErrKind::Compile, msg, expr.span);
+                        }
+                        self.infer(env, expr);
+                    }
+                }
+                Ty::Str
+            }
+            ExprKind::Ident(s) => {
+                self.check_defined(env, *s, e.span);
+                self.lookup(env, *s)
+            }
+            ExprKind::Paren(x) => self.infer(env, x),
+            ExprKind::Unary { op, operand } => {
+                let t = self.infer(env, operand);
+                self.unary(*op, &t, operand.span)
+            }
+            ExprKind::Binary { op, left, right } => {
+                let l = self.infer(env, left);
+                let r = self.infer(env, right);
+                self.binary(*op, &l, &r, e.span)
+            }
+            ExprKind::Compare(c) => {
+                // upstream compares a union as its variable type: literals widened (`"a" |
+                // "b"` is `str`), subsumed members dropped, a None member making it `any`
+                let mut l = self.infer(env, &c.left);
+                l = literal_union_widened(&l, &|a, b| self.is_sub_schema(a, b));
+                for (op, r) in &c.ops {
+                    let rt = self.infer(env, r);
+                    let rt = literal_union_widened(&rt, &|a, b| self.is_sub_schema(a, b));
+                    if !compare_allowed(*op, &l, &rt) {
+                        let msg = format!(
+                            "unsupported operand type(s) for {}: '{}' and '{}'",
+                            op.as_str(),
+                            self.ty_str(&l),
+                            self.ty_str(&rt)
+                        );
+                        self.err(ErrKind::Type, msg, e.span.shrink_to_lo());
+                    }
+                    l = rt;
+                }
+                Ty::Bool
+            }
+            ExprKind::If(x) => {
+                self.infer(env, &x.cond);
+                let a = self.infer(env, &x.then);
+                let b = self.infer(env, &x.orelse);
+                if a.is_any() || b.is_any() {
+                    Ty::Any
+                } else {
+                    sup(vec![a, b], &|x, y| self.is_sub_schema(x, y))
+                }
+            }
+            ExprKind::Selector(x) => self.infer_selector(env, x),
+            ExprKind::Subscript { value, index, .. } => self.infer_subscript(env, value, index),
+            ExprKind::Slice(sl) => self.infer_slice(env, sl),
+            ExprKind::Call { func, args } => self.infer_call(env, e, func, args),
+            ExprKind::List(items) => {
+                let mut ts = Vec::with_capacity(items.len());
+                let mut known = true;
+                for x in items {
+                    // `*xs` brings the unpacked list's items (a dict's keys)
+                    let t = match &x.kind {
+                        ExprKind::Starred(inner) => match self.infer(env, inner) {
+                            Ty::List(e) => (*e).clone(),
+                            Ty::Dict(k, _) => (*k).clone(),
+                            _ => Ty::Any,
+                        },
+                        _ => self.infer(env, x),
+                    };
+                    if t.is_any() || matches!(x.kind, ExprKind::ListIf(_)) {
+                        known = false;
+                    }
+                    ts.push(t);
+                }
+                if known && !ts.is_empty() {
+                    Ty::List(Rc::new(sup(ts, &|x, y| self.is_sub_schema(x, y))))
+                } else {
+                    Ty::List(Rc::new(Ty::Any))
+                }
+            }
+            ExprKind::ListIf(li) => {
+                self.infer(env, &li.cond);
+                for x in li.body.iter().chain(&li.orelse) {
+                    self.infer(env, x);
+                }
+                Ty::Any
+            }
+            ExprKind::Starred(x) => {
+                self.infer(env, x);
+                Ty::Any
+            }
+            ExprKind::Config(entries) => self.infer_config(env, entries),
+            ExprKind::ListComp(c) => {
+                let env2 = self.comp_env(env, &c.clauses);
+                let t = match &c.elt.kind {
+                    ExprKind::Starred(_) => {
+                        self.infer(&env2, &c.elt);
+                        Ty::Any
+                    }
+                    _ => self.infer(&env2, &c.elt),
+                };
+                Ty::List(Rc::new(t))
+            }
+            ExprKind::DictComp(c) => {
+                let env2 = self.comp_env(env, &c.clauses);
+                let k = self.infer(&env2, &c.key);
+                let v = self.infer(&env2, &c.value);
+                if k.is_any() || v.is_any() {
+                    Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+                } else {
+                    Ty::Dict(Rc::new(k), Rc::new(v))
+                }
+            }
+            ExprKind::Quant(q) => self.infer_quant(env, q),
+            ExprKind::Schema(se) => self.infer_schema_expr(env, e, se),
+            ExprKind::Lambda(l) => self.infer_lambda(env, l),
+            ExprKind::As { value, ty } => {
+                let got = self.infer(env, value);
+                self.check_type_names(env, ty);
+                let t = self.resolve_type(env.pkg, env.file, ty);
+                let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
+                if !got.is_any()
+                    && !t.is_any()
+                    && !assignable(&got, &t, &sub)
+                    && !assignable(&t, &got, &sub)
+                {
+                    let msg = format!(
+                        "Conversion of type '{}' to type '{}' may be a mistake because neither type sufficiently overlaps with the other",
+                        self.ty_str(&got),
+                        self.ty_str(&t)
+                    );
+                    self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                }
+                t
+            }
+            ExprKind::Missing => Ty::Any,
+        }
+    }
+
+    /// `value.attr`: a package member, a schema attribute, a dict value or a method.
+    fn infer_selector(&mut self, env: &Env, x: &ast::SelectorExpr) -> Ty {
+        let (value, attr) = (&x.value, &x.attr);
+        if let ExprKind::Ident(s) = &value.kind
+            && env.locals.iter().all(|(n, _)| n != s)
+            && !self.is_schema_member(env, *s)
+            && let Some(tp) = self.pkg_of_import(value.span.file, *s)
+        {
+            if let Some(&id) = self.pkgs[tp].schemas.get(&attr.sym) {
+                return Ty::SchemaType(id);
+            }
+            if let Some(&(t, f)) = self.pkgs[tp].globals.get(&attr.sym) {
+                return self.resolve_type(tp, f, t);
+            }
+            return Ty::Any;
+        }
+        // a member a system module does not have: upstream's resolver error
+        if let ExprKind::Ident(sym) = &value.kind
+            && env.locals.iter().all(|(n, _)| n != sym)
+            && !self.is_schema_member(env, *sym)
+            && let Some(m) = self.system_module_of(value.span.file, *sym)
+        {
+            let name = crate::builtins::system_module_name(m).unwrap_or(m);
+            if crate::builtins::system_member(name, attr.sym.as_str()).is_none() {
+                let msg = format!(
+                    "attribute '{}' not found in 'module '{m}''",
+                    attr.sym.as_str()
+                );
+                self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                return Ty::Any;
+            }
+            return match sysmod::signature(name, attr.sym.as_str()) {
+                Some(f) => Ty::Func(f),
+                None => Ty::Any,
+            };
+        }
+        let t = self.infer(env, value);
+        self.last_receiver = Some((value.span, t.clone()));
+        match t {
+            Ty::SchemaType(id) => {
+                if attr.sym.as_str() != "instances" {
+                    let name = self.schema_name(id);
+                    let a = attr.sym.as_str();
+                    let msg = if similar("instances", a) {
+                        format!(
+                            "attribute '{a}' not found in '{name}', did you mean '[\"instances\"]'?"
+                        )
+                    } else {
+                        format!("attribute '{a}' not found in '{name}'")
+                    };
+                    self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                }
+                Ty::Any
+            }
+            Ty::Schema(id) => {
+                let m = self.members(id);
+                match m.attrs.get(&attr.sym) {
+                    Some(a) => a.0.clone(),
+                    None => {
+                        if !m.open {
+                            let msg = format!(
+                                "attribute '{}' not found in '{}'{}",
+                                attr.sym.as_str(),
+                                self.schema_name(id),
+                                did_you_mean(attr.sym.as_str(), m.order.iter().map(|s| s.as_str()))
+                            );
+                            self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                        }
+                        Ty::Any
+                    }
+                }
+            }
+            // upstream's resolver knows these types have no attributes but the string
+            // methods
+            Ty::Str
+            | Ty::StrLit(_)
+            | Ty::Int
+            | Ty::IntLit(_)
+            | Ty::Float
+            | Ty::FloatLit(_)
+            | Ty::Bool
+            | Ty::BoolLit(_)
+            | Ty::None
+            | Ty::Func(_)
+            | Ty::List(_) => {
+                let str_method = matches!(t, Ty::Str | Ty::StrLit(_))
+                    && crate::builtins::STR_METHODS.contains(&attr.sym.as_str());
+                // `?.` changes nothing here: upstream's resolver checks the type
+                if !str_method {
+                    let msg = format!(
+                        "attribute '{}' not found in '{}'",
+                        attr.sym.as_str(),
+                        self.ty_str(&t)
+                    );
+                    // at the name for a dotted name (upstream's one identifier), else
+                    // at the attribute
+                    let at = if dotted(value).is_some() {
+                        value.span.shrink_to_lo()
+                    } else {
+                        attr.span.shrink_to_lo()
+                    };
+                    self.err(ErrKind::Type, msg, at);
+                }
+                Ty::Any
+            }
+            // a dict's attribute is one of its values (upstream knows a literal's type
+            // per key, which a union of the values' types does not tell)
+            Ty::Dict(_, v) if !matches!(*v, Ty::Union(_)) => (*v).clone(),
+            _ => Ty::Any,
+        }
+    }
+
+    /// `value[index]`.
+    fn infer_subscript(&mut self, env: &Env, value: &Expr, index: &Expr) -> Ty {
+        let t = self.infer(env, value);
+        let it = self.infer(env, index);
+        // upstream's resolver knows what cannot be subscripted, and with what
+        if self.not_subscriptable(&t, value.span) {
+            return Ty::Any;
+        }
+        match &t {
+            Ty::Str | Ty::StrLit(_) | Ty::List(_) if !int_index(&it) => {
+                let msg = format!("expected int, got {}", self.ty_str(&it));
+                self.err(ErrKind::Type, msg, index.span.shrink_to_lo());
+                return Ty::Any;
+            }
+            Ty::Dict(..) | Ty::Schema(_) | Ty::SchemaType(_)
+                if it.kind().is_some_and(|k| k != Kind::Str) =>
+            {
+                let msg = format!("invalid dict/schema key type: '{}'", self.ty_str(&it));
+                self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
+                return Ty::Any;
+            }
+            _ => {}
+        }
+        match t {
+            Ty::List(e) => (*e).clone(),
+            Ty::Dict(_, v) => (*v).clone(),
+            Ty::Str | Ty::StrLit(_) => Ty::Str,
+            _ => Ty::Any,
+        }
+    }
+
+    /// `value[lo:hi:step]`.
+    fn infer_slice(&mut self, env: &Env, sl: &ast::SliceExpr) -> Ty {
+        let t = self.infer(env, &sl.value);
+        let bounds: Vec<(Ty, Span)> = [&sl.lower, &sl.upper, &sl.step]
+            .into_iter()
+            .flatten()
+            .map(|x| (self.infer(env, x), x.span))
+            .collect();
+        if self.not_subscriptable(&t, sl.value.span) {
+            return Ty::Any;
+        }
+        match &t {
+            Ty::Str | Ty::StrLit(_) | Ty::List(_) => {
+                if let Some((bt, at)) = bounds.iter().find(|(bt, _)| !int_index(bt)) {
+                    let msg = format!("expected int, got {}", self.ty_str(bt));
+                    self.err(ErrKind::Type, msg, at.shrink_to_lo());
+                    return Ty::Any;
+                }
+                t.widen()
+            }
+            Ty::Dict(..) | Ty::Schema(_) => {
+                let msg = "unhashable type: 'slice'".to_string();
+                self.err(ErrKind::Compile, msg, sl.value.span.shrink_to_lo());
+                Ty::Any
+            }
+            _ => Ty::Any,
+        }
+    }
+
+    /// A quantifier (`all`, `any`, `map`, `filter`) over a list, dict or string.
+    fn infer_quant(&mut self, env: &Env, q: &ast::QuantExpr) -> Ty {
+        let it = self.infer(env, &q.target);
+        let tys = loop_var_types(&it, q.vars.len());
+        let mut env2 = env.clone();
+        for (i, v) in q.vars.iter().enumerate() {
+            env2 = env2.with_local(v.sym, tys.get(i).cloned().unwrap_or(Ty::Any));
+        }
+        let test = self.infer(&env2, &q.test);
+        if let Some(c) = &q.if_cond {
+            self.infer(&env2, c);
+        }
+        // upstream: all/any are bool, filter keeps the iterated type, map lists the
+        // test's
+        match q.op {
+            ast::QuantOp::All | ast::QuantOp::Any => Ty::Bool,
+            ast::QuantOp::Filter if matches!(it, Ty::List(_) | Ty::Dict(..)) => it,
+            ast::QuantOp::Map => Ty::List(Rc::new(test)),
+            _ => Ty::Any,
+        }
+    }
+
+    /// `Name(args) {config}`: a schema instantiation.
+    fn infer_schema_expr(&mut self, env: &Env, e: &Expr, se: &ast::SchemaExpr) -> Ty {
+        let head = se.name.names[0];
+        self.check_defined(env, head.sym, head.span);
+        let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
+        match (&se.args, id) {
+            (Some(a), Some(id)) if self.schema_is_plain(id) => {
+                let f = self.schema_params(id);
+                let name = se
+                    .name
+                    .names
+                    .iter()
+                    .map(|n| n.sym.as_str())
+                    .collect::<Vec<_>>();
+                self.lambda_call(env, Some(name.join(".")), &f, a, e.span);
+            }
+            (Some(a), _) => {
+                for x in &a.args {
+                    self.infer(env, x);
+                }
+                for k in &a.keywords {
+                    self.infer(env, &k.value);
+                }
+            }
+            (None, _) => {}
+        }
+        match (id, &strip_paren(&se.config).kind) {
+            (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
+                self.check_schema_config(env, entries, &[id]);
+                Ty::Schema(id)
+            }
+            (Some(id), _) if self.schema_is_plain(id) => {
+                self.infer(env, &se.config);
+                Ty::Schema(id)
+            }
+            _ => {
+                self.infer(env, &se.config);
+                Ty::Any
+            }
+        }
+    }
+
+    /// A lambda: its parameters' and return types.
+    fn infer_lambda(&mut self, env: &Env, l: &ast::LambdaExpr) -> Ty {
+        self.check_param_order(&l.params);
+        let mut env2 = env.clone();
+        let mut params = Vec::with_capacity(l.params.len());
+        for p in &l.params {
+            if let Some(d) = &p.default {
+                self.infer(env, d);
+            }
+            if let Some(t) = &p.ty {
+                self.check_type_names(env, t);
+            }
+            let t = match &p.ty {
+                Some(t) => self.resolve_type(env.pkg, env.file, t),
+                None => Ty::Any,
+            };
+            env2 = env2.with_local(p.name.sym, t.clone());
+            params.push((Some(p.name.sym), t, p.default.is_some()));
+        }
+        // assignments in the body are locals
+        let mut locals = Vec::new();
+        collect_assigned(&l.body, &mut locals);
+        for s in locals {
+            env2 = env2.with_local(s, Ty::Any);
+        }
+        if let Some(t) = &l.ret {
+            self.check_type_names(env, t);
+        }
+        let declared = l
+            .ret
+            .as_ref()
+            .map(|t| self.resolve_type(env.pkg, env.file, t));
+        let ret = self.lambda_body(&env2, &l.body, declared.as_ref());
+        Ty::Func(Rc::new(ty::FuncTy {
+            params,
+            ret: declared.unwrap_or(ret),
+        }))
+    }
+
+    /// The type of a method call's receiver, where it is known without inferring it again: a
+    /// literal, a name, or the receiver of the selector inferred last.
+    pub(super) fn receiver_ty(&mut self, env: &Env, recv: &Expr) -> Ty {
+        match &recv.kind {
+            ExprKind::Str(_) | ExprKind::JoinedStr(_) => Ty::Str,
+            ExprKind::Ident(s) => self.lookup(env, *s),
+            _ => match &self.last_receiver {
+                Some((sp, t)) if *sp == recv.span => t.clone(),
+                _ => Ty::Any,
+            },
+        }
+    }
+
+    /// Whether `t` is a type upstream's resolver says cannot be subscripted (scalars, None,
+    /// functions, and unions without a None member); reports it at `at`.
+    pub(super) fn not_subscriptable(&mut self, t: &Ty, at: Span) -> bool {
+        let bad = match t {
+            Ty::Int
+            | Ty::IntLit(_)
+            | Ty::Float
+            | Ty::FloatLit(_)
+            | Ty::Bool
+            | Ty::BoolLit(_)
+            | Ty::None
+            | Ty::Func(_) => true,
+            Ty::Union(ts) => !ts.iter().any(|t| matches!(t, Ty::None | Ty::Any)),
+            _ => false,
+        };
+        if bad {
+            let msg = format!("'{}' object is not subscriptable", self.ty_str(t));
+            self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+        }
+        bad
+    }
+
+    /// Checks a lambda body and returns the type of its value, the last statement's (upstream:
+    /// an expression, an assignment or an assertion; anything else is a compile error). The
+    /// value must fit the declared return type.
+    pub(super) fn lambda_body(&mut self, env: &Env, body: &[Stmt], declared: Option<&Ty>) -> Ty {
+        self.lambda_depth += 1;
+        let t = self.lambda_body_inner(env, body, declared);
+        self.lambda_depth -= 1;
+        t
+    }
+
+    pub(super) fn lambda_body_inner(
+        &mut self,
+        env: &Env,
+        body: &[Stmt],
+        declared: Option<&Ty>,
+    ) -> Ty {
+        let n = body.len();
+        // a local takes the type of its first assignment in the body's own statements
+        let mut env = env.clone();
+        let mut typed: Vec<Symbol> = Vec::new();
+        for s in &body[..n.saturating_sub(1)] {
+            if let StmtKind::Assign(a) = &s.kind
+                && let [t] = a.targets.as_slice()
+                && t.path.is_empty()
+            {
+                let ty = match &a.ty {
+                    Some(x) => {
+                        self.stmt(&env, s);
+                        self.resolve_type(env.pkg, env.file, x)
+                    }
+                    None => self.infer(&env, &a.value).variable_type(),
+                };
+                if !typed.contains(&t.name.sym) {
+                    typed.push(t.name.sym);
+                    env = env.with_local(t.name.sym, ty);
+                }
+            } else {
+                self.stmt(&env, s);
+            }
+        }
+        let env = &env;
+        let Some(last) = body.last() else {
+            return Ty::Any;
+        };
+        let (got, at) = match &last.kind {
+            StmtKind::Expr(x) => {
+                if let Some(rt) = declared
+                    && matches!(strip_paren(x).kind, ExprKind::Config(_))
+                {
+                    // a config literal is checked member by member against the declared type
+                    self.check_value(env, x, rt, x.span, None);
+                    return rt.clone();
+                }
+                (self.infer(env, x), x.span)
+            }
+            StmtKind::Assign(a) => {
+                if a.ty.is_some() {
+                    self.stmt(env, last);
+                }
+                let t = self.infer(env, &a.value);
+                (t, self.stmt_start.unwrap_or(last.span))
+            }
+            StmtKind::AugAssign(_) | StmtKind::Assert(_) => {
+                self.stmt(env, last);
+                (Ty::Any, last.span)
+            }
+            _ => {
+                self.stmt(env, last);
+                self.err(
+                    ErrKind::Compile,
+                    "The last statement of the lambda body must be a expression e.g., x, 1, etc."
+                        .into(),
+                    last.span.shrink_to_lo(),
+                );
+                return Ty::Any;
+            }
+        };
+        if let Some(rt) = declared
+            && !assignable(&got, rt, &|a, b| self.is_sub_schema(a, b))
+        {
+            let msg = format!("expected {}, got {}", self.ty_str(rt), self.ty_str(&got));
+            self.err(ErrKind::Type, msg, at.shrink_to_lo());
+        }
+        got
+    }
+
+    pub(super) fn comp_env(&mut self, env: &Env, clauses: &[ast::CompClause]) -> Env {
+        let mut env2 = env.clone();
+        for c in clauses {
+            let it = self.infer(&env2, &c.iter);
+            // a number, a bool or a literal None is never iterable
+            let scalar = matches!(
+                it,
+                Ty::Bool | Ty::BoolLit(_) | Ty::Int | Ty::IntLit(_) | Ty::Float | Ty::FloatLit(_)
+            ) || matches!(
+                strip_paren(&c.iter).kind,
+                ExprKind::None | ExprKind::Undefined
+            );
+            if scalar {
+                let msg = format!("'{}' object is not iterable", self.ty_str(&it));
+                self.err(ErrKind::Compile, msg, c.iter.span.shrink_to_lo());
+            }
+            let tys = loop_var_types(&it, c.targets.len());
+            for (i, t) in c.targets.iter().enumerate() {
+                let ty = match (t.names.len(), tys.get(i)) {
+                    (1, Some(ty)) => ty.clone(),
+                    _ => Ty::Any,
+                };
+                for n in &t.names {
+                    env2 = env2.with_local(n.sym, ty.clone());
+                }
+            }
+            for x in &c.ifs {
+                self.infer(&env2, x);
+            }
+        }
+        env2
+    }
+
+    pub(super) fn infer_config(&mut self, env: &Env, entries: &[ast::ConfigEntry]) -> Ty {
+        let env = &self.config_env(env, entries);
+        let mut ks = Vec::new();
+        let mut vs = Vec::new();
+        let mut known = true;
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, value, op } => {
+                    let kt = match &key.kind {
+                        ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
+                        ExprKind::Str(s) => Ty::StrLit(s.clone()),
+                        ExprKind::Selector(_) => {
+                            known = false;
+                            Ty::Any
+                        }
+                        _ => {
+                            let t = self.infer(env, key);
+                            self.check_str_key(&t, key.span);
+                            t
+                        }
+                    };
+                    let vt = self.infer(env, value);
+                    self.check_insert(*op, &vt, value.span);
+                    if kt.is_any() || vt.is_any() {
+                        known = false;
+                    }
+                    ks.push(kt);
+                    vs.push(vt);
+                }
+                // `**d` brings the unpacked dict's key and value types
+                ast::ConfigEntryKind::Unpack { value: v, .. } => match self.infer(env, v) {
+                    Ty::Dict(kt, vt) => {
+                        ks.push((*kt).clone());
+                        vs.push((*vt).clone());
+                    }
+                    _ => known = false,
+                },
+                ast::ConfigEntryKind::If(ci) => {
+                    self.infer(env, &ci.cond);
+                    self.infer_config(env, &ci.body);
+                    self.infer_config(env, &ci.orelse);
+                    known = false;
+                }
+            }
+        }
+        if known && !ks.is_empty() {
+            let sub = |x, y| self.is_sub_schema(x, y);
+            Ty::Dict(Rc::new(sup(ks, &sub)), Rc::new(sup(vs, &sub)))
+        } else if entries.is_empty() {
+            Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+        } else {
+            Ty::Any
+        }
+    }
+
+    /// The keys of a config literal are names in its values (and in nested configs), as
+    /// upstream resolves `{name = "a", b = name}`.
+    pub(super) fn config_env(&self, env: &Env, entries: &[ast::ConfigEntry]) -> Env {
+        let mut keys = Vec::new();
+        collect_keys(entries, &mut keys);
+        if keys.is_empty() {
+            return env.clone();
+        }
+        let mut l = (*env.keys).clone();
+        l.extend(keys);
+        Env {
+            keys: Rc::new(l),
+            ..env.clone()
+        }
+    }
+}
+
+/// The loop variables' types where the iterated value's type is known, as variable types
+/// (upstream: `for x in [1]` binds an `int`).
+pub(super) fn loop_var_types(it: &Ty, n: usize) -> Vec<Ty> {
+    match (it, n) {
+        (Ty::List(e), 1) => vec![e.variable_type()],
+        (Ty::List(e), 2) => vec![Ty::Int, e.variable_type()],
+        (Ty::Dict(k, _), 1) => vec![k.variable_type()],
+        (Ty::Dict(k, v), 2) => vec![k.variable_type(), v.variable_type()],
+        (Ty::Str | Ty::StrLit(_), 1) => vec![Ty::Str],
+        (Ty::Str | Ty::StrLit(_), 2) => vec![Ty::Int, Ty::Str],
+        _ => Vec::new(),
+    }
+}

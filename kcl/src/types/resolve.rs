@@ -1,0 +1,469 @@
+//! Names and types in scope: imports, schema look-up, type annotations, schema members, and the
+//! names a body may use.
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    pub(super) fn pkg_of_import(&self, file: FileId, name: Symbol) -> Option<usize> {
+        let target = match self.imports.get(&(file, name)) {
+            Some(t) => *t,
+            // upstream collects the main package's imports from all its files
+            None if self.file_pkg.get(&file) == Some(&self.main) => self
+                .imports
+                .iter()
+                .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
+                .map(|(_, t)| *t)?,
+            None => return None,
+        };
+        match target {
+            ImportTarget::Package(p) => self.pkg_index.get(&**p).copied(),
+            _ => None,
+        }
+    }
+
+    /// The system module (`math`) a name of `file` imports, if any.
+    pub(super) fn system_module_of(&self, file: FileId, name: Symbol) -> Option<&'a str> {
+        let target = match self.imports.get(&(file, name)) {
+            Some(t) => *t,
+            None if self.file_pkg.get(&file) == Some(&self.main) => self
+                .imports
+                .iter()
+                .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
+                .map(|(_, t)| *t)?,
+            None => return None,
+        };
+        match target {
+            ImportTarget::System(m) => Some(&**m),
+            _ => None,
+        }
+    }
+
+    /// The schema an identifier (`S` or `pkg.S`) names from `file` of package `pkg`.
+    pub(super) fn resolve_schema(
+        &self,
+        pkg: usize,
+        _file: FileId,
+        names: &[ast::Name],
+    ) -> Option<SchemaId> {
+        match names {
+            [n] => self.pkgs[pkg].schemas.get(&n.sym).copied(),
+            [p, n] => {
+                // a name is resolved in the file it is written in (merged declarations carry
+                // entries of several files)
+                let target = self.pkg_of_import(p.span.file, p.sym)?;
+                self.pkgs[target].schemas.get(&n.sym).copied()
+            }
+            _ => None,
+        }
+    }
+
+    /// An annotation as a checker type; anything not understood is `any`.
+    pub(super) fn resolve_type(&mut self, pkg: usize, file: FileId, t: &ast::Type) -> Ty {
+        use ast::{BasicType, LiteralType, TypeKind};
+        match &t.kind {
+            TypeKind::Any => Ty::Any,
+            TypeKind::Basic(b) => match b {
+                BasicType::Bool => Ty::Bool,
+                BasicType::Int => Ty::Int,
+                BasicType::Float => Ty::Float,
+                BasicType::Str => Ty::Str,
+            },
+            TypeKind::Named(id) => {
+                if let Some(s) = self.resolve_schema(pkg, file, &id.names) {
+                    return Ty::Schema(s);
+                }
+                let alias = match id.names.as_slice() {
+                    [n] => self.pkgs[pkg]
+                        .aliases
+                        .get(&n.sym)
+                        .copied()
+                        .map(|a| (pkg, a)),
+                    [p, n] => self
+                        .pkg_of_import(p.span.file, p.sym)
+                        .and_then(|tp| self.pkgs[tp].aliases.get(&n.sym).copied().map(|a| (tp, a))),
+                    _ => None,
+                };
+                match alias {
+                    Some((ap, (at, af))) if self.alias_depth < 32 => {
+                        self.alias_depth += 1;
+                        let r = self.resolve_type(ap, af, at);
+                        self.alias_depth -= 1;
+                        r
+                    }
+                    _ => Ty::Any,
+                }
+            }
+            TypeKind::List(e) => Ty::List(Rc::new(match e {
+                Some(e) => self.resolve_type(pkg, file, e),
+                None => Ty::Any,
+            })),
+            TypeKind::Dict(k, v) => {
+                let k = match k {
+                    Some(k) => self.resolve_type(pkg, file, k),
+                    None => Ty::Any,
+                };
+                let v = match v {
+                    Some(v) => self.resolve_type(pkg, file, v),
+                    None => Ty::Any,
+                };
+                Ty::Dict(Rc::new(k), Rc::new(v))
+            }
+            TypeKind::Union(ts) => {
+                let ts: Vec<Ty> = ts.iter().map(|x| self.resolve_type(pkg, file, x)).collect();
+                Ty::union(ts)
+            }
+            TypeKind::Literal(l) => match l {
+                LiteralType::Bool(b) => Ty::BoolLit(*b),
+                LiteralType::Int(i, None) => Ty::IntLit(*i),
+                LiteralType::Float(f) => Ty::FloatLit(*f),
+                LiteralType::Str(s) => Ty::StrLit(s.clone()),
+                LiteralType::None => Ty::None,
+                _ => Ty::Any,
+            },
+            TypeKind::Function { params, ret } => {
+                let params = params
+                    .iter()
+                    .map(|p| (None, self.resolve_type(pkg, file, p), false))
+                    .collect();
+                let ret = match ret {
+                    Some(r) => self.resolve_type(pkg, file, r),
+                    None => Ty::Any,
+                };
+                Ty::Func(Rc::new(ty::FuncTy { params, ret }))
+            }
+        }
+    }
+
+    pub(super) fn schema_name(&self, id: SchemaId) -> &'static str {
+        self.schemas[id.0].stmt.name.sym.as_str()
+    }
+
+    pub(super) fn members(&mut self, id: SchemaId) -> Rc<Members> {
+        if let Some(m) = self.schemas[id.0].members.get() {
+            return m.clone();
+        }
+        // a placeholder first, so an inheritance cycle ends (the evaluator reports cycles)
+        let _ = self.schemas[id.0].members.set(Rc::new(Members {
+            open: true,
+            unresolved: true,
+            ..Default::default()
+        }));
+        let m = Rc::new(self.build_members(id));
+        let cell = &mut self.schemas[id.0].members;
+        *cell = OnceCell::new();
+        let _ = cell.set(m.clone());
+        m
+    }
+
+    pub(super) fn build_members(&mut self, id: SchemaId) -> Members {
+        let (st, pkg, file) = {
+            let s = &self.schemas[id.0];
+            (s.stmt, s.pkg, s.file)
+        };
+        let mut m = Members {
+            open: st.index_signature.is_some() || st.is_protocol() || st.for_host.is_some(),
+            ..Default::default()
+        };
+        // parent and mixin members first; own declarations override them
+        let mut bases: Vec<&ast::Identifier> = st.parent.iter().collect();
+        bases.extend(st.mixins.iter());
+        for b in bases {
+            match self.resolve_schema(pkg, file, &b.names) {
+                // inheriting from a mixin is an error the evaluator reports
+                Some(pid)
+                    if self.schemas[pid.0].stmt.is_mixin() && st.parent.as_ref() == Some(b) =>
+                {
+                    m.open = true;
+                    m.unresolved = true;
+                }
+                Some(pid) => {
+                    let pm = self.members(pid);
+                    m.open |= pm.open;
+                    m.unresolved |= pm.unresolved;
+                    for k in &pm.order {
+                        if let Some(v) = pm.attrs.get(k) {
+                            if !m.attrs.contains_key(k) {
+                                m.order.push(*k);
+                                m.in_scope.push(*k);
+                            }
+                            m.attrs.insert(*k, v.clone());
+                        }
+                    }
+                    m.parents.push(pid);
+                    m.parents.extend(pm.parents.iter().copied());
+                }
+                None => {
+                    m.open = true;
+                    m.unresolved = true;
+                }
+            }
+        }
+        if let Some(ps) = &st.params {
+            for p in ps {
+                m.add(p.name.sym, Ty::Any, p.name.span);
+            }
+        }
+        self.collect_body_members(pkg, file, &st.body, &mut m);
+        m
+    }
+
+    pub(super) fn collect_body_members(
+        &mut self,
+        pkg: usize,
+        file: FileId,
+        body: &[Stmt],
+        m: &mut Members,
+    ) {
+        for s in body {
+            match &s.kind {
+                StmtKind::SchemaAttr(a) => {
+                    let t = self.resolve_type(pkg, file, &a.ty);
+                    m.set(a.name.sym, t, a.name.span);
+                }
+                StmtKind::Assign(a) => {
+                    for t in &a.targets {
+                        let ty = match &a.ty {
+                            Some(ty) if t.path.is_empty() => self.resolve_type(pkg, file, ty),
+                            _ => Ty::Any,
+                        };
+                        m.add(t.name.sym, ty, t.name.span);
+                    }
+                }
+                StmtKind::AugAssign(a) => m.add(a.target.name.sym, Ty::Any, a.target.name.span),
+                StmtKind::Unification(u) => m.add(u.target.sym, Ty::Any, u.target.span),
+                StmtKind::If(i) => {
+                    self.collect_body_members(pkg, file, &i.body, m);
+                    self.collect_body_members(pkg, file, &i.orelse, m);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn is_sub_schema(&self, a: SchemaId, b: SchemaId) -> bool {
+        if a == b {
+            return true;
+        }
+        // walk the parent chain through the defining files' names
+        let mut cur = a;
+        for _ in 0..64 {
+            let s = &self.schemas[cur.0];
+            let Some(p) = &s.stmt.parent else {
+                return false;
+            };
+            match self.resolve_schema(s.pkg, s.file, &p.names) {
+                Some(pid) if pid == b => return true,
+                Some(pid) => cur = pid,
+                // unknown parent: assume it may match
+                None => return true,
+            }
+        }
+        true
+    }
+
+    pub(super) fn ty_str(&self, t: &Ty) -> String {
+        t.display(&|id| self.schema_display(id))
+    }
+
+    /// Upstream's resolver names schema types without their package (`expected Aff, got Aff`
+    /// for two packages' `Aff`).
+    pub(super) fn schema_display(&self, id: SchemaId) -> String {
+        self.schemas[id.0].stmt.name.sym.as_str().to_string()
+    }
+
+    /// A schema's own parameters (`schema A[a, b = 1]`; a derived schema does not take its
+    /// base's, as upstream) as a function type returning an instance.
+    pub(super) fn schema_params(&mut self, id: SchemaId) -> ty::FuncTy {
+        let info = &self.schemas[id.0];
+        let (stmt, pkg, file) = (info.stmt, info.pkg, info.file);
+        let params = stmt
+            .params
+            .iter()
+            .flatten()
+            .map(|p| {
+                let t = match &p.ty {
+                    Some(t) => self.resolve_type(pkg, file, t),
+                    None => Ty::Any,
+                };
+                (Some(p.name.sym), t, p.default.is_some())
+            })
+            .collect();
+        ty::FuncTy {
+            params,
+            ret: Ty::Schema(id),
+        }
+    }
+
+    pub(super) fn schema_is_plain(&self, id: SchemaId) -> bool {
+        let st = self.schemas[id.0].stmt;
+        !st.is_protocol() && !st.is_mixin()
+    }
+
+    pub(super) fn is_schema_member(&mut self, env: &Env, s: Symbol) -> bool {
+        match env.schema {
+            Some(id) => self.members(id).attrs.contains_key(&s),
+            None => false,
+        }
+    }
+
+    /// Is `s` a name where `env` is: a local, an attribute of the schema being checked, a
+    /// name of the package, an import of the file (of any file, in the main package) or a
+    /// builtin? Unknown where a base schema is unknown or inside a mixin.
+    pub(super) fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
+        if env.lenient
+            || env.locals.iter().any(|(n, _)| *n == s)
+            || env.keys.iter().any(|(k, _)| *k == s)
+        {
+            return true;
+        }
+        if let Some(id) = env.schema {
+            let m = self.members(id);
+            if m.unresolved || m.attrs.contains_key(&s) || m.names.contains(&s) {
+                return true;
+            }
+        }
+        self.pkgs[env.pkg].defined.contains(&s)
+            || self.imports.contains_key(&(env.file, s))
+            || (env.pkg == self.main
+                && self
+                    .imports
+                    .keys()
+                    .any(|(f, n)| *n == s && self.file_pkg.get(f) == Some(&self.main)))
+            || BUILTINS.contains(&s.as_str())
+            || crate::builtins::lookup(s.as_str()).is_some()
+    }
+
+    /// Report `name '..' is not defined` (with upstream's suggestions) unless `s` is defined.
+    pub(super) fn check_defined(&mut self, env: &Env, s: Symbol, span: Span) {
+        if self.name_defined(env, s) {
+            return;
+        }
+        // candidates in upstream's scope order: builtins, package, schema, locals
+        let mut cands: indexmap::IndexSet<&str> = BUILTINS.iter().copied().collect();
+        cands.extend(self.pkgs[env.pkg].defined.iter().map(|n| n.as_str()));
+        let imports: Vec<&str> = self
+            .imports
+            .keys()
+            .filter(|(f, _)| *f == env.file)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        cands.extend(imports);
+        if let Some(id) = env.schema {
+            let m = self.members(id);
+            cands.extend(m.in_scope.iter().map(|n| n.as_str()));
+        }
+        cands.extend(env.locals.iter().map(|(n, _)| n.as_str()));
+        cands.extend(
+            env.keys
+                .iter()
+                .filter(|(_, end)| *end <= span.lo)
+                .map(|(n, _)| n.as_str()),
+        );
+        let msg = format!(
+            "name '{}' is not defined{}",
+            s.as_str(),
+            did_you_mean(s.as_str(), cands.iter().copied())
+        );
+        self.err(ErrKind::Compile, msg, span);
+    }
+
+    /// The names a type annotation refers to must be defined (`name 'Foo' is not defined`).
+    pub(super) fn check_type_names(&mut self, env: &Env, t: &ast::Type) {
+        use ast::TypeKind;
+        match &t.kind {
+            TypeKind::Named(id) => {
+                let n = id.names[0];
+                if id.names.len() > 1 || n.sym.as_str() != "NumberMultiplier" {
+                    // a type names a schema or alias of the package scope: upstream offers
+                    // no attribute or local as a candidate
+                    let penv = Env {
+                        schema: None,
+                        locals: Rc::new(Vec::new()),
+                        keys: Rc::new(Vec::new()),
+                        ..env.clone()
+                    };
+                    self.check_defined(&penv, n.sym, n.span);
+                }
+            }
+            TypeKind::List(Some(e)) => self.check_type_names(env, e),
+            TypeKind::Dict(k, v) => {
+                for x in [k, v].into_iter().flatten() {
+                    self.check_type_names(env, x);
+                }
+            }
+            TypeKind::Union(ts) => {
+                for x in ts {
+                    self.check_type_names(env, x);
+                }
+            }
+            TypeKind::Function { params, ret } => {
+                for x in params.iter().chain(ret.iter().map(|b| &**b)) {
+                    self.check_type_names(env, x);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn lookup(&mut self, env: &Env, s: Symbol) -> Ty {
+        if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
+            return t.clone();
+        }
+        if env.keys.iter().any(|(k, _)| *k == s) {
+            return Ty::Any;
+        }
+        if let Some(id) = env.schema {
+            let m = self.members(id);
+            if let Some(a) = m.attrs.get(&s) {
+                return a.0.clone();
+            }
+            if m.open {
+                return Ty::Any;
+            }
+        }
+        let p = &self.pkgs[env.pkg];
+        if let Some(&(t, f)) = p.globals.get(&s) {
+            let pkg = env.pkg;
+            return self.resolve_type(pkg, f, t);
+        }
+        if let Some(&id) = p.schemas.get(&s) {
+            return Ty::SchemaType(id);
+        }
+        if let Some(&(e, f)) = p.unified.get(&s)
+            && let ExprKind::Schema(se) = &e.kind
+        {
+            let pkg = env.pkg;
+            if let Some(id) = self.resolve_schema(pkg, f, &se.name.names) {
+                return Ty::Schema(id);
+            }
+        }
+        let p = &self.pkgs[env.pkg];
+        if let Some(t) = p.inferred_ty.get(&s) {
+            return t.clone();
+        }
+        if let Some(&(e, f)) = p.inferred.get(&s) {
+            let pkg = env.pkg;
+            // `any` while it is being inferred ends self-references
+            self.pkgs[pkg].inferred_ty.insert(s, Ty::Any);
+            let env2 = Env {
+                pkg,
+                file: f,
+                schema: None,
+                locals: Rc::new(Vec::new()),
+                keys: Rc::new(Vec::new()),
+                lenient: false,
+            };
+            let saved = std::mem::take(&mut self.errors);
+            let t = self.infer(&env2, e).variable_type();
+            // errors inside the value are reported when its statement is checked
+            self.errors = saved;
+            self.pkgs[pkg].inferred_ty.insert(s, t.clone());
+            return t;
+        }
+        // a name assigned more than once has its first assignment's type from there on
+        if let Some(t) = self.pkgs[env.pkg].assigned_ty.get(&s) {
+            return t.clone();
+        }
+        Ty::Any
+    }
+}

@@ -1,0 +1,461 @@
+//! Statements and schema bodies: package walk, immutable globals, parameters, index signatures,
+//! attribute types and decorators.
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    pub(super) fn check_pkg(&mut self, pkg: usize) {
+        let modules = self.pkgs[pkg].modules;
+        // a schema or rule name defined twice in the package is reported before anything else
+        let mut defined: FxHashMap<Symbol, Span> = FxHashMap::default();
+        let mut aliases: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for s in modules.iter().flat_map(|m| &m.body) {
+            let name = match &s.kind {
+                StmtKind::Schema(st) => st.name,
+                StmtKind::Rule(r) => r.name,
+                StmtKind::TypeAlias(t) => {
+                    aliases.entry(t.name.sym).or_insert(t.name.span);
+                    continue;
+                }
+                _ => continue,
+            };
+            if defined.insert(name.sym, s.span).is_some() {
+                let msg = format!("Unique key error name '{}'", name.sym);
+                self.err(ErrKind::UniqueKey, msg, s.span.shrink_to_lo());
+                return;
+            }
+        }
+        // a public name assigned twice (or a schema or alias name assigned) comes next
+        let mut first: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for s in modules.iter().flat_map(|m| &m.body) {
+            let mut assigns = Vec::new();
+            public_assignments(s, &mut assigns);
+            for (n, sp) in assigns {
+                let prev = defined
+                    .get(&n)
+                    .or_else(|| aliases.get(&n))
+                    .or_else(|| first.get(&n))
+                    .copied();
+                if let Some(prev) = prev {
+                    let e = EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Can not change the value of '{n}', because it was declared immutable"
+                        ),
+                        Some(sp.shrink_to_lo()),
+                    )
+                    .with_note(prev, format!("The variable '{n}' is declared here"));
+                    self.errors.push(e);
+                    return;
+                }
+                first.insert(n, sp);
+            }
+        }
+        // index signatures are checked as the package's schema types are built, before any
+        // statement is walked
+        for s in modules.iter().flat_map(|m| &m.body) {
+            if let StmtKind::Schema(st) = &s.kind {
+                self.check_index_signature(st);
+                if !self.errors.is_empty() {
+                    return;
+                }
+            }
+        }
+        let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
+        for m in modules {
+            let env = Env {
+                pkg,
+                file: m.file,
+                schema: None,
+                locals: Rc::new(Vec::new()),
+                keys: Rc::new(Vec::new()),
+                lenient: false,
+            };
+            for s in &m.body {
+                self.check_immutable(s, &mut assigned);
+                self.stmt_start = Some(s.span.shrink_to_lo());
+                self.stmt(&env, s);
+                if !self.errors.is_empty() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `x op= v` on a package-level name that is not `_`-prefixed.
+    pub(super) fn check_immutable(&mut self, s: &Stmt, assigned: &mut FxHashMap<Symbol, Span>) {
+        match &s.kind {
+            StmtKind::Assign(a) => {
+                for t in &a.targets {
+                    if t.path.is_empty() {
+                        assigned.entry(t.name.sym).or_insert(t.span);
+                    }
+                }
+            }
+            StmtKind::AugAssign(a) => {
+                let n = a.target.name;
+                if a.target.path.is_empty()
+                    && !n.sym.as_str().starts_with('_')
+                    && let Some(&first) = assigned.get(&n.sym)
+                {
+                    let e = EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Immutable variable '{}' is modified during compiling",
+                            n.sym
+                        ),
+                        Some(a.target.span),
+                    )
+                    .with_note(
+                        first,
+                        format!("The variable '{}' is declared here firstly", n.sym),
+                    );
+                    self.errors.push(e);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn stmt(&mut self, env: &Env, s: &Stmt) {
+        match &s.kind {
+            StmtKind::Expr(e) => {
+                self.infer(env, e);
+            }
+            StmtKind::Unification(u) => {
+                // upstream resolves `x: S {...}`'s schema name as a type: an unknown one is
+                // reported without "did you mean"
+                if let ExprKind::Schema(se) = &u.value.kind
+                    && let [n] = se.name.names.as_slice()
+                    && !self.name_defined(env, n.sym)
+                {
+                    let msg = format!("name '{}' is not defined", n.sym);
+                    self.err(ErrKind::Compile, msg, n.span);
+                    return;
+                }
+                self.infer(env, &u.value);
+            }
+            StmtKind::Assign(a) => {
+                let top = env.schema.is_none() && self.lambda_depth == 0;
+                match (&a.ty, a.targets.as_slice()) {
+                    // `a: T = b = v` checks the value once, at the first target
+                    (Some(t), [target, ..]) => {
+                        self.check_type_names(env, t);
+                        let ty = self.resolve_type(env.pkg, env.file, t);
+                        self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+                        if top && target.path.is_empty() {
+                            self.pkgs[env.pkg]
+                                .assigned_ty
+                                .entry(target.name.sym)
+                                .or_insert(ty);
+                        }
+                    }
+                    // a package-level name assigned again keeps its first type
+                    (None, [target])
+                        if top
+                            && target.path.is_empty()
+                            && let Some(ty) = self.pkgs[env.pkg]
+                                .assigned_ty
+                                .get(&target.name.sym)
+                                .filter(|t| !t.is_any())
+                                .cloned() =>
+                    {
+                        self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+                    }
+                    // in a schema body: the attribute's declared type, else its first
+                    // assignment's
+                    (None, [target])
+                        if self.lambda_depth == 0
+                            && target.path.is_empty()
+                            && let Some(id) = env.schema =>
+                    {
+                        let key = (id, target.name.sym);
+                        let declared = self
+                            .members(id)
+                            .attrs
+                            .get(&target.name.sym)
+                            .map(|a| a.0.clone())
+                            .filter(|t| !t.is_any())
+                            .or_else(|| self.schema_assigned.get(&key).cloned())
+                            .filter(|t| !t.is_any());
+                        match declared {
+                            Some(ty) => {
+                                self.check_value(env, &a.value, &ty, target.span, Some(target.span))
+                            }
+                            None => {
+                                let t = self.infer(env, &a.value).variable_type();
+                                let t = sup(vec![t], &|x, y| self.is_sub_schema(x, y));
+                                self.schema_assigned.insert(key, t);
+                            }
+                        }
+                    }
+                    _ => {
+                        let t = self.infer(env, &a.value);
+                        // the variable's type: literals widened, then upstream's sup (`int |
+                        // float` from round() is `float`)
+                        let var_ty = sup(vec![t.variable_type()], &|x, y| self.is_sub_schema(x, y));
+                        if top {
+                            for target in a.targets.iter().filter(|t| t.path.is_empty()) {
+                                self.pkgs[env.pkg]
+                                    .assigned_ty
+                                    .entry(target.name.sym)
+                                    .and_modify(|old| {
+                                        // a first value of unknown type (None) is no type yet
+                                        if old.is_any() {
+                                            *old = var_ty.clone();
+                                        }
+                                    })
+                                    .or_insert_with(|| var_ty.clone());
+                            }
+                        }
+                    }
+                }
+            }
+            StmtKind::AugAssign(a) => {
+                // upstream resolves the target before the value
+                self.check_defined(env, a.target.name.sym, a.target.span.shrink_to_lo());
+                if !self.errors.is_empty() {
+                    return;
+                }
+                let r = self.infer(env, &a.value);
+                if a.target.path.is_empty() {
+                    let l = self.lookup(env, a.target.name.sym);
+                    self.binary(a.op.bin_op(), &l, &r, a.target.span);
+                }
+            }
+            StmtKind::Assert(a) => {
+                self.infer(env, &a.test);
+                if let Some(c) = &a.if_cond {
+                    self.infer(env, c);
+                }
+                if let Some(m) = &a.msg {
+                    self.infer(env, m);
+                }
+            }
+            StmtKind::If(i) => {
+                self.infer(env, &i.cond);
+                for s in i.body.iter().chain(&i.orelse) {
+                    self.stmt(env, s);
+                }
+            }
+            StmtKind::SchemaAttr(a) => {
+                self.decorator_args(env, &a.decorators);
+                self.check_type_names(env, &a.ty);
+                if let Some(v) = &a.value {
+                    let ty = self.resolve_type(env.pkg, env.file, &a.ty);
+                    if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
+                        self.check_value(env, v, &ty, a.name.span, Some(a.name.span));
+                    } else {
+                        self.infer(env, v);
+                    }
+                }
+            }
+            StmtKind::Schema(st) => {
+                self.decorator_args(env, &st.decorators);
+                if st.is_protocol() && !st.name.sym.as_str().ends_with("Protocol") {
+                    let msg = "schema protocol name must end with 'Protocol'".to_string();
+                    self.err(ErrKind::Compile, msg, st.name.span);
+                }
+                for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
+                    self.check_defined(env, b.names[0].sym, b.names[0].span);
+                }
+                if !self.errors.is_empty() {
+                    return;
+                }
+                // a mixin is no base, and a mixin's name says it is one
+                if let Some(p) = &st.parent
+                    && let Some(pid) = self.resolve_schema(env.pkg, env.file, &p.names)
+                    && self.schemas[pid.0].stmt.is_mixin()
+                {
+                    let name = p.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    let msg =
+                        format!("invalid schema inherit object type, expect schema, got '{name}'");
+                    self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
+                }
+                for m in &st.mixins {
+                    let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    if !name.ends_with("Mixin") {
+                        let msg =
+                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
+                        self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
+                    }
+                }
+                if !self.errors.is_empty() {
+                    return;
+                }
+                let id = self.pkgs[env.pkg].schemas.get(&st.name.sym).copied();
+                let mut senv = Env {
+                    schema: id,
+                    lenient: env.lenient || st.is_mixin(),
+                    ..env.clone()
+                };
+                if let Some(ps) = &st.params {
+                    for p in ps {
+                        if let Some(t) = &p.ty {
+                            self.check_type_names(env, t);
+                        }
+                        let t = match &p.ty {
+                            Some(t) => self.resolve_type(env.pkg, env.file, t),
+                            None => Ty::Any,
+                        };
+                        senv = senv.with_local(p.name.sym, t);
+                    }
+                    self.check_param_order(ps);
+                }
+                self.check_field_types(env, st);
+                if !self.errors.is_empty() {
+                    return;
+                }
+                for s in &st.body {
+                    self.stmt(&senv, s);
+                }
+                if let Some(ix) = &st.index_signature {
+                    self.check_type_names(&senv, &ix.key_ty);
+                    self.check_type_names(&senv, &ix.value_ty);
+                    // the key name is a name in the signature's value and the checks
+                    if let Some(k) = &ix.key_name {
+                        senv = senv.with_local(k.sym, Ty::Str);
+                    }
+                    if let Some(v) = &ix.value {
+                        self.infer(&senv, v);
+                    }
+                }
+                for c in &st.checks {
+                    self.infer(&senv, &c.test);
+                    if let Some(x) = &c.if_cond {
+                        self.infer(&senv, x);
+                    }
+                    if let Some(x) = &c.msg {
+                        self.infer(&senv, x);
+                    }
+                }
+            }
+            StmtKind::TypeAlias(t) => self.check_type_names(env, &t.ty),
+            StmtKind::Rule(r) => {
+                if let Some(ps) = &r.params {
+                    self.check_param_order(ps);
+                }
+            }
+            StmtKind::Import(_) => {}
+        }
+    }
+
+    /// Upstream's resolver checks a parameter list (schema, rule, lambda) as it reaches it: no
+    /// parameter without a default after one with a default, each offending default reported
+    /// from the last.
+    pub(super) fn check_param_order(&mut self, params: &[ast::Param]) {
+        let mut seen_required = false;
+        for p in params.iter().rev() {
+            match &p.default {
+                None => seen_required = true,
+                Some(d) if seen_required => {
+                    let mut e = EvalError::new(
+                        ErrKind::IllegalParameter,
+                        "non-default argument follows default argument",
+                        Some(d.span),
+                    );
+                    e.footer.push("A default argument".into());
+                    self.errors.push(e);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// A schema's own attributes must fit its own index signature (upstream's resolver checks
+    /// every schema, instantiated or not).
+    pub(super) fn check_index_signature(&mut self, st: &ast::SchemaStmt) {
+        let Some(is) = &st.index_signature else {
+            return;
+        };
+        use crate::eval::type_str;
+        for s in &st.body {
+            let StmtKind::SchemaAttr(a) = &s.kind else {
+                continue;
+            };
+            let k = a.name.sym.as_str();
+            if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
+                let msg = format!(
+                    "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                );
+                // upstream points at the index signature, not at the attribute
+                self.err(ErrKind::IndexSignature, msg, is.span);
+                return;
+            }
+            if !is.any_other
+                && !matches!(
+                    is.value_ty.kind,
+                    ast::TypeKind::Any | ast::TypeKind::Union(_)
+                )
+                && type_str(&is.value_ty) != type_str(&a.ty)
+            {
+                let msg = format!(
+                    "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
+                    type_str(&a.ty),
+                    crate::eval::index_sig_str(is)
+                );
+                self.err(ErrKind::IndexSignature, msg, a.name.span);
+                return;
+            }
+        }
+    }
+
+    /// A schema may not redeclare an inherited attribute with another type.
+    pub(super) fn check_field_types(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        let Some(parent) = &st.parent else { return };
+        let Some(pid) = self.resolve_schema(env.pkg, env.file, &parent.names) else {
+            return;
+        };
+        if self.schemas[pid.0].stmt.is_mixin() {
+            return;
+        }
+        let pm = self.members(pid);
+        for s in &st.body {
+            if let StmtKind::SchemaAttr(a) = &s.kind
+                && let Some((pt, _)) = pm.attrs.get(&a.name.sym)
+                && !pt.is_any()
+            {
+                let nt = self.resolve_type(env.pkg, env.file, &a.ty);
+                if nt.is_any() || self.ty_str(pt) == self.ty_str(&nt) {
+                    continue;
+                }
+                // upstream names the new type on both sides
+                let shown = match &a.ty.kind {
+                    ast::TypeKind::Named(id) => id
+                        .names
+                        .last()
+                        .map(|n| n.sym.as_str().to_string())
+                        .unwrap_or_default(),
+                    _ => self.ty_str(&nt),
+                };
+                let msg = format!(
+                    "can't change schema field type of '{}' from {shown} to {shown}",
+                    a.name.sym
+                );
+                self.err(ErrKind::Type, msg, a.name.span);
+                return;
+            }
+        }
+    }
+
+    pub(super) fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {
+        for d in ds {
+            // upstream knows `deprecated` and `info` only, whether or not the schema is used
+            if let [n] = d.name.names.as_slice()
+                && !matches!(n.sym.as_str(), "deprecated" | "info")
+            {
+                let msg = format!("UnKnown decorator {}", n.sym);
+                self.err(ErrKind::Compile, msg, n.span.shrink_to_lo());
+                return;
+            }
+            if let Some(a) = &d.args {
+                for x in &a.args {
+                    self.infer(env, x);
+                }
+                for k in &a.keywords {
+                    self.infer(env, &k.value);
+                }
+            }
+        }
+    }
+}
