@@ -1,4 +1,8 @@
-//! Expression evaluation.
+//! Expression evaluation: one `eval` per expression kind, with configs, comprehensions,
+//! quantifiers and calls.
+//!
+//! One file because it is the evaluator's expression half, a single recursive walk; schemas
+//! (`schema.rs`) and statements (`mod.rs`) are apart.
 
 use std::rc::Rc;
 

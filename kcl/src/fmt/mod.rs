@@ -7,6 +7,9 @@
 //! Literals (strings, numbers) are printed exactly as written, so formatting never changes a
 //! value; the formatter is idempotent and the AST (spans aside) is preserved, which the tests
 //! and `kcl fmt --verify` check with [`ast_fingerprint`].
+//!
+//! One file because it is one printer: a walk of the syntax tree whose statement and
+//! expression rules share the comment and line-break bookkeeping.
 
 use crate::ast::*;
 use crate::diag::Diagnostics;

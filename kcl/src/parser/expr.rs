@@ -1,4 +1,9 @@
 //! Expression parsing (type annotations are in `types.rs`).
+//!
+//! One file because it is one grammar: a precedence-climbing descent from `parse_expr` to
+//! `parse_primary`, whose rules call each other in both directions (configs hold expressions,
+//! lambdas hold statements); splitting it would scatter the grammar over files that all need
+//! each other.
 
 use super::strings::{Piece, shape, split_interpolations, unescape};
 use super::{Ctx, MAX_CHAIN, MAX_DEPTH, Parser};

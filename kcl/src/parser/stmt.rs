@@ -1,4 +1,8 @@
-//! Statement parsing.
+//! Statement parsing: simple statements, `if`, `schema`, `rule`, `type`, decorators, and the
+//! indentation that delimits blocks.
+//!
+//! One file because it is one grammar (the statement rules and their error recovery, which
+//! share the block and indentation helpers).
 
 use super::{MAX_DEPTH, Parser};
 use crate::ast::*;
