@@ -45,6 +45,9 @@ pub struct LoadRequest<'a> {
     pub state_backend: &'a str,
     /// `RULE=reason` policy exemptions.
     pub exemptions: &'a [String],
+    /// Take ownership of fields another writer changed (Kubernetes server-side apply conflicts,
+    /// `--force-conflicts`): what correcting drift means.
+    pub force_conflicts: bool,
 }
 
 /// Opens a checked-out stack folder: compile, settings, state store, runtimes, policies.

@@ -430,6 +430,8 @@ fn pipeline(loader: &dyn StackLoader, job: Job) -> Result<Outcome, ReconcileErro
             state_dir: job.state_dir.clone(),
             state_backend: &job.backend,
             exemptions: &job.exemptions,
+            // Git is the source of truth: a field someone changed by hand is taken back.
+            force_conflicts: true,
         })
         .map_err(|e| fail(e.0))?;
     let cancel = Arc::new(AtomicBool::new(false));

@@ -87,7 +87,7 @@ impl StackLoader for Loader {
                 Some(request.state_dir.clone()),
                 request.state_backend.to_string(),
                 self.runtime_config.clone(),
-                false,
+                request.force_conflicts,
             )?;
             let stack =
                 crate::commands::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
