@@ -286,9 +286,10 @@ impl StackStatus {
     }
 }
 
+/// Now, to the millisecond (ordering reconciles one second apart needs more than seconds).
 pub fn now_rfc3339() -> String {
     k8s_openapi::jiff::Timestamp::now()
-        .round(k8s_openapi::jiff::Unit::Second)
+        .round(k8s_openapi::jiff::Unit::Millisecond)
         .map(|t| t.to_string())
         .unwrap_or_default()
 }

@@ -49,17 +49,68 @@ pub struct Checkout {
     pub dir: PathBuf,
 }
 
+/// How long a fetch answers for the same URL, ref and credentials: many Stacks on one
+/// repository then cost one fetch a second, not one each (a fetch is ~0.2 s on a busy host).
+/// It adds at most this much to the time from a push to its apply.
+const FRESH: Duration = Duration::from_secs(1);
+
 pub struct GitCache {
     root: PathBuf,
+    /// (URL, ref, credentials hash) -> when fetched and what.
+    recent:
+        std::sync::Mutex<std::collections::HashMap<(String, String, String), (Instant, Checkout)>>,
 }
 
 impl GitCache {
     pub fn new(root: impl Into<PathBuf>) -> GitCache {
-        GitCache { root: root.into() }
+        GitCache {
+            root: root.into(),
+            recent: Default::default(),
+        }
+    }
+
+    /// [`GitCache::fetch_now`], or its answer for the same source within the last second.
+    pub fn fetch(
+        &self,
+        url: &str,
+        reference: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<Checkout, GitError> {
+        // Credentials are part of the key: a Stack never reuses what another Stack's secret
+        // fetched.
+        let who = credentials.map_or_else(String::new, |c| {
+            let mut h = Sha256::new();
+            for part in [
+                c.username.as_deref().map(str::as_bytes),
+                c.password.as_deref().map(str::as_bytes),
+                c.identity.as_deref(),
+                c.known_hosts.as_deref(),
+            ] {
+                h.update(part.unwrap_or_default());
+                h.update([0]);
+            }
+            hex::encode(h.finalize())
+        });
+        let key = (url.to_string(), reference.to_string(), who);
+        if let Some((at, checkout)) = self
+            .recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            && at.elapsed() < FRESH
+            && checkout.dir.is_dir()
+        {
+            return Ok(checkout.clone());
+        }
+        let checkout = self.fetch_now(url, reference, credentials)?;
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent.retain(|_, (at, _)| at.elapsed() < FRESH);
+        recent.insert(key, (Instant::now(), checkout.clone()));
+        Ok(checkout)
     }
 
     /// Fetch `reference` (branch, tag or commit) of `url` shallowly and extract its tree.
-    pub fn fetch(
+    pub fn fetch_now(
         &self,
         url: &str,
         reference: &str,

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalized, finalizer};
 use kube::runtime::watcher;
@@ -132,6 +132,11 @@ struct Ctx {
     state_root: PathBuf,
     recorder: Recorder,
     gates: Mutex<HashMap<String, Gate>>,
+    /// One Stack's pipeline at a time (the runtimes loaded once are configured per stack).
+    /// Tokio's semaphore is first come, first served, so under load every due Stack gets its
+    /// turn; kube-runtime's own concurrency limit parks due Stacks in a hash set and serves
+    /// the same few again and again once it is saturated.
+    work: tokio::sync::Semaphore,
 }
 
 /// Generation (spec), annotations (approval) and deletion: what makes a Stack due at once.
@@ -183,11 +188,11 @@ pub async fn run(
             },
         ),
         gates: Mutex::new(HashMap::new()),
+        work: tokio::sync::Semaphore::new(1),
     });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    // Stacks run one at a time: the runtimes loaded once are configured per stack.
+    // Reconciles are not limited here but queue for `Ctx::work` (see there).
     let controller = Controller::new(api, watcher::Config::default())
-        .with_config(ControllerConfig::default().concurrency(1))
         .graceful_shutdown_on(async move {
             let _ = stop_rx.await;
         })
@@ -671,6 +676,7 @@ impl Ctx {
                 ),
             });
         }
+        let started = Instant::now();
         let credentials = self.credentials(stack).await?;
         let git = self.git.clone();
         let (url, reference) = (spec.source.url.clone(), spec.source.reference().to_string());
@@ -689,6 +695,7 @@ impl Ctx {
             reference,
             source,
         })?;
+        tracing::debug!(stack = %key, revision = %checkout.revision, took = ?started.elapsed(), "fetched");
         let dir = checkout.dir.join(relative);
         if !dir.is_dir() {
             return Err(ReconcileError::Pipeline {
@@ -724,17 +731,20 @@ impl Ctx {
             wait_timeout,
         };
         let loader = self.loader.clone();
+        let started = Instant::now();
         let outcome = tokio::task::spawn_blocking(move || pipeline(&*loader, job))
             .await
             .map_err(|e| ReconcileError::Invalid {
-                stack: key,
+                stack: key.clone(),
                 message: format!("the pipeline task failed: {e}"),
             })??;
+        tracing::debug!(stack = %key, took = ?started.elapsed(), "pipeline");
         Ok((checkout.revision, outcome))
     }
 
     async fn apply(&self, stack: &Stack) -> Result<Action, ReconcileError> {
         let key = stack.key();
+        let _turn = self.work.acquire().await.ok();
         let mut status = stack.status.clone().unwrap_or_default();
         status.observed_generation = stack.metadata.generation;
         if stack.spec.suspend {
@@ -763,7 +773,13 @@ impl Ctx {
                 stack.spec.source.reference()
             ),
         );
-        self.patch_status(stack, &status).await?;
+        // Said up front only for a new or changed Stack: a periodic reconcile reports once, at
+        // its end, which halves the API writes of a controller serving many Stacks.
+        let changed =
+            stack.status.as_ref().and_then(|s| s.observed_generation) != stack.metadata.generation;
+        if changed {
+            self.patch_status(stack, &status).await?;
+        }
         let started = Instant::now();
         let result = self.run_job(stack, false).await;
         status.last_reconcile_time = Some(now_rfc3339());
@@ -897,6 +913,7 @@ impl Ctx {
     }
 
     async fn cleanup(&self, stack: &Stack) -> Result<Action, ReconcileError> {
+        let _turn = self.work.acquire().await.ok();
         match stack.spec.deletion_policy {
             DeletionPolicy::Orphan => {
                 self.event(

@@ -695,3 +695,153 @@ fn two_controllers_elect_one_leader_and_hand_over_when_it_dies() {
     );
     assert!(cp.block_on(sts.get_opt("cache")).unwrap().is_some());
 }
+
+/// Resident and peak resident memory of a process, in MiB (from /proc).
+fn memory_mib(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The scale bar: N Stacks (default 1,000; `KUSION_CONTROLLER_BENCH_STACKS`) of a one-resource
+/// stack on the fake-cloud runtime (no cluster objects), reconciled by one controller; prints
+/// the time of the first pass (fetch, compile, apply) and of a steady-state pass (fetch,
+/// compile, plan, nothing to do) and the controller's memory.
+/// `cargo test -p kusion-tests --test controller_e2e bench -- --ignored --nocapture`
+#[test]
+#[ignore = "a benchmark: run explicitly"]
+fn bench_many_stacks_one_controller() {
+    let n: usize = std::env::var("KUSION_CONTROLLER_BENCH_STACKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    built("libkusion_test_runtime.so");
+    let cp = ControlPlane::shared();
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let repo = Repo::new(work, |src| {
+        let stack = src.join("projects/bench/s");
+        std::fs::create_dir_all(&stack).unwrap();
+        std::fs::write(src.join("projects/bench/project.yaml"), "name: bench\n").unwrap();
+        std::fs::write(stack.join("stack.yaml"), "name: s\n").unwrap();
+        std::fs::write(
+            stack.join("kcl.yaml"),
+            "kcl_cli_configs:\n  files:\n    - main.k\n",
+        )
+        .unwrap();
+        std::fs::write(
+            stack.join("main.k"),
+            "resources = [{id = \"t:a\", type = \"Test\", attributes = {size = 1}}]\n",
+        )
+        .unwrap();
+    });
+    let ns = "ctl-bench";
+    namespace(cp, ns);
+    let cloud = work.join("cloud");
+    std::fs::create_dir_all(&cloud).unwrap();
+    let log = work.join("bench.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(kusionctl())
+        .args([
+            "controller",
+            "--kubeconfig",
+            cp.kubeconfig_path().to_str().unwrap(),
+            "--context",
+            cp.context(),
+            "--namespace",
+            ns,
+            "--cache-dir",
+            work.join("cache").to_str().unwrap(),
+            "--state-root",
+            work.join("state").to_str().unwrap(),
+            "--install-crd",
+        ])
+        .env("HOME", work)
+        .env(
+            "KUSION_LOG",
+            std::env::var("KUSION_BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .env("KUSION_PLUGINS__ONLY", "test")
+        .env("KUSION_TEST_CLOUD", &cloud)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let mut controller = Controller { child, log };
+    let pid = controller.child.id();
+    let stacks: Api<Stack> = Api::namespaced(cp.client().unwrap(), ns);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cp.block_on(stacks.list(&Default::default())).is_err() {
+        assert!(Instant::now() < deadline, "the Stack CRD was not served");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let spec = stack_spec(json!({
+        "source": {"url": repo.url, "path": "projects/bench/s"},
+        "interval": "1s"
+    }));
+    let created = Instant::now();
+    for i in 0..n {
+        let stack = Stack::new(&format!("s{i:04}"), ns, spec.clone());
+        cp.block_on(stacks.create(&PostParams::default(), &stack))
+            .unwrap();
+    }
+    let revision = repo.head();
+    // Every Stack reconciled once after `since`.
+    let pass = |since: k8s_openapi::jiff::Timestamp, first: bool, limit: Duration| {
+        let started = Instant::now();
+        loop {
+            let list = cp.block_on(stacks.list(&Default::default())).unwrap();
+            let done = list
+                .items
+                .iter()
+                .filter(|s| {
+                    let Some(status) = &s.status else {
+                        return false;
+                    };
+                    let recent = status
+                        .last_reconcile_time
+                        .as_deref()
+                        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                        .is_some_and(|t| t > since);
+                    recent && (!first || status.last_applied_revision.as_deref() == Some(&revision))
+                })
+                .count();
+            if done == n {
+                return started.elapsed();
+            }
+            assert!(
+                started.elapsed() < limit,
+                "{done}/{n} Stacks reconciled within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    let zero = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+    pass(zero, true, Duration::from_secs(1800));
+    let first = created.elapsed();
+    eprintln!(
+        "MEASURE {n} stacks: first pass (fetch, compile, apply) {:.1}s",
+        first.as_secs_f64()
+    );
+    let since = k8s_openapi::jiff::Timestamp::now();
+    let steady = pass(since, false, Duration::from_secs(1800));
+    let (rss, peak) = memory_mib(pid);
+    eprintln!(
+        "MEASURE {n} stacks: steady-state pass {:.1}s ({:.1} ms/stack), controller RSS {rss:.0} MiB (peak {peak:.0} MiB)",
+        steady.as_secs_f64(),
+        steady.as_secs_f64() * 1000.0 / n as f64
+    );
+    controller.kill();
+    if let Some(keep) = std::env::var_os("KUSION_BENCH_KEEP_LOG") {
+        std::fs::copy(&controller.log, keep).unwrap();
+    }
+}
