@@ -54,11 +54,12 @@ pub struct Checkout {
 /// It adds at most this much to the time from a push to its apply.
 const FRESH: Duration = Duration::from_secs(1);
 
+/// (URL, ref, credentials hash) -> when fetched and what.
+type Recent = std::collections::HashMap<(String, String, String), (Instant, Checkout)>;
+
 pub struct GitCache {
     root: PathBuf,
-    /// (URL, ref, credentials hash) -> when fetched and what.
-    recent:
-        std::sync::Mutex<std::collections::HashMap<(String, String, String), (Instant, Checkout)>>,
+    recent: std::sync::Mutex<Recent>,
 }
 
 impl GitCache {
@@ -331,16 +332,28 @@ mod tests {
         );
         std::fs::write(repo.join("stack/a.txt"), "two").unwrap();
         run(&repo, &["commit", "--quiet", "-am", "two"]);
-        let second = cache.fetch(&url, "main", None).unwrap();
+        // Within a second the same source answers from memory, unless the credentials differ.
+        let memo = cache.fetch(&url, "main", None).unwrap();
+        assert_eq!(memo.revision, first.revision);
+        let other = Credentials {
+            username: Some("u".into()),
+            password: Some("p".into()),
+            ..Default::default()
+        };
+        let second = cache.fetch(&url, "main", Some(&other)).unwrap();
         assert_ne!(first.revision, second.revision);
+        assert_eq!(
+            cache.fetch_now(&url, "main", None).unwrap().revision,
+            second.revision
+        );
         assert_eq!(
             std::fs::read_to_string(second.dir.join("stack/a.txt")).unwrap(),
             "two"
         );
         assert!(!first.dir.exists(), "the older tree is removed");
-        let tagged = cache.fetch(&url, "v1", None).unwrap();
+        let tagged = cache.fetch_now(&url, "v1", None).unwrap();
         assert_eq!(tagged.revision, first.revision);
-        let e = cache.fetch(&url, "no-such-branch", None).unwrap_err();
+        let e = cache.fetch_now(&url, "no-such-branch", None).unwrap_err();
         assert!(e.to_string().contains("no-such-branch"), "{e}");
     }
 }
