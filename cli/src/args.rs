@@ -219,6 +219,12 @@ impl Cli {
                 g.output = output.output;
                 &[Human, Json]
             }
+            Command::Controller(args) => {
+                g.config = args.config.config.clone();
+                g.set = args.config.set.clone();
+                g.runtime_config = args.runtime_config.clone();
+                &[]
+            }
         };
         let output = self.global.output;
         if output != Human && !allowed.contains(&output) {
@@ -498,6 +504,9 @@ pub enum Command {
         #[command(flatten)]
         output: OutputArg,
     },
+    /// GitOps: keep `Stack` objects (stacks.kusion.io) converged to what Git says; `controller
+    /// crd` prints the CustomResourceDefinition.
+    Controller(crate::cmd::controller::ControllerArgs),
     /// Print a shell completion script: `source <(kusionctl completion bash)`.
     Completion {
         /// The shell to complete for.

@@ -80,18 +80,10 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<CommandCo
         Some(d) => d.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let mut state_dir = cli.global.state_dir.clone();
-    let mut config = match &cli.global.runtime_config {
+    let config = match &cli.global.runtime_config {
         Some(path) => read_runtime_config(path)?,
         None => Value::Null,
     };
-    let mut state_backend = cli.global.state_backend.clone();
-    crate::compile_cmd::apply_stack_settings(
-        &workdir,
-        &mut state_dir,
-        &mut state_backend,
-        &mut config,
-    )?;
     let force_conflicts = match &cli.command {
         Command::Preview { plan, .. }
         | Command::Apply { plan, .. }
@@ -99,12 +91,69 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<CommandCo
         | Command::Rollback { plan, .. } => plan.force_conflicts,
         _ => false,
     };
+    let settings = stack_settings(
+        &workdir,
+        cli.global.state_dir.clone(),
+        cli.global.state_backend.clone(),
+        config,
+        force_conflicts,
+    )?;
+    let plugin_config = plugin_config(cli)?;
+    let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
+    let stack = open_stack(&workdir, settings, &plugins, runtimes)?;
+    let color = !cli.global.no_color
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
+    Ok(CommandContext {
+        plugins,
+        workdir,
+        output: cli.global.output,
+        styles: Styles { color },
+        stack,
+    })
+}
+
+/// Where a stack's state lives and how its runtimes are configured, once its folder's
+/// `stack.yaml` is taken into account.
+pub(crate) struct StackSettings {
+    pub(crate) state_dir: PathBuf,
+    pub(crate) state_backend: String,
+    pub(crate) config: Value,
+}
+
+/// The settings of the stack in `workdir`: what was given wins over its `stack.yaml`.
+pub(crate) fn stack_settings(
+    workdir: &Path,
+    mut state_dir: Option<PathBuf>,
+    mut state_backend: String,
+    mut config: Value,
+    force_conflicts: bool,
+) -> Result<StackSettings> {
+    crate::compile_cmd::apply_stack_settings(
+        workdir,
+        &mut state_dir,
+        &mut state_backend,
+        &mut config,
+    )?;
     if force_conflicts {
         force_kubernetes_conflicts(&mut config);
     }
     let state_dir = state_dir.unwrap_or_else(|| workdir.join(".kusion").join("state"));
-    let plugin_config = plugin_config(cli)?;
-    let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
+    Ok(StackSettings {
+        state_dir,
+        state_backend,
+        config,
+    })
+}
+
+/// The stack as the engine sees it: `runtimes` and the loaded plugins' runtimes (configured
+/// with the settings) and its state store.
+pub(crate) fn open_stack(
+    workdir: &Path,
+    settings: StackSettings,
+    plugins: &LoadedPlugins,
+    runtimes: Vec<Arc<dyn Runtime>>,
+) -> Result<Stack> {
     let mut registry = Registry::new();
     for runtime in runtimes {
         registry.register(runtime)?;
@@ -122,20 +171,14 @@ fn build_context(cli: &Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<CommandCo
             registry.register_secret_store(name, plugin.clone());
         }
     }
-    registry.set_secret_workdir(&workdir);
-    operation::configure(&registry, &config)?;
-    let color = !cli.global.no_color
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none();
-    let store =
-        kusion_kernel::state::open(&state_backend, state_dir, &default_stack_name(&workdir))?;
-    Ok(CommandContext {
-        plugins,
-        workdir,
-        output: cli.global.output,
-        styles: Styles { color },
-        stack: Stack { store, registry },
-    })
+    registry.set_secret_workdir(workdir);
+    operation::configure(&registry, &settings.config)?;
+    let store = kusion_kernel::state::open(
+        &settings.state_backend,
+        settings.state_dir,
+        &default_stack_name(workdir),
+    )?;
+    Ok(Stack { store, registry })
 }
 
 /// `--force-conflicts`: the Kubernetes runtime's `force` setting, for this run only.
@@ -180,15 +223,19 @@ pub(crate) fn default_stack_name(workdir: &Path) -> String {
 /// The plugin configuration: the config file, `KUSION_PLUGINS__*` variables and `--set` flags;
 /// when kusionctl runs from a checkout's build output, that checkout's in-repo plugins too.
 fn plugin_config(cli: &Cli) -> Result<PluginConfig> {
-    let file = cli.global.config.clone().or_else(|| {
+    plugin_config_from(cli.global.config.clone(), &cli.global.set)
+}
+
+/// The plugin configuration from a config file (default `~/.kusion/config.toml`) and `--set`
+/// flags (see [`plugin_config`]).
+pub(crate) fn plugin_config_from(file: Option<PathBuf>, set: &[String]) -> Result<PluginConfig> {
+    let file = file.or_else(|| {
         let default = PathBuf::from(std::env::var_os("HOME")?)
             .join(".kusion")
             .join("config.toml");
         default.is_file().then_some(default)
     });
-    let overrides = cli
-        .global
-        .set
+    let overrides = set
         .iter()
         .map(|kv| {
             kv.split_once('=')
@@ -395,6 +442,9 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     }
     match &cli.command {
         Command::Completion { shell } => return crate::completion::completion(*shell),
+        Command::Controller(args) => {
+            return crate::cmd::controller::run(args, &cli.global, runtimes).await;
+        }
         Command::Manpages { dir } => return crate::completion::manpages(dir),
         Command::Compile {
             all,
@@ -685,6 +735,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Compile { .. }
         | Command::Init { .. }
         | Command::Completion { .. }
+        | Command::Controller(_)
         | Command::Manpages { .. } => Err(anyhow::anyhow!(
             "internal: {} is handled before the runtimes load",
             match cli.command {

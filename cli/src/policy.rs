@@ -21,7 +21,7 @@ use crate::args::Global;
 use crate::render::Styles;
 
 /// The kusion configuration file: `--config` / `$KUSION_CONFIG`, else `~/.kusion/config.toml`.
-fn config_file(global: &Global) -> Option<PathBuf> {
+pub(crate) fn config_file(global: &Global) -> Option<PathBuf> {
     global.config.clone().or_else(|| {
         let default = PathBuf::from(std::env::var_os("HOME")?)
             .join(".kusion")
@@ -68,13 +68,29 @@ pub fn guard(
     plugins: &LoadedPlugins,
     exempt: &[String],
 ) -> Result<PolicyGuard> {
-    let overrides: Vec<(String, String)> = global
-        .set
+    guard_from(
+        config_file(global).as_deref(),
+        &global.set,
+        workdir,
+        plugins,
+        exempt,
+    )
+}
+
+/// The guard from a configuration file and `--set` flags (see [`guard`]).
+pub fn guard_from(
+    file: Option<&Path>,
+    set: &[String],
+    workdir: &Path,
+    plugins: &LoadedPlugins,
+    exempt: &[String],
+) -> Result<PolicyGuard> {
+    let overrides: Vec<(String, String)> = set
         .iter()
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect();
-    let mut config = PolicyConfig::load(config_file(global).as_deref(), &overrides)?;
+    let mut config = PolicyConfig::load(file, &overrides)?;
     if let Some(stack) = PolicyConfig::load_stack(workdir)? {
         config.merge(stack);
     }

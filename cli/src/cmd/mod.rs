@@ -1,6 +1,7 @@
 //! Subcommands, one file each: what the command reads from its arguments, which kernel
 //! operation it calls, and how it prints the result.
 
+pub(crate) mod controller;
 pub(crate) mod drift;
 pub(crate) mod import;
 pub(crate) mod plugin_test;

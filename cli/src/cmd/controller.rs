@@ -1,0 +1,218 @@
+//! `kusionctl controller`: the GitOps controller of `kusion-controller`, with this command
+//! line's way of opening a stack folder (settings, plugins, compile, policies), the same code
+//! `kusionctl apply -C <stack>` runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use kusion_controller::{LoadError, LoadRequest, Prepared, StackLoader};
+use kusion_kernel::plugin::LoadedPlugins;
+use kusion_sdk::runtime::Runtime;
+use serde_json::{Value, json};
+
+use crate::args::{ConfigArgs, Global};
+use crate::exit;
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    #[command(subcommand)]
+    pub command: Option<ControllerCommand>,
+    /// The kubeconfig the controller watches Stacks with; the Kubernetes runtime applies to the
+    /// same cluster unless the runtime configuration or a stack.yaml names another (default:
+    /// $KUBECONFIG, ~/.kube/config, then the in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Serve Stacks in this namespace only (default: all namespaces).
+    #[arg(long, short = 'n', value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Git mirrors and checked-out revisions (default: ~/.kusion/controller/cache).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Where `local` state backends keep each Stack's state, in <DIR>/<namespace>/<name>
+    /// (default: ~/.kusion/controller/state).
+    #[arg(long, value_name = "DIR")]
+    pub state_root: Option<PathBuf>,
+    /// Create or update the Stack CRD before starting.
+    #[arg(long)]
+    pub install_crd: bool,
+    /// Run only while holding a coordination.k8s.io Lease, so several replicas can run.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's name.
+    #[arg(long, default_value = "kusion-controller", value_name = "NAME")]
+    pub lease_name: String,
+    /// The Lease's namespace (default: --namespace, else `default`).
+    #[arg(long, value_name = "NS")]
+    pub lease_namespace: Option<String>,
+    /// How long a leader's Lease holds without renewal.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub lease_duration: Duration,
+    /// This replica's name in the Lease and in Events (default: <host>-<pid>).
+    #[arg(long, value_name = "NAME")]
+    pub identity: Option<String>,
+    /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
+    #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
+    pub runtime_config: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ControllerCommand {
+    /// Print the Stack CustomResourceDefinition: `kusionctl controller crd | kubectl apply -f -`.
+    Crd,
+}
+
+/// Opens checked-out stack folders the way `kusionctl apply -C <stack>` does.
+struct Loader {
+    plugins: LoadedPlugins,
+    runtimes: Vec<Arc<dyn Runtime>>,
+    config_file: Option<PathBuf>,
+    set: Vec<String>,
+    runtime_config: Value,
+}
+
+impl StackLoader for Loader {
+    fn load(&self, request: &LoadRequest<'_>) -> Result<Prepared, LoadError> {
+        let open = || -> Result<Prepared> {
+            let dir = request.dir;
+            let settings = crate::commands::stack_settings(
+                dir,
+                Some(request.state_dir.clone()),
+                request.state_backend.to_string(),
+                self.runtime_config.clone(),
+                request.force_conflicts,
+            )?;
+            let stack =
+                crate::commands::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
+            let spec = crate::compile::spec_for(dir, &None, &self.plugins)?.ok_or_else(|| {
+                anyhow::anyhow!("{} is not a stack folder (no stack.yaml)", dir.display())
+            })?;
+            let guard = crate::policy::guard_from(
+                self.config_file.as_deref(),
+                &self.set,
+                dir,
+                &self.plugins,
+                request.exemptions,
+            )?;
+            Ok(Prepared { spec, stack, guard })
+        };
+        open().map_err(|e| LoadError(format!("{e:#}")))
+    }
+}
+
+pub(crate) async fn run(
+    args: &ControllerArgs,
+    global: &Global,
+    runtimes: Vec<Arc<dyn Runtime>>,
+) -> Result<u8> {
+    if let Some(ControllerCommand::Crd) = args.command {
+        print!(
+            "{}",
+            kusion_kernel::spec::json_to_yaml(&kusion_controller::crd::crd())
+        );
+        return Ok(exit::OK);
+    }
+    let options = kube::config::KubeConfigOptions {
+        context: args.context.clone(),
+        ..Default::default()
+    };
+    let kube_config = match &args.kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &options).await?
+        }
+        None if args.context.is_some() => kube::Config::from_kubeconfig(&options).await?,
+        None => kube::Config::infer().await?,
+    };
+    let client = kube::Client::try_from(kube_config).context("creating the Kubernetes client")?;
+    let mut runtime_config = match &global.runtime_config {
+        Some(path) => crate::commands::read_runtime_config(path)?,
+        None => Value::Null,
+    };
+    if let Some(path) = &args.kubeconfig {
+        // Stacks land in the cluster the controller serves unless configured otherwise.
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        let mut defaults = json!({"kubeconfig": path.display().to_string()});
+        if let Some(c) = &args.context {
+            defaults["context"] = json!(c);
+        }
+        if !runtime_config.is_object() {
+            runtime_config = json!({});
+        }
+        let section = runtime_config
+            .as_object_mut()
+            .and_then(|m| {
+                m.entry("kubernetes")
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()
+            })
+            .context("the runtime configuration's `kubernetes` is not a mapping")?;
+        if let Some(d) = defaults.as_object() {
+            for (k, v) in d {
+                section.entry(k.clone()).or_insert(v.clone());
+            }
+        }
+    }
+    let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
+    let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
+    let loader = Loader {
+        plugins,
+        runtimes,
+        config_file: global.config.clone().or_else(|| {
+            let default = PathBuf::from(std::env::var_os("HOME")?)
+                .join(".kusion")
+                .join("config.toml");
+            default.is_file().then_some(default)
+        }),
+        set: global.set.clone(),
+        runtime_config,
+    };
+    let home = || {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join(".kusion")
+            .join("controller")
+    };
+    let identity = args.identity.clone().unwrap_or_else(|| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "host".into());
+        format!("{host}-{}", std::process::id())
+    });
+    let leader = args.leader_elect.then(|| {
+        (
+            args.lease_namespace
+                .clone()
+                .or_else(|| args.namespace.clone())
+                .unwrap_or_else(|| "default".into()),
+            args.lease_name.clone(),
+            args.lease_duration,
+        )
+    });
+    let options = kusion_controller::ControllerOptions {
+        client,
+        namespace: args.namespace.clone(),
+        cache_dir: args
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| home().join("cache")),
+        state_root: args
+            .state_root
+            .clone()
+            .unwrap_or_else(|| home().join("state")),
+        install_crd: args.install_crd,
+        identity,
+        leader,
+    };
+    kusion_controller::run(options, Arc::new(loader)).await?;
+    Ok(exit::OK)
+}

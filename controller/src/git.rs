@@ -1,0 +1,359 @@
+//! Git sources through the `git` CLI: one bare mirror per URL under the cache folder, a shallow
+//! fetch of the wanted ref into it, and one extracted tree per revision (kept while it is the
+//! latest, so an unchanged revision costs one `git fetch` and no extraction).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+/// How long one git command may run before it is killed.
+const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("git {args}: {message}")]
+    Command { args: String, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> GitError + '_ {
+    move |source| GitError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What a Secret may hold for a source.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// An SSH private key.
+    pub identity: Option<Vec<u8>>,
+    pub known_hosts: Option<Vec<u8>>,
+}
+
+/// A revision extracted on disk.
+#[derive(Clone, Debug)]
+pub struct Checkout {
+    /// The commit ID.
+    pub revision: String,
+    /// The repository's files at that commit.
+    pub dir: PathBuf,
+}
+
+/// How long a fetch answers for the same URL, ref and credentials: many Stacks on one
+/// repository then cost one fetch a second, not one each (a fetch is ~0.2 s on a busy host).
+/// It adds at most this much to the time from a push to its apply.
+const FRESH: Duration = Duration::from_secs(1);
+
+/// (URL, ref, credentials hash) -> when fetched and what.
+type Recent = std::collections::HashMap<(String, String, String), (Instant, Checkout)>;
+
+pub struct GitCache {
+    root: PathBuf,
+    recent: std::sync::Mutex<Recent>,
+}
+
+impl GitCache {
+    pub fn new(root: impl Into<PathBuf>) -> GitCache {
+        GitCache {
+            root: root.into(),
+            recent: Default::default(),
+        }
+    }
+
+    /// [`GitCache::fetch_now`], or its answer for the same source within the last second.
+    pub fn fetch(
+        &self,
+        url: &str,
+        reference: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<Checkout, GitError> {
+        // Credentials are part of the key: a Stack never reuses what another Stack's secret
+        // fetched.
+        let who = credentials.map_or_else(String::new, |c| {
+            let mut h = Sha256::new();
+            for part in [
+                c.username.as_deref().map(str::as_bytes),
+                c.password.as_deref().map(str::as_bytes),
+                c.identity.as_deref(),
+                c.known_hosts.as_deref(),
+            ] {
+                h.update(part.unwrap_or_default());
+                h.update([0]);
+            }
+            hex::encode(h.finalize())
+        });
+        let key = (url.to_string(), reference.to_string(), who);
+        if let Some((at, checkout)) = self
+            .recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            && at.elapsed() < FRESH
+            && checkout.dir.is_dir()
+        {
+            return Ok(checkout.clone());
+        }
+        let checkout = self.fetch_now(url, reference, credentials)?;
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent.retain(|_, (at, _)| at.elapsed() < FRESH);
+        recent.insert(key, (Instant::now(), checkout.clone()));
+        Ok(checkout)
+    }
+
+    /// Fetch `reference` (branch, tag or commit) of `url` shallowly and extract its tree.
+    pub fn fetch_now(
+        &self,
+        url: &str,
+        reference: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<Checkout, GitError> {
+        let key = hex::encode(&Sha256::digest(url.as_bytes())[..12]);
+        let mirror = self.root.join("mirrors").join(format!("{key}.git"));
+        if !mirror.join("HEAD").is_file() {
+            std::fs::create_dir_all(&mirror).map_err(io(&mirror))?;
+            git(&mirror, &["init", "--bare", "--quiet"], &[])?;
+        }
+        let env = self.credential_env(&key, credentials)?;
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        git(
+            &mirror,
+            &[
+                "fetch",
+                "--quiet",
+                "--depth",
+                "1",
+                "--no-tags",
+                "--force",
+                url,
+                reference,
+            ],
+            &env,
+        )?;
+        let revision = git(&mirror, &["rev-parse", "FETCH_HEAD^{commit}"], &[])?
+            .trim()
+            .to_string();
+        let trees = self.root.join("trees").join(&key);
+        let dir = trees.join(&revision);
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&trees).map_err(io(&trees))?;
+            let partial = trees.join(format!(".{revision}.partial"));
+            let _ = std::fs::remove_dir_all(&partial);
+            std::fs::create_dir_all(&partial).map_err(io(&partial))?;
+            let archive = trees.join(format!(".{revision}.tar"));
+            let out = archive.display().to_string();
+            git(
+                &mirror,
+                &["archive", "--format=tar", "-o", &out, &revision],
+                &[],
+            )?;
+            let file = std::fs::File::open(&archive).map_err(io(&archive))?;
+            tar::Archive::new(file)
+                .unpack(&partial)
+                .map_err(io(&partial))?;
+            let _ = std::fs::remove_file(&archive);
+            std::fs::rename(&partial, &dir).map_err(io(&dir))?;
+        }
+        // Older trees of this URL are of no further use (the next reconcile plans this one).
+        if let Ok(entries) = std::fs::read_dir(&trees) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy() != revision.as_str() {
+                    let p = e.path();
+                    let _ = if p.is_dir() {
+                        std::fs::remove_dir_all(&p)
+                    } else {
+                        std::fs::remove_file(&p)
+                    };
+                }
+            }
+        }
+        Ok(Checkout { revision, dir })
+    }
+
+    /// Credentials reach git through the environment only (never the command line, which other
+    /// users of the machine can read): an HTTP header through `GIT_CONFIG_*`, an SSH key file.
+    fn credential_env(
+        &self,
+        key: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<Vec<(String, String)>, GitError> {
+        let mut env = Vec::new();
+        let Some(c) = credentials else {
+            return Ok(env);
+        };
+        if let (Some(user), Some(password)) = (&c.username, &c.password) {
+            use base64::Engine;
+            let basic =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            env.push(("GIT_CONFIG_COUNT".into(), "1".into()));
+            env.push(("GIT_CONFIG_KEY_0".into(), "http.extraHeader".into()));
+            env.push((
+                "GIT_CONFIG_VALUE_0".into(),
+                format!("Authorization: Basic {basic}"),
+            ));
+        }
+        if let Some(identity) = &c.identity {
+            use std::os::unix::fs::OpenOptionsExt;
+            let keys = self.root.join("keys");
+            std::fs::create_dir_all(&keys).map_err(io(&keys))?;
+            let file = keys.join(key);
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&file)
+                .map_err(io(&file))?;
+            std::io::Write::write_all(&mut f, identity).map_err(io(&file))?;
+            let hosts = keys.join(format!("{key}.known_hosts"));
+            let checking = match &c.known_hosts {
+                Some(k) => {
+                    std::fs::write(&hosts, k).map_err(io(&hosts))?;
+                    "yes"
+                }
+                None => "accept-new",
+            };
+            env.push((
+                "GIT_SSH_COMMAND".into(),
+                format!(
+                    "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking={checking} -o UserKnownHostsFile={}",
+                    file.display(),
+                    hosts.display()
+                ),
+            ));
+        }
+        Ok(env)
+    }
+}
+
+/// Run git in `dir` without prompts; its stdout, or its stderr as the error.
+fn git(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
+    let shown = args.join(" ");
+    let err = |message: String| GitError::Command {
+        args: shown.clone(),
+        message,
+    };
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ASKPASS", "true")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().map_err(|e| err(format!("starting git: {e}")))?;
+    // Read both pipes on threads so a chatty git never blocks on a full pipe.
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(o) = stdout.as_mut() {
+            let _ = o.read_to_string(&mut s);
+        }
+        s
+    });
+    let errs = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(e) = stderr.as_mut() {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    });
+    let deadline = Instant::now() + GIT_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(err(format!("timed out after {GIT_TIMEOUT:?}")));
+            }
+            Err(e) => return Err(err(format!("waiting for git: {e}"))),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = errs.join().unwrap_or_default();
+    if status.success() {
+        Ok(stdout)
+    } else {
+        Err(err(format!("{status}: {}", stderr.trim())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn fetches_a_branch_and_a_tag_and_follows_new_commits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join("stack")).unwrap();
+        run(&repo, &["init", "--quiet", "-b", "main"]);
+        std::fs::write(repo.join("stack/a.txt"), "one").unwrap();
+        run(&repo, &["add", "."]);
+        run(&repo, &["commit", "--quiet", "-m", "one"]);
+        run(&repo, &["tag", "v1"]);
+        let cache = GitCache::new(tmp.path().join("cache"));
+        let url = repo.display().to_string();
+        let first = cache.fetch(&url, "main", None).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(first.dir.join("stack/a.txt")).unwrap(),
+            "one"
+        );
+        std::fs::write(repo.join("stack/a.txt"), "two").unwrap();
+        run(&repo, &["commit", "--quiet", "-am", "two"]);
+        // Within a second the same source answers from memory, unless the credentials differ.
+        let memo = cache.fetch(&url, "main", None).unwrap();
+        assert_eq!(memo.revision, first.revision);
+        let other = Credentials {
+            username: Some("u".into()),
+            password: Some("p".into()),
+            ..Default::default()
+        };
+        let second = cache.fetch(&url, "main", Some(&other)).unwrap();
+        assert_ne!(first.revision, second.revision);
+        assert_eq!(
+            cache.fetch_now(&url, "main", None).unwrap().revision,
+            second.revision
+        );
+        assert_eq!(
+            std::fs::read_to_string(second.dir.join("stack/a.txt")).unwrap(),
+            "two"
+        );
+        assert!(!first.dir.exists(), "the older tree is removed");
+        let tagged = cache.fetch_now(&url, "v1", None).unwrap();
+        assert_eq!(tagged.revision, first.revision);
+        let e = cache.fetch_now(&url, "no-such-branch", None).unwrap_err();
+        assert!(e.to_string().contains("no-such-branch"), "{e}");
+    }
+}
