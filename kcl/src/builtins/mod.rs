@@ -565,9 +565,10 @@ fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
     let mut it = s.chars();
     match (it.next(), it.next()) {
         (Some(c), None) => Ok(Value::Int(c as i64)),
-        _ => Err(RtError::ty(format!(
-            "ord() expected a character, but string of length {} found",
-            s.chars().count()
+        // upstream counts the length in bytes here (one character is accepted either way)
+        _ => Err(RtError::eval(format!(
+            "ord() expected string of length 1, but string of length {} found",
+            s.len()
         ))),
     }
 }
@@ -755,8 +756,8 @@ pub fn slice(v: &Value, lo: Option<i64>, hi: Option<i64>, step: Option<i64>) -> 
                     .collect::<String>(),
             ))
         }
-        other => Err(RtError::ty(format!(
-            "'{}' object is not subscriptable",
+        other => Err(RtError::eval(format!(
+            "invalid slice object {}",
             other.type_name()
         ))),
     }

@@ -226,17 +226,13 @@ impl Evaluator {
                 if s.optional && !v.truthy() {
                     return Ok(Value::None);
                 }
+                // as upstream at run time: a bound that is not an int (bool, str, float, None)
+                // is no bound
                 let get = |x: &'static Option<Expr>| -> EvalResult<Option<i64>> {
                     match x {
                         Some(x) => match self.eval(ctx, x)? {
-                            Value::None | Value::Undefined => Ok(None),
-                            v => v.as_int().map(Some).ok_or_else(|| {
-                                EvalError::new(
-                                    ErrKind::Type,
-                                    "slice indices must be integers or None",
-                                    Some(x.span),
-                                )
-                            }),
+                            Value::Int(i) => Ok(Some(i)),
+                            _ => Ok(None),
                         },
                         None => Ok(None),
                     }
@@ -994,12 +990,8 @@ impl Evaluator {
         match (v, i) {
             (Value::None | Value::Undefined, _) if optional => Ok(Value::None),
             (Value::List(l), _) => {
-                let Some(idx) = i.as_int() else {
-                    return Err(EvalError::new(
-                        ErrKind::Type,
-                        format!("list indices must be integers, not {}", i.type_name()),
-                        Some(span),
-                    ));
+                let Value::Int(idx) = *i else {
+                    return Err(not_subscriptable(v, i, span));
                 };
                 let n = l.len() as i64;
                 let j = if idx < 0 { n + idx } else { idx };
@@ -1026,12 +1018,8 @@ impl Evaluator {
                 .cloned()
                 .unwrap_or(Value::Undefined)),
             (Value::Str(s), _) => {
-                let Some(idx) = i.as_int() else {
-                    return Err(EvalError::new(
-                        ErrKind::Type,
-                        "string indices must be integers",
-                        Some(span),
-                    ));
+                let Value::Int(idx) = *i else {
+                    return Err(not_subscriptable(v, i, span));
                 };
                 let chars: Vec<char> = s.chars().collect();
                 let n = chars.len() as i64;
@@ -1045,11 +1033,7 @@ impl Evaluator {
                 }
                 Ok(Value::from(chars[j as usize].to_string()))
             }
-            _ => Err(EvalError::new(
-                ErrKind::Type,
-                format!("'{}' object is not subscriptable", v.type_name()),
-                Some(span),
-            )),
+            _ => Err(not_subscriptable(v, i, span)),
         }
     }
 
@@ -1440,6 +1424,20 @@ fn func_attr_error(name: &str, span: Span) -> EvalError {
     EvalError::new(
         ErrKind::Evaluation,
         format!("schema object attr '{name}' not found"),
+        Some(span),
+    )
+}
+
+/// Upstream's run-time error for `v[i]` where `v` cannot be indexed by `i` (a list or string by
+/// anything but an int, or a value that is not a list, string, dict or schema).
+fn not_subscriptable(v: &Value, i: &Value, span: Span) -> EvalError {
+    EvalError::new(
+        ErrKind::Evaluation,
+        format!(
+            "'{}' object is not subscriptable with '{}'",
+            v.type_name(),
+            i.type_name()
+        ),
         Some(span),
     )
 }

@@ -1097,9 +1097,11 @@ impl<'a> Parser<'a> {
         }
         self.expect(Tok::In, "in");
         let target = self.parse_quant_target();
+        let brace = self.pos;
         if !self.expect(Tok::LBrace, "{") {
             return Expr::missing(self.since(lo));
         }
+        self.lambda_braces.push(brace);
         self.ctx.push(Ctx::Brace);
         let (test, if_cond, _) = self.parse_test_if_msg();
         self.ctx.pop();
@@ -1217,9 +1219,11 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
+        let brace = self.pos;
         if !self.expect(Tok::LBrace, "{") {
             return Expr::missing(self.since(lo));
         }
+        self.lambda_braces.push(brace);
         self.ctx.push(Ctx::Brace);
         let saved = self.no_schema_brace;
         self.no_schema_brace = false;
@@ -1234,6 +1238,7 @@ impl<'a> Parser<'a> {
         if !self.expect(Tok::RBrace, "}") {
             self.skip_to_closer(Tok::RBrace);
         }
+        self.lambda_braces.pop();
         let l = LambdaExpr { params, ret, body };
         Expr {
             kind: ExprKind::Lambda(Box::new(l)),

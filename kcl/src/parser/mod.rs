@@ -48,6 +48,8 @@ pub(crate) struct Parser<'a> {
     line_indent: u32,
     /// While parsing a quantifier target, `Name {` is not a schema instantiation.
     no_schema_brace: bool,
+    /// Token positions of the `{` opening the lambda bodies being parsed.
+    lambda_braces: Vec<usize>,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
@@ -180,6 +182,7 @@ impl<'a> Parser<'a> {
             depth: 0,
             line_indent: 0,
             no_schema_brace: false,
+            lambda_braces: Vec::new(),
             stmt_start: 0,
             embedded: false,
             want_block: false,
@@ -385,6 +388,8 @@ impl<'a> Parser<'a> {
             match t {
                 Tok::RBrace | Tok::RBracket | Tok::RParen => depth += 1,
                 Tok::LBrace | Tok::LBracket | Tok::LParen if depth > 0 => depth -= 1,
+                // a lambda's body is a block of statements: upstream finds the end of the file
+                Tok::LBrace if self.lambda_braces.last() == Some(&i) => return None,
                 Tok::LBrace | Tok::LBracket | Tok::LParen => {
                     // (a `{` that is the file's last token ends its line too)
                     let ends_line = self

@@ -118,11 +118,7 @@ impl<'a> Checker<'a> {
 
     /// Upstream rejects config keys statically known not to be strings; false when reported.
     pub(super) fn check_str_key(&mut self, t: &Ty, span: Span) -> bool {
-        let stringy = |t: &Ty| t.is_any() || matches!(t, Ty::Str | Ty::StrLit(_));
-        let ok = match t {
-            Ty::Union(ts) => ts.iter().any(stringy),
-            t => stringy(t),
-        };
+        let ok = is_str_key(t);
         if !ok {
             let msg = format!("A attribute must be string type, got '{}'", self.ty_str(t));
             self.err(ErrKind::Attribute, msg, span);
@@ -150,7 +146,16 @@ impl<'a> Checker<'a> {
                         ExprKind::Selector(_) => None,
                         _ => {
                             let t = self.infer(env, key);
-                            if !self.check_str_key(&t, key.span) {
+                            if !is_str_key(&t) {
+                                // upstream walks the value first, a config literal against
+                                // the dict's value type (its own entries' errors come before
+                                // this key's), then reports the key
+                                if matches!(strip_paren(value).kind, ExprKind::Config(_)) {
+                                    self.check_value(env, value, vt, key.span, def);
+                                } else {
+                                    self.infer(env, value);
+                                }
+                                self.check_str_key(&t, key.span);
                                 continue;
                             }
                             Some(t)
@@ -344,5 +349,14 @@ impl<'a> Checker<'a> {
                     .map(|s| s.as_str())
             )
         )
+    }
+}
+
+/// Whether a config key of type `t` may be a string (what upstream requires of a config key).
+fn is_str_key(t: &Ty) -> bool {
+    let stringy = |t: &Ty| t.is_any() || matches!(t, Ty::Str | Ty::StrLit(_));
+    match t {
+        Ty::Union(ts) => ts.iter().any(stringy),
+        t => stringy(t),
     }
 }
