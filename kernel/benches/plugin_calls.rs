@@ -2,12 +2,16 @@
 //! native `cdylib` and through a WASM component, with ~1 KiB and ~100 KiB JSON payloads, next to
 //! the same call on an in-process trait object (no boundary) as the baseline; and one warm
 //! runtime call (a dry-run `apply` of a ~1 KiB resource, which touches nothing outside the
-//! plugin) through the native example runtime and through the WASM runtime fixture.
+//! plugin) through the native example runtime and through the WASM runtime fixture; and the
+//! start-up of a runtime, from its file to the first call (native `dlopen` against a WASM
+//! component taken from the on-disk compiled cache), printed as a table after the benchmarks.
 //!
 //! Run: `cargo bench -p kusion-kernel --bench plugin_calls` (builds optimised fixtures first).
+//! With `KUSION_BENCH_PYTHON_RUNTIME=<path of rabbitmq_runtime.wasm>` (built by
+//! examples/rabbitmq-runtime/build.sh) the Python example runtime is measured too.
 //! Times are the calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time, so a busy
 //! machine does not inflate them with time spent waiting for a core; every call runs on the
-//! calling thread, so nothing is missed.
+//! calling thread, so nothing is missed. The start-up table shows wall time next to it.
 
 use std::hint::black_box;
 
@@ -247,15 +251,51 @@ fn runtime_call(c: &mut Criterion<ThreadCpu>) {
             .cloned()
             .unwrap_or_default(),
     ));
+    let mut runtimes = vec![("native", native, file), ("wasm", wasm, kv)];
+    if let Some(python) = python_runtime() {
+        // The Python example's dry-run validates and answers the plan without calling the API.
+        let vhost = request(Resource::new(
+            "rabbitmq:vhost:bench",
+            "RabbitMQVhost",
+            json!({"name": "bench", "description": body})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ));
+        let runtime = WasmHost::new()
+            .unwrap()
+            .compile(&python)
+            .unwrap()
+            .runtime(WasmGrants::default(), WasmLimits::default())
+            .unwrap();
+        runtime.configure(&python_config()).unwrap();
+        runtimes.push(("wasm-python", runtime, vhost));
+    }
     let mut group = c.benchmark_group("runtime_apply_dry_run_1KiB");
-    for (host, runtime, request) in [("native", &native, &file), ("wasm", &wasm, &kv)] {
+    for (host, runtime, request) in &runtimes {
         let runtime: &dyn Runtime = runtime.as_ref();
         assert_eq!(runtime.apply(request).unwrap().resource, request.planned);
-        group.bench_function(host, |b| {
+        group.bench_function(*host, |b| {
             b.iter(|| black_box(runtime.apply(black_box(request)).unwrap()))
         });
     }
     group.finish();
+}
+
+/// The Python example runtime, when `KUSION_BENCH_PYTHON_RUNTIME` names it.
+fn python_runtime() -> Option<std::path::PathBuf> {
+    let path = std::path::PathBuf::from(std::env::var_os("KUSION_BENCH_PYTHON_RUNTIME")?);
+    assert!(
+        path.is_file(),
+        "KUSION_BENCH_PYTHON_RUNTIME={}: no such file",
+        path.display()
+    );
+    Some(path)
+}
+
+/// Its configuration: an endpoint it never reaches (dry-runs and start-up make no request).
+fn python_config() -> Value {
+    json!({"endpoint": "http://127.0.0.1:1", "username": "guest", "password": "guest"})
 }
 
 /// Loading a WASM plugin: compiling the component versus taking it from the compiled cache.
@@ -276,9 +316,113 @@ fn wasm_load(c: &mut Criterion<ThreadCpu>) {
     group.finish();
 }
 
+/// Wall and thread-CPU time of `f`.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, std::time::Duration, std::time::Duration) {
+    let wall = std::time::Instant::now();
+    let cpu = thread_cpu_ns();
+    let out = f();
+    let cpu = std::time::Duration::from_nanos(thread_cpu_ns() - cpu);
+    (out, wall.elapsed(), cpu)
+}
+
+/// Median and minimum of some durations, for the table.
+fn summary(mut times: Vec<std::time::Duration>) -> String {
+    times.sort();
+    format!(
+        "median {:>9.3?}  min {:>9.3?}",
+        times[times.len() / 2],
+        times[0]
+    )
+}
+
+/// Start-up of a runtime until its first call can be made, as `kusionctl` does it once per run:
+/// load, instantiate (the plugin's `describe` included) and configure. Native: `dlopen` of a copy
+/// of the library at a path of its own each time (a path loaded before would only bump the
+/// loader's reference count). WASM: the compiled component taken from the on-disk cache,
+/// through a host whose engine exists already, and (the whole cost of a run's first WASM
+/// plugin) through a new host. Not a criterion group: each native sample leaves a library
+/// mapped, so the runs are counted here.
+fn start_up() {
+    const RUNS: usize = 25;
+    let files = tempfile::tempdir().unwrap();
+    let copies = tempfile::tempdir().unwrap();
+    let native = fixtures::build_release(Fixture::LocalFile);
+    let (mut native_wall, mut native_cpu) = (Vec::new(), Vec::new());
+    for i in 0..RUNS {
+        let copy = copies.path().join(format!(
+            "{i}-{}",
+            native.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::copy(&native, &copy).unwrap();
+        let (_runtime, wall, cpu) = timed(|| {
+            let runtime = NativeLibrary::open(&copy).unwrap().runtime().unwrap();
+            runtime.configure(&json!({"root": files.path()})).unwrap();
+            runtime
+        });
+        native_wall.push(wall);
+        native_cpu.push(cpu);
+    }
+    println!("start-up until the first call can be made ({RUNS} runs each):");
+    println!(
+        "  {:<42} wall {}  cpu {}",
+        "native localfile",
+        summary(native_wall),
+        summary(native_cpu)
+    );
+
+    let mut components = vec![(
+        "wasm fixture",
+        fixtures::build_release(Fixture::WasmRuntime),
+        json!({}),
+    )];
+    if let Some(python) = python_runtime() {
+        components.push(("wasm python (rabbitmq)", python, python_config()));
+    }
+    for (label, path, config) in components {
+        let cache = tempfile::tempdir().unwrap();
+        let host = WasmHost::with_cache(Some(cache.path().to_path_buf())).unwrap();
+        // Fill the cache (a compile, not measured).
+        assert!(!host.compile_reporting_cache(&path).unwrap().1);
+        let load = |host: &WasmHost| {
+            let (module, cached) = host.compile_reporting_cache(&path).unwrap();
+            assert!(cached, "{label}: not taken from the compiled cache");
+            let runtime = module
+                .runtime(WasmGrants::default(), WasmLimits::default())
+                .unwrap();
+            runtime.configure(&config).unwrap();
+            runtime
+        };
+        for fresh_engine in [false, true] {
+            let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+            for _ in 0..RUNS {
+                let (_runtime, wall, cpu) = timed(|| {
+                    if fresh_engine {
+                        load(&WasmHost::with_cache(Some(cache.path().to_path_buf())).unwrap())
+                    } else {
+                        load(&host)
+                    }
+                });
+                walls.push(wall);
+                cpus.push(cpu);
+            }
+            let what = if fresh_engine {
+                "cached, new engine"
+            } else {
+                "cached"
+            };
+            println!(
+                "  {:<42} wall {}  cpu {}",
+                format!("{label}, {what}"),
+                summary(walls),
+                summary(cpus)
+            );
+        }
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().with_measurement(ThreadCpu);
     targets = bench, runtime_call, wasm_load
 }
-criterion_main!(benches);
+criterion_main!(benches, start_up);

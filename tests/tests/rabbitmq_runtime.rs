@@ -1,13 +1,15 @@
 //! The Python RabbitMQ runtime (examples/rabbitmq-runtime, built with componentize-py) against a
 //! real broker (kusion-rabbitmq-harness): the conformance suite through `kusionctl plugin test`,
-//! and a stack mixing RabbitMQ objects with the native LocalFile runtime's files, linked by
-//! `$kusion_path` references, applied, changed, drifted and destroyed through `kusionctl`.
+//! and stacks mixing RabbitMQ objects with the native LocalFile runtime's files and with
+//! Kubernetes objects on a real control plane (kusion-k8s-harness), linked by `$kusion_path`
+//! references, applied, changed, drifted and destroyed through `kusionctl`.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
+use kusion_k8s_harness::{ControlPlane, Options};
 use kusion_kernel::plugin::fixtures;
 use kusion_kernel::plugin::manifest::{self, Manifest};
 use kusion_rabbitmq_harness::RabbitServer;
@@ -123,14 +125,14 @@ fn rabbitmq_runtime_passes_kusionctl_plugin_test_against_a_live_broker() {
 }
 
 /// One stack folder: the plugin installed from the example's manifest, the operator's grant, and
-/// runtime settings for both runtimes.
+/// runtime settings for the RabbitMQ and LocalFile runtimes, plus `more_runtimes` (YAML lines).
 struct Stack {
     dir: tempfile::TempDir,
     files: PathBuf,
 }
 
 impl Stack {
-    fn new(rabbit: &RabbitServer, wasm: &Path) -> Stack {
+    fn new(rabbit: &RabbitServer, wasm: &Path, more_runtimes: &str) -> Stack {
         built("liblocalfile_runtime.so");
         let dir = tempfile::tempdir().unwrap();
         let plugins = dir.path().join("plugins");
@@ -148,7 +150,7 @@ impl Stack {
         std::fs::write(
             dir.path().join("runtimes.yaml"),
             format!(
-                "localfile: {{root: {files:?}}}\nrabbitmq: {{endpoint: {:?}, username: guest, password: guest}}\n",
+                "localfile: {{root: {files:?}}}\nrabbitmq: {{endpoint: {:?}, username: guest, password: guest}}\n{more_runtimes}",
                 rabbit.endpoint()
             ),
         )
@@ -250,7 +252,7 @@ fn ids(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 fn rabbitmq_and_localfile_resources_apply_change_drift_and_destroy_through_kusionctl() {
     let wasm = component();
     let rabbit = broker();
-    let stack = Stack::new(&rabbit, &wasm);
+    let stack = Stack::new(&rabbit, &wasm, "");
     stack.write_spec(SPEC);
 
     // The plugin is found, loaded and granted the broker's management port only.
@@ -399,6 +401,274 @@ fn rabbitmq_and_localfile_resources_apply_change_drift_and_destroy_through_kusio
     assert_eq!(queues, Value::Array(vec![]), "{queues}");
     assert_eq!(stack.file("summary.txt"), None);
     assert_eq!(stack.file("queue-name.txt"), None);
+}
+
+/// The namespace the Kubernetes half of [`K8S_SPEC`] lives in.
+const NS: &str = "rabbitmq-e2e";
+
+/// RabbitMQ objects between Kubernetes ones, linked by `$kusion_path` both ways: the broker's
+/// vhost and queue names come from a ConfigMap, and the application's ConfigMap and Secret hold
+/// the names RabbitMQ objects were applied with.
+const K8S_SPEC: &str = r#"resources:
+- id: v1:Namespace:rabbitmq-e2e
+  type: Kubernetes
+  attributes: {apiVersion: v1, kind: Namespace, metadata: {name: rabbitmq-e2e}}
+- id: v1:ConfigMap:rabbitmq-e2e:broker
+  type: Kubernetes
+  attributes:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: broker, namespace: rabbitmq-e2e}
+    data: {vhost: shop, queue: orders}
+- id: rabbitmq:vhost:shop
+  type: RabbitMQVhost
+  attributes:
+    name: "$kusion_path[v1:ConfigMap:rabbitmq-e2e:broker].data.vhost"
+    description: the shop
+- id: rabbitmq:exchange:shop:events
+  type: RabbitMQExchange
+  attributes: {vhost: "$kusion_path[rabbitmq:vhost:shop].name", name: events, type: topic}
+- id: rabbitmq:queue:shop:orders
+  type: RabbitMQQueue
+  attributes:
+    vhost: "$kusion_path[rabbitmq:vhost:shop].name"
+    name: "$kusion_path[v1:ConfigMap:rabbitmq-e2e:broker].data.queue"
+    arguments: {x-max-length: 100}
+- id: rabbitmq:user:shop-app
+  type: RabbitMQUser
+  attributes: {name: shop-app, password: first-s3cret, tags: [monitoring]}
+- id: v1:ConfigMap:rabbitmq-e2e:shop-app
+  type: Kubernetes
+  attributes:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: shop-app, namespace: rabbitmq-e2e}
+    data:
+      AMQP_VHOST: "$kusion_path[rabbitmq:vhost:shop].name"
+      AMQP_QUEUE: "$kusion_path[rabbitmq:queue:shop:orders].name"
+- id: v1:Secret:rabbitmq-e2e:shop-app-amqp
+  type: Kubernetes
+  attributes:
+    apiVersion: v1
+    kind: Secret
+    metadata: {name: shop-app-amqp, namespace: rabbitmq-e2e}
+    stringData:
+      url: "amqp://$kusion_path[rabbitmq:user:shop-app].name@127.0.0.1/$kusion_path[rabbitmq:vhost:shop].name"
+"#;
+
+/// `kubectl get KIND NAME -o json` on the control plane: `Some(object)` or `None` when absent.
+fn kube_live(cp: &ControlPlane, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+    let mut cmd = cp.kubectl().expect("kubectl from the control-plane build");
+    cmd.args(["get", kind, name, "-o", "json", "--ignore-not-found"]);
+    if let Some(ns) = namespace {
+        cmd.args(["-n", ns]);
+    }
+    let out = cmd.output().expect("running kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl get {kind} {name}: {}",
+        text(&out)
+    );
+    if out.stdout.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out))))
+}
+
+/// The `data` of a live ConfigMap in [`NS`].
+fn configmap(cp: &ControlPlane, name: &str) -> Value {
+    kube_live(cp, "configmap", Some(NS), name)
+        .unwrap_or_else(|| panic!("ConfigMap {NS}/{name} is missing"))["data"]
+        .clone()
+}
+
+#[test]
+fn rabbitmq_and_kubernetes_resources_apply_change_drift_and_destroy_through_kusionctl() {
+    built("libkusion_runtime_kubernetes.so");
+    let wasm = component();
+    let rabbit = broker();
+    // The real control plane: etcd, kube-apiserver and kube-controller-manager, whose namespace
+    // controller is what finishes deleting the namespace on destroy.
+    let cp = ControlPlane::start_with(Options {
+        fake_kubelet: false,
+        ..Options::default()
+    })
+    .unwrap_or_else(|e| panic!("the Kubernetes control plane must start for this test: {e}"));
+    let stack = Stack::new(
+        &rabbit,
+        &wasm,
+        &format!("kubernetes: {{kubeconfig: {:?}}}\n", cp.kubeconfig_path()),
+    );
+    stack.write_spec(K8S_SPEC);
+
+    // Create: Kubernetes -> RabbitMQ -> Kubernetes, in reference order.
+    let t = stack.ok(&["apply", "-f", "spec.yaml", "--yes"]);
+    assert!(t.contains("8 created"), "{t}");
+    assert!(!t.contains("first-s3cret"), "the password leaked:\n{t}");
+    assert_eq!(
+        live(&rabbit, "/api/vhosts/shop").unwrap()["description"],
+        "the shop"
+    );
+    assert_eq!(
+        live(&rabbit, "/api/exchanges/shop/events").unwrap()["type"],
+        "topic"
+    );
+    assert_eq!(
+        live(&rabbit, "/api/queues/shop/orders").expect("the queue named by the ConfigMap")["arguments"]
+            ["x-max-length"],
+        100
+    );
+    assert_eq!(
+        live(&rabbit, "/api/users/shop-app").unwrap()["tags"][0],
+        "monitoring"
+    );
+    assert_eq!(
+        configmap(&cp, "shop-app"),
+        serde_json::json!({"AMQP_VHOST": "shop", "AMQP_QUEUE": "orders"})
+    );
+    let secret = kube_live(&cp, "secret", Some(NS), "shop-app-amqp").expect("the Secret");
+    let url = {
+        use base64::Engine;
+        let encoded = secret["data"]["url"].as_str().unwrap_or_default();
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(url, "amqp://shop-app@127.0.0.1/shop", "{secret}");
+    assert_eq!(stack.pending(), ids(&[]));
+    assert!(
+        stack
+            .ok(&["preview", "-f", "spec.yaml"])
+            .contains("No changes.")
+    );
+
+    // Change: a new queue name in the broker ConfigMap replaces the queue and updates the
+    // application's ConfigMap; the vhost and the user change in place; the exchange and the
+    // Secret are removed from the spec.
+    let mut changed = K8S_SPEC
+        .replace(
+            "{vhost: shop, queue: orders}",
+            "{vhost: shop, queue: orders-v2}",
+        )
+        .replace("description: the shop", "description: the new shop")
+        .replace("tags: [monitoring]", "tags: [monitoring, management]");
+    for (from, to) in [
+        (
+            "- id: rabbitmq:exchange:shop:events",
+            "- id: rabbitmq:queue:shop:orders",
+        ),
+        ("- id: v1:Secret:rabbitmq-e2e:shop-app-amqp", ""),
+    ] {
+        let start = changed.find(from).unwrap();
+        let end = if to.is_empty() {
+            changed.len()
+        } else {
+            changed.find(to).unwrap()
+        };
+        changed.replace_range(start..end, "");
+    }
+    stack.write_spec(&changed);
+    let planned = stack.pending();
+    assert_eq!(
+        planned,
+        ids(&[
+            ("v1:ConfigMap:rabbitmq-e2e:broker", "Update"),
+            ("rabbitmq:vhost:shop", "Update"),
+            ("rabbitmq:exchange:shop:events", "Delete"),
+            ("rabbitmq:queue:shop:orders", "Replace"),
+            ("rabbitmq:user:shop-app", "Update"),
+            ("v1:ConfigMap:rabbitmq-e2e:shop-app", "Update"),
+            ("v1:Secret:rabbitmq-e2e:shop-app-amqp", "Delete"),
+        ])
+    );
+    let t = stack.ok(&["apply", "-f", "spec.yaml", "--yes"]);
+    assert!(t.contains("Apply complete!"), "{t}");
+    assert_eq!(stack.pending(), ids(&[]));
+    assert_eq!(
+        live(&rabbit, "/api/vhosts/shop").unwrap()["description"],
+        "the new shop"
+    );
+    // Removed items are gone from the servers, not just from state.
+    assert_eq!(live(&rabbit, "/api/exchanges/shop/events"), None);
+    assert_eq!(kube_live(&cp, "secret", Some(NS), "shop-app-amqp"), None);
+    // The replaced queue: the old one deleted, the new one made.
+    assert_eq!(live(&rabbit, "/api/queues/shop/orders"), None);
+    assert_eq!(
+        live(&rabbit, "/api/queues/shop/orders-v2").expect("the renamed queue")["arguments"]["x-max-length"],
+        100
+    );
+    let mut tags: Vec<String> =
+        serde_json::from_value(live(&rabbit, "/api/users/shop-app").unwrap()["tags"].clone())
+            .unwrap();
+    tags.sort();
+    assert_eq!(tags, ["management", "monitoring"]);
+    assert_eq!(
+        configmap(&cp, "shop-app"),
+        serde_json::json!({"AMQP_VHOST": "shop", "AMQP_QUEUE": "orders-v2"})
+    );
+
+    // Drift made behind kusion's back through the management API: what the preview shows, and
+    // what the next apply puts back.
+    let (status, body) = rabbit
+        .api(
+            "PUT",
+            "/api/vhosts/shop",
+            Some(r#"{"description": "edited by hand"}"#),
+        )
+        .unwrap();
+    assert!(status == 201 || status == 204, "{status} {body}");
+    let (status, body) = rabbit
+        .api(
+            "PUT",
+            "/api/users/shop-app",
+            Some(r#"{"password": "changed-by-hand", "tags": "monitoring,management"}"#),
+        )
+        .unwrap();
+    assert!(status == 201 || status == 204, "{status} {body}");
+    assert_eq!(
+        rabbit
+            .api("DELETE", "/api/queues/shop/orders-v2", None)
+            .unwrap()
+            .0,
+        204
+    );
+    let drifted = stack.pending();
+    assert_eq!(
+        drifted,
+        ids(&[
+            ("rabbitmq:vhost:shop", "Update"),
+            ("rabbitmq:queue:shop:orders", "Create"),
+            ("rabbitmq:user:shop-app", "Update"),
+            // It reads the recreated queue's name, known only once the queue is applied again.
+            ("v1:ConfigMap:rabbitmq-e2e:shop-app", "Update"),
+        ])
+    );
+    let detail = stack.ok(&["preview", "-f", "spec.yaml", "-d"]);
+    assert!(detail.contains("edited by hand"), "{detail}");
+    assert!(!detail.contains("first-s3cret"), "{detail}");
+    stack.ok(&["apply", "-f", "spec.yaml", "--yes"]);
+    assert_eq!(stack.pending(), ids(&[]));
+    assert_eq!(
+        live(&rabbit, "/api/vhosts/shop").unwrap()["description"],
+        "the new shop"
+    );
+    assert!(live(&rabbit, "/api/queues/shop/orders-v2").is_some());
+    assert_eq!(configmap(&cp, "shop-app")["AMQP_QUEUE"], "orders-v2");
+
+    // Destroy: nothing of ours is left on either server.
+    let t = stack.ok(&["destroy", "--yes"]);
+    assert!(t.contains("6 deleted"), "{t}");
+    assert_eq!(live(&rabbit, "/api/vhosts/shop"), None);
+    assert_eq!(live(&rabbit, "/api/users/shop-app"), None);
+    let queues = live(&rabbit, "/api/queues").unwrap();
+    assert_eq!(queues, Value::Array(vec![]), "{queues}");
+    assert_eq!(kube_live(&cp, "namespace", None, NS), None);
+    for name in ["broker", "shop-app"] {
+        assert_eq!(kube_live(&cp, "configmap", Some(NS), name), None);
+    }
 }
 
 /// What the Python runtime costs, printed for the record (`--nocapture`): start-up without and

@@ -11,7 +11,8 @@
 //!
 //! Instances are reused between calls (instantiating per call would cost more than the call), from
 //! a small pool so several threads can call one plugin at once; a fresh instance is configured
-//! with the last configuration before first use.
+//! with the last configuration before first use. Imports are resolved once per plugin
+//! (`InstancePre`), so a new instance costs only the instantiation itself.
 //!
 //! Outgoing HTTP (`wasi:http/outgoing-handler`) is linked for every component, but each request
 //! is checked against the granted `host:port` pairs before anything connects; with no grant every
@@ -32,7 +33,7 @@ use kusion_sdk::runtime::{
 };
 use kusion_sdk::{ABI_VERSION, AbiVersion, ErrorKind, Map, PluginError, PluginResult, Value};
 use serde::{Deserialize, Serialize};
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -467,8 +468,6 @@ impl WasmModule {
             })?;
         Ok(Sandbox {
             engine: self.engine.clone(),
-            component: self.component.clone(),
-            linker: self.linker.clone(),
             grants,
             http_hosts,
             limits,
@@ -487,7 +486,7 @@ impl WasmModule {
         limits: WasmLimits,
     ) -> Result<Arc<dyn PolicyPlugin>, LoadError> {
         self.expect(PluginKind::Policy)?;
-        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let mut pool = self.pool(grants, limits)?;
         let info: PolicyPluginInfo = pool
             .with(
                 "describe",
@@ -512,7 +511,7 @@ impl WasmModule {
         limits: WasmLimits,
     ) -> Result<Arc<dyn FunctionPlugin>, LoadError> {
         self.expect(PluginKind::Function)?;
-        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let mut pool = self.pool(grants, limits)?;
         let info: FunctionPluginInfo = pool
             .with(
                 "describe",
@@ -547,7 +546,7 @@ impl WasmModule {
                 ),
             });
         }
-        let mut pool = Pool::new(self.sandbox(grants, limits)?);
+        let mut pool = self.pool(grants, limits)?;
         let info: RuntimeInfo = pool
             .with(
                 "describe",
@@ -573,6 +572,20 @@ impl WasmModule {
             pool: Arc::new(pool),
             info,
         }))
+    }
+
+    /// A pool of instances of this component as world `B`, its imports resolved once now.
+    fn pool<B: World>(&self, grants: WasmGrants, limits: WasmLimits) -> Result<Pool<B>, LoadError> {
+        let sandbox = self.sandbox(grants, limits)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&self.component)
+            .and_then(B::pre)
+            .map_err(|e| LoadError::Wasm {
+                path: self.path.clone(),
+                detail: format!("{e:#}"),
+            })?;
+        Ok(Pool::new(sandbox, pre))
     }
 
     fn expect(&self, expected: PluginKind) -> Result<(), LoadError> {
@@ -664,8 +677,6 @@ const STDERR_CAPACITY: usize = 256 << 10;
 
 struct Sandbox {
     engine: Engine,
-    component: Component,
-    linker: Linker<Guest>,
     grants: WasmGrants,
     /// `grants.hosts`, parsed.
     http_hosts: Arc<[HttpHost]>,
@@ -803,8 +814,9 @@ struct Warm<B> {
 }
 
 /// Reusable instances of one plugin plus the configuration every new one must receive.
-struct Pool<B> {
+struct Pool<B: World> {
     sandbox: Sandbox,
+    pre: B::Pre,
     idle: Mutex<Vec<Warm<B>>>,
     /// The latest configuration and its generation; instances configured with an older one are
     /// not returned to the pool.
@@ -813,11 +825,10 @@ struct Pool<B> {
 
 /// How to instantiate the world `B` and send it its configuration.
 trait World: Sized + Send + Sync {
-    fn instantiate(
-        store: &mut Store<Guest>,
-        component: &Component,
-        linker: &Linker<Guest>,
-    ) -> wasmtime::Result<Self>;
+    /// The component with its imports resolved and its exports looked up, ready to instantiate.
+    type Pre: Send + Sync;
+    fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre>;
+    fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self>;
     fn configure(
         &self,
         store: &mut Store<Guest>,
@@ -826,12 +837,12 @@ trait World: Sized + Send + Sync {
 }
 
 impl World for policy_bindings::PolicyPlugin {
-    fn instantiate(
-        store: &mut Store<Guest>,
-        component: &Component,
-        linker: &Linker<Guest>,
-    ) -> wasmtime::Result<Self> {
-        policy_bindings::PolicyPlugin::instantiate(store, component, linker)
+    type Pre = policy_bindings::PolicyPluginPre<Guest>;
+    fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre> {
+        policy_bindings::PolicyPluginPre::new(pre)
+    }
+    fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self> {
+        pre.instantiate(store)
     }
     fn configure(
         &self,
@@ -843,12 +854,12 @@ impl World for policy_bindings::PolicyPlugin {
 }
 
 impl World for runtime_bindings::RuntimePlugin {
-    fn instantiate(
-        store: &mut Store<Guest>,
-        component: &Component,
-        linker: &Linker<Guest>,
-    ) -> wasmtime::Result<Self> {
-        runtime_bindings::RuntimePlugin::instantiate(store, component, linker)
+    type Pre = runtime_bindings::RuntimePluginPre<Guest>;
+    fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre> {
+        runtime_bindings::RuntimePluginPre::new(pre)
+    }
+    fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self> {
+        pre.instantiate(store)
     }
     fn configure(
         &self,
@@ -860,12 +871,12 @@ impl World for runtime_bindings::RuntimePlugin {
 }
 
 impl World for function_bindings::FunctionPlugin {
-    fn instantiate(
-        store: &mut Store<Guest>,
-        component: &Component,
-        linker: &Linker<Guest>,
-    ) -> wasmtime::Result<Self> {
-        function_bindings::FunctionPlugin::instantiate(store, component, linker)
+    type Pre = function_bindings::FunctionPluginPre<Guest>;
+    fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre> {
+        function_bindings::FunctionPluginPre::new(pre)
+    }
+    fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self> {
+        pre.instantiate(store)
     }
     fn configure(
         &self,
@@ -880,9 +891,10 @@ impl World for function_bindings::FunctionPlugin {
 const STDERR_RECYCLE: usize = STDERR_CAPACITY / 2;
 
 impl<B: World> Pool<B> {
-    fn new(sandbox: Sandbox) -> Self {
+    fn new(sandbox: Sandbox, pre: B::Pre) -> Self {
         Pool {
             sandbox,
+            pre,
             idle: Mutex::new(Vec::new()),
             config: Mutex::new((0, None)),
         }
@@ -893,7 +905,7 @@ impl<B: World> Pool<B> {
             return Ok(warm);
         }
         let mut store = self.sandbox.store()?;
-        let bindings = B::instantiate(&mut store, &self.sandbox.component, &self.sandbox.linker)
+        let bindings = B::instantiate(&mut store, &self.pre)
             .map_err(|e| self.sandbox.trap_error(&store, verb, e))?;
         let (generation, config) = self.config.lock().map_err(|_| poisoned())?.clone();
         if let Some(config) = config {
@@ -986,16 +998,28 @@ impl<B: World> Pool<B> {
     /// Configure: remembered for new instances, and applied to one now so errors surface.
     fn configure(&self, config: &Value) -> PluginResult<()> {
         let text = wire::encode_request("configure", config)?;
-        {
+        let generation = {
             let mut config = self.config.lock().map_err(|_| poisoned())?;
             config.0 += 1;
-            config.1 = Some(text);
-        }
-        // Idle instances hold the old configuration: drop them.
-        self.idle.lock().map_err(|_| poisoned())?.clear();
-        // The pool is empty, so this makes a fresh instance, which receives the configuration.
-        let warm = self.checkout("configure")?;
-        self.idle.lock().map_err(|_| poisoned())?.push(warm);
+            config.1 = Some(text.clone());
+            config.0
+        };
+        // Idle instances hold the old configuration: drop them, except one never configured
+        // (the one that answered `describe` at load), which is as good as a fresh one: configuring
+        // it saves an instantiation, half of a start-up from the compiled cache.
+        let idle = std::mem::take(&mut *self.idle.lock().map_err(|_| poisoned())?);
+        let warm = match idle.into_iter().find(|w| w.generation == 0) {
+            Some(mut warm) => {
+                self.run(&mut warm, "configure", Duration::ZERO, |b, store| {
+                    b.configure(store, &text)
+                })??;
+                warm.generation = generation;
+                warm
+            }
+            // The pool is empty, so this makes a fresh instance, which receives the configuration.
+            None => self.checkout("configure")?,
+        };
+        self.checkin(warm);
         Ok(())
     }
 }
