@@ -467,7 +467,9 @@ fn wasm_runtime_for_another_contract_major_is_refused_naming_both() {
 }
 
 /// A WASM runtime beside a native one in one apply through the kernel's operation path: both
-/// kinds of resource are created, and one failing WASM resource fails alone.
+/// kinds of resource are created, and WASM resources that refuse, loop forever, allocate
+/// without bound or connect to a host nobody granted each fail alone, with the limit or the
+/// refusal named, while the rest of the apply goes on.
 #[test]
 fn wasm_and_native_runtimes_apply_side_by_side_and_one_failure_stays_local() {
     use crate::apply::{ApplyOptions, Outcome};
@@ -485,7 +487,14 @@ fn wasm_and_native_runtimes_apply_side_by_side_and_one_failure_stays_local() {
     let mut registry = Registry::new();
     registry.register(native).unwrap();
     registry
-        .register(runtime_in(data.path(), WasmLimits::default()))
+        .register(runtime_in(
+            data.path(),
+            WasmLimits {
+                fuel: 200_000_000,
+                memory_bytes: 32 << 20,
+                ..WasmLimits::default()
+            },
+        ))
         .unwrap();
     let stack = Stack {
         store: Arc::new(LocalStore::new(state.path())),
@@ -500,8 +509,14 @@ fn wasm_and_native_runtimes_apply_side_by_side_and_one_failure_stays_local() {
             kv("kv:one", "one", json!({"a": 1})),
             misbehaving("kv:broken", "fail"),
             kv("kv:two", "two", json!("$kusion_path[file:f].content")),
+            misbehaving("kv:spin", "spin"),
+            misbehaving("kv:grow", "grow"),
+            misbehaving("kv:connect", "connect"),
         ],
     };
+    spec.resources[6]
+        .attributes
+        .insert("host".into(), json!("127.0.0.1:9"));
     spec.resources[3].depends_on.push("file:f".into());
     let apply = |spec: &Spec| {
         operation::apply(
@@ -521,12 +536,34 @@ fn wasm_and_native_runtimes_apply_side_by_side_and_one_failure_stays_local() {
         panic!("expected an apply")
     };
     let failed = report.failed();
-    assert_eq!(failed.len(), 1, "{report:?}");
-    assert_eq!(failed[0].id, "kv:broken");
-    match &failed[0].outcome {
-        Outcome::Failed(why) => assert!(why.contains("asks to fail"), "{why}"),
-        other => panic!("{other:?}"),
-    }
+    let why = |id: &str| -> String {
+        match failed.iter().find(|r| r.id == id).map(|r| &r.outcome) {
+            Some(Outcome::Failed(why)) => why.clone(),
+            other => panic!("{id}: {other:?} in {report:?}"),
+        }
+    };
+    assert_eq!(failed.len(), 4, "{report:?}");
+    assert!(
+        why("kv:broken").contains("asks to fail"),
+        "{}",
+        why("kv:broken")
+    );
+    assert!(
+        why("kv:spin").contains("ran out of fuel"),
+        "{}",
+        why("kv:spin")
+    );
+    assert!(
+        why("kv:grow").contains("exceeded its memory limit (32.0 MiB)"),
+        "{}",
+        why("kv:grow")
+    );
+    // no socket was granted: the connection is refused inside the sandbox
+    assert!(
+        why("kv:connect").contains("cannot connect to 127.0.0.1:9"),
+        "{}",
+        why("kv:connect")
+    );
     assert_eq!(report.created(), 3, "{report:?}");
     assert_eq!(
         std::fs::read_to_string(files.path().join("f.txt")).unwrap(),
@@ -537,7 +574,9 @@ fn wasm_and_native_runtimes_apply_side_by_side_and_one_failure_stays_local() {
     assert_eq!(stored(data.path(), "two"), Some(json!("native")));
 
     // Once the broken resource is fixed, the next plan has work for it alone, and applies.
-    spec.resources[2].attributes.remove("test");
+    for r in &mut spec.resources {
+        r.attributes.remove("test");
+    }
     let view = operation::preview(
         &spec,
         &stack,
@@ -545,13 +584,18 @@ fn wasm_and_native_runtimes_apply_side_by_side_and_one_failure_stays_local() {
         Arc::new(AtomicBool::new(false)),
     )
     .unwrap();
-    let pending: Vec<&str> = view
+    let mut pending: Vec<&str> = view
         .steps
         .iter()
         .filter(|s| s.action != crate::plan::Action::UnChanged)
         .map(|s| s.id.as_str())
         .collect();
-    assert_eq!(pending, ["kv:broken"], "{view:?}");
+    pending.sort();
+    assert_eq!(
+        pending,
+        ["kv:broken", "kv:connect", "kv:grow", "kv:spin"],
+        "{view:?}"
+    );
     let Applied::Done { report, .. } = apply(&spec) else {
         panic!("expected an apply")
     };
