@@ -16,6 +16,9 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 pub enum GitError {
     #[error("git {args}: {message}")]
     Command { args: String, message: String },
+    /// A URL or ref git would read as an option (`--upload-pack=...` runs a command).
+    #[error("{what} '{value}' may not start with '-'")]
+    Unsafe { what: &'static str, value: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -117,6 +120,16 @@ impl GitCache {
         reference: &str,
         credentials: Option<&Credentials>,
     ) -> Result<Checkout, GitError> {
+        // A Stack's author chooses these; whoever may create Stacks must not choose git's
+        // options on the controller's host.
+        for (what, value) in [("source url", url), ("source ref", reference)] {
+            if value.starts_with('-') {
+                return Err(GitError::Unsafe {
+                    what,
+                    value: value.to_string(),
+                });
+            }
+        }
         let key = hex::encode(&Sha256::digest(url.as_bytes())[..12]);
         let mirror = self.root.join("mirrors").join(format!("{key}.git"));
         if !mirror.join("HEAD").is_file() {
@@ -134,6 +147,7 @@ impl GitCache {
                 "1",
                 "--no-tags",
                 "--force",
+                "--",
                 url,
                 reference,
             ],
@@ -325,6 +339,11 @@ mod tests {
         run(&repo, &["tag", "v1"]);
         let cache = GitCache::new(tmp.path().join("cache"));
         let url = repo.display().to_string();
+        for (u, r) in [("--upload-pack=touch pwned", "main"), (url.as_str(), "-x")] {
+            let err = cache.fetch(u, r, None).unwrap_err();
+            assert!(matches!(err, GitError::Unsafe { .. }), "{err}");
+        }
+        assert!(!tmp.path().join("pwned").exists());
         let first = cache.fetch(&url, "main", None).unwrap();
         assert_eq!(
             std::fs::read_to_string(first.dir.join("stack/a.txt")).unwrap(),
