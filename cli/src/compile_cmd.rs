@@ -136,22 +136,32 @@ pub fn apply_stack_settings(
     }
     let k8s = stack.kubernetes_config();
     if !k8s.is_empty() {
-        if !runtime_config.is_object() {
-            *runtime_config = json!({});
-        }
-        let section = runtime_config
-            .as_object_mut()
-            .and_then(|m| {
-                m.entry("kubernetes")
-                    .or_insert_with(|| json!({}))
-                    .as_object_mut()
-            })
-            .ok_or_else(|| {
-                anyhow::anyhow!("the runtime configuration's `kubernetes` is not a mapping")
-            })?;
-        for (k, v) in k8s {
-            section.entry(k).or_insert(v);
-        }
+        default_kubernetes_settings(runtime_config, k8s)?;
+    }
+    Ok(())
+}
+
+/// Sets `defaults` in the runtime configuration's `kubernetes` section where it has no value of
+/// its own (what the user wrote wins).
+pub fn default_kubernetes_settings(
+    runtime_config: &mut Value,
+    defaults: serde_json::Map<String, Value>,
+) -> Result<()> {
+    if !runtime_config.is_object() {
+        *runtime_config = json!({});
+    }
+    let section = runtime_config
+        .as_object_mut()
+        .and_then(|m| {
+            m.entry("kubernetes")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+        })
+        .ok_or_else(|| {
+            anyhow::anyhow!("the runtime configuration's `kubernetes` is not a mapping")
+        })?;
+    for (k, v) in defaults {
+        section.entry(k).or_insert(v);
     }
     Ok(())
 }

@@ -140,26 +140,12 @@ pub(crate) async fn run(
     if let Some(path) = &args.kubeconfig {
         // Stacks land in the cluster the controller serves unless configured otherwise.
         let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-        let mut defaults = json!({"kubeconfig": path.display().to_string()});
+        let mut defaults = serde_json::Map::new();
+        defaults.insert("kubeconfig".into(), json!(path.display().to_string()));
         if let Some(c) = &args.context {
-            defaults["context"] = json!(c);
+            defaults.insert("context".into(), json!(c));
         }
-        if !runtime_config.is_object() {
-            runtime_config = json!({});
-        }
-        let section = runtime_config
-            .as_object_mut()
-            .and_then(|m| {
-                m.entry("kubernetes")
-                    .or_insert_with(|| json!({}))
-                    .as_object_mut()
-            })
-            .context("the runtime configuration's `kubernetes` is not a mapping")?;
-        if let Some(d) = defaults.as_object() {
-            for (k, v) in d {
-                section.entry(k.clone()).or_insert(v.clone());
-            }
-        }
+        crate::compile_cmd::default_kubernetes_settings(&mut runtime_config, defaults)?;
     }
     let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
