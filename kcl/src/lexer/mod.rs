@@ -302,6 +302,9 @@ impl<'a> Lexer<'a> {
         // upstream ignores the indentation of a file's first line (`    a = 1` alone is a
         // valid program); the lines after it are measured against column 0
         let mut first_line = true;
+        // errors about a line's indentation, by index: upstream lexes the line's first token
+        // before its indentation, so that token's errors come first
+        let mut indent_errors: Option<(usize, usize)> = None;
         loop {
             if at_line_start {
                 // Measure indentation of the next non-blank line.
@@ -317,7 +320,9 @@ impl<'a> Lexer<'a> {
                 } else if nl {
                     indent = w8;
                     if self.depth == 0 {
+                        let before = self.errors.len();
                         indent = self.check_indent(w8, w1, start);
+                        indent_errors = Some((before, self.errors.len()));
                     }
                 }
             }
@@ -331,6 +336,7 @@ impl<'a> Lexer<'a> {
                 }
                 b'\r' | b'\n' => {
                     first_line = false;
+                    indent_errors = None;
                     self.pos += if b == b'\r' && self.peek(1) == b'\n' {
                         2
                     } else {
@@ -364,6 +370,11 @@ impl<'a> Lexer<'a> {
                     let lo = self.pos;
                     let tok = self.token();
                     let hi = self.pos;
+                    if let Some((from, to)) = indent_errors.take()
+                        && to <= self.errors.len()
+                    {
+                        self.errors[from..].rotate_left(to - from);
+                    }
                     if let Some(tok) = tok {
                         self.tokens.push(Token {
                             tok,

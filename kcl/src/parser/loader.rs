@@ -40,8 +40,8 @@ pub const SYSTEM_MODULES: &[&str] = &[
 pub struct LoadOptions {
     /// External packages `name=path` (the `-E` flag).
     pub external: Vec<(String, PathBuf)>,
-    /// Directory used to look for `kcl.mod` and to expand `${KCL_MOD}`; defaults to the folder
-    /// of the first input file.
+    /// The folder relative inputs are in, and where `kcl.mod` is looked for when there are no
+    /// inputs (else it is looked for from the first input's folder up).
     pub work_dir: Option<PathBuf>,
 }
 
@@ -403,19 +403,52 @@ fn load(
 ) -> Result<(Program, Vec<Diagnostic>), Diagnostics> {
     let plain =
         |msg: String| Diagnostics::from(Diagnostic::plain(ErrorKind::CannotFindModule, msg));
-    let work = match (&opts.work_dir, inputs.first()) {
-        (Some(w), _) => std::path::absolute(w).unwrap_or_else(|_| w.clone()),
-        (None, Some(first)) if !first.to_string_lossy().contains("${") => {
-            let abs = std::path::absolute(first).unwrap_or_else(|_| first.clone());
-            if abs.is_dir() {
-                abs
-            } else {
-                abs.parent().map(Path::to_path_buf).unwrap_or_default()
-            }
+    // the root, as upstream finds it: each input's `kcl.mod` folder (else the input folder, or
+    // a file's own folder); when they differ, the work folder's. `kcl run sub/main.k` without a `kcl.mod`
+    // resolves imports in `sub/`, not in the working folder.
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for input in inputs
+        .iter()
+        .filter(|i| !i.to_string_lossy().contains("${"))
+    {
+        let input = match &opts.work_dir {
+            Some(w) if input.is_relative() => w.join(input),
+            _ => input.clone(),
+        };
+        let abs = normalize(&std::path::absolute(&input).unwrap_or(input));
+        let found = if abs.is_dir() {
+            Some(find_mod_root(&abs).unwrap_or_else(|| abs.clone()))
+        } else {
+            abs.parent()
+                .map(|dir| find_mod_root(dir).unwrap_or_else(|| dir.to_path_buf()))
+        };
+        if let Some(r) = found.map(|r| normalize(&r))
+            && !roots.contains(&r)
+        {
+            roots.push(r);
         }
-        _ => std::env::current_dir().map_err(|e| plain(format!("current directory: {e}")))?,
+    }
+    let root = match (roots.as_slice(), &opts.work_dir) {
+        ([one], _) => one.clone(),
+        (_, Some(w)) => {
+            let w = std::path::absolute(w).unwrap_or_else(|_| w.clone());
+            find_mod_root(&w).unwrap_or(w)
+        }
+        ([], None) => {
+            let cwd =
+                std::env::current_dir().map_err(|e| plain(format!("current directory: {e}")))?;
+            find_mod_root(&cwd).unwrap_or(cwd)
+        }
+        (many, None) => {
+            return Err(plain(format!(
+                "conflict kcl.mod file paths: {}",
+                many.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
     };
-    let root = find_mod_root(&work).unwrap_or_else(|| work.clone());
     let modfile = read_mod_file(&root).map_err(&plain)?;
     // -E packages first (they win), then kcl.mod dependencies.
     let mut external: Vec<(String, PathBuf)> = opts
@@ -637,6 +670,8 @@ pub(crate) enum ImportResolution {
         /// an external package (`base` is then the former).
         ambiguous: Option<String>,
     },
+    /// A relative import climbing above its package's root: upstream's error.
+    AboveRoot(String),
 }
 
 /// The roots imports resolve against: the main root, the external packages (`-E name=path`),
@@ -674,6 +709,15 @@ impl PackageRoots {
         Some(match self.resolve(dir, imp)? {
             ImportResolution::Plugin(name) => ImportTargetOf::other(ImportTarget::Plugin(name)),
             ImportResolution::System(name) => ImportTargetOf::other(ImportTarget::System(name)),
+            ImportResolution::AboveRoot(msg) => ImportTargetOf {
+                target: ImportTarget::Package(imp.path.clone()),
+                base: None,
+                error: Some(Diagnostic::error(
+                    ErrorKind::CannotFindModule,
+                    stmt_span,
+                    msg,
+                )),
+            },
             ImportResolution::Package {
                 base,
                 pkgpath,
@@ -715,6 +759,17 @@ impl PackageRoots {
             }
         }
         let (base, pkgpath) = if imp.level > 0 {
+            let (root, _) = self.owner(dir);
+            let depth = normalize(dir)
+                .strip_prefix(&root)
+                .map_or(0, |rel| rel.components().count());
+            if imp.level as usize - 1 > depth {
+                return Some(ImportResolution::AboveRoot(format!(
+                    "Failed to import the module {} from {}/. No KCL files found in the specified folder",
+                    imp.path,
+                    root.display()
+                )));
+            }
             let mut base = dir.to_path_buf();
             for _ in 1..imp.level {
                 base.pop();

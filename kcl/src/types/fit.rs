@@ -221,9 +221,17 @@ impl<'a> Checker<'a> {
                         continue;
                     };
                     let mut cur: Vec<SchemaId> = ids.to_vec();
+                    // a dict's value type: the next name is one of its keys
+                    let mut dict_value: Option<Ty> = None;
                     let mut found: Option<(Ty, Span)> = None;
                     let mut ok = true;
                     for (i, (name, nspan)) in path.iter().enumerate() {
+                        if let Some(v) = dict_value.take() {
+                            let def = found.as_ref().map_or(*nspan, |f| f.1);
+                            (cur, dict_value) = Self::path_step(&v);
+                            found = Some((v, def));
+                            continue;
+                        }
                         if cur.is_empty() {
                             ok = false;
                             break;
@@ -240,20 +248,7 @@ impl<'a> Checker<'a> {
                         }
                         match hit {
                             Some(h) => {
-                                cur = match &h.0 {
-                                    Ty::Schema(s) => vec![*s],
-                                    Ty::Union(ts)
-                                        if ts.iter().all(|t| matches!(t, Ty::Schema(_))) =>
-                                    {
-                                        ts.iter()
-                                            .filter_map(|t| match t {
-                                                Ty::Schema(s) => Some(*s),
-                                                _ => None,
-                                            })
-                                            .collect()
-                                    }
-                                    _ => Vec::new(),
-                                };
+                                (cur, dict_value) = Self::path_step(&h.0);
                                 found = Some(h);
                             }
                             None if open => {
@@ -269,19 +264,24 @@ impl<'a> Checker<'a> {
                             }
                         }
                         if i + 1 < path.len()
-                            && !matches!(found, Some((Ty::Schema(_) | Ty::Union(_), _)))
+                            && !matches!(
+                                found,
+                                Some((Ty::Schema(_) | Ty::Union(_) | Ty::Dict(..), _))
+                            )
                         {
                             ok = false;
                             break;
                         }
                     }
+                    // upstream reports a value of the wrong type at the last name of the path
+                    let at = path.last().map_or(key.span, |(_, sp)| *sp);
                     match found {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
-                            self.check_value(env, value, &t, key.span, Some(def));
+                            self.check_value(env, value, &t, at, Some(def));
                         }
                         Some((t, def)) if ok => {
                             let got = self.infer(env, value);
-                            if self.fits(&got, &t, key.span, Some(def)) {
+                            if self.fits(&got, &t, at, Some(def)) {
                                 self.check_insert(*op, &got, value.span);
                             }
                         }
@@ -300,6 +300,25 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, &ci.orelse, ids);
                 }
             }
+        }
+    }
+
+    /// What the next name of a config key path `a.b.c` selects in a value of type `t`: an
+    /// attribute of one of these schemas, or a key of a dict with this value type.
+    fn path_step(t: &Ty) -> (Vec<SchemaId>, Option<Ty>) {
+        match t {
+            Ty::Schema(s) => (vec![*s], None),
+            Ty::Union(ts) if ts.iter().all(|t| matches!(t, Ty::Schema(_))) => (
+                ts.iter()
+                    .filter_map(|t| match t {
+                        Ty::Schema(s) => Some(*s),
+                        _ => None,
+                    })
+                    .collect(),
+                None,
+            ),
+            Ty::Dict(_, v) => (Vec::new(), Some((**v).clone())),
+            _ => (Vec::new(), None),
         }
     }
 

@@ -42,7 +42,7 @@ use crate::value::ErrKind;
 
 use ops::*;
 pub use ty::Ty;
-use ty::{Kind, SchemaId, assignable};
+use ty::{Kind, SchemaId, assignable, field_type_fits};
 
 /// Check `program`; the first error found (in source order of the main package, then imported
 /// packages) is returned.
@@ -162,6 +162,9 @@ struct Checker<'a> {
     lambda_depth: u32,
     /// The type a schema's unannotated attribute got from its first assignment in the body.
     schema_assigned: FxHashMap<(SchemaId, Symbol), Ty>,
+    /// The package whose statements are being checked in order: there, a package-level name
+    /// whose assignment is not reached yet is `any`, as in upstream's resolver.
+    checking: Option<usize>,
 }
 
 /// Lexical context of the expression being checked.
@@ -209,6 +212,7 @@ impl<'a> Checker<'a> {
             last_receiver: None,
             lambda_depth: 0,
             schema_assigned: FxHashMap::default(),
+            checking: None,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {

@@ -438,6 +438,13 @@ impl<'a> Checker<'a> {
             }
         }
         let p = &self.pkgs[env.pkg];
+        // a forward reference in the package being checked: its value is not typed yet
+        if self.checking == Some(env.pkg)
+            && p.inferred.contains_key(&s)
+            && !p.assigned_ty.contains_key(&s)
+        {
+            return Ty::Any;
+        }
         if let Some(t) = p.inferred_ty.get(&s) {
             return t.clone();
         }

@@ -51,17 +51,31 @@ impl<'a> Checker<'a> {
                 first.insert(n, sp);
             }
         }
-        // index signatures are checked as the package's schema types are built, before any
-        // statement is walked
-        for s in modules.iter().flat_map(|m| &m.body) {
-            if let StmtKind::Schema(st) = &s.kind {
-                self.check_index_signature(st);
-                if !self.errors.is_empty() {
-                    return;
+        // index signatures and attribute redeclarations are checked as the package's schema
+        // types are built, before any statement is walked
+        for m in modules {
+            let env = Env {
+                pkg,
+                file: m.file,
+                schema: None,
+                locals: Rc::new(Vec::new()),
+                keys: Rc::new(Vec::new()),
+                lenient: false,
+            };
+            for s in &m.body {
+                if let StmtKind::Schema(st) = &s.kind {
+                    self.check_index_signature(st);
+                    if self.errors.is_empty() {
+                        self.check_field_types(&env, st);
+                    }
+                    if !self.errors.is_empty() {
+                        return;
+                    }
                 }
             }
         }
         let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
+        self.checking = Some(pkg);
         for m in modules {
             let env = Env {
                 pkg,
@@ -302,10 +316,6 @@ impl<'a> Checker<'a> {
                     }
                     self.check_param_order(ps);
                 }
-                self.check_field_types(env, st);
-                if !self.errors.is_empty() {
-                    return;
-                }
                 for s in &st.body {
                     self.stmt(&senv, s);
                 }
@@ -400,8 +410,39 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A schema may not redeclare an inherited attribute with another type.
+    /// A schema may not redeclare an attribute of its own body with a type its first
+    /// declaration does not take, nor make a required one optional; nor an inherited attribute
+    /// with another type.
     pub(super) fn check_field_types(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        let mut first: FxHashMap<Symbol, (Ty, bool)> = FxHashMap::default();
+        for s in &st.body {
+            let StmtKind::SchemaAttr(a) = &s.kind else {
+                continue;
+            };
+            let nt = self.resolve_type(env.pkg, env.file, &a.ty);
+            let Some((et, optional)) = first.get(&a.name.sym).cloned() else {
+                first.insert(a.name.sym, (nt, a.optional));
+                continue;
+            };
+            if !field_type_fits(&nt, &et, &|x, y| self.is_sub_schema(x, y)) {
+                let msg = format!(
+                    "can't change schema field type of '{}' from {} to {}",
+                    a.name.sym,
+                    self.ty_str(&et),
+                    self.ty_str(&nt)
+                );
+                self.err(ErrKind::Type, msg, a.name.span);
+                return;
+            }
+            if !optional && a.optional {
+                let msg = format!(
+                    "can't change the required schema attribute of '{}' to optional",
+                    a.name.sym
+                );
+                self.err(ErrKind::Type, msg, a.name.span);
+                return;
+            }
+        }
         let Some(parent) = &st.parent else { return };
         let Some(pid) = self.resolve_schema(env.pkg, env.file, &parent.names) else {
             return;

@@ -233,6 +233,26 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
     }
 }
 
+/// Whether an attribute redeclared in its schema's body with type `new` keeps to the type
+/// `first` of its first declaration, as upstream's resolver decides it: `new` must be a subtype,
+/// where `any` is no subtype of anything else and a non-literal number or bool is no subtype of
+/// a literal (a `str` is of a string literal).
+pub fn field_type_fits(new: &Ty, first: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> bool {
+    use Ty::*;
+    match (new, first) {
+        (_, Any) => true,
+        (Any, _) => false,
+        (Union(ns), _) => ns.iter().all(|n| field_type_fits(n, first, sub)),
+        (_, Union(fs)) => fs.iter().any(|f| field_type_fits(new, f, sub)),
+        (Int, IntLit(_) | FloatLit(_)) | (Float, FloatLit(_)) | (Bool, BoolLit(_)) => false,
+        (List(a), List(b)) => field_type_fits(a, b, sub),
+        (Dict(k1, v1), Dict(k2, v2)) => {
+            field_type_fits(k1, k2, sub) && field_type_fits(v1, v2, sub)
+        }
+        _ => assignable(new, first, sub),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
