@@ -8,7 +8,11 @@
 //!   Stack deleted with `deletionPolicy: destroy` takes its resources with it;
 //! - two controller processes elect one leader through a Lease; killing it hands over within
 //!   the lease time, the state history shows every revision applied once, and a Stack deleted
-//!   with the default policy leaves its resources.
+//!   with the default policy leaves its resources;
+//! - [`failures`]: credentials from a Secret for a source behind basic auth, a resource never
+//!   ready, a leader losing its Lease.
+
+mod failures;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
