@@ -240,3 +240,151 @@ pub(super) fn pipeline(loader: &dyn StackLoader, job: Job) -> Result<Outcome, Re
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use kusion_kernel::operation::Stack as EngineStack;
+    use kusion_kernel::policy::{PolicyGuard, StackInfo};
+    use kusion_kernel::registry::Registry;
+    use kusion_kernel::state::{LeaseHolder, Writer};
+    use kusion_test_runtime::TestRuntime;
+
+    use super::*;
+    use crate::{LoadError, Prepared};
+
+    /// Opens every checkout as the same one-resource stack on the fake cloud in `cloud`.
+    struct Fixed {
+        cloud: PathBuf,
+    }
+
+    impl StackLoader for Fixed {
+        fn load(&self, request: &LoadRequest<'_>) -> Result<Prepared, LoadError> {
+            let fail = |e: &dyn std::fmt::Display| LoadError(e.to_string());
+            let mut registry = Registry::new();
+            registry
+                .register(Arc::new(TestRuntime::with_dir(&self.cloud)))
+                .map_err(|e| fail(&e))?;
+            let store = kusion_kernel::state::open("local", request.state_dir.clone(), "s")
+                .map_err(|e| fail(&e))?;
+            let spec: Spec = serde_json::from_value(json!({"resources": [
+                {"id": "t:a", "type": "Test", "attributes": {"size": 1}}
+            ]}))
+            .map_err(|e| fail(&e))?;
+            Ok(Prepared {
+                spec,
+                stack: EngineStack { store, registry },
+                guard: PolicyGuard::with_plugins(
+                    Vec::new(),
+                    StackInfo {
+                        name: "s".into(),
+                        path: None,
+                    },
+                    Vec::new(),
+                ),
+            })
+        }
+    }
+
+    fn job(dir: &Path) -> Job {
+        Job {
+            stack: "ns/s".into(),
+            revision: "r1".into(),
+            dir: dir.to_path_buf(),
+            state_dir: dir.join("state"),
+            backend: "local".into(),
+            exemptions: Vec::new(),
+            mode: Mode::Apply,
+            require_approval: false,
+            approved: None,
+            destroy: false,
+            wait: false,
+            wait_timeout: Duration::from_secs(5),
+            recheck_readiness: false,
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Every file under `dir` with its length, modification time and bytes.
+    fn snapshot(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut dirs = vec![dir.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else {
+                    let modified = e.metadata().unwrap().modified().unwrap();
+                    out.push((p.clone(), modified, std::fs::read(&p).unwrap()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn an_unchanged_stack_takes_no_lease_and_writes_nothing_but_drift_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cloud = tmp.path().join("cloud");
+        std::fs::create_dir_all(&cloud).unwrap();
+        let loader = Fixed {
+            cloud: cloud.clone(),
+        };
+        let first = pipeline(&loader, job(tmp.path())).unwrap();
+        assert!(matches!(first, Outcome::Applied { release: 1, .. }));
+        let state = tmp.path().join("state");
+        let before = snapshot(&state);
+        // Another writer holds the stack's lease: a steady-state pass must not need it.
+        let store = kusion_kernel::state::open("local", state.clone(), "s").unwrap();
+        let other = LeaseHolder {
+            owner: "someone-else".into(),
+            host: "elsewhere".into(),
+            pid: 1,
+            operation: "apply".into(),
+        };
+        let held = Writer::acquire(
+            store.clone(),
+            &other,
+            Duration::from_secs(60),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        let leased = snapshot(&state);
+        std::thread::sleep(Duration::from_millis(20));
+        let steady = pipeline(&loader, job(tmp.path())).unwrap();
+        assert!(matches!(steady, Outcome::NothingToDo { .. }));
+        assert_eq!(snapshot(&state), leased, "the steady state wrote to state");
+        // Drift in the fake cloud: now the lease is needed, and it is someone else's.
+        let object = std::fs::read_dir(&cloud)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .unwrap();
+        let mut live: Value = serde_json::from_slice(&std::fs::read(&object).unwrap()).unwrap();
+        live["attributes"]["size"] = json!(7);
+        std::fs::write(&object, serde_json::to_vec(&live).unwrap()).unwrap();
+        let Err(e) = pipeline(&loader, job(tmp.path())) else {
+            panic!("drift was corrected without the lease");
+        };
+        assert!(e.to_string().contains("ns/s"), "{e}");
+        drop(held);
+        let corrected = pipeline(&loader, job(tmp.path())).unwrap();
+        let Outcome::Applied { release, plan, .. } = corrected else {
+            panic!("drift not corrected");
+        };
+        assert_eq!(release, 2);
+        let changes: Vec<_> = plan
+            .steps
+            .iter()
+            .filter(|s| s.action.changes_something())
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(changes, ["t:a"]);
+        assert_eq!(TestRuntime::objects(&cloud)[0].attributes["size"], json!(1));
+        assert_ne!(snapshot(&state), before);
+    }
+}
