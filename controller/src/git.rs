@@ -1,6 +1,7 @@
 //! Git sources through the `git` CLI: one bare mirror per URL under the cache folder, a shallow
 //! fetch of the wanted ref into it, and one extracted tree per revision (kept while it is the
-//! latest, so an unchanged revision costs one `git fetch` and no extraction).
+//! latest, so an unchanged revision costs one `git fetch` and no extraction). Symbolic links
+//! in the tree that lead outside it are dropped (see [`drop_escaping_links`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -175,6 +176,14 @@ impl GitCache {
                 .unpack(&partial)
                 .map_err(io(&partial))?;
             let _ = std::fs::remove_file(&archive);
+            for dropped in drop_escaping_links(&partial).map_err(io(&partial))? {
+                tracing::warn!(
+                    url,
+                    revision = %revision,
+                    path = %dropped.display(),
+                    "symbolic link pointing outside the repository's tree dropped"
+                );
+            }
             std::fs::rename(&partial, &dir).map_err(io(&dir))?;
         }
         // Older trees of this URL are of no further use (the next reconcile plans this one).
@@ -247,6 +256,44 @@ impl GitCache {
         }
         Ok(env)
     }
+}
+
+/// Remove every symbolic link under `root` that is absolute, dangling, or resolves (through
+/// any chain of links) outside `root`: a Stack's author must not make the compiler read the
+/// controller's own files (`main.k -> /etc/...`, `data -> ../../../state`). The archive's
+/// unpacking already refuses to write through such links; this keeps them from being read.
+/// Returns the removed links, relative to `root`.
+pub fn drop_escaping_links(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let real_root = root.canonicalize()?;
+    let mut links = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_symlink() {
+                links.push(entry.path());
+            } else if kind.is_dir() {
+                dirs.push(entry.path());
+            }
+        }
+    }
+    let mut dropped = Vec::new();
+    for link in links {
+        let absolute = std::fs::read_link(&link).is_ok_and(|t| t.is_absolute());
+        // Removing one link can only make others dangle, never make them escape, so one pass
+        // in any order is enough.
+        let inside = !absolute
+            && link
+                .canonicalize()
+                .is_ok_and(|real| real.starts_with(&real_root));
+        if !inside {
+            std::fs::remove_file(&link)?;
+            dropped.push(link.strip_prefix(root).unwrap_or(&link).to_path_buf());
+        }
+    }
+    dropped.sort();
+    Ok(dropped)
 }
 
 /// Run git in `dir` without prompts; its stdout, or its stderr as the error.
@@ -374,5 +421,60 @@ mod tests {
         assert_eq!(tagged.revision, first.revision);
         let e = cache.fetch_now(&url, "no-such-branch", None).unwrap_err();
         assert!(e.to_string().contains("no-such-branch"), "{e}");
+    }
+
+    #[test]
+    fn links_leaving_the_tree_are_dropped_and_links_inside_kept() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let secret = tmp.path().join("secret.txt");
+        std::fs::write(&secret, "controller's own file").unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join("stack/deep")).unwrap();
+        run(&repo, &["init", "--quiet", "-b", "main"]);
+        std::fs::write(repo.join("stack/a.txt"), "inside").unwrap();
+        symlink(&secret, repo.join("stack/absolute")).unwrap();
+        symlink("../../secret.txt", repo.join("stack/up")).unwrap();
+        symlink("a.txt", repo.join("stack/same")).unwrap();
+        symlink("../a.txt", repo.join("stack/deep/parent")).unwrap();
+        symlink("..", repo.join("stack/deep/dir")).unwrap();
+        // Inside lexically, outside once `up` is followed.
+        symlink("up", repo.join("stack/chain")).unwrap();
+        symlink("nothing-here", repo.join("stack/dangling")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(repo.join("stack/chain")).unwrap(),
+            "controller's own file",
+            "in a plain checkout the link reads outside the repository"
+        );
+        run(&repo, &["add", "."]);
+        run(&repo, &["commit", "--quiet", "-m", "links"]);
+        let cache = GitCache::new(tmp.path().join("cache"));
+        let got = cache
+            .fetch_now(&repo.display().to_string(), "main", None)
+            .unwrap();
+        let stack = got.dir.join("stack");
+        for gone in ["absolute", "up", "chain", "dangling"] {
+            assert!(
+                std::fs::symlink_metadata(stack.join(gone)).is_err(),
+                "{gone} should have been dropped"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(stack.join("same")).unwrap(),
+            "inside"
+        );
+        assert_eq!(
+            std::fs::read_to_string(stack.join("deep/parent")).unwrap(),
+            "inside"
+        );
+        assert_eq!(
+            std::fs::read_to_string(stack.join("deep/dir/a.txt")).unwrap(),
+            "inside"
+        );
+        assert_eq!(
+            drop_escaping_links(&got.dir).unwrap(),
+            Vec::<PathBuf>::new(),
+            "what is left resolves inside"
+        );
     }
 }

@@ -4,8 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// `target/<profile>/`: the folder above the running test binary's `deps/`.
+/// `target/<profile>/`: the folder above the running test binary's `deps/`, or
+/// `KUSION_TEST_BIN_DIR` when set (e.g. a debug test binary driving a release `kusionctl` for
+/// a benchmark, where only the program measured needs the optimised build).
 pub fn profile_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KUSION_TEST_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
     let exe = std::env::current_exe().expect("the test binary's path");
     exe.parent()
         .and_then(Path::parent)

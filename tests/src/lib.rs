@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests (see `tests/tests/`).
 
 pub mod cli;
+pub mod git_http;
 pub mod proxy;
 pub mod servers;
 pub mod stores;

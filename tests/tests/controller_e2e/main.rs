@@ -8,7 +8,11 @@
 //!   Stack deleted with `deletionPolicy: destroy` takes its resources with it;
 //! - two controller processes elect one leader through a Lease; killing it hands over within
 //!   the lease time, the state history shows every revision applied once, and a Stack deleted
-//!   with the default policy leaves its resources.
+//!   with the default policy leaves its resources;
+//! - [`failures`]: credentials from a Secret for a source behind basic auth, a resource never
+//!   ready, a leader losing its Lease.
+
+mod failures;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -696,6 +700,16 @@ fn two_controllers_elect_one_leader_and_hand_over_when_it_dies() {
     assert!(cp.block_on(sts.get_opt("cache")).unwrap().is_some());
 }
 
+/// The 1, 5 and 15 minute load averages, as `uptime` shows them (the machine is shared).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Resident and peak resident memory of a process, in MiB (from /proc).
 fn memory_mib(pid: u32) -> (f64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -713,8 +727,11 @@ fn memory_mib(pid: u32) -> (f64, f64) {
 /// The scale bar: N Stacks (default 1,000; `KUSION_CONTROLLER_BENCH_STACKS`) of a one-resource
 /// stack on the fake-cloud runtime (no cluster objects), reconciled by one controller; prints
 /// the time of the first pass (fetch, compile, apply) and of a steady-state pass (fetch,
-/// compile, plan, nothing to do) and the controller's memory.
-/// `cargo test -p kusion-tests --test controller_e2e bench -- --ignored --nocapture`
+/// compile, a read-only plan, nothing to do, status written), the controller's memory and the
+/// machine's load.
+/// `cargo test --release -p kusion-tests --test controller_e2e bench -- --ignored --nocapture`
+/// (after `cargo build --release -p kusionctl -p kusion-test-runtime`: the test runs the
+/// `kusionctl` and plugin of its own profile).
 #[test]
 #[ignore = "a benchmark: run explicitly"]
 fn bench_many_stacks_one_controller() {
@@ -829,16 +846,19 @@ fn bench_many_stacks_one_controller() {
     pass(zero, true, Duration::from_secs(1800));
     let first = created.elapsed();
     eprintln!(
-        "MEASURE {n} stacks: first pass (fetch, compile, apply) {:.1}s",
-        first.as_secs_f64()
+        "MEASURE {n} stacks: first pass (fetch, compile, apply) {:.1}s, load average {}",
+        first.as_secs_f64(),
+        load_average()
     );
     let since = k8s_openapi::jiff::Timestamp::now();
+    let load_before = load_average();
     let steady = pass(since, false, Duration::from_secs(1800));
     let (rss, peak) = memory_mib(pid);
     eprintln!(
-        "MEASURE {n} stacks: steady-state pass {:.1}s ({:.1} ms/stack), controller RSS {rss:.0} MiB (peak {peak:.0} MiB)",
+        "MEASURE {n} stacks: steady-state pass {:.1}s ({:.1} ms/stack), controller RSS {rss:.0} MiB (peak {peak:.0} MiB), load average {load_before} before, {} after",
         steady.as_secs_f64(),
-        steady.as_secs_f64() * 1000.0 / n as f64
+        steady.as_secs_f64() * 1000.0 / n as f64,
+        load_average()
     );
     controller.kill();
     if let Some(keep) = std::env::var_os("KUSION_BENCH_KEEP_LOG") {
