@@ -19,7 +19,7 @@ use kusion_kernel::spec::Spec;
 use kusion_kernel::state::StateStore;
 use kusion_server::auth::Role;
 use kusion_server::{AppState, InProcessQueue, Prepared, SourceError, StackRef, StackSource};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tower::ServiceExt;
 
 /// Stacks whose spec is a YAML file in their folder; the real engine under them.
@@ -542,5 +542,4 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
         text.contains("kusion_operations{status=\"succeeded\"} 1"),
         "{text}"
     );
-    let _ = json!(null);
 }
