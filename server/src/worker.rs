@@ -22,14 +22,16 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
     loop {
         match queue.claim(&name) {
             Ok(Some(op)) => {
-                let (queue, source) = (queue.clone(), source.clone());
                 let id = op.id.clone();
                 // Compiling, planning and applying block; the kernel's runtimes may use the
                 // async runtime's handle, which blocking tasks have.
-                if let Err(e) =
-                    tokio::task::spawn_blocking(move || execute(&*queue, &*source, op)).await
-                {
+                let task = {
+                    let (queue, source) = (queue.clone(), source.clone());
+                    tokio::task::spawn_blocking(move || execute(&*queue, &*source, op))
+                };
+                if let Err(e) = task.await {
                     tracing::error!(operation = %id, "the operation's task stopped: {e}");
+                    abandon(&*queue, &id, &format!("the worker's task stopped: {e}"));
                 }
                 continue;
             }
@@ -39,6 +41,26 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
         // Woken by any change; the timer covers queues that cannot tell.
         let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
     }
+}
+
+/// Ends an operation whose task stopped (a panic) as failed, so it is not shown running forever.
+fn abandon(queue: &dyn OperationQueue, id: &str, message: &str) {
+    let Ok(Some(mut op)) = queue.get(id) else {
+        return;
+    };
+    if op.status != OperationStatus::Running {
+        return;
+    }
+    op.status = OperationStatus::Failed;
+    op.error = Some(message.to_string());
+    let _ = queue.push_event(
+        id,
+        EventKind::Status {
+            status: OperationStatus::Failed,
+            message: Some(message.to_string()),
+        },
+    );
+    let _ = queue.update(&op, OperationStatus::Running);
 }
 
 /// The hash an approval approves: every change of the plan, masked as shown.
