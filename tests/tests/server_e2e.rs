@@ -459,6 +459,48 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
         took[100], took[197], took[199]
     );
 
+    // 200 clients at once, each reading the stacks and the history 5 times (a figure for the
+    // note, not a bar: debug build, shared machine).
+    let started = Instant::now();
+    let clients: Vec<_> = (0..200)
+        .map(|n| {
+            let (base, token) = (server.base.clone(), alice.clone());
+            std::thread::spawn(move || {
+                let agent = agent();
+                let mut took = Vec::new();
+                for i in 0..5 {
+                    let path = if (n + i) % 2 == 0 {
+                        "/api/v1/projects"
+                    } else {
+                        "/api/v1/projects/inv/stacks/dev/releases"
+                    };
+                    let t = Instant::now();
+                    let response = agent
+                        .get(format!("{base}{path}"))
+                        .header("Authorization", format!("Bearer {token}"))
+                        .call()
+                        .unwrap();
+                    assert_eq!(response.status().as_u16(), 200);
+                    took.push(t.elapsed());
+                }
+                took
+            })
+        })
+        .collect();
+    let mut took: Vec<Duration> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    took.sort();
+    eprintln!(
+        "200 concurrent clients x5 reads: {} requests in {:?}, p50 {:?}, p99 {:?}, max {:?}",
+        took.len(),
+        started.elapsed(),
+        took[took.len() / 2],
+        took[took.len() * 99 / 100],
+        took[took.len() - 1]
+    );
+
     // The tokens were printed once and went nowhere else.
     let audit = std::fs::read_to_string(root.join(".kusion/server/audit.jsonl")).unwrap();
     assert!(audit.contains("\"subject\":\"bob\""), "{audit}");
