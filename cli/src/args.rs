@@ -225,6 +225,12 @@ impl Cli {
                 g.runtime_config = args.runtime_config.clone();
                 &[]
             }
+            Command::Server(args) => {
+                g.config = args.config.config.clone();
+                g.set = args.config.set.clone();
+                g.runtime_config = args.runtime_config.clone();
+                &[]
+            }
         };
         let output = self.global.output;
         if output != Human && !allowed.contains(&output) {
@@ -507,6 +513,10 @@ pub enum Command {
     /// GitOps: keep `Stack` objects (stacks.kusion.io) converged to what Git says; `controller
     /// crd` prints the CustomResourceDefinition.
     Controller(crate::cmd::controller::ControllerArgs),
+    /// Serve the Konfig checkout in the current folder over a REST API: stacks, compile,
+    /// previews, applies and destroys with approval, progress events, history. With no options:
+    /// 127.0.0.1, the stacks' own state, an in-process worker and a one-time admin token.
+    Server(crate::cmd::server::ServerArgs),
     /// Print a shell completion script: `source <(kusionctl completion bash)`.
     Completion {
         /// The shell to complete for.

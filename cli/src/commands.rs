@@ -445,6 +445,9 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Controller(args) => {
             return crate::cmd::controller::run(args, &cli.global, runtimes).await;
         }
+        Command::Server(args) => {
+            return crate::cmd::server::run(args, &cli.global, runtimes).await;
+        }
         Command::Manpages { dir } => return crate::completion::manpages(dir),
         Command::Compile {
             all,
@@ -736,6 +739,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         | Command::Init { .. }
         | Command::Completion { .. }
         | Command::Controller(_)
+        | Command::Server(_)
         | Command::Manpages { .. } => Err(anyhow::anyhow!(
             "internal: {} is handled before the runtimes load",
             match cli.command {

@@ -10,6 +10,7 @@ mod compile_cmd;
 mod completion;
 mod diff_view;
 pub mod kcl_plugins;
+mod opener;
 mod policy;
 pub mod project;
 mod render;

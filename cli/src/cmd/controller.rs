@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use kusion_controller::{LoadError, LoadRequest, Prepared, StackLoader};
-use kusion_kernel::plugin::LoadedPlugins;
 use kusion_sdk::runtime::Runtime;
 use serde_json::{Value, json};
 
 use crate::args::{ConfigArgs, Global};
 use crate::exit;
+use crate::opener::{StackOpener, StateChoice};
 
 #[derive(Debug, Args)]
 pub struct ControllerArgs {
@@ -70,40 +70,22 @@ pub enum ControllerCommand {
 }
 
 /// Opens checked-out stack folders the way `kusionctl apply -C <stack>` does.
-struct Loader {
-    plugins: LoadedPlugins,
-    runtimes: Vec<Arc<dyn Runtime>>,
-    config_file: Option<PathBuf>,
-    set: Vec<String>,
-    runtime_config: Value,
-}
+struct Loader(StackOpener);
 
 impl StackLoader for Loader {
     fn load(&self, request: &LoadRequest<'_>) -> Result<Prepared, LoadError> {
-        let open = || -> Result<Prepared> {
-            let dir = request.dir;
-            let settings = crate::commands::stack_settings(
-                dir,
-                Some(request.state_dir.clone()),
-                request.state_backend.to_string(),
-                self.runtime_config.clone(),
-                request.force_conflicts,
-            )?;
-            let stack =
-                crate::commands::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
-            let spec = crate::compile::spec_for(dir, &None, &self.plugins)?.ok_or_else(|| {
-                anyhow::anyhow!("{} is not a stack folder (no stack.yaml)", dir.display())
-            })?;
-            let guard = crate::policy::guard_from(
-                self.config_file.as_deref(),
-                &self.set,
-                dir,
-                &self.plugins,
+        self.0
+            .open(
+                request.dir,
+                StateChoice {
+                    state_dir: Some(request.state_dir.clone()),
+                    backend: request.state_backend,
+                },
                 request.exemptions,
-            )?;
-            Ok(Prepared { spec, stack, guard })
-        };
-        open().map_err(|e| LoadError(format!("{e:#}")))
+                request.force_conflicts,
+            )
+            .map(|(spec, stack, guard)| Prepared { spec, stack, guard })
+            .map_err(|e| LoadError(format!("{e:#}")))
     }
 }
 
@@ -149,18 +131,13 @@ pub(crate) async fn run(
     }
     let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
-    let loader = Loader {
+    let loader = Loader(StackOpener {
         plugins,
         runtimes,
-        config_file: global.config.clone().or_else(|| {
-            let default = PathBuf::from(std::env::var_os("HOME")?)
-                .join(".kusion")
-                .join("config.toml");
-            default.is_file().then_some(default)
-        }),
+        config_file: StackOpener::default_config_file(global.config.clone()),
         set: global.set.clone(),
         runtime_config,
-    };
+    });
     let home = || {
         std::env::var_os("HOME")
             .map(PathBuf::from)

@@ -6,4 +6,5 @@ pub(crate) mod drift;
 pub(crate) mod import;
 pub(crate) mod plugin_test;
 pub(crate) mod rollback;
+pub(crate) mod server;
 pub(crate) mod tfstate;

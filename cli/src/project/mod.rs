@@ -45,6 +45,9 @@ pub struct StackConfig {
     /// Environment variables the stack's KCL may read with `file.read_env`.
     #[serde(default, rename = "allowEnv")]
     pub allow_env: Vec<String>,
+    /// `kusionctl server`: an apply or destroy waits for a second person's approval.
+    #[serde(default, rename = "requireApproval")]
+    pub require_approval: bool,
 }
 
 /// Where the stack's state lives.

@@ -1,0 +1,97 @@
+//! Opening a stack folder for an operation the way `kusionctl apply -C <stack>` does (stack
+//! settings, state store, runtimes, compile, policies), for the front ends that serve many
+//! stacks from one process: `kusionctl controller` and `kusionctl server`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use kusion_kernel::operation::Stack;
+use kusion_kernel::plugin::LoadedPlugins;
+use kusion_kernel::policy::PolicyGuard;
+use kusion_kernel::spec::Spec;
+use kusion_kernel::state::StateStore;
+use kusion_sdk::runtime::Runtime;
+use serde_json::Value;
+
+pub(crate) struct StackOpener {
+    pub(crate) plugins: LoadedPlugins,
+    pub(crate) runtimes: Vec<Arc<dyn Runtime>>,
+    /// The kusion configuration file policies are read from.
+    pub(crate) config_file: Option<PathBuf>,
+    pub(crate) set: Vec<String>,
+    pub(crate) runtime_config: Value,
+}
+
+/// Where a stack's state goes, as `--state-dir` and `--state-backend` would say.
+pub(crate) struct StateChoice<'a> {
+    pub(crate) state_dir: Option<PathBuf>,
+    pub(crate) backend: &'a str,
+}
+
+impl StackOpener {
+    /// The kusion configuration file: `--config`, else `~/.kusion/config.toml` when present.
+    pub(crate) fn default_config_file(given: Option<PathBuf>) -> Option<PathBuf> {
+        given.or_else(|| {
+            let default = PathBuf::from(std::env::var_os("HOME")?)
+                .join(".kusion")
+                .join("config.toml");
+            default.is_file().then_some(default)
+        })
+    }
+
+    /// The compiled spec, the engine's stack and the policy guard of the stack in `dir`.
+    pub(crate) fn open(
+        &self,
+        dir: &Path,
+        state: StateChoice<'_>,
+        exemptions: &[String],
+        force_conflicts: bool,
+    ) -> Result<(Spec, Stack, PolicyGuard)> {
+        let settings = crate::commands::stack_settings(
+            dir,
+            state.state_dir,
+            state.backend.to_string(),
+            self.runtime_config.clone(),
+            force_conflicts,
+        )?;
+        let stack =
+            crate::commands::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
+        let spec = self.compile(dir)?;
+        let guard = crate::policy::guard_from(
+            self.config_file.as_deref(),
+            &self.set,
+            dir,
+            &self.plugins,
+            exemptions,
+        )?;
+        Ok((spec, stack, guard))
+    }
+
+    /// The stack's KCL compiled to a spec, as `kusionctl compile` does.
+    pub(crate) fn compile(&self, dir: &Path) -> Result<Spec> {
+        crate::compile::spec_for(dir, &None, &self.plugins)?.ok_or_else(|| {
+            anyhow::anyhow!("{} is not a stack folder (no stack.yaml)", dir.display())
+        })
+    }
+
+    /// The stack's state store alone, where `kusionctl state` would look.
+    pub(crate) fn state_store(
+        &self,
+        dir: &Path,
+        state: StateChoice<'_>,
+    ) -> Result<Arc<dyn StateStore>> {
+        let settings = crate::commands::stack_settings(
+            dir,
+            state.state_dir,
+            state.backend.to_string(),
+            self.runtime_config.clone(),
+            false,
+        )?;
+        Ok(kusion_kernel::state::open(
+            &settings.state_backend,
+            settings.state_dir,
+            &crate::commands::default_stack_name(dir),
+        )?)
+    }
+}

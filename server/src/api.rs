@@ -1,0 +1,837 @@
+//! The routes, their OpenAPI description, and the layers every request passes: request ID,
+//! tracing, authentication, audit, metrics and problem documents.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{ConnectInfo, Extension, MatchedPath, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use tower_http::request_id::{
+    MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
+use tower_http::trace::TraceLayer;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use crate::audit::AuditEntry;
+use crate::auth::{Principal, Role, TokenRecord};
+use crate::ops::{self, EventKind, Operation, OperationEvent, OperationKind, OperationStatus};
+use crate::problem::Problem;
+use crate::source::StackRef;
+use crate::{AppState, ServerError};
+
+type AppResult<T> = Result<T, Problem>;
+type Shared = State<Arc<AppState>>;
+
+impl From<ServerError> for Problem {
+    fn from(e: ServerError) -> Problem {
+        match e {
+            ServerError::NotFound(what) => Problem::not_found(format!("{what} not found")),
+            ServerError::Io(message) => Problem::internal(message),
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "kusion server", description = "Stacks of a Konfig checkout: compile, preview, apply and destroy with approval, progress events, release history."),
+    paths(
+        healthz, metrics, openapi_json, list_projects, get_stack, compile_stack, list_releases,
+        get_release, create_operation, list_operations, get_operation, approve_operation,
+        reject_operation, operation_events, read_audit, list_tokens, create_token, revoke_token,
+    ),
+    components(schemas(
+        Problem, StackRef, Project, Operation, OperationKind, OperationStatus, OperationEvent,
+        EventKind, CreateOperation, ReleaseSummary, AuditEntry, Role, TokenInfo, CreateToken,
+        CreatedToken, Health,
+    )),
+    modifiers(&BearerAuth),
+    security(("bearer" = []))
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The routes with all layers.
+pub fn router(state: Arc<AppState>) -> Router {
+    let protected = Router::new()
+        .route("/openapi.json", get(openapi_json))
+        .route("/api/v1/projects", get(list_projects))
+        .route("/api/v1/projects/{project}/stacks/{stack}", get(get_stack))
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/spec",
+            get(compile_stack),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/releases",
+            get(list_releases),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/releases/{revision}",
+            get(get_release),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/operations",
+            post(create_operation),
+        )
+        .route("/api/v1/operations", get(list_operations))
+        .route("/api/v1/operations/{id}", get(get_operation))
+        .route("/api/v1/operations/{id}/approve", post(approve_operation))
+        .route("/api/v1/operations/{id}/reject", post(reject_operation))
+        .route("/api/v1/operations/{id}/events", get(operation_events))
+        .route("/api/v1/audit", get(read_audit))
+        .route("/api/v1/tokens", get(list_tokens).post(create_token))
+        .route("/api/v1/tokens/{id}", axum::routing::delete(revoke_token))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    let header = axum::http::HeaderName::from_static("x-request-id");
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .merge(protected)
+        .layer(middleware::from_fn_with_state(state.clone(), finish))
+        .layer(PropagateRequestIdLayer::new(header.clone()))
+        // Spans name the method and path only: headers (and so tokens) are never recorded.
+        .layer(TraceLayer::new_for_http())
+        .layer(SetRequestIdLayer::new(header, MakeRequestUuid))
+        .with_state(state)
+}
+
+/// Filled by [`authenticate`] so [`finish`] can audit who called.
+#[derive(Clone, Default)]
+struct Caller(Arc<Mutex<Option<(String, String)>>>);
+
+#[derive(Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+}
+
+/// Problem documents with the request ID, the audit log and request counts.
+async fn finish(State(state): Shared, mut request: Request, next: Next) -> Response {
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .and_then(|id| id.header_value().to_str().ok())
+        .map(str::to_string);
+    let method = request.method().clone();
+    let action = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "(no route)".into());
+    let target = request.uri().path().to_string();
+    let from = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.to_string());
+    let caller = Caller::default();
+    request.extensions_mut().insert(caller.clone());
+    let response = next.run(request).await;
+    let status = response.status();
+    if let Ok(mut counts) = state.metrics.requests.lock() {
+        *counts
+            .entry((method.to_string(), status.as_u16()))
+            .or_default() += 1;
+    }
+    let denied = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+    let mutating = !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if mutating || denied {
+        let who = caller.0.lock().ok().and_then(|c| c.clone());
+        let entry = AuditEntry {
+            time: ops::now_rfc3339(),
+            request_id: request_id.clone(),
+            subject: who.as_ref().map(|w| w.0.clone()),
+            token_id: who.map(|w| w.1),
+            method: method.to_string(),
+            action,
+            target,
+            from,
+            status: status.as_u16(),
+            result: if denied {
+                "denied"
+            } else if status.is_success() {
+                "ok"
+            } else {
+                "failed"
+            }
+            .into(),
+        };
+        if let Err(e) = state.audit.record(&entry) {
+            // A mutating call that cannot be audited is not reported as done.
+            tracing::error!("audit log: {e}");
+            return crate::problem::finish(
+                Problem::internal("the audit log could not be written").into_response(),
+                request_id,
+            )
+            .await;
+        }
+    }
+    crate::problem::finish(response, request_id).await
+}
+
+/// Every route but health and metrics: a valid, unexpired bearer token.
+async fn authenticate(State(state): Shared, mut request: Request, next: Next) -> Response {
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    let Some(token) = token else {
+        return Problem::unauthorized("an `Authorization: Bearer <token>` header is required")
+            .into_response();
+    };
+    let Some(principal) = state.tokens.verify(token) else {
+        return Problem::unauthorized("the token is unknown, revoked or expired").into_response();
+    };
+    if let Some(caller) = request.extensions().get::<Caller>()
+        && let Ok(mut slot) = caller.0.lock()
+    {
+        *slot = Some((principal.subject.clone(), principal.token_id.clone()));
+    }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+fn require(principal: &Principal, project: &str, role: Role) -> AppResult<()> {
+    if principal.can(project, role) {
+        Ok(())
+    } else {
+        Err(Problem::forbidden(format!(
+            "this token's subject {:?} is not {} on project {project:?}",
+            principal.subject,
+            role_name(role)
+        )))
+    }
+}
+
+fn require_everywhere(principal: &Principal, role: Role) -> AppResult<()> {
+    if principal.can_everywhere(role) {
+        Ok(())
+    } else {
+        Err(Problem::forbidden(format!(
+            "this token's subject {:?} is not {} on every project",
+            principal.subject,
+            role_name(role)
+        )))
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Viewer => "a viewer",
+        Role::Operator => "an operator",
+        Role::Approver => "an approver",
+        Role::Admin => "an admin",
+    }
+}
+
+/// Runs blocking front-end work (listing folders, compiling KCL) off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Problem::internal(format!("the task stopped: {e}")))?
+}
+
+async fn find_stack(state: &Arc<AppState>, project: &str, stack: &str) -> AppResult<StackRef> {
+    let source = state.source.clone();
+    let (project, stack) = (project.to_string(), stack.to_string());
+    blocking(move || {
+        let stacks = source
+            .stacks()
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        stacks
+            .into_iter()
+            .find(|s| s.project == project && s.stack == stack)
+            .ok_or_else(|| {
+                Problem::not_found(format!("no stack {project}/{stack} in the checkout"))
+            })
+    })
+    .await
+}
+
+#[derive(Serialize, ToSchema)]
+struct Health {
+    status: String,
+}
+
+/// Liveness; needs no token.
+#[utoipa::path(get, path = "/healthz", security(()), responses((status = 200, body = Health)))]
+async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+    })
+}
+
+/// Prometheus metrics; needs no token.
+#[utoipa::path(get, path = "/metrics", security(()), responses((status = 200, content_type = "text/plain", body = String)))]
+async fn metrics(State(state): Shared) -> Response {
+    let mut out = String::from(
+        "# HELP kusion_http_requests_total HTTP requests served, by method and status.\n# TYPE kusion_http_requests_total counter\n",
+    );
+    if let Ok(counts) = state.metrics.requests.lock() {
+        for ((method, status), n) in counts.iter() {
+            out.push_str(&format!(
+                "kusion_http_requests_total{{method=\"{method}\",status=\"{status}\"}} {n}\n"
+            ));
+        }
+    }
+    out.push_str("# HELP kusion_operations Operations known to this server, by status.\n# TYPE kusion_operations gauge\n");
+    let mut by_status: BTreeMap<String, u64> = BTreeMap::new();
+    for op in state.queue.list().unwrap_or_default() {
+        let name = serde_json::to_value(op.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        *by_status.entry(name).or_default() += 1;
+    }
+    for (status, n) in by_status {
+        out.push_str(&format!("kusion_operations{{status=\"{status}\"}} {n}\n"));
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+/// This API's OpenAPI 3 document.
+#[utoipa::path(get, path = "/openapi.json", responses((status = 200, body = serde_json::Value), (status = 401, body = Problem)))]
+async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+/// A project and the stacks the caller may see.
+#[derive(Serialize, ToSchema)]
+struct Project {
+    name: String,
+    stacks: Vec<StackRef>,
+}
+
+/// Projects of the checkout the caller may view, with their stacks.
+#[utoipa::path(get, path = "/api/v1/projects", responses((status = 200, body = Vec<Project>), (status = 401, body = Problem)))]
+async fn list_projects(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+) -> AppResult<Json<Vec<Project>>> {
+    let source = state.source.clone();
+    let stacks = blocking(move || {
+        source
+            .stacks()
+            .map_err(|e| Problem::internal(e.to_string()))
+    })
+    .await?;
+    let mut projects: BTreeMap<String, Vec<StackRef>> = BTreeMap::new();
+    for s in stacks {
+        if principal.can(&s.project, Role::Viewer) {
+            projects.entry(s.project.clone()).or_default().push(s);
+        }
+    }
+    Ok(Json(
+        projects
+            .into_iter()
+            .map(|(name, stacks)| Project { name, stacks })
+            .collect(),
+    ))
+}
+
+/// One stack.
+#[utoipa::path(get, path = "/api/v1/projects/{project}/stacks/{stack}",
+    params(("project" = String, Path), ("stack" = String, Path)),
+    responses((status = 200, body = StackRef), (status = 403, body = Problem), (status = 404, body = Problem)))]
+async fn get_stack(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack)): Path<(String, String)>,
+) -> AppResult<Json<StackRef>> {
+    require(&principal, &project, Role::Viewer)?;
+    Ok(Json(find_stack(&state, &project, &stack).await?))
+}
+
+/// The stack's spec: its KCL compiled, as `kusionctl compile` prints it.
+#[utoipa::path(get, path = "/api/v1/projects/{project}/stacks/{stack}/spec",
+    params(("project" = String, Path), ("stack" = String, Path)),
+    responses((status = 200, body = serde_json::Value), (status = 404, body = Problem), (status = 422, description = "the stack does not compile", body = Problem)))]
+async fn compile_stack(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack)): Path<(String, String)>,
+) -> AppResult<Json<serde_json::Value>> {
+    require(&principal, &project, Role::Viewer)?;
+    let found = find_stack(&state, &project, &stack).await?;
+    let source = state.source.clone();
+    let spec = blocking(move || {
+        source
+            .compile(&found)
+            .map_err(|e| Problem::unprocessable(e.to_string()))
+    })
+    .await?;
+    Ok(Json(
+        serde_json::to_value(spec).map_err(|e| Problem::internal(e.to_string()))?,
+    ))
+}
+
+/// One release of the history, without its spec.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ReleaseSummary {
+    revision: u64,
+    operation: String,
+    status: String,
+    started_at: u64,
+    finished_at: Option<u64>,
+    holder: String,
+    resources: usize,
+    steps: usize,
+}
+
+/// The stack's release history, oldest first.
+#[utoipa::path(get, path = "/api/v1/projects/{project}/stacks/{stack}/releases",
+    params(("project" = String, Path), ("stack" = String, Path)),
+    responses((status = 200, body = Vec<ReleaseSummary>), (status = 404, body = Problem)))]
+async fn list_releases(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack)): Path<(String, String)>,
+) -> AppResult<Json<Vec<ReleaseSummary>>> {
+    require(&principal, &project, Role::Viewer)?;
+    let found = find_stack(&state, &project, &stack).await?;
+    let source = state.source.clone();
+    let releases = blocking(move || {
+        let store = source
+            .state(&found)
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        store
+            .releases()
+            .map_err(|e| Problem::internal(e.to_string()))
+    })
+    .await?;
+    Ok(Json(
+        releases
+            .into_iter()
+            .map(|r| ReleaseSummary {
+                revision: r.revision,
+                operation: r.operation,
+                status: serde_json::to_value(r.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                started_at: r.started_at,
+                finished_at: r.finished_at,
+                holder: r.holder.to_string(),
+                resources: r.spec.resources.len(),
+                steps: r.steps.len(),
+            })
+            .collect(),
+    ))
+}
+
+/// One release with its spec and steps, as `kusionctl state history N` shows it.
+#[utoipa::path(get, path = "/api/v1/projects/{project}/stacks/{stack}/releases/{revision}",
+    params(("project" = String, Path), ("stack" = String, Path), ("revision" = u64, Path)),
+    responses((status = 200, body = serde_json::Value), (status = 404, body = Problem)))]
+async fn get_release(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack, revision)): Path<(String, String, u64)>,
+) -> AppResult<Json<serde_json::Value>> {
+    require(&principal, &project, Role::Viewer)?;
+    let found = find_stack(&state, &project, &stack).await?;
+    let source = state.source.clone();
+    let release = blocking(move || {
+        let store = source
+            .state(&found)
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        let latest = store
+            .latest_revision()
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        if revision == 0 || latest.is_none_or(|l| revision > l) {
+            return Err(Problem::not_found(format!("no release {revision}")));
+        }
+        store
+            .release(revision)
+            .map_err(|e| Problem::not_found(format!("release {revision}: {e}")))
+    })
+    .await?;
+    Ok(Json(
+        serde_json::to_value(release).map_err(|e| Problem::internal(e.to_string()))?,
+    ))
+}
+
+/// What to run.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateOperation {
+    kind: OperationKind,
+}
+
+fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> AppResult<T> {
+    body.map(|Json(v)| v)
+        .map_err(|e| Problem::bad_request(e.body_text()))
+}
+
+/// Queue a preview, apply or destroy of the stack (operator). Apply and destroy of a stack with
+/// `requireApproval: true` stop in `awaiting_approval` after planning.
+#[utoipa::path(post, path = "/api/v1/projects/{project}/stacks/{stack}/operations",
+    params(("project" = String, Path), ("stack" = String, Path)),
+    request_body = CreateOperation,
+    responses((status = 202, body = Operation), (status = 400, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+async fn create_operation(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack)): Path<(String, String)>,
+    body: Result<Json<CreateOperation>, JsonRejection>,
+) -> AppResult<Response> {
+    require(&principal, &project, Role::Operator)?;
+    let body = json_body(body)?;
+    let found = find_stack(&state, &project, &stack).await?;
+    let op = ops::new_operation(body.kind, &found, &principal.subject);
+    state.queue.create(&op)?;
+    state.queue.push_event(
+        &op.id,
+        EventKind::Status {
+            status: OperationStatus::Queued,
+            message: None,
+        },
+    )?;
+    let location = format!("/api/v1/operations/{}", op.id);
+    let mut response = (StatusCode::ACCEPTED, Json(op)).into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(response)
+}
+
+/// Operations on the projects the caller may view, oldest first.
+#[utoipa::path(get, path = "/api/v1/operations", responses((status = 200, body = Vec<Operation>)))]
+async fn list_operations(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+) -> AppResult<Json<Vec<Operation>>> {
+    Ok(Json(
+        state
+            .queue
+            .list()?
+            .into_iter()
+            .filter(|o| principal.can(&o.project, Role::Viewer))
+            .collect(),
+    ))
+}
+
+/// The operation, found and visible to the caller with `role`. An operation on a project the
+/// caller may not view answers 404, as if it did not exist.
+fn visible_operation(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    role: Role,
+) -> AppResult<Operation> {
+    let not_found = || Problem::not_found(format!("no operation {id}"));
+    let op = state.queue.get(id)?.ok_or_else(not_found)?;
+    if !principal.can(&op.project, Role::Viewer) {
+        return Err(not_found());
+    }
+    require(principal, &op.project, role)?;
+    Ok(op)
+}
+
+#[utoipa::path(get, path = "/api/v1/operations/{id}", params(("id" = String, Path)),
+    responses((status = 200, body = Operation), (status = 404, body = Problem)))]
+async fn get_operation(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> AppResult<Json<Operation>> {
+    Ok(Json(visible_operation(
+        &state,
+        &principal,
+        &id,
+        Role::Viewer,
+    )?))
+}
+
+/// Approve an operation awaiting approval (approver; not the person who asked for it).
+#[utoipa::path(post, path = "/api/v1/operations/{id}/approve", params(("id" = String, Path)),
+    responses((status = 200, body = Operation), (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+async fn approve_operation(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> AppResult<Json<Operation>> {
+    decide(&state, &principal, &id, true).map(Json)
+}
+
+/// Reject an operation awaiting approval (approver); nothing changes.
+#[utoipa::path(post, path = "/api/v1/operations/{id}/reject", params(("id" = String, Path)),
+    responses((status = 200, body = Operation), (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+async fn reject_operation(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> AppResult<Json<Operation>> {
+    decide(&state, &principal, &id, false).map(Json)
+}
+
+fn decide(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    approve: bool,
+) -> AppResult<Operation> {
+    let mut op = visible_operation(state, principal, id, Role::Approver)?;
+    if op.status != OperationStatus::AwaitingApproval {
+        return Err(Problem::conflict(format!(
+            "operation {id} is {}, not awaiting approval",
+            serde_json::to_value(op.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        )));
+    }
+    if approve && op.requested_by == principal.subject {
+        // Four eyes: the approval must come from someone other than the requester.
+        return Err(Problem::forbidden(format!(
+            "{:?} asked for this operation; a different person must approve it",
+            principal.subject
+        )));
+    }
+    let (status, message) = if approve {
+        op.approved_by = Some(principal.subject.clone());
+        (
+            OperationStatus::Queued,
+            format!("approved by {}", principal.subject),
+        )
+    } else {
+        op.rejected_by = Some(principal.subject.clone());
+        (
+            OperationStatus::Rejected,
+            format!("rejected by {}", principal.subject),
+        )
+    };
+    op.status = status;
+    // The event before the status: a stream ends on a final status once it has every event.
+    state.queue.push_event(
+        id,
+        EventKind::Status {
+            status,
+            message: Some(message),
+        },
+    )?;
+    if !state.queue.update(&op, OperationStatus::AwaitingApproval)? {
+        return Err(Problem::conflict(format!(
+            "operation {id} changed meanwhile (approved or rejected by someone else)"
+        )));
+    }
+    Ok(state.queue.get(id)?.unwrap_or(op))
+}
+
+/// The operation's progress as Server-Sent Events (`status`, `planned`, `step_started`,
+/// `step_finished`, `watch`), from the first or after `Last-Event-ID`; the stream ends when the
+/// operation reaches a final status.
+#[utoipa::path(get, path = "/api/v1/operations/{id}/events", params(("id" = String, Path)),
+    responses((status = 200, content_type = "text/event-stream", body = OperationEvent), (status = 404, body = Problem)))]
+async fn operation_events(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> AppResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    visible_operation(&state, &principal, &id, Role::Viewer)?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    struct Cursor {
+        state: Arc<AppState>,
+        id: String,
+        after: u64,
+        buffer: VecDeque<OperationEvent>,
+        changes: tokio::sync::watch::Receiver<u64>,
+        done: bool,
+    }
+    let cursor = Cursor {
+        changes: state.queue.changes(),
+        state,
+        id,
+        after,
+        buffer: VecDeque::new(),
+        done: false,
+    };
+    let stream = futures::stream::unfold(cursor, |mut c| async move {
+        loop {
+            if let Some(event) = c.buffer.pop_front() {
+                c.after = event.seq;
+                let sse = SseEvent::default()
+                    .event(event.kind.name())
+                    .id(event.seq.to_string())
+                    .json_data(&event)
+                    .unwrap_or_else(|_| SseEvent::default().comment("unserializable event"));
+                return Some((Ok(sse), c));
+            }
+            if c.done {
+                return None;
+            }
+            // Read the status before the events: a final status seen here means every event
+            // was pushed already.
+            let finished = c
+                .state
+                .queue
+                .get(&c.id)
+                .ok()
+                .flatten()
+                .is_none_or(|o| o.status.is_final());
+            let events = c.state.queue.events(&c.id, c.after).unwrap_or_default();
+            if events.is_empty() {
+                if finished {
+                    return None;
+                }
+                let _ = tokio::time::timeout(Duration::from_secs(5), c.changes.changed()).await;
+                continue;
+            }
+            c.done = finished;
+            c.buffer.extend(events);
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// The audit log (admin on every project).
+#[utoipa::path(get, path = "/api/v1/audit", responses((status = 200, body = Vec<AuditEntry>), (status = 403, body = Problem)))]
+async fn read_audit(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+) -> AppResult<Json<Vec<AuditEntry>>> {
+    require_everywhere(&principal, Role::Admin)?;
+    Ok(Json(state.audit.read()?))
+}
+
+/// A token as listed: never the token, nor its hash.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct TokenInfo {
+    id: String,
+    subject: String,
+    scopes: BTreeMap<String, Role>,
+    expires_at: Option<u64>,
+    created_at: u64,
+}
+
+impl From<TokenRecord> for TokenInfo {
+    fn from(r: TokenRecord) -> Self {
+        TokenInfo {
+            id: r.id,
+            subject: r.subject,
+            scopes: r.scopes,
+            expires_at: r.expires_at,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// Tokens (admin on every project).
+#[utoipa::path(get, path = "/api/v1/tokens", responses((status = 200, body = Vec<TokenInfo>), (status = 403, body = Problem)))]
+async fn list_tokens(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+) -> AppResult<Json<Vec<TokenInfo>>> {
+    require_everywhere(&principal, Role::Admin)?;
+    Ok(Json(
+        state.tokens.list().into_iter().map(Into::into).collect(),
+    ))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateToken {
+    /// Who will hold it.
+    subject: String,
+    /// Role per project name (`*`: every project).
+    scopes: BTreeMap<String, Role>,
+    /// Lifetime in seconds (default: no expiry).
+    #[serde(default)]
+    ttl_seconds: Option<u64>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct CreatedToken {
+    /// The token: shown this once, stored only as its hash.
+    token: String,
+    #[serde(flatten)]
+    info: TokenInfo,
+}
+
+/// Mint a token (admin on every project).
+#[utoipa::path(post, path = "/api/v1/tokens", request_body = CreateToken,
+    responses((status = 201, body = CreatedToken), (status = 400, body = Problem), (status = 403, body = Problem)))]
+async fn create_token(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    body: Result<Json<CreateToken>, JsonRejection>,
+) -> AppResult<Response> {
+    require_everywhere(&principal, Role::Admin)?;
+    let body = json_body(body)?;
+    if body.subject.trim().is_empty() {
+        return Err(Problem::bad_request("subject must not be empty"));
+    }
+    if body.scopes.is_empty() {
+        return Err(Problem::bad_request(
+            "scopes must name at least one project or `*`",
+        ));
+    }
+    if body.scopes.keys().any(|k| k.trim().is_empty()) {
+        return Err(Problem::bad_request(
+            "a scope's project name must not be empty",
+        ));
+    }
+    let minted = state.tokens.mint(
+        body.subject.trim(),
+        body.scopes,
+        body.ttl_seconds.map(Duration::from_secs),
+    )?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedToken {
+            token: minted.token,
+            info: minted.record.into(),
+        }),
+    )
+        .into_response())
+}
+
+/// Revoke a token (admin on every project).
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", params(("id" = String, Path)),
+    responses((status = 204, description = "revoked"), (status = 403, body = Problem), (status = 404, body = Problem)))]
+async fn revoke_token(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> AppResult<StatusCode> {
+    require_everywhere(&principal, Role::Admin)?;
+    if state.tokens.revoke(&id)? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(Problem::not_found(format!("no token {id}")))
+    }
+}

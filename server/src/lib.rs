@@ -1,0 +1,134 @@
+//! `kusion-server`: the API front end of `kusionctl server`. A REST API (axum, with an OpenAPI 3
+//! document generated from the handlers at `/openapi.json`) over the stacks of one Konfig
+//! checkout: list and compile stacks, queue previews, applies and destroys as operations (with a
+//! second person's approval where the stack asks for it), stream their progress as Server-Sent
+//! Events, read release history. Bearer tokens (hashed at rest, scoped per project, expiring)
+//! decide who may do what ([`auth`]); every mutating or refused call lands in an append-only
+//! audit log ([`audit`]); errors are RFC 9457 problem documents ([`problem`]) and every response
+//! carries `x-request-id`.
+//!
+//! The stacks come in through a [`StackSource`] the front end implements (`kusionctl server`
+//! with the code `kusionctl apply` runs); operations wait in an [`OperationQueue`] and a
+//! [`worker`] runs them through the kernel's policy-guarded preview and apply.
+
+pub mod api;
+pub mod audit;
+pub mod auth;
+pub mod ops;
+pub mod problem;
+pub mod source;
+pub mod worker;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use ops::{InProcessQueue, Operation, OperationQueue};
+pub use source::{Prepared, SourceError, StackRef, StackSource};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{0}")]
+    Io(String),
+    #[error("{0} not found")]
+    NotFound(String),
+}
+
+/// Everything a request handler reaches.
+pub struct AppState {
+    pub source: Arc<dyn StackSource>,
+    pub queue: Arc<dyn OperationQueue>,
+    pub tokens: auth::TokenStore,
+    pub audit: audit::AuditLog,
+    pub metrics: api::Metrics,
+}
+
+impl AppState {
+    /// The state kept in `data_dir` (created): `tokens.json` and `audit.jsonl`.
+    pub fn open(
+        data_dir: &Path,
+        source: Arc<dyn StackSource>,
+        queue: Arc<dyn OperationQueue>,
+    ) -> Result<Arc<AppState>, ServerError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| ServerError::Io(format!("creating {}: {e}", data_dir.display())))?;
+        Ok(Arc::new(AppState {
+            source,
+            queue,
+            tokens: auth::TokenStore::open(&data_dir.join("tokens.json"))?,
+            audit: audit::AuditLog::open(&data_dir.join("audit.jsonl"))?,
+            metrics: api::Metrics::default(),
+        }))
+    }
+}
+
+/// How `kusionctl server` runs.
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    /// In-process workers to start (the embedded default runs one).
+    pub workers: usize,
+}
+
+/// The subject of the admin token minted at each start of the embedded server.
+pub const BOOTSTRAP_SUBJECT: &str = "bootstrap-admin";
+
+/// A bound server, ready to serve.
+pub struct Bound {
+    pub listener: tokio::net::TcpListener,
+    pub state: Arc<AppState>,
+    pub address: SocketAddr,
+    /// The start-up admin token: shown once, stored only as its hash.
+    pub admin_token: String,
+}
+
+/// Binds the listener, opens the data folder and mints a fresh admin token (revoking the one
+/// a previous start printed).
+pub async fn bind(
+    options: &ServeOptions,
+    source: Arc<dyn StackSource>,
+    queue: Arc<dyn OperationQueue>,
+) -> Result<Bound, ServerError> {
+    let state = AppState::open(&options.data_dir, source, queue)?;
+    state.tokens.revoke_subject(BOOTSTRAP_SUBJECT)?;
+    let minted = state.tokens.mint(
+        BOOTSTRAP_SUBJECT,
+        [(auth::ALL_PROJECTS.to_string(), auth::Role::Admin)].into(),
+        None,
+    )?;
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| ServerError::Io(format!("listening on {}: {e}", options.listen)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| ServerError::Io(e.to_string()))?;
+    Ok(Bound {
+        listener,
+        state,
+        address,
+        admin_token: minted.token,
+    })
+}
+
+/// Serves until the process ends, with `workers` in-process workers.
+pub async fn serve(bound: Bound, workers: usize) -> Result<(), ServerError> {
+    for n in 0..workers {
+        let name = format!(
+            "{}-{}-{n}",
+            kusion_kernel::state::hostname(),
+            std::process::id()
+        );
+        tokio::spawn(worker::run(
+            bound.state.queue.clone(),
+            bound.state.source.clone(),
+            name,
+        ));
+    }
+    let app = api::router(bound.state);
+    axum::serve(
+        bound.listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
+    .map_err(|e| ServerError::Io(format!("serving: {e}")))
+}

@@ -1,0 +1,301 @@
+//! A worker: claims queued operations and runs them through the kernel's policy-guarded
+//! preview and apply, the calls `kusionctl preview` and `kusionctl apply` make.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kusion_kernel::apply::{ApplyOptions, Event, Outcome};
+use kusion_kernel::operation::Applied;
+use kusion_kernel::plan::{PlanOptions, PlanView};
+use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyReport};
+use kusion_kernel::spec::Spec;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::ops::{EventKind, Operation, OperationKind, OperationQueue, OperationStatus};
+use crate::source::StackSource;
+
+/// Claims and runs operations until the process ends.
+pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, name: String) {
+    let mut changes = queue.changes();
+    loop {
+        match queue.claim(&name) {
+            Ok(Some(op)) => {
+                let id = op.id.clone();
+                // Compiling, planning and applying block; the kernel's runtimes may use the
+                // async runtime's handle, which blocking tasks have.
+                let task = {
+                    let (queue, source) = (queue.clone(), source.clone());
+                    tokio::task::spawn_blocking(move || execute(&*queue, &*source, op))
+                };
+                if let Err(e) = task.await {
+                    tracing::error!(operation = %id, "the operation's task stopped: {e}");
+                    abandon(&*queue, &id, &format!("the worker's task stopped: {e}"));
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("claiming an operation: {e}"),
+        }
+        // Woken by any change; the timer covers queues that cannot tell.
+        let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+    }
+}
+
+/// Ends an operation whose task stopped (a panic) as failed, so it is not shown running forever.
+fn abandon(queue: &dyn OperationQueue, id: &str, message: &str) {
+    let Ok(Some(mut op)) = queue.get(id) else {
+        return;
+    };
+    if op.status != OperationStatus::Running {
+        return;
+    }
+    op.status = OperationStatus::Failed;
+    op.error = Some(message.to_string());
+    let _ = queue.push_event(
+        id,
+        EventKind::Status {
+            status: OperationStatus::Failed,
+            message: Some(message.to_string()),
+        },
+    );
+    let _ = queue.update(&op, OperationStatus::Running);
+}
+
+/// The hash an approval approves: every change of the plan, masked as shown.
+pub fn plan_hash(plan: &PlanView) -> String {
+    let steps: Vec<Value> = plan
+        .steps
+        .iter()
+        .filter(|s| s.action.changes_something())
+        .map(|s| json!({"id": s.id, "target": s.target, "action": s.action, "changes": s.changes}))
+        .collect();
+    hex::encode(&Sha256::digest(Value::Array(steps).to_string().as_bytes())[..16])
+}
+
+fn planned(plan: &PlanView) -> EventKind {
+    let s = &plan.summary;
+    EventKind::Planned {
+        create: s.create,
+        update: s.update,
+        replace: s.replace,
+        delete: s.delete,
+        unchanged: s.unchanged,
+    }
+}
+
+fn policy_json(report: &PolicyReport) -> Option<Value> {
+    (!report.policies.is_empty())
+        .then(|| serde_json::to_value(report).ok())
+        .flatten()
+}
+
+/// Runs one claimed operation to its next resting status.
+fn execute(queue: &dyn OperationQueue, source: &dyn StackSource, mut op: Operation) {
+    let id = op.id.clone();
+    let push = |kind: EventKind| {
+        if let Err(e) = queue.push_event(&id, kind) {
+            tracing::warn!("recording an event: {e}");
+        }
+    };
+    push(EventKind::Status {
+        status: OperationStatus::Running,
+        message: None,
+    });
+    let outcome = run_steps(queue, source, &mut op);
+    let (status, message) = match outcome {
+        Ok((status, message)) => (status, message),
+        Err(e) => {
+            op.error = Some(e.clone());
+            (OperationStatus::Failed, Some(e))
+        }
+    };
+    op.status = status;
+    // The event first: a stream ends when it sees the final status and no further events.
+    push(EventKind::Status { status, message });
+    match queue.update(&op, OperationStatus::Running) {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(operation = %op.id, "the operation changed while it ran"),
+        Err(e) => tracing::error!(operation = %op.id, "recording the operation's end: {e}"),
+    }
+}
+
+type Step = Result<(OperationStatus, Option<String>), String>;
+
+fn run_steps(queue: &dyn OperationQueue, source: &dyn StackSource, op: &mut Operation) -> Step {
+    let stacks = source.stacks().map_err(|e| e.to_string())?;
+    let stack = stacks
+        .iter()
+        .find(|s| s.project == op.project && s.stack == op.stack)
+        .ok_or_else(|| {
+            format!(
+                "stack {}/{} is no longer in the checkout",
+                op.project, op.stack
+            )
+        })?;
+    let prepared = source.open(stack).map_err(|e| e.to_string())?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let destroy = op.kind == OperationKind::Destroy;
+    let plan_options = PlanOptions {
+        destroy,
+        ..PlanOptions::default()
+    };
+    // A destroy plans the empty spec against state, as `kusionctl destroy` does.
+    let spec = if destroy {
+        Spec::default()
+    } else {
+        prepared.spec.clone()
+    };
+    let push = |kind: EventKind| {
+        if let Err(e) = queue.push_event(&op.id, kind) {
+            tracing::warn!("recording an event: {e}");
+        }
+    };
+    if op.kind == OperationKind::Preview || (op.require_approval && op.approved_by.is_none()) {
+        let (plan, report) = prepared
+            .guard
+            .preview(&spec, &prepared.stack, &plan_options, cancel)
+            .map_err(|e| e.to_string())?;
+        push(planned(&plan));
+        op.plan = serde_json::to_value(&plan).ok();
+        op.policy = policy_json(&report);
+        if op.kind == OperationKind::Preview {
+            return Ok((OperationStatus::Succeeded, None));
+        }
+        if report.blocked {
+            return Ok((
+                OperationStatus::Blocked,
+                Some("blocked by policy; nothing changed".into()),
+            ));
+        }
+        if !plan.has_changes() {
+            return Ok((OperationStatus::Succeeded, Some("no changes".into())));
+        }
+        op.plan_hash = Some(plan_hash(&plan));
+        return Ok((
+            OperationStatus::AwaitingApproval,
+            Some("waiting for a second person's approval".into()),
+        ));
+    }
+
+    let approved_hash = op.approved_by.as_ref().and(op.plan_hash.clone());
+    let computed: Mutex<Option<PlanView>> = Mutex::new(None);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let id = op.id.clone();
+    let result = std::thread::scope(|scope| {
+        // Progress goes to the operation's event stream while the apply runs.
+        scope.spawn(|| {
+            while let Some(event) = rx.blocking_recv() {
+                if let Err(e) = queue.push_event(&id, event_kind(event)) {
+                    tracing::warn!("recording an event: {e}");
+                }
+            }
+        });
+        kpolicy::apply(
+            &prepared.guard,
+            &spec,
+            &prepared.stack,
+            op.kind.name(),
+            &plan_options,
+            &ApplyOptions::default(),
+            None,
+            |plan, _report| {
+                if let Ok(mut slot) = computed.lock() {
+                    *slot = Some(plan.clone());
+                }
+                // What was approved is what runs: a plan that changed since stops here.
+                approved_hash
+                    .as_ref()
+                    .is_none_or(|hash| *hash == plan_hash(plan))
+            },
+            Some(tx),
+            cancel,
+        )
+    });
+    let computed = computed.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Some(plan) = &computed {
+        if op.plan.is_none() || approved_hash.is_none() {
+            push(planned(plan));
+        }
+        op.plan = serde_json::to_value(plan).ok();
+    }
+    match result.map_err(|e| e.to_string())? {
+        Guarded::Blocked { report, .. } => {
+            op.policy = policy_json(&report);
+            Ok((
+                OperationStatus::Blocked,
+                Some("blocked by policy; nothing changed".into()),
+            ))
+        }
+        Guarded::Ran { applied, report } => {
+            op.policy = report.as_ref().and_then(policy_json);
+            match applied {
+                Applied::NothingToDo(_) => Ok((OperationStatus::Succeeded, Some("no changes".into()))),
+                Applied::Declined(_) => Err(
+                    "the plan changed since it was approved; nothing changed (start a new operation)"
+                        .into(),
+                ),
+                Applied::Done {
+                    report, revision, ..
+                } => {
+                    op.revision = Some(revision);
+                    op.result = serde_json::to_value(&report).ok();
+                    if report.succeeded() {
+                        Ok((OperationStatus::Succeeded, None))
+                    } else {
+                        let failed: Vec<String> = report
+                            .steps
+                            .iter()
+                            .filter_map(|s| match &s.outcome {
+                                Outcome::Failed(e) => Some(format!("{}: {e}", s.id)),
+                                _ => None,
+                            })
+                            .collect();
+                        op.error = Some(if failed.is_empty() {
+                            "interrupted".into()
+                        } else {
+                            failed.join("; ")
+                        });
+                        Ok((OperationStatus::Failed, op.error.clone()))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn event_kind(event: Event) -> EventKind {
+    match event {
+        Event::Started { id, action } => EventKind::StepStarted {
+            id,
+            action: action.to_string(),
+        },
+        Event::Finished {
+            id,
+            action,
+            outcome,
+        } => {
+            let (outcome, reason) = match outcome {
+                Outcome::Succeeded => ("succeeded", None),
+                Outcome::Failed(e) => ("failed", Some(e)),
+                Outcome::Skipped(e) => ("skipped", Some(e)),
+                Outcome::Cancelled => ("cancelled", None),
+            };
+            EventKind::StepFinished {
+                id,
+                action: action.to_string(),
+                outcome: outcome.into(),
+                reason,
+            }
+        }
+        Event::Watch { id, event, .. } => EventKind::Watch {
+            id,
+            health: serde_json::to_value(event.health)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| format!("{:?}", event.health)),
+            detail: event.detail,
+        },
+    }
+}

@@ -1,0 +1,519 @@
+//! `kusionctl server` end to end over HTTP (the testbed build with the fake-cloud runtime): a
+//! Konfig stack that requires approval is listed, compiled and previewed; an apply plans and
+//! waits; a second person approves; its progress streams as Server-Sent Events; the release it
+//! records is the one `kusionctl apply` records for the same stack. Tokens appear nowhere but
+//! where they were printed.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kusion_kernel::state::{LocalStore, Release, StateStore};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
+
+const MAIN_K: &str = r#"resources = [
+    {
+        id = "t:web"
+        type = "Test"
+        attributes = {size = 1, stack = option("stack")}
+    }
+    {
+        id = "t:db"
+        type = "Test"
+        attributes = {size = 2}
+        dependsOn = ["t:web"]
+    }
+]
+"#;
+
+/// `ROOT/kcl.mod`, project `inv`, stack `inv/dev` requiring approval.
+fn layout(root: &Path) -> PathBuf {
+    let stack = root.join("inv/dev");
+    std::fs::create_dir_all(&stack).unwrap();
+    std::fs::write(root.join("kcl.mod"), "[package]\nname = \"served\"\n").unwrap();
+    std::fs::write(root.join("inv/project.yaml"), "name: inv\n").unwrap();
+    std::fs::write(
+        stack.join("stack.yaml"),
+        "name: dev\nrequireApproval: true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        stack.join("kcl.yaml"),
+        "kcl_cli_configs:\n  files:\n    - main.k\n",
+    )
+    .unwrap();
+    std::fs::write(stack.join("main.k"), MAIN_K).unwrap();
+    stack
+}
+
+fn command(dir: &Path, home: &Path, cloud: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .env("HOME", home)
+        .env("KUSION_TEST_CLOUD", cloud)
+        .env_remove("KUSION_STATE_DIR")
+        .env_remove("KUSION_CONFIG")
+        .env_remove("KUSION_RUNTIME_CONFIG")
+        .env_remove("KUSION_PLUGIN_PATH")
+        .stdin(Stdio::null());
+    c
+}
+
+struct Server {
+    child: Child,
+    base: String,
+    admin: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `kusionctl server` with no configuration but a free port, and reads its banner.
+fn start(root: &Path, home: &Path, cloud: &Path, log: &Path) -> Server {
+    let mut child = command(root, home, cloud)
+        .args(["server", "--listen", "127.0.0.1:0", "-vv"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("starting kusionctl server");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut base = None;
+    let mut admin = None;
+    while base.is_none() || admin.is_none() {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| {
+                panic!(
+                    "the server stopped: {}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                )
+            })
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("kusion server listening on ") {
+            base = rest.split_whitespace().next().map(str::to_string);
+        }
+        if let Some((_, token)) = line.split_once("): ") {
+            admin = Some(token.trim().to_string());
+        }
+    }
+    Server {
+        child,
+        base: base.unwrap(),
+        admin: admin.unwrap(),
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into()
+}
+
+fn call(
+    server: &Server,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let url = format!("{}{path}", server.base);
+    let auth = format!("Bearer {token}");
+    let agent = agent();
+    let mut response = match (method, body) {
+        ("GET", _) => agent
+            .get(&url)
+            .header("Authorization", auth.as_str())
+            .call(),
+        ("POST", Some(b)) => agent
+            .post(&url)
+            .header("Authorization", auth.as_str())
+            .header("Content-Type", "application/json")
+            .send(b.to_string()),
+        ("POST", None) => agent
+            .post(&url)
+            .header("Authorization", auth.as_str())
+            .send_empty(),
+        _ => unreachable!(),
+    }
+    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    assert!(
+        response.headers().contains_key("x-request-id"),
+        "{method} {path}: no request id"
+    );
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn wait_for(server: &Server, token: &str, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (code, op) = call(
+            server,
+            "GET",
+            &format!("/api/v1/operations/{id}"),
+            token,
+            None,
+        );
+        assert_eq!(code, 200, "{op}");
+        if op["status"] == status {
+            return op;
+        }
+        assert!(
+            !matches!(
+                op["status"].as_str(),
+                Some("failed" | "blocked" | "rejected")
+            ),
+            "{op}"
+        );
+        assert!(Instant::now() < deadline, "never {status}: {op}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every `data:` of an SSE stream read to its end.
+fn sse_events(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+/// The fake cloud's objects by file name, without the `uid` it generates from the clock.
+fn cloud_objects(dir: &Path) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            // `creations.log` lists each creation once: sorted, as the two runs may interleave.
+            let mut object = serde_json::from_str(&text).unwrap_or_else(|_| {
+                let mut lines: Vec<&str> = text.lines().collect();
+                lines.sort();
+                json!(lines)
+            });
+            strip_uid(&mut object);
+            (e.file_name().to_string_lossy().into_owned(), object)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn strip_uid(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("uid");
+            m.values_mut().for_each(strip_uid);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_uid),
+        _ => {}
+    }
+}
+
+#[test]
+fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let home = work.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let root = work.join("served");
+    let stack = layout(&root);
+    let log = work.join("server.log");
+    let server = start(&root, &home, &work.join("cloud-server"), &log);
+    let admin = server.admin.clone();
+
+    let (code, health) = agent()
+        .get(format!("{}/healthz", server.base))
+        .call()
+        .map(|mut r| {
+            (
+                r.status().as_u16(),
+                r.body_mut().read_to_string().unwrap_or_default(),
+            )
+        })
+        .unwrap();
+    assert_eq!((code, health.contains("ok")), (200, true));
+    let (code, _) = call(&server, "GET", "/api/v1/projects", "kusion_wrong", None);
+    assert_eq!(code, 401);
+
+    let mint = |subject: &str, role: &str| {
+        let (code, body) = call(
+            &server,
+            "POST",
+            "/api/v1/tokens",
+            &admin,
+            Some(json!({"subject": subject, "scopes": {"inv": role}, "ttlSeconds": 3600})),
+        );
+        assert_eq!(code, 201, "{body}");
+        body["token"].as_str().unwrap().to_string()
+    };
+    let alice = mint("alice", "operator");
+    let bob = mint("bob", "approver");
+
+    let (code, projects) = call(&server, "GET", "/api/v1/projects", &alice, None);
+    assert_eq!(code, 200, "{projects}");
+    assert_eq!(projects[0]["name"], "inv", "{projects}");
+    assert_eq!(projects[0]["stacks"][0]["stack"], "dev");
+    assert_eq!(projects[0]["stacks"][0]["requireApproval"], true);
+    let (code, spec) = call(
+        &server,
+        "GET",
+        "/api/v1/projects/inv/stacks/dev/spec",
+        &alice,
+        None,
+    );
+    assert_eq!(code, 200, "{spec}");
+    assert_eq!(
+        spec["resources"][0]["attributes"]["stack"], "dev",
+        "compiled with the stack's options: {spec}"
+    );
+
+    // Preview.
+    let ops = "/api/v1/projects/inv/stacks/dev/operations";
+    let (code, op) = call(
+        &server,
+        "POST",
+        ops,
+        &alice,
+        Some(json!({"kind": "preview"})),
+    );
+    assert_eq!(code, 202, "{op}");
+    let preview = wait_for(&server, &alice, op["id"].as_str().unwrap(), "succeeded");
+    assert_eq!(preview["plan"]["summary"]["create"], 2, "{preview}");
+
+    // Apply: planned, then waits for a second person.
+    let (code, op) = call(&server, "POST", ops, &alice, Some(json!({"kind": "apply"})));
+    assert_eq!(code, 202, "{op}");
+    let id = op["id"].as_str().unwrap().to_string();
+    let waiting = wait_for(&server, &alice, &id, "awaiting_approval");
+    assert!(waiting["planHash"].is_string(), "{waiting}");
+    assert!(
+        !work.join("cloud-server").exists() || cloud_objects(&work.join("cloud-server")).is_empty()
+    );
+    // Watch while it is approved and runs.
+    let url = format!("{}/api/v1/operations/{id}/events", server.base);
+    let viewer_token = alice.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut response = agent()
+            .get(&url)
+            .header("Authorization", format!("Bearer {viewer_token}"))
+            .call()
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let mut text = String::new();
+        response
+            .body_mut()
+            .as_reader()
+            .read_to_string(&mut text)
+            .unwrap();
+        (content_type, text)
+    });
+    let (code, body) = call(
+        &server,
+        "POST",
+        &format!("/api/v1/operations/{id}/approve"),
+        &alice,
+        None,
+    );
+    assert_eq!(code, 403, "an operator cannot approve: {body}");
+    let (code, body) = call(
+        &server,
+        "POST",
+        &format!("/api/v1/operations/{id}/approve"),
+        &bob,
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let done = wait_for(&server, &alice, &id, "succeeded");
+    assert_eq!(done["approvedBy"], "bob");
+    let revision = done["revision"].as_u64().expect("a release");
+    let (content_type, stream) = watcher.join().unwrap();
+    assert_eq!(content_type, "text/event-stream");
+    let events = sse_events(&stream);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| match e["type"].as_str().unwrap() {
+            "status" => format!("status:{}", e["status"].as_str().unwrap()),
+            other => format!("{other}:{}", e["id"].as_str().unwrap_or("")),
+        })
+        .collect();
+    for expected in [
+        "status:queued",
+        "planned:",
+        "status:awaiting_approval",
+        "step_started:t:web",
+        "step_finished:t:web",
+        "step_finished:t:db",
+        "status:succeeded",
+    ] {
+        assert!(
+            kinds.contains(&expected.to_string()),
+            "{expected} in {kinds:?}"
+        );
+    }
+    assert_eq!(kinds.last().map(String::as_str), Some("status:succeeded"));
+    let web_done = kinds
+        .iter()
+        .position(|k| k == "step_finished:t:web")
+        .unwrap();
+    let db_start = kinds.iter().position(|k| k == "step_started:t:db").unwrap();
+    assert!(
+        web_done < db_start,
+        "dependsOn respected in the stream: {kinds:?}"
+    );
+
+    // History through the API, and on disk where `kusionctl state history` reads it.
+    let (code, releases) = call(
+        &server,
+        "GET",
+        "/api/v1/projects/inv/stacks/dev/releases",
+        &alice,
+        None,
+    );
+    assert_eq!(code, 200, "{releases}");
+    assert_eq!(releases.as_array().unwrap().len(), 1);
+    let (code, release) = call(
+        &server,
+        "GET",
+        &format!("/api/v1/projects/inv/stacks/dev/releases/{revision}"),
+        &alice,
+        None,
+    );
+    assert_eq!(code, 200, "{release}");
+    let served: Release = serde_json::from_value(release).unwrap();
+    let on_disk = LocalStore::new(stack.join(".kusion/state"))
+        .release(revision)
+        .unwrap();
+    assert_eq!(served, on_disk);
+
+    // The same stack through `kusionctl apply`.
+    let cli_root = work.join("cli");
+    let cli_stack = layout(&cli_root);
+    let out = command(&cli_stack, &home, &work.join("cloud-cli"))
+        .args(["apply", "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let by_cli = LocalStore::new(cli_stack.join(".kusion/state"))
+        .release(1)
+        .unwrap();
+    assert_eq!(served.operation, by_cli.operation);
+    assert_eq!(served.status, by_cli.status);
+    assert_eq!(served.spec, by_cli.spec, "the same spec recorded");
+    assert_eq!(
+        served.steps, by_cli.steps,
+        "the same steps and outcomes recorded"
+    );
+    assert_eq!(served.notes, by_cli.notes);
+    assert_eq!(served.holder.operation, by_cli.holder.operation);
+    assert_eq!(
+        cloud_objects(&work.join("cloud-server")),
+        cloud_objects(&work.join("cloud-cli")),
+        "the same resources created"
+    );
+
+    // Reads under load, for the note: sequential, so latency is the server's alone.
+    let mut took = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        let (code, _) = call(
+            &server,
+            "GET",
+            "/api/v1/projects/inv/stacks/dev/releases",
+            &alice,
+            None,
+        );
+        took.push(t.elapsed());
+        assert_eq!(code, 200);
+    }
+    took.sort();
+    eprintln!(
+        "GET releases x200: p50 {:?}, p99 {:?}, max {:?}",
+        took[100], took[197], took[199]
+    );
+
+    // 200 clients at once, each reading the stacks and the history 5 times (a figure for the
+    // note, not a bar: debug build, shared machine).
+    let started = Instant::now();
+    let clients: Vec<_> = (0..200)
+        .map(|n| {
+            let (base, token) = (server.base.clone(), alice.clone());
+            std::thread::spawn(move || {
+                let agent = agent();
+                let mut took = Vec::new();
+                for i in 0..5 {
+                    let path = if (n + i) % 2 == 0 {
+                        "/api/v1/projects"
+                    } else {
+                        "/api/v1/projects/inv/stacks/dev/releases"
+                    };
+                    let t = Instant::now();
+                    let response = agent
+                        .get(format!("{base}{path}"))
+                        .header("Authorization", format!("Bearer {token}"))
+                        .call()
+                        .unwrap();
+                    assert_eq!(response.status().as_u16(), 200);
+                    took.push(t.elapsed());
+                }
+                took
+            })
+        })
+        .collect();
+    let mut took: Vec<Duration> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    took.sort();
+    eprintln!(
+        "200 concurrent clients x5 reads: {} requests in {:?}, p50 {:?}, p99 {:?}, max {:?}",
+        took.len(),
+        started.elapsed(),
+        took[took.len() / 2],
+        took[took.len() * 99 / 100],
+        took[took.len() - 1]
+    );
+
+    // The tokens were printed once and went nowhere else.
+    let audit = std::fs::read_to_string(root.join(".kusion/server/audit.jsonl")).unwrap();
+    assert!(audit.contains("\"subject\":\"bob\""), "{audit}");
+    drop(server);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("DEBUG"), "debug logging was on: {logged}");
+    let at_rest = std::fs::read_to_string(root.join(".kusion/server/tokens.json")).unwrap();
+    for token in [&admin, &alice, &bob] {
+        assert!(
+            !logged.contains(token.as_str()),
+            "a token in the server's log"
+        );
+        assert!(!audit.contains(token.as_str()), "a token in the audit log");
+        assert!(!at_rest.contains(token.as_str()), "a token at rest");
+    }
+}
