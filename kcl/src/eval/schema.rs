@@ -626,7 +626,8 @@ impl Evaluator {
                     (Some(_), Some(allowed)) => !allowed.contains(k),
                     (Some(_), None) => false,
                 };
-            if unknown && merged {
+            // upstream's resolver skips an empty key: only the run time refuses it
+            if unknown && (merged || k.is_empty()) {
                 let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
                 return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
             }

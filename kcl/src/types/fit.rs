@@ -41,6 +41,15 @@ impl<'a> Checker<'a> {
                 self.check_dict_config(env, entries, expected, kt, vt, def);
                 return;
             }
+            // a config literal where a list is expected: upstream checks its values against
+            // the list's item type first, then reports the whole literal
+            (ExprKind::Config(entries), Ty::List(et)) => {
+                let before = self.errors.len();
+                self.check_dict_config(env, entries, expected, &Ty::Any, et, def);
+                if self.errors.len() > before {
+                    return;
+                }
+            }
             // a list of configs where a list of schemas is expected: each config against the
             // schema (dicts against a dict type are compared as a whole list type)
             (ExprKind::List(items), Ty::List(et))
@@ -180,8 +189,13 @@ impl<'a> Checker<'a> {
                         continue;
                     }
                     if matches!(key.kind, ExprKind::Selector(_)) {
-                        let t = self.infer(env, value);
-                        self.check_insert(*op, &t, value.span);
+                        match key_path(key) {
+                            Some(path) => self.check_dict_path(env, &path, *op, value, vt, def),
+                            None => {
+                                let t = self.infer(env, value);
+                                self.check_insert(*op, &t, value.span);
+                            }
+                        }
                     } else if *op == ast::ConfigOp::Insert {
                         let t = self.infer(env, value);
                         if self.fits(&t, vt, key.span, def) {
@@ -191,9 +205,15 @@ impl<'a> Checker<'a> {
                         self.check_value(env, value, vt, key.span, def);
                     }
                 }
-                ast::ConfigEntryKind::Unpack { value: v, .. } => {
-                    self.infer(env, v);
-                }
+                // an unpacked config literal's entries are the dict's entries
+                ast::ConfigEntryKind::Unpack { value: v, .. } => match &strip_paren(v).kind {
+                    ExprKind::Config(inner) => {
+                        self.check_dict_config(env, inner, dict_ty, kt, vt, def);
+                    }
+                    _ => {
+                        self.infer(env, v);
+                    }
+                },
                 ast::ConfigEntryKind::If(ci) => {
                     self.infer(env, &ci.cond);
                     self.check_dict_config(env, &ci.body, dict_ty, kt, vt, def);
@@ -201,6 +221,52 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+    }
+
+    /// `a.b.c = value` in a config literal whose values have type `vt`: `a`'s value is the
+    /// dict `{b = {c = value}}`, so each name goes one dict value type deeper; where the
+    /// expected type is no dict, upstream reports the nested dict the rest of the path makes.
+    fn check_dict_path(
+        &mut self,
+        env: &Env,
+        path: &[(Symbol, Span)],
+        op: ast::ConfigOp,
+        value: &Expr,
+        vt: &Ty,
+        def: Option<Span>,
+    ) {
+        let mut expected = vt.clone();
+        for (i, &(_, at)) in path.iter().enumerate() {
+            let last = i + 1 == path.len();
+            if last {
+                if op == ast::ConfigOp::Insert {
+                    let t = self.infer(env, value);
+                    if self.fits(&t, &expected, at, def) {
+                        self.check_insert(op, &t, value.span);
+                    }
+                } else {
+                    self.check_value(env, value, &expected, at, def);
+                }
+                return;
+            }
+            match expected {
+                Ty::Dict(_, v) => expected = (*v).clone(),
+                Ty::Any | Ty::Schema(_) | Ty::Union(_) => break,
+                _ => {
+                    let mut got = self.infer(env, value);
+                    for &(name, _) in path[i + 1..].iter().rev() {
+                        got = Ty::Dict(
+                            Rc::new(Ty::StrLit(std::sync::Arc::from(name.as_str()))),
+                            Rc::new(got),
+                        );
+                    }
+                    self.fits(&got, &expected, at, def);
+                    return;
+                }
+            }
+        }
+        let t = self.infer(env, value);
+        self.check_insert(op, &t, value.span);
     }
 
     /// Entries of a config literal used as the config of a schema (or a union of schemas).

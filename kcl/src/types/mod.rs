@@ -439,7 +439,8 @@ fn strip_paren(e: &Expr) -> &Expr {
 fn key_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
     match &key.kind {
         ExprKind::Ident(s) => Some(vec![(*s, key.span)]),
-        ExprKind::Str(s) => Some(vec![(Symbol::intern(s), key.span)]),
+        // upstream's resolver leaves an empty key to the run time
+        ExprKind::Str(s) if !s.is_empty() => Some(vec![(Symbol::intern(s), key.span)]),
         ExprKind::Selector(x) if !x.optional => {
             let mut p = key_path(&x.value)?;
             p.push((x.attr.sym, x.attr.span));
