@@ -137,14 +137,18 @@ impl<'a> Checker<'a> {
                 self.infer(env, e);
             }
             StmtKind::Unification(u) => {
-                // upstream resolves `x: S {...}`'s schema name as a type: an unknown one is
-                // reported without "did you mean"
+                // upstream resolves `x: S {...}`'s schema name as a type, in the package scope
                 if let ExprKind::Schema(se) = &u.value.kind
                     && let [n] = se.name.names.as_slice()
                     && !self.name_defined(env, n.sym)
                 {
-                    let msg = format!("name '{}' is not defined", n.sym);
-                    self.err(ErrKind::Compile, msg, n.span);
+                    let penv = Env {
+                        schema: None,
+                        locals: Rc::new(Vec::new()),
+                        keys: Rc::new(Vec::new()),
+                        ..env.clone()
+                    };
+                    self.check_defined(&penv, n.sym, n.span);
                     return;
                 }
                 self.infer(env, &u.value);
@@ -453,6 +457,21 @@ impl<'a> Checker<'a> {
         let pm = self.members(pid);
         for s in &st.body {
             if let StmtKind::SchemaAttr(a) = &s.kind
+                && a.optional
+                && self.inherited_required(pid, a.name.sym) == Some(true)
+                && pm.attrs.get(&a.name.sym).is_none_or(|(pt, _)| {
+                    let nt = self.resolve_type(env.pkg, env.file, &a.ty);
+                    pt.is_any() || nt.is_any() || self.ty_str(pt) == self.ty_str(&nt)
+                })
+            {
+                let msg = format!(
+                    "can't change the required schema attribute of '{}' to optional",
+                    a.name.sym
+                );
+                self.err(ErrKind::Type, msg, a.name.span);
+                return;
+            }
+            if let StmtKind::SchemaAttr(a) = &s.kind
                 && let Some((pt, _)) = pm.attrs.get(&a.name.sym)
                 && !pt.is_any()
             {
@@ -477,6 +496,34 @@ impl<'a> Checker<'a> {
                 return;
             }
         }
+    }
+
+    /// Whether the nearest declaration of attribute `name` in schema `id` or its bases makes
+    /// it required (None: not declared there).
+    fn inherited_required(&mut self, id: SchemaId, name: Symbol) -> Option<bool> {
+        let mut cur = Some(id);
+        let mut seen = 0;
+        while let Some(c) = cur {
+            // an inheritance cycle is another check's error
+            seen += 1;
+            if seen > 64 {
+                return None;
+            }
+            let info = &self.schemas[c.0];
+            let (stmt, pkg, file) = (info.stmt, info.pkg, info.file);
+            let declared = stmt.body.iter().find_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(a) if a.name.sym == name => Some(!a.optional),
+                _ => None,
+            });
+            if declared.is_some() {
+                return declared;
+            }
+            cur = stmt
+                .parent
+                .as_ref()
+                .and_then(|p| self.resolve_schema(pkg, file, &p.names));
+        }
+        None
     }
 
     pub(super) fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {

@@ -206,8 +206,9 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
         (Bool | BoolLit(_), Bool) => true,
         (Int | IntLit(_), Int | Float) => true,
         (Float | FloatLit(_), Float) => true,
-        // upstream's resolver lets a bool stand for a float (not for an int)
-        (Bool | BoolLit(_), Float) => true,
+        // upstream's resolver lets a bool literal stand for a float (not for an int; a bool
+        // that is no literal stands for neither)
+        (BoolLit(_), Float) => true,
         (Str | StrLit(_), Str) => true,
         (List(a), List(b)) => assignable(a, b, sub),
         (Dict(k1, v1), Dict(k2, v2)) => assignable(k1, k2, sub) && assignable(v1, v2, sub),

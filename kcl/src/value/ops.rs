@@ -594,8 +594,9 @@ fn merge_entry_in<E: From<RtError>>(
                     }
                     _ => {
                         return Err(RtError::eval(format!(
-                            "only list attribute can be inserted value, the attribute '{k}' is not a list"
-                        )).into());
+                            "only list attribute can be override value with the index {i}"
+                        ))
+                        .into());
                     }
                 }
             } else {
