@@ -165,6 +165,9 @@ struct Checker<'a> {
     /// The package whose statements are being checked in order: there, a package-level name
     /// whose assignment is not reached yet is `any`, as in upstream's resolver.
     checking: Option<usize>,
+    /// The package-level names the statements checked so far (in the package being checked)
+    /// define: upstream offers a variable as "did you mean" only once it is in scope.
+    reached: rustc_hash::FxHashSet<Symbol>,
 }
 
 /// Lexical context of the expression being checked.
@@ -213,6 +216,7 @@ impl<'a> Checker<'a> {
             lambda_depth: 0,
             schema_assigned: FxHashMap::default(),
             checking: None,
+            reached: Default::default(),
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {

@@ -340,7 +340,21 @@ impl<'a> Checker<'a> {
         }
         // candidates in upstream's scope order: builtins, package, schema, locals
         let mut cands: indexmap::IndexSet<&str> = BUILTINS.iter().copied().collect();
-        cands.extend(self.pkgs[env.pkg].defined.iter().map(|n| n.as_str()));
+        // schemas and type aliases are in scope from the start; a variable once its statement
+        // has been checked
+        let p = &self.pkgs[env.pkg];
+        let checking = self.checking == Some(env.pkg);
+        cands.extend(
+            p.defined
+                .iter()
+                .filter(|n| {
+                    !checking
+                        || p.schemas.contains_key(n)
+                        || p.aliases.contains_key(n)
+                        || self.reached.contains(n)
+                })
+                .map(|n| n.as_str()),
+        );
         let imports: Vec<&str> = self
             .imports
             .keys()

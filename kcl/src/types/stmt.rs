@@ -76,6 +76,7 @@ impl<'a> Checker<'a> {
         }
         let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
         self.checking = Some(pkg);
+        self.reached.clear();
         for m in modules {
             let env = Env {
                 pkg,
@@ -92,6 +93,9 @@ impl<'a> Checker<'a> {
                 if !self.errors.is_empty() {
                     return;
                 }
+                let mut names = Vec::new();
+                collect_defined(std::slice::from_ref(s), &mut names);
+                self.reached.extend(names);
             }
         }
     }

@@ -59,6 +59,8 @@ const SIGNATURES: &[&str] = &[
     "yaml.decode(value: str) -> any",
     "yaml.decode_all(value: str) -> [any]",
     "json.decode(value: str) -> any",
+    "json.validate(value: str) -> bool",
+    "yaml.validate(value: str) -> bool",
     "crypto.md5(value: str, encoding?: str) -> str",
     "crypto.sha1(value: str, encoding?: str) -> str",
     "crypto.sha224(value: str, encoding?: str) -> str",
