@@ -189,6 +189,29 @@ struct Env {
 }
 
 impl Env {
+    /// A package-level statement of `file`.
+    fn top(pkg: usize, file: FileId) -> Env {
+        Env {
+            pkg,
+            file,
+            schema: None,
+            locals: Rc::new(Vec::new()),
+            keys: Rc::new(Vec::new()),
+            lenient: false,
+        }
+    }
+
+    /// The package's own scope, where a type's names are looked up: no attributes, locals
+    /// or config keys.
+    fn package_scope(&self) -> Env {
+        Env {
+            schema: None,
+            locals: Rc::new(Vec::new()),
+            keys: Rc::new(Vec::new()),
+            ..self.clone()
+        }
+    }
+
     fn with_local(&self, s: Symbol, t: Ty) -> Env {
         let mut l = (*self.locals).clone();
         l.push((s, t));

@@ -390,13 +390,7 @@ impl<'a> Checker<'a> {
                 if id.names.len() > 1 || n.sym.as_str() != "NumberMultiplier" {
                     // a type names a schema or alias of the package scope: upstream offers
                     // no attribute or local as a candidate
-                    let penv = Env {
-                        schema: None,
-                        locals: Rc::new(Vec::new()),
-                        keys: Rc::new(Vec::new()),
-                        ..env.clone()
-                    };
-                    self.check_defined(&penv, n.sym, n.span);
+                    self.check_defined(&env.package_scope(), n.sym, n.span);
                 }
             }
             TypeKind::List(Some(e)) => self.check_type_names(env, e),
@@ -466,14 +460,7 @@ impl<'a> Checker<'a> {
             let pkg = env.pkg;
             // `any` while it is being inferred ends self-references
             self.pkgs[pkg].inferred_ty.insert(s, Ty::Any);
-            let env2 = Env {
-                pkg,
-                file: f,
-                schema: None,
-                locals: Rc::new(Vec::new()),
-                keys: Rc::new(Vec::new()),
-                lenient: false,
-            };
+            let env2 = Env::top(pkg, f);
             let saved = std::mem::take(&mut self.errors);
             let t = self.infer(&env2, e).variable_type();
             // errors inside the value are reported when its statement is checked

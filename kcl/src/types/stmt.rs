@@ -54,14 +54,7 @@ impl<'a> Checker<'a> {
         // index signatures and attribute redeclarations are checked as the package's schema
         // types are built, before any statement is walked
         for m in modules {
-            let env = Env {
-                pkg,
-                file: m.file,
-                schema: None,
-                locals: Rc::new(Vec::new()),
-                keys: Rc::new(Vec::new()),
-                lenient: false,
-            };
+            let env = Env::top(pkg, m.file);
             for s in &m.body {
                 if let StmtKind::Schema(st) = &s.kind {
                     self.check_index_signature(st);
@@ -78,14 +71,7 @@ impl<'a> Checker<'a> {
         self.checking = Some(pkg);
         self.reached.clear();
         for m in modules {
-            let env = Env {
-                pkg,
-                file: m.file,
-                schema: None,
-                locals: Rc::new(Vec::new()),
-                keys: Rc::new(Vec::new()),
-                lenient: false,
-            };
+            let env = Env::top(pkg, m.file);
             for s in &m.body {
                 self.check_immutable(s, &mut assigned);
                 self.stmt_start = Some(s.span.shrink_to_lo());
@@ -146,13 +132,7 @@ impl<'a> Checker<'a> {
                     && let [n] = se.name.names.as_slice()
                     && !self.name_defined(env, n.sym)
                 {
-                    let penv = Env {
-                        schema: None,
-                        locals: Rc::new(Vec::new()),
-                        keys: Rc::new(Vec::new()),
-                        ..env.clone()
-                    };
-                    self.check_defined(&penv, n.sym, n.span);
+                    self.check_defined(&env.package_scope(), n.sym, n.span);
                     return;
                 }
                 self.infer(env, &u.value);
