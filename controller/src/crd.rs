@@ -19,6 +19,9 @@ pub const PLURAL: &str = "stacks";
 pub const FINALIZER: &str = "kusion.io/stack-protection";
 /// The annotation approving a recorded plan: its value is the plan's hash (`status.pendingPlan`).
 pub const APPROVE_ANNOTATION: &str = "kusion.io/approve-plan";
+/// Who approved it, when the approval came through `kusionctl server` (informational: only the
+/// hash decides).
+pub const APPROVED_BY_ANNOTATION: &str = "kusion.io/approved-by";
 /// The interval when a Stack names none.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
 

@@ -9,6 +9,7 @@
 //! stack's settings, plugins) is the front end's: it comes in as a [`StackLoader`], which
 //! `kusionctl controller` implements with the same code `kusionctl apply -C <stack>` runs.
 
+pub mod approval;
 pub mod crd;
 pub mod git;
 pub mod leader;

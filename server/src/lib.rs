@@ -9,11 +9,14 @@
 //!
 //! The stacks come in through a [`StackSource`] the front end implements (`kusionctl server`
 //! with the code `kusionctl apply` runs); operations wait in an [`OperationQueue`] and a
-//! [`worker`] runs them through the kernel's policy-guarded preview and apply.
+//! [`worker`] runs them through the kernel's policy-guarded preview and apply. The GitOps
+//! controller's Stacks, and approval of the plans they wait on, come in through a
+//! [`ClusterStacks`] when the server is given a cluster ([`cluster`]).
 
 pub mod api;
 pub mod audit;
 pub mod auth;
+pub mod cluster;
 pub mod ops;
 pub mod problem;
 pub mod source;
@@ -23,6 +26,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use cluster::{ClusterError, ClusterStack, ClusterStacks};
 pub use ops::{InProcessQueue, Operation, OperationQueue};
 pub use source::{Prepared, SourceError, StackRef, StackSource};
 
@@ -38,6 +42,8 @@ pub enum ServerError {
 pub struct AppState {
     pub source: Arc<dyn StackSource>,
     pub queue: Arc<dyn OperationQueue>,
+    /// The GitOps controller's Stacks, when the server was given a cluster.
+    pub cluster: Option<Arc<dyn ClusterStacks>>,
     pub tokens: auth::TokenStore,
     pub audit: audit::AuditLog,
     pub metrics: api::Metrics,
@@ -49,12 +55,14 @@ impl AppState {
         data_dir: &Path,
         source: Arc<dyn StackSource>,
         queue: Arc<dyn OperationQueue>,
+        cluster: Option<Arc<dyn ClusterStacks>>,
     ) -> Result<Arc<AppState>, ServerError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| ServerError::Io(format!("creating {}: {e}", data_dir.display())))?;
         Ok(Arc::new(AppState {
             source,
             queue,
+            cluster,
             tokens: auth::TokenStore::open(&data_dir.join("tokens.json"))?,
             audit: audit::AuditLog::open(&data_dir.join("audit.jsonl"))?,
             metrics: api::Metrics::default(),
@@ -88,8 +96,9 @@ pub async fn bind(
     options: &ServeOptions,
     source: Arc<dyn StackSource>,
     queue: Arc<dyn OperationQueue>,
+    cluster: Option<Arc<dyn ClusterStacks>>,
 ) -> Result<Bound, ServerError> {
-    let state = AppState::open(&options.data_dir, source, queue)?;
+    let state = AppState::open(&options.data_dir, source, queue, cluster)?;
     state.tokens.revoke_subject(BOOTSTRAP_SUBJECT)?;
     let minted = state.tokens.mint(
         BOOTSTRAP_SUBJECT,

@@ -4,14 +4,16 @@
 //! token in the logs or the audit log. The stacks run on the real engine (kernel plan, apply,
 //! local state) with the fake-cloud test runtime.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
+use common::{assert_problem, call};
 use kusion_kernel::operation::Stack;
 use kusion_kernel::policy::{PolicyGuard, StackInfo};
 use kusion_kernel::registry::Registry;
@@ -20,7 +22,6 @@ use kusion_kernel::state::StateStore;
 use kusion_server::auth::Role;
 use kusion_server::{AppState, InProcessQueue, Prepared, SourceError, StackRef, StackSource};
 use serde_json::Value;
-use tower::ServiceExt;
 
 /// Stacks whose spec is a YAML file in their folder; the real engine under them.
 struct Files {
@@ -89,68 +90,6 @@ impl Write for Captured {
     }
 }
 
-struct Reply {
-    status: StatusCode,
-    content_type: String,
-    request_id: Option<String>,
-    body: Value,
-}
-
-async fn call(
-    app: &axum::Router,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Option<&str>,
-) -> Reply {
-    let mut request = Request::builder().method(method).uri(path);
-    if let Some(t) = token {
-        request = request.header("authorization", format!("Bearer {t}"));
-    }
-    if body.is_some() {
-        request = request.header("content-type", "application/json");
-    }
-    let request = request
-        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-        .unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let content_type = header("content-type").unwrap_or_default();
-    let request_id = header("x-request-id");
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    let body = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-    Reply {
-        status,
-        content_type,
-        request_id,
-        body,
-    }
-}
-
-fn assert_problem(r: &Reply, status: StatusCode, what: &str) {
-    assert_eq!(r.status, status, "{what}: {}", r.body);
-    assert_eq!(r.content_type, "application/problem+json", "{what}");
-    let id = r
-        .request_id
-        .as_deref()
-        .expect("x-request-id on every response");
-    assert_eq!(
-        r.body["requestId"], id,
-        "{what}: the problem names the request"
-    );
-    assert_eq!(r.body["status"], status.as_u16(), "{what}");
-}
-
 async fn wait_for(app: &axum::Router, token: &str, id: &str, status: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -201,7 +140,7 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
     });
     let queue = Arc::new(InProcessQueue::default());
     let data = work.path().join("data");
-    let state = AppState::open(&data, source.clone(), queue.clone()).unwrap();
+    let state = AppState::open(&data, source.clone(), queue.clone(), None).unwrap();
     let mint = |subject: &str, scopes: &[(&str, Role)], ttl: Option<Duration>| {
         let scopes: BTreeMap<String, Role> =
             scopes.iter().map(|(p, r)| (p.to_string(), *r)).collect();
@@ -248,14 +187,16 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
     assert_eq!(doc.status, StatusCode::OK);
     assert_eq!(doc.body["openapi"].as_str().map(|v| &v[..2]), Some("3."));
     let paths = doc.body["paths"].as_object().unwrap();
-    assert!(paths.len() >= 15, "{}", paths.len());
+    assert!(paths.len() >= 18, "{}", paths.len());
     let mut checked = 0;
     for (template, item) in paths {
         let path = template
             .replace("{project}", "shop")
             .replace("{stack}", "dev")
             .replace("{revision}", "1")
-            .replace("{id}", &op);
+            .replace("{id}", &op)
+            .replace("{namespace}", "team")
+            .replace("{name}", "web");
         for method in item.as_object().unwrap().keys() {
             let method = method.to_uppercase();
             let body = (method == "POST").then_some("{}");
@@ -297,7 +238,7 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
             checked += 1;
         }
     }
-    assert!(checked >= 16, "{checked} routes checked");
+    assert!(checked >= 19, "{checked} routes checked");
 
     // Bad input is a problem document, not a panic.
     let r = call(

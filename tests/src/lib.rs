@@ -1,5 +1,6 @@
 //! Helpers shared by the end-to-end tests (see `tests/tests/`).
 
+pub mod api_server;
 pub mod cli;
 pub mod git_http;
 pub mod proxy;

@@ -4,12 +4,13 @@
 //! records is the one `kusionctl apply` records for the same stack. Tokens appear nowhere but
 //! where they were printed.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kusion_kernel::state::{LocalStore, Release, StateStore};
+use kusion_tests::api_server::{ApiServer, agent};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
@@ -62,111 +63,17 @@ fn command(dir: &Path, home: &Path, cloud: &Path) -> Command {
     c
 }
 
-struct Server {
-    child: Child,
-    base: String,
-    admin: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts `kusionctl server` with no configuration but a free port, and reads its banner.
-fn start(root: &Path, home: &Path, cloud: &Path, log: &Path) -> Server {
-    let mut child = command(root, home, cloud)
-        .args(["server", "--listen", "127.0.0.1:0", "-vv"])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .expect("starting kusionctl server");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut base = None;
-    let mut admin = None;
-    while base.is_none() || admin.is_none() {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| {
-                panic!(
-                    "the server stopped: {}",
-                    std::fs::read_to_string(log).unwrap_or_default()
-                )
-            })
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("kusion server listening on ") {
-            base = rest.split_whitespace().next().map(str::to_string);
-        }
-        if let Some((_, token)) = line.split_once("): ") {
-            admin = Some(token.trim().to_string());
-        }
-    }
-    Server {
-        child,
-        base: base.unwrap(),
-        admin: admin.unwrap(),
-    }
+fn start(root: &Path, home: &Path, cloud: &Path, log: &Path) -> ApiServer {
+    let mut command = command(root, home, cloud);
+    command.args(["server", "--listen", "127.0.0.1:0", "-vv"]);
+    ApiServer::start(command, log)
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(120)))
-        .build()
-        .into()
-}
-
-fn call(
-    server: &Server,
-    method: &str,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let url = format!("{}{path}", server.base);
-    let auth = format!("Bearer {token}");
-    let agent = agent();
-    let mut response = match (method, body) {
-        ("GET", _) => agent
-            .get(&url)
-            .header("Authorization", auth.as_str())
-            .call(),
-        ("POST", Some(b)) => agent
-            .post(&url)
-            .header("Authorization", auth.as_str())
-            .header("Content-Type", "application/json")
-            .send(b.to_string()),
-        ("POST", None) => agent
-            .post(&url)
-            .header("Authorization", auth.as_str())
-            .send_empty(),
-        _ => unreachable!(),
-    }
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    assert!(
-        response.headers().contains_key("x-request-id"),
-        "{method} {path}: no request id"
-    );
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-fn wait_for(server: &Server, token: &str, id: &str, status: &str) -> Value {
+fn wait_for(server: &ApiServer, token: &str, id: &str, status: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let (code, op) = call(
-            server,
-            "GET",
-            &format!("/api/v1/operations/{id}"),
-            token,
-            None,
-        );
+        let (code, op) = server.call("GET", &format!("/api/v1/operations/{id}"), token, None);
         assert_eq!(code, 200, "{op}");
         if op["status"] == status {
             return op;
@@ -246,12 +153,11 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
         })
         .unwrap();
     assert_eq!((code, health.contains("ok")), (200, true));
-    let (code, _) = call(&server, "GET", "/api/v1/projects", "kusion_wrong", None);
+    let (code, _) = server.call("GET", "/api/v1/projects", "kusion_wrong", None);
     assert_eq!(code, 401);
 
     let mint = |subject: &str, role: &str| {
-        let (code, body) = call(
-            &server,
+        let (code, body) = server.call(
             "POST",
             "/api/v1/tokens",
             &admin,
@@ -263,18 +169,12 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
     let alice = mint("alice", "operator");
     let bob = mint("bob", "approver");
 
-    let (code, projects) = call(&server, "GET", "/api/v1/projects", &alice, None);
+    let (code, projects) = server.call("GET", "/api/v1/projects", &alice, None);
     assert_eq!(code, 200, "{projects}");
     assert_eq!(projects[0]["name"], "inv", "{projects}");
     assert_eq!(projects[0]["stacks"][0]["stack"], "dev");
     assert_eq!(projects[0]["stacks"][0]["requireApproval"], true);
-    let (code, spec) = call(
-        &server,
-        "GET",
-        "/api/v1/projects/inv/stacks/dev/spec",
-        &alice,
-        None,
-    );
+    let (code, spec) = server.call("GET", "/api/v1/projects/inv/stacks/dev/spec", &alice, None);
     assert_eq!(code, 200, "{spec}");
     assert_eq!(
         spec["resources"][0]["attributes"]["stack"], "dev",
@@ -283,19 +183,13 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
 
     // Preview.
     let ops = "/api/v1/projects/inv/stacks/dev/operations";
-    let (code, op) = call(
-        &server,
-        "POST",
-        ops,
-        &alice,
-        Some(json!({"kind": "preview"})),
-    );
+    let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "preview"})));
     assert_eq!(code, 202, "{op}");
     let preview = wait_for(&server, &alice, op["id"].as_str().unwrap(), "succeeded");
     assert_eq!(preview["plan"]["summary"]["create"], 2, "{preview}");
 
     // Apply: planned, then waits for a second person.
-    let (code, op) = call(&server, "POST", ops, &alice, Some(json!({"kind": "apply"})));
+    let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "apply"})));
     assert_eq!(code, 202, "{op}");
     let id = op["id"].as_str().unwrap().to_string();
     let waiting = wait_for(&server, &alice, &id, "awaiting_approval");
@@ -328,16 +222,14 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
             .unwrap();
         (content_type, text)
     });
-    let (code, body) = call(
-        &server,
+    let (code, body) = server.call(
         "POST",
         &format!("/api/v1/operations/{id}/approve"),
         &alice,
         None,
     );
     assert_eq!(code, 403, "an operator cannot approve: {body}");
-    let (code, body) = call(
-        &server,
+    let (code, body) = server.call(
         "POST",
         &format!("/api/v1/operations/{id}/approve"),
         &bob,
@@ -385,8 +277,7 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
     );
 
     // History through the API, and on disk where `kusionctl state history` reads it.
-    let (code, releases) = call(
-        &server,
+    let (code, releases) = server.call(
         "GET",
         "/api/v1/projects/inv/stacks/dev/releases",
         &alice,
@@ -394,8 +285,7 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
     );
     assert_eq!(code, 200, "{releases}");
     assert_eq!(releases.as_array().unwrap().len(), 1);
-    let (code, release) = call(
-        &server,
+    let (code, release) = server.call(
         "GET",
         &format!("/api/v1/projects/inv/stacks/dev/releases/{revision}"),
         &alice,
@@ -443,8 +333,7 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
     let mut took = Vec::new();
     for _ in 0..200 {
         let t = Instant::now();
-        let (code, _) = call(
-            &server,
+        let (code, _) = server.call(
             "GET",
             "/api/v1/projects/inv/stacks/dev/releases",
             &alice,

@@ -101,20 +101,7 @@ pub(crate) async fn run(
         );
         return Ok(exit::OK);
     }
-    let options = kube::config::KubeConfigOptions {
-        context: args.context.clone(),
-        ..Default::default()
-    };
-    let kube_config = match &args.kubeconfig {
-        Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(file, &options).await?
-        }
-        None if args.context.is_some() => kube::Config::from_kubeconfig(&options).await?,
-        None => kube::Config::infer().await?,
-    };
-    let client = kube::Client::try_from(kube_config).context("creating the Kubernetes client")?;
+    let client = kube_client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let mut runtime_config = match &global.runtime_config {
         Some(path) => crate::commands::read_runtime_config(path)?,
         None => Value::Null,
@@ -178,4 +165,26 @@ pub(crate) async fn run(
     };
     kusion_controller::run(options, Arc::new(loader)).await?;
     Ok(exit::OK)
+}
+
+/// A client for the kubeconfig file and context given, else the usual places ($KUBECONFIG,
+/// ~/.kube/config, then the in-cluster service account).
+pub(crate) async fn kube_client(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<kube::Client> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let kube_config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &options).await?
+        }
+        None if context.is_some() => kube::Config::from_kubeconfig(&options).await?,
+        None => kube::Config::infer().await?,
+    };
+    kube::Client::try_from(kube_config).context("creating the Kubernetes client")
 }

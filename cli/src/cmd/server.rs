@@ -8,10 +8,17 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use kusion_controller::approval::ApprovalError;
+use kusion_controller::crd::{APPROVED_BY_ANNOTATION, Mode, Stack};
 use kusion_kernel::spec::Spec;
 use kusion_kernel::state::StateStore;
 use kusion_sdk::runtime::Runtime;
-use kusion_server::{Prepared, SourceError, StackRef, StackSource};
+use kusion_server::cluster::{ClusterCondition, ClusterPlan};
+use kusion_server::{
+    ClusterError, ClusterStack, ClusterStacks, Prepared, SourceError, StackRef, StackSource,
+};
 use serde_json::Value;
 
 use crate::args::{ConfigArgs, Global};
@@ -27,6 +34,17 @@ pub struct ServerArgs {
     /// <checkout>/.kusion/server).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Serve the GitOps controller's Stacks of the cluster this kubeconfig reaches: list them and
+    /// approve the plans they wait on.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (implies serving a cluster).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Serve the controller's Stacks of the cluster found as kubectl finds it ($KUBECONFIG,
+    /// ~/.kube/config, the in-cluster service account).
+    #[arg(long)]
+    pub cluster: bool,
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
     pub runtime_config: Option<PathBuf>,
@@ -90,6 +108,130 @@ impl StackSource for Checkout {
     }
 }
 
+/// The controller's Stacks, read and approved through the controller's own types.
+struct Cluster {
+    client: kube::Client,
+}
+
+fn unavailable(e: kube::Error) -> ClusterError {
+    ClusterError::Unavailable(format!("the Kubernetes API: {e}"))
+}
+
+/// `https://user:secret@host/x` → `https://***@host/x`: credentials belong in the secretRef,
+/// and must not leak through the API if someone put them in the URL anyway.
+fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let host_end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..host_end].rfind('@') {
+            return format!("{scheme}://***@{}", &rest[at + 1..]);
+        }
+    }
+    url.to_string()
+}
+
+fn cluster_stack(stack: Stack) -> ClusterStack {
+    let status = stack.status.unwrap_or_default();
+    let source = &stack.spec.source;
+    ClusterStack {
+        namespace: stack.metadata.namespace.clone().unwrap_or_default(),
+        name: stack.metadata.name.clone().unwrap_or_default(),
+        source: format!(
+            "{} {} {}",
+            redact_url(&source.url),
+            source.reference(),
+            source.path
+        ),
+        mode: match stack.spec.mode {
+            Mode::Apply => "apply",
+            Mode::PreviewOnly => "preview-only",
+        }
+        .into(),
+        require_approval: stack.spec.require_approval,
+        suspended: stack.spec.suspend,
+        last_applied_revision: status.last_applied_revision,
+        plan: status.plan.map(|p| ClusterPlan {
+            revision: p.revision,
+            hash: p.hash,
+            create: p.create,
+            update: p.update,
+            replace: p.replace,
+            delete: p.delete,
+            unchanged: p.unchanged,
+            changes: p.changes,
+        }),
+        pending_plan: status.pending_plan,
+        approved_by: stack
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(APPROVED_BY_ANNOTATION).cloned()),
+        drift: status.drift,
+        conditions: status
+            .conditions
+            .into_iter()
+            .map(|c| ClusterCondition {
+                type_: c.type_,
+                status: c.status,
+                reason: c.reason,
+                message: c.message,
+            })
+            .collect(),
+    }
+}
+
+impl ClusterStacks for Cluster {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ClusterStack>, ClusterError>> {
+        async move {
+            let stacks = kusion_controller::approval::list_stacks(self.client.clone())
+                .await
+                .map_err(unavailable)?;
+            Ok(stacks.into_iter().map(cluster_stack).collect())
+        }
+        .boxed()
+    }
+
+    fn get<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<ClusterStack, ClusterError>> {
+        async move {
+            kusion_controller::approval::get_stack(self.client.clone(), namespace, name)
+                .await
+                .map_err(unavailable)?
+                .map(cluster_stack)
+                .ok_or_else(|| ClusterError::NotFound(format!("no Stack {namespace}/{name}")))
+        }
+        .boxed()
+    }
+
+    fn approve<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        hash: &'a str,
+        approver: &'a str,
+    ) -> BoxFuture<'a, Result<ClusterStack, ClusterError>> {
+        async move {
+            kusion_controller::approval::approve_plan(
+                self.client.clone(),
+                namespace,
+                name,
+                hash,
+                approver,
+            )
+            .await
+            .map(cluster_stack)
+            .map_err(|e| match e {
+                ApprovalError::NotFound { .. } => ClusterError::NotFound(e.to_string()),
+                ApprovalError::Conflict(m) => ClusterError::Conflict(m),
+                ApprovalError::Kube { .. } => ClusterError::Unavailable(e.to_string()),
+            })
+        }
+        .boxed()
+    }
+}
+
 pub(crate) async fn run(
     args: &ServerArgs,
     global: &Global,
@@ -125,10 +267,20 @@ pub(crate) async fn run(
         data_dir,
         workers: 1,
     };
+    let cluster: Option<Arc<dyn ClusterStacks>> =
+        if args.cluster || args.kubeconfig.is_some() || args.context.is_some() {
+            let client =
+                super::controller::kube_client(args.kubeconfig.as_deref(), args.context.as_deref())
+                    .await?;
+            Some(Arc::new(Cluster { client }))
+        } else {
+            None
+        };
     let bound = kusion_server::bind(
         &options,
         Arc::new(checkout),
         Arc::new(kusion_server::InProcessQueue::default()),
+        cluster,
     )
     .await?;
     print_banner(&root, &bound);
@@ -152,4 +304,20 @@ fn print_banner(root: &Path, bound: &kusion_server::Bound) {
         bound.admin_token
     );
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn credentials_in_a_source_url_are_not_shown() {
+        assert_eq!(
+            redact_url("https://bob:s3cret@git.example.com/konfig.git"),
+            "https://***@git.example.com/konfig.git"
+        );
+        assert_eq!(redact_url("ssh://git@host:22/x@y"), "ssh://***@host:22/x@y");
+        assert_eq!(redact_url("git://127.0.0.1/k"), "git://127.0.0.1/k");
+        assert_eq!(redact_url("/srv/git/k"), "/srv/git/k");
+    }
 }

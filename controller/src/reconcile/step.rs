@@ -12,7 +12,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::pipeline::{Job, Outcome, pipeline};
 use super::status::{findings, summarize};
 use super::{Ctx, Gate, ReconcileError, backoff, trigger};
-use crate::crd::{APPROVE_ANNOTATION, DeletionPolicy, Mode, Stack, now_rfc3339};
+use crate::crd::{
+    APPROVE_ANNOTATION, APPROVED_BY_ANNOTATION, DeletionPolicy, Mode, Stack, now_rfc3339,
+};
 use crate::git::Credentials;
 
 impl Ctx {
@@ -320,7 +322,7 @@ impl Ctx {
             }
             Outcome::AwaitingApproval { hash, .. } => {
                 let message = format!(
-                    "a plan for {revision} changes {}: approve it with `kubectl annotate stack {} {APPROVE_ANNOTATION}={hash}`",
+                    "a plan for {revision} changes {}: approve it with `kubectl annotate stack {} {APPROVE_ANNOTATION}={hash}` or through `kusionctl server`",
                     summary.changes.join(", "),
                     stack.name_any()
                 );
@@ -341,8 +343,18 @@ impl Ctx {
                 status.pending_plan = None;
                 status.last_applied_revision = Some(revision.clone());
                 status.last_release = Some(release);
+                let approval = if stack.spec.require_approval {
+                    let by = stack
+                        .annotations()
+                        .get(APPROVED_BY_ANNOTATION)
+                        .map(String::as_str)
+                        .unwrap_or("annotation");
+                    format!(", approved by {by}")
+                } else {
+                    String::new()
+                };
                 let message = format!(
-                    "{line} (revision {revision}, release {release}, {:.1}s)",
+                    "{line} (revision {revision}, release {release}{approval}, {:.1}s)",
                     took.as_secs_f64()
                 );
                 let reason = if drifted { "DriftCorrected" } else { "Applied" };

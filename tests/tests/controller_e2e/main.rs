@@ -4,7 +4,8 @@
 //!
 //! - a commit is applied (the time from push to the live change is printed), live drift is
 //!   corrected within an interval, a policy deny stalls the Stack with the finding, preview-only
-//!   reports drift without changing anything, a plan waits for the approval annotation, and a
+//!   reports drift without changing anything, a plan waits for approval (given through
+//!   `kusionctl server`'s API, which records it on the Stack as the approval annotation), and a
 //!   Stack deleted with `deletionPolicy: destroy` takes its resources with it;
 //! - two controller processes elect one leader through a Lease; killing it hands over within
 //!   the lease time, the state history shows every revision applied once, and a Stack deleted
@@ -25,6 +26,7 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kusion_controller::crd::{Stack, StackSpec};
 use kusion_k8s_harness::ControlPlane;
+use kusion_tests::api_server::ApiServer;
 use kusion_tests::cli::{built, copy_dir, kusionctl};
 use serde_json::{Value, json};
 
@@ -215,6 +217,30 @@ impl Drop for Controller {
             eprintln!("--- {} ---\n{}", self.log.display(), self.log());
         }
     }
+}
+
+/// `kusionctl server` serving the control plane's Stacks (and an empty checkout).
+fn start_server(cp: &ControlPlane, work: &Path) -> ApiServer {
+    let root = work.join("server-root");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut command = Command::new(kusionctl());
+    command
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--kubeconfig",
+            cp.kubeconfig_path().to_str().unwrap(),
+            "--context",
+            cp.context(),
+        ])
+        .current_dir(&root)
+        .env("HOME", work)
+        .env("KUSION_PLUGINS__ONLY", "kubernetes")
+        .env_remove("KUBECONFIG")
+        .env_remove("KUSION_CONFIG")
+        .stdin(Stdio::null());
+    ApiServer::start(command, &work.join("server.log"))
 }
 
 fn namespace(cp: &ControlPlane, name: &str) {
@@ -543,20 +569,55 @@ fn gitops_commit_drift_policy_preview_approval_and_destroy() {
         Some("tampered"),
         "not approved yet"
     );
-    cp.block_on(stacks.patch(
+    // Approved through `kusionctl server`'s API, by an approver on the Stack's namespace.
+    let server = start_server(cp, work);
+    let (code, token) = server.call(
+        "POST",
+        "/api/v1/tokens",
+        &server.admin,
+        Some(json!({"subject": "release-manager", "scopes": {format!("k8s/{ns}"): "approver"}})),
+    );
+    assert_eq!(code, 201, "{token}");
+    let approver = token["token"].as_str().unwrap();
+    let (code, listed) = server.call("GET", "/api/v1/kubernetes/stacks", approver, None);
+    assert_eq!(code, 200, "{listed}");
+    assert_eq!(listed[0]["name"], "guestbook", "{listed}");
+    assert_eq!(listed[0]["pendingPlan"], hash.as_str(), "{listed}");
+    assert_eq!(
+        listed[0]["plan"]["changes"],
+        json!(["Update v1:ConfigMap:guestbook:guestbook-config"]),
+        "{listed}"
+    );
+    let approve = format!("/api/v1/kubernetes/namespaces/{ns}/stacks/guestbook/approve");
+    let (code, refused) = server.call(
+        "POST",
+        &approve,
+        approver,
+        Some(json!({"planHash": "0123456789abcdef"})),
+    );
+    assert_eq!(code, 409, "a plan the Stack does not wait for: {refused}");
+    let approved_at = Instant::now();
+    let (code, approved) = server.call("POST", &approve, approver, Some(json!({"planHash": hash})));
+    assert_eq!(code, 200, "{approved}");
+    assert_eq!(approved["approvedBy"], "release-manager", "{approved}");
+    let message = wait_for(
+        cp,
+        &stacks,
         "guestbook",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"annotations": {"kusion.io/approve-plan": hash}}})),
-    ))
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while log_level(cp).as_deref() != Some("debug") {
-        assert!(
-            Instant::now() < deadline,
-            "the approved plan was not applied"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        "the approved plan applied",
+        Duration::from_secs(30),
+        |s| {
+            let (_, reason, message) = condition(s?, "Ready")?;
+            (reason == "DriftCorrected" || reason == "Applied").then(|| message.to_string())
+        },
+    );
+    assert!(message.contains("approved by release-manager"), "{message}");
+    assert_eq!(log_level(cp).as_deref(), Some("debug"));
+    println!(
+        "approval through the server's API to applied: {:.2}s",
+        approved_at.elapsed().as_secs_f64()
+    );
+    drop(server);
 
     // deletionPolicy destroy: the Stack's resources go with it.
     cp.block_on(stacks.delete("guestbook", &DeleteParams::default()))

@@ -1,6 +1,8 @@
 //! The routes, their OpenAPI description, and the layers every request passes: request ID,
 //! tracing, authentication, audit, metrics and problem documents.
 
+mod cluster;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -45,16 +47,18 @@ impl From<ServerError> for Problem {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "kusion server", description = "Stacks of a Konfig checkout: compile, preview, apply and destroy with approval, progress events, release history."),
+    info(title = "kusion server", description = "Stacks of a Konfig checkout: compile, preview, apply and destroy with approval, progress events, release history; the GitOps controller's Stacks and approval of their plans."),
     paths(
         healthz, metrics, openapi_json, list_projects, get_stack, compile_stack, list_releases,
         get_release, create_operation, list_operations, get_operation, approve_operation,
         reject_operation, operation_events, read_audit, list_tokens, create_token, revoke_token,
+        cluster::list_cluster_stacks, cluster::get_cluster_stack, cluster::approve_cluster_plan,
     ),
     components(schemas(
         Problem, StackRef, Project, Operation, OperationKind, OperationStatus, OperationEvent,
         EventKind, CreateOperation, ReleaseSummary, AuditEntry, Role, TokenInfo, CreateToken,
-        CreatedToken, Health,
+        CreatedToken, Health, crate::cluster::ClusterStack, crate::cluster::ClusterPlan,
+        crate::cluster::ClusterCondition, cluster::ApprovePlan,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))
@@ -103,6 +107,18 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/audit", get(read_audit))
         .route("/api/v1/tokens", get(list_tokens).post(create_token))
         .route("/api/v1/tokens/{id}", axum::routing::delete(revoke_token))
+        .route(
+            "/api/v1/kubernetes/stacks",
+            get(cluster::list_cluster_stacks),
+        )
+        .route(
+            "/api/v1/kubernetes/namespaces/{namespace}/stacks/{name}",
+            get(cluster::get_cluster_stack),
+        )
+        .route(
+            "/api/v1/kubernetes/namespaces/{namespace}/stacks/{name}/approve",
+            post(cluster::approve_cluster_plan),
+        )
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let header = axum::http::HeaderName::from_static("x-request-id");
     Router::new()

@@ -1,0 +1,105 @@
+//! A `kusionctl server` process for end-to-end tests: started on a free port, its banner read
+//! for the address and the start-up admin token, and called over HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub struct ApiServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The admin token the banner printed.
+    pub admin: String,
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An agent that returns every status as a response (the tests assert on them).
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into()
+}
+
+impl ApiServer {
+    /// Runs `command` (a `kusionctl server --listen 127.0.0.1:0 ...` command line) with its
+    /// standard error in `log`, and waits for its banner.
+    pub fn start(mut command: Command, log: &Path) -> ApiServer {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .expect("starting kusionctl server");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut base = None;
+        let mut admin = None;
+        while base.is_none() || admin.is_none() {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| {
+                    panic!(
+                        "the server stopped: {}",
+                        std::fs::read_to_string(log).unwrap_or_default()
+                    )
+                })
+                .unwrap();
+            if let Some(rest) = line.strip_prefix("kusion server listening on ") {
+                base = rest.split_whitespace().next().map(str::to_string);
+            }
+            if let Some((_, token)) = line.split_once("): ") {
+                admin = Some(token.trim().to_string());
+            }
+        }
+        ApiServer {
+            child,
+            base: base.unwrap(),
+            admin: admin.unwrap(),
+        }
+    }
+
+    /// `method path` with `token`; the status and the body (JSON, else the text as a string).
+    /// Every response must carry a request ID.
+    pub fn call(&self, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        let auth = format!("Bearer {token}");
+        let agent = agent();
+        let mut response = match (method, body) {
+            ("GET", _) => agent
+                .get(&url)
+                .header("Authorization", auth.as_str())
+                .call(),
+            ("POST", Some(b)) => agent
+                .post(&url)
+                .header("Authorization", auth.as_str())
+                .header("Content-Type", "application/json")
+                .send(b.to_string()),
+            ("POST", None) => agent
+                .post(&url)
+                .header("Authorization", auth.as_str())
+                .send_empty(),
+            _ => panic!("unsupported method {method}"),
+        }
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        assert!(
+            response.headers().contains_key("x-request-id"),
+            "{method} {path}: no request id"
+        );
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+}
