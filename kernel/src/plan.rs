@@ -176,6 +176,27 @@ impl PlanView {
     pub fn has_changes(&self) -> bool {
         self.steps.iter().any(|s| s.action.changes_something())
     }
+
+    /// The hash an approval names: every step that changes something (ID, target, action and
+    /// field changes as shown, secrets masked), and the source `revision` the plan was made
+    /// from when there is one. Apply re-plans under the state lease and goes ahead only when
+    /// this hash is still the approved one.
+    pub fn approval_hash(&self, revision: Option<&str>) -> String {
+        use sha2::{Digest, Sha256};
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .filter(|s| s.action.changes_something())
+            .map(|s| {
+                serde_json::json!({"id": s.id, "target": s.target, "action": s.action, "changes": s.changes})
+            })
+            .collect();
+        let text = match revision {
+            Some(r) => serde_json::json!({"revision": r, "steps": steps}).to_string(),
+            None => Value::Array(steps).to_string(),
+        };
+        hex::encode(&Sha256::digest(text.as_bytes())[..16])
+    }
 }
 
 impl Plan<'_> {
@@ -1021,3 +1042,53 @@ fn decide(
 #[cfg(test)]
 #[path = "plan_targets_tests.rs"]
 mod targets_tests;
+
+#[cfg(test)]
+mod approval_hash_tests {
+    use super::*;
+
+    fn step(id: &str, action: Action) -> StepView {
+        StepView {
+            id: id.into(),
+            target: None,
+            resource_type: "Test".into(),
+            action,
+            changes: Vec::new(),
+            unknown: Vec::new(),
+            forces_replacement: Vec::new(),
+            before: None,
+            after: None,
+        }
+    }
+
+    fn view(steps: Vec<StepView>) -> PlanView {
+        PlanView {
+            steps,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_what_changes_and_the_revision_decide_the_hash() {
+        let plan = view(vec![
+            step("a", Action::Create),
+            step("b", Action::UnChanged),
+        ]);
+        let same = view(vec![step("a", Action::Create)]);
+        assert_eq!(plan.approval_hash(None), same.approval_hash(None));
+        assert_eq!(
+            plan.approval_hash(Some("r1")),
+            same.approval_hash(Some("r1"))
+        );
+        assert_ne!(
+            plan.approval_hash(Some("r1")),
+            plan.approval_hash(Some("r2"))
+        );
+        assert_ne!(plan.approval_hash(None), plan.approval_hash(Some("r1")));
+        let other = view(vec![step("a", Action::Update)]);
+        assert_ne!(plan.approval_hash(None), other.approval_hash(None));
+        let more = view(vec![step("a", Action::Create), step("b", Action::Delete)]);
+        assert_ne!(plan.approval_hash(None), more.approval_hash(None));
+        assert_eq!(plan.approval_hash(None).len(), 32);
+    }
+}

@@ -10,8 +10,7 @@ use kusion_kernel::operation::Applied;
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyReport};
 use kusion_kernel::spec::Spec;
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 
 use crate::ops::{EventKind, Operation, OperationKind, OperationQueue, OperationStatus};
 use crate::source::StackSource;
@@ -61,17 +60,6 @@ fn abandon(queue: &dyn OperationQueue, id: &str, message: &str) {
         },
     );
     let _ = queue.update(&op, OperationStatus::Running);
-}
-
-/// The hash an approval approves: every change of the plan, masked as shown.
-pub fn plan_hash(plan: &PlanView) -> String {
-    let steps: Vec<Value> = plan
-        .steps
-        .iter()
-        .filter(|s| s.action.changes_something())
-        .map(|s| json!({"id": s.id, "target": s.target, "action": s.action, "changes": s.changes}))
-        .collect();
-    hex::encode(&Sha256::digest(Value::Array(steps).to_string().as_bytes())[..16])
 }
 
 fn planned(plan: &PlanView) -> EventKind {
@@ -172,7 +160,7 @@ fn run_steps(queue: &dyn OperationQueue, source: &dyn StackSource, op: &mut Oper
         if !plan.has_changes() {
             return Ok((OperationStatus::Succeeded, Some("no changes".into())));
         }
-        op.plan_hash = Some(plan_hash(&plan));
+        op.plan_hash = Some(plan.approval_hash(None));
         return Ok((
             OperationStatus::AwaitingApproval,
             Some("waiting for a second person's approval".into()),
@@ -207,7 +195,7 @@ fn run_steps(queue: &dyn OperationQueue, source: &dyn StackSource, op: &mut Oper
                 // What was approved is what runs: a plan that changed since stops here.
                 approved_hash
                     .as_ref()
-                    .is_none_or(|hash| *hash == plan_hash(plan))
+                    .is_none_or(|hash| *hash == plan.approval_hash(None))
             },
             Some(tx),
             cancel,

@@ -36,7 +36,6 @@ mod status;
 mod step;
 
 pub use error::ReconcileError;
-pub use pipeline::plan_hash;
 
 /// How the controller runs.
 pub struct ControllerOptions {

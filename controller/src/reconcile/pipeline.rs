@@ -14,8 +14,6 @@ use kusion_kernel::operation::{self, Applied};
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyReport};
 use kusion_kernel::spec::Spec;
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::ReconcileError;
 use crate::crd::Mode;
@@ -45,18 +43,6 @@ pub(super) enum Outcome {
         summary: String,
         report: Option<PolicyReport>,
     },
-}
-
-/// The hash a plan is approved by: the revision and every change, masked as shown.
-pub fn plan_hash(revision: &str, plan: &PlanView) -> String {
-    let steps: Vec<Value> = plan
-        .steps
-        .iter()
-        .filter(|s| s.action.changes_something())
-        .map(|s| json!({"id": s.id, "target": s.target, "action": s.action, "changes": s.changes}))
-        .collect();
-    let text = json!({"revision": revision, "steps": steps}).to_string();
-    hex::encode(&Sha256::digest(text.as_bytes())[..16])
 }
 
 /// What the pipeline needs, owned, for the blocking thread.
@@ -149,7 +135,7 @@ pub(super) fn pipeline(loader: &dyn StackLoader, job: Job) -> Result<Outcome, Re
             return Ok(Outcome::NothingToDo { plan, report: None });
         }
         if job.require_approval {
-            let hash = plan_hash(&job.revision, &plan);
+            let hash = plan.approval_hash(Some(&job.revision));
             if job.approved.as_deref() != Some(hash.as_str()) {
                 // Not approved: say so without the lease; policies still speak first.
                 let report = prepared
@@ -173,7 +159,7 @@ pub(super) fn pipeline(loader: &dyn StackLoader, job: Job) -> Result<Outcome, Re
             return true;
         }
         // The plan computed under the state lease is what must have been approved.
-        let hash = plan_hash(&job.revision, plan);
+        let hash = plan.approval_hash(Some(&job.revision));
         let ok = job.approved.as_deref() == Some(hash.as_str());
         *computed.lock().unwrap_or_else(|p| p.into_inner()) = Some(hash);
         ok
@@ -203,7 +189,7 @@ pub(super) fn pipeline(loader: &dyn StackLoader, job: Job) -> Result<Outcome, Re
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .clone()
-                    .unwrap_or_else(|| plan_hash(&job.revision, &plan));
+                    .unwrap_or_else(|| plan.approval_hash(Some(&job.revision)));
                 Outcome::AwaitingApproval { plan, hash }
             }
             Applied::Done {
@@ -250,6 +236,7 @@ mod tests {
     use kusion_kernel::registry::Registry;
     use kusion_kernel::state::{LeaseHolder, Writer};
     use kusion_test_runtime::TestRuntime;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::{LoadError, Prepared};

@@ -8,14 +8,13 @@ use kusion_kernel::plan::PlanView;
 use kusion_kernel::policy::PolicyReport;
 use serde_json::{Value, json};
 
-use super::pipeline::plan_hash;
 use super::{Ctx, ReconcileError};
 use crate::crd::{PlanSummary, Stack, StackStatus};
 
 pub(super) fn summarize(revision: &str, plan: &PlanView) -> PlanSummary {
     PlanSummary {
         revision: revision.to_string(),
-        hash: plan_hash(revision, plan),
+        hash: plan.approval_hash(Some(revision)),
         create: plan.summary.create,
         update: plan.summary.update,
         replace: plan.summary.replace,

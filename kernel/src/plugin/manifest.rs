@@ -201,11 +201,7 @@ pub fn sha256_file(path: &Path) -> Result<String, LoadError> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// 1-based line and column of a byte offset.

@@ -126,10 +126,7 @@ impl Verified {
     }
 
     pub fn sha256(&self) -> String {
-        Sha256::digest(&self.bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex::encode(Sha256::digest(&self.bytes))
     }
 
     pub fn bytes(&self) -> &[u8] {

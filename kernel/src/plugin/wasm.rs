@@ -275,7 +275,7 @@ impl WasmHost {
             .precompile_compatibility_hash()
             .hash(&mut engine_hash);
         let digest = Sha256::digest(wasm);
-        let key: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let key = hex::encode(digest);
         Some(dir.join(format!("{key}-{:016x}.cwasm", engine_hash.finish())))
     }
 
