@@ -16,6 +16,7 @@
 pub mod api;
 pub mod audit;
 pub mod auth;
+pub mod cache;
 pub mod cluster;
 pub mod ops;
 pub mod problem;
@@ -44,6 +45,9 @@ pub struct AppState {
     pub queue: Arc<dyn OperationQueue>,
     /// The GitOps controller's Stacks, when the server was given a cluster.
     pub cluster: Option<Arc<dyn ClusterStacks>>,
+    /// The checkout's stacks, and each stack's release history, read at most once per TTL.
+    pub listing: cache::ReadCache<(), Vec<StackRef>>,
+    pub histories: cache::ReadCache<PathBuf, Vec<api::ReleaseSummary>>,
     pub tokens: auth::TokenStore,
     pub audit: audit::AuditLog,
     pub metrics: api::Metrics,
@@ -56,6 +60,7 @@ impl AppState {
         source: Arc<dyn StackSource>,
         queue: Arc<dyn OperationQueue>,
         cluster: Option<Arc<dyn ClusterStacks>>,
+        cache_ttl: std::time::Duration,
     ) -> Result<Arc<AppState>, ServerError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| ServerError::Io(format!("creating {}: {e}", data_dir.display())))?;
@@ -63,6 +68,8 @@ impl AppState {
             source,
             queue,
             cluster,
+            listing: cache::ReadCache::new(cache_ttl),
+            histories: cache::ReadCache::new(cache_ttl),
             tokens: auth::TokenStore::open(&data_dir.join("tokens.json"))?,
             audit: audit::AuditLog::open(&data_dir.join("audit.jsonl"))?,
             metrics: api::Metrics::default(),
@@ -76,6 +83,9 @@ pub struct ServeOptions {
     pub data_dir: PathBuf,
     /// In-process workers to start (the embedded default runs one).
     pub workers: usize,
+    /// How long stack listings and release histories are served from memory
+    /// ([`cache::DEFAULT_TTL`]; zero reads every time).
+    pub cache_ttl: std::time::Duration,
 }
 
 /// The subject of the admin token minted at each start of the embedded server.
@@ -98,7 +108,7 @@ pub async fn bind(
     queue: Arc<dyn OperationQueue>,
     cluster: Option<Arc<dyn ClusterStacks>>,
 ) -> Result<Bound, ServerError> {
-    let state = AppState::open(&options.data_dir, source, queue, cluster)?;
+    let state = AppState::open(&options.data_dir, source, queue, cluster, options.cache_ttl)?;
     state.tokens.revoke_subject(BOOTSTRAP_SUBJECT)?;
     let minted = state.tokens.mint(
         BOOTSTRAP_SUBJECT,

@@ -9,32 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
-use common::{assert_problem, call};
+use common::{Files, assert_problem, call};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use kusion_server::auth::Role;
 use kusion_server::{AppState, ClusterError, ClusterStack, ClusterStacks, InProcessQueue};
-use kusion_server::{SourceError, StackRef, StackSource};
-
-struct NoStacks;
-
-impl StackSource for NoStacks {
-    fn stacks(&self) -> Result<Vec<StackRef>, SourceError> {
-        Ok(Vec::new())
-    }
-    fn compile(&self, _: &StackRef) -> Result<kusion_kernel::spec::Spec, SourceError> {
-        Err(SourceError("no stacks".into()))
-    }
-    fn state(
-        &self,
-        _: &StackRef,
-    ) -> Result<Arc<dyn kusion_kernel::state::StateStore>, SourceError> {
-        Err(SourceError("no stacks".into()))
-    }
-    fn open(&self, _: &StackRef) -> Result<kusion_server::Prepared, SourceError> {
-        Err(SourceError("no stacks".into()))
-    }
-}
 
 /// Stacks by `namespace/name`, with approvals recorded as the controller's annotations are.
 #[derive(Default)]
@@ -111,9 +90,13 @@ async fn namespace_scopes_decide_who_sees_and_approves_a_stack_plan() {
     stacks.add("other", "db", Some("h2"));
     let state = AppState::open(
         work.path(),
-        Arc::new(NoStacks),
+        Arc::new(Files::new(
+            work.path().join("konfig"),
+            work.path().join("cloud"),
+        )),
         Arc::new(InProcessQueue::default()),
         Some(stacks.clone()),
+        kusion_server::cache::DEFAULT_TTL,
     )
     .unwrap();
     let mint = |subject: &str, scope: &str, role: Role| {
@@ -227,9 +210,13 @@ async fn a_server_given_no_cluster_says_so() {
     let work = tempfile::tempdir().unwrap();
     let state = AppState::open(
         work.path(),
-        Arc::new(NoStacks),
+        Arc::new(Files::new(
+            work.path().join("konfig"),
+            work.path().join("cloud"),
+        )),
         Arc::new(InProcessQueue::default()),
         None,
+        kusion_server::cache::DEFAULT_TTL,
     )
     .unwrap();
     let admin = state

@@ -8,73 +8,14 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use common::{assert_problem, call};
-use kusion_kernel::operation::Stack;
-use kusion_kernel::policy::{PolicyGuard, StackInfo};
-use kusion_kernel::registry::Registry;
-use kusion_kernel::spec::Spec;
-use kusion_kernel::state::StateStore;
+use common::{Files, assert_problem, call, write_stack};
 use kusion_server::auth::Role;
-use kusion_server::{AppState, InProcessQueue, Prepared, SourceError, StackRef, StackSource};
+use kusion_server::{AppState, InProcessQueue};
 use serde_json::Value;
-
-/// Stacks whose spec is a YAML file in their folder; the real engine under them.
-struct Files {
-    root: PathBuf,
-    cloud: PathBuf,
-}
-
-const SPEC: &str = "resources:\n- id: t:web\n  type: Test\n  attributes: {size: 1}\n- id: t:db\n  type: Test\n  attributes: {size: 2}\n  dependsOn: [t:web]\n";
-
-impl StackSource for Files {
-    fn stacks(&self) -> Result<Vec<StackRef>, SourceError> {
-        Ok(["shop", "other"]
-            .iter()
-            .map(|p| StackRef {
-                project: p.to_string(),
-                stack: "dev".into(),
-                dir: self.root.join(p).join("dev"),
-                description: None,
-                require_approval: *p == "shop",
-            })
-            .collect())
-    }
-    fn compile(&self, stack: &StackRef) -> Result<Spec, SourceError> {
-        Spec::read_file(&stack.dir.join("spec.yaml")).map_err(|e| SourceError(e.to_string()))
-    }
-    fn state(&self, stack: &StackRef) -> Result<Arc<dyn StateStore>, SourceError> {
-        kusion_kernel::state::open("local", stack.dir.join(".kusion/state"), "dev")
-            .map_err(|e| SourceError(e.to_string()))
-    }
-    fn open(&self, stack: &StackRef) -> Result<Prepared, SourceError> {
-        let mut registry = Registry::new();
-        registry
-            .register(Arc::new(kusion_test_runtime::TestRuntime::with_dir(
-                &self.cloud,
-            )))
-            .map_err(|e| SourceError(e.to_string()))?;
-        Ok(Prepared {
-            spec: self.compile(stack)?,
-            stack: Stack {
-                store: self.state(stack)?,
-                registry,
-            },
-            guard: PolicyGuard::with_plugins(
-                Vec::new(),
-                StackInfo {
-                    name: stack.stack.clone(),
-                    path: None,
-                },
-                Vec::new(),
-            ),
-        })
-    }
-}
 
 /// Every log line the server writes during the test.
 #[derive(Clone, Default)]
@@ -114,12 +55,6 @@ async fn wait_for(app: &axum::Router, token: &str, id: &str, status: &str) -> Va
     }
 }
 
-fn write_stack(root: &Path, project: &str) {
-    let dir = root.join(project).join("dev");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("spec.yaml"), SPEC).unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
     let logs = Captured::default();
@@ -134,13 +69,17 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
     let root = work.path().join("konfig");
     write_stack(&root, "shop");
     write_stack(&root, "other");
-    let source = Arc::new(Files {
-        root: root.clone(),
-        cloud: work.path().join("cloud"),
-    });
+    let source = Arc::new(Files::new(root.clone(), work.path().join("cloud")));
     let queue = Arc::new(InProcessQueue::default());
     let data = work.path().join("data");
-    let state = AppState::open(&data, source.clone(), queue.clone(), None).unwrap();
+    let state = AppState::open(
+        &data,
+        source.clone(),
+        queue.clone(),
+        None,
+        Duration::from_secs(2),
+    )
+    .unwrap();
     let mint = |subject: &str, scopes: &[(&str, Role)], ttl: Option<Duration>| {
         let scopes: BTreeMap<String, Role> =
             scopes.iter().map(|(p, r)| (p.to_string(), *r)).collect();

@@ -45,6 +45,11 @@ pub struct ServerArgs {
     /// ~/.kube/config, the in-cluster service account).
     #[arg(long)]
     pub cluster: bool,
+    /// How long the list of stacks and each stack's release history are served from memory
+    /// before the checkout and state are read again (`0s`: every request reads them). An
+    /// operation finishing in this server refreshes the histories at once.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub cache_ttl: std::time::Duration,
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
     pub runtime_config: Option<PathBuf>,
@@ -266,6 +271,7 @@ pub(crate) async fn run(
         listen: args.listen,
         data_dir,
         workers: 1,
+        cache_ttl: args.cache_ttl,
     };
     let cluster: Option<Arc<dyn ClusterStacks>> =
         if args.cluster || args.kubeconfig.is_some() || args.context.is_some() {

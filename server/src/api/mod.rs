@@ -274,21 +274,30 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| Problem::internal(format!("the task stopped: {e}")))?
 }
 
-async fn find_stack(state: &Arc<AppState>, project: &str, stack: &str) -> AppResult<StackRef> {
+/// The checkout's stacks, from the listing cache.
+async fn stacks(state: &Arc<AppState>) -> AppResult<Arc<Vec<StackRef>>> {
     let source = state.source.clone();
-    let (project, stack) = (project.to_string(), stack.to_string());
-    blocking(move || {
-        let stacks = source
-            .stacks()
-            .map_err(|e| Problem::internal(e.to_string()))?;
-        stacks
-            .into_iter()
-            .find(|s| s.project == project && s.stack == stack)
-            .ok_or_else(|| {
-                Problem::not_found(format!("no stack {project}/{stack} in the checkout"))
-            })
-    })
-    .await
+    state
+        .listing
+        .get(
+            &(),
+            0,
+            blocking(move || {
+                source
+                    .stacks()
+                    .map_err(|e| Problem::internal(e.to_string()))
+            }),
+        )
+        .await
+}
+
+async fn find_stack(state: &Arc<AppState>, project: &str, stack: &str) -> AppResult<StackRef> {
+    stacks(state)
+        .await?
+        .iter()
+        .find(|s| s.project == project && s.stack == stack)
+        .cloned()
+        .ok_or_else(|| Problem::not_found(format!("no stack {project}/{stack} in the checkout")))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -351,17 +360,14 @@ async fn list_projects(
     State(state): Shared,
     Extension(principal): Extension<Principal>,
 ) -> AppResult<Json<Vec<Project>>> {
-    let source = state.source.clone();
-    let stacks = blocking(move || {
-        source
-            .stacks()
-            .map_err(|e| Problem::internal(e.to_string()))
-    })
-    .await?;
+    let stacks = stacks(&state).await?;
     let mut projects: BTreeMap<String, Vec<StackRef>> = BTreeMap::new();
-    for s in stacks {
+    for s in stacks.iter() {
         if principal.can(&s.project, Role::Viewer) {
-            projects.entry(s.project.clone()).or_default().push(s);
+            projects
+                .entry(s.project.clone())
+                .or_default()
+                .push(s.clone());
         }
     }
     Ok(Json(
@@ -409,9 +415,9 @@ async fn compile_stack(
 }
 
 /// One release of the history, without its spec.
-#[derive(Serialize, ToSchema)]
+#[derive(Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ReleaseSummary {
+pub struct ReleaseSummary {
     revision: u64,
     operation: String,
     status: String,
@@ -434,33 +440,41 @@ async fn list_releases(
     require(&principal, &project, Role::Viewer)?;
     let found = find_stack(&state, &project, &stack).await?;
     let source = state.source.clone();
-    let releases = blocking(move || {
-        let store = source
-            .state(&found)
-            .map_err(|e| Problem::internal(e.to_string()))?;
-        store
-            .releases()
-            .map_err(|e| Problem::internal(e.to_string()))
-    })
-    .await?;
-    Ok(Json(
-        releases
-            .into_iter()
-            .map(|r| ReleaseSummary {
-                revision: r.revision,
-                operation: r.operation,
-                status: serde_json::to_value(r.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                started_at: r.started_at,
-                finished_at: r.finished_at,
-                holder: r.holder.to_string(),
-                resources: r.spec.resources.len(),
-                steps: r.steps.len(),
-            })
-            .collect(),
-    ))
+    // Read before the history: an operation finishing meanwhile moves the queue's counter
+    // past it, so the copy read now is not served again.
+    let generation = *state.queue.changes().borrow();
+    let releases = state
+        .histories
+        .get(
+            &found.dir.clone(),
+            generation,
+            blocking(move || {
+                let store = source
+                    .state(&found)
+                    .map_err(|e| Problem::internal(e.to_string()))?;
+                let releases = store
+                    .releases()
+                    .map_err(|e| Problem::internal(e.to_string()))?;
+                Ok(releases
+                    .into_iter()
+                    .map(|r| ReleaseSummary {
+                        revision: r.revision,
+                        operation: r.operation,
+                        status: serde_json::to_value(r.status)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        started_at: r.started_at,
+                        finished_at: r.finished_at,
+                        holder: r.holder.to_string(),
+                        resources: r.spec.resources.len(),
+                        steps: r.steps.len(),
+                    })
+                    .collect())
+            }),
+        )
+        .await?;
+    Ok(Json(releases.as_ref().clone()))
 }
 
 /// One release with its spec and steps, as `kusionctl state history N` shows it.

@@ -1,7 +1,21 @@
-//! Calling the router in-process, and what every error response must look like.
+//! Stacks on the real engine with the fake-cloud runtime, calling the router in-process, and
+//! what every error response must look like.
+
+// Each test binary compiles this module and uses a different part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use kusion_kernel::operation::Stack;
+use kusion_kernel::policy::{PolicyGuard, StackInfo};
+use kusion_kernel::registry::Registry;
+use kusion_kernel::spec::Spec;
+use kusion_kernel::state::StateStore;
+use kusion_server::{Prepared, SourceError, StackRef, StackSource};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -65,4 +79,91 @@ pub fn assert_problem(r: &Reply, status: StatusCode, what: &str) {
         "{what}: the problem names the request"
     );
     assert_eq!(r.body["status"], status.as_u16(), "{what}");
+}
+
+/// Stacks `<root>/<project>/dev` whose spec is the folder's `spec.yaml`, listed from the disk
+/// (project `shop` requires approval); the real engine under them.
+pub struct Files {
+    pub root: PathBuf,
+    pub cloud: PathBuf,
+    /// How many times the stacks were listed.
+    pub listed: AtomicUsize,
+}
+
+impl Files {
+    pub fn new(root: PathBuf, cloud: PathBuf) -> Files {
+        Files {
+            root,
+            cloud,
+            listed: AtomicUsize::new(0),
+        }
+    }
+}
+
+const SPEC: &str = "resources:\n- id: t:web\n  type: Test\n  attributes: {size: 1}\n- id: t:db\n  type: Test\n  attributes: {size: 2}\n  dependsOn: [t:web]\n";
+
+impl StackSource for Files {
+    fn stacks(&self) -> Result<Vec<StackRef>, SourceError> {
+        self.listed.fetch_add(1, Ordering::SeqCst);
+        let mut projects: Vec<String> = match std::fs::read_dir(&self.root) {
+            Ok(entries) => entries
+                .flatten()
+                .filter(|e| e.path().join("dev/spec.yaml").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        projects.sort();
+        Ok(projects
+            .into_iter()
+            .map(|p| StackRef {
+                dir: self.root.join(&p).join("dev"),
+                stack: "dev".into(),
+                description: None,
+                require_approval: p == "shop",
+                project: p,
+            })
+            .collect())
+    }
+    fn compile(&self, stack: &StackRef) -> Result<Spec, SourceError> {
+        Spec::read_file(&stack.dir.join("spec.yaml")).map_err(|e| SourceError(e.to_string()))
+    }
+    fn state(&self, stack: &StackRef) -> Result<Arc<dyn StateStore>, SourceError> {
+        kusion_kernel::state::open("local", stack.dir.join(".kusion/state"), "dev")
+            .map_err(|e| SourceError(e.to_string()))
+    }
+    fn open(&self, stack: &StackRef) -> Result<Prepared, SourceError> {
+        let mut registry = Registry::new();
+        registry
+            .register(Arc::new(kusion_test_runtime::TestRuntime::with_dir(
+                &self.cloud,
+            )))
+            .map_err(|e| SourceError(e.to_string()))?;
+        Ok(Prepared {
+            spec: self.compile(stack)?,
+            stack: Stack {
+                store: self.state(stack)?,
+                registry,
+            },
+            guard: PolicyGuard::with_plugins(
+                Vec::new(),
+                StackInfo {
+                    name: stack.stack.clone(),
+                    path: None,
+                },
+                Vec::new(),
+            ),
+        })
+    }
+}
+
+/// A stack `<root>/<project>/dev` with two resources, `t:db` depending on `t:web`.
+pub fn write_stack(root: &Path, project: &str) {
+    write_spec(root, project, SPEC);
+}
+
+pub fn write_spec(root: &Path, project: &str, spec: &str) {
+    let dir = root.join(project).join("dev");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("spec.yaml"), spec).unwrap();
 }
