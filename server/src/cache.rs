@@ -22,10 +22,13 @@ struct Slot<V> {
     value: Arc<V>,
 }
 
+/// One key's value; the async lock is held while it is read, so concurrent misses read once.
+type Cell<V> = Arc<tokio::sync::Mutex<Option<Slot<V>>>>;
+
 /// Values by key, each read at most once per TTL (and per queue generation).
 pub struct ReadCache<K, V> {
     ttl: Duration,
-    slots: Mutex<HashMap<K, Arc<tokio::sync::Mutex<Option<Slot<V>>>>>>,
+    slots: Mutex<HashMap<K, Cell<V>>>,
 }
 
 impl<K: Eq + Hash + Clone, V> ReadCache<K, V> {
