@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kusion_kernel::apply::{ApplyOptions, Event, Outcome};
 use kusion_kernel::graph::Dag;
@@ -14,16 +14,16 @@ use kusion_kernel::operation::{self, Applied, Stack};
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::registry::Registry;
 use kusion_kernel::spec::Spec;
-use kusion_kernel::state::{StateError, format_time};
+use kusion_kernel::state::StateError;
 use kusion_sdk::FieldPath;
 use kusion_sdk::runtime::{Health, Runtime};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::args::{Cli, Command, GraphFormat, Output, PlanArgs, PluginCommand, StateCommand};
+use crate::args::{Cli, Command, GraphFormat, Output, PlanArgs, PluginCommand};
 use crate::render::{self, Styles};
 use crate::{UsageError, exit};
-use kusion_kernel::plugin::{LoadedPlugins, PluginConfig, Status};
+use kusion_kernel::plugin::{LoadedPlugins, PluginConfig};
 use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyGuard, PolicyReport};
 
 /// Run a parsed command line; returns the exit code.
@@ -57,7 +57,7 @@ pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {
             };
             if json {
                 println!("{}", json!({"error": format!("{e:#}"), "exitCode": code}));
-            } else if !crate::compile_cmd::report_kcl_failure(&e) {
+            } else if !crate::cmd::compile::report_kcl_failure(&e) {
                 eprintln!("error: {e:#}");
             }
             code
@@ -129,7 +129,7 @@ pub(crate) fn stack_settings(
     mut config: Value,
     force_conflicts: bool,
 ) -> Result<StackSettings> {
-    crate::compile_cmd::apply_stack_settings(
+    crate::cmd::compile::apply_stack_settings(
         workdir,
         &mut state_dir,
         &mut state_backend,
@@ -461,7 +461,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             let plugins = crate::kcl_plugins::LazyPlugins::new(move || {
                 Ok(kusion_kernel::plugin::load_plugins(&config?))
             });
-            return crate::compile_cmd::compile(
+            return crate::cmd::compile::compile(
                 &workdir()?,
                 Arc::new(plugins),
                 cli.global.output,
@@ -477,7 +477,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             stacks,
             ..
         } => {
-            return crate::compile_cmd::init(
+            return crate::cmd::compile::init(
                 &workdir()?,
                 cli.global.output,
                 template,
@@ -487,7 +487,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         }
         Command::Plugin {
             command: PluginCommand::Keygen { key_file },
-        } => return plugin_keygen(key_file),
+        } => return crate::cmd::plugin::keygen(key_file),
         Command::Plugin {
             command:
                 PluginCommand::Sign {
@@ -495,7 +495,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                     key,
                     publisher,
                 },
-        } => return plugin_sign(manifest, key, publisher),
+        } => return crate::cmd::plugin::sign(manifest, key, publisher),
         Command::Plugin {
             command:
                 PluginCommand::Test {
@@ -634,7 +634,9 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             }
             Ok(exit::OK)
         }
-        Command::State { command, .. } => state_command(&ctx, &cli.global, command, cancel),
+        Command::State { command, .. } => {
+            crate::cmd::state::run(&ctx, &cli.global, command, cancel)
+        }
         Command::Rollback {
             to,
             plan,
@@ -700,19 +702,19 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 Err(UsageError("import: name a resource ID or --terraform-state".into()).into())
             }
         },
-        // normally handed over before parsing (see kcl_cmd::intercept)
-        Command::Kcl { args } => Ok(match crate::kcl_cmd::run(&args) {
+        // normally handed over before parsing (see cmd::kcl::intercept)
+        Command::Kcl { args } => Ok(match crate::cmd::kcl::run(&args) {
             c if c == std::process::ExitCode::SUCCESS => exit::OK,
             _ => exit::FAILED,
         }),
         Command::Plugin {
             command: PluginCommand::List { .. },
-        } => plugin_list(&ctx),
+        } => crate::cmd::plugin::list(&ctx),
         Command::Plugin { .. } => unreachable!("handled before the context is built"),
         Command::Run(args) => {
             let policy =
                 crate::policy::guard(&cli.global, &ctx.workdir, &ctx.plugins, &args.policy_exempt)?;
-            let env = crate::run_cmd::RunEnv {
+            let env = crate::cmd::run::RunEnv {
                 policy,
                 registry: &ctx.stack.registry,
                 store: ctx.stack.store.clone(),
@@ -725,7 +727,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
                 runtime_config: cli.global.runtime_config.clone(),
                 plugin: Some(crate::kcl_plugins::plugin_hook(&ctx.plugins)),
             };
-            crate::run_cmd::run(env, args, cancel).await
+            crate::cmd::run::run(env, args, cancel).await
         }
         Command::Version { .. } => crate::version::run(&ctx.plugins, ctx.output == Output::Json),
         Command::Cmdb { command, .. } => crate::cmdb::run(
@@ -1162,288 +1164,5 @@ async fn show_progress(
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();
-    }
-}
-
-fn plugin_keygen(key_file: &Path) -> Result<u8> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let pkcs8 = kusion_kernel::plugin::trust::generate_key().map_err(|e| anyhow!(e))?;
-    let public = kusion_kernel::plugin::trust::public_key(&pkcs8).map_err(|e| anyhow!(e))?;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(key_file)
-        .with_context(|| format!("{}", key_file.display()))?;
-    f.write_all(&pkcs8)?;
-    println!("{public}");
-    eprintln!(
-        "Private key written to {}; give operators the public key above for [plugins.trusted_keys].",
-        key_file.display()
-    );
-    Ok(exit::OK)
-}
-
-fn plugin_sign(manifest_path: &Path, key: &Path, publisher: &str) -> Result<u8> {
-    use kusion_kernel::plugin::{Manifest, manifest::sha256_file, trust};
-    let pkcs8 = std::fs::read(key).with_context(|| format!("{}", key.display()))?;
-    let mut manifest = Manifest::load(manifest_path)?;
-    let file = manifest.file_path(manifest_path)?;
-    let sum = sha256_file(&file)?;
-    manifest.sha256 = Some(sum.clone());
-    manifest.publisher = Some(publisher.to_string());
-    manifest.signature = Some(trust::sign(&pkcs8, &manifest, &sum).map_err(|e| anyhow!(e))?);
-    std::fs::write(manifest_path, toml::to_string(&manifest)?)
-        .with_context(|| format!("{}", manifest_path.display()))?;
-    println!(
-        "Signed {} {} ({}) as {publisher}.",
-        manifest.name,
-        manifest.version,
-        file.display()
-    );
-    Ok(exit::OK)
-}
-
-fn plugin_list(ctx: &CommandContext) -> Result<u8> {
-    let entries = &ctx.plugins.entries;
-    if ctx.output == Output::Json {
-        println!("{}", serde_json::to_value(entries)?);
-        return Ok(exit::OK);
-    }
-    if entries.is_empty() {
-        println!(
-            "No plugins found (searched --set plugins.path, $KUSION_PLUGIN_PATH, ~/.kusion/plugins and this checkout's build output)."
-        );
-        return Ok(exit::OK);
-    }
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec![
-        "Name",
-        "Kind",
-        "Format",
-        "Version",
-        "ABI",
-        "Capabilities",
-        "Status",
-    ]);
-    for e in entries {
-        let status = match &e.status {
-            Status::Loaded => ctx
-                .styles
-                .green()
-                .apply_to("loaded".to_string())
-                .to_string(),
-            Status::Disabled(why) => format!("disabled: {why}"),
-            Status::Refused(why) => ctx
-                .styles
-                .red()
-                .apply_to(format!("refused: {why}"))
-                .to_string(),
-        };
-        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-        table.add_row(vec![
-            e.name.clone(),
-            opt(e.kind.map(|k| k.to_string())),
-            opt(e.format.map(|f| format!("{f:?}").to_lowercase())),
-            opt(e.version.clone()),
-            opt(e.abi.map(|a| a.to_string())),
-            e.capabilities.join(" "),
-            status,
-        ]);
-    }
-    println!("{table}");
-    Ok(exit::OK)
-}
-
-fn state_command(
-    ctx: &CommandContext,
-    global: &crate::args::Global,
-    command: StateCommand,
-    cancel: Arc<AtomicBool>,
-) -> Result<u8> {
-    let store = &ctx.stack.store;
-    match command {
-        StateCommand::List => {
-            let state = store.load()?;
-            if ctx.output == Output::Json {
-                let list: Vec<Value> = state.resources.values().map(|e| json!({"id": e.resource.id, "type": e.resource.resource_type, "pending": e.pending, "updatedAt": format_time(e.updated_at)})).collect();
-                println!("{}", json!({"serial": state.serial, "resources": list}));
-            } else {
-                let mut table = comfy_table::Table::new();
-                table.load_preset(comfy_table::presets::NOTHING);
-                table.set_header(vec!["ID", "Type", "Status", "Updated"]);
-                for e in state.resources.values() {
-                    table.add_row(vec![
-                        e.resource.id.clone(),
-                        e.resource.resource_type.clone(),
-                        if e.pending {
-                            "pending (outcome unknown)".to_string()
-                        } else {
-                            "applied".to_string()
-                        },
-                        format_time(e.updated_at),
-                    ]);
-                }
-                println!("{table}");
-                println!(
-                    "{} resource(s) in {}",
-                    state.resources.len(),
-                    store.location()
-                );
-            }
-            Ok(exit::OK)
-        }
-        StateCommand::Show { id } => {
-            let state = store.load()?;
-            let entries: Vec<Value> = match &id {
-                Some(id) => vec![render::masked_entry(state.resources.get(id).ok_or_else(
-                    || {
-                        anyhow!(
-                            "resource {id:?} is not in the state at {}",
-                            store.location()
-                        )
-                    },
-                )?)],
-                None => state.resources.values().map(render::masked_entry).collect(),
-            };
-            let value = if id.is_some() {
-                entries.into_iter().next().unwrap_or(Value::Null)
-            } else {
-                Value::Array(entries)
-            };
-            if ctx.output == Output::Json {
-                println!("{value}");
-            } else {
-                print!("{}", kusion_kernel::spec::json_to_yaml(&value));
-            }
-            Ok(exit::OK)
-        }
-        StateCommand::History { revision } => {
-            match revision {
-                Some(n) => {
-                    let release = store.release(n)?;
-                    let mut value = serde_json::to_value(&release)?;
-                    render::iso_times(&mut value);
-                    render::mask_sealed(&mut value);
-                    if ctx.output == Output::Json {
-                        println!("{value}");
-                    } else {
-                        print!("{}", kusion_kernel::spec::json_to_yaml(&value));
-                    }
-                }
-                None => {
-                    let releases = store.releases()?;
-                    if ctx.output == Output::Json {
-                        let list: Vec<Value> = releases
-                            .iter()
-                            .map(|r| json!({"revision": r.revision, "operation": r.operation, "status": r.status, "holder": r.holder, "startedAt": format_time(r.started_at), "finishedAt": r.finished_at.map(format_time), "steps": r.steps.len(), "rollbackOf": r.rollback_of}))
-                            .collect();
-                        println!("{}", Value::Array(list));
-                    } else {
-                        let mut table = comfy_table::Table::new();
-                        table.load_preset(comfy_table::presets::NOTHING);
-                        table.set_header(vec![
-                            "Revision",
-                            "Operation",
-                            "Status",
-                            "Started",
-                            "Finished",
-                            "By",
-                            "Steps",
-                        ]);
-                        for r in &releases {
-                            table.add_row(vec![
-                                r.revision.to_string(),
-                                match r.rollback_of {
-                                    Some(n) => format!("{} (to {n})", r.operation),
-                                    None => r.operation.clone(),
-                                },
-                                format!("{:?}", r.status).to_lowercase(),
-                                format_time(r.started_at),
-                                r.finished_at.map(format_time).unwrap_or_else(|| "-".into()),
-                                format!("{}@{}", r.holder.owner, r.holder.host),
-                                r.steps.len().to_string(),
-                            ]);
-                        }
-                        println!("{table}");
-                    }
-                }
-            }
-            Ok(exit::OK)
-        }
-        StateCommand::Unlock => {
-            match store.force_unlock()? {
-                Some(lease) => {
-                    eprintln!(
-                        "warning: removed lease #{} held by {} (acquired {}, expiring {}). If that process is still running, its next state write is refused and it stops without starting anything new; a step it is running at that moment may still finish in the cluster or cloud, and is then recorded as pending and read live by the next plan.",
-                        lease.fence,
-                        lease.holder,
-                        format_time(lease.acquired_at),
-                        format_time(lease.expires_at)
-                    );
-                }
-                None => eprintln!("The stack holds no readable lease now."),
-            }
-            Ok(exit::OK)
-        }
-        StateCommand::Check => {
-            let report = kusion_kernel::state::check::check(&**store);
-            if ctx.output == Output::Json {
-                println!("{}", serde_json::to_string(&report)?);
-            } else {
-                println!("State at {}:", report.location);
-                for f in &report.findings {
-                    let tag = match f.severity {
-                        kusion_kernel::state::check::Severity::Error => "error",
-                        kusion_kernel::state::check::Severity::Warning => "warning",
-                        kusion_kernel::state::check::Severity::Note => "note",
-                    };
-                    let fix = if f.repairable {
-                        " [state repair fixes this]"
-                    } else {
-                        ""
-                    };
-                    println!("  {tag}: {}{fix}", f.message);
-                }
-                if !report.has_errors() {
-                    println!("No errors.");
-                }
-            }
-            Ok(if report.has_errors() {
-                exit::FAILED
-            } else {
-                exit::OK
-            })
-        }
-        StateCommand::Rm { ids } => crate::cmd::import::forget(ctx, &ids, cancel),
-        StateCommand::Mv {
-            from,
-            to,
-            to_stack: None,
-        } => crate::cmd::import::rename(ctx, &from, &to, cancel),
-        StateCommand::Mv {
-            from,
-            to,
-            to_stack: Some(dir),
-        } => crate::cmd::import::move_to(ctx, global, &dir, &from, &to, cancel),
-        StateCommand::Repair => {
-            let done = kusion_kernel::state::check::repair(store.clone())?;
-            if ctx.output == Output::Json {
-                println!("{}", json!({"repaired": done}));
-            } else if done.is_empty() {
-                println!("Nothing needed repair; the state was compacted into a fresh snapshot.");
-            } else {
-                for line in &done {
-                    println!("  {line}");
-                }
-                println!(
-                    "Repaired {} problem(s) in {}.",
-                    done.len(),
-                    store.location()
-                );
-            }
-            Ok(exit::OK)
-        }
     }
 }

@@ -6,7 +6,6 @@ mod cmd;
 mod cmdb;
 mod commands;
 pub mod compile;
-mod compile_cmd;
 mod completion;
 mod diff_view;
 pub mod kcl_plugins;
@@ -14,10 +13,8 @@ mod opener;
 mod policy;
 pub mod project;
 mod render;
-mod run_cmd;
 pub mod version;
 
-mod kcl_cmd;
 pub mod readiness;
 
 use std::process::ExitCode;
@@ -60,7 +57,7 @@ pub fn builtin_runtimes() -> Vec<Arc<dyn Runtime>> {
 
 /// Parse the command line and run it with `runtimes` available.
 pub fn main_with(runtimes: Vec<Arc<dyn Runtime>>) -> ExitCode {
-    if let Some(code) = kcl_cmd::intercept() {
+    if let Some(code) = cmd::kcl::intercept() {
         return code;
     }
     let mut cli = Cli::parse();

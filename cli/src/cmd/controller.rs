@@ -114,7 +114,7 @@ pub(crate) async fn run(
         if let Some(c) = &args.context {
             defaults.insert("context".into(), json!(c));
         }
-        crate::compile_cmd::default_kubernetes_settings(&mut runtime_config, defaults)?;
+        crate::cmd::compile::default_kubernetes_settings(&mut runtime_config, defaults)?;
     }
     let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);

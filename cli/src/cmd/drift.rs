@@ -268,7 +268,7 @@ pub(crate) fn other_stack(
         Some(path) => read_runtime_config(path)?,
         None => Value::Null,
     };
-    crate::compile_cmd::apply_stack_settings(dir, &mut state_dir, &mut backend, &mut config)?;
+    crate::cmd::compile::apply_stack_settings(dir, &mut state_dir, &mut backend, &mut config)?;
     let local = backend.trim() == "local";
     let state_dir = state_dir.unwrap_or_else(|| dir.join(".kusion").join("state"));
     if local && !state_dir.exists() && !create {

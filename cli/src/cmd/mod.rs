@@ -1,10 +1,15 @@
 //! Subcommands, one file each: what the command reads from its arguments, which kernel
 //! operation it calls, and how it prints the result.
 
+pub(crate) mod compile;
 pub(crate) mod controller;
 pub(crate) mod drift;
 pub(crate) mod import;
+pub(crate) mod kcl;
+pub(crate) mod plugin;
 pub(crate) mod plugin_test;
 pub(crate) mod rollback;
+pub(crate) mod run;
 pub(crate) mod server;
+pub(crate) mod state;
 pub(crate) mod tfstate;

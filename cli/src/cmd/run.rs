@@ -25,7 +25,7 @@ use crate::render::Styles;
 use crate::{UsageError, exit};
 
 /// The `kusion` KCL package shipped inside the binary: (path below the package root, source).
-const KCL_PACKAGE: &[(&str, &str)] = &[("ops/ops.k", include_str!("../kcl/kusion/ops/ops.k"))];
+const KCL_PACKAGE: &[(&str, &str)] = &[("ops/ops.k", include_str!("../../kcl/kusion/ops/ops.k"))];
 
 /// What `run` needs from the command context.
 pub struct RunEnv<'a> {
