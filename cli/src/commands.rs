@@ -1,7 +1,7 @@
 //! What each subcommand does.
 
 use std::collections::HashMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -808,24 +808,6 @@ pub(crate) fn print_preview(
     }
 }
 
-fn ask(plan: &PlanView, styles: &Styles, verb: &str) -> bool {
-    let stdin = std::io::stdin();
-    loop {
-        print!("Do you want to {verb} these changes? [yes/details/no]: ");
-        let _ = std::io::stdout().flush();
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
-            return false;
-        }
-        match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => return true,
-            "d" | "details" => print!("{}", render::plan_details(plan, styles)),
-            "n" | "no" | "" => return false,
-            other => println!("Please answer yes, details or no (not {other:?})."),
-        }
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_apply(
     ctx: &CommandContext,
@@ -883,7 +865,10 @@ pub(crate) async fn run_apply(
                 .count(),
             Ordering::SeqCst,
         );
-        yes || ask(plan, &styles, operation_name)
+        yes || crate::render::confirm(
+            &format!("Do you want to {operation_name} these changes?"),
+            Some(&|| print!("{}", render::plan_details(plan, &styles))),
+        )
     };
     let result = tokio::task::block_in_place(|| {
         kpolicy::apply(

@@ -314,3 +314,28 @@ pub fn iso_times(value: &mut Value) {
         _ => {}
     }
 }
+
+/// Asks `question` on the terminal until the answer is yes or no (end of input and an empty
+/// line are no). With `details`, `details`/`d` runs it and asks again.
+pub(crate) fn confirm(question: &str, details: Option<&dyn Fn()>) -> bool {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let (choices, again) = match details {
+        Some(_) => ("yes/details/no", "yes, details or no"),
+        None => ("yes/no", "yes or no"),
+    };
+    loop {
+        print!("{question} [{choices}]: ");
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        match (line.trim().to_ascii_lowercase().as_str(), details) {
+            ("y" | "yes", _) => return true,
+            ("d" | "details", Some(show)) => show(),
+            ("n" | "no" | "", _) => return false,
+            (other, _) => println!("Please answer {again} (not {other:?})."),
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! progress, wait for recovery, record the run in the state backend, and report per target.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -343,23 +343,6 @@ fn print_plan(
         }
     }
     println!();
-}
-
-fn confirm() -> bool {
-    let stdin = std::io::stdin();
-    loop {
-        print!("Do you want to run these operations? [yes/no]: ");
-        let _ = std::io::stdout().flush();
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
-            return false;
-        }
-        match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => return true,
-            "n" | "no" | "" => return false,
-            other => println!("Please answer yes or no (not {other:?})."),
-        }
-    }
 }
 
 fn show_event(event: &RunEvent, run: u64, json: bool, styles: &Styles) {
@@ -732,7 +715,7 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         }
         return Ok(exit::FAILED);
     }
-    if !args.yes && !confirm() {
+    if !args.yes && !crate::render::confirm("Do you want to run these operations?", None) {
         if env.json {
             println!(
                 "{}",
