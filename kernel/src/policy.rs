@@ -87,39 +87,17 @@ impl PolicyConfig {
         file: Option<&Path>,
         overrides: &[(String, String)],
     ) -> Result<PolicyConfig, PolicyConfigError> {
-        let source_name = file.map_or_else(
-            || "environment and flags".to_string(),
-            |f| format!("{}, environment and flags", f.display()),
-        );
         let err = |detail: String| PolicyConfigError::Invalid {
-            source_name: source_name.clone(),
+            source_name: crate::plugin::config::source_name(file),
             detail,
         };
-        let mut builder = config::Config::builder();
-        if let Some(file) = file {
-            builder = builder.add_source(
-                config::File::from(file)
-                    .format(config::FileFormat::Toml)
-                    .required(true),
-            );
-        }
-        builder = builder.add_source(
-            config::Environment::with_prefix("KUSION")
-                .prefix_separator("_")
-                .separator("__")
-                .try_parsing(true),
-        );
-        for (key, value) in overrides.iter().filter(|(k, _)| k.starts_with("policy.")) {
-            builder = builder
-                .set_override(key.as_str(), value.as_str())
-                .map_err(|e| err(format!("--set {key}: {e}")))?;
-        }
-        let layered = builder.build().map_err(|e| err(e.to_string()))?;
-        let mut config = match layered.get::<PolicyConfig>("policy") {
-            Ok(config) => config,
-            Err(config::ConfigError::NotFound(_)) => PolicyConfig::default(),
-            Err(e) => return Err(err(e.to_string())),
-        };
+        let mut config: PolicyConfig = crate::plugin::config::layered_section(
+            file,
+            "policy",
+            &[],
+            overrides.iter().filter(|(k, _)| k.starts_with("policy.")),
+        )
+        .map_err(err)?;
         let base = file.and_then(Path::parent).map(Path::to_path_buf);
         for s in config.plugins.values_mut() {
             s.base_dir = base.clone();
