@@ -107,10 +107,15 @@ impl PluginConfig {
         file: Option<&Path>,
         overrides: &[(String, String)],
     ) -> Result<PluginConfig, LoadError> {
-        layered_section(file, "plugins", &["plugins.path", "plugins.only"], overrides.iter())
-            .map_err(|detail| LoadError::Config {
-                detail: format!("{}: {detail}", source_name(file)),
-            })
+        layered_section(
+            file,
+            "plugins",
+            &["plugins.path", "plugins.only"],
+            overrides.iter(),
+        )
+        .map_err(|detail| LoadError::Config {
+            detail: format!("{}: {detail}", source_name(file)),
+        })
     }
 
     pub fn settings_for(&self, name: &str) -> PluginSettings {
@@ -128,6 +133,57 @@ impl PluginConfig {
             return Err("disabled by `plugins.settings.<name>.enabled = false`".into());
         }
         Ok(())
+    }
+}
+
+/// How errors name where the configuration came from.
+pub(crate) fn source_name(file: Option<&Path>) -> String {
+    file.map_or_else(
+        || "environment and flags".to_string(),
+        |f| format!("{}, environment and flags", f.display()),
+    )
+}
+
+/// One section of the kusion configuration, layered: `file` (TOML, required when given), the
+/// `KUSION_*` environment (`__` nests: `KUSION_PLUGINS__ONLY`), then `--set key=value`
+/// overrides. `list_keys` are read from the environment as comma-separated lists. An absent
+/// section is its default; the error is the message alone (the caller names the source).
+pub(crate) fn layered_section<'a, T: serde::de::DeserializeOwned + Default>(
+    file: Option<&Path>,
+    section: &str,
+    list_keys: &[&str],
+    overrides: impl Iterator<Item = &'a (String, String)>,
+) -> Result<T, String> {
+    let mut builder = config::Config::builder();
+    if let Some(file) = file {
+        builder = builder.add_source(
+            config::File::from(file)
+                .format(config::FileFormat::Toml)
+                .required(true),
+        );
+    }
+    let mut environment = config::Environment::with_prefix("KUSION")
+        .prefix_separator("_")
+        .separator("__")
+        .try_parsing(true);
+    // A list separator with no keys named would read every value as a list.
+    if !list_keys.is_empty() {
+        environment = environment.list_separator(",");
+        for key in list_keys {
+            environment = environment.with_list_parse_key(key);
+        }
+    }
+    builder = builder.add_source(environment);
+    for (key, value) in overrides {
+        builder = builder
+            .set_override(key.as_str(), value.as_str())
+            .map_err(|e| format!("--set {key}: {e}"))?;
+    }
+    let layered = builder.build().map_err(|e| e.to_string())?;
+    match layered.get::<T>(section) {
+        Ok(value) => Ok(value),
+        Err(config::ConfigError::NotFound(_)) => Ok(T::default()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -185,56 +241,5 @@ grants = { dirs = { "/data" = "/srv/data" } }
             err.contains("kusion.toml") && err.contains("expected a sequence"),
             "{err}"
         );
-    }
-}
-
-/// How errors name where the configuration came from.
-pub(crate) fn source_name(file: Option<&Path>) -> String {
-    file.map_or_else(
-        || "environment and flags".to_string(),
-        |f| format!("{}, environment and flags", f.display()),
-    )
-}
-
-/// One section of the kusion configuration, layered: `file` (TOML, required when given), the
-/// `KUSION_*` environment (`__` nests: `KUSION_PLUGINS__ONLY`), then `--set key=value`
-/// overrides. `list_keys` are read from the environment as comma-separated lists. An absent
-/// section is its default; the error is the message alone (the caller names the source).
-pub(crate) fn layered_section<'a, T: serde::de::DeserializeOwned + Default>(
-    file: Option<&Path>,
-    section: &str,
-    list_keys: &[&str],
-    overrides: impl Iterator<Item = &'a (String, String)>,
-) -> Result<T, String> {
-    let mut builder = config::Config::builder();
-    if let Some(file) = file {
-        builder = builder.add_source(
-            config::File::from(file)
-                .format(config::FileFormat::Toml)
-                .required(true),
-        );
-    }
-    let mut environment = config::Environment::with_prefix("KUSION")
-        .prefix_separator("_")
-        .separator("__")
-        .try_parsing(true);
-    // A list separator with no keys named would read every value as a list.
-    if !list_keys.is_empty() {
-        environment = environment.list_separator(",");
-        for key in list_keys {
-            environment = environment.with_list_parse_key(key);
-        }
-    }
-    builder = builder.add_source(environment);
-    for (key, value) in overrides {
-        builder = builder
-            .set_override(key.as_str(), value.as_str())
-            .map_err(|e| format!("--set {key}: {e}"))?;
-    }
-    let layered = builder.build().map_err(|e| e.to_string())?;
-    match layered.get::<T>(section) {
-        Ok(value) => Ok(value),
-        Err(config::ConfigError::NotFound(_)) => Ok(T::default()),
-        Err(e) => Err(e.to_string()),
     }
 }
