@@ -18,6 +18,7 @@ pub mod audit;
 pub mod auth;
 pub mod cluster;
 pub mod ops;
+pub mod pgqueue;
 pub mod problem;
 pub mod source;
 pub mod worker;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 pub use cluster::{ClusterError, ClusterStack, ClusterStacks};
 pub use ops::{InProcessQueue, Operation, OperationQueue};
+pub use pgqueue::{PostgresQueue, QueueOptions};
 pub use source::{Prepared, SourceError, StackRef, StackSource};
 
 #[derive(Debug, thiserror::Error)]
@@ -121,18 +123,7 @@ pub async fn bind(
 
 /// Serves until the process ends, with `workers` in-process workers.
 pub async fn serve(bound: Bound, workers: usize) -> Result<(), ServerError> {
-    for n in 0..workers {
-        let name = format!(
-            "{}-{}-{n}",
-            kusion_kernel::state::hostname(),
-            std::process::id()
-        );
-        tokio::spawn(worker::run(
-            bound.state.queue.clone(),
-            bound.state.source.clone(),
-            name,
-        ));
-    }
+    spawn_workers(&bound.state.queue, &bound.state.source, workers);
     let app = api::router(bound.state);
     axum::serve(
         bound.listener,
@@ -140,4 +131,24 @@ pub async fn serve(bound: Bound, workers: usize) -> Result<(), ServerError> {
     )
     .await
     .map_err(|e| ServerError::Io(format!("serving: {e}")))
+}
+
+/// Starts `count` workers on the async runtime, named `<host>-<pid>-<n>` (unique across the
+/// machines sharing a queue); returns their names.
+pub fn spawn_workers(
+    queue: &Arc<dyn OperationQueue>,
+    source: &Arc<dyn StackSource>,
+    count: usize,
+) -> Vec<String> {
+    (0..count)
+        .map(|n| {
+            let name = format!(
+                "{}-{}-{n}",
+                kusion_kernel::state::hostname(),
+                std::process::id()
+            );
+            tokio::spawn(worker::run(queue.clone(), source.clone(), name.clone()));
+            name
+        })
+        .collect()
 }
