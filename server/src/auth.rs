@@ -326,4 +326,24 @@ mod tests {
         assert!(store.revoke(&minted.record.id).unwrap());
         assert!(store.verify(&minted.token).is_none());
     }
+
+    #[test]
+    fn servers_sharing_the_folder_see_each_others_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let a = TokenStore::open(&path).unwrap();
+        let b = TokenStore::open(&path).unwrap();
+        let all = BTreeMap::from([(ALL_PROJECTS.to_string(), Role::Admin)]);
+        let from_a = a.mint("alice", all.clone(), None).unwrap();
+        let from_b = b.mint("bob", all, None).unwrap();
+        // B minted from the file as A left it: neither change is lost.
+        assert!(a.verify(&from_b.token).is_some());
+        assert!(b.verify(&from_a.token).is_some());
+        assert_eq!(a.list().len(), 2);
+        assert!(b.revoke(&from_a.record.id).unwrap());
+        assert!(a.verify(&from_a.token).is_none());
+        assert_eq!(b.revoke_subject("bob").unwrap(), 1);
+        assert!(a.verify(&from_b.token).is_none());
+        assert!(a.list().is_empty());
+    }
 }

@@ -261,14 +261,21 @@ impl PostgresQueue {
             };
             let _ = done.send(outcome);
         });
-        let stopped = || ServerError::Io(format!("the queue's connection to {} stopped", self.display));
+        let stopped = || {
+            ServerError::Io(format!(
+                "the queue's connection to {} stopped",
+                self.display
+            ))
+        };
         self.jobs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .send(job)
             .map_err(|_| stopped())?;
         result.recv().map_err(|_| stopped())?.map_err(|f| match f {
-            Failure::Db(e) => ServerError::Io(format!("the queue at {}: {}", self.display, describe(&e))),
+            Failure::Db(e) => {
+                ServerError::Io(format!("the queue at {}: {}", self.display, describe(&e)))
+            }
             Failure::Unreachable => {
                 ServerError::Io(format!("the queue at {}: cannot connect", self.display))
             }

@@ -103,7 +103,10 @@ fn updates_compare_status_and_the_claiming_worker() {
     let o = op(OperationKind::Apply);
     q.create(&o).unwrap();
     let mut running = other.claim("w1").unwrap().unwrap();
-    assert_eq!(q.get(&o.id).unwrap().unwrap().status, OperationStatus::Running);
+    assert_eq!(
+        q.get(&o.id).unwrap().unwrap().status,
+        OperationStatus::Running
+    );
 
     // Wrong expected status: refused.
     running.status = OperationStatus::AwaitingApproval;
@@ -277,7 +280,10 @@ fn a_normal_end_resets_attempts_and_writes_wake_other_queues() {
     running.status = OperationStatus::AwaitingApproval;
     assert!(q.update(&running, OperationStatus::Running).unwrap());
     running.status = OperationStatus::Queued;
-    assert!(q.update(&running, OperationStatus::AwaitingApproval).unwrap());
+    assert!(
+        q.update(&running, OperationStatus::AwaitingApproval)
+            .unwrap()
+    );
     assert!(q.claim("w1").unwrap().is_some());
     std::thread::sleep(Duration::from_millis(1500));
     // max_attempts 2: counted from the normal end, this death is the first, so it runs again.

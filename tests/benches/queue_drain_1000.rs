@@ -158,15 +158,22 @@ fn main() {
     }
     assert_eq!(per_worker.len(), WORKERS, "{per_worker:?}");
 
-    println!("queue_drain_1000: {OPERATIONS} previews, {WORKERS} kusionctl worker processes, one PostgreSQL");
+    println!(
+        "queue_drain_1000: {OPERATIONS} previews, {WORKERS} kusionctl worker processes, one PostgreSQL"
+    );
     println!("  profile: {profile}");
-    println!("  enqueue: {enqueued:.2?} ({:.0} ops/s)", OPERATIONS as f64 / enqueued.as_secs_f64());
+    println!(
+        "  enqueue: {enqueued:.2?} ({:.0} ops/s)",
+        OPERATIONS as f64 / enqueued.as_secs_f64()
+    );
     println!(
         "  drain (workers started to all final): {drained:.2?} ({:.1} ops/s)",
         OPERATIONS as f64 / drained.as_secs_f64()
     );
     println!("  per worker: {per_worker:?}");
     println!("  lost: 0, run twice: 0");
-    println!("  load average before: {load_before}; after: {load_after}; cores: {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!(
+        "  load average before: {load_before}; after: {load_after}; cores: {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
 }

@@ -189,9 +189,16 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
 
     let start_worker = |n: usize| {
         let mut c = command(&root, &home, &cloud);
-        c.args(["worker", "--queue", &queue, "--heartbeat-timeout", "3s", "-vv"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(work.join(format!("worker-{n}.log"))).unwrap());
+        c.args([
+            "worker",
+            "--queue",
+            &queue,
+            "--heartbeat-timeout",
+            "3s",
+            "-vv",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.join(format!("worker-{n}.log"))).unwrap());
         Worker {
             child: c.spawn().expect("starting kusionctl worker"),
         }
@@ -256,8 +263,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     let dev = op["id"].as_str().unwrap().to_string();
     let running = wait_until("t:a created", || {
         let op = get(&a, &alice, &dev);
-        (op["status"] == "running" && creations(&cloud).contains(&"t:a".to_string()))
-            .then_some(op)
+        (op["status"] == "running" && creations(&cloud).contains(&"t:a".to_string())).then_some(op)
     });
     // t:a's journal record is written right after the cloud created it: give it a moment, so
     // the kill lands in t:b's 8 s.
@@ -316,12 +322,9 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     // Nothing applied twice: each resource's step succeeded exactly once over both runs (t:b
     // started twice, the first time on the killed worker), and the cloud created each once.
     let mut succeeded: BTreeMap<String, usize> = BTreeMap::new();
-    for e in stream
-        .iter()
-        .filter(|e| {
-            e["type"] == "step_finished" && e["outcome"] == "succeeded" && e["action"] != "UnChanged"
-        })
-    {
+    for e in stream.iter().filter(|e| {
+        e["type"] == "step_finished" && e["outcome"] == "succeeded" && e["action"] != "UnChanged"
+    }) {
         *succeeded
             .entry(e["id"].as_str().unwrap().to_string())
             .or_default() += 1;
@@ -349,7 +352,10 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     let first = store.release(1).unwrap();
     assert_eq!(first.status, ReleaseStatus::Failed, "{first:?}");
     assert!(
-        first.notes.iter().any(|n| n.contains("closed by the next operation")),
+        first
+            .notes
+            .iter()
+            .any(|n| n.contains("closed by the next operation")),
         "{first:?}"
     );
     assert_eq!(store.release(2).unwrap().status, ReleaseStatus::Succeeded);

@@ -339,13 +339,7 @@ pub(crate) async fn run(
         } else {
             None
         };
-    let bound = kusion_server::bind(
-        &options,
-        Arc::new(checkout),
-        queue,
-        cluster,
-    )
-    .await?;
+    let bound = kusion_server::bind(&options, Arc::new(checkout), queue, cluster).await?;
     print_banner(&root, &bound);
     kusion_server::serve(bound, options.workers).await?;
     Ok(exit::OK)
