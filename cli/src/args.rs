@@ -231,6 +231,12 @@ impl Cli {
                 g.runtime_config = args.runtime_config.clone();
                 &[]
             }
+            Command::Worker(args) => {
+                g.config = args.config.config.clone();
+                g.set = args.config.set.clone();
+                g.runtime_config = args.runtime_config.clone();
+                &[]
+            }
         };
         let output = self.global.output;
         if output != Human && !allowed.contains(&output) {
@@ -517,6 +523,10 @@ pub enum Command {
     /// previews, applies and destroys with approval, progress events, history. With no options:
     /// 127.0.0.1, the stacks' own state, an in-process worker and a one-time admin token.
     Server(crate::cmd::server::ServerArgs),
+    /// Run operations queued by `kusionctl server --queue postgres://...` (any number of
+    /// workers on any number of machines share one queue), on the Konfig checkout in the current
+    /// folder.
+    Worker(crate::cmd::server::WorkerArgs),
     /// Print a shell completion script: `source <(kusionctl completion bash)`.
     Completion {
         /// The shell to complete for.

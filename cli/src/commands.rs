@@ -448,6 +448,9 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         Command::Server(args) => {
             return crate::cmd::server::run(args, &cli.global, runtimes).await;
         }
+        Command::Worker(args) => {
+            return crate::cmd::server::run_worker(args, &cli.global, runtimes).await;
+        }
         Command::Manpages { dir } => return crate::completion::manpages(dir),
         Command::Compile {
             all,
@@ -742,6 +745,7 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
         | Command::Completion { .. }
         | Command::Controller(_)
         | Command::Server(_)
+        | Command::Worker(_)
         | Command::Manpages { .. } => Err(anyhow::anyhow!(
             "internal: {} is handled before the runtimes load",
             match cli.command {

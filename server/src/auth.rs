@@ -82,9 +82,36 @@ struct TokenFile {
 }
 
 /// The token store: a JSON file in the server's data folder, rewritten atomically on change.
+/// Several servers may share the folder: changes are made under an exclusive lock on
+/// `tokens.json.lock` from the file as it is on disk, and each read first reloads the file when
+/// it was replaced since it was read.
 pub struct TokenStore {
     path: PathBuf,
     tokens: RwLock<Vec<TokenRecord>>,
+    /// The identity of the file the tokens were read from (None: there was none).
+    loaded: std::sync::Mutex<Option<FileStamp>>,
+}
+
+/// Inode, length and modification time: a save renames a new file over the old one.
+type FileStamp = (u64, u64, Option<std::time::SystemTime>);
+
+fn stamp(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Some((ino, meta.len(), meta.modified().ok()))
+}
+
+fn read_tokens(path: &Path) -> Result<Vec<TokenRecord>, ServerError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(serde_json::from_slice::<TokenFile>(&bytes)
+            .map_err(|e| ServerError::Io(format!("reading {}: {e}", path.display())))?
+            .tokens),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(ServerError::Io(format!("reading {}: {e}", path.display()))),
+    }
 }
 
 /// A freshly minted token: the secret is in `token` and nowhere else.
@@ -115,19 +142,58 @@ pub fn now_ms() -> u64 {
 impl TokenStore {
     /// Opens (or starts) the store at `path`.
     pub fn open(path: &Path) -> Result<TokenStore, ServerError> {
-        let tokens = match std::fs::read(path) {
-            Ok(bytes) => {
-                serde_json::from_slice::<TokenFile>(&bytes)
-                    .map_err(|e| ServerError::Io(format!("reading {}: {e}", path.display())))?
-                    .tokens
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(ServerError::Io(format!("reading {}: {e}", path.display()))),
-        };
+        let before = stamp(path);
+        let tokens = read_tokens(path)?;
         Ok(TokenStore {
             path: path.to_path_buf(),
             tokens: RwLock::new(tokens),
+            loaded: std::sync::Mutex::new(before),
         })
+    }
+
+    /// Reloads the tokens when another process replaced the file since they were read. A file
+    /// that cannot be read keeps the tokens last read (and says so).
+    fn refresh(&self) {
+        let now = stamp(&self.path);
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if *loaded == now {
+            return;
+        }
+        match read_tokens(&self.path) {
+            Ok(tokens) => {
+                *self.tokens.write().unwrap_or_else(|p| p.into_inner()) = tokens;
+                *loaded = now;
+            }
+            Err(e) => tracing::warn!("keeping the tokens last read: {e}"),
+        }
+    }
+
+    /// Runs `change` on the tokens as they are on disk, under the folder's lock, and saves them
+    /// when it returns true.
+    fn modify<T>(
+        &self,
+        change: impl FnOnce(&mut Vec<TokenRecord>) -> (bool, T),
+    ) -> Result<T, ServerError> {
+        let lock_path = self.path.with_extension("json.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .and_then(|f| f.lock().map(|_| f))
+            .map_err(|e| ServerError::Io(format!("locking {}: {e}", lock_path.display())))?;
+        // `loaded` before `tokens`, the order `refresh` takes them in.
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
+        *tokens = read_tokens(&self.path)?;
+        *loaded = stamp(&self.path);
+        let (save, out) = change(&mut tokens);
+        if save {
+            self.save(&tokens)?;
+            *loaded = stamp(&self.path);
+        }
+        drop(lock);
+        Ok(out)
     }
 
     fn save(&self, tokens: &[TokenRecord]) -> Result<(), ServerError> {
@@ -172,38 +238,36 @@ impl TokenStore {
             expires_at: ttl.map(|d| now.saturating_add(d.as_millis() as u64)),
             created_at: now,
         };
-        let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
-        tokens.push(record.clone());
-        self.save(&tokens)?;
+        self.modify(|tokens| {
+            tokens.push(record.clone());
+            (true, ())
+        })?;
         Ok(Minted { token, record })
     }
 
     /// Revokes every token of `subject` (the embedded server's start-up admin token is replaced
     /// on each start, so only the last one printed works).
     pub fn revoke_subject(&self, subject: &str) -> Result<usize, ServerError> {
-        let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
-        let before = tokens.len();
-        tokens.retain(|t| t.subject != subject);
-        let removed = before - tokens.len();
-        if removed > 0 {
-            self.save(&tokens)?;
-        }
-        Ok(removed)
+        self.modify(|tokens| {
+            let before = tokens.len();
+            tokens.retain(|t| t.subject != subject);
+            let removed = before - tokens.len();
+            (removed > 0, removed)
+        })
     }
 
     /// Revokes the token with `id`; false when there is none.
     pub fn revoke(&self, id: &str) -> Result<bool, ServerError> {
-        let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
-        let before = tokens.len();
-        tokens.retain(|t| t.id != id);
-        if tokens.len() == before {
-            return Ok(false);
-        }
-        self.save(&tokens)?;
-        Ok(true)
+        self.modify(|tokens| {
+            let before = tokens.len();
+            tokens.retain(|t| t.id != id);
+            let removed = tokens.len() != before;
+            (removed, removed)
+        })
     }
 
     pub fn list(&self) -> Vec<TokenRecord> {
+        self.refresh();
         self.tokens
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -216,6 +280,7 @@ impl TokenStore {
             return None;
         }
         let hash = hash_token(token);
+        self.refresh();
         let tokens = self.tokens.read().unwrap_or_else(|p| p.into_inner());
         let record = tokens.iter().find(|t| t.hash == hash)?;
         if record.expires_at.is_some_and(|at| now_ms() >= at) {
@@ -260,5 +325,25 @@ mod tests {
         assert!(store.verify(&expired.token).is_none());
         assert!(store.revoke(&minted.record.id).unwrap());
         assert!(store.verify(&minted.token).is_none());
+    }
+
+    #[test]
+    fn servers_sharing_the_folder_see_each_others_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let a = TokenStore::open(&path).unwrap();
+        let b = TokenStore::open(&path).unwrap();
+        let all = BTreeMap::from([(ALL_PROJECTS.to_string(), Role::Admin)]);
+        let from_a = a.mint("alice", all.clone(), None).unwrap();
+        let from_b = b.mint("bob", all, None).unwrap();
+        // B minted from the file as A left it: neither change is lost.
+        assert!(a.verify(&from_b.token).is_some());
+        assert!(b.verify(&from_a.token).is_some());
+        assert_eq!(a.list().len(), 2);
+        assert!(b.revoke(&from_a.record.id).unwrap());
+        assert!(a.verify(&from_a.token).is_none());
+        assert_eq!(b.revoke_subject("bob").unwrap(), 1);
+        assert!(a.verify(&from_b.token).is_none());
+        assert!(a.list().is_empty());
     }
 }

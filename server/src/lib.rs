@@ -19,6 +19,7 @@ pub mod auth;
 pub mod cache;
 pub mod cluster;
 pub mod ops;
+pub mod pgqueue;
 pub mod problem;
 pub mod source;
 pub mod worker;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 
 pub use cluster::{ClusterError, ClusterStack, ClusterStacks};
 pub use ops::{InProcessQueue, Operation, OperationQueue};
+pub use pgqueue::{PostgresQueue, QueueOptions};
 pub use source::{Prepared, SourceError, StackRef, StackSource};
 
 #[derive(Debug, thiserror::Error)]
@@ -131,18 +133,7 @@ pub async fn bind(
 
 /// Serves until the process ends, with `workers` in-process workers.
 pub async fn serve(bound: Bound, workers: usize) -> Result<(), ServerError> {
-    for n in 0..workers {
-        let name = format!(
-            "{}-{}-{n}",
-            kusion_kernel::state::hostname(),
-            std::process::id()
-        );
-        tokio::spawn(worker::run(
-            bound.state.queue.clone(),
-            bound.state.source.clone(),
-            name,
-        ));
-    }
+    spawn_workers(&bound.state.queue, &bound.state.source, workers);
     let app = api::router(bound.state);
     axum::serve(
         bound.listener,
@@ -150,4 +141,24 @@ pub async fn serve(bound: Bound, workers: usize) -> Result<(), ServerError> {
     )
     .await
     .map_err(|e| ServerError::Io(format!("serving: {e}")))
+}
+
+/// Starts `count` workers on the async runtime, named `<host>-<pid>-<n>` (unique across the
+/// machines sharing a queue); returns their names.
+pub fn spawn_workers(
+    queue: &Arc<dyn OperationQueue>,
+    source: &Arc<dyn StackSource>,
+    count: usize,
+) -> Vec<String> {
+    (0..count)
+        .map(|n| {
+            let name = format!(
+                "{}-{}-{n}",
+                kusion_kernel::state::hostname(),
+                std::process::id()
+            );
+            tokio::spawn(worker::run(queue.clone(), source.clone(), name.clone()));
+            name
+        })
+        .collect()
 }

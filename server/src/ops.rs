@@ -163,14 +163,25 @@ impl EventKind {
     }
 }
 
+/// The first event of every operation.
+pub fn queued_event() -> EventKind {
+    EventKind::Status {
+        status: OperationStatus::Queued,
+        message: None,
+    }
+}
+
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// Where operations wait and are claimed, and where their events are kept. A queue on a shared
-/// database lets several servers and workers share the work; every method is short and
-/// synchronous so a database-backed one can run its statements directly.
+/// database ([`crate::pgqueue::PostgresQueue`]) lets several servers and workers share the
+/// work; every method is short and synchronous (a database-backed one runs its statements on
+/// its own threads, never on the async runtime's).
 pub trait OperationQueue: Send + Sync + 'static {
+    /// Stores a new operation with its first event (`status: queued`) in one step, so a worker
+    /// that claims it at once cannot record an event before it.
     fn create(&self, operation: &Operation) -> Result<(), ServerError>;
     fn get(&self, id: &str) -> Result<Option<Operation>, ServerError>;
     fn list(&self) -> Result<Vec<Operation>, ServerError>;
@@ -184,6 +195,16 @@ pub trait OperationQueue: Send + Sync + 'static {
     fn push_event(&self, id: &str, kind: EventKind) -> Result<OperationEvent, ServerError>;
     /// The operation's events after `after` (a `seq`).
     fn events(&self, id: &str, after: u64) -> Result<Vec<OperationEvent>, ServerError>;
+    /// Records that `worker` is still running operation `id` (false: it no longer holds it).
+    /// Queues that never re-queue a silent worker's operation need not keep track.
+    fn heartbeat(&self, _id: &str, _worker: &str) -> Result<bool, ServerError> {
+        Ok(true)
+    }
+    /// How often a worker running an operation calls [`OperationQueue::heartbeat`] (None:
+    /// never).
+    fn heartbeat_every(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// Ticks whenever an operation or event is added or changed: workers and event streams wait
     /// on it (a database queue may tick on a timer).
     fn changes(&self) -> watch::Receiver<u64>;
@@ -228,7 +249,11 @@ impl OperationQueue for InProcessQueue {
                 operation.id.clone(),
                 Entry {
                     operation: Some(operation.clone()),
-                    events: Vec::new(),
+                    events: vec![OperationEvent {
+                        seq: 1,
+                        time: now_rfc3339(),
+                        kind: queued_event(),
+                    }],
                     order,
                 },
             );
@@ -408,9 +433,10 @@ mod tests {
             )
             .unwrap()
             .seq,
-            1
+            2
         );
-        assert_eq!(q.events("a", 0).unwrap().len(), 1);
-        assert!(q.events("a", 1).unwrap().is_empty());
+        assert_eq!(q.events("a", 0).unwrap()[0].kind, queued_event());
+        assert_eq!(q.events("a", 0).unwrap().len(), 2);
+        assert!(q.events("a", 2).unwrap().is_empty());
     }
 }

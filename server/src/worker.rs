@@ -19,7 +19,14 @@ use crate::source::StackSource;
 pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, name: String) {
     let mut changes = queue.changes();
     loop {
-        match queue.claim(&name) {
+        // A database queue's claim blocks on its connection thread.
+        let claimed = {
+            let (queue, name) = (queue.clone(), name.clone());
+            tokio::task::spawn_blocking(move || queue.claim(&name))
+                .await
+                .unwrap_or_else(|e| Err(crate::ServerError::Io(format!("the claim's task: {e}"))))
+        };
+        match claimed {
             Ok(Some(op)) => {
                 let id = op.id.clone();
                 // Compiling, planning and applying block; the kernel's runtimes may use the
@@ -28,7 +35,7 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
                     let (queue, source) = (queue.clone(), source.clone());
                     tokio::task::spawn_blocking(move || execute(&*queue, &*source, op))
                 };
-                if let Err(e) = task.await {
+                if let Err(e) = heartbeating(&queue, &id, &name, task).await {
                     tracing::error!(operation = %id, "the operation's task stopped: {e}");
                     abandon(&*queue, &id, &format!("the worker's task stopped: {e}"));
                 }
@@ -39,6 +46,41 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
         }
         // Woken by any change; the timer covers queues that cannot tell.
         let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+    }
+}
+
+/// Awaits `task`, telling the queue every so often that this worker still runs operation `id`
+/// (a shared queue re-queues the operations of workers that went silent).
+async fn heartbeating(
+    queue: &Arc<dyn OperationQueue>,
+    id: &str,
+    name: &str,
+    mut task: tokio::task::JoinHandle<()>,
+) -> Result<(), tokio::task::JoinError> {
+    let Some(every) = queue.heartbeat_every() else {
+        return task.await;
+    };
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            done = &mut task => return done,
+            _ = ticks.tick() => {
+                let (q, op, me) = (queue.clone(), id.to_string(), name.to_string());
+                // The queue's call blocks on its database thread.
+                let beat = tokio::task::spawn_blocking(move || q.heartbeat(&op, &me)).await;
+                match beat {
+                    Ok(Ok(true)) => {}
+                    // The stack's lease fences this run's writes once another run takes it.
+                    Ok(Ok(false)) => tracing::warn!(
+                        operation = %id,
+                        "the queue no longer counts this worker as running the operation"
+                    ),
+                    Ok(Err(e)) => tracing::warn!(operation = %id, "heartbeat: {e}"),
+                    Err(e) => tracing::warn!(operation = %id, "heartbeat task: {e}"),
+                }
+            }
+        }
     }
 }
 

@@ -17,7 +17,8 @@ use kusion_kernel::state::StateStore;
 use kusion_sdk::runtime::Runtime;
 use kusion_server::cluster::{ClusterCondition, ClusterPlan};
 use kusion_server::{
-    ClusterError, ClusterStack, ClusterStacks, Prepared, SourceError, StackRef, StackSource,
+    ClusterError, ClusterStack, ClusterStacks, OperationQueue, Prepared, SourceError, StackRef,
+    StackSource,
 };
 use serde_json::Value;
 
@@ -45,11 +46,66 @@ pub struct ServerArgs {
     /// ~/.kube/config, the in-cluster service account).
     #[arg(long)]
     pub cluster: bool,
+    #[command(flatten)]
+    pub queue: QueueArgs,
+    /// Workers to run in this process (0: only serve the API; `kusionctl worker` processes
+    /// sharing `--queue` run the operations).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub workers: usize,
     /// How long the list of stacks and each stack's release history are served from memory
     /// before the checkout and state are read again (`0s`: every request reads them). An
     /// operation finishing in this server refreshes the histories at once.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub cache_ttl: std::time::Duration,
+    /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
+    #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
+    pub runtime_config: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Where operations wait: in this process, or in PostgreSQL shared with other servers and
+/// workers.
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// Keep operations in PostgreSQL (`postgres://user:password@host/db`), shared by every
+    /// `kusionctl server` and `kusionctl worker` given the same URL (default: in memory, this
+    /// process only).
+    #[arg(long, env = "KUSION_QUEUE", value_name = "URL")]
+    pub queue: Option<String>,
+    /// With --queue: a running operation whose worker has not heartbeaten for this long is
+    /// re-queued by the next claim (failed after 3 attempts) [default: the stack lease's TTL +
+    /// 15s, so the dead worker's stack lease has expired first].
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub heartbeat_timeout: Option<std::time::Duration>,
+}
+
+impl QueueArgs {
+    fn open(&self) -> Result<Arc<dyn OperationQueue>> {
+        let Some(url) = &self.queue else {
+            return Ok(Arc::new(kusion_server::InProcessQueue::default()));
+        };
+        let mut options = kusion_server::QueueOptions::default();
+        if let Some(timeout) = self.heartbeat_timeout {
+            options.heartbeat_timeout = timeout;
+        }
+        let queue = kusion_server::PostgresQueue::connect(url, options).with_context(|| {
+            format!(
+                "opening the operation queue at {}",
+                kusion_server::pgqueue::redact(url)
+            )
+        })?;
+        Ok(Arc::new(queue))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub queue: QueueArgs,
+    /// Workers to run in this process.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub workers: usize,
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
     pub runtime_config: Option<PathBuf>,
@@ -237,11 +293,8 @@ impl ClusterStacks for Cluster {
     }
 }
 
-pub(crate) async fn run(
-    args: &ServerArgs,
-    global: &Global,
-    runtimes: Vec<Arc<dyn Runtime>>,
-) -> Result<u8> {
+/// The checkout `kusionctl server` and `kusionctl worker` serve: the working folder's.
+fn checkout(global: &Global, runtimes: Vec<Arc<dyn Runtime>>) -> Result<(PathBuf, Checkout)> {
     let root = match &global.workdir {
         Some(d) => d.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
@@ -263,6 +316,15 @@ pub(crate) async fn run(
             runtime_config,
         },
     };
+    Ok((root, checkout))
+}
+
+pub(crate) async fn run(
+    args: &ServerArgs,
+    global: &Global,
+    runtimes: Vec<Arc<dyn Runtime>>,
+) -> Result<u8> {
+    let (root, checkout) = checkout(global, runtimes)?;
     let data_dir = args
         .data_dir
         .clone()
@@ -270,9 +332,10 @@ pub(crate) async fn run(
     let options = kusion_server::ServeOptions {
         listen: args.listen,
         data_dir,
-        workers: 1,
+        workers: args.workers,
         cache_ttl: args.cache_ttl,
     };
+    let queue = args.queue.open()?;
     let cluster: Option<Arc<dyn ClusterStacks>> =
         if args.cluster || args.kubeconfig.is_some() || args.context.is_some() {
             let client =
@@ -282,15 +345,48 @@ pub(crate) async fn run(
         } else {
             None
         };
-    let bound = kusion_server::bind(
-        &options,
-        Arc::new(checkout),
-        Arc::new(kusion_server::InProcessQueue::default()),
-        cluster,
-    )
-    .await?;
+    let bound = kusion_server::bind(&options, Arc::new(checkout), queue, cluster).await?;
     print_banner(&root, &bound);
     kusion_server::serve(bound, options.workers).await?;
+    Ok(exit::OK)
+}
+
+/// `kusionctl worker`: only workers, claiming from the shared queue, running operations on
+/// the checkout in the current folder (the same one the servers serve).
+pub(crate) async fn run_worker(
+    args: &WorkerArgs,
+    global: &Global,
+    runtimes: Vec<Arc<dyn Runtime>>,
+) -> Result<u8> {
+    let Some(url) = &args.queue.queue else {
+        anyhow::bail!(
+            "kusionctl worker needs --queue postgres://... (the queue the servers share)"
+        );
+    };
+    if args.workers == 0 {
+        anyhow::bail!("--workers must be at least 1");
+    }
+    let (root, checkout) = checkout(global, runtimes)?;
+    let queue = args.queue.open()?;
+    let source: Arc<dyn StackSource> = Arc::new(checkout);
+    let names = kusion_server::spawn_workers(&queue, &source, args.workers);
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "kusion worker {} claiming from {} for {}",
+            names.join(", "),
+            kusion_server::pgqueue::redact(url),
+            root.display()
+        );
+        let _ = out.flush();
+    }
+    // The workers run until the process is stopped; an interrupted operation is re-queued by
+    // the next claim once its heartbeats stop.
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for an interrupt")?;
     Ok(exit::OK)
 }
 

@@ -538,13 +538,6 @@ async fn create_operation(
     let found = find_stack(&state, &project, &stack).await?;
     let op = ops::new_operation(body.kind, &found, &principal.subject);
     state.queue.create(&op)?;
-    state.queue.push_event(
-        &op.id,
-        EventKind::Status {
-            status: OperationStatus::Queued,
-            message: None,
-        },
-    )?;
     let location = format!("/api/v1/operations/{}", op.id);
     let mut response = (StatusCode::ACCEPTED, Json(op)).into_response();
     if let Ok(v) = HeaderValue::from_str(&location) {

@@ -1,0 +1,374 @@
+//! `kusionctl server` scaled out on PostgreSQL (the testbed build with the fake-cloud runtime):
+//! two servers (no workers of their own) and three `kusionctl worker` processes share one
+//! PostgreSQL queue and one data folder. Tokens minted through one server work on the other;
+//! operations created through server A are seen and approved through server B; the worker
+//! running an apply is killed with SIGKILL mid-apply, and the operation is re-queued by another
+//! worker's claim and completes there, with the stack's state holding every resource once and
+//! nothing applied twice.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kusion_kernel::state::{LocalStore, ReleaseStatus, StateStore};
+use kusion_pg_harness::PgServer;
+use kusion_tests::api_server::ApiServer;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
+
+/// `t:a` is created at once; `t:b` takes 8 s (the window the worker is killed in); `t:c`
+/// follows it.
+const DEV_K: &str = r#"resources = [
+    {
+        id = "t:a"
+        type = "Test"
+        attributes = {size = 1}
+    }
+    {
+        id = "t:b"
+        type = "Test"
+        attributes = {size = 2, delayMs = 8000}
+        dependsOn = ["t:a"]
+    }
+    {
+        id = "t:c"
+        type = "Test"
+        attributes = {size = 3}
+        dependsOn = ["t:b"]
+    }
+]
+"#;
+
+const PROD_K: &str = r#"resources = [
+    {
+        id = "t:prod"
+        type = "Test"
+        attributes = {size = 1}
+    }
+]
+"#;
+
+fn write_stack(root: &Path, name: &str, approval: bool, main: &str) {
+    let stack = root.join("inv").join(name);
+    std::fs::create_dir_all(&stack).unwrap();
+    std::fs::write(
+        stack.join("stack.yaml"),
+        format!("name: {name}\nrequireApproval: {approval}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        stack.join("kcl.yaml"),
+        "kcl_cli_configs:\n  files:\n    - main.k\n",
+    )
+    .unwrap();
+    std::fs::write(stack.join("main.k"), main).unwrap();
+}
+
+/// `ROOT/kcl.mod`, project `inv`: `inv/dev` (three chained resources, no approval) and
+/// `inv/prod` (one resource, approval required).
+fn layout(root: &Path) {
+    std::fs::create_dir_all(root.join("inv")).unwrap();
+    std::fs::write(root.join("kcl.mod"), "[package]\nname = \"served\"\n").unwrap();
+    std::fs::write(root.join("inv/project.yaml"), "name: inv\n").unwrap();
+    write_stack(root, "dev", false, DEV_K);
+    write_stack(root, "prod", true, PROD_K);
+}
+
+fn command(dir: &Path, home: &Path, cloud: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .env("HOME", home)
+        .env("KUSION_TEST_CLOUD", cloud)
+        .env_remove("KUSION_STATE_DIR")
+        .env_remove("KUSION_CONFIG")
+        .env_remove("KUSION_RUNTIME_CONFIG")
+        .env_remove("KUSION_PLUGIN_PATH")
+        .env_remove("KUSION_QUEUE")
+        .env_remove("KUSION_LEASE_TTL")
+        .stdin(Stdio::null());
+    c
+}
+
+struct Worker {
+    child: Child,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn get(server: &ApiServer, token: &str, id: &str) -> Value {
+    let (code, op) = server.call("GET", &format!("/api/v1/operations/{id}"), token, None);
+    assert_eq!(code, 200, "{op}");
+    op
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> Option<Value>) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(v) = done() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "never {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn wait_for(server: &ApiServer, token: &str, id: &str, status: &str) -> Value {
+    wait_until(&format!("{id} {status}"), || {
+        let op = get(server, token, id);
+        assert!(
+            op["status"] == status
+                || !matches!(
+                    op["status"].as_str(),
+                    Some("failed" | "blocked" | "rejected" | "succeeded")
+                ),
+            "{op}"
+        );
+        (op["status"] == status).then_some(op)
+    })
+}
+
+fn events(server: &ApiServer, token: &str, id: &str) -> Vec<Value> {
+    let url = format!("{}/api/v1/operations/{id}/events", server.base);
+    let mut response = kusion_tests::api_server::agent()
+        .get(&url)
+        .header("Authorization", format!("Bearer {token}").as_str())
+        .call()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let text = response.body_mut().read_to_string().unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+fn creations(cloud: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(cloud.join("creations.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
+    let pg = PgServer::start().unwrap_or_else(|e| panic!("PostgreSQL must start: {e}"));
+    let queue = pg.create_database("kusion_queue").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let home = work.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let root = work.join("served");
+    layout(&root);
+    let cloud = work.join("cloud");
+    let data = work.join("server-data");
+
+    let start_server = |name: &str| {
+        let mut c = command(&root, &home, &cloud);
+        c.args(["server", "--listen", "127.0.0.1:0", "--workers", "0"])
+            .args(["--queue", &queue, "--data-dir"])
+            .arg(&data)
+            .arg("-vv");
+        ApiServer::start(c, &work.join(format!("{name}.log")))
+    };
+    let a = start_server("server-a");
+    let b = start_server("server-b");
+    // B's start replaced the start-up admin token; the one B printed works on both.
+    let admin = b.admin.clone();
+    let (code, _) = a.call("GET", "/api/v1/tokens", &a.admin, None);
+    assert_eq!(code, 401, "A's start-up token was replaced by B's start");
+
+    let start_worker = |n: usize| {
+        let mut c = command(&root, &home, &cloud);
+        c.args([
+            "worker",
+            "--queue",
+            &queue,
+            "--heartbeat-timeout",
+            "3s",
+            "-vv",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.join(format!("worker-{n}.log"))).unwrap());
+        Worker {
+            child: c.spawn().expect("starting kusionctl worker"),
+        }
+    };
+    let mut workers: Vec<Option<Worker>> = (0..3).map(|n| Some(start_worker(n))).collect();
+
+    // Tokens minted through A are honoured by B: the data folder is shared.
+    let mint = |subject: &str, role: &str| {
+        let (code, body) = a.call(
+            "POST",
+            "/api/v1/tokens",
+            &admin,
+            Some(json!({"subject": subject, "scopes": {"inv": role}, "ttlSeconds": 3600})),
+        );
+        assert_eq!(code, 201, "{body}");
+        body["token"].as_str().unwrap().to_string()
+    };
+    let alice = mint("alice", "operator");
+    let bob = mint("bob", "approver");
+    let (code, projects) = b.call("GET", "/api/v1/projects", &alice, None);
+    assert_eq!(code, 200, "{projects}");
+
+    // A preview queued through A runs on some worker and is read through B.
+    let (code, op) = a.call(
+        "POST",
+        "/api/v1/projects/inv/stacks/dev/operations",
+        &alice,
+        Some(json!({"kind": "preview"})),
+    );
+    assert_eq!(code, 202, "{op}");
+    let preview = wait_for(&b, &alice, op["id"].as_str().unwrap(), "succeeded");
+    assert_eq!(preview["plan"]["summary"]["create"], 3, "{preview}");
+
+    // An apply needing approval: asked for through A, approved through B.
+    let (code, op) = a.call(
+        "POST",
+        "/api/v1/projects/inv/stacks/prod/operations",
+        &alice,
+        Some(json!({"kind": "apply"})),
+    );
+    assert_eq!(code, 202, "{op}");
+    let prod = op["id"].as_str().unwrap().to_string();
+    wait_for(&b, &alice, &prod, "awaiting_approval");
+    let (code, body) = b.call(
+        "POST",
+        &format!("/api/v1/operations/{prod}/approve"),
+        &bob,
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let done = wait_for(&a, &alice, &prod, "succeeded");
+    assert_eq!(done["approvedBy"], "bob", "{done}");
+
+    // The apply of dev: its worker is killed while t:b is being created.
+    let (code, op) = b.call(
+        "POST",
+        "/api/v1/projects/inv/stacks/dev/operations",
+        &alice,
+        Some(json!({"kind": "apply"})),
+    );
+    assert_eq!(code, 202, "{op}");
+    let dev = op["id"].as_str().unwrap().to_string();
+    let running = wait_until("t:a created", || {
+        let op = get(&a, &alice, &dev);
+        (op["status"] == "running" && creations(&cloud).contains(&"t:a".to_string())).then_some(op)
+    });
+    // t:a's journal record is written right after the cloud created it: give it a moment, so
+    // the kill lands in t:b's 8 s.
+    std::thread::sleep(Duration::from_secs(1));
+    let first_worker = running["worker"].as_str().unwrap().to_string();
+    let victim = workers
+        .iter()
+        .position(|w| {
+            let pid = w.as_ref().unwrap().child.id();
+            first_worker.contains(&format!("-{pid}-"))
+        })
+        .unwrap_or_else(|| panic!("no worker process runs as {first_worker}"));
+    let mut killed = workers[victim].take().unwrap();
+    // `Child::kill` is SIGKILL: no chance to record anything.
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    assert!(
+        !creations(&cloud).contains(&"t:b".to_string()),
+        "killed before t:b existed"
+    );
+
+    let finished = wait_until("dev finished", || {
+        let op = get(&b, &alice, &dev);
+        matches!(op["status"].as_str(), Some("succeeded" | "failed")).then_some(op)
+    });
+    assert_eq!(finished["status"], "succeeded", "{finished}");
+    let second_worker = finished["worker"].as_str().unwrap();
+    assert_ne!(second_worker, first_worker, "{finished}");
+
+    // The stream tells the story: running, the requeue, running again, done.
+    let stream = events(&a, &alice, &dev);
+    let statuses: Vec<String> = stream
+        .iter()
+        .filter(|e| e["type"] == "status")
+        .map(|e| e["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["queued", "running", "queued", "running", "succeeded"],
+        "{stream:#?}"
+    );
+    let requeue = stream
+        .iter()
+        .filter(|e| e["type"] == "status" && e["status"] == "queued")
+        .nth(1)
+        .unwrap();
+    let message = requeue["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("worker {first_worker} stopped heartbeating"))
+            && message.contains("re-queued"),
+        "{message}"
+    );
+    let seqs: Vec<u64> = stream.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+
+    // Nothing applied twice: each resource's step succeeded exactly once over both runs (t:b
+    // started twice, the first time on the killed worker), and the cloud created each once.
+    let mut succeeded: BTreeMap<String, usize> = BTreeMap::new();
+    for e in stream.iter().filter(|e| {
+        e["type"] == "step_finished" && e["outcome"] == "succeeded" && e["action"] != "UnChanged"
+    }) {
+        *succeeded
+            .entry(e["id"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(
+        succeeded,
+        BTreeMap::from([("t:a".into(), 1), ("t:b".into(), 1), ("t:c".into(), 1)]),
+        "{stream:#?}"
+    );
+    assert_eq!(
+        creations(&cloud),
+        ["t:a", "t:b", "t:c", "t:prod"],
+        "each resource created once"
+    );
+
+    // The stack is consistent: state holds the three; the killed run's release was closed as
+    // failed by the next one, which succeeded.
+    let store = LocalStore::new(root.join("inv/dev/.kusion/state"));
+    let state = store.load().unwrap();
+    let mut ids: Vec<&String> = state.resources.keys().collect();
+    ids.sort();
+    assert_eq!(ids, ["t:a", "t:b", "t:c"]);
+    let latest = store.latest_revision().unwrap().unwrap();
+    assert_eq!(latest, 2, "one release per run");
+    let first = store.release(1).unwrap();
+    assert_eq!(first.status, ReleaseStatus::Failed, "{first:?}");
+    assert!(
+        first
+            .notes
+            .iter()
+            .any(|n| n.contains("closed by the next operation")),
+        "{first:?}"
+    );
+    assert_eq!(store.release(2).unwrap().status, ReleaseStatus::Succeeded);
+
+    // The surviving workers keep draining: a preview still runs.
+    let (code, op) = a.call(
+        "POST",
+        "/api/v1/projects/inv/stacks/dev/operations",
+        &alice,
+        Some(json!({"kind": "preview"})),
+    );
+    assert_eq!(code, 202, "{op}");
+    let after = wait_for(&b, &alice, op["id"].as_str().unwrap(), "succeeded");
+    assert_eq!(after["plan"]["summary"]["unchanged"], 3, "{after}");
+    drop(workers);
+}
