@@ -141,7 +141,7 @@ impl<'a> Checker<'a> {
             ExprKind::Lambda(l) => self.infer_lambda(env, l),
             ExprKind::As { value, ty } => {
                 let got = self.infer(env, value);
-                self.check_type_names(env, ty);
+                self.check_as_type_names(env, ty);
                 let t = self.resolve_type(env.pkg, env.file, ty);
                 let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
                 if !got.is_any()

@@ -168,6 +168,9 @@ struct Checker<'a> {
     /// The package-level names the statements checked so far (in the package being checked)
     /// define: upstream offers a variable as "did you mean" only once it is in scope.
     reached: rustc_hash::FxHashSet<Symbol>,
+    /// In upstream's first scan of the package's variables (see `declare_globals`): only the
+    /// variables in `reached` are in scope for "did you mean".
+    early_scope: bool,
 }
 
 /// Lexical context of the expression being checked.
@@ -240,6 +243,7 @@ impl<'a> Checker<'a> {
             schema_assigned: FxHashMap::default(),
             checking: None,
             reached: Default::default(),
+            early_scope: false,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
