@@ -307,6 +307,13 @@ impl<'a> Checker<'a> {
                     self.err(ErrKind::Compile, msg, st.name.span);
                 }
                 for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
+                    // upstream checks a mixin's name before it looks the mixin up
+                    let name = b.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    if st.mixins.iter().any(|m| std::ptr::eq(m, b)) && !name.ends_with("Mixin") {
+                        let msg =
+                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
+                        self.err(ErrKind::Name, msg, b.span.shrink_to_lo());
+                    }
                     self.check_defined(env, b.names[0].sym, b.names[0].span);
                 }
                 if !self.errors.is_empty() {
@@ -321,17 +328,6 @@ impl<'a> Checker<'a> {
                     let msg =
                         format!("invalid schema inherit object type, expect schema, got '{name}'");
                     self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
-                }
-                for m in &st.mixins {
-                    let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
-                    if !name.ends_with("Mixin") {
-                        let msg =
-                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
-                        self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
-                    }
-                }
-                if !self.errors.is_empty() {
-                    return;
                 }
                 let id = self.pkgs[env.pkg].schemas.get(&st.name.sym).copied();
                 let mut senv = Env {
