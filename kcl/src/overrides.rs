@@ -62,10 +62,15 @@ fn value_expr(text: &str) -> Result<Expr, String> {
     let Some(StmtKind::Assign(a)) = m.body.into_iter().next().map(|s| s.kind) else {
         return Err(format!("invalid override value '{text}'"));
     };
-    // a bare name is a string, as upstream treats `-O a.b=value`
+    // a bare name is a string, as upstream treats `-O a.b=value`; so is an operation
+    // (`-O a=-3` sets '-3', `-O a=1+2` sets '1+2'), as upstream's override values
     Ok(match &a.value.kind {
         ExprKind::Ident(s) => Expr {
             kind: ExprKind::Str(Arc::from(s.as_str())),
+            span: a.value.span,
+        },
+        ExprKind::Unary { .. } | ExprKind::Binary { .. } => Expr {
+            kind: ExprKind::Str(Arc::from(text.trim())),
             span: a.value.span,
         },
         _ => a.value,
