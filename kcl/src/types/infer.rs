@@ -205,13 +205,10 @@ impl<'a> Checker<'a> {
                 if attr.sym.as_str() != "instances" {
                     let name = self.schema_name(id);
                     let a = attr.sym.as_str();
-                    let msg = if similar("instances", a) {
-                        format!(
-                            "attribute '{a}' not found in '{name}', did you mean '[\"instances\"]'?"
-                        )
-                    } else {
-                        format!("attribute '{a}' not found in '{name}'")
-                    };
+                    let msg = format!(
+                        "attribute '{a}' not found in '{name}'{}",
+                        did_you_mean(a, ["instances"])
+                    );
                     self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
                 }
                 Ty::Any

@@ -631,20 +631,3 @@ fn did_you_mean_or<'s>(name: &str, cands: impl IntoIterator<Item = &'s str>) -> 
         format!(", did you mean '{}'?", s.join(" or "))
     }
 }
-
-/// Upstream's "did you mean" closeness: a small edit distance relative to the length.
-fn similar(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    let d = prev[b.len()];
-    d > 0 && d * 3 <= a.len().max(b.len())
-}
