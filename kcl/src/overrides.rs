@@ -226,11 +226,27 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
             found |= apply_module(&mut std::sync::Arc::make_mut(m).body, &spec, &value);
         }
         if !found
-            && spec.op.is_some()
-            && spec.path.len() == 1
+            && let Some(op) = spec.op
+            && (spec.path.len() == 1 || op != ast::ConfigOp::Insert)
             && let Some(m) = program.main.modules.last_mut()
         {
             let m = std::sync::Arc::make_mut(m);
+            // a missing root with a path gets a config holding the path (upstream adds
+            // `a = {b.c = v}` for `-O a.b.c=v`)
+            let value = if spec.path.len() > 1 {
+                Some(Expr {
+                    kind: ExprKind::Config(Box::new([ConfigEntry {
+                        kind: ConfigEntryKind::KeyValue {
+                            key: key_expr(&spec.path[1..]),
+                            op,
+                            value: value.clone().unwrap(),
+                        },
+                    }])),
+                    span: Span::default(),
+                })
+            } else {
+                value.clone()
+            };
             let t = ast::Target {
                 name: name(&spec.path[0]),
                 path: Vec::new(),
