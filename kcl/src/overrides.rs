@@ -62,10 +62,15 @@ fn value_expr(text: &str) -> Result<Expr, String> {
     let Some(StmtKind::Assign(a)) = m.body.into_iter().next().map(|s| s.kind) else {
         return Err(format!("invalid override value '{text}'"));
     };
-    // a bare name is a string, as upstream treats `-O a.b=value`
+    // a bare name is a string, as upstream treats `-O a.b=value`; so is an operation
+    // (`-O a=-3` sets '-3', `-O a=1+2` sets '1+2'), as upstream's override values
     Ok(match &a.value.kind {
         ExprKind::Ident(s) => Expr {
             kind: ExprKind::Str(Arc::from(s.as_str())),
+            span: a.value.span,
+        },
+        ExprKind::Unary { .. } | ExprKind::Binary { .. } => Expr {
+            kind: ExprKind::Str(Arc::from(text.trim())),
             span: a.value.span,
         },
         _ => a.value,
@@ -221,11 +226,27 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
             found |= apply_module(&mut std::sync::Arc::make_mut(m).body, &spec, &value);
         }
         if !found
-            && spec.op.is_some()
-            && spec.path.len() == 1
+            && let Some(op) = spec.op
+            && (spec.path.len() == 1 || op != ast::ConfigOp::Insert)
             && let Some(m) = program.main.modules.last_mut()
         {
             let m = std::sync::Arc::make_mut(m);
+            // a missing root with a path gets a config holding the path (upstream adds
+            // `a = {b.c = v}` for `-O a.b.c=v`)
+            let value = if spec.path.len() > 1 {
+                Some(Expr {
+                    kind: ExprKind::Config(Box::new([ConfigEntry {
+                        kind: ConfigEntryKind::KeyValue {
+                            key: key_expr(&spec.path[1..]),
+                            op,
+                            value: value.clone().unwrap(),
+                        },
+                    }])),
+                    span: Span::default(),
+                })
+            } else {
+                value.clone()
+            };
             let t = ast::Target {
                 name: name(&spec.path[0]),
                 path: Vec::new(),

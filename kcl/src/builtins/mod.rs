@@ -150,10 +150,32 @@ fn b_reduce(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
 }
 
 fn minmax(args: &[Value], want: std::cmp::Ordering, f: &str) -> RtResult<Value> {
-    let items = if args.len() == 1 {
-        args[0].iter_items()?
-    } else {
-        args.to_vec()
+    // upstream's words: the argument count, then what a single argument is
+    let items = match args {
+        [] => {
+            return Err(RtError::eval(format!(
+                "{f}() takes exactly one argument (0 given)"
+            )));
+        }
+        [a] => {
+            let kind = match a {
+                Value::List(_) => "list",
+                Value::Str(_) => "str",
+                Value::Dict(_) | Value::Schema(_) => "dict",
+                _ => {
+                    return Err(RtError::eval(format!(
+                        "{} object is not iterable",
+                        a.type_name()
+                    )));
+                }
+            };
+            let items = a.iter_items()?;
+            if items.is_empty() {
+                return Err(RtError::eval(format!("arg is an empty {kind}")));
+            }
+            items
+        }
+        _ => args.to_vec(),
     };
     let mut best: Option<Value> = None;
     for x in items {
@@ -480,7 +502,15 @@ fn b_isunique(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult
 }
 
 fn b_sorted(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let mut items = req(args, kw, 0, "inval", "sorted")?.iter_items()?;
+    let v = req(args, kw, 0, "inval", "sorted")?;
+    // upstream sorts strings, lists and dicts only (None and Undefined included)
+    if !matches!(
+        v,
+        Value::Str(_) | Value::List(_) | Value::Dict(_) | Value::Schema(_)
+    ) {
+        return Err(RtError::eval("sorted only for str|list|dict type"));
+    }
+    let mut items = v.iter_items()?;
     let reverse = arg(args, kw, 1, "reverse").is_some_and(|v| v.truthy());
     let mut err = None;
     items.sort_by(|a, b| match value::ops_cmp(a, b) {

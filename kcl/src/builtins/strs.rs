@@ -195,8 +195,15 @@ pub fn call_method(
             let owned;
             let items: &[Value] = match it {
                 Value::List(l) => l,
+                // upstream iterates nothing else (None included) and says so at run time
+                Value::None | Value::Undefined => {
+                    return Err(RtError::eval(format!(
+                        "'{}' object is not iterable",
+                        it.type_name()
+                    )));
+                }
                 other => {
-                    owned = other.iter_items()?;
+                    owned = other.iter_items().map_err(|e| RtError::eval(e.msg))?;
                     &owned
                 }
             };

@@ -1047,12 +1047,10 @@ impl Evaluator {
         span: Span,
     ) -> EvalResult<Value> {
         crate::limits::tick().map_err(|x| self.rt(x, span))?;
+        // upstream's run time calls anything: a value that is no function gives Undefined
+        // (its resolver reports what it can see statically)
         let Value::Func(func) = f else {
-            return Err(EvalError::new(
-                ErrKind::Type,
-                format!("'{}' object is not callable", f.type_name()),
-                Some(span),
-            ));
+            return Ok(Value::Undefined);
         };
         self.enter(span)?;
         let r = self.call_func(ctx, func, args, kwargs, span);

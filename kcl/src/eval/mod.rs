@@ -301,7 +301,14 @@ impl Evaluator {
             // statements are borrowed for the whole run; a shared module stays alive (and is
             // not copied) by leaking one reference to it
             let m: &'static ast::Module = Box::leak(Box::new(m));
-            for s in &m.body {
+            for (k, s) in m.body.iter().enumerate() {
+                // the module docstring is no expression statement (it is not output)
+                if k == 0
+                    && let (Some(d), StmtKind::Expr(e)) = (&m.doc, &s.kind)
+                    && d.span == e.span
+                {
+                    continue;
+                }
                 if let StmtKind::Import(i) = &s.kind {
                     import_stmts.push((m.file, i, s.span));
                 }
@@ -451,18 +458,18 @@ impl Evaluator {
         if setter.is_some() {
             pkg.stops.borrow_mut().pop();
         }
-        if let (Ok(Some(v)), StmtKind::Expr(_)) = (&r, &s.kind)
-            && matches!(
-                v,
-                Value::Dict(_)
-                    | Value::Schema(_)
-                    | Value::List(_)
-                    | Value::Int(_)
-                    | Value::Float(_)
-                    | Value::Bool(_)
-            )
+        // upstream outputs no call's value (a function may return nothing)
+        if let (Ok(Some(v)), StmtKind::Expr(e)) = (&r, &s.kind)
+            && !matches!(e.kind, crate::ast::ExprKind::Call { .. })
+            && !matches!(v, Value::None | Value::Undefined)
         {
-            pkg.exprs.borrow_mut().push((v.clone(), s.span));
+            // upstream outputs a function value as 0 and a unit as its float
+            let v = match v {
+                Value::Func(_) => Value::Int(0),
+                Value::Unit(u) => Value::Float(u.value()),
+                v => v.clone(),
+            };
+            pkg.exprs.borrow_mut().push((v, s.span));
         }
         r.map(|_| ())
     }

@@ -13,7 +13,7 @@ mod stmt;
 pub(crate) mod strings;
 mod types;
 
-use crate::ast::{ExprKind, FileId, Module, Span, Stmt, StmtKind, StrLit, source_map};
+use crate::ast::{Expr, ExprKind, FileId, Module, Span, Stmt, StmtKind, StrLit, source_map};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::lexer::{Tok, Token, lex};
 use std::path::Path;
@@ -136,12 +136,30 @@ fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<D
     let mut p = Parser::new(text, 0, file, lexed.tokens);
     p.errors = lexed.errors;
     let body = p.parse_module_body();
+    // upstream's module docstring is a long (triple-quoted) string opening the file; any other
+    // leading string is an expression statement whose value is output
+    let long = |e: &Expr| {
+        let src = text.get(e.span.lo as usize..).unwrap_or("");
+        let src = src.strip_prefix(['r', 'R']).unwrap_or(src);
+        src.starts_with("\"\"\"") || src.starts_with("'''")
+    };
     let doc = body.first().and_then(|s| match &s.kind {
-        StmtKind::Expr(e) => match &e.kind {
+        StmtKind::Expr(e) if long(e) => match &e.kind {
             ExprKind::Str(v) => Some(StrLit {
                 value: v.clone(),
                 span: e.span,
             }),
+            // an interpolated docstring is its text as written
+            ExprKind::JoinedStr(_) => {
+                let raw = text
+                    .get(e.span.lo as usize..e.span.hi as usize)
+                    .unwrap_or("");
+                let raw = raw.trim_start_matches(['r', 'R']);
+                Some(StrLit {
+                    value: Arc::from(raw.get(3..raw.len().saturating_sub(3)).unwrap_or("")),
+                    span: e.span,
+                })
+            }
             _ => None,
         },
         _ => None,

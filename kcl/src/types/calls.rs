@@ -35,6 +35,36 @@ impl<'a> Checker<'a> {
             let f = self.schema_params(id);
             return self.lambda_call(env, dotted(func), &f, args, e.span);
         }
+        // a value that is no function: upstream's resolver stops there (the arguments are not
+        // checked)
+        if arity.is_none() {
+            let msg = match &func_ty {
+                // upstream's resolver marks as instances the values of schema expressions
+                // (and lambda parameters); a type written in an annotation is the schema
+                // itself, which a call instantiates
+                Ty::Schema(id) if !self.known_instance(env, func) => {
+                    for a in args.args.iter() {
+                        self.infer(env, a);
+                    }
+                    for k in args.keywords.iter() {
+                        self.infer(env, &k.value);
+                    }
+                    return Ty::Schema(*id);
+                }
+                Ty::Schema(id) => Some(format!(
+                    "schema '{}' instance is not callable",
+                    self.schema_name(*id)
+                )),
+                t if not_callable(t) => {
+                    Some(format!("'{}' object is not callable", self.ty_str(t)))
+                }
+                _ => None,
+            };
+            if let Some(msg) = msg {
+                self.err(ErrKind::Compile, msg, func.span.shrink_to_lo());
+                return Ty::Any;
+            }
+        }
         let arg_tys: Vec<Ty> = args.args.iter().map(|a| self.infer(env, a)).collect();
         let kw_tys: Vec<Ty> = args
             .keywords
@@ -384,4 +414,42 @@ pub(super) fn str_method_ret(name: &str) -> Option<Ty> {
         "split" | "rsplit" | "splitlines" => Ty::List(Rc::new(Ty::Str)),
         _ => return None,
     })
+}
+
+impl Checker<'_> {
+    /// Whether upstream's resolver knows `e` as a schema instance: a local (a lambda parameter
+    /// or loop variable) or a package-level name holding a schema expression's value.
+    fn known_instance(&mut self, env: &Env, e: &Expr) -> bool {
+        let ExprKind::Ident(s) = &strip_paren(e).kind else {
+            return false;
+        };
+        if env.locals.iter().any(|(n, _)| n == s) {
+            return true;
+        }
+        if env.keys.iter().any(|(k, _)| k == s) || self.is_schema_member(env, *s) {
+            return false;
+        }
+        matches!(
+            self.pkgs[env.pkg].inferred.get(s),
+            Some(&(x, _)) if matches!(strip_paren(x).kind, ExprKind::Schema(_))
+        )
+    }
+}
+
+/// A type whose values can never be called (`None` and `any` may stand for anything).
+fn not_callable(t: &Ty) -> bool {
+    match t {
+        Ty::Str
+        | Ty::StrLit(_)
+        | Ty::Int
+        | Ty::IntLit(_)
+        | Ty::Float
+        | Ty::FloatLit(_)
+        | Ty::Bool
+        | Ty::BoolLit(_)
+        | Ty::List(_)
+        | Ty::Dict(..) => true,
+        Ty::Union(ts) => ts.iter().all(not_callable),
+        _ => false,
+    }
 }

@@ -141,7 +141,7 @@ impl<'a> Checker<'a> {
             ExprKind::Lambda(l) => self.infer_lambda(env, l),
             ExprKind::As { value, ty } => {
                 let got = self.infer(env, value);
-                self.check_type_names(env, ty);
+                self.check_as_type_names(env, ty);
                 let t = self.resolve_type(env.pkg, env.file, ty);
                 let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
                 if !got.is_any()
@@ -205,13 +205,10 @@ impl<'a> Checker<'a> {
                 if attr.sym.as_str() != "instances" {
                     let name = self.schema_name(id);
                     let a = attr.sym.as_str();
-                    let msg = if similar("instances", a) {
-                        format!(
-                            "attribute '{a}' not found in '{name}', did you mean '[\"instances\"]'?"
-                        )
-                    } else {
-                        format!("attribute '{a}' not found in '{name}'")
-                    };
+                    let msg = format!(
+                        "attribute '{a}' not found in '{name}'{}",
+                        did_you_mean(a, ["instances"])
+                    );
                     self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
                 }
                 Ty::Any
@@ -270,8 +267,45 @@ impl<'a> Checker<'a> {
             // a dict's attribute is one of its values (upstream knows a literal's type
             // per key, which a union of the values' types does not tell)
             Ty::Dict(_, v) if !matches!(*v, Ty::Union(_)) => (*v).clone(),
+            // a key the literal does not have: the union of its values' types
+            Ty::Dict(_, v) if self.literal_lacks_key(env, value, attr.sym) => (*v).clone(),
             _ => Ty::Any,
         }
+    }
+
+    /// Whether `value` is a config literal (or a package-level name holding one) whose keys
+    /// are all known and do not include `key`.
+    fn literal_lacks_key(&mut self, env: &Env, value: &Expr, key: Symbol) -> bool {
+        let e = strip_paren(value);
+        let entries = match &e.kind {
+            ExprKind::Config(entries) => entries,
+            ExprKind::Ident(s)
+                if env.locals.iter().all(|(n, _)| n != s)
+                    && !env.keys.iter().any(|(k, _)| k == s)
+                    && !self.is_schema_member(env, *s) =>
+            {
+                match self.pkgs[env.pkg].inferred.get(s) {
+                    Some(&(x, _)) => match &strip_paren(x).kind {
+                        ExprKind::Config(entries) => entries,
+                        _ => return false,
+                    },
+                    None => return false,
+                }
+            }
+            _ => return false,
+        };
+        let mut keys = Vec::new();
+        for en in entries.iter() {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key: k, .. } => match &k.kind {
+                    ExprKind::Ident(n) => keys.push(n.as_str().to_string()),
+                    ExprKind::Str(v) => keys.push(v.to_string()),
+                    _ => return false,
+                },
+                _ => return false,
+            }
+        }
+        !keys.iter().any(|k| k == key.as_str())
     }
 
     /// `value[index]`.
@@ -595,6 +629,26 @@ impl<'a> Checker<'a> {
         let env = &self.config_env(env, entries);
         let mut ks = Vec::new();
         let mut vs = Vec::new();
+        let known = self.config_entry_types(env, entries, &mut ks, &mut vs);
+        if known && !ks.is_empty() {
+            let sub = |x, y| self.is_sub_schema(x, y);
+            Ty::Dict(Rc::new(sup(ks, &sub)), Rc::new(sup(vs, &sub)))
+        } else if entries.is_empty() {
+            Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+        } else {
+            Ty::Any
+        }
+    }
+
+    /// The key and value types of config entries (an `if` entry's branches bring theirs, as
+    /// upstream's resolver types them); `false` when some are unknown.
+    fn config_entry_types(
+        &mut self,
+        env: &Env,
+        entries: &[ast::ConfigEntry],
+        ks: &mut Vec<Ty>,
+        vs: &mut Vec<Ty>,
+    ) -> bool {
         let mut known = true;
         for en in entries {
             match &en.kind {
@@ -630,20 +684,13 @@ impl<'a> Checker<'a> {
                 },
                 ast::ConfigEntryKind::If(ci) => {
                     self.infer(env, &ci.cond);
-                    self.infer_config(env, &ci.body);
-                    self.infer_config(env, &ci.orelse);
-                    known = false;
+                    let body = self.config_entry_types(env, &ci.body, ks, vs);
+                    let orelse = self.config_entry_types(env, &ci.orelse, ks, vs);
+                    known &= body && orelse;
                 }
             }
         }
-        if known && !ks.is_empty() {
-            let sub = |x, y| self.is_sub_schema(x, y);
-            Ty::Dict(Rc::new(sup(ks, &sub)), Rc::new(sup(vs, &sub)))
-        } else if entries.is_empty() {
-            Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
-        } else {
-            Ty::Any
-        }
+        known
     }
 
     /// The keys of a config literal are names in its values (and in nested configs), as

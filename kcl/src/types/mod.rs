@@ -168,6 +168,9 @@ struct Checker<'a> {
     /// The package-level names the statements checked so far (in the package being checked)
     /// define: upstream offers a variable as "did you mean" only once it is in scope.
     reached: rustc_hash::FxHashSet<Symbol>,
+    /// In upstream's first scan of the package's variables (see `declare_globals`): only the
+    /// variables in `reached` are in scope for "did you mean".
+    early_scope: bool,
 }
 
 /// Lexical context of the expression being checked.
@@ -240,6 +243,7 @@ impl<'a> Checker<'a> {
             schema_assigned: FxHashMap::default(),
             checking: None,
             reached: Default::default(),
+            early_scope: false,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -626,21 +630,4 @@ fn did_you_mean_or<'s>(name: &str, cands: impl IntoIterator<Item = &'s str>) -> 
     } else {
         format!(", did you mean '{}'?", s.join(" or "))
     }
-}
-
-/// Upstream's "did you mean" closeness: a small edit distance relative to the length.
-fn similar(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    let d = prev[b.len()];
-    d > 0 && d * 3 <= a.len().max(b.len())
 }

@@ -340,15 +340,15 @@ impl<'a> Checker<'a> {
         }
         // candidates in upstream's scope order: builtins, package, schema, locals
         let mut cands: indexmap::IndexSet<&str> = BUILTINS.iter().copied().collect();
-        // schemas and type aliases are in scope from the start; a variable once its statement
-        // has been checked
+        // schemas and type aliases are in scope from the start; in the first scan of the
+        // package's variables, a variable once that scan has declared it
         let p = &self.pkgs[env.pkg];
-        let checking = self.checking == Some(env.pkg);
+        let early = self.early_scope;
         cands.extend(
             p.defined
                 .iter()
                 .filter(|n| {
-                    !checking
+                    !early
                         || p.schemas.contains_key(n)
                         || p.aliases.contains_key(n)
                         || self.reached.contains(n)
@@ -383,6 +383,17 @@ impl<'a> Checker<'a> {
 
     /// The names a type annotation refers to must be defined (`name 'Foo' is not defined`).
     pub(super) fn check_type_names(&mut self, env: &Env, t: &ast::Type) {
+        self.check_type_names_in(env, t, t.span, true);
+    }
+
+    /// The type of an `as` expression: upstream reports an unknown name where it is written.
+    pub(super) fn check_as_type_names(&mut self, env: &Env, t: &ast::Type) {
+        self.check_type_names_in(env, t, t.span, false);
+    }
+
+    /// `root`: the whole annotation, where upstream reports a missing module member (and, for
+    /// an annotation, `at_root`, an unknown name).
+    fn check_type_names_in(&mut self, env: &Env, t: &ast::Type, root: Span, at_root: bool) {
         use ast::TypeKind;
         match &t.kind {
             TypeKind::Named(id) => {
@@ -390,26 +401,58 @@ impl<'a> Checker<'a> {
                 if id.names.len() > 1 || n.sym.as_str() != "NumberMultiplier" {
                     // a type names a schema or alias of the package scope: upstream offers
                     // no attribute or local as a candidate
-                    self.check_defined(&env.package_scope(), n.sym, n.span);
+                    let at = if at_root { root.shrink_to_lo() } else { n.span };
+                    self.check_defined(&env.package_scope(), n.sym, at);
+                }
+                if id.names.len() == 2 {
+                    self.check_module_member(n.span.file, n.sym, id.names[1].sym, root);
                 }
             }
-            TypeKind::List(Some(e)) => self.check_type_names(env, e),
+            TypeKind::List(Some(e)) => self.check_type_names_in(env, e, root, at_root),
             TypeKind::Dict(k, v) => {
                 for x in [k, v].into_iter().flatten() {
-                    self.check_type_names(env, x);
+                    self.check_type_names_in(env, x, root, at_root);
                 }
             }
             TypeKind::Union(ts) => {
                 for x in ts {
-                    self.check_type_names(env, x);
+                    self.check_type_names_in(env, x, root, at_root);
                 }
             }
             TypeKind::Function { params, ret } => {
                 for x in params.iter().chain(ret.iter().map(|b| &**b)) {
-                    self.check_type_names(env, x);
+                    self.check_type_names_in(env, x, root, at_root);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `module.member` in a type: upstream's resolver wants the member to exist (a schema,
+    /// alias or variable of a package; `units.NumberMultiplier` or a function of a system
+    /// module).
+    fn check_module_member(&mut self, file: FileId, m: Symbol, member: Symbol, root: Span) {
+        // a package is named by its path, a system module as imported
+        let (found, module) = if let Some(p) = self.pkg_of_import(file, m) {
+            let p = &self.pkgs[p];
+            let found = p.schemas.contains_key(&member)
+                || p.aliases.contains_key(&member)
+                || p.defined.contains(&member);
+            (found, p.path.to_string())
+        } else if let Some(sm) = self.system_module_of(file, m) {
+            let name = crate::builtins::system_module_name(sm).unwrap_or(sm);
+            let found = (name == "units" && member.as_str() == "NumberMultiplier")
+                || crate::builtins::system_member(name, member.as_str()).is_some();
+            (found, sm.to_string())
+        } else {
+            (true, String::new())
+        };
+        if !found {
+            let msg = format!(
+                "attribute '{}' not found in 'module '{module}''",
+                member.as_str()
+            );
+            self.err(ErrKind::Type, msg, root.shrink_to_lo());
         }
     }
 

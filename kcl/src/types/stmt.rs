@@ -51,6 +51,25 @@ impl<'a> Checker<'a> {
                 first.insert(n, sp);
             }
         }
+        // upstream's resolver then declares the package's variables in order: type aliases,
+        // the annotations of assignments and the schemas of unifications are resolved with
+        // only the variables declared so far in scope
+        self.early_scope = true;
+        self.reached.clear();
+        for m in modules {
+            let env = Env::top(pkg, m.file);
+            for s in &m.body {
+                if let StmtKind::TypeAlias(t) = &s.kind {
+                    self.check_type_names(&env, &t.ty);
+                }
+            }
+            self.declare_globals(&env, &m.body);
+            if !self.errors.is_empty() {
+                self.early_scope = false;
+                return;
+            }
+        }
+        self.early_scope = false;
         // index signatures and attribute redeclarations are checked as the package's schema
         // types are built, before any statement is walked
         for m in modules {
@@ -69,7 +88,6 @@ impl<'a> Checker<'a> {
         }
         let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
         self.checking = Some(pkg);
-        self.reached.clear();
         for m in modules {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
@@ -79,9 +97,39 @@ impl<'a> Checker<'a> {
                 if !self.errors.is_empty() {
                     return;
                 }
-                let mut names = Vec::new();
-                collect_defined(std::slice::from_ref(s), &mut names);
-                self.reached.extend(names);
+            }
+        }
+    }
+
+    /// Upstream's first scan of package-level assignments and unifications (also under `if`):
+    /// each annotation (or unified schema name) is resolved, then its names are in scope.
+    fn declare_globals(&mut self, env: &Env, stmts: &[Stmt]) {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::Assign(a) => {
+                    if let Some(t) = &a.ty {
+                        self.check_type_names(env, t);
+                    }
+                    for t in &a.targets {
+                        self.reached.insert(t.name.sym);
+                    }
+                }
+                StmtKind::Unification(u) => {
+                    if let ExprKind::Schema(se) = &u.value.kind
+                        && let [n] = &se.name.names[..]
+                    {
+                        self.check_defined(&env.package_scope(), n.sym, n.span);
+                    }
+                    self.reached.insert(u.target.sym);
+                }
+                StmtKind::If(i) => {
+                    self.declare_globals(env, &i.body);
+                    self.declare_globals(env, &i.orelse);
+                }
+                _ => {}
+            }
+            if !self.errors.is_empty() {
+                return;
             }
         }
     }
@@ -259,6 +307,13 @@ impl<'a> Checker<'a> {
                     self.err(ErrKind::Compile, msg, st.name.span);
                 }
                 for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
+                    // upstream checks a mixin's name before it looks the mixin up
+                    let name = b.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+                    if st.mixins.iter().any(|m| std::ptr::eq(m, b)) && !name.ends_with("Mixin") {
+                        let msg =
+                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
+                        self.err(ErrKind::Name, msg, b.span.shrink_to_lo());
+                    }
                     self.check_defined(env, b.names[0].sym, b.names[0].span);
                 }
                 if !self.errors.is_empty() {
@@ -273,17 +328,6 @@ impl<'a> Checker<'a> {
                     let msg =
                         format!("invalid schema inherit object type, expect schema, got '{name}'");
                     self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
-                }
-                for m in &st.mixins {
-                    let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
-                    if !name.ends_with("Mixin") {
-                        let msg =
-                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
-                        self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
-                    }
-                }
-                if !self.errors.is_empty() {
-                    return;
                 }
                 let id = self.pkgs[env.pkg].schemas.get(&st.name.sym).copied();
                 let mut senv = Env {

@@ -328,7 +328,38 @@ impl Gen {
             return self.rng.int(-30, 300).to_string();
         }
         let d = depth - 1;
-        match self.rng.below(14) {
+        match self.rng.below(18) {
+            14 => {
+                let m = *self.rng.pick(&["find", "count", "rfind"]);
+                let a = *self.rng.pick(&["a", "-", "", "x"]);
+                format!("{}.{m}(\"{a}\")", self.expr(&Ty::Str, d))
+            }
+            15 => {
+                let f = *self.rng.pick(&["min", "max"]);
+                format!("{f}({})", self.expr(&Ty::List(Box::new(Ty::Int)), d))
+            }
+            16 => format!(
+                "{}[{}]",
+                self.expr(&Ty::List(Box::new(Ty::Int)), d),
+                self.rng.int(-2, 2)
+            ),
+            17 => {
+                let vt = self.scalar_ty();
+                match self.rng.below(3) {
+                    0 => format!("len({})", self.expr(&Ty::Dict(Box::new(vt)), d)),
+                    1 => format!(
+                        "len({}.split(\"{}\"))",
+                        self.expr(&Ty::Str, d),
+                        self.rng.pick(&["a", " ", ","])
+                    ),
+                    _ => format!(
+                        "{}.get(\"{}\", {})",
+                        self.expr(&Ty::Dict(Box::new(Ty::Int)), d),
+                        self.key(),
+                        self.rng.int(-5, 5)
+                    ),
+                }
+            }
             0 => format!("{} + {}", self.expr(&Ty::Int, d), self.expr(&Ty::Int, d)),
             1 => format!("{} - {}", self.expr(&Ty::Int, d), self.expr(&Ty::Int, d)),
             2 => format!("({}) * {}", self.expr(&Ty::Int, d), self.rng.int(-3, 9)),
@@ -382,7 +413,39 @@ impl Gen {
             return self.str_lit();
         }
         let d = depth - 1;
-        match self.rng.below(16) {
+        match self.rng.below(20) {
+            16 => {
+                let vt = self.scalar_ty();
+                format!(
+                    "\"{}\".join(sorted({}.keys()))",
+                    self.rng.pick(&[",", "-", ""]),
+                    self.expr(&Ty::Dict(Box::new(vt)), d)
+                )
+            }
+            17 => {
+                let m = *self.rng.pick(&[
+                    "lstrip()",
+                    "rstrip()",
+                    "capitalize()",
+                    "removeprefix(\"a\")",
+                    "removesuffix(\"i\")",
+                    "strip(\"-\")",
+                ]);
+                format!("{}.{m}", self.expr(&Ty::Str, d))
+            }
+            18 => {
+                let t = self.any_ty(1);
+                format!(
+                    "\"{{a}}/{{b}}\".format(a={}, b={})",
+                    self.expr(&t, d),
+                    self.expr(&Ty::Str, d)
+                )
+            }
+            19 => format!(
+                "{}.get(\"{}\", \"dflt\")",
+                self.expr(&Ty::Dict(Box::new(Ty::Str)), d),
+                self.key()
+            ),
             0 => format!("{} + {}", self.expr(&Ty::Str, d), self.expr(&Ty::Str, d)),
             1 => format!("'${{{}}}-${{{}}}'", self.interp(), self.interp()),
             2 => format!("{}.upper()", self.expr(&Ty::Str, d)),
@@ -450,7 +513,35 @@ impl Gen {
             return self.rng.pick(&["True", "False"]).to_string();
         }
         let d = depth - 1;
-        match self.rng.below(12) {
+        match self.rng.below(15) {
+            12 => {
+                let m = *self.rng.pick(&[
+                    "endswith(\"i\")",
+                    "isdigit()",
+                    "isalpha()",
+                    "islower()",
+                    "isupper()",
+                ]);
+                format!("{}.{m}", self.expr(&Ty::Str, d))
+            }
+            13 => {
+                let vt = self.scalar_ty();
+                format!(
+                    "\"{}\" {} {}",
+                    self.key(),
+                    self.rng.pick(&["in", "not in"]),
+                    self.expr(&Ty::Dict(Box::new(vt)), d)
+                )
+            }
+            14 => {
+                let vt = self.scalar_ty();
+                let dct = self.expr(&Ty::Dict(Box::new(vt)), d);
+                format!(
+                    "{} k, v in {dct} {{ len(k) > {} }}",
+                    self.rng.pick(&["all", "any"]),
+                    self.rng.int(2, 5)
+                )
+            }
             0 => format!("{} < {}", self.expr(&Ty::Int, d), self.expr(&Ty::Int, d)),
             1 => format!("{} == {}", self.expr(&Ty::Str, d), self.expr(&Ty::Str, d)),
             2 => format!(
@@ -494,8 +585,26 @@ impl Gen {
 
     fn list_expr(&mut self, et: &Ty, depth: u32) -> String {
         let d = depth.saturating_sub(1);
-        let choice = if depth == 0 { 0 } else { self.rng.below(10) };
+        let choice = if depth == 0 { 0 } else { self.rng.below(13) };
         match choice {
+            10 => {
+                let dct = self.expr(&Ty::Dict(Box::new(et.clone())), d);
+                if self.rng.chance(50) {
+                    format!("[v for k, v in {dct}]")
+                } else {
+                    format!("{dct}.values()")
+                }
+            }
+            11 => format!(
+                "{}[{}]",
+                self.expr(&Ty::List(Box::new(et.clone())), d),
+                self.rng.pick(&["1:", "::-1", ":2", "-1:"])
+            ),
+            12 => {
+                let v = self.fresh("m");
+                let src = self.expr(&Ty::List(Box::new(et.clone())), d);
+                format!("map {v} in {src} {{ {v} }}")
+            }
             1 if *et == Ty::Int => {
                 let v = self.fresh("i");
                 let n = self.rng.int(0, 6);
@@ -564,8 +673,16 @@ impl Gen {
 
     fn dict_expr(&mut self, vt: &Ty, depth: u32) -> String {
         let d = depth.saturating_sub(1);
-        let choice = if depth == 0 { 0 } else { self.rng.below(8) };
+        let choice = if depth == 0 { 0 } else { self.rng.below(10) };
         match choice {
+            8 => {
+                let dct = self.expr(&Ty::Dict(Box::new(vt.clone())), d);
+                format!("filter k, v in {dct} {{ len(k) > {} }}", self.rng.int(2, 5))
+            }
+            9 => {
+                let dct = self.expr(&Ty::Dict(Box::new(vt.clone())), d);
+                format!("{{k: v for k, v in {dct} if k != \"{}\"}}", self.key())
+            }
             1 => {
                 let v = self.fresh("j");
                 let n = self.rng.int(0, 4);
@@ -1044,6 +1161,37 @@ impl Gen {
         if self.rng.chance(8) {
             args.push(self.rng.pick(&["-k", "-n", "-H"]).to_string());
         }
+        // `-O path=value` on a global or an instance's attribute
+        if self.rng.chance(10) {
+            let mut targets: Vec<(String, Ty)> = Vec::new();
+            for (n, t) in &self.globals {
+                match t {
+                    Ty::Int | Ty::Str | Ty::Bool => targets.push((n.clone(), t.clone())),
+                    Ty::Schema(i) => {
+                        for f in self.schemas[*i].fields.iter().filter(|f| f.config) {
+                            if matches!(f.ty, Ty::Int | Ty::Str) {
+                                targets.push((format!("{n}.{}", f.name), f.ty.clone()));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !targets.is_empty() {
+                let (path, t) = self.rng.pick(&targets).clone();
+                let v = match t {
+                    Ty::Int => self.rng.int(-3, 99).to_string(),
+                    Ty::Bool => "False".to_string(),
+                    _ => "\"over\"".to_string(),
+                };
+                args.push("-O".into());
+                args.push(if self.rng.chance(15) {
+                    format!("{path}-")
+                } else {
+                    format!("{path}={v}")
+                });
+            }
+        }
         Program { files, args }
     }
 
@@ -1160,6 +1308,11 @@ impl Gen {
                 format!("{name} = {a}\n{name}2 = {name} | {b}\n")
             }
             11 if self.rng.chance(40) => self.type_probe(),
+            // a bare config at the top level: upstream merges it into the output document
+            12 if self.rng.chance(15) => {
+                let vt = self.scalar_ty();
+                format!("{}\n", self.dict_expr(&vt, 1))
+            }
             _ => {
                 let t = self.any_ty(1);
                 let name = self.fresh("v");
