@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,8 @@ fn open_pty() -> Pty {
 /// The child's terminal output so far, collected by a reader thread.
 struct Screen {
     text: Arc<Mutex<Vec<u8>>>,
+    /// Set once the reader has seen the terminal close.
+    closed: Arc<AtomicBool>,
 }
 
 impl Screen {
@@ -63,6 +66,16 @@ impl Screen {
                 return text;
             }
             if let Ok(Some(status)) = child.try_wait() {
+                // The reader thread may not have drained the terminal yet: give it until it
+                // sees the end before deciding the text never came.
+                let drained = Instant::now() + Duration::from_secs(5);
+                while !self.closed.load(Ordering::SeqCst) && Instant::now() < drained {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let text = self.now();
+                if text.contains(needle) {
+                    return text;
+                }
                 panic!("exited ({status}) before showing {needle:?}:\n{text}");
             }
             assert!(
@@ -95,6 +108,8 @@ fn spawn(dir: &std::path::Path, args: &[&str]) -> (Child, Screen, File) {
     let text = Arc::new(Mutex::new(Vec::new()));
     let mut reader = pty.master.try_clone().expect("dup master");
     let sink = text.clone();
+    let closed = Arc::new(AtomicBool::new(false));
+    let seen_end = closed.clone();
     std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         // Ends with EIO once the child has closed the terminal.
@@ -104,8 +119,9 @@ fn spawn(dir: &std::path::Path, args: &[&str]) -> (Child, Screen, File) {
             }
             sink.lock().unwrap().extend_from_slice(&buf[..n]);
         }
+        seen_end.store(true, Ordering::SeqCst);
     });
-    (child, Screen { text }, pty.master)
+    (child, Screen { text, closed }, pty.master)
 }
 
 const SPEC: &str = "resources:\n- id: t:one\n  type: Test\n  attributes:\n    size: 1\n";
