@@ -120,7 +120,8 @@ pub struct Minted {
     pub record: TokenRecord,
 }
 
-const TOKEN_PREFIX: &str = "kusion_";
+/// Every token this server mints starts so.
+pub const TOKEN_PREFIX: &str = "kusion_";
 
 pub fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))

@@ -18,6 +18,7 @@ pub mod audit;
 pub mod auth;
 pub mod cache;
 pub mod cluster;
+pub mod oidc;
 pub mod ops;
 pub mod pgqueue;
 pub mod problem;
@@ -51,6 +52,8 @@ pub struct AppState {
     pub listing: cache::ReadCache<(), Vec<StackRef>>,
     pub histories: cache::ReadCache<PathBuf, Vec<api::ReleaseSummary>>,
     pub tokens: auth::TokenStore,
+    /// Bearer JWTs of a configured OIDC issuer, beside the server's own tokens.
+    pub oidc: Option<oidc::OidcVerifier>,
     pub audit: audit::AuditLog,
     pub metrics: api::Metrics,
 }
@@ -64,6 +67,18 @@ impl AppState {
         cluster: Option<Arc<dyn ClusterStacks>>,
         cache_ttl: std::time::Duration,
     ) -> Result<Arc<AppState>, ServerError> {
+        Self::open_with_oidc(data_dir, source, queue, cluster, cache_ttl, None)
+    }
+
+    /// [`AppState::open`], also accepting the JWTs `oidc` verifies.
+    pub fn open_with_oidc(
+        data_dir: &Path,
+        source: Arc<dyn StackSource>,
+        queue: Arc<dyn OperationQueue>,
+        cluster: Option<Arc<dyn ClusterStacks>>,
+        cache_ttl: std::time::Duration,
+        oidc: Option<oidc::OidcVerifier>,
+    ) -> Result<Arc<AppState>, ServerError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| ServerError::Io(format!("creating {}: {e}", data_dir.display())))?;
         Ok(Arc::new(AppState {
@@ -73,6 +88,7 @@ impl AppState {
             listing: cache::ReadCache::new(cache_ttl),
             histories: cache::ReadCache::new(cache_ttl),
             tokens: auth::TokenStore::open(&data_dir.join("tokens.json"))?,
+            oidc,
             audit: audit::AuditLog::open(&data_dir.join("audit.jsonl"))?,
             metrics: api::Metrics::default(),
         }))
@@ -88,6 +104,8 @@ pub struct ServeOptions {
     /// How long stack listings and release histories are served from memory
     /// ([`cache::DEFAULT_TTL`]; zero reads every time).
     pub cache_ttl: std::time::Duration,
+    /// Also accept bearer JWTs of this OIDC issuer.
+    pub oidc: Option<oidc::OidcConfig>,
 }
 
 /// The subject of the admin token minted at each start of the embedded server.
@@ -110,7 +128,22 @@ pub async fn bind(
     queue: Arc<dyn OperationQueue>,
     cluster: Option<Arc<dyn ClusterStacks>>,
 ) -> Result<Bound, ServerError> {
-    let state = AppState::open(&options.data_dir, source, queue, cluster, options.cache_ttl)?;
+    let oidc = match &options.oidc {
+        Some(config) => Some(
+            oidc::OidcVerifier::discover(config.clone())
+                .await
+                .map_err(|e| ServerError::Io(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let state = AppState::open_with_oidc(
+        &options.data_dir,
+        source,
+        queue,
+        cluster,
+        options.cache_ttl,
+        oidc,
+    )?;
     state.tokens.revoke_subject(BOOTSTRAP_SUBJECT)?;
     let minted = state.tokens.mint(
         BOOTSTRAP_SUBJECT,

@@ -9,13 +9,12 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::{Files, assert_problem, call, write_stack};
+use common::{Files, assert_problem, call, wait_for, write_stack};
 use kusion_server::auth::Role;
 use kusion_server::{AppState, InProcessQueue};
-use serde_json::Value;
 
 /// Every log line the server writes during the test.
 #[derive(Clone, Default)]
@@ -28,30 +27,6 @@ impl Write for Captured {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-async fn wait_for(app: &axum::Router, token: &str, id: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = call(
-            app,
-            "GET",
-            &format!("/api/v1/operations/{id}"),
-            Some(token),
-            None,
-        )
-        .await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        if r.body["status"] == status {
-            return r.body;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "operation never reached {status}: {}",
-            r.body
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

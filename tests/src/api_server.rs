@@ -102,4 +102,39 @@ impl ApiServer {
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
         )
     }
+
+    /// A token for `subject` with `scopes` (project → role name), minted over the API with
+    /// `admin`; valid for an hour.
+    pub fn mint(&self, admin: &str, subject: &str, scopes: Value) -> String {
+        let (code, body) = self.call(
+            "POST",
+            "/api/v1/tokens",
+            admin,
+            Some(serde_json::json!({"subject": subject, "scopes": scopes, "ttlSeconds": 3600})),
+        );
+        assert_eq!(code, 201, "minting a token for {subject}: {body}");
+        body["token"].as_str().expect("a minted token").to_string()
+    }
+
+    /// Polls operation `id` until it is `status` (two minutes at most); an operation that ends
+    /// in another state fails the test at once.
+    pub fn wait_for(&self, token: &str, id: &str, status: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let (code, op) = self.call("GET", &format!("/api/v1/operations/{id}"), token, None);
+            assert_eq!(code, 200, "{op}");
+            if op["status"] == status {
+                return op;
+            }
+            assert!(
+                !matches!(
+                    op["status"].as_str(),
+                    Some("failed" | "blocked" | "rejected" | "succeeded")
+                ),
+                "waiting for {status}: {op}"
+            );
+            assert!(std::time::Instant::now() < deadline, "never {status}: {op}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }

@@ -1198,6 +1198,10 @@ fn interrupted_killed_and_concurrent_runs_stay_safe() {
             "batchSize=1",
             "-D",
             "maxUnavailable=1",
+            // A pause between the two batches holds the stack for a known time, so the third
+            // run below is tried while a run holds it, however quick the fake kubelet is.
+            "-D",
+            "pause=3s",
             "-D",
             "timeout=60s",
             "--yes",

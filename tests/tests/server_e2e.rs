@@ -406,3 +406,69 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
         assert!(!at_rest.contains(token.as_str()), "a token at rest");
     }
 }
+
+/// Single sign-on on the real binary: `--oidc-issuer` reads the issuer's keys at start (and the
+/// server does not start when it cannot), a JWT of a mapped group acts with its role, and the
+/// operation names the JWT's subject.
+#[test]
+fn oidc_jwts_authenticate_on_the_real_server() {
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let home = work.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let root = work.join("served");
+    layout(&root);
+    let cloud = work.join("cloud");
+
+    let out = command(&root, &home, &cloud)
+        .args(["server", "--listen", "127.0.0.1:0"])
+        .args([
+            "--oidc-issuer",
+            "http://127.0.0.1:9/gone",
+            "--oidc-audience",
+            "kusion",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("127.0.0.1:9/gone"),
+        "an unreachable issuer stops the start: {said}"
+    );
+
+    let issuer = kusion_tests::oidc_issuer::Issuer::start();
+    let mut c = command(&root, &home, &cloud);
+    c.args(["server", "--listen", "127.0.0.1:0", "-vv"])
+        .args(["--oidc-issuer", &issuer.url, "--oidc-audience", "kusion"])
+        .args([
+            "--oidc-role",
+            "inv-ops=inv:operator",
+            "--oidc-role",
+            "all=*:viewer",
+        ]);
+    let server = ApiServer::start(c, &work.join("server.log"));
+
+    let olivia = issuer.token("olivia", &["inv-ops"], "kusion");
+    let (code, projects) = server.call("GET", "/api/v1/projects", &olivia, None);
+    assert_eq!(code, 200, "{projects}");
+    assert_eq!(projects[0]["name"], "inv", "{projects}");
+    let ops = "/api/v1/projects/inv/stacks/dev/operations";
+    let (code, op) = server.call("POST", ops, &olivia, Some(json!({"kind": "preview"})));
+    assert_eq!(code, 202, "{op}");
+    let done = server.wait_for(&olivia, op["id"].as_str().unwrap(), "succeeded");
+    assert_eq!(done["requestedBy"], "olivia", "{done}");
+
+    let victor = issuer.token("victor", &["all"], "kusion");
+    let (code, _) = server.call("POST", ops, &victor, Some(json!({"kind": "preview"})));
+    assert_eq!(code, 403, "a viewer group may not start operations");
+    let elsewhere = issuer.token("olivia", &["inv-ops"], "another-app");
+    let (code, body) = server.call("GET", "/api/v1/projects", &elsewhere, None);
+    assert_eq!(code, 401, "{body}");
+    let log = std::fs::read_to_string(work.join("server.log")).unwrap();
+    for token in [&olivia, &victor, &elsewhere] {
+        assert!(
+            !log.contains(token.rsplit('.').next().unwrap()),
+            "a JWT was logged"
+        );
+    }
+}

@@ -119,21 +119,6 @@ fn wait_until(what: &str, mut done: impl FnMut() -> Option<Value>) -> Value {
     }
 }
 
-fn wait_for(server: &ApiServer, token: &str, id: &str, status: &str) -> Value {
-    wait_until(&format!("{id} {status}"), || {
-        let op = get(server, token, id);
-        assert!(
-            op["status"] == status
-                || !matches!(
-                    op["status"].as_str(),
-                    Some("failed" | "blocked" | "rejected" | "succeeded")
-                ),
-            "{op}"
-        );
-        (op["status"] == status).then_some(op)
-    })
-}
-
 fn events(server: &ApiServer, token: &str, id: &str) -> Vec<Value> {
     let url = format!("{}/api/v1/operations/{id}/events", server.base);
     let mut response = kusion_tests::api_server::agent()
@@ -206,16 +191,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     let mut workers: Vec<Option<Worker>> = (0..3).map(|n| Some(start_worker(n))).collect();
 
     // Tokens minted through A are honoured by B: the data folder is shared.
-    let mint = |subject: &str, role: &str| {
-        let (code, body) = a.call(
-            "POST",
-            "/api/v1/tokens",
-            &admin,
-            Some(json!({"subject": subject, "scopes": {"inv": role}, "ttlSeconds": 3600})),
-        );
-        assert_eq!(code, 201, "{body}");
-        body["token"].as_str().unwrap().to_string()
-    };
+    let mint = |subject: &str, role: &str| a.mint(&admin, subject, json!({"inv": role}));
     let alice = mint("alice", "operator");
     let bob = mint("bob", "approver");
     let (code, projects) = b.call("GET", "/api/v1/projects", &alice, None);
@@ -229,7 +205,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
         Some(json!({"kind": "preview"})),
     );
     assert_eq!(code, 202, "{op}");
-    let preview = wait_for(&b, &alice, op["id"].as_str().unwrap(), "succeeded");
+    let preview = b.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
     assert_eq!(preview["plan"]["summary"]["create"], 3, "{preview}");
 
     // An apply needing approval: asked for through A, approved through B.
@@ -241,7 +217,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     );
     assert_eq!(code, 202, "{op}");
     let prod = op["id"].as_str().unwrap().to_string();
-    wait_for(&b, &alice, &prod, "awaiting_approval");
+    b.wait_for(&alice, &prod, "awaiting_approval");
     let (code, body) = b.call(
         "POST",
         &format!("/api/v1/operations/{prod}/approve"),
@@ -249,7 +225,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
         None,
     );
     assert_eq!(code, 200, "{body}");
-    let done = wait_for(&a, &alice, &prod, "succeeded");
+    let done = a.wait_for(&alice, &prod, "succeeded");
     assert_eq!(done["approvedBy"], "bob", "{done}");
 
     // The apply of dev: its worker is killed while t:b is being created.
@@ -368,7 +344,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
         Some(json!({"kind": "preview"})),
     );
     assert_eq!(code, 202, "{op}");
-    let after = wait_for(&b, &alice, op["id"].as_str().unwrap(), "succeeded");
+    let after = b.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
     assert_eq!(after["plan"]["summary"]["unchanged"], 3, "{after}");
     drop(workers);
 }

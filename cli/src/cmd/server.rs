@@ -48,6 +48,8 @@ pub struct ServerArgs {
     pub cluster: bool,
     #[command(flatten)]
     pub queue: QueueArgs,
+    #[command(flatten)]
+    pub oidc: OidcArgs,
     /// Workers to run in this process (0: only serve the API; `kusionctl worker` processes
     /// sharing `--queue` run the operations).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -96,6 +98,54 @@ impl QueueArgs {
             )
         })?;
         Ok(Arc::new(queue))
+    }
+}
+
+/// Single sign-on: bearer JWTs of an OIDC issuer, beside the server's own tokens.
+#[derive(Debug, Args)]
+pub struct OidcArgs {
+    /// Accept JWTs this issuer signs (its `iss`, e.g. https://login.example.com/realms/ops); the
+    /// keys come from its `/.well-known/openid-configuration`, read at start.
+    #[arg(
+        long,
+        env = "KUSION_OIDC_ISSUER",
+        value_name = "URL",
+        requires = "oidc_audience"
+    )]
+    pub oidc_issuer: Option<String>,
+    /// The audience (`aud`) the tokens must be meant for, usually the client ID.
+    #[arg(
+        long,
+        env = "KUSION_OIDC_AUDIENCE",
+        value_name = "AUD",
+        requires = "oidc_issuer"
+    )]
+    pub oidc_audience: Option<String>,
+    /// A group's role on a project, repeatable: `sre=*:operator`, `shop-leads=shop:approver`.
+    /// A caller's role on a project is the highest of its groups'; a caller in no mapped group
+    /// may do nothing.
+    #[arg(
+        long = "oidc-role",
+        value_name = "GROUP=PROJECT:ROLE",
+        requires = "oidc_issuer"
+    )]
+    pub oidc_roles: Vec<kusion_server::oidc::RoleMapping>,
+    /// The claim naming the caller in approvals and the audit log.
+    #[arg(long, default_value = "sub", value_name = "CLAIM")]
+    pub oidc_subject_claim: String,
+    /// The claim listing the caller's groups.
+    #[arg(long, default_value = "groups", value_name = "CLAIM")]
+    pub oidc_groups_claim: String,
+}
+
+impl OidcArgs {
+    fn config(&self) -> Option<kusion_server::oidc::OidcConfig> {
+        let (issuer, audience) = (self.oidc_issuer.as_ref()?, self.oidc_audience.as_ref()?);
+        let mut config = kusion_server::oidc::OidcConfig::new(issuer, audience);
+        config.roles = self.oidc_roles.clone();
+        config.subject_claim = self.oidc_subject_claim.clone();
+        config.groups_claim = self.oidc_groups_claim.clone();
+        Some(config)
     }
 }
 
@@ -334,6 +384,7 @@ pub(crate) async fn run(
         data_dir,
         workers: args.workers,
         cache_ttl: args.cache_ttl,
+        oidc: args.oidc.config(),
     };
     let queue = args.queue.open()?;
     let cluster: Option<Arc<dyn ClusterStacks>> =

@@ -220,8 +220,19 @@ async fn authenticate(State(state): Shared, mut request: Request, next: Next) ->
         return Problem::unauthorized("an `Authorization: Bearer <token>` header is required")
             .into_response();
     };
-    let Some(principal) = state.tokens.verify(token) else {
-        return Problem::unauthorized("the token is unknown, revoked or expired").into_response();
+    let principal = match (&state.oidc, state.tokens.verify(token)) {
+        (_, Some(principal)) => principal,
+        // The server's own tokens have a prefix a JWT (base64url, dot-separated) never starts with.
+        (Some(oidc), None) if !token.starts_with(crate::auth::TOKEN_PREFIX) => {
+            match oidc.verify(token).await {
+                Ok(principal) => principal,
+                Err(e) => return Problem::unauthorized(e.to_string()).into_response(),
+            }
+        }
+        _ => {
+            return Problem::unauthorized("the token is unknown, revoked or expired")
+                .into_response();
+        }
     };
     if let Some(caller) = request.extensions().get::<Caller>()
         && let Ok(mut slot) = caller.0.lock()

@@ -67,6 +67,31 @@ pub async fn call(
     }
 }
 
+/// Polls the operation `id` until it reaches `status` (a minute at most) and returns it.
+pub async fn wait_for(app: &axum::Router, token: &str, id: &str, status: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let r = call(
+            app,
+            "GET",
+            &format!("/api/v1/operations/{id}"),
+            Some(token),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        if r.body["status"] == status {
+            return r.body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "operation never reached {status}: {}",
+            r.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 pub fn assert_problem(r: &Reply, status: StatusCode, what: &str) {
     assert_eq!(r.status, status, "{what}: {}", r.body);
     assert_eq!(r.content_type, "application/problem+json", "{what}");
