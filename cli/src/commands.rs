@@ -172,6 +172,8 @@ pub(crate) fn open_stack(
         }
     }
     registry.set_secret_workdir(workdir);
+    // Readiness rules (extension `readiness`) are KCL expressions: this program can judge them.
+    crate::readiness::install(&mut registry);
     operation::configure(&registry, &settings.config)?;
     let store = kusion_kernel::state::open(
         &settings.state_backend,

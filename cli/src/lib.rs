@@ -68,8 +68,6 @@ pub fn main_with(runtimes: Vec<Arc<dyn Runtime>>) -> ExitCode {
             .exit();
     }
     init_tracing(cli.global.verbose);
-    // Readiness rules (extension `readiness`) are KCL expressions: this program can judge them.
-    readiness::install();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -83,9 +83,9 @@ impl ReadinessHook for KclReadiness {
     }
 }
 
-/// Install the KCL hook for this process (idempotent).
-pub fn install() {
-    kusion_kernel::readiness::install(Arc::new(KclReadiness));
+/// Judge `registry`'s resources' readiness rules as KCL expressions.
+pub fn install(registry: &mut kusion_kernel::registry::Registry) {
+    registry.set_readiness(Arc::new(KclReadiness));
 }
 
 #[cfg(test)]

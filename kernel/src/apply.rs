@@ -599,7 +599,9 @@ fn watch_until_ready(step: &Step, resource: &Resource, cx: &ExecContext) -> Resu
     let rule = crate::readiness::rule_of(resource)?;
     let hook = match rule {
         Some(expression) => Some(
-            crate::readiness::installed()
+            cx.registry
+                .readiness()
+                .cloned()
                 .ok_or_else(|| crate::readiness::unsupported(expression))?,
         ),
         None => None,

@@ -1,10 +1,9 @@
 //! Readiness rules a resource carries itself (extension [`EXT_READINESS`]: an expression over the
 //! live object, e.g. `status.phase == "Active"`). The kernel cannot evaluate KCL (it does not
-//! depend on the evaluator), so whoever can installs a [`ReadinessHook`]; the apply loop calls it
-//! with the live object of every watch event. Without a hook such a resource fails with a clear
-//! "unsupported" instead of being judged by the runtime's built-in rules the user replaced.
-
-use std::sync::{Arc, OnceLock};
+//! depend on the evaluator), so whoever can puts a [`ReadinessHook`] on the stack's
+//! [`Registry`](crate::registry::Registry); the apply loop calls it with the live object of every
+//! watch event. Without a hook such a resource fails with a clear "unsupported" instead of being
+//! judged by the runtime's built-in rules the user replaced.
 
 use kusion_sdk::Resource;
 pub use kusion_sdk::runtime::EXT_READINESS;
@@ -25,18 +24,6 @@ pub trait ReadinessHook: Send + Sync {
     fn judge(&self, id: &str, expression: &str, live: &Value) -> Result<Verdict, String>;
 }
 
-static HOOK: OnceLock<Arc<dyn ReadinessHook>> = OnceLock::new();
-
-/// Install the process's readiness hook; the first installation wins (returns false after).
-pub fn install(hook: Arc<dyn ReadinessHook>) -> bool {
-    HOOK.set(hook).is_ok()
-}
-
-/// The installed hook, if any.
-pub fn installed() -> Option<Arc<dyn ReadinessHook>> {
-    HOOK.get().cloned()
-}
-
 /// The readiness rule of `resource`, if it has one.
 pub fn rule_of(resource: &Resource) -> Result<Option<&str>, String> {
     match resource.extensions.get(EXT_READINESS) {
@@ -52,6 +39,6 @@ pub fn rule_of(resource: &Resource) -> Result<Option<&str>, String> {
 pub fn unsupported(expression: &str) -> String {
     format!(
         "Unsupported: the readiness rule `{expression}` (extension `{EXT_READINESS}`) needs a \
-         rule evaluator, and none is installed in this program (kusionctl installs the KCL one)"
+         rule evaluator, and this stack's registry has none (kusionctl gives stacks the KCL one)"
     )
 }

@@ -21,11 +21,13 @@ pub enum RegistryError {
     },
 }
 
-/// The runtimes available to one operation, and the secret stores its plans read.
+/// The runtimes available to one operation, the secret stores its plans read, and the evaluator
+/// of resources' own readiness rules.
 #[derive(Clone, Default)]
 pub struct Registry {
     by_type: BTreeMap<String, (RuntimeInfo, Arc<dyn Runtime>)>,
     secrets: crate::secret_ref::SecretStores,
+    readiness: Option<Arc<dyn crate::readiness::ReadinessHook>>,
 }
 
 impl Registry {
@@ -75,6 +77,16 @@ impl Registry {
 
     pub fn secret_stores(&self) -> &crate::secret_ref::SecretStores {
         &self.secrets
+    }
+
+    /// Judge resources' readiness rules (extension `readiness`) with `hook`; without one such a
+    /// resource fails as unsupported (see [`crate::readiness`]).
+    pub fn set_readiness(&mut self, hook: Arc<dyn crate::readiness::ReadinessHook>) {
+        self.readiness = Some(hook);
+    }
+
+    pub fn readiness(&self) -> Option<&Arc<dyn crate::readiness::ReadinessHook>> {
+        self.readiness.as_ref()
     }
 
     pub fn get(&self, resource_type: &str) -> Option<&Arc<dyn Runtime>> {

@@ -100,7 +100,12 @@ fn readiness_rule_decides_when_a_configmap_is_ready() {
         other => panic!("expected unsupported, got {other:?}"),
     }
 
-    kusionctl::readiness::install();
+    let mut registry = stack.registry.clone();
+    kusionctl::readiness::install(&mut registry);
+    let stack = Stack {
+        store: stack.store.clone(),
+        registry,
+    };
 
     // Ready only once someone sets data.ready to "yes" behind kusion's back.
     let client = cp.client().unwrap();

@@ -39,7 +39,7 @@ pub(super) fn not_ready(
                 continue;
             }
         };
-        let hook = readiness::installed();
+        let hook = stack.registry.readiness();
         if let (Some(expression), None) = (rule, &hook) {
             out.push(format!(
                 "{}: {}",
