@@ -15,10 +15,14 @@ use kusion_sdk::runtime::{
     WatchRequest,
 };
 use serde::{Deserialize, Serialize};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc};
 
 use super::spec::{ClusterConfig, Condition, Group, Operation, OpsSpec, Target};
 use crate::registry::Registry;
+use crate::walk::NodeResult;
+
+/// An operation's target reports and per-cluster timings.
+type OperationOutcome = (Vec<TargetReport>, Vec<GroupTiming>);
 
 /// Progress of a run, for display.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -336,69 +340,87 @@ pub async fn execute(
         started,
         journal,
     });
-    // One "finished, succeeded?" channel per operation; dependents wait on their dependencies'.
-    let (senders, receivers): (Vec<_>, Vec<_>) = spec
-        .operations
-        .iter()
-        .map(|_| watch::channel(None::<bool>))
-        .unzip();
+    // Operations walk their `dependsOn` DAG on the kernel's one DAG walker (the one apply uses):
+    // an operation that does not fully recover skips its dependents, and after an interrupt
+    // none starts. Each walker thread drives its operation's async steps on this runtime.
     let index: HashMap<&str, usize> = spec
         .operations
         .iter()
         .enumerate()
         .map(|(i, o)| (o.name.as_str(), i))
         .collect();
-    let mut tasks = Vec::new();
-    for (op, done) in spec.operations.iter().zip(senders) {
-        let deps: Vec<(String, watch::Receiver<Option<bool>>)> = op
-            .depends_on
-            .iter()
-            .filter_map(|d| {
-                index
-                    .get(d.as_str())
-                    .map(|&j| (d.clone(), receivers[j].clone()))
-            })
-            .collect();
-        let op = Arc::new(op.clone());
-        let shared = shared.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut blocked = None;
-            for (name, mut rx) in deps {
-                let ok = match rx.wait_for(Option::is_some).await {
-                    Ok(v) => v.unwrap_or(false),
-                    Err(_) => false,
-                };
-                if !ok && blocked.is_none() {
-                    blocked = Some(format!("dependency {name:?} did not succeed"));
+    let deps: Vec<Vec<usize>> = spec
+        .operations
+        .iter()
+        .map(|op| {
+            op.depends_on
+                .iter()
+                .filter_map(|d| index.get(d.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let operations: Vec<Arc<Operation>> = spec.operations.iter().cloned().map(Arc::new).collect();
+    let runtime = tokio::runtime::Handle::current();
+    let walked = {
+        let (operations, shared) = (operations.clone(), shared.clone());
+        tokio::task::spawn_blocking(move || {
+            let reports: Vec<std::sync::Mutex<Option<OperationOutcome>>> =
+                operations.iter().map(|_| Default::default()).collect();
+            let results = crate::walk::walk(&deps, operations.len(), &shared.cancel, |i| {
+                let op = &operations[i];
+                let outcome = runtime.block_on(run_operation(op, &shared));
+                let ok = outcome
+                    .0
+                    .iter()
+                    .all(|t| t.status == TargetStatus::Recovered);
+                *reports[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!("dependency {:?} did not succeed", op.name))
                 }
-            }
-            if blocked.is_none() && shared.cancelled() {
-                blocked = Some(INTERRUPTED.into());
-            }
-            let (targets, timings) = match blocked {
-                Some(reason) => {
-                    shared.emit(RunEvent::OperationSkipped {
-                        operation: op.name.clone(),
-                        reason: reason.clone(),
-                    });
-                    (not_started(&op, &reason), Vec::new())
-                }
-                None => run_operation(&op, &shared).await,
-            };
-            let ok = targets.iter().all(|t| t.status == TargetStatus::Recovered);
-            let _ = done.send(Some(ok));
-            (targets, timings)
-        }));
-    }
+            });
+            let reports = reports
+                .into_iter()
+                .map(|r| r.into_inner().unwrap_or_else(|p| p.into_inner()))
+                .collect::<Vec<_>>();
+            (results, reports)
+        })
+        .await
+    };
     let mut report = RunReport::default();
-    for t in tasks {
-        match t.await {
-            Ok((targets, groups)) => {
-                report.targets.extend(targets);
-                report.groups.extend(groups);
+    let (results, reports) = match walked {
+        Ok(walked) => walked,
+        Err(e) => {
+            tracing::error!("the operations' walk failed: {e}");
+            let reason = format!("the run failed before this target was acted on: {e}");
+            for op in &operations {
+                report.targets.extend(not_started(op, &reason));
             }
-            Err(e) => tracing::error!("operation task failed: {e}"),
+            report.total_ms = started.elapsed().as_millis() as u64;
+            return report;
         }
+    };
+    for ((op, result), outcome) in operations.iter().zip(results).zip(reports) {
+        let skipped = match (result, outcome) {
+            (_, Some((targets, timings))) => {
+                report.targets.extend(targets);
+                report.groups.extend(timings);
+                continue;
+            }
+            (NodeResult::Skipped(dependency), None) => Some(format!(
+                "dependency {:?} did not succeed",
+                operations[dependency].name
+            )),
+            (NodeResult::Failed(message), None) => Some(message),
+            (NodeResult::Cancelled | NodeResult::Done(()), None) => None,
+        };
+        let reason = skipped.unwrap_or_else(|| INTERRUPTED.to_string());
+        shared.emit(RunEvent::OperationSkipped {
+            operation: op.name.clone(),
+            reason: reason.clone(),
+        });
+        report.targets.extend(not_started(op, &reason));
     }
     report.total_ms = started.elapsed().as_millis() as u64;
     report
@@ -1021,6 +1043,9 @@ mod tests {
 
     struct FakeRuntime;
 
+    /// The tests share [`FAKE`]'s counters: one at a time.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
     impl Runtime for FakeRuntime {
         fn describe(&self) -> kusion_sdk::runtime::RuntimeInfo {
             kusion_sdk::runtime::RuntimeInfo {
@@ -1082,6 +1107,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn clusters_run_in_parallel_within_the_app_budget_and_failures_skip_dependents() {
+        let _serial = SERIAL.lock().await;
         let spec = OpsSpec::from_output(&serde_json::json!({"operations": [
             {"name": "r", "kind": "Restart", "app": "web", "batchSize": 3, "maxUnavailable": 2,
              "targets": ["a/v1:Pod:ns:p1", "a/v1:Pod:ns:p2", "a/v1:Pod:ns:p3",
@@ -1133,5 +1159,92 @@ mod tests {
         assert_eq!(s, TargetStatus::NotStarted);
         assert!(why.contains("dependency \"f\""), "{why}");
         assert!(!report.succeeded());
+    }
+
+    fn fake_clusters() -> (Registry, BTreeMap<String, ClusterConfig>) {
+        let mut registry = Registry::new();
+        registry.register(Arc::new(FakeRuntime)).unwrap();
+        let cluster = ClusterConfig {
+            kubeconfig: None,
+            context: None,
+            resource_type: "Kubernetes".into(),
+        };
+        (registry, [("a".to_string(), cluster)].into())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failure_skips_the_whole_chain_after_it_and_an_interrupt_starts_nothing() {
+        let _serial = SERIAL.lock().await;
+        let spec = OpsSpec::from_output(&serde_json::json!({"operations": [
+            {"name": "first", "kind": "Restart", "targets": ["a/v1:Pod:ns:bad"]},
+            {"name": "second", "kind": "Restart", "targets": ["a/v1:Pod:ns:s"], "dependsOn": ["first"]},
+            {"name": "third", "kind": "Restart", "targets": ["a/v1:Pod:ns:t"], "dependsOn": ["second"]},
+            {"name": "apart", "kind": "Restart", "targets": ["a/v1:Pod:ns:u"]},
+        ]}))
+        .unwrap();
+        let (registry, clusters) = fake_clusters();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let report = execute(
+            &spec,
+            &registry,
+            &clusters,
+            Some(tx),
+            Arc::new(AtomicBool::new(false)),
+            None,
+        )
+        .await;
+        let order: Vec<&str> = report
+            .targets
+            .iter()
+            .map(|t| t.operation.as_str())
+            .collect();
+        assert_eq!(
+            order,
+            ["first", "second", "third", "apart"],
+            "in the spec's order"
+        );
+        let why = |op: &str| {
+            let t = report.targets.iter().find(|t| t.operation == op).unwrap();
+            (t.status, t.reason.clone().unwrap_or_default())
+        };
+        assert_eq!(why("first").0, TargetStatus::Failed);
+        assert_eq!(
+            why("second"),
+            (
+                TargetStatus::NotStarted,
+                "dependency \"first\" did not succeed".into()
+            )
+        );
+        assert_eq!(
+            why("third"),
+            (
+                TargetStatus::NotStarted,
+                "dependency \"second\" did not succeed".into()
+            )
+        );
+        assert_eq!(why("apart").0, TargetStatus::Recovered);
+        let mut skipped = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            if let RunEvent::OperationSkipped { operation, .. } = e {
+                skipped.push(operation);
+            }
+        }
+        assert_eq!(skipped, ["second", "third"]);
+
+        // Interrupted before anything started: every target is not started, saying why.
+        let report = execute(
+            &spec,
+            &registry,
+            &clusters,
+            None,
+            Arc::new(AtomicBool::new(true)),
+            None,
+        )
+        .await;
+        assert_eq!(report.targets.len(), 4);
+        for t in &report.targets {
+            assert_eq!(t.status, TargetStatus::NotStarted, "{t:?}");
+            assert_eq!(t.reason.as_deref(), Some(INTERRUPTED), "{t:?}");
+        }
     }
 }
