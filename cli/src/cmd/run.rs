@@ -11,12 +11,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use kusion_kernel::ops::exec::{self, JournalEntry, RunEvent, TargetStatus};
+use kusion_kernel::ops::exec::{self, RunEvent, TargetStatus};
+use kusion_kernel::ops::record::{self, RecordedRun, outcome_word};
 use kusion_kernel::ops::{ClusterConfig, OpsSpec};
 use kusion_kernel::registry::Registry;
-use kusion_kernel::state::{
-    LeaseHolder, ReleaseStatus, RunRecord, RunTargetRecord, StateStore, Writer, format_time, now_ms,
-};
+use kusion_kernel::state::{LeaseHolder, ReleaseStatus, StateStore, format_time, now_ms};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -483,60 +482,6 @@ fn history(env: &RunEnv<'_>) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// Keep the run's record in step with what the run does: each target is recorded as `acting`
-/// before it is touched and with its outcome after, every change durable before the run goes
-/// on, so a run killed at any point leaves a record of what it may have changed.
-fn run_journal(
-    store: Arc<dyn StateStore>,
-    record: Arc<std::sync::Mutex<RunRecord>>,
-    writer: Arc<Writer>,
-) -> exec::RunJournal {
-    Arc::new(move |entry: JournalEntry| {
-        // A run that lost the stack to another process acts on nothing more.
-        if matches!(entry, JournalEntry::Acting { .. }) {
-            writer.ensure_live().map_err(|e| e.to_string())?;
-        }
-        let mut record = record.lock().unwrap_or_else(|p| p.into_inner());
-        let (target, operation, outcome, reason) = match entry {
-            JournalEntry::Acting { operation, target } => {
-                (target, operation, "acting".to_string(), None)
-            }
-            JournalEntry::Done(report) => (
-                report.target,
-                report.operation,
-                outcome_word(report.status).to_string(),
-                report.reason,
-            ),
-        };
-        match record
-            .targets
-            .iter_mut()
-            .find(|t| t.target == target && t.operation == operation)
-        {
-            Some(t) => {
-                t.outcome = outcome;
-                t.reason = reason;
-            }
-            None => record.targets.push(RunTargetRecord {
-                target,
-                operation,
-                outcome,
-                reason,
-            }),
-        }
-        store.update_run(&record).map_err(|e| e.to_string())
-    })
-}
-
-fn outcome_word(s: TargetStatus) -> &'static str {
-    match s {
-        TargetStatus::Recovered => "recovered",
-        TargetStatus::Failed => "failed",
-        TargetStatus::NotStarted => "not started",
-        TargetStatus::Interrupted => "interrupted",
-    }
-}
-
 pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Result<u8> {
     let started = Instant::now();
     if args.history {
@@ -586,20 +531,7 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
     if !env.json {
         print_plan(&file, &spec, &checked, &env.styles);
     }
-    // An operation that runs after others is checked against today's objects, which those
-    // others change (a rollback after a rollout restart has no earlier revision yet): its
-    // findings are shown, but only operations without dependencies can refuse the run.
-    let independent: std::collections::HashSet<&str> = spec
-        .operations
-        .iter()
-        .filter(|o| o.depends_on.is_empty())
-        .map(|o| o.name.as_str())
-        .collect();
-    let refused: Vec<(String, String, String)> = checked
-        .iter()
-        .filter(|((op, _), _)| independent.contains(op.as_str()))
-        .filter_map(|((op, t), r)| r.as_ref().err().map(|e| (op.clone(), t.clone(), e.clone())))
-        .collect();
+    let (problem, refused) = record::refusal(&spec, &checked, args.partial);
     let arg_texts: Vec<String> = args.args.clone();
     let holder = LeaseHolder::current("run");
     if spec.operations.is_empty() && spec.unresolved.is_empty() {
@@ -610,29 +542,6 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         }
         return Ok(exit::OK);
     }
-    let problem = if !refused.is_empty() {
-        Some(format!(
-            "{} target(s) cannot be acted on: {}",
-            refused.len(),
-            refused
-                .iter()
-                .map(|(_, t, e)| format!("{t}: {e}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ))
-    } else if !spec.unresolved.is_empty() && !args.partial {
-        Some(format!(
-            "{} subject(s) could not be resolved to targets: {} (pass --partial to run the rest anyway)",
-            spec.unresolved.len(),
-            spec.unresolved
-                .iter()
-                .map(|u| format!("{}: {}", u.subject, u.reason))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ))
-    } else {
-        None
-    };
     if args.dry_run {
         if env.json {
             println!(
@@ -655,45 +564,10 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
             exit::OK
         });
     }
-    let mut record = RunRecord {
-        id: 0,
-        holder,
-        program: file.display().to_string(),
-        args: arg_texts,
-        started_at: now_ms(),
-        finished_at: None,
-        status: ReleaseStatus::Running,
-        operations: spec
-            .operations
-            .iter()
-            .map(|op| {
-                let batches: usize = op.groups().iter().map(|g| g.batches.len()).sum();
-                format!(
-                    "{} {}: {} target(s) in {batches} batch(es)",
-                    op.kind,
-                    op.name,
-                    op.targets.len()
-                )
-            })
-            .collect(),
-        targets: Vec::new(),
-        notes: Vec::new(),
-    };
+    let mut record = record::new_record(&spec, &file.display().to_string(), arg_texts, holder);
     if let Some(p) = problem {
         // Refused before acting: recorded too, so the platform's attempt is in the history.
-        record.status = ReleaseStatus::Failed;
-        record.finished_at = Some(now_ms());
-        record.notes.push(format!("refused before acting: {p}"));
-        record.targets = unresolved_records(&spec);
-        for (op, t, e) in &refused {
-            record.targets.push(RunTargetRecord {
-                target: t.clone(),
-                operation: op.clone(),
-                outcome: "refused".into(),
-                reason: Some(e.clone()),
-            });
-        }
-        let id = env.store.create_run(&mut record)?;
+        let id = record::record_refused(env.store.as_ref(), &mut record, &spec, &p, &refused)?;
         if env.json {
             // The same target shape as a run that acted (`status`, not the record's `outcome`).
             let targets: Vec<Value> = record
@@ -731,31 +605,21 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
     // 3. Take the stack (runs and applies of one stack exclude each other, so one app's
     //    maxUnavailable holds across them), execute, streaming progress, and record.
     let store = env.store.clone();
-    let writer = {
-        let (store, holder, cancel) = (store.clone(), record.holder.clone(), cancel.clone());
-        let wait = args.wait_lock.unwrap_or_default();
-        Arc::new(
-            tokio::task::spawn_blocking(move || {
-                Writer::acquire_waiting(
-                    store,
-                    &holder,
-                    kusion_kernel::operation::lease_ttl(),
-                    cancel,
-                    wait,
-                )
-            })
-            .await??,
-        )
-    };
-    let id = env.store.create_run(&mut record)?;
+    let run = RecordedRun::start(
+        store.clone(),
+        record,
+        args.wait_lock.unwrap_or_default(),
+        cancel.clone(),
+    )
+    .await?;
+    let id = run.id;
     if !env.json {
         eprintln!("Run {id} started.");
     }
-    let shared_record = Arc::new(std::sync::Mutex::new(record.clone()));
     {
         // A second Ctrl-C leaves at once, but first closes the record (each target's intent
         // is already durable, so the record says what may have been changed).
-        let (store, shared) = (store.clone(), shared_record.clone());
+        let (store, shared) = (store.clone(), run.shared_record());
         crate::commands::on_forced_exit(Box::new(move || {
             let mut r = shared.lock().unwrap_or_else(|p| p.into_inner());
             r.status = ReleaseStatus::Interrupted;
@@ -767,7 +631,6 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
             let _ = store.update_run(&r);
         }));
     }
-    let journal = run_journal(store.clone(), shared_record.clone(), writer.clone());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (json_out, color) = (env.json, env.styles.color);
     let printer = tokio::spawn(async move {
@@ -777,45 +640,12 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         }
     });
     let exec_start = Instant::now();
-    let report = exec::execute(
-        &spec,
-        env.registry,
-        &clusters,
-        Some(tx),
-        cancel.clone(),
-        Some(journal),
-    )
-    .await;
+    let (record, report) = run
+        .execute(&spec, env.registry, &clusters, Some(tx), cancel.clone())
+        .await?;
     let _ = printer.await;
-    let mut record = shared_record
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
     let exec_ms = exec_start.elapsed().as_millis() as u64;
-    let interrupted = cancel.load(std::sync::atomic::Ordering::SeqCst);
     let ok = report.succeeded() && spec.unresolved.is_empty();
-    record.finished_at = Some(now_ms());
-    record.status = if interrupted {
-        ReleaseStatus::Interrupted
-    } else if ok {
-        ReleaseStatus::Succeeded
-    } else {
-        ReleaseStatus::Failed
-    };
-    record.targets = report
-        .targets
-        .iter()
-        .map(|t| RunTargetRecord {
-            target: t.target.clone(),
-            operation: t.operation.clone(),
-            outcome: outcome_word(t.status).into(),
-            reason: t.reason.clone(),
-        })
-        .chain(unresolved_records(&spec))
-        .collect();
-    env.store.update_run(&record)?;
-    *shared_record.lock().unwrap_or_else(|p| p.into_inner()) = record.clone();
-    drop(writer);
 
     // kusionctl's own time: everything except waiting for workloads and declared pauses, on the
     // slowest (operation, cluster) path.
@@ -884,18 +714,6 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         println!("{}", style.apply_to(line));
     }
     Ok(if ok { exit::OK } else { exit::FAILED })
-}
-
-fn unresolved_records(spec: &OpsSpec) -> Vec<RunTargetRecord> {
-    spec.unresolved
-        .iter()
-        .map(|u| RunTargetRecord {
-            target: u.subject.clone(),
-            operation: "-".into(),
-            outcome: "unresolved".into(),
-            reason: Some(u.reason.clone()),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Day-2 operations (`kusionctl run`): what a program declares with the `kusion.ops` KCL package
 //! ([`spec`]) and how it is carried out through the runtimes' `operate` and `watch` verbs
 //! ([`exec`]). Runs are recorded in the state backend next to releases
-//! ([`crate::state::RunRecord`]).
+//! ([`crate::state::RunRecord`]) as they happen ([`record`]).
 
 pub mod exec;
+pub mod record;
 pub mod spec;
 
 pub use exec::{RunEvent, RunReport, TargetReport, TargetStatus, execute, preflight};
