@@ -108,6 +108,7 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
             .replace("{project}", "shop")
             .replace("{stack}", "dev")
             .replace("{revision}", "1")
+            .replace("{run}", "1")
             .replace("{id}", &op)
             .replace("{namespace}", "team")
             .replace("{name}", "web");

@@ -30,7 +30,7 @@ use crate::audit::AuditEntry;
 use crate::auth::{Principal, Role, TokenRecord};
 use crate::ops::{self, EventKind, Operation, OperationEvent, OperationKind, OperationStatus};
 use crate::problem::Problem;
-use crate::source::StackRef;
+use crate::source::{StackRef, StackSource};
 use crate::{AppState, ServerError};
 
 type AppResult<T> = Result<T, Problem>;
@@ -50,7 +50,7 @@ impl From<ServerError> for Problem {
     info(title = "kusion server", description = "Stacks of a Konfig checkout: compile, preview, apply and destroy with approval, progress events, release history; the GitOps controller's Stacks and approval of their plans."),
     paths(
         healthz, metrics, openapi_json, list_projects, get_stack, compile_stack, list_releases,
-        get_release, create_operation, list_operations, get_operation, approve_operation,
+        get_release, list_runs, get_run, create_operation, list_operations, get_operation, approve_operation,
         reject_operation, operation_events, read_audit, list_tokens, create_token, revoke_token,
         cluster::list_cluster_stacks, cluster::get_cluster_stack, cluster::approve_cluster_plan,
     ),
@@ -94,6 +94,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/api/v1/projects/{project}/stacks/{stack}/releases/{revision}",
             get(get_release),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/runs",
+            get(list_runs),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/runs/{run}",
+            get(get_run),
         )
         .route(
             "/api/v1/projects/{project}/stacks/{stack}/operations",
@@ -518,6 +526,60 @@ async fn get_release(
     Ok(Json(
         serde_json::to_value(release).map_err(|e| Problem::internal(e.to_string()))?,
     ))
+}
+
+/// The stack's day-2 runs (`kusionctl run` and its kin), oldest first: who ran which program
+/// with which arguments, how it ended and each target's outcome, as `kusionctl run --history`
+/// reads them.
+#[utoipa::path(get, path = "/api/v1/projects/{project}/stacks/{stack}/runs",
+    params(("project" = String, Path), ("stack" = String, Path)),
+    responses((status = 200, body = Vec<serde_json::Value>), (status = 404, body = Problem),
+        (status = 409, body = Problem)))]
+async fn list_runs(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack)): Path<(String, String)>,
+) -> AppResult<Json<Vec<kusion_kernel::state::RunRecord>>> {
+    require(&principal, &project, Role::Viewer)?;
+    let found = find_stack(&state, &project, &stack).await?;
+    let source = state.source.clone();
+    let runs = blocking(move || read_runs(&*source, &found)).await?;
+    Ok(Json(runs))
+}
+
+/// One day-2 run.
+#[utoipa::path(get, path = "/api/v1/projects/{project}/stacks/{stack}/runs/{run}",
+    params(("project" = String, Path), ("stack" = String, Path), ("run" = u64, Path)),
+    responses((status = 200, body = serde_json::Value), (status = 404, body = Problem),
+        (status = 409, body = Problem)))]
+async fn get_run(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack, run)): Path<(String, String, u64)>,
+) -> AppResult<Json<kusion_kernel::state::RunRecord>> {
+    require(&principal, &project, Role::Viewer)?;
+    let found = find_stack(&state, &project, &stack).await?;
+    let source = state.source.clone();
+    let runs = blocking(move || read_runs(&*source, &found)).await?;
+    runs.into_iter()
+        .find(|r| r.id == run)
+        .map(Json)
+        .ok_or_else(|| Problem::not_found(format!("no run {run} of {project}/{stack}")))
+}
+
+fn read_runs(
+    source: &dyn StackSource,
+    stack: &StackRef,
+) -> AppResult<Vec<kusion_kernel::state::RunRecord>> {
+    let store = source
+        .state(stack)
+        .map_err(|e| Problem::internal(e.to_string()))?;
+    store.runs().map_err(|e| match e {
+        kusion_kernel::state::StateError::RunsUnsupported { .. } => {
+            Problem::conflict(e.to_string())
+        }
+        e => Problem::internal(e.to_string()),
+    })
 }
 
 /// What to run.
