@@ -44,6 +44,9 @@ pub enum OperationStatus {
     Blocked,
     /// An approver said no; nothing changed.
     Rejected,
+    /// Stopped on request: before it started (nothing changed), or while it ran (steps under
+    /// way finished, no new one started; the release records what was done).
+    Cancelled,
 }
 
 impl OperationStatus {
@@ -54,6 +57,7 @@ impl OperationStatus {
                 | OperationStatus::Failed
                 | OperationStatus::Blocked
                 | OperationStatus::Rejected
+                | OperationStatus::Cancelled
         )
     }
 }
@@ -73,6 +77,9 @@ pub struct Operation {
     pub approved_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejected_by: Option<String>,
+    /// Who asked to cancel it (a running operation stops at its next step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<String>,
     /// Whether the stack requires a second person's approval before changing anything.
     pub require_approval: bool,
     /// RFC 3339, UTC.
@@ -381,6 +388,7 @@ pub fn new_operation(
         requested_by: requested_by.to_string(),
         approved_by: None,
         rejected_by: None,
+        cancelled_by: None,
         require_approval: stack.require_approval && kind != OperationKind::Preview,
         created_at: now.clone(),
         updated_at: now,

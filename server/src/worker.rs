@@ -1,7 +1,7 @@
 //! A worker: claims queued operations and runs them through the kernel's policy-guarded
 //! preview and apply, the calls `kusionctl preview` and `kusionctl apply` make.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,13 +29,14 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
         match claimed {
             Ok(Some(op)) => {
                 let id = op.id.clone();
+                let cancel = Arc::new(AtomicBool::new(false));
                 // Compiling, planning and applying block; the kernel's runtimes may use the
                 // async runtime's handle, which blocking tasks have.
                 let task = {
-                    let (queue, source) = (queue.clone(), source.clone());
-                    tokio::task::spawn_blocking(move || execute(&*queue, &*source, op))
+                    let (queue, source, cancel) = (queue.clone(), source.clone(), cancel.clone());
+                    tokio::task::spawn_blocking(move || execute(&*queue, &*source, op, cancel))
                 };
-                if let Err(e) = heartbeating(&queue, &id, &name, task).await {
+                if let Err(e) = supervise(&queue, &id, &name, task, &cancel).await {
                     tracing::error!(operation = %id, "the operation's task stopped: {e}");
                     abandon(&*queue, &id, &format!("the worker's task stopped: {e}"));
                 }
@@ -50,22 +51,31 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
 }
 
 /// Awaits `task`, telling the queue every so often that this worker still runs operation `id`
-/// (a shared queue re-queues the operations of workers that went silent).
-async fn heartbeating(
+/// (a shared queue re-queues the operations of workers that went silent), and raising `cancel`
+/// once someone asks to cancel it (the queue's changes wake this loop).
+async fn supervise(
     queue: &Arc<dyn OperationQueue>,
     id: &str,
     name: &str,
     mut task: tokio::task::JoinHandle<()>,
+    cancel: &AtomicBool,
 ) -> Result<(), tokio::task::JoinError> {
-    let Some(every) = queue.heartbeat_every() else {
-        return task.await;
-    };
-    let mut ticks = tokio::time::interval(every);
+    let every = queue.heartbeat_every();
+    // Without heartbeats the timer only backs up the change notifications.
+    let mut ticks = tokio::time::interval(every.unwrap_or(Duration::from_secs(1)));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut changes = queue.changes();
     loop {
         tokio::select! {
             done = &mut task => return done,
+            Ok(()) = changes.changed(), if !cancel.load(Ordering::SeqCst) => {
+                check_cancelled(queue, id, cancel).await;
+            }
             _ = ticks.tick() => {
+                check_cancelled(queue, id, cancel).await;
+                if every.is_none() {
+                    continue;
+                }
                 let (q, op, me) = (queue.clone(), id.to_string(), name.to_string());
                 // The queue's call blocks on its database thread.
                 let beat = tokio::task::spawn_blocking(move || q.heartbeat(&op, &me)).await;
@@ -81,6 +91,20 @@ async fn heartbeating(
                 }
             }
         }
+    }
+}
+
+/// Raises `cancel` when the stored operation says someone asked to cancel it.
+async fn check_cancelled(queue: &Arc<dyn OperationQueue>, id: &str, cancel: &AtomicBool) {
+    if cancel.load(Ordering::SeqCst) {
+        return;
+    }
+    let (q, op) = (queue.clone(), id.to_string());
+    if let Ok(Ok(Some(stored))) = tokio::task::spawn_blocking(move || q.get(&op)).await
+        && stored.cancelled_by.is_some()
+    {
+        tracing::info!(operation = %id, "cancel requested: no new step starts");
+        cancel.store(true, Ordering::SeqCst);
     }
 }
 
@@ -122,7 +146,12 @@ fn policy_json(report: &PolicyReport) -> Option<Value> {
 }
 
 /// Runs one claimed operation to its next resting status.
-fn execute(queue: &dyn OperationQueue, source: &dyn StackSource, mut op: Operation) {
+fn execute(
+    queue: &dyn OperationQueue,
+    source: &dyn StackSource,
+    mut op: Operation,
+    cancel: Arc<AtomicBool>,
+) {
     let id = op.id.clone();
     let push = |kind: EventKind| {
         if let Err(e) = queue.push_event(&id, kind) {
@@ -133,14 +162,25 @@ fn execute(queue: &dyn OperationQueue, source: &dyn StackSource, mut op: Operati
         status: OperationStatus::Running,
         message: None,
     });
-    let outcome = run_steps(queue, source, &mut op);
-    let (status, message) = match outcome {
+    let outcome = run_steps(queue, source, &mut op, cancel.clone());
+    let (mut status, mut message) = match outcome {
         Ok((status, message)) => (status, message),
         Err(e) => {
             op.error = Some(e.clone());
             (OperationStatus::Failed, Some(e))
         }
     };
+    if cancel.load(Ordering::SeqCst) && status != OperationStatus::Succeeded {
+        // Who asked is in the stored operation, not in this worker's copy.
+        let by = queue.get(&id).ok().flatten().and_then(|o| o.cancelled_by);
+        op.cancelled_by = by.clone();
+        let what = message.take().unwrap_or_else(|| "nothing changed".into());
+        message = Some(format!(
+            "cancelled by {}: {what}",
+            by.as_deref().unwrap_or("someone")
+        ));
+        status = OperationStatus::Cancelled;
+    }
     op.status = status;
     // The event first: a stream ends when it sees the final status and no further events.
     push(EventKind::Status { status, message });
@@ -153,7 +193,12 @@ fn execute(queue: &dyn OperationQueue, source: &dyn StackSource, mut op: Operati
 
 type Step = Result<(OperationStatus, Option<String>), String>;
 
-fn run_steps(queue: &dyn OperationQueue, source: &dyn StackSource, op: &mut Operation) -> Step {
+fn run_steps(
+    queue: &dyn OperationQueue,
+    source: &dyn StackSource,
+    op: &mut Operation,
+    cancel: Arc<AtomicBool>,
+) -> Step {
     let stacks = source.stacks().map_err(|e| e.to_string())?;
     let stack = stacks
         .iter()
@@ -165,7 +210,6 @@ fn run_steps(queue: &dyn OperationQueue, source: &dyn StackSource, op: &mut Oper
             )
         })?;
     let prepared = source.open(stack).map_err(|e| e.to_string())?;
-    let cancel = Arc::new(AtomicBool::new(false));
     let destroy = op.kind == OperationKind::Destroy;
     let plan_options = PlanOptions {
         destroy,

@@ -51,7 +51,7 @@ impl From<ServerError> for Problem {
     paths(
         healthz, metrics, openapi_json, list_projects, get_stack, compile_stack, list_releases,
         get_release, list_runs, get_run, create_operation, list_operations, get_operation, approve_operation,
-        reject_operation, operation_events, read_audit, list_tokens, create_token, revoke_token,
+        reject_operation, cancel_operation, operation_events, read_audit, list_tokens, create_token, revoke_token,
         cluster::list_cluster_stacks, cluster::get_cluster_stack, cluster::approve_cluster_plan,
     ),
     components(schemas(
@@ -111,6 +111,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/operations/{id}", get(get_operation))
         .route("/api/v1/operations/{id}/approve", post(approve_operation))
         .route("/api/v1/operations/{id}/reject", post(reject_operation))
+        .route("/api/v1/operations/{id}/cancel", post(cancel_operation))
         .route("/api/v1/operations/{id}/events", get(operation_events))
         .route("/api/v1/audit", get(read_audit))
         .route("/api/v1/tokens", get(list_tokens).post(create_token))
@@ -687,6 +688,83 @@ async fn reject_operation(
     Path(id): Path<String>,
 ) -> AppResult<Json<Operation>> {
     decide(&state, &principal, &id, false).map(Json)
+}
+
+/// Cancel an operation (operator): one that waits (queued or awaiting approval) ends at once
+/// with nothing changed; a running one starts no new step, lets the steps under way finish and
+/// ends `cancelled` with what was done recorded. 409 once it has ended.
+#[utoipa::path(post, path = "/api/v1/operations/{id}/cancel", params(("id" = String, Path)),
+    responses((status = 200, body = Operation), (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+async fn cancel_operation(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> AppResult<Json<Operation>> {
+    // A claim can move a queued operation to running between the read and the write: look again.
+    for _ in 0..3 {
+        let mut op = visible_operation(&state, &principal, &id, Role::Operator)?;
+        let was = op.status;
+        if was.is_final() {
+            return Err(Problem::conflict(format!(
+                "operation {id} has already ended ({})",
+                status_name(was)
+            )));
+        }
+        if op.cancelled_by.is_some() {
+            return Ok(Json(op));
+        }
+        op.cancelled_by = Some(principal.subject.clone());
+        if was == OperationStatus::Running {
+            if state.queue.update(&op, was)? {
+                state.queue.push_event(
+                    &id,
+                    EventKind::Status {
+                        status: was,
+                        message: Some(format!(
+                            "{} asked to cancel: no new step starts; steps under way finish",
+                            principal.subject
+                        )),
+                    },
+                )?;
+                return Ok(Json(state.queue.get(&id)?.unwrap_or(op)));
+            }
+            continue;
+        }
+        op.status = OperationStatus::Cancelled;
+        // The event before the status, as for approvals: a stream ends on a final status once
+        // it has every event.
+        state.queue.push_event(
+            &id,
+            EventKind::Status {
+                status: OperationStatus::Cancelled,
+                message: Some(format!(
+                    "cancelled by {}; nothing changed",
+                    principal.subject
+                )),
+            },
+        )?;
+        if state.queue.update(&op, was)? {
+            return Ok(Json(state.queue.get(&id)?.unwrap_or(op)));
+        }
+        let now = state.queue.get(&id)?.map_or(was, |o| o.status);
+        state.queue.push_event(
+            &id,
+            EventKind::Status {
+                status: now,
+                message: Some("not cancelled yet: the operation changed meanwhile".into()),
+            },
+        )?;
+    }
+    Err(Problem::conflict(format!(
+        "operation {id} kept changing; try again"
+    )))
+}
+
+fn status_name(status: OperationStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn decide(
