@@ -9,7 +9,18 @@ import { badge, drift, findings, loading, planView, problem, resourceDiffs } fro
 const main = document.getElementById("main");
 let page = new AbortController();
 
-const FINAL = new Set(["succeeded", "failed", "blocked", "rejected"]);
+const ROLES = ["viewer", "operator", "approver", "admin"];
+/** The signed-in caller (GET /api/v1/session), or null. */
+let me = null;
+
+/** The caller's role on `project`: its own scope or `*`, whichever is higher. */
+function roleOn(project) {
+  const scopes = (me && me.scopes) || {};
+  const rank = (r) => ROLES.indexOf(r);
+  const own = scopes[project];
+  const all = scopes["*"];
+  return rank(own) >= rank(all) ? own : all;
+}
 
 function go(hash) {
   if (location.hash === hash) route();
@@ -68,13 +79,14 @@ function signIn(next, message) {
 async function showWho() {
   const who = document.getElementById("who");
   const out = document.getElementById("signout");
+  me = null;
   if (!session.token) {
     fill(who);
     out.hidden = true;
     return;
   }
   try {
-    const me = await api("/api/v1/session");
+    me = await api("/api/v1/session");
     const scopes = Object.entries(me.scopes || {}).map(([p, r]) => `${r} on ${p}`).join(", ");
     fill(who, "signed in as ", h("strong", { id: "subject" }, me.subject), h("span", { class: "muted" }, ` (${scopes})`));
     out.hidden = false;
@@ -419,6 +431,15 @@ async function operationPage(id) {
       ),
     );
     const status = h("span", { id: "decision-status" });
+    // The server decides; the page only says beforehand what it would answer.
+    const role = roleOn(op.project);
+    const approver = ROLES.indexOf(role) >= ROLES.indexOf("approver");
+    const own = me && me.subject === op.requestedBy;
+    const why = !approver
+      ? `Your role on ${op.project} is ${role || "none"}: someone with the approver role decides.`
+      : own
+        ? "You asked for this operation: a different person must approve it."
+        : null;
     fill(
       decision,
       op.status === "awaiting_approval"
@@ -426,10 +447,11 @@ async function operationPage(id) {
             "div",
             { class: "card approval" },
             h("p", {}, h("strong", {}, "This operation waits for a second person's approval. "), "Approving runs exactly the plan below; if the stack changed meanwhile the apply stops without changing anything."),
-            h("button", { type: "button", class: "primary", id: "approve-button", onclick: () => decide("approve", status) }, "Approve"),
+            h("button", { type: "button", class: "primary", id: "approve-button", disabled: !approver || own, onclick: () => decide("approve", status) }, "Approve"),
             " ",
-            h("button", { type: "button", class: "danger", id: "reject-button", onclick: () => decide("reject", status) }, "Reject"),
+            h("button", { type: "button", class: "danger", id: "reject-button", disabled: !approver, onclick: () => decide("reject", status) }, "Reject"),
             " ",
+            why ? h("span", { class: "muted", id: "decision-note" }, why) : null,
             status,
           )
         : null,
@@ -493,6 +515,8 @@ async function route() {
     signIn(hash === "#/signin" ? "#/" : hash);
     return;
   }
+  // The pages say what the caller may do: know who it is first.
+  if (!me) await showWho();
   const parts = hash.slice(2).split("/").filter(Boolean).map(decodeURIComponent);
   try {
     if (parts.length === 0) await stacksPage();
@@ -516,9 +540,9 @@ onUnauthorized(() => {
 
 document.getElementById("signout").addEventListener("click", () => {
   session.clear();
+  me = null;
   showWho();
   go("#/signin");
 });
 window.addEventListener("hashchange", route);
-showWho();
 route();

@@ -85,7 +85,7 @@ export function drawGraph(graph, states = new Map()) {
       { class: "node", "data-id": n.id, "data-state": states.get(n.id) || "", transform: `translate(${p.x} ${p.y})` },
       s("title", {}, `${n.id} (${n.type})`),
       s("rect", { width: W, height: H, rx: "6", ry: "6" }),
-      s("text", { x: "10", y: "17", class: "kind" }, shorten(`${n.kind} \u00b7 ${n.type}`, 34)),
+      s("text", { x: "10", y: "17", class: "kind" }, shorten(n.kind === n.type ? n.kind : `${n.kind} \u00b7 ${n.type}`, 34)),
       s("text", { x: "10", y: "35", class: "name" }, shorten(n.id, 30)),
     );
     nodes.set(n.id, g);
