@@ -275,8 +275,19 @@ async function stackPage(p, s) {
     return [h("p", {}, "Status: ", badge(d.status, { id: "drift-badge" })), drift(d)];
   });
   into(ops, "operations", async () => {
-    const all = await api("/api/v1/operations", { signal: page.signal });
-    return operationsList(all.filter((o) => o.project === p && o.stack === s));
+    const all = (await api("/api/v1/operations", { signal: page.signal })).filter((o) => o.project === p && o.stack === s);
+    const waiting = all.filter((o) => o.status === "awaiting_approval");
+    return [
+      waiting.length
+        ? h(
+            "div",
+            { class: "card approval", id: "awaiting" },
+            h("strong", {}, `${waiting.length} operation(s) wait for approval: `),
+            waiting.map((o) => [h("a", { href: `#/operations/${seg(o.id)}`, class: "review-link" }, `review the ${o.kind} ${o.requestedBy} asked for`), " "]),
+          )
+        : null,
+      operationsList(all),
+    ];
   });
   into(history, "history", async () => historyTable(p, s, await api(`${base}/releases`, { signal: page.signal })));
 }

@@ -24,14 +24,14 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
 const WAIT: Duration = Duration::from_secs(90);
 
-/// `t:web` takes 1.5 s to apply, so its progress can be seen while it runs.
+/// `t:web` takes 2.5 s to apply, so its progress can be seen while it runs.
 fn main_k(web_size: u32) -> String {
     format!(
         r#"resources = [
     {{
         id = "t:web"
         type = "Test"
-        attributes = {{size = {web_size}, delayMs = 1500, stack = option("stack")}}
+        attributes = {{size = {web_size}, delayMs = 2500, stack = option("stack")}}
     }}
     {{
         id = "t:db"
@@ -325,7 +325,7 @@ impl Page {
     async fn text_of(&self, id: &str) -> String {
         self.client
             .execute(
-                "return document.getElementById(arguments[0]).textContent",
+                "return document.getElementById(arguments[0])?.textContent ?? ''",
                 vec![json!(id)],
             )
             .await
@@ -480,7 +480,12 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     // Bob signs in and approves; the progress streams in while the apply runs.
     page.sign_out().await;
     page.sign_in(&bob).await;
-    page.go(&format!("#/operations/{id}")).await;
+    // From the stack page, where the operation waiting for a decision is pointed out.
+    page.click("a.stack-link").await;
+    page.wait_text("#awaiting", "wait for approval").await;
+    page.click("#awaiting a.review-link").await;
+    page.wait_text("#op-id", &id).await;
+    page.check_url().await;
     page.wait_text("#op-status", "awaiting approval").await;
     assert!(
         page.client
