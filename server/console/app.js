@@ -115,6 +115,7 @@ async function stacksPage() {
   );
   const projects = await api("/api/v1/projects", { signal: page.signal });
   const all = projects.flatMap((p) => p.stacks);
+  const drifts = [];
   if (all.length === 0) fill(body, h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No stacks you may view.")));
   for (const st of all) {
     const release = h("td", { class: "last-release" }, "\u2026");
@@ -141,11 +142,18 @@ async function stacksPage() {
         );
       })
       .catch((e) => fill(release, problem(e)));
-    // Drift reads every resource live: one stack at a time would be slow, so all at once.
-    api(`${stackPath(st.project, st.stack)}/drift`, { signal: page.signal })
-      .then((d) => fill(driftCell, badge(d.status)))
-      .catch((e) => fill(driftCell, problem(e)));
+    drifts.push(() =>
+      api(`${stackPath(st.project, st.stack)}/drift`, { signal: page.signal })
+        .then((d) => fill(driftCell, badge(d.status)))
+        .catch((e) => fill(driftCell, problem(e))),
+    );
   }
+  // A drift check opens the stack and reads every resource live: a few stacks at a time, so
+  // a large checkout does not open all of its stacks at once on the server.
+  const next = async () => {
+    for (let job = drifts.shift(); job && !page.signal.aborted; job = drifts.shift()) await job();
+  };
+  await Promise.all([next(), next(), next(), next()]);
 }
 
 // --- one stack ------------------------------------------------------------------------------
