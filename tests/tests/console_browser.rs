@@ -22,6 +22,18 @@ use kusion_tests::api_server::ApiServer;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kusionctl-testbed");
+const DEV_LINK: &str = "tr.stack-row[data-stack='inv/dev'] a.stack-link";
+
+/// `inv/prod`: a wider graph (fan-out and fan-in over three layers) for the layout.
+const PROD_K: &str = r#"resources = [
+    {id = "t:net", type = "Test", attributes = {size = 1}}
+    {id = "t:web", type = "Test", attributes = {size = 1}, dependsOn = ["t:net"]}
+    {id = "t:api", type = "Test", attributes = {size = 1}, dependsOn = ["t:net"]}
+    {id = "t:worker", type = "Test", attributes = {size = 1}, dependsOn = ["t:net"]}
+    {id = "t:lb", type = "Test", attributes = {size = 1}, dependsOn = ["t:web"]}
+    {id = "t:db", type = "Test", attributes = {size = 1}, dependsOn = ["t:api", "t:worker"]}
+]
+"#;
 const WAIT: Duration = Duration::from_secs(90);
 
 /// `t:web` takes 2.5 s to apply, so its progress can be seen while it runs.
@@ -61,6 +73,15 @@ fn layout(root: &Path) -> PathBuf {
     )
     .unwrap();
     std::fs::write(stack.join("main.k"), main_k(1)).unwrap();
+    let prod = root.join("inv/prod");
+    std::fs::create_dir_all(&prod).unwrap();
+    std::fs::write(prod.join("stack.yaml"), "name: prod\n").unwrap();
+    std::fs::write(
+        prod.join("kcl.yaml"),
+        "kcl_cli_configs:\n  files:\n    - main.k\n",
+    )
+    .unwrap();
+    std::fs::write(prod.join("main.k"), PROD_K).unwrap();
     stack
 }
 
@@ -410,12 +431,14 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
         .unwrap();
     page.wait_text("tr.stack-row[data-stack='inv/dev']", "dev")
         .await;
-    page.wait_text("tr.stack-row .last-release", "none").await;
-    page.wait_text("tr.stack-row .drift-status", "empty").await;
+    page.wait_text("tr.stack-row[data-stack='inv/dev'] .last-release", "none")
+        .await;
+    page.wait_text("tr.stack-row[data-stack='inv/dev'] .drift-status", "empty")
+        .await;
     page.shot("01-stacks").await;
 
     // The stack: its graph drawn, policy findings, drift.
-    page.click("a.stack-link").await;
+    page.click(DEV_LINK).await;
     let nodes = page.wait_count("#graph svg.graph g.node", 2).await;
     assert_eq!(nodes.len(), 2);
     assert_eq!(
@@ -481,7 +504,7 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     page.sign_out().await;
     page.sign_in(&bob).await;
     // From the stack page, where the operation waiting for a decision is pointed out.
-    page.click("a.stack-link").await;
+    page.click(DEV_LINK).await;
     page.wait_text("#awaiting", "wait for approval").await;
     page.click("#awaiting a.review-link").await;
     page.wait_text("#op-id", &id).await;
@@ -689,10 +712,47 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     object["attributes"]["size"] = 9.into();
     std::fs::write(&web_file, object.to_string()).unwrap();
     page.go("").await;
-    page.wait_text("tr.stack-row .last-release", "#2").await;
-    page.wait_text("tr.stack-row .drift-status", "drifted")
+    page.wait_text("tr.stack-row[data-stack='inv/dev'] .last-release", "#2")
         .await;
+    page.wait_text(
+        "tr.stack-row[data-stack='inv/dev'] .drift-status",
+        "drifted",
+    )
+    .await;
     page.shot("10-stacks-drifted").await;
+
+    // A wider graph: a column per layer, no two nodes on one spot, every edge drawn.
+    page.click("tr.stack-row[data-stack='inv/prod'] a.stack-link")
+        .await;
+    page.wait_count("#graph svg.graph g.node", 6).await;
+    let laid = page
+        .client
+        .execute(
+            "return [...document.querySelectorAll('#graph g.node')].map(g => [g.dataset.id, g.transform.baseVal[0].matrix.e, g.transform.baseVal[0].matrix.f])",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let laid: Vec<(String, f64, f64)> = serde_json::from_value(laid).unwrap();
+    let x = |id: &str| laid.iter().find(|n| n.0 == id).unwrap().1;
+    assert!(x("t:net") < x("t:web") && x("t:web") == x("t:api") && x("t:api") == x("t:worker"));
+    assert!(
+        x("t:worker") < x("t:db") && x("t:lb") == x("t:db"),
+        "{laid:?}"
+    );
+    let spots: std::collections::BTreeSet<(i64, i64)> =
+        laid.iter().map(|n| (n.1 as i64, n.2 as i64)).collect();
+    assert_eq!(spots.len(), 6, "{laid:?}");
+    assert_eq!(
+        page.client
+            .find_all(Locator::Css("#graph svg.graph path.edge"))
+            .await
+            .unwrap()
+            .len(),
+        6
+    );
+    page.wait_text("#policy-section", "HasOwner").await;
+    page.shot("11-wide-graph").await;
     page.check_url().await;
 
     let took = started.elapsed();
