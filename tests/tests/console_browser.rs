@@ -663,6 +663,38 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     );
     page.shot("09-compare-1-2").await;
 
+    // Bob asks for a destroy himself (the browser asks him to confirm first): he may not
+    // approve his own operation, the page says so, and he rejects it; nothing is destroyed.
+    page.go("#/stacks/inv/dev").await;
+    page.click("#destroy-button").await;
+    let question = page.client.get_alert_text().await.unwrap();
+    assert!(question.contains("inv/dev"), "{question}");
+    page.client.accept_alert().await.unwrap();
+    page.wait_text("#op-status", "awaiting approval").await;
+    page.wait_text("#plan", "2 delete").await;
+    page.wait_text("#decision-note", "You asked for this operation")
+        .await;
+    let approve = page
+        .client
+        .find(Locator::Css("#approve-button"))
+        .await
+        .unwrap();
+    assert_eq!(
+        approve.attr("disabled").await.unwrap().as_deref(),
+        Some("true")
+    );
+    page.click("#reject-button").await;
+    page.wait_text("#op-status", "rejected").await;
+    page.wait_text("#events", "rejected by bob").await;
+    page.shot("10-destroy-rejected").await;
+    let (_, releases) = server.call(
+        "GET",
+        "/api/v1/projects/inv/stacks/dev/releases",
+        &bob,
+        None,
+    );
+    assert_eq!(releases.as_array().unwrap().len(), 2, "{releases}");
+
     assert_eq!(
         page.client
             .execute("return window.__csp", vec![])
@@ -719,7 +751,7 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
         "drifted",
     )
     .await;
-    page.shot("10-stacks-drifted").await;
+    page.shot("11-stacks-drifted").await;
 
     // A wider graph: a column per layer, no two nodes on one spot, every edge drawn.
     page.click("tr.stack-row[data-stack='inv/prod'] a.stack-link")
@@ -752,7 +784,7 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
         6
     );
     page.wait_text("#policy-section", "HasOwner").await;
-    page.shot("11-wide-graph").await;
+    page.shot("12-wide-graph").await;
     page.check_url().await;
 
     let took = started.elapsed();
