@@ -36,6 +36,53 @@ const PROD_K: &str = r#"resources = [
 "#;
 const WAIT: Duration = Duration::from_secs(90);
 
+/// Reads an operation's events with the console's `streamEvents`, the first connection cut
+/// right after its first event (as a dropped network would): `{seqs, calls}`, the events' IDs
+/// as received and the `Last-Event-ID` each request sent.
+const RESUME_JS: &str = r#"
+const [id, done] = arguments;
+(async () => {
+  const { streamEvents } = await import("/ui/api.js");
+  const realFetch = window.fetch;
+  const calls = [];
+  window.fetch = async (url, init) => {
+    const response = await realFetch(url, init);
+    if (!String(url).endsWith("/events")) return response;
+    calls.push(init.headers["Last-Event-ID"] || null);
+    if (calls.length > 1) return response;
+    const reader = response.body.getReader();
+    let text = "";
+    let cut = false;
+    const body = new ReadableStream({
+      async pull(controller) {
+        if (cut) return controller.error(new TypeError("network cut"));
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return controller.close();
+          text += new TextDecoder().decode(value);
+          const end = text.indexOf("\n\n");
+          if (end >= 0) {
+            cut = true;
+            reader.cancel();
+            return controller.enqueue(new TextEncoder().encode(text.slice(0, end + 2)));
+          }
+        }
+      },
+    });
+    return new Response(body, { status: response.status, headers: response.headers });
+  };
+  const seqs = [];
+  try {
+    await streamEvents(id, (e) => seqs.push(Number(e.id)));
+    done({ seqs, calls });
+  } catch (e) {
+    done({ error: String(e), seqs, calls });
+  } finally {
+    window.fetch = realFetch;
+  }
+})();
+"#;
+
 /// `t:web` takes 2.5 s to apply, so its progress can be seen while it runs.
 fn main_k(web_size: u32) -> String {
     format!(
@@ -564,6 +611,26 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     assert_eq!(states, json!(["succeeded", "succeeded"]));
     page.wait_text("#approved-by", "bob").await;
     page.shot("06-applied").await;
+
+    // The console's event reader survives a dropped connection: the page's own module reads
+    // the stream again with the network cut after the first event; it resumes with
+    // Last-Event-ID and gets every event once, in order.
+    let resumed = page
+        .client
+        .execute_async(RESUME_JS, vec![json!(id)])
+        .await
+        .unwrap();
+    let total = page
+        .client
+        .find_all(Locator::Css("#events li[data-seq]"))
+        .await
+        .unwrap()
+        .len() as u64;
+    assert_eq!(
+        resumed,
+        json!({"seqs": (1..=total).collect::<Vec<u64>>(), "calls": [null, "1"]}),
+        "resumed after the cut"
+    );
 
     // The release the console shows is the one the API serves, and the one on disk.
     page.click("#release-link").await;
