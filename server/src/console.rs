@@ -117,6 +117,29 @@ mod tests {
     }
 
     #[test]
+    fn the_shell_loads_only_embedded_files() {
+        let (_, _, index) = ASSETS[0];
+        let mut referenced = 0;
+        for part in index.split(['"', '\'']) {
+            if let Some(file) = part.strip_prefix("/ui/") {
+                assert!(
+                    ASSETS.iter().any(|(n, _, _)| *n == file),
+                    "index.html loads {file}, which is not embedded"
+                );
+                referenced += 1;
+            } else {
+                assert!(
+                    !part.starts_with("http:")
+                        && !part.starts_with("https:")
+                        && !part.starts_with("//"),
+                    "index.html loads {part} from elsewhere"
+                );
+            }
+        }
+        assert_eq!(referenced, 2, "the stylesheet and the main module");
+    }
+
+    #[test]
     fn every_module_the_pages_import_is_served() {
         for (name, _, body) in ASSETS {
             for line in body.lines() {
