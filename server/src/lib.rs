@@ -18,6 +18,7 @@ pub mod audit;
 pub mod auth;
 pub mod cache;
 pub mod cluster;
+pub mod console;
 pub mod oidc;
 pub mod ops;
 pub mod pgqueue;

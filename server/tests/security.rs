@@ -101,7 +101,15 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
     assert_eq!(doc.status, StatusCode::OK);
     assert_eq!(doc.body["openapi"].as_str().map(|v| &v[..2]), Some("3."));
     let paths = doc.body["paths"].as_object().unwrap();
-    assert!(paths.len() >= 18, "{}", paths.len());
+    assert!(paths.len() >= 23, "{}", paths.len());
+    for view in ["graph", "policy", "drift", "releases/compare"] {
+        assert!(
+            paths.contains_key(&format!(
+                "/api/v1/projects/{{project}}/stacks/{{stack}}/{view}"
+            )),
+            "{view} is documented"
+        );
+    }
     let mut checked = 0;
     for (template, item) in paths {
         let path = template
@@ -150,10 +158,26 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
                     &format!("{method} {template} as a viewer"),
                 );
             }
+            // Reads too: a caller with no role on the project gets nothing of it.
+            if template.contains("{project}") {
+                let r = call(&app, &method, &path, Some(&outsider), body).await;
+                assert_problem(
+                    &r,
+                    StatusCode::FORBIDDEN,
+                    &format!("{method} {template} by a caller without access to the project"),
+                );
+            } else if template.starts_with("/api/v1/operations/{id}") {
+                let r = call(&app, &method, &path, Some(&outsider), body).await;
+                assert_problem(
+                    &r,
+                    StatusCode::NOT_FOUND,
+                    &format!("{method} {template} of a project the caller cannot view"),
+                );
+            }
             checked += 1;
         }
     }
-    assert!(checked >= 19, "{checked} routes checked");
+    assert!(checked >= 24, "{checked} routes checked");
 
     // Bad input is a problem document, not a panic.
     let r = call(

@@ -2,6 +2,7 @@
 //! tracing, authentication, audit, metrics and problem documents.
 
 mod cluster;
+mod views;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
@@ -47,10 +48,11 @@ impl From<ServerError> for Problem {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "kusion server", description = "Stacks of a Konfig checkout: compile, preview, apply and destroy with approval, progress events, release history; the GitOps controller's Stacks and approval of their plans."),
+    info(title = "kusion server", description = "Stacks of a Konfig checkout: compile, preview, apply and destroy with approval, progress events, release history and comparison, resource graph, policy findings, drift; the GitOps controller's Stacks and approval of their plans."),
     paths(
-        healthz, metrics, openapi_json, list_projects, get_stack, compile_stack, list_releases,
-        get_release, list_runs, get_run, create_operation, list_operations, get_operation, approve_operation,
+        healthz, metrics, openapi_json, views::whoami, list_projects, get_stack, compile_stack, list_releases,
+        get_release, list_runs, get_run, views::stack_graph, views::stack_policy, views::stack_drift,
+        views::compare_releases, create_operation, list_operations, get_operation, approve_operation,
         reject_operation, cancel_operation, operation_events, read_audit, list_tokens, create_token, revoke_token,
         cluster::list_cluster_stacks, cluster::get_cluster_stack, cluster::approve_cluster_plan,
     ),
@@ -58,7 +60,9 @@ impl From<ServerError> for Problem {
         Problem, StackRef, Project, Operation, OperationKind, OperationStatus, OperationEvent,
         EventKind, CreateOperation, ReleaseSummary, AuditEntry, Role, TokenInfo, CreateToken,
         CreatedToken, Health, crate::cluster::ClusterStack, crate::cluster::ClusterPlan,
-        crate::cluster::ClusterCondition, cluster::ApprovePlan,
+        crate::cluster::ClusterCondition, cluster::ApprovePlan, views::ResourceGraph, views::Session,
+        views::GraphNode, views::GraphEdge, views::PolicyFindings, views::StackDrift,
+        views::ReleaseComparison, views::ResourceComparison, views::ComparisonSummary,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))
@@ -81,6 +85,7 @@ impl Modify for BearerAuth {
 pub fn router(state: Arc<AppState>) -> Router {
     let protected = Router::new()
         .route("/openapi.json", get(openapi_json))
+        .route("/api/v1/session", get(views::whoami))
         .route("/api/v1/projects", get(list_projects))
         .route("/api/v1/projects/{project}/stacks/{stack}", get(get_stack))
         .route(
@@ -94,6 +99,23 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/api/v1/projects/{project}/stacks/{stack}/releases/{revision}",
             get(get_release),
+        )
+        // A static segment wins over `{revision}` in the router.
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/releases/compare",
+            get(views::compare_releases),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/graph",
+            get(views::stack_graph),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/policy",
+            get(views::stack_policy),
+        )
+        .route(
+            "/api/v1/projects/{project}/stacks/{stack}/drift",
+            get(views::stack_drift),
         )
         .route(
             "/api/v1/projects/{project}/stacks/{stack}/runs",
@@ -133,6 +155,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .merge(crate::console::routes())
         .merge(protected)
         .layer(middleware::from_fn_with_state(state.clone(), finish))
         .layer(PropagateRequestIdLayer::new(header.clone()))

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -15,6 +16,8 @@ use kusion_kernel::policy::{PolicyGuard, StackInfo};
 use kusion_kernel::registry::Registry;
 use kusion_kernel::spec::Spec;
 use kusion_kernel::state::StateStore;
+use kusion_sdk::PluginResult;
+use kusion_sdk::policy::{Finding, PolicyPlugin, PolicyPluginInfo, Severity};
 use kusion_server::{Prepared, SourceError, StackRef, StackSource};
 use serde_json::Value;
 use tower::ServiceExt;
@@ -113,6 +116,8 @@ pub struct Files {
     pub cloud: PathBuf,
     /// How many times the stacks were listed.
     pub listed: AtomicUsize,
+    /// A policy every stack is guarded by.
+    pub policy: Option<Arc<dyn PolicyPlugin>>,
 }
 
 impl Files {
@@ -121,7 +126,55 @@ impl Files {
             root,
             cloud,
             listed: AtomicUsize::new(0),
+            policy: None,
         }
+    }
+
+    /// Every stack guarded by [`SizePolicy`].
+    pub fn with_size_policy(mut self) -> Files {
+        self.policy = Some(Arc::new(SizePolicy));
+        self
+    }
+}
+
+/// A policy plugin in process: warns about every resource whose `size` is over 1 and denies
+/// any over 10.
+pub struct SizePolicy;
+
+impl PolicyPlugin for SizePolicy {
+    fn describe(&self) -> PolicyPluginInfo {
+        PolicyPluginInfo {
+            name: "sizes".into(),
+            version: "1.0.0".into(),
+            abi: kusion_sdk::ABI_VERSION,
+        }
+    }
+    fn configure(&self, _config: &Value) -> PluginResult<()> {
+        Ok(())
+    }
+    fn evaluate(&self, spec: &Value, _context: &Value) -> PluginResult<Vec<Finding>> {
+        let mut out = Vec::new();
+        for r in spec["resources"].as_array().into_iter().flatten() {
+            let size = r["attributes"]["size"].as_u64().unwrap_or(0);
+            if size > 1 {
+                out.push(Finding {
+                    rule: if size > 10 {
+                        "MaxSize"
+                    } else {
+                        "SmallIsBeautiful"
+                    }
+                    .into(),
+                    severity: if size > 10 {
+                        Severity::Deny
+                    } else {
+                        Severity::Warn
+                    },
+                    resource_id: r["id"].as_str().map(str::to_string),
+                    message: format!("size {size} is over 1"),
+                });
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -171,7 +224,17 @@ impl StackSource for Files {
                 registry,
             },
             guard: PolicyGuard::with_plugins(
-                Vec::new(),
+                self.policy
+                    .iter()
+                    .map(|p| {
+                        (
+                            "sizes".to_string(),
+                            p.clone(),
+                            Duration::from_secs(10),
+                            false,
+                        )
+                    })
+                    .collect(),
                 StackInfo {
                     name: stack.stack.clone(),
                     path: None,
