@@ -444,6 +444,7 @@ async function operationPage(id) {
         h("dd", {}, op.requestedBy, " at ", when(op.createdAt)),
         op.approvedBy ? [h("dt", {}, "approved by"), h("dd", { id: "approved-by" }, op.approvedBy)] : null,
         op.rejectedBy ? [h("dt", {}, "rejected by"), h("dd", {}, op.rejectedBy)] : null,
+        op.cancelledBy ? [h("dt", {}, "cancelled by"), h("dd", { id: "cancelled-by" }, op.cancelledBy)] : null,
         op.worker ? [h("dt", {}, "worker"), h("dd", {}, op.worker)] : null,
         op.revision ? [h("dt", {}, "release"), h("dd", {}, h("a", { id: "release-link", href: `${stackHash(op.project, op.stack)}/releases/${op.revision}` }, `#${op.revision}`))] : null,
         op.error ? [h("dt", {}, "error"), h("dd", { class: "problem" }, op.error)] : null,
@@ -459,8 +460,24 @@ async function operationPage(id) {
       : own
         ? "You asked for this operation: a different person must approve it."
         : null;
+    // Operators may stop an operation that has not ended: a waiting one ends at once, a running
+    // one starts no new step.
+    const operator = ROLES.indexOf(role) >= ROLES.indexOf("operator");
+    const cancellable = ["queued", "awaiting_approval", "running"].includes(op.status) && !op.cancelledBy;
+    const cancel = cancellable
+      ? h(
+          "p",
+          { class: "cancel" },
+          h("button", { type: "button", id: "cancel-button", disabled: !operator, onclick: () => decide("cancel", status) }, "Cancel operation"),
+          " ",
+          h("span", { class: "muted" }, op.status === "running" ? "No new step starts; steps under way finish." : "Nothing has changed yet."),
+        )
+      : op.cancelledBy && op.status === "running"
+        ? h("p", { class: "muted", id: "cancel-note" }, `${op.cancelledBy} asked to cancel: no new step starts.`)
+        : null;
     fill(
       decision,
+      cancel,
       op.status === "awaiting_approval"
         ? h(
             "div",

@@ -754,6 +754,16 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     page.wait_text("#op-status", "rejected").await;
     page.wait_text("#events", "rejected by bob").await;
     page.shot("10-destroy-rejected").await;
+    // He asks again and thinks better of it: cancelling a waiting operation changes nothing.
+    page.go("#/stacks/inv/dev").await;
+    page.click("#destroy-button").await;
+    page.client.accept_alert().await.unwrap();
+    page.wait_text("#op-status", "awaiting approval").await;
+    page.click("#cancel-button").await;
+    page.wait_text("#op-status", "cancelled").await;
+    page.wait_text("#cancelled-by", "bob").await;
+    page.wait_text("#events", "cancelled by bob; nothing changed")
+        .await;
     let (_, releases) = server.call(
         "GET",
         "/api/v1/projects/inv/stacks/dev/releases",
