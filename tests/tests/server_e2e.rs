@@ -472,3 +472,122 @@ fn oidc_jwts_authenticate_on_the_real_server() {
         );
     }
 }
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=kusion",
+            "-c",
+            "user.email=dev@kusion.local",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A Konfig repository served from Git: fetched at start, followed to each new commit of the
+/// ref, with the stack's state kept in the data folder, so the release applied on one revision
+/// is the history the next revision plans against.
+#[test]
+fn a_git_source_is_served_and_followed_with_state_kept_across_revisions() {
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let home = work.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let repo = work.join("repo");
+    layout(&repo);
+    git(&repo, &["init", "--quiet", "-b", "main"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "--quiet", "-m", "first"]);
+    let elsewhere = work.join("run");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let data = work.join("data");
+    let url = format!("file://{}", repo.display());
+
+    let out = command(&elsewhere, &home, &work.join("cloud"))
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--git",
+            &url,
+            "--git-ref",
+            "nope",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("nope"),
+        "a ref that cannot be fetched stops the start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut c = command(&elsewhere, &home, &work.join("cloud"));
+    c.args(["server", "--listen", "127.0.0.1:0", "-vv", "--git", &url])
+        .args(["--git-poll", "300ms", "--data-dir"])
+        .arg(&data);
+    let server = ApiServer::start(c, &work.join("server.log"));
+    let alice = server.mint(&server.admin, "alice", json!({"inv": "operator"}));
+    let bob = server.mint(&server.admin, "bob", json!({"inv": "approver"}));
+    let (code, projects) = server.call("GET", "/api/v1/projects", &alice, None);
+    assert_eq!(code, 200, "{projects}");
+    assert_eq!(projects[0]["stacks"][0]["stack"], "dev", "{projects}");
+
+    let ops = "/api/v1/projects/inv/stacks/dev/operations";
+    let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "apply"})));
+    assert_eq!(code, 202, "{op}");
+    let id = op["id"].as_str().unwrap().to_string();
+    server.wait_for(&alice, &id, "awaiting_approval");
+    let (code, _) = server.call(
+        "POST",
+        &format!("/api/v1/operations/{id}/approve"),
+        &bob,
+        None,
+    );
+    assert_eq!(code, 200);
+    let applied = server.wait_for(&alice, &id, "succeeded");
+    assert_eq!(applied["revision"], 1, "{applied}");
+    assert!(
+        data.join("state/inv/dev").is_dir(),
+        "local state is kept outside the fetched trees"
+    );
+
+    // A new commit on the ref is served within a few polls.
+    let main_k = repo.join("inv/dev/main.k");
+    let text = std::fs::read_to_string(&main_k).unwrap();
+    std::fs::write(&main_k, text.replacen("size = 1", "size = 7", 1)).unwrap();
+    git(&repo, &["commit", "--quiet", "-am", "bigger web"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (code, spec) = server.call("GET", "/api/v1/projects/inv/stacks/dev/spec", &alice, None);
+        assert_eq!(code, 200, "{spec}");
+        if spec["resources"][0]["attributes"]["size"] == 7 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new commit was never served: {spec}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Planned against the state the first revision's apply left.
+    let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "preview"})));
+    assert_eq!(code, 202, "{op}");
+    let preview = server.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
+    assert_eq!(preview["plan"]["summary"]["update"], 1, "{preview}");
+    assert_eq!(preview["plan"]["summary"]["create"], 0, "{preview}");
+    let (_, releases) = server.call(
+        "GET",
+        "/api/v1/projects/inv/stacks/dev/releases",
+        &alice,
+        None,
+    );
+    assert_eq!(releases.as_array().map(Vec::len), Some(1), "{releases}");
+}

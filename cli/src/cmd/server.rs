@@ -50,6 +50,8 @@ pub struct ServerArgs {
     pub queue: QueueArgs,
     #[command(flatten)]
     pub oidc: OidcArgs,
+    #[command(flatten)]
+    pub git: GitArgs,
     /// Workers to run in this process (0: only serve the API; `kusionctl worker` processes
     /// sharing `--queue` run the operations).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -149,10 +151,36 @@ impl OidcArgs {
     }
 }
 
+/// Serve a Konfig repository fetched from Git instead of the folder the command runs in.
+#[derive(Debug, Args)]
+pub struct GitArgs {
+    /// The repository (https://, ssh:// or file://), fetched at start and every --git-poll.
+    /// Each revision is a fresh tree, so stacks keeping local state keep it in the data folder
+    /// (`<data-dir>/state/<project>/<stack>`); credentials come from git's own configuration
+    /// (credential helper, SSH agent or keys).
+    #[arg(long, env = "KUSION_GIT_URL", value_name = "URL")]
+    pub git: Option<String>,
+    /// The branch, tag or commit to serve.
+    #[arg(long, default_value = "main", value_name = "REF")]
+    pub git_ref: String,
+    /// The Konfig root (the folder with `kcl.mod`) inside the repository.
+    #[arg(long, default_value = ".", value_name = "PATH")]
+    pub git_path: PathBuf,
+    /// How often the ref is fetched again.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub git_poll: std::time::Duration,
+}
+
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     #[command(flatten)]
     pub queue: QueueArgs,
+    #[command(flatten)]
+    pub git: GitArgs,
+    /// Where a Git source's fetched trees and stacks' local state are kept (default:
+    /// <folder>/.kusion/server, as the server's).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
     /// Workers to run in this process.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub workers: usize,
@@ -164,10 +192,48 @@ pub struct WorkerArgs {
 }
 
 /// The stacks below the checkout's root, opened as `kusionctl apply -C <stack>` opens them,
-/// with each stack's own state (its `stack.yaml`, else `<stack>/.kusion/state`).
+/// with each stack's own state (its `stack.yaml`, else `<stack>/.kusion/state`). For a Git
+/// source the root moves to each new revision's tree, and local state lives outside the trees.
 struct Checkout {
-    root: PathBuf,
+    root: std::sync::RwLock<PathBuf>,
+    /// A Git source's folder for stacks' local state.
+    state_root: Option<PathBuf>,
     opener: StackOpener,
+}
+
+impl Checkout {
+    fn root(&self) -> PathBuf {
+        self.root.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The stack's folder in the tree served now: a Git source's listing may be from the tree of
+    /// an earlier revision (listings are cached, trees replaced), so it is looked up again.
+    fn dir(&self, stack: &StackRef) -> Result<PathBuf, SourceError> {
+        if self.state_root.is_none() {
+            return Ok(stack.dir.clone());
+        }
+        self.stacks()?
+            .into_iter()
+            .find(|s| s.project == stack.project && s.stack == stack.stack)
+            .map(|s| s.dir)
+            .ok_or_else(|| {
+                SourceError(format!(
+                    "stack {}/{} is not in the revision served now",
+                    stack.project, stack.stack
+                ))
+            })
+    }
+
+    fn state_choice(&self, stack: &StackRef) -> StateChoice<'static> {
+        match &self.state_root {
+            // By name, not folder: the folder changes with every revision.
+            Some(root) => StateChoice {
+                state_dir: Some(root.join(&stack.project).join(&stack.stack)),
+                backend: "local",
+            },
+            None => local(),
+        }
+    }
 }
 
 fn local() -> StateChoice<'static> {
@@ -183,7 +249,7 @@ fn source_error(e: anyhow::Error) -> SourceError {
 
 impl StackSource for Checkout {
     fn stacks(&self) -> Result<Vec<StackRef>, SourceError> {
-        let dirs = crate::project::discover_stacks(&self.root).map_err(source_error)?;
+        let dirs = crate::project::discover_stacks(&self.root()).map_err(source_error)?;
         let mut out = Vec::new();
         for dir in dirs {
             match crate::project::open_stack(&dir) {
@@ -202,18 +268,18 @@ impl StackSource for Checkout {
     }
 
     fn compile(&self, stack: &StackRef) -> Result<Spec, SourceError> {
-        self.opener.compile(&stack.dir).map_err(source_error)
+        self.opener.compile(&self.dir(stack)?).map_err(source_error)
     }
 
     fn state(&self, stack: &StackRef) -> Result<Arc<dyn StateStore>, SourceError> {
         self.opener
-            .state_store(&stack.dir, local())
+            .state_store(&self.dir(stack)?, self.state_choice(stack))
             .map_err(source_error)
     }
 
     fn open(&self, stack: &StackRef) -> Result<Prepared, SourceError> {
         self.opener
-            .open(&stack.dir, local(), &[], false)
+            .open(&self.dir(stack)?, self.state_choice(stack), &[], false)
             .map(|(spec, stack, guard)| Prepared { spec, stack, guard })
             .map_err(source_error)
     }
@@ -344,12 +410,62 @@ impl ClusterStacks for Cluster {
 }
 
 /// The checkout `kusionctl server` and `kusionctl worker` serve: the working folder's.
-fn checkout(global: &Global, runtimes: Vec<Arc<dyn Runtime>>) -> Result<(PathBuf, Checkout)> {
+/// The folder the command runs in (`-C`, else the current one).
+fn folder(global: &Global) -> Result<PathBuf> {
     let root = match &global.workdir {
         Some(d) => d.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let root = std::path::absolute(&root).unwrap_or(root);
+    Ok(std::path::absolute(&root).unwrap_or(root))
+}
+
+/// What the banner names as served: the folder, or the repository, ref and revision.
+fn served(root: &Path, git: &GitArgs, revision: Option<&str>) -> String {
+    match (&git.git, revision) {
+        (Some(url), Some(rev)) => format!(
+            "{} {} ({rev}), every {}",
+            redact_url(url),
+            git.git_ref,
+            humantime::format_duration(git.git_poll)
+        ),
+        _ => root.display().to_string(),
+    }
+}
+
+/// The stacks to serve: the folder's, or a Git source fetched now (and again every poll by a
+/// thread that moves the checkout's root to each new revision).
+fn checkout(
+    global: &Global,
+    runtimes: Vec<Arc<dyn Runtime>>,
+    git: &GitArgs,
+    data_dir: &Path,
+) -> Result<(String, Checkout)> {
+    let folder = folder(global)?;
+    let (root, state_root, revision) = match &git.git {
+        None => (folder.clone(), None, None),
+        Some(url) => {
+            if git.git_path.is_absolute()
+                || git
+                    .git_path
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+            {
+                anyhow::bail!(
+                    "--git-path {} must be a folder inside the repository",
+                    git.git_path.display()
+                );
+            }
+            let fetched = kusion_controller::git::GitCache::new(data_dir.join("git"))
+                .fetch_now(url, &git.git_ref, None)
+                .with_context(|| format!("fetching {} {}", redact_url(url), git.git_ref))?;
+            (
+                fetched.dir.join(&git.git_path),
+                Some(data_dir.join("state")),
+                Some(fetched.revision),
+            )
+        }
+    };
+    let served = served(&folder, git, revision.as_deref());
     let runtime_config = match &global.runtime_config {
         Some(path) => crate::commands::read_runtime_config(path)?,
         None => Value::Null,
@@ -357,7 +473,8 @@ fn checkout(global: &Global, runtimes: Vec<Arc<dyn Runtime>>) -> Result<(PathBuf
     let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
     let checkout = Checkout {
-        root: root.clone(),
+        root: std::sync::RwLock::new(root),
+        state_root,
         opener: StackOpener {
             plugins,
             runtimes,
@@ -366,7 +483,41 @@ fn checkout(global: &Global, runtimes: Vec<Arc<dyn Runtime>>) -> Result<(PathBuf
             runtime_config,
         },
     };
-    Ok((root, checkout))
+    Ok((served, checkout))
+}
+
+/// Fetches the Git source every poll and points the checkout at each new revision's tree. A
+/// failed fetch keeps serving the revision last fetched.
+fn follow(checkout: &Arc<Checkout>, git: &GitArgs, data_dir: &Path) {
+    let Some(url) = git.git.clone() else {
+        return;
+    };
+    let checkout = Arc::downgrade(checkout);
+    let cache = kusion_controller::git::GitCache::new(data_dir.join("git"));
+    let (reference, path, every) = (git.git_ref.clone(), git.git_path.clone(), git.git_poll);
+    std::thread::spawn(move || {
+        let mut last = None;
+        loop {
+            std::thread::sleep(every);
+            let Some(checkout) = checkout.upgrade() else {
+                return;
+            };
+            match cache.fetch_now(&url, &reference, None) {
+                Ok(fetched) => {
+                    if last.as_ref() != Some(&fetched.revision) {
+                        tracing::info!(revision = %fetched.revision, "serving a new revision");
+                        *checkout.root.write().unwrap_or_else(|p| p.into_inner()) =
+                            fetched.dir.join(&path);
+                        last = Some(fetched.revision);
+                    }
+                }
+                Err(e) => tracing::warn!(
+                    "fetching {}: {e}; still serving the last revision",
+                    redact_url(&url)
+                ),
+            }
+        }
+    });
 }
 
 pub(crate) async fn run(
@@ -374,11 +525,13 @@ pub(crate) async fn run(
     global: &Global,
     runtimes: Vec<Arc<dyn Runtime>>,
 ) -> Result<u8> {
-    let (root, checkout) = checkout(global, runtimes)?;
-    let data_dir = args
-        .data_dir
-        .clone()
-        .unwrap_or_else(|| root.join(".kusion").join("server"));
+    let data_dir = args.data_dir.clone().map_or_else(
+        || folder(global).map(|f| f.join(".kusion").join("server")),
+        Ok,
+    )?;
+    let (served, checkout) = checkout(global, runtimes, &args.git, &data_dir)?;
+    let checkout = Arc::new(checkout);
+    follow(&checkout, &args.git, &data_dir);
     let options = kusion_server::ServeOptions {
         listen: args.listen,
         data_dir,
@@ -396,8 +549,8 @@ pub(crate) async fn run(
         } else {
             None
         };
-    let bound = kusion_server::bind(&options, Arc::new(checkout), queue, cluster).await?;
-    print_banner(&root, &bound);
+    let bound = kusion_server::bind(&options, checkout, queue, cluster).await?;
+    print_banner(&served, &bound);
     kusion_server::serve(bound, options.workers).await?;
     Ok(exit::OK)
 }
@@ -417,9 +570,15 @@ pub(crate) async fn run_worker(
     if args.workers == 0 {
         anyhow::bail!("--workers must be at least 1");
     }
-    let (root, checkout) = checkout(global, runtimes)?;
+    let data_dir = args.data_dir.clone().map_or_else(
+        || folder(global).map(|f| f.join(".kusion").join("server")),
+        Ok,
+    )?;
+    let (served, checkout) = checkout(global, runtimes, &args.git, &data_dir)?;
+    let checkout = Arc::new(checkout);
+    follow(&checkout, &args.git, &data_dir);
     let queue = args.queue.open()?;
-    let source: Arc<dyn StackSource> = Arc::new(checkout);
+    let source: Arc<dyn StackSource> = checkout;
     let names = kusion_server::spawn_workers(&queue, &source, args.workers);
     {
         use std::io::Write;
@@ -429,7 +588,7 @@ pub(crate) async fn run_worker(
             "kusion worker {} claiming from {} for {}",
             names.join(", "),
             kusion_server::pgqueue::redact(url),
-            root.display()
+            served
         );
         let _ = out.flush();
     }
@@ -441,15 +600,14 @@ pub(crate) async fn run_worker(
     Ok(exit::OK)
 }
 
-fn print_banner(root: &Path, bound: &kusion_server::Bound) {
+fn print_banner(served: &str, bound: &kusion_server::Bound) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     // Printed here only: the token is stored as its hash and never logged.
     let _ = writeln!(
         out,
         "kusion server listening on http://{} serving {}",
-        bound.address,
-        root.display()
+        bound.address, served
     );
     let _ = writeln!(
         out,
