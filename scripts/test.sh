@@ -14,3 +14,5 @@ done
 # Build everything first so plugin cdylibs exist before tests that load them run.
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked -- "$@"
+# A library user who needs only the model builds the kernel without wasmtime, PostgreSQL or S3.
+cargo check -p kusion-kernel --no-default-features --locked

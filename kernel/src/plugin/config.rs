@@ -33,7 +33,7 @@ use kusion_sdk::Value;
 use serde::{Deserialize, Serialize};
 
 use super::LoadError;
-use super::wasm::{WasmGrants, WasmLimits};
+use super::grants::{WasmGrants, WasmLimits};
 
 fn yes() -> bool {
     true

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::LoadError;
-use super::wasm::WasmGrants;
+use super::grants::WasmGrants;
 
 /// The file name of a manifest inside a plugin's directory.
 pub const MANIFEST_FILE: &str = "plugin.toml";

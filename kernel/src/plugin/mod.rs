@@ -13,14 +13,16 @@
 pub mod config;
 pub mod conformance;
 pub mod fixtures;
+pub mod grants;
 pub mod manifest;
 pub mod native;
 pub mod trust;
+#[cfg(feature = "wasm")]
 pub mod wasm;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "wasm"))]
 mod tests;
-#[cfg(test)]
+#[cfg(all(test, feature = "wasm"))]
 mod wasm_runtime_tests;
 
 use std::collections::BTreeMap;
@@ -35,9 +37,19 @@ use kusion_sdk::{AbiVersion, PluginError, Value};
 use serde::Serialize;
 
 pub use config::{PluginConfig, PluginSettings};
+pub use grants::{WasmGrants, WasmLimits};
 pub use manifest::{Format, MANIFEST_FILE, Manifest};
 pub use native::NativeLibrary;
-pub use wasm::{WasmGrants, WasmHost, WasmLimits};
+#[cfg(feature = "wasm")]
+pub use wasm::WasmHost;
+
+/// The WASM host, started by the first WASM plugin loaded (or why it could not start).
+#[cfg(feature = "wasm")]
+type WasmHostSlot = Option<Result<WasmHost, LoadError>>;
+/// Without the `wasm` feature there is no host to start.
+#[cfg(not(feature = "wasm"))]
+#[derive(Default)]
+struct WasmHostSlot(());
 
 /// Why a plugin could not be loaded. Every variant names the file concerned.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -367,7 +379,7 @@ enum Loaded {
 /// its entry, so one broken plugin does not take the others down.
 pub fn load_plugins(config: &PluginConfig) -> LoadedPlugins {
     let mut out = LoadedPlugins::default();
-    let mut wasm_host: Option<Result<WasmHost, LoadError>> = None;
+    let mut wasm_host = WasmHostSlot::default();
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     for candidate in discover(config) {
         let fallback_name = candidate
@@ -517,7 +529,7 @@ fn load_one(
     file: &Path,
     verified: &trust::Verified,
     settings: &PluginSettings,
-    wasm_host: &mut Option<Result<WasmHost, LoadError>>,
+    wasm_host: &mut WasmHostSlot,
     entry: &mut PluginEntry,
 ) -> Result<Loaded, LoadError> {
     match manifest.format() {
@@ -552,56 +564,79 @@ fn load_one(
                 PluginKind::Policy => Loaded::Policy(lib.policy()?),
             })
         }
-        Format::Wasm => {
-            let host = wasm_host
-                .get_or_insert_with(WasmHost::new)
-                .as_ref()
-                .map_err(Clone::clone)?;
-            let module = host.compile(file)?;
-            entry.abi = Some(module.abi());
-            let grants =
-                WasmGrants::intersect(&manifest.permissions.as_request(), &settings.grants);
-            let mut caps = vec![
-                format!("fuel:{}", settings.limits.fuel),
-                format!("memory:{}", settings.limits.memory_bytes),
-                format!("wallClockMs:{}", settings.limits.wall_clock_ms),
-            ];
-            caps.extend(
-                grants
-                    .dirs
-                    .iter()
-                    .map(|(g, h)| format!("dir:{g}={}", h.display())),
-            );
-            caps.extend(grants.env.iter().map(|v| format!("env:{v}")));
-            caps.extend(grants.hosts.iter().map(|h| format!("http:{h}")));
-            if grants.network {
-                caps.push("network".into());
-            }
-            let loaded = match manifest.kind {
-                PluginKind::Function => {
-                    let function = module.function(grants, settings.limits)?;
-                    caps.extend(
-                        function
-                            .describe()
-                            .functions
-                            .iter()
-                            .map(|f| format!("fn:{f}")),
-                    );
-                    Loaded::Function(function)
-                }
-                PluginKind::Policy => Loaded::Policy(module.policy(grants, settings.limits)?),
-                PluginKind::Runtime => {
-                    let runtime = module.runtime(grants, settings.limits)?;
-                    let mut described = runtime_capabilities(&runtime.describe());
-                    described.append(&mut caps);
-                    caps = described;
-                    Loaded::Runtime(runtime)
-                }
-            };
-            entry.capabilities = caps;
-            Ok(loaded)
-        }
+        Format::Wasm => load_wasm(manifest, file, settings, wasm_host, entry),
     }
+}
+
+#[cfg(feature = "wasm")]
+fn load_wasm(
+    manifest: &Manifest,
+    file: &Path,
+    settings: &PluginSettings,
+    wasm_host: &mut WasmHostSlot,
+    entry: &mut PluginEntry,
+) -> Result<Loaded, LoadError> {
+    let host = wasm_host
+        .get_or_insert_with(WasmHost::new)
+        .as_ref()
+        .map_err(Clone::clone)?;
+    let module = host.compile(file)?;
+    entry.abi = Some(module.abi());
+    let grants = WasmGrants::intersect(&manifest.permissions.as_request(), &settings.grants);
+    let mut caps = vec![
+        format!("fuel:{}", settings.limits.fuel),
+        format!("memory:{}", settings.limits.memory_bytes),
+        format!("wallClockMs:{}", settings.limits.wall_clock_ms),
+    ];
+    caps.extend(
+        grants
+            .dirs
+            .iter()
+            .map(|(g, h)| format!("dir:{g}={}", h.display())),
+    );
+    caps.extend(grants.env.iter().map(|v| format!("env:{v}")));
+    caps.extend(grants.hosts.iter().map(|h| format!("http:{h}")));
+    if grants.network {
+        caps.push("network".into());
+    }
+    let loaded = match manifest.kind {
+        PluginKind::Function => {
+            let function = module.function(grants, settings.limits)?;
+            caps.extend(
+                function
+                    .describe()
+                    .functions
+                    .iter()
+                    .map(|f| format!("fn:{f}")),
+            );
+            Loaded::Function(function)
+        }
+        PluginKind::Policy => Loaded::Policy(module.policy(grants, settings.limits)?),
+        PluginKind::Runtime => {
+            let runtime = module.runtime(grants, settings.limits)?;
+            let mut described = runtime_capabilities(&runtime.describe());
+            described.append(&mut caps);
+            caps = described;
+            Loaded::Runtime(runtime)
+        }
+    };
+    entry.capabilities = caps;
+    Ok(loaded)
+}
+
+#[cfg(not(feature = "wasm"))]
+fn load_wasm(
+    _: &Manifest,
+    file: &Path,
+    _: &PluginSettings,
+    _: &mut WasmHostSlot,
+    _: &mut PluginEntry,
+) -> Result<Loaded, LoadError> {
+    Err(LoadError::Wasm {
+        path: file.to_path_buf(),
+        detail: "this build of kusion has no WASM plugin host (kusion-kernel feature `wasm`)"
+            .into(),
+    })
 }
 
 fn runtime_capabilities(info: &kusion_sdk::runtime::RuntimeInfo) -> Vec<String> {

@@ -18,7 +18,6 @@
 //! is checked against the granted `host:port` pairs before anything connects; with no grant every
 //! request is denied, and the call's error names the host that was refused.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,13 +31,14 @@ use kusion_sdk::runtime::{
     RuntimeInfo, Watch, WatchPoll, WatchRequest,
 };
 use kusion_sdk::{ABI_VERSION, AbiVersion, ErrorKind, Map, PluginError, PluginResult, Value};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::LoadError;
+pub use super::grants::{WasmGrants, WasmLimits};
 
 mod policy_bindings {
     wasmtime::component::bindgen!({ path: "../sdk/wit", world: "policy-plugin" });
@@ -57,81 +57,6 @@ const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The WIT package every plugin component exports from.
 const WIT_PACKAGE: &str = "kusion:plugin";
-
-/// Per-call limits of a WASM plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct WasmLimits {
-    /// Fuel per call; one unit is roughly one WebAssembly instruction.
-    pub fuel: u64,
-    /// Cap on the linear memory of one instance, in bytes.
-    pub memory_bytes: usize,
-    /// Wall-clock limit per call, in milliseconds. Fuel bounds computation; this also bounds a
-    /// call that waits (a watch poll gets its own timeout on top, a runtime call at least the
-    /// timeout its request carries).
-    pub wall_clock_ms: u64,
-}
-
-impl Default for WasmLimits {
-    fn default() -> Self {
-        WasmLimits {
-            fuel: 2_000_000_000,
-            memory_bytes: 64 << 20,
-            wall_clock_ms: 60_000,
-        }
-    }
-}
-
-/// What a WASM plugin may reach outside its sandbox. Used both for what a manifest asks and for
-/// what the operator grants; the plugin gets the intersection ([`WasmGrants::intersect`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct WasmGrants {
-    /// Guest directory -> host directory. In a manifest the host side is ignored (only the guest
-    /// path is asked for); in the operator's grant it says where the guest path points.
-    pub dirs: BTreeMap<String, PathBuf>,
-    /// Whether granted directories are writable (both sides must say so).
-    pub writable: bool,
-    /// Environment variable names passed through from the kernel's environment.
-    pub env: Vec<String>,
-    /// Outbound TCP/UDP and name lookups.
-    pub network: bool,
-    /// `host:port` pairs the plugin may send HTTP requests to (`wasi:http`). Operator side only:
-    /// a manifest asks with `network = true`, since only the operator knows where its endpoints
-    /// are. Independent of `network`, so HTTP to one endpoint can be granted without sockets.
-    pub hosts: Vec<String>,
-}
-
-impl WasmGrants {
-    /// What a plugin gets: asked for by its manifest and granted by the operator.
-    pub fn intersect(asked: &WasmGrants, granted: &WasmGrants) -> WasmGrants {
-        WasmGrants {
-            dirs: asked
-                .dirs
-                .keys()
-                .filter_map(|guest| {
-                    granted
-                        .dirs
-                        .get(guest)
-                        .map(|host| (guest.clone(), host.clone()))
-                })
-                .collect(),
-            writable: asked.writable && granted.writable,
-            env: asked
-                .env
-                .iter()
-                .filter(|v| granted.env.contains(v))
-                .cloned()
-                .collect(),
-            network: asked.network && granted.network,
-            hosts: if asked.network {
-                granted.hosts.clone()
-            } else {
-                Vec::new()
-            },
-        }
-    }
-}
 
 /// One granted HTTP destination: a lower-case host name or IP (no brackets) and a port.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{LocalStore, PostgresStore, S3Config, S3Store, StateError, StateStore};
+use super::{LocalStore, StateError, StateStore};
 
 /// A parsed backend choice.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +126,15 @@ impl Backend {
     pub fn open(&self) -> Result<Arc<dyn StateStore>, StateError> {
         Ok(match self {
             Backend::Local(dir) => Arc::new(LocalStore::new(dir)),
-            Backend::Postgres { url, stack } => Arc::new(PostgresStore::connect(url, stack)?),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres { url, stack } => {
+                Arc::new(super::PostgresStore::connect(url, stack)?)
+            }
+            #[cfg(not(feature = "postgres"))]
+            Backend::Postgres { .. } => return Err(left_out("PostgreSQL", "postgres")),
+            #[cfg(not(feature = "s3"))]
+            Backend::S3 { .. } => return Err(left_out("S3", "s3")),
+            #[cfg(feature = "s3")]
             Backend::S3 {
                 bucket,
                 prefix,
@@ -139,7 +147,7 @@ impl Backend {
                     (Some(k), Some(s)) => Some((k, s, env("AWS_SESSION_TOKEN"))),
                     _ => None,
                 };
-                Arc::new(S3Store::new(&S3Config {
+                Arc::new(super::S3Store::new(&super::S3Config {
                     bucket: bucket.clone(),
                     prefix: prefix.clone(),
                     endpoint: endpoint.clone(),
@@ -149,6 +157,17 @@ impl Backend {
                 })?)
             }
         })
+    }
+}
+
+/// A backend this build was made without.
+#[cfg(not(all(feature = "postgres", feature = "s3")))]
+fn left_out(what: &str, feature: &str) -> StateError {
+    StateError::Io {
+        location: what.to_string(),
+        message: format!(
+            "this build of kusion has no {what} state backend (kusion-kernel feature `{feature}`)"
+        ),
     }
 }
 

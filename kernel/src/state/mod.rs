@@ -13,7 +13,9 @@ pub mod backend;
 pub mod check;
 pub mod kms;
 pub mod local;
+#[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "s3")]
 pub mod s3;
 pub mod seal;
 pub mod writer;
@@ -24,7 +26,9 @@ use serde::{Deserialize, Serialize};
 
 pub use backend::{Backend, open};
 pub use local::LocalStore;
+#[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
+#[cfg(feature = "s3")]
 pub use s3::{S3Config, S3Store};
 pub use writer::Writer;
 
