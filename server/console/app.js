@@ -256,6 +256,7 @@ async function stackPage(p, s) {
   const driftBox = h("div", { id: "drift" });
   const ops = h("div", { id: "operations" });
   const history = h("div", { id: "history" });
+  const runs = h("div", { id: "runs" });
   fill(
     main,
     h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Stacks"), " / ", p, " / ", s),
@@ -274,6 +275,7 @@ async function stackPage(p, s) {
     section("Drift", "drift-section", driftBox),
     section("Operations", "operations-section", ops),
     section("History", "history-section", history),
+    section("Day-2 runs", "runs-section", runs),
   );
   const base = stackPath(p, s);
   into(graph, "the graph", async () => drawGraph(await api(`${base}/graph`, { signal: page.signal })).svg);
@@ -298,6 +300,41 @@ async function stackPage(p, s) {
     ];
   });
   into(history, "history", async () => historyTable(p, s, await api(`${base}/releases`, { signal: page.signal })));
+  into(runs, "runs", async () => runsTable(await api(`${base}/runs`, { signal: page.signal })));
+}
+
+/** The stack's day-2 runs (`kusionctl run`), newest first, each target's outcome below. */
+function runsTable(records) {
+  if (records.length === 0) return h("p", { class: "muted" }, "No day-2 runs recorded.");
+  return h(
+    "table",
+    { class: "runs" },
+    h("thead", {}, h("tr", {}, ["run", "program", "status", "started", "by", "targets"].map((t) => h("th", {}, t)))),
+    h(
+      "tbody",
+      {},
+      records
+        .slice()
+        .reverse()
+        .map((r) =>
+          h(
+            "tr",
+            { class: "run-row", "data-run": r.id },
+            h("td", {}, `#${r.id}`),
+            h("td", {}, h("code", {}, r.program), r.args.length ? h("span", { class: "muted" }, ` -D ${r.args.join(" -D ")}`) : null),
+            h("td", {}, badge(r.status)),
+            h("td", {}, when(r.startedAt)),
+            h("td", {}, `${r.holder.owner}@${r.holder.host}`),
+            h(
+              "td",
+              {},
+              r.targets.map((t) => h("div", {}, badge(t.outcome.replace(/ /g, "_")), " ", h("code", {}, t.target), t.reason ? h("span", { class: "muted" }, ` ${t.reason}`) : null)),
+              (r.notes || []).map((n) => h("div", { class: "muted" }, n)),
+            ),
+          ),
+        ),
+    ),
+  );
 }
 
 // --- releases -------------------------------------------------------------------------------

@@ -696,8 +696,41 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
         wait_status(&server, &alice, &second, "succeeded")["revision"],
         2
     );
+    // A day-2 run refused before acting, recorded as kusionctl run records it, is listed.
+    {
+        use kusion_kernel::ops::record;
+        let store = kusion_kernel::state::LocalStore::new(stack.join(".kusion/state"));
+        let ops = kusion_kernel::ops::OpsSpec::from_output(&json!({"operations": [
+            {"name": "restart", "kind": "Restart", "targets": ["east/v1:Pod:inv:web-1"]}
+        ]}))
+        .unwrap();
+        let mut run = record::new_record(
+            &ops,
+            "AppRecovery.k",
+            vec!["app=web".into()],
+            kusion_kernel::state::LeaseHolder::current("run"),
+        );
+        let refused = [(
+            "restart".to_string(),
+            "east/v1:Pod:inv:web-1".to_string(),
+            "not found".to_string(),
+        )];
+        record::record_refused(
+            &store,
+            &mut run,
+            &ops,
+            "1 target(s) cannot be acted on",
+            &refused,
+        )
+        .unwrap();
+    }
     page.go("#/stacks/inv/dev").await;
     page.wait_count("#history tr.release-row", 2).await;
+    let run = page.wait_text("#runs tr.run-row", "AppRecovery.k").await;
+    assert!(
+        run.contains("failed") && run.contains("refused") && run.contains("app=web"),
+        "{run}"
+    );
     let from = page
         .client
         .find(Locator::Css("#compare-from"))
