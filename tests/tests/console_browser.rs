@@ -404,19 +404,6 @@ impl Page {
     }
 }
 
-fn wait_status(server: &ApiServer, token: &str, id: &str, status: &str) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let (code, op) = server.call("GET", &format!("/api/v1/operations/{id}"), token, None);
-        assert_eq!(code, 200, "{op}");
-        if op["status"] == status {
-            return op;
-        }
-        assert!(Instant::now() < deadline, "never {status}: {op}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     let started = Instant::now();
@@ -432,16 +419,7 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     server_cmd.args(["server", "--listen", "127.0.0.1:0", "-vv"]);
     let server = ApiServer::start(server_cmd, &log);
     let admin = server.admin.clone();
-    let mint = |subject: &str, role: &str| {
-        let (code, body) = server.call(
-            "POST",
-            "/api/v1/tokens",
-            &admin,
-            Some(json!({"subject": subject, "scopes": {"inv": role}, "ttlSeconds": 3600})),
-        );
-        assert_eq!(code, 201, "{body}");
-        body["token"].as_str().unwrap().to_string()
-    };
+    let mint = |subject: &str, role: &str| server.mint(&admin, subject, json!({"inv": role}));
     let alice = mint("alice", "operator");
     let bob = mint("bob", "approver");
 
@@ -684,7 +662,7 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
     );
     assert_eq!(code, 202, "{op}");
     let second = op["id"].as_str().unwrap().to_string();
-    wait_status(&server, &alice, &second, "awaiting_approval");
+    server.wait_for(&alice, &second, "awaiting_approval");
     let (code, body) = server.call(
         "POST",
         &format!("/api/v1/operations/{second}/approve"),
@@ -692,10 +670,7 @@ async fn a_person_previews_approves_watches_and_compares_in_chromium() {
         None,
     );
     assert_eq!(code, 200, "{body}");
-    assert_eq!(
-        wait_status(&server, &alice, &second, "succeeded")["revision"],
-        2
-    );
+    assert_eq!(server.wait_for(&alice, &second, "succeeded")["revision"], 2);
     // A day-2 run refused before acting, recorded as kusionctl run records it, is listed.
     {
         use kusion_kernel::ops::record;

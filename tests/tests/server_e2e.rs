@@ -70,26 +70,6 @@ fn start(root: &Path, home: &Path, cloud: &Path, log: &Path) -> ApiServer {
     ApiServer::start(command, log)
 }
 
-fn wait_for(server: &ApiServer, token: &str, id: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let (code, op) = server.call("GET", &format!("/api/v1/operations/{id}"), token, None);
-        assert_eq!(code, 200, "{op}");
-        if op["status"] == status {
-            return op;
-        }
-        assert!(
-            !matches!(
-                op["status"].as_str(),
-                Some("failed" | "blocked" | "rejected")
-            ),
-            "{op}"
-        );
-        assert!(Instant::now() < deadline, "never {status}: {op}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Every `data:` of an SSE stream read to its end.
 fn sse_events(text: &str) -> Vec<Value> {
     text.lines()
@@ -156,16 +136,7 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
     let (code, _) = server.call("GET", "/api/v1/projects", "kusion_wrong", None);
     assert_eq!(code, 401);
 
-    let mint = |subject: &str, role: &str| {
-        let (code, body) = server.call(
-            "POST",
-            "/api/v1/tokens",
-            &admin,
-            Some(json!({"subject": subject, "scopes": {"inv": role}, "ttlSeconds": 3600})),
-        );
-        assert_eq!(code, 201, "{body}");
-        body["token"].as_str().unwrap().to_string()
-    };
+    let mint = |subject: &str, role: &str| server.mint(&admin, subject, json!({"inv": role}));
     let alice = mint("alice", "operator");
     let bob = mint("bob", "approver");
 
@@ -185,14 +156,14 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
     let ops = "/api/v1/projects/inv/stacks/dev/operations";
     let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "preview"})));
     assert_eq!(code, 202, "{op}");
-    let preview = wait_for(&server, &alice, op["id"].as_str().unwrap(), "succeeded");
+    let preview = server.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
     assert_eq!(preview["plan"]["summary"]["create"], 2, "{preview}");
 
     // Apply: planned, then waits for a second person.
     let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "apply"})));
     assert_eq!(code, 202, "{op}");
     let id = op["id"].as_str().unwrap().to_string();
-    let waiting = wait_for(&server, &alice, &id, "awaiting_approval");
+    let waiting = server.wait_for(&alice, &id, "awaiting_approval");
     assert!(waiting["planHash"].is_string(), "{waiting}");
     assert!(
         !work.join("cloud-server").exists() || cloud_objects(&work.join("cloud-server")).is_empty()
@@ -236,7 +207,7 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
         None,
     );
     assert_eq!(code, 200, "{body}");
-    let done = wait_for(&server, &alice, &id, "succeeded");
+    let done = server.wait_for(&alice, &id, "succeeded");
     assert_eq!(done["approvedBy"], "bob");
     let revision = done["revision"].as_u64().expect("a release");
     let (content_type, stream) = watcher.join().unwrap();

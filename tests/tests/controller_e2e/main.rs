@@ -571,14 +571,11 @@ fn gitops_commit_drift_policy_preview_approval_and_destroy() {
     );
     // Approved through `kusionctl server`'s API, by an approver on the Stack's namespace.
     let server = start_server(cp, work);
-    let (code, token) = server.call(
-        "POST",
-        "/api/v1/tokens",
+    let approver = &server.mint(
         &server.admin,
-        Some(json!({"subject": "release-manager", "scopes": {format!("k8s/{ns}"): "approver"}})),
+        "release-manager",
+        json!({format!("k8s/{ns}"): "approver"}),
     );
-    assert_eq!(code, 201, "{token}");
-    let approver = token["token"].as_str().unwrap();
     let (code, listed) = server.call("GET", "/api/v1/kubernetes/stacks", approver, None);
     assert_eq!(code, 200, "{listed}");
     assert_eq!(listed[0]["name"], "guestbook", "{listed}");
