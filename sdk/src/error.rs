@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// What went wrong, coarsely, so the kernel can decide whether to retry or give up.
+///
+/// The kernel shows the kind with the message (`Conflict: ...`). On the wire it is the camelCase
+/// name (`invalidInput`, `unavailable`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorKind {
@@ -27,13 +30,20 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct PluginError {
+    /// The coarse class of the failure; see [`ErrorKind`].
     pub kind: ErrorKind,
+    /// For the operator: name the resource ID and what was refused; never a secret value.
     pub message: String,
+    /// Whether the same call may succeed if repeated. [`PluginError::new`] sets it for
+    /// `Unavailable` and `Timeout`; the kernel reports it and keeps re-opening a recovery watch
+    /// after a day-2 operation only while errors are retryable.
     #[serde(default)]
     pub retryable: bool,
 }
 
 impl PluginError {
+    /// An error of `kind`, retryable exactly when `kind` is `Unavailable` or `Timeout` (set
+    /// [`PluginError::retryable`] afterwards to say otherwise).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         let retryable = matches!(kind, ErrorKind::Unavailable | ErrorKind::Timeout);
         PluginError {
@@ -42,15 +52,19 @@ impl PluginError {
             retryable,
         }
     }
+    /// An [`ErrorKind::InvalidInput`] error: the request (attributes, ID, configuration) is wrong.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidInput, message)
     }
+    /// An [`ErrorKind::Internal`] error: the plugin itself broke (a bug, a broken invariant).
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
     }
+    /// An [`ErrorKind::Unsupported`] error: this plugin has no such verb, function or type.
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported, message)
     }
 }
 
+/// The result of every plugin call.
 pub type PluginResult<T> = Result<T, PluginError>;

@@ -9,10 +9,20 @@
 //! All values that cross a plugin boundary are JSON-shaped ([`serde_json::Value`]), so the
 //! kernel and a plugin only have to agree on this crate's types and its [`ABI_VERSION`].
 //!
-//! A native plugin is a `cdylib` that implements one trait and exports it with one line:
-//! [`export_runtime!`], [`export_function_plugin!`] or [`export_policy_plugin!`] (feature
-//! `native`, on by default). A WASM plugin implements `wit/plugin.wit` with the helpers in
-//! [`abi::wire::guest`]. See `README.md` for the author's guide.
+//! A native plugin is a `cdylib` that implements one trait and exports it with one line
+//! (feature `native`, on by default):
+#![cfg_attr(
+    feature = "native",
+    doc = "[`export_runtime!`], [`export_function_plugin!`] or [`export_policy_plugin!`]."
+)]
+#![cfg_attr(
+    not(feature = "native"),
+    doc = "`export_runtime!`, `export_function_plugin!` or `export_policy_plugin!` (not in this build)."
+)]
+//! A WASM plugin implements `wit/plugin.wit` with the helpers in [`abi::wire::guest`]. See
+//! `README.md` for the author's guide.
+
+#![deny(missing_docs)]
 
 pub mod abi;
 pub mod error;
@@ -31,7 +41,9 @@ pub use serde_json::{Map, Value};
 /// a plugin built against an older minor version of the same major keeps loading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AbiVersion {
+    /// Incompatible changes bump it; the host refuses a plugin of another major.
     pub major: u32,
+    /// Compatible additions bump it; the host accepts plugins of its own minor or older.
     pub minor: u32,
 }
 

@@ -8,21 +8,30 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+/// One step of a [`FieldPath`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Segment {
+    /// An object key (`spec`, or `app.kubernetes.io/name` when written `["..."]`).
     Key(String),
+    /// A list index, 0-based (`[0]`).
     Index(usize),
 }
 
-/// A parsed attribute path.
+/// A parsed attribute path. `Display` prints it back in the syntax above, so
+/// `FieldPath::parse(&p.to_string()) == Ok(p)`; the empty path (no segments) names the whole
+/// value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct FieldPath(pub Vec<Segment>);
 
+/// Why a text is not a valid [`FieldPath`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid field path {path:?} at byte {offset}: {reason}")]
 pub struct PathError {
+    /// The whole text that was parsed.
     pub path: String,
+    /// Byte offset into `path` where parsing failed.
     pub offset: usize,
+    /// What was expected there (`expected a key`, `path ends with '.'`, ...).
     pub reason: &'static str,
 }
 
@@ -31,22 +40,27 @@ fn is_plain_key_char(c: char) -> bool {
 }
 
 impl FieldPath {
+    /// The empty path: the whole value.
     pub fn root() -> Self {
         FieldPath(Vec::new())
     }
 
+    /// This path followed by the object key `key`.
     pub fn child_key(&self, key: &str) -> Self {
         let mut segments = self.0.clone();
         segments.push(Segment::Key(key.to_string()));
         FieldPath(segments)
     }
 
+    /// This path followed by the list index `index`.
     pub fn child_index(&self, index: usize) -> Self {
         let mut segments = self.0.clone();
         segments.push(Segment::Index(index));
         FieldPath(segments)
     }
 
+    /// Whether `other` is this path or lies under it (segment-wise: `a.b` is a prefix of
+    /// `a.b[0]`, not of `a.bc`). The root is a prefix of every path.
     pub fn is_prefix_of(&self, other: &FieldPath) -> bool {
         other.0.len() >= self.0.len() && other.0[..self.0.len()] == self.0[..]
     }
@@ -131,7 +145,7 @@ impl FieldPath {
         }
     }
 
-    /// Mutable look-up.
+    /// Look the path up in a JSON value, for changing what is there.
     pub fn get_mut<'a>(&self, value: &'a mut Value) -> Option<&'a mut Value> {
         let mut current = value;
         for segment in &self.0 {

@@ -3,6 +3,12 @@
 //! Every verb is synchronous and may be called from several threads at once; a runtime that
 //! talks to an async client keeps its own executor inside. "Absent" is a value (`None`), never
 //! an error.
+//!
+//! Timeouts (`timeout` in the requests) are the time limit of one call (the operator's
+//! `--timeout`, or a day-2 operation's own limit), sent as serde's `Duration`
+//! (`{"secs": .., "nanos": ..}`); `None` means no limit. The kernel stops waiting when it passes
+//! (the call is abandoned, not interrupted), so give up by then with
+//! [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) rather than leave work running.
 
 use std::time::Duration;
 
@@ -30,11 +36,17 @@ pub struct Capabilities {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeInfo {
+    /// The runtime's name, used in messages and `kusionctl plugin list`.
     pub name: String,
+    /// The runtime's own version (free text, usually `CARGO_PKG_VERSION`).
     pub version: String,
+    /// The contract the runtime was built against: [`crate::ABI_VERSION`]. The kernel refuses to
+    /// register a runtime whose version it does not [accept](AbiVersion::accepts).
     pub abi: AbiVersion,
-    /// The resource `type`s this runtime serves (`Kubernetes`, `Terraform`, ...).
+    /// The resource `type`s this runtime serves (`Kubernetes`, `Terraform`, ...). Two loaded
+    /// runtimes may not declare the same type: the second is refused.
     pub resource_types: Vec<String>,
+    /// The optional behaviour the kernel may rely on.
     pub capabilities: Capabilities,
 }
 
@@ -50,6 +62,9 @@ pub struct ApplyRequest {
     /// The desired resource, with every `$kusion_path` reference already resolved (during a
     /// dry-run, references to values not yet known are left in place).
     pub planned: Resource,
+    /// Compute the answer without changing anything remote: no write, no delete, no side effect
+    /// (use the remote system's own dry run where it has one). The kernel sends it while
+    /// planning, only to runtimes that declare [`Capabilities::dry_run`].
     pub dry_run: bool,
     /// Upper bound for this call; the runtime should give up (with a `Timeout` error) after it.
     #[serde(default)]
@@ -66,8 +81,8 @@ pub struct ApplyResponse {
     /// Opaque data to keep in state next to the resource and hand back as `prior_private`.
     #[serde(default)]
     pub private: Option<String>,
-    /// Attribute paths (see [`crate::resource`] path syntax in the kernel docs) whose values
-    /// must never be shown.
+    /// Attribute paths ([`FieldPath`](crate::FieldPath) syntax) whose values must never be
+    /// shown: previews mask them and state keeps them sealed.
     #[serde(default)]
     pub sensitive_paths: Vec<String>,
     /// Attribute paths whose values are only known after a real apply.
@@ -84,10 +99,16 @@ pub struct ApplyResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadRequest {
+    /// The resource as recorded in state, if the kernel manages it already.
     pub prior: Option<Resource>,
+    /// The opaque data stored with `prior` (see [`ApplyResponse::private`]).
     #[serde(default)]
     pub prior_private: Option<String>,
+    /// The desired resource (references resolved) when there is a spec for it; `None` when only
+    /// state is known (drift detection). At least one of `prior` and `planned` is set; find the
+    /// object from whichever is.
     pub planned: Option<Resource>,
+    /// Upper bound for this call (see the [module docs](self)).
     #[serde(default)]
     pub timeout: Option<Duration>,
 }
@@ -96,9 +117,13 @@ pub struct ReadRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadResponse {
+    /// The live object in the same shape as the planned resource (so the two can be diffed), or
+    /// `None` when it does not exist.
     pub resource: Option<Resource>,
+    /// Opaque data to keep with the resource, as in [`ApplyResponse::private`].
     #[serde(default)]
     pub private: Option<String>,
+    /// Attribute paths ([`FieldPath`](crate::FieldPath) syntax) whose values must never be shown.
     #[serde(default)]
     pub sensitive_paths: Vec<String>,
 }
@@ -107,10 +132,13 @@ pub struct ReadResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportRequest {
+    /// The spec resource the remote object becomes; answer the object in its shape.
     pub planned: Resource,
-    /// A runtime-specific identifier of the remote object (`kusionstack.io/import-id`).
+    /// A runtime-specific identifier of the remote object (`kusionstack.io/import-id`). `None`:
+    /// find the object from `planned` (its ID, or that extension).
     #[serde(default)]
     pub import_id: Option<String>,
+    /// Upper bound for this call (see the [module docs](self)).
     #[serde(default)]
     pub timeout: Option<Duration>,
 }
@@ -119,9 +147,12 @@ pub struct ImportRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteRequest {
+    /// The resource as recorded in state.
     pub resource: Resource,
+    /// The opaque data stored with it (see [`ApplyResponse::private`]).
     #[serde(default)]
     pub private: Option<String>,
+    /// Upper bound for this call (see the [module docs](self)).
     #[serde(default)]
     pub timeout: Option<Duration>,
 }
@@ -130,6 +161,7 @@ pub struct DeleteRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchRequest {
+    /// The resource to follow, as just applied (or as named by a [`RecoveryHint`]).
     pub resource: Resource,
 }
 
@@ -137,8 +169,11 @@ pub struct WatchRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Health {
+    /// Not ready yet; the kernel keeps watching until its watch timeout.
     Progressing,
+    /// Ready; as a resource's overall health it ends the kernel's wait successfully.
     Ready,
+    /// Failed for good (a crash loop, a rejected rollout): the kernel's wait ends in an error.
     Failed,
 }
 
@@ -146,9 +181,13 @@ pub enum Health {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectStatus {
+    /// The object's kind (runtime-specific: `Deployment`, `Pod`, ...).
     pub kind: String,
+    /// The object's name.
     pub name: String,
+    /// How healthy this object is.
     pub health: Health,
+    /// One line for people (`2/3 replicas available`, why it failed).
     pub detail: String,
 }
 
@@ -156,9 +195,11 @@ pub struct ObjectStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchEvent {
+    /// The resource's overall health; this is what the kernel waits on.
     pub health: Health,
     /// Why the resource is not ready, or why it failed.
     pub detail: String,
+    /// The resource itself and the objects it owns, one table row each.
     pub objects: Vec<ObjectStatus>,
     /// The watched object as the runtime last saw it live (unprojected, with its status), for
     /// readiness rules the host judges ([`EXT_READINESS`]). Runtimes that cannot say leave it out.
@@ -176,6 +217,7 @@ pub const EXT_READINESS: &str = "readiness";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum WatchPoll {
+    /// Something changed: the current snapshot.
     Event(WatchEvent),
     /// Nothing new within the poll's timeout.
     Pending,
@@ -220,6 +262,7 @@ pub struct OperateRequest {
     /// it would do, without changing anything.
     #[serde(default)]
     pub dry_run: bool,
+    /// Upper bound for the operation itself (see the [module docs](self)).
     #[serde(default)]
     pub timeout: Option<Duration>,
 }
@@ -238,6 +281,7 @@ pub struct RecoveryHint {
     /// At least this many objects of `ready_kind` must be `Ready` in the same event.
     #[serde(default)]
     pub min_ready: Option<u32>,
+    /// The [`ObjectStatus::kind`] `min_ready` counts (`Pod`); `min_ready` is ignored without it.
     #[serde(default)]
     pub ready_kind: Option<String>,
 }
@@ -246,7 +290,9 @@ pub struct RecoveryHint {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
+    /// As in [`ObjectStatus::kind`].
     pub kind: String,
+    /// As in [`ObjectStatus::name`].
     pub name: String,
 }
 
@@ -271,14 +317,29 @@ pub struct OperateResponse {
 /// `Unsupported` for the new verbs, which it reads as "none". So older plugins keep loading and
 /// working.
 pub trait Runtime: Send + Sync {
+    /// Who the runtime is, the types it serves and its capabilities. The kernel asks when it
+    /// loads the runtime and may ask again: keep it cheap, and the same for the runtime's
+    /// lifetime.
     fn describe(&self) -> RuntimeInfo;
     /// Called once per operation, before any verb, with the operator's configuration for this
-    /// runtime (kubeconfig paths, provider mirrors, ...).
+    /// runtime (kubeconfig paths, provider mirrors, ...); not called when there is none. An error
+    /// keeps the runtime from loading: fail with `InvalidInput` naming the bad key.
     fn configure(&self, config: &Value) -> PluginResult<()>;
+    /// Make the remote object match `planned` (creating it if needed), or with `dry_run` only
+    /// compute what it would become. The kernel records the answer of a real apply in state.
     fn apply(&self, request: &ApplyRequest) -> PluginResult<ApplyResponse>;
+    /// Read the live object; `resource: None` when it does not exist (not an error). Called for
+    /// every resource on every plan and drift check, so it must not change anything.
     fn read(&self, request: &ReadRequest) -> PluginResult<ReadResponse>;
+    /// Adopt an existing remote object without changing it, answered in `planned`'s shape
+    /// (`resource: None` when there is no such object). Declare [`Capabilities::import`] if
+    /// implemented.
     fn import(&self, request: &ImportRequest) -> PluginResult<ReadResponse>;
+    /// Delete the remote object; succeed if it is already gone.
     fn delete(&self, request: &DeleteRequest) -> PluginResult<()>;
+    /// Start following a resource until it is ready or failed; the kernel polls the handle and
+    /// drops it when done. After an apply the kernel watches only runtimes declaring
+    /// [`Capabilities::watch`]; it also watches what an [`OperateResponse::recovery`] names.
     fn watch(&self, request: &WatchRequest) -> PluginResult<Box<dyn Watch>>;
 
     /// The day-2 operations this runtime performs (declared, never discovered by failure).

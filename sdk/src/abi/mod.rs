@@ -2,10 +2,14 @@
 //!
 //! Plugin authors never touch this module directly: they implement [`crate::runtime::Runtime`],
 //! [`crate::function::FunctionPlugin`] or [`crate::policy::PolicyPlugin`] and write one export
-//! macro line ([`crate::export_runtime!`], [`crate::export_function_plugin!`],
-//! [`crate::export_policy_plugin!`]) for a native `cdylib`, or call the [`wire`] helpers from a
-//! WASM component's exports. The kernel's plugin host turns a loaded library back into the same
-//! traits.
+//! macro line for a native `cdylib`
+#![cfg_attr(
+    feature = "native",
+    doc = "([`crate::export_runtime!`], [`crate::export_function_plugin!`], [`crate::export_policy_plugin!`]),"
+)]
+#![cfg_attr(not(feature = "native"), doc = "(`export_*!`, feature `native`),")]
+//! or call the [`wire`] helpers from a WASM component's exports. The kernel's plugin host turns
+//! a loaded library back into the same traits.
 //!
 //! Every call crosses as a verb plus a JSON payload ([`wire`]); the answer is JSON, or a
 //! JSON-encoded [`crate::PluginError`]. JSON keeps the binary surface tiny (a handful of
@@ -18,12 +22,16 @@ pub mod native;
 
 use serde::{Deserialize, Serialize};
 
-/// The three kinds of plugin.
+/// The three kinds of plugin, as a manifest's `kind` names them (`runtime`, `function`,
+/// `policy`). A library whose declared kind differs from its manifest's is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PluginKind {
+    /// Implements [`crate::runtime::Runtime`].
     Runtime,
+    /// Implements [`crate::function::FunctionPlugin`].
     Function,
+    /// Implements [`crate::policy::PolicyPlugin`].
     Policy,
 }
 
@@ -37,6 +45,7 @@ impl PluginKind {
         }
     }
 
+    /// The kind of a [`PluginKind::code`]; `None` for a number no kind uses.
     pub const fn from_code(code: u32) -> Option<Self> {
         match code {
             1 => Some(PluginKind::Runtime),
@@ -46,6 +55,7 @@ impl PluginKind {
         }
     }
 
+    /// The kind's name as a manifest writes it (also its `Display` and `FromStr` form).
     pub const fn as_str(self) -> &'static str {
         match self {
             PluginKind::Runtime => "runtime",

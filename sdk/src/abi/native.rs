@@ -19,6 +19,9 @@
 //!
 //! The shims below wrap the author's plain trait object and catch panics, because an unwind
 //! across `extern "C"` aborts.
+//!
+//! Plugin authors use only the `export_*!` macros; the items here are for those macros and the
+//! kernel's plugin host.
 
 #![allow(non_local_definitions)] // abi_stable's `#[sabi_trait]` expansion implements foreign traits in a const block.
 
@@ -54,14 +57,18 @@ pub const DECL_MAGIC: [u8; 8] = *b"KUSIONPL";
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct PluginDecl {
+    /// Always [`DECL_MAGIC`].
     pub magic: [u8; 8],
+    /// [`AbiVersion::major`] the library was built against.
     pub abi_major: u32,
+    /// [`AbiVersion::minor`] the library was built against.
     pub abi_minor: u32,
     /// [`PluginKind::code`].
     pub kind: u32,
 }
 
 impl PluginDecl {
+    /// The declaration of a library of `kind` built against `abi`.
     pub const fn new(kind: PluginKind, abi: AbiVersion) -> Self {
         PluginDecl {
             magic: DECL_MAGIC,
@@ -71,6 +78,7 @@ impl PluginDecl {
         }
     }
 
+    /// The declared ABI version.
     pub fn abi(&self) -> AbiVersion {
         AbiVersion {
             major: self.abi_major,
@@ -83,8 +91,11 @@ impl PluginDecl {
 /// carries a JSON-encoded [`PluginError`].
 #[sabi_trait]
 pub trait RawPlugin: Send + Sync {
+    /// Serve one [`wire::verb`] (not `watch`) with a JSON payload; answers JSON. The verb
+    /// [`HANDLE_VERB`] answers the instance's handle for [`MSGPACK_SYMBOL`].
     fn call(&self, verb: RStr<'_>, payload: RStr<'_>) -> RResult<RString, RString>;
 
+    /// Start a watch from a JSON [`crate::runtime::WatchRequest`] (runtimes only).
     #[sabi(last_prefix_field)]
     fn watch(&self, payload: RStr<'_>) -> RResult<RawWatchBox, RString>;
 }
@@ -97,7 +108,9 @@ pub trait RawWatch: Send {
     fn poll(&mut self, timeout_ms: u64) -> RResult<RString, RString>;
 }
 
+/// An owned [`RawPlugin`] trait object, as `instantiate` returns it.
 pub type RawPluginBox = RawPlugin_TO<'static, RBox<()>>;
+/// An owned [`RawWatch`] trait object, as [`RawPlugin::watch`] returns it.
 pub type RawWatchBox = RawWatch_TO<'static, RBox<()>>;
 
 /// The root module of a plugin library. New fields go after `instantiate` (a new minor version);
@@ -108,8 +121,11 @@ pub type RawWatchBox = RawWatch_TO<'static, RBox<()>>;
 #[sabi(kind(Prefix(prefix_ref = PluginModuleRef)))]
 #[sabi(missing_field(panic))]
 pub struct PluginModule {
+    /// [`PluginKind::code`]; the host checks it matches the [`PluginDecl`].
     pub kind: u32,
+    /// As [`PluginDecl::abi_major`]; the host checks it matches.
     pub abi_major: u32,
+    /// As [`PluginDecl::abi_minor`].
     pub abi_minor: u32,
     /// Make one plugin instance. `Err` is a JSON-encoded [`PluginError`].
     #[sabi(last_prefix_field)]
@@ -174,10 +190,15 @@ pub type MsgpackCallFn = unsafe extern "C" fn(usize, *const u8, usize, *const u8
 /// through `free` once read. `ok == 0` means the bytes are a JSON-encoded [`PluginError`].
 #[repr(C)]
 pub struct WireBuf {
+    /// 1 when the bytes are the answer, 0 when they are an encoded error.
     pub ok: u8,
+    /// Start of the bytes.
     pub ptr: *mut u8,
+    /// Number of bytes.
     pub len: usize,
+    /// Capacity of the plugin's allocation, for `free`.
     pub cap: usize,
+    /// Frees the buffer in the plugin's allocator: called with `ptr`, `len`, `cap`, exactly once.
     pub free: extern "C" fn(*mut u8, usize, usize),
 }
 

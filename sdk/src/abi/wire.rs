@@ -5,6 +5,9 @@
 //! are the plugin side: they decode a payload, call the plain trait, and encode the answer. The
 //! host side builds payloads with the `*Ref` envelopes below and decodes with serde_json.
 //! Unknown verbs answer `Unsupported`, so a newer host can probe an older plugin.
+//!
+//! A plugin author uses only [`guest`] (in a WASM component); the rest is plumbing for the
+//! export macros and the kernel's plugin host.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -20,14 +23,26 @@ use crate::runtime::{
 
 /// Verb names. `describe` takes `null`; the rest take the request type of the trait method.
 pub mod verb {
+    /// Every kind: takes `null`, answers the plugin's info ([`crate::runtime::RuntimeInfo`],
+    /// [`crate::function::FunctionPluginInfo`] or [`crate::policy::PolicyPluginInfo`]).
     pub const DESCRIBE: &str = "describe";
+    /// Every kind: takes the operator's configuration value, answers `null`.
     pub const CONFIGURE: &str = "configure";
+    /// Runtime: an [`crate::runtime::ApplyRequest`], answers an [`crate::runtime::ApplyResponse`].
     pub const APPLY: &str = "apply";
+    /// Runtime: a [`crate::runtime::ReadRequest`], answers a [`crate::runtime::ReadResponse`].
     pub const READ: &str = "read";
+    /// Runtime: an [`crate::runtime::ImportRequest`], answers a [`crate::runtime::ReadResponse`].
     pub const IMPORT: &str = "import";
+    /// Runtime: a [`crate::runtime::DeleteRequest`], answers `null`.
     pub const DELETE: &str = "delete";
+    /// Runtime: a [`crate::runtime::WatchRequest`]. Its answer is a handle, so it has its own
+    /// entry point (the native `watch` method, the WIT `watch` export), never `call`.
     pub const WATCH: &str = "watch";
+    /// Function plugin: a [`CallPayload`](super::CallPayload), answers the function's JSON value.
     pub const CALL: &str = "call";
+    /// Policy plugin: an [`EvaluatePayload`](super::EvaluatePayload), answers a list of
+    /// [`crate::policy::Finding`]s.
     pub const EVALUATE: &str = "evaluate";
     /// Runtime: list the day-2 operations (takes `null`). Added in contract 1.0 without a new
     /// minor: a plugin that predates it answers `Unsupported`, which means "none".
@@ -46,17 +61,23 @@ pub mod verb {
 /// Payload of `call` for a function plugin, borrowed on the host side.
 #[derive(Debug, Serialize)]
 pub struct CallRef<'a> {
+    /// The function's name, one of [`crate::function::FunctionPluginInfo::functions`].
     pub function: &'a str,
+    /// Positional arguments.
     pub args: &'a [Value],
+    /// Keyword arguments.
     pub kwargs: &'a Map<String, Value>,
 }
 
 /// Payload of `call`, as the plugin decodes it.
 #[derive(Debug, Deserialize)]
 pub struct CallPayload {
+    /// The function's name.
     pub function: String,
+    /// Positional arguments (empty when left out).
     #[serde(default)]
     pub args: Vec<Value>,
+    /// Keyword arguments (empty when left out).
     #[serde(default)]
     pub kwargs: Map<String, Value>,
 }
@@ -64,14 +85,18 @@ pub struct CallPayload {
 /// Payload of `evaluate` for a policy plugin, borrowed on the host side.
 #[derive(Debug, Serialize)]
 pub struct EvaluateRef<'a> {
+    /// The spec, `{resources: [...]}`.
     pub spec: &'a Value,
+    /// The plan, the stack and the operation.
     pub context: &'a Value,
 }
 
 /// Payload of `evaluate`, as the plugin decodes it.
 #[derive(Debug, Deserialize)]
 pub struct EvaluatePayload {
+    /// The spec, `{resources: [...]}`.
     pub spec: Value,
+    /// The plan, the stack and the operation (`null` when left out).
     #[serde(default)]
     pub context: Value,
 }
@@ -114,7 +139,9 @@ pub fn encode_request<T: Serialize + ?Sized>(verb: &str, request: &T) -> PluginR
 /// MessagePack, which skips JSON's text scanning and escaping and roughly halves a call's cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
+    /// JSON text (UTF-8).
     Json,
+    /// MessagePack, structs as maps keyed by field name.
     MessagePack,
 }
 
@@ -128,6 +155,7 @@ impl Encoding {
         }
     }
 
+    /// Decode `bytes` as a `T`; the error is the decoder's message.
     pub fn decode<T: DeserializeOwned>(self, bytes: &[u8]) -> Result<T, String> {
         match self {
             Encoding::Json => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
@@ -343,14 +371,18 @@ pub mod guest {
         result.map_err(|e| encode_error(&e))
     }
 
+    /// The `describe` export: JSON [`crate::policy::PolicyPluginInfo`] (empty if it cannot
+    /// be encoded).
     pub fn policy_describe(plugin: &dyn PolicyPlugin) -> String {
         serde_json::to_string(&plugin.describe()).unwrap_or_default()
     }
 
+    /// The `configure` export: JSON configuration in.
     pub fn policy_configure(plugin: &dyn PolicyPlugin, config: &str) -> Result<(), String> {
         wrap(serve_policy(plugin, verb::CONFIGURE, config)).map(|_| ())
     }
 
+    /// The `evaluate` export: JSON spec and context in, a JSON list of findings out.
     pub fn policy_evaluate(
         plugin: &dyn PolicyPlugin,
         spec: &str,
@@ -367,10 +399,13 @@ pub mod guest {
         )
     }
 
+    /// The `describe` export: JSON [`crate::runtime::RuntimeInfo`] (empty if it cannot be
+    /// encoded).
     pub fn runtime_describe(runtime: &dyn Runtime) -> String {
         serde_json::to_string(&runtime.describe()).unwrap_or_default()
     }
 
+    /// The `configure` export: JSON configuration in.
     pub fn runtime_configure(runtime: &dyn Runtime, config: &str) -> Result<(), String> {
         wrap(serve_runtime(runtime, verb::CONFIGURE, config)).map(|_| ())
     }
@@ -384,10 +419,13 @@ pub mod guest {
         wrap(serve_runtime(runtime, verb, request))
     }
 
+    /// The `delete` export: a JSON [`crate::runtime::DeleteRequest`] in.
     pub fn runtime_delete(runtime: &dyn Runtime, request: &str) -> Result<(), String> {
         wrap(serve_runtime(runtime, verb::DELETE, request)).map(|_| ())
     }
 
+    /// The `target` export: a JSON [`crate::Resource`] in, its target out (see
+    /// [`Runtime::target`]).
     pub fn runtime_target(runtime: &dyn Runtime, object: &str) -> Result<Option<String>, String> {
         let resource: crate::Resource = serde_json::from_str(object)
             .map_err(|e| encode_error(&PluginError::invalid(format!("malformed resource: {e}"))))?;
@@ -406,6 +444,8 @@ pub mod guest {
         WATCHES.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The `watch` export: starts a watch from a JSON [`crate::runtime::WatchRequest`] and keeps
+    /// it in this module, answering its handle for [`runtime_poll`] and [`runtime_unwatch`].
     pub fn runtime_watch(runtime: &dyn Runtime, request: &str) -> Result<u64, String> {
         let watch = serve_runtime_watch(runtime, request).map_err(|e| encode_error(&e))?;
         let mut open = watches();
@@ -415,6 +455,8 @@ pub mod guest {
         Ok(handle)
     }
 
+    /// The `poll` export: waits up to `timeout_ms` milliseconds for the watch's next event and
+    /// answers a JSON [`WatchPoll`]; an unknown handle is an `InvalidInput` error.
     pub fn runtime_poll(handle: u64, timeout_ms: u64) -> Result<String, String> {
         let mut open = watches();
         let watch = open.1.get_mut(&handle).ok_or_else(|| {
@@ -427,18 +469,24 @@ pub mod guest {
         )
     }
 
+    /// The `unwatch` export: drops the watch, which stops it; an unknown handle is ignored.
     pub fn runtime_unwatch(handle: u64) {
         watches().1.remove(&handle);
     }
 
+    /// The `describe` export: JSON [`crate::function::FunctionPluginInfo`] (empty if it cannot
+    /// be encoded).
     pub fn function_describe(plugin: &dyn FunctionPlugin) -> String {
         serde_json::to_string(&plugin.describe()).unwrap_or_default()
     }
 
+    /// The `configure` export: JSON configuration in.
     pub fn function_configure(plugin: &dyn FunctionPlugin, config: &str) -> Result<(), String> {
         wrap(serve_function(plugin, verb::CONFIGURE, config)).map(|_| ())
     }
 
+    /// The `call` export: the function's name, a JSON array of positional arguments and a JSON
+    /// object of keyword arguments in, the JSON answer out.
     pub fn function_call(
         plugin: &dyn FunctionPlugin,
         name: &str,
