@@ -16,3 +16,5 @@ cargo build --workspace --all-targets --locked
 cargo test --workspace --locked -- "$@"
 # A library user who needs only the model builds the kernel without wasmtime, PostgreSQL or S3.
 cargo check -p kusion-kernel --no-default-features --locked
+# The plugin SDK's documentation: every public item documented, every link resolving.
+RUSTDOCFLAGS="-D missing_docs -D rustdoc::broken_intra_doc_links" cargo doc -p kusion-sdk --no-deps --all-features --locked
