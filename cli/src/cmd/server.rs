@@ -59,6 +59,10 @@ pub struct ServerArgs {
     /// operation finishing in this server refreshes the histories at once.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub cache_ttl: std::time::Duration,
+    /// On SIGTERM or Ctrl-C, how long the steps under way and the requests in flight may take
+    /// to finish (no new request, claim or step starts meanwhile).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: std::time::Duration,
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
     pub runtime_config: Option<PathBuf>,
@@ -72,7 +76,7 @@ pub struct ServerArgs {
 pub struct QueueArgs {
     /// Keep operations in PostgreSQL (`postgres://user:password@host/db`), shared by every
     /// `kusionctl server` and `kusionctl worker` given the same URL (default: in memory, this
-    /// process only).
+    /// process only). A server's tokens and audit log are kept there too.
     #[arg(long, env = "KUSION_QUEUE", value_name = "URL")]
     pub queue: Option<String>,
     /// With --queue: a running operation whose worker has not heartbeaten for this long is
@@ -82,10 +86,16 @@ pub struct QueueArgs {
     pub heartbeat_timeout: Option<std::time::Duration>,
 }
 
+type Opened = (
+    Arc<dyn OperationQueue>,
+    Option<Arc<kusion_server::pgconn::PgPool>>,
+);
+
 impl QueueArgs {
-    fn open(&self) -> Result<Arc<dyn OperationQueue>> {
+    /// The queue, and its PostgreSQL connections when it is shared there.
+    fn open(&self) -> Result<Opened> {
         let Some(url) = &self.queue else {
-            return Ok(Arc::new(kusion_server::InProcessQueue::default()));
+            return Ok((Arc::new(kusion_server::InProcessQueue::default()), None));
         };
         let mut options = kusion_server::QueueOptions::default();
         if let Some(timeout) = self.heartbeat_timeout {
@@ -97,7 +107,8 @@ impl QueueArgs {
                 kusion_server::pgqueue::redact(url)
             )
         })?;
-        Ok(Arc::new(queue))
+        let pool = queue.pool();
+        Ok((Arc::new(queue), Some(pool)))
     }
 }
 
@@ -156,6 +167,10 @@ pub struct WorkerArgs {
     /// Workers to run in this process.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub workers: usize,
+    /// On SIGTERM or Ctrl-C, how long the steps under way may take to finish (no new claim or
+    /// step starts meanwhile; the operations are then re-queued for other workers).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: std::time::Duration,
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
     pub runtime_config: Option<PathBuf>,
@@ -385,8 +400,14 @@ pub(crate) async fn run(
         workers: args.workers,
         cache_ttl: args.cache_ttl,
         oidc: args.oidc.config(),
+        postgres: None,
+        shutdown_timeout: args.shutdown_timeout,
     };
-    let queue = args.queue.open()?;
+    let (queue, pool) = args.queue.open()?;
+    let options = kusion_server::ServeOptions {
+        postgres: pool,
+        ..options
+    };
     let cluster: Option<Arc<dyn ClusterStacks>> =
         if args.cluster || args.kubeconfig.is_some() || args.context.is_some() {
             let client =
@@ -398,8 +419,33 @@ pub(crate) async fn run(
         };
     let bound = kusion_server::bind(&options, Arc::new(checkout), queue, cluster).await?;
     print_banner(&root, &bound);
-    kusion_server::serve(bound, options.workers).await?;
+    if let Err(e) = kusion_server::serve(bound, options.workers, terminated()).await {
+        // A step may still run on a blocking thread, which would hold the runtime's exit.
+        eprintln!("error: {e}");
+        std::process::exit(exit::FAILED.into());
+    }
     Ok(exit::OK)
+}
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT).
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                return;
+            }
+            Err(e) => tracing::warn!("cannot watch for SIGTERM: {e}"),
+        }
+    }
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// `kusionctl worker`: only workers, claiming from the shared queue, running operations on
@@ -418,9 +464,10 @@ pub(crate) async fn run_worker(
         anyhow::bail!("--workers must be at least 1");
     }
     let (root, checkout) = checkout(global, runtimes)?;
-    let queue = args.queue.open()?;
+    let (queue, _pool) = args.queue.open()?;
     let source: Arc<dyn StackSource> = Arc::new(checkout);
-    let names = kusion_server::spawn_workers(&queue, &source, args.workers);
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let (names, tasks) = kusion_server::spawn_workers(&queue, &source, args.workers, stop);
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -433,11 +480,24 @@ pub(crate) async fn run_worker(
         );
         let _ = out.flush();
     }
-    // The workers run until the process is stopped; an interrupted operation is re-queued by
-    // the next claim once its heartbeats stop.
-    tokio::signal::ctrl_c()
+    // The workers run until SIGTERM or Ctrl-C; then no new claim or step starts, and each
+    // running operation is re-queued once its steps under way finish. Past the timeout (or
+    // after SIGKILL) the next claim re-queues it once its heartbeats stop.
+    terminated().await;
+    tracing::info!("shutting down: no new claims; waiting for the steps under way");
+    let _ = stop_tx.send(true);
+    let all = futures::future::join_all(tasks);
+    if tokio::time::timeout(args.shutdown_timeout, all)
         .await
-        .context("waiting for an interrupt")?;
+        .is_err()
+    {
+        eprintln!(
+            "error: the steps under way did not finish within the shutdown timeout ({}s); their \
+             operations are re-queued once their heartbeats stop",
+            args.shutdown_timeout.as_secs()
+        );
+        std::process::exit(exit::FAILED.into());
+    }
     Ok(exit::OK)
 }
 
@@ -451,9 +511,14 @@ fn print_banner(root: &Path, bound: &kusion_server::Bound) {
         bound.address,
         root.display()
     );
+    let valid = if bound.admin_subject == kusion_server::BOOTSTRAP_SUBJECT {
+        "valid until the next start".to_string()
+    } else {
+        format!("{}; valid until this server stops", bound.admin_subject)
+    };
     let _ = writeln!(
         out,
-        "admin token (shown once; valid until the next start): {}",
+        "admin token (shown once; {valid}): {}",
         bound.admin_token
     );
     let _ = out.flush();
