@@ -180,6 +180,10 @@ fn sigterm_mid_apply_finishes_the_step_under_way_and_ends_the_operation() {
     let took = asked.elapsed();
     assert!(status.success(), "exit status {status:?}");
     eprintln!("the server shut down in {took:?}");
+    assert!(
+        took > Duration::from_secs(1),
+        "it waited for t:b's create under way ({took:?})"
+    );
     let events = events.join().unwrap();
     assert_eq!(
         creations(&s.cloud),
@@ -267,4 +271,118 @@ fn sigterm_mid_apply_on_postgres_requeues_for_the_next_server() {
     );
     let store = LocalStore::new(s.root.join("inv/dev/.kusion/state"));
     assert_eq!(store.load().unwrap().resources.len(), 3);
+}
+
+/// A `kusionctl worker` process, killed on drop.
+struct Worker(std::process::Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn worker(s: &Setup, name: &str, queue: &str) -> Worker {
+    let mut c = Command::new(BIN);
+    c.current_dir(&s.root)
+        .env("HOME", &s.home)
+        .env("KUSION_TEST_CLOUD", &s.cloud)
+        .env_remove("KUSION_STATE_DIR")
+        .env_remove("KUSION_CONFIG")
+        .env_remove("KUSION_RUNTIME_CONFIG")
+        .env_remove("KUSION_PLUGIN_PATH")
+        .env_remove("KUSION_QUEUE")
+        .env_remove("KUSION_LEASE_TTL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(s.work.join(format!("{name}.log"))).unwrap())
+        .args([
+            "worker",
+            "--queue",
+            queue,
+            "--shutdown-timeout",
+            "30s",
+            "-vv",
+        ]);
+    Worker(c.spawn().expect("starting kusionctl worker"))
+}
+
+#[test]
+fn sigterm_to_a_worker_mid_apply_requeues_for_another_worker() {
+    let pg = PgServer::start().unwrap_or_else(|e| panic!("PostgreSQL must start: {e}"));
+    let queue = pg.create_database("kusion_queue").unwrap();
+    let s = setup();
+    let api = server(&s, "server", &["--queue", &queue, "--workers", "0"]);
+    let mut first = worker(&s, "worker-1", &queue);
+    let id = apply_until_b_runs(&api, &s.cloud);
+    let (code, op) = api.call("GET", &format!("/api/v1/operations/{id}"), &api.admin, None);
+    assert_eq!(code, 200, "{op}");
+    assert!(
+        op["worker"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("-{}-", first.0.id())),
+        "{op}"
+    );
+    let asked = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-TERM", &first.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = loop {
+        if let Some(status) = first.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(30),
+            "the worker never exited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status:?}");
+    eprintln!("the worker shut down in {:?}", asked.elapsed());
+    assert_eq!(
+        creations(&s.cloud),
+        ["t:a", "t:b"],
+        "t:b finished, t:c never ran"
+    );
+    let op = api.wait_for(&api.admin, &id, "queued");
+    assert!(op["worker"].as_str().is_some(), "{op}");
+
+    let _second = worker(&s, "worker-2", &queue);
+    let done = api.wait_for(&api.admin, &id, "succeeded");
+    assert_eq!(
+        creations(&s.cloud),
+        ["t:a", "t:b", "t:c"],
+        "each created once"
+    );
+    assert_eq!(done["plan"]["summary"]["create"], 1, "{done}");
+    let url = format!("{}/api/v1/operations/{id}/events", api.base);
+    let mut response = agent()
+        .get(&url)
+        .header("Authorization", format!("Bearer {}", api.admin).as_str())
+        .call()
+        .unwrap();
+    let text = response.body_mut().read_to_string().unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect();
+    assert_eq!(
+        statuses(&events),
+        ["queued", "running", "queued", "running", "succeeded"],
+        "{events:#?}"
+    );
+    let requeue = events
+        .iter()
+        .filter(|e| e["type"] == "status" && e["status"] == "queued")
+        .nth(1)
+        .unwrap();
+    assert!(
+        requeue["message"].as_str().unwrap().contains("shut down"),
+        "{requeue}"
+    );
 }
