@@ -216,10 +216,15 @@ fn execute(
     } else {
         None
     };
-    let interrupted = !matches!(
-        status,
-        OperationStatus::Succeeded | OperationStatus::AwaitingApproval | OperationStatus::Blocked
-    );
+    // A step that failed on its own is the operation's outcome, shutdown or not: handing it
+    // back would retry it without anyone asking.
+    let interrupted = !step_failed(op.result.as_ref())
+        && !matches!(
+            status,
+            OperationStatus::Succeeded
+                | OperationStatus::AwaitingApproval
+                | OperationStatus::Blocked
+        );
     if stopping.load(Ordering::SeqCst) && by.is_none() && interrupted {
         hand_back(queue, op);
         return;
@@ -290,6 +295,14 @@ fn hand_back(queue: &dyn OperationQueue, mut op: Operation) {
         Ok(false) => tracing::warn!(operation = %id, "the operation changed while it ran"),
         Err(e) => tracing::error!(operation = %id, "recording the operation's hand-back: {e}"),
     }
+}
+
+/// True when an apply's report (as the operation keeps it) has a step that failed, rather than
+/// one cancelled or skipped.
+fn step_failed(result: Option<&Value>) -> bool {
+    result
+        .and_then(|r| r["steps"].as_array())
+        .is_some_and(|steps| steps.iter().any(|s| s["outcome"]["status"] == "failed"))
 }
 
 type Step = Result<(OperationStatus, Option<String>), String>;
@@ -472,5 +485,36 @@ fn event_kind(event: Event) -> EventKind {
                 .unwrap_or_else(|| format!("{:?}", event.health)),
             detail: event.detail,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kusion_kernel::apply::{ApplyReport, Outcome, StepReport};
+    use kusion_kernel::plan::Action;
+
+    #[test]
+    fn a_failed_step_is_told_from_cancelled_ones() {
+        let report = |outcomes: Vec<Outcome>| {
+            let steps = outcomes
+                .into_iter()
+                .enumerate()
+                .map(|(n, outcome)| StepReport {
+                    id: format!("t:{n}"),
+                    action: Action::Create,
+                    outcome,
+                })
+                .collect();
+            serde_json::to_value(ApplyReport {
+                steps,
+                interrupted: true,
+            })
+            .unwrap()
+        };
+        let cancelled = report(vec![Outcome::Succeeded, Outcome::Cancelled]);
+        assert!(!super::step_failed(Some(&cancelled)));
+        let failed = report(vec![Outcome::Failed("boom".into()), Outcome::Cancelled]);
+        assert!(super::step_failed(Some(&failed)));
+        assert!(!super::step_failed(None));
     }
 }
