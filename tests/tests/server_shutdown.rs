@@ -80,6 +80,10 @@ fn setup() -> Setup {
 }
 
 fn server(s: &Setup, name: &str, extra: &[&str]) -> ApiServer {
+    server_with_timeout(s, name, "30s", extra)
+}
+
+fn server_with_timeout(s: &Setup, name: &str, timeout: &str, extra: &[&str]) -> ApiServer {
     let mut c = Command::new(BIN);
     c.current_dir(&s.root)
         .env("HOME", &s.home)
@@ -96,7 +100,7 @@ fn server(s: &Setup, name: &str, extra: &[&str]) -> ApiServer {
             "--listen",
             "127.0.0.1:0",
             "--shutdown-timeout",
-            "30s",
+            timeout,
         ])
         .args(extra)
         .arg("-vv");
@@ -271,6 +275,30 @@ fn sigterm_mid_apply_on_postgres_requeues_for_the_next_server() {
     );
     let store = LocalStore::new(s.root.join("inv/dev/.kusion/state"));
     assert_eq!(store.load().unwrap().resources.len(), 3);
+}
+
+#[test]
+fn a_step_outlasting_the_shutdown_timeout_exits_non_zero_at_the_timeout() {
+    let s = setup();
+    let mut a = server_with_timeout(&s, "server-a", "1s", &[]);
+    apply_until_b_runs(&a, &s.cloud);
+    let asked = Instant::now();
+    let status = a
+        .terminate(Duration::from_secs(20))
+        .expect("the server exits at its shutdown timeout");
+    let took = asked.elapsed();
+    let log = std::fs::read_to_string(s.work.join("server-a.log")).unwrap();
+    assert_eq!(status.code(), Some(1), "{status:?} after {took:?}: {log}");
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    assert!(
+        !creations(&s.cloud).contains(&"t:b".to_string()),
+        "exited before t:b's create ended"
+    );
+    let log = std::fs::read_to_string(s.work.join("server-a.log")).unwrap();
+    assert!(
+        log.contains("did not finish within the shutdown timeout"),
+        "{log}"
+    );
 }
 
 /// A `kusionctl worker` process, killed on drop.
