@@ -32,7 +32,7 @@ pub struct ServerArgs {
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
     /// Where the server keeps its tokens (hashed) and audit log (default:
-    /// <checkout>/.kusion/server).
+    /// <checkout>/.kusion/server). Unused with --queue: they are kept in that PostgreSQL.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Serve the GitOps controller's Stacks of the cluster this kubeconfig reaches: list them and
