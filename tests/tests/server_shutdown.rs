@@ -301,6 +301,28 @@ fn a_step_outlasting_the_shutdown_timeout_exits_non_zero_at_the_timeout() {
     );
 }
 
+#[test]
+fn a_second_sigterm_exits_at_once() {
+    let s = setup();
+    let mut a = server(&s, "server-a", &[]);
+    apply_until_b_runs(&a, &s.cloud);
+    assert!(
+        a.terminate(Duration::from_millis(300)).is_none(),
+        "the first waits for t:b"
+    );
+    let asked = Instant::now();
+    let status = a
+        .terminate(Duration::from_secs(5))
+        .expect("the second SIGTERM ends it");
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(!creations(&s.cloud).contains(&"t:b".to_string()));
+}
+
 /// A `kusionctl worker` process, killed on drop.
 struct Worker(std::process::Child);
 

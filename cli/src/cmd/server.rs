@@ -419,12 +419,24 @@ pub(crate) async fn run(
         };
     let bound = kusion_server::bind(&options, Arc::new(checkout), queue, cluster).await?;
     print_banner(&root, &bound);
-    if let Err(e) = kusion_server::serve(bound, options.workers, terminated()).await {
+    if let Err(e) = kusion_server::serve(bound, options.workers, terminated_once()).await {
         // A step may still run on a blocking thread, which would hold the runtime's exit.
         eprintln!("error: {e}");
         std::process::exit(exit::FAILED.into());
     }
     Ok(exit::OK)
+}
+
+/// Resolves on the first SIGTERM or Ctrl-C; a second one ends the process at once (exit 130),
+/// as a second Ctrl-C does for `kusionctl apply`.
+async fn terminated_once() {
+    terminated().await;
+    eprintln!("shutting down gracefully; interrupt again to exit now");
+    tokio::spawn(async {
+        terminated().await;
+        eprintln!("interrupted again: exiting now");
+        std::process::exit(130);
+    });
 }
 
 /// Resolves on SIGTERM or Ctrl-C (SIGINT).
@@ -483,7 +495,7 @@ pub(crate) async fn run_worker(
     // The workers run until SIGTERM or Ctrl-C; then no new claim or step starts, and each
     // running operation is re-queued once its steps under way finish. Past the timeout (or
     // after SIGKILL) the next claim re-queues it once its heartbeats stop.
-    terminated().await;
+    terminated_once().await;
     tracing::info!("shutting down: no new claims; waiting for the steps under way");
     let _ = stop_tx.send(true);
     let all = futures::future::join_all(tasks);
