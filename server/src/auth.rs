@@ -81,11 +81,12 @@ struct TokenFile {
     tokens: Vec<TokenRecord>,
 }
 
-/// The token store: a JSON file in the server's data folder, rewritten atomically on change.
+/// The embedded default's token store: a JSON file in the server's data folder, rewritten
+/// atomically on change.
 /// Several servers may share the folder: changes are made under an exclusive lock on
 /// `tokens.json.lock` from the file as it is on disk, and each read first reloads the file when
 /// it was replaced since it was read.
-pub struct TokenStore {
+pub struct FileTokens {
     path: PathBuf,
     tokens: RwLock<Vec<TokenRecord>>,
     /// The identity of the file the tokens were read from (None: there was none).
@@ -140,12 +141,12 @@ pub fn now_ms() -> u64 {
     kusion_kernel::state::now_ms()
 }
 
-impl TokenStore {
+impl FileTokens {
     /// Opens (or starts) the store at `path`.
-    pub fn open(path: &Path) -> Result<TokenStore, ServerError> {
+    pub fn open(path: &Path) -> Result<FileTokens, ServerError> {
         let before = stamp(path);
         let tokens = read_tokens(path)?;
-        Ok(TokenStore {
+        Ok(FileTokens {
             path: path.to_path_buf(),
             tokens: RwLock::new(tokens),
             loaded: std::sync::Mutex::new(before),
@@ -222,32 +223,14 @@ impl TokenStore {
         std::fs::rename(&tmp, &self.path).map_err(io)
     }
 
-    /// Mints a token for `subject` with `scopes`, valid for `ttl` (forever when None).
-    pub fn mint(
-        &self,
-        subject: &str,
-        scopes: BTreeMap<String, Role>,
-        ttl: Option<std::time::Duration>,
-    ) -> Result<Minted, ServerError> {
-        let token = format!("{TOKEN_PREFIX}{}", random_hex(32)?);
-        let now = now_ms();
-        let record = TokenRecord {
-            id: random_hex(8)?,
-            subject: subject.to_string(),
-            hash: hash_token(&token),
-            scopes,
-            expires_at: ttl.map(|d| now.saturating_add(d.as_millis() as u64)),
-            created_at: now,
-        };
+    fn insert(&self, record: TokenRecord) -> Result<(), ServerError> {
         self.modify(|tokens| {
-            tokens.push(record.clone());
+            tokens.push(record);
             (true, ())
-        })?;
-        Ok(Minted { token, record })
+        })
     }
 
-    /// Revokes every token of `subject` (the embedded server's start-up admin token is replaced
-    /// on each start, so only the last one printed works).
+    /// Revokes every token of `subject`.
     pub fn revoke_subject(&self, subject: &str) -> Result<usize, ServerError> {
         self.modify(|tokens| {
             let before = tokens.len();
@@ -275,23 +258,290 @@ impl TokenStore {
             .clone()
     }
 
-    /// The principal a presented token stands for: None when unknown or expired.
+    fn find(&self, hash: &str) -> Option<TokenRecord> {
+        self.refresh();
+        let tokens = self.tokens.read().unwrap_or_else(|p| p.into_inner());
+        tokens.iter().find(|t| t.hash == hash).cloned()
+    }
+}
+
+/// A new token and its record (the secret is in the token only).
+fn new_token(
+    subject: &str,
+    scopes: BTreeMap<String, Role>,
+    ttl: Option<std::time::Duration>,
+) -> Result<Minted, ServerError> {
+    let token = format!("{TOKEN_PREFIX}{}", random_hex(32)?);
+    let now = now_ms();
+    let record = TokenRecord {
+        id: random_hex(8)?,
+        subject: subject.to_string(),
+        hash: hash_token(&token),
+        scopes,
+        expires_at: ttl.map(|d| now.saturating_add(d.as_millis() as u64)),
+        created_at: now,
+    };
+    Ok(Minted { token, record })
+}
+
+/// Where a server's tokens live: the data folder's `tokens.json` (the embedded default), or the
+/// PostgreSQL the servers' operation queue is in ([`PgTokens`]).
+pub enum TokenStore {
+    File(FileTokens),
+    Postgres(PgTokens),
+}
+
+impl TokenStore {
+    /// The file store at `path`.
+    pub fn open(path: &Path) -> Result<TokenStore, ServerError> {
+        FileTokens::open(path).map(TokenStore::File)
+    }
+
+    /// True when the tokens are shared through PostgreSQL.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, TokenStore::Postgres(_))
+    }
+
+    /// Mints a token for `subject` with `scopes`, valid for `ttl` (forever when None).
+    pub fn mint(
+        &self,
+        subject: &str,
+        scopes: BTreeMap<String, Role>,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<Minted, ServerError> {
+        let minted = new_token(subject, scopes, ttl)?;
+        match self {
+            TokenStore::File(f) => f.insert(minted.record.clone())?,
+            TokenStore::Postgres(p) => p.insert(&minted.record)?,
+        }
+        Ok(minted)
+    }
+
+    /// Revokes every token of `subject`; how many there were.
+    pub fn revoke_subject(&self, subject: &str) -> Result<usize, ServerError> {
+        match self {
+            TokenStore::File(f) => f.revoke_subject(subject),
+            TokenStore::Postgres(p) => p.revoke_where("subject", subject),
+        }
+    }
+
+    /// Revokes the token with `id`; false when there is none.
+    pub fn revoke(&self, id: &str) -> Result<bool, ServerError> {
+        match self {
+            TokenStore::File(f) => f.revoke(id),
+            TokenStore::Postgres(p) => p.revoke_where("id", id).map(|n| n > 0),
+        }
+    }
+
+    pub fn list(&self) -> Result<Vec<TokenRecord>, ServerError> {
+        match self {
+            TokenStore::File(f) => Ok(f.list()),
+            TokenStore::Postgres(p) => p.list(),
+        }
+    }
+
+    /// The principal a presented token stands for: None when unknown, revoked or expired (or
+    /// when the store cannot be read: a request is refused rather than let through).
     pub fn verify(&self, token: &str) -> Option<Principal> {
         if !token.starts_with(TOKEN_PREFIX) {
             return None;
         }
         let hash = hash_token(token);
-        self.refresh();
-        let tokens = self.tokens.read().unwrap_or_else(|p| p.into_inner());
-        let record = tokens.iter().find(|t| t.hash == hash)?;
+        let record = match self {
+            TokenStore::File(f) => f.find(&hash),
+            TokenStore::Postgres(p) => match p.find(&hash) {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::error!("verifying a token: {e}");
+                    None
+                }
+            },
+        }?;
         if record.expires_at.is_some_and(|at| now_ms() >= at) {
             return None;
         }
         Some(Principal {
-            token_id: record.id.clone(),
-            subject: record.subject.clone(),
-            scopes: record.scopes.clone(),
+            token_id: record.id,
+            subject: record.subject,
+            scopes: record.scopes,
         })
+    }
+}
+
+const TOKEN_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS kusion_token (
+    id text PRIMARY KEY,
+    subject text NOT NULL,
+    hash text NOT NULL UNIQUE,
+    scopes text NOT NULL,
+    expires_at bigint,
+    created_at bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kusion_token_subject ON kusion_token (subject);
+";
+
+/// How long a verified token is trusted from memory at most. Revocation reaches every server
+/// through `NOTIFY kusion_tokens` at once (the cache is dropped on each notification); this
+/// bounds it when a notification is lost with the listening connection.
+pub const TOKEN_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The cache holds at most this many verified tokens (it is emptied when full).
+const TOKEN_CACHE_MAX: usize = 10_000;
+
+struct Cached {
+    record: TokenRecord,
+    at: std::time::Instant,
+    generation: u64,
+}
+
+/// Tokens in the PostgreSQL shared by the servers (`kusion_token`: one row per token, its hash
+/// unique). Verification happens on every request, so a verified token is kept in memory for
+/// at most `cache_ttl`, and forgotten at once when any server mints or revokes a token (a
+/// `NOTIFY` on `kusion_tokens`, which the pool's listener turns into a new generation).
+/// Unknown tokens are not cached: a token minted through another server works at once.
+pub struct PgTokens {
+    pool: std::sync::Arc<crate::pgconn::PgPool>,
+    cache: std::sync::Mutex<std::collections::HashMap<String, Cached>>,
+    changes: tokio::sync::watch::Receiver<u64>,
+    cache_ttl: std::time::Duration,
+}
+
+fn stored(row: &postgres::Row) -> Result<TokenRecord, crate::pgconn::Failure> {
+    let scopes: String = row.get(3);
+    let expires_at: Option<i64> = row.get(4);
+    let created_at: i64 = row.get(5);
+    Ok(TokenRecord {
+        id: row.get(0),
+        subject: row.get(1),
+        hash: row.get(2),
+        scopes: serde_json::from_str(&scopes).map_err(|e| {
+            crate::pgconn::Failure::Other(ServerError::Io(format!("a stored token's scopes: {e}")))
+        })?,
+        expires_at: expires_at.map(|v| v.max(0) as u64),
+        created_at: created_at.max(0) as u64,
+    })
+}
+
+const TOKEN_COLUMNS: &str = "id, subject, hash, scopes, expires_at, created_at";
+
+impl PgTokens {
+    /// The store on `pool`, creating its table on first use.
+    pub fn open(
+        pool: std::sync::Arc<crate::pgconn::PgPool>,
+        cache_ttl: std::time::Duration,
+    ) -> Result<PgTokens, ServerError> {
+        pool.ensure_schema(TOKEN_SCHEMA)?;
+        Ok(PgTokens {
+            changes: pool.token_changes(),
+            pool,
+            cache: Default::default(),
+            cache_ttl,
+        })
+    }
+
+    fn forget(&self) {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    fn insert(&self, record: &TokenRecord) -> Result<(), ServerError> {
+        let record = record.clone();
+        let scopes =
+            serde_json::to_string(&record.scopes).map_err(|e| ServerError::Io(e.to_string()))?;
+        self.pool.call(move |c| {
+            let mut tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO kusion_token (id, subject, hash, scopes, expires_at, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    &record.id,
+                    &record.subject,
+                    &record.hash,
+                    &scopes,
+                    &record.expires_at.map(|v| v.min(i64::MAX as u64) as i64),
+                    &(record.created_at.min(i64::MAX as u64) as i64),
+                ],
+            )?;
+            crate::pgconn::notify(&mut tx, crate::pgconn::TOKENS_CHANNEL)?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Deletes the tokens whose `column` (`id` or `subject`) is `value`.
+    fn revoke_where(&self, column: &'static str, value: &str) -> Result<usize, ServerError> {
+        let value = value.to_string();
+        let n = self.pool.call(move |c| {
+            let mut tx = c.transaction()?;
+            let n = tx.execute(
+                &format!("DELETE FROM kusion_token WHERE {column} = $1"),
+                &[&value],
+            )?;
+            if n > 0 {
+                crate::pgconn::notify(&mut tx, crate::pgconn::TOKENS_CHANNEL)?;
+            }
+            tx.commit()?;
+            Ok(n as usize)
+        })?;
+        // This server need not wait for its own notification.
+        self.forget();
+        Ok(n)
+    }
+
+    fn list(&self) -> Result<Vec<TokenRecord>, ServerError> {
+        self.pool.call(|c| {
+            c.query(
+                &format!("SELECT {TOKEN_COLUMNS} FROM kusion_token ORDER BY created_at, id"),
+                &[],
+            )?
+            .iter()
+            .map(stored)
+            .collect()
+        })
+    }
+
+    fn find(&self, hash: &str) -> Result<Option<TokenRecord>, ServerError> {
+        let generation = *self.changes.borrow();
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            match cache.get(hash) {
+                Some(c) if c.generation == generation && c.at.elapsed() < self.cache_ttl => {
+                    return Ok(Some(c.record.clone()));
+                }
+                Some(_) => {
+                    cache.remove(hash);
+                }
+                None => {}
+            }
+        }
+        let key = hash.to_string();
+        let found = self.pool.call(move |c| {
+            c.query_opt(
+                &format!("SELECT {TOKEN_COLUMNS} FROM kusion_token WHERE hash = $1"),
+                &[&key],
+            )?
+            .as_ref()
+            .map(stored)
+            .transpose()
+        })?;
+        if let Some(record) = &found
+            && !self.cache_ttl.is_zero()
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.len() >= TOKEN_CACHE_MAX {
+                cache.clear();
+            }
+            // Cached under the generation read before the query: a revocation notified while
+            // it ran makes the entry stale at once.
+            cache.insert(
+                hash.to_string(),
+                Cached {
+                    record: record.clone(),
+                    at: std::time::Instant::now(),
+                    generation,
+                },
+            );
+        }
+        Ok(found)
     }
 }
 
@@ -340,11 +590,11 @@ mod tests {
         // B minted from the file as A left it: neither change is lost.
         assert!(a.verify(&from_b.token).is_some());
         assert!(b.verify(&from_a.token).is_some());
-        assert_eq!(a.list().len(), 2);
+        assert_eq!(a.list().unwrap().len(), 2);
         assert!(b.revoke(&from_a.record.id).unwrap());
         assert!(a.verify(&from_a.token).is_none());
         assert_eq!(b.revoke_subject("bob").unwrap(), 1);
         assert!(a.verify(&from_b.token).is_none());
-        assert!(a.list().is_empty());
+        assert!(a.list().unwrap().is_empty());
     }
 }

@@ -21,11 +21,13 @@ pub mod cluster;
 pub mod console;
 pub mod oidc;
 pub mod ops;
+pub mod pgconn;
 pub mod pgqueue;
 pub mod problem;
 pub mod source;
 pub mod worker;
 
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,6 +59,8 @@ pub struct AppState {
     pub oidc: Option<oidc::OidcVerifier>,
     pub audit: audit::AuditLog,
     pub metrics: api::Metrics,
+    /// Raised once the server is shutting down and its workers have stopped: event streams end.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
 }
 
 impl AppState {
@@ -82,17 +86,35 @@ impl AppState {
     ) -> Result<Arc<AppState>, ServerError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| ServerError::Io(format!("creating {}: {e}", data_dir.display())))?;
-        Ok(Arc::new(AppState {
+        let tokens = auth::TokenStore::open(&data_dir.join("tokens.json"))?;
+        let audit = audit::AuditLog::open(&data_dir.join("audit.jsonl"))?;
+        Ok(Self::with_stores(
+            tokens, audit, source, queue, cluster, cache_ttl, oidc,
+        ))
+    }
+
+    /// The state with the given token store and audit log (files or PostgreSQL).
+    pub fn with_stores(
+        tokens: auth::TokenStore,
+        audit: audit::AuditLog,
+        source: Arc<dyn StackSource>,
+        queue: Arc<dyn OperationQueue>,
+        cluster: Option<Arc<dyn ClusterStacks>>,
+        cache_ttl: std::time::Duration,
+        oidc: Option<oidc::OidcVerifier>,
+    ) -> Arc<AppState> {
+        Arc::new(AppState {
             source,
             queue,
             cluster,
             listing: cache::ReadCache::new(cache_ttl),
             histories: cache::ReadCache::new(cache_ttl),
-            tokens: auth::TokenStore::open(&data_dir.join("tokens.json"))?,
+            tokens,
             oidc,
-            audit: audit::AuditLog::open(&data_dir.join("audit.jsonl"))?,
+            audit,
             metrics: api::Metrics::default(),
-        }))
+            shutdown: tokio::sync::watch::channel(false).0,
+        })
     }
 }
 
@@ -107,10 +129,33 @@ pub struct ServeOptions {
     pub cache_ttl: std::time::Duration,
     /// Also accept bearer JWTs of this OIDC issuer.
     pub oidc: Option<oidc::OidcConfig>,
+    /// Keep tokens and the audit log in this PostgreSQL (the operation queue's) instead of
+    /// `data_dir`, shared by every server on it.
+    pub postgres: Option<Arc<pgconn::PgPool>>,
+    /// On shutdown, how long in-flight steps and requests may take to finish.
+    pub shutdown_timeout: std::time::Duration,
 }
 
-/// The subject of the admin token minted at each start of the embedded server.
+/// The subject of the admin token minted at each start of the embedded server. With tokens in
+/// PostgreSQL each server mints its own, `bootstrap-admin@<host>-<pid>` ([`bootstrap_subject`]).
 pub const BOOTSTRAP_SUBJECT: &str = "bootstrap-admin";
+
+/// The start-up admin token's subject: with files, one subject (a start replaces the token the
+/// previous start printed); with tokens shared in PostgreSQL, one per server process, so a
+/// server's start never revokes the token another running server printed. That one is revoked
+/// when its server shuts down cleanly (after a crash an admin revokes it: it is listed under
+/// its subject).
+pub fn bootstrap_subject(shared: bool) -> String {
+    if shared {
+        format!(
+            "{BOOTSTRAP_SUBJECT}@{}-{}",
+            kusion_kernel::state::hostname(),
+            std::process::id()
+        )
+    } else {
+        BOOTSTRAP_SUBJECT.to_string()
+    }
+}
 
 /// A bound server, ready to serve.
 pub struct Bound {
@@ -119,10 +164,14 @@ pub struct Bound {
     pub address: SocketAddr,
     /// The start-up admin token: shown once, stored only as its hash.
     pub admin_token: String,
+    /// Its subject ([`bootstrap_subject`]).
+    pub admin_subject: String,
+    pub shutdown_timeout: std::time::Duration,
 }
 
-/// Binds the listener, opens the data folder and mints a fresh admin token (revoking the one
-/// a previous start printed).
+/// Binds the listener, opens the token store and audit log (the data folder, or PostgreSQL)
+/// and mints a fresh admin token (revoking the one a previous start of the same subject
+/// printed, see [`bootstrap_subject`]).
 pub async fn bind(
     options: &ServeOptions,
     source: Arc<dyn StackSource>,
@@ -137,17 +186,29 @@ pub async fn bind(
         ),
         None => None,
     };
-    let state = AppState::open_with_oidc(
-        &options.data_dir,
-        source,
-        queue,
-        cluster,
-        options.cache_ttl,
-        oidc,
-    )?;
-    state.tokens.revoke_subject(BOOTSTRAP_SUBJECT)?;
+    let state = match &options.postgres {
+        None => AppState::open_with_oidc(
+            &options.data_dir,
+            source,
+            queue,
+            cluster,
+            options.cache_ttl,
+            oidc,
+        )?,
+        Some(pool) => AppState::with_stores(
+            auth::TokenStore::Postgres(auth::PgTokens::open(pool.clone(), auth::TOKEN_CACHE_TTL)?),
+            audit::AuditLog::postgres(pool.clone())?,
+            source,
+            queue,
+            cluster,
+            options.cache_ttl,
+            oidc,
+        ),
+    };
+    let subject = bootstrap_subject(state.tokens.is_shared());
+    state.tokens.revoke_subject(&subject)?;
     let minted = state.tokens.mint(
-        BOOTSTRAP_SUBJECT,
+        &subject,
         [(auth::ALL_PROJECTS.to_string(), auth::Role::Admin)].into(),
         None,
     )?;
@@ -162,28 +223,99 @@ pub async fn bind(
         state,
         address,
         admin_token: minted.token,
+        admin_subject: subject,
+        shutdown_timeout: options.shutdown_timeout,
     })
 }
 
-/// Serves until the process ends, with `workers` in-process workers.
-pub async fn serve(bound: Bound, workers: usize) -> Result<(), ServerError> {
-    spawn_workers(&bound.state.queue, &bound.state.source, workers);
-    let app = api::router(bound.state);
-    axum::serve(
-        bound.listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+/// Resolves when `stop` is raised; never when its sender is gone without raising it.
+pub async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    if stop.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Serves with `workers` in-process workers until `shutdown` resolves (SIGTERM or Ctrl-C in
+/// `kusionctl server`), then shuts down gracefully: no new connection or claim is accepted,
+/// the workers' operations stop starting steps and are recorded once the steps under way end
+/// ([`worker::run_until`]), event streams end, and requests in flight finish. An error when
+/// that took longer than the bound's `shutdown_timeout` (the caller should exit at once: a
+/// step may still be running on a blocking thread).
+pub async fn serve(
+    bound: Bound,
+    workers: usize,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let handles = spawn_workers(
+        &bound.state.queue,
+        &bound.state.source,
+        workers,
+        stop.clone(),
     )
-    .await
-    .map_err(|e| ServerError::Io(format!("serving: {e}")))
+    .1;
+    let state = bound.state.clone();
+    let app = api::router(bound.state);
+    let mut http_stop = stop.clone();
+    let mut server = tokio::spawn(
+        axum::serve(
+            bound.listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move { stopped(&mut http_stop).await })
+        .into_future(),
+    );
+    tokio::select! {
+        done = &mut server => {
+            return match done {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(ServerError::Io(format!("serving: {e}"))),
+                Err(e) => Err(ServerError::Io(format!("the server's task: {e}"))),
+            };
+        }
+        () = shutdown => {}
+    }
+    tracing::info!("shutting down: no new requests or claims; waiting for the steps under way");
+    let _ = stop_tx.send(true);
+    let deadline = tokio::time::Instant::now() + bound.shutdown_timeout;
+    let workers_done = tokio::time::timeout_at(deadline, futures::future::join_all(handles))
+        .await
+        .is_ok();
+    // The workers have recorded where their operations are: the streams may end now.
+    state.shutdown.send_replace(true);
+    let http_done = tokio::time::timeout_at(deadline, &mut server).await.is_ok();
+    if state.tokens.is_shared()
+        && let Err(e) = state.tokens.revoke_subject(&bound.admin_subject)
+    {
+        tracing::warn!("revoking this server's start-up admin token: {e}");
+    }
+    if !workers_done {
+        return Err(ServerError::Io(format!(
+            "the steps under way did not finish within the shutdown timeout ({}s); their \
+             operations stay running until the queue re-queues them (PostgreSQL) or are lost \
+             with this process (in-process queue)",
+            bound.shutdown_timeout.as_secs()
+        )));
+    }
+    if !http_done {
+        return Err(ServerError::Io(format!(
+            "requests in flight did not finish within the shutdown timeout ({}s)",
+            bound.shutdown_timeout.as_secs()
+        )));
+    }
+    tracing::info!("shut down cleanly");
+    Ok(())
 }
 
 /// Starts `count` workers on the async runtime, named `<host>-<pid>-<n>` (unique across the
-/// machines sharing a queue); returns their names.
+/// machines sharing a queue), each stopping once `stop` is raised; returns their names and
+/// tasks.
 pub fn spawn_workers(
     queue: &Arc<dyn OperationQueue>,
     source: &Arc<dyn StackSource>,
     count: usize,
-) -> Vec<String> {
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> (Vec<String>, Vec<tokio::task::JoinHandle<()>>) {
     (0..count)
         .map(|n| {
             let name = format!(
@@ -191,8 +323,13 @@ pub fn spawn_workers(
                 kusion_kernel::state::hostname(),
                 std::process::id()
             );
-            tokio::spawn(worker::run(queue.clone(), source.clone(), name.clone()));
-            name
+            let task = tokio::spawn(worker::run_until(
+                queue.clone(),
+                source.clone(),
+                name.clone(),
+                stop.clone(),
+            ));
+            (name, task)
         })
-        .collect()
+        .unzip()
 }

@@ -212,6 +212,11 @@ pub trait OperationQueue: Send + Sync + 'static {
     fn heartbeat_every(&self) -> Option<std::time::Duration> {
         None
     }
+    /// True when other processes share the queue (so an operation put back to `queued` is
+    /// picked up by another worker, and outlives this process).
+    fn shared(&self) -> bool {
+        false
+    }
     /// Ticks whenever an operation or event is added or changed: workers and event streams wait
     /// on it (a database queue may tick on a timer).
     fn changes(&self) -> watch::Receiver<u64>;

@@ -18,21 +18,19 @@
 //! [`OperationQueue::changes`] (plus a tick a second, in case a notification is lost with a
 //! connection).
 //!
-//! The synchronous `postgres` client runs its own runtime and must not be called on a tokio
-//! thread, so every statement runs on one of a few connection threads of this queue (as the
-//! kernel's PostgreSQL state store does).
+//! Statements run on the connection threads of a [`PgPool`], which the token store and audit
+//! log of the same server share.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls, Transaction};
+use postgres::Transaction;
 use tokio::sync::watch;
 
 use crate::ServerError;
 use crate::ops::{EventKind, Operation, OperationEvent, OperationQueue, OperationStatus};
+pub use crate::pgconn::redact;
+use crate::pgconn::{Failure, OPERATIONS_CHANNEL, PgPool};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS kusion_operation (
@@ -56,12 +54,6 @@ CREATE TABLE IF NOT EXISTS kusion_operation_event (
     PRIMARY KEY (operation, seq)
 );
 ";
-
-/// Serialises schema creation across processes (CREATE ... IF NOT EXISTS alone races on the
-/// catalog).
-const SCHEMA_LOCK: i64 = 0x6b75_7369_6f71;
-
-const CHANNEL: &str = "kusion_operations";
 
 /// How claims treat operations whose worker went silent.
 #[derive(Debug, Clone)]
@@ -92,56 +84,9 @@ pub fn default_heartbeat_timeout() -> Duration {
     kusion_kernel::operation::lease_ttl() + Duration::from_secs(15)
 }
 
-type Job = Box<dyn FnOnce(&mut Option<Client>) + Send>;
-
-enum Failure {
-    Db(postgres::Error),
-    Unreachable,
-    Other(ServerError),
-}
-
-impl From<postgres::Error> for Failure {
-    fn from(e: postgres::Error) -> Self {
-        Failure::Db(e)
-    }
-}
-
-fn describe(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => e.to_string(),
-    }
-}
-
-/// The URL without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let host_end = rest.find('/').unwrap_or(rest.len());
-            match rest[..host_end].rfind('@') {
-                Some(at) => {
-                    let user = rest[..at].split(':').next().unwrap_or("");
-                    format!("{scheme}://{user}:***@{}", &rest[at + 1..])
-                }
-                None => url.to_string(),
-            }
-        }
-        None => url.to_string(),
-    }
-}
-
 pub struct PostgresQueue {
-    display: String,
+    pool: Arc<PgPool>,
     options: QueueOptions,
-    jobs: Mutex<mpsc::Sender<Job>>,
-    tick: Arc<watch::Sender<u64>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Drop for PostgresQueue {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
 }
 
 fn status_name(status: OperationStatus) -> String {
@@ -191,96 +136,36 @@ fn insert_event(
 
 /// Delivered at commit, to every process's listener.
 fn notify(tx: &mut Transaction<'_>) -> Result<(), postgres::Error> {
-    tx.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
-    Ok(())
+    crate::pgconn::notify(tx, OPERATIONS_CHANNEL)
 }
 
 impl PostgresQueue {
     /// Connects to `url` (a libpq-style `postgres://` URL) and creates the tables on first use.
     pub fn connect(url: &str, options: QueueOptions) -> Result<PostgresQueue, ServerError> {
-        let display = redact(url);
-        let config: postgres::Config = url
-            .parse()
-            .map_err(|e| ServerError::Io(format!("bad PostgreSQL URL {display}: {e}")))?;
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        for n in 0..options.connections.max(1) {
-            let (rx, config) = (rx.clone(), config.clone());
-            std::thread::Builder::new()
-                .name(format!("kusion-queue-{n}"))
-                .spawn(move || {
-                    let mut client: Option<Client> = None;
-                    loop {
-                        let job = {
-                            let guard = rx.lock().unwrap_or_else(|p| p.into_inner());
-                            guard.recv()
-                        };
-                        let Ok(job) = job else { return };
-                        // Reconnect lazily after a dropped connection; each job sees the outcome.
-                        if client.as_ref().is_none_or(|c| c.is_closed()) {
-                            client = config.connect(NoTls).ok();
-                        }
-                        job(&mut client);
-                    }
-                })
-                .map_err(|e| ServerError::Io(format!("starting a queue thread: {e}")))?;
-        }
-        let tick = Arc::new(watch::channel(0u64).0);
-        let stop = Arc::new(AtomicBool::new(false));
-        let queue = PostgresQueue {
-            display: display.clone(),
-            options,
-            jobs: Mutex::new(tx),
-            tick: tick.clone(),
-            stop: stop.clone(),
-        };
-        queue.call(|c| {
-            let mut tx = c.transaction()?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
-            tx.batch_execute(SCHEMA)?;
-            tx.commit()?;
-            Ok(())
-        })?;
-        std::thread::Builder::new()
-            .name("kusion-queue-listen".into())
-            .spawn(move || listen(config, tick, stop))
-            .map_err(|e| ServerError::Io(format!("starting the queue listener: {e}")))?;
-        Ok(queue)
+        let pool = Arc::new(PgPool::connect(url, options.connections)?);
+        Self::with_pool(pool, options)
     }
 
-    /// Runs `f` on a connection thread.
+    /// The queue on `pool` (its connections are shared with the pool's other users), creating
+    /// the tables on first use.
+    pub fn with_pool(
+        pool: Arc<PgPool>,
+        options: QueueOptions,
+    ) -> Result<PostgresQueue, ServerError> {
+        pool.ensure_schema(SCHEMA)?;
+        Ok(PostgresQueue { pool, options })
+    }
+
+    /// The connections this queue runs on: the token store and audit log share them.
+    pub fn pool(&self) -> Arc<PgPool> {
+        self.pool.clone()
+    }
+
     fn call<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Client) -> Result<T, Failure> + Send + 'static,
+        f: impl FnOnce(&mut postgres::Client) -> Result<T, Failure> + Send + 'static,
     ) -> Result<T, ServerError> {
-        let (done, result) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |client| {
-            let outcome = match client {
-                Some(c) => f(c),
-                None => Err(Failure::Unreachable),
-            };
-            let _ = done.send(outcome);
-        });
-        let stopped = || {
-            ServerError::Io(format!(
-                "the queue's connection to {} stopped",
-                self.display
-            ))
-        };
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(job)
-            .map_err(|_| stopped())?;
-        result.recv().map_err(|_| stopped())?.map_err(|f| match f {
-            Failure::Db(e) => {
-                ServerError::Io(format!("the queue at {}: {}", self.display, describe(&e)))
-            }
-            Failure::Unreachable => {
-                ServerError::Io(format!("the queue at {}: cannot connect", self.display))
-            }
-            Failure::Other(e) => e,
-        })
+        self.pool.call(f)
     }
 
     /// Re-queues (or fails, past `max_attempts`) running operations whose worker went silent.
@@ -353,40 +238,6 @@ impl PostgresQueue {
             tracing::warn!("re-queued or failed {changed} operation(s) of silent workers");
         }
         Ok(changed)
-    }
-}
-
-/// Ticks `tick` on every notification, and once a second regardless; reconnects when the
-/// connection drops. Ends when the queue is dropped.
-fn listen(config: postgres::Config, tick: Arc<watch::Sender<u64>>, stop: Arc<AtomicBool>) {
-    let bump = || tick.send_modify(|n| *n = n.wrapping_add(1));
-    while !stop.load(Ordering::SeqCst) {
-        let mut client = match config.connect(NoTls) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("the queue listener cannot connect: {}", describe(&e));
-                std::thread::sleep(Duration::from_secs(1));
-                bump();
-                continue;
-            }
-        };
-        if let Err(e) = client.batch_execute(&format!("LISTEN {CHANNEL}")) {
-            tracing::warn!("the queue listener: {}", describe(&e));
-            std::thread::sleep(Duration::from_secs(1));
-            continue;
-        }
-        while !stop.load(Ordering::SeqCst) && !client.is_closed() {
-            // Wakes on the first notification or after a second; the watch channel coalesces
-            // bursts for the waiters.
-            if let Err(e) = client
-                .notifications()
-                .timeout_iter(Duration::from_secs(1))
-                .next()
-            {
-                tracing::warn!("the queue listener: {}", describe(&e));
-            }
-            bump();
-        }
     }
 }
 
@@ -539,6 +390,10 @@ impl OperationQueue for PostgresQueue {
     }
 
     fn changes(&self) -> watch::Receiver<u64> {
-        self.tick.subscribe()
+        self.pool.operation_changes()
+    }
+
+    fn shared(&self) -> bool {
+        true
     }
 }

@@ -17,8 +17,24 @@ use crate::source::StackSource;
 
 /// Claims and runs operations until the process ends.
 pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, name: String) {
+    let (_keep, stop) = tokio::sync::watch::channel(false);
+    run_until(queue, source, name, stop).await;
+}
+
+/// Claims and runs operations until `stop` is raised. Then no new operation is claimed; the
+/// one running has its cancel flag raised (no new step starts), the steps under way finish,
+/// and the operation is recorded ([`execute`] says how) before this returns.
+pub async fn run_until(
+    queue: Arc<dyn OperationQueue>,
+    source: Arc<dyn StackSource>,
+    name: String,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     let mut changes = queue.changes();
     loop {
+        if *stop.borrow() {
+            return;
+        }
         // A database queue's claim blocks on its connection thread.
         let claimed = {
             let (queue, name) = (queue.clone(), name.clone());
@@ -30,13 +46,23 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
             Ok(Some(op)) => {
                 let id = op.id.clone();
                 let cancel = Arc::new(AtomicBool::new(false));
+                let stopping = Arc::new(AtomicBool::new(false));
                 // Compiling, planning and applying block; the kernel's runtimes may use the
                 // async runtime's handle, which blocking tasks have.
                 let task = {
-                    let (queue, source, cancel) = (queue.clone(), source.clone(), cancel.clone());
-                    tokio::task::spawn_blocking(move || execute(&*queue, &*source, op, cancel))
+                    let (queue, source, cancel, stopping) = (
+                        queue.clone(),
+                        source.clone(),
+                        cancel.clone(),
+                        stopping.clone(),
+                    );
+                    tokio::task::spawn_blocking(move || {
+                        execute(&*queue, &*source, op, cancel, &stopping)
+                    })
                 };
-                if let Err(e) = supervise(&queue, &id, &name, task, &cancel).await {
+                let stop = stop.clone();
+                if let Err(e) = supervise(&queue, &id, &name, task, &cancel, &stopping, stop).await
+                {
                     tracing::error!(operation = %id, "the operation's task stopped: {e}");
                     abandon(&*queue, &id, &format!("the worker's task stopped: {e}"));
                 }
@@ -46,19 +72,25 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
             Err(e) => tracing::warn!("claiming an operation: {e}"),
         }
         // Woken by any change; the timer covers queues that cannot tell.
-        let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+        tokio::select! {
+            _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()) => {}
+            () = crate::stopped(&mut stop) => return,
+        }
     }
 }
 
 /// Awaits `task`, telling the queue every so often that this worker still runs operation `id`
 /// (a shared queue re-queues the operations of workers that went silent), and raising `cancel`
-/// once someone asks to cancel it (the queue's changes wake this loop).
+/// once someone asks to cancel it (the queue's changes wake this loop), or with `stopping` once
+/// `stop` is raised (the process is shutting down).
 async fn supervise(
     queue: &Arc<dyn OperationQueue>,
     id: &str,
     name: &str,
     mut task: tokio::task::JoinHandle<()>,
     cancel: &AtomicBool,
+    stopping: &AtomicBool,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), tokio::task::JoinError> {
     let every = queue.heartbeat_every();
     // Without heartbeats the timer only backs up the change notifications.
@@ -68,6 +100,11 @@ async fn supervise(
     loop {
         tokio::select! {
             done = &mut task => return done,
+            () = crate::stopped(&mut stop), if !stopping.load(Ordering::SeqCst) => {
+                tracing::info!(operation = %id, "shutting down: no new step starts");
+                stopping.store(true, Ordering::SeqCst);
+                cancel.store(true, Ordering::SeqCst);
+            }
             Ok(()) = changes.changed(), if !cancel.load(Ordering::SeqCst) => {
                 check_cancelled(queue, id, cancel).await;
             }
@@ -145,12 +182,15 @@ fn policy_json(report: &PolicyReport) -> Option<Value> {
         .flatten()
 }
 
-/// Runs one claimed operation to its next resting status.
+/// Runs one claimed operation to its next resting status. When `stopping` was raised (the
+/// process shuts down) and the run did not reach a resting status of its own, the operation
+/// is handed back ([`hand_back`]).
 fn execute(
     queue: &dyn OperationQueue,
     source: &dyn StackSource,
     mut op: Operation,
     cancel: Arc<AtomicBool>,
+    stopping: &AtomicBool,
 ) {
     let id = op.id.clone();
     let push = |kind: EventKind| {
@@ -170,9 +210,26 @@ fn execute(
             (OperationStatus::Failed, Some(e))
         }
     };
+    // Who asked to cancel is in the stored operation, not in this worker's copy.
+    let by = if cancel.load(Ordering::SeqCst) {
+        queue.get(&id).ok().flatten().and_then(|o| o.cancelled_by)
+    } else {
+        None
+    };
+    // A step that failed on its own is the operation's outcome, shutdown or not: handing it
+    // back would retry it without anyone asking.
+    let interrupted = !step_failed(op.result.as_ref())
+        && !matches!(
+            status,
+            OperationStatus::Succeeded
+                | OperationStatus::AwaitingApproval
+                | OperationStatus::Blocked
+        );
+    if stopping.load(Ordering::SeqCst) && by.is_none() && interrupted {
+        hand_back(queue, op);
+        return;
+    }
     if cancel.load(Ordering::SeqCst) && status != OperationStatus::Succeeded {
-        // Who asked is in the stored operation, not in this worker's copy.
-        let by = queue.get(&id).ok().flatten().and_then(|o| o.cancelled_by);
         op.cancelled_by = by.clone();
         let what = message.take().unwrap_or_else(|| "nothing changed".into());
         message = Some(format!(
@@ -189,6 +246,63 @@ fn execute(
         Ok(false) => tracing::warn!(operation = %op.id, "the operation changed while it ran"),
         Err(e) => tracing::error!(operation = %op.id, "recording the operation's end: {e}"),
     }
+}
+
+/// Records an operation whose run the process's shutdown interrupted (the steps under way
+/// finished, no new one started; the kernel closed the release and let go of the stack's lease
+/// as after a cancel).
+///
+/// On a shared queue (PostgreSQL) it goes back to `queued`: another worker claims it and plans
+/// again from the stack's state and journal, applying only what is left, as after a worker's
+/// death but without waiting for the heartbeat timeout. That is the safest choice: every
+/// completed step is in state, so nothing is applied twice, and a change someone asked for (and
+/// maybe approved) is not dropped because the servers were redeployed. (An approved apply whose
+/// remaining plan differs from the approved one still stops there, as the approval check
+/// demands.) On the in-process queue nobody would ever claim it again, so it ends cancelled,
+/// saying so.
+fn hand_back(queue: &dyn OperationQueue, mut op: Operation) {
+    let id = op.id.clone();
+    let worker = op.worker.clone().unwrap_or_else(|| "?".into());
+    let (status, message) = if queue.shared() {
+        op.error = None;
+        (
+            OperationStatus::Queued,
+            format!(
+                "worker {worker} shut down: the steps under way finished and no new step \
+                 started; re-queued, another worker plans again from the stack's state"
+            ),
+        )
+    } else {
+        let message = "the server shut down during the operation: the steps under way \
+                       finished and no new step started; start a new operation for the rest"
+            .to_string();
+        op.error = Some(message.clone());
+        (OperationStatus::Cancelled, message)
+    };
+    tracing::info!(operation = %id, "{message}");
+    op.status = status;
+    if let Err(e) = queue.push_event(
+        &id,
+        EventKind::Status {
+            status,
+            message: Some(message),
+        },
+    ) {
+        tracing::warn!("recording an event: {e}");
+    }
+    match queue.update(&op, OperationStatus::Running) {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(operation = %id, "the operation changed while it ran"),
+        Err(e) => tracing::error!(operation = %id, "recording the operation's hand-back: {e}"),
+    }
+}
+
+/// True when an apply's report (as the operation keeps it) has a step that failed, rather than
+/// one cancelled or skipped.
+fn step_failed(result: Option<&Value>) -> bool {
+    result
+        .and_then(|r| r["steps"].as_array())
+        .is_some_and(|steps| steps.iter().any(|s| s["outcome"]["status"] == "failed"))
 }
 
 type Step = Result<(OperationStatus, Option<String>), String>;
@@ -371,5 +485,36 @@ fn event_kind(event: Event) -> EventKind {
                 .unwrap_or_else(|| format!("{:?}", event.health)),
             detail: event.detail,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kusion_kernel::apply::{ApplyReport, Outcome, StepReport};
+    use kusion_kernel::plan::Action;
+
+    #[test]
+    fn a_failed_step_is_told_from_cancelled_ones() {
+        let report = |outcomes: Vec<Outcome>| {
+            let steps = outcomes
+                .into_iter()
+                .enumerate()
+                .map(|(n, outcome)| StepReport {
+                    id: format!("t:{n}"),
+                    action: Action::Create,
+                    outcome,
+                })
+                .collect();
+            serde_json::to_value(ApplyReport {
+                steps,
+                interrupted: true,
+            })
+            .unwrap()
+        };
+        let cancelled = report(vec![Outcome::Succeeded, Outcome::Cancelled]);
+        assert!(!super::step_failed(Some(&cancelled)));
+        let failed = report(vec![Outcome::Failed("boom".into()), Outcome::Cancelled]);
+        assert!(super::step_failed(Some(&failed)));
+        assert!(!super::step_failed(None));
     }
 }

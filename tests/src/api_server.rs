@@ -68,6 +68,29 @@ impl ApiServer {
         }
     }
 
+    /// The server process's ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the process to exit; its exit status, or
+    /// None when it did not exit in time.
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("running kill");
+        assert!(sent.success(), "kill -TERM failed");
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// `method path` with `token`; the status and the body (JSON, else the text as a string).
     /// Every response must carry a request ID.
     pub fn call(&self, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {

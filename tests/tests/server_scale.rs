@@ -1,6 +1,9 @@
 //! `kusionctl server` scaled out on PostgreSQL (the testbed build with the fake-cloud runtime):
-//! two servers (no workers of their own) and three `kusionctl worker` processes share one
-//! PostgreSQL queue and one data folder. Tokens minted through one server work on the other;
+//! two servers (no workers of their own, each with its own data folder) and three `kusionctl
+//! worker` processes share one PostgreSQL queue, which also holds the tokens and the audit log.
+//! Each server's start-up admin token keeps working after the other starts; tokens minted
+//! through one server work on the other, and the audit log read through either holds both's
+//! entries;
 //! operations created through server A are seen and approved through server B; the worker
 //! running an apply is killed with SIGKILL mid-apply, and the operation is re-queued by another
 //! worker's claim and completes there, with the stack's state holding every resource once and
@@ -155,22 +158,44 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     let root = work.join("served");
     layout(&root);
     let cloud = work.join("cloud");
-    let data = work.join("server-data");
 
     let start_server = |name: &str| {
         let mut c = command(&root, &home, &cloud);
         c.args(["server", "--listen", "127.0.0.1:0", "--workers", "0"])
             .args(["--queue", &queue, "--data-dir"])
-            .arg(&data)
+            .arg(work.join(format!("{name}-data")))
             .arg("-vv");
         ApiServer::start(c, &work.join(format!("{name}.log")))
     };
     let a = start_server("server-a");
     let b = start_server("server-b");
-    // B's start replaced the start-up admin token; the one B printed works on both.
+    // Each server minted its own start-up admin token (a subject naming its host and pid): B's
+    // start left A's working, and each works on both servers.
+    for (server, token) in [
+        (&a, &a.admin),
+        (&a, &b.admin),
+        (&b, &a.admin),
+        (&b, &b.admin),
+    ] {
+        let (code, body) = server.call("GET", "/api/v1/tokens", token, None);
+        assert_eq!(code, 200, "{body}");
+        let subjects: Vec<&str> = body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["subject"].as_str().unwrap())
+            .collect();
+        assert_eq!(subjects.len(), 2, "{body}");
+        assert!(
+            subjects.iter().all(|s| s.starts_with("bootstrap-admin@")),
+            "{body}"
+        );
+    }
+    assert!(
+        !work.join("server-a-data/tokens.json").exists(),
+        "tokens live in PostgreSQL, not in the data folder"
+    );
     let admin = b.admin.clone();
-    let (code, _) = a.call("GET", "/api/v1/tokens", &a.admin, None);
-    assert_eq!(code, 401, "A's start-up token was replaced by B's start");
 
     let start_worker = |n: usize| {
         let mut c = command(&root, &home, &cloud);
@@ -190,7 +215,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     };
     let mut workers: Vec<Option<Worker>> = (0..3).map(|n| Some(start_worker(n))).collect();
 
-    // Tokens minted through A are honoured by B: the data folder is shared.
+    // Tokens minted through A are honoured by B: they are in the shared PostgreSQL.
     let mint = |subject: &str, role: &str| a.mint(&admin, subject, json!({"inv": role}));
     let alice = mint("alice", "operator");
     let bob = mint("bob", "approver");
@@ -346,5 +371,35 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     assert_eq!(code, 202, "{op}");
     let after = b.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
     assert_eq!(after["plan"]["summary"]["unchanged"], 3, "{after}");
+
+    // One audit log: the operations started through A and B, and the approval through B, read
+    // through A, in order, with no token in it.
+    let (code, audit) = a.call("GET", "/api/v1/audit", &admin, None);
+    assert_eq!(code, 200, "{audit}");
+    let actions: Vec<String> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["result"] == "ok")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["method"].as_str().unwrap(),
+                e["action"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let ops = "POST /api/v1/projects/{project}/stacks/{stack}/operations";
+    let approve = "POST /api/v1/operations/{id}/approve";
+    let mints = "POST /api/v1/tokens";
+    assert_eq!(
+        actions,
+        [mints, mints, ops, ops, approve, ops, ops],
+        "{audit}"
+    );
+    let text = audit.to_string();
+    for token in [&a.admin, &b.admin, &alice, &bob] {
+        assert!(!text.contains(token.as_str()), "a token in the audit log");
+    }
     drop(workers);
 }

@@ -32,7 +32,7 @@ pub struct ServerArgs {
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
     /// Where the server keeps its tokens (hashed) and audit log (default:
-    /// <checkout>/.kusion/server).
+    /// <checkout>/.kusion/server). Unused with --queue: they are kept in that PostgreSQL.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Serve the GitOps controller's Stacks of the cluster this kubeconfig reaches: list them and
@@ -61,6 +61,10 @@ pub struct ServerArgs {
     /// operation finishing in this server refreshes the histories at once.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub cache_ttl: std::time::Duration,
+    /// On SIGTERM or Ctrl-C, how long the steps under way and the requests in flight may take
+    /// to finish (no new request, claim or step starts meanwhile).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: std::time::Duration,
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
     pub runtime_config: Option<PathBuf>,
@@ -74,7 +78,7 @@ pub struct ServerArgs {
 pub struct QueueArgs {
     /// Keep operations in PostgreSQL (`postgres://user:password@host/db`), shared by every
     /// `kusionctl server` and `kusionctl worker` given the same URL (default: in memory, this
-    /// process only).
+    /// process only). A server's tokens and audit log are kept there too.
     #[arg(long, env = "KUSION_QUEUE", value_name = "URL")]
     pub queue: Option<String>,
     /// With --queue: a running operation whose worker has not heartbeaten for this long is
@@ -84,10 +88,16 @@ pub struct QueueArgs {
     pub heartbeat_timeout: Option<std::time::Duration>,
 }
 
+type Opened = (
+    Arc<dyn OperationQueue>,
+    Option<Arc<kusion_server::pgconn::PgPool>>,
+);
+
 impl QueueArgs {
-    fn open(&self) -> Result<Arc<dyn OperationQueue>> {
+    /// The queue, and its PostgreSQL connections when it is shared there.
+    fn open(&self) -> Result<Opened> {
         let Some(url) = &self.queue else {
-            return Ok(Arc::new(kusion_server::InProcessQueue::default()));
+            return Ok((Arc::new(kusion_server::InProcessQueue::default()), None));
         };
         let mut options = kusion_server::QueueOptions::default();
         if let Some(timeout) = self.heartbeat_timeout {
@@ -99,7 +109,8 @@ impl QueueArgs {
                 kusion_server::pgqueue::redact(url)
             )
         })?;
-        Ok(Arc::new(queue))
+        let pool = queue.pool();
+        Ok((Arc::new(queue), Some(pool)))
     }
 }
 
@@ -184,6 +195,10 @@ pub struct WorkerArgs {
     /// Workers to run in this process.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub workers: usize,
+    /// On SIGTERM or Ctrl-C, how long the steps under way may take to finish (no new claim or
+    /// step starts meanwhile; the operations are then re-queued for other workers).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: std::time::Duration,
     /// Runtime configuration: a YAML or JSON mapping from runtime name to its settings.
     #[arg(long, env = "KUSION_RUNTIME_CONFIG", value_name = "FILE")]
     pub runtime_config: Option<PathBuf>,
@@ -538,8 +553,14 @@ pub(crate) async fn run(
         workers: args.workers,
         cache_ttl: args.cache_ttl,
         oidc: args.oidc.config(),
+        postgres: None,
+        shutdown_timeout: args.shutdown_timeout,
     };
-    let queue = args.queue.open()?;
+    let (queue, pool) = args.queue.open()?;
+    let options = kusion_server::ServeOptions {
+        postgres: pool,
+        ..options
+    };
     let cluster: Option<Arc<dyn ClusterStacks>> =
         if args.cluster || args.kubeconfig.is_some() || args.context.is_some() {
             let client =
@@ -551,8 +572,45 @@ pub(crate) async fn run(
         };
     let bound = kusion_server::bind(&options, checkout, queue, cluster).await?;
     print_banner(&served, &bound);
-    kusion_server::serve(bound, options.workers).await?;
+    if let Err(e) = kusion_server::serve(bound, options.workers, terminated_once()).await {
+        // A step may still run on a blocking thread, which would hold the runtime's exit.
+        eprintln!("error: {e}");
+        std::process::exit(exit::FAILED.into());
+    }
     Ok(exit::OK)
+}
+
+/// Resolves on the first SIGTERM or Ctrl-C; a second one ends the process at once (exit 130),
+/// as a second Ctrl-C does for `kusionctl apply`.
+async fn terminated_once() {
+    terminated().await;
+    eprintln!("shutting down gracefully; interrupt again to exit now");
+    tokio::spawn(async {
+        terminated().await;
+        eprintln!("interrupted again: exiting now");
+        std::process::exit(130);
+    });
+}
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT).
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                return;
+            }
+            Err(e) => tracing::warn!("cannot watch for SIGTERM: {e}"),
+        }
+    }
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// `kusionctl worker`: only workers, claiming from the shared queue, running operations on
@@ -577,9 +635,10 @@ pub(crate) async fn run_worker(
     let (served, checkout) = checkout(global, runtimes, &args.git, &data_dir)?;
     let checkout = Arc::new(checkout);
     follow(&checkout, &args.git, &data_dir);
-    let queue = args.queue.open()?;
+    let (queue, _pool) = args.queue.open()?;
     let source: Arc<dyn StackSource> = checkout;
-    let names = kusion_server::spawn_workers(&queue, &source, args.workers);
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let (names, tasks) = kusion_server::spawn_workers(&queue, &source, args.workers, stop);
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -592,11 +651,24 @@ pub(crate) async fn run_worker(
         );
         let _ = out.flush();
     }
-    // The workers run until the process is stopped; an interrupted operation is re-queued by
-    // the next claim once its heartbeats stop.
-    tokio::signal::ctrl_c()
+    // The workers run until SIGTERM or Ctrl-C; then no new claim or step starts, and each
+    // running operation is re-queued once its steps under way finish. Past the timeout (or
+    // after SIGKILL) the next claim re-queues it once its heartbeats stop.
+    terminated_once().await;
+    tracing::info!("shutting down: no new claims; waiting for the steps under way");
+    let _ = stop_tx.send(true);
+    let all = futures::future::join_all(tasks);
+    if tokio::time::timeout(args.shutdown_timeout, all)
         .await
-        .context("waiting for an interrupt")?;
+        .is_err()
+    {
+        eprintln!(
+            "error: the steps under way did not finish within the shutdown timeout ({}s); their \
+             operations are re-queued once their heartbeats stop",
+            args.shutdown_timeout.as_secs()
+        );
+        std::process::exit(exit::FAILED.into());
+    }
     Ok(exit::OK)
 }
 
@@ -609,9 +681,14 @@ fn print_banner(served: &str, bound: &kusion_server::Bound) {
         "kusion server listening on http://{} serving {}",
         bound.address, served
     );
+    let valid = if bound.admin_subject == kusion_server::BOOTSTRAP_SUBJECT {
+        "valid until the next start".to_string()
+    } else {
+        format!("{}; valid until this server stops", bound.admin_subject)
+    };
     let _ = writeln!(
         out,
-        "admin token (shown once; valid until the next start): {}",
+        "admin token (shown once; {valid}): {}",
         bound.admin_token
     );
     let _ = out.flush();

@@ -866,10 +866,12 @@ async fn operation_events(
         after: u64,
         buffer: VecDeque<OperationEvent>,
         changes: tokio::sync::watch::Receiver<u64>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
         done: bool,
     }
     let cursor = Cursor {
         changes: state.queue.changes(),
+        shutdown: state.shutdown.subscribe(),
         state,
         id,
         after,
@@ -899,15 +901,22 @@ async fn operation_events(
                 .ok()
                 .flatten()
                 .is_none_or(|o| o.status.is_final());
+            // A shutting-down server ends its streams (clients resume with Last-Event-ID
+            // elsewhere) rather than hold the shutdown, after one last read: its workers have
+            // recorded where their operations are by the time it is raised.
+            let stopping = *c.shutdown.borrow();
             let events = c.state.queue.events(&c.id, c.after).unwrap_or_default();
             if events.is_empty() {
-                if finished {
+                if finished || stopping {
                     return None;
                 }
-                let _ = tokio::time::timeout(Duration::from_secs(5), c.changes.changed()).await;
+                tokio::select! {
+                    _ = tokio::time::timeout(Duration::from_secs(5), c.changes.changed()) => {}
+                    () = crate::stopped(&mut c.shutdown) => {}
+                }
                 continue;
             }
-            c.done = finished;
+            c.done = finished || stopping;
             c.buffer.extend(events);
         }
     });
@@ -955,7 +964,7 @@ async fn list_tokens(
 ) -> AppResult<Json<Vec<TokenInfo>>> {
     require_everywhere(&principal, Role::Admin)?;
     Ok(Json(
-        state.tokens.list().into_iter().map(Into::into).collect(),
+        state.tokens.list()?.into_iter().map(Into::into).collect(),
     ))
 }
 
