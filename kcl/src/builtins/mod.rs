@@ -1,5 +1,6 @@
 //! Builtin functions, string methods and the system modules.
 
+mod pyfmt;
 mod strs;
 mod sys;
 

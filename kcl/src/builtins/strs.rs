@@ -333,7 +333,7 @@ pub fn call_method(
             }
             Value::from(out)
         }
-        "format" => Value::from(format_str(s, args, kw)?),
+        "format" => Value::from(super::pyfmt::format(s, args, kw)?),
         "chars" => Value::from(
             s.chars()
                 .map(|c| Value::from(c.to_string()))
@@ -344,95 +344,6 @@ pub fn call_method(
 }
 
 /// Python-style `"{} {name} {0}".format(...)`, with `{{`/`}}` escapes and simple specs.
-fn format_str(s: &str, args: &[Value], kw: &[(Str, Value)]) -> RtResult<String> {
-    let mut out = String::new();
-    let mut auto = 0usize;
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        match c {
-            '{' if it.peek() == Some(&'{') => {
-                it.next();
-                out.push('{');
-            }
-            '}' if it.peek() == Some(&'}') => {
-                it.next();
-                out.push('}');
-            }
-            '{' => {
-                let mut field = String::new();
-                for d in it.by_ref() {
-                    if d == '}' {
-                        break;
-                    }
-                    field.push(d);
-                }
-                let (name, spec) = match field.split_once(':') {
-                    Some((a, b)) => (a.to_string(), Some(b.to_string())),
-                    None => (field.clone(), None),
-                };
-                // a conversion (`{0!r}`, `{!s}`) prints as str() in upstream
-                let name = match name.split_once('!') {
-                    Some((n, "r" | "s" | "a")) => n.to_string(),
-                    _ => name,
-                };
-                let v = if name.is_empty() {
-                    let v = args.get(auto).cloned().ok_or_else(|| {
-                        RtError::eval("Replacement index out of range for positional args tuple")
-                    })?;
-                    auto += 1;
-                    v
-                } else if let Ok(i) = name.parse::<usize>() {
-                    args.get(i).cloned().ok_or_else(|| {
-                        RtError::eval("Replacement index out of range for positional args tuple")
-                    })?
-                } else {
-                    kw.iter()
-                        .find(|(k, _)| **k == name)
-                        .map(|(_, v)| v.clone())
-                        .ok_or_else(|| RtError::eval(format!("KeyError: '{name}'")))?
-                };
-                out.push_str(&apply_spec(&v, spec.as_deref()));
-            }
-            c => out.push(c),
-        }
-    }
-    Ok(out)
-}
-
-fn apply_spec(v: &Value, spec: Option<&str>) -> String {
-    let Some(spec) = spec else {
-        return value::to_str(v);
-    };
-    if let Some(p) = spec.strip_prefix('.').and_then(|x| x.strip_suffix('f'))
-        && let (Ok(p), Some(f)) = (p.parse::<usize>(), v.as_f64())
-    {
-        return format!("{f:.p$}");
-    }
-    let s = value::to_str(v);
-    // width with alignment: `<10`, `>10`, `^10`, `10`
-    let (align, width) = match spec.chars().next() {
-        Some(a @ ('<' | '>' | '^')) => (a, spec[1..].parse::<usize>().unwrap_or(0)),
-        _ => (
-            if matches!(v, Value::Int(_) | Value::Float(_)) {
-                '>'
-            } else {
-                '<'
-            },
-            spec.parse::<usize>().unwrap_or(0),
-        ),
-    };
-    let n = s.chars().count();
-    if n >= width {
-        return s;
-    }
-    let pad = width - n;
-    match align {
-        '<' => format!("{s}{}", " ".repeat(pad)),
-        '>' => format!("{}{s}", " ".repeat(pad)),
-        _ => format!("{}{s}{}", " ".repeat(pad / 2), " ".repeat(pad - pad / 2)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
