@@ -805,7 +805,9 @@ impl Evaluator {
             list_out.reserve_exact(pairs.size_hint().1.unwrap_or(0));
         }
         let mut count: i64 = 0;
-        let mut dict_out = Dict::new();
+        // upstream filters a dict in place, swap-removing each rejected key (the last entry
+        // takes its place), so the order of what stays is upstream's
+        let mut removed: Vec<value::Str> = Vec::new();
         // upstream filters a string in place: unchanged it is the string, else an error
         let mut str_removed = false;
         for (a, b) in pairs {
@@ -844,12 +846,14 @@ impl Evaluator {
                 ast::QuantOp::Map if count_only => count += 1,
                 ast::QuantOp::Map => list_out.push(t),
                 ast::QuantOp::Filter => {
-                    if t.truthy() {
-                        if it.is_config() {
-                            if let Value::Str(k) = &orig_a {
-                                dict_out.map.insert(k.clone(), orig_b);
-                            }
-                        } else {
+                    if it.is_config() {
+                        if !t.truthy()
+                            && let Value::Str(k) = &orig_a
+                        {
+                            removed.push(k.clone());
+                        }
+                    } else if t.truthy() {
+                        {
                             list_out.push(single(&it, orig_a, orig_b));
                         }
                     }
@@ -861,7 +865,11 @@ impl Evaluator {
             ast::QuantOp::Any => Value::Bool(false),
             ast::QuantOp::Map if count_only => Value::Int(count),
             ast::QuantOp::Map => Value::from(list_out),
-            ast::QuantOp::Filter if matches!(it, Value::Str(_)) => {
+            // upstream cannot remove from a schema instance either
+            ast::QuantOp::Filter
+                if matches!(it, Value::Str(_))
+                    || (matches!(it, Value::Schema(_)) && str_removed) =>
+            {
                 if str_removed {
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
@@ -872,6 +880,20 @@ impl Evaluator {
                 it.clone()
             }
             ast::QuantOp::Filter => {
+                let mut dict_out = Dict::new();
+                if it.is_config() {
+                    let src = match &it {
+                        Value::Dict(d) => Some(&d.map),
+                        Value::Schema(s) => Some(&s.attrs.map),
+                        _ => None,
+                    };
+                    if let Some(m) = src {
+                        dict_out.map = m.clone();
+                        for k in &removed {
+                            dict_out.map.swap_remove(k);
+                        }
+                    }
+                }
                 if let Value::Schema(s) = &it {
                     Value::Schema(Rc::new(value::SchemaInst {
                         attrs: dict_out,
