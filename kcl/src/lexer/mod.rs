@@ -357,13 +357,16 @@ impl<'a> Lexer<'a> {
                         span: self.span(lo, self.pos),
                     });
                 }
-                b'\\' if matches!(self.peek(1), b'\n' | b'\r') => {
+                // (a backslash ending the file continues nothing, as upstream accepts)
+                b'\\'
+                    if matches!(self.peek(1), b'\n' | b'\r') || self.pos + 1 == self.src.len() =>
+                {
                     // Explicit line continuation: the next line continues this logical line.
                     self.pos += 1;
-                    self.pos += if self.peek(0) == b'\r' && self.peek(1) == b'\n' {
-                        2
-                    } else {
-                        1
+                    self.pos += match (self.peek(0), self.peek(1)) {
+                        (b'\r', b'\n') => 2,
+                        (b'\n' | b'\r', _) => 1,
+                        _ => 0,
                     };
                 }
                 _ => {
@@ -576,11 +579,13 @@ impl<'a> Lexer<'a> {
             _ => {
                 let c = self.text[self.pos..].chars().next().unwrap_or('\0');
                 self.pos += c.len_utf8().max(1);
-                self.err(
-                    lo,
-                    self.pos,
-                    format!("unexpected character '{}'", c.escape_debug()),
-                );
+                // a backslash not ending its line: upstream's (Python's) words
+                let msg = if c == '\\' {
+                    "unexpected character after line continuation character".to_string()
+                } else {
+                    format!("unexpected character '{}'", c.escape_debug())
+                };
+                self.err(lo, self.pos, msg);
                 return None;
             }
         };
