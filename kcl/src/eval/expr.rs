@@ -315,7 +315,9 @@ impl Evaluator {
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let k = match this.eval(cx, &c.key)? {
                         Value::Str(s) => s,
-                        other => Str::from(value::to_str(&other)),
+                        // upstream's key of anything but a string (typed any, so the
+                        // checker let it through) is empty
+                        _ => Str::from(""),
                     };
                     let v = this.eval(cx, &c.value)?;
                     value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, true)

@@ -13,7 +13,9 @@ impl<'a> Checker<'a> {
             ExprKind::None => Ty::None,
             // upstream types `Undefined` as `NoneType`
             ExprKind::Undefined => Ty::None,
-            ExprKind::NumberUnit { .. } => Ty::Any,
+            ExprKind::NumberUnit { value, suffix } => Ty::Unit(Some(std::sync::Arc::from(
+                format!("{value}{}", suffix.as_str()).as_str(),
+            ))),
             ExprKind::JoinedStr(parts) => {
                 for p in parts {
                     if let ast::StrPart::Interp { expr, spec } = p {
@@ -129,6 +131,8 @@ impl<'a> Checker<'a> {
             ExprKind::DictComp(c) => {
                 let env2 = self.comp_env(env, &c.clauses);
                 let k = self.infer(&env2, &c.key);
+                // a comprehension's key must be a string too (upstream's resolver)
+                self.check_str_key(&k, c.key.span.shrink_to_lo(), true);
                 let v = self.infer(&env2, &c.value);
                 if k.is_any() || v.is_any() {
                     Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
@@ -662,7 +666,7 @@ impl<'a> Checker<'a> {
                         }
                         _ => {
                             let t = self.infer(env, key);
-                            self.check_str_key(&t, key.span);
+                            self.check_str_key(&t, key.span, false);
                             t
                         }
                     };

@@ -176,6 +176,14 @@ pub(super) fn int_index(t: &Ty) -> bool {
 pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
     use ast::CmpOp as C;
     let num = |t: &Ty| all_of(t, |t| matches!(t.kind(), Some(Kind::Num | Kind::Bool)));
+    // a number with a unit compares with nothing (membership and identity aside)
+    let unit = |t: &Ty| match t {
+        Ty::Union(ts) => ts.iter().any(|t| matches!(t, Ty::Unit(_))),
+        t => matches!(t, Ty::Unit(_)),
+    };
+    if (unit(l) || unit(r)) && !matches!(op, C::In | C::NotIn | C::Is | C::IsNot) {
+        return false;
+    }
     match op {
         C::Lt | C::LtE | C::Gt | C::GtE => {
             let known = |t: &Ty| all_of(t, |t| matches!(t, Ty::None) || t.kind().is_some());

@@ -90,7 +90,18 @@ impl<'a> Checker<'a> {
                         self.alias_depth -= 1;
                         r
                     }
-                    _ => Ty::Any,
+                    _ => match id.names.as_slice() {
+                        [m, n]
+                            if n.sym.as_str() == "NumberMultiplier"
+                                && self
+                                    .system_module_of(m.span.file, m.sym)
+                                    .and_then(crate::builtins::system_module_name)
+                                    == Some("units") =>
+                        {
+                            Ty::Unit(None)
+                        }
+                        _ => Ty::Any,
+                    },
                 }
             }
             TypeKind::List(e) => Ty::List(Rc::new(match e {
@@ -423,6 +434,18 @@ impl<'a> Checker<'a> {
                 for x in params.iter().chain(ret.iter().map(|b| &**b)) {
                     self.check_type_names_in(env, x, root, at_root);
                 }
+            }
+            // upstream's resolver looks `None` and `Undefined` up as names in a type, and
+            // finds neither
+            TypeKind::Literal(l @ (ast::LiteralType::None | ast::LiteralType::Undefined)) => {
+                let name = if matches!(l, ast::LiteralType::None) {
+                    "None"
+                } else {
+                    "Undefined"
+                };
+                let at = if at_root { root.shrink_to_lo() } else { t.span };
+                let msg = format!("name '{name}' is not defined");
+                self.err(ErrKind::Compile, msg, at);
             }
             _ => {}
         }
