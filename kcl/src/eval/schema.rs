@@ -1170,7 +1170,20 @@ impl Evaluator {
                 scope.vars.borrow_mut().insert(p.name.sym, v);
             }
         }
-        for (k, v) in &config.map {
+        // a rule for a protocol has the protocol's attributes (defaults and types included),
+        // set from its config, and shows them as its value
+        let mut attrs = Dict::new();
+        let mut vars = config.clone();
+        if let Some(h) = &r.for_host {
+            let v = self.eval_identifier(&ty.def_ctx, h)?;
+            if let Some(pt) = as_schema_type(&v)
+                && let Value::Schema(inst) = self.instantiate(&pt, &[], &[], config, span)?
+            {
+                attrs = inst.attrs.clone();
+                vars = attrs.clone();
+            }
+        }
+        for (k, v) in &vars.map {
             scope.vars.borrow_mut().insert(Symbol::intern(k), v.clone());
         }
         let c = Ctx {
@@ -1183,7 +1196,7 @@ impl Evaluator {
         Ok(Value::Schema(Rc::new(SchemaInst {
             name: ty.name.clone(),
             pkg: ty.pkgpath.clone(),
-            attrs: Dict::new(),
+            attrs,
             ty: Some(ty.clone() as Rc<dyn std::any::Any>),
             span: Some(span),
             origin: None,
@@ -1211,7 +1224,32 @@ impl Evaluator {
         let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
         fr.level.set(outer);
         fr.state.borrow_mut()[i] = DONE;
-        r.map(|_| ())
+        r?;
+        // upstream converts an attribute's value to its type where the attribute is declared
+        // (a config dict becomes the schema instance, defaults included), so the statements
+        // after it read the instance
+        let StmtKind::SchemaAttr(a) = &st.kind else {
+            return Ok(());
+        };
+        let cur = fr.attrs.borrow().get(a.name.sym.as_str()).cloned();
+        if let Some(d) = fr.layout.declared.get(a.name.sym.as_str())
+            && let Some(t) = d.ty
+            && let Some(v) = cur
+            && v.is_config()
+            && !matches!(v, Value::Schema(_))
+        {
+            let c = Ctx {
+                schema: Some(fr.clone()),
+                ..fr.ctxs[d.part].clone()
+            };
+            if let Ok(Some(nv)) = self.try_convert_value(&c, &v, t, st.span) {
+                fr.attrs
+                    .borrow_mut()
+                    .map
+                    .insert(Str::from(a.name.sym.as_str()), nv);
+            }
+        }
+        Ok(())
     }
 
     /// Upstream's evaluator keeps one record of evaluated attributes per inheritance level:
