@@ -50,6 +50,13 @@ impl<'a> Checker<'a> {
                 }
                 first.insert(n, sp);
             }
+            // a unification declares its name too: a later assignment changes it (one before
+            // it does not), and upstream says it was declared at the latest declaration
+            let mut unified = Vec::new();
+            public_unifications(s, &mut unified);
+            for (n, sp) in unified {
+                first.insert(n, sp);
+            }
         }
         // upstream's resolver then declares the package's variables in order: type aliases,
         // the annotations of assignments and the schemas of unifications are resolved with
