@@ -66,10 +66,27 @@ impl<'a> Checker<'a> {
             }
         }
         let arg_tys: Vec<Ty> = args.args.iter().map(|a| self.infer(env, a)).collect();
+        // a string method's keyword arguments: upstream's resolver reports an unknown name
+        // without looking at its value, and never looks at the values `format` takes
+        let str_method = match &func.kind {
+            ExprKind::Selector(x) if on_str => Some(x.attr.sym.as_str()),
+            _ => None,
+        };
         let kw_tys: Vec<Ty> = args
             .keywords
             .iter()
-            .map(|k| self.infer(env, &k.value))
+            .map(|k| match str_method {
+                Some("format") => Ty::Any,
+                Some(m)
+                    if !str_method_params(m)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|(p, _)| *p == k.name.sym.as_str()) =>
+                {
+                    Ty::Any
+                }
+                _ => self.infer(env, &k.value),
+            })
             .collect();
         if let ExprKind::Ident(s) = &func.kind
             && let Some(params) = builtin_fn_params(s.as_str())
@@ -77,12 +94,12 @@ impl<'a> Checker<'a> {
         {
             self.builtin_args(s.as_str(), &params, args, &arg_tys, &kw_tys);
         }
-        if on_str
-            && args.keywords.is_empty()
-            && let ExprKind::Selector(x) = &func.kind
-            && let Some(params) = str_method_params(x.attr.sym.as_str())
+        if let Some(m) = str_method
+            && m != "format"
+            && (!args.keywords.is_empty() || str_method_params(m).is_some())
         {
-            self.builtin_args(x.attr.sym.as_str(), &params, args, &arg_tys, &[]);
+            let params = str_method_params(m).unwrap_or_default();
+            self.builtin_args(m, &params, args, &arg_tys, &kw_tys);
         }
         let builtin = arity.is_some();
         if let Some((name, min, max)) = arity
