@@ -283,6 +283,10 @@ impl<'a> Checker<'a> {
         let e = strip_paren(value);
         let entries = match &e.kind {
             ExprKind::Config(entries) => entries,
+            // a filter keeps the literal's type (its keys included)
+            ExprKind::Quant(q) if q.op == ast::QuantOp::Filter => {
+                return self.literal_lacks_key(env, &q.target, key);
+            }
             ExprKind::Ident(s)
                 if env.locals.iter().all(|(n, _)| n != s)
                     && !env.keys.iter().any(|(k, _)| k == s)
@@ -429,9 +433,63 @@ impl<'a> Checker<'a> {
                 self.infer(env, &se.config);
                 Ty::Schema(id)
             }
+            (None, ExprKind::Config(entries)) => {
+                self.check_rule_config(env, se, entries);
+                self.infer(env, &se.config);
+                Ty::Any
+            }
             _ => {
                 self.infer(env, &se.config);
                 Ty::Any
+            }
+        }
+    }
+
+    /// A rule's config may set only the attributes of the protocol the rule is for (none
+    /// without one): upstream's `Cannot add member`, at the first other key.
+    fn check_rule_config(&mut self, env: &Env, se: &ast::SchemaExpr, entries: &[ast::ConfigEntry]) {
+        let (pkg, name) = match se.name.names.as_slice() {
+            [n] => (Some(env.pkg), n.sym),
+            [m, n] => (self.pkg_of_import(m.span.file, m.sym), n.sym),
+            _ => return,
+        };
+        let Some(pkg) = pkg else { return };
+        let Some(&(rule, file)) = self.pkgs[pkg].rules.get(&name) else {
+            return;
+        };
+        // a rule with parents or a protocol not found: not judged here
+        if !rule.parents.is_empty() {
+            return;
+        }
+        let allowed: Option<Vec<Symbol>> = match &rule.for_host {
+            None => Some(Vec::new()),
+            Some(h) => self.resolve_schema(pkg, file, &h.names).map(|id| {
+                // (a protocol's members count as open elsewhere: its host adds to them)
+                let m = self.members(id);
+                if m.unresolved {
+                    return Vec::new();
+                }
+                m.attrs.keys().copied().collect()
+            }),
+        };
+        let Some(allowed) = allowed else { return };
+        if rule.for_host.is_some() && allowed.is_empty() {
+            return;
+        }
+        for en in entries {
+            let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind else {
+                continue;
+            };
+            let Some(path) = key_path(key) else { continue };
+            let (k, _) = path[0];
+            if !allowed.contains(&k) {
+                let msg = format!(
+                    "Cannot add member '{}' to schema '{}'",
+                    k.as_str(),
+                    name.as_str()
+                );
+                self.err(ErrKind::Compile, msg, key.span.shrink_to_lo());
+                return;
             }
         }
     }
