@@ -547,10 +547,12 @@ fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Val
         1 => (0, ints[0], 1),
         2 => (ints[0], ints[1], 1),
         3 => (ints[0], ints[1], ints[2]),
+        // upstream's range() without arguments is Undefined
+        0 => return Ok(Value::Undefined),
         _ => return Err(RtError::ty("range expected 1 to 3 arguments")),
     };
     if step == 0 {
-        return Err(RtError::eval("range() arg 3 must not be zero"));
+        return Err(RtError::eval("range() step argument must not be zero"));
     }
     let n = if step > 0 {
         (stop as i128 - start as i128 + step as i128 - 1) / step as i128

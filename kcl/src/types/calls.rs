@@ -65,7 +65,29 @@ impl<'a> Checker<'a> {
                 return Ty::Any;
             }
         }
-        let arg_tys: Vec<Ty> = args.args.iter().map(|a| self.infer(env, a)).collect();
+        // a builtin's positional arguments are checked one by one as upstream's resolver
+        // reaches them (a wrong first argument is reported before the second is looked at)
+        let bparams = match &func.kind {
+            ExprKind::Ident(s) if self.builtin_visible(env, *s) => builtin_fn_params(s.as_str()),
+            _ => None,
+        }
+        .filter(|_| {
+            !args
+                .args
+                .iter()
+                .any(|a| matches!(a.kind, ExprKind::Starred(_)))
+        });
+        let mut arg_tys: Vec<Ty> = Vec::with_capacity(args.args.len());
+        for (i, a) in args.args.iter().enumerate() {
+            let got = self.infer(env, a);
+            if let Some((_, want)) = bparams.as_ref().and_then(|ps| ps.get(i))
+                && !assignable(&got, want, &|x, y| self.is_sub_schema(x, y))
+            {
+                let msg = format!("expected {}, got {}", self.ty_str(want), self.ty_str(&got));
+                self.err(ErrKind::Type, msg, a.span.shrink_to_lo());
+            }
+            arg_tys.push(got);
+        }
         // a string method's keyword arguments: upstream's resolver reports an unknown name
         // without looking at its value, and never looks at the values `format` takes
         let str_method = match &func.kind {
@@ -92,7 +114,8 @@ impl<'a> Checker<'a> {
             && let Some(params) = builtin_fn_params(s.as_str())
             && self.builtin_visible(env, *s)
         {
-            self.builtin_args(s.as_str(), &params, args, &arg_tys, &kw_tys);
+            // (positional arguments were checked above)
+            self.builtin_args(s.as_str(), &params, args, &[], &kw_tys);
         }
         if let Some(m) = str_method
             && m != "format"
@@ -262,6 +285,7 @@ impl<'a> Checker<'a> {
         let fits = |got: &Ty, want: &Ty, this: &Self| {
             assignable(got, want, &|a, b| this.is_sub_schema(a, b))
         };
+        // (no argument types: the caller checked the positional arguments)
         for ((a, got), (_, want)) in args.args.iter().zip(arg_tys).zip(params) {
             if !fits(got, want, self) {
                 let msg = format!("expected {}, got {}", self.ty_str(want), self.ty_str(got));
@@ -328,6 +352,7 @@ pub(super) fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
         "int" | "round" => (1, Some(2)),
         "str" | "list" => (0, Some(1)),
         "pow" => (2, Some(3)),
+        "range" => (0, Some(3)),
         "multiplyof" => (2, Some(2)),
         "sorted" | "typeof" | "option" | "ord" | "isunique" | "all_true" | "any_true" | "sum" => {
             (1, None)
