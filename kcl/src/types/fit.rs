@@ -350,6 +350,15 @@ impl<'a> Checker<'a> {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
                             self.check_value(env, value, &t, at, Some(def));
                         }
+                        // a list literal appended to a list of schemas: its configs are
+                        // checked against the schema
+                        Some((t, def))
+                            if ok
+                                && matches!(&t, Ty::List(et) if matches!(**et, Ty::Schema(_)))
+                                && matches!(strip_paren(value).kind, ExprKind::List(_)) =>
+                        {
+                            self.check_value(env, value, &t, at, Some(def));
+                        }
                         Some((t, def)) if ok => {
                             let got = self.infer(env, value);
                             if self.fits(&got, &t, at, Some(def)) {

@@ -523,10 +523,14 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
 
 /// Public package-level names a statement declares by unification (`x: S {}`, through `if`
 /// bodies), with where each statement starts.
-fn public_unifications(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
+fn public_unifications(s: &Stmt, out: &mut Vec<(Symbol, Span, Option<Symbol>)>) {
     match &s.kind {
         StmtKind::Unification(u) if !u.target.sym.as_str().starts_with('_') => {
-            out.push((u.target.sym, s.span))
+            let schema = match &u.value.kind {
+                ExprKind::Schema(se) => se.name.names.first().map(|n| n.sym),
+                _ => None,
+            };
+            out.push((u.target.sym, s.span, schema))
         }
         StmtKind::If(i) => {
             for st in i.body.iter().chain(&i.orelse) {

@@ -54,7 +54,11 @@ impl<'a> Checker<'a> {
             // it does not), and upstream says it was declared at the latest declaration
             let mut unified = Vec::new();
             public_unifications(s, &mut unified);
-            for (n, sp) in unified {
+            for (n, sp, schema) in unified {
+                // (an unknown schema is the resolver's error, which upstream reports first)
+                if schema.is_some_and(|sc| !self.name_defined(&Env::top(pkg, sp.file), sc)) {
+                    continue;
+                }
                 first.insert(n, sp);
             }
         }
@@ -83,7 +87,7 @@ impl<'a> Checker<'a> {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
                 if let StmtKind::Schema(st) = &s.kind {
-                    self.check_index_signature(st);
+                    self.check_index_signature(&env, st);
                     if self.errors.is_empty() {
                         self.check_field_types(&env, st);
                     }
@@ -413,15 +417,22 @@ impl<'a> Checker<'a> {
 
     /// A schema's own attributes must fit its own index signature (upstream's resolver checks
     /// every schema, instantiated or not).
-    pub(super) fn check_index_signature(&mut self, st: &ast::SchemaStmt) {
+    pub(super) fn check_index_signature(&mut self, env: &Env, st: &ast::SchemaStmt) {
         let Some(is) = &st.index_signature else {
             return;
         };
+        // an unknown name in a type is the resolver's error, reported later and first
+        if !self.type_names_defined(env, &is.value_ty) {
+            return;
+        }
         use crate::eval::type_str;
         for s in &st.body {
             let StmtKind::SchemaAttr(a) = &s.kind else {
                 continue;
             };
+            if !self.type_names_defined(env, &a.ty) {
+                continue;
+            }
             let k = a.name.sym.as_str();
             if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
                 let msg = format!(
@@ -446,6 +457,26 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::IndexSignature, msg, a.name.span);
                 return;
             }
+        }
+    }
+
+    /// Whether every name a type annotation refers to is defined in the package scope.
+    fn type_names_defined(&mut self, env: &Env, t: &ast::Type) -> bool {
+        use ast::TypeKind;
+        match &t.kind {
+            TypeKind::Named(id) => {
+                id.names.len() > 1
+                    || id.names[0].sym.as_str() == "NumberMultiplier"
+                    || self.name_defined(&env.package_scope(), id.names[0].sym)
+            }
+            TypeKind::List(Some(e)) => self.type_names_defined(env, e),
+            TypeKind::Dict(k, v) => [k, v]
+                .into_iter()
+                .flatten()
+                .all(|x| self.type_names_defined(env, x)),
+            TypeKind::Union(ts) => ts.iter().all(|x| self.type_names_defined(env, x)),
+            TypeKind::Literal(ast::LiteralType::None | ast::LiteralType::Undefined) => false,
+            _ => true,
         }
     }
 
