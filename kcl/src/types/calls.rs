@@ -430,6 +430,25 @@ pub(super) fn str_method_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
     })
 }
 
+/// Whether every value of a config literal (through `**` of literals and `if` entries) is a
+/// schema expression.
+fn values_are_instances(entries: &[ast::ConfigEntry]) -> bool {
+    !entries.is_empty()
+        && entries.iter().all(|en| match &en.kind {
+            ast::ConfigEntryKind::KeyValue { value, .. } => {
+                matches!(strip_paren(value).kind, ExprKind::Schema(_))
+            }
+            ast::ConfigEntryKind::Unpack { value, .. } => match &strip_paren(value).kind {
+                ExprKind::Config(inner) => values_are_instances(inner),
+                _ => false,
+            },
+            ast::ConfigEntryKind::If(ci) => {
+                values_are_instances(&ci.body)
+                    && (ci.orelse.is_empty() || values_are_instances(&ci.orelse))
+            }
+        })
+}
+
 /// The type a builtin function's call has (where it does not depend on the arguments).
 pub(super) fn builtin_fn_ret(name: &str) -> Option<Ty> {
     Some(match name {
@@ -462,6 +481,14 @@ impl Checker<'_> {
     /// Whether upstream's resolver knows `e` as a schema instance: a local (a lambda parameter
     /// or loop variable) or a package-level name holding a schema expression's value.
     fn known_instance(&mut self, env: &Env, e: &Expr) -> bool {
+        // a value of a config literal (`{a = S {}}.a`, or through `.values`/`.get`)
+        // (upstream's resolver knows the values of schema expressions as instances; a value
+        // typed by an annotation is the schema itself)
+        if let ExprKind::Selector(x) = &strip_paren(e).kind
+            && let ExprKind::Config(entries) = &strip_paren(&x.value).kind
+        {
+            return values_are_instances(entries);
+        }
         let ExprKind::Ident(s) = &strip_paren(e).kind else {
             return false;
         };

@@ -303,15 +303,8 @@ impl<'a> Checker<'a> {
             _ => return false,
         };
         let mut keys = Vec::new();
-        for en in entries.iter() {
-            match &en.kind {
-                ast::ConfigEntryKind::KeyValue { key: k, .. } => match &k.kind {
-                    ExprKind::Ident(n) => keys.push(n.as_str().to_string()),
-                    ExprKind::Str(v) => keys.push(v.to_string()),
-                    _ => return false,
-                },
-                _ => return false,
-            }
+        if !literal_keys(entries, &mut keys) {
+            return false;
         }
         !keys.iter().any(|k| k == key.as_str())
     }
@@ -770,6 +763,34 @@ impl<'a> Checker<'a> {
             ..env.clone()
         }
     }
+}
+
+/// The keys of a config literal, through `**` of literals and `if` entries (upstream's type
+/// of the literal records them all); false when one is not known.
+fn literal_keys(entries: &[ast::ConfigEntry], keys: &mut Vec<String>) -> bool {
+    for en in entries.iter() {
+        match &en.kind {
+            ast::ConfigEntryKind::KeyValue { key: k, .. } => match &k.kind {
+                ExprKind::Ident(n) => keys.push(n.as_str().to_string()),
+                ExprKind::Str(v) => keys.push(v.to_string()),
+                _ => return false,
+            },
+            ast::ConfigEntryKind::Unpack { value, .. } => match &strip_paren(value).kind {
+                ExprKind::Config(inner) => {
+                    if !literal_keys(inner, keys) {
+                        return false;
+                    }
+                }
+                _ => return false,
+            },
+            ast::ConfigEntryKind::If(ci) => {
+                if !literal_keys(&ci.body, keys) || !literal_keys(&ci.orelse, keys) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The loop variables' types where the iterated value's type is known, as variable types

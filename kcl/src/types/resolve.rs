@@ -483,14 +483,19 @@ impl<'a> Checker<'a> {
         if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
             return t.clone();
         }
-        if env.keys.iter().any(|(k, _)| *k == s) {
-            return Ty::Any;
-        }
+        // in a schema body an attribute wins over a config literal's key of the same name
+        // (upstream's resolver looks the schema's scope up first)
         if let Some(id) = env.schema {
             let m = self.members(id);
             if let Some(a) = m.attrs.get(&s) {
                 return a.0.clone();
             }
+        }
+        if env.keys.iter().any(|(k, _)| *k == s) {
+            return Ty::Any;
+        }
+        if let Some(id) = env.schema {
+            let m = self.members(id);
             if m.open {
                 return Ty::Any;
             }
