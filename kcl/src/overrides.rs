@@ -197,14 +197,17 @@ fn apply_module(body: &mut Vec<Stmt>, spec: &Spec, value: &Option<Expr>) -> bool
             _ => None,
         };
         let Some(v) = target_val else { continue };
-        found = true;
         if spec.path.len() == 1 {
+            found = true;
             if let Some(nv) = value {
                 *v = nv.clone();
             }
         } else if let Some(entries) = config_entries(v) {
+            found = true;
             apply_entries(entries, &spec.path[1..], spec, value);
         }
+        // (a path into a value that is no config literal finds nothing there: upstream then
+        // appends the root, a second assignment)
     }
     if spec.op.is_none() && spec.path.len() == 1 {
         body.retain(|st| !matches!(&st.kind, StmtKind::Assign(a) if a.targets.iter().any(|t| t.name.sym.as_str() == root)));
