@@ -725,17 +725,44 @@ fn ip(a: A, k: K, f: &str) -> RtResult<Option<IpAddr>> {
     Ok(str_arg(a, k, 0, "ip", f)?.parse::<IpAddr>().ok())
 }
 
+/// Go's `net.SplitHostPort` (upstream's), with its reasons for refusing an address.
+fn split_host_port(s: &str) -> Result<(String, String), &'static str> {
+    let i = s.rfind(':').ok_or("missing port")?;
+    let (host, j, k) = if s.starts_with('[') {
+        let end = s.find(']').ok_or("missing ']'")?;
+        if end + 1 == s.len() {
+            return Err("missing port");
+        }
+        if end + 1 != i {
+            return Err(if s.as_bytes()[end + 1] == b':' {
+                "too many colons"
+            } else {
+                "missing port"
+            });
+        }
+        (&s[1..end], 1, end + 1)
+    } else {
+        let host = &s[..i];
+        if host.contains(':') {
+            return Err("too many colons");
+        }
+        (host, 0, 0)
+    };
+    if s[j..].contains('[') {
+        return Err("unexpected '['");
+    }
+    if s[k..].contains(']') {
+        return Err("unexpected ']'");
+    }
+    Ok((host.to_string(), s[i + 1..].to_string()))
+}
+
 fn net_member(name: &str) -> Option<Value> {
     natives!(name, {
         "split_host_port" => |_: &mut dyn Host, a: A, k: K| -> R {
             let s = str_arg(a, k, 0, "ip_end_point", "split_host_port")?;
-            let (h, p) = if let Some(rest) = s.strip_prefix('[') {
-                let (h, p) = rest.split_once("]:").ok_or_else(|| RtError::eval(format!("address {s}: missing port in address")))?;
-                (h.to_string(), p.to_string())
-            } else {
-                let (h, p) = s.rsplit_once(':').ok_or_else(|| RtError::eval(format!("address {s}: missing port in address")))?;
-                (h.to_string(), p.to_string())
-            };
+            let (h, p) = split_host_port(&s)
+                .map_err(|why| RtError::eval(format!("ip_end_point \"{s}\" {why}")))?;
             Ok(Value::from(vec![Value::from(h), Value::from(p)]))
         },
         "join_host_port" => |_: &mut dyn Host, a: A, k: K| -> R {
