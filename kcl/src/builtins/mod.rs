@@ -496,7 +496,15 @@ fn b_multiplyof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResu
 }
 
 fn b_isunique(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let items = req(args, kw, 0, "inval", "isunique")?.iter_items()?;
+    let v = req(args, kw, 0, "inval", "isunique")?;
+    // a value that is no collection is not unique, as upstream
+    if !matches!(
+        v,
+        Value::List(_) | Value::Dict(_) | Value::Str(_) | Value::Schema(_)
+    ) {
+        return Ok(Value::Bool(false));
+    }
+    let items = v.iter_items()?;
     for i in 0..items.len() {
         for j in 0..i {
             if items[i] == items[j] {
@@ -582,20 +590,27 @@ fn b_zip(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value
     ))
 }
 
+/// What all_true/any_true look at: a list's items or a dict's values; anything else (a
+/// string, None, a number) is false for both, as upstream.
+fn truth_items(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::List(l) => Some(l.to_vec()),
+        Value::Dict(d) => Some(d.map.values().cloned().collect()),
+        Value::Schema(s) => Some(s.attrs.map.values().cloned().collect()),
+        _ => None,
+    }
+}
+
 fn b_all(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let v = req(args, kw, 0, "inval", "all_true")?;
     Ok(Value::Bool(
-        req(args, kw, 0, "inval", "all_true")?
-            .iter_items()?
-            .iter()
-            .all(Value::truthy),
+        truth_items(v).is_some_and(|xs| xs.iter().all(Value::truthy)),
     ))
 }
 fn b_any(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let v = req(args, kw, 0, "inval", "any_true")?;
     Ok(Value::Bool(
-        req(args, kw, 0, "inval", "any_true")?
-            .iter_items()?
-            .iter()
-            .any(Value::truthy),
+        truth_items(v).is_some_and(|xs| xs.iter().any(Value::truthy)),
     ))
 }
 fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {

@@ -55,8 +55,11 @@ fn opt_str(args: &[Value], kw: &[(Str, Value)], i: usize, name: &str) -> Option<
         .map(value::to_str)
 }
 
-fn char_range(s: &str, args: &[Value], start_i: usize) -> (usize, usize) {
-    let n = s.chars().count() as i64;
+/// The `start`/`end` arguments of `count`, `find`, `startswith`... as upstream takes them:
+/// byte offsets (negative ones from the end, clamped), `None` when the window is empty the
+/// wrong way round; an offset inside a character is upstream's failed unwrap.
+fn byte_window(s: &str, args: &[Value], start_i: usize) -> RtResult<Option<(usize, usize)>> {
+    let n = s.len() as i64;
     let norm = |x: i64| (if x < 0 { x + n } else { x }).clamp(0, n) as usize;
     let start = args
         .get(start_i)
@@ -68,11 +71,13 @@ fn char_range(s: &str, args: &[Value], start_i: usize) -> (usize, usize) {
         .and_then(|v| v.as_int())
         .map(norm)
         .unwrap_or(n as usize);
-    (start, end)
-}
-
-fn byte_of(s: &str, ci: usize) -> usize {
-    s.char_indices().nth(ci).map(|(b, _)| b).unwrap_or(s.len())
+    if start > end {
+        return Ok(None);
+    }
+    match s.get(start..end) {
+        Some(_) => Ok(Some((start, end))),
+        None => Err(RtError::eval("called `Option::unwrap()` on a `None` value")),
+    }
 }
 
 /// Call string method `name` on `recv`.
@@ -120,8 +125,10 @@ pub fn call_method(
         }
         "count" => {
             let sub = str_arg(args, kw, 0, "sub", "count")?;
-            let (a, b) = char_range(s, args, 1);
-            let hay = &s[byte_of(s, a)..byte_of(s, b)];
+            let Some((a, b)) = byte_window(s, args, 1)? else {
+                return Ok(Value::Int(0));
+            };
+            let hay = &s[a..b];
             Value::Int(if sub.is_empty() {
                 hay.chars().count() as i64 + 1
             } else {
@@ -130,23 +137,22 @@ pub fn call_method(
         }
         "endswith" => {
             let sub = str_arg(args, kw, 0, "suffix", "endswith")?;
-            let (a, b) = char_range(s, args, 1);
-            Value::Bool(s[byte_of(s, a)..byte_of(s, b)].ends_with(&*sub))
+            let w = byte_window(s, args, 1)?;
+            Value::Bool(w.is_some_and(|(a, b)| s[a..b].ends_with(&*sub)))
         }
         "startswith" => {
             let sub = str_arg(args, kw, 0, "prefix", "startswith")?;
-            let (a, b) = char_range(s, args, 1);
-            Value::Bool(s[byte_of(s, a)..byte_of(s, b)].starts_with(&*sub))
+            let w = byte_window(s, args, 1)?;
+            Value::Bool(w.is_some_and(|(a, b)| s[a..b].starts_with(&*sub)))
         }
         "find" | "index" | "rfind" | "rindex" => {
             let sub = str_arg(args, kw, 0, "sub", name)?;
-            let (a, b) = char_range(s, args, 1);
-            let (ba, bb) = (byte_of(s, a), byte_of(s, b));
-            let hay = &s[ba..bb];
-            let found = if name.starts_with('r') {
-                hay.rfind(&*sub)
-            } else {
-                hay.find(&*sub)
+            let window = byte_window(s, args, 1)?;
+            let ba = window.map_or(0, |(a, _)| a);
+            let found = match window {
+                None => None,
+                Some((a, b)) if name.starts_with('r') => s[a..b].rfind(&*sub),
+                Some((a, b)) => s[a..b].find(&*sub),
             };
             match found {
                 // upstream's offsets are in bytes (`"ünïx".find("x")` is 5)
