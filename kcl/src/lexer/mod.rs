@@ -634,11 +634,53 @@ impl<'a> Lexer<'a> {
         let lo = self.pos;
         let b = self.src[self.pos];
         if b == b'0' && matches!(self.peek(1), b'x' | b'X' | b'o' | b'O' | b'b' | b'B') {
+            let radix: u32 = match self.peek(1) {
+                b'x' | b'X' => 16,
+                b'o' | b'O' => 8,
+                _ => 2,
+            };
             self.pos += 2;
-            while self.pos < self.src.len()
-                && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
-            {
+            // upstream's lexer takes decimal digits for any base, then reports the first one
+            // the base lacks (at its byte offsets) and letters after them as a suffix
+            let mut bad: Option<usize> = None;
+            let digits_at = self.pos;
+            while self.pos < self.src.len() {
+                let c = self.src[self.pos];
+                let ok = c == b'_' || c.is_ascii_digit() || (radix == 16 && c.is_ascii_hexdigit());
+                if !ok {
+                    break;
+                }
+                if c != b'_' && !(c as char).is_digit(radix) && bad.is_none() {
+                    bad = Some(self.pos);
+                }
                 self.pos += 1;
+            }
+            if self.pos == digits_at
+                && self.pos < self.src.len()
+                && self.src[self.pos].is_ascii_alphabetic()
+            {
+                self.ident_end();
+                self.err(lo, self.pos, "no valid digits found for number");
+                return;
+            }
+            if let Some(at) = bad {
+                let msg = format!(
+                    "invalid digit for a base {radix} literal, start: {at}, stop: {}",
+                    at + 1
+                );
+                self.err(at, at + 1, msg);
+            }
+            if self.pos < self.src.len()
+                && (self.src[self.pos].is_ascii_alphabetic() || self.src[self.pos] == b'_')
+            {
+                self.ident_end();
+                // (without digits the parser says so)
+                if bad.is_none() && self.pos > digits_at && digits_at < self.src.len() {
+                    let has_digits = self.src[digits_at].is_ascii_hexdigit();
+                    if has_digits {
+                        self.err(lo, self.pos, "invalid int binary suffix");
+                    }
+                }
             }
             return;
         }
