@@ -155,8 +155,19 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+            // (statements in `if` bodies are package-level too)
+            StmtKind::If(i) => {
+                for st in i.body.iter().chain(&i.orelse) {
+                    self.check_immutable(st, assigned);
+                }
+            }
             StmtKind::AugAssign(a) => {
                 let n = a.target.name;
+                // an augmented assignment declares a name not assigned before it
+                if a.target.path.is_empty() && !assigned.contains_key(&n.sym) {
+                    assigned.insert(n.sym, a.target.span);
+                    return;
+                }
                 if a.target.path.is_empty()
                     && !n.sym.as_str().starts_with('_')
                     && let Some(&first) = assigned.get(&n.sym)
@@ -489,6 +500,10 @@ impl<'a> Checker<'a> {
             let StmtKind::SchemaAttr(a) = &s.kind else {
                 continue;
             };
+            // an unknown name in the type is the resolver's error, reported first
+            if !self.type_names_defined(env, &a.ty) {
+                continue;
+            }
             let nt = self.resolve_type(env.pkg, env.file, &a.ty);
             let Some((et, optional)) = first.get(&a.name.sym).cloned() else {
                 first.insert(a.name.sym, (nt, a.optional));
