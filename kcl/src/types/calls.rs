@@ -480,7 +480,7 @@ pub(super) fn str_method_ret(name: &str) -> Option<Ty> {
 impl Checker<'_> {
     /// Whether upstream's resolver knows `e` as a schema instance: a local (a lambda parameter
     /// or loop variable) or a package-level name holding a schema expression's value.
-    fn known_instance(&mut self, env: &Env, e: &Expr) -> bool {
+    pub(super) fn known_instance(&mut self, env: &Env, e: &Expr) -> bool {
         // a value of a config literal (`{a = S {}}.a`, or through `.values`/`.get`)
         // (upstream's resolver knows the values of schema expressions as instances; a value
         // typed by an annotation is the schema itself)
@@ -492,7 +492,20 @@ impl Checker<'_> {
         let ExprKind::Ident(s) = &strip_paren(e).kind else {
             return false;
         };
-        if env.locals.iter().any(|(n, _)| n == s) {
+        // a schema's parameter is typed by its annotation (no instance); a lambda's is one
+        let bindings = env.locals.iter().filter(|(n, _)| n == s).count();
+        if bindings == 1
+            && let Some(id) = env.schema
+            && self.schemas[id.0]
+                .stmt
+                .params
+                .iter()
+                .flatten()
+                .any(|p| p.name.sym == *s)
+        {
+            return false;
+        }
+        if bindings > 0 {
             return true;
         }
         if env.keys.iter().any(|(k, _)| k == s) || self.is_schema_member(env, *s) {

@@ -223,11 +223,20 @@ impl<'a> Checker<'a> {
                     Some(a) => a.0.clone(),
                     None => {
                         if !m.open {
+                            // upstream suggests attributes only on a value it knows as an
+                            // instance; a name typed by an annotation is the schema itself,
+                            // whose only attribute is `instances`
+                            let order: Vec<&str> = m.order.iter().map(|s| s.as_str()).collect();
+                            let cands = if self.known_instance(env, value) {
+                                order
+                            } else {
+                                vec!["instances"]
+                            };
                             let msg = format!(
                                 "attribute '{}' not found in '{}'{}",
                                 attr.sym.as_str(),
                                 self.schema_name(id),
-                                did_you_mean(attr.sym.as_str(), m.order.iter().map(|s| s.as_str()))
+                                did_you_mean(attr.sym.as_str(), cands)
                             );
                             self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
                         }
