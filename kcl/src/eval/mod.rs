@@ -1008,6 +1008,18 @@ impl Evaluator {
                         Some(Value::None) => "NoneType",
                         _ => "UndefinedType",
                     };
+                    // an index into nothing: upstream's subscript error
+                    if let Some(ast::TargetPath::Index(ix)) = t.path.first() {
+                        let i = self.eval(ctx, ix)?;
+                        return Err(EvalError::new(
+                            ErrKind::Evaluation,
+                            format!(
+                                "'{ty}' object is not subscriptable with '{}'",
+                                i.type_name()
+                            ),
+                            Some(t.span),
+                        ));
+                    }
                     let attr = match t.path.first() {
                         Some(ast::TargetPath::Attr(n)) => n.sym.as_str().to_string(),
                         _ => name.as_str().to_string(),
