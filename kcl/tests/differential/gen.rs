@@ -507,7 +507,15 @@ impl Gen {
             2 => format!("[{}, {}]", self.rng.int(-5, 50), self.float_lit()),
             3 => format!(" {{a = {}, b = [True, None]}} ", self.rng.int(0, 9)),
             4 => self.float_lit(),
-            _ => self.int_expr(1),
+            // `${{` is no interpolation of a dict literal upstream: parenthesize one
+            _ => {
+                let e = self.int_expr(1);
+                if e.starts_with('{') {
+                    format!("({e})")
+                } else {
+                    e
+                }
+            }
         }
     }
 
@@ -1792,8 +1800,6 @@ impl Gen {
                     "find(\"e\", 1)",
                     "startswith(\"a\", 1)",
                     "replace(\"a\", \"b\", 1)",
-                    "zfill(5)",
-                    "center(9)",
                 ]);
                 format!("{name} = {w}.{m}\n")
             }
