@@ -923,6 +923,36 @@ impl Evaluator {
             .filter(|v| !v.is_none_or_undefined());
         let v = self.eval(ctx, &u.value)?;
         let v = match existing {
+            // a dict assigned before: upstream's result is the instance (its values winning),
+            // listing the schema's attributes first, then the dict's other keys, then the
+            // instance's own extra keys
+            Some(Value::Dict(d)) if matches!(v, Value::Schema(_)) => {
+                let merged = self.union_eval(Value::Dict(d.clone()), &v, u.value.span)?;
+                match (&v, &merged, &v) {
+                    (Value::Schema(inst), Value::Dict(m), _) => {
+                        let order = self.declared_order(inst).unwrap_or_default();
+                        let mut attrs = crate::value::Dict::new();
+                        let keys = order
+                            .iter()
+                            .chain(d.map.keys())
+                            .chain(inst.attrs.map.keys())
+                            .chain(m.map.keys());
+                        for k in keys {
+                            if !attrs.map.contains_key(k)
+                                && let Some(x) = m.map.get(k)
+                            {
+                                attrs.map.insert(k.clone(), x.clone());
+                            }
+                        }
+                        attrs.ops = inst.attrs.ops.clone();
+                        Value::Schema(std::rc::Rc::new(crate::value::SchemaInst {
+                            attrs,
+                            ..(**inst).clone()
+                        }))
+                    }
+                    _ => merged,
+                }
+            }
             Some(c) => self.union_eval(c, &v, u.value.span)?,
             None => v,
         };
