@@ -261,6 +261,13 @@ impl Evaluator {
         r
     }
 
+    /// The attributes an instance's schema declares, in declaration order.
+    pub(crate) fn declared_order(&self, inst: &SchemaInst) -> Option<Vec<Str>> {
+        let ty = inst.ty.clone()?.downcast::<SchemaType>().ok()?;
+        let layout = self.layout(&ty, inst.span.unwrap_or_default()).ok()?;
+        Some(layout.order.clone())
+    }
+
     fn layout(&self, ty: &Rc<SchemaType>, span: Span) -> EvalResult<Rc<Layout>> {
         if let Some(l) = ty.layout.borrow().as_ref() {
             return Ok(l.clone());
@@ -632,12 +639,14 @@ impl Evaluator {
                 return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
             }
             if unknown {
+                // an index signature's literal keys: upstream's suggestions (the `suggestions`
+                // crate: `bar` for `baz`, nothing for `barx`)
+                let sugg: Vec<String>;
                 let cands: Vec<&str> = match &sig_keys {
-                    Some(allowed) => allowed
-                        .iter()
-                        .filter(|d| similar(d, k))
-                        .map(|d| &**d)
-                        .collect(),
+                    Some(allowed) => {
+                        sugg = suggestions::provide_suggestions(k, allowed.iter().map(|d| &**d));
+                        sugg.iter().map(String::as_str).collect()
+                    }
                     None => layout
                         .declared
                         .keys()
