@@ -87,6 +87,19 @@ impl<'a> Checker<'a> {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
                 if let StmtKind::Schema(st) = &s.kind {
+                    // upstream builds the schema types (their attributes' types resolved)
+                    // before it walks any statement: an unknown name there comes first
+                    for a in st.body.iter().filter_map(|b| match &b.kind {
+                        StmtKind::SchemaAttr(a) => Some(a),
+                        _ => None,
+                    }) {
+                        if !self.type_names_defined(&env, &a.ty) {
+                            self.check_type_names(&env, &a.ty);
+                            if !self.errors.is_empty() {
+                                return;
+                            }
+                        }
+                    }
                     self.check_index_signature(&env, st);
                     if self.errors.is_empty() {
                         self.check_field_types(&env, st);
@@ -398,6 +411,41 @@ impl<'a> Checker<'a> {
             StmtKind::Rule(r) => {
                 if let Some(ps) = &r.params {
                     self.check_param_order(ps);
+                }
+                // its checks are typed with the protocol's attributes (and its parameters) in
+                // scope, as upstream's resolver does; a rule with parents, or a protocol not
+                // found, is left to the run time
+                let host = match &r.for_host {
+                    Some(h) => match self.resolve_schema(env.pkg, env.file, &h.names) {
+                        Some(id) => Some(id),
+                        None => return,
+                    },
+                    None => None,
+                };
+                if !r.parents.is_empty() {
+                    return;
+                }
+                // (upstream reports no unknown name there)
+                let mut renv = Env {
+                    schema: host,
+                    lenient: true,
+                    ..env.clone()
+                };
+                for p in r.params.iter().flatten() {
+                    let t = match &p.ty {
+                        Some(t) => self.resolve_type(env.pkg, env.file, t),
+                        None => Ty::Any,
+                    };
+                    renv = renv.with_local(p.name.sym, t);
+                }
+                for c in &r.checks {
+                    self.infer(&renv, &c.test);
+                    if let Some(x) = &c.if_cond {
+                        self.infer(&renv, x);
+                    }
+                    if let Some(x) = &c.msg {
+                        self.infer(&renv, x);
+                    }
                 }
             }
             StmtKind::Import(_) => {}
