@@ -1,7 +1,7 @@
 //! System modules: base64, base32, math, regex, json, yaml, datetime, net, units, crypto, file,
 //! manifests, template, runtime, collection.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 use base64::Engine;
 
@@ -798,8 +798,28 @@ fn net_member(name: &str) -> Option<Value> {
         },
         "is_global_unicast_IP" => |_: &mut dyn Host, a: A, k: K| -> R {
             Ok(Value::Bool(match ip(a, k, "x")? {
-                Some(IpAddr::V4(v)) => !(v.is_loopback() || v.is_multicast() || v.is_link_local() || v.is_unspecified() || v == Ipv4Addr::BROADCAST),
-                Some(IpAddr::V6(v)) => !(v.is_loopback() || v.is_multicast() || v.segments()[0] & 0xffc0 == 0xfe80 || v == Ipv6Addr::UNSPECIFIED),
+                // upstream's: a globally routable address (no private, shared, documentation,
+                // benchmarking or reserved range); for IPv6 the 2000::/3 unicast block but its
+                // documentation prefix
+                Some(IpAddr::V4(v)) => {
+                    let o = v.octets();
+                    !(v.is_private()
+                        || v.is_loopback()
+                        || v.is_link_local()
+                        || v.is_broadcast()
+                        || v.is_documentation()
+                        || v.is_unspecified()
+                        || v.is_multicast()
+                        || (o[0] == 100 && o[1] & 0xc0 == 64)
+                        || (o[0] == 198 && o[1] & 0xfe == 18)
+                        || o[0] >= 240
+                        || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                        || o[0] == 0)
+                }
+                Some(IpAddr::V6(v)) => {
+                    let s = v.segments();
+                    s[0] & 0xe000 == 0x2000 && !(s[0] == 0x2001 && s[1] == 0x0db8)
+                }
                 None => false,
             }))
         },

@@ -877,7 +877,7 @@ impl<'a> Parser<'a> {
                 if s.index_signature.is_some() {
                     self.error(
                         sig.span,
-                        "only one index signature is allowed in the schema",
+                        "duplicate schema index signature definitions, only one is allowed in the schema",
                     );
                 }
                 s.index_signature = Some(sig);
