@@ -185,6 +185,8 @@ pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
         return false;
     }
     match op {
+        // (`any` on either side is left to the run time)
+        C::Lt | C::LtE | C::Gt | C::GtE if l.is_any() || r.is_any() => true,
         C::Lt | C::LtE | C::Gt | C::GtE => {
             let known = |t: &Ty| all_of(t, |t| matches!(t, Ty::None) || t.kind().is_some());
             !(l.is_mapping() || r.is_mapping() || (known(l) && known(r) && !(num(l) && num(r))))
