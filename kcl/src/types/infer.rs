@@ -204,6 +204,21 @@ impl<'a> Checker<'a> {
         }
         let t = self.infer(env, value);
         self.last_receiver = Some((value.span, t.clone()));
+        // a key a config literal has: its value's variable type (upstream's record of the
+        // literal's type per key)
+        if let (Ty::Dict(..), ExprKind::Config(entries)) = (&t, &strip_paren(value).kind) {
+            let hit = entries.iter().rev().find_map(|en| match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, value: v, .. } => match &key.kind {
+                    ExprKind::Ident(n) if *n == attr.sym => Some(v),
+                    ExprKind::Str(k) if **k == *attr.sym.as_str() => Some(v),
+                    _ => None,
+                },
+                _ => None,
+            });
+            if let Some(v) = hit {
+                return self.infer(env, v).variable_type();
+            }
+        }
         match t {
             Ty::SchemaType(id) => {
                 if attr.sym.as_str() != "instances" {
