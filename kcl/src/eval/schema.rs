@@ -513,6 +513,20 @@ impl Evaluator {
         // instance before those its body creates): a slot now, filled when it is complete (an
         // instance that fails leaves an Undefined slot, which is not listed)
         let slots: Vec<(Rc<SchemaType>, usize)> = if self.track_instances {
+            let mut qualified_bases: Vec<&Rc<SchemaType>> = Vec::new();
+            let mut prev: Option<&Rc<SchemaType>> = None;
+            for t in layout.parts.iter() {
+                let Some(st) = t.stmt else { continue };
+                if st.is_mixin() {
+                    continue;
+                }
+                if let (Some(par), Some(base)) = (&st.parent, prev)
+                    && par.names.len() > 1
+                {
+                    qualified_bases.push(base);
+                }
+                prev = Some(t);
+            }
             let creator: Str = self
                 .running_pkg()
                 .map(|p| Str::from(p.path.as_str()))
@@ -523,6 +537,15 @@ impl Evaluator {
                 .filter(|t| {
                     t.stmt
                         .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
+                })
+                // upstream files an instance under a base by the package path its child
+                // names it with: `pkg.Base` is that package's, a bare `Base` the
+                // instantiating package's (so a base of another package named bare, as
+                // inside its own package, does not list it)
+                .filter(|t| {
+                    Rc::ptr_eq(t, ty)
+                        || *t.pkgpath == *creator
+                        || qualified_bases.iter().any(|q| Rc::ptr_eq(q, t))
                 })
                 .map(|t| {
                     let mut v = t.instances.borrow_mut();
