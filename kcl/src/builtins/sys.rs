@@ -725,6 +725,24 @@ fn ip(a: A, k: K, f: &str) -> RtResult<Option<IpAddr>> {
     Ok(str_arg(a, k, 0, "ip", f)?.parse::<IpAddr>().ok())
 }
 
+/// Upstream's globally routable IPv4: no private, shared, documentation, benchmarking or
+/// reserved range.
+fn v4_global(v: std::net::Ipv4Addr) -> bool {
+    let o = v.octets();
+    !(v.is_private()
+        || v.is_loopback()
+        || v.is_link_local()
+        || v.is_broadcast()
+        || v.is_documentation()
+        || v.is_unspecified()
+        || v.is_multicast()
+        || (o[0] == 100 && o[1] & 0xc0 == 64)
+        || (o[0] == 198 && o[1] & 0xfe == 18)
+        || o[0] >= 240
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+        || o[0] == 0)
+}
+
 /// Go's `net.SplitHostPort` (upstream's), with its reasons for refusing an address.
 fn split_host_port(s: &str) -> Result<(String, String), &'static str> {
     let i = s.rfind(':').ok_or("missing port")?;
@@ -801,24 +819,16 @@ fn net_member(name: &str) -> Option<Value> {
                 // upstream's: a globally routable address (no private, shared, documentation,
                 // benchmarking or reserved range); for IPv6 the 2000::/3 unicast block but its
                 // documentation prefix
-                Some(IpAddr::V4(v)) => {
-                    let o = v.octets();
-                    !(v.is_private()
-                        || v.is_loopback()
-                        || v.is_link_local()
-                        || v.is_broadcast()
-                        || v.is_documentation()
-                        || v.is_unspecified()
-                        || v.is_multicast()
-                        || (o[0] == 100 && o[1] & 0xc0 == 64)
-                        || (o[0] == 198 && o[1] & 0xfe == 18)
-                        || o[0] >= 240
-                        || (o[0] == 192 && o[1] == 0 && o[2] == 0)
-                        || o[0] == 0)
-                }
+                Some(IpAddr::V4(v)) => v4_global(v),
                 Some(IpAddr::V6(v)) => {
                     let s = v.segments();
-                    s[0] & 0xe000 == 0x2000 && !(s[0] == 0x2001 && s[1] == 0x0db8)
+                    // a NAT64 address (64:ff9b::/96) is as global as the IPv4 it holds
+                    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                        let [a, b, c, d] = [s[6] >> 8, s[6] & 0xff, s[7] >> 8, s[7] & 0xff];
+                        v4_global(std::net::Ipv4Addr::new(a as u8, b as u8, c as u8, d as u8))
+                    } else {
+                        s[0] & 0xe000 == 0x2000 && !(s[0] == 0x2001 && s[1] == 0x0db8)
+                    }
                 }
                 None => false,
             }))
