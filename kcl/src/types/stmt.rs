@@ -88,11 +88,23 @@ impl<'a> Checker<'a> {
             for s in &m.body {
                 if let StmtKind::Schema(st) = &s.kind {
                     // upstream builds the schema types (their attributes' types resolved)
-                    // before it walks any statement: an unknown name there comes first
-                    for a in st.body.iter().filter_map(|b| match &b.kind {
-                        StmtKind::SchemaAttr(a) => Some(a),
-                        _ => None,
-                    }) {
+                    // before it walks any statement: an unknown name there comes first (after
+                    // an unknown or mixin base, which the walk reports)
+                    let base_ok = match &st.parent {
+                        None => true,
+                        Some(id) => self
+                            .resolve_schema(pkg, m.file, &id.names)
+                            .is_some_and(|b| !self.schemas[b.0].stmt.is_mixin()),
+                    };
+                    for a in st
+                        .body
+                        .iter()
+                        .filter(|_| base_ok)
+                        .filter_map(|b| match &b.kind {
+                            StmtKind::SchemaAttr(a) => Some(a),
+                            _ => None,
+                        })
+                    {
                         if !self.type_names_defined(&env, &a.ty) {
                             self.check_type_names(&env, &a.ty);
                             if !self.errors.is_empty() {
