@@ -192,7 +192,8 @@ pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
             !(l.is_mapping() || r.is_mapping() || (known(l) && known(r) && !(num(l) && num(r))))
         }
         C::In | C::NotIn => {
-            r.is_any()
+            l.is_any()
+                || r.is_any()
                 || matches!(r, Ty::SchemaType(_))
                 || matches!(
                     r.kind(),

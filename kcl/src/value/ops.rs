@@ -431,8 +431,9 @@ fn contains(container: &Value, item: &Value) -> RtResult<bool> {
         },
         Value::None | Value::Undefined => false,
         _ => {
-            return Err(RtError::ty(format!(
-                "argument of type '{}' is not iterable",
+            // upstream's run-time error names Python's exception in its message
+            return Err(RtError::eval(format!(
+                "TypeError: argument of type '{}' is not iterable",
                 container.type_name()
             )));
         }
