@@ -479,10 +479,14 @@ impl Evaluator {
             ExprKind::Str(s) => Ok(Str::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
-                Ok(match v {
+                let key = match v {
                     Value::Str(s) => s,
                     other => Str::from(value::to_str(&other)),
-                })
+                };
+                if matches!(k.kind, ExprKind::JoinedStr(_)) {
+                    self.dynamic_keys.borrow_mut().insert(key.clone());
+                }
+                Ok(key)
             }
         }
     }

@@ -221,6 +221,9 @@ pub struct Evaluator {
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a
     /// config written out.
     pub(crate) merging: Cell<bool>,
+    /// Config keys written as interpolated strings (`"${k}": v`): upstream's resolver never
+    /// sees them, so an unknown one is its run time's 'No attribute named' error.
+    pub(crate) dynamic_keys: RefCell<rustc_hash::FxHashSet<Str>>,
     /// Item count of the comprehension loop that just started, when its result has exactly
     /// that many items (so the list is allocated once, without growth slack).
     pub(crate) comp_len: Cell<usize>,
@@ -279,6 +282,7 @@ impl Evaluator {
             schema_frames: Cell::new(0),
             schema_exprs: Cell::new(0),
             merging: Cell::new(false),
+            dynamic_keys: RefCell::new(Default::default()),
             origins: Default::default(),
             config_ops: Default::default(),
             track_instances,

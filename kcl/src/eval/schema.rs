@@ -657,7 +657,7 @@ impl Evaluator {
                     (Some(_), None) => false,
                 };
             // upstream's resolver skips an empty key: only the run time refuses it
-            if unknown && (merged || k.is_empty()) {
+            if unknown && (merged || k.is_empty() || self.dynamic_keys.borrow().contains(k)) {
                 let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
                 return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
             }
