@@ -233,6 +233,13 @@ impl Evaluator {
             return self.instantiate_value(_ctx, &t, args, kwargs, cfg, span, cfg_span);
         }
         let Some(ty) = as_schema_type(ty_val) else {
+            // `inst {..}` on a schema instance: upstream instantiates its schema again from
+            // the instance's config and this one (a new instance, listed by instances())
+            if matches!(ty_val, Value::Schema(_))
+                && let Some(v) = self.rebuild_merged(ty_val, &cfg, None, span)?
+            {
+                return Ok(v);
+            }
             // `dict {..}`-like forms on a non-schema: union
             if ty_val.is_config() {
                 return value::union(ty_val, &cfg, false).map_err(|e| self.rt(e, span));

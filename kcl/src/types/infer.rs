@@ -451,6 +451,14 @@ impl<'a> Checker<'a> {
                 Ty::Schema(id)
             }
             (None, ExprKind::Config(entries)) => {
+                // `inst {...}` on a name holding an instance: its schema's config
+                if let [n] = se.name.names.as_slice()
+                    && let Ty::Schema(sid) = self.lookup(env, n.sym)
+                    && self.schema_is_plain(sid)
+                {
+                    self.check_schema_config(env, entries, &[sid]);
+                    return Ty::Schema(sid);
+                }
                 self.check_rule_config(env, se, entries);
                 self.infer(env, &se.config);
                 Ty::Any
