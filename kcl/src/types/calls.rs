@@ -484,10 +484,17 @@ impl Checker<'_> {
         // a value of a config literal (`{a = S {}}.a`, or through `.values`/`.get`)
         // (upstream's resolver knows the values of schema expressions as instances; a value
         // typed by an annotation is the schema itself)
-        if let ExprKind::Selector(x) = &strip_paren(e).kind
-            && let ExprKind::Config(entries) = &strip_paren(&x.value).kind
-        {
-            return values_are_instances(entries);
+        if let ExprKind::Selector(x) = &strip_paren(e).kind {
+            // (a filter over the literal keeps its values)
+            let mut recv = strip_paren(&x.value);
+            while let ExprKind::Quant(q) = &recv.kind
+                && q.op == ast::QuantOp::Filter
+            {
+                recv = strip_paren(&q.target);
+            }
+            if let ExprKind::Config(entries) = &recv.kind {
+                return values_are_instances(entries);
+            }
         }
         let ExprKind::Ident(s) = &strip_paren(e).kind else {
             return false;
