@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::ast::{
-    self, ConfigEntry, ConfigEntryKind, ConfigOp, Expr, ExprKind, Name, SelectorExpr, Span, Stmt,
-    StmtKind, Symbol,
+    self, ConfigEntry, ConfigEntryKind, ConfigOp, Expr, ExprKind, FileId, Name, SelectorExpr, Span,
+    Stmt, StmtKind, Symbol,
 };
 use crate::parser::loader::Program;
 
@@ -197,14 +197,17 @@ fn apply_module(body: &mut Vec<Stmt>, spec: &Spec, value: &Option<Expr>) -> bool
             _ => None,
         };
         let Some(v) = target_val else { continue };
-        found = true;
         if spec.path.len() == 1 {
+            found = true;
             if let Some(nv) = value {
                 *v = nv.clone();
             }
         } else if let Some(entries) = config_entries(v) {
+            found = true;
             apply_entries(entries, &spec.path[1..], spec, value);
         }
+        // (a path into a value that is no config literal finds nothing there: upstream then
+        // appends the root, a second assignment)
     }
     if spec.op.is_none() && spec.path.len() == 1 {
         body.retain(|st| !matches!(&st.kind, StmtKind::Assign(a) if a.targets.iter().any(|t| t.name.sym.as_str() == root)));
@@ -220,17 +223,21 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
             Some(_) => Some(value_expr(&spec.value)?),
             None => None,
         };
-        let mut found = false;
+        // upstream applies an override to each file of the main package on its own: a file
+        // that does not define the root gets it appended (so with several files a root
+        // defined in one of them is assigned twice, upstream's ImmutableError)
+        // upstream's added statements have no position: errors print their message alone
+        let nowhere = Span::new(FileId(u32::MAX), 0, 0);
         for m in program.main.modules.iter_mut() {
             // copy-on-write: a module shared with other programs (a parse cache) stays intact
-            found |= apply_module(&mut std::sync::Arc::make_mut(m).body, &spec, &value);
-        }
-        if !found
-            && let Some(op) = spec.op
-            && (spec.path.len() == 1 || op != ast::ConfigOp::Insert)
-            && let Some(m) = program.main.modules.last_mut()
-        {
             let m = std::sync::Arc::make_mut(m);
+            if apply_module(&mut m.body, &spec, &value) {
+                continue;
+            }
+            let Some(op) = spec.op else { continue };
+            if spec.path.len() > 1 && op == ast::ConfigOp::Insert {
+                continue;
+            }
             // a missing root with a path gets a config holding the path (upstream adds
             // `a = {b.c = v}` for `-O a.b.c=v`)
             let value = if spec.path.len() > 1 {
@@ -242,7 +249,7 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
                             value: value.clone().unwrap(),
                         },
                     }])),
-                    span: Span::default(),
+                    span: nowhere,
                 })
             } else {
                 value.clone()
@@ -250,15 +257,15 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
             let t = ast::Target {
                 name: name(&spec.path[0]),
                 path: Vec::new(),
-                span: Span::default(),
+                span: nowhere,
             };
             m.body.push(Stmt {
                 kind: StmtKind::Assign(ast::AssignStmt {
                     targets: vec![t],
                     ty: None,
-                    value: value.clone().unwrap(),
+                    value: value.unwrap(),
                 }),
-                span: Span::default(),
+                span: nowhere,
             });
         }
     }

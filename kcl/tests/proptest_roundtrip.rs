@@ -148,3 +148,19 @@ proptest! {
         check(&src)?;
     }
 }
+
+/// Token soups the property test once failed on, kept as fixed cases.
+#[test]
+fn token_soup_regressions_round_trip() {
+    // `type` read as a name mid-line; alone on a line it would start a type alias, so the
+    // formatter writes it `$type`
+    for src in [
+        "aa\"s\"type\"\"\"doc\"\"\"a",
+        "a type",
+        "a type.b",
+        "a type = 1",
+        "if a: type",
+    ] {
+        check(src).unwrap_or_else(|e| panic!("{src:?}: {e}"));
+    }
+}

@@ -1,5 +1,6 @@
 //! Builtin functions, string methods and the system modules.
 
+mod pyfmt;
 mod strs;
 mod sys;
 
@@ -219,52 +220,62 @@ fn b_int(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
         Value::Float(f) => Ok(Value::Int(f.trunc() as i64)),
         Value::Unit(u) => Ok(Value::Int(u.value().trunc() as i64)),
-        Value::Str(s) => {
-            let t = s.trim().replace('_', "");
-            let (neg, body) = match t.strip_prefix('-') {
-                Some(b) => (true, b.to_string()),
-                None => (false, t.strip_prefix('+').unwrap_or(&t).to_string()),
-            };
-            let (radix, digits) =
-                if base == 16 || (base == 0 && body.to_ascii_lowercase().starts_with("0x")) {
-                    (
-                        16,
-                        body.trim_start_matches("0x")
-                            .trim_start_matches("0X")
-                            .to_string(),
-                    )
-                } else if base == 8 || (base == 0 && body.to_ascii_lowercase().starts_with("0o")) {
-                    (
-                        8,
-                        body.trim_start_matches("0o")
-                            .trim_start_matches("0O")
-                            .to_string(),
-                    )
-                } else if base == 2 || (base == 0 && body.to_ascii_lowercase().starts_with("0b")) {
-                    (
-                        2,
-                        body.trim_start_matches("0b")
-                            .trim_start_matches("0B")
-                            .to_string(),
-                    )
-                } else {
-                    (if base == 0 { 10 } else { base as u32 }, body.clone())
-                };
-            if let Some((n, suf)) = value::parse_unit_suffix(&body) {
-                return Ok(Value::Int(
-                    (n * value::unit_multiplier(suf).unwrap()) as i64 * if neg { -1 } else { 1 },
-                ));
-            }
-            match i64::from_str_radix(&digits, radix) {
-                Ok(n) => Ok(Value::Int(if neg { -n } else { n })),
-                Err(_) => Err(RtError::eval(format!(
-                    "invalid literal for int() with base {base}: '{s}'"
-                ))),
-            }
-        }
+        Value::Str(s) => str_to_int(s, base),
         other => Err(RtError::eval(format!(
             "int() argument must be a string or a number, not '{}'",
             other.type_name()
+        ))),
+    }
+}
+
+/// `int(s, base)` as upstream: base 10 takes a unit literal (`1Ki`) or Rust's integer syntax
+/// (no spaces or underscores; its parse error is the message); another base drops its `0x`,
+/// `0o` or `0b` prefix and fails with Python's words; a base outside 2..=36 is Rust's panic.
+fn str_to_int(s: &str, base: i64) -> RtResult<Value> {
+    if base == 10 {
+        if s.is_empty() {
+            return Err(RtError::eval("number can't be empty"));
+        }
+        let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+        if let Some((n, suf)) = value::parse_unit_suffix(digits)
+            && digits[..digits.len() - suf.len()]
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        {
+            let v = (n * value::unit_multiplier(suf).unwrap_or(1.0)) as i64;
+            return Ok(Value::Int(if s.starts_with('-') { -v } else { v }));
+        }
+        return s.parse::<i64>().map(Value::Int).map_err(|e| {
+            RtError::eval(format!(
+                "called `Result::unwrap()` on an `Err` value: {e:?}"
+            ))
+        });
+    }
+    if !(2..=36).contains(&base) {
+        return Err(RtError::eval(format!(
+            "from_ascii_radix: radix must lie in the range `[2, 36]` - found {base}"
+        )));
+    }
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let prefix = match base {
+        16 => ["0x", "0X"],
+        8 => ["0o", "0O"],
+        2 => ["0b", "0B"],
+        _ => ["", ""],
+    };
+    let digits = prefix
+        .iter()
+        .find_map(|p| body.strip_prefix(p).filter(|_| !p.is_empty()))
+        .unwrap_or(body);
+    // from_str_radix takes a sign itself: one was already taken
+    let ok = !digits.starts_with(['+', '-']);
+    match i64::from_str_radix(digits, base as u32) {
+        Ok(n) if ok => Ok(Value::Int(if neg { -n } else { n })),
+        _ => Err(RtError::eval(format!(
+            "invalid literal for int() with base {base}: '{s}'"
         ))),
     }
 }
@@ -289,14 +300,9 @@ fn float_of(v: Value) -> RtResult<Value> {
         Value::Bool(b) => Ok(Value::Float(*b as i64 as f64)),
         Value::Unit(u) => Ok(Value::Float(u.value())),
         Value::Str(s) => {
-            let t = s.trim();
-            let f = match t.to_ascii_lowercase().as_str() {
-                "inf" | "+inf" | "infinity" => Some(f64::INFINITY),
-                "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
-                "nan" => Some(f64::NAN),
-                _ => t.replace('_', "").parse::<f64>().ok(),
-            };
-            f.map(Value::Float).ok_or_else(|| {
+            // Rust's float syntax, as upstream: no spaces or underscores; inf and nan spelled
+            // any case
+            s.parse::<f64>().ok().map(Value::Float).ok_or_else(|| {
                 RtError::eval(format!("invalid literal for float() with base 10: '{s}'"))
             })
         }
@@ -490,7 +496,15 @@ fn b_multiplyof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResu
 }
 
 fn b_isunique(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let items = req(args, kw, 0, "inval", "isunique")?.iter_items()?;
+    let v = req(args, kw, 0, "inval", "isunique")?;
+    // a value that is no collection is not unique, as upstream
+    if !matches!(
+        v,
+        Value::List(_) | Value::Dict(_) | Value::Str(_) | Value::Schema(_)
+    ) {
+        return Ok(Value::Bool(false));
+    }
+    let items = v.iter_items()?;
     for i in 0..items.len() {
         for j in 0..i {
             if items[i] == items[j] {
@@ -541,10 +555,12 @@ fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Val
         1 => (0, ints[0], 1),
         2 => (ints[0], ints[1], 1),
         3 => (ints[0], ints[1], ints[2]),
+        // upstream's range() without arguments is Undefined
+        0 => return Ok(Value::Undefined),
         _ => return Err(RtError::ty("range expected 1 to 3 arguments")),
     };
     if step == 0 {
-        return Err(RtError::eval("range() arg 3 must not be zero"));
+        return Err(RtError::eval("range() step argument must not be zero"));
     }
     let n = if step > 0 {
         (stop as i128 - start as i128 + step as i128 - 1) / step as i128
@@ -574,20 +590,27 @@ fn b_zip(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value
     ))
 }
 
+/// What all_true/any_true look at: a list's items or a dict's values; anything else (a
+/// string, None, a number) is false for both, as upstream.
+fn truth_items(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::List(l) => Some(l.to_vec()),
+        Value::Dict(d) => Some(d.map.values().cloned().collect()),
+        Value::Schema(s) => Some(s.attrs.map.values().cloned().collect()),
+        _ => None,
+    }
+}
+
 fn b_all(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let v = req(args, kw, 0, "inval", "all_true")?;
     Ok(Value::Bool(
-        req(args, kw, 0, "inval", "all_true")?
-            .iter_items()?
-            .iter()
-            .all(Value::truthy),
+        truth_items(v).is_some_and(|xs| xs.iter().all(Value::truthy)),
     ))
 }
 fn b_any(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+    let v = req(args, kw, 0, "inval", "any_true")?;
     Ok(Value::Bool(
-        req(args, kw, 0, "inval", "any_true")?
-            .iter_items()?
-            .iter()
-            .any(Value::truthy),
+        truth_items(v).is_some_and(|xs| xs.iter().any(Value::truthy)),
     ))
 }
 fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {

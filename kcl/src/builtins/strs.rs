@@ -55,8 +55,11 @@ fn opt_str(args: &[Value], kw: &[(Str, Value)], i: usize, name: &str) -> Option<
         .map(value::to_str)
 }
 
-fn char_range(s: &str, args: &[Value], start_i: usize) -> (usize, usize) {
-    let n = s.chars().count() as i64;
+/// The `start`/`end` arguments of `count`, `find`, `startswith`... as upstream takes them:
+/// byte offsets (negative ones from the end, clamped), `None` when the window is empty the
+/// wrong way round; an offset inside a character is upstream's failed unwrap.
+fn byte_window(s: &str, args: &[Value], start_i: usize) -> RtResult<Option<(usize, usize)>> {
+    let n = s.len() as i64;
     let norm = |x: i64| (if x < 0 { x + n } else { x }).clamp(0, n) as usize;
     let start = args
         .get(start_i)
@@ -68,11 +71,13 @@ fn char_range(s: &str, args: &[Value], start_i: usize) -> (usize, usize) {
         .and_then(|v| v.as_int())
         .map(norm)
         .unwrap_or(n as usize);
-    (start, end)
-}
-
-fn byte_of(s: &str, ci: usize) -> usize {
-    s.char_indices().nth(ci).map(|(b, _)| b).unwrap_or(s.len())
+    if start > end {
+        return Ok(None);
+    }
+    match s.get(start..end) {
+        Some(_) => Ok(Some((start, end))),
+        None => Err(RtError::eval("called `Option::unwrap()` on a `None` value")),
+    }
 }
 
 /// Call string method `name` on `recv`.
@@ -120,8 +125,10 @@ pub fn call_method(
         }
         "count" => {
             let sub = str_arg(args, kw, 0, "sub", "count")?;
-            let (a, b) = char_range(s, args, 1);
-            let hay = &s[byte_of(s, a)..byte_of(s, b)];
+            let Some((a, b)) = byte_window(s, args, 1)? else {
+                return Ok(Value::Int(0));
+            };
+            let hay = &s[a..b];
             Value::Int(if sub.is_empty() {
                 hay.chars().count() as i64 + 1
             } else {
@@ -130,23 +137,22 @@ pub fn call_method(
         }
         "endswith" => {
             let sub = str_arg(args, kw, 0, "suffix", "endswith")?;
-            let (a, b) = char_range(s, args, 1);
-            Value::Bool(s[byte_of(s, a)..byte_of(s, b)].ends_with(&*sub))
+            let w = byte_window(s, args, 1)?;
+            Value::Bool(w.is_some_and(|(a, b)| s[a..b].ends_with(&*sub)))
         }
         "startswith" => {
             let sub = str_arg(args, kw, 0, "prefix", "startswith")?;
-            let (a, b) = char_range(s, args, 1);
-            Value::Bool(s[byte_of(s, a)..byte_of(s, b)].starts_with(&*sub))
+            let w = byte_window(s, args, 1)?;
+            Value::Bool(w.is_some_and(|(a, b)| s[a..b].starts_with(&*sub)))
         }
         "find" | "index" | "rfind" | "rindex" => {
             let sub = str_arg(args, kw, 0, "sub", name)?;
-            let (a, b) = char_range(s, args, 1);
-            let (ba, bb) = (byte_of(s, a), byte_of(s, b));
-            let hay = &s[ba..bb];
-            let found = if name.starts_with('r') {
-                hay.rfind(&*sub)
-            } else {
-                hay.find(&*sub)
+            let window = byte_window(s, args, 1)?;
+            let ba = window.map_or(0, |(a, _)| a);
+            let found = match window {
+                None => None,
+                Some((a, b)) if name.starts_with('r') => s[a..b].rfind(&*sub),
+                Some((a, b)) => s[a..b].find(&*sub),
             };
             match found {
                 // upstream's offsets are in bytes (`"ünïx".find("x")` is 5)
@@ -333,7 +339,7 @@ pub fn call_method(
             }
             Value::from(out)
         }
-        "format" => Value::from(format_str(s, args, kw)?),
+        "format" => Value::from(super::pyfmt::format(s, args, kw)?),
         "chars" => Value::from(
             s.chars()
                 .map(|c| Value::from(c.to_string()))
@@ -344,95 +350,6 @@ pub fn call_method(
 }
 
 /// Python-style `"{} {name} {0}".format(...)`, with `{{`/`}}` escapes and simple specs.
-fn format_str(s: &str, args: &[Value], kw: &[(Str, Value)]) -> RtResult<String> {
-    let mut out = String::new();
-    let mut auto = 0usize;
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        match c {
-            '{' if it.peek() == Some(&'{') => {
-                it.next();
-                out.push('{');
-            }
-            '}' if it.peek() == Some(&'}') => {
-                it.next();
-                out.push('}');
-            }
-            '{' => {
-                let mut field = String::new();
-                for d in it.by_ref() {
-                    if d == '}' {
-                        break;
-                    }
-                    field.push(d);
-                }
-                let (name, spec) = match field.split_once(':') {
-                    Some((a, b)) => (a.to_string(), Some(b.to_string())),
-                    None => (field.clone(), None),
-                };
-                // a conversion (`{0!r}`, `{!s}`) prints as str() in upstream
-                let name = match name.split_once('!') {
-                    Some((n, "r" | "s" | "a")) => n.to_string(),
-                    _ => name,
-                };
-                let v = if name.is_empty() {
-                    let v = args.get(auto).cloned().ok_or_else(|| {
-                        RtError::eval("Replacement index out of range for positional args tuple")
-                    })?;
-                    auto += 1;
-                    v
-                } else if let Ok(i) = name.parse::<usize>() {
-                    args.get(i).cloned().ok_or_else(|| {
-                        RtError::eval("Replacement index out of range for positional args tuple")
-                    })?
-                } else {
-                    kw.iter()
-                        .find(|(k, _)| **k == name)
-                        .map(|(_, v)| v.clone())
-                        .ok_or_else(|| RtError::eval(format!("KeyError: '{name}'")))?
-                };
-                out.push_str(&apply_spec(&v, spec.as_deref()));
-            }
-            c => out.push(c),
-        }
-    }
-    Ok(out)
-}
-
-fn apply_spec(v: &Value, spec: Option<&str>) -> String {
-    let Some(spec) = spec else {
-        return value::to_str(v);
-    };
-    if let Some(p) = spec.strip_prefix('.').and_then(|x| x.strip_suffix('f'))
-        && let (Ok(p), Some(f)) = (p.parse::<usize>(), v.as_f64())
-    {
-        return format!("{f:.p$}");
-    }
-    let s = value::to_str(v);
-    // width with alignment: `<10`, `>10`, `^10`, `10`
-    let (align, width) = match spec.chars().next() {
-        Some(a @ ('<' | '>' | '^')) => (a, spec[1..].parse::<usize>().unwrap_or(0)),
-        _ => (
-            if matches!(v, Value::Int(_) | Value::Float(_)) {
-                '>'
-            } else {
-                '<'
-            },
-            spec.parse::<usize>().unwrap_or(0),
-        ),
-    };
-    let n = s.chars().count();
-    if n >= width {
-        return s;
-    }
-    let pad = width - n;
-    match align {
-        '<' => format!("{s}{}", " ".repeat(pad)),
-        '>' => format!("{}{s}", " ".repeat(pad)),
-        _ => format!("{}{s}{}", " ".repeat(pad / 2), " ".repeat(pad - pad / 2)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

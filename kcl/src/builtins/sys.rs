@@ -1,7 +1,7 @@
 //! System modules: base64, base32, math, regex, json, yaml, datetime, net, units, crypto, file,
 //! manifests, template, runtime, collection.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 use base64::Engine;
 
@@ -725,17 +725,62 @@ fn ip(a: A, k: K, f: &str) -> RtResult<Option<IpAddr>> {
     Ok(str_arg(a, k, 0, "ip", f)?.parse::<IpAddr>().ok())
 }
 
+/// Upstream's globally routable IPv4: no private, shared, documentation, benchmarking or
+/// reserved range.
+fn v4_global(v: std::net::Ipv4Addr) -> bool {
+    let o = v.octets();
+    !(v.is_private()
+        || v.is_loopback()
+        || v.is_link_local()
+        || v.is_broadcast()
+        || v.is_documentation()
+        || v.is_unspecified()
+        || v.is_multicast()
+        || (o[0] == 100 && o[1] & 0xc0 == 64)
+        || (o[0] == 198 && o[1] & 0xfe == 18)
+        || o[0] >= 240
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+        || o[0] == 0)
+}
+
+/// Go's `net.SplitHostPort` (upstream's), with its reasons for refusing an address.
+fn split_host_port(s: &str) -> Result<(String, String), &'static str> {
+    let i = s.rfind(':').ok_or("missing port")?;
+    let (host, j, k) = if s.starts_with('[') {
+        let end = s.find(']').ok_or("missing ']'")?;
+        if end + 1 == s.len() {
+            return Err("missing port");
+        }
+        if end + 1 != i {
+            return Err(if s.as_bytes()[end + 1] == b':' {
+                "too many colons"
+            } else {
+                "missing port"
+            });
+        }
+        (&s[1..end], 1, end + 1)
+    } else {
+        let host = &s[..i];
+        if host.contains(':') {
+            return Err("too many colons");
+        }
+        (host, 0, 0)
+    };
+    if s[j..].contains('[') {
+        return Err("unexpected '['");
+    }
+    if s[k..].contains(']') {
+        return Err("unexpected ']'");
+    }
+    Ok((host.to_string(), s[i + 1..].to_string()))
+}
+
 fn net_member(name: &str) -> Option<Value> {
     natives!(name, {
         "split_host_port" => |_: &mut dyn Host, a: A, k: K| -> R {
             let s = str_arg(a, k, 0, "ip_end_point", "split_host_port")?;
-            let (h, p) = if let Some(rest) = s.strip_prefix('[') {
-                let (h, p) = rest.split_once("]:").ok_or_else(|| RtError::eval(format!("address {s}: missing port in address")))?;
-                (h.to_string(), p.to_string())
-            } else {
-                let (h, p) = s.rsplit_once(':').ok_or_else(|| RtError::eval(format!("address {s}: missing port in address")))?;
-                (h.to_string(), p.to_string())
-            };
+            let (h, p) = split_host_port(&s)
+                .map_err(|why| RtError::eval(format!("ip_end_point \"{s}\" {why}")))?;
             Ok(Value::from(vec![Value::from(h), Value::from(p)]))
         },
         "join_host_port" => |_: &mut dyn Host, a: A, k: K| -> R {
@@ -771,8 +816,20 @@ fn net_member(name: &str) -> Option<Value> {
         },
         "is_global_unicast_IP" => |_: &mut dyn Host, a: A, k: K| -> R {
             Ok(Value::Bool(match ip(a, k, "x")? {
-                Some(IpAddr::V4(v)) => !(v.is_loopback() || v.is_multicast() || v.is_link_local() || v.is_unspecified() || v == Ipv4Addr::BROADCAST),
-                Some(IpAddr::V6(v)) => !(v.is_loopback() || v.is_multicast() || v.segments()[0] & 0xffc0 == 0xfe80 || v == Ipv6Addr::UNSPECIFIED),
+                // upstream's: a globally routable address (no private, shared, documentation,
+                // benchmarking or reserved range); for IPv6 the 2000::/3 unicast block but its
+                // documentation prefix
+                Some(IpAddr::V4(v)) => v4_global(v),
+                Some(IpAddr::V6(v)) => {
+                    let s = v.segments();
+                    // a NAT64 address (64:ff9b::/96) is as global as the IPv4 it holds
+                    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                        let [a, b, c, d] = [s[6] >> 8, s[6] & 0xff, s[7] >> 8, s[7] & 0xff];
+                        v4_global(std::net::Ipv4Addr::new(a as u8, b as u8, c as u8, d as u8))
+                    } else {
+                        s[0] & 0xe000 == 0x2000 && !(s[0] == 0x2001 && s[1] == 0x0db8)
+                    }
+                }
                 None => false,
             }))
         },

@@ -201,7 +201,8 @@ impl Diagnostic {
 
 fn render_label(out: &mut String, label: &Label) {
     let Some(file) = source_map().get(label.span.file) else {
-        let _ = writeln!(out, " --> <unknown>\n  |\n  | {}\n  |", label.message);
+        // no source (a statement `-O` added): upstream prints the message alone
+        let _ = writeln!(out, "{}", label.message);
         return;
     };
     let (line, col) = file.line_col(label.span.lo);

@@ -81,7 +81,12 @@ impl fmt::Display for EvalError {
             _ => out.push_str(&format!("{}\n", self.msg)),
         }
         for (sp, m) in &self.notes {
-            snippet(&mut out, *sp, m);
+            // a note on a statement without source (added by `-O`) is its message alone
+            if sp.loc().line > 0 {
+                snippet(&mut out, *sp, m);
+            } else {
+                out.push_str(&format!("{m}\n"));
+            }
         }
         for n in &self.footer {
             out.push_str(&format!("note: {n}\n"));

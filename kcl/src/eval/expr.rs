@@ -315,7 +315,9 @@ impl Evaluator {
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let k = match this.eval(cx, &c.key)? {
                         Value::Str(s) => s,
-                        other => Str::from(value::to_str(&other)),
+                        // upstream's key of anything but a string (typed any, so the
+                        // checker let it through) is empty
+                        _ => Str::from(""),
                     };
                     let v = this.eval(cx, &c.value)?;
                     value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, true)
@@ -477,10 +479,14 @@ impl Evaluator {
             ExprKind::Str(s) => Ok(Str::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
-                Ok(match v {
+                let key = match v {
                     Value::Str(s) => s,
                     other => Str::from(value::to_str(&other)),
-                })
+                };
+                if matches!(k.kind, ExprKind::JoinedStr(_)) {
+                    self.dynamic_keys.borrow_mut().insert(key.clone());
+                }
+                Ok(key)
             }
         }
     }
@@ -805,7 +811,9 @@ impl Evaluator {
             list_out.reserve_exact(pairs.size_hint().1.unwrap_or(0));
         }
         let mut count: i64 = 0;
-        let mut dict_out = Dict::new();
+        // upstream filters a dict in place, swap-removing each rejected key (the last entry
+        // takes its place), so the order of what stays is upstream's
+        let mut removed: Vec<value::Str> = Vec::new();
         // upstream filters a string in place: unchanged it is the string, else an error
         let mut str_removed = false;
         for (a, b) in pairs {
@@ -844,12 +852,14 @@ impl Evaluator {
                 ast::QuantOp::Map if count_only => count += 1,
                 ast::QuantOp::Map => list_out.push(t),
                 ast::QuantOp::Filter => {
-                    if t.truthy() {
-                        if it.is_config() {
-                            if let Value::Str(k) = &orig_a {
-                                dict_out.map.insert(k.clone(), orig_b);
-                            }
-                        } else {
+                    if it.is_config() {
+                        if !t.truthy()
+                            && let Value::Str(k) = &orig_a
+                        {
+                            removed.push(k.clone());
+                        }
+                    } else if t.truthy() {
+                        {
                             list_out.push(single(&it, orig_a, orig_b));
                         }
                     }
@@ -861,7 +871,11 @@ impl Evaluator {
             ast::QuantOp::Any => Value::Bool(false),
             ast::QuantOp::Map if count_only => Value::Int(count),
             ast::QuantOp::Map => Value::from(list_out),
-            ast::QuantOp::Filter if matches!(it, Value::Str(_)) => {
+            // upstream cannot remove from a schema instance either
+            ast::QuantOp::Filter
+                if matches!(it, Value::Str(_))
+                    || (matches!(it, Value::Schema(_)) && str_removed) =>
+            {
                 if str_removed {
                     return Err(EvalError::new(
                         ErrKind::Evaluation,
@@ -872,6 +886,20 @@ impl Evaluator {
                 it.clone()
             }
             ast::QuantOp::Filter => {
+                let mut dict_out = Dict::new();
+                if it.is_config() {
+                    let src = match &it {
+                        Value::Dict(d) => Some(&d.map),
+                        Value::Schema(s) => Some(&s.attrs.map),
+                        _ => None,
+                    };
+                    if let Some(m) = src {
+                        dict_out.map = m.clone();
+                        for k in &removed {
+                            dict_out.map.swap_remove(k);
+                        }
+                    }
+                }
                 if let Value::Schema(s) = &it {
                     Value::Schema(Rc::new(value::SchemaInst {
                         attrs: dict_out,

@@ -221,6 +221,9 @@ pub struct Evaluator {
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a
     /// config written out.
     pub(crate) merging: Cell<bool>,
+    /// Config keys written as interpolated strings (`"${k}": v`): upstream's resolver never
+    /// sees them, so an unknown one is its run time's 'No attribute named' error.
+    pub(crate) dynamic_keys: RefCell<rustc_hash::FxHashSet<Str>>,
     /// Item count of the comprehension loop that just started, when its result has exactly
     /// that many items (so the list is allocated once, without growth slack).
     pub(crate) comp_len: Cell<usize>,
@@ -279,6 +282,7 @@ impl Evaluator {
             schema_frames: Cell::new(0),
             schema_exprs: Cell::new(0),
             merging: Cell::new(false),
+            dynamic_keys: RefCell::new(Default::default()),
             origins: Default::default(),
             config_ops: Default::default(),
             track_instances,
@@ -923,6 +927,36 @@ impl Evaluator {
             .filter(|v| !v.is_none_or_undefined());
         let v = self.eval(ctx, &u.value)?;
         let v = match existing {
+            // a dict assigned before: upstream's result is the instance (its values winning),
+            // listing the schema's attributes first, then the dict's other keys, then the
+            // instance's own extra keys
+            Some(Value::Dict(d)) if matches!(v, Value::Schema(_)) => {
+                let merged = self.union_eval(Value::Dict(d.clone()), &v, u.value.span)?;
+                match (&v, &merged, &v) {
+                    (Value::Schema(inst), Value::Dict(m), _) => {
+                        let order = self.declared_order(inst).unwrap_or_default();
+                        let mut attrs = crate::value::Dict::new();
+                        let keys = order
+                            .iter()
+                            .chain(d.map.keys())
+                            .chain(inst.attrs.map.keys())
+                            .chain(m.map.keys());
+                        for k in keys {
+                            if !attrs.map.contains_key(k)
+                                && let Some(x) = m.map.get(k)
+                            {
+                                attrs.map.insert(k.clone(), x.clone());
+                            }
+                        }
+                        attrs.ops = inst.attrs.ops.clone();
+                        Value::Schema(std::rc::Rc::new(crate::value::SchemaInst {
+                            attrs,
+                            ..(**inst).clone()
+                        }))
+                    }
+                    _ => merged,
+                }
+            }
             Some(c) => self.union_eval(c, &v, u.value.span)?,
             None => v,
         };
@@ -1008,6 +1042,18 @@ impl Evaluator {
                         Some(Value::None) => "NoneType",
                         _ => "UndefinedType",
                     };
+                    // an index into nothing: upstream's subscript error
+                    if let Some(ast::TargetPath::Index(ix)) = t.path.first() {
+                        let i = self.eval(ctx, ix)?;
+                        return Err(EvalError::new(
+                            ErrKind::Evaluation,
+                            format!(
+                                "'{ty}' object is not subscriptable with '{}'",
+                                i.type_name()
+                            ),
+                            Some(t.span),
+                        ));
+                    }
                     let attr = match t.path.first() {
                         Some(ast::TargetPath::Attr(n)) => n.sym.as_str().to_string(),
                         _ => name.as_str().to_string(),

@@ -233,6 +233,13 @@ impl Evaluator {
             return self.instantiate_value(_ctx, &t, args, kwargs, cfg, span, cfg_span);
         }
         let Some(ty) = as_schema_type(ty_val) else {
+            // `inst {..}` on a schema instance: upstream instantiates its schema again from
+            // the instance's config and this one (a new instance, listed by instances())
+            if matches!(ty_val, Value::Schema(_))
+                && let Some(v) = self.rebuild_merged(ty_val, &cfg, None, span)?
+            {
+                return Ok(v);
+            }
             // `dict {..}`-like forms on a non-schema: union
             if ty_val.is_config() {
                 return value::union(ty_val, &cfg, false).map_err(|e| self.rt(e, span));
@@ -259,6 +266,13 @@ impl Evaluator {
         let r = self.instantiate(&ty, args, kwargs, cfg_dict, span);
         self.leave();
         r
+    }
+
+    /// The attributes an instance's schema declares, in declaration order.
+    pub(crate) fn declared_order(&self, inst: &SchemaInst) -> Option<Vec<Str>> {
+        let ty = inst.ty.clone()?.downcast::<SchemaType>().ok()?;
+        let layout = self.layout(&ty, inst.span.unwrap_or_default()).ok()?;
+        Some(layout.order.clone())
     }
 
     fn layout(&self, ty: &Rc<SchemaType>, span: Span) -> EvalResult<Rc<Layout>> {
@@ -506,6 +520,20 @@ impl Evaluator {
         // instance before those its body creates): a slot now, filled when it is complete (an
         // instance that fails leaves an Undefined slot, which is not listed)
         let slots: Vec<(Rc<SchemaType>, usize)> = if self.track_instances {
+            let mut qualified_bases: Vec<&Rc<SchemaType>> = Vec::new();
+            let mut prev: Option<&Rc<SchemaType>> = None;
+            for t in layout.parts.iter() {
+                let Some(st) = t.stmt else { continue };
+                if st.is_mixin() {
+                    continue;
+                }
+                if let (Some(par), Some(base)) = (&st.parent, prev)
+                    && par.names.len() > 1
+                {
+                    qualified_bases.push(base);
+                }
+                prev = Some(t);
+            }
             let creator: Str = self
                 .running_pkg()
                 .map(|p| Str::from(p.path.as_str()))
@@ -516,6 +544,15 @@ impl Evaluator {
                 .filter(|t| {
                     t.stmt
                         .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
+                })
+                // upstream files an instance under a base by the package path its child
+                // names it with: `pkg.Base` is that package's, a bare `Base` the
+                // instantiating package's (so a base of another package named bare, as
+                // inside its own package, does not list it)
+                .filter(|t| {
+                    Rc::ptr_eq(t, ty)
+                        || *t.pkgpath == *creator
+                        || qualified_bases.iter().any(|q| Rc::ptr_eq(q, t))
                 })
                 .map(|t| {
                     let mut v = t.instances.borrow_mut();
@@ -627,17 +664,19 @@ impl Evaluator {
                     (Some(_), None) => false,
                 };
             // upstream's resolver skips an empty key: only the run time refuses it
-            if unknown && (merged || k.is_empty()) {
+            if unknown && (merged || k.is_empty() || self.dynamic_keys.borrow().contains(k)) {
                 let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
                 return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
             }
             if unknown {
+                // an index signature's literal keys: upstream's suggestions (the `suggestions`
+                // crate: `bar` for `baz`, nothing for `barx`)
+                let sugg: Vec<String>;
                 let cands: Vec<&str> = match &sig_keys {
-                    Some(allowed) => allowed
-                        .iter()
-                        .filter(|d| similar(d, k))
-                        .map(|d| &**d)
-                        .collect(),
+                    Some(allowed) => {
+                        sugg = suggestions::provide_suggestions(k, allowed.iter().map(|d| &**d));
+                        sugg.iter().map(String::as_str).collect()
+                    }
                     None => layout
                         .declared
                         .keys()
@@ -1170,7 +1209,20 @@ impl Evaluator {
                 scope.vars.borrow_mut().insert(p.name.sym, v);
             }
         }
-        for (k, v) in &config.map {
+        // a rule for a protocol has the protocol's attributes (defaults and types included),
+        // set from its config, and shows them as its value
+        let mut attrs = Dict::new();
+        let mut vars = config.clone();
+        if let Some(h) = &r.for_host {
+            let v = self.eval_identifier(&ty.def_ctx, h)?;
+            if let Some(pt) = as_schema_type(&v)
+                && let Value::Schema(inst) = self.instantiate(&pt, &[], &[], config, span)?
+            {
+                attrs = inst.attrs.clone();
+                vars = attrs.clone();
+            }
+        }
+        for (k, v) in &vars.map {
             scope.vars.borrow_mut().insert(Symbol::intern(k), v.clone());
         }
         let c = Ctx {
@@ -1183,7 +1235,7 @@ impl Evaluator {
         Ok(Value::Schema(Rc::new(SchemaInst {
             name: ty.name.clone(),
             pkg: ty.pkgpath.clone(),
-            attrs: Dict::new(),
+            attrs,
             ty: Some(ty.clone() as Rc<dyn std::any::Any>),
             span: Some(span),
             origin: None,
@@ -1211,7 +1263,32 @@ impl Evaluator {
         let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
         fr.level.set(outer);
         fr.state.borrow_mut()[i] = DONE;
-        r.map(|_| ())
+        r?;
+        // upstream converts an attribute's value to its type where the attribute is declared
+        // (a config dict becomes the schema instance, defaults included), so the statements
+        // after it read the instance
+        let StmtKind::SchemaAttr(a) = &st.kind else {
+            return Ok(());
+        };
+        let cur = fr.attrs.borrow().get(a.name.sym.as_str()).cloned();
+        if let Some(d) = fr.layout.declared.get(a.name.sym.as_str())
+            && let Some(t) = d.ty
+            && let Some(v) = cur
+            && v.is_config()
+            && !matches!(v, Value::Schema(_))
+        {
+            let c = Ctx {
+                schema: Some(fr.clone()),
+                ..fr.ctxs[d.part].clone()
+            };
+            if let Ok(Some(nv)) = self.try_convert_value(&c, &v, t, st.span) {
+                fr.attrs
+                    .borrow_mut()
+                    .map
+                    .insert(Str::from(a.name.sym.as_str()), nv);
+            }
+        }
+        Ok(())
     }
 
     /// Upstream's evaluator keeps one record of evaluated attributes per inheritance level:

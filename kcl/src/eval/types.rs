@@ -171,6 +171,18 @@ impl Evaluator {
         }
     }
 
+    /// [`Self::try_convert`] for the schema evaluator: `None` when the value does not fit
+    /// (the final type check reports it).
+    pub(crate) fn try_convert_value(
+        &self,
+        ctx: &Ctx,
+        v: &Value,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        self.try_convert(ctx, v, t, span)
+    }
+
     fn try_convert(
         &self,
         ctx: &Ctx,

@@ -31,6 +31,7 @@ pub fn format_module(m: &Module, src: &str) -> String {
         ci: 0,
         last_hi: 0,
         bound: u32::MAX,
+        stmt_head: false,
     };
     p.module(m);
     p.out
@@ -68,6 +69,9 @@ struct Printer<'a> {
     last_hi: u32,
     /// Start of the statement after the one being printed (bounds block-tail comments).
     bound: u32,
+    /// Nothing of a block statement is written yet: a name `type` there would start a type
+    /// alias, so it keeps (or gets) its `$` escape.
+    stmt_head: bool,
 }
 
 impl Printer<'_> {
@@ -100,6 +104,7 @@ impl<'a> Printer<'a> {
         self.src.get(sp.lo as usize..sp.hi as usize).unwrap_or("")
     }
     fn w(&mut self, s: &str) {
+        self.stmt_head = false;
         self.out.push_str(s);
     }
     fn pad(&mut self) {
@@ -231,6 +236,7 @@ impl<'a> Printer<'a> {
             }
             let next = body.get(i + 1).map(|n| n.span.lo).unwrap_or(end);
             self.bound = next;
+            self.stmt_head = true;
             self.stmt(s);
             self.trailing_comment(s.span.hi, next);
             self.out.push('\n');
@@ -252,7 +258,7 @@ impl<'a> Printer<'a> {
         match &s.kind {
             StmtKind::Expr(e) => self.expr(e),
             StmtKind::Unification(u) => {
-                self.w(u.target.sym.as_str());
+                self.name(u.target);
                 self.w(": ");
                 self.expr(&u.value);
             }
@@ -333,7 +339,7 @@ impl<'a> Printer<'a> {
     /// Identifiers that are keywords must keep their `$` escape.
     fn name(&mut self, n: Name) {
         let s = n.sym.as_str();
-        if is_reserved(s) || self.text(n.span).starts_with('$') {
+        if is_reserved(s) || self.text(n.span).starts_with('$') || (self.stmt_head && s == "type") {
             self.w("$");
         }
         self.w(s);

@@ -357,13 +357,16 @@ impl<'a> Lexer<'a> {
                         span: self.span(lo, self.pos),
                     });
                 }
-                b'\\' if matches!(self.peek(1), b'\n' | b'\r') => {
+                // (a backslash ending the file continues nothing, as upstream accepts)
+                b'\\'
+                    if matches!(self.peek(1), b'\n' | b'\r') || self.pos + 1 == self.src.len() =>
+                {
                     // Explicit line continuation: the next line continues this logical line.
                     self.pos += 1;
-                    self.pos += if self.peek(0) == b'\r' && self.peek(1) == b'\n' {
-                        2
-                    } else {
-                        1
+                    self.pos += match (self.peek(0), self.peek(1)) {
+                        (b'\r', b'\n') => 2,
+                        (b'\n' | b'\r', _) => 1,
+                        _ => 0,
                     };
                 }
                 _ => {
@@ -576,11 +579,13 @@ impl<'a> Lexer<'a> {
             _ => {
                 let c = self.text[self.pos..].chars().next().unwrap_or('\0');
                 self.pos += c.len_utf8().max(1);
-                self.err(
-                    lo,
-                    self.pos,
-                    format!("unexpected character '{}'", c.escape_debug()),
-                );
+                // a backslash not ending its line: upstream's (Python's) words
+                let msg = if c == '\\' {
+                    "unexpected character after line continuation character".to_string()
+                } else {
+                    format!("unexpected character '{}'", c.escape_debug())
+                };
+                self.err(lo, self.pos, msg);
                 return None;
             }
         };
@@ -629,11 +634,53 @@ impl<'a> Lexer<'a> {
         let lo = self.pos;
         let b = self.src[self.pos];
         if b == b'0' && matches!(self.peek(1), b'x' | b'X' | b'o' | b'O' | b'b' | b'B') {
+            let radix: u32 = match self.peek(1) {
+                b'x' | b'X' => 16,
+                b'o' | b'O' => 8,
+                _ => 2,
+            };
             self.pos += 2;
-            while self.pos < self.src.len()
-                && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
-            {
+            // upstream's lexer takes decimal digits for any base, then reports the first one
+            // the base lacks (at its byte offsets) and letters after them as a suffix
+            let mut bad: Option<usize> = None;
+            let digits_at = self.pos;
+            while self.pos < self.src.len() {
+                let c = self.src[self.pos];
+                let ok = c == b'_' || c.is_ascii_digit() || (radix == 16 && c.is_ascii_hexdigit());
+                if !ok {
+                    break;
+                }
+                if c != b'_' && !(c as char).is_digit(radix) && bad.is_none() {
+                    bad = Some(self.pos);
+                }
                 self.pos += 1;
+            }
+            if self.pos == digits_at
+                && self.pos < self.src.len()
+                && self.src[self.pos].is_ascii_alphabetic()
+            {
+                self.ident_end();
+                self.err(lo, self.pos, "no valid digits found for number");
+                return;
+            }
+            if let Some(at) = bad {
+                let msg = format!(
+                    "invalid digit for a base {radix} literal, start: {at}, stop: {}",
+                    at + 1
+                );
+                self.err(at, at + 1, msg);
+            }
+            if self.pos < self.src.len()
+                && (self.src[self.pos].is_ascii_alphabetic() || self.src[self.pos] == b'_')
+            {
+                self.ident_end();
+                // (without digits the parser says so)
+                if bad.is_none() && self.pos > digits_at && digits_at < self.src.len() {
+                    let has_digits = self.src[digits_at].is_ascii_hexdigit();
+                    if has_digits {
+                        self.err(lo, self.pos, "invalid int binary suffix");
+                    }
+                }
             }
             return;
         }

@@ -120,7 +120,7 @@ fn yaml_into(v: &Value, o: PrintOpts, out: &mut Out<'_>) {
         Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => write_map(v, o, 0, out),
         Value::List(_) if !list_items(v, o).is_empty() => write_seq(v, o, 0, out),
         _ => {
-            write_scalar(v, o, 0, out);
+            write_scalar(v, o, 2, out);
             out.push('\n');
         }
     }

@@ -519,16 +519,16 @@ fn load(
         } else {
             ld.parse(f).map(|m| (m, Vec::new()))
         };
+        // each main file's imports are loaded before the next main file is, so syntax
+        // errors come in upstream's order (a file, then the packages it imports)
         match parsed {
             Ok((m, errors)) => {
                 ld.errors.extend(errors);
+                ld.resolve_module_imports(&m);
                 modules.push(m);
             }
             Err(d) => ld.errors.extend(d.0),
         }
-    }
-    for m in &modules {
-        ld.resolve_module_imports(m);
     }
     let main = Package {
         pkgpath: Arc::from(MAIN_PKG),

@@ -537,6 +537,20 @@ impl<'a> Parser<'a> {
                         span: self.since(lo),
                     });
                 }
+                // `name: f(args)` ending its line: upstream reads a schema expression whose
+                // config runs on (the next lines as its entries) to the end of the file
+                if let ExprKind::Call { func, .. } = &value.kind
+                    && matches!(func.kind, ExprKind::Ident(_) | ExprKind::Selector(_))
+                    && (self.at_line_break() || self.at_eof())
+                {
+                    let span = self.tspan(self.tk());
+                    self.error(span, "expected one of [\"}\"] got eof");
+                    let kind = StmtKind::Expr(value);
+                    return Some(Stmt {
+                        kind,
+                        span: self.since(lo),
+                    });
+                }
                 self.pos = save;
                 self.errors.truncate(nerr);
             }
@@ -863,7 +877,7 @@ impl<'a> Parser<'a> {
                 if s.index_signature.is_some() {
                     self.error(
                         sig.span,
-                        "only one index signature is allowed in the schema",
+                        "duplicate schema index signature definitions, only one is allowed in the schema",
                     );
                 }
                 s.index_signature = Some(sig);

@@ -65,24 +65,64 @@ impl<'a> Checker<'a> {
                 return Ty::Any;
             }
         }
-        let arg_tys: Vec<Ty> = args.args.iter().map(|a| self.infer(env, a)).collect();
+        // a builtin's positional arguments are checked one by one as upstream's resolver
+        // reaches them (a wrong first argument is reported before the second is looked at)
+        let bparams = match &func.kind {
+            ExprKind::Ident(s) if self.builtin_visible(env, *s) => builtin_fn_params(s.as_str()),
+            _ => None,
+        }
+        .filter(|_| {
+            !args
+                .args
+                .iter()
+                .any(|a| matches!(a.kind, ExprKind::Starred(_)))
+        });
+        let mut arg_tys: Vec<Ty> = Vec::with_capacity(args.args.len());
+        for (i, a) in args.args.iter().enumerate() {
+            let got = self.infer(env, a);
+            if let Some((_, want)) = bparams.as_ref().and_then(|ps| ps.get(i))
+                && !assignable(&got, want, &|x, y| self.is_sub_schema(x, y))
+            {
+                let msg = format!("expected {}, got {}", self.ty_str(want), self.ty_str(&got));
+                self.err(ErrKind::Type, msg, a.span.shrink_to_lo());
+            }
+            arg_tys.push(got);
+        }
+        // a string method's keyword arguments: upstream's resolver reports an unknown name
+        // without looking at its value, and never looks at the values `format` takes
+        let str_method = match &func.kind {
+            ExprKind::Selector(x) if on_str => Some(x.attr.sym.as_str()),
+            _ => None,
+        };
         let kw_tys: Vec<Ty> = args
             .keywords
             .iter()
-            .map(|k| self.infer(env, &k.value))
+            .map(|k| match str_method {
+                Some("format") => Ty::Any,
+                Some(m)
+                    if !str_method_params(m)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|(p, _)| *p == k.name.sym.as_str()) =>
+                {
+                    Ty::Any
+                }
+                _ => self.infer(env, &k.value),
+            })
             .collect();
         if let ExprKind::Ident(s) = &func.kind
             && let Some(params) = builtin_fn_params(s.as_str())
             && self.builtin_visible(env, *s)
         {
-            self.builtin_args(s.as_str(), &params, args, &arg_tys, &kw_tys);
+            // (positional arguments were checked above)
+            self.builtin_args(s.as_str(), &params, args, &[], &kw_tys);
         }
-        if on_str
-            && args.keywords.is_empty()
-            && let ExprKind::Selector(x) = &func.kind
-            && let Some(params) = str_method_params(x.attr.sym.as_str())
+        if let Some(m) = str_method
+            && m != "format"
+            && (!args.keywords.is_empty() || str_method_params(m).is_some())
         {
-            self.builtin_args(x.attr.sym.as_str(), &params, args, &arg_tys, &[]);
+            let params = str_method_params(m).unwrap_or_default();
+            self.builtin_args(m, &params, args, &arg_tys, &kw_tys);
         }
         let builtin = arity.is_some();
         if let Some((name, min, max)) = arity
@@ -245,6 +285,7 @@ impl<'a> Checker<'a> {
         let fits = |got: &Ty, want: &Ty, this: &Self| {
             assignable(got, want, &|a, b| this.is_sub_schema(a, b))
         };
+        // (no argument types: the caller checked the positional arguments)
         for ((a, got), (_, want)) in args.args.iter().zip(arg_tys).zip(params) {
             if !fits(got, want, self) {
                 let msg = format!("expected {}, got {}", self.ty_str(want), self.ty_str(got));
@@ -311,6 +352,7 @@ pub(super) fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
         "int" | "round" => (1, Some(2)),
         "str" | "list" => (0, Some(1)),
         "pow" => (2, Some(3)),
+        "range" => (0, Some(3)),
         "multiplyof" => (2, Some(2)),
         "sorted" | "typeof" | "option" | "ord" | "isunique" | "all_true" | "any_true" | "sum" => {
             (1, None)
@@ -388,6 +430,25 @@ pub(super) fn str_method_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
     })
 }
 
+/// Whether every value of a config literal (through `**` of literals and `if` entries) is a
+/// schema expression.
+fn values_are_instances(entries: &[ast::ConfigEntry]) -> bool {
+    !entries.is_empty()
+        && entries.iter().all(|en| match &en.kind {
+            ast::ConfigEntryKind::KeyValue { value, .. } => {
+                matches!(strip_paren(value).kind, ExprKind::Schema(_))
+            }
+            ast::ConfigEntryKind::Unpack { value, .. } => match &strip_paren(value).kind {
+                ExprKind::Config(inner) => values_are_instances(inner),
+                _ => false,
+            },
+            ast::ConfigEntryKind::If(ci) => {
+                values_are_instances(&ci.body)
+                    && (ci.orelse.is_empty() || values_are_instances(&ci.orelse))
+            }
+        })
+}
+
 /// The type a builtin function's call has (where it does not depend on the arguments).
 pub(super) fn builtin_fn_ret(name: &str) -> Option<Ty> {
     Some(match name {
@@ -419,11 +480,39 @@ pub(super) fn str_method_ret(name: &str) -> Option<Ty> {
 impl Checker<'_> {
     /// Whether upstream's resolver knows `e` as a schema instance: a local (a lambda parameter
     /// or loop variable) or a package-level name holding a schema expression's value.
-    fn known_instance(&mut self, env: &Env, e: &Expr) -> bool {
+    pub(super) fn known_instance(&mut self, env: &Env, e: &Expr) -> bool {
+        // a value of a config literal (`{a = S {}}.a`, or through `.values`/`.get`)
+        // (upstream's resolver knows the values of schema expressions as instances; a value
+        // typed by an annotation is the schema itself)
+        if let ExprKind::Selector(x) = &strip_paren(e).kind {
+            // (a filter over the literal keeps its values)
+            let mut recv = strip_paren(&x.value);
+            while let ExprKind::Quant(q) = &recv.kind
+                && q.op == ast::QuantOp::Filter
+            {
+                recv = strip_paren(&q.target);
+            }
+            if let ExprKind::Config(entries) = &recv.kind {
+                return values_are_instances(entries);
+            }
+        }
         let ExprKind::Ident(s) = &strip_paren(e).kind else {
             return false;
         };
-        if env.locals.iter().any(|(n, _)| n == s) {
+        // a schema's parameter is typed by its annotation (no instance); a lambda's is one
+        let bindings = env.locals.iter().filter(|(n, _)| n == s).count();
+        if bindings == 1
+            && let Some(id) = env.schema
+            && self.schemas[id.0]
+                .stmt
+                .params
+                .iter()
+                .flatten()
+                .any(|p| p.name.sym == *s)
+        {
+            return false;
+        }
+        if bindings > 0 {
             return true;
         }
         if env.keys.iter().any(|(k, _)| k == s) || self.is_schema_member(env, *s) {

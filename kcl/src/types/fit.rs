@@ -126,8 +126,13 @@ impl<'a> Checker<'a> {
     }
 
     /// Upstream rejects config keys statically known not to be strings; false when reported.
-    pub(super) fn check_str_key(&mut self, t: &Ty, span: Span) -> bool {
-        let ok = is_str_key(t);
+    /// `every`: each member of a union must be a string (a comprehension's key), not one.
+    pub(super) fn check_str_key(&mut self, t: &Ty, span: Span, every: bool) -> bool {
+        let ok = if every {
+            is_every_str_key(t)
+        } else {
+            is_str_key(t)
+        };
         if !ok {
             let msg = format!("A attribute must be string type, got '{}'", self.ty_str(t));
             self.err(ErrKind::Attribute, msg, span);
@@ -164,7 +169,7 @@ impl<'a> Checker<'a> {
                                 } else {
                                     self.infer(env, value);
                                 }
-                                self.check_str_key(&t, key.span);
+                                self.check_str_key(&t, key.span, false);
                                 continue;
                             }
                             Some(t)
@@ -345,6 +350,15 @@ impl<'a> Checker<'a> {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
                             self.check_value(env, value, &t, at, Some(def));
                         }
+                        // a list literal appended to a list of schemas: its configs are
+                        // checked against the schema
+                        Some((t, def))
+                            if ok
+                                && matches!(&t, Ty::List(et) if matches!(**et, Ty::Schema(_)))
+                                && matches!(strip_paren(value).kind, ExprKind::List(_)) =>
+                        {
+                            self.check_value(env, value, &t, at, Some(def));
+                        }
                         Some((t, def)) if ok => {
                             let got = self.infer(env, value);
                             if self.fits(&got, &t, at, Some(def)) {
@@ -438,6 +452,14 @@ impl<'a> Checker<'a> {
 }
 
 /// Whether a config key of type `t` may be a string (what upstream requires of a config key).
+/// A comprehension's key type: every member of a union is a string (or None).
+fn is_every_str_key(t: &Ty) -> bool {
+    match t {
+        Ty::Union(ts) => ts.iter().all(|t| matches!(t, Ty::None) || is_str_key(t)),
+        t => is_str_key(t),
+    }
+}
+
 fn is_str_key(t: &Ty) -> bool {
     let stringy = |t: &Ty| t.is_any() || matches!(t, Ty::Str | Ty::StrLit(_));
     match t {

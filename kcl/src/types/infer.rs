@@ -13,7 +13,9 @@ impl<'a> Checker<'a> {
             ExprKind::None => Ty::None,
             // upstream types `Undefined` as `NoneType`
             ExprKind::Undefined => Ty::None,
-            ExprKind::NumberUnit { .. } => Ty::Any,
+            ExprKind::NumberUnit { value, suffix } => Ty::Unit(Some(std::sync::Arc::from(
+                format!("{value}{}", suffix.as_str()).as_str(),
+            ))),
             ExprKind::JoinedStr(parts) => {
                 for p in parts {
                     if let ast::StrPart::Interp { expr, spec } = p {
@@ -129,6 +131,8 @@ impl<'a> Checker<'a> {
             ExprKind::DictComp(c) => {
                 let env2 = self.comp_env(env, &c.clauses);
                 let k = self.infer(&env2, &c.key);
+                // a comprehension's key must be a string too (upstream's resolver)
+                self.check_str_key(&k, c.key.span.shrink_to_lo(), true);
                 let v = self.infer(&env2, &c.value);
                 if k.is_any() || v.is_any() {
                     Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
@@ -200,6 +204,21 @@ impl<'a> Checker<'a> {
         }
         let t = self.infer(env, value);
         self.last_receiver = Some((value.span, t.clone()));
+        // a key a config literal has: its value's variable type (upstream's record of the
+        // literal's type per key)
+        if let (Ty::Dict(..), ExprKind::Config(entries)) = (&t, &strip_paren(value).kind) {
+            let hit = entries.iter().rev().find_map(|en| match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, value: v, .. } => match &key.kind {
+                    ExprKind::Ident(n) if *n == attr.sym => Some(v),
+                    ExprKind::Str(k) if **k == *attr.sym.as_str() => Some(v),
+                    _ => None,
+                },
+                _ => None,
+            });
+            if let Some(v) = hit {
+                return self.infer(env, v).variable_type();
+            }
+        }
         match t {
             Ty::SchemaType(id) => {
                 if attr.sym.as_str() != "instances" {
@@ -219,11 +238,20 @@ impl<'a> Checker<'a> {
                     Some(a) => a.0.clone(),
                     None => {
                         if !m.open {
+                            // upstream suggests attributes only on a value it knows as an
+                            // instance; a name typed by an annotation is the schema itself,
+                            // whose only attribute is `instances`
+                            let order: Vec<&str> = m.order.iter().map(|s| s.as_str()).collect();
+                            let cands = if self.known_instance(env, value) {
+                                order
+                            } else {
+                                vec!["instances"]
+                            };
                             let msg = format!(
                                 "attribute '{}' not found in '{}'{}",
                                 attr.sym.as_str(),
                                 self.schema_name(id),
-                                did_you_mean(attr.sym.as_str(), m.order.iter().map(|s| s.as_str()))
+                                did_you_mean(attr.sym.as_str(), cands)
                             );
                             self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
                         }
@@ -279,6 +307,10 @@ impl<'a> Checker<'a> {
         let e = strip_paren(value);
         let entries = match &e.kind {
             ExprKind::Config(entries) => entries,
+            // a filter keeps the literal's type (its keys included)
+            ExprKind::Quant(q) if q.op == ast::QuantOp::Filter => {
+                return self.literal_lacks_key(env, &q.target, key);
+            }
             ExprKind::Ident(s)
                 if env.locals.iter().all(|(n, _)| n != s)
                     && !env.keys.iter().any(|(k, _)| k == s)
@@ -295,15 +327,8 @@ impl<'a> Checker<'a> {
             _ => return false,
         };
         let mut keys = Vec::new();
-        for en in entries.iter() {
-            match &en.kind {
-                ast::ConfigEntryKind::KeyValue { key: k, .. } => match &k.kind {
-                    ExprKind::Ident(n) => keys.push(n.as_str().to_string()),
-                    ExprKind::Str(v) => keys.push(v.to_string()),
-                    _ => return false,
-                },
-                _ => return false,
-            }
+        if !literal_keys(entries, &mut keys) {
+            return false;
         }
         !keys.iter().any(|k| k == key.as_str())
     }
@@ -425,9 +450,71 @@ impl<'a> Checker<'a> {
                 self.infer(env, &se.config);
                 Ty::Schema(id)
             }
+            (None, ExprKind::Config(entries)) => {
+                // `inst {...}` on a name holding an instance: its schema's config
+                if let [n] = se.name.names.as_slice()
+                    && let Ty::Schema(sid) = self.lookup(env, n.sym)
+                    && self.schema_is_plain(sid)
+                {
+                    self.check_schema_config(env, entries, &[sid]);
+                    return Ty::Schema(sid);
+                }
+                self.check_rule_config(env, se, entries);
+                self.infer(env, &se.config);
+                Ty::Any
+            }
             _ => {
                 self.infer(env, &se.config);
                 Ty::Any
+            }
+        }
+    }
+
+    /// A rule's config may set only the attributes of the protocol the rule is for (none
+    /// without one): upstream's `Cannot add member`, at the first other key.
+    fn check_rule_config(&mut self, env: &Env, se: &ast::SchemaExpr, entries: &[ast::ConfigEntry]) {
+        let (pkg, name) = match se.name.names.as_slice() {
+            [n] => (Some(env.pkg), n.sym),
+            [m, n] => (self.pkg_of_import(m.span.file, m.sym), n.sym),
+            _ => return,
+        };
+        let Some(pkg) = pkg else { return };
+        let Some(&(rule, file)) = self.pkgs[pkg].rules.get(&name) else {
+            return;
+        };
+        // a rule with parents or a protocol not found: not judged here
+        if !rule.parents.is_empty() {
+            return;
+        }
+        let allowed: Option<Vec<Symbol>> = match &rule.for_host {
+            None => Some(Vec::new()),
+            Some(h) => self.resolve_schema(pkg, file, &h.names).map(|id| {
+                // (a protocol's members count as open elsewhere: its host adds to them)
+                let m = self.members(id);
+                if m.unresolved {
+                    return Vec::new();
+                }
+                m.attrs.keys().copied().collect()
+            }),
+        };
+        let Some(allowed) = allowed else { return };
+        if rule.for_host.is_some() && allowed.is_empty() {
+            return;
+        }
+        for en in entries {
+            let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind else {
+                continue;
+            };
+            let Some(path) = key_path(key) else { continue };
+            let (k, _) = path[0];
+            if !allowed.contains(&k) {
+                let msg = format!(
+                    "Cannot add member '{}' to schema '{}'",
+                    k.as_str(),
+                    name.as_str()
+                );
+                self.err(ErrKind::Compile, msg, key.span.shrink_to_lo());
+                return;
             }
         }
     }
@@ -662,7 +749,7 @@ impl<'a> Checker<'a> {
                         }
                         _ => {
                             let t = self.infer(env, key);
-                            self.check_str_key(&t, key.span);
+                            self.check_str_key(&t, key.span, false);
                             t
                         }
                     };
@@ -708,6 +795,34 @@ impl<'a> Checker<'a> {
             ..env.clone()
         }
     }
+}
+
+/// The keys of a config literal, through `**` of literals and `if` entries (upstream's type
+/// of the literal records them all); false when one is not known.
+fn literal_keys(entries: &[ast::ConfigEntry], keys: &mut Vec<String>) -> bool {
+    for en in entries.iter() {
+        match &en.kind {
+            ast::ConfigEntryKind::KeyValue { key: k, .. } => match &k.kind {
+                ExprKind::Ident(n) => keys.push(n.as_str().to_string()),
+                ExprKind::Str(v) => keys.push(v.to_string()),
+                _ => return false,
+            },
+            ast::ConfigEntryKind::Unpack { value, .. } => match &strip_paren(value).kind {
+                ExprKind::Config(inner) => {
+                    if !literal_keys(inner, keys) {
+                        return false;
+                    }
+                }
+                _ => return false,
+            },
+            ast::ConfigEntryKind::If(ci) => {
+                if !literal_keys(&ci.body, keys) || !literal_keys(&ci.orelse, keys) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The loop variables' types where the iterated value's type is known, as variable types

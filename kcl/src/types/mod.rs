@@ -127,6 +127,8 @@ struct PkgInfo<'a> {
     /// Annotated package-level variables.
     globals: FxHashMap<Symbol, (&'a ast::Type, FileId)>,
     dup_schemas: Vec<Symbol>,
+    /// Rules: a config may set only the attributes of the protocol a rule is for.
+    rules: FxHashMap<Symbol, (&'a ast::RuleStmt, FileId)>,
     /// Unannotated package-level names assigned exactly once (by a plain top-level `=`),
     /// typed lazily by their value with literals widened, as upstream does.
     inferred: FxHashMap<Symbol, (&'a Expr, FileId)>,
@@ -255,6 +257,7 @@ impl<'a> Checker<'a> {
                 aliases: FxHashMap::default(),
                 globals: FxHashMap::default(),
                 dup_schemas: Vec::new(),
+                rules: FxHashMap::default(),
                 inferred: FxHashMap::default(),
                 inferred_ty: FxHashMap::default(),
                 unified: FxHashMap::default(),
@@ -284,6 +287,9 @@ impl<'a> Checker<'a> {
                         }
                         StmtKind::TypeAlias(t) => {
                             info.aliases.insert(t.name.sym, (&t.ty, m.file));
+                        }
+                        StmtKind::Rule(r) => {
+                            info.rules.insert(r.name.sym, (r, m.file));
                         }
                         StmtKind::Assign(a) => {
                             if let (Some(t), [target]) = (&a.ty, a.targets.as_slice())
@@ -509,6 +515,26 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
         StmtKind::If(i) => {
             for st in i.body.iter().chain(&i.orelse) {
                 public_assignments(st, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Public package-level names a statement declares by unification (`x: S {}`, through `if`
+/// bodies), with where each statement starts.
+fn public_unifications(s: &Stmt, out: &mut Vec<(Symbol, Span, Option<Symbol>)>) {
+    match &s.kind {
+        StmtKind::Unification(u) if !u.target.sym.as_str().starts_with('_') => {
+            let schema = match &u.value.kind {
+                ExprKind::Schema(se) => se.name.names.first().map(|n| n.sym),
+                _ => None,
+            };
+            out.push((u.target.sym, s.span, schema))
+        }
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(&i.orelse) {
+                public_unifications(st, out);
             }
         }
         _ => {}

@@ -176,13 +176,24 @@ pub(super) fn int_index(t: &Ty) -> bool {
 pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
     use ast::CmpOp as C;
     let num = |t: &Ty| all_of(t, |t| matches!(t.kind(), Some(Kind::Num | Kind::Bool)));
+    // a number with a unit compares with nothing (membership and identity aside)
+    let unit = |t: &Ty| match t {
+        Ty::Union(ts) => ts.iter().any(|t| matches!(t, Ty::Unit(_))),
+        t => matches!(t, Ty::Unit(_)),
+    };
+    if (unit(l) || unit(r)) && !matches!(op, C::In | C::NotIn | C::Is | C::IsNot) {
+        return false;
+    }
     match op {
+        // (`any` on either side is left to the run time)
+        C::Lt | C::LtE | C::Gt | C::GtE if l.is_any() || r.is_any() => true,
         C::Lt | C::LtE | C::Gt | C::GtE => {
             let known = |t: &Ty| all_of(t, |t| matches!(t, Ty::None) || t.kind().is_some());
             !(l.is_mapping() || r.is_mapping() || (known(l) && known(r) && !(num(l) && num(r))))
         }
         C::In | C::NotIn => {
-            r.is_any()
+            l.is_any()
+                || r.is_any()
                 || matches!(r, Ty::SchemaType(_))
                 || matches!(
                     r.kind(),

@@ -90,7 +90,18 @@ impl<'a> Checker<'a> {
                         self.alias_depth -= 1;
                         r
                     }
-                    _ => Ty::Any,
+                    _ => match id.names.as_slice() {
+                        [m, n]
+                            if n.sym.as_str() == "NumberMultiplier"
+                                && self
+                                    .system_module_of(m.span.file, m.sym)
+                                    .and_then(crate::builtins::system_module_name)
+                                    == Some("units") =>
+                        {
+                            Ty::Unit(None)
+                        }
+                        _ => Ty::Any,
+                    },
                 }
             }
             TypeKind::List(e) => Ty::List(Rc::new(match e {
@@ -424,6 +435,18 @@ impl<'a> Checker<'a> {
                     self.check_type_names_in(env, x, root, at_root);
                 }
             }
+            // upstream's resolver looks `None` and `Undefined` up as names in a type, and
+            // finds neither
+            TypeKind::Literal(l @ (ast::LiteralType::None | ast::LiteralType::Undefined)) => {
+                let name = if matches!(l, ast::LiteralType::None) {
+                    "None"
+                } else {
+                    "Undefined"
+                };
+                let at = if at_root { root.shrink_to_lo() } else { t.span };
+                let msg = format!("name '{name}' is not defined");
+                self.err(ErrKind::Compile, msg, at);
+            }
             _ => {}
         }
     }
@@ -460,14 +483,19 @@ impl<'a> Checker<'a> {
         if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
             return t.clone();
         }
-        if env.keys.iter().any(|(k, _)| *k == s) {
-            return Ty::Any;
-        }
+        // in a schema body an attribute wins over a config literal's key of the same name
+        // (upstream's resolver looks the schema's scope up first)
         if let Some(id) = env.schema {
             let m = self.members(id);
             if let Some(a) = m.attrs.get(&s) {
                 return a.0.clone();
             }
+        }
+        if env.keys.iter().any(|(k, _)| *k == s) {
+            return Ty::Any;
+        }
+        if let Some(id) = env.schema {
+            let m = self.members(id);
             if m.open {
                 return Ty::Any;
             }

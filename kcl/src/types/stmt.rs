@@ -50,6 +50,17 @@ impl<'a> Checker<'a> {
                 }
                 first.insert(n, sp);
             }
+            // a unification declares its name too: a later assignment changes it (one before
+            // it does not), and upstream says it was declared at the latest declaration
+            let mut unified = Vec::new();
+            public_unifications(s, &mut unified);
+            for (n, sp, schema) in unified {
+                // (an unknown schema is the resolver's error, which upstream reports first)
+                if schema.is_some_and(|sc| !self.name_defined(&Env::top(pkg, sp.file), sc)) {
+                    continue;
+                }
+                first.insert(n, sp);
+            }
         }
         // upstream's resolver then declares the package's variables in order: type aliases,
         // the annotations of assignments and the schemas of unifications are resolved with
@@ -76,7 +87,32 @@ impl<'a> Checker<'a> {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
                 if let StmtKind::Schema(st) = &s.kind {
-                    self.check_index_signature(st);
+                    // upstream builds the schema types (their attributes' types resolved)
+                    // before it walks any statement: an unknown name there comes first (after
+                    // an unknown or mixin base, which the walk reports)
+                    let base_ok = match &st.parent {
+                        None => true,
+                        Some(id) => self
+                            .resolve_schema(pkg, m.file, &id.names)
+                            .is_some_and(|b| !self.schemas[b.0].stmt.is_mixin()),
+                    };
+                    for a in st
+                        .body
+                        .iter()
+                        .filter(|_| base_ok)
+                        .filter_map(|b| match &b.kind {
+                            StmtKind::SchemaAttr(a) => Some(a),
+                            _ => None,
+                        })
+                    {
+                        if !self.type_names_defined(&env, &a.ty) {
+                            self.check_type_names(&env, &a.ty);
+                            if !self.errors.is_empty() {
+                                return;
+                            }
+                        }
+                    }
+                    self.check_index_signature(&env, st);
                     if self.errors.is_empty() {
                         self.check_field_types(&env, st);
                     }
@@ -144,8 +180,19 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+            // (statements in `if` bodies are package-level too)
+            StmtKind::If(i) => {
+                for st in i.body.iter().chain(&i.orelse) {
+                    self.check_immutable(st, assigned);
+                }
+            }
             StmtKind::AugAssign(a) => {
                 let n = a.target.name;
+                // an augmented assignment declares a name not assigned before it
+                if a.target.path.is_empty() && !assigned.contains_key(&n.sym) {
+                    assigned.insert(n.sym, a.target.span);
+                    return;
+                }
                 if a.target.path.is_empty()
                     && !n.sym.as_str().starts_with('_')
                     && let Some(&first) = assigned.get(&n.sym)
@@ -377,6 +424,41 @@ impl<'a> Checker<'a> {
                 if let Some(ps) = &r.params {
                     self.check_param_order(ps);
                 }
+                // its checks are typed with the protocol's attributes (and its parameters) in
+                // scope, as upstream's resolver does; a rule with parents, or a protocol not
+                // found, is left to the run time
+                let host = match &r.for_host {
+                    Some(h) => match self.resolve_schema(env.pkg, env.file, &h.names) {
+                        Some(id) => Some(id),
+                        None => return,
+                    },
+                    None => None,
+                };
+                if !r.parents.is_empty() {
+                    return;
+                }
+                // (upstream reports no unknown name there)
+                let mut renv = Env {
+                    schema: host,
+                    lenient: true,
+                    ..env.clone()
+                };
+                for p in r.params.iter().flatten() {
+                    let t = match &p.ty {
+                        Some(t) => self.resolve_type(env.pkg, env.file, t),
+                        None => Ty::Any,
+                    };
+                    renv = renv.with_local(p.name.sym, t);
+                }
+                for c in &r.checks {
+                    self.infer(&renv, &c.test);
+                    if let Some(x) = &c.if_cond {
+                        self.infer(&renv, x);
+                    }
+                    if let Some(x) = &c.msg {
+                        self.infer(&renv, x);
+                    }
+                }
             }
             StmtKind::Import(_) => {}
         }
@@ -406,15 +488,22 @@ impl<'a> Checker<'a> {
 
     /// A schema's own attributes must fit its own index signature (upstream's resolver checks
     /// every schema, instantiated or not).
-    pub(super) fn check_index_signature(&mut self, st: &ast::SchemaStmt) {
+    pub(super) fn check_index_signature(&mut self, env: &Env, st: &ast::SchemaStmt) {
         let Some(is) = &st.index_signature else {
             return;
         };
+        // an unknown name in a type is the resolver's error, reported later and first
+        if !self.type_names_defined(env, &is.value_ty) {
+            return;
+        }
         use crate::eval::type_str;
         for s in &st.body {
             let StmtKind::SchemaAttr(a) = &s.kind else {
                 continue;
             };
+            if !self.type_names_defined(env, &a.ty) {
+                continue;
+            }
             let k = a.name.sym.as_str();
             if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
                 let msg = format!(
@@ -442,6 +531,26 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Whether every name a type annotation refers to is defined in the package scope.
+    fn type_names_defined(&mut self, env: &Env, t: &ast::Type) -> bool {
+        use ast::TypeKind;
+        match &t.kind {
+            TypeKind::Named(id) => {
+                id.names.len() > 1
+                    || id.names[0].sym.as_str() == "NumberMultiplier"
+                    || self.name_defined(&env.package_scope(), id.names[0].sym)
+            }
+            TypeKind::List(Some(e)) => self.type_names_defined(env, e),
+            TypeKind::Dict(k, v) => [k, v]
+                .into_iter()
+                .flatten()
+                .all(|x| self.type_names_defined(env, x)),
+            TypeKind::Union(ts) => ts.iter().all(|x| self.type_names_defined(env, x)),
+            TypeKind::Literal(ast::LiteralType::None | ast::LiteralType::Undefined) => false,
+            _ => true,
+        }
+    }
+
     /// A schema may not redeclare an attribute of its own body with a type its first
     /// declaration does not take, nor make a required one optional; nor an inherited attribute
     /// with another type.
@@ -451,6 +560,10 @@ impl<'a> Checker<'a> {
             let StmtKind::SchemaAttr(a) = &s.kind else {
                 continue;
             };
+            // an unknown name in the type is the resolver's error, reported first
+            if !self.type_names_defined(env, &a.ty) {
+                continue;
+            }
             let nt = self.resolve_type(env.pkg, env.file, &a.ty);
             let Some((et, optional)) = first.get(&a.name.sym).cloned() else {
                 first.insert(a.name.sym, (nt, a.optional));

@@ -31,6 +31,9 @@ pub enum Ty {
     /// A function: its parameters (names, for keyword arguments, and types; whether each has
     /// a default) and its return type.
     Func(Rc<FuncTy>),
+    /// A number with a unit: `units.NumberMultiplier` (`None`) or a literal such as `1Ki`
+    /// (kept as written: upstream never widens it, and no operator takes it).
+    Unit(Option<std::sync::Arc<str>>),
 }
 
 /// The type of a lambda or of a name annotated with a function type.
@@ -60,6 +63,7 @@ impl Hash for Ty {
             Ty::Union(ts) => ts.hash(state),
             Ty::Schema(id) | Ty::SchemaType(id) => id.hash(state),
             Ty::Func(f) => f.hash(state),
+            Ty::Unit(u) => u.hash(state),
             Ty::Any | Ty::None | Ty::Bool | Ty::Int | Ty::Float | Ty::Str => {}
         }
     }
@@ -174,6 +178,8 @@ impl Ty {
                 .join(" | "),
             Ty::Schema(id) => schema(*id),
             Ty::SchemaType(id) => schema(*id),
+            Ty::Unit(None) => "number_multiplier".into(),
+            Ty::Unit(Some(lit)) => format!("number_multiplier({lit})"),
             Ty::Func(f) => format!(
                 "({}) -> {}",
                 f.params
@@ -217,6 +223,9 @@ pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> b
         // an instance is not a dict: upstream refuses `x: {str:any} = S {}` (and at run time)
         (Schema(_), Dict(..)) => false,
         (Schema(a), Schema(b)) => sub(*a, *b),
+        // a unit literal is a number multiplier (and only itself as a literal)
+        (Unit(_), Unit(Option::None)) => true,
+        (Unit(a), Unit(b)) => a == b,
         // parameters the other way round: the expected function's arguments must fit the
         // given one's parameters, literally (`(int) -> R` does not take `(int(1)) -> R`)
         (Func(g), Func(e)) => {

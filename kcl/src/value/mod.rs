@@ -489,7 +489,12 @@ impl Value {
             Value::Bool(_) => "bool".into(),
             Value::Int(_) => "int".into(),
             Value::Float(_) => "float".into(),
-            Value::Unit(_) => "number_multiplier".into(),
+            // upstream's run-time type of a unit value names its literal
+            Value::Unit(u) => format!(
+                "number_multiplier({}{})",
+                num::fmt_unit_raw(u.raw),
+                u.suffix
+            ),
             Value::Str(_) => "str".into(),
             Value::List(_) => "list".into(),
             Value::Dict(_) => "dict".into(),

@@ -259,6 +259,10 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
             Ok(Value::from(v))
         }
         (Mul, Value::Str(s), Value::Int(n)) | (Mul, Value::Int(n), Value::Str(s)) => {
+            // upstream repeats by the count as an unsigned number: a negative one overflows
+            if *n < 0 && !s.is_empty() {
+                return Err(RtError::eval("capacity overflow"));
+            }
             let times = (*n).max(0) as usize;
             crate::limits::check_items(s.len().saturating_mul(times), "the repeated string")?;
             Ok(Value::from(s.repeat(times)))
@@ -427,8 +431,9 @@ fn contains(container: &Value, item: &Value) -> RtResult<bool> {
         },
         Value::None | Value::Undefined => false,
         _ => {
-            return Err(RtError::ty(format!(
-                "argument of type '{}' is not iterable",
+            // upstream's run-time error names Python's exception in its message
+            return Err(RtError::eval(format!(
+                "TypeError: argument of type '{}' is not iterable",
                 container.type_name()
             )));
         }

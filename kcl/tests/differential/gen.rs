@@ -116,6 +116,8 @@ pub struct Gen {
     pub instances_used: bool,
     /// The instance being written is a statement's value (it may span lines).
     multiline: bool,
+    /// System modules the feature statements use (imported by every main file).
+    imports: Vec<&'static str>,
 }
 
 const WORDS: &[&str] = &[
@@ -186,6 +188,7 @@ impl Gen {
             counter: 0,
             instances_used: false,
             multiline: false,
+            imports: Vec::new(),
         }
     }
 
@@ -504,7 +507,15 @@ impl Gen {
             2 => format!("[{}, {}]", self.rng.int(-5, 50), self.float_lit()),
             3 => format!(" {{a = {}, b = [True, None]}} ", self.rng.int(0, 9)),
             4 => self.float_lit(),
-            _ => self.int_expr(1),
+            // `${{` is no interpolation of a dict literal upstream: parenthesize one
+            _ => {
+                let e = self.int_expr(1);
+                if e.starts_with('{') {
+                    format!("({e})")
+                } else {
+                    e
+                }
+            }
         }
     }
 
@@ -1140,6 +1151,14 @@ impl Gen {
             mains[f].push_str(&s);
         }
         let mut args = Vec::new();
+        let sys: String = self
+            .imports
+            .iter()
+            .map(|m| format!("import {m}\n"))
+            .collect();
+        for m in mains.iter_mut() {
+            m.insert_str(0, &sys);
+        }
         for (k, m) in mains.into_iter().enumerate() {
             let name = if k == 0 {
                 "main.k".to_string()
@@ -1197,6 +1216,9 @@ impl Gen {
 
     fn statement(&mut self, nmain: usize, mains: &mut [String], f: usize) -> String {
         let main_schemas: Vec<usize> = (0..self.schemas.len()).collect();
+        if self.rng.chance(25) {
+            return self.feature();
+        }
         match self.rng.below(13) {
             0..=2 if !main_schemas.is_empty() => {
                 // `name: S {...}` declared in one or several files (upstream merges them)
@@ -1358,6 +1380,526 @@ impl Gen {
             _ => {
                 let c = self.expr(&Ty::Bool, 0);
                 format!("_{name} = {a}\nif {c}:\n    _{name} = {b}\n{name} = [_{name}]\n")
+            }
+        }
+    }
+}
+
+/// Patterns for `regex` calls (valid, so the program reaches what the call returns).
+const PATTERNS: &[&str] = &[
+    r"[a-z]+",
+    r"\d+",
+    r"^a",
+    r"x*",
+    r"(\w)-(\w)",
+    r"[,;]",
+    r"\s+",
+    r"b|c",
+    r"^$",
+    r".",
+];
+
+/// Addresses for `net` calls.
+const ADDRS: &[&str] = &[
+    "127.0.0.1",
+    "10.0.0.1",
+    "::1",
+    "fe80::1",
+    "224.0.0.1",
+    "0.0.0.0",
+    "8.8.8.8",
+    "ff02::1",
+    "192.168.1.300",
+    "abc",
+    "",
+    "2001:db8::68",
+    "255.255.255.255",
+];
+
+/// Language areas the typed generator above does not reach: system modules, format specs,
+/// rules and protocols, closures, literal and union types, unpacking, number formatting and
+/// run-time errors. Each statement is small and names what it binds freshly; a few fail on
+/// purpose (the failure must be upstream's).
+impl Gen {
+    fn import(&mut self, m: &'static str) {
+        if !self.imports.contains(&m) {
+            self.imports.push(m);
+        }
+    }
+
+    fn word(&mut self) -> String {
+        self.str_lit()
+    }
+
+    fn num_lit(&mut self) -> String {
+        match self.rng.below(5) {
+            0 => self.rng.int(-1000, 100000).to_string(),
+            1 => self.float_lit(),
+            2 => self
+                .rng
+                .pick(&[
+                    "1e20",
+                    "1e-7",
+                    "0.1 + 0.2",
+                    "1.0 / 3",
+                    "2.0 ** 70",
+                    "-0.0",
+                    "1e16",
+                    "1e15",
+                    "123456789.123456789",
+                    "100000000000000000.0",
+                    "0.000123",
+                    "3.0",
+                ])
+                .to_string(),
+            3 => self.rng.int(-5, 5).to_string(),
+            _ => format!("{}.{}", self.rng.int(0, 999), self.rng.int(0, 9999)),
+        }
+    }
+
+    /// A random format spec for `"{:spec}".format(n)`.
+    fn format_spec(&mut self) -> String {
+        let mut s = String::new();
+        if self.rng.chance(20) {
+            s.push(*self.rng.pick(&['*', '0', 'x', ' ']));
+            s.push(*self.rng.pick(&['<', '>', '^', '=']));
+        } else if self.rng.chance(30) {
+            s.push(*self.rng.pick(&['<', '>', '^', '=']));
+        }
+        if self.rng.chance(25) {
+            s.push(*self.rng.pick(&['+', '-', ' ']));
+        }
+        if self.rng.chance(15) {
+            s.push('#');
+        }
+        if self.rng.chance(15) {
+            s.push('0');
+        }
+        if self.rng.chance(50) {
+            s.push_str(&self.rng.int(1, 12).to_string());
+        }
+        if self.rng.chance(15) {
+            s.push(*self.rng.pick(&[',', '_']));
+        }
+        if self.rng.chance(35) {
+            s.push_str(&format!(".{}", self.rng.int(0, 5)));
+        }
+        if self.rng.chance(60) {
+            s.push(*self.rng.pick(&[
+                'd', 'f', 'e', 'g', 'x', 'X', 'b', 'o', '%', 'F', 'E', 'G', 'n', 's',
+            ]));
+        }
+        s
+    }
+
+    fn feature(&mut self) -> String {
+        let name = self.fresh("f");
+        match self.rng.below(24) {
+            0 => {
+                self.import("math");
+                let f = *self.rng.pick(&[
+                    "ceil", "floor", "sqrt", "exp", "log", "log2", "log10", "log1p", "expm1",
+                    "isnan", "isinf", "isfinite", "modf",
+                ]);
+                let x = self
+                    .rng
+                    .pick(&["0", "1", "2.5", "16", "-3.7", "100", "0.5", "1e10"]);
+                if self.rng.chance(25) {
+                    let g = *self.rng.pick(&["gcd", "pow", "log"]);
+                    format!(
+                        "{name} = math.{g}({}, {})\n",
+                        self.rng.int(1, 40),
+                        self.rng.int(1, 12)
+                    )
+                } else if self.rng.chance(15) {
+                    format!("{name} = math.factorial({})\n", self.rng.int(0, 12))
+                } else {
+                    format!("{name} = math.{f}({x})\n")
+                }
+            }
+            1 => {
+                self.import("regex");
+                let p = *self.rng.pick(PATTERNS);
+                let w = self.word();
+                let call = match self.rng.below(7) {
+                    0 => format!("regex.match({w}, r\"{p}\")"),
+                    1 => format!("regex.replace({w}, r\"{p}\", \"_\")"),
+                    2 => format!("regex.findall({w}, r\"{p}\")"),
+                    3 => format!("regex.search({w}, r\"{p}\")"),
+                    4 => format!("regex.split({w}, r\"{p}\")"),
+                    5 => format!("regex.compile(r\"{p}\")"),
+                    _ => format!(
+                        "regex.replace({w}, r\"{p}\", \"-\", {})",
+                        self.rng.int(0, 2)
+                    ),
+                };
+                format!("{name} = {call}\n")
+            }
+            2 => {
+                self.import("base64");
+                self.import("crypto");
+                let w = self.word();
+                let f = *self.rng.pick(&[
+                    "base64.encode",
+                    "crypto.md5",
+                    "crypto.sha1",
+                    "crypto.sha256",
+                    "crypto.sha512",
+                    "crypto.sha224",
+                    "crypto.sha384",
+                ]);
+                if self.rng.chance(30) {
+                    format!("{name} = base64.decode(base64.encode({w}))\n")
+                } else {
+                    format!("{name} = {f}({w})\n")
+                }
+            }
+            3 => {
+                self.import("json");
+                let t = self.any_ty(2);
+                let v = self.expr(&t, 2);
+                let opts = [
+                    "",
+                    ", sort_keys=True",
+                    ", indent=2",
+                    ", indent=4, sort_keys=True",
+                    ", ignore_private=True",
+                    ", ignore_none=True",
+                ];
+                let o = *self.rng.pick(&opts);
+                if self.rng.chance(25) {
+                    format!("{name} = json.decode(json.encode({v}{o}))\n")
+                } else {
+                    format!("{name} = json.encode({v}{o})\n")
+                }
+            }
+            4 => {
+                self.import("yaml");
+                let t = self.any_ty(2);
+                let v = self.expr(&t, 2);
+                match self.rng.below(4) {
+                    0 => format!("{name} = yaml.decode(yaml.encode({v}))\n"),
+                    1 => format!("{name} = yaml.encode_all([{v}, {v}])\n"),
+                    2 => format!("{name} = yaml.encode({v}, sort_keys=True)\n"),
+                    _ => format!("{name} = yaml.encode({v})\n"),
+                }
+            }
+            5 => {
+                self.import("units");
+                let f = *self.rng.pick(&[
+                    "to_n", "to_u", "to_m", "to_K", "to_M", "to_G", "to_T", "to_P", "to_Ki",
+                    "to_Mi", "to_Gi", "to_Ti", "to_Pi",
+                ]);
+                let n = *self
+                    .rng
+                    .pick(&["1024", "1048576", "1500", "0.5", "3", "2000000", "0"]);
+                let lit = *self
+                    .rng
+                    .pick(&["1Ki", "2Mi", "3G", "500m", "1k", "4Gi", "7u", "10n"]);
+                match self.rng.below(4) {
+                    0 => format!("{name} = units.{f}({n})\n"),
+                    1 => format!("{name} = [{lit}, \"${{{lit}}}\", str({lit}), int({lit})]\n"),
+                    2 => format!("{name}: units.NumberMultiplier = {lit}\n"),
+                    _ => format!("{name} = float({lit})\n"),
+                }
+            }
+            6 => {
+                self.import("net");
+                let a = *self.rng.pick(ADDRS);
+                let f = *self.rng.pick(&[
+                    "is_IPv4",
+                    "is_IP",
+                    "is_loopback_IP",
+                    "is_multicast_IP",
+                    "is_unspecified_IP",
+                    "is_global_unicast_IP",
+                    "is_link_local_unicast_IP",
+                    "is_link_local_multicast_IP",
+                    "is_interface_local_multicast_IP",
+                ]);
+                match self.rng.below(4) {
+                    0 => format!(
+                        "{name} = net.split_host_port(\"{a}:{}\")\n",
+                        self.rng.int(1, 9000)
+                    ),
+                    1 => format!(
+                        "{name} = net.join_host_port(\"{a}\", {})\n",
+                        self.rng.int(1, 9000)
+                    ),
+                    _ => format!("{name} = net.{f}(\"{a}\")\n"),
+                }
+            }
+            7 | 8 => {
+                let spec = self.format_spec();
+                let n = self.num_lit();
+                if self.rng.chance(30) {
+                    let w = self.word();
+                    format!("{name} = \"{{0:{spec}}}|{{1}}|{{0}}\".format({n}, {w})\n")
+                } else {
+                    format!("{name} = \"[{{:{spec}}}]\".format({n})\n")
+                }
+            }
+            9 => {
+                // a rule over a protocol, checked on instantiation
+                let r = self.fresh("Rule");
+                let p = format!("{r}Protocol");
+                let lo = self.rng.int(-5, 5);
+                let v = self.rng.int(-5, 9);
+                format!(
+                    "protocol {p}:\n    x: int\n\nrule {r} for {p}:\n    x > {lo}, \"x must exceed {lo}\"\n\n{name} = {r} {{x = {v}}}\n"
+                )
+            }
+            10 => {
+                // closures: a lambda returning a lambda, defaults and keyword arguments
+                let a = self.rng.int(-5, 9);
+                let b = self.rng.int(-5, 9);
+                match self.rng.below(3) {
+                    0 => format!(
+                        "{name}_add = lambda x: int {{\n    lambda y: int {{\n        x + y\n    }}\n}}\n{name} = {name}_add({a})({b})\n"
+                    ),
+                    1 => format!(
+                        "{name}_f = lambda x: int, y: int = {b} {{\n    x * y\n}}\n{name} = [{name}_f({a}), {name}_f({a}, {b}), {name}_f(x = {a})]\n"
+                    ),
+                    _ => format!(
+                        "_{name}_base = {a}\n{name}_g = lambda x {{\n    _{name}_base + x\n}}\n{name} = [{name}_g(i) for i in range({})]\n",
+                        self.rng.int(0, 4)
+                    ),
+                }
+            }
+            11 => {
+                // literal and union types
+                match self.rng.below(4) {
+                    0 => {
+                        let w = *self.rng.pick(&["a", "b", "c"]);
+                        format!("{name}: \"a\" | \"b\" = \"{w}\"\n")
+                    }
+                    1 => format!("{name}: 1 | 2 | 3 = {}\n", self.rng.int(1, 4)),
+                    2 => format!(
+                        "{name}: [int | str] = [1, \"a\", {}]\n",
+                        self.rng.pick(&["2", "\"b\"", "True", "None"])
+                    ),
+                    _ => format!(
+                        "{name}: {{str: int | float}} = {{a = 1, b = {}}}\n",
+                        self.num_lit()
+                    ),
+                }
+            }
+            12 => {
+                // unpacking and unions of instances and dicts
+                let vis = self.visible_schemas();
+                match vis.first() {
+                    Some(&i) if self.schemas[i].required.is_empty() && !self.schemas[i].param => {
+                        let q = self.schemas[i].qualified(None);
+                        let f: Vec<Field> = self.schemas[i]
+                            .fields
+                            .iter()
+                            .filter(|f| f.config && !matches!(f.ty, Ty::Schema(_)))
+                            .cloned()
+                            .collect();
+                        match f.first() {
+                            Some(f) => {
+                                let v = self.expr(&f.ty, 1);
+                                if self.rng.chance(50) {
+                                    format!("{name} = {q} {{}} | {{{} = {v}}}\n", f.name)
+                                } else {
+                                    format!("{name} = {q} {{**{{{} = {v}}}}}\n", f.name)
+                                }
+                            }
+                            None => format!("{name} = {q} {{}}\n"),
+                        }
+                    }
+                    _ => format!(
+                        "{name} = {{**{{a = 1}}, **{{b = 2}}, c = 3}} | {{a = {}}}\n",
+                        self.rng.int(0, 9)
+                    ),
+                }
+            }
+            13 => {
+                // numbers as the output prints them
+                let xs: Vec<String> = (0..3).map(|_| self.num_lit()).collect();
+                format!("{name} = [{}]\n", xs.join(", "))
+            }
+            14 => {
+                // conversions
+                let w = self.word();
+                let n = self.num_lit();
+                let (i, r) = (self.rng.int(-300, 300), self.rng.int(0, 3));
+                let cs = [
+                    format!("int({w})"),
+                    format!("float({w})"),
+                    format!("str({n})"),
+                    format!("int({n})"),
+                    format!("bool({w})"),
+                    format!("list({w})"),
+                    format!("hex({i})"),
+                    format!("oct({i})"),
+                    format!("bin({i})"),
+                    format!("round({n}, {r})"),
+                    format!("abs({n})"),
+                    format!("typeof({n})"),
+                ];
+                let c = self.rng.pick(&cs).clone();
+                format!("{name} = {c}\n")
+            }
+            15 => {
+                // run-time errors (their message and position are compared)
+                let e = *self.rng.pick(&[
+                    "[1, 2][5]",
+                    "{\"a\": 1}[\"b\"]",
+                    "\"abc\".index(\"z\")",
+                    "[1, 2, 3][1:\"a\"]",
+                    "{\"a\": 1}.a.b",
+                    "None.x",
+                    "1 + \"a\"",
+                    "[] + {}",
+                    "\"%\" * -1",
+                    "max([])",
+                    "sum([\"a\"])",
+                    "pow(2, -1)",
+                    "2 ** -1",
+                    "[1][-2]",
+                    "\"ab\"[3]",
+                    "range(0, 10, 0)",
+                    "ord(\"ab\")",
+                    "1 << 70",
+                    "9223372036854775807 + 1",
+                    "-9223372036854775807 - 2",
+                    "int(\"12\", 1)",
+                ]);
+                if self.rng.chance(50) {
+                    format!("_{name} = {e}\n")
+                } else {
+                    format!("{name} = {e}\n")
+                }
+            }
+            16 => {
+                // a schema with checks that may fail, and its instance
+                let s = self.fresh("Checked");
+                let lo = self.rng.int(0, 5);
+                let v = self.rng.int(-2, 9);
+                let w = self.word();
+                self.import("regex");
+                format!(
+                    "schema {s}:\n    n: int\n    s: str\n\n    check:\n        n >= {lo}, \"n must be at least {lo}, got ${{n}}\"\n        regex.match(s, r\"^[a-z]*$\") if n > 3, \"bad s\"\n        multiplyof(n, 1)\n\n{name} = {s} {{n = {v}, s = {w}}}\n"
+                )
+            }
+            17 => {
+                // string methods with arguments
+                let w = self.word();
+                let m = *self.rng.pick(&[
+                    "split(\",\")",
+                    "split()",
+                    "rsplit(\",\", 1)",
+                    "splitlines()",
+                    "count(\"a\")",
+                    "isalnum()",
+                    "isspace()",
+                    "istitle()",
+                    "rindex(\"a\")",
+                    "index(\" \")",
+                    "find(\"e\", 1)",
+                    "startswith(\"a\", 1)",
+                    "replace(\"a\", \"b\", 1)",
+                ]);
+                format!("{name} = {w}.{m}\n")
+            }
+            18 => {
+                // builtins on collections
+                let c = *self.rng.pick(&[
+                    "zip([1, 2], [\"a\", \"b\"])",
+                    "sorted([3, 1, 2], reverse=True)",
+                    "isunique([1, 2, 1])",
+                    "all_true([1, True])",
+                    "any_true([0, False])",
+                    "multiplyof(10, 5)",
+                    "pow(2, 3, 5)",
+                    "round(2.5)",
+                    "round(3.5)",
+                    "round(2.675, 2)",
+                    "range(10, 0, -3)",
+                    "sum([1.5, 2])",
+                    "max([1, 2], [3])",
+                    "min(\"abc\")",
+                    "sum([[1], [2]], [])",
+                    "list({\"a\": 1, \"b\": 2})",
+                    "sorted({\"b\": 1, \"a\": 2})",
+                    "[1, 2] * 2",
+                    "[[1, 2], [3]][1:]",
+                    "{\"a\": 1} | {\"a\": 2, \"b\": 3}",
+                    "len(\"ünï\")",
+                    "\"ünï\"[1]",
+                    "typeof([1], full_name=True)",
+                ]);
+                format!("{name} = {c}\n")
+            }
+            19 => {
+                // comprehensions: two variables, nesting, dict comprehensions typed
+                let n = self.rng.int(0, 4);
+                match self.rng.below(4) {
+                    0 => format!("{name}: {{str:int}} = {{k: v for k, v in {{a = 1, b = {n}}}}}\n"),
+                    1 => format!(
+                        "{name} = [i * j for i in range({n}) for j in range(i) if j % 2 == 0]\n"
+                    ),
+                    2 => {
+                        format!("{name} = {{str(i): [j for j in range(i)] for i in range({n})}}\n")
+                    }
+                    _ => format!("{name} = [k + str(v) for k, v in {{a = 1, b = {n}}}]\n"),
+                }
+            }
+            20 => {
+                // operators: bitwise, chained comparisons, membership, string ops
+                let a = self.rng.int(-9, 99);
+                let b = self.rng.int(0, 9);
+                let es = [
+                    format!("{a} & {b}"),
+                    format!("{a} | {b}"),
+                    format!("{a} ^ {b}"),
+                    format!("~{a}"),
+                    format!("{a} >> {b}"),
+                    format!("{b} < {a} < 100"),
+                    format!("{a} // -{}", b + 1),
+                    format!("{a} % -{}", b + 1),
+                    format!("{a}.5 // {}", b + 1),
+                    "\"a\" in \"abc\"".to_string(),
+                    "[1, 2] < [1, 3]".to_string(),
+                    format!("{a} ** {b}"),
+                    format!("{a} / {}", b + 1),
+                ];
+                let e = self.rng.pick(&es).clone();
+                format!("{name} = {e}\n")
+            }
+            21 => {
+                // a schema with a mixin for a protocol, and inheritance with a check
+                let s = self.fresh("Base");
+                let v = self.rng.int(0, 9);
+                format!(
+                    "protocol {s}Protocol:\n    n: int\n\nmixin {s}Mixin for {s}Protocol:\n    doubled: int = n * 2\n\nschema {s}:\n    mixin [{s}Mixin]\n    n: int = {v}\n\nschema {s}Child({s}):\n    extra: str = \"x${{n}}\"\n\n    check:\n        n < 8, \"n too big\"\n\n{name} = {s}Child {{}}\n"
+                )
+            }
+            22 => {
+                // if expressions and optional chaining
+                let c = self.expr(&Ty::Bool, 1);
+                match self.rng.below(3) {
+                    0 => format!("{name} = {{a = 1}} if {c} else None\n{name}b = {name}?.a\n"),
+                    1 => format!("{name} = [1, 2] if {c} else []\n{name}b = {name}?[0]\n"),
+                    _ => format!("{name} = None\n{name}b = {name}?.x?.y\n"),
+                }
+            }
+            _ => {
+                // string interpolation with specs and of every kind of value
+                let t = self.any_ty(1);
+                let v = self.expr(&t, 1);
+                match self.rng.below(3) {
+                    0 => {
+                        self.import("json");
+                        format!("_{name} = {v}\n{name} = \"${{_{name}: #json}}\"\n")
+                    }
+                    1 => {
+                        self.import("yaml");
+                        format!("_{name} = {v}\n{name} = \"${{_{name}: #yaml}}\"\n")
+                    }
+                    _ => format!("_{name} = {v}\n{name} = \"<${{_{name}}}>\"\n"),
+                }
             }
         }
     }
