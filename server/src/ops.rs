@@ -50,6 +50,14 @@ pub enum OperationStatus {
 }
 
 impl OperationStatus {
+    /// The status as the API and the queue's table write it (`awaiting_approval`).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     pub fn is_final(self) -> bool {
         matches!(
             self,

@@ -89,13 +89,6 @@ pub struct PostgresQueue {
     options: QueueOptions,
 }
 
-fn status_name(status: OperationStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 fn parse_operation(body: &str) -> Result<Operation, Failure> {
     serde_json::from_str(body)
         .map_err(|e| Failure::Other(ServerError::Io(format!("a stored operation: {e}"))))
@@ -227,7 +220,7 @@ impl PostgresQueue {
                          heartbeat_at = NULL,
                          attempts = CASE WHEN $2 = 'queued' THEN attempts ELSE 0 END
                      WHERE id = $1",
-                    &[&id, &status_name(status), &to_json(&op)?],
+                    &[&id, &status.name(), &to_json(&op)?],
                 )?;
                 changed += 1;
             }
@@ -248,7 +241,7 @@ impl OperationQueue for PostgresQueue {
             let mut tx = c.transaction()?;
             tx.execute(
                 "INSERT INTO kusion_operation (id, status, body) VALUES ($1, $2, $3)",
-                &[&op.id, &status_name(op.status), &to_json(&op)?],
+                &[&op.id, &op.status.name(), &to_json(&op)?],
             )?;
             insert_event(&mut tx, &op.id, crate::ops::queued_event())?;
             tx.commit()?;
@@ -296,8 +289,8 @@ impl OperationQueue for PostgresQueue {
                 &[
                     &op.id,
                     &to_json(&op)?,
-                    &status_name(op.status),
-                    &status_name(expected),
+                    &op.status.name(),
+                    &expected.name(),
                     &op.worker,
                 ],
             )?;

@@ -536,15 +536,7 @@ async fn get_release(
         let store = source
             .state(&found)
             .map_err(|e| Problem::internal(e.to_string()))?;
-        let latest = store
-            .latest_revision()
-            .map_err(|e| Problem::internal(e.to_string()))?;
-        if revision == 0 || latest.is_none_or(|l| revision > l) {
-            return Err(Problem::not_found(format!("no release {revision}")));
-        }
-        store
-            .release(revision)
-            .map_err(|e| Problem::not_found(format!("release {revision}: {e}")))
+        views::release_of(store.as_ref(), revision)
     })
     .await?;
     Ok(Json(
@@ -730,7 +722,7 @@ async fn cancel_operation(
         if was.is_final() {
             return Err(Problem::conflict(format!(
                 "operation {id} has already ended ({})",
-                status_name(was)
+                was.name()
             )));
         }
         if op.cancelled_by.is_some() {
@@ -783,13 +775,6 @@ async fn cancel_operation(
     )))
 }
 
-fn status_name(status: OperationStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 fn decide(
     state: &AppState,
     principal: &Principal,
@@ -800,10 +785,7 @@ fn decide(
     if op.status != OperationStatus::AwaitingApproval {
         return Err(Problem::conflict(format!(
             "operation {id} is {}, not awaiting approval",
-            serde_json::to_value(op.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
+            op.status.name()
         )));
     }
     if approve && op.requested_by == principal.subject {

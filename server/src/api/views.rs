@@ -154,7 +154,10 @@ fn graph_of(spec: &Spec) -> Result<(Vec<GraphNode>, Vec<GraphEdge>), Problem> {
 }
 
 /// A release's record, or 404 when the stack has no such release.
-fn release_of(store: &dyn StateStore, revision: u64) -> AppResult<kusion_kernel::state::Release> {
+pub(super) fn release_of(
+    store: &dyn StateStore,
+    revision: u64,
+) -> AppResult<kusion_kernel::state::Release> {
     let latest = store
         .latest_revision()
         .map_err(|e| Problem::internal(e.to_string()))?;
