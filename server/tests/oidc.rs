@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -120,28 +119,9 @@ fn sign(signer: &Signer, claims: &Value) -> String {
     jsonwebtoken::encode(&header, claims, &signer.private).unwrap()
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issuer_jwts_authenticate_map_groups_to_roles_and_refuse_every_forgery() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let logs = common::capture_logs();
 
     let (issuer, issuer_url) = start_issuer("/realms/ops").await;
     let es = p256("es-1");
@@ -357,7 +337,7 @@ async fn issuer_jwts_authenticate_map_groups_to_roles_and_refuse_every_forgery()
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let audit = r.body.to_string();
     assert!(audit.contains("oidc:jti-bob"), "{audit}");
-    let logs = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let logs = logs.text();
     let audit_file = std::fs::read_to_string(work.path().join("data/audit.jsonl")).unwrap();
     for token in &used {
         let signature = token.rsplit('.').next().unwrap();

@@ -7,8 +7,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -16,29 +15,9 @@ use common::{Files, assert_problem, call, wait_for, write_stack};
 use kusion_server::auth::Role;
 use kusion_server::{AppState, InProcessQueue};
 
-/// Every log line the server writes during the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let logs = common::capture_logs();
 
     let work = tempfile::tempdir().unwrap();
     let root = work.path().join("konfig");
@@ -395,7 +374,7 @@ async fn every_route_refuses_missing_expired_and_underprivileged_tokens() {
             .any(|e| e["subject"].is_null() && e["result"] == "denied")
     );
     let audit_text = std::fs::read_to_string(data.join("audit.jsonl")).unwrap();
-    let log_text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let log_text = logs.text();
     assert!(!log_text.is_empty(), "the server logged something");
     for t in tokens
         .iter()

@@ -255,3 +255,37 @@ pub fn write_spec(root: &Path, project: &str, spec: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("spec.yaml"), spec).unwrap();
 }
+
+/// Every log line the server writes during the test, from [`capture_logs`].
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// What was logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sends every log line of the test process, at every level, to the returned buffer (once per
+/// test binary).
+pub fn capture_logs() -> Captured {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    logs
+}
