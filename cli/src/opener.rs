@@ -48,6 +48,20 @@ impl StackOpener {
         exemptions: &[String],
         force_conflicts: bool,
     ) -> Result<(Spec, Stack, PolicyGuard)> {
+        let (stack, guard) = self.open_engine(dir, state, exemptions, force_conflicts)?;
+        let spec = self.compile(dir)?;
+        Ok((spec, stack, guard))
+    }
+
+    /// The engine's stack (state store and runtimes) and the policy guard of the stack in `dir`,
+    /// without compiling it: what a day-2 run on the stack needs.
+    pub(crate) fn open_engine(
+        &self,
+        dir: &Path,
+        state: StateChoice<'_>,
+        exemptions: &[String],
+        force_conflicts: bool,
+    ) -> Result<(Stack, PolicyGuard)> {
         let settings = crate::commands::stack_settings(
             dir,
             state.state_dir,
@@ -57,7 +71,6 @@ impl StackOpener {
         )?;
         let stack =
             crate::commands::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
-        let spec = self.compile(dir)?;
         let guard = crate::policy::guard_from(
             self.config_file.as_deref(),
             &self.set,
@@ -65,7 +78,7 @@ impl StackOpener {
             &self.plugins,
             exemptions,
         )?;
-        Ok((spec, stack, guard))
+        Ok((stack, guard))
     }
 
     /// The stack's KCL compiled to a spec, as `kusionctl compile` does.

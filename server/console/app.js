@@ -4,7 +4,7 @@
 import { api, ApiError, onUnauthorized, seg, session, stackPath, streamEvents } from "./api.js";
 import { fill, h, when } from "./dom.js";
 import { drawGraph } from "./graph.js";
-import { badge, drift, findings, loading, planView, problem, resourceDiffs } from "./views.js";
+import { badge, drift, findings, loading, planView, problem, resourceDiffs, runPlanView } from "./views.js";
 
 const main = document.getElementById("main");
 let page = new AbortController();
@@ -435,8 +435,32 @@ function describe(event) {
       return [h("code", {}, d.id), ` ${d.action} `, badge(d.outcome), d.reason ? ` ${d.reason}` : ""];
     case "watch":
       return [h("code", {}, d.id), ` ${d.health}: ${d.detail}`];
+    case "run_planned":
+      return `run planned: ${d.operations} operation(s), ${d.targets} target(s), ${d.unresolved} unresolved`;
+    case "run_progress":
+      return runProgress(d.progress || {});
     default:
       return JSON.stringify(d);
+  }
+}
+
+/** A day-2 run's progress event, as `kusionctl run` prints it. */
+function runProgress(p) {
+  switch (p.event) {
+    case "batchStarted":
+      return `${p.operation}: cluster ${p.cluster} batch ${p.batch}/${p.batches} started (${(p.targets || []).length} target(s))`;
+    case "acted":
+      return p.result && "Ok" in p.result
+        ? [h("code", {}, p.target), ` ${p.result.Ok}`]
+        : [h("code", {}, p.target), " ", badge("failed"), ` ${p.result ? p.result.Err : ""}`];
+    case "waiting":
+      return `${p.operation} ${p.cluster} batch ${p.batch}: ${p.detail}`;
+    case "batchDone":
+      return [`${p.operation}: cluster ${p.cluster} batch ${p.batch}: ${p.recovered} recovered, ${p.failed} not `, badge(p.failed ? "failed" : "succeeded")];
+    case "operationSkipped":
+      return `${p.operation}: skipped, ${p.reason}`;
+    default:
+      return JSON.stringify(p);
   }
 }
 
@@ -483,6 +507,8 @@ async function operationPage(id) {
         op.rejectedBy ? [h("dt", {}, "rejected by"), h("dd", {}, op.rejectedBy)] : null,
         op.cancelledBy ? [h("dt", {}, "cancelled by"), h("dd", { id: "cancelled-by" }, op.cancelledBy)] : null,
         op.worker ? [h("dt", {}, "worker"), h("dd", {}, op.worker)] : null,
+        op.program ? [h("dt", {}, "program"), h("dd", { id: "op-program" }, h("code", {}, [op.program, ...(op.args || []).map((a) => ` -D ${a}`)].join("")))] : null,
+        op.run ? [h("dt", {}, "run"), h("dd", { id: "op-run" }, h("a", { href: `${stackHash(op.project, op.stack)}` }, `#${op.run}`))] : null,
         op.revision ? [h("dt", {}, "release"), h("dd", {}, h("a", { id: "release-link", href: `${stackHash(op.project, op.stack)}/releases/${op.revision}` }, `#${op.revision}`))] : null,
         op.error ? [h("dt", {}, "error"), h("dd", { class: "problem" }, op.error)] : null,
       ),
@@ -529,7 +555,7 @@ async function operationPage(id) {
           )
         : null,
     );
-    fill(plan, planView(op.plan));
+    fill(plan, op.kind === "run" ? runPlanView(op.plan) : planView(op.plan));
     fill(policy, op.policy ? findings(op.policy) : h("p", { class: "muted" }, "No policy verdict recorded for this operation."));
   };
   const decide = async (what, status) => {

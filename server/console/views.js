@@ -85,6 +85,41 @@ export function planView(plan) {
   );
 }
 
+/** A day-2 run's plan: each operation's batches per cluster, with what each target would get. */
+export function runPlanView(plan) {
+  if (!plan) return h("p", { class: "muted" }, "Not checked yet.");
+  const ops = plan.operations || [];
+  const unresolved = plan.unresolved || [];
+  return h(
+    "div",
+    { class: "plan run-plan" },
+    ops.map((op) =>
+      h(
+        "div",
+        { class: "run-operation", "data-name": op.name },
+        h("h4", {}, `${op.kind} ${op.name}`, " ", h("span", { class: "muted" }, `app ${op.app}, batch size ${op.batchSize}`)),
+        (op.clusters || []).map((c) =>
+          (c.batches || []).map((batch, i) =>
+            h(
+              "div",
+              { class: "run-batch" },
+              h("p", {}, `cluster ${c.cluster} batch ${i + 1}/${c.batches.length}`),
+              h(
+                "ul",
+                {},
+                batch.map((t) => h("li", {}, h("code", {}, t.target), t.error ? [" ", badge("failed"), ` ${t.error}`] : ` — ${t.action || ""}`)),
+              ),
+            ),
+          ),
+        ),
+      ),
+    ),
+    unresolved.length
+      ? h("div", { class: "unresolved" }, h("p", {}, badge("failed"), " Unresolved (not part of the run):"), h("ul", {}, unresolved.map((u) => h("li", {}, `${u.subject}: ${u.reason}`))))
+      : null,
+  );
+}
+
 /** Policy findings (the stack's, or an operation's verdict). */
 export function findings(report) {
   if (!report || !report.policies || report.policies.length === 0) {

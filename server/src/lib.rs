@@ -19,6 +19,7 @@ pub mod auth;
 pub mod cache;
 pub mod cluster;
 pub mod console;
+mod day2;
 pub mod oidc;
 pub mod ops;
 pub mod pgconn;
@@ -35,7 +36,7 @@ use std::sync::Arc;
 pub use cluster::{ClusterError, ClusterStack, ClusterStacks};
 pub use ops::{InProcessQueue, Operation, OperationQueue};
 pub use pgqueue::{PostgresQueue, QueueOptions};
-pub use source::{Prepared, SourceError, StackRef, StackSource};
+pub use source::{Prepared, PreparedRun, SourceError, StackRef, StackSource};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

@@ -17,6 +17,8 @@ pub enum OperationKind {
     Preview,
     Apply,
     Destroy,
+    /// A day-2 program (`kusionctl run`) on the stack's clusters.
+    Run,
 }
 
 impl OperationKind {
@@ -25,6 +27,7 @@ impl OperationKind {
             OperationKind::Preview => "preview",
             OperationKind::Apply => "apply",
             OperationKind::Destroy => "destroy",
+            OperationKind::Run => "run",
         }
     }
 }
@@ -117,6 +120,18 @@ pub struct Operation {
     /// The worker running or last running it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
+    /// A run's program: its path in the checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// A run's arguments, `KEY=VALUE` (the program's `option("KEY")`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A run goes on with the targets it resolved when some subjects could not be resolved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// The run's record in the stack's history (`GET .../runs/{run}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u64>,
 }
 
 /// A progress event of an operation, in order (`seq` from 1).
@@ -163,6 +178,18 @@ pub enum EventKind {
         health: String,
         detail: String,
     },
+    /// A run was checked and preflighted: its operations and targets.
+    RunPlanned {
+        operations: usize,
+        targets: usize,
+        unresolved: usize,
+    },
+    /// A run's progress, as `kusionctl run -o json` prints it on stderr: `event` is one of
+    /// `batchStarted`, `acted`, `waiting`, `batchDone`, `operationSkipped`.
+    RunProgress {
+        #[schema(value_type = Object)]
+        progress: serde_json::Value,
+    },
 }
 
 impl EventKind {
@@ -174,6 +201,8 @@ impl EventKind {
             EventKind::StepStarted { .. } => "step_started",
             EventKind::StepFinished { .. } => "step_finished",
             EventKind::Watch { .. } => "watch",
+            EventKind::RunPlanned { .. } => "run_planned",
+            EventKind::RunProgress { .. } => "run_progress",
         }
     }
 }
@@ -412,6 +441,10 @@ pub fn new_operation(
         result: None,
         error: None,
         worker: None,
+        program: None,
+        args: Vec::new(),
+        partial: false,
+        run: None,
     }
 }
 

@@ -13,7 +13,8 @@
 //! A claim takes the oldest queued row with `FOR UPDATE SKIP LOCKED`, so concurrent claimers
 //! never wait on or take the same row. Before claiming, the claimer re-queues running
 //! operations whose worker has not heartbeaten for the timeout, or fails them once they have
-//! been claimed `max_attempts` times, each with a status event saying why. Every write
+//! been claimed `max_attempts` times (a day-2 run at once: it is never run again unasked), each
+//! with a status event saying why. Every write
 //! `NOTIFY`s `kusion_operations`; one listening connection per process turns that into ticks of
 //! [`OperationQueue::changes`] (plus a tick a second, in case a notification is lost with a
 //! connection).
@@ -28,7 +29,9 @@ use postgres::Transaction;
 use tokio::sync::watch;
 
 use crate::ServerError;
-use crate::ops::{EventKind, Operation, OperationEvent, OperationQueue, OperationStatus};
+use crate::ops::{
+    EventKind, Operation, OperationEvent, OperationKind, OperationQueue, OperationStatus,
+};
 pub use crate::pgconn::redact;
 use crate::pgconn::{Failure, OPERATIONS_CHANNEL, PgPool};
 
@@ -187,7 +190,16 @@ impl PostgresQueue {
                 let last: Option<String> = row.get(4);
                 let worker = worker.unwrap_or_else(|| "?".into());
                 let last = last.unwrap_or_else(|| "?".into());
-                let (status, message) = if attempts >= max_attempts {
+                let (status, message) = if op.kind == OperationKind::Run {
+                    // A day-2 program may act on what its first attempt changed: not re-run.
+                    let message = format!(
+                        "worker {worker} stopped heartbeating (last at {last}) during a day-2 \
+                         run; it is not run again unasked: its run record says which targets \
+                         were acted on (`acting` ones may have been changed)"
+                    );
+                    op.error = Some(message.clone());
+                    (OperationStatus::Failed, message)
+                } else if attempts >= max_attempts {
                     let message = format!(
                         "worker {worker} stopped heartbeating (last at {last}); the operation's \
                          workers died {attempts} times, so it is given up: check the stack's state \

@@ -3,10 +3,12 @@
 //! code `kusionctl apply -C <stack>` runs (compile, stack settings, plugins, policies), so the
 //! server holds no step of its own between a stack folder and the kernel.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use kusion_kernel::operation::Stack as EngineStack;
+use kusion_kernel::ops::{ClusterConfig, OpsSpec};
 use kusion_kernel::policy::PolicyGuard;
 use kusion_kernel::spec::Spec;
 use kusion_kernel::state::StateStore;
@@ -35,6 +37,18 @@ pub struct Prepared {
     pub guard: PolicyGuard,
 }
 
+/// A day-2 program opened for a run on a stack: exactly what `kusionctl run` works with.
+pub struct PreparedRun {
+    /// The operations the program declares, with their targets.
+    pub spec: OpsSpec,
+    /// The stack's state store (the run is recorded there and holds the stack's lease) and
+    /// runtimes.
+    pub stack: EngineStack,
+    pub guard: PolicyGuard,
+    /// The clusters the program may name.
+    pub clusters: BTreeMap<String, ClusterConfig>,
+}
+
 /// A stack that could not be listed, compiled or opened, with the front end's whole message.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -49,4 +63,16 @@ pub trait StackSource: Send + Sync + 'static {
     fn state(&self, stack: &StackRef) -> Result<Arc<dyn StateStore>, SourceError>;
     /// Compile, settings, state store, runtimes and policies, for a preview, apply or destroy.
     fn open(&self, stack: &StackRef) -> Result<Prepared, SourceError>;
+    /// Compile the day-2 program at `program` (a `.k` file, its path relative to the checkout's
+    /// root and inside it) with `args` (`-D KEY=VALUE`), and open the stack it runs on.
+    fn open_run(
+        &self,
+        _stack: &StackRef,
+        program: &str,
+        _args: &[(String, String)],
+    ) -> Result<PreparedRun, SourceError> {
+        Err(SourceError(format!(
+            "{program}: this server runs no day-2 programs"
+        )))
+    }
 }

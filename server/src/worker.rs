@@ -176,7 +176,7 @@ fn planned(plan: &PlanView) -> EventKind {
     }
 }
 
-fn policy_json(report: &PolicyReport) -> Option<Value> {
+pub(crate) fn policy_json(report: &PolicyReport) -> Option<Value> {
     (!report.policies.is_empty())
         .then(|| serde_json::to_value(report).ok())
         .flatten()
@@ -259,11 +259,13 @@ fn execute(
 /// maybe approved) is not dropped because the servers were redeployed. (An approved apply whose
 /// remaining plan differs from the approved one still stops there, as the approval check
 /// demands.) On the in-process queue nobody would ever claim it again, so it ends cancelled,
-/// saying so.
+/// saying so; so does a day-2 run on any queue (its record says which targets were acted on).
 fn hand_back(queue: &dyn OperationQueue, mut op: Operation) {
     let id = op.id.clone();
     let worker = op.worker.clone().unwrap_or_else(|| "?".into());
-    let (status, message) = if queue.shared() {
+    // A day-2 run is never started again unasked: its program may act on what its first
+    // attempt already changed (a restarted pod is a new pod).
+    let (status, message) = if queue.shared() && op.kind != OperationKind::Run {
         op.error = None;
         (
             OperationStatus::Queued,
@@ -298,14 +300,21 @@ fn hand_back(queue: &dyn OperationQueue, mut op: Operation) {
 }
 
 /// True when an apply's report (as the operation keeps it) has a step that failed, rather than
-/// one cancelled or skipped.
+/// one cancelled or skipped, or a run's a target that failed.
 fn step_failed(result: Option<&Value>) -> bool {
-    result
-        .and_then(|r| r["steps"].as_array())
-        .is_some_and(|steps| steps.iter().any(|s| s["outcome"]["status"] == "failed"))
+    let Some(result) = result else {
+        return false;
+    };
+    let failed_step = result["steps"]
+        .as_array()
+        .is_some_and(|steps| steps.iter().any(|s| s["outcome"]["status"] == "failed"));
+    let failed_target = result["targets"]
+        .as_array()
+        .is_some_and(|targets| targets.iter().any(|t| t["status"] == "failed"));
+    failed_step || failed_target
 }
 
-type Step = Result<(OperationStatus, Option<String>), String>;
+pub(crate) type Step = Result<(OperationStatus, Option<String>), String>;
 
 fn run_steps(
     queue: &dyn OperationQueue,
@@ -323,6 +332,9 @@ fn run_steps(
                 op.project, op.stack
             )
         })?;
+    if op.kind == OperationKind::Run {
+        return crate::day2::run_program(queue, source, stack, op, cancel);
+    }
     let prepared = source.open(stack).map_err(|e| e.to_string())?;
     let destroy = op.kind == OperationKind::Destroy;
     let plan_options = PlanOptions {

@@ -1288,3 +1288,275 @@ fn interrupted_killed_and_concurrent_runs_stay_safe() {
     );
     east.wait_ready("web", 4);
 }
+
+/// A Konfig checkout at `root`: project `shop` with stack `prod` (requiring approval, no
+/// resources of its own) and the app-recovery program at `ops/AppRecovery.k`.
+fn konfig_with_program(root: &Path) -> PathBuf {
+    let stack = root.join("shop/prod");
+    std::fs::create_dir_all(&stack).unwrap();
+    std::fs::create_dir_all(root.join("ops")).unwrap();
+    std::fs::write(root.join("kcl.mod"), "[package]\nname = \"konfig\"\n").unwrap();
+    std::fs::write(root.join("shop/project.yaml"), "name: shop\n").unwrap();
+    std::fs::write(
+        stack.join("stack.yaml"),
+        "name: prod\nrequireApproval: true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        stack.join("kcl.yaml"),
+        "kcl_cli_configs:\n  files:\n    - main.k\n",
+    )
+    .unwrap();
+    std::fs::write(stack.join("main.k"), "resources = []\n").unwrap();
+    std::fs::copy(app_recovery(), root.join("ops/AppRecovery.k")).unwrap();
+    stack
+}
+
+/// `POST .../runs` on `kusionctl server`: the app-recovery program through the API on a stack
+/// that requires approval waits with its plan for a second person, then restarts exactly the
+/// crashing pods with its progress in the event stream; the stack's run history holds the API's
+/// run and a `kusionctl run` of the same program alike. Programs outside the checkout are refused.
+#[test]
+fn the_api_runs_a_program_after_approval_and_records_it_as_the_cli_does() {
+    require_runtime_plugin();
+    let east = Cluster::start("east");
+    east.deploy("web", 4);
+    let pods = east.wait_ready("web", 4);
+    let env = Env::new(&[&east]);
+    env.cmdb(
+        &pods
+            .iter()
+            .map(|p| record("east", &p.0, "web"))
+            .collect::<Vec<_>>(),
+    );
+    let root = env.path().join("konfig");
+    let stack_dir = konfig_with_program(&root);
+    let mut command = env.cmd(&["server", "--listen", "127.0.0.1:0", "-vv"]);
+    // Each stack keeps its own state, as `kusionctl run` in the stack folder does.
+    command.current_dir(&root).env_remove("KUSION_STATE_DIR");
+    let server =
+        kusion_tests::api_server::ApiServer::start(command, &env.path().join("server.log"));
+    let mint =
+        |subject: &str, role: &str| server.mint(&server.admin, subject, json!({"shop": role}));
+    let (alice, bob, carol) = (
+        mint("alice", "operator"),
+        mint("bob", "approver"),
+        mint("carol", "viewer"),
+    );
+    let runs = "/api/v1/projects/shop/stacks/prod/runs";
+    let start = |token: &str, body: Value| server.call("POST", runs, token, Some(body));
+
+    // Refused up front: a viewer, a path leaving the checkout, a key with `=`, kind run on the
+    // operations endpoint.
+    let program = json!({"program": "ops/AppRecovery.k", "args": {"hosts": pods[0].0}});
+    assert_eq!(start(&carol, program.clone()).0, 403);
+    for bad in [
+        json!({"program": "../AppRecovery.k"}),
+        json!({"program": "/etc/passwd.k"}),
+        json!({"program": "ops/AppRecovery.k", "args": {"a=b": "c"}}),
+        json!({"program": "ops/AppRecovery.k", "bogus": 1}),
+    ] {
+        let (code, body) = start(&alice, bad.clone());
+        assert_eq!(code, 400, "{bad}: {body}");
+    }
+    let (code, body) = server.call(
+        "POST",
+        "/api/v1/projects/shop/stacks/prod/operations",
+        &alice,
+        Some(json!({"kind": "run"})),
+    );
+    assert_eq!(code, 400, "{body}");
+    // A symbolic link out of the checkout is found by the worker, which refuses it.
+    let outside = env.path().join("outside.k");
+    std::fs::copy(app_recovery(), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("ops/Escape.k")).unwrap();
+    let (code, op) = start(
+        &alice,
+        json!({"program": "ops/Escape.k", "args": {"hosts": pods[0].0}}),
+    );
+    assert_eq!(code, 202, "{op}");
+    let failed = wait_final(&server, &alice, op["id"].as_str().unwrap());
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("not inside the checkout"),
+        "{failed}"
+    );
+
+    // Crash two pods; the run plans them in two batches and waits for approval.
+    east.crash(&pods[0].0);
+    east.crash(&pods[1].0);
+    let hosts = format!("{},{}", pods[0].0, pods[1].0);
+    let (code, op) = start(
+        &alice,
+        json!({"program": "ops/AppRecovery.k",
+               "args": {"hosts": hosts, "batchSize": "1", "timeout": "90s"}}),
+    );
+    assert_eq!(code, 202, "{op}");
+    assert_eq!(op["kind"], "run", "{op}");
+    let id = op["id"].as_str().unwrap().to_string();
+    let waiting = server.wait_for(&alice, &id, "awaiting_approval");
+    let batches = &waiting["plan"]["operations"][0]["clusters"][0]["batches"];
+    assert_eq!(batches.as_array().map(Vec::len), Some(2), "{waiting}");
+    assert!(waiting["planHash"].is_string(), "{waiting}");
+    assert!(
+        waiting["run"].is_null(),
+        "nothing recorded before approval: {waiting}"
+    );
+    assert_eq!(
+        uids(&east, "web"),
+        pods.iter().map(|p| p.1.clone()).collect(),
+        "a pod was touched before approval"
+    );
+    let approve = format!("/api/v1/operations/{id}/approve");
+    assert_eq!(
+        server.call("POST", &approve, &alice, None).0,
+        403,
+        "the requester approved"
+    );
+    let (code, body) = server.call("POST", &approve, &bob, None);
+    assert_eq!(code, 200, "{body}");
+    let done = wait_final(&server, &alice, &id);
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["approvedBy"], "bob");
+    let run_id = done["run"].as_u64().expect("the run's record");
+    let targets = done["result"]["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 2, "{done}");
+    assert!(targets.iter().all(|t| t["status"] == "recovered"), "{done}");
+
+    // Exactly the crashing pods were replaced.
+    east.wait_ready("web", 4);
+    let now = uids(&east, "web");
+    assert!(
+        !now.contains(&pods[0].1) && !now.contains(&pods[1].1),
+        "{now:?}"
+    );
+    assert!(
+        now.contains(&pods[2].1) && now.contains(&pods[3].1),
+        "{now:?}"
+    );
+
+    // Progress streamed: planned, then each batch started, acted and recovered in order.
+    let (code, events) = server.call(
+        "GET",
+        &format!("/api/v1/operations/{id}/events"),
+        &alice,
+        None,
+    );
+    assert_eq!(code, 200);
+    let events = sse_data(events.as_str().unwrap());
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| match e["type"].as_str().unwrap() {
+            "run_progress" => e["progress"]["event"].as_str().unwrap().to_string(),
+            other => other.to_string(),
+        })
+        .collect();
+    let first = |k: &str| {
+        kinds
+            .iter()
+            .position(|x| x == k)
+            .unwrap_or_else(|| panic!("no {k}: {kinds:?}"))
+    };
+    assert!(first("run_planned") < first("batchStarted"), "{kinds:?}");
+    assert!(first("batchStarted") < first("acted"), "{kinds:?}");
+    assert!(first("acted") < first("batchDone"), "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "batchDone").count(),
+        2,
+        "{kinds:?}"
+    );
+
+    // The same program run by `kusionctl run` in the stack folder lands in the same history.
+    east.crash(&pods[2].0);
+    let out = env
+        .cmd(&[
+            "run",
+            &root.join("ops/AppRecovery.k").display().to_string(),
+            "-D",
+            &format!("hosts={}", pods[2].0),
+            "-D",
+            "timeout=90s",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .current_dir(&stack_dir)
+        .env_remove("KUSION_STATE_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let (code, listed) = server.call("GET", runs, &carol, None);
+    assert_eq!(code, 200, "{listed}");
+    let listed = listed.as_array().unwrap().clone();
+    // The symbolic link was refused before anything was compiled: no record.
+    assert_eq!(listed.len(), 2, "the API's run and the CLI's: {listed:?}");
+    let api_run = listed.iter().find(|r| r["id"] == run_id).unwrap();
+    let cli_run = listed.last().unwrap();
+    assert_eq!(api_run["program"], "ops/AppRecovery.k");
+    assert_eq!(api_run["holder"]["owner"], "alice", "{api_run}");
+    assert_eq!(
+        api_run["args"],
+        json!(["batchSize=1", format!("hosts={hosts}"), "timeout=90s"])
+    );
+    for run in [api_run, cli_run] {
+        assert_eq!(run["status"], "succeeded", "{run}");
+        assert!(!run["finishedAt"].is_null(), "{run}");
+        assert!(
+            run["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["outcome"] == "recovered"),
+            "{run}"
+        );
+    }
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(api_run), keys(cli_run));
+    assert_eq!(keys(&api_run["targets"][0]), keys(&cli_run["targets"][0]));
+    // And `kusionctl run --history` there reads the API's run as the API does.
+    let history = env
+        .cmd(&["run", "--history", "-o", "json"])
+        .current_dir(&stack_dir)
+        .env_remove("KUSION_STATE_DIR")
+        .output()
+        .unwrap();
+    assert!(history.status.success(), "{}", text(&history));
+    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
+    let from_cli = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == run_id)
+        .unwrap();
+    assert_eq!(from_cli["targets"], api_run["targets"]);
+    assert_eq!(from_cli["args"], api_run["args"]);
+    assert_eq!(from_cli["holder"], api_run["holder"]);
+}
+
+/// Polls operation `id` until it ends (three minutes at most).
+fn wait_final(server: &kusion_tests::api_server::ApiServer, token: &str, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let (code, op) = server.call("GET", &format!("/api/v1/operations/{id}"), token, None);
+        assert_eq!(code, 200, "{op}");
+        if matches!(
+            op["status"].as_str(),
+            Some("succeeded" | "failed" | "blocked" | "rejected" | "cancelled")
+        ) {
+            return op;
+        }
+        assert!(Instant::now() < deadline, "never ended: {op}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every `data:` of an SSE stream read to its end.
+fn sse_data(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}

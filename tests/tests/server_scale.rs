@@ -7,7 +7,10 @@
 //! operations created through server A are seen and approved through server B; the worker
 //! running an apply is killed with SIGKILL mid-apply, and the operation is re-queued by another
 //! worker's claim and completes there, with the stack's state holding every resource once and
-//! nothing applied twice.
+//! nothing applied twice. A cancel asked of one server stops the apply a worker process runs.
+//! A worker on another machine (its own hostname, in a UTS namespace) dies holding a stack's
+//! lease: nobody can tell its process is gone, so the operation moves only once the lease has
+//! expired.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -53,6 +56,22 @@ const PROD_K: &str = r#"resources = [
 ]
 "#;
 
+/// `t:s1` takes 8 s; `t:s2` follows it: an apply to cancel while `t:s1` is under way.
+const SLOW_K: &str = r#"resources = [
+    {
+        id = "t:s1"
+        type = "Test"
+        attributes = {size = 1, delayMs = 8000}
+    }
+    {
+        id = "t:s2"
+        type = "Test"
+        attributes = {size = 2}
+        dependsOn = ["t:s1"]
+    }
+]
+"#;
+
 fn write_stack(root: &Path, name: &str, approval: bool, main: &str) {
     let stack = root.join("inv").join(name);
     std::fs::create_dir_all(&stack).unwrap();
@@ -69,14 +88,15 @@ fn write_stack(root: &Path, name: &str, approval: bool, main: &str) {
     std::fs::write(stack.join("main.k"), main).unwrap();
 }
 
-/// `ROOT/kcl.mod`, project `inv`: `inv/dev` (three chained resources, no approval) and
-/// `inv/prod` (one resource, approval required).
+/// `ROOT/kcl.mod`, project `inv`: `inv/dev` (three chained resources, no approval),
+/// `inv/prod` (one resource, approval required) and `inv/slow` (two chained, the first slow).
 fn layout(root: &Path) {
     std::fs::create_dir_all(root.join("inv")).unwrap();
     std::fs::write(root.join("kcl.mod"), "[package]\nname = \"served\"\n").unwrap();
     std::fs::write(root.join("inv/project.yaml"), "name: inv\n").unwrap();
     write_stack(root, "dev", false, DEV_K);
     write_stack(root, "prod", true, PROD_K);
+    write_stack(root, "slow", false, SLOW_K);
 }
 
 fn command(dir: &Path, home: &Path, cloud: &Path) -> Command {
@@ -372,6 +392,60 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     let after = b.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
     assert_eq!(after["plan"]["summary"]["unchanged"], 3, "{after}");
 
+    // A cancel asked of server B stops the apply a worker process claimed through A: no step
+    // starts after it, the step under way finishes, and the operation ends cancelled by alice.
+    let (code, op) = a.call(
+        "POST",
+        "/api/v1/projects/inv/stacks/slow/operations",
+        &alice,
+        Some(json!({"kind": "apply"})),
+    );
+    assert_eq!(code, 202, "{op}");
+    let slow = op["id"].as_str().unwrap().to_string();
+    wait_until("slow running", || {
+        let op = get(&a, &alice, &slow);
+        (op["status"] == "running").then_some(op)
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let (code, body) = b.call(
+        "POST",
+        &format!("/api/v1/operations/{slow}/cancel"),
+        &alice,
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let cancelled = wait_until("slow ended", || {
+        let op = get(&a, &alice, &slow);
+        op["status"]
+            .as_str()
+            .is_some_and(|s| !matches!(s, "queued" | "running"))
+            .then_some(op)
+    });
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["cancelledBy"], "alice", "{cancelled}");
+    let stream = events(&b, &alice, &slow);
+    assert!(
+        !stream
+            .iter()
+            .any(|e| e["type"] == "step_started" && e["id"] == "t:s2"),
+        "a step started after the cancel: {stream:#?}"
+    );
+    assert!(
+        !creations(&cloud).contains(&"t:s2".to_string()),
+        "t:s2 was created"
+    );
+    if stream
+        .iter()
+        .any(|e| e["type"] == "step_started" && e["id"] == "t:s1")
+    {
+        assert!(
+            stream.iter().any(|e| e["type"] == "step_finished"
+                && e["id"] == "t:s1"
+                && e["outcome"] == "succeeded"),
+            "the step under way finished: {stream:#?}"
+        );
+    }
+
     // One audit log: the operations started through A and B, and the approval through B, read
     // through A, in order, with no token in it.
     let (code, audit) = a.call("GET", "/api/v1/audit", &admin, None);
@@ -391,10 +465,11 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
         .collect();
     let ops = "POST /api/v1/projects/{project}/stacks/{stack}/operations";
     let approve = "POST /api/v1/operations/{id}/approve";
+    let cancel = "POST /api/v1/operations/{id}/cancel";
     let mints = "POST /api/v1/tokens";
     assert_eq!(
         actions,
-        [mints, mints, ops, ops, approve, ops, ops],
+        [mints, mints, ops, ops, approve, ops, ops, ops, cancel],
         "{audit}"
     );
     let text = audit.to_string();
@@ -402,4 +477,128 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
         assert!(!text.contains(token.as_str()), "a token in the audit log");
     }
     drop(workers);
+}
+
+/// A worker on "another machine" (`unshare --uts` with its own hostname: its stack lease names a
+/// host where nobody can check its process) is killed mid-apply. The lease cannot be broken
+/// early, so the heartbeat timeout (the lease's TTL + 15 s by default) re-queues the operation
+/// only after the lease has expired; the local worker then finishes it with nothing applied
+/// twice.
+#[test]
+fn a_worker_on_another_machine_dies_and_its_lease_expires_before_the_requeue() {
+    let pg = PgServer::start().unwrap_or_else(|e| panic!("PostgreSQL must start: {e}"));
+    let queue = pg.create_database("kusion_queue").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let home = work.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let root = work.join("served");
+    layout(&root);
+    let cloud = work.join("cloud");
+    let lease_ttl = "4s";
+    let mut c = command(&root, &home, &cloud);
+    c.env("KUSION_LEASE_TTL", lease_ttl)
+        .args(["server", "--listen", "127.0.0.1:0", "--workers", "0"])
+        .args(["--queue", &queue, "--data-dir"])
+        .arg(work.join("server-data"));
+    let server = ApiServer::start(c, &work.join("server.log"));
+    let alice = server.mint(&server.admin, "alice", json!({"inv": "operator"}));
+
+    // The remote worker: the same binary in a UTS namespace named machine-b.
+    let mut remote = Command::new("unshare");
+    remote
+        .args(["--user", "--map-root-user", "--uts", "sh", "-c"])
+        .arg(r#"hostname machine-b && exec "$0" "$@""#)
+        .arg(BIN)
+        .args(["worker", "--queue", &queue, "-vv"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .env("KUSION_TEST_CLOUD", &cloud)
+        .env("KUSION_LEASE_TTL", lease_ttl)
+        .env_remove("KUSION_STATE_DIR")
+        .env_remove("KUSION_CONFIG")
+        .env_remove("KUSION_RUNTIME_CONFIG")
+        .env_remove("KUSION_PLUGIN_PATH")
+        .env_remove("KUSION_QUEUE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.join("worker-remote.log")).unwrap());
+    let mut remote = Worker {
+        child: remote
+            .spawn()
+            .expect("unshare (util-linux) must run: a worker on another machine"),
+    };
+    let (code, op) = server.call(
+        "POST",
+        "/api/v1/projects/inv/stacks/dev/operations",
+        &alice,
+        Some(json!({"kind": "apply"})),
+    );
+    assert_eq!(code, 202, "{op}");
+    let id = op["id"].as_str().unwrap().to_string();
+    let running = wait_until("t:a created by the remote worker", || {
+        let op = get(&server, &alice, &id);
+        (op["status"] == "running" && creations(&cloud).contains(&"t:a".to_string())).then_some(op)
+    });
+    let remote_name = running["worker"].as_str().unwrap().to_string();
+    assert!(
+        remote_name.starts_with("machine-b-"),
+        "{remote_name}: {}",
+        std::fs::read_to_string(work.join("worker-remote.log")).unwrap_or_default()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    remote.child.kill().unwrap();
+    remote.child.wait().unwrap();
+    let killed = Instant::now();
+    let lease = LocalStore::new(root.join("inv/dev/.kusion/state"))
+        .current_lease()
+        .unwrap()
+        .expect("the dead worker's lease is still there");
+    assert_eq!(lease.holder.host, "machine-b", "{lease:?}");
+
+    // The local worker starts now; nothing moves until the lease has expired.
+    let mut local = command(&root, &home, &cloud);
+    local
+        .env("KUSION_LEASE_TTL", lease_ttl)
+        .args(["worker", "--queue", &queue, "-vv"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.join("worker-local.log")).unwrap());
+    let _local = Worker {
+        child: local.spawn().expect("starting kusionctl worker"),
+    };
+    let finished = wait_until("the apply finished", || {
+        let op = get(&server, &alice, &id);
+        matches!(op["status"].as_str(), Some("succeeded" | "failed")).then_some(op)
+    });
+    let took = killed.elapsed();
+    assert_eq!(finished["status"], "succeeded", "{finished}");
+    assert_ne!(finished["worker"], remote_name.as_str(), "{finished}");
+    // Re-queued after the heartbeat timeout (TTL + 15 s), by which time the lease had expired.
+    assert!(
+        took >= Duration::from_secs(4 + 15 - 2),
+        "re-queued before the remote worker's lease could have expired: {took:?}"
+    );
+    let stream = events(&server, &alice, &id);
+    let statuses: Vec<&str> = stream
+        .iter()
+        .filter(|e| e["type"] == "status")
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["queued", "running", "queued", "running", "succeeded"],
+        "{stream:#?}"
+    );
+    assert_eq!(
+        creations(&cloud),
+        ["t:a", "t:b", "t:c"],
+        "each resource created once"
+    );
+    let store = LocalStore::new(root.join("inv/dev/.kusion/state"));
+    assert_eq!(store.release(1).unwrap().status, ReleaseStatus::Failed);
+    assert_eq!(store.release(2).unwrap().status, ReleaseStatus::Succeeded);
+    assert!(
+        store.current_lease().unwrap().is_none(),
+        "the lease was let go"
+    );
 }

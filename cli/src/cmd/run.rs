@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
+use kusion_kernel::ops::check::{self, CheckError, CheckedRun};
 use kusion_kernel::ops::exec::{self, RunEvent, TargetStatus};
 use kusion_kernel::ops::record::{self, RecordedRun, outcome_word};
 use kusion_kernel::ops::{ClusterConfig, OpsSpec};
@@ -40,55 +41,12 @@ pub struct RunEnv<'a> {
     pub plugin: Option<Rc<dyn kusion_kcl::PluginHook>>,
 }
 
-/// The run's targets as a spec for the policy plugins: one Kubernetes resource per target (its
-/// identity from the ID), with the cluster, operation and app in `extensions`, so the same rules
-/// that guard apply (namespaces, kinds, prod stacks) also guard day-2 operations.
-fn targets_as_spec(spec: &OpsSpec) -> kusion_kernel::spec::Spec {
-    let mut resources = Vec::new();
-    for op in &spec.operations {
-        for target in &op.targets {
-            let parts: Vec<&str> = target.id.split(':').collect();
-            let (api_version, kind, namespace, name) = match parts.as_slice() {
-                [a, k, ns, n] => (*a, *k, Some(*ns), *n),
-                [a, k, n] => (*a, *k, None, *n),
-                _ => (target.id.as_str(), "", None, target.name.as_str()),
-            };
-            let mut metadata = serde_json::Map::new();
-            metadata.insert("name".into(), json!(name));
-            if let Some(ns) = namespace {
-                metadata.insert("namespace".into(), json!(ns));
-            }
-            let attributes: serde_json::Map<String, Value> = [
-                ("apiVersion".to_string(), json!(api_version)),
-                ("kind".to_string(), json!(kind)),
-                ("metadata".to_string(), Value::Object(metadata)),
-            ]
-            .into_iter()
-            .collect();
-            let mut resource =
-                kusion_sdk::Resource::new(target.id.clone(), "Kubernetes", attributes);
-            resource
-                .extensions
-                .insert("cluster".into(), json!(target.cluster));
-            resource
-                .extensions
-                .insert("operation".into(), json!(op.kind));
-            resource.extensions.insert("app".into(), json!(op.app));
-            resources.push(resource);
-        }
-    }
-    kusion_kernel::spec::Spec { resources }
-}
-
-/// Evaluate the configured policies over the run's targets; a denial stops the run (exit 4).
-fn check_policies(env: &RunEnv<'_>, spec: &OpsSpec) -> Result<()> {
-    let targets = targets_as_spec(spec);
-    let report = tokio::task::block_in_place(|| env.policy.check(&targets, "run", None))?;
-    let text = crate::policy::render(&report, &env.styles);
+/// Show the policies' findings over the run's targets (a denial has already stopped it).
+fn show_policy(env: &RunEnv<'_>, report: &kusion_kernel::policy::PolicyReport) {
+    let text = crate::policy::render(report, &env.styles);
     if !text.is_empty() && !env.json {
         eprint!("{text}");
     }
-    Ok(())
 }
 
 /// Write the shipped package to a cache folder once per content and return the folder that
@@ -200,23 +158,20 @@ pub fn load_clusters(
     Ok(out)
 }
 
-/// Compile the program and return its output as JSON.
-fn compile(
-    env: &RunEnv<'_>,
+/// Compile the program (the shipped `kusion` package beside it) into the operations it declares.
+/// Its imports are resolved from its own folder.
+pub(crate) fn compile_program(
     file: &Path,
     args: &[(String, String)],
-    package: PathBuf,
-) -> Result<Value> {
+    plugin: Option<Rc<dyn kusion_kcl::PluginHook>>,
+) -> Result<OpsSpec> {
+    let package = kcl_package_dir()?;
     let options = kusion_kcl::RunOptions {
-        work_dir: Some(
-            file.parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| env.workdir.to_path_buf()),
-        ),
+        work_dir: file.parent().map(Path::to_path_buf),
         args: args.to_vec(),
         external: vec![("kusion".to_string(), package)],
         json: true,
-        plugin: env.plugin.clone(),
+        plugin,
         ..Default::default()
     };
     let out = kusion_kcl::run_full(&[file.to_path_buf()], &options).map_err(|e| {
@@ -225,37 +180,9 @@ fn compile(
             rendered: e.to_string(),
         }
     })?;
-    serde_json::from_str(&out.text)
-        .with_context(|| format!("reading the output of {}", file.display()))
-}
-
-fn plan_json(
-    spec: &OpsSpec,
-    preflight: &BTreeMap<(String, String), Result<String, String>>,
-) -> Value {
-    let ops: Vec<Value> = spec
-        .operations
-        .iter()
-        .map(|op| {
-            let groups: Vec<Value> = op
-                .groups()
-                .iter()
-                .map(|g| {
-                    json!({"cluster": g.cluster, "batches": g.batches.iter().map(|b| b.iter().map(|t| {
-                        let what = preflight.get(&(op.name.clone(), t.name.clone()));
-                        json!({"target": t.name, "action": what.and_then(|r| r.as_ref().ok()), "error": what.and_then(|r| r.as_ref().err())})
-                    }).collect::<Vec<_>>()).collect::<Vec<_>>()})
-                })
-                .collect();
-            json!({
-                "name": op.name, "kind": op.kind, "app": op.app, "batchSize": op.batch_size,
-                "maxUnavailable": op.max_unavailable, "maxUnavailablePercent": op.max_unavailable_percent, "pauseMs": op.pause.as_millis() as u64,
-                "timeoutMs": op.timeout.as_millis() as u64, "condition": op.condition,
-                "dependsOn": op.depends_on, "params": op.params, "clusters": groups,
-            })
-        })
-        .collect();
-    json!({"operations": ops, "unresolved": spec.unresolved})
+    let output: Value = serde_json::from_str(&out.text)
+        .with_context(|| format!("reading the output of {}", file.display()))?;
+    OpsSpec::from_output(&output).with_context(|| format!("{}", file.display()))
 }
 
 fn print_plan(
@@ -511,27 +438,30 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
     let clusters = load_clusters(env.config_file.as_deref(), env.runtime_config.as_deref())?;
 
     // 1. Compile and check: nothing remote happens until every check passed.
-    let package = kcl_package_dir()?;
-    let output = tokio::task::block_in_place(|| compile(&env, &file, &kv, package))?;
-    let spec = OpsSpec::from_output(&output).with_context(|| format!("{}", file.display()))?;
+    let spec = tokio::task::block_in_place(|| compile_program(&file, &kv, env.plugin.clone()))?;
     let compile_ms = started.elapsed().as_millis() as u64;
-    spec.check_clusters(&clusters)?;
-    exec::check_support(&spec, env.registry, &clusters).map_err(|e| anyhow!(e))?;
-    check_policies(&env, &spec)?;
+    let report =
+        tokio::task::block_in_place(|| check::check(&spec, env.registry, &clusters, &env.policy))
+            .map_err(|e| match e {
+            // Kept as itself: it maps to the policy exit code.
+            CheckError::Blocked(b) => anyhow::Error::new(b),
+            e => anyhow!(e),
+        })?;
+    show_policy(&env, &report);
 
     // 2. Preflight: every target exists and the runtime accepts the operation.
     let preflight_start = Instant::now();
     let checks = exec::preflight(&spec, env.registry, &clusters, args.concurrency).await;
     let preflight_ms = preflight_start.elapsed().as_millis() as u64;
-    let checked: BTreeMap<(String, String), Result<String, String>> = checks
-        .into_iter()
-        .map(|(op, t, r)| ((op, t), r.map(|resp| resp.summary)))
-        .collect();
-    let plan = plan_json(&spec, &checked);
+    let CheckedRun {
+        checked,
+        plan,
+        problem,
+        refused,
+    } = CheckedRun::new(&spec, checks, args.partial);
     if !env.json {
         print_plan(&file, &spec, &checked, &env.styles);
     }
-    let (problem, refused) = record::refusal(&spec, &checked, args.partial);
     let arg_texts: Vec<String> = args.args.clone();
     let holder = LeaseHolder::current("run");
     if spec.operations.is_empty() && spec.unresolved.is_empty() {

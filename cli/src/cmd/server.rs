@@ -2,6 +2,7 @@
 //! folder, with this command line's way of opening a stack (the code `kusionctl apply -C
 //! <stack>` runs) behind the server's `StackSource`.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,13 +13,14 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use kusion_controller::approval::ApprovalError;
 use kusion_controller::crd::{APPROVED_BY_ANNOTATION, Mode, Stack};
+use kusion_kernel::ops::ClusterConfig;
 use kusion_kernel::spec::Spec;
 use kusion_kernel::state::StateStore;
 use kusion_sdk::runtime::Runtime;
 use kusion_server::cluster::{ClusterCondition, ClusterPlan};
 use kusion_server::{
-    ClusterError, ClusterStack, ClusterStacks, OperationQueue, Prepared, SourceError, StackRef,
-    StackSource,
+    ClusterError, ClusterStack, ClusterStacks, OperationQueue, Prepared, PreparedRun, SourceError,
+    StackRef, StackSource,
 };
 use serde_json::Value;
 
@@ -214,6 +216,9 @@ struct Checkout {
     /// A Git source's folder for stacks' local state.
     state_root: Option<PathBuf>,
     opener: StackOpener,
+    /// The clusters day-2 programs may name (the kusion config file's and the runtime
+    /// configuration's, as `kusionctl run` reads them).
+    clusters: BTreeMap<String, ClusterConfig>,
 }
 
 impl Checkout {
@@ -298,6 +303,49 @@ impl StackSource for Checkout {
             .map(|(spec, stack, guard)| Prepared { spec, stack, guard })
             .map_err(source_error)
     }
+
+    fn open_run(
+        &self,
+        stack: &StackRef,
+        program: &str,
+        args: &[(String, String)],
+    ) -> Result<PreparedRun, SourceError> {
+        let file = program_in(&self.root(), program)?;
+        let (engine, guard) = self
+            .opener
+            .open_engine(&self.dir(stack)?, self.state_choice(stack), &[], false)
+            .map_err(source_error)?;
+        let hook = crate::kcl_plugins::plugin_hook(&self.opener.plugins);
+        let spec =
+            crate::cmd::run::compile_program(&file, args, Some(hook)).map_err(source_error)?;
+        Ok(PreparedRun {
+            spec,
+            stack: engine,
+            guard,
+            clusters: self.clusters.clone(),
+        })
+    }
+}
+
+/// The program file `program` names inside the checkout at `root`. An API caller may only run
+/// the checkout's own programs: a path that leaves it (through `..` or a symbolic link) is
+/// refused.
+fn program_in(root: &Path, program: &str) -> Result<PathBuf, SourceError> {
+    let refuse = |why: &str| SourceError(format!("program {program}: {why}"));
+    let root = root
+        .canonicalize()
+        .map_err(|e| refuse(&format!("reading the checkout {}: {e}", root.display())))?;
+    let file = root
+        .join(program)
+        .canonicalize()
+        .map_err(|_| refuse("no such file in the checkout"))?;
+    if !file.starts_with(&root) {
+        return Err(refuse("not inside the checkout"));
+    }
+    if !file.is_file() || file.extension().is_none_or(|e| e != "k") {
+        return Err(refuse("not a .k file"));
+    }
+    Ok(file)
 }
 
 /// The controller's Stacks, read and approved through the controller's own types.
@@ -497,6 +545,10 @@ fn checkout(
             set: global.set.clone(),
             runtime_config,
         },
+        clusters: crate::cmd::run::load_clusters(
+            global.config.as_deref(),
+            global.runtime_config.as_deref(),
+        )?,
     };
     Ok((served, checkout))
 }

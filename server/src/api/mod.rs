@@ -51,14 +51,14 @@ impl From<ServerError> for Problem {
     info(title = "kusion server", description = "Stacks of a Konfig checkout: compile, preview, apply and destroy with approval, progress events, release history and comparison, resource graph, policy findings, drift; the GitOps controller's Stacks and approval of their plans."),
     paths(
         healthz, metrics, openapi_json, views::whoami, list_projects, get_stack, compile_stack, list_releases,
-        get_release, list_runs, get_run, views::stack_graph, views::stack_policy, views::stack_drift,
+        get_release, list_runs, create_run, get_run, views::stack_graph, views::stack_policy, views::stack_drift,
         views::compare_releases, create_operation, list_operations, get_operation, approve_operation,
         reject_operation, cancel_operation, operation_events, read_audit, list_tokens, create_token, revoke_token,
         cluster::list_cluster_stacks, cluster::get_cluster_stack, cluster::approve_cluster_plan,
     ),
     components(schemas(
         Problem, StackRef, Project, Operation, OperationKind, OperationStatus, OperationEvent,
-        EventKind, CreateOperation, ReleaseSummary, AuditEntry, Role, TokenInfo, CreateToken,
+        EventKind, CreateOperation, CreateRun, ReleaseSummary, AuditEntry, Role, TokenInfo, CreateToken,
         CreatedToken, Health, crate::cluster::ClusterStack, crate::cluster::ClusterPlan,
         crate::cluster::ClusterCondition, cluster::ApprovePlan, views::ResourceGraph, views::Session,
         views::GraphNode, views::GraphEdge, views::PolicyFindings, views::StackDrift,
@@ -119,7 +119,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route(
             "/api/v1/projects/{project}/stacks/{stack}/runs",
-            get(list_runs),
+            get(list_runs).post(create_run),
         )
         .route(
             "/api/v1/projects/{project}/stacks/{stack}/runs/{run}",
@@ -624,8 +624,18 @@ async fn create_operation(
 ) -> AppResult<Response> {
     require(&principal, &project, Role::Operator)?;
     let body = json_body(body)?;
+    if body.kind == OperationKind::Run {
+        return Err(Problem::bad_request(format!(
+            "a day-2 run names its program: POST /api/v1/projects/{project}/stacks/{stack}/runs"
+        )));
+    }
     let found = find_stack(&state, &project, &stack).await?;
     let op = ops::new_operation(body.kind, &found, &principal.subject);
+    queued(&state, op)
+}
+
+/// Stores a new operation and answers 202 with its location.
+fn queued(state: &AppState, op: Operation) -> AppResult<Response> {
     state.queue.create(&op)?;
     let location = format!("/api/v1/operations/{}", op.id);
     let mut response = (StatusCode::ACCEPTED, Json(op)).into_response();
@@ -633,6 +643,64 @@ async fn create_operation(
         response.headers_mut().insert(header::LOCATION, v);
     }
     Ok(response)
+}
+
+/// A day-2 program to run on the stack's clusters.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateRun {
+    /// The program: a `.k` file written with the `kusion.ops` package, its path relative to the
+    /// checkout's root (`ops/AppRecovery.k`).
+    program: String,
+    /// The program's `option("KEY")` values, as `kusionctl run -D KEY=VALUE` gives them.
+    #[serde(default)]
+    args: std::collections::BTreeMap<String, String>,
+    /// Run the targets that resolved even when some subjects could not be resolved.
+    #[serde(default)]
+    partial: bool,
+}
+
+/// Queue a day-2 run (operator): the program is compiled, checked against the policies and
+/// preflighted, then run in batches with each target recorded in the stack's run history
+/// (`run` on the operation names the record). On a stack with `requireApproval: true` it stops
+/// in `awaiting_approval` with its plan, and starts once approved only if the plan is unchanged.
+#[utoipa::path(post, path = "/api/v1/projects/{project}/stacks/{stack}/runs",
+    params(("project" = String, Path), ("stack" = String, Path)),
+    request_body = CreateRun,
+    responses((status = 202, body = Operation), (status = 400, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+async fn create_run(
+    State(state): Shared,
+    Extension(principal): Extension<Principal>,
+    Path((project, stack)): Path<(String, String)>,
+    body: Result<Json<CreateRun>, JsonRejection>,
+) -> AppResult<Response> {
+    require(&principal, &project, Role::Operator)?;
+    let body = json_body(body)?;
+    let program = std::path::Path::new(&body.program);
+    let inside = program
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if body.program.is_empty() || !inside || program.extension().is_none_or(|e| e != "k") {
+        return Err(Problem::bad_request(format!(
+            "program {:?}: a .k file named by its path inside the checkout (no `..`, not absolute)",
+            body.program
+        )));
+    }
+    if let Some(key) = body
+        .args
+        .keys()
+        .find(|k| k.trim().is_empty() || k.contains('='))
+    {
+        return Err(Problem::bad_request(format!(
+            "argument {key:?}: a name, without `=`"
+        )));
+    }
+    let found = find_stack(&state, &project, &stack).await?;
+    let mut op = ops::new_operation(OperationKind::Run, &found, &principal.subject);
+    op.program = Some(body.program);
+    op.args = body.args.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    op.partial = body.partial;
+    queued(&state, op)
 }
 
 /// Operations on the projects the caller may view, oldest first.
