@@ -58,6 +58,17 @@ pub struct Checkout {
 /// It adds at most this much to the time from a push to its apply.
 const FRESH: Duration = Duration::from_secs(1);
 
+/// How long a tree replaced by a newer revision is kept (see [`GitCache::fetch_now`]).
+pub const TREE_GRACE: Duration = Duration::from_secs(600);
+
+/// Marks `dir` as used now (its modification time).
+fn touch(dir: &Path) {
+    let now = std::time::SystemTime::now();
+    if let Err(e) = std::fs::File::open(dir).and_then(|f| f.set_modified(now)) {
+        tracing::debug!(dir = %dir.display(), "marking a tree as in use: {e}");
+    }
+}
+
 /// (URL, ref, credentials hash) -> when fetched and what.
 type Recent = std::collections::HashMap<(String, String, String), (Instant, Checkout)>;
 
@@ -186,11 +197,23 @@ impl GitCache {
             }
             std::fs::rename(&partial, &dir).map_err(io(&dir))?;
         }
-        // Older trees of this URL are of no further use (the next reconcile plans this one).
+        // The tree's time says when it was last the revision served: a tree replaced by a newer
+        // one is kept for `TREE_GRACE` after that, because an operation (in this process, or
+        // another sharing the folder) may still be compiling from it.
+        touch(&dir);
         if let Ok(entries) = std::fs::read_dir(&trees) {
             for e in entries.flatten() {
-                if e.file_name().to_string_lossy() != revision.as_str() {
-                    let p = e.path();
+                if e.file_name().to_string_lossy() == revision.as_str() {
+                    continue;
+                }
+                let p = e.path();
+                let stale = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_none_or(|age| age >= TREE_GRACE);
+                if stale {
                     let _ = if p.is_dir() {
                         std::fs::remove_dir_all(&p)
                     } else {
@@ -416,7 +439,20 @@ mod tests {
             std::fs::read_to_string(second.dir.join("stack/a.txt")).unwrap(),
             "two"
         );
-        assert!(!first.dir.exists(), "the older tree is removed");
+        // The replaced tree stays while an operation may still compile from it, and goes once
+        // it has not been the served revision for the grace period.
+        assert!(first.dir.is_dir(), "the older tree is kept for a while");
+        let long_ago = std::time::SystemTime::now() - TREE_GRACE - Duration::from_secs(1);
+        std::fs::File::open(&first.dir)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        cache.fetch_now(&url, "main", None).unwrap();
+        assert!(
+            !first.dir.exists(),
+            "the older tree is removed after the grace"
+        );
+        assert!(second.dir.is_dir());
         let tagged = cache.fetch_now(&url, "v1", None).unwrap();
         assert_eq!(tagged.revision, first.revision);
         let e = cache.fetch_now(&url, "no-such-branch", None).unwrap_err();

@@ -507,6 +507,7 @@ async function operationPage(id) {
         op.rejectedBy ? [h("dt", {}, "rejected by"), h("dd", {}, op.rejectedBy)] : null,
         op.cancelledBy ? [h("dt", {}, "cancelled by"), h("dd", { id: "cancelled-by" }, op.cancelledBy)] : null,
         op.worker ? [h("dt", {}, "worker"), h("dd", {}, op.worker)] : null,
+        op.sourceRevision ? [h("dt", {}, "commit"), h("dd", { id: "op-commit" }, h("code", {}, op.sourceRevision))] : null,
         op.program ? [h("dt", {}, "program"), h("dd", { id: "op-program" }, h("code", {}, [op.program, ...(op.args || []).map((a) => ` -D ${a}`)].join("")))] : null,
         op.run ? [h("dt", {}, "run"), h("dd", { id: "op-run" }, h("a", { href: `${stackHash(op.project, op.stack)}` }, `#${op.run}`))] : null,
         op.revision ? [h("dt", {}, "release"), h("dd", {}, h("a", { id: "release-link", href: `${stackHash(op.project, op.stack)}/releases/${op.revision}` }, `#${op.revision}`))] : null,

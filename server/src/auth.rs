@@ -343,12 +343,23 @@ impl TokenStore {
     /// The principal a presented token stands for: None when unknown, revoked or expired (or
     /// when the store cannot be read: a request is refused rather than let through).
     pub fn verify(&self, token: &str) -> Option<Principal> {
+        self.verify_with(token, false)
+    }
+
+    /// As [`TokenStore::verify`], but without asking a shared database: a token this server
+    /// verified recently (still in its cache), or one of a file store (read into memory).
+    pub fn verify_cached(&self, token: &str) -> Option<Principal> {
+        self.verify_with(token, true)
+    }
+
+    fn verify_with(&self, token: &str, cached_only: bool) -> Option<Principal> {
         if !token.starts_with(TOKEN_PREFIX) {
             return None;
         }
         let hash = hash_token(token);
         let record = match self {
             TokenStore::File(f) => f.find(&hash),
+            TokenStore::Postgres(p) if cached_only => p.cached(&hash),
             TokenStore::Postgres(p) => match p.find(&hash) {
                 Ok(found) => found,
                 Err(e) => {
@@ -499,19 +510,26 @@ impl PgTokens {
         })
     }
 
+    /// The token with `hash` if it is in the cache and still fresh.
+    fn cached(&self, hash: &str) -> Option<TokenRecord> {
+        let generation = *self.changes.borrow();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        match cache.get(hash) {
+            Some(c) if c.generation == generation && c.at.elapsed() < self.cache_ttl => {
+                Some(c.record.clone())
+            }
+            Some(_) => {
+                cache.remove(hash);
+                None
+            }
+            None => None,
+        }
+    }
+
     fn find(&self, hash: &str) -> Result<Option<TokenRecord>, ServerError> {
         let generation = *self.changes.borrow();
-        {
-            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            match cache.get(hash) {
-                Some(c) if c.generation == generation && c.at.elapsed() < self.cache_ttl => {
-                    return Ok(Some(c.record.clone()));
-                }
-                Some(_) => {
-                    cache.remove(hash);
-                }
-                None => {}
-            }
+        if let Some(record) = self.cached(hash) {
+            return Ok(Some(record));
         }
         let key = hash.to_string();
         let found = self.pool.call(move |c| {

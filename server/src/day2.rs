@@ -52,6 +52,7 @@ pub(crate) fn run_program(
     let prepared = source
         .open_run(stack, &program, &args)
         .map_err(|e| e.to_string())?;
+    op.source_revision = prepared.revision.clone();
     let (spec, registry, clusters) = (&prepared.spec, &prepared.stack.registry, &prepared.clusters);
     let push = |kind: EventKind| {
         if let Err(e) = queue.push_event(&op.id, kind) {

@@ -20,6 +20,7 @@ pub mod cache;
 pub mod cluster;
 pub mod console;
 mod day2;
+pub mod limit;
 pub mod oidc;
 pub mod ops;
 pub mod pgconn;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub oidc: Option<oidc::OidcVerifier>,
     pub audit: audit::AuditLog,
     pub metrics: api::Metrics,
+    /// Client addresses that keep presenting unknown tokens.
+    pub auth_failures: limit::AuthFailures,
     /// Raised once the server is shutting down and its workers have stopped: event streams end.
     pub shutdown: tokio::sync::watch::Sender<bool>,
 }
@@ -114,6 +117,7 @@ impl AppState {
             oidc,
             audit,
             metrics: api::Metrics::default(),
+            auth_failures: limit::AuthFailures::default(),
             shutdown: tokio::sync::watch::channel(false).0,
         })
     }

@@ -132,6 +132,10 @@ pub struct Operation {
     /// The run's record in the stack's history (`GET .../runs/{run}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<u64>,
+    /// The Git commit the worker compiled the stack (or program) from, when the server serves a
+    /// Git source; the last run's, when it ran more than once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_revision: Option<String>,
 }
 
 /// A progress event of an operation, in order (`seq` from 1).
@@ -445,6 +449,7 @@ pub fn new_operation(
         args: Vec::new(),
         partial: false,
         run: None,
+        source_revision: None,
     }
 }
 

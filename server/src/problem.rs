@@ -43,6 +43,9 @@ impl Problem {
     pub fn unauthorized(detail: impl Into<String>) -> Problem {
         Problem::new(StatusCode::UNAUTHORIZED, detail)
     }
+    pub fn too_many_requests(detail: impl Into<String>) -> Problem {
+        Problem::new(StatusCode::TOO_MANY_REQUESTS, detail)
+    }
     pub fn forbidden(detail: impl Into<String>) -> Problem {
         Problem::new(StatusCode::FORBIDDEN, detail)
     }

@@ -35,6 +35,8 @@ pub struct Prepared {
     pub spec: Spec,
     pub stack: EngineStack,
     pub guard: PolicyGuard,
+    /// The commit the spec was compiled from, when the checkout is a Git source's.
+    pub revision: Option<String>,
 }
 
 /// A day-2 program opened for a run on a stack: exactly what `kusionctl run` works with.
@@ -47,6 +49,8 @@ pub struct PreparedRun {
     pub guard: PolicyGuard,
     /// The clusters the program may name.
     pub clusters: BTreeMap<String, ClusterConfig>,
+    /// The commit the program was compiled from, when the checkout is a Git source's.
+    pub revision: Option<String>,
 }
 
 /// A stack that could not be listed, compiled or opened, with the front end's whole message.

@@ -336,6 +336,7 @@ fn run_steps(
         return crate::day2::run_program(queue, source, stack, op, cancel);
     }
     let prepared = source.open(stack).map_err(|e| e.to_string())?;
+    op.source_revision = prepared.revision.clone();
     let destroy = op.kind == OperationKind::Destroy;
     let plan_options = PlanOptions {
         destroy,

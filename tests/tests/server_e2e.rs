@@ -444,6 +444,16 @@ fn oidc_jwts_authenticate_on_the_real_server() {
     }
 }
 
+/// The repository's HEAD commit.
+fn head(dir: &Path) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .current_dir(dir)
@@ -525,6 +535,11 @@ fn a_git_source_is_served_and_followed_with_state_kept_across_revisions() {
     assert_eq!(code, 200);
     let applied = server.wait_for(&alice, &id, "succeeded");
     assert_eq!(applied["revision"], 1, "{applied}");
+    let first_commit = head(&repo);
+    assert_eq!(
+        applied["sourceRevision"], first_commit,
+        "the operation names the commit it applied"
+    );
     assert!(
         data.join("state/inv/dev").is_dir(),
         "local state is kept outside the fetched trees"
@@ -553,6 +568,8 @@ fn a_git_source_is_served_and_followed_with_state_kept_across_revisions() {
     assert_eq!(code, 202, "{op}");
     let preview = server.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
     assert_eq!(preview["plan"]["summary"]["update"], 1, "{preview}");
+    assert_eq!(preview["sourceRevision"], head(&repo), "{preview}");
+    assert_ne!(preview["sourceRevision"], first_commit.as_str());
     assert_eq!(preview["plan"]["summary"]["create"], 0, "{preview}");
     let (_, releases) = server.call(
         "GET",

@@ -212,7 +212,7 @@ pub struct WorkerArgs {
 /// with each stack's own state (its `stack.yaml`, else `<stack>/.kusion/state`). For a Git
 /// source the root moves to each new revision's tree, and local state lives outside the trees.
 struct Checkout {
-    root: std::sync::RwLock<PathBuf>,
+    served: std::sync::RwLock<Served>,
     /// A Git source's folder for stacks' local state.
     state_root: Option<PathBuf>,
     opener: StackOpener,
@@ -221,18 +221,29 @@ struct Checkout {
     clusters: BTreeMap<String, ClusterConfig>,
 }
 
+/// The tree served now: its root (the folder with `kcl.mod`) and, for a Git source, the commit
+/// it is of. Read together, so an operation records the commit of the files it compiled.
+#[derive(Clone)]
+struct Served {
+    root: PathBuf,
+    revision: Option<String>,
+}
+
 impl Checkout {
-    fn root(&self) -> PathBuf {
-        self.root.read().unwrap_or_else(|p| p.into_inner()).clone()
+    fn served(&self) -> Served {
+        self.served
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
-    /// The stack's folder in the tree served now: a Git source's listing may be from the tree of
+    /// The stack's folder in the tree `served`: a Git source's listing may be from the tree of
     /// an earlier revision (listings are cached, trees replaced), so it is looked up again.
-    fn dir(&self, stack: &StackRef) -> Result<PathBuf, SourceError> {
+    fn dir(&self, served: &Served, stack: &StackRef) -> Result<PathBuf, SourceError> {
         if self.state_root.is_none() {
             return Ok(stack.dir.clone());
         }
-        self.stacks()?
+        self.stacks_in(&served.root)?
             .into_iter()
             .find(|s| s.project == stack.project && s.stack == stack.stack)
             .map(|s| s.dir)
@@ -267,9 +278,9 @@ fn source_error(e: anyhow::Error) -> SourceError {
     SourceError(format!("{e:#}"))
 }
 
-impl StackSource for Checkout {
-    fn stacks(&self) -> Result<Vec<StackRef>, SourceError> {
-        let dirs = crate::project::discover_stacks(&self.root()).map_err(source_error)?;
+impl Checkout {
+    fn stacks_in(&self, root: &Path) -> Result<Vec<StackRef>, SourceError> {
+        let dirs = crate::project::discover_stacks(root).map_err(source_error)?;
         let mut out = Vec::new();
         for dir in dirs {
             match crate::project::open_stack(&dir) {
@@ -286,21 +297,42 @@ impl StackSource for Checkout {
         }
         Ok(out)
     }
+}
+
+impl StackSource for Checkout {
+    fn stacks(&self) -> Result<Vec<StackRef>, SourceError> {
+        self.stacks_in(&self.served().root)
+    }
 
     fn compile(&self, stack: &StackRef) -> Result<Spec, SourceError> {
-        self.opener.compile(&self.dir(stack)?).map_err(source_error)
+        let served = self.served();
+        self.opener
+            .compile(&self.dir(&served, stack)?)
+            .map_err(source_error)
     }
 
     fn state(&self, stack: &StackRef) -> Result<Arc<dyn StateStore>, SourceError> {
+        let served = self.served();
         self.opener
-            .state_store(&self.dir(stack)?, self.state_choice(stack))
+            .state_store(&self.dir(&served, stack)?, self.state_choice(stack))
             .map_err(source_error)
     }
 
     fn open(&self, stack: &StackRef) -> Result<Prepared, SourceError> {
+        let served = self.served();
         self.opener
-            .open(&self.dir(stack)?, self.state_choice(stack), &[], false)
-            .map(|(spec, stack, guard)| Prepared { spec, stack, guard })
+            .open(
+                &self.dir(&served, stack)?,
+                self.state_choice(stack),
+                &[],
+                false,
+            )
+            .map(|(spec, stack, guard)| Prepared {
+                spec,
+                stack,
+                guard,
+                revision: served.revision.clone(),
+            })
             .map_err(source_error)
     }
 
@@ -310,10 +342,16 @@ impl StackSource for Checkout {
         program: &str,
         args: &[(String, String)],
     ) -> Result<PreparedRun, SourceError> {
-        let file = program_in(&self.root(), program)?;
+        let served = self.served();
+        let file = program_in(&served.root, program)?;
         let (engine, guard) = self
             .opener
-            .open_engine(&self.dir(stack)?, self.state_choice(stack), &[], false)
+            .open_engine(
+                &self.dir(&served, stack)?,
+                self.state_choice(stack),
+                &[],
+                false,
+            )
             .map_err(source_error)?;
         let hook = crate::kcl_plugins::plugin_hook(&self.opener.plugins);
         let spec =
@@ -323,6 +361,7 @@ impl StackSource for Checkout {
             stack: engine,
             guard,
             clusters: self.clusters.clone(),
+            revision: served.revision,
         })
     }
 }
@@ -536,7 +575,10 @@ fn checkout(
     let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
     let checkout = Checkout {
-        root: std::sync::RwLock::new(root),
+        served: std::sync::RwLock::new(Served {
+            root,
+            revision: revision.clone(),
+        }),
         state_root,
         opener: StackOpener {
             plugins,
@@ -573,8 +615,10 @@ fn follow(checkout: &Arc<Checkout>, git: &GitArgs, data_dir: &Path) {
                 Ok(fetched) => {
                     if last.as_ref() != Some(&fetched.revision) {
                         tracing::info!(revision = %fetched.revision, "serving a new revision");
-                        *checkout.root.write().unwrap_or_else(|p| p.into_inner()) =
-                            fetched.dir.join(&path);
+                        *checkout.served.write().unwrap_or_else(|p| p.into_inner()) = Served {
+                            root: fetched.dir.join(&path),
+                            revision: Some(fetched.revision.clone()),
+                        };
                         last = Some(fetched.revision);
                     }
                 }

@@ -252,18 +252,43 @@ async fn authenticate(State(state): Shared, mut request: Request, next: Next) ->
         return Problem::unauthorized("an `Authorization: Bearer <token>` header is required")
             .into_response();
     };
+    let client = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let Some(ip) = client
+        && let Some(wait) = state.auth_failures.blocked(ip)
+        && state.tokens.verify_cached(token).is_none()
+    {
+        let mut response = Problem::too_many_requests(format!(
+            "too many requests with unknown tokens from {ip}: retry in {} s",
+            wait.as_secs().max(1)
+        ))
+        .into_response();
+        if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return response;
+    }
+    let refused = |problem: Problem| {
+        if let Some(ip) = client {
+            state.auth_failures.failed(ip);
+        }
+        problem.into_response()
+    };
     let principal = match (&state.oidc, state.tokens.verify(token)) {
         (_, Some(principal)) => principal,
         // The server's own tokens have a prefix a JWT (base64url, dot-separated) never starts with.
         (Some(oidc), None) if !token.starts_with(crate::auth::TOKEN_PREFIX) => {
             match oidc.verify(token).await {
                 Ok(principal) => principal,
-                Err(e) => return Problem::unauthorized(e.to_string()).into_response(),
+                Err(e) => return refused(Problem::unauthorized(e.to_string())),
             }
         }
         _ => {
-            return Problem::unauthorized("the token is unknown, revoked or expired")
-                .into_response();
+            return refused(Problem::unauthorized(
+                "the token is unknown, revoked or expired",
+            ));
         }
     };
     if let Some(caller) = request.extensions().get::<Caller>()

@@ -241,6 +241,7 @@ impl StackSource for Files {
                 },
                 Vec::new(),
             ),
+            revision: None,
         })
     }
 }
