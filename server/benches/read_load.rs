@@ -39,7 +39,7 @@ enum Clients {
 }
 
 fn path_for(n: usize, i: usize) -> &'static str {
-    if (n + i) % 2 == 0 {
+    if (n + i).is_multiple_of(2) {
         "/api/v1/projects"
     } else {
         "/api/v1/projects/s0/stacks/dev/releases"
