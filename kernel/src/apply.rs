@@ -26,6 +26,7 @@ use crate::walk::{NodeResult, walk};
 /// How to execute.
 #[derive(Debug, Clone)]
 pub struct ApplyOptions {
+    /// Steps run at once.
     pub concurrency: usize,
     /// Per runtime call.
     pub timeout: Option<Duration>,
@@ -56,43 +57,63 @@ impl Default for ApplyOptions {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", content = "reason", rename_all = "camelCase")]
 pub enum Outcome {
+    /// Done.
     Succeeded,
+    /// The runtime failed it (its message).
     Failed(String),
+    /// Not run, and why (a dependency failed).
     Skipped(String),
+    /// Not started: the apply was interrupted.
     Cancelled,
 }
 
 /// Progress reported while executing.
 #[derive(Debug, Clone)]
 pub enum Event {
+    /// A step started.
     Started {
+        /// The resource's state key.
         id: String,
+        /// What it does.
         action: Action,
     },
+    /// A step ended.
     Finished {
+        /// The resource's state key.
         id: String,
+        /// What it did.
         action: Action,
+        /// How it ended.
         outcome: Outcome,
     },
+    /// A watched resource's health changed (with `watch`).
     Watch {
+        /// The resource's state key.
         id: String,
+        /// Its type.
         resource_type: String,
+        /// What its runtime saw.
         event: WatchEvent,
     },
 }
 
+/// One step's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepReport {
     /// The state key (`id`, or `id@target`).
     pub id: String,
+    /// What it did.
     pub action: Action,
+    /// How it ended.
     pub outcome: Outcome,
 }
 
 /// What an execution did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApplyReport {
+    /// Every step run, in the order they ended.
     pub steps: Vec<StepReport>,
+    /// Whether the apply was stopped before every step ran.
     pub interrupted: bool,
 }
 
@@ -103,9 +124,11 @@ impl ApplyReport {
             .filter(|s| s.outcome == Outcome::Succeeded && actions.contains(&s.action))
             .count()
     }
+    /// Resources created.
     pub fn created(&self) -> usize {
         self.count(&[Action::Create])
     }
+    /// Resources changed in place (and imported).
     pub fn updated(&self) -> usize {
         self.count(&[Action::Update, Action::Import])
     }
@@ -113,15 +136,18 @@ impl ApplyReport {
     pub fn replaced(&self) -> usize {
         self.count(&[Action::Replace])
     }
+    /// Resources deleted.
     pub fn deleted(&self) -> usize {
         self.count(&[Action::Delete])
     }
+    /// The steps that failed.
     pub fn failed(&self) -> Vec<&StepReport> {
         self.steps
             .iter()
             .filter(|s| matches!(s.outcome, Outcome::Failed(_)))
             .collect()
     }
+    /// Whether every step succeeded and nothing was interrupted.
     pub fn succeeded(&self) -> bool {
         !self.interrupted && self.steps.iter().all(|s| s.outcome == Outcome::Succeeded)
     }

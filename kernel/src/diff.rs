@@ -9,11 +9,15 @@ pub const MASK: &str = "(sensitive value)";
 /// What a changed sensitive value shows as next to its masked old value.
 pub const MASK_CHANGED: &str = "(changed sensitive value)";
 
+/// How one field differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ChangeKind {
+    /// Only in the new value.
     Added,
+    /// Only in the old value.
     Removed,
+    /// In both, different.
     Changed,
 }
 
@@ -24,10 +28,14 @@ pub struct FieldChange {
         serialize_with = "path_as_string",
         deserialize_with = "path_from_string"
     )]
+    /// Where.
     pub path: FieldPath,
+    /// How.
     pub kind: ChangeKind,
+    /// The value before (None when added).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub old: Option<Value>,
+    /// The value after (None when removed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub new: Option<Value>,
 }

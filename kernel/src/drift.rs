@@ -49,11 +49,15 @@ impl std::fmt::Display for DriftStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceDrift {
+    /// The resource's ID.
     pub id: String,
+    /// The target (cluster) it lives in, when its runtime names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// Its type.
     #[serde(rename = "type")]
     pub resource_type: String,
+    /// How it compares.
     pub status: DriftStatus,
     /// Field-level differences, recorded (`old`) against live (`new`), sensitive values masked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -70,9 +74,13 @@ pub struct ResourceDrift {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftSummary {
+    /// Resources as recorded.
     pub in_sync: usize,
+    /// Resources changed outside kusion.
     pub drifted: usize,
+    /// Resources gone.
     pub missing: usize,
+    /// Resources that could not be read.
     pub unreadable: usize,
 }
 
@@ -80,7 +88,9 @@ pub struct DriftSummary {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftReport {
+    /// Counts by status.
     pub summary: DriftSummary,
+    /// Every recorded resource.
     pub resources: Vec<ResourceDrift>,
 }
 
@@ -99,6 +109,7 @@ impl DriftReport {
 /// How to read.
 #[derive(Clone, Default)]
 pub struct DriftOptions {
+    /// Runtime calls made at once.
     pub concurrency: usize,
     /// Per runtime call.
     pub timeout: Option<Duration>,

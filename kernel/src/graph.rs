@@ -14,20 +14,36 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::reference::{Reference, ReferenceError, references_of};
 use crate::spec::Spec;
 
+/// Why the dependency graph cannot be built.
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {
+    /// The dependencies form a cycle.
     #[error("dependency cycle: {}", .cycle.join(" -> "))]
-    Cycle { cycle: Vec<String> },
+    Cycle {
+        /// The resources around the cycle.
+        cycle: Vec<String>,
+    },
+    /// A reference between resources is invalid.
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    /// `dependsOn` names a resource the spec does not have.
     #[error("resource {id:?}: dependsOn names {dependency:?}, which is not in the spec")]
-    MissingDependency { id: String, dependency: String },
+    MissingDependency {
+        /// The resource.
+        id: String,
+        /// The ID it names.
+        dependency: String,
+    },
     #[error(
         "resource {key:?} refers to {reference:?}, which the spec holds for several targets ({candidates:?}) and none is its own"
     )]
+    /// A bare ID names a resource the spec holds in several targets.
     AmbiguousReference {
+        /// The resource referring.
         key: String,
+        /// The ID it names.
         reference: String,
+        /// The state keys it could mean.
         candidates: Vec<String>,
     },
 }
@@ -55,7 +71,9 @@ impl crate::reference::KnownIds for KeyIndex<'_> {
 /// Which resources a bare ID names, seen from one resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pick {
+    /// No resource has the ID.
     None,
+    /// Exactly one (its index).
     One(usize),
     /// Several targets hold the ID and none is the asker's.
     Many(Vec<usize>),
@@ -77,6 +95,7 @@ impl<'a> KeyIndex<'a> {
         index
     }
 
+    /// Whether some resource has the ID.
     pub fn contains(&self, id: &str) -> bool {
         self.first.contains_key(id)
     }
@@ -327,14 +346,17 @@ impl Dag {
         })
     }
 
+    /// How many resources.
     pub fn len(&self) -> usize {
         self.graph.node_count()
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.graph.node_count() == 0
     }
 
+    /// How many dependency edges.
     pub fn edge_count(&self) -> usize {
         self.graph.edge_count()
     }
@@ -375,6 +397,7 @@ impl Dag {
         out
     }
 
+    /// Whether the graph has the resource.
     pub fn contains(&self, id: &str) -> bool {
         self.node_index().contains_key(id)
     }

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 /// The runtime type names the kernel knows the ID format of.
 pub const KUBERNETES: &str = "Kubernetes";
+/// See [`KUBERNETES`].
 pub const TERRAFORM: &str = "Terraform";
 
 /// A parsed resource ID.
@@ -12,26 +13,37 @@ pub const TERRAFORM: &str = "Terraform";
 pub enum ResourceId {
     /// `apiVersion:Kind[:namespace]:name`
     Kubernetes {
+        /// The API group and version.
         api_version: String,
+        /// The kind.
         kind: String,
+        /// The namespace (None: cluster-scoped).
         namespace: Option<String>,
+        /// The object's name.
         name: String,
     },
     /// `providerNamespace:providerName:resourceType:resourceName`
     Terraform {
+        /// The provider's registry namespace (`hashicorp`).
         provider_namespace: String,
+        /// The provider's name (`aws`).
         provider_name: String,
+        /// The Terraform resource type (`aws_s3_bucket`).
         resource_type: String,
+        /// The resource's name.
         name: String,
     },
     /// A type the kernel has no ID rules for (third-party runtimes): any non-empty ID.
     Other(String),
 }
 
+/// A resource ID that is malformed for its type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("resource {id:?}: {reason}")]
 pub struct IdError {
+    /// The ID.
     pub id: String,
+    /// What is wrong.
     pub reason: String,
 }
 

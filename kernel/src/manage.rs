@@ -23,8 +23,10 @@ use crate::state::{
 /// Why a state edit was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ManageError {
+    /// The operation underneath failed.
     #[error(transparent)]
     Operation(#[from] OperationError),
+    /// Refused, and why (already managed, nothing live answers).
     #[error("{0}")]
     Refused(String),
 }
@@ -43,6 +45,7 @@ pub const IMPORT_ID: &str = "kusionstack.io/import-id";
 pub struct Imported {
     /// The state key it was recorded under.
     pub key: String,
+    /// The release recording it.
     pub revision: u64,
 }
 
@@ -50,10 +53,12 @@ pub struct Imported {
 /// Terraform state's attributes and private data), if anything.
 #[derive(Debug, Clone)]
 pub struct Adoption {
+    /// The resource the object becomes in the spec.
     pub planned: Resource,
     /// The object as recorded elsewhere: the runtime refreshes from it (as `terraform
     /// refresh` would), rather than finding the object from `planned` alone.
     pub recorded: Option<Resource>,
+    /// The other tool's private data for it.
     pub recorded_private: Option<String>,
 }
 
@@ -62,6 +67,7 @@ pub struct Adoption {
 pub struct Adopted {
     /// The state keys recorded, in the order given.
     pub keys: Vec<String>,
+    /// The release recording them.
     pub revision: u64,
 }
 
@@ -318,10 +324,13 @@ pub fn rename(
 /// What `move_to` did.
 #[derive(Debug, Clone)]
 pub struct Moved {
+    /// The entry's key in the source stack.
     pub from_key: String,
+    /// Its key in the destination.
     pub to_key: String,
     /// The release recording it in the source stack, and in the destination.
     pub source_revision: u64,
+    /// See `source_revision`.
     pub destination_revision: u64,
 }
 

@@ -18,18 +18,30 @@ use crate::state::{
 /// A stack as the engine sees it: where its state lives and which runtimes serve it.
 #[derive(Clone)]
 pub struct Stack {
+    /// Where the stack's state, lease and history are kept.
     pub store: Arc<dyn StateStore>,
+    /// The runtimes serving the stack's resource types.
     pub registry: Registry,
 }
 
+/// Why an operation could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum OperationError {
+    /// Planning failed.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The state store failed.
     #[error(transparent)]
     State(#[from] StateError),
+    /// A runtime refused its configuration.
     #[error("configuring runtime {runtime:?}: {message}")]
-    Configure { runtime: String, message: String },
+    Configure {
+        /// The runtime.
+        runtime: String,
+        /// Its answer.
+        message: String,
+    },
+    /// The stack's state key could not seal or unseal a value.
     #[error(transparent)]
     Seal(#[from] crate::state::seal::SealError),
 }
@@ -65,9 +77,13 @@ pub enum Applied {
     NothingToDo(PlanView),
     /// The user declined the plan.
     Declined(PlanView),
+    /// It ran and was recorded.
     Done {
+        /// The plan it ran.
         plan: PlanView,
+        /// What each step did.
         report: ApplyReport,
+        /// The release recorded.
         revision: u64,
     },
 }

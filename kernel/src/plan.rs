@@ -24,17 +24,25 @@ use crate::spec::{Spec, SpecError};
 use crate::state::{JournalRecord, State, StateEntry, state_key};
 use crate::walk::{NodeResult, walk};
 
+/// What a plan does to one resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Action {
+    /// Absent from state and live: create it.
     Create,
+    /// Changes in place.
     Update,
+    /// Changes that cannot be made in place: delete and create again.
     Replace,
+    /// In state but no longer in the spec (or a destroy): delete it.
     Delete,
+    /// Nothing to do.
     UnChanged,
+    /// Exists live but not in state: take it over as it is (`kusionctl import`).
     Import,
 }
 
 impl Action {
+    /// Whether a step with this action touches the resource.
     pub fn changes_something(self) -> bool {
         !matches!(self, Action::UnChanged)
     }
@@ -56,17 +64,23 @@ impl std::fmt::Display for Action {
 /// The decision for one resource, with everything needed to execute and explain it.
 #[derive(Debug, Clone)]
 pub struct Step<'a> {
+    /// The resource's ID.
     pub id: String,
     /// Where the resource lives, as its runtime names it (`Runtime::target`).
     pub target: Option<String>,
     /// The state key: `id`, or `id@target`.
     pub key: String,
+    /// The resource's type, which picks its runtime.
     pub resource_type: String,
+    /// What happens to it.
     pub action: Action,
     /// The resource from the spec, references unresolved (None for deletes).
     pub planned: Option<&'a Resource>,
+    /// Its entry in state (None for a creation).
     pub prior: Option<&'a StateEntry>,
+    /// The live object as its runtime read it (None when absent).
     pub live: Option<Resource>,
+    /// The runtime's private data for the live object (opaque to the kernel).
     pub live_private: Option<String>,
     /// What the resource is expected to look like after apply (the dry-run result, or the
     /// planned resource where no dry-run was possible).
@@ -74,6 +88,7 @@ pub struct Step<'a> {
     /// Field-level changes from live to expected, unmasked, for updates and replacements; use
     /// [`Step::field_changes`] for every action.
     pub changes: Vec<FieldChange>,
+    /// Paths of sensitive values in the resource (masked in every view of the plan).
     pub sensitive: Vec<FieldPath>,
     /// Paths only known after apply (computed values, unresolved references).
     pub unknown: Vec<String>,
@@ -110,6 +125,7 @@ impl Step<'_> {
 /// A whole plan: steps and the order constraints between them.
 #[derive(Debug, Clone, Default)]
 pub struct Plan<'a> {
+    /// The steps, in spec order (deletions after).
     pub steps: Vec<Step<'a>>,
     /// `deps[i]`: the steps that must finish before step `i` starts.
     pub deps: Vec<Vec<usize>>,
@@ -121,27 +137,39 @@ pub struct Plan<'a> {
     pub ignore_fields: Vec<FieldPath>,
 }
 
+/// How many steps of each action a plan has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Resources to create.
     pub create: usize,
+    /// Resources to change in place.
     pub update: usize,
+    /// Resources to replace.
     pub replace: usize,
+    /// Resources to delete.
     pub delete: usize,
+    /// Resources left as they are.
     pub unchanged: usize,
+    /// Resources to import.
     pub import: usize,
 }
 
 /// One step as shown to people and machines: sensitive values already masked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepView {
+    /// The resource's ID.
     pub id: String,
     /// The target (cluster) when the resource's runtime names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The resource's type.
     #[serde(rename = "type")]
     pub resource_type: String,
+    /// What happens to it.
     pub action: Action,
+    /// Field-level changes, sensitive values masked.
     pub changes: Vec<FieldChange>,
+    /// Paths only known after apply.
     pub unknown: Vec<String>,
     /// For a replacement: the fields whose change forces it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -151,6 +179,7 @@ pub struct StepView {
     /// is the machine-readable form of the same difference.
     #[serde(skip)]
     pub before: Option<Value>,
+    /// See `before`.
     #[serde(skip)]
     pub after: Option<Value>,
 }
@@ -158,7 +187,9 @@ pub struct StepView {
 /// An owned, masked rendering of a plan.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlanView {
+    /// Steps per action.
     pub summary: Summary,
+    /// Every step.
     pub steps: Vec<StepView>,
     /// Set when `--target` narrowed the plan: what the rest was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,6 +204,7 @@ impl StepView {
 }
 
 impl PlanView {
+    /// Whether any step changes something.
     pub fn has_changes(&self) -> bool {
         self.steps.iter().any(|s| s.action.changes_something())
     }
@@ -279,6 +311,7 @@ impl Plan<'_> {
         }
     }
 
+    /// Steps per action.
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
         for step in &self.steps {
@@ -294,10 +327,12 @@ impl Plan<'_> {
         s
     }
 
+    /// Whether any step changes something.
     pub fn has_changes(&self) -> bool {
         self.steps.iter().any(|s| s.action.changes_something())
     }
 
+    /// The position of the step of resource `id`.
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.steps.iter().position(|s| s.id == id)
     }
@@ -308,6 +343,7 @@ impl Plan<'_> {
 pub struct PlanOptions {
     /// Fields never compared and never overwritten on update.
     pub ignore_fields: Vec<FieldPath>,
+    /// Runtime calls made at once.
     pub concurrency: usize,
     /// Per runtime call.
     pub timeout: Option<Duration>,
@@ -387,24 +423,47 @@ pub(crate) fn refuse_sealed_references(
     Ok(())
 }
 
+/// Why a plan could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// The spec is invalid.
     #[error(transparent)]
     Spec(#[from] SpecError),
+    /// The dependency graph is invalid (a cycle, an unknown dependency).
     #[error(transparent)]
     Graph(#[from] GraphError),
+    /// A `$kusion_path` reference cannot be resolved.
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    /// No registered runtime serves the resource's type.
     #[error("no runtime serves type {resource_type:?} (resource {id:?})")]
-    NoRuntime { id: String, resource_type: String },
+    NoRuntime {
+        /// The resource.
+        id: String,
+        /// Its type.
+        resource_type: String,
+    },
+    /// The resource's runtime could not say where the resource lives.
     #[error("resource {id:?}: its runtime cannot name its target: {message}")]
-    Target { id: String, message: String },
+    Target {
+        /// The resource.
+        id: String,
+        /// The runtime's answer.
+        message: String,
+    },
+    /// Runtimes failed to plan these resources: (state key, message).
     #[error("{}", failures_text("planning failed", .0))]
     Resources(Vec<(String, String)>),
+    /// A resource is half-way through a move to another stack.
     #[error(
         "{key} is being moved to the stack at {to} (an interrupted `kusionctl state mv --to-stack`): run that command again to finish the move before planning this stack"
     )]
-    HandedOff { key: String, to: String },
+    HandedOff {
+        /// Its state key.
+        key: String,
+        /// The stack it moves to.
+        to: String,
+    },
     /// `--target` patterns that cannot be used (malformed, or naming nothing).
     #[error("{0}")]
     Selection(String),

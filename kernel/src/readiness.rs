@@ -12,6 +12,7 @@ use serde_json::Value;
 /// What a readiness rule says about one live object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
+    /// Ready.
     Ready,
     /// Not ready (yet), with why.
     NotReady(String),

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 
 /// A set of resource IDs references may name.
 pub trait KnownIds {
+    /// Whether a resource has the ID.
     fn has(&self, id: &str) -> bool;
 }
 
@@ -34,6 +35,7 @@ impl KnownIds for HashSet<String> {
 use kusion_sdk::{FieldPath, Resource};
 use serde_json::{Map, Value};
 
+/// What a reference starts with: `$kusion_path.<id>.<path>`.
 pub const PREFIX: &str = "$kusion_path";
 
 /// One reference found in a string value.
@@ -45,40 +47,59 @@ pub struct Reference {
     pub path: FieldPath,
     /// Byte range of the reference inside its string.
     pub start: usize,
+    /// End of that range (exclusive).
     pub end: usize,
 }
 
+/// A `$kusion_path` reference that cannot be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReferenceError {
     #[error(
         "resource {resource:?}: {text:?} refers to resource {target:?}, which is not in the spec"
     )]
+    /// It names a resource the spec does not have.
     MissingResource {
+        /// The resource holding the reference.
         resource: String,
+        /// The reference as written.
         text: String,
+        /// The ID it names.
         target: String,
     },
     #[error(
         "resource {resource:?}: {text:?} refers to {path} of {target:?}, which has no such field"
     )]
+    /// It names a field the resource does not have.
     MissingField {
+        /// The resource holding the reference.
         resource: String,
+        /// The reference as written.
         text: String,
+        /// The ID it names.
         target: String,
+        /// The missing field's path.
         path: String,
     },
     #[error(
         "resource {resource:?}: {text:?} is ambiguous: it could name {candidates:?}; write it as $kusion_path[<id>].<path>"
     )]
+    /// Its ID is held by several targets' resources.
     Ambiguous {
+        /// The resource holding the reference.
         resource: String,
+        /// The reference as written.
         text: String,
+        /// The state keys it could mean.
         candidates: Vec<String>,
     },
+    /// It cannot be read as a reference.
     #[error("resource {resource:?}: malformed reference {text:?}: {reason}")]
     Malformed {
+        /// The resource holding it.
         resource: String,
+        /// The text.
         text: String,
+        /// What is wrong.
         reason: String,
     },
 }

@@ -5,18 +5,27 @@ use std::sync::Arc;
 
 use kusion_sdk::runtime::{Runtime, RuntimeInfo};
 
+/// Why a runtime cannot be registered.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
+    /// Two runtimes claim one resource type.
     #[error("resource type {resource_type:?} is served by both {first:?} and {second:?}")]
     Conflict {
+        /// The type.
         resource_type: String,
+        /// The runtime registered first.
         first: String,
+        /// The one registered now.
         second: String,
     },
+    /// The runtime plugin was built for another plugin ABI.
     #[error("runtime {name:?} was built for plugin ABI {plugin} but this kusion speaks {host}")]
     Abi {
+        /// The runtime.
         name: String,
+        /// Its ABI.
         plugin: kusion_sdk::AbiVersion,
+        /// The ABI this kernel speaks.
         host: kusion_sdk::AbiVersion,
     },
 }
@@ -31,6 +40,7 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// An empty registry.
     pub fn new() -> Registry {
         Registry::default()
     }
@@ -75,6 +85,7 @@ impl Registry {
         self.secrets.set_workdir(dir);
     }
 
+    /// The secret stores `ref://` values are read from.
     pub fn secret_stores(&self) -> &crate::secret_ref::SecretStores {
         &self.secrets
     }
@@ -85,18 +96,22 @@ impl Registry {
         self.readiness = Some(hook);
     }
 
+    /// The hook judging readiness rules, when one is set.
     pub fn readiness(&self) -> Option<&Arc<dyn crate::readiness::ReadinessHook>> {
         self.readiness.as_ref()
     }
 
+    /// The runtime serving `resource_type`.
     pub fn get(&self, resource_type: &str) -> Option<&Arc<dyn Runtime>> {
         self.by_type.get(resource_type).map(|(_, r)| r)
     }
 
+    /// What the runtime serving `resource_type` says of itself.
     pub fn info(&self, resource_type: &str) -> Option<&RuntimeInfo> {
         self.by_type.get(resource_type).map(|(i, _)| i)
     }
 
+    /// Every type a runtime serves.
     pub fn types(&self) -> BTreeSet<String> {
         self.by_type.keys().cloned().collect()
     }

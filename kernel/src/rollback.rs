@@ -20,17 +20,32 @@ pub enum RollbackError {
     #[error(
         "no earlier successful apply to roll back to (`kusionctl state history` lists the releases)"
     )]
+    /// No earlier release applied a spec successfully.
     NothingEarlier,
+    /// The release named did not apply a spec.
     #[error(
         "release {revision} was {operation}, not an apply: only a release that applied a spec can be rolled back to"
     )]
-    NotAnApply { revision: u64, operation: String },
+    NotAnApply {
+        /// The release.
+        revision: u64,
+        /// What it was (`destroy`, `import` ...).
+        operation: String,
+    },
+    /// The release named did not succeed.
     #[error(
         "release {revision} did not succeed ({status}); roll back to one that did (`kusionctl state history`)"
     )]
-    NotSucceeded { revision: u64, status: String },
+    NotSucceeded {
+        /// The release.
+        revision: u64,
+        /// How it ended.
+        status: String,
+    },
+    /// Some of the release's resource types have no runtime now.
     #[error("release {revision} cannot be rolled back to: {}", list_types(.resources))]
     NoRuntime {
+        /// The release.
         revision: u64,
         /// (resource ID, type) of every resource no loaded runtime serves.
         resources: Vec<(String, String)>,
@@ -39,7 +54,9 @@ pub enum RollbackError {
         "release {revision} kept only hashes of these secret values, so they cannot be restored:{}\nre-supply them by applying a spec that holds them, or set a state key (KUSION_STATE_PASSPHRASE, KUSION_STATE_KEY_FILE or KUSION_STATE_KMS_KEY_ID) so that later releases keep them encrypted",
         list_paths(.missing)
     )]
+    /// The release kept only hashes of some secret values.
     SecretsMissing {
+        /// The release.
         revision: u64,
         /// (resource ID, attribute paths) whose clear values were not kept.
         missing: Vec<(String, Vec<String>)>,

@@ -37,8 +37,11 @@ pub struct Narrowing {
 /// The spec and state a targeted plan works on.
 #[derive(Debug)]
 pub struct Narrowed {
+    /// The spec, narrowed.
     pub spec: Spec,
+    /// The state, narrowed.
     pub state: State,
+    /// What was left out.
     pub narrowing: Narrowing,
 }
 

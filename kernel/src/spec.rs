@@ -11,41 +11,73 @@ use crate::id::{IdError, check_resource_id};
 /// A stack's desired resources, in upstream's format.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spec {
+    /// The resources, in the order written.
     pub resources: Vec<Resource>,
 }
 
 /// Everything that can be wrong with a spec. Every variant names the resource or file concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
+    /// The text is not valid YAML or JSON.
     #[error("{file}:{line}:{column}: {message}")]
     Syntax {
+        /// The file.
         file: String,
+        /// Line, from 1.
         line: usize,
+        /// Column, from 1.
         column: usize,
+        /// The parser's message.
         message: String,
     },
+    /// The file could not be read.
     #[error("{file}: {message}")]
-    Io { file: String, message: String },
+    Io {
+        /// The file.
+        file: String,
+        /// The system's message.
+        message: String,
+    },
+    /// Two resources share an ID (in one target).
     #[error("duplicate resource ID {id:?} (resources #{first} and #{second}{})", .target.as_ref().map(|t| format!(", both in target {t:?}")).unwrap_or_default())]
     Duplicate {
+        /// The ID.
         id: String,
+        /// The first resource's index.
         first: usize,
+        /// The second resource's index.
         second: usize,
         /// The target both live in (an ID may occur once per target).
         target: Option<String>,
     },
+    /// A resource's type is not one a runtime serves.
     #[error("resource {id:?}: unknown type {resource_type:?} (known: {known})")]
     UnknownType {
+        /// The resource.
         id: String,
+        /// Its type.
         resource_type: String,
+        /// The types served.
         known: String,
     },
+    /// A resource ID is malformed.
     #[error(transparent)]
     Id(#[from] IdError),
+    /// `dependsOn` names a resource the spec does not have.
     #[error("resource {id:?}: dependsOn names {dependency:?}, which is not in the spec")]
-    MissingDependency { id: String, dependency: String },
+    MissingDependency {
+        /// The resource.
+        id: String,
+        /// The ID it names.
+        dependency: String,
+    },
+    /// A resource depends on itself.
     #[error("resource {id:?} depends on itself")]
-    SelfDependency { id: String },
+    SelfDependency {
+        /// The resource.
+        id: String,
+    },
+    /// A key the spec format does not have.
     #[error("{0}")]
     UnknownKey(Box<UnknownKey>),
 }
@@ -53,13 +85,17 @@ pub enum SpecError {
 /// A key a spec may not have (boxed in [`SpecError`] to keep errors small).
 #[derive(Debug)]
 pub struct UnknownKey {
+    /// The file.
     pub file: String,
     /// The line of the key, when it can be found in the text.
     pub line: Option<usize>,
+    /// The key.
     pub key: String,
     /// Where: `in resource #3 ("v1:Service:ns:web")` or `at the top level`.
     pub place: String,
+    /// The known key closest to it (a likely typo).
     pub closest: Option<String>,
+    /// The keys allowed there.
     pub known: String,
 }
 
@@ -318,10 +354,12 @@ impl Spec {
         Spec::parse(&text, &file)
     }
 
+    /// The spec as YAML.
     pub fn to_yaml(&self) -> String {
         serde_yaml_ng::to_string(self).expect("a spec is always representable as YAML")
     }
 
+    /// The spec as JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a spec is always representable as JSON")
     }
@@ -393,6 +431,7 @@ impl Spec {
         Ok(())
     }
 
+    /// The resource with ID `id`.
     pub fn get(&self, id: &str) -> Option<&Resource> {
         self.resources.iter().find(|r| r.id == id)
     }

@@ -12,7 +12,9 @@ use std::sync::{Condvar, Mutex};
 /// What became of one node.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeResult<T> {
+    /// It ran, with its result.
     Done(T),
+    /// It ran and failed (its message).
     Failed(String),
     /// Not run because the dependency with this index failed or was skipped.
     Skipped(usize),

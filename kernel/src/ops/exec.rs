@@ -28,40 +28,69 @@ type OperationOutcome = (Vec<TargetReport>, Vec<GroupTiming>);
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum RunEvent {
+    /// A batch of one operation in one cluster started.
     #[serde(rename_all = "camelCase")]
     BatchStarted {
+        /// The operation's name.
         operation: String,
+        /// The cluster.
         cluster: String,
+        /// The batch's number, from 1.
         batch: usize,
+        /// The batches of the operation in this cluster.
         batches: usize,
+        /// The batch's targets.
         targets: Vec<String>,
     },
+    /// A target was acted on.
     #[serde(rename_all = "camelCase")]
     Acted {
+        /// The operation's name.
         operation: String,
+        /// The target's name.
         target: String,
+        /// The runtime's summary of what it did, or why it failed.
         result: Result<String, String>,
     },
+    /// A batch waits for its targets to recover.
     #[serde(rename_all = "camelCase")]
     Waiting {
+        /// The operation's name.
         operation: String,
+        /// The cluster.
         cluster: String,
+        /// The batch's number.
         batch: usize,
+        /// What it waits for.
         detail: String,
     },
+    /// A batch ended.
     #[serde(rename_all = "camelCase")]
     BatchDone {
+        /// The operation's name.
         operation: String,
+        /// The cluster.
         cluster: String,
+        /// The batch's number.
         batch: usize,
+        /// Targets healthy again.
         recovered: usize,
+        /// Targets that failed or did not recover in time.
         failed: usize,
+        /// How long the batch took.
         took_ms: u64,
     },
+    /// An operation was not run (a dependency failed, or the run was interrupted).
     #[serde(rename_all = "camelCase")]
-    OperationSkipped { operation: String, reason: String },
+    OperationSkipped {
+        /// The operation's name.
+        operation: String,
+        /// Why.
+        reason: String,
+    },
 }
 
+/// How one target of a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum TargetStatus {
@@ -81,7 +110,12 @@ pub enum TargetStatus {
 #[serde(tag = "entry", rename_all = "camelCase")]
 pub enum JournalEntry {
     /// About to act on `target`: from here on it may have been changed.
-    Acting { operation: String, target: String },
+    Acting {
+        /// The operation acting.
+        operation: String,
+        /// The target's name.
+        target: String,
+    },
     /// The target's outcome.
     Done(TargetReport),
 }
@@ -93,22 +127,31 @@ pub type RunJournal = Arc<dyn Fn(JournalEntry) -> Result<(), String> + Send + Sy
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetReport {
+    /// The target's name.
     pub target: String,
+    /// The operation it belongs to.
     pub operation: String,
+    /// The app whose limits it counts against.
     pub app: String,
+    /// The cluster it lives in.
     pub cluster: String,
     /// 1-based batch number within its operation and cluster.
     pub batch: usize,
+    /// How it ended.
     pub status: TargetStatus,
+    /// The runtime's summary of what it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// Why it failed or was not started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The workload that owns the target (its resource ID), when the runtime knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
     /// Milliseconds since the run started when the target was acted on / recovered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acted_at_ms: Option<u64>,
+    /// Milliseconds since the run started when the target was healthy again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered_at_ms: Option<u64>,
 }
@@ -117,7 +160,9 @@ pub struct TargetReport {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupTiming {
+    /// The operation's name.
     pub operation: String,
+    /// The cluster.
     pub cluster: String,
     /// In runtime calls that act (deletes, patches).
     pub act_ms: u64,
@@ -129,15 +174,20 @@ pub struct GroupTiming {
     pub queued_ms: u64,
 }
 
+/// What a run did: each target's outcome and each (operation, cluster)'s timing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunReport {
+    /// Every target, in the order they ended.
     pub targets: Vec<TargetReport>,
+    /// Time per (operation, cluster).
     pub groups: Vec<GroupTiming>,
+    /// The whole run's duration.
     pub total_ms: u64,
 }
 
 impl RunReport {
+    /// Whether every target recovered.
     pub fn succeeded(&self) -> bool {
         self.targets
             .iter()

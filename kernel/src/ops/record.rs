@@ -151,6 +151,7 @@ pub fn record_refused(
 
 /// A run that holds its stack and whose record exists.
 pub struct RecordedRun {
+    /// The record's number in the stack's run history.
     pub id: u64,
     store: Arc<dyn StateStore>,
     record: Arc<Mutex<RunRecord>>,

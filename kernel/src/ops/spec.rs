@@ -12,25 +12,45 @@ use serde_json::{Map, Value, json};
 use crate::graph::{Dag, GraphError};
 use crate::id::{KUBERNETES, ResourceId};
 
+/// Why a program's operations cannot be run.
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
+    /// The program's output is not what `kusion.ops` writes.
     #[error("the program's output is not a mapping with an `operations` list: {0}")]
     Shape(String),
+    /// An operation is malformed.
     #[error("operation {name:?}: {message}")]
-    Operation { name: String, message: String },
+    Operation {
+        /// The operation's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     #[error(
         "target {target:?} (operation {operation:?}): cluster {cluster:?} has no kubeconfig configured \
          (configured clusters: {known}); add it under [clusters.{cluster}] in ~/.kusion/config.toml or \
          `clusters:` in the runtime configuration"
     )]
+    /// A target names a cluster that is not configured.
     UnknownCluster {
+        /// The target.
         target: String,
+        /// Its operation.
         operation: String,
+        /// The cluster it names.
         cluster: String,
+        /// The clusters configured.
         known: String,
     },
+    /// A cluster's configuration is unusable.
     #[error("cluster {cluster:?}: {message}")]
-    Cluster { cluster: String, message: String },
+    Cluster {
+        /// The cluster.
+        cluster: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The operations' `dependsOn` do not form a DAG.
     #[error("operations: {0}")]
     Graph(#[from] GraphError),
 }
@@ -46,8 +66,10 @@ fn op_err(name: &str, message: impl Into<String>) -> OpsError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterConfig {
+    /// The kubeconfig file (None: as kubectl finds one).
     #[serde(default)]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (None: its current one).
     #[serde(default)]
     pub context: Option<String>,
     /// The resource type of objects in this cluster (`Kubernetes` unless a third-party runtime
@@ -81,11 +103,14 @@ pub enum Condition {
 pub struct Target {
     /// As written in the program.
     pub name: String,
+    /// The cluster's name in the run's configuration.
     pub cluster: String,
+    /// The resource ID the runtime acts on.
     pub id: String,
 }
 
 impl Target {
+    /// Reads a target as `ops.pod(...)` and its kin write it: `<cluster>/<resource id>`.
     pub fn parse(text: &str) -> Result<Target, String> {
         let Some((cluster, id)) = text.split_once('/') else {
             return Err(format!(
@@ -139,7 +164,9 @@ impl Target {
 /// A subject the program could not turn into a target (an unknown host), with why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unresolved {
+    /// What could not be resolved (a host name, an app).
     pub subject: String,
+    /// Why.
     pub reason: String,
 }
 
@@ -147,6 +174,7 @@ pub struct Unresolved {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Operation {
+    /// The operation's name, unique in the program.
     pub name: String,
     /// `Restart`, `Scale` or `Rollback`.
     pub kind: String,
@@ -154,21 +182,29 @@ pub struct Operation {
     pub verb: String,
     /// Batch limits are per app (defaults to the operation name).
     pub app: String,
+    /// The resources acted on.
     pub targets: Vec<Target>,
+    /// Targets acted on together per app and cluster.
     pub batch_size: usize,
     /// The app's in-flight cap as a count (a percentage already resolved against the targets).
     pub max_unavailable: Option<usize>,
     /// The percentage `max_unavailable` came from, when the program wrote one (`"25%"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unavailable_percent: Option<u32>,
+    /// The wait between batches.
     #[serde(with = "ms")]
     pub pause: Duration,
+    /// How long a batch may take to recover.
     #[serde(with = "ms")]
     pub timeout: Duration,
+    /// When a target counts as recovered.
     pub condition: Condition,
+    /// How long a target must stay healthy to count as recovered.
     #[serde(with = "ms")]
     pub stable_for: Duration,
+    /// Operations that must succeed first.
     pub depends_on: Vec<String>,
+    /// The operation's own parameters for the runtime (`replicas`, `toRevision`, `gracePeriodSeconds`).
     pub params: Value,
 }
 
@@ -186,7 +222,9 @@ mod ms {
 /// The batches of one operation in one cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Group {
+    /// The cluster.
     pub cluster: String,
+    /// The targets in batches, in order.
     pub batches: Vec<Vec<Target>>,
 }
 
@@ -214,7 +252,9 @@ impl Operation {
 /// Everything a program asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpsSpec {
+    /// The operations declared.
     pub operations: Vec<Operation>,
+    /// Subjects the program could not resolve to targets.
     pub unresolved: Vec<Unresolved>,
 }
 
@@ -406,6 +446,7 @@ impl OpsSpec {
         Ok(())
     }
 
+    /// The targets of every operation.
     pub fn target_count(&self) -> usize {
         self.operations.iter().map(|o| o.targets.len()).sum()
     }

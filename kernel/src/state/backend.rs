@@ -22,12 +22,23 @@ pub enum Backend {
     /// A directory on the local disk.
     Local(PathBuf),
     /// A PostgreSQL URL (without kusion's own parameters) and the stack name.
-    Postgres { url: String, stack: String },
+    Postgres {
+        /// The connection URL.
+        url: String,
+        /// The stack's name in the tables.
+        stack: String,
+    },
+    /// An S3 bucket (or an S3-compatible store).
     S3 {
+        /// The bucket.
         bucket: String,
+        /// The key prefix the stack's objects live under.
         prefix: String,
+        /// The endpoint URL (None: AWS's for the region).
         endpoint: Option<String>,
+        /// The region.
         region: String,
+        /// Whether to address the bucket in the path rather than the host name.
         path_style: bool,
     },
 }

@@ -25,6 +25,7 @@ pub enum Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
+    /// How serious.
     pub severity: Severity,
     /// What and where (a file and line, a table row, a resource key).
     pub message: String,
@@ -33,6 +34,7 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// An error (`repairable`: whether `state repair` fixes it).
     pub fn error(message: impl Into<String>, repairable: bool) -> Finding {
         Finding {
             severity: Severity::Error,
@@ -40,6 +42,7 @@ impl Finding {
             repairable,
         }
     }
+    /// A warning (`repairable`: whether `state repair` fixes it).
     pub fn warning(message: impl Into<String>, repairable: bool) -> Finding {
         Finding {
             severity: Severity::Warning,
@@ -47,6 +50,7 @@ impl Finding {
             repairable,
         }
     }
+    /// A note, for information.
     pub fn note(message: impl Into<String>) -> Finding {
         Finding {
             severity: Severity::Note,
@@ -59,7 +63,9 @@ impl Finding {
 /// Everything `state check` found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CheckReport {
+    /// The state checked.
     pub location: String,
+    /// Everything found.
     pub findings: Vec<Finding>,
 }
 

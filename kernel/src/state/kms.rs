@@ -16,6 +16,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 /// A KMS key and how to reach it.
 #[derive(Clone, Debug)]
 pub struct Kms {
+    /// The KMS key's ID or ARN.
     pub key_id: String,
     service: kusion_aws::JsonService,
 }

@@ -32,6 +32,7 @@ use super::{
 
 type Job = Box<dyn FnOnce(&mut Option<Client>) + Send>;
 
+/// A stack's state, lease, history and runs in PostgreSQL tables, shared by every process that names the same URL and stack.
 pub struct PostgresStore {
     /// The connection URL without its password, for messages.
     display: String,
@@ -122,6 +123,7 @@ impl PostgresStore {
         Ok(store)
     }
 
+    /// The stack's name in the tables.
     pub fn stack(&self) -> &str {
         &self.stack
     }

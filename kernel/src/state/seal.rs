@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use super::{JournalRecord, State, StateEntry};
 
+/// What a sealed value starts with.
 pub const PREFIX: &str = "$kusion_sealed:";
 const HASHED: &str = "$kusion_sealed:v1:h:";
 const ENCRYPTED: &str = "$kusion_sealed:v1:e:";
@@ -53,25 +54,42 @@ pub struct Sealing {
     pub wrapped_key: Option<String>,
 }
 
+/// Why a value cannot be sealed or unsealed.
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
+    /// The key could not be read or used.
     #[error("the state key: {0}")]
     Key(String),
+    /// The stack's state is encrypted but no key is set.
     #[error(
         "this stack's state is encrypted with a {kind}; set {var} to write to it (values encrypted with it would otherwise be kept only as hashes)"
     )]
-    KeyMissing { kind: String, var: &'static str },
+    KeyMissing {
+        /// What kind of key (a passphrase, a key file, a KMS key).
+        kind: String,
+        /// The variable that sets it.
+        var: &'static str,
+    },
+    /// The key set is not the one the state was encrypted with.
     #[error(
         "the state key does not match the {kind} this stack's state was encrypted with (check {var})"
     )]
-    WrongKey { kind: String, var: &'static str },
+    WrongKey {
+        /// What kind of key (a passphrase, a key file, a KMS key).
+        kind: String,
+        /// The variable that sets it.
+        var: &'static str,
+    },
 }
 
 /// A configured state key, as read from the environment.
 #[derive(Clone)]
 pub enum KeySource {
+    /// A passphrase (`KUSION_STATE_PASSPHRASE`).
     Passphrase(String),
+    /// A key file's bytes (`KUSION_STATE_KEY_FILE`).
     KeyFile(Vec<u8>),
+    /// A KMS key (`KUSION_STATE_KMS_KEY_ID`).
     Kms(super::kms::Kms),
 }
 
@@ -345,6 +363,7 @@ impl Sealer {
         self.seal_paths(&mut resource.attributes, &paths);
     }
 
+    /// Seal a state entry's sensitive values: the builtin paths and those it records.
     pub fn seal_entry(&self, entry: &mut StateEntry) {
         let paths = sensitive_paths(&entry.resource, &entry.sensitive_paths);
         self.seal_paths(&mut entry.resource.attributes, &paths);
