@@ -2,7 +2,7 @@
 //!
 //! - [`spec`]: the resource spec (`resources: [{id, type, attributes, dependsOn, extensions}]`),
 //!   read from YAML or JSON, with validated [`id`]s.
-//! - [`reference`]: implicit `$kusion_path` references between resources.
+//! - [`reference`](mod@reference): implicit `$kusion_path` references between resources.
 //! - [`graph`]: the dependency DAG (cycle detection, transitive reduction, order).
 //! - [`diff`]: field-level diffs with ignore-fields and masking of sensitive values.
 //! - [`drift`]: recorded state against live resources, without a spec.

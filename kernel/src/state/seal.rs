@@ -169,7 +169,7 @@ impl std::fmt::Debug for Sealer {
 
 impl Sealer {
     /// The sealer for `state`: its recorded sealing, extended with the configured key. A new
-    /// or changed sealing is in [`Sealer::fresh`], to be journaled by the writer.
+    /// or changed sealing is in `Sealer::fresh`, to be journaled by the writer.
     pub fn for_state(state: &State, key: Option<&KeySource>) -> Result<Sealer, SealError> {
         let (mut sealing, mut fresh) = match &state.sealing {
             Some(s) => (s.clone(), false),
