@@ -1,5 +1,5 @@
 //! One process's connections to the PostgreSQL that servers and workers share: a few
-//! connection threads running statements ([`PgPool::call`]) and one listening connection
+//! connection threads running statements (`PgPool::call`) and one listening connection
 //! turning `NOTIFY`s into ticks of watch channels. The operation queue ([`crate::pgqueue`]),
 //! the token store ([`crate::auth`]) and the audit log ([`crate::audit`]) use the same pool.
 //!

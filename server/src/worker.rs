@@ -23,7 +23,7 @@ pub async fn run(queue: Arc<dyn OperationQueue>, source: Arc<dyn StackSource>, n
 
 /// Claims and runs operations until `stop` is raised. Then no new operation is claimed; the
 /// one running has its cancel flag raised (no new step starts), the steps under way finish,
-/// and the operation is recorded ([`execute`] says how) before this returns.
+/// and the operation is recorded (`execute` says how) before this returns.
 pub async fn run_until(
     queue: Arc<dyn OperationQueue>,
     source: Arc<dyn StackSource>,
