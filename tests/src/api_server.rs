@@ -160,4 +160,42 @@ impl ApiServer {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+
+    /// Polls operation `id` until it has ended, whatever the end (three minutes at most).
+    pub fn wait_final(&self, token: &str, id: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
+        loop {
+            let (code, op) = self.call("GET", &format!("/api/v1/operations/{id}"), token, None);
+            assert_eq!(code, 200, "{op}");
+            if matches!(
+                op["status"].as_str(),
+                Some("succeeded" | "failed" | "blocked" | "rejected" | "cancelled")
+            ) {
+                return op;
+            }
+            assert!(std::time::Instant::now() < deadline, "never ended: {op}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Operation `id`'s events: its Server-Sent Events stream read to its end (the operation's
+    /// end, for one still running).
+    pub fn events(&self, token: &str, id: &str) -> Vec<Value> {
+        let (code, text) = self.call(
+            "GET",
+            &format!("/api/v1/operations/{id}/events"),
+            token,
+            None,
+        );
+        assert_eq!(code, 200, "{text}");
+        sse_data(text.as_str().unwrap_or_default())
+    }
+}
+
+/// Every `data:` of a Server-Sent Events stream, as JSON.
+pub fn sse_data(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap_or_else(|e| panic!("{e}: {d}")))
+        .collect()
 }

@@ -1375,7 +1375,7 @@ fn the_api_runs_a_program_after_approval_and_records_it_as_the_cli_does() {
         json!({"program": "ops/Escape.k", "args": {"hosts": pods[0].0}}),
     );
     assert_eq!(code, 202, "{op}");
-    let failed = wait_final(&server, &alice, op["id"].as_str().unwrap());
+    let failed = server.wait_final(&alice, op["id"].as_str().unwrap());
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
         failed["error"]
@@ -1418,7 +1418,7 @@ fn the_api_runs_a_program_after_approval_and_records_it_as_the_cli_does() {
     );
     let (code, body) = server.call("POST", &approve, &bob, None);
     assert_eq!(code, 200, "{body}");
-    let done = wait_final(&server, &alice, &id);
+    let done = server.wait_final(&alice, &id);
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["approvedBy"], "bob");
     let run_id = done["run"].as_u64().expect("the run's record");
@@ -1439,14 +1439,7 @@ fn the_api_runs_a_program_after_approval_and_records_it_as_the_cli_does() {
     );
 
     // Progress streamed: planned, then each batch started, acted and recovered in order.
-    let (code, events) = server.call(
-        "GET",
-        &format!("/api/v1/operations/{id}/events"),
-        &alice,
-        None,
-    );
-    assert_eq!(code, 200);
-    let events = sse_data(events.as_str().unwrap());
+    let events = server.events(&alice, &id);
     let kinds: Vec<String> = events
         .iter()
         .map(|e| match e["type"].as_str().unwrap() {
@@ -1534,29 +1527,4 @@ fn the_api_runs_a_program_after_approval_and_records_it_as_the_cli_does() {
     assert_eq!(from_cli["targets"], api_run["targets"]);
     assert_eq!(from_cli["args"], api_run["args"]);
     assert_eq!(from_cli["holder"], api_run["holder"]);
-}
-
-/// Polls operation `id` until it ends (three minutes at most).
-fn wait_final(server: &kusion_tests::api_server::ApiServer, token: &str, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let (code, op) = server.call("GET", &format!("/api/v1/operations/{id}"), token, None);
-        assert_eq!(code, 200, "{op}");
-        if matches!(
-            op["status"].as_str(),
-            Some("succeeded" | "failed" | "blocked" | "rejected" | "cancelled")
-        ) {
-            return op;
-        }
-        assert!(Instant::now() < deadline, "never ended: {op}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Every `data:` of an SSE stream read to its end.
-fn sse_data(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
 }

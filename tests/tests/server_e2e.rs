@@ -70,14 +70,6 @@ fn start(root: &Path, home: &Path, cloud: &Path, log: &Path) -> ApiServer {
     ApiServer::start(command, log)
 }
 
-/// Every `data:` of an SSE stream read to its end.
-fn sse_events(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
-}
-
 /// The fake cloud's objects by file name, without the `uid` it generates from the clock.
 fn cloud_objects(dir: &Path) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = std::fs::read_dir(dir)
@@ -212,7 +204,7 @@ fn preview_approve_apply_watch_over_http_records_the_release_the_cli_records() {
     let revision = done["revision"].as_u64().expect("a release");
     let (content_type, stream) = watcher.join().unwrap();
     assert_eq!(content_type, "text/event-stream");
-    let events = sse_events(&stream);
+    let events = kusion_tests::api_server::sse_data(&stream);
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
     let kinds: Vec<String> = events

@@ -142,21 +142,6 @@ fn wait_until(what: &str, mut done: impl FnMut() -> Option<Value>) -> Value {
     }
 }
 
-fn events(server: &ApiServer, token: &str, id: &str) -> Vec<Value> {
-    let url = format!("{}/api/v1/operations/{id}/events", server.base);
-    let mut response = kusion_tests::api_server::agent()
-        .get(&url)
-        .header("Authorization", format!("Bearer {token}").as_str())
-        .call()
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let text = response.body_mut().read_to_string().unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
-}
-
 fn creations(cloud: &Path) -> Vec<String> {
     let mut lines: Vec<String> = std::fs::read_to_string(cloud.join("creations.log"))
         .unwrap_or_default()
@@ -315,7 +300,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     assert_ne!(second_worker, first_worker, "{finished}");
 
     // The stream tells the story: running, the requeue, running again, done.
-    let stream = events(&a, &alice, &dev);
+    let stream = a.events(&alice, &dev);
     let statuses: Vec<String> = stream
         .iter()
         .filter(|e| e["type"] == "status")
@@ -423,7 +408,7 @@ fn two_servers_three_workers_one_postgres_survive_a_killed_worker() {
     });
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["cancelledBy"], "alice", "{cancelled}");
-    let stream = events(&b, &alice, &slow);
+    let stream = b.events(&alice, &slow);
     assert!(
         !stream
             .iter()
@@ -578,7 +563,7 @@ fn a_worker_on_another_machine_dies_and_its_lease_expires_before_the_requeue() {
         took >= Duration::from_secs(4 + 15 - 2),
         "re-queued before the remote worker's lease could have expired: {took:?}"
     );
-    let stream = events(&server, &alice, &id);
+    let stream = server.events(&alice, &id);
     let statuses: Vec<&str> = stream
         .iter()
         .filter(|e| e["type"] == "status")

@@ -128,20 +128,7 @@ async fn api_console_and_cli_apply_the_same_release_on_a_real_cluster() {
                 None,
             );
             assert_eq!(code, 200, "{body}");
-            let (code, events) = server.call(
-                "GET",
-                &format!("/api/v1/operations/{id}/events"),
-                &alice,
-                None,
-            );
-            assert_eq!(code, 200);
-            let events: Vec<Value> = events
-                .as_str()
-                .unwrap()
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| serde_json::from_str(d.trim()).unwrap())
-                .collect();
+            let events = server.events(&alice, &id);
             let finished = events
                 .iter()
                 .filter(|e| e["type"] == "step_finished")
