@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use kusion_kernel::plugin::fixtures::{self, Fixture};
+use kusion_dev_plugins::fixtures::{self, Fixture};
 use kusion_kernel::plugin::{PluginConfig, PluginSettings, WasmLimits, load_plugins};
 use kusion_kernel::policy::{PolicyConfig, PolicyGuard, PolicyPluginSettings, StackInfo};
 use kusion_kernel::spec::Spec;

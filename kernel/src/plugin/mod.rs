@@ -12,7 +12,6 @@
 
 pub mod config;
 pub mod conformance;
-pub mod fixtures;
 pub mod grants;
 pub mod manifest;
 pub mod native;

@@ -1,8 +1,9 @@
-//! Plugin host tests against real plugin builds (see `fixtures.rs`).
+//! Plugin host tests against real plugin builds (see `tests/dev-plugins`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use kusion_dev_plugins::fixtures::{self, Fixture};
 use kusion_sdk::function::FunctionPlugin;
 use kusion_sdk::policy::Severity;
 use kusion_sdk::runtime::{
@@ -12,7 +13,6 @@ use kusion_sdk::runtime::{
 use kusion_sdk::{ErrorKind, Map, Resource, Value};
 use serde_json::json;
 
-use super::fixtures::{self, Fixture};
 use super::*;
 
 fn file_resource(id: &str, path: &str, content: &str) -> Resource {
