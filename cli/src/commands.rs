@@ -222,8 +222,9 @@ pub(crate) fn default_stack_name(workdir: &Path) -> String {
     }
 }
 
-/// The plugin configuration: the config file, `KUSION_PLUGINS__*` variables and `--set` flags;
-/// when kusionctl runs from a checkout's build output, that checkout's in-repo plugins too.
+/// The plugin configuration: the config file, `KUSION_PLUGINS__*` variables and `--set` flags.
+/// Plugins are then found in the configured directories and the default ones (see
+/// `kusion_kernel::plugin::search_dirs`); nothing here knows where a source checkout keeps them.
 fn plugin_config(cli: &Cli) -> Result<PluginConfig> {
     plugin_config_from(cli.global.config.clone(), &cli.global.set)
 }
@@ -247,33 +248,7 @@ pub(crate) fn plugin_config_from(file: Option<PathBuf>, set: &[String]) -> Resul
                 })
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut config = PluginConfig::load(file.as_deref(), &overrides)?;
-    if config.workspace.is_none()
-        && let Some((workspace, target)) = checkout_of_this_binary()
-    {
-        config.workspace = Some(workspace);
-        config.target_dir.get_or_insert(target);
-    }
-    Ok(config)
-}
-
-/// `<checkout>/target/<profile>/kusionctl` -> (checkout, target dir), for development builds.
-fn checkout_of_this_binary() -> Option<(PathBuf, PathBuf)> {
-    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
-    let target = exe.parent()?.parent()?.to_path_buf();
-    let candidates = [
-        target.parent().map(Path::to_path_buf),
-        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .flat_map(|dir| dir.ancestors().map(Path::to_path_buf).collect::<Vec<_>>())
-        .find(|dir| {
-            dir.join("Cargo.toml").is_file()
-                && dir.join("kernel").join("src").join("plugin").is_dir()
-        })
-        .map(|ws| (ws, target))
+    Ok(PluginConfig::load(file.as_deref(), &overrides)?)
 }
 
 pub(crate) fn read_runtime_config(path: &Path) -> Result<Value> {

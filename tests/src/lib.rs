@@ -4,6 +4,7 @@ pub mod api_server;
 pub mod cli;
 pub mod git_http;
 pub mod oidc_issuer;
+pub mod plugins;
 pub mod proxy;
 pub mod servers;
 pub mod stores;
