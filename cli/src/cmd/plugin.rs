@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow};
 
 use crate::args::Output;
-use crate::commands::CommandContext;
+use crate::context::CommandContext;
 use crate::exit;
 use kusion_kernel::plugin::Status;
 
