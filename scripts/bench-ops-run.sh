@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${PROFILE:-bench}"
-# kusionctl loads the kubernetes runtime and CMDB plugins from the same build output.
+# kusionctl loads the kubernetes runtime and CMDB plugins from the same build, staged beside it
+# (<target>/lib/kusion/plugins) by the benchmark.
 if [ "$profile" = dev ]; then
   cargo build -p kusion-runtime-kubernetes -p kusion-cmdb
 else

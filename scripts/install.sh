@@ -7,9 +7,10 @@
 #   <prefix>/share/man/man1/*.1                                  kusionctl and kcl man pages
 #   <prefix>/share/{bash-completion/completions,zsh/site-functions,fish/vendor_completions.d}/...
 #
-# kusionctl looks for plugins in <its folder>/../lib/kusion/plugins, and there (outside the
-# checkout) it requires the manifest's sha256 to match the library, the folders to be writable by
-# their owner only, and the plugin declaration in the library's symbols.
+# kusionctl looks for plugins in <its folder>/../lib/kusion/plugins, and it requires the
+# manifest's sha256 to match the library, the folders to be writable by their owner only, and the
+# plugin declaration in the library's symbols. (scripts/stage-plugins.sh lays out a build's
+# plugins the same way beside <target>/<profile>/kusionctl, for development and tests.)
 #
 # Usage: scripts/install.sh [--prefix DIR] [--profile release|release-debug|debug] [--from-target DIR]
 #   --prefix DIR        where to install (default ~/.local)

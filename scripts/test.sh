@@ -11,8 +11,10 @@ for step in scripts/setup.d/*.sh; do
   echo "== setup: $step"
   bash "$step"
 done
-# Build everything first so plugin cdylibs exist before tests that load them run.
+# Build everything first so plugin cdylibs exist before tests that load them run, and stage them
+# where the built kusionctl looks for plugins (<target>/lib/kusion/plugins).
 cargo build --workspace --all-targets --locked
+bash scripts/stage-plugins.sh
 cargo test --workspace --locked -- "$@"
 # A library user who needs only the model builds the kernel without wasmtime, PostgreSQL or S3.
 cargo check -p kusion-kernel --no-default-features --locked

@@ -77,7 +77,7 @@ pub struct ConfigArgs {
     /// The kusion configuration file (TOML; default ~/.kusion/config.toml when it exists).
     #[arg(long, env = "KUSION_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Override one configuration key, e.g. --set plugins.workspace=/src/kusion-rs.
+    /// Override one configuration key, e.g. --set plugins.default_dirs=false.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
 }
@@ -88,7 +88,7 @@ pub struct GroupConfigArgs {
     /// The kusion configuration file (TOML; default ~/.kusion/config.toml when it exists).
     #[arg(long, env = "KUSION_CONFIG", value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
-    /// Override one configuration key, e.g. --set plugins.workspace=/src/kusion-rs.
+    /// Override one configuration key, e.g. --set plugins.default_dirs=false.
     #[arg(long = "set", value_name = "KEY=VALUE", global = true)]
     pub set: Vec<String>,
 }

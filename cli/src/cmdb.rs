@@ -224,7 +224,7 @@ fn cmdb_plugin(plugins: &LoadedPlugins, url: Option<&str>) -> Result<Arc<dyn Fun
         return Err(match why {
             Some(why) => anyhow!("the cmdb plugin was found but not loaded: {why}"),
             None => anyhow!(
-                "the cmdb plugin is not available: build it (`cargo build -p kusion-cmdb`) or install it under ~/.kusion/plugins/cmdb/ (see `kusionctl plugin list`)"
+                "the cmdb plugin is not available: install it (under ~/.kusion/plugins/cmdb/, on $KUSION_PLUGIN_PATH, or beside kusionctl in <prefix>/lib/kusion/plugins; see `kusionctl plugin list`)"
             ),
         });
     };

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use kusion_kernel::plugin::fixtures::{self, Fixture};
+use kusion_dev_plugins::fixtures::{self, Fixture};
 
 fn kusionctl(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kusionctl"))

@@ -17,7 +17,7 @@ use std::hint::black_box;
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use kusion_kernel::plugin::fixtures::{self, Fixture};
+use kusion_dev_plugins::fixtures::{self, Fixture};
 use kusion_kernel::plugin::{NativeLibrary, WasmGrants, WasmHost, WasmLimits};
 use kusion_sdk::function::{FunctionPlugin, FunctionPluginInfo};
 use kusion_sdk::{ABI_VERSION, Map, PluginResult, Value};

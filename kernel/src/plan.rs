@@ -1099,10 +1099,6 @@ fn decide(
 }
 
 #[cfg(test)]
-#[path = "plan_targets_tests.rs"]
-mod targets_tests;
-
-#[cfg(test)]
 mod approval_hash_tests {
     use super::*;
 

@@ -7,7 +7,8 @@
 # controllers' work on the other tool's objects fall on both alike.
 # Usage: scripts/k8s/bench-kusionctl.sh [KUSIONCTL]
 #   KUSIONCTL defaults to this checkout's build of the profile KUSION_BENCH_PROFILE (debug, or
-#   release), built first; a kusionctl finds its plugins beside it in the same target dir.
+#   release), built first; its plugins are staged beside it (<target>/lib/kusion/plugins, see
+#   scripts/stage-plugins.sh).
 #   KUSION_BENCH_ROUNDS=N   rounds (default 3)
 #   KUSION_BENCH_KUBECONFIG=PATH uses a running control plane instead of starting one.
 #   KUBECTL=PATH            the kubectl to compare with (default: kubectl on PATH)
@@ -26,6 +27,7 @@ if [[ $# -eq 0 ]]; then
   else
     cargo build -q -p kusionctl -p kusion-runtime-kubernetes
   fi
+  bash scripts/stage-plugins.sh "$target" >/dev/null
 fi
 work="$(mktemp -d)"
 up_pid=""

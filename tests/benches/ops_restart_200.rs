@@ -74,6 +74,8 @@ fn ready_pods(cp: &ControlPlane) -> Vec<String> {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing to filter here.
+    // The kubernetes runtime and CMDB plugins, staged beside the binary as a user's install has them.
+    kusion_tests::cli::stage_plugins();
     let dir = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

@@ -1,8 +1,10 @@
-//! Running the built `kusionctl` from integration tests: where the binaries are, a command
-//! with the user's environment scrubbed, and small file helpers.
+//! Running the built `kusionctl` from integration tests: where the binaries are, this
+//! checkout's plugins staged beside them, a command with the user's environment scrubbed, and
+//! small file helpers.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 /// `target/<profile>/`: the folder above the running test binary's `deps/`, or
 /// `KUSION_TEST_BIN_DIR` when set (e.g. a debug test binary driving a release `kusionctl` for
@@ -30,9 +32,29 @@ pub fn built(name: &str) -> PathBuf {
     path
 }
 
-/// The built `kusionctl`.
+/// The built `kusionctl`, with this checkout's built plugins staged where it looks for them.
 pub fn kusionctl() -> PathBuf {
+    stage_plugins();
     built("kusionctl")
+}
+
+/// Stage this checkout's built plugins in `<target>/lib/kusion/plugins`, the install prefix of
+/// the binaries in [`profile_dir`] (once per test process; see [`crate::plugins`]). Returns
+/// that folder.
+pub fn stage_plugins() -> &'static Path {
+    static STAGED: OnceLock<PathBuf> = OnceLock::new();
+    STAGED.get_or_init(|| {
+        let target = profile_dir()
+            .parent()
+            .expect("the profile folder is inside a target folder")
+            .to_path_buf();
+        let checkout = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("tests/ has a parent");
+        crate::plugins::stage(checkout, &target)
+            .unwrap_or_else(|e| panic!("staging this checkout's plugins: {e}"));
+        crate::plugins::staged_dir(&target)
+    })
 }
 
 /// `kusionctl` run in `dir` with `HOME` set to `home` and without the variables that would

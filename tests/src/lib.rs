@@ -5,6 +5,7 @@ pub mod chromium;
 pub mod cli;
 pub mod git_http;
 pub mod oidc_issuer;
+pub mod plugins;
 pub mod proxy;
 pub mod servers;
 pub mod stores;

@@ -1,11 +1,12 @@
 //! The CMDB end to end: records loaded with the real `kusionctl cmdb import`, then a KCL program
 //! calling `cmdb.lookup_hosts([...])` evaluated with kusionctl's plugin adapter over the `cmdb`
-//! plugin as the plugin host loads it from this checkout's build output (the cdylib, not the
-//! crate linked in).
+//! plugin as the plugin host loads it when installed from this checkout's build (the cdylib, not
+//! the crate linked in).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use kusion_kernel::plugin::manifest::{self, Manifest};
 use kusion_kernel::plugin::{LoadedPlugins, PluginConfig, PluginSettings, Source, Status};
 use serde_json::{Value, json};
 
@@ -56,14 +57,21 @@ fn load_cmdb(url: &str) -> LoadedPlugins {
     load("cmdb", json!({ "url": url }), "libkusion_cmdb.so")
 }
 
-/// Only plugin `name` of this checkout's build output, configured with `config`.
+/// Only plugin `name`, installed from its in-repo manifest and this checkout's build of `file`
+/// into a plugin folder, configured with `config`.
 fn load(name: &str, plugin_config: Value, file: &str) -> LoadedPlugins {
-    let profile = profile_dir();
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let manifest_path = ["plugins/cmdb", "examples/cmdb-csv-lookup"]
+        .iter()
+        .map(|dir| checkout.join(dir).join(manifest::MANIFEST_FILE))
+        .find(|m| Manifest::load(m).is_ok_and(|m| m.name == name))
+        .unwrap_or_else(|| panic!("no in-repo manifest of plugin {name}"));
+    let manifest = Manifest::load(&manifest_path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    manifest::install(dir.path(), &manifest, &profile_dir().join(file)).unwrap();
     let mut config = PluginConfig {
+        path: vec![dir.path().to_path_buf()],
         default_dirs: false,
-        workspace: Some(checkout.to_path_buf()),
-        target_dir: Some(profile.parent().unwrap().to_path_buf()),
         only: Some(vec![name.into()]),
         ..Default::default()
     };
@@ -81,11 +89,12 @@ fn load(name: &str, plugin_config: Value, file: &str) -> LoadedPlugins {
         .find(|e| e.name == name)
         .unwrap_or_else(|| panic!("the {name} plugin's manifest is discovered"));
     assert_eq!(entry.status, Status::Loaded, "{entry:?}");
-    assert_eq!(entry.source, Source::Workspace);
+    assert_eq!(entry.source, Source::Configured);
     assert!(
         entry.file.as_ref().is_some_and(|f| f.ends_with(file)),
         "{entry:?}"
     );
+    // Loaded: the library stays mapped after its folder is gone.
     plugins
 }
 

@@ -4,8 +4,8 @@
 //! would run it.
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kusion_dev_plugins::fixtures;
 use kusion_k8s_harness::{ControlPlane, Options};
-use kusion_kernel::plugin::fixtures;
 use kusion_tests::cli::{built, kusionctl_in, text};
 
 #[test]

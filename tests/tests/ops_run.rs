@@ -22,17 +22,15 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// The Kubernetes runtime is loaded as a plugin from this checkout's build output, like a user's
-/// kusionctl does; it must have been built.
+/// The Kubernetes runtime is loaded as a plugin, as a user's kusionctl loads it: from the
+/// plugin folder beside the binary, where the harness stages this checkout's builds; it must
+/// have been built.
 fn require_runtime_plugin() {
-    let exe = PathBuf::from(BIN);
-    let dir = exe.parent().expect("binary has a folder");
-    let lib = dir.join("libkusion_runtime_kubernetes.so");
-    let in_deps = dir.join("deps").join("libkusion_runtime_kubernetes.so");
+    let staged = kusion_tests::cli::stage_plugins().join("kubernetes");
     assert!(
-        lib.is_file() || in_deps.is_file(),
-        "the kubernetes runtime plugin is not built ({}): run `cargo build -p kusion-runtime-kubernetes`",
-        lib.display()
+        staged.join("plugin.toml").is_file(),
+        "the kubernetes runtime plugin is not built ({} is missing): run `cargo build -p kusion-runtime-kubernetes`",
+        staged.display()
     );
 }
 

@@ -3,8 +3,11 @@
 //! `[policy]` section, blocking on deny, and failing closed when it runs out of fuel.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
 
-use kusion_kernel::plugin::fixtures::{self, Fixture};
+use kusion_dev_plugins::fixtures::{self, Fixture};
+use kusion_kernel::plugin::manifest::{self, Manifest};
 use kusion_kernel::plugin::{PluginConfig, PluginSettings, WasmLimits, load_plugins};
 use kusion_kernel::policy::{PolicyConfig, PolicyGuard, PolicyPluginSettings, StackInfo};
 use kusion_kernel::spec::Spec;
@@ -27,12 +30,24 @@ fn spec(resources: Vec<serde_json::Value>) -> Spec {
     serde_json::from_value(json!({ "resources": resources })).unwrap()
 }
 
+/// The example WASM policy installed from its own manifest into a plugin folder, once per test
+/// process (a configured folder is all the plugin host knows).
+fn installed_policy() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest_path = fixtures::workspace_root().join("examples/wasm-policy/plugin.toml");
+        let manifest = Manifest::load(&manifest_path).unwrap();
+        manifest::install(dir.path(), &manifest, &fixtures::build(Fixture::WasmPolicy)).unwrap();
+        dir
+    })
+    .path()
+}
+
 fn guard(limits: WasmLimits, config: Option<serde_json::Value>) -> PolicyGuard {
-    fixtures::build(Fixture::WasmPolicy);
     let plugins = PluginConfig {
+        path: vec![installed_policy().to_path_buf()],
         default_dirs: false,
-        workspace: Some(fixtures::workspace_root()),
-        target_dir: Some(fixtures::target_dir()),
         only: Some(vec!["deployment-limits".into()]),
         settings: BTreeMap::from([(
             "deployment-limits".to_string(),

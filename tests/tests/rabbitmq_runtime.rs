@@ -9,8 +9,8 @@ use std::process::Output;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
+use kusion_dev_plugins::fixtures;
 use kusion_k8s_harness::{ControlPlane, Options};
-use kusion_kernel::plugin::fixtures;
 use kusion_kernel::plugin::manifest::{self, Manifest};
 use kusion_rabbitmq_harness::RabbitServer;
 use kusion_tests::cli::{built, kusionctl_in, text};

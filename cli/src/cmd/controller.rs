@@ -103,7 +103,7 @@ pub(crate) async fn run(
     }
     let client = kube_client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let mut runtime_config = match &global.runtime_config {
-        Some(path) => crate::commands::read_runtime_config(path)?,
+        Some(path) => crate::config::read_runtime_config(path)?,
         None => Value::Null,
     };
     if let Some(path) = &args.kubeconfig {
@@ -116,7 +116,7 @@ pub(crate) async fn run(
         }
         crate::cmd::compile::default_kubernetes_settings(&mut runtime_config, defaults)?;
     }
-    let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
+    let plugin_config = crate::config::plugin_config_from(global.config.clone(), &global.set)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
     let loader = Loader(StackOpener {
         plugins,

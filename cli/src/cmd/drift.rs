@@ -16,7 +16,8 @@ use kusion_sdk::FieldPath;
 use serde_json::{Value, json};
 
 use crate::args::{Global, Output};
-use crate::commands::{CommandContext, default_stack_name, read_runtime_config};
+use crate::config::read_runtime_config;
+use crate::context::{CommandContext, default_stack_name};
 use crate::render::Styles;
 use crate::{UsageError, exit};
 

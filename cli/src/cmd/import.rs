@@ -11,7 +11,7 @@ use kusion_kernel::spec::Spec;
 use serde_json::json;
 
 use crate::args::Output;
-use crate::commands::CommandContext;
+use crate::context::CommandContext;
 use crate::exit;
 
 /// Adopt the live object behind the spec's resource `id`.

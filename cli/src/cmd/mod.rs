@@ -1,9 +1,11 @@
 //! Subcommands, one file each: what the command reads from its arguments, which kernel
 //! operation it calls, and how it prints the result.
 
+pub(crate) mod apply;
 pub(crate) mod compile;
 pub(crate) mod controller;
 pub(crate) mod drift;
+pub(crate) mod graph;
 pub(crate) mod import;
 pub(crate) mod kcl;
 pub(crate) mod plugin;

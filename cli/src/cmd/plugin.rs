@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow};
 
 use crate::args::Output;
-use crate::commands::CommandContext;
+use crate::context::CommandContext;
 use crate::exit;
 use kusion_kernel::plugin::Status;
 
@@ -58,7 +58,7 @@ pub(crate) fn list(ctx: &CommandContext) -> Result<u8> {
     }
     if entries.is_empty() {
         println!(
-            "No plugins found (searched --set plugins.path, $KUSION_PLUGIN_PATH, ~/.kusion/plugins and this checkout's build output)."
+            "No plugins found (searched --set plugins.path, $KUSION_PLUGIN_PATH, ~/.kusion/plugins and <kusionctl's folder>/../lib/kusion/plugins)."
         );
         return Ok(exit::OK);
     }

@@ -12,7 +12,8 @@ use kusion_kernel::rollback;
 use kusion_kernel::state::format_time;
 
 use crate::args::{Global, Output, PlanArgs};
-use crate::commands::{CommandContext, plan_options, print_preview, run_apply};
+use crate::cmd::apply::{print_preview, run_apply};
+use crate::context::{CommandContext, plan_options};
 
 /// What `rollback` was asked.
 pub(crate) struct RollbackArgs {

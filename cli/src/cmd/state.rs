@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
 
 use crate::args::{Output, StateCommand};
-use crate::commands::CommandContext;
+use crate::context::CommandContext;
 use crate::exit;
 use crate::render;
 use kusion_kernel::state::format_time;

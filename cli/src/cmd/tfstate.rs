@@ -25,7 +25,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::args::{Output, SpecFormat};
-use crate::commands::{CommandContext, read_runtime_config};
+use crate::config::read_runtime_config;
+use crate::context::CommandContext;
 use crate::{UsageError, exit};
 
 /// What `import --terraform-state` was asked.

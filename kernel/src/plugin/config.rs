@@ -5,8 +5,8 @@
 //! ```toml
 //! [plugins]
 //! path = ["/opt/kusion/plugins"]      # searched before the default directories
-//! default_dirs = true                 # also search $KUSION_PLUGIN_PATH and ~/.kusion/plugins
-//! workspace = "/src/kusion-rs"        # in-repo plugins from this checkout's build output
+//! default_dirs = true                 # also search $KUSION_PLUGIN_PATH, ~/.kusion/plugins and
+//!                                     # <exe dir>/../lib/kusion/plugins
 //! only = ["localfile"]                # if set, load only these plugins
 //! require_signatures = false          # refuse plugins without a trusted publisher signature
 //!
@@ -24,7 +24,7 @@
 //! grants = { hosts = ["127.0.0.1:15672"] }   # outgoing HTTP (wasi:http) to these host:port pairs
 //! ```
 //!
-//! Environment example: `KUSION_PLUGINS__WORKSPACE=/src/kusion-rs`.
+//! Environment example: `KUSION_PLUGINS__ONLY=localfile,kubernetes`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,12 +45,9 @@ fn yes() -> bool {
 pub struct PluginConfig {
     /// Extra plugin directories, searched first, in order.
     pub path: Vec<PathBuf>,
-    /// Also search `$KUSION_PLUGIN_PATH` and `~/.kusion/plugins`.
+    /// Also search `$KUSION_PLUGIN_PATH`, `~/.kusion/plugins` and the install prefix of the
+    /// running executable (`<exe dir>/../lib/kusion/plugins`).
     pub default_dirs: bool,
-    /// A kusion-rs checkout whose build output holds the in-repo plugins.
-    pub workspace: Option<PathBuf>,
-    /// That checkout's cargo target directory (default `<workspace>/target`).
-    pub target_dir: Option<PathBuf>,
     /// When set, only these plugin names are loaded; the rest are listed as disabled.
     pub only: Option<Vec<String>>,
     pub settings: BTreeMap<String, PluginSettings>,
@@ -65,8 +62,6 @@ impl Default for PluginConfig {
         PluginConfig {
             path: Vec::new(),
             default_dirs: true,
-            workspace: None,
-            target_dir: None,
             only: None,
             settings: BTreeMap::new(),
             trusted_keys: BTreeMap::new(),
@@ -102,7 +97,7 @@ impl Default for PluginSettings {
 
 impl PluginConfig {
     /// Layer the sources: `file` (TOML, optional), the environment, then `overrides`
-    /// (`("plugins.workspace", "/src")`, as parsed from `--set key=value` flags).
+    /// (`("plugins.default_dirs", "false")`, as parsed from `--set key=value` flags).
     pub fn load(
         file: Option<&Path>,
         overrides: &[(String, String)],
@@ -209,11 +204,13 @@ grants = { dirs = { "/data" = "/srv/data" } }
 "#,
         )
         .unwrap();
-        let config =
-            PluginConfig::load(Some(&file), &[("plugins.workspace".into(), "/ws".into())]).unwrap();
+        let config = PluginConfig::load(
+            Some(&file),
+            &[("plugins.default_dirs".into(), "false".into())],
+        )
+        .unwrap();
         assert_eq!(config.path, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
-        assert_eq!(config.workspace, Some(PathBuf::from("/ws")));
-        assert!(config.default_dirs);
+        assert!(!config.default_dirs);
         assert_eq!(config.settings_for("localfile").config["root"], "/srv");
         let policy = config.settings_for("policy");
         assert_eq!(

@@ -214,7 +214,9 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// Install a plugin file into `plugins_dir/<name>/`: copy it and write a manifest with its
 /// checksum. Returns the manifest path. (No `kusionctl` subcommand calls it yet: plugins are
-/// installed by hand, as `sdk/README.md` describes.)
+/// installed by hand, as `sdk/README.md` describes; the test harness stages a checkout's builds
+/// with it.) Both files are written beside their place and renamed into it, so a library another
+/// process has mapped is replaced by a new file, never rewritten under it.
 pub fn install(plugins_dir: &Path, manifest: &Manifest, file: &Path) -> Result<PathBuf, LoadError> {
     let io = |p: &Path, e: std::io::Error| LoadError::Open {
         path: p.to_path_buf(),
@@ -227,16 +229,26 @@ pub fn install(plugins_dir: &Path, manifest: &Manifest, file: &Path) -> Result<P
         detail: "not a file".into(),
     })?;
     let dest = dir.join(file_name);
-    std::fs::copy(file, &dest).map_err(|e| io(&dest, e))?;
+    let partial = |name: &std::ffi::OsStr| {
+        let mut partial = std::ffi::OsString::from(".");
+        partial.push(name);
+        partial.push(format!(".{}.partial", std::process::id()));
+        dir.join(partial)
+    };
+    let dest_partial = partial(file_name);
+    std::fs::copy(file, &dest_partial).map_err(|e| io(&dest_partial, e))?;
     let mut installed = manifest.clone();
     installed.file = file_name.to_string_lossy().into_owned();
-    installed.sha256 = Some(sha256_file(&dest)?);
+    installed.sha256 = Some(sha256_file(&dest_partial)?);
     let manifest_path = dir.join(MANIFEST_FILE);
     let text = toml::to_string(&installed).map_err(|e| LoadError::Manifest {
         path: manifest_path.clone(),
         detail: e.to_string(),
     })?;
-    std::fs::write(&manifest_path, text).map_err(|e| io(&manifest_path, e))?;
+    let manifest_partial = partial(std::ffi::OsStr::new(MANIFEST_FILE));
+    std::fs::write(&manifest_partial, text).map_err(|e| io(&manifest_partial, e))?;
+    std::fs::rename(&dest_partial, &dest).map_err(|e| io(&dest, e))?;
+    std::fs::rename(&manifest_partial, &manifest_path).map_err(|e| io(&manifest_path, e))?;
     Ok(manifest_path)
 }
 

@@ -9,10 +9,17 @@
 //! - [`config`]: the `[plugins]` section of the kernel configuration.
 //! - [`discover`] and [`load_plugins`]: search the plugin directories and load what is wanted,
 //!   recording for each candidate what it is or why it was refused ([`PluginEntry`]).
+//!
+//! Plugins are found only in directories: the configured `plugins.path`, `$KUSION_PLUGIN_PATH`,
+//! `~/.kusion/plugins` and the install prefix of the running executable
+//! (`<exe dir>/../lib/kusion/plugins`, see [`installed_plugin_dir`]). The host knows nothing of
+//! the kusion-rs source tree: a development build gets its plugins on that path from
+//! `scripts/stage-plugins.sh` (which puts a checkout's built plugins in
+//! `<target>/lib/kusion/plugins`, the prefix of `<target>/<profile>/kusionctl`), and every
+//! plugin found carries the `sha256` of its file.
 
 pub mod config;
 pub mod conformance;
-pub mod fixtures;
 pub mod grants;
 pub mod manifest;
 pub mod native;
@@ -103,11 +110,10 @@ pub enum Source {
     EnvPath,
     /// `~/.kusion/plugins`.
     UserDir,
-    /// `<prefix>/lib/kusion/plugins` of an installed kusionctl (`<prefix>/bin/kusionctl`), where
-    /// `scripts/install.sh` puts the shipped plugins.
+    /// `<prefix>/lib/kusion/plugins` of the running executable `<prefix>/bin/kusionctl`, where
+    /// `scripts/install.sh` puts the shipped plugins (and `scripts/stage-plugins.sh` a
+    /// development build's, under `<target>/lib/kusion/plugins`).
     Installed,
-    /// The workspace build output (in-repo plugins; no checksum, they are rebuilt constantly).
-    Workspace,
 }
 
 /// The directories to search, in order, for a configuration.
@@ -159,10 +165,8 @@ pub struct Candidate {
     pub manifest_path: PathBuf,
     pub source: Source,
     pub manifest: Result<Manifest, LoadError>,
-    /// The resolved plugin file (for workspace plugins, in the build output).
+    /// The resolved plugin file (none when the manifest could not be read).
     pub file: Option<PathBuf>,
-    /// For a workspace plugin not built yet: the command that builds it.
-    pub build_hint: Option<String>,
 }
 
 /// The platform file name of a `cdylib` crate's library (`liblocalfile_runtime.so`).
@@ -175,9 +179,7 @@ pub fn dylib_file_name(crate_name: &str) -> String {
     )
 }
 
-/// Find every manifest: `<dir>/<plugin>/plugin.toml` in the search directories, then the in-repo
-/// plugins of the workspace (`<ws>/{runtimes,plugins,examples,tests}/*/plugin.toml`, their files looked up in
-/// `<ws>/target/{debug,release}` or, for WASM, `<ws>/target/wasm32-wasip2/{debug,release}`).
+/// Find every manifest: `<dir>/<plugin>/plugin.toml` in the search directories, in order.
 pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
     let mut found = Vec::new();
     for (dir, source) in search_dirs(config) {
@@ -214,107 +216,10 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
                 source,
                 manifest,
                 file,
-                build_hint: None,
             });
         }
     }
-    if let Some(ws) = &config.workspace {
-        let target = config
-            .target_dir
-            .clone()
-            .unwrap_or_else(|| ws.join("target"));
-        found.extend(discover_workspace(ws, &target));
-    }
     found
-}
-
-fn discover_workspace(ws: &Path, target: &Path) -> Vec<Candidate> {
-    let mut found = Vec::new();
-    // In-repo plugins live one folder deep under these (runtimes/kubernetes, plugins/cmdb, ...).
-    let mut crates: Vec<PathBuf> = ["runtimes", "plugins", "examples", "tests"]
-        .iter()
-        .filter_map(|group| std::fs::read_dir(ws.join(group)).ok())
-        .flat_map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    crates.sort();
-    for dir in crates {
-        let manifest_path = dir.join(MANIFEST_FILE);
-        if !manifest_path.is_file() {
-            continue;
-        }
-        let manifest = Manifest::load(&manifest_path);
-        let file = manifest.as_ref().ok().and_then(|m| {
-            let profiles = ["debug", "release"];
-            let candidates: Vec<PathBuf> = match m.format() {
-                Format::Native => profiles
-                    .iter()
-                    .map(|p| target.join(p).join(&m.file))
-                    .collect(),
-                Format::Wasm => profiles
-                    .iter()
-                    .map(|p| target.join("wasm32-wasip2").join(p).join(&m.file))
-                    .collect(),
-            };
-            // The newest build wins, so a fresh debug build is not shadowed by a stale release.
-            candidates
-                .into_iter()
-                .filter_map(|p| {
-                    std::fs::metadata(&p)
-                        .and_then(|md| md.modified())
-                        .ok()
-                        .map(|t| (t, p))
-                })
-                .max()
-                .map(|(_, p)| p)
-        });
-        let build_hint = match manifest.as_ref().map(Manifest::format) {
-            Ok(Format::Wasm) => Some(format!(
-                "bash {}",
-                ws.join("scripts").join("build-wasm-plugins.sh").display()
-            )),
-            _ => crate_name(&dir).map(|name| {
-                let build = format!("cargo build --release -p {name} (in {})", ws.display());
-                // runtimes/ and plugins/ are what install.sh ships; examples and fixtures are not.
-                if dir.starts_with(ws.join("runtimes")) || dir.starts_with(ws.join("plugins")) {
-                    format!(
-                        "{build}, or install kusionctl with every shipped plugin: bash {} --prefix DIR",
-                        ws.join("scripts").join("install.sh").display()
-                    )
-                } else {
-                    build
-                }
-            }),
-        };
-        found.push(Candidate {
-            manifest_path,
-            source: Source::Workspace,
-            manifest,
-            file,
-            build_hint,
-        });
-    }
-    found
-}
-
-/// The package name in a crate folder's `Cargo.toml`.
-fn crate_name(dir: &Path) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct CargoToml {
-        package: Package,
-    }
-    #[derive(serde::Deserialize)]
-    struct Package {
-        name: String,
-    }
-    let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
-    toml::from_str::<CargoToml>(&text)
-        .ok()
-        .map(|c| c.package.name)
 }
 
 /// The state of one listed plugin.
@@ -423,35 +328,25 @@ pub fn load_plugins(config: &PluginConfig) -> LoadedPlugins {
             out.entries.push(entry);
             continue;
         }
+        // A manifest that was read always has its file resolved (see `discover`).
         let Some(file) = candidate.file.clone() else {
-            entry.status = Status::Refused(format!(
-                "`{}` is not built in the workspace build output; build it: {}",
-                manifest.file,
-                candidate.build_hint.as_deref().unwrap_or(
-                    "cargo build -p <the crate of this manifest>, or scripts/build-wasm-plugins.sh for WASM"
-                )
-            ));
+            entry.status = Status::Refused(format!("`{}`: no plugin file", manifest.file));
             out.entries.push(entry);
             continue;
         };
         let settings = config.settings_for(&manifest.name);
-        let result = verify_candidate(
-            config,
-            &manifest,
-            candidate.source,
-            &candidate.manifest_path,
-            &file,
-        )
-        .and_then(|verified| {
-            load_one(
-                &manifest,
-                &file,
-                &verified,
-                &settings,
-                &mut wasm_host,
-                &mut entry,
-            )
-        });
+        let result = verify_candidate(config, &manifest, &candidate.manifest_path, &file).and_then(
+            |verified| {
+                load_one(
+                    &manifest,
+                    &file,
+                    &verified,
+                    &settings,
+                    &mut wasm_host,
+                    &mut entry,
+                )
+            },
+        );
         match result {
             Ok(loaded) => {
                 let configured = if settings.config.is_null() {
@@ -495,19 +390,18 @@ pub fn list_plugins(config: &PluginConfig) -> Vec<PluginEntry> {
 }
 
 /// Everything checked before a plugin's code may run: file ownership and modes, checksum
-/// (required outside the workspace build output), publisher signature, and for native
-/// libraries the plugin declaration in the ELF symbol table. Returns the checked file.
+/// (always required), publisher signature, and for native libraries the plugin declaration in
+/// the ELF symbol table. Returns the checked file.
 fn verify_candidate(
     config: &PluginConfig,
     manifest: &Manifest,
-    source: Source,
     manifest_path: &Path,
     file: &Path,
 ) -> Result<trust::Verified, LoadError> {
     trust::check_private(file)?;
     let verified = trust::Verified::open(file)?;
     let sum = verified.sha256();
-    manifest.verify_sum(file, &sum, source != Source::Workspace)?;
+    manifest.verify_sum(file, &sum, true)?;
     trust::check_signature(
         manifest,
         manifest_path,

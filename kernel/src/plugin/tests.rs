@@ -1,8 +1,10 @@
-//! Plugin host tests against real plugin builds (see `fixtures.rs`).
+//! Plugin host tests against real plugin builds (see `tests/dev-plugins`). Over 800 lines: one
+//! test suite, each test standing alone.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use kusion_dev_plugins::fixtures::{self, Fixture};
 use kusion_sdk::function::FunctionPlugin;
 use kusion_sdk::policy::Severity;
 use kusion_sdk::runtime::{
@@ -12,7 +14,6 @@ use kusion_sdk::runtime::{
 use kusion_sdk::{ErrorKind, Map, Resource, Value};
 use serde_json::json;
 
-use super::fixtures::{self, Fixture};
 use super::*;
 
 fn file_resource(id: &str, path: &str, content: &str) -> Resource {
@@ -441,13 +442,24 @@ fn tampered_plugin_fails_checksum_and_others_still_load() {
 }
 
 #[test]
-fn workspace_plugins_are_discovered_and_selectable() {
-    fixtures::build(Fixture::LocalFile);
-    fixtures::build(Fixture::WasmPolicy);
+fn installed_in_repo_plugins_are_discovered_and_selectable() {
+    // The examples' own manifests, installed as scripts/stage-plugins.sh stages a checkout's
+    // builds: a configured directory is all the host knows.
+    let plugins = tempfile::tempdir().unwrap();
+    for (example, fixture) in [
+        ("localfile-runtime", Fixture::LocalFile),
+        ("wasm-policy", Fixture::WasmPolicy),
+    ] {
+        let manifest_path = fixtures::workspace_root()
+            .join("examples")
+            .join(example)
+            .join(MANIFEST_FILE);
+        let manifest = Manifest::load(&manifest_path).unwrap();
+        manifest::install(plugins.path(), &manifest, &fixtures::build(fixture)).unwrap();
+    }
     let config = PluginConfig {
+        path: vec![plugins.path().to_path_buf()],
         default_dirs: false,
-        workspace: Some(fixtures::workspace_root()),
-        target_dir: Some(fixtures::target_dir()),
         only: Some(vec!["deployment-limits".into()]),
         ..PluginConfig::default()
     };

@@ -1,11 +1,13 @@
-//! WASM runtime plugins against the real fixture component (`fixtures/wasm-runtime-fixture`):
-//! the verbs and their contract, the limits, the sandbox, loading through a manifest, and an
-//! apply through the kernel's operation path beside a native runtime.
+//! WASM runtime plugins against the real fixture component
+//! (`tests/dev-plugins/fixtures/wasm-runtime-fixture`): the verbs and their contract, the limits, the
+//! sandbox, loading through a manifest, and an apply through the kernel's operation path beside a
+//! native runtime.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use kusion_dev_plugins::fixtures::{self, Fixture};
 use kusion_sdk::runtime::{
     ApplyRequest, DeleteRequest, Health, ImportRequest, ReadRequest, Runtime, WatchPoll,
     WatchRequest,
@@ -13,7 +15,6 @@ use kusion_sdk::runtime::{
 use kusion_sdk::{ErrorKind, PluginError, Resource, Value};
 use serde_json::json;
 
-use super::fixtures::{self, Fixture};
 use super::*;
 
 /// Compile the fixture once per test process: compilation dominates these tests.

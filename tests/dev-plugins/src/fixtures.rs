@@ -1,7 +1,10 @@
-//! Builds the in-repo plugins (the examples and the test fixtures under `fixtures/`) so tests and
-//! benchmarks load real libraries. Each is built with cargo into `target/plugin-tests` (its own
-//! target directory, so the build never waits on the `cargo test` that runs us) and copied to a
-//! per-variant path, because feature variants of one crate overwrite each other's output.
+//! Builds the in-repo plugins (the examples and the fixture plugins under `fixtures/`) so tests
+//! and benchmarks load real libraries. Each is built with cargo into `target/plugin-tests` (its
+//! own target directory, so the build never waits on the `cargo test` that runs us) and copied to
+//! a per-variant path, because feature variants of one crate overwrite each other's output.
+//!
+//! Test support only (a dev-dependency): it spawns `cargo`, `git` and `tar`, and panics when a
+//! build fails, because a test cannot run without its plugin.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,15 +15,15 @@ use std::sync::Mutex;
 pub enum Fixture {
     /// `examples/localfile-runtime` (native runtime plugin).
     LocalFile,
-    /// `fixtures/native-fixture` (native function plugin: echo, panic).
+    /// `native-fixture` (native function plugin: echo, panic).
     NativeFunction,
-    /// `fixtures/native-fixture` built with `claim-abi-2`.
+    /// `native-fixture` built with `claim-abi-2`.
     NativeFunctionAbi2,
     /// `examples/wasm-policy` (WASM policy component).
     WasmPolicy,
-    /// `fixtures/wasm-fixture` (WASM function component: echo, spin, grow, read_file, env, panic).
+    /// `wasm-fixture` (WASM function component: echo, spin, grow, read_file, env, panic).
     WasmFunction,
-    /// `fixtures/wasm-runtime-fixture` (WASM runtime component: `WasmKv` files in a granted
+    /// `wasm-runtime-fixture` (WASM runtime component: `WasmKv` files in a granted
     /// directory; spin, grow, fail, panic, connect on request).
     WasmRuntime,
 }
@@ -67,15 +70,26 @@ impl Fixture {
         if self.is_wasm() {
             format!("{stem}.wasm")
         } else {
-            super::dylib_file_name(&stem)
+            dylib_file_name(&stem)
         }
     }
 }
 
-/// The kusion-rs checkout this kernel was built from.
+/// The platform file name of a `cdylib` crate's library (`liblocalfile_runtime.so`).
+fn dylib_file_name(crate_name: &str) -> String {
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        crate_name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// The kusion-rs checkout this crate was built from (this crate sits at `tests/dev-plugins`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .ancestors()
+        .nth(2)
         .map(Path::to_path_buf)
         .unwrap_or_default()
 }
@@ -153,8 +167,9 @@ fn build_profile(fixture: Fixture, release: bool) -> PathBuf {
     copy
 }
 
-/// The last commit whose SDK declared ABI 1.0 (JSON-only calls). Its `native-fixture` is rebuilt
-/// from git history, so a test loads a library genuinely compiled against the older SDK.
+/// The last commit whose SDK declared ABI 1.0 (JSON-only calls). Its `native-fixture` (then at
+/// `kernel/src/plugin/fixtures/native-fixture`) is rebuilt from git history, so a test loads a
+/// library genuinely compiled against the older SDK.
 pub const SDK_1_0_COMMIT: &str = "1485cd812fcecf30494b5d01e642c07d5baf38b2";
 
 /// Build the echo fixture against the SDK as it was at [`SDK_1_0_COMMIT`] and return the path
@@ -262,7 +277,7 @@ claim-abi-2 = []
     }
     dir.join("target")
         .join("debug")
-        .join(super::dylib_file_name("kusion_native_fixture"))
+        .join(dylib_file_name("kusion_native_fixture"))
 }
 
 fn write(path: &Path, text: &str) {

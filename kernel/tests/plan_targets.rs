@@ -9,12 +9,12 @@ use kusion_sdk::runtime::*;
 use kusion_sdk::{PluginError, PluginResult, Resource, Value};
 use serde_json::json;
 
-use crate::apply::ApplyOptions;
-use crate::operation::{self, Applied, Stack};
-use crate::plan::{Action, PlanOptions, PlanView};
-use crate::registry::Registry;
-use crate::spec::Spec;
-use crate::state::{LocalStore, StateStore};
+use kusion_kernel::apply::ApplyOptions;
+use kusion_kernel::operation::{self, Applied, Stack};
+use kusion_kernel::plan::{Action, PlanOptions, PlanView};
+use kusion_kernel::registry::Registry;
+use kusion_kernel::spec::Spec;
+use kusion_kernel::state::{LocalStore, StateStore};
 
 /// A fake cloud with several regions: a resource's region is its `cluster` extension (none
 /// means the configured default, `home`), and its target is that extension.
@@ -426,7 +426,7 @@ fn an_old_journal_replays_and_migrates() {
 
 #[test]
 fn a_moved_entry_never_shadows_a_qualified_one() {
-    use crate::state::{JournalRecord, State, StateEntry};
+    use kusion_kernel::state::{JournalRecord, State, StateEntry};
     let entry = |target: Option<&str>, v: &str| StateEntry {
         resource: res("t:ns", Some("east"), json!({"v": v})),
         private: None,
