@@ -136,6 +136,8 @@ fn layout(root: &Path) -> PathBuf {
 /// get a warning, a `size` over 10 is denied.
 fn policies(home: &Path) {
     kusion_tests::cli::built(&kusion_kernel::plugin::dylib_file_name("kusion-policy-kcl"));
+    // The testbed server finds the policy plugin where an installation keeps it.
+    kusion_tests::cli::stage_plugins();
     let set = home.join("policies/sizes");
     std::fs::create_dir_all(&set).unwrap();
     std::fs::write(
