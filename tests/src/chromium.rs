@@ -3,6 +3,7 @@
 //! `/usr/bin/chromedriver` (`scripts/setup.d/95-chromium.sh`) a test fails, it never skips.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,6 +23,11 @@ pub struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // chromedriver leads its own process group, with the chromium it started in it: a test
+        // that fails before closing its session must not leave a browser running.
+        let _ = Command::new("kill")
+            .args(["-KILL", &format!("-{}", self.child.id())])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -49,6 +55,7 @@ pub fn start_driver(log: &Path) -> Driver {
         .unwrap()
         .port();
     let mut child = Command::new(&binary)
+        .process_group(0)
         .arg(format!("--port={port}"))
         .arg(format!("--log-path={}", log.display()))
         .stdin(Stdio::null())
