@@ -12,9 +12,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Subcommand;
 use kusion_kernel::plugin::{LoadedPlugins, Status};
 use kusion_sdk::function::FunctionPlugin;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+
+use kusion_cmdb_record::{COLUMNS, HostRecord};
 
 use crate::UsageError;
 use crate::exit;
@@ -44,63 +46,9 @@ pub enum CmdbCommand {
     },
 }
 
-/// The columns of the CMDB `hosts` table, in order.
-const COLUMNS: [&str; 7] = [
-    "host",
-    "cluster",
-    "namespace",
-    "pod",
-    "workload",
-    "workload_kind",
-    "app",
-];
 const REQUIRED: [&str; 3] = ["host", "cluster", "namespace"];
 /// Bad rows listed before "... and N more".
 const MAX_ERRORS: usize = 20;
-
-/// One input record, as the plugin's `upsert_hosts` takes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Row {
-    host: String,
-    cluster: String,
-    namespace: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pod: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    workload: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    workload_kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    app: Option<String>,
-}
-
-impl Row {
-    fn check(mut self) -> Result<Row, String> {
-        for (name, v) in [
-            ("host", &mut self.host),
-            ("cluster", &mut self.cluster),
-            ("namespace", &mut self.namespace),
-        ] {
-            *v = v.trim().to_string();
-            if v.is_empty() {
-                return Err(format!("`{name}` is empty"));
-            }
-        }
-        for v in [
-            &mut self.pod,
-            &mut self.workload,
-            &mut self.workload_kind,
-            &mut self.app,
-        ] {
-            *v = v
-                .take()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty());
-        }
-        Ok(self)
-    }
-}
 
 pub fn run(
     plugins: &LoadedPlugins,
@@ -237,7 +185,7 @@ fn cmdb_plugin(plugins: &LoadedPlugins, url: Option<&str>) -> Result<Arc<dyn Fun
 }
 
 /// Read and check every record of `path`; all bad rows are reported together, nothing partial.
-fn read_rows(path: &Path) -> Result<Vec<Row>> {
+fn read_rows(path: &Path) -> Result<Vec<HostRecord>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let ext = path
@@ -277,7 +225,7 @@ fn read_rows(path: &Path) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-type Parsed = (Vec<Row>, Vec<String>);
+type Parsed = (Vec<HostRecord>, Vec<String>);
 
 fn read_csv(shown: &str, text: &str) -> Result<Parsed> {
     let mut reader = csv::ReaderBuilder::new()
@@ -322,7 +270,7 @@ fn read_csv(shown: &str, text: &str) -> Result<Parsed> {
         let cell = |c: usize| -> Option<String> {
             index[c].and_then(|i| record.get(i)).map(str::to_string)
         };
-        let row = Row {
+        let row = HostRecord {
             host: cell(0).unwrap_or_default(),
             cluster: cell(1).unwrap_or_default(),
             namespace: cell(2).unwrap_or_default(),
@@ -331,7 +279,7 @@ fn read_csv(shown: &str, text: &str) -> Result<Parsed> {
             workload_kind: cell(5),
             app: cell(6),
         };
-        match row.check() {
+        match row.normalized() {
             Ok(r) => rows.push(r),
             Err(e) => errors.push(format!("{shown}:{line}: {e}")),
         }
@@ -395,8 +343,8 @@ fn read_json(shown: &str, text: &str) -> Result<Parsed> {
         // Borrowed raw values point into `text`: their address gives the record's position.
         let offset = raw.get().as_ptr() as usize - text.as_ptr() as usize;
         let (line, col) = line_col(text, offset);
-        match serde_json::from_str::<Row>(raw.get()) {
-            Ok(row) => match row.check() {
+        match serde_json::from_str::<HostRecord>(raw.get()) {
+            Ok(row) => match row.normalized() {
                 Ok(r) => rows.push(r),
                 Err(e) => errors.push(format!("{shown}:{line}:{col}: {e}")),
             },
@@ -420,8 +368,8 @@ fn read_json_lines(shown: &str, text: &str) -> Parsed {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Row>(line) {
-            Ok(row) => match row.check() {
+        match serde_json::from_str::<HostRecord>(line) {
+            Ok(row) => match row.normalized() {
                 Ok(r) => rows.push(r),
                 Err(e) => errors.push(format!("{shown}:{}: {e}", i + 1)),
             },

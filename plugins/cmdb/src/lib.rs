@@ -18,7 +18,8 @@
 //! Where the CMDB is comes from, in order: the plugin configuration `{url = "..."}`, the
 //! `KUSION_CMDB_URL` environment variable, then `sqlite://$HOME/.kusion/cmdb.db`.
 
-pub mod record;
+/// The host record, its checks and look-up answers (its own crate, shared with the CLI).
+pub use kusion_cmdb_record as record;
 pub mod store;
 
 use std::sync::Mutex;

@@ -1,4 +1,5 @@
-//! One CMDB row and what a look-up returns for it.
+//! One CMDB row and what a look-up returns for it: shared by the `cmdb` plugin and
+//! `kusionctl cmdb import`, so both check a record the same way.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
