@@ -257,11 +257,7 @@ pub unsafe fn call_msgpack_raw(
         return WireBuf::new(false, encode_error(&e).into_bytes());
     };
     let enc = wire::Encoding::MessagePack;
-    let answer = guarded(&shim.name, verb, || match &shim.served {
-        Served::Runtime(r) => wire::serve_runtime_as(enc, r.as_ref(), verb, payload),
-        Served::Function(f) => wire::serve_function_as(enc, f.as_ref(), verb, payload),
-        Served::Policy(p) => wire::serve_policy_as(enc, p.as_ref(), verb, payload),
-    });
+    let answer = guarded(&shim.name, verb, || shim.served.serve(enc, verb, payload));
     match answer {
         Ok(bytes) => WireBuf::new(true, bytes),
         Err(e) => WireBuf::new(false, encode_error(&e).into_bytes()),
@@ -272,6 +268,17 @@ enum Served {
     Runtime(Box<dyn Runtime>),
     Function(Box<dyn FunctionPlugin>),
     Policy(Box<dyn PolicyPlugin>),
+}
+
+impl Served {
+    /// One non-watch verb, its payload and answer in `enc`.
+    fn serve(&self, enc: wire::Encoding, verb: &str, payload: &[u8]) -> PluginResult<Vec<u8>> {
+        match self {
+            Served::Runtime(r) => wire::serve_runtime(enc, r.as_ref(), verb, payload),
+            Served::Function(f) => wire::serve_function(enc, f.as_ref(), verb, payload),
+            Served::Policy(p) => wire::serve_policy(enc, p.as_ref(), verb, payload),
+        }
+    }
 }
 
 /// Plugin-side shim: the author's trait object plus its name for error messages.
@@ -287,10 +294,10 @@ impl RawPlugin for Shim {
             // The address of this shim: the key for the plain-C MessagePack entry point.
             return RResult::ROk(RString::from((self as *const Shim as usize).to_string()));
         }
-        to_rresult(guarded(&self.name, verb, || match &self.served {
-            Served::Runtime(r) => wire::serve_runtime(r.as_ref(), verb, payload),
-            Served::Function(f) => wire::serve_function(f.as_ref(), verb, payload),
-            Served::Policy(p) => wire::serve_policy(p.as_ref(), verb, payload),
+        to_rresult(guarded(&self.name, verb, || {
+            wire::json(payload, |enc, payload| {
+                self.served.serve(enc, verb, payload)
+            })
         }))
     }
 

@@ -208,6 +208,14 @@ fn unknown_verb(kind: &str, verb: &str) -> PluginError {
     )
 }
 
+/// Serves a JSON `payload` through `serve` and answers JSON text.
+pub(crate) fn json(
+    payload: &str,
+    serve: impl FnOnce(Encoding, &[u8]) -> PluginResult<Vec<u8>>,
+) -> PluginResult<String> {
+    into_text(serve(Encoding::Json, payload.as_bytes()))
+}
+
 /// JSON answers are UTF-8 by construction; the check only keeps a broken encoder from becoming
 /// undefined behaviour on the far side.
 fn into_text(bytes: PluginResult<Vec<u8>>) -> PluginResult<String> {
@@ -216,19 +224,9 @@ fn into_text(bytes: PluginResult<Vec<u8>>) -> PluginResult<String> {
     })
 }
 
-/// Serve one non-watch verb of a runtime. `watch` goes through [`serve_runtime_watch`] because
-/// its answer is a handle, not JSON.
-pub fn serve_runtime(runtime: &dyn Runtime, verb: &str, payload: &str) -> PluginResult<String> {
-    into_text(serve_runtime_as(
-        Encoding::Json,
-        runtime,
-        verb,
-        payload.as_bytes(),
-    ))
-}
-
-/// [`serve_runtime`] in any [`Encoding`].
-pub fn serve_runtime_as(
+/// Serve one non-watch verb of a runtime in `enc`. `watch` goes through
+/// [`serve_runtime_watch`] because its answer is a handle, not an encoded value.
+pub(crate) fn serve_runtime(
     enc: Encoding,
     runtime: &dyn Runtime,
     verb: &str,
@@ -291,22 +289,8 @@ pub fn encode_poll(poll: &WatchPoll) -> PluginResult<String> {
     into_text(encode(Encoding::Json, poll))
 }
 
-/// Serve one verb of a function plugin.
-pub fn serve_function(
-    plugin: &dyn FunctionPlugin,
-    verb: &str,
-    payload: &str,
-) -> PluginResult<String> {
-    into_text(serve_function_as(
-        Encoding::Json,
-        plugin,
-        verb,
-        payload.as_bytes(),
-    ))
-}
-
-/// [`serve_function`] in any [`Encoding`].
-pub fn serve_function_as(
+/// Serve one verb of a function plugin in `enc`.
+pub(crate) fn serve_function(
     enc: Encoding,
     plugin: &dyn FunctionPlugin,
     verb: &str,
@@ -327,18 +311,8 @@ pub fn serve_function_as(
     }
 }
 
-/// Serve one verb of a policy plugin.
-pub fn serve_policy(plugin: &dyn PolicyPlugin, verb: &str, payload: &str) -> PluginResult<String> {
-    into_text(serve_policy_as(
-        Encoding::Json,
-        plugin,
-        verb,
-        payload.as_bytes(),
-    ))
-}
-
-/// [`serve_policy`] in any [`Encoding`].
-pub fn serve_policy_as(
+/// Serve one verb of a policy plugin in `enc`.
+pub(crate) fn serve_policy(
     enc: Encoding,
     plugin: &dyn PolicyPlugin,
     verb: &str,
@@ -379,7 +353,10 @@ pub mod guest {
 
     /// The `configure` export: JSON configuration in.
     pub fn policy_configure(plugin: &dyn PolicyPlugin, config: &str) -> Result<(), String> {
-        wrap(serve_policy(plugin, verb::CONFIGURE, config)).map(|_| ())
+        wrap(json(config, |e, p| {
+            serve_policy(e, plugin, verb::CONFIGURE, p)
+        }))
+        .map(|_| ())
     }
 
     /// The `evaluate` export: JSON spec and context in, a JSON list of findings out.
@@ -407,7 +384,10 @@ pub mod guest {
 
     /// The `configure` export: JSON configuration in.
     pub fn runtime_configure(runtime: &dyn Runtime, config: &str) -> Result<(), String> {
-        wrap(serve_runtime(runtime, verb::CONFIGURE, config)).map(|_| ())
+        wrap(json(config, |e, p| {
+            serve_runtime(e, runtime, verb::CONFIGURE, p)
+        }))
+        .map(|_| ())
     }
 
     /// `apply`, `read` or `import`: a JSON request in, a JSON answer out.
@@ -416,12 +396,15 @@ pub mod guest {
         verb: &str,
         request: &str,
     ) -> Result<String, String> {
-        wrap(serve_runtime(runtime, verb, request))
+        wrap(json(request, |e, p| serve_runtime(e, runtime, verb, p)))
     }
 
     /// The `delete` export: a JSON [`crate::runtime::DeleteRequest`] in.
     pub fn runtime_delete(runtime: &dyn Runtime, request: &str) -> Result<(), String> {
-        wrap(serve_runtime(runtime, verb::DELETE, request)).map(|_| ())
+        wrap(json(request, |e, p| {
+            serve_runtime(e, runtime, verb::DELETE, p)
+        }))
+        .map(|_| ())
     }
 
     /// The `target` export: a JSON [`crate::Resource`] in, its target out (see
@@ -482,7 +465,10 @@ pub mod guest {
 
     /// The `configure` export: JSON configuration in.
     pub fn function_configure(plugin: &dyn FunctionPlugin, config: &str) -> Result<(), String> {
-        wrap(serve_function(plugin, verb::CONFIGURE, config)).map(|_| ())
+        wrap(json(config, |e, p| {
+            serve_function(e, plugin, verb::CONFIGURE, p)
+        }))
+        .map(|_| ())
     }
 
     /// The `call` export: the function's name, a JSON array of positional arguments and a JSON
