@@ -160,7 +160,9 @@ async function stacksPage() {
 
 async function start(p, s, kind, status) {
   try {
-    const op = await api(`${stackPath(p, s)}/operations`, { method: "POST", body: { kind } });
+    // An apply from the console waits for readiness, so the page shows the resources' health.
+    const body = kind === "apply" ? { kind, watch: true } : { kind };
+    const op = await api(`${stackPath(p, s)}/operations`, { method: "POST", body });
     go(`#/operations/${seg(op.id)}`);
   } catch (e) {
     fill(status, problem(e));

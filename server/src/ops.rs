@@ -91,6 +91,9 @@ pub struct Operation {
     /// Who asked to cancel it (a running operation stops at its next step).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cancelled_by: Option<String>,
+    /// An apply that waits for each resource to become ready, streaming `watch` events.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub watch: bool,
     /// Whether the stack requires a second person's approval before changing anything.
     pub require_approval: bool,
     /// RFC 3339, UTC.
@@ -435,6 +438,7 @@ pub fn new_operation(
         approved_by: None,
         rejected_by: None,
         cancelled_by: None,
+        watch: false,
         require_approval: stack.require_approval && kind != OperationKind::Preview,
         created_at: now.clone(),
         updated_at: now,

@@ -399,7 +399,10 @@ fn run_steps(
             &prepared.stack,
             op.kind.name(),
             &plan_options,
-            &ApplyOptions::default(),
+            &ApplyOptions {
+                watch: op.watch,
+                ..ApplyOptions::default()
+            },
             None,
             |plan, _report| {
                 if let Ok(mut slot) = computed.lock() {

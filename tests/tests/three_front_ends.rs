@@ -1,6 +1,6 @@
 //! One Konfig stack on a real kube-apiserver through the three front ends of one `kusionctl`
 //! binary: the REST API (preview, apply waiting for a second person's approval, progress watched
-//! over Server-Sent Events), the web console in Chromium (the same steps clicked, screenshots
+//! over Server-Sent Events, readiness watched), the web console in Chromium (the same steps clicked, screenshots
 //! kept) and the command line (`kusionctl apply --watch`). The stack is destroyed between them,
 //! and the three releases record the same operation, spec, steps and outcomes, and leave the same
 //! objects in the cluster.
@@ -113,11 +113,23 @@ async fn api_console_and_cli_apply_the_same_release_on_a_real_cluster() {
         let (server, alice, bob) = (&server, alice.clone(), bob.clone());
         tokio::task::block_in_place(move || {
             let ops = "/api/v1/projects/shop/stacks/dev/operations";
+            let (code, body) = server.call(
+                "POST",
+                ops,
+                &alice,
+                Some(json!({"kind": "preview", "watch": true})),
+            );
+            assert_eq!(code, 400, "watch is for an apply: {body}");
             let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "preview"})));
             assert_eq!(code, 202, "{op}");
             let preview = server.wait_for(&alice, op["id"].as_str().unwrap(), "succeeded");
             assert_eq!(preview["plan"]["summary"]["create"], 4, "{preview}");
-            let (code, op) = server.call("POST", ops, &alice, Some(json!({"kind": "apply"})));
+            let (code, op) = server.call(
+                "POST",
+                ops,
+                &alice,
+                Some(json!({"kind": "apply", "watch": true})),
+            );
             assert_eq!(code, 202, "{op}");
             let id = op["id"].as_str().unwrap().to_string();
             server.wait_for(&alice, &id, "awaiting_approval");
@@ -134,6 +146,14 @@ async fn api_console_and_cli_apply_the_same_release_on_a_real_cluster() {
                 .filter(|e| e["type"] == "step_finished")
                 .count();
             assert_eq!(finished, 4, "{events:?}");
+            // Watched: the Deployment's health streamed until it was ready.
+            let deployment = "apps/v1:Deployment:three-front-ends:storefront";
+            let healths: Vec<&str> = events
+                .iter()
+                .filter(|e| e["type"] == "watch" && e["id"] == deployment)
+                .map(|e| e["health"].as_str().unwrap())
+                .collect();
+            assert_eq!(healths.last(), Some(&"ready"), "{events:?}");
             assert_eq!(events.last().unwrap()["status"], "succeeded", "{events:?}");
             let done = server.wait_for(&alice, &id, "succeeded");
             done["revision"].as_u64().expect("a release")
@@ -179,6 +199,8 @@ async fn api_console_and_cli_apply_the_same_release_on_a_real_cluster() {
     page.click("#approve-button").await;
     page.wait_text("#op-status", "succeeded").await;
     page.wait_count("#events li.e-step_finished", 4).await;
+    // The console's apply watches readiness too.
+    page.wait_count("#events li.e-watch", 1).await;
     page.shot("k8s-02-applied").await;
     let link = page.wait_text("#release-link", "#").await;
     let console: u64 = link.trim_start_matches('#').parse().unwrap();

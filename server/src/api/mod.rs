@@ -628,6 +628,10 @@ fn read_runs(
 #[serde(deny_unknown_fields)]
 struct CreateOperation {
     kind: OperationKind,
+    /// For an apply: after each resource is applied, wait for it to become ready (runtimes that
+    /// can watch), its health streaming as `watch` events, as `kusionctl apply --watch` does.
+    #[serde(default)]
+    watch: bool,
 }
 
 fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> AppResult<T> {
@@ -654,8 +658,15 @@ async fn create_operation(
             "a day-2 run names its program: POST /api/v1/projects/{project}/stacks/{stack}/runs"
         )));
     }
+    if body.watch && body.kind != OperationKind::Apply {
+        return Err(Problem::bad_request(format!(
+            "`watch` is for an apply, not a {}",
+            body.kind.name()
+        )));
+    }
     let found = find_stack(&state, &project, &stack).await?;
-    let op = ops::new_operation(body.kind, &found, &principal.subject);
+    let mut op = ops::new_operation(body.kind, &found, &principal.subject);
+    op.watch = body.watch;
     queued(&state, op)
 }
 
