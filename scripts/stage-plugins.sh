@@ -14,4 +14,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-cargo run --locked -q -p kusion-tests --bin kusion-stage-plugins -- "$@"
+# Built as part of the workspace (the features of a workspace build, so nothing is rebuilt).
+cargo build --locked -q --workspace --bin kusion-stage-plugins
+"${CARGO_TARGET_DIR:-$root/target}/debug/kusion-stage-plugins" "$@"

@@ -21,14 +21,23 @@ pub(crate) fn plugin_config(cli: &Cli) -> Result<PluginConfig> {
 /// The plugin configuration from a config file (default `~/.kusion/config.toml`) and `--set`
 /// flags (see [`plugin_config`]).
 pub(crate) fn plugin_config_from(file: Option<PathBuf>, set: &[String]) -> Result<PluginConfig> {
-    let file = file.or_else(|| {
+    let file = config_file(file);
+    Ok(PluginConfig::load(file.as_deref(), &set_overrides(set)?)?)
+}
+
+/// The kusion configuration file: `--config`, else `~/.kusion/config.toml` when present.
+pub(crate) fn config_file(given: Option<PathBuf>) -> Option<PathBuf> {
+    given.or_else(|| {
         let default = PathBuf::from(std::env::var_os("HOME")?)
             .join(".kusion")
             .join("config.toml");
         default.is_file().then_some(default)
-    });
-    let overrides = set
-        .iter()
+    })
+}
+
+/// `--set KEY=VALUE` flags as (key, value) overrides; one without `=` is a usage error.
+pub(crate) fn set_overrides(set: &[String]) -> Result<Vec<(String, String)>> {
+    set.iter()
         .map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
@@ -36,8 +45,7 @@ pub(crate) fn plugin_config_from(file: Option<PathBuf>, set: &[String]) -> Resul
                     anyhow::Error::new(UsageError(format!("--set {kv:?}: expected KEY=VALUE")))
                 })
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(PluginConfig::load(file.as_deref(), &overrides)?)
+        .collect()
 }
 
 pub(crate) fn read_runtime_config(path: &Path) -> Result<Value> {

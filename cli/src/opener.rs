@@ -32,12 +32,7 @@ pub(crate) struct StateChoice<'a> {
 impl StackOpener {
     /// The kusion configuration file: `--config`, else `~/.kusion/config.toml` when present.
     pub(crate) fn default_config_file(given: Option<PathBuf>) -> Option<PathBuf> {
-        given.or_else(|| {
-            let default = PathBuf::from(std::env::var_os("HOME")?)
-                .join(".kusion")
-                .join("config.toml");
-            default.is_file().then_some(default)
-        })
+        crate::config::config_file(given)
     }
 
     /// The compiled spec, the engine's stack and the policy guard of the stack in `dir`.

@@ -7,7 +7,7 @@
 //! `crate::policy::guard(&cli.global, &workdir, &plugins, &exempt_flags)?.check(&spec, "run", None)?`
 //! — the `PolicyBlocked` error it returns lists every finding and maps to exit code 4.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use kusion_kernel::plugin::LoadedPlugins;
@@ -19,16 +19,6 @@ use kusion_sdk::policy::Severity;
 use crate::UsageError;
 use crate::args::Global;
 use crate::render::Styles;
-
-/// The kusion configuration file: `--config` / `$KUSION_CONFIG`, else `~/.kusion/config.toml`.
-pub(crate) fn config_file(global: &Global) -> Option<PathBuf> {
-    global.config.clone().or_else(|| {
-        let default = PathBuf::from(std::env::var_os("HOME")?)
-            .join(".kusion")
-            .join("config.toml");
-        default.is_file().then_some(default)
-    })
-}
 
 /// The stack's name: `name` in the folder's `stack.yaml` when there is one, else the folder name.
 pub fn stack_info(workdir: &Path) -> StackInfo {
@@ -69,7 +59,7 @@ pub fn guard(
     exempt: &[String],
 ) -> Result<PolicyGuard> {
     guard_from(
-        config_file(global).as_deref(),
+        crate::config::config_file(global.config.clone()).as_deref(),
         &global.set,
         workdir,
         plugins,
@@ -85,12 +75,7 @@ pub fn guard_from(
     plugins: &LoadedPlugins,
     exempt: &[String],
 ) -> Result<PolicyGuard> {
-    let overrides: Vec<(String, String)> = set
-        .iter()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let mut config = PolicyConfig::load(file, &overrides)?;
+    let mut config = PolicyConfig::load(file, &crate::config::set_overrides(set)?)?;
     if let Some(stack) = PolicyConfig::load_stack(workdir)? {
         config.merge(stack);
     }

@@ -121,7 +121,7 @@ pub(crate) async fn run(
     let loader = Loader(StackOpener {
         plugins,
         runtimes,
-        config_file: StackOpener::default_config_file(global.config.clone()),
+        config_file: crate::config::config_file(global.config.clone()),
         set: global.set.clone(),
         runtime_config,
     });

@@ -1,7 +1,7 @@
 //! WASM runtime plugins against the real fixture component
-//! (`tests/dev-plugins/fixtures/wasm-runtime-fixture`): the verbs and their contract, the limits, the
-//! sandbox, loading through a manifest, and an apply through the kernel's operation path beside a
-//! native runtime.
+//! (`tests/dev-plugins/fixtures/wasm-runtime-fixture`): the verbs and their contract, the limits,
+//! the sandbox, loading through a manifest, and an apply through the kernel's operation path
+//! beside a native runtime. Over 800 lines: one test suite, each test standing alone.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

@@ -2,7 +2,11 @@
 //!
 //! Layout: `state.json` (last snapshot), `journal.jsonl` (records since it), `releases/NNNNNNNN.json`
 //! (history), `runs/N.json` (`kusionctl run` records), `lease.json` (the current lease) guarded by an advisory lock on `lease.guard` so that
-//! reading, judging and replacing a lease is one atomic step across processes.
+//! reading, judging and replacing a lease is one atomic step across processes. How a record is
+//! written down is `journal.rs`, shared with the S3 backend.
+//!
+//! Over 800 lines because its tests (crash, torn-write and repair cases of this one layout) sit
+//! beside it; the backend itself is about 750.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -11,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::check::Finding;
+use super::journal::{self, Line};
 use super::{
     JournalRecord, Lease, LeaseHolder, Release, RunRecord, State, StateError, StateStore,
     format_time, hostname, now_ms,
@@ -235,9 +240,9 @@ impl StateStore for LocalStore {
             Err(e) => return Err(self.io_at(&journal, e)),
         };
         let now = now_ms();
-        for (n, line) in journal_lines(&bytes) {
+        for (n, line) in journal::lines(&bytes) {
             match line {
-                JournalLine::Record(text) => match serde_json::from_slice::<JournalRecord>(text) {
+                Line::Record(text) => match journal::decode(text) {
                     Ok(record) => state.apply_record(&record, now),
                     Err(e) => {
                         return Err(StateError::Corrupt {
@@ -251,7 +256,7 @@ impl StateStore for LocalStore {
                 // A crash or a full disk in the middle of an append leaves a last line without
                 // its newline: that write was never acknowledged, so it is not replayed (and
                 // the next append cuts it off).
-                JournalLine::Torn(_) => {}
+                Line::Torn(_) => {}
             }
         }
         Ok(state)
@@ -261,11 +266,7 @@ impl StateStore for LocalStore {
         if records.is_empty() {
             return Ok(());
         }
-        let mut buffer = Vec::with_capacity(records.len() * 256);
-        for record in records {
-            serde_json::to_writer(&mut buffer, record).map_err(|e| self.io(e))?;
-            buffer.push(b'\n');
-        }
+        let buffer = journal::encode(records).map_err(|e| self.io(e))?;
         let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
         // The lease is checked under the guard, but the write and its fsync happen outside it,
         // so a writer stopped mid-write (SIGSTOP) holds no lock others need. A takeover during
@@ -438,9 +439,9 @@ impl StateStore for LocalStore {
         let journal = self.journal_path();
         match fs::read(&journal) {
             Ok(bytes) => {
-                for (n, line) in journal_lines(&bytes) {
+                for (n, line) in journal::lines(&bytes) {
                     match line {
-                        JournalLine::Torn(text) => findings.push(Finding::warning(
+                        Line::Torn(text) => findings.push(Finding::warning(
                             format!(
                                 "{}:{n}: a torn last line ({} bytes) from an interrupted write; it was never acknowledged and is dropped by the next write",
                                 journal.display(),
@@ -448,9 +449,9 @@ impl StateStore for LocalStore {
                             ),
                             true,
                         )),
-                        JournalLine::Record(text) => {
-                            if let Err(e) = serde_json::from_slice::<JournalRecord>(text) {
-                                let salvage = salvage_record(text).map_or(String::new(), |(dropped, _)| {
+                        Line::Record(text) => {
+                            if let Err(e) = journal::decode(text) {
+                                let salvage = journal::salvage_record(text).map_or(String::new(), |(dropped, _)| {
                                     format!("; its last {} bytes are a whole record, kept by repair, the {dropped} bytes before it dropped", text.len() - dropped)
                                 });
                                 findings.push(Finding::error(
@@ -497,9 +498,9 @@ impl StateStore for LocalStore {
             };
             let mut kept = Vec::with_capacity(bytes.len());
             let mut changed = false;
-            for (n, line) in journal_lines(&bytes) {
+            for (n, line) in journal::lines(&bytes) {
                 match line {
-                    JournalLine::Torn(text) => {
+                    Line::Torn(text) => {
                         changed = true;
                         done.push(format!(
                             "{}:{n}: dropped a torn last line ({} bytes), never acknowledged",
@@ -507,14 +508,14 @@ impl StateStore for LocalStore {
                             text.len()
                         ));
                     }
-                    JournalLine::Record(text) => {
-                        if serde_json::from_slice::<JournalRecord>(text).is_ok() {
+                    Line::Record(text) => {
+                        if journal::decode(text).is_ok() {
                             kept.extend_from_slice(text);
                             kept.push(b'\n');
                             continue;
                         }
                         changed = true;
-                        match salvage_record(text) {
+                        match journal::salvage_record(text) {
                             Some((dropped, record)) => {
                                 kept.extend_from_slice(record);
                                 kept.push(b'\n');
@@ -618,50 +619,6 @@ impl StateStore for LocalStore {
             message: e.to_string(),
         })
     }
-}
-
-/// A line made of a torn write followed by a whole record (written by versions that appended
-/// after a torn line without cutting it off): the bytes dropped and the record, when the line
-/// ends with exactly one readable record.
-fn salvage_record(line: &[u8]) -> Option<(usize, &[u8])> {
-    let marker = b"{\"op\":";
-    let mut from = line.len();
-    while let Some(i) = line[..from]
-        .windows(marker.len())
-        .rposition(|w| w == marker)
-    {
-        if i > 0 && serde_json::from_slice::<JournalRecord>(&line[i..]).is_ok() {
-            return Some((i, &line[i..]));
-        }
-        from = i;
-    }
-    None
-}
-
-/// One line of a journal file.
-pub(crate) enum JournalLine<'a> {
-    /// A whole line (its newline was written).
-    Record(&'a [u8]),
-    /// The last line, without its newline: a torn write.
-    Torn(&'a [u8]),
-}
-
-/// The non-blank lines of a journal with their 1-based line numbers.
-pub(crate) fn journal_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, JournalLine<'_>)> {
-    let whole = bytes.ends_with(b"\n");
-    let count = bytes.split(|b| *b == b'\n').count();
-    bytes
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
-        .map(move |(i, l)| {
-            let line = if !whole && i + 1 == count {
-                JournalLine::Torn(l)
-            } else {
-                JournalLine::Record(l)
-            };
-            (i + 1, line)
-        })
 }
 
 /// Create a file readable by its owner only (state may hold values derived from secrets).

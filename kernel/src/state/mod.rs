@@ -11,6 +11,7 @@
 
 pub mod backend;
 pub mod check;
+mod journal;
 pub mod kms;
 pub mod local;
 #[cfg(feature = "postgres")]

@@ -24,6 +24,7 @@ use postgres::{Client, IsolationLevel, NoTls, Transaction};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::journal;
 use super::local::{holder_is_dead, random_token};
 use super::{
     JournalRecord, Lease, LeaseHolder, Release, RunRecord, State, StateError, StateStore,
@@ -411,7 +412,7 @@ impl StateStore for PostgresStore {
         for (seq, text) in journal {
             // Rows are whole or absent (each append is one transaction), so any bad row is
             // corruption rather than a torn write.
-            let record = serde_json::from_str::<JournalRecord>(&text)
+            let record = journal::decode(text.as_bytes())
                 .map_err(|e| self.corrupt(&format!("kusion_journal seq {seq}"), e))?;
             state.apply_record(&record, now);
         }
@@ -424,7 +425,7 @@ impl StateStore for PostgresStore {
         }
         let lines = records
             .iter()
-            .map(serde_json::to_string)
+            .map(journal::encode_one)
             .collect::<Result<Vec<String>, _>>()
             .map_err(|e| self.io(e))?;
         let lease = lease.clone();

@@ -30,6 +30,7 @@ use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::journal::{self, Line};
 use super::local::{holder_is_dead, random_token};
 use super::{
     JournalRecord, Lease, LeaseHolder, Release, RunRecord, State, StateError, StateStore,
@@ -480,12 +481,11 @@ impl StateStore for S3Store {
                     "{key} vanished while loading (a checkpoint ran concurrently); retry"
                 ))
             })?;
-            for (n, line) in body.split(|b| *b == b'\n').enumerate() {
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let record = serde_json::from_slice::<JournalRecord>(line)
-                    .map_err(|e| self.corrupt(&format!("{key}:{}", n + 1), e))?;
+            // A segment is written whole (one PUT), so its last line is a record too.
+            for (n, line) in journal::lines(&body) {
+                let (Line::Record(text) | Line::Torn(text)) = line;
+                let record =
+                    journal::decode(text).map_err(|e| self.corrupt(&format!("{key}:{n}"), e))?;
                 state.apply_record(&record, now);
             }
             bytes += size;
@@ -502,11 +502,7 @@ impl StateStore for S3Store {
         if records.is_empty() {
             return Ok(());
         }
-        let mut body = Vec::with_capacity(records.len() * 256);
-        for record in records {
-            serde_json::to_writer(&mut body, record).map_err(|e| self.io(e))?;
-            body.push(b'\n');
-        }
+        let body = journal::encode(records).map_err(|e| self.io(e))?;
         // S3 cannot make a write depend on another object, so the lease is checked before the
         // segment is written and again after: a writer taken over meanwhile learns it at once.
         // Segments are create-if-absent, so a takeover and a late write can never both land

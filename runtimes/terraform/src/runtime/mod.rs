@@ -272,12 +272,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn resource(id: &str, extensions: Json) -> Resource {
-        let mut r = Resource::new(id, RESOURCE_TYPE, Map::new());
-        r.extensions = extensions.as_object().cloned().unwrap_or_default();
-        r
-    }
-
     #[test]
     fn configuration_is_read_with_defaults() {
         let config: TerraformConfig = serde_json::from_value(
@@ -297,7 +291,7 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::InvalidInput);
         let e = rt
             .watch(&kusion_sdk::runtime::WatchRequest {
-                resource: resource("a:b:c:d", json!({})),
+                resource: Resource::new("a:b:c:d", RESOURCE_TYPE, Map::new()),
             })
             .err()
             .unwrap();
