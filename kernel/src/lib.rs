@@ -48,7 +48,6 @@ pub mod select;
 pub mod diff;
 pub mod drift;
 pub mod spec;
-#[allow(missing_docs)]
 pub mod state;
 
 pub use kusion_sdk as sdk;

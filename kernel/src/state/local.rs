@@ -24,6 +24,7 @@ use super::{
 /// How long to wait for the guard lock before saying its holder is stuck.
 const GUARD_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// A stack's state in a folder on the local disk: `state.json`, the journal, the lease, releases and runs.
 pub struct LocalStore {
     dir: PathBuf,
     journal: Mutex<Option<File>>,
@@ -46,6 +47,7 @@ impl LocalStore {
         }
     }
 
+    /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -37,6 +37,7 @@ pub use writer::Writer;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateEntry {
+    /// The resource as applied (as its runtime returned it).
     pub resource: Resource,
     /// Opaque runtime data returned with the resource (e.g. a Terraform provider's private bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +79,7 @@ impl StateEntry {
 pub struct State {
     /// Increases with every checkpoint.
     pub serial: u64,
+    /// Entries by state key, in the order they were first recorded.
     #[serde(with = "entries_as_list")]
     pub resources: IndexMap<String, StateEntry>,
     /// How sensitive values are sealed (absent until the first apply).
@@ -137,9 +139,13 @@ mod entries_as_list {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum IntentKind {
+    /// Create the resource.
     Create,
+    /// Change it in place.
     Update,
+    /// Delete it.
     Delete,
+    /// Take over a live object.
     Import,
 }
 
@@ -149,7 +155,9 @@ pub enum IntentKind {
 pub enum JournalRecord {
     /// The resource may be changed by the running operation.
     Intent {
+        /// What the step does.
         kind: IntentKind,
+        /// The resource as the step will apply it.
         resource: Resource,
         /// The resource's target; with the ID it makes the state key.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,40 +167,64 @@ pub enum JournalRecord {
         sensitive_paths: Vec<String>,
     },
     /// The step finished and the resource now exists as described (keyed by the entry's key).
-    Applied { entry: StateEntry },
+    Applied {
+        /// The entry, as the runtime returned the resource.
+        entry: StateEntry,
+    },
     /// The step finished and the resource no longer exists. `id` holds the state key (the bare
     /// ID in journals written before targets existed, which is those entries' key).
-    Deleted { id: String },
+    Deleted {
+        /// The entry's key.
+        id: String,
+    },
     /// An intent was never acted on (its step was skipped or cancelled before calling the
     /// runtime): the entry under key `id` is restored to what it was before the intent.
     Revert {
+        /// The entry's key.
         id: String,
+        /// What it was before the intent (None: absent).
         previous: Option<StateEntry>,
     },
     /// Re-key an entry recorded without a target under the target its runtime now names
     /// (`from` is the bare ID, `to` is `id@target`). One record, so a crash leaves the entry
     /// under exactly one of the two keys. If `to` already exists it wins and `from` is dropped.
     Moved {
+        /// The bare ID.
         from: String,
+        /// The key with the target (`id@target`).
         to: String,
+        /// The target.
         target: String,
     },
     /// The stack's sealing (its hash key, and how values are encrypted), recorded before the
     /// first value sealed with it.
-    Sealing { sealing: seal::Sealing },
+    Sealing {
+        /// The sealing.
+        sealing: seal::Sealing,
+    },
     /// The records that follow were written under lease number `fence` (each journal write
     /// starts with one). Records under a lease older than one already seen are ignored.
-    Fence { fence: u64 },
+    Fence {
+        /// The lease number.
+        fence: u64,
+    },
     /// `state mv --to-stack`: the entry under key `id` is being handed to another stack
     /// (`None`: the handoff is withdrawn).
     Handoff {
+        /// The entry's key.
         id: String,
+        /// Where it goes.
         handoff: Option<Handoff>,
     },
     /// `state mv`: the entry under key `from` now lives as `entry` (a new ID, so a new key).
     /// One record, so a crash leaves exactly one of the two: never both, which would plan the
     /// deletion of the old ID's live object, and never neither.
-    Renamed { from: String, entry: StateEntry },
+    Renamed {
+        /// The old key.
+        from: String,
+        /// The entry under its new ID.
+        entry: StateEntry,
+    },
 }
 
 impl State {
@@ -280,9 +312,13 @@ impl State {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeaseHolder {
+    /// Who (`$KUSION_OWNER`, else the user).
     pub owner: String,
+    /// The machine.
     pub host: String,
+    /// The process.
     pub pid: u32,
+    /// The operation holding it (`apply`, `destroy`, `run` ...).
     pub operation: String,
 }
 
@@ -331,6 +367,7 @@ fn user_from_uid() -> Option<String> {
     })
 }
 
+/// This machine's name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -344,10 +381,13 @@ pub fn hostname() -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lease {
+    /// Who holds it.
     pub holder: LeaseHolder,
     /// Random token so only the acquirer can renew or release it.
     pub token: String,
+    /// When it was taken (ms since the epoch).
     pub acquired_at: u64,
+    /// When it expires unless renewed (ms since the epoch).
     pub expires_at: u64,
     /// Fencing number: each lease of a stack gets a larger one than every lease before it
     /// (kept by the store even after a lease is released or removed). Journal and snapshot
@@ -364,12 +404,17 @@ impl Lease {
     }
 }
 
+/// How a release or run ended (or that it is still running).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ReleaseStatus {
+    /// Under way (or its process died: see the lease).
     Running,
+    /// Every step succeeded.
     Succeeded,
+    /// A step failed.
     Failed,
+    /// Stopped on request (Ctrl-C, cancel) before every step ran.
     Interrupted,
 }
 
@@ -377,9 +422,13 @@ pub enum ReleaseStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReleaseStep {
+    /// The resource's state key.
     pub id: String,
+    /// What was done (`Create`, `Update` ...).
     pub action: String,
+    /// How it ended (`succeeded`, `failed`, `skipped`, `cancelled`).
     pub outcome: String,
+    /// The failure's message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -388,14 +437,22 @@ pub struct ReleaseStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Release {
+    /// The release's number, from 1.
     pub revision: u64,
+    /// `apply`, `destroy`, `import` ...
     pub operation: String,
+    /// Who made it.
     pub holder: LeaseHolder,
+    /// When it started (ms since the epoch).
     pub started_at: u64,
+    /// When it ended.
     #[serde(default)]
     pub finished_at: Option<u64>,
+    /// How it ended.
     pub status: ReleaseStatus,
+    /// The spec it applied (empty for a destroy).
     pub spec: crate::spec::Spec,
+    /// Each resource's outcome.
     #[serde(default)]
     pub steps: Vec<ReleaseStep>,
     /// Free-form notes recorded with the release (policy exemptions, flags).
@@ -410,9 +467,13 @@ pub struct Release {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunTargetRecord {
+    /// The target's name.
     pub target: String,
+    /// Its operation.
     pub operation: String,
+    /// How it ended (`recovered`, `failed`, `not started`, `interrupted`, `acting`).
     pub outcome: String,
+    /// Why it failed or was not started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -422,39 +483,63 @@ pub struct RunTargetRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunRecord {
+    /// The run's number, from 1 (apart from release numbers).
     pub id: u64,
+    /// Who ran it.
     pub holder: LeaseHolder,
     /// The program file.
     pub program: String,
     /// `-D key=value` arguments as given.
     #[serde(default)]
     pub args: Vec<String>,
+    /// When it started (ms since the epoch).
     pub started_at: u64,
+    /// When it ended.
     #[serde(default)]
     pub finished_at: Option<u64>,
+    /// How it ended.
     pub status: ReleaseStatus,
     /// One line per operation (`Restart restart-web: 4 targets in 2 batches`).
     #[serde(default)]
     pub operations: Vec<String>,
+    /// Each target's outcome.
     #[serde(default)]
     pub targets: Vec<RunTargetRecord>,
+    /// What else happened (an interruption, a refusal).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
+/// Why a state store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
+    /// The store could not be read or written.
     #[error("state at {location}: {message}")]
-    Io { location: String, message: String },
+    Io {
+        /// Where the state is.
+        location: String,
+        /// What failed.
+        message: String,
+    },
+    /// What the store holds cannot be read as state.
     #[error("state at {location} is corrupt: {message}")]
-    Corrupt { location: String, message: String },
+    Corrupt {
+        /// Where the state is.
+        location: String,
+        /// What is wrong.
+        message: String,
+    },
     #[error(
         "the stack is locked by {holder} until {expires}; wait, or run `kusionctl state unlock` if that process is gone"
     )]
+    /// Another process holds the stack's lease.
     Locked {
+        /// Who.
         holder: LeaseHolder,
+        /// Until when.
         expires: String,
     },
+    /// This process's lease was taken over or removed.
     #[error("the lease was lost (taken over or unlocked by someone else)")]
     LeaseLost,
     /// A write carried a lease that is no longer the stack's: another process took the stack
@@ -463,17 +548,25 @@ pub enum StateError {
         "refused to write state at {location}: this process's lease #{fence} is no longer the stack's ({now}); it stops without changing anything more"
     )]
     Fenced {
+        /// Where the state is.
         location: String,
+        /// This process's lease number.
         fence: u64,
         /// Who holds the stack now, in words.
         now: String,
     },
+    /// The release does not exist.
     #[error("no release {0}")]
     NoSuchRelease(u64),
+    /// The run does not exist.
     #[error("no run {0}")]
     NoSuchRun(u64),
+    /// The backend keeps no run records.
     #[error("state at {location}: this backend does not record runs")]
-    RunsUnsupported { location: String },
+    RunsUnsupported {
+        /// Where the state is.
+        location: String,
+    },
 }
 
 /// Where a stack's state lives. Implementations must make `append` durable before returning,
@@ -495,18 +588,25 @@ pub trait StateStore: Send + Sync {
     /// Bytes in the journal since the last checkpoint (to decide when to compact).
     fn journal_len(&self) -> Result<u64, StateError>;
 
+    /// Take the stack's lease for `ttl_ms` when nobody holds a live one.
     fn acquire_lease(&self, holder: &LeaseHolder, ttl_ms: u64) -> Result<Lease, StateError>;
+    /// Extend a lease this process holds.
     fn renew_lease(&self, lease: &Lease, ttl_ms: u64) -> Result<Lease, StateError>;
+    /// Let a lease go.
     fn release_lease(&self, lease: &Lease) -> Result<(), StateError>;
     /// Remove any lease, even one that cannot be read; returns the lease that was removed when
     /// it could be read.
     fn force_unlock(&self) -> Result<Option<Lease>, StateError>;
+    /// The lease, if any.
     fn current_lease(&self) -> Result<Option<Lease>, StateError>;
 
     /// Record a new release; its `revision` is assigned by the store and returned.
     fn create_release(&self, release: &mut Release) -> Result<u64, StateError>;
+    /// Rewrite a release (its status and steps as the operation goes on).
     fn update_release(&self, release: &Release) -> Result<(), StateError>;
+    /// Every release, oldest first.
     fn releases(&self) -> Result<Vec<Release>, StateError>;
+    /// One release.
     fn release(&self, revision: u64) -> Result<Release, StateError>;
     /// The highest release number, without reading the releases.
     fn latest_revision(&self) -> Result<Option<u64>, StateError>;
@@ -533,6 +633,7 @@ pub trait StateStore: Send + Sync {
             location: self.location(),
         })
     }
+    /// Rewrite a run's record as it goes on.
     fn update_run(&self, run: &RunRecord) -> Result<(), StateError> {
         let _ = run;
         Err(StateError::RunsUnsupported {

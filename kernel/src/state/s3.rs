@@ -46,11 +46,13 @@ const RUN_RETRIES: usize = 64;
 /// Where the bucket is and how to reach it.
 #[derive(Debug, Clone, Default)]
 pub struct S3Config {
+    /// The bucket.
     pub bucket: String,
     /// Key prefix (without leading or trailing slash; may be empty).
     pub prefix: String,
     /// e.g. `http://127.0.0.1:5000`; `None` means AWS (`https://s3.<region>.amazonaws.com`).
     pub endpoint: Option<String>,
+    /// The region (signs requests; names AWS's endpoint).
     pub region: String,
     /// Path-style URLs (`endpoint/bucket/key`); the default for custom endpoints.
     pub path_style: bool,
@@ -66,6 +68,7 @@ struct Cursor {
     bytes: u64,
 }
 
+/// A stack's state in an S3 bucket (or an S3-compatible store) under a key prefix; the lease through conditional writes.
 pub struct S3Store {
     bucket: Bucket,
     credentials: Option<Credentials>,
@@ -86,6 +89,7 @@ struct Answer {
 }
 
 impl S3Store {
+    /// A store for `config` (nothing is read yet).
     pub fn new(config: &S3Config) -> Result<S3Store, StateError> {
         let display = if config.prefix.is_empty() {
             format!("s3://{}", config.bucket)
