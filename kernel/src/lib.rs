@@ -21,7 +21,7 @@
 //!
 //! The kernel talks to runtimes only through `kusion_sdk::runtime::Runtime`.
 
-// Every public item is documented; the modules allowed below are being documented still.
+// Every public item is documented.
 #![warn(missing_docs)]
 
 pub mod apply;
@@ -32,9 +32,7 @@ pub mod operation;
 pub mod ops;
 mod par;
 pub mod plan;
-#[allow(missing_docs)]
 pub mod plugin;
-#[allow(missing_docs)]
 pub mod policy;
 pub mod readiness;
 pub mod registry;

@@ -45,10 +45,17 @@ use crate::spec::Spec;
 /// Default time limit of one policy plugin call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why the `[policy]` configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyConfigError {
+    /// A value is invalid.
     #[error("policy configuration ({source_name}): {detail}")]
-    Invalid { source_name: String, detail: String },
+    Invalid {
+        /// Where the configuration came from.
+        source_name: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 /// The operator's settings for one policy plugin.
@@ -72,8 +79,11 @@ pub struct PolicyPluginSettings {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PolicyConfig {
+    /// How long one plugin may take per call (`"30s"`; default 60 s); a plugin's own `timeout` wins.
     pub timeout: Option<String>,
+    /// Let an operation go on when a plugin fails or times out (default: fail closed).
     pub fail_open: bool,
+    /// Plugin settings by plugin name.
     pub plugins: BTreeMap<String, PolicyPluginSettings>,
 }
 
@@ -169,7 +179,9 @@ impl PolicyConfig {
 /// `--policy-exempt RULE=reason`: findings of `RULE` (`set/Rule`, or a bare `Rule`) do not block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exemption {
+    /// The rule (`set/Rule` or `Rule`).
     pub rule: String,
+    /// Why it is exempted (recorded with the release).
     pub reason: String,
 }
 
@@ -210,9 +222,12 @@ impl Exemption {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyFinding {
+    /// The plugin that found it.
     pub policy: String,
+    /// What it found.
     #[serde(flatten)]
     pub finding: Finding,
+    /// The exemption's reason, when one lets this finding through.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exempted: Option<String>,
 }
@@ -221,7 +236,9 @@ pub struct PolicyFinding {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyFailure {
+    /// The plugin.
     pub policy: String,
+    /// What went wrong.
     pub message: String,
     /// Configured to let the operation go on anyway.
     pub fail_open: bool,
@@ -233,8 +250,11 @@ pub struct PolicyFailure {
 pub struct PolicyReport {
     /// The plugins that were asked.
     pub policies: Vec<String>,
+    /// Everything found.
     pub findings: Vec<PolicyFinding>,
+    /// Plugins that failed or timed out.
     pub failures: Vec<PolicyFailure>,
+    /// Whether the operation must stop (a deny not exempted, or a failure when failing closed).
     pub blocked: bool,
 }
 
@@ -246,6 +266,7 @@ impl PolicyReport {
             .filter(|f| f.finding.severity == Severity::Deny && f.exempted.is_none())
     }
 
+    /// The findings that warn (do not block).
     pub fn warnings(&self) -> impl Iterator<Item = &PolicyFinding> {
         self.findings
             .iter()
@@ -289,14 +310,19 @@ fn blocked_message(report: &PolicyReport) -> String {
 pub struct PolicyContext<'a> {
     /// `preview`, `apply`, `destroy`, `run`.
     pub operation: &'a str,
+    /// The stack operated on.
     pub stack: StackInfo,
+    /// The plan, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<&'a PlanView>,
 }
 
+/// The stack a policy is evaluated for.
 #[derive(Debug, Clone, Serialize)]
 pub struct StackInfo {
+    /// Its name.
     pub name: String,
+    /// Its folder, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
 }
@@ -312,7 +338,9 @@ struct Configured {
 /// The configured policy plugins of one operation, with the exemptions given for it.
 pub struct PolicyGuard {
     configured: Vec<Configured>,
+    /// The stack it guards.
     pub stack: StackInfo,
+    /// Findings that do not block.
     pub exemptions: Vec<Exemption>,
 }
 
@@ -396,6 +424,7 @@ impl PolicyGuard {
         }
     }
 
+    /// Whether no policy plugin is configured.
     pub fn is_empty(&self) -> bool {
         self.configured.is_empty()
     }
@@ -563,12 +592,16 @@ impl PolicyGuard {
 pub enum Guarded {
     /// Policies blocked it after planning; nothing changed and no release was recorded.
     Blocked {
+        /// The plan.
         plan: PlanView,
+        /// What the policies said.
         report: PolicyReport,
     },
     /// Policies let it through (the report holds warnings and exempted findings).
     Ran {
+        /// What the operation did.
         applied: Applied,
+        /// What the policies said (None when none is configured).
         report: Option<PolicyReport>,
     },
 }

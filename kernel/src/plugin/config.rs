@@ -50,6 +50,7 @@ pub struct PluginConfig {
     pub default_dirs: bool,
     /// When set, only these plugin names are loaded; the rest are listed as disabled.
     pub only: Option<Vec<String>>,
+    /// Per-plugin settings by plugin name.
     pub settings: BTreeMap<String, PluginSettings>,
     /// Publisher name -> base64 ed25519 public key; a signed plugin must be signed by one.
     pub trusted_keys: BTreeMap<String, String>,
@@ -74,6 +75,7 @@ impl Default for PluginConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PluginSettings {
+    /// Whether to load it.
     #[serde(default = "yes")]
     pub enabled: bool,
     /// Passed to the plugin's `configure` after loading (`null` skips the call).
@@ -113,6 +115,7 @@ impl PluginConfig {
         })
     }
 
+    /// The settings of plugin `name` (defaults when it has none).
     pub fn settings_for(&self, name: &str) -> PluginSettings {
         self.settings.get(name).cloned().unwrap_or_default()
     }

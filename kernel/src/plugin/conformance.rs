@@ -57,26 +57,34 @@ mod millis {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "result", content = "detail")]
 pub enum Verdict {
+    /// The runtime did what the check expects.
     Passed,
+    /// It did not (what happened).
     Failed(String),
+    /// Not applicable, and why (the runtime lacks the capability).
     Skipped(String),
 }
 
+/// One conformance check and its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
+    /// Its name.
     pub name: &'static str,
     /// What the check asks of the runtime, in one line.
     pub expects: &'static str,
+    /// How it went.
     pub verdict: Verdict,
 }
 
 /// Every check's outcome, in the order they ran.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Report {
+    /// Every check, in order.
     pub checks: Vec<Check>,
 }
 
 impl Report {
+    /// Whether no check failed.
     pub fn passed(&self) -> bool {
         !self
             .checks

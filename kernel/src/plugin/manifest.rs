@@ -50,9 +50,13 @@ impl std::fmt::Display for Format {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Permissions {
+    /// Guest folders the component asks for (the operator's grant says where each points).
     pub dirs: Vec<String>,
+    /// Environment variables it asks for.
     pub env: Vec<String>,
+    /// Whether it asks for the network.
     pub network: bool,
+    /// Whether it asks to write to them.
     pub writable: bool,
 }
 
@@ -73,11 +77,15 @@ impl Permissions {
     }
 }
 
+/// A plugin's `plugin.toml`: what it is, where its file is, its checksum, signature and sandbox permissions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
+    /// The plugin's name (unique among loaded plugins).
     pub name: String,
+    /// Runtime, function or policy.
     pub kind: PluginKind,
+    /// Its version.
     pub version: String,
     /// Path of the library or component, relative to the manifest's directory.
     pub file: String,
@@ -87,6 +95,7 @@ pub struct Manifest {
     /// Hex SHA-256 of `file`.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// What a WASM plugin asks to reach (ignored for native plugins).
     #[serde(default)]
     pub permissions: Permissions,
     /// Who signed the plugin: a name in the operator's `[plugins.trusted_keys]`.
@@ -108,6 +117,7 @@ impl Manifest {
         Self::parse(path, &text)
     }
 
+    /// Reads the manifest at `path` from `text`.
     pub fn parse(path: &Path, text: &str) -> Result<Manifest, LoadError> {
         let manifest: Manifest = toml::from_str(text).map_err(|e| {
             let at = e
@@ -145,6 +155,7 @@ impl Manifest {
         Ok(manifest)
     }
 
+    /// Native or WASM: as written, else from the file's extension.
     pub fn format(&self) -> Format {
         self.format.unwrap_or(if self.file.ends_with(".wasm") {
             Format::Wasm

@@ -61,10 +61,23 @@ struct WasmHostSlot(());
 /// Why a plugin could not be loaded. Every variant names the file concerned.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LoadError {
+    /// The file could not be read.
     #[error("{}: cannot open: {detail}", path.display())]
-    Open { path: PathBuf, detail: String },
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The system's message.
+        detail: String,
+    },
+    /// The file is not a kusion plugin (no declaration, wrong format).
     #[error("{}: not a kusion plugin: {detail}", path.display())]
-    NotAPlugin { path: PathBuf, detail: String },
+    NotAPlugin {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// The plugin was built for a plugin ABI this kusion does not speak.
     #[error(
         "{}: plugin ABI {plugin} is incompatible with this kusion's plugin ABI {host} \
          (the major version must match and the plugin's minor must not be newer); rebuild the plugin \
@@ -72,32 +85,85 @@ pub enum LoadError {
         path.display()
     )]
     AbiMismatch {
+        /// The file.
         path: PathBuf,
+        /// The plugin's ABI.
         plugin: AbiVersion,
+        /// This kusion's.
         host: AbiVersion,
     },
+    /// The library's interface types do not match the host's.
     #[error("{}: rejected by the ABI layout check: {detail}", path.display())]
-    Layout { path: PathBuf, detail: String },
+    Layout {
+        /// The file.
+        path: PathBuf,
+        /// What differs.
+        detail: String,
+    },
+    /// The plugin is of another kind than asked for.
     #[error("{}: is a {found} plugin, expected a {expected} plugin", path.display())]
     WrongKind {
+        /// The file.
         path: PathBuf,
+        /// Its kind.
         found: PluginKind,
+        /// The kind asked for.
         expected: PluginKind,
     },
+    /// The plugin's constructor failed.
     #[error("{}: the plugin failed to start: {error}", path.display())]
-    Instantiate { path: PathBuf, error: PluginError },
+    Instantiate {
+        /// The file.
+        path: PathBuf,
+        /// Its error.
+        error: PluginError,
+    },
+    /// The manifest is invalid.
     #[error("{}: {detail}", path.display())]
-    Manifest { path: PathBuf, detail: String },
+    Manifest {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The file's SHA-256 is missing from the manifest or differs from it.
     #[error("{}: checksum check failed: {detail}", path.display())]
-    Checksum { path: PathBuf, detail: String },
+    Checksum {
+        /// The file.
+        path: PathBuf,
+        /// What differs.
+        detail: String,
+    },
+    /// The file or its folder is writable by others, or otherwise unsafe to load.
     #[error("{}: refused, not safe to load plugins from: {detail}", path.display())]
-    Unsafe { path: PathBuf, detail: String },
+    Unsafe {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// The publisher's signature does not verify.
     #[error("{}: signature check failed: {detail}", path.display())]
-    Signature { path: PathBuf, detail: String },
+    Signature {
+        /// The manifest.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// The WASM component is invalid or asks for what it may not have.
     #[error("{}: WASM component rejected: {detail}", path.display())]
-    Wasm { path: PathBuf, detail: String },
+    Wasm {
+        /// The component.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// The plugin configuration is invalid.
     #[error("plugin configuration: {detail}")]
-    Config { detail: String },
+    Config {
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 /// Where a plugin directory came from, in search order.
@@ -162,8 +228,11 @@ pub fn installed_plugin_dir() -> Option<PathBuf> {
 /// A plugin candidate: a manifest and where its file is.
 #[derive(Debug, Clone)]
 pub struct Candidate {
+    /// The manifest (`plugin.toml`).
     pub manifest_path: PathBuf,
+    /// Which search folder it was found in.
     pub source: Source,
+    /// The manifest as read.
     pub manifest: Result<Manifest, LoadError>,
     /// The resolved plugin file (none when the manifest could not be read).
     pub file: Option<PathBuf>,
@@ -226,8 +295,11 @@ pub fn discover(config: &PluginConfig) -> Vec<Candidate> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "state", content = "reason")]
 pub enum Status {
+    /// Loaded and serving.
     Loaded,
+    /// Found but not loaded, and why (`enabled = false`, not in `only`).
     Disabled(String),
+    /// Refused, and why (checksum, ABI, sandbox ...).
     Refused(String),
 }
 
@@ -237,25 +309,37 @@ pub enum Status {
 pub struct PluginEntry {
     /// From the manifest, or the manifest's directory name when the manifest is unreadable.
     pub name: String,
+    /// What it is (None when the manifest is unreadable).
     pub kind: Option<PluginKind>,
+    /// Native library or WASM component.
     pub format: Option<Format>,
+    /// Its version.
     pub version: Option<String>,
+    /// The plugin ABI it was built for.
     pub abi: Option<AbiVersion>,
+    /// Its manifest.
     pub manifest: PathBuf,
+    /// Its library or component.
     pub file: Option<PathBuf>,
+    /// Which search folder it was found in.
     pub source: Source,
     /// Runtime capabilities (`dryRun`, `watch`, ...), the resource types served, exported
     /// functions, or granted sandbox permissions, as words.
     pub capabilities: Vec<String>,
+    /// Whether it was loaded.
     pub status: Status,
 }
 
 /// Everything loaded, plus the listing.
 #[derive(Default)]
 pub struct LoadedPlugins {
+    /// Runtimes by plugin name.
     pub runtimes: BTreeMap<String, Arc<dyn Runtime>>,
+    /// KCL function plugins by name.
     pub functions: BTreeMap<String, Arc<dyn FunctionPlugin>>,
+    /// Policy plugins by name.
     pub policies: BTreeMap<String, Arc<dyn PolicyPlugin>>,
+    /// Every plugin found, loaded or not.
     pub entries: Vec<PluginEntry>,
 }
 

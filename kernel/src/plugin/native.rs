@@ -145,14 +145,17 @@ impl NativeLibrary {
         self.msgpack.is_some()
     }
 
+    /// The library's path.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// What kind of plugin it declares.
     pub fn kind(&self) -> PluginKind {
         self.kind
     }
 
+    /// The plugin ABI it was built for.
     pub fn abi(&self) -> AbiVersion {
         self.abi
     }

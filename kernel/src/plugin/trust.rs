@@ -111,6 +111,7 @@ pub struct Verified {
 }
 
 impl Verified {
+    /// Reads the file at `path` whole (what is checked is what is loaded).
     pub fn open(path: &Path) -> Result<Verified, LoadError> {
         let open = |e: std::io::Error| LoadError::Open {
             path: path.to_path_buf(),
@@ -125,10 +126,12 @@ impl Verified {
         })
     }
 
+    /// The bytes' hex SHA-256.
     pub fn sha256(&self) -> String {
         hex::encode(Sha256::digest(&self.bytes))
     }
 
+    /// The bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }

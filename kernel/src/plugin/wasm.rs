@@ -363,10 +363,12 @@ pub struct WasmModule {
 }
 
 impl WasmModule {
+    /// What kind of plugin the component is.
     pub fn kind(&self) -> PluginKind {
         self.kind
     }
 
+    /// The plugin ABI it was built for.
     pub fn abi(&self) -> AbiVersion {
         self.abi
     }
