@@ -30,11 +30,6 @@ pub(crate) struct StateChoice<'a> {
 }
 
 impl StackOpener {
-    /// The kusion configuration file: `--config`, else `~/.kusion/config.toml` when present.
-    pub(crate) fn default_config_file(given: Option<PathBuf>) -> Option<PathBuf> {
-        crate::config::config_file(given)
-    }
-
     /// The compiled spec, the engine's stack and the policy guard of the stack in `dir`.
     pub(crate) fn open(
         &self,

@@ -128,13 +128,7 @@ pub fn load_clusters(
     runtime_config: Option<&Path>,
 ) -> Result<BTreeMap<String, ClusterConfig>> {
     let mut out = BTreeMap::new();
-    let file = config_file.map(Path::to_path_buf).or_else(|| {
-        let p = PathBuf::from(std::env::var_os("HOME")?)
-            .join(".kusion")
-            .join("config.toml");
-        p.is_file().then_some(p)
-    });
-    if let Some(file) = file {
+    if let Some(file) = crate::config::config_file(config_file.map(Path::to_path_buf)) {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
         let doc: toml::Table =

@@ -583,7 +583,7 @@ fn checkout(
         opener: StackOpener {
             plugins,
             runtimes,
-            config_file: StackOpener::default_config_file(global.config.clone()),
+            config_file: crate::config::config_file(global.config.clone()),
             set: global.set.clone(),
             runtime_config,
         },
