@@ -21,9 +21,6 @@ use crate::{UsageError, exit};
 // Old paths of what moved to `config.rs`, `context.rs` and `interrupt.rs`, still named by
 // `opener.rs`, `cmd/server.rs` and `cmd/run.rs` (being changed on main by the server work);
 // they go when those files name the new places.
-pub(crate) use crate::config::{plugin_config_from, read_runtime_config};
-pub(crate) use crate::context::{default_stack_name, open_stack, stack_settings};
-pub use crate::interrupt::on_forced_exit;
 
 /// Run a parsed command line; returns the exit code.
 pub async fn run(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> u8 {

@@ -52,7 +52,7 @@ impl StackOpener {
         exemptions: &[String],
         force_conflicts: bool,
     ) -> Result<(Stack, PolicyGuard)> {
-        let settings = crate::commands::stack_settings(
+        let settings = crate::context::stack_settings(
             dir,
             state.state_dir,
             state.backend.to_string(),
@@ -60,7 +60,7 @@ impl StackOpener {
             force_conflicts,
         )?;
         let stack =
-            crate::commands::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
+            crate::context::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
         let guard = crate::policy::guard_from(
             self.config_file.as_deref(),
             &self.set,
@@ -84,7 +84,7 @@ impl StackOpener {
         dir: &Path,
         state: StateChoice<'_>,
     ) -> Result<Arc<dyn StateStore>> {
-        let settings = crate::commands::stack_settings(
+        let settings = crate::context::stack_settings(
             dir,
             state.state_dir,
             state.backend.to_string(),
@@ -94,7 +94,7 @@ impl StackOpener {
         Ok(kusion_kernel::state::open(
             &settings.state_backend,
             settings.state_dir,
-            &crate::commands::default_stack_name(dir),
+            &crate::context::default_stack_name(dir),
         )?)
     }
 }

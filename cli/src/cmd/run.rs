@@ -544,7 +544,7 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
         // A second Ctrl-C leaves at once, but first closes the record (each target's intent
         // is already durable, so the record says what may have been changed).
         let (store, shared) = (store.clone(), run.shared_record());
-        crate::commands::on_forced_exit(Box::new(move || {
+        crate::interrupt::on_forced_exit(Box::new(move || {
             let mut r = shared.lock().unwrap_or_else(|p| p.into_inner());
             r.status = ReleaseStatus::Interrupted;
             r.finished_at = Some(now_ms());

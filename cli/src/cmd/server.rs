@@ -569,10 +569,10 @@ fn checkout(
     };
     let served = served(&folder, git, revision.as_deref());
     let runtime_config = match &global.runtime_config {
-        Some(path) => crate::commands::read_runtime_config(path)?,
+        Some(path) => crate::config::read_runtime_config(path)?,
         None => Value::Null,
     };
-    let plugin_config = crate::commands::plugin_config_from(global.config.clone(), &global.set)?;
+    let plugin_config = crate::config::plugin_config_from(global.config.clone(), &global.set)?;
     let plugins = kusion_kernel::plugin::load_plugins(&plugin_config);
     let checkout = Checkout {
         served: std::sync::RwLock::new(Served {
