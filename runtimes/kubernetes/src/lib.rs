@@ -7,27 +7,32 @@
 //! inside another tokio runtime.
 
 mod cluster;
+mod delete;
 mod error;
 mod health;
 mod id;
 mod operate;
 mod project;
 mod recent;
+mod settings;
+mod watch;
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use kube::api::{DeleteParams, Patch, PatchParams, PropagationPolicy};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kusion_sdk::runtime::{
     ApplyRequest, ApplyResponse, Capabilities, DeleteRequest, EXT_READINESS, Health, ImportRequest,
     OperateRequest, OperateResponse, OperationInfo, ReadRequest, ReadResponse, Runtime,
     RuntimeInfo, Watch, WatchEvent, WatchPoll, WatchRequest,
 };
 use kusion_sdk::{ABI_VERSION, ErrorKind, PluginError, PluginResult, Resource};
-use serde::Deserialize;
 use serde_json::{Map, Value};
+
+use delete::{delete, delete_object, propagation_of};
+pub use settings::{Propagation, Settings};
+use watch::{KubeWatch, follow};
 
 pub use cluster::{ClusterKey, EXT_CONTEXT, EXT_KUBECONFIG};
 pub use health::{evaluate_json, pod_health};
@@ -44,88 +49,6 @@ pub const EXT_PROPAGATION: &str = "kusionstack.io/delete-propagation";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long a watch trusts its caches without any change before judging from fresh reads.
 const RESYNC: Duration = Duration::from_secs(5);
-
-/// How dependents of a deleted object are handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-pub enum Propagation {
-    #[default]
-    Background,
-    Foreground,
-    Orphan,
-}
-
-impl Propagation {
-    fn policy(self) -> PropagationPolicy {
-        match self {
-            Propagation::Background => PropagationPolicy::Background,
-            Propagation::Foreground => PropagationPolicy::Foreground,
-            Propagation::Orphan => PropagationPolicy::Orphan,
-        }
-    }
-
-    fn parse(text: &str) -> Option<Propagation> {
-        match text {
-            "Background" => Some(Propagation::Background),
-            "Foreground" => Some(Propagation::Foreground),
-            "Orphan" => Some(Propagation::Orphan),
-            _ => None,
-        }
-    }
-}
-
-/// The runtime configuration (`configure`), all fields optional.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Settings {
-    /// Kubeconfig file of the stack; unset means `$KUBECONFIG`, then `~/.kube/config`.
-    #[serde(default)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Context inside the kubeconfig; unset means its current context.
-    #[serde(default)]
-    pub context: Option<String>,
-    /// Take ownership of fields another field manager owns instead of failing with a conflict
-    /// (kubectl's `--force-conflicts`; kusionctl's flag of that name sets it).
-    #[serde(default)]
-    pub force: bool,
-    #[serde(default = "default_manager")]
-    pub field_manager: String,
-    #[serde(default)]
-    pub delete_propagation: Propagation,
-    /// Wait until a deleted object is really gone (finalizers done) before returning.
-    #[serde(default = "yes")]
-    pub wait_for_delete: bool,
-    /// How long a real apply waits for a kind the server does not serve yet (its CRD being
-    /// created or established), in seconds.
-    #[serde(default = "default_kind_wait")]
-    pub kind_wait_seconds: u64,
-    /// How often `watch` asks again for a kind the server does not serve yet (its CRD being
-    /// established), in milliseconds; once it is served, changes arrive by watch streams.
-    #[serde(default = "default_interval")]
-    pub watch_interval_ms: u64,
-    /// Answer a plan's dry-run from the read just before it when that read already says what
-    /// the server would answer (see `answer_from_read`); off sends every dry-run to the server.
-    #[serde(default = "yes")]
-    pub answer_from_read: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-fn default_manager() -> String {
-    "kusion".into()
-}
-fn default_kind_wait() -> u64 {
-    30
-}
-fn default_interval() -> u64 {
-    500
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        serde_json::from_value(Value::Object(Map::new())).expect("all settings have defaults")
-    }
-}
 
 struct Inner {
     settings: RwLock<Settings>,
@@ -648,252 +571,6 @@ async fn read_live(
     }
 }
 
-fn propagation_of(resource: &Resource, settings: &Settings) -> PluginResult<Propagation> {
-    match resource.extensions.get(EXT_PROPAGATION) {
-        None => Ok(settings.delete_propagation),
-        Some(v) => v.as_str().and_then(Propagation::parse).ok_or_else(|| {
-            PluginError::invalid(format!(
-                "{}: extension {EXT_PROPAGATION} must be Background, Foreground or Orphan",
-                resource.id
-            ))
-        }),
-    }
-}
-
-/// Deletes the object (absent is success) and, with `wait`, waits until it is gone
-/// (finalizers done) for at most `limit`.
-async fn delete_object(
-    api: &kube::Api<kube::api::DynamicObject>,
-    target: &Target,
-    propagation: Propagation,
-    wait: bool,
-    limit: Duration,
-) -> PluginResult<()> {
-    let params = DeleteParams {
-        propagation_policy: Some(propagation.policy()),
-        ..DeleteParams::default()
-    };
-    match api.delete(&target.name, &params).await {
-        Ok(_) => {}
-        Err(e) if error::is_not_found(&e) => return Ok(()),
-        Err(e) => return Err(error::from_kube(&target.id, "delete", e)),
-    }
-    if !wait {
-        return Ok(());
-    }
-    let mut last_seen = String::new();
-    let waited = tokio::time::timeout(limit, async {
-        loop {
-            match api.get_opt(&target.name).await {
-                Ok(None) => return Ok(()),
-                Ok(Some(obj)) => last_seen = obj.metadata.finalizers.unwrap_or_default().join(", "),
-                Err(e) if error::is_not_found(&e) => return Ok(()),
-                Err(e) => return Err(error::from_kube(&target.id, "waiting for deletion", e)),
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-    })
-    .await;
-    match waited {
-        Ok(r) => r,
-        Err(_) => Err(PluginError::new(
-            ErrorKind::Timeout,
-            format!(
-                "{}: deleted but still present (finalizers: [{last_seen}])",
-                target.id
-            ),
-        )),
-    }
-}
-
-async fn delete(inner: Arc<Inner>, req: DeleteRequest) -> PluginResult<()> {
-    let resource = &req.resource;
-    let target = target_of(resource)?;
-    let settings = inner.settings();
-    let propagation = propagation_of(resource, &settings)?;
-    let cluster = inner.cluster(resource).await?;
-    cluster.recent.forget(&target.id);
-    let Some(kind) = cluster.checked_kind(&target).await? else {
-        return Ok(()); // the kind is gone, so is the object
-    };
-    let api = cluster.api(&kind, &target);
-    delete_object(
-        &api,
-        &target,
-        propagation,
-        settings.wait_for_delete,
-        req.timeout.unwrap_or(DEFAULT_TIMEOUT),
-    )
-    .await
-}
-
-/// Follows `target` to readiness: a first snapshot answers at once (most kinds are ready as soon
-/// as they exist, and need no watch at all); otherwise watch caches of the object and of its
-/// owner chain's kinds are re-judged on every change they see, with the same rules.
-/// With `host_judges` (the resource has its own readiness rule, [`EXT_READINESS`]) a built-in
-/// "ready" does not end the watch: the host decides, and drops the watch when satisfied.
-async fn follow(
-    cluster: Arc<cluster::Cluster>,
-    target: Target,
-    interval: Duration,
-    host_judges: bool,
-    tx: std::sync::mpsc::Sender<PluginResult<WatchEvent>>,
-) {
-    let mut last: Option<WatchEvent> = None;
-    // Sends `event` when it differs from the last one; true when watching should stop.
-    let mut report = |event: WatchEvent| -> bool {
-        let done = match event.health {
-            Health::Failed => true,
-            Health::Ready => !host_judges,
-            Health::Progressing => false,
-        };
-        if last.as_ref() != Some(&event) {
-            last = Some(event.clone());
-            if tx.send(Ok(event)).is_err() {
-                return true; // nobody listens any more
-            }
-        }
-        done
-    };
-    // The kind may not be served yet (its CRD is being established): ask again until it is.
-    let kind = loop {
-        match health::evaluate(&cluster, &target).await {
-            Ok(event) => {
-                if report(event) {
-                    return;
-                }
-                if let Ok(Some(kind)) = cluster.checked_kind(&target).await {
-                    break kind;
-                }
-            }
-            // Transient trouble (server restarting): keep trying until the caller's timeout.
-            Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                return;
-            }
-        }
-        tokio::time::sleep(interval).await;
-    };
-    let ns = target.namespace.as_deref().filter(|_| kind.namespaced);
-    let own = cluster.informer(
-        ns,
-        &kind.resource,
-        Some(&format!("metadata.name={}", target.name)),
-    );
-    let children: Vec<(&str, Arc<cluster::Informer>)> =
-        health::children_of(target.group(), &target.kind)
-            .iter()
-            .map(|child| {
-                let informer = cluster.informer(ns, &health::child_resource(child), None);
-                (child.3, informer)
-            })
-            .collect();
-    let mut changed: Vec<tokio::sync::watch::Receiver<u64>> = std::iter::once(&own)
-        .chain(children.iter().map(|(_, i)| i))
-        .map(|i| i.changed.clone())
-        .collect();
-    for informer in std::iter::once(&own).chain(children.iter().map(|(_, i)| i)) {
-        if !informer.wait_until_listed().await {
-            let _ = tx.send(Err(PluginError::internal(format!(
-                "{}: a watch stream stopped before listing",
-                target.id
-            ))));
-            return;
-        }
-    }
-    let to_json = |o: &Arc<kube::api::DynamicObject>| serde_json::to_value(o.as_ref()).ok();
-    loop {
-        // Mark every change seen before reading the caches, so none slips in between.
-        for rx in changed.iter_mut() {
-            rx.borrow_and_update();
-        }
-        let judged_at = std::time::Instant::now();
-        let mut event = match own.store.state().first().and_then(to_json) {
-            None => health::progressing(&target, "waiting for the object to exist"),
-            Some(obj) => {
-                let lists: Vec<(&str, Vec<Value>)> = children
-                    .iter()
-                    .map(|(plural, i)| {
-                        (
-                            *plural,
-                            i.store.state().iter().filter_map(to_json).collect(),
-                        )
-                    })
-                    .collect();
-                health::judge(&target, &obj, &lists)
-            }
-        };
-        // Each kind has its own watch stream, so the object's cache can turn Ready or Failed
-        // before the pod cache holds the pods that made it so. A verdict that may end the
-        // watch is judged again from reads made after it, so its rows describe one moment.
-        if event.health != Health::Progressing {
-            match health::evaluate_since(&cluster, &target, Some(judged_at)).await {
-                Ok(fresh) => event = fresh,
-                Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            }
-        }
-        if report(event) {
-            return;
-        }
-        let waits: Vec<_> = changed
-            .iter_mut()
-            .map(|rx| Box::pin(rx.changed()))
-            .collect();
-        match tokio::time::timeout(RESYNC, futures::future::select_all(waits)).await {
-            Ok((Ok(()), _, _)) => {}
-            Ok((Err(_), _, _)) => {
-                let _ = tx.send(Err(PluginError::internal(format!(
-                    "{}: a watch stream stopped",
-                    target.id
-                ))));
-                return;
-            }
-            // Nothing changed for a while: judge from fresh reads, so a cache that missed an
-            // event (a watch reconnecting) cannot hold a verdict.
-            Err(_) => match health::evaluate_since(&cluster, &target, None).await {
-                Ok(fresh) => {
-                    if report(fresh) {
-                        return;
-                    }
-                }
-                Err(e) if e.retryable => tracing::debug!("{}: watch: {}", target.id, e.message),
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            },
-        }
-    }
-}
-
-struct KubeWatch {
-    rx: std::sync::mpsc::Receiver<PluginResult<WatchEvent>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Watch for KubeWatch {
-    fn poll(&mut self, timeout: Duration) -> PluginResult<WatchPoll> {
-        use std::sync::mpsc::RecvTimeoutError;
-        match self.rx.recv_timeout(timeout) {
-            Ok(Ok(event)) => Ok(WatchPoll::Event(event)),
-            Ok(Err(e)) => Err(e),
-            Err(RecvTimeoutError::Timeout) => Ok(WatchPoll::Pending),
-            Err(RecvTimeoutError::Disconnected) => Ok(WatchPoll::Closed),
-        }
-    }
-}
-
-impl Drop for KubeWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 impl Runtime for KubernetesRuntime {
     fn describe(&self) -> RuntimeInfo {
         RuntimeInfo {
@@ -1062,66 +739,4 @@ impl Runtime for KubernetesRuntime {
 kusion_sdk::export_runtime!(KubernetesRuntime::new);
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn map(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap_or_default()
-    }
-
-    #[test]
-    fn a_read_answers_the_dry_run_only_when_nothing_would_change() {
-        let planned = map(json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "c", "namespace": "n"}, "data": {"a": "1"}}));
-        let body = Value::Object(planned.clone());
-        // Absent: the plan is the answer.
-        assert_eq!(
-            answer_from_read(None, &planned, &body, None, "kusion"),
-            Some(planned.clone())
-        );
-        // Live with the same values, plus server metadata and a label kusion does not manage.
-        let owned = |keys: &[&str]| {
-            let data: Map<String, Value> =
-                keys.iter().map(|k| (format!("f:{k}"), json!({}))).collect();
-            json!([{"manager": "kusion", "operation": "Apply", "fieldsType": "FieldsV1",
-                    "fieldsV1": {"f:data": data}},
-                   {"manager": "other", "operation": "Update", "fieldsType": "FieldsV1",
-                    "fieldsV1": {"f:metadata": {"f:labels": {"f:other": {}}}}}])
-        };
-        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "c", "namespace": "n", "uid": "u", "resourceVersion": "9",
-                         "labels": {"other": "x"}, "managedFields": owned(&["a"])},
-            "data": {"a": "1"}});
-        assert_eq!(
-            answer_from_read(Some(&live), &planned, &body, None, "kusion"),
-            Some(planned.clone())
-        );
-        // A value that differs needs the server.
-        let mut drifted = live.clone();
-        drifted["data"]["a"] = json!("2");
-        assert_eq!(
-            answer_from_read(Some(&drifted), &planned, &body, None, "kusion"),
-            None
-        );
-        // A field kusion's manager owns and the plan drops would be removed: the server says
-        // how, whatever state recorded.
-        let mut with_gone = live.clone();
-        with_gone["data"]["gone"] = json!("y");
-        with_gone["metadata"]["managedFields"] = owned(&["a", "gone"]);
-        assert_eq!(
-            answer_from_read(Some(&with_gone), &planned, &body, None, "kusion"),
-            None
-        );
-        // The same key owned by another manager only stays: nothing changes.
-        let mut theirs = with_gone.clone();
-        theirs["metadata"]["managedFields"] = owned(&["a"]);
-        assert!(answer_from_read(Some(&theirs), &planned, &body, None, "kusion").is_some());
-        // A key recorded in the prior state (kusion's earlier value) shows on both sides.
-        let prior = json!({"data": {"a": "1", "gone": "y"}});
-        assert_eq!(
-            answer_from_read(Some(&theirs), &planned, &body, Some(&prior), "kusion"),
-            None
-        );
-    }
-}
+mod tests;
