@@ -159,7 +159,7 @@ impl<'a> Checker<'a> {
                         ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
                         ExprKind::Selector(_) => None,
                         _ => {
-                            let t = self.infer(env, key);
+                            let t = self.infer_config_key(env, key);
                             if !is_str_key(&t) {
                                 // upstream walks the value first, a config literal against
                                 // the dict's value type (its own entries' errors come before
@@ -286,7 +286,7 @@ impl<'a> Checker<'a> {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let Some(path) = key_path(key) else {
-                        self.infer(env, key);
+                        self.infer_config_key(env, key);
                         let t = self.infer(env, value);
                         self.check_insert(*op, &t, value.span);
                         continue;

@@ -323,7 +323,7 @@ impl<'a> Checker<'a> {
     pub(super) fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
         if env.lenient
             || env.locals.iter().any(|(n, _)| *n == s)
-            || env.keys.iter().any(|(k, _)| *k == s)
+            || env.keys.iter().any(|(k, _, _)| *k == s)
         {
             return true;
         }
@@ -381,8 +381,8 @@ impl<'a> Checker<'a> {
         cands.extend(
             env.keys
                 .iter()
-                .filter(|(_, end)| *end <= span.lo)
-                .map(|(n, _)| n.as_str()),
+                .filter(|(_, end, _)| *end <= span.lo)
+                .map(|(n, _, _)| n.as_str()),
         );
         let msg = format!(
             "name '{}' is not defined{}",
@@ -480,6 +480,13 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn lookup(&mut self, env: &Env, s: Symbol) -> Ty {
+        self.lookup_at(env, s, None)
+    }
+
+    /// The type of the name `s` written at byte `at` (where known): a config literal's key is
+    /// the type of the value its last entry before `at` gave it, as upstream's resolver binds
+    /// keys in the config's scope (`{a = 1, b = a()}`: 'int(1)' object is not callable).
+    pub(super) fn lookup_at(&mut self, env: &Env, s: Symbol, at: Option<u32>) -> Ty {
         if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
             return t.clone();
         }
@@ -491,8 +498,27 @@ impl<'a> Checker<'a> {
                 return a.0.clone();
             }
         }
-        if env.keys.iter().any(|(k, _)| *k == s) {
-            return Ty::Any;
+        // (a key set only after `at`, or under an `if`, is not in scope there: the name is
+        // the enclosing scope's)
+        let bound = match at {
+            Some(at) => env
+                .keys
+                .iter()
+                .rev()
+                .find(|(k, end, _)| *k == s && *end <= at)
+                .map(|(_, _, v)| v.clone()),
+            None => env.keys.iter().any(|(k, _, _)| *k == s).then_some(None),
+        };
+        if let Some(kv) = bound {
+            return match kv.and_then(|kv| Some((self.key_tys.get(&kv.value)?.clone(), kv))) {
+                Some((t, kv)) => kv.path.iter().rev().fold(t, |t, n| {
+                    Ty::Dict(
+                        Rc::new(Ty::StrLit(std::sync::Arc::from(n.as_str()))),
+                        Rc::new(t),
+                    )
+                }),
+                None => Ty::Any,
+            };
         }
         if let Some(id) = env.schema {
             let m = self.members(id);

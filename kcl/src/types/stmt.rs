@@ -376,6 +376,9 @@ impl<'a> Checker<'a> {
                         format!("invalid schema inherit object type, expect schema, got '{name}'");
                     self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
                 }
+                if let Some(h) = &st.for_host {
+                    self.check_protocol(env, h);
+                }
                 let id = self.pkgs[env.pkg].schemas.get(&st.name.sym).copied();
                 let mut senv = Env {
                     schema: id,
@@ -427,6 +430,9 @@ impl<'a> Checker<'a> {
                 // its checks are typed with the protocol's attributes (and its parameters) in
                 // scope, as upstream's resolver does; a rule with parents, or a protocol not
                 // found, is left to the run time
+                if let Some(h) = &r.for_host {
+                    self.check_protocol(env, h);
+                }
                 let host = match &r.for_host {
                     Some(h) => match self.resolve_schema(env.pkg, env.file, &h.names) {
                         Some(id) => Some(id),
@@ -461,6 +467,17 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::Import(_) => {}
+        }
+    }
+
+    /// What a mixin or a rule is `for` must be a protocol.
+    fn check_protocol(&mut self, env: &Env, h: &ast::Identifier) {
+        if let Some(id) = self.resolve_schema(env.pkg, env.file, &h.names)
+            && !self.schemas[id.0].stmt.is_protocol()
+        {
+            let name = h.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+            let msg = format!("invalid schema inherit object type, expect protocol, got '{name}'");
+            self.err(ErrKind::IllegalInherit, msg, h.span.shrink_to_lo());
         }
     }
 
