@@ -778,11 +778,11 @@ impl Evaluator {
         {
             return Ok(v);
         }
-        Err(EvalError::new(
-            ErrKind::Compile,
-            format!("name '{name}' is not defined"),
-            Some(span),
-        ))
+        // a name no scope has is Undefined at run time, as in upstream's evaluator: its
+        // resolver reports the unknown names it looks at, and leaves some alone (rule checks,
+        // `format`'s keyword arguments, the index of an `any` value)
+        let _ = span;
+        Ok(Value::Undefined)
     }
 
     // ---------------------------------------------------------------- statements ------

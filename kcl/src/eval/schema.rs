@@ -811,10 +811,10 @@ impl Evaluator {
                             locals: Some(sc),
                             ..c.clone()
                         };
-                        self.run_checks(&c2, &s.checks, span)?;
+                        self.run_checks(&c2, &s.checks, span, false)?;
                     }
                 }
-                None => self.run_checks(&c, &s.checks, span)?,
+                None => self.run_checks(&c, &s.checks, span, false)?,
             }
         }
         if top && keyed {
@@ -1153,7 +1153,16 @@ impl Evaluator {
         value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
 
-    fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
+    /// A schema's or a rule's checks. A schema's failed check is upstream's "Instance check
+    /// failed" at the instantiation with the condition as a note; a rule's is the condition's
+    /// message alone, at the condition.
+    fn run_checks(
+        &self,
+        c: &Ctx,
+        checks: &'static [ast::CheckExpr],
+        span: Span,
+        rule: bool,
+    ) -> EvalResult<()> {
         for ch in checks {
             if let Some(cond) = &ch.if_cond
                 && !self.eval(c, cond)?.truthy()
@@ -1168,6 +1177,9 @@ impl Evaluator {
                     ),
                     None => "Check failed on the condition".to_string(),
                 };
+                if rule {
+                    return Err(EvalError::new(ErrKind::Schema, msg, Some(ch.span)));
+                }
                 return Err(
                     EvalError::new(ErrKind::Schema, "Instance check failed", Some(span))
                         .with_note(ch.span, msg),
@@ -1231,7 +1243,7 @@ impl Evaluator {
             in_lambda: false,
             ..ty.def_ctx.clone()
         };
-        self.run_checks(&c, &r.checks, span)?;
+        self.run_checks(&c, &r.checks, span, true)?;
         Ok(Value::Schema(Rc::new(SchemaInst {
             name: ty.name.clone(),
             pkg: ty.pkgpath.clone(),
