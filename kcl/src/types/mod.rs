@@ -515,7 +515,8 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
         StmtKind::Assign(a) => out.extend(
             a.targets
                 .iter()
-                .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
+                // (`a.b = v` changes `a` too: upstream's ImmutableError once `a` is declared)
+                .filter(|t| !t.name.sym.as_str().starts_with('_'))
                 .map(|t| (t.name.sym, t.span)),
         ),
         StmtKind::If(i) => {
