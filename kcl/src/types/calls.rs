@@ -15,8 +15,9 @@ impl<'a> Checker<'a> {
         let mut func_ty = Ty::Any;
         let arity = self.builtin_arity(env, func, &mut func_ty);
         // a method's receiver, before the arguments are inferred
+        // (`s?.upper()` is typed as `s.upper()`)
         let on_str = match &func.kind {
-            ExprKind::Selector(x) if !x.optional => {
+            ExprKind::Selector(x) => {
                 matches!(self.receiver_ty(env, &x.value), Ty::Str | Ty::StrLit(_))
             }
             _ => false,
@@ -150,7 +151,7 @@ impl<'a> Checker<'a> {
                     return t;
                 }
             }
-            ExprKind::Selector(x) if !x.optional => {
+            ExprKind::Selector(x) => {
                 if on_str && let Some(t) = str_method_ret(x.attr.sym.as_str()) {
                     return t;
                 }

@@ -407,6 +407,14 @@ impl<'a> Checker<'a> {
     /// A quantifier (`all`, `any`, `map`, `filter`) over a list, dict or string.
     fn infer_quant(&mut self, env: &Env, q: &ast::QuantExpr) -> Ty {
         let it = self.infer(env, &q.target);
+        // (as a comprehension's: a scalar is never iterable)
+        if matches!(
+            it,
+            Ty::Bool | Ty::BoolLit(_) | Ty::Int | Ty::IntLit(_) | Ty::Float | Ty::FloatLit(_)
+        ) {
+            let msg = format!("'{}' object is not iterable", self.ty_str(&it));
+            self.err(ErrKind::Compile, msg, q.target.span.shrink_to_lo());
+        }
         let tys = loop_var_types(&it, q.vars.len());
         let mut env2 = env.clone();
         for (i, v) in q.vars.iter().enumerate() {
@@ -797,8 +805,7 @@ impl<'a> Checker<'a> {
     pub(super) fn infer_config_key(&mut self, env: &Env, key: &Expr) -> Ty {
         match &key.kind {
             ExprKind::Subscript { value, index, .. }
-                if matches!(value.kind, ExprKind::Ident(_))
-                    && matches!(index.kind, ExprKind::Int(_)) =>
+                if matches!(value.kind, ExprKind::Ident(_)) && number_literal(index) =>
             {
                 Ty::Str
             }
@@ -866,5 +873,17 @@ pub(super) fn loop_var_types(it: &Ty, n: usize) -> Vec<Ty> {
         (Ty::Str | Ty::StrLit(_), 1) => vec![Ty::Str],
         (Ty::Str | Ty::StrLit(_), 2) => vec![Ty::Int, Ty::Str],
         _ => Vec::new(),
+    }
+}
+
+/// A number literal, signed or not (`0`, `-2`): upstream's parser reads the sign into it.
+fn number_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) => true,
+        ExprKind::Unary {
+            op: ast::UnaryOp::Neg | ast::UnaryOp::Pos,
+            operand,
+        } => matches!(operand.kind, ExprKind::Int(_)),
+        _ => false,
     }
 }
