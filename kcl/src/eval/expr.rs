@@ -1118,6 +1118,7 @@ impl Evaluator {
                 }
                 if data.downcast_ref::<super::SchemaType>().is_some() {
                     let v = Value::Func(func.clone());
+                    self.by_call.set(true);
                     return self.instantiate_value(
                         ctx,
                         &v,

@@ -221,6 +221,9 @@ pub struct Evaluator {
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a
     /// config written out.
     pub(crate) merging: Cell<bool>,
+    /// The schema being instantiated next is called (`R()`), not given a config (`R {}`): a
+    /// rule's failed check is then reported alone (see `run_checks`).
+    pub(crate) by_call: Cell<bool>,
     /// Config keys written as interpolated strings (`"${k}": v`): upstream's resolver never
     /// sees them, so an unknown one is its run time's 'No attribute named' error.
     pub(crate) dynamic_keys: RefCell<rustc_hash::FxHashSet<Str>>,
@@ -282,6 +285,7 @@ impl Evaluator {
             schema_frames: Cell::new(0),
             schema_exprs: Cell::new(0),
             merging: Cell::new(false),
+            by_call: Cell::new(false),
             dynamic_keys: RefCell::new(Default::default()),
             origins: Default::default(),
             config_ops: Default::default(),
