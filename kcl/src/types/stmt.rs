@@ -470,10 +470,17 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// What a mixin or a rule is `for` must be a protocol.
+    /// What a mixin or a rule is `for` must be a protocol (declared so, or a schema named
+    /// `...Protocol`, which upstream takes for one).
     fn check_protocol(&mut self, env: &Env, h: &ast::Identifier) {
         if let Some(id) = self.resolve_schema(env.pkg, env.file, &h.names)
             && !self.schemas[id.0].stmt.is_protocol()
+            && !self.schemas[id.0]
+                .stmt
+                .name
+                .sym
+                .as_str()
+                .ends_with("Protocol")
         {
             let name = h.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
             let msg = format!("invalid schema inherit object type, expect protocol, got '{name}'");
