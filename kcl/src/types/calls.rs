@@ -14,6 +14,13 @@ impl<'a> Checker<'a> {
     ) -> Ty {
         let mut func_ty = Ty::Any;
         let arity = self.builtin_arity(env, func, &mut func_ty);
+        // a builtin called is checked by its own rules below, not as a lambda
+        if let ExprKind::Ident(s) = &func.kind
+            && BUILTINS.contains(&s.as_str())
+            && self.builtin_visible(env, *s)
+        {
+            func_ty = Ty::Any;
+        }
         // a method's receiver, before the arguments are inferred
         // (`s?.upper()` is typed as `s.upper()`)
         let on_str = match &func.kind {

@@ -50,10 +50,11 @@ impl<'a> Checker<'a> {
                     return;
                 }
             }
-            // a list of configs where a list of schemas is expected: each config against the
-            // schema (dicts against a dict type are compared as a whole list type)
+            // a list of configs where a list of schemas (or of a union of schemas) is expected:
+            // each config against the schema (dicts against a dict type are compared as a whole list type)
             (ExprKind::List(items), Ty::List(et))
-                if matches!(**et, Ty::Schema(_))
+                if (matches!(**et, Ty::Schema(_))
+                    || matches!(&**et, Ty::Union(ts) if ts.iter().all(|t| matches!(t, Ty::Schema(_)))))
                     && !items.is_empty()
                     && items
                         .iter()

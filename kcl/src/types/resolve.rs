@@ -495,7 +495,19 @@ impl<'a> Checker<'a> {
         if let Some(id) = env.schema {
             let m = self.members(id);
             if let Some(a) = m.attrs.get(&s) {
+                // an attribute without a declared type has its first assignment's, once the
+                // body has reached it
+                if a.0.is_any()
+                    && let Some(t) = self.schema_assigned.get(&(id, s))
+                {
+                    return t.clone();
+                }
                 return a.0.clone();
+            }
+            if m.names.contains(&s)
+                && let Some(t) = self.schema_assigned.get(&(id, s))
+            {
+                return t.clone();
             }
         }
         // (a key set only after `at`, or under an `if`, is not in scope there: the name is
@@ -568,6 +580,20 @@ impl<'a> Checker<'a> {
         // a name assigned more than once has its first assignment's type from there on
         if let Some(t) = self.pkgs[env.pkg].assigned_ty.get(&s) {
             return t.clone();
+        }
+        // a builtin function as a value has its signature's type (`len(str)`: expected str |
+        // {any:any} | [any], got (any) -> str)
+        if BUILTINS.contains(&s.as_str())
+            && self.builtin_visible(env, s)
+            && let Some(ps) = super::calls::builtin_fn_params(s.as_str())
+        {
+            return Ty::Func(Rc::new(ty::FuncTy {
+                params: ps
+                    .into_iter()
+                    .map(|(n, t)| (Some(Symbol::intern(n)), t, true))
+                    .collect(),
+                ret: super::calls::builtin_fn_ret(s.as_str()).unwrap_or(Ty::Any),
+            }));
         }
         Ty::Any
     }
