@@ -840,6 +840,39 @@ fn net_member(name: &str) -> Option<Value> {
     })
 }
 
+/// RFC 4648 base32 decoding as upstream's (the `base32` crate's): letters of either case,
+/// up to six trailing `=` dropped from the length, an inner `=` read as zero bits, a short
+/// last group allowed; `None` (KCL's None) on any other character.
+fn base32_decode(data: &[u8]) -> Option<Vec<u8>> {
+    let mut unpadded = data.len();
+    for i in 1..=data.len().min(6) {
+        if data[data.len() - i] != b'=' {
+            break;
+        }
+        unpadded -= 1;
+    }
+    let out_len = unpadded * 5 / 8;
+    let mut out = Vec::with_capacity(data.len().div_ceil(8) * 5);
+    for chunk in data.chunks(8) {
+        let mut buf = [0u8; 8];
+        for (i, &c) in chunk.iter().enumerate() {
+            buf[i] = match c.to_ascii_uppercase() {
+                c @ b'A'..=b'Z' => c - b'A',
+                c @ b'2'..=b'7' => c - b'2' + 26,
+                b'=' => 0,
+                _ => return None,
+            };
+        }
+        out.push((buf[0] << 3) | (buf[1] >> 2));
+        out.push((buf[1] << 6) | (buf[2] << 1) | (buf[3] >> 4));
+        out.push((buf[3] << 4) | (buf[4] >> 1));
+        out.push((buf[4] << 7) | (buf[5] << 2) | (buf[6] >> 3));
+        out.push((buf[6] << 5) | buf[7]);
+    }
+    out.truncate(out_len);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -932,37 +965,4 @@ mod tests {
             Value::from(vec![Value::str("a.b"), Value::str("80")])
         );
     }
-}
-
-/// RFC 4648 base32 decoding as upstream's (the `base32` crate's): letters of either case,
-/// up to six trailing `=` dropped from the length, an inner `=` read as zero bits, a short
-/// last group allowed; `None` (KCL's None) on any other character.
-fn base32_decode(data: &[u8]) -> Option<Vec<u8>> {
-    let mut unpadded = data.len();
-    for i in 1..=data.len().min(6) {
-        if data[data.len() - i] != b'=' {
-            break;
-        }
-        unpadded -= 1;
-    }
-    let out_len = unpadded * 5 / 8;
-    let mut out = Vec::with_capacity(data.len().div_ceil(8) * 5);
-    for chunk in data.chunks(8) {
-        let mut buf = [0u8; 8];
-        for (i, &c) in chunk.iter().enumerate() {
-            buf[i] = match c.to_ascii_uppercase() {
-                c @ b'A'..=b'Z' => c - b'A',
-                c @ b'2'..=b'7' => c - b'2' + 26,
-                b'=' => 0,
-                _ => return None,
-            };
-        }
-        out.push((buf[0] << 3) | (buf[1] >> 2));
-        out.push((buf[1] << 6) | (buf[2] << 1) | (buf[3] >> 4));
-        out.push((buf[3] << 4) | (buf[4] >> 1));
-        out.push((buf[4] << 7) | (buf[5] << 2) | (buf[6] >> 3));
-        out.push((buf[6] << 5) | buf[7]);
-    }
-    out.truncate(out_len);
-    Some(out)
 }
