@@ -241,7 +241,14 @@ impl Evaluator {
                 crate::builtins::slice(&v, lo, hi, st).map_err(|x| self.rt(x, e.span))
             }
             ExprKind::Call { func, args } => {
-                let f = self.eval(ctx, func)?;
+                let unified = match &func.kind {
+                    ExprKind::Ident(n) => self.unified_schema(ctx, *n)?,
+                    _ => None,
+                };
+                let f = match unified {
+                    Some(t) => t,
+                    None => self.eval(ctx, func)?,
+                };
                 if f.is_none_or_undefined()
                     && match &func.kind {
                         ExprKind::Selector(x) => x.optional,
@@ -332,7 +339,14 @@ impl Evaluator {
             }
             ExprKind::Quant(q) => self.quant(ctx, q, e.span, false),
             ExprKind::Schema(s) => {
-                let ty = self.eval_identifier(ctx, &s.name)?;
+                let unified = match s.name.names.as_slice() {
+                    [n] => self.unified_schema(ctx, n.sym)?,
+                    _ => None,
+                };
+                let ty = match unified {
+                    Some(t) => t,
+                    None => self.eval_identifier(ctx, &s.name)?,
+                };
                 // the expression counts from before its config: instances made inside the
                 // config are nested (see `schema_exprs`)
                 self.schema_exprs.set(self.schema_exprs.get() + 1);

@@ -742,6 +742,32 @@ impl Evaluator {
         }
     }
 
+    /// A package-level name declared by unification (`a: S {...}`) stands for its schema where
+    /// it is called or given a config, as upstream's (`a()` and `a {...}` make a new `S`, the
+    /// instance's config left out); `None` for other names, and where a local or a schema
+    /// attribute may shadow it.
+    pub(crate) fn unified_schema(&self, ctx: &Ctx, name: Symbol) -> EvalResult<Option<Value>> {
+        if ctx.schema.is_some()
+            || ctx
+                .locals
+                .as_ref()
+                .is_some_and(|l| l.lookup(name).is_some())
+        {
+            return Ok(None);
+        }
+        let Some(setters) = ctx.pkg.setters.get(&name) else {
+            return Ok(None);
+        };
+        for st in setters.iter().filter(|st| st.stop.is_none()) {
+            if let StmtKind::Unification(u) = &ctx.pkg.stmts[st.stmt].kind
+                && let crate::ast::ExprKind::Schema(se) = &u.value.kind
+            {
+                return self.eval_identifier(ctx, &se.name).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
     /// Resolve a name in `ctx`.
     pub fn lookup(&self, ctx: &Ctx, name: Symbol, span: Span) -> EvalResult<Value> {
         if let Some(l) = &ctx.locals
