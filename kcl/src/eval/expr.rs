@@ -280,7 +280,10 @@ impl Evaluator {
             }
             ExprKind::Config(entries) => {
                 let mut d = Dict::with_capacity(entries.len());
-                self.eval_entries(ctx, entries, &mut d)?;
+                self.config_depth.set(self.config_depth.get() + 1);
+                let r = self.eval_entries(ctx, entries, &mut d);
+                self.config_depth.set(self.config_depth.get() - 1);
+                r?;
                 Ok(Value::from(d))
             }
             ExprKind::ListComp(c) => {
@@ -967,7 +970,7 @@ impl Evaluator {
                     if let Some(m) = data.downcast_ref::<ModuleRef>() {
                         return match m {
                             ModuleRef::Pkg(p) => {
-                                match self.get_global(p, crate::ast::Symbol::intern(name))? {
+                                match self.get_global(p, crate::ast::Symbol::intern(name), false)? {
                                     Some(x) => Ok(x),
                                     None => Err(EvalError::new(
                                         ErrKind::Type,

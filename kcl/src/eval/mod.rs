@@ -221,6 +221,9 @@ pub struct Evaluator {
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a
     /// config written out.
     pub(crate) merging: Cell<bool>,
+    /// Config literals being evaluated: upstream's scopes, like a lambda's or a
+    /// comprehension's (see `get_global`).
+    pub(crate) config_depth: Cell<u32>,
     /// The schema being instantiated next is called (`R()`), not given a config (`R {}`): a
     /// rule's failed check is then reported alone (see `run_checks`).
     pub(crate) by_call: Cell<bool>,
@@ -285,6 +288,7 @@ impl Evaluator {
             schema_frames: Cell::new(0),
             schema_exprs: Cell::new(0),
             merging: Cell::new(false),
+            config_depth: Cell::new(0),
             by_call: Cell::new(false),
             dynamic_keys: RefCell::new(Default::default()),
             origins: Default::default(),
@@ -683,7 +687,17 @@ impl Evaluator {
     /// Read a global of `pkg` the way upstream's lazy scope does: the value being assigned by
     /// the running statement reads as it is; a cached value is final; else the name's setters
     /// run, last first, each reading the value before it through the one before it.
-    pub fn get_global(&self, pkg: &Rc<Pkg>, name: Symbol) -> EvalResult<Option<Value>> {
+    ///
+    /// Read from a nested scope (`nested`: a lambda, a comprehension, a config literal), a
+    /// setter run this way leaves the package's variable as it was, as upstream's stores
+    /// that value in the scope it ran in: the statement, when reached, starts afresh (a
+    /// unification does not merge onto it).
+    pub fn get_global(
+        &self,
+        pkg: &Rc<Pkg>,
+        name: Symbol,
+        nested: bool,
+    ) -> EvalResult<Option<Value>> {
         let Some(setters) = pkg.setters.get(&name) else {
             return Ok(pkg.globals.borrow().get(&name).cloned());
         };
@@ -709,8 +723,25 @@ impl Evaluator {
         }
         let setter = setters[setters.len() - next];
         pkg.lazy.borrow_mut().levels.insert(name, next);
+        let before = nested.then(|| pkg.globals.borrow().get(&name).cloned());
         self.run_top(pkg, setter.stmt, Some(&setter))?;
         let v = current();
+        if let Some(before) = before {
+            let mut g = pkg.globals.borrow_mut();
+            match before {
+                Some(b) => {
+                    g.insert(name, b);
+                }
+                None => {
+                    if g.remove(&name).is_some() {
+                        let mut order = pkg.order.borrow_mut();
+                        if let Some(i) = order.iter().rposition(|n| *n == name) {
+                            order.remove(i);
+                        }
+                    }
+                }
+            }
+        }
         let mut lz = pkg.lazy.borrow_mut();
         lz.levels.insert(name, level);
         if let Some(v) = &v {
@@ -780,7 +811,8 @@ impl Evaluator {
         {
             return Ok(v);
         }
-        if let Some(v) = self.get_global(&ctx.pkg, name)? {
+        let nested = ctx.locals.is_some() || ctx.schema.is_some() || self.config_depth.get() > 0;
+        if let Some(v) = self.get_global(&ctx.pkg, name, nested)? {
             return Ok(v);
         }
         // imports are per file: the file the name is written in (a merged declaration holds
