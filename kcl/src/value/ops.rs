@@ -159,6 +159,13 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     if op == BitOr && a.is_none_or_undefined() != b.is_none_or_undefined() {
         return Ok(if a.is_none_or_undefined() { b } else { a }.clone());
     }
+    // a list plus anything else is worded as upstream's runtime (as Python's)
+    if op == Add && matches!(a, Value::List(_)) && !matches!(b, Value::List(_)) {
+        return Err(RtError::eval(format!(
+            "can only concatenate list (not \"{}\") to list",
+            b.type_name()
+        )));
+    }
     if matches!(a, Value::Bool(_)) || matches!(b, Value::Bool(_)) {
         // bools are not numbers in KCL arithmetic
         if !(matches!(op, BitOr | BitAnd | BitXor)
