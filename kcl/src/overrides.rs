@@ -308,6 +308,8 @@ fn apply_module(body: &mut Vec<Stmt>, spec: &Spec, value: &Option<Expr>) -> bool
         } else if let Some(entries) = config_entries(v) {
             found = true;
             apply_entries(entries, &spec.path[1..], spec, value);
+            // upstream overrides the first statement of the file that holds the path
+            break;
         }
         // (a path into a value that is no config literal finds nothing there: upstream then
         // appends the root, a second assignment)
