@@ -321,9 +321,19 @@ impl<'a> Checker<'a> {
     /// name of the package, an import of the file (of any file, in the main package) or a
     /// builtin? Unknown where a base schema is unknown or inside a mixin.
     pub(super) fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
+        self.name_defined_at(env, s, None)
+    }
+
+    /// [`Self::name_defined`] for a name written at byte `at`: a config literal's key is in
+    /// scope only after its entry (`{b = a, a = 1}`: name 'a' is not defined), as upstream's
+    /// config scope; a key set under an `if` entry is taken as defined.
+    pub(super) fn name_defined_at(&mut self, env: &Env, s: Symbol, at: Option<u32>) -> bool {
         if env.lenient
             || env.locals.iter().any(|(n, _)| *n == s)
-            || env.keys.iter().any(|(k, _, _)| *k == s)
+            || env
+                .keys
+                .iter()
+                .any(|(k, end, _)| *k == s && at.is_none_or(|at| *end <= at || *end == u32::MAX))
         {
             return true;
         }
@@ -346,7 +356,7 @@ impl<'a> Checker<'a> {
 
     /// Report `name '..' is not defined` (with upstream's suggestions) unless `s` is defined.
     pub(super) fn check_defined(&mut self, env: &Env, s: Symbol, span: Span) {
-        if self.name_defined(env, s) {
+        if self.name_defined_at(env, s, Some(span.lo)) {
             return;
         }
         // candidates in upstream's scope order: builtins, package, schema, locals
