@@ -323,9 +323,24 @@ impl<'a> Checker<'a> {
                                 (cur, dict_value) = Self::path_step(&h.0);
                                 found = Some(h);
                             }
+                            // a key the schema's index signature takes: its value type
                             None if open => {
-                                ok = false;
-                                break;
+                                let sig = match cur.as_slice() {
+                                    [id] if i + 1 == path.len() => {
+                                        let info = &self.schemas[id.0];
+                                        info.stmt
+                                            .index_signature
+                                            .as_ref()
+                                            .map(|s| (s, info.pkg, info.file))
+                                    }
+                                    _ => None,
+                                };
+                                let Some((sig, pkg, file)) = sig else {
+                                    ok = false;
+                                    break;
+                                };
+                                found =
+                                    Some((self.resolve_type(pkg, file, &sig.value_ty), sig.span));
                             }
                             None => {
                                 let msg = self.cannot_add(&cur, name);
@@ -420,10 +435,20 @@ impl<'a> Checker<'a> {
     pub(super) fn cannot_add(&mut self, ids: &[SchemaId], name: &Symbol) -> String {
         if ids.len() > 1 {
             let names: Vec<&str> = ids.iter().map(|i| self.schema_name(*i)).collect();
+            // (the suggestions: every member schema's own attributes)
+            let own: Vec<Symbol> = ids
+                .iter()
+                .flat_map(|i| self.schemas[i.0].stmt.body.iter())
+                .filter_map(|s| match &s.kind {
+                    StmtKind::SchemaAttr(a) => Some(a.name.sym),
+                    _ => None,
+                })
+                .collect();
             return format!(
-                "Cannot add member '{}' to 'schemas {:?}'",
+                "Cannot add member '{}' to 'schemas {:?}'{}",
                 name.as_str(),
-                names
+                names,
+                did_you_mean(name.as_str(), own.iter().map(|s| s.as_str()))
             );
         }
         let m = self.members(ids[0]);

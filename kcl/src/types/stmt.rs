@@ -340,7 +340,14 @@ impl<'a> Checker<'a> {
                 self.check_type_names(env, &a.ty);
                 if let Some(v) = &a.value {
                     let ty = self.resolve_type(env.pkg, env.file, &a.ty);
-                    if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
+                    // a list of config literals as an attribute's default is not checked item
+                    // by item against the list's schema (upstream sees no schema there)
+                    let configs = matches!(&strip_paren(v).kind, ExprKind::List(items)
+                        if !items.is_empty()
+                            && items.iter().all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))));
+                    if configs && matches!(ty, Ty::List(_)) {
+                        self.infer(env, v);
+                    } else if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
                         self.check_value(env, v, &ty, a.name.span, Some(a.name.span));
                     } else {
                         self.infer(env, v);
