@@ -304,7 +304,7 @@ pub fn unary_neg(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(i) => Ok(Value::Int(0i64.wrapping_sub(*i))),
         Value::Float(f) => Ok(Value::Float(0.0 - f)),
-        _ => Err(RtError::ty(format!(
+        _ => Err(RtError::eval(format!(
             "bad operand type for unary -: '{}'",
             v.type_name()
         ))),
@@ -313,7 +313,7 @@ pub fn unary_neg(v: &Value) -> RtResult<Value> {
 pub fn unary_pos(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(_) | Value::Float(_) => Ok(v.clone()),
-        _ => Err(RtError::ty(format!(
+        _ => Err(RtError::eval(format!(
             "bad operand type for unary +: '{}'",
             v.type_name()
         ))),
@@ -322,12 +322,10 @@ pub fn unary_pos(v: &Value) -> RtResult<Value> {
 pub fn unary_invert(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(i) => Ok(Value::Int(!i)),
-        // upstream inverts a bool's int view, which is 0
-        Value::Bool(_) => Ok(Value::Int(-1)),
-        _ => Err(RtError::ty(format!(
-            "bad operand type for unary ~: '{}'",
-            v.type_name()
-        ))),
+        // upstream inverts the int view of anything else: a float's truncation, 0 for the
+        // rest (a bool, a string, None: -1)
+        Value::Float(f) => Ok(Value::Int(!(*f as i64))),
+        _ => Ok(Value::Int(-1)),
     }
 }
 pub fn unary_not(v: &Value) -> Value {
