@@ -912,8 +912,14 @@ impl Evaluator {
                     };
                     if let Some(m) = src {
                         dict_out.map = m.clone();
+                        // a dict's kept entries keep their operators (`d | filter ...` with
+                        // `name = v` kept overrides `d`'s name, as upstream)
+                        if let Value::Dict(d) = &it {
+                            dict_out.ops = d.ops.clone();
+                        }
                         for k in &removed {
                             dict_out.map.swap_remove(k);
+                            dict_out.set_op(k.clone(), value::ConfigOp::Union, None);
                         }
                     }
                 }
