@@ -202,7 +202,7 @@ impl RuleSession {
     pub fn rule(&self, name: &str) -> Result<Option<RuleType>, EvalError> {
         Ok(self
             .ev
-            .get_global(&self.pkg, Symbol::intern(name))?
+            .get_global(&self.pkg, Symbol::intern(name), false)?
             .as_ref()
             .and_then(|v| match v {
                 Value::Func(f) => match &**f {

@@ -131,44 +131,106 @@ fn apply_entries(
     path: &[String],
     spec: &Spec,
     value: &Option<Expr>,
-) {
-    let first = &path[0];
-    let idx = entries.iter().position(
-        |en| matches!(&en.kind, ConfigEntryKind::KeyValue { key, .. } if key_matches(key, first)),
-    );
-    if path.len() > 1 {
-        if let Some(i) = idx
-            && let ConfigEntryKind::KeyValue { value: v, .. } = &mut entries[i].kind
-            && let Some(inner) = config_entries(v)
-        {
-            apply_entries(inner, &path[1..], spec, value);
-            return;
+) -> bool {
+    replace_path(entries, path, spec.op, value.as_ref())
+}
+
+/// The names of a config key (`a`, `"a"`, `a.b.c`); none for other keys.
+fn key_parts(k: &Expr) -> Vec<String> {
+    match &k.kind {
+        ExprKind::Ident(x) => vec![x.as_str().to_string()],
+        ExprKind::Str(x) => vec![x.to_string()],
+        ExprKind::Selector(x) if !x.optional => {
+            let mut p = key_parts(&x.value);
+            if !p.is_empty() {
+                p.push(x.attr.sym.as_str().to_string());
+            }
+            p
         }
-        if let (Some(op), Some(v)) = (spec.op, value) {
-            edit_entries(entries, |e| {
-                e.push(ConfigEntry {
-                    kind: ConfigEntryKind::KeyValue {
-                        key: key_expr(path),
-                        op,
-                        value: v.clone(),
-                    },
-                })
-            });
-        }
-        return;
+        _ => Vec::new(),
     }
-    match (spec.op, idx, value) {
-        (None, Some(i), _) => edit_entries(entries, |e| {
-            e.remove(i);
-        }),
-        (Some(op), Some(i), Some(v)) => {
-            entries[i].kind = ConfigEntryKind::KeyValue {
-                key: key_expr(path),
-                op,
-                value: v.clone(),
-            };
+}
+
+/// Upstream's override of `path` in a config's entries: every entry of the path's first name
+/// is followed (a config may repeat a key). At the last name, `=` replaces the value (the
+/// entry keeps its operator), `:` merges a config or a same-named schema into the value's
+/// config entry by entry and replaces other values, `+=` appends a list's items to a list
+/// literal, `-` removes the entry. Where nothing changed, an entry `path op value` is added.
+fn replace_path(
+    entries: &mut Box<[ConfigEntry]>,
+    path: &[String],
+    op: Option<ConfigOp>,
+    value: Option<&Expr>,
+) -> bool {
+    let Some(part) = path.first() else {
+        return false;
+    };
+    let mut changed = false;
+    let mut delete = Vec::new();
+    for (i, en) in entries.iter_mut().enumerate() {
+        let ConfigEntryKind::KeyValue { key, value: v, .. } = &mut en.kind else {
+            continue;
+        };
+        if !key_matches(key, part) {
+            continue;
         }
-        (Some(op), None, Some(v)) => edit_entries(entries, |e| {
+        if path.len() > 1 {
+            // (upstream keeps the last entry's answer)
+            if let Some(inner) = config_entries(v) {
+                changed = replace_path(inner, &path[1..], op, value);
+            }
+            continue;
+        }
+        let (Some(op), Some(nv)) = (op, value) else {
+            delete.push(i);
+            changed = true;
+            continue;
+        };
+        match op {
+            ConfigOp::Override => {
+                *v = nv.clone();
+                changed = true;
+            }
+            ConfigOp::Union => match &nv.kind {
+                ExprKind::Config(merged) => {
+                    if let Some(inner) = config_entries_direct(v) {
+                        changed = merge_entries(inner, merged);
+                    }
+                }
+                ExprKind::Schema(ms) => {
+                    if let ExprKind::Schema(se) = &mut v.kind
+                        && same_name(&se.name, &ms.name)
+                        && let ExprKind::Config(merged) = &ms.config.kind
+                        && let ExprKind::Config(inner) = &mut se.config.kind
+                    {
+                        changed = merge_entries(inner, merged);
+                    }
+                }
+                _ => {
+                    *v = nv.clone();
+                    changed = true;
+                }
+            },
+            ConfigOp::Insert => {
+                if let (ExprKind::List(add), ExprKind::List(items)) = (&nv.kind, &mut v.kind) {
+                    let mut all = std::mem::take(items).into_vec();
+                    all.extend(add.iter().cloned());
+                    *items = all.into_boxed_slice();
+                    changed = true;
+                }
+            }
+        }
+    }
+    if !delete.is_empty() {
+        let mut i = 0;
+        edit_entries(entries, |e| {
+            e.retain(|_| {
+                i += 1;
+                !delete.contains(&(i - 1))
+            })
+        });
+    } else if let (Some(op), Some(v), false) = (op, value, changed) {
+        edit_entries(entries, |e| {
             e.push(ConfigEntry {
                 kind: ConfigEntryKind::KeyValue {
                     key: key_expr(path),
@@ -176,9 +238,50 @@ fn apply_entries(
                     value: v.clone(),
                 },
             })
-        }),
-        _ => {}
+        });
+        changed = true;
     }
+    changed
+}
+
+/// A merged config's entries overridden one by one into `entries` (each with its own
+/// operator); `**` and `if` entries are appended.
+fn merge_entries(entries: &mut Box<[ConfigEntry]>, merged: &[ConfigEntry]) -> bool {
+    let mut changed = false;
+    for en in merged {
+        let parts = match &en.kind {
+            ConfigEntryKind::KeyValue { key, .. } => key_parts(key),
+            _ => Vec::new(),
+        };
+        match &en.kind {
+            ConfigEntryKind::KeyValue { op, value, .. } if !parts.is_empty() => {
+                if replace_path(entries, &parts, Some(*op), Some(value)) {
+                    changed = true;
+                }
+            }
+            _ => {
+                edit_entries(entries, |e| e.push(en.clone()));
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// The entries of a config literal, or of a schema expression's config (no parentheses).
+fn config_entries_direct(e: &mut Expr) -> Option<&mut Box<[ConfigEntry]>> {
+    match &mut e.kind {
+        ExprKind::Config(v) => Some(v),
+        ExprKind::Schema(s) => match &mut s.config.kind {
+            ExprKind::Config(v) => Some(v),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn same_name(a: &ast::Identifier, b: &ast::Identifier) -> bool {
+    a.names.len() == b.names.len() && a.names.iter().zip(&b.names).all(|(x, y)| x.sym == y.sym)
 }
 
 fn apply_module(body: &mut Vec<Stmt>, spec: &Spec, value: &Option<Expr>) -> bool {
@@ -205,6 +308,8 @@ fn apply_module(body: &mut Vec<Stmt>, spec: &Spec, value: &Option<Expr>) -> bool
         } else if let Some(entries) = config_entries(v) {
             found = true;
             apply_entries(entries, &spec.path[1..], spec, value);
+            // upstream overrides the first statement of the file that holds the path
+            break;
         }
         // (a path into a value that is no config literal finds nothing there: upstream then
         // appends the root, a second assignment)

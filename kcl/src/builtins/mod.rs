@@ -544,13 +544,11 @@ fn b_sorted(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
 }
 
 fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
-    let ints: Vec<i64> = args
-        .iter()
-        .map(|a| {
-            a.as_int()
-                .ok_or_else(|| RtError::ty("range() integer argument expected"))
-        })
-        .collect::<RtResult<_>>()?;
+    // an argument that is no integer makes upstream's range() Undefined (its resolver
+    // rejects the ones it can see)
+    let Some(ints) = args.iter().map(Value::as_int).collect::<Option<Vec<i64>>>() else {
+        return Ok(Value::Undefined);
+    };
     let (start, stop, step) = match ints.len() {
         1 => (0, ints[0], 1),
         2 => (ints[0], ints[1], 1),

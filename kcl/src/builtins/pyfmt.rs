@@ -207,10 +207,18 @@ fn digits(s: &str) -> Result<(Option<usize>, &str), &'static str> {
     if n == 0 {
         return Ok((None, s));
     }
-    s[..n]
+    let v = s[..n]
         .parse::<usize>()
-        .map(|v| (Some(v), &s[n..]))
-        .map_err(|_| "Too many decimal digits in format string")
+        .map_err(|_| "Too many decimal digits in format string")?;
+    // upstream ignores a width that does not fit its 32-bit count ("{:4294967295}" is no
+    // padding); a width of a gigabyte or more is refused rather than allocated
+    if v >= u32::MAX as usize {
+        return Ok((None, &s[n..]));
+    }
+    if v >= 1 << 30 {
+        return Err("format width too large");
+    }
+    Ok((Some(v), &s[n..]))
 }
 
 impl Spec {

@@ -126,8 +126,11 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(data_encoding::BASE32.encode(str_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
             "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let s = str_arg(a, k, 0, "value", "decode")?;
-                let b = data_encoding::BASE32.decode(s.as_bytes()).map_err(|e| RtError::eval(e.to_string()))?;
-                Ok(Value::from(String::from_utf8_lossy(&b).into_owned()))
+                // (bytes that are no UTF-8 are None too)
+                Ok(match base32_decode(s.as_bytes()).map(String::from_utf8) {
+                    Some(Ok(t)) => Value::from(t),
+                    _ => Value::None,
+                })
             },
         }),
         "math" => math_member(name),
@@ -835,6 +838,39 @@ fn net_member(name: &str) -> Option<Value> {
         },
         "is_unspecified_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "x")?.is_some_and(|i| i.is_unspecified()))) },
     })
+}
+
+/// RFC 4648 base32 decoding as upstream's (the `base32` crate's): letters of either case,
+/// up to six trailing `=` dropped from the length, an inner `=` read as zero bits, a short
+/// last group allowed; `None` (KCL's None) on any other character.
+fn base32_decode(data: &[u8]) -> Option<Vec<u8>> {
+    let mut unpadded = data.len();
+    for i in 1..=data.len().min(6) {
+        if data[data.len() - i] != b'=' {
+            break;
+        }
+        unpadded -= 1;
+    }
+    let out_len = unpadded * 5 / 8;
+    let mut out = Vec::with_capacity(data.len().div_ceil(8) * 5);
+    for chunk in data.chunks(8) {
+        let mut buf = [0u8; 8];
+        for (i, &c) in chunk.iter().enumerate() {
+            buf[i] = match c.to_ascii_uppercase() {
+                c @ b'A'..=b'Z' => c - b'A',
+                c @ b'2'..=b'7' => c - b'2' + 26,
+                b'=' => 0,
+                _ => return None,
+            };
+        }
+        out.push((buf[0] << 3) | (buf[1] >> 2));
+        out.push((buf[1] << 6) | (buf[2] << 1) | (buf[3] >> 4));
+        out.push((buf[3] << 4) | (buf[4] >> 1));
+        out.push((buf[4] << 7) | (buf[5] << 2) | (buf[6] >> 3));
+        out.push((buf[6] << 5) | buf[7]);
+    }
+    out.truncate(out_len);
+    Some(out)
 }
 
 #[cfg(test)]

@@ -268,7 +268,7 @@ fn run_package(
         let result = (|| {
             let pkg = ev.make_pkg("__main__", dir.to_path_buf(), modules)?;
             ev.run_pkg(&pkg)?;
-            let f = ev.get_global(&pkg, sym)?.unwrap_or(Value::Undefined);
+            let f = ev.get_global(&pkg, sym, false)?.unwrap_or(Value::Undefined);
             let ctx = ev.ctx(&pkg, span.file);
             ev.in_pkg(&pkg, || ev.call_value(&ctx, &f, &[], &[], span))
                 .map(|_| ())

@@ -241,7 +241,14 @@ impl Evaluator {
                 crate::builtins::slice(&v, lo, hi, st).map_err(|x| self.rt(x, e.span))
             }
             ExprKind::Call { func, args } => {
-                let f = self.eval(ctx, func)?;
+                let unified = match &func.kind {
+                    ExprKind::Ident(n) => self.unified_schema(ctx, *n)?,
+                    _ => None,
+                };
+                let f = match unified {
+                    Some(t) => t,
+                    None => self.eval(ctx, func)?,
+                };
                 if f.is_none_or_undefined()
                     && match &func.kind {
                         ExprKind::Selector(x) => x.optional,
@@ -273,7 +280,10 @@ impl Evaluator {
             }
             ExprKind::Config(entries) => {
                 let mut d = Dict::with_capacity(entries.len());
-                self.eval_entries(ctx, entries, &mut d)?;
+                self.config_depth.set(self.config_depth.get() + 1);
+                let r = self.eval_entries(ctx, entries, &mut d);
+                self.config_depth.set(self.config_depth.get() - 1);
+                r?;
                 Ok(Value::from(d))
             }
             ExprKind::ListComp(c) => {
@@ -332,7 +342,14 @@ impl Evaluator {
             }
             ExprKind::Quant(q) => self.quant(ctx, q, e.span, false),
             ExprKind::Schema(s) => {
-                let ty = self.eval_identifier(ctx, &s.name)?;
+                let unified = match s.name.names.as_slice() {
+                    [n] => self.unified_schema(ctx, n.sym)?,
+                    _ => None,
+                };
+                let ty = match unified {
+                    Some(t) => t,
+                    None => self.eval_identifier(ctx, &s.name)?,
+                };
                 // the expression counts from before its config: instances made inside the
                 // config are nested (see `schema_exprs`)
                 self.schema_exprs.set(self.schema_exprs.get() + 1);
@@ -895,8 +912,14 @@ impl Evaluator {
                     };
                     if let Some(m) = src {
                         dict_out.map = m.clone();
+                        // a dict's kept entries keep their operators (`d | filter ...` with
+                        // `name = v` kept overrides `d`'s name, as upstream)
+                        if let Value::Dict(d) = &it {
+                            dict_out.ops = d.ops.clone();
+                        }
                         for k in &removed {
                             dict_out.map.swap_remove(k);
+                            dict_out.set_op(k.clone(), value::ConfigOp::Union, None);
                         }
                     }
                 }
@@ -953,7 +976,7 @@ impl Evaluator {
                     if let Some(m) = data.downcast_ref::<ModuleRef>() {
                         return match m {
                             ModuleRef::Pkg(p) => {
-                                match self.get_global(p, crate::ast::Symbol::intern(name))? {
+                                match self.get_global(p, crate::ast::Symbol::intern(name), false)? {
                                     Some(x) => Ok(x),
                                     None => Err(EvalError::new(
                                         ErrKind::Type,
@@ -1118,6 +1141,7 @@ impl Evaluator {
                 }
                 if data.downcast_ref::<super::SchemaType>().is_some() {
                     let v = Value::Func(func.clone());
+                    self.by_call.set(true);
                     return self.instantiate_value(
                         ctx,
                         &v,

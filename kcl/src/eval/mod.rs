@@ -221,6 +221,12 @@ pub struct Evaluator {
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a
     /// config written out.
     pub(crate) merging: Cell<bool>,
+    /// Config literals being evaluated: upstream's scopes, like a lambda's or a
+    /// comprehension's (see `get_global`).
+    pub(crate) config_depth: Cell<u32>,
+    /// The schema being instantiated next is called (`R()`), not given a config (`R {}`): a
+    /// rule's failed check is then reported alone (see `run_checks`).
+    pub(crate) by_call: Cell<bool>,
     /// Config keys written as interpolated strings (`"${k}": v`): upstream's resolver never
     /// sees them, so an unknown one is its run time's 'No attribute named' error.
     pub(crate) dynamic_keys: RefCell<rustc_hash::FxHashSet<Str>>,
@@ -282,6 +288,8 @@ impl Evaluator {
             schema_frames: Cell::new(0),
             schema_exprs: Cell::new(0),
             merging: Cell::new(false),
+            config_depth: Cell::new(0),
+            by_call: Cell::new(false),
             dynamic_keys: RefCell::new(Default::default()),
             origins: Default::default(),
             config_ops: Default::default(),
@@ -679,7 +687,17 @@ impl Evaluator {
     /// Read a global of `pkg` the way upstream's lazy scope does: the value being assigned by
     /// the running statement reads as it is; a cached value is final; else the name's setters
     /// run, last first, each reading the value before it through the one before it.
-    pub fn get_global(&self, pkg: &Rc<Pkg>, name: Symbol) -> EvalResult<Option<Value>> {
+    ///
+    /// Read from a nested scope (`nested`: a lambda, a comprehension, a config literal), a
+    /// setter run this way leaves the package's variable as it was, as upstream's stores
+    /// that value in the scope it ran in: the statement, when reached, starts afresh (a
+    /// unification does not merge onto it).
+    pub fn get_global(
+        &self,
+        pkg: &Rc<Pkg>,
+        name: Symbol,
+        nested: bool,
+    ) -> EvalResult<Option<Value>> {
         let Some(setters) = pkg.setters.get(&name) else {
             return Ok(pkg.globals.borrow().get(&name).cloned());
         };
@@ -705,8 +723,25 @@ impl Evaluator {
         }
         let setter = setters[setters.len() - next];
         pkg.lazy.borrow_mut().levels.insert(name, next);
+        let before = nested.then(|| pkg.globals.borrow().get(&name).cloned());
         self.run_top(pkg, setter.stmt, Some(&setter))?;
         let v = current();
+        if let Some(before) = before {
+            let mut g = pkg.globals.borrow_mut();
+            match before {
+                Some(b) => {
+                    g.insert(name, b);
+                }
+                None => {
+                    if g.remove(&name).is_some() {
+                        let mut order = pkg.order.borrow_mut();
+                        if let Some(i) = order.iter().rposition(|n| *n == name) {
+                            order.remove(i);
+                        }
+                    }
+                }
+            }
+        }
         let mut lz = pkg.lazy.borrow_mut();
         lz.levels.insert(name, level);
         if let Some(v) = &v {
@@ -738,6 +773,32 @@ impl Evaluator {
         }
     }
 
+    /// A package-level name declared by unification (`a: S {...}`) stands for its schema where
+    /// it is called or given a config, as upstream's (`a()` and `a {...}` make a new `S`, the
+    /// instance's config left out); `None` for other names, and where a local or a schema
+    /// attribute may shadow it.
+    pub(crate) fn unified_schema(&self, ctx: &Ctx, name: Symbol) -> EvalResult<Option<Value>> {
+        if ctx.schema.is_some()
+            || ctx
+                .locals
+                .as_ref()
+                .is_some_and(|l| l.lookup(name).is_some())
+        {
+            return Ok(None);
+        }
+        let Some(setters) = ctx.pkg.setters.get(&name) else {
+            return Ok(None);
+        };
+        for st in setters.iter().filter(|st| st.stop.is_none()) {
+            if let StmtKind::Unification(u) = &ctx.pkg.stmts[st.stmt].kind
+                && let crate::ast::ExprKind::Schema(se) = &u.value.kind
+            {
+                return self.eval_identifier(ctx, &se.name).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
     /// Resolve a name in `ctx`.
     pub fn lookup(&self, ctx: &Ctx, name: Symbol, span: Span) -> EvalResult<Value> {
         if let Some(l) = &ctx.locals
@@ -750,7 +811,8 @@ impl Evaluator {
         {
             return Ok(v);
         }
-        if let Some(v) = self.get_global(&ctx.pkg, name)? {
+        let nested = ctx.locals.is_some() || ctx.schema.is_some() || self.config_depth.get() > 0;
+        if let Some(v) = self.get_global(&ctx.pkg, name, nested)? {
             return Ok(v);
         }
         // imports are per file: the file the name is written in (a merged declaration holds
@@ -778,11 +840,11 @@ impl Evaluator {
         {
             return Ok(v);
         }
-        Err(EvalError::new(
-            ErrKind::Compile,
-            format!("name '{name}' is not defined"),
-            Some(span),
-        ))
+        // a name no scope has is Undefined at run time, as in upstream's evaluator: its
+        // resolver reports the unknown names it looks at, and leaves some alone (rule checks,
+        // `format`'s keyword arguments, the index of an `any` value)
+        let _ = span;
+        Ok(Value::Undefined)
     }
 
     // ---------------------------------------------------------------- statements ------

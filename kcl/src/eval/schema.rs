@@ -497,8 +497,9 @@ impl Evaluator {
         config: Dict,
         span: Span,
     ) -> EvalResult<Value> {
+        let by_call = self.by_call.replace(false);
         if let Some(r) = ty.rule {
-            return self.run_rule(ty, r, args, kwargs, config, span);
+            return self.run_rule(ty, r, args, kwargs, config, span, by_call);
         }
         self.schema_frames.set(self.schema_frames.get() + 1);
         let r = self.instantiate_frame(ty, args, kwargs, config, span);
@@ -811,10 +812,10 @@ impl Evaluator {
                             locals: Some(sc),
                             ..c.clone()
                         };
-                        self.run_checks(&c2, &s.checks, span)?;
+                        self.run_checks(&c2, &s.checks, span, false)?;
                     }
                 }
-                None => self.run_checks(&c, &s.checks, span)?,
+                None => self.run_checks(&c, &s.checks, span, false)?,
             }
         }
         if top && keyed {
@@ -1153,7 +1154,16 @@ impl Evaluator {
         value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
 
-    fn run_checks(&self, c: &Ctx, checks: &'static [ast::CheckExpr], span: Span) -> EvalResult<()> {
+    /// A schema's or a rule's checks. A failed check is upstream's "Instance check failed" at
+    /// the instantiation with the condition as a note; that of a rule called (`R()`, `alone`)
+    /// is the condition's message alone, at the condition.
+    fn run_checks(
+        &self,
+        c: &Ctx,
+        checks: &'static [ast::CheckExpr],
+        span: Span,
+        alone: bool,
+    ) -> EvalResult<()> {
         for ch in checks {
             if let Some(cond) = &ch.if_cond
                 && !self.eval(c, cond)?.truthy()
@@ -1168,6 +1178,9 @@ impl Evaluator {
                     ),
                     None => "Check failed on the condition".to_string(),
                 };
+                if alone {
+                    return Err(EvalError::new(ErrKind::Schema, msg, Some(ch.span)));
+                }
                 return Err(
                     EvalError::new(ErrKind::Schema, "Instance check failed", Some(span))
                         .with_note(ch.span, msg),
@@ -1177,6 +1190,7 @@ impl Evaluator {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_rule(
         &self,
         ty: &Rc<SchemaType>,
@@ -1185,6 +1199,7 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         config: Dict,
         span: Span,
+        by_call: bool,
     ) -> EvalResult<Value> {
         for p in &r.parents {
             let v = self.eval_identifier(&ty.def_ctx, p)?;
@@ -1231,7 +1246,7 @@ impl Evaluator {
             in_lambda: false,
             ..ty.def_ctx.clone()
         };
-        self.run_checks(&c, &r.checks, span)?;
+        self.run_checks(&c, &r.checks, span, by_call)?;
         Ok(Value::Schema(Rc::new(SchemaInst {
             name: ty.name.clone(),
             pkg: ty.pkgpath.clone(),

@@ -81,6 +81,11 @@ impl<'a> Parser<'a> {
         match t.tok {
             Tok::At => {
                 let decorators = self.parse_decorators();
+                // the decorated statement starts a line indented as the decorator's
+                let t = self.tk();
+                if t.nl && t.indent > header_indent {
+                    self.error(self.tspan(t), "unexpected token 'indent'");
+                }
                 return self.parse_decorated(lo, decorators, body);
             }
             Tok::Import => return self.parse_import(),

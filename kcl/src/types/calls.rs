@@ -14,9 +14,17 @@ impl<'a> Checker<'a> {
     ) -> Ty {
         let mut func_ty = Ty::Any;
         let arity = self.builtin_arity(env, func, &mut func_ty);
+        // a builtin called is checked by its own rules below, not as a lambda
+        if let ExprKind::Ident(s) = &func.kind
+            && BUILTINS.contains(&s.as_str())
+            && self.builtin_visible(env, *s)
+        {
+            func_ty = Ty::Any;
+        }
         // a method's receiver, before the arguments are inferred
+        // (`s?.upper()` is typed as `s.upper()`)
         let on_str = match &func.kind {
-            ExprKind::Selector(x) if !x.optional => {
+            ExprKind::Selector(x) => {
                 matches!(self.receiver_ty(env, &x.value), Ty::Str | Ty::StrLit(_))
             }
             _ => false,
@@ -94,10 +102,23 @@ impl<'a> Checker<'a> {
             ExprKind::Selector(x) if on_str => Some(x.attr.sym.as_str()),
             _ => None,
         };
+        // a builtin function's keyword arguments likewise: a name it does not take is
+        // reported without its value, and the variadic ones (`print`, `max`, ...) take any
+        let builtin_params = match &func.kind {
+            ExprKind::Ident(s)
+                if BUILTINS.contains(&s.as_str()) && self.builtin_visible(env, *s) =>
+            {
+                Some(builtin_fn_params(s.as_str()))
+            }
+            _ => None,
+        };
         let kw_tys: Vec<Ty> = args
             .keywords
             .iter()
             .map(|k| match str_method {
+                _ if matches!(&builtin_params, Some(ps) if !ps.as_ref().is_some_and(|ps| ps.iter().any(|(p, _)| *p == k.name.sym.as_str()))) => {
+                    Ty::Any
+                }
                 Some("format") => Ty::Any,
                 Some(m)
                     if !str_method_params(m)
@@ -137,7 +158,7 @@ impl<'a> Checker<'a> {
                     return t;
                 }
             }
-            ExprKind::Selector(x) if !x.optional => {
+            ExprKind::Selector(x) => {
                 if on_str && let Some(t) = str_method_ret(x.attr.sym.as_str()) {
                     return t;
                 }
@@ -229,8 +250,8 @@ impl<'a> Checker<'a> {
         for k in &args.keywords {
             match f.params.iter().find(|(p, _, _)| *p == Some(k.name.sym)) {
                 Some((_, t, _)) => self.check_value(env, &k.value, t, k.value.span, None),
+                // (upstream does not look at the value of a keyword the callee lacks)
                 None => {
-                    self.infer(env, &k.value);
                     if let Some(name) = &name
                         && self.errors.len() == start
                     {
@@ -515,7 +536,7 @@ impl Checker<'_> {
         if bindings > 0 {
             return true;
         }
-        if env.keys.iter().any(|(k, _)| k == s) || self.is_schema_member(env, *s) {
+        if env.keys.iter().any(|(k, _, _)| k == s) || self.is_schema_member(env, *s) {
             return false;
         }
         matches!(

@@ -50,10 +50,11 @@ impl<'a> Checker<'a> {
                     return;
                 }
             }
-            // a list of configs where a list of schemas is expected: each config against the
-            // schema (dicts against a dict type are compared as a whole list type)
+            // a list of configs where a list of schemas (or of a union of schemas) is expected:
+            // each config against the schema (dicts against a dict type are compared as a whole list type)
             (ExprKind::List(items), Ty::List(et))
-                if matches!(**et, Ty::Schema(_))
+                if (matches!(**et, Ty::Schema(_))
+                    || matches!(&**et, Ty::Union(ts) if ts.iter().all(|t| matches!(t, Ty::Schema(_)))))
                     && !items.is_empty()
                     && items
                         .iter()
@@ -159,7 +160,7 @@ impl<'a> Checker<'a> {
                         ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
                         ExprKind::Selector(_) => None,
                         _ => {
-                            let t = self.infer(env, key);
+                            let t = self.infer_config_key(env, key);
                             if !is_str_key(&t) {
                                 // upstream walks the value first, a config literal against
                                 // the dict's value type (its own entries' errors come before
@@ -286,7 +287,7 @@ impl<'a> Checker<'a> {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     let Some(path) = key_path(key) else {
-                        self.infer(env, key);
+                        self.infer_config_key(env, key);
                         let t = self.infer(env, value);
                         self.check_insert(*op, &t, value.span);
                         continue;
@@ -322,9 +323,24 @@ impl<'a> Checker<'a> {
                                 (cur, dict_value) = Self::path_step(&h.0);
                                 found = Some(h);
                             }
+                            // a key the schema's index signature takes: its value type
                             None if open => {
-                                ok = false;
-                                break;
+                                let sig = match cur.as_slice() {
+                                    [id] if i + 1 == path.len() => {
+                                        let info = &self.schemas[id.0];
+                                        info.stmt
+                                            .index_signature
+                                            .as_ref()
+                                            .map(|s| (s, info.pkg, info.file))
+                                    }
+                                    _ => None,
+                                };
+                                let Some((sig, pkg, file)) = sig else {
+                                    ok = false;
+                                    break;
+                                };
+                                found =
+                                    Some((self.resolve_type(pkg, file, &sig.value_ty), sig.span));
                             }
                             None => {
                                 let msg = self.cannot_add(&cur, name);
@@ -419,10 +435,20 @@ impl<'a> Checker<'a> {
     pub(super) fn cannot_add(&mut self, ids: &[SchemaId], name: &Symbol) -> String {
         if ids.len() > 1 {
             let names: Vec<&str> = ids.iter().map(|i| self.schema_name(*i)).collect();
+            // (the suggestions: every member schema's own attributes)
+            let own: Vec<Symbol> = ids
+                .iter()
+                .flat_map(|i| self.schemas[i.0].stmt.body.iter())
+                .filter_map(|s| match &s.kind {
+                    StmtKind::SchemaAttr(a) => Some(a.name.sym),
+                    _ => None,
+                })
+                .collect();
             return format!(
-                "Cannot add member '{}' to 'schemas {:?}'",
+                "Cannot add member '{}' to 'schemas {:?}'{}",
                 name.as_str(),
-                names
+                names,
+                did_you_mean(name.as_str(), own.iter().map(|s| s.as_str()))
             );
         }
         let m = self.members(ids[0]);

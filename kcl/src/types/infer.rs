@@ -5,6 +5,15 @@ use super::*;
 impl<'a> Checker<'a> {
     /// The type of `e` (`any` when unknown), checking sub-expressions on the way.
     pub(super) fn infer(&mut self, env: &Env, e: &Expr) -> Ty {
+        let t = self.infer_expr(env, e);
+        // a config key's value: later entries see the key with this type
+        if self.key_want.contains(&e.span) {
+            self.key_tys.insert(e.span, t.clone());
+        }
+        t
+    }
+
+    fn infer_expr(&mut self, env: &Env, e: &Expr) -> Ty {
         match &e.kind {
             ExprKind::Int(i) => Ty::IntLit(*i),
             ExprKind::Float(f) => Ty::FloatLit(*f),
@@ -34,7 +43,7 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Ident(s) => {
                 self.check_defined(env, *s, e.span);
-                self.lookup(env, *s)
+                self.lookup_at(env, *s, Some(e.span.lo))
             }
             ExprKind::Paren(x) => self.infer(env, x),
             ExprKind::Unary { op, operand } => {
@@ -313,7 +322,7 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Ident(s)
                 if env.locals.iter().all(|(n, _)| n != s)
-                    && !env.keys.iter().any(|(k, _)| k == s)
+                    && !env.keys.iter().any(|(k, _, _)| k == s)
                     && !self.is_schema_member(env, *s) =>
             {
                 match self.pkgs[env.pkg].inferred.get(s) {
@@ -336,11 +345,12 @@ impl<'a> Checker<'a> {
     /// `value[index]`.
     fn infer_subscript(&mut self, env: &Env, value: &Expr, index: &Expr) -> Ty {
         let t = self.infer(env, value);
-        let it = self.infer(env, index);
-        // upstream's resolver knows what cannot be subscripted, and with what
-        if self.not_subscriptable(&t, value.span) {
+        // upstream's resolver looks at the index only where the value can be subscripted (not
+        // at all when it is `any`)
+        if t.is_any() || self.not_subscriptable(&t, value.span) {
             return Ty::Any;
         }
+        let it = self.infer(env, index);
         match &t {
             Ty::Str | Ty::StrLit(_) | Ty::List(_) if !int_index(&it) => {
                 let msg = format!("expected int, got {}", self.ty_str(&it));
@@ -367,14 +377,15 @@ impl<'a> Checker<'a> {
     /// `value[lo:hi:step]`.
     fn infer_slice(&mut self, env: &Env, sl: &ast::SliceExpr) -> Ty {
         let t = self.infer(env, &sl.value);
+        // (the bounds only where the value can be sliced, as an index)
+        if t.is_any() || self.not_subscriptable(&t, sl.value.span) {
+            return Ty::Any;
+        }
         let bounds: Vec<(Ty, Span)> = [&sl.lower, &sl.upper, &sl.step]
             .into_iter()
             .flatten()
             .map(|x| (self.infer(env, x), x.span))
             .collect();
-        if self.not_subscriptable(&t, sl.value.span) {
-            return Ty::Any;
-        }
         match &t {
             Ty::Str | Ty::StrLit(_) | Ty::List(_) => {
                 if let Some((bt, at)) = bounds.iter().find(|(bt, _)| !int_index(bt)) {
@@ -396,6 +407,14 @@ impl<'a> Checker<'a> {
     /// A quantifier (`all`, `any`, `map`, `filter`) over a list, dict or string.
     fn infer_quant(&mut self, env: &Env, q: &ast::QuantExpr) -> Ty {
         let it = self.infer(env, &q.target);
+        // (as a comprehension's: a scalar is never iterable)
+        if matches!(
+            it,
+            Ty::Bool | Ty::BoolLit(_) | Ty::Int | Ty::IntLit(_) | Ty::Float | Ty::FloatLit(_)
+        ) {
+            let msg = format!("'{}' object is not iterable", self.ty_str(&it));
+            self.err(ErrKind::Compile, msg, q.target.span.shrink_to_lo());
+        }
         let tys = loop_var_types(&it, q.vars.len());
         let mut env2 = env.clone();
         for (i, v) in q.vars.iter().enumerate() {
@@ -748,7 +767,7 @@ impl<'a> Checker<'a> {
                             Ty::Any
                         }
                         _ => {
-                            let t = self.infer(env, key);
+                            let t = self.infer_config_key(env, key);
                             self.check_str_key(&t, key.span, false);
                             t
                         }
@@ -780,14 +799,32 @@ impl<'a> Checker<'a> {
         known
     }
 
+    /// A config entry's key written as an expression. `name[0] = v` sets an item of the list
+    /// `name`: upstream's resolver looks at neither the name nor the index (a `str` key); with
+    /// another index the key is an expression like any other.
+    pub(super) fn infer_config_key(&mut self, env: &Env, key: &Expr) -> Ty {
+        match &key.kind {
+            ExprKind::Subscript { value, index, .. }
+                if matches!(value.kind, ExprKind::Ident(_)) && number_literal(index) =>
+            {
+                Ty::Str
+            }
+            _ => self.infer(env, key),
+        }
+    }
+
     /// The keys of a config literal are names in its values (and in nested configs), as
     /// upstream resolves `{name = "a", b = name}`.
-    pub(super) fn config_env(&self, env: &Env, entries: &[ast::ConfigEntry]) -> Env {
+    pub(super) fn config_env(&mut self, env: &Env, entries: &[ast::ConfigEntry]) -> Env {
         let mut keys = Vec::new();
         collect_keys(entries, &mut keys);
         if keys.is_empty() {
             return env.clone();
         }
+        self.key_want.extend(
+            keys.iter()
+                .filter_map(|(_, _, v)| v.as_ref().map(|v| v.value)),
+        );
         let mut l = (*env.keys).clone();
         l.extend(keys);
         Env {
@@ -836,5 +873,17 @@ pub(super) fn loop_var_types(it: &Ty, n: usize) -> Vec<Ty> {
         (Ty::Str | Ty::StrLit(_), 1) => vec![Ty::Str],
         (Ty::Str | Ty::StrLit(_), 2) => vec![Ty::Int, Ty::Str],
         _ => Vec::new(),
+    }
+}
+
+/// A number literal, signed or not (`0`, `-2`): upstream's parser reads the sign into it.
+fn number_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) => true,
+        ExprKind::Unary {
+            op: ast::UnaryOp::Neg | ast::UnaryOp::Pos,
+            operand,
+        } => matches!(operand.kind, ExprKind::Int(_)),
+        _ => false,
     }
 }

@@ -173,6 +173,10 @@ struct Checker<'a> {
     /// In upstream's first scan of the package's variables (see `declare_globals`): only the
     /// variables in `reached` are in scope for "did you mean".
     early_scope: bool,
+    /// The values of config keys (by span) whose types later entries may need, and the types
+    /// inferred for them (see `lookup_at`).
+    key_want: rustc_hash::FxHashSet<Span>,
+    key_tys: FxHashMap<Span, Ty>,
 }
 
 /// Lexical context of the expression being checked.
@@ -187,7 +191,7 @@ struct Env {
     /// Keys of the enclosing config literals, with where each entry ends: names in their
     /// values; keys of the entries before a name are its "did you mean" candidates, as
     /// upstream's (not the key of the entry the name is in).
-    keys: Rc<Vec<(Symbol, u32)>>,
+    keys: Rc<Vec<(Symbol, u32, Option<KeyVal>)>>,
     /// Inside a mixin: its names may be its host's attributes (upstream does not resolve
     /// them), so unknown names are not errors.
     lenient: bool,
@@ -246,6 +250,8 @@ impl<'a> Checker<'a> {
             checking: None,
             reached: Default::default(),
             early_scope: false,
+            key_want: Default::default(),
+            key_tys: FxHashMap::default(),
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {
@@ -509,7 +515,8 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
         StmtKind::Assign(a) => out.extend(
             a.targets
                 .iter()
-                .filter(|t| t.path.is_empty() && !t.name.sym.as_str().starts_with('_'))
+                // (`a.b = v` changes `a` too: upstream's ImmutableError once `a` is declared)
+                .filter(|t| !t.name.sym.as_str().starts_with('_'))
                 .map(|t| (t.name.sym, t.span)),
         ),
         StmtKind::If(i) => {
@@ -541,22 +548,44 @@ fn public_unifications(s: &Stmt, out: &mut Vec<(Symbol, Span, Option<Symbol>)>) 
     }
 }
 
+/// What a config literal's key is bound to in the values after its entry: the value (by its
+/// span, whose type the checker records when it infers it) and, for `a.b.c = v`, the names
+/// after the root (`a` is `{b = {c = v}}`, as upstream's parser rewrites such keys).
+#[derive(Clone)]
+struct KeyVal {
+    value: Span,
+    path: Rc<[Symbol]>,
+}
+
 /// The names a config literal's keys bind (`a`, `"a"`, the root of `a.b` and of `a[0]`).
-fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<(Symbol, u32)>) {
+fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<(Symbol, u32, Option<KeyVal>)>) {
     for en in entries {
         match &en.kind {
-            ast::ConfigEntryKind::KeyValue { key, .. } => {
+            ast::ConfigEntryKind::KeyValue { key, value, .. } => {
                 let mut k = key;
+                let mut path = Vec::new();
+                let mut typed = true;
                 loop {
                     match &k.kind {
-                        ExprKind::Selector(x) => k = &x.value,
-                        ExprKind::Subscript { value, .. } => k = value,
+                        ExprKind::Selector(x) => {
+                            path.push(x.attr.sym);
+                            k = &x.value;
+                        }
+                        ExprKind::Subscript { value, .. } => {
+                            typed = false;
+                            k = value;
+                        }
                         _ => break,
                     }
                 }
+                path.reverse();
+                let val = typed.then(|| KeyVal {
+                    value: value.span,
+                    path: path.into(),
+                });
                 match &k.kind {
-                    ExprKind::Ident(s) => out.push((*s, en.span().hi)),
-                    ExprKind::Str(s) => out.push((Symbol::intern(s), en.span().hi)),
+                    ExprKind::Ident(s) => out.push((*s, en.span().hi, val)),
+                    ExprKind::Str(s) => out.push((Symbol::intern(s), en.span().hi, val)),
                     _ => {}
                 }
             }
@@ -564,9 +593,11 @@ fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<(Symbol, u32)>) {
                 let from = out.len();
                 collect_keys(&ci.body, out);
                 collect_keys(&ci.orelse, out);
-                // keys set under an `if` are never offered as "did you mean" (upstream)
+                // keys set under an `if` are never offered as "did you mean" (upstream), nor
+                // typed here
                 for k in &mut out[from..] {
                     k.1 = u32::MAX;
+                    k.2 = None;
                 }
             }
             ast::ConfigEntryKind::Unpack { .. } => {}

@@ -321,9 +321,19 @@ impl<'a> Checker<'a> {
     /// name of the package, an import of the file (of any file, in the main package) or a
     /// builtin? Unknown where a base schema is unknown or inside a mixin.
     pub(super) fn name_defined(&mut self, env: &Env, s: Symbol) -> bool {
+        self.name_defined_at(env, s, None)
+    }
+
+    /// [`Self::name_defined`] for a name written at byte `at`: a config literal's key is in
+    /// scope only after its entry (`{b = a, a = 1}`: name 'a' is not defined), as upstream's
+    /// config scope; a key set under an `if` entry is taken as defined.
+    pub(super) fn name_defined_at(&mut self, env: &Env, s: Symbol, at: Option<u32>) -> bool {
         if env.lenient
             || env.locals.iter().any(|(n, _)| *n == s)
-            || env.keys.iter().any(|(k, _)| *k == s)
+            || env
+                .keys
+                .iter()
+                .any(|(k, end, _)| *k == s && at.is_none_or(|at| *end <= at || *end == u32::MAX))
         {
             return true;
         }
@@ -346,7 +356,7 @@ impl<'a> Checker<'a> {
 
     /// Report `name '..' is not defined` (with upstream's suggestions) unless `s` is defined.
     pub(super) fn check_defined(&mut self, env: &Env, s: Symbol, span: Span) {
-        if self.name_defined(env, s) {
+        if self.name_defined_at(env, s, Some(span.lo)) {
             return;
         }
         // candidates in upstream's scope order: builtins, package, schema, locals
@@ -381,8 +391,8 @@ impl<'a> Checker<'a> {
         cands.extend(
             env.keys
                 .iter()
-                .filter(|(_, end)| *end <= span.lo)
-                .map(|(n, _)| n.as_str()),
+                .filter(|(_, end, _)| *end <= span.lo)
+                .map(|(n, _, _)| n.as_str()),
         );
         let msg = format!(
             "name '{}' is not defined{}",
@@ -480,6 +490,13 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn lookup(&mut self, env: &Env, s: Symbol) -> Ty {
+        self.lookup_at(env, s, None)
+    }
+
+    /// The type of the name `s` written at byte `at` (where known): a config literal's key is
+    /// the type of the value its last entry before `at` gave it, as upstream's resolver binds
+    /// keys in the config's scope (`{a = 1, b = a()}`: 'int(1)' object is not callable).
+    pub(super) fn lookup_at(&mut self, env: &Env, s: Symbol, at: Option<u32>) -> Ty {
         if let Some((_, t)) = env.locals.iter().rev().find(|(n, _)| *n == s) {
             return t.clone();
         }
@@ -488,11 +505,42 @@ impl<'a> Checker<'a> {
         if let Some(id) = env.schema {
             let m = self.members(id);
             if let Some(a) = m.attrs.get(&s) {
+                // an attribute without a declared type has its first assignment's, once the
+                // body has reached it
+                if a.0.is_any()
+                    && let Some(t) = self.schema_assigned.get(&(id, s))
+                {
+                    return t.clone();
+                }
                 return a.0.clone();
             }
+            if m.names.contains(&s)
+                && let Some(t) = self.schema_assigned.get(&(id, s))
+            {
+                return t.clone();
+            }
         }
-        if env.keys.iter().any(|(k, _)| *k == s) {
-            return Ty::Any;
+        // (a key set only after `at`, or under an `if`, is not in scope there: the name is
+        // the enclosing scope's)
+        let bound = match at {
+            Some(at) => env
+                .keys
+                .iter()
+                .rev()
+                .find(|(k, end, _)| *k == s && *end <= at)
+                .map(|(_, _, v)| v.clone()),
+            None => env.keys.iter().any(|(k, _, _)| *k == s).then_some(None),
+        };
+        if let Some(kv) = bound {
+            return match kv.and_then(|kv| Some((self.key_tys.get(&kv.value)?.clone(), kv))) {
+                Some((t, kv)) => kv.path.iter().rev().fold(t, |t, n| {
+                    Ty::Dict(
+                        Rc::new(Ty::StrLit(std::sync::Arc::from(n.as_str()))),
+                        Rc::new(t),
+                    )
+                }),
+                None => Ty::Any,
+            };
         }
         if let Some(id) = env.schema {
             let m = self.members(id);
@@ -542,6 +590,20 @@ impl<'a> Checker<'a> {
         // a name assigned more than once has its first assignment's type from there on
         if let Some(t) = self.pkgs[env.pkg].assigned_ty.get(&s) {
             return t.clone();
+        }
+        // a builtin function as a value has its signature's type (`len(str)`: expected str |
+        // {any:any} | [any], got (any) -> str)
+        if BUILTINS.contains(&s.as_str())
+            && self.builtin_visible(env, s)
+            && let Some(ps) = super::calls::builtin_fn_params(s.as_str())
+        {
+            return Ty::Func(Rc::new(ty::FuncTy {
+                params: ps
+                    .into_iter()
+                    .map(|(n, t)| (Some(Symbol::intern(n)), t, true))
+                    .collect(),
+                ret: super::calls::builtin_fn_ret(s.as_str()).unwrap_or(Ty::Any),
+            }));
         }
         Ty::Any
     }

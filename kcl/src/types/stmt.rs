@@ -340,7 +340,14 @@ impl<'a> Checker<'a> {
                 self.check_type_names(env, &a.ty);
                 if let Some(v) = &a.value {
                     let ty = self.resolve_type(env.pkg, env.file, &a.ty);
-                    if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
+                    // a list of config literals as an attribute's default is not checked item
+                    // by item against the list's schema (upstream sees no schema there)
+                    let configs = matches!(&strip_paren(v).kind, ExprKind::List(items)
+                        if !items.is_empty()
+                            && items.iter().all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))));
+                    if configs && matches!(ty, Ty::List(_)) {
+                        self.infer(env, v);
+                    } else if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
                         self.check_value(env, v, &ty, a.name.span, Some(a.name.span));
                     } else {
                         self.infer(env, v);
@@ -375,6 +382,9 @@ impl<'a> Checker<'a> {
                     let msg =
                         format!("invalid schema inherit object type, expect schema, got '{name}'");
                     self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
+                }
+                if let Some(h) = &st.for_host {
+                    self.check_protocol(env, h);
                 }
                 let id = self.pkgs[env.pkg].schemas.get(&st.name.sym).copied();
                 let mut senv = Env {
@@ -427,6 +437,9 @@ impl<'a> Checker<'a> {
                 // its checks are typed with the protocol's attributes (and its parameters) in
                 // scope, as upstream's resolver does; a rule with parents, or a protocol not
                 // found, is left to the run time
+                if let Some(h) = &r.for_host {
+                    self.check_protocol(env, h);
+                }
                 let host = match &r.for_host {
                     Some(h) => match self.resolve_schema(env.pkg, env.file, &h.names) {
                         Some(id) => Some(id),
@@ -461,6 +474,24 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::Import(_) => {}
+        }
+    }
+
+    /// What a mixin or a rule is `for` must be a protocol (declared so, or a schema named
+    /// `...Protocol`, which upstream takes for one).
+    fn check_protocol(&mut self, env: &Env, h: &ast::Identifier) {
+        if let Some(id) = self.resolve_schema(env.pkg, env.file, &h.names)
+            && !self.schemas[id.0].stmt.is_protocol()
+            && !self.schemas[id.0]
+                .stmt
+                .name
+                .sym
+                .as_str()
+                .ends_with("Protocol")
+        {
+            let name = h.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+            let msg = format!("invalid schema inherit object type, expect protocol, got '{name}'");
+            self.err(ErrKind::IllegalInherit, msg, h.span.shrink_to_lo());
         }
     }
 

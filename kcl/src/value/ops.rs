@@ -159,6 +159,13 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     if op == BitOr && a.is_none_or_undefined() != b.is_none_or_undefined() {
         return Ok(if a.is_none_or_undefined() { b } else { a }.clone());
     }
+    // a list plus anything else is worded as upstream's runtime (as Python's)
+    if op == Add && matches!(a, Value::List(_)) && !matches!(b, Value::List(_)) {
+        return Err(RtError::eval(format!(
+            "can only concatenate list (not \"{}\") to list",
+            b.type_name()
+        )));
+    }
     if matches!(a, Value::Bool(_)) || matches!(b, Value::Bool(_)) {
         // bools are not numbers in KCL arithmetic
         if !(matches!(op, BitOr | BitAnd | BitXor)
@@ -297,7 +304,7 @@ pub fn unary_neg(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(i) => Ok(Value::Int(0i64.wrapping_sub(*i))),
         Value::Float(f) => Ok(Value::Float(0.0 - f)),
-        _ => Err(RtError::ty(format!(
+        _ => Err(RtError::eval(format!(
             "bad operand type for unary -: '{}'",
             v.type_name()
         ))),
@@ -306,7 +313,7 @@ pub fn unary_neg(v: &Value) -> RtResult<Value> {
 pub fn unary_pos(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(_) | Value::Float(_) => Ok(v.clone()),
-        _ => Err(RtError::ty(format!(
+        _ => Err(RtError::eval(format!(
             "bad operand type for unary +: '{}'",
             v.type_name()
         ))),
@@ -315,12 +322,10 @@ pub fn unary_pos(v: &Value) -> RtResult<Value> {
 pub fn unary_invert(v: &Value) -> RtResult<Value> {
     match v {
         Value::Int(i) => Ok(Value::Int(!i)),
-        // upstream inverts a bool's int view, which is 0
-        Value::Bool(_) => Ok(Value::Int(-1)),
-        _ => Err(RtError::ty(format!(
-            "bad operand type for unary ~: '{}'",
-            v.type_name()
-        ))),
+        // upstream inverts the int view of anything else: a float's truncation, 0 for the
+        // rest (a bool, a string, None: -1)
+        Value::Float(f) => Ok(Value::Int(!(*f as i64))),
+        _ => Ok(Value::Int(-1)),
     }
 }
 pub fn unary_not(v: &Value) -> Value {
