@@ -1,6 +1,8 @@
 //! `kusionctl server`: the REST API of `kusion-server` over the Konfig checkout in the current
 //! folder, with this command line's way of opening a stack (the code `kusionctl apply -C
-//! <stack>` runs) behind the server's `StackSource`.
+//! <stack>` runs) behind the server's `StackSource`, and `kusionctl worker`, which shares its
+//! flags and checkout. Just over 800 lines because the two commands' flag sets are spelled out
+//! here for clap.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -4,6 +4,9 @@
 //!
 //! Runtime verbs are blocking, so every call runs on tokio's blocking pool; a recovery wait holds
 //! one blocking thread per watched workload, not per target.
+//!
+//! Over 800 lines: the walk, the batches, the per-app budget and the recovery wait share the
+//! run's state and are read together (the tests are in `tests.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
