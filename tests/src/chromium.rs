@@ -24,10 +24,17 @@ pub struct Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         // chromedriver leads its own process group, with the chromium it started in it: a test
-        // that fails before closing its session must not leave a browser running.
-        let _ = Command::new("kill")
-            .args(["-KILL", &format!("-{}", self.child.id())])
-            .status();
+        // that fails before closing its session must not leave a browser running. The group is
+        // signalled only when it is chromedriver's own and not this process's (never a broader
+        // kill).
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: getpgid, getpgrp and killpg take plain integers and touch no memory of ours.
+        unsafe {
+            let group = libc::getpgid(pid);
+            if pid > 1 && group == pid && group != libc::getpgrp() {
+                libc::killpg(group, libc::SIGKILL);
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
