@@ -100,7 +100,11 @@ fn layout(root: &Path) {
 }
 
 fn command(dir: &Path, home: &Path, cloud: &Path) -> Command {
-    let mut c = Command::new(BIN);
+    scrubbed(Command::new(BIN), dir, home, cloud)
+}
+
+/// `c` run in `dir` with the test's home and fake cloud, and none of the caller's kusion settings.
+fn scrubbed(mut c: Command, dir: &Path, home: &Path, cloud: &Path) -> Command {
     c.current_dir(dir)
         .env("HOME", home)
         .env("KUSION_TEST_CLOUD", cloud)
@@ -490,22 +494,13 @@ fn a_worker_on_another_machine_dies_and_its_lease_expires_before_the_requeue() {
     let alice = server.mint(&server.admin, "alice", json!({"inv": "operator"}));
 
     // The remote worker: the same binary in a UTS namespace named machine-b.
-    let mut remote = Command::new("unshare");
+    let mut remote = scrubbed(Command::new("unshare"), &root, &home, &cloud);
     remote
         .args(["--user", "--map-root-user", "--uts", "sh", "-c"])
         .arg(r#"hostname machine-b && exec "$0" "$@""#)
         .arg(BIN)
         .args(["worker", "--queue", &queue, "-vv"])
-        .current_dir(&root)
-        .env("HOME", &home)
-        .env("KUSION_TEST_CLOUD", &cloud)
         .env("KUSION_LEASE_TTL", lease_ttl)
-        .env_remove("KUSION_STATE_DIR")
-        .env_remove("KUSION_CONFIG")
-        .env_remove("KUSION_RUNTIME_CONFIG")
-        .env_remove("KUSION_PLUGIN_PATH")
-        .env_remove("KUSION_QUEUE")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(work.join("worker-remote.log")).unwrap());
     let mut remote = Worker {
