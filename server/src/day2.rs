@@ -24,18 +24,6 @@ use crate::worker::{Step, policy_json};
 /// How many targets are preflighted at once.
 const PREFLIGHT_CONCURRENCY: usize = 8;
 
-/// Splits `KEY=VALUE` arguments as `-D` does.
-pub(crate) fn parse_args(args: &[String]) -> Result<Vec<(String, String)>, String> {
-    args.iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-                .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| format!("argument {kv:?}: expected KEY=VALUE"))
-        })
-        .collect()
-}
-
 /// Runs a claimed `run` operation to its next resting status.
 pub(crate) fn run_program(
     queue: &dyn OperationQueue,
@@ -48,7 +36,8 @@ pub(crate) fn run_program(
         .program
         .clone()
         .ok_or_else(|| "the run names no program".to_string())?;
-    let args = parse_args(&op.args)?;
+    let args =
+        kusion_kernel::ops::spec::parse_args(&op.args).map_err(|e| format!("argument {e}"))?;
     let prepared = source
         .open_run(stack, &program, &args)
         .map_err(|e| e.to_string())?;

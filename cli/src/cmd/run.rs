@@ -330,19 +330,6 @@ fn show_event(event: &RunEvent, run: u64, json: bool, styles: &Styles) {
     eprintln!("{line}");
 }
 
-fn parse_args(raw: &[String]) -> Result<Vec<(String, String)>> {
-    raw.iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-                .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| {
-                    anyhow::Error::new(UsageError(format!("-D {kv:?}: expected KEY=VALUE")))
-                })
-        })
-        .collect()
-}
-
 fn history(env: &RunEnv<'_>) -> Result<u8> {
     let runs = env.store.runs()?;
     if env.json {
@@ -422,7 +409,8 @@ pub async fn run(env: RunEnv<'_>, args: RunArgs, cancel: Arc<AtomicBool>) -> Res
     if !file.is_file() {
         return Err(UsageError(format!("{}: no such file", file.display())).into());
     }
-    let kv = parse_args(&args.args)?;
+    let kv = kusion_kernel::ops::spec::parse_args(&args.args)
+        .map_err(|e| anyhow::Error::new(UsageError(format!("-D {e}"))))?;
     if !args.yes && !args.dry_run && !std::io::stdin().is_terminal() {
         return Err(UsageError(
             "standard input is not a terminal: pass --yes to run without confirmation (or --dry-run)".into(),

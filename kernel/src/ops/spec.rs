@@ -602,6 +602,19 @@ fn parse_operation(i: usize, raw: &Value) -> Result<Operation, OpsError> {
     })
 }
 
+/// A program's arguments, `KEY=VALUE` as `-D` gives them, split (the key trimmed); the error
+/// quotes the first that is not one.
+pub fn parse_args(args: &[String]) -> Result<Vec<(String, String)>, String> {
+    args.iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+                .filter(|(k, _)| !k.is_empty())
+                .ok_or_else(|| format!("{kv:?}: expected KEY=VALUE"))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
