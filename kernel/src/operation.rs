@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::apply::{self, ApplyOptions, ApplyReport, Event, Outcome};
+use crate::execute::{self, ApplyOptions, ApplyReport, Event, Outcome};
 use crate::plan::{self, Plan, PlanError, PlanOptions, PlanView};
 use crate::registry::Registry;
 use crate::spec::Spec;
@@ -347,7 +347,7 @@ fn apply_locked(
     };
     let revision = stack.store.create_release(&mut release)?;
     let (report, _state) =
-        match apply::execute(plan, writer, &stack.registry, apply_options, cancel, events) {
+        match execute::execute_plan(plan, writer, &stack.registry, apply_options, cancel, events) {
             Ok(done) => done,
             Err(e) => {
                 // The history says how it ended even when state could not be written (a lost

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
-use kusion_kernel::apply::ApplyOptions;
+use kusion_kernel::execute::ApplyOptions;
 use kusion_kernel::operation::Applied;
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyGuard, PolicyReport};
@@ -255,7 +255,7 @@ pub(crate) async fn run_apply(
         )
     };
     let result = tokio::task::block_in_place(|| {
-        kpolicy::apply(
+        kpolicy::guarded_apply(
             guard,
             spec,
             &ctx.stack,
