@@ -329,21 +329,15 @@ fn apply_locked(
     if !confirm(&view) {
         return Ok(Applied::Declined(view));
     }
+    let history = if plan_options.destroy {
+        Spec::default()
+    } else {
+        history_spec(spec, &plan, &history_sealer)
+    };
     let mut release = Release {
-        revision: 0,
-        operation: operation.to_string(),
-        holder: holder.clone(),
-        started_at: now_ms(),
-        finished_at: None,
-        status: ReleaseStatus::Running,
-        spec: if plan_options.destroy {
-            Spec::default()
-        } else {
-            history_spec(spec, &plan, &history_sealer)
-        },
-        steps: Vec::new(),
         notes,
         rollback_of,
+        ..Release::running(operation, holder, history)
     };
     let revision = stack.store.create_release(&mut release)?;
     let (report, _state) =
