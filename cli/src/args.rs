@@ -295,6 +295,26 @@ pub struct PlanArgs {
     pub force_conflicts: bool,
 }
 
+/// The flags `apply` and `rollback` share: confirmation, dry run, readiness watch, detail.
+#[derive(Debug, Args, Clone)]
+pub struct ApplyFlags {
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Only show the plan.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Wait until every applied resource is ready, showing a live table.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// How long to wait for readiness per resource with --watch.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+    pub watch_timeout: std::time::Duration,
+    /// Show the field-level diff of every changed resource.
+    #[arg(short = 'd', long)]
+    pub detail: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The KCL tool: `kusionctl kcl run|fmt|parse|import ...` (same flags as `kcl`).
@@ -328,21 +348,8 @@ pub enum Command {
         plan: PlanArgs,
         #[command(flatten)]
         stack: StackArgs,
-        /// Do not ask for confirmation.
-        #[arg(short = 'y', long)]
-        yes: bool,
-        /// Only show the plan.
-        #[arg(long)]
-        dry_run: bool,
-        /// Wait until every applied resource is ready, showing a live table.
-        #[arg(short = 'w', long)]
-        watch: bool,
-        /// How long to wait for readiness per resource with --watch.
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
-        watch_timeout: std::time::Duration,
-        /// Show the field-level diff of every changed resource.
-        #[arg(short = 'd', long)]
-        detail: bool,
+        #[command(flatten)]
+        apply: ApplyFlags,
     },
     /// Delete every resource recorded in state (with --target, those named and their dependents).
     Destroy {
@@ -367,21 +374,8 @@ pub enum Command {
         plan: PlanArgs,
         #[command(flatten)]
         stack: StackArgs,
-        /// Do not ask for confirmation.
-        #[arg(short = 'y', long)]
-        yes: bool,
-        /// Only show the plan.
-        #[arg(long)]
-        dry_run: bool,
-        /// Wait until every applied resource is ready, showing a live table.
-        #[arg(short = 'w', long)]
-        watch: bool,
-        /// How long to wait for readiness per resource with --watch.
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
-        watch_timeout: std::time::Duration,
-        /// Show the field-level diff of every changed resource.
-        #[arg(short = 'd', long)]
-        detail: bool,
+        #[command(flatten)]
+        apply: ApplyFlags,
     },
     /// Compare what state recorded with what is live, without the spec: field-level drift per
     /// resource. Exit 0 in sync, 2 drifted or missing, 1 on an error. In a project folder or
