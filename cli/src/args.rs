@@ -144,13 +144,16 @@ impl Cli {
     pub fn resolve(&mut self) -> Result<(), String> {
         use Output::{Human, Json, Yaml};
         let g = &mut self.global;
+        let config_output = |g: &mut Global, c: &ConfigArgs, output: Output| {
+            g.config = c.config.clone();
+            g.set = c.set.clone();
+            g.output = output;
+        };
         let stack = |g: &mut Global, s: &StackArgs| {
             g.state_dir = s.state_dir.clone();
             g.state_backend = s.state_backend.clone();
             g.runtime_config = s.runtime_config.clone();
-            g.config = s.config.config.clone();
-            g.set = s.config.set.clone();
-            g.output = s.output.output;
+            config_output(g, &s.config, s.output.output);
         };
         let allowed: &[Output] = match &self.command {
             Command::Kcl { .. } | Command::Completion { .. } | Command::Manpages { .. } => &[],
@@ -171,9 +174,7 @@ impl Cli {
                 &[Human, Json]
             }
             Command::Graph { config, output, .. } => {
-                g.config = config.config.clone();
-                g.set = config.set.clone();
-                g.output = output.output;
+                config_output(g, config, output.output);
                 &[Human, Json]
             }
             Command::State { state, command } => {
@@ -189,9 +190,7 @@ impl Cli {
                 }
             }
             Command::Compile { config, output, .. } => {
-                g.config = config.config.clone();
-                g.set = config.set.clone();
-                g.output = output.output;
+                config_output(g, config, output.output);
                 &[Human, Json, Yaml]
             }
             Command::Init { output, .. } => {
@@ -200,9 +199,7 @@ impl Cli {
             }
             Command::Plugin { command } => match command {
                 PluginCommand::List { config, output } => {
-                    g.config = config.config.clone();
-                    g.set = config.set.clone();
-                    g.output = output.output;
+                    config_output(g, config, output.output);
                     &[Human, Json]
                 }
                 _ => &[],
@@ -214,9 +211,7 @@ impl Cli {
                 &[Human, Json]
             }
             Command::Version { config, output } => {
-                g.config = config.config.clone();
-                g.set = config.set.clone();
-                g.output = output.output;
+                config_output(g, config, output.output);
                 &[Human, Json]
             }
             Command::Controller(args) => {
