@@ -144,13 +144,16 @@ impl Cli {
     pub fn resolve(&mut self) -> Result<(), String> {
         use Output::{Human, Json, Yaml};
         let g = &mut self.global;
+        let config_output = |g: &mut Global, c: &ConfigArgs, output: Output| {
+            g.config = c.config.clone();
+            g.set = c.set.clone();
+            g.output = output;
+        };
         let stack = |g: &mut Global, s: &StackArgs| {
             g.state_dir = s.state_dir.clone();
             g.state_backend = s.state_backend.clone();
             g.runtime_config = s.runtime_config.clone();
-            g.config = s.config.config.clone();
-            g.set = s.config.set.clone();
-            g.output = s.output.output;
+            config_output(g, &s.config, s.output.output);
         };
         let allowed: &[Output] = match &self.command {
             Command::Kcl { .. } | Command::Completion { .. } | Command::Manpages { .. } => &[],
@@ -171,9 +174,7 @@ impl Cli {
                 &[Human, Json]
             }
             Command::Graph { config, output, .. } => {
-                g.config = config.config.clone();
-                g.set = config.set.clone();
-                g.output = output.output;
+                config_output(g, config, output.output);
                 &[Human, Json]
             }
             Command::State { state, command } => {
@@ -189,9 +190,7 @@ impl Cli {
                 }
             }
             Command::Compile { config, output, .. } => {
-                g.config = config.config.clone();
-                g.set = config.set.clone();
-                g.output = output.output;
+                config_output(g, config, output.output);
                 &[Human, Json, Yaml]
             }
             Command::Init { output, .. } => {
@@ -200,9 +199,7 @@ impl Cli {
             }
             Command::Plugin { command } => match command {
                 PluginCommand::List { config, output } => {
-                    g.config = config.config.clone();
-                    g.set = config.set.clone();
-                    g.output = output.output;
+                    config_output(g, config, output.output);
                     &[Human, Json]
                 }
                 _ => &[],
@@ -214,9 +211,7 @@ impl Cli {
                 &[Human, Json]
             }
             Command::Version { config, output } => {
-                g.config = config.config.clone();
-                g.set = config.set.clone();
-                g.output = output.output;
+                config_output(g, config, output.output);
                 &[Human, Json]
             }
             Command::Controller(args) => {
@@ -295,6 +290,26 @@ pub struct PlanArgs {
     pub force_conflicts: bool,
 }
 
+/// The flags `apply` and `rollback` share: confirmation, dry run, readiness watch, detail.
+#[derive(Debug, Args, Clone)]
+pub struct ApplyFlags {
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Only show the plan.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Wait until every applied resource is ready, showing a live table.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// How long to wait for readiness per resource with --watch.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+    pub watch_timeout: std::time::Duration,
+    /// Show the field-level diff of every changed resource.
+    #[arg(short = 'd', long)]
+    pub detail: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The KCL tool: `kusionctl kcl run|fmt|parse|import ...` (same flags as `kcl`).
@@ -328,21 +343,8 @@ pub enum Command {
         plan: PlanArgs,
         #[command(flatten)]
         stack: StackArgs,
-        /// Do not ask for confirmation.
-        #[arg(short = 'y', long)]
-        yes: bool,
-        /// Only show the plan.
-        #[arg(long)]
-        dry_run: bool,
-        /// Wait until every applied resource is ready, showing a live table.
-        #[arg(short = 'w', long)]
-        watch: bool,
-        /// How long to wait for readiness per resource with --watch.
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
-        watch_timeout: std::time::Duration,
-        /// Show the field-level diff of every changed resource.
-        #[arg(short = 'd', long)]
-        detail: bool,
+        #[command(flatten)]
+        apply: ApplyFlags,
     },
     /// Delete every resource recorded in state (with --target, those named and their dependents).
     Destroy {
@@ -367,21 +369,8 @@ pub enum Command {
         plan: PlanArgs,
         #[command(flatten)]
         stack: StackArgs,
-        /// Do not ask for confirmation.
-        #[arg(short = 'y', long)]
-        yes: bool,
-        /// Only show the plan.
-        #[arg(long)]
-        dry_run: bool,
-        /// Wait until every applied resource is ready, showing a live table.
-        #[arg(short = 'w', long)]
-        watch: bool,
-        /// How long to wait for readiness per resource with --watch.
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
-        watch_timeout: std::time::Duration,
-        /// Show the field-level diff of every changed resource.
-        #[arg(short = 'd', long)]
-        detail: bool,
+        #[command(flatten)]
+        apply: ApplyFlags,
     },
     /// Compare what state recorded with what is live, without the spec: field-level drift per
     /// resource. Exit 0 in sync, 2 drifted or missing, 1 on an error. In a project folder or

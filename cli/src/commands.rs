@@ -199,25 +199,8 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             cancel,
         ),
         Command::Apply {
-            spec,
-            plan,
-            yes,
-            dry_run,
-            watch,
-            watch_timeout,
-            detail,
-            ..
-        } => {
-            let args = crate::cmd::apply::ApplyArgs {
-                plan,
-                yes,
-                dry_run,
-                watch,
-                watch_timeout,
-                detail,
-            };
-            crate::cmd::apply::apply(&ctx, &cli.global, &spec.spec, args, cancel).await
-        }
+            spec, plan, apply, ..
+        } => crate::cmd::apply::apply(&ctx, &cli.global, &spec.spec, &plan, &apply, cancel).await,
         Command::Destroy {
             spec, plan, yes, ..
         } => crate::cmd::apply::destroy(&ctx, &cli.global, &spec.spec, &plan, yes, cancel).await,
@@ -226,26 +209,8 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             crate::cmd::state::run(&ctx, &cli.global, command, cancel)
         }
         Command::Rollback {
-            to,
-            plan,
-            yes,
-            dry_run,
-            watch,
-            watch_timeout,
-            detail,
-            ..
-        } => {
-            let args = crate::cmd::rollback::RollbackArgs {
-                to,
-                plan,
-                yes,
-                dry_run,
-                watch,
-                watch_timeout,
-                detail,
-            };
-            crate::cmd::rollback::run(&ctx, &cli.global, args, cancel).await
-        }
+            to, plan, apply, ..
+        } => crate::cmd::rollback::run(&ctx, &cli.global, to, &plan, &apply, cancel).await,
         Command::Drift {
             ignore_fields,
             concurrency,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use kusion_kernel::apply::{Event, Outcome};
+use kusion_kernel::execute::{Event, Outcome};
 use kusion_sdk::runtime::Health;
 use tokio::sync::mpsc;
 

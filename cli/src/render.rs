@@ -3,8 +3,8 @@
 
 use comfy_table::{Table, presets::NOTHING};
 use console::Style;
-use kusion_kernel::apply::{ApplyReport, Outcome, StepReport};
 use kusion_kernel::diff::{self, ChangeKind};
+use kusion_kernel::execute::{ApplyReport, Outcome, StepReport};
 use kusion_kernel::plan::{Action, PlanView};
 use kusion_kernel::state::StateEntry;
 use kusion_sdk::FieldPath;

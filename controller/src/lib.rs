@@ -1,7 +1,7 @@
 //! `kusion-controller`: GitOps for kusion stacks. A Kubernetes controller serving the `Stack`
 //! custom resource ([`crd`]): it fetches the Stack's Git revision ([`git`]), compiles the stack,
 //! runs the policies, plans against live state and applies when allowed, through the kernel's
-//! one operation pipeline ([`kusion_kernel::policy::apply`], [`kusion_kernel::operation`]), and
+//! one operation pipeline ([`kusion_kernel::policy::guarded_apply`], [`kusion_kernel::operation`]), and
 //! reports in the Stack's `status` and in Kubernetes Events ([`reconcile`]). Several replicas
 //! elect a leader through a Lease ([`leader`]).
 //!

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use kusion_kernel::apply::{self, ApplyOptions};
+use kusion_kernel::execute::{self, ApplyOptions};
 use kusion_kernel::graph::Dag;
 use kusion_kernel::plan::{self, PlanOptions};
 use kusion_kernel::registry::Registry;
@@ -244,7 +244,7 @@ fn main() {
         )
         .unwrap(),
     );
-    let (report, state) = apply::execute(
+    let (report, state) = execute::execute_plan(
         p,
         writer,
         &registry,

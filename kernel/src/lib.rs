@@ -8,7 +8,7 @@
 //! - [`drift`]: recorded state against live resources, without a spec.
 //! - [`plan`]: the 3-way plan (prior state, planned spec, live objects) -> an action per resource.
 //! - [`select`]: targeted plans (`--target`): the spec and state narrowed to named resources.
-//! - [`apply`]: the scheduler that executes a plan in parallel along the DAG.
+//! - [`execute`]: the scheduler that executes a plan in parallel along the DAG.
 //! - [`state`]: the `StateStore` trait, the journal and the embedded local backend.
 //! - [`readiness`]: the hook judging readiness rules a resource carries (extension `readiness`).
 //! - [`registry`]: which runtime serves which resource `type`.
@@ -24,7 +24,7 @@
 // Every public item is documented.
 #![warn(missing_docs)]
 
-pub mod apply;
+pub mod execute;
 pub mod graph;
 pub mod id;
 pub mod manage;

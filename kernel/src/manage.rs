@@ -487,16 +487,8 @@ fn record(
     notes: Vec<String>,
 ) -> Result<u64, ManageError> {
     let mut release = Release {
-        revision: 0,
-        operation: operation.to_string(),
-        holder: holder.clone(),
-        started_at: now_ms(),
-        finished_at: None,
-        status: ReleaseStatus::Running,
-        spec,
-        steps: Vec::new(),
         notes,
-        rollback_of: None,
+        ..Release::running(operation, holder, spec)
     };
     let revision = stack.store.create_release(&mut release)?;
     let written = writer.append(records).and_then(|()| {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::apply::{self, ApplyOptions, ApplyReport, Event, Outcome};
+use crate::execute::{self, ApplyOptions, ApplyReport, Event, Outcome};
 use crate::plan::{self, Plan, PlanError, PlanOptions, PlanView};
 use crate::registry::Registry;
 use crate::spec::Spec;
@@ -329,25 +329,19 @@ fn apply_locked(
     if !confirm(&view) {
         return Ok(Applied::Declined(view));
     }
+    let history = if plan_options.destroy {
+        Spec::default()
+    } else {
+        history_spec(spec, &plan, &history_sealer)
+    };
     let mut release = Release {
-        revision: 0,
-        operation: operation.to_string(),
-        holder: holder.clone(),
-        started_at: now_ms(),
-        finished_at: None,
-        status: ReleaseStatus::Running,
-        spec: if plan_options.destroy {
-            Spec::default()
-        } else {
-            history_spec(spec, &plan, &history_sealer)
-        },
-        steps: Vec::new(),
         notes,
         rollback_of,
+        ..Release::running(operation, holder, history)
     };
     let revision = stack.store.create_release(&mut release)?;
     let (report, _state) =
-        match apply::execute(plan, writer, &stack.registry, apply_options, cancel, events) {
+        match execute::execute_plan(plan, writer, &stack.registry, apply_options, cancel, events) {
             Ok(done) => done,
             Err(e) => {
                 // The history says how it ended even when state could not be written (a lost

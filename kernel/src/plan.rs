@@ -24,7 +24,7 @@ use crate::graph::{Built, Dag, GraphError, KeyIndex, Pick};
 use crate::reference::{self, Lookup, Reference, ReferenceError};
 use crate::registry::Registry;
 use crate::spec::{Spec, SpecError};
-use crate::state::{JournalRecord, State, StateEntry, state_key};
+use crate::state::{JournalRecord, State, StateEntry, state_key, state_keys};
 use crate::walk::{NodeResult, walk};
 
 /// What a plan does to one resource.
@@ -651,12 +651,7 @@ pub fn compute<'a>(
         referenced,
     } = Dag::build_parts(spec, targets_arg)?;
 
-    let keys: Vec<String> = spec
-        .resources
-        .iter()
-        .zip(&targets)
-        .map(|(r, t)| state_key(&r.id, t.as_deref()))
-        .collect();
+    let keys = state_keys(spec, &targets);
     let spec_ids: HashSet<&str> = if targeted {
         spec.resources.iter().map(|r| r.id.as_str()).collect()
     } else {

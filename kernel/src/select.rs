@@ -20,7 +20,7 @@ use crate::graph::Dag;
 use crate::plan::{PlanError, target_of};
 use crate::registry::Registry;
 use crate::spec::Spec;
-use crate::state::{State, StateEntry, state_key};
+use crate::state::{State, StateEntry, state_keys};
 
 /// What a targeted plan left out, for the warning that the rest was not planned.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,12 +146,7 @@ fn converge_closure(
         .iter()
         .map(|r| target_of(registry, r))
         .collect::<Result<_, _>>()?;
-    let keys: Vec<String> = spec
-        .resources
-        .iter()
-        .zip(&targets)
-        .map(|(r, t)| state_key(&r.id, t.as_deref()))
-        .collect();
+    let keys = state_keys(spec, &targets);
     let dag = if targets.iter().any(Option::is_some) {
         Dag::build_targeted(spec, &targets)?
     } else {

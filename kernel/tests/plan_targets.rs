@@ -9,7 +9,7 @@ use kusion_sdk::runtime::*;
 use kusion_sdk::{PluginError, PluginResult, Resource, Value};
 use serde_json::json;
 
-use kusion_kernel::apply::ApplyOptions;
+use kusion_kernel::execute::ApplyOptions;
 use kusion_kernel::operation::{self, Applied, Stack};
 use kusion_kernel::plan::{Action, PlanOptions, PlanView};
 use kusion_kernel::registry::Registry;

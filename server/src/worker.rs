@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kusion_kernel::apply::{ApplyOptions, Event, Outcome};
+use kusion_kernel::execute::{ApplyOptions, Event, Outcome};
 use kusion_kernel::operation::Applied;
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyReport};
@@ -393,7 +393,7 @@ fn run_steps(
                 }
             }
         });
-        kpolicy::apply(
+        kpolicy::guarded_apply(
             &prepared.guard,
             &spec,
             &prepared.stack,
@@ -506,7 +506,7 @@ fn event_kind(event: Event) -> EventKind {
 
 #[cfg(test)]
 mod tests {
-    use kusion_kernel::apply::{ApplyReport, Outcome, StepReport};
+    use kusion_kernel::execute::{ApplyReport, Outcome, StepReport};
     use kusion_kernel::plan::Action;
 
     #[test]

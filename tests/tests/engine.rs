@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use kusion_kernel::apply::{ApplyOptions, Outcome};
+use kusion_kernel::execute::{ApplyOptions, Outcome};
 use kusion_kernel::operation::{self, Applied, Stack};
 use kusion_kernel::plan::{Action, PlanOptions};
 use kusion_kernel::registry::Registry;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use kusion_kernel::apply::ApplyOptions;
+use kusion_kernel::execute::ApplyOptions;
 use kusion_kernel::operation::{self, Applied, Stack};
 use kusion_kernel::plan::PlanOptions;
 use kusion_kernel::registry::Registry;

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kusion_k8s_harness::{ControlPlane, Options};
-use kusion_kernel::apply::{ApplyOptions, Event, Outcome};
+use kusion_kernel::execute::{ApplyOptions, Event, Outcome};
 use kusion_kernel::operation::{Applied, Stack, apply};
 use kusion_kernel::plan::PlanOptions;
 use kusion_kernel::registry::Registry;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
-use kusion_kernel::apply::ApplyOptions;
+use kusion_kernel::execute::ApplyOptions;
 use kusion_kernel::operation::Applied;
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyGuard, PolicyReport};
@@ -15,7 +15,7 @@ use kusion_kernel::spec::Spec;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::args::{Global, Output, PlanArgs};
+use crate::args::{ApplyFlags, Global, Output, PlanArgs};
 use crate::context::{CommandContext, load_spec, plan_options};
 use crate::progress::show_progress;
 use crate::render::{self, Styles};
@@ -47,59 +47,58 @@ pub(crate) fn preview(
     )
 }
 
-/// The flags of `kusionctl apply` besides the spec.
-pub(crate) struct ApplyArgs {
-    pub(crate) plan: PlanArgs,
-    pub(crate) yes: bool,
-    pub(crate) dry_run: bool,
-    pub(crate) watch: bool,
-    pub(crate) watch_timeout: std::time::Duration,
-    pub(crate) detail: bool,
-}
-
 /// `kusionctl apply`: preview, confirm, apply (`--dry-run`: preview only).
 pub(crate) async fn apply(
     ctx: &CommandContext,
     global: &Global,
     spec: &Option<PathBuf>,
-    args: ApplyArgs,
+    plan: &PlanArgs,
+    flags: &ApplyFlags,
     cancel: Arc<AtomicBool>,
 ) -> Result<u8> {
-    let ApplyArgs {
-        plan,
-        yes,
-        dry_run,
-        watch,
-        watch_timeout,
-        detail,
-    } = args;
     let spec = load_spec(ctx, spec)?;
-    let options = plan_options(&plan, false)?;
+    apply_spec(ctx, global, &spec, plan, flags, "apply", None, cancel).await
+}
+
+/// A spec planned through the policy guard, then shown (`--dry-run`: only that) or confirmed
+/// and applied as `operation_name`: what `apply` and `rollback` (`rollback_of`) do with theirs.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn apply_spec(
+    ctx: &CommandContext,
+    global: &Global,
+    spec: &Spec,
+    plan: &PlanArgs,
+    flags: &ApplyFlags,
+    operation_name: &str,
+    rollback_of: Option<u64>,
+    cancel: Arc<AtomicBool>,
+) -> Result<u8> {
+    let options = plan_options(plan, false)?;
     let guard = crate::policy::guard(global, &ctx.workdir, &ctx.plugins, &plan.policy_exempt)?;
-    if dry_run {
+    if flags.dry_run {
         let (computed, report) =
-            tokio::task::block_in_place(|| guard.preview(&spec, &ctx.stack, &options, cancel))?;
-        return Ok(print_preview(ctx, &computed, &report, detail));
+            tokio::task::block_in_place(|| guard.preview(spec, &ctx.stack, &options, cancel))?;
+        return Ok(print_preview(ctx, &computed, &report, flags.detail));
     }
     let apply_options = ApplyOptions {
         concurrency: plan.concurrency,
         timeout: plan.timeout,
-        watch,
-        watch_timeout,
+        watch: flags.watch,
+        watch_timeout: flags.watch_timeout,
         ignore_fields: options.ignore_fields.clone(),
         sealer: None,
     };
     run_apply(
         ctx,
         &guard,
-        &spec,
-        "apply",
+        spec,
+        operation_name,
         &options,
         &apply_options,
-        yes,
-        detail,
+        flags.yes,
+        flags.detail,
         cancel,
-        None,
+        rollback_of,
     )
     .await
 }
@@ -255,7 +254,7 @@ pub(crate) async fn run_apply(
         )
     };
     let result = tokio::task::block_in_place(|| {
-        kpolicy::apply(
+        kpolicy::guarded_apply(
             guard,
             spec,
             &ctx.stack,

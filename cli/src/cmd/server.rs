@@ -1,8 +1,10 @@
 //! `kusionctl server`: the REST API of `kusion-server` over the Konfig checkout in the current
 //! folder, with this command line's way of opening a stack (the code `kusionctl apply -C
 //! <stack>` runs) behind the server's `StackSource`, and `kusionctl worker`, which shares its
-//! flags and checkout. Just over 800 lines because the two commands' flag sets are spelled out
-//! here for clap.
+//! flags and checkout.
+//!
+//! Over 800 lines: the two commands share one checkout and one set of flags, spelled out here
+//! for clap; its tests take the last fifteen lines.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

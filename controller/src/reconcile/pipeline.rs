@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use kusion_kernel::apply::ApplyOptions;
+use kusion_kernel::execute::ApplyOptions;
 use kusion_kernel::operation::{self, Applied};
 use kusion_kernel::plan::{PlanOptions, PlanView};
 use kusion_kernel::policy::{self as kpolicy, Guarded, PolicyReport};
@@ -167,7 +167,7 @@ pub(super) fn pipeline(loader: &dyn StackLoader, job: Job) -> Result<Outcome, Re
     let empty = Spec::default();
     let spec = if job.destroy { &empty } else { &prepared.spec };
     let operation = if job.destroy { "destroy" } else { "controller" };
-    let guarded = kpolicy::apply(
+    let guarded = kpolicy::guarded_apply(
         &prepared.guard,
         spec,
         &prepared.stack,
@@ -203,7 +203,7 @@ pub(super) fn pipeline(loader: &dyn StackLoader, job: Job) -> Result<Outcome, Re
                         .steps
                         .iter()
                         .filter_map(|s| match &s.outcome {
-                            kusion_kernel::apply::Outcome::Failed(e) => {
+                            kusion_kernel::execute::Outcome::Failed(e) => {
                                 Some(format!("{} {}: {e}", s.action, s.id))
                             }
                             _ => None,

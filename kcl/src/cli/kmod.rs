@@ -226,7 +226,7 @@ fn init(cwd: &Path, a: InitArgs, say: &dyn Fn(String)) -> anyhow::Result<ExitCod
     {
         bail!("invalid package name '{name}'");
     }
-    if crate::pkg::resolve::Version::parse(&a.version).is_none() {
+    if crate::pkg::version::Version::parse(&a.version).is_none() {
         bail!("invalid package version '{}'", a.version);
     }
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;

@@ -192,6 +192,27 @@ pub(crate) fn external_packages(
     Some(out)
 }
 
+/// What `kcl lint` and `kcl test` load packages with: the `-E name=path` packages (a malformed
+/// one is reported: exit 2), then the `kcl.mod` dependencies of the package above the working
+/// folder, resolved as `kcl run` resolves them (a failure is reported: exit 1); `-E` wins.
+pub(crate) fn external_with_dependencies(
+    specs: &[String],
+    cwd: &std::path::Path,
+) -> Result<Vec<(String, std::path::PathBuf)>, ExitCode> {
+    let Some(mut external) = external_packages(specs, cwd) else {
+        return Err(ExitCode::from(2));
+    };
+    let given: Vec<String> = external.iter().map(|(n, _)| n.clone()).collect();
+    match mod_dependencies(&[], &given, false, false) {
+        Ok(deps) => external.extend(deps),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(1));
+        }
+    }
+    Ok(external)
+}
+
 /// The `kcl.mod` dependencies of the package the `inputs` belong to (the nearest `kcl.mod`
 /// above the first input's folder, else above the working folder), resolved by
 /// [`crate::pkg::dependencies_of`]: downloaded when missing, checked against `kcl.mod.lock`,

@@ -19,6 +19,7 @@ use clap::Args;
 use crate::ast::{ExprKind, Span, StmtKind, Symbol};
 use crate::eval::{EvalError, EvalOptions, Evaluator};
 use crate::parser::loader::{LoadOptions, load_program};
+use crate::pkg::resolve::normalize;
 use crate::value::Value;
 
 /// Arguments of `kcl test`.
@@ -94,19 +95,10 @@ pub fn run(a: TestArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let cwd = std::env::current_dir()?;
-    let Some(mut external) = super::external_packages(&a.external, &cwd) else {
-        return Ok(ExitCode::from(2));
+    let external = match super::external_with_dependencies(&a.external, &cwd) {
+        Ok(external) => external,
+        Err(code) => return Ok(code),
     };
-    // the dependencies of kcl.mod (of the package above the working folder), as `kcl run`
-    // resolves them; -E wins
-    let given: Vec<String> = external.iter().map(|(n, _)| n.clone()).collect();
-    match super::mod_dependencies(&[], &given, false, false) {
-        Ok(deps) => external.extend(deps),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(1));
-        }
-    }
     let specs = if a.packages.is_empty() {
         vec![".".to_string()]
     } else {
@@ -180,22 +172,6 @@ fn collect_dirs(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> std::io:
         }
     }
     Ok(())
-}
-
-/// `a/./b/../c` as `a/c` (without touching the file system) for readable package paths.
-fn normalize(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 fn is_test_file(p: &Path) -> bool {

@@ -23,6 +23,7 @@ use crate::parser::loader::{
 };
 
 use super::sema::Sema;
+use crate::pkg::resolve::normalize;
 
 /// Locks a mutex, taking the data of a poisoned one (a panicked request must not wedge the
 /// server: the caches hold no half-written state).
@@ -36,21 +37,6 @@ fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     m.write().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Lexically removes `.` and `..` components.
-pub fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// One parsed version of a file. Its text stays registered in the source map for as long as

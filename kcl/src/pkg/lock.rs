@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::modfile::toml_quote;
-use super::{PkgError, line_col};
+use super::{PkgError, toml_syntax_error};
 
 /// One locked dependency. Field order is the file's.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
@@ -67,14 +67,8 @@ impl LockFile {
 
     /// Parses the text of `path`.
     pub fn parse(path: &Path, text: &str) -> Result<LockFile, PkgError> {
-        let raw: Raw = toml::from_str(text).map_err(|e| {
-            let (l, c) = line_col(text, e.span().map_or(0, |s| s.start));
-            PkgError::Syntax(format!(
-                "{}:{l}:{c}: {}",
-                path.display(),
-                e.message().trim_end()
-            ))
-        })?;
+        let raw: Raw = toml::from_str(text)
+            .map_err(|e| toml_syntax_error(path, text, e.span(), e.message()))?;
         let mut entries = raw.dependencies;
         for (k, v) in entries.iter_mut() {
             if v.name.is_empty() {

@@ -22,6 +22,7 @@ pub mod modfile;
 pub mod oci;
 pub mod resolve;
 pub mod settings;
+pub mod version;
 
 pub use hash::hash_dir;
 pub use lock::{LockEntry, LockFile};
@@ -65,6 +66,22 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
         .map_or(before.len(), |i| before.len() - i - 1)
         + 1;
     (line, col)
+}
+
+/// A TOML syntax error in `path` (`kcl.mod`, `kcl.mod.lock`): `path:line:col: message`, at
+/// the start of the parser's `span`.
+pub(crate) fn toml_syntax_error(
+    path: &std::path::Path,
+    text: &str,
+    span: Option<std::ops::Range<usize>>,
+    message: &str,
+) -> PkgError {
+    let (l, c) = line_col(text, span.map_or(0, |s| s.start));
+    PkgError::Syntax(format!(
+        "{}:{l}:{c}: {}",
+        path.display(),
+        message.trim_end()
+    ))
 }
 
 /// The name under which a dependency is imported: upstream replaces `-` with `_` so the name

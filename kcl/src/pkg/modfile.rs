@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::Item;
 
-use super::{PkgError, line_col};
+use super::{PkgError, line_col, toml_syntax_error};
 
 /// `kcl.mod` as read.
 #[derive(Clone, Debug, Default)]
@@ -329,14 +329,9 @@ pub fn set_dependency(
     name: &str,
     source: &Source,
 ) -> Result<String, PkgError> {
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        let (l, c) = line_col(text, e.span().map_or(0, |s| s.start));
-        PkgError::Syntax(format!(
-            "{}:{l}:{c}: {}",
-            path.display(),
-            e.message().trim_end()
-        ))
-    })?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| toml_syntax_error(path, text, e.span(), e.message()))?;
     let value: toml_edit::Value = match source {
         Source::Registry { version } => version.as_str().into(),
         Source::Oci { reg, repo, tag } => {

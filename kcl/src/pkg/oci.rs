@@ -604,7 +604,7 @@ pub fn package_manifest(
 /// upstream picks a dependency without a tag.
 pub fn latest_tag(tags: &[String]) -> Option<String> {
     tags.iter()
-        .filter_map(|t| super::resolve::Version::parse(t).map(|v| (v, t)))
+        .filter_map(|t| super::version::Version::parse(t).map(|v| (v, t)))
         .max_by(|a, b| a.0.cmp(&b.0))
         .map(|(_, t)| t.clone())
 }

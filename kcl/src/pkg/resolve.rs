@@ -80,63 +80,6 @@ impl Resolved {
     }
 }
 
-/// A version for ordering tags: numeric segments (an optional `v` before them), a
-/// pre-release after `-` sorting before the release.
-#[derive(Debug)]
-pub struct Version {
-    nums: Vec<u64>,
-    pre: Option<String>,
-}
-
-impl Version {
-    pub fn parse(s: &str) -> Option<Version> {
-        let s = s.strip_prefix('v').unwrap_or(s);
-        let s = s.split('+').next()?;
-        let (core, pre) = match s.split_once('-') {
-            Some((c, p)) => (c, Some(p.to_string())),
-            None => (s, None),
-        };
-        let nums = core
-            .split('.')
-            .map(|p| p.parse().ok())
-            .collect::<Option<Vec<u64>>>()?;
-        (!nums.is_empty()).then_some(Version { nums, pre })
-    }
-}
-
-impl Ord for Version {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        let n = self.nums.len().max(o.nums.len());
-        for i in 0..n {
-            let a = self.nums.get(i).copied().unwrap_or(0);
-            let b = o.nums.get(i).copied().unwrap_or(0);
-            if a != b {
-                return a.cmp(&b);
-            }
-        }
-        match (&self.pre, &o.pre) {
-            (None, None) => std::cmp::Ordering::Equal,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (Some(a), Some(b)) => a.cmp(b),
-        }
-    }
-}
-
-impl PartialEq for Version {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == std::cmp::Ordering::Equal
-    }
-}
-
-impl Eq for Version {}
-
-impl PartialOrd for Version {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-
 /// Lexically removes `.` and `..` components.
 pub(crate) fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -317,6 +260,22 @@ fn node(name: &str, version: &str) -> String {
         name.to_string()
     } else {
         format!("{name}@{version}")
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for one package outside a resolve (`kcl mod pull`, `kcl mod add`'s newest
+    /// version): no vendor folders, no lock.
+    fn single(root: PathBuf, opts: &'a ResolveOptions) -> Result<Ctx<'a>, PkgError> {
+        Ok(Ctx {
+            root,
+            vendors: Vec::new(),
+            settings: Settings::load()?,
+            opts,
+            old: LockFile::default(),
+            #[cfg(feature = "registry")]
+            clients: HashMap::new(),
+        })
     }
 }
 
@@ -745,15 +704,7 @@ pub fn fetch_into(
         progress,
         ..Default::default()
     };
-    let mut cx = Ctx {
-        root: dest.to_path_buf(),
-        vendors: Vec::new(),
-        settings: Settings::load()?,
-        opts: &opts,
-        old: LockFile::default(),
-        #[cfg(feature = "registry")]
-        clients: HashMap::new(),
-    };
+    let mut cx = Ctx::single(dest.to_path_buf(), &opts)?;
     let dep = Dependency {
         name: name.to_string(),
         source: source.clone(),
@@ -790,15 +741,7 @@ pub fn fetch_into(
 /// The newest version tag of a registry package (`kcl mod add name` without a version).
 pub fn latest_version(name: &str, source: &Source) -> Result<String, PkgError> {
     let opts = ResolveOptions::default();
-    let mut cx = Ctx {
-        root: PathBuf::new(),
-        vendors: Vec::new(),
-        settings: Settings::load()?,
-        opts: &opts,
-        old: LockFile::default(),
-        #[cfg(feature = "registry")]
-        clients: HashMap::new(),
-    };
+    let mut cx = Ctx::single(PathBuf::new(), &opts)?;
     let (reg, repo, _) = source
         .oci_ref(name, &cx.settings)
         .ok_or_else(|| PkgError::Invalid(format!("'{name}' is not a registry package")))?;
@@ -816,18 +759,4 @@ fn no_registry(dep: &Dependency) -> PkgError {
         "{}: dependency '{}' comes from an OCI registry, and this kcl was built without registry support (feature `registry`)",
         dep.at, dep.name
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_order() {
-        let v = |s| Version::parse(s).unwrap();
-        assert!(v("0.10.0") > v("0.9.9"));
-        assert!(v("1.0.0") > v("1.0.0-rc1"));
-        assert!(v("v1.2") == v("1.2.0"));
-        assert!(Version::parse("latest").is_none());
-    }
 }

@@ -473,7 +473,7 @@ fn wasm_runtime_for_another_contract_major_is_refused_naming_both() {
 /// refusal named, while the rest of the apply goes on.
 #[test]
 fn wasm_and_native_runtimes_apply_side_by_side_and_one_failure_stays_local() {
-    use crate::apply::{ApplyOptions, Outcome};
+    use crate::execute::{ApplyOptions, Outcome};
     use crate::operation::{self, Applied, Stack};
     use crate::plan::PlanOptions;
     use crate::registry::Registry;
@@ -700,7 +700,7 @@ fn fetch(id: &str, url: &str) -> Resource {
 /// host, and only that resource fails in an apply; without a grant every request is denied.
 #[test]
 fn wasm_runtime_http_reaches_only_granted_hosts() {
-    use crate::apply::{ApplyOptions, Outcome};
+    use crate::execute::{ApplyOptions, Outcome};
     use crate::operation::{self, Applied, Stack};
     use crate::plan::PlanOptions;
     use crate::registry::Registry;

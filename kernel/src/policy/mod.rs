@@ -23,7 +23,7 @@
 //! by the plugin host is an error of that policy (so it blocks unless `fail_open`).
 //!
 //! Entry points: [`PolicyGuard::check`] (any caller that is about to change something, e.g. the
-//! `run` command), [`PolicyGuard::preview`] and [`apply`] (apply and destroy).
+//! `run` command), [`PolicyGuard::preview`] and [`guarded_apply`] (apply and destroy).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ use kusion_sdk::policy::{Finding, PolicyPlugin, Severity};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::apply::{ApplyOptions, Event};
+use crate::execute::{ApplyOptions, Event};
 use crate::operation::{self, Applied, OperationError, Stack};
 use crate::plan::{PlanOptions, PlanView};
 use crate::plugin::{LoadedPlugins, Status};
@@ -610,7 +610,7 @@ pub enum Guarded {
 /// (under the stack's lease). `confirm` sees the plan and the policies' report; exemptions are
 /// recorded in the release's notes. `rollback_of` names the release a rollback restores.
 #[allow(clippy::too_many_arguments)]
-pub fn apply(
+pub fn guarded_apply(
     guard: &PolicyGuard,
     spec: &Spec,
     stack: &Stack,

@@ -67,6 +67,15 @@ pub fn state_key(id: &str, target: Option<&str>) -> String {
     }
 }
 
+/// The state keys of a spec's resources, given each one's target (see [`state_key`]).
+pub fn state_keys(spec: &crate::spec::Spec, targets: &[Option<String>]) -> Vec<String> {
+    spec.resources
+        .iter()
+        .zip(targets)
+        .map(|(r, t)| state_key(&r.id, t.as_deref()))
+        .collect()
+}
+
 impl StateEntry {
     /// This entry's key in [`State::resources`].
     pub fn key(&self) -> String {
@@ -461,6 +470,25 @@ pub struct Release {
     /// A rollback: the earlier release whose spec this one applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback_of: Option<u64>,
+}
+
+impl Release {
+    /// A release starting now (numbered when the store creates it), with no steps, notes or
+    /// rollback source yet.
+    pub fn running(operation: &str, holder: &LeaseHolder, spec: crate::spec::Spec) -> Release {
+        Release {
+            revision: 0,
+            operation: operation.to_string(),
+            holder: holder.clone(),
+            started_at: now_ms(),
+            finished_at: None,
+            status: ReleaseStatus::Running,
+            spec,
+            steps: Vec::new(),
+            notes: Vec::new(),
+            rollback_of: None,
+        }
+    }
 }
 
 /// One target's outcome in a recorded run.

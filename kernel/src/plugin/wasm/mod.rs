@@ -562,56 +562,45 @@ trait World: Sized + Send + Sync {
     ) -> wasmtime::Result<Result<(), String>>;
 }
 
-impl World for policy_bindings::PolicyPlugin {
-    type Pre = policy_bindings::PolicyPluginPre<Guest>;
-    fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre> {
-        policy_bindings::PolicyPluginPre::new(pre)
-    }
-    fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self> {
-        pre.instantiate(store)
-    }
-    fn configure(
-        &self,
-        store: &mut Store<Guest>,
-        config: &str,
-    ) -> wasmtime::Result<Result<(), String>> {
-        self.kusion_plugin_policy().call_configure(store, config)
-    }
+/// `World` for one of the worlds `bindgen!` generated above: their types differ only in their
+/// names and in the interface whose `configure` they export, and generated types share no
+/// trait, so the impl is written once here and named three times below.
+macro_rules! impl_world {
+    ($world:ty, $pre:ty, $interface:ident) => {
+        impl World for $world {
+            type Pre = $pre;
+            fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre> {
+                <$pre>::new(pre)
+            }
+            fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self> {
+                pre.instantiate(store)
+            }
+            fn configure(
+                &self,
+                store: &mut Store<Guest>,
+                config: &str,
+            ) -> wasmtime::Result<Result<(), String>> {
+                self.$interface().call_configure(store, config)
+            }
+        }
+    };
 }
 
-impl World for runtime_bindings::RuntimePlugin {
-    type Pre = runtime_bindings::RuntimePluginPre<Guest>;
-    fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre> {
-        runtime_bindings::RuntimePluginPre::new(pre)
-    }
-    fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self> {
-        pre.instantiate(store)
-    }
-    fn configure(
-        &self,
-        store: &mut Store<Guest>,
-        config: &str,
-    ) -> wasmtime::Result<Result<(), String>> {
-        self.kusion_plugin_runtime().call_configure(store, config)
-    }
-}
-
-impl World for function_bindings::FunctionPlugin {
-    type Pre = function_bindings::FunctionPluginPre<Guest>;
-    fn pre(pre: InstancePre<Guest>) -> wasmtime::Result<Self::Pre> {
-        function_bindings::FunctionPluginPre::new(pre)
-    }
-    fn instantiate(store: &mut Store<Guest>, pre: &Self::Pre) -> wasmtime::Result<Self> {
-        pre.instantiate(store)
-    }
-    fn configure(
-        &self,
-        store: &mut Store<Guest>,
-        config: &str,
-    ) -> wasmtime::Result<Result<(), String>> {
-        self.kusion_plugin_function().call_configure(store, config)
-    }
-}
+impl_world!(
+    policy_bindings::PolicyPlugin,
+    policy_bindings::PolicyPluginPre<Guest>,
+    kusion_plugin_policy
+);
+impl_world!(
+    runtime_bindings::RuntimePlugin,
+    runtime_bindings::RuntimePluginPre<Guest>,
+    kusion_plugin_runtime
+);
+impl_world!(
+    function_bindings::FunctionPlugin,
+    function_bindings::FunctionPluginPre<Guest>,
+    kusion_plugin_function
+);
 
 /// Instances whose stderr grew past this are not reused (the pipe is bounded).
 const STDERR_RECYCLE: usize = STDERR_CAPACITY / 2;

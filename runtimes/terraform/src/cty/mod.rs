@@ -6,8 +6,8 @@
 //! use plain JSON, where an unresolved `$kusion_path` reference stands for "not known yet".
 //! This module converts between the two, guided by the schema.
 //!
-//! It is kept as one file of about 810 lines (its tests are in `tests.rs`): the type grammar, the
-//! schema blocks and the two codecs are one recursion over [`Type`], read together.
+//! Over 800 lines: the type grammar, the schema blocks and the two codecs are one recursion
+//! over [`Type`], read together (its tests are in `tests.rs`).
 
 use indexmap::IndexMap;
 use kusion_sdk::{FieldPath, Segment};

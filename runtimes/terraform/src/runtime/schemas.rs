@@ -49,51 +49,50 @@ impl Inner {
         Ok((checksum, schema))
     }
 
+    /// The schema of the managed resource type a target names.
     pub(super) async fn resource_schema(
         &self,
         target: &Target,
     ) -> PluginResult<(Arc<Instance>, Arc<Schema>)> {
-        let instance = self.instance(target).await?;
-        let schema = instance
-            .schema
-            .resource(&target.type_name)
-            .map_err(|e| {
-                err(
-                    ErrorKind::Internal,
-                    &target.id,
-                    format!(
-                        "provider {} schema of {}: {e}",
-                        instance.address, target.type_name
-                    ),
-                )
-            })?
-            .ok_or_else(|| {
-                err(
-                    ErrorKind::InvalidInput,
-                    &target.id,
-                    format!(
-                        "provider {} has no resource type {:?}",
-                        instance.address, target.type_name
-                    ),
-                )
-            })?;
-        Ok((instance, schema))
+        self.type_schema(target, false).await
     }
 
+    /// The schema of the data source a target names.
     pub(super) async fn data_schema(
         &self,
         target: &Target,
     ) -> PluginResult<(Arc<Instance>, Arc<Schema>)> {
+        self.type_schema(target, true).await
+    }
+
+    /// The schema of a target's type in its provider: a managed resource type, or with
+    /// `data_source` a data source (the two share names, `aws_s3_bucket`).
+    async fn type_schema(
+        &self,
+        target: &Target,
+        data_source: bool,
+    ) -> PluginResult<(Arc<Instance>, Arc<Schema>)> {
         let instance = self.instance(target).await?;
-        let schema = instance
-            .schema
-            .data_source(&target.type_name)
+        let (found, of, kind) = if data_source {
+            (
+                instance.schema.data_source(&target.type_name),
+                "data source ",
+                "data source",
+            )
+        } else {
+            (
+                instance.schema.resource(&target.type_name),
+                "",
+                "resource type",
+            )
+        };
+        let schema = found
             .map_err(|e| {
                 err(
                     ErrorKind::Internal,
                     &target.id,
                     format!(
-                        "provider {} schema of data source {}: {e}",
+                        "provider {} schema of {of}{}: {e}",
                         instance.address, target.type_name
                     ),
                 )
@@ -103,7 +102,7 @@ impl Inner {
                     ErrorKind::InvalidInput,
                     &target.id,
                     format!(
-                        "provider {} has no data source {:?}",
+                        "provider {} has no {kind} {:?}",
                         instance.address, target.type_name
                     ),
                 )

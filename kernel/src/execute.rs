@@ -346,7 +346,7 @@ impl ExecContext {
 
 /// Execute `plan`. Journals intents for every changing step first (one durable write), then
 /// walks the DAG. Returns the report and the final state (checkpointed).
-pub fn execute(
+pub fn execute_plan(
     plan: Plan<'_>,
     writer: Arc<Writer>,
     registry: &Registry,
