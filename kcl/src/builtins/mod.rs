@@ -378,9 +378,7 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
             format!("{}.{}", s.pkg, s.name)
         }
         Value::Schema(s) => s.name.to_string(),
-        Value::Func(f) if matches!(&**f, value::Func::User { data, .. } if data.is::<crate::eval::SchemaType>()) => {
-            "type".into()
-        }
+        Value::Func(f) if matches!(&**f, value::Func::User { is_type: true, .. }) => "type".into(),
         Value::None => "None".into(),
         Value::Undefined => "Undefined".into(),
         other => other.type_name(),
@@ -389,7 +387,7 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
 
 fn json_guess(s: &str) -> Value {
     match serde_json::from_str::<serde_json::Value>(s) {
-        Ok(j) if !j.is_string() => from_json_value(&j),
+        Ok(j) if !j.is_string() => value::json::from_json(&j),
         _ => Value::str(s),
     }
 }
@@ -408,7 +406,7 @@ fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
         Value::Str(s) if parse => match serde_json::from_str::<serde_json::Value>(s) {
             Ok(serde_json::Value::String(t)) => Value::str(&t),
             Ok(j @ (serde_json::Value::Array(_) | serde_json::Value::Object(_))) => {
-                return Err(bad(&from_json_value(&j), "str"));
+                return Err(bad(&value::json::from_json(&j), "str"));
             }
             Ok(serde_json::Value::Null) => return Err(bad(&Value::None, "str")),
             _ => v,
@@ -811,80 +809,6 @@ pub fn slice(v: &Value, lo: Option<i64>, hi: Option<i64>, step: Option<i64>) -> 
             "invalid slice object {}",
             other.type_name()
         ))),
-    }
-}
-
-/// Value to JSON (for plugins and `json.encode`-like needs).
-pub fn to_json_value(v: &Value) -> serde_json::Value {
-    match v {
-        Value::None | Value::Undefined | Value::Func(_) => serde_json::Value::Null,
-        Value::Bool(b) => (*b).into(),
-        Value::Int(i) => (*i).into(),
-        Value::Float(f) => serde_json::Number::from_f64(*f)
-            .map(serde_json::Value::Number)
-            .unwrap_or(serde_json::Value::Null),
-        Value::Unit(u) => serde_json::Number::from_f64(u.value())
-            .map(serde_json::Value::Number)
-            .unwrap_or(serde_json::Value::Null),
-        Value::Str(s) => serde_json::Value::String(s.to_string()),
-        Value::List(l) => serde_json::Value::Array(l.iter().map(to_json_value).collect()),
-        Value::Dict(_) | Value::Schema(_) => {
-            let mut m = serde_json::Map::new();
-            for (k, x) in &v.as_dict().unwrap().map {
-                if !x.is_undefined() {
-                    m.insert(k.to_string(), to_json_value(x));
-                }
-            }
-            serde_json::Value::Object(m)
-        }
-    }
-}
-
-pub fn from_json_value(j: &serde_json::Value) -> Value {
-    match j {
-        serde_json::Value::Null => Value::None,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        serde_json::Value::String(s) => Value::str(s),
-        serde_json::Value::Array(a) => {
-            Value::from(a.iter().map(from_json_value).collect::<Vec<_>>())
-        }
-        serde_json::Value::Object(o) => {
-            let mut d = Dict::with_capacity(o.len());
-            for (k, v) in o {
-                d.map.insert(Str::from(k.as_str()), from_json_value(v));
-            }
-            Value::from(d)
-        }
-    }
-}
-
-pub fn from_yaml_value(y: &serde_yaml_ng::Value) -> Value {
-    use serde_yaml_ng::Value as Y;
-    match y {
-        Y::Null => Value::None,
-        Y::Bool(b) => Value::Bool(*b),
-        Y::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        Y::String(s) => Value::str(s),
-        Y::Sequence(a) => Value::from(a.iter().map(from_yaml_value).collect::<Vec<_>>()),
-        Y::Mapping(m) => {
-            let mut d = Dict::with_capacity(m.len());
-            for (k, v) in m {
-                let key = match k {
-                    Y::String(s) => s.clone(),
-                    other => value::to_str(&from_yaml_value(other)),
-                };
-                d.map.insert(Str::from(key.as_str()), from_yaml_value(v));
-            }
-            Value::from(d)
-        }
-        Y::Tagged(t) => from_yaml_value(&t.value),
     }
 }
 

@@ -198,7 +198,7 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let s = str_arg(a, k, 0, "value", "decode")?;
                 let j: serde_json::Value = serde_json::from_str(&s).map_err(|e| RtError::eval(e.to_string()))?;
-                Ok(super::from_json_value(&j))
+                Ok(value::json::from_json(&j))
             },
             "validate" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let s = str_arg(a, k, 0, "value", "validate")?;
@@ -232,7 +232,7 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let s = str_arg(a, k, 0, "value", "decode")?;
                 let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&s).map_err(|e| RtError::eval(e.to_string()))?;
-                Ok(super::from_yaml_value(&y))
+                Ok(value::json::from_yaml(&y))
             },
             "decode_all" => |_: &mut dyn Host, a: A, k: K| -> R {
                 use serde::Deserialize;
@@ -240,7 +240,7 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 let mut out = Vec::new();
                 for d in serde_yaml_ng::Deserializer::from_str(&s) {
                     let y = serde_yaml_ng::Value::deserialize(d).map_err(|e| RtError::eval(e.to_string()))?;
-                    out.push(super::from_yaml_value(&y));
+                    out.push(value::json::from_yaml(&y));
                 }
                 Ok(Value::from(out))
             },
@@ -414,7 +414,7 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 let data = arg(a, k, 1, "data").cloned().unwrap_or_else(Value::empty_dict);
                 let mut hb = handlebars::Handlebars::new();
                 hb.register_helper("raw", Box::new(raw_helper));
-                hb.render_template(&t, &super::to_json_value(&data)).map(Value::from).map_err(|e| RtError::eval(e.to_string()))
+                hb.render_template(&t, &value::json::to_json(&data)).map(Value::from).map_err(|e| RtError::eval(e.to_string()))
             },
             "html_escape" => |_: &mut dyn Host, a: A, k: K| -> R {
                 let s = str_arg(a, k, 0, "data", "html_escape")?;

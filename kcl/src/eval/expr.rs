@@ -370,6 +370,7 @@ impl Evaluator {
                     lambda: l,
                     ctx: ctx.clone(),
                 }),
+                is_type: false,
             }))),
             ExprKind::As { value, ty } => {
                 let v = self.eval(ctx, value)?;
@@ -1002,6 +1003,7 @@ impl Evaluator {
                                     module: p.clone(),
                                     func: name.to_string(),
                                 }),
+                                is_type: false,
                             }))),
                         };
                     }
@@ -1296,6 +1298,7 @@ impl Value {
         Value::Func(Rc::new(Func::User {
             name: Str::from("instances"),
             data: Rc::new(Bound(v)),
+            is_type: false,
         }))
     }
 }
@@ -1432,16 +1435,15 @@ impl value::Host for HostCtx<'_> {
                 "the plugin 'kcl_plugin.{module}' is not available (no plugin host configured) when calling '{func}'"
             )));
         };
-        let jargs: Vec<serde_json::Value> =
-            args.iter().map(crate::builtins::to_json_value).collect();
+        let jargs: Vec<serde_json::Value> = args.iter().map(crate::value::json::to_json).collect();
         let mut jk = serde_json::Map::new();
         for (k, v) in kwargs {
-            jk.insert(k.to_string(), crate::builtins::to_json_value(v));
+            jk.insert(k.to_string(), crate::value::json::to_json(v));
         }
         let r = h
             .call(module, func, &jargs, &jk)
             .map_err(|e| RtError::eval(format!("kcl_plugin.{module}.{func}: {e}")))?;
-        Ok(crate::builtins::from_json_value(&r))
+        Ok(crate::value::json::from_json(&r))
     }
 }
 

@@ -2,8 +2,8 @@
 //! semantics (a name read before its remaining assignments ran triggers them first), builds
 //! schema instances, and calls functions.
 //!
-//! Parsed modules are leaked (`&'static`): a program's AST lives for the whole run anyway, and
-//! static references let closures and schema types point into it without reference counting.
+//! Parsed modules are leaked (`&'static`, see [`Evaluator::make_pkg`]): closures and schema
+//! types point into the AST without reference counting.
 
 mod error;
 mod expr;
@@ -310,8 +310,17 @@ impl Evaluator {
         let mut stmts: Vec<&'static Stmt> = Vec::new();
         let mut import_stmts = Vec::new();
         for m in modules {
-            // statements are borrowed for the whole run; a shared module stays alive (and is
-            // not copied) by leaking one reference to it
+            // Leaked on purpose: the evaluator holds `&'static` AST nodes. Not an owned or
+            // borrowed design because (1) closures, schema types and type aliases live in
+            // values as `Func::User { data: Rc<dyn Any> }`, and `Any` needs `'static`, so a
+            // borrowing evaluator would need a lifetime on `Value` itself (builtins, output,
+            // the public face, the policy host); (2) statement indices into kept `Arc`s would
+            // add a lookup at every node the ~40 `&'static` signatures here reach; (3) it would
+            // not free a run anyway: a package's globals hold closures and schema types whose
+            // `Ctx` holds the package (an `Rc` cycle), so that cycle has to be broken first
+            // (e.g. clearing globals when the evaluator drops), after which `Pkg` could own
+            // these `Arc`s. Cost now: a module parsed once (the parse cache shares them) stays
+            // for the process.
             let m: &'static ast::Module = Box::leak(Box::new(m));
             for (k, s) in m.body.iter().enumerate() {
                 // the module docstring is no expression statement (it is not output)
@@ -556,7 +565,7 @@ impl Evaluator {
                     if matches!(v, Value::List(_)) {
                         "[...]".to_string()
                     } else {
-                        crate::builtins::to_json_value(v).to_string()
+                        crate::value::json::to_json(v).to_string()
                     }
                 ),
                 Some(*sp),
@@ -575,7 +584,7 @@ impl Evaluator {
                             } else if matches!(x, Value::List(_)) {
                                 "[...]".to_string()
                             } else {
-                                crate::builtins::to_json_value(x).to_string()
+                                crate::value::json::to_json(x).to_string()
                             }
                         };
                         return Err(EvalError::new(
@@ -646,6 +655,7 @@ impl Evaluator {
             Value::Func(Rc::new(crate::value::Func::User {
                 name: Str::from(last),
                 data: Rc::new(m),
+                is_type: false,
             }))
         };
         match self.import_targets.get(&imp.path_span) {
@@ -968,6 +978,7 @@ impl Evaluator {
                         ty: &t.ty,
                         ctx: ctx.clone(),
                     }),
+                    is_type: false,
                 }));
                 self.define(ctx, t.name.sym, v);
                 Ok(None)

@@ -58,6 +58,7 @@ impl SchemaType {
         Value::Func(Rc::new(Func::User {
             name,
             data: Rc::new(t),
+            is_type: true,
         }))
     }
     pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
@@ -74,6 +75,7 @@ impl SchemaType {
         Value::Func(Rc::new(Func::User {
             name,
             data: Rc::new(t),
+            is_type: true,
         }))
     }
 }

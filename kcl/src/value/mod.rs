@@ -5,6 +5,7 @@
 //! Dict keys are [`Str`] (a thin `Rc<str>`) so the same key string is shared by every dict that
 //! uses it.
 
+pub(crate) mod json;
 mod num;
 mod ops;
 mod rcstr;
@@ -375,10 +376,12 @@ pub enum Func {
         name: Str,
         recv: Value,
     },
-    /// Anything the evaluator defines (lambdas, schema types); opaque here.
+    /// Anything the evaluator defines (lambdas, schema types); opaque here but for `is_type`
+    /// (a schema or rule type, for which `typeof` says "type").
     User {
         name: Str,
         data: Rc<dyn Any>,
+        is_type: bool,
     },
 }
 
