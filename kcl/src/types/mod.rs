@@ -22,6 +22,7 @@
 //! and cached per schema; nothing is allocated for expressions that need no check.
 
 mod calls;
+mod config;
 mod fit;
 mod infer;
 mod ops;
