@@ -5,10 +5,15 @@
 //! A newline ends an expression except inside parentheses; at module/statement level (outside
 //! any bracket) a newline where an operand is required is an error, inside `[]`/`{}` it is not.
 
+mod blocks;
+mod collections;
 mod expr;
 pub mod generate;
+mod imports;
+mod literals;
 pub mod loader;
 pub mod merge;
+mod schema;
 mod stmt;
 pub(crate) mod strings;
 mod types;

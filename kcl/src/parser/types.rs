@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::expr::parse_number;
+use super::literals::parse_number;
 use super::{Ctx, MAX_CHAIN, Parser};
 use crate::ast::*;
 use crate::lexer::Tok;
