@@ -244,47 +244,27 @@ impl Evaluator {
         let newv = if t.path.is_empty() {
             v
         } else {
-            if ctx.schema.is_none() && ctx.locals.is_none() && !name.as_str().starts_with('_') {
-                return Err(EvalError::new(
+            let immutable = || {
+                EvalError::new(
                     ErrKind::Immutable,
                     format!(
                         "Can not change the value of '{name}', because it was declared immutable"
                     ),
                     Some(t.span),
-                ));
-            }
-            let root = match self.lookup_opt_for_unify(ctx, name)? {
-                Some(r) if !r.is_none_or_undefined() => r,
-                other => {
-                    let ty = match other {
-                        Some(Value::None) => "NoneType",
-                        _ => "UndefinedType",
-                    };
-                    // an index into nothing: upstream's subscript error
-                    if let Some(ast::TargetPath::Index(ix)) = t.path.first() {
-                        let i = self.eval(ctx, ix)?;
-                        return Err(EvalError::new(
-                            ErrKind::Evaluation,
-                            format!(
-                                "'{ty}' object is not subscriptable with '{}'",
-                                i.type_name()
-                            ),
-                            Some(t.span),
-                        ));
-                    }
-                    let attr = match t.path.first() {
-                        Some(ast::TargetPath::Attr(n)) => n.sym.as_str().to_string(),
-                        _ => name.as_str().to_string(),
-                    };
-                    return Err(EvalError::new(
-                        ErrKind::Evaluation,
-                        format!(
-                            "failed to update the dict. An iterable of key-value pairs was expected, but got {ty}. Check if the syntax for updating the dictionary with the attribute '{attr}' is correct"
-                        ),
-                        Some(t.span),
-                    ));
-                }
+                )
             };
+            let top_level = ctx.schema.is_none() && ctx.locals.is_none();
+            if top_level
+                && !name.as_str().starts_with('_')
+                && ctx.pkg.globals.borrow().contains_key(&name)
+            {
+                return Err(immutable());
+            }
+            // a name nobody assigns is no declaration: the path's first step fails on
+            // Undefined (in `set_path`), as upstream's
+            let root = self
+                .lookup_opt_for_unify(ctx, name)?
+                .unwrap_or(Value::Undefined);
             // `inst.a.b = v` on a schema instance rebuilds it with `{a: {b = v}}` merged into
             // its config: derived attributes follow and its checks run again, as upstream
             if matches!(root, Value::Schema(_))
@@ -309,8 +289,8 @@ impl Evaluator {
             let mut keys = Vec::new();
             for p in t.path {
                 keys.push(match p {
-                    ast::TargetPath::Attr(n) => Value::str(n.sym.as_str()),
-                    ast::TargetPath::Index(e) => self.eval(ctx, e)?,
+                    ast::TargetPath::Attr(n) => (Value::str(n.sym.as_str()), true),
+                    ast::TargetPath::Index(e) => (self.eval(ctx, e)?, false),
                 });
             }
             set_path(root, &keys, v).map_err(|e| EvalError::from_rt(e, t.span))?
@@ -355,14 +335,16 @@ struct TargetRef {
     span: Span,
 }
 
-/// `root.k1[k2]... = v` with copy-on-write.
-fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
+/// `root` with `v` set at `keys` (a value, and whether it is an attribute name rather than an index). A step on
+/// None or Undefined fails as upstream's: an index is not subscriptable, an attribute on the
+/// way is not loadable, and the last attribute cannot update the dict.
+fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<Value, RtError> {
     if keys.is_empty() {
         return Ok(v);
     }
     let mut root = root;
     match (&mut root, &keys[0]) {
-        (Value::List(l), Value::Int(i)) => {
+        (Value::List(l), (Value::Int(i), _)) => {
             let l = Rc::make_mut(l);
             let idx = if *i < 0 { l.len() as i64 + i } else { *i };
             if idx < 0 || idx as usize >= l.len() {
@@ -375,21 +357,31 @@ fn set_path(root: Value, keys: &[Value], v: Value) -> Result<Value, RtError> {
             l[idx as usize] = set_path(cur, &keys[1..], v)?;
             Ok(root)
         }
-        (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => {
+        (Value::Dict(_) | Value::Schema(_), (Value::Str(k), _)) => {
             let d = root.dict_mut().unwrap();
             let cur = d.map.get(&**k).cloned().unwrap_or(Value::Undefined);
             let nv = set_path(cur, &keys[1..], v)?;
             d.map.insert(k.clone(), nv);
             Ok(root)
         }
-        (Value::Undefined | Value::None, Value::Str(k)) if keys.len() > 1 => {
-            // intermediate levels of an existing value may be created
-            let mut d = crate::value::Dict::new();
-            d.map
-                .insert(k.clone(), set_path(Value::Undefined, &keys[1..], v)?);
-            Ok(Value::from(d))
+        (r @ (Value::Undefined | Value::None), (k, attr)) => {
+            let ty = r.type_name();
+            Err(RtError::eval(match (attr, keys.len()) {
+                (false, _) => format!(
+                    "'{ty}' object is not subscriptable with '{}'",
+                    k.type_name()
+                ),
+                (true, 1) => format!(
+                    "failed to update the dict. An iterable of key-value pairs was expected, but got {ty}. Check if the syntax for updating the dictionary with the attribute '{}' is correct",
+                    crate::value::to_str(k)
+                ),
+                (true, _) => format!(
+                    "invalid value '{ty}' to load attribute '{}'",
+                    crate::value::to_str(k)
+                ),
+            }))
         }
-        (r, k) => Err(RtError::eval(format!(
+        (r, (k, _)) => Err(RtError::eval(format!(
             "'{}' object does not support item assignment with key '{}'",
             r.type_name(),
             crate::value::to_str(k)
