@@ -519,7 +519,9 @@ impl<'a> Parser<'a> {
             let nerr = self.errors.len();
             let is_schema_expr = {
                 let mut i = 0;
-                let mut ok = matches!(self.nth(0).tok, Tok::Ident(_));
+                // a builtin type name is a type here (`a: int {` wants `=`), as upstream's
+                let mut ok = matches!(self.nth(0).tok, Tok::Ident(s)
+                    if !matches!(s.as_str(), "int" | "float" | "str" | "bool"));
                 while ok && self.nth(i + 1).tok == Tok::Dot {
                     i += 2;
                     ok = matches!(self.nth(i).tok, Tok::Ident(_));
