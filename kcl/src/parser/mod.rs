@@ -326,17 +326,18 @@ impl<'a> Parser<'a> {
             };
             // at the end of the file upstream's lexer has ended the last line (a newline), but
             // `[...]` and `{...}` skip newlines (so the next token is the end of file), and the
-            // start of a block finds the end of file or, inside a block, a dedent
-            let what = if t.tok == Tok::Eof
-                && (self.embedded || matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace)))
-            {
-                "eof"
-            } else if t.tok == Tok::Eof && self.want_block {
+            // start of a block (also an `if` entry's, inside braces) finds the end of file or,
+            // on an indented line, a dedent
+            let what = if t.tok == Tok::Eof && self.want_block && !self.embedded {
                 if self.line_indent > 0 {
                     "dedent"
                 } else {
                     "eof"
                 }
+            } else if t.tok == Tok::Eof
+                && (self.embedded || matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace)))
+            {
+                "eof"
             } else if t.tok == Tok::Eof || t.indent == self.line_indent {
                 "newline"
             } else if t.indent > self.line_indent {
