@@ -31,10 +31,27 @@ impl<'a> Parser<'a> {
         }
         self.lambda_braces.push(brace);
         self.ctx.push(Ctx::Brace);
+        // `{` ending its line opens upstream's block body: one test on its own line, then a
+        // dedent to the closing brace
+        let body_indent = self.tk().nl.then(|| self.tk().indent);
         let (test, if_cond, _) = self.parse_test_if_msg();
         self.ctx.pop();
-        if !self.expect(Tok::RBrace, "}") {
-            self.skip_to_closer(Tok::RBrace);
+        let t = self.tk();
+        match body_indent {
+            Some(ind) if !self.at_eof() && (!t.nl || t.indent >= ind) => {
+                let want = if t.nl { "dedent" } else { "newline" };
+                let got = t.tok.describe(self.text(t));
+                self.error(
+                    self.tspan(t),
+                    format!("expected one of [\"{want}\"] got {got}"),
+                );
+                self.skip_to_closer(Tok::RBrace);
+            }
+            _ => {
+                if !self.expect(Tok::RBrace, "}") {
+                    self.skip_to_closer(Tok::RBrace);
+                }
+            }
         }
         let q = QuantExpr {
             op,
