@@ -80,26 +80,77 @@ impl<'a> Checker<'a> {
                 self.check_value(env, left, expected, span, def);
                 self.check_value(env, right, expected, span, def);
                 // the sides' own errors were found once already
-                let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
-                    .iter()
-                    .map(|e| (e.msg.clone(), e.span))
-                    .collect();
-                let mut i = before;
-                while i < self.errors.len() {
-                    let k = (self.errors[i].msg.clone(), self.errors[i].span);
-                    if seen.contains(&k) {
-                        self.errors.remove(i);
-                    } else {
-                        seen.push(k);
-                        i += 1;
-                    }
-                }
+                self.drop_repeated_errors(before);
+                return;
+            }
+            // any other operator or a conditional: upstream checks the config literals among
+            // its operands (not inside calls, subscripts or lists) against the schema expected
+            // of the whole, before the expression's own type
+            (
+                ExprKind::Unary { .. }
+                | ExprKind::Binary { .. }
+                | ExprKind::Compare(_)
+                | ExprKind::If(_),
+                _,
+            ) if schema_ids(expected).is_some() => {
+                let ids = schema_ids(expected).unwrap_or_default();
+                let before = self.errors.len();
+                self.check_operand_configs(env, inner, &ids);
+                let got = self.infer(env, e);
+                self.fits(&got, expected, span, def);
+                self.drop_repeated_errors(before);
                 return;
             }
             _ => {}
         }
         let got = self.infer(env, e);
         self.fits(&got, expected, span, def);
+    }
+
+    /// The config literals among the operands of `e` (through parentheses, operators and
+    /// conditionals) checked against the schemas `ids`.
+    fn check_operand_configs(&mut self, env: &Env, e: &Expr, ids: &[SchemaId]) {
+        match &e.kind {
+            ExprKind::Config(entries) => self.check_schema_config(env, entries, ids),
+            ExprKind::Paren(x) | ExprKind::Unary { operand: x, .. } => {
+                self.check_operand_configs(env, x, ids)
+            }
+            ExprKind::Binary { left, right, .. } => {
+                self.check_operand_configs(env, left, ids);
+                self.check_operand_configs(env, right, ids);
+            }
+            ExprKind::Compare(c) => {
+                self.check_operand_configs(env, &c.left, ids);
+                for (_, r) in c.ops.iter() {
+                    self.check_operand_configs(env, r, ids);
+                }
+            }
+            ExprKind::If(x) => {
+                self.check_operand_configs(env, &x.cond, ids);
+                self.check_operand_configs(env, &x.then, ids);
+                self.check_operand_configs(env, &x.orelse, ids);
+            }
+            _ => {}
+        }
+    }
+
+    /// Errors found again since `before` (the same message at the same place) are dropped: a
+    /// value checked in parts and then whole reports each problem once.
+    fn drop_repeated_errors(&mut self, before: usize) {
+        let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
+            .iter()
+            .map(|e| (e.msg.clone(), e.span))
+            .collect();
+        let mut i = before;
+        while i < self.errors.len() {
+            let k = (self.errors[i].msg.clone(), self.errors[i].span);
+            if seen.contains(&k) {
+                self.errors.remove(i);
+            } else {
+                seen.push(k);
+                i += 1;
+            }
+        }
     }
 
     /// Whether `got` fits `expected`; if not, upstream's type error at `span` (with a note at
@@ -491,5 +542,20 @@ fn is_str_key(t: &Ty) -> bool {
     match t {
         Ty::Union(ts) => ts.iter().any(stringy),
         t => stringy(t),
+    }
+}
+
+/// The schemas a value of type `t` may be (a schema, or a union of schemas only).
+fn schema_ids(t: &Ty) -> Option<Vec<SchemaId>> {
+    match t {
+        Ty::Schema(id) => Some(vec![*id]),
+        Ty::Union(ts) => ts
+            .iter()
+            .map(|t| match t {
+                Ty::Schema(i) => Some(*i),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
     }
 }
