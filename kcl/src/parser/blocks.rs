@@ -34,6 +34,22 @@ impl<'a> Parser<'a> {
         // `{` ending its line opens upstream's block body: one test on its own line, then a
         // dedent to the closing brace
         let body_indent = self.tk().nl.then(|| self.tk().indent);
+        // the indentation of the line holding `{`: the body must be indented past it
+        let header_indent = (0..=brace)
+            .rev()
+            .find(|&i| i == 0 || self.toks[i].nl)
+            .map_or(0, |i| self.toks[i].indent);
+        if let Some(ind) = body_indent
+            && ind <= header_indent
+            && !self.at_eof()
+        {
+            let t = self.tk();
+            let got = t.tok.describe(self.text(t));
+            self.error(
+                self.tspan(t),
+                format!("expected one of [\"indent\"] got {got}"),
+            );
+        }
         let (test, if_cond, _) = self.parse_test_if_msg();
         self.ctx.pop();
         let t = self.tk();
