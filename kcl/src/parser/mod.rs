@@ -55,6 +55,9 @@ pub(crate) struct Parser<'a> {
     no_schema_brace: bool,
     /// Token positions of the `{` opening the lambda bodies being parsed.
     lambda_braces: Vec<usize>,
+    /// How many `[`/`{` of type annotations enclose the current token (upstream's type parser
+    /// does not read past a line's end there).
+    type_brackets: u32,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
@@ -206,6 +209,7 @@ impl<'a> Parser<'a> {
             line_indent: 0,
             no_schema_brace: false,
             lambda_braces: Vec::new(),
+            type_brackets: 0,
             stmt_start: 0,
             embedded: false,
             want_block: false,
