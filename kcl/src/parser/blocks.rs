@@ -189,7 +189,8 @@ impl<'a> Parser<'a> {
         let saved = self.no_schema_brace;
         self.no_schema_brace = false;
         let t = self.tk();
-        let body = if t.nl {
+        let block = t.nl;
+        let body = if block {
             self.parse_block_stmts(t.indent, true)
         } else {
             self.parse_inline_stmts()
@@ -198,6 +199,8 @@ impl<'a> Parser<'a> {
         self.ctx.pop();
         if !self.expect(Tok::RBrace, "}") {
             self.skip_to_closer(Tok::RBrace);
+        } else if block {
+            self.after_block_lambda = Some(self.pos);
         }
         self.lambda_braces.pop();
         let l = LambdaExpr { params, ret, body };

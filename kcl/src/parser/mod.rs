@@ -58,6 +58,9 @@ pub(crate) struct Parser<'a> {
     /// How many `[`/`{` of type annotations enclose the current token (upstream's type parser
     /// does not read past a line's end there).
     type_brackets: u32,
+    /// The token after the `}` closing a lambda whose body is a block: at the end of the file
+    /// upstream's parser finds a newline there where it wants a `)` (a `]` finds the end).
+    after_block_lambda: Option<usize>,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
@@ -210,6 +213,7 @@ impl<'a> Parser<'a> {
             no_schema_brace: false,
             lambda_braces: Vec::new(),
             type_brackets: 0,
+            after_block_lambda: None,
             stmt_start: 0,
             embedded: false,
             want_block: false,
@@ -377,7 +381,9 @@ impl<'a> Parser<'a> {
         }
         if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket | Tok::RParen) {
             let (_, span) = self.describe_current();
-            if let Some(brace) = self.newline_at_eof() {
+            if t == Tok::RParen && self.after_block_lambda == Some(self.pos) {
+                self.error(span, format!("expected one of [\"{name}\"] got newline"));
+            } else if let Some(brace) = self.newline_at_eof() {
                 // a `{` or `[` ending its line opens a block of entries: at the end of the
                 // file upstream's parser finds the last newline where it wants another entry
                 // (or, in a one-line `{`, its `}`)
