@@ -142,7 +142,10 @@ impl<'a> Parser<'a> {
                 self.type_brackets += 1;
                 let mut k = None;
                 let mut v = None;
-                if !self.at(Tok::RBrace) {
+                if self.at(Tok::RBrace) {
+                    // `{}` is no type: upstream wants its key type
+                    self.expected(TYPE_START);
+                } else {
                     if !self.at(Tok::Colon) {
                         k = Some(Box::new(self.parse_type()));
                     }
