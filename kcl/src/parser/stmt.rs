@@ -458,6 +458,13 @@ impl<'a> Parser<'a> {
         if matches!(t.tok, Tok::Ident(_) | Tok::Str { .. }) {
             return self.parse_attr_or_annotated(lo, decorators, body);
         }
+        // in a schema body a decorator decorates an attribute: at the end of the file upstream
+        // finds the body's dedent instead
+        if body == Body::Schema && self.line_indent > 0 && self.at_eof() {
+            let (_, span) = self.describe_current();
+            self.error(span, "expected one of [\"identifier\"] got dedent");
+            return None;
+        }
         self.expected(&["schema", "rule", "identifier"]);
         None
     }
