@@ -1,5 +1,5 @@
 //! The parts of the public face that are not plain re-exports: the static check of a loaded
-//! program, JSON <-> KCL value conversions, and [`RuleProgram`], the narrow handle a host (the
+//! program, a few value helpers, and [`RuleProgram`], the narrow handle a host (the
 //! policy plugin) uses to instantiate a program's rules one at a time without reaching into the
 //! evaluator.
 
@@ -21,17 +21,6 @@ pub fn check(program: &Program) -> Result<(), EvalError> {
 /// Whether `name` is a KCL keyword (so not usable as a plain identifier).
 pub fn is_keyword(name: &str) -> bool {
     crate::lexer::KEYWORDS.contains(&name)
-}
-
-/// A JSON value as a KCL value (objects become dicts in key order, `null` becomes `None`).
-pub fn from_json(j: &serde_json::Value) -> Value {
-    crate::builtins::from_json_value(j)
-}
-
-/// A KCL value as JSON (`None`/`Undefined`/functions become `null`, undefined attributes are
-/// left out, schema instances become objects).
-pub fn to_json(v: &Value) -> serde_json::Value {
-    crate::builtins::to_json_value(v)
 }
 
 /// Helpers for hosts that build and read values without the evaluator's internals.

@@ -59,8 +59,7 @@ pub use parser::{parse_file, parse_registered, parse_source, parse_with_errors};
 pub use parser::loader::{ImportTarget, LoadOptions, Program, find_mod_root, load_program};
 
 pub use api::{
-    Binding, CheckFailure, Declared, RuleProgram, RuleSession, RuleType, Verdict, check, from_json,
-    is_keyword, to_json,
+    Binding, CheckFailure, Declared, RuleProgram, RuleSession, RuleType, Verdict, check, is_keyword,
 };
 pub use eval::{EvalError, PluginHook};
 pub use limits::Limits;
@@ -68,6 +67,7 @@ pub use overrides::override_file;
 pub use run::{
     Allow, KclError, ParseCache, Rendering, RunOptions, RunOutput, run, run_full, run_parts,
 };
+pub use value::json::{from_json, to_json};
 pub use value::{ErrKind, Value};
 
 // For this crate's integration tests, benches and fuzz targets only (see the README).

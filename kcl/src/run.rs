@@ -167,7 +167,7 @@ fn apply_settings(
                     else {
                         return Err(invalid());
                     };
-                    args.push((k.to_string(), crate::builtins::from_yaml_value(v)));
+                    args.push((k.to_string(), crate::value::json::from_yaml(v)));
                 }
             }
             None | Some(serde_yaml_ng::Value::Null) => {}

@@ -11,8 +11,8 @@
 //!   (a list of [`Name`]s); in expressions `a.b` is a [`ExprKind::Selector`] chain.
 //! * Parenthesised expressions are kept ([`ExprKind::Paren`]) so the formatter can print them.
 //!
-//! One file because it is the node types only (and their spans): the whole tree can be read in
-//! one place, in grammar order.
+//! Over 800 lines: it is the node types only (and their spans), one idea; the whole tree is
+//! read in one place, in grammar order.
 
 pub mod span;
 pub mod symbol;

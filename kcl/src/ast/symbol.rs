@@ -30,6 +30,8 @@ impl Symbol {
         if let Some(&sym) = map.get(s) {
             return sym;
         }
+        // a standard interner: one copy per distinct name, never freed, so `as_str` can hand
+        // out `&'static str` without a lock held by the caller
         let leaked: &'static str = Box::leak(s.to_owned().into_boxed_str());
         let mut strs = i.strs.write().unwrap_or_else(|e| e.into_inner());
         let sym = Symbol(strs.len() as u32);

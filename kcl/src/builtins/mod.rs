@@ -1,11 +1,16 @@
-//! Builtin functions, string methods and the system modules.
+//! Builtin functions (numeric ones in `num.rs`, `option()` in `option.rs`), string methods
+//! (`strs.rs`, `pyfmt.rs`) and the system modules (`sys`).
 
+mod num;
+mod option;
 mod pyfmt;
 mod strs;
 mod sys;
 
 use crate::value::{self, Dict, Host, RtError, RtResult, Str, Value};
 
+use num::{b_abs, b_bin, b_float, b_hex, b_int, b_oct, b_pow, b_round};
+use option::b_option;
 pub use strs::{METHODS as STR_METHODS, call_method, str_method};
 pub use sys::{system_member, system_module_name};
 
@@ -201,119 +206,6 @@ fn b_min(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value
     minmax(args, std::cmp::Ordering::Less, "min")
 }
 
-fn b_abs(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    // upstream's abs is Undefined for anything but an int or a float (bools included)
-    match req(args, kw, 0, "inval", "abs")? {
-        Value::Int(i) => Ok(Value::Int(i.abs())),
-        Value::Float(f) => Ok(Value::Float(f.abs())),
-        _ => Ok(Value::Undefined),
-    }
-}
-
-fn b_int(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let v = arg(args, kw, 0, "number").cloned().unwrap_or(Value::Int(0));
-    let base = arg(args, kw, 1, "base")
-        .and_then(|b| b.as_int())
-        .unwrap_or(10);
-    match &v {
-        Value::Int(_) => Ok(v),
-        Value::Bool(b) => Ok(Value::Int(*b as i64)),
-        Value::Float(f) => Ok(Value::Int(f.trunc() as i64)),
-        Value::Unit(u) => Ok(Value::Int(u.value().trunc() as i64)),
-        Value::Str(s) => str_to_int(s, base),
-        other => Err(RtError::eval(format!(
-            "int() argument must be a string or a number, not '{}'",
-            other.type_name()
-        ))),
-    }
-}
-
-/// `int(s, base)` as upstream: base 10 takes a unit literal (`1Ki`) or Rust's integer syntax
-/// (no spaces or underscores; its parse error is the message); another base drops its `0x`,
-/// `0o` or `0b` prefix and fails with Python's words; a base outside 2..=36 is Rust's panic.
-fn str_to_int(s: &str, base: i64) -> RtResult<Value> {
-    if base == 10 {
-        if s.is_empty() {
-            return Err(RtError::eval("number can't be empty"));
-        }
-        let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
-        if let Some((n, suf)) = value::parse_unit_suffix(digits)
-            && digits[..digits.len() - suf.len()]
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        {
-            let v = (n * value::unit_multiplier(suf).unwrap_or(1.0)) as i64;
-            return Ok(Value::Int(if s.starts_with('-') { -v } else { v }));
-        }
-        return s.parse::<i64>().map(Value::Int).map_err(|e| {
-            RtError::eval(format!(
-                "called `Result::unwrap()` on an `Err` value: {e:?}"
-            ))
-        });
-    }
-    if !(2..=36).contains(&base) {
-        return Err(RtError::eval(format!(
-            "from_ascii_radix: radix must lie in the range `[2, 36]` - found {base}"
-        )));
-    }
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let prefix = match base {
-        16 => ["0x", "0X"],
-        8 => ["0o", "0O"],
-        2 => ["0b", "0B"],
-        _ => ["", ""],
-    };
-    let digits = prefix
-        .iter()
-        .find_map(|p| body.strip_prefix(p).filter(|_| !p.is_empty()))
-        .unwrap_or(body);
-    // from_str_radix takes a sign itself: one was already taken
-    let ok = !digits.starts_with(['+', '-']);
-    match i64::from_str_radix(digits, base as u32) {
-        Ok(n) if ok => Ok(Value::Int(if neg { -n } else { n })),
-        _ => Err(RtError::eval(format!(
-            "invalid literal for int() with base {base}: '{s}'"
-        ))),
-    }
-}
-
-fn b_float(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let v = arg(args, kw, 0, "number")
-        .cloned()
-        .unwrap_or(Value::Float(0.0));
-    match float_of(v)? {
-        // upstream refuses an infinite float here (and names it `inf` whatever its sign)
-        Value::Float(f) if f.is_infinite() => Err(RtError::eval(
-            "inf: A 64-bit floating point number overflow",
-        )),
-        v => Ok(v),
-    }
-}
-
-fn float_of(v: Value) -> RtResult<Value> {
-    match &v {
-        Value::Float(_) => Ok(v),
-        Value::Int(i) => Ok(Value::Float(*i as f64)),
-        Value::Bool(b) => Ok(Value::Float(*b as i64 as f64)),
-        Value::Unit(u) => Ok(Value::Float(u.value())),
-        Value::Str(s) => {
-            // Rust's float syntax, as upstream: no spaces or underscores; inf and nan spelled
-            // any case
-            s.parse::<f64>().ok().map(Value::Float).ok_or_else(|| {
-                RtError::eval(format!("invalid literal for float() with base 10: '{s}'"))
-            })
-        }
-        // upstream converts anything else through its text, which never parses as a float
-        other => Err(RtError::eval(format!(
-            "invalid literal for float() with base 10: '{}'",
-            value::to_str(other)
-        ))),
-    }
-}
-
 fn b_str(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     Ok(match arg(args, kw, 0, "x") {
         Some(v) => Value::from(value::to_str(v)),
@@ -378,111 +270,11 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
             format!("{}.{}", s.pkg, s.name)
         }
         Value::Schema(s) => s.name.to_string(),
-        Value::Func(f) if matches!(&**f, value::Func::User { data, .. } if data.is::<crate::eval::SchemaType>()) => {
-            "type".into()
-        }
+        Value::Func(f) if matches!(&**f, value::Func::User { is_type: true, .. }) => "type".into(),
         Value::None => "None".into(),
         Value::Undefined => "Undefined".into(),
         other => other.type_name(),
     }))
-}
-
-fn json_guess(s: &str) -> Value {
-    match serde_json::from_str::<serde_json::Value>(s) {
-        Ok(j) if !j.is_string() => from_json_value(&j),
-        _ => Value::str(s),
-    }
-}
-
-/// `option()` type conversion, upstream's rules: `-D` values arrive as raw strings and are
-/// read as JSON first (`parse`); a default is converted as written. A value that does not fit
-/// `bool` is Undefined; an unparsable string is 0.0 as a float and an error as an int.
-fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
-    let bad = |v: &Value, t: &str| {
-        RtError::eval(format!("cannot use '{}' as type '{t}'", value::to_str(v)))
-    };
-    let v = match &v {
-        Value::Str(s) if parse && ty != Some("str") => json_guess(s),
-        // for type str a number or boolean stays as written (`12e1` is not 120), a JSON
-        // string is its text, and a list, dict or null is refused
-        Value::Str(s) if parse => match serde_json::from_str::<serde_json::Value>(s) {
-            Ok(serde_json::Value::String(t)) => Value::str(&t),
-            Ok(j @ (serde_json::Value::Array(_) | serde_json::Value::Object(_))) => {
-                return Err(bad(&from_json_value(&j), "str"));
-            }
-            Ok(serde_json::Value::Null) => return Err(bad(&Value::None, "str")),
-            _ => v,
-        },
-        _ => v,
-    };
-    Ok(match ty {
-        None | Some("") | Some("any") => v,
-        Some("str") => match &v {
-            Value::Str(_) => v,
-            Value::Bool(b) => Value::from(if *b { "true" } else { "false" }),
-            Value::Int(i) => Value::from(i.to_string()),
-            // Rust's float display (`1.0` -> `1`), as upstream formats it
-            Value::Float(f) => Value::from(f.to_string()),
-            _ => return Err(bad(&v, "str")),
-        },
-        Some("bool") => match &v {
-            Value::Bool(_) => v,
-            Value::Int(i) => Value::Bool(*i != 0),
-            Value::Float(f) => Value::Bool(*f != 0.0),
-            Value::Str(s) => Value::Bool(matches!(s.as_ref(), "True" | "true")),
-            _ => Value::Undefined,
-        },
-        Some("int") => match &v {
-            Value::Bool(b) => Value::Int(*b as i64),
-            Value::Int(_) => v,
-            Value::Float(f) => Value::Int(*f as i64),
-            Value::Str(s) => match s.parse::<i64>() {
-                Ok(i) => Value::Int(i),
-                Err(_) => return Err(bad(&v, "int")),
-            },
-            _ => return Err(bad(&v, "int")),
-        },
-        Some("float") => match &v {
-            Value::Bool(b) => Value::Float(if *b { 1.0 } else { 0.0 }),
-            Value::Int(i) => Value::Float(*i as f64),
-            Value::Float(_) => v,
-            Value::Str(s) => Value::Float(s.parse::<f64>().unwrap_or(0.0)),
-            _ => return Err(bad(&v, "float")),
-        },
-        Some(t @ ("list" | "dict")) => {
-            let ok = if t == "list" {
-                matches!(v, Value::List(_))
-            } else {
-                v.is_config()
-            };
-            if !ok {
-                return Err(bad(&v, t));
-            }
-            v
-        }
-        Some(t) => return Err(RtError::eval(format!("unknown type '{t}'"))),
-    })
-}
-
-fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let key = str_arg(args, kw, 0, "key", "option")?;
-    let ty = arg(args, kw, 1, "type").map(value::to_str);
-    let required = arg(args, kw, 2, "required").is_some_and(|v| v.truthy());
-    let default = arg(args, kw, 3, "default").cloned();
-    match h.option(&key) {
-        Some(v) => convert_option(v, ty.as_deref(), true),
-        None => {
-            // upstream's message leaves out the `help` text
-            if required && default.is_none() {
-                let msg = format!("option('{key}') must be initialized, try '-D {key}=?' argument");
-                return Err(RtError::eval(msg));
-            }
-            match default {
-                Some(d) if !d.is_none_or_undefined() => convert_option(d, ty.as_deref(), false),
-                _ => Ok(Value::None),
-            }
-        }
-    }
 }
 
 fn b_multiplyof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
@@ -623,121 +415,6 @@ fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
         ))),
     }
 }
-fn int_fmt(args: &[Value], kw: &[(Str, Value)], f: &str, pre: &str, radix: u32) -> RtResult<Value> {
-    let i = req(args, kw, 0, "number", f)?
-        .as_int()
-        .ok_or_else(|| RtError::ty(format!("{f}() expects an int")))?;
-    let digits = match radix {
-        16 => format!("{:x}", i.unsigned_abs()),
-        8 => format!("{:o}", i.unsigned_abs()),
-        _ => format!("{:b}", i.unsigned_abs()),
-    };
-    Ok(Value::from(format!(
-        "{}{pre}{digits}",
-        if i < 0 { "-" } else { "" }
-    )))
-}
-fn b_hex(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    int_fmt(args, kw, "hex", "0x", 16)
-}
-fn b_oct(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    int_fmt(args, kw, "oct", "0o", 8)
-}
-fn b_bin(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    int_fmt(args, kw, "bin", "0b", 2)
-}
-/// `round`, as upstream's runtime: without `ndigits` halves round away from zero and the
-/// result is an int; with it the result is a float (an int too), and a scaled half rounds to
-/// even.
-fn b_round(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let x = req(args, kw, 0, "number", "round")?;
-    let nd = match arg(args, kw, 1, "ndigits") {
-        Some(Value::Int(n)) => Some(*n),
-        _ => None,
-    };
-    let f = match x {
-        Value::Int(i) => {
-            return Ok(match nd {
-                Some(_) => Value::Float(*i as f64),
-                None => Value::Int(*i),
-            });
-        }
-        Value::Float(f) => *f,
-        _ => return Ok(Value::Undefined),
-    };
-    let Some(n) = nd else {
-        return Ok(Value::Int(f.round() as i64));
-    };
-    if n == 0 {
-        return Ok(Value::Float(f.round()));
-    }
-    let (y, pow1, pow2) = if n >= 0 {
-        // as CPython: pow1 * pow2 is 10^n without overflowing either
-        let (pow1, pow2) = if n > 22 {
-            (10f64.powf((n - 22) as f64), 1e22)
-        } else {
-            (10f64.powf(n as f64), 1.0)
-        };
-        let y = (f * pow1) * pow2;
-        if !y.is_finite() {
-            return Ok(Value::Float(f));
-        }
-        (y, pow1, Some(pow2))
-    } else {
-        let pow1 = 10f64.powf(-n as f64);
-        (f / pow1, pow1, None)
-    };
-    let mut z = y.round();
-    if (y - z).abs() == 0.5 {
-        z = 2.0 * (y / 2.0).round();
-    }
-    let z = match pow2 {
-        Some(p2) => (z / p2) / pow1,
-        None => z * pow1,
-    };
-    Ok(if z.is_finite() {
-        Value::Float(z)
-    } else {
-        Value::Undefined
-    })
-}
-/// `pow`: ints to a non-negative power through floats (saturating), as upstream.
-fn b_pow(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let x = req(args, kw, 0, "x", "pow")?;
-    let y = req(args, kw, 1, "y", "pow")?;
-    if let Some(z) = arg(args, kw, 2, "z").filter(|z| !z.is_none_or_undefined()) {
-        let (Value::Int(x), Value::Int(y), Value::Int(m)) = (x, y, z) else {
-            return Err(RtError::eval(
-                "pow() 3rd argument not allowed unless all arguments are integers",
-            ));
-        };
-        if *m == 0 {
-            return Err(RtError::eval("pow() 3rd argument cannot be 0"));
-        }
-        if *y < 0 {
-            return Err(RtError::eval(
-                "pow() 2nd argument cannot be negative when 3rd argument specified",
-            ));
-        }
-        let (mut ans, mut base, m, mut e) = (1i128, *x as i128, *m as i128, *y as i128);
-        while e > 0 {
-            if e % 2 == 1 {
-                ans = (ans * base) % m;
-            }
-            base = (base * base) % m;
-            e /= 2;
-        }
-        return Ok(Value::Int(ans as i64));
-    }
-    Ok(match (x, y) {
-        (Value::Int(x), Value::Int(y)) if *y >= 0 => Value::Int((*x as f64).powf(*y as f64) as i64),
-        (Value::Int(x), Value::Int(y)) => Value::Float((*x as f64).powf(*y as f64)),
-        (Value::Int(x), Value::Float(y)) => Value::Float((*x as f64).powf(*y)),
-        (Value::Float(x), Value::Int(y)) => Value::Float(x.powf(*y as f64)),
-        (Value::Float(x), Value::Float(y)) => Value::Float(x.powf(*y)),
-        _ => Value::Undefined,
-    })
-}
 fn b_enumerate(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let items = req(args, kw, 0, "x", "enumerate")?.iter_items()?;
     Ok(Value::from(
@@ -811,80 +488,6 @@ pub fn slice(v: &Value, lo: Option<i64>, hi: Option<i64>, step: Option<i64>) -> 
             "invalid slice object {}",
             other.type_name()
         ))),
-    }
-}
-
-/// Value to JSON (for plugins and `json.encode`-like needs).
-pub fn to_json_value(v: &Value) -> serde_json::Value {
-    match v {
-        Value::None | Value::Undefined | Value::Func(_) => serde_json::Value::Null,
-        Value::Bool(b) => (*b).into(),
-        Value::Int(i) => (*i).into(),
-        Value::Float(f) => serde_json::Number::from_f64(*f)
-            .map(serde_json::Value::Number)
-            .unwrap_or(serde_json::Value::Null),
-        Value::Unit(u) => serde_json::Number::from_f64(u.value())
-            .map(serde_json::Value::Number)
-            .unwrap_or(serde_json::Value::Null),
-        Value::Str(s) => serde_json::Value::String(s.to_string()),
-        Value::List(l) => serde_json::Value::Array(l.iter().map(to_json_value).collect()),
-        Value::Dict(_) | Value::Schema(_) => {
-            let mut m = serde_json::Map::new();
-            for (k, x) in &v.as_dict().unwrap().map {
-                if !x.is_undefined() {
-                    m.insert(k.to_string(), to_json_value(x));
-                }
-            }
-            serde_json::Value::Object(m)
-        }
-    }
-}
-
-pub fn from_json_value(j: &serde_json::Value) -> Value {
-    match j {
-        serde_json::Value::Null => Value::None,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        serde_json::Value::String(s) => Value::str(s),
-        serde_json::Value::Array(a) => {
-            Value::from(a.iter().map(from_json_value).collect::<Vec<_>>())
-        }
-        serde_json::Value::Object(o) => {
-            let mut d = Dict::with_capacity(o.len());
-            for (k, v) in o {
-                d.map.insert(Str::from(k.as_str()), from_json_value(v));
-            }
-            Value::from(d)
-        }
-    }
-}
-
-pub fn from_yaml_value(y: &serde_yaml_ng::Value) -> Value {
-    use serde_yaml_ng::Value as Y;
-    match y {
-        Y::Null => Value::None,
-        Y::Bool(b) => Value::Bool(*b),
-        Y::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        Y::String(s) => Value::str(s),
-        Y::Sequence(a) => Value::from(a.iter().map(from_yaml_value).collect::<Vec<_>>()),
-        Y::Mapping(m) => {
-            let mut d = Dict::with_capacity(m.len());
-            for (k, v) in m {
-                let key = match k {
-                    Y::String(s) => s.clone(),
-                    other => value::to_str(&from_yaml_value(other)),
-                };
-                d.map.insert(Str::from(key.as_str()), from_yaml_value(v));
-            }
-            Value::from(d)
-        }
-        Y::Tagged(t) => from_yaml_value(&t.value),
     }
 }
 

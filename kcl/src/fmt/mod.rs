@@ -8,8 +8,8 @@
 //! value; the formatter is idempotent and the AST (spans aside) is preserved, which the tests
 //! and `kcl fmt --verify` check with [`ast_fingerprint`].
 //!
-//! Over 800 lines: it is one printer, a walk of the syntax tree whose statement and expression
-//! rules share the comment and line-break bookkeeping.
+//! Over 800 lines: it is one printer, a walk of the syntax tree whose statement and
+//! expression rules share the comment and line-break bookkeeping.
 
 use crate::ast::*;
 use crate::diag::Diagnostics;

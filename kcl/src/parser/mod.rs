@@ -5,10 +5,15 @@
 //! A newline ends an expression except inside parentheses; at module/statement level (outside
 //! any bracket) a newline where an operand is required is an error, inside `[]`/`{}` it is not.
 
+mod blocks;
+mod collections;
 mod expr;
 pub mod generate;
+mod imports;
+mod literals;
 pub mod loader;
 pub mod merge;
+mod schema;
 mod stmt;
 pub(crate) mod strings;
 mod types;
@@ -50,6 +55,12 @@ pub(crate) struct Parser<'a> {
     no_schema_brace: bool,
     /// Token positions of the `{` opening the lambda bodies being parsed.
     lambda_braces: Vec<usize>,
+    /// How many `[`/`{` of type annotations enclose the current token (upstream's type parser
+    /// does not read past a line's end there).
+    type_brackets: u32,
+    /// The token after the `}` closing a lambda whose body is a block: at the end of the file
+    /// upstream's parser finds a newline there where it wants a `)` (a `]` finds the end).
+    after_block_lambda: Option<usize>,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
@@ -201,6 +212,8 @@ impl<'a> Parser<'a> {
             line_indent: 0,
             no_schema_brace: false,
             lambda_braces: Vec::new(),
+            type_brackets: 0,
+            after_block_lambda: None,
             stmt_start: 0,
             embedded: false,
             want_block: false,
@@ -321,17 +334,18 @@ impl<'a> Parser<'a> {
             };
             // at the end of the file upstream's lexer has ended the last line (a newline), but
             // `[...]` and `{...}` skip newlines (so the next token is the end of file), and the
-            // start of a block finds the end of file or, inside a block, a dedent
-            let what = if t.tok == Tok::Eof
-                && (self.embedded || matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace)))
-            {
-                "eof"
-            } else if t.tok == Tok::Eof && self.want_block {
+            // start of a block (also an `if` entry's, inside braces) finds the end of file or,
+            // on an indented line, a dedent
+            let what = if t.tok == Tok::Eof && self.want_block && !self.embedded {
                 if self.line_indent > 0 {
                     "dedent"
                 } else {
                     "eof"
                 }
+            } else if t.tok == Tok::Eof
+                && (self.embedded || matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace)))
+            {
+                "eof"
             } else if t.tok == Tok::Eof || t.indent == self.line_indent {
                 "newline"
             } else if t.indent > self.line_indent {
@@ -367,7 +381,9 @@ impl<'a> Parser<'a> {
         }
         if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket | Tok::RParen) {
             let (_, span) = self.describe_current();
-            if let Some(brace) = self.newline_at_eof() {
+            if t == Tok::RParen && self.after_block_lambda == Some(self.pos) {
+                self.error(span, format!("expected one of [\"{name}\"] got newline"));
+            } else if let Some(brace) = self.newline_at_eof() {
                 // a `{` or `[` ending its line opens a block of entries: at the end of the
                 // file upstream's parser finds the last newline where it wants another entry
                 // (or, in a one-line `{`, its `}`)

@@ -1,8 +1,5 @@
-//! Statement parsing: simple statements, `if`, `schema`, `rule`, `type`, decorators, and the
-//! indentation that delimits blocks.
-//!
-//! One file because it is one grammar (the statement rules and their error recovery, which
-//! share the block and indentation helpers).
+//! Statement parsing: simple statements, imports, `if`, `type`, decorators, parameters, and the
+//! indentation that delimits blocks; `schema` and `rule` statements are in `schema.rs`.
 
 use super::{MAX_DEPTH, Parser};
 use crate::ast::*;
@@ -19,7 +16,7 @@ pub(crate) enum Body {
 
 /// Tokens no statement of upstream's blocks starts with (`unexpected token`): operators and
 /// punctuation other than brackets and `~`, a sign included.
-fn is_operator_start(tok: Tok) -> bool {
+pub(super) fn is_operator_start(tok: Tok) -> bool {
     matches!(
         tok,
         Tok::Minus
@@ -52,7 +49,7 @@ fn is_operator_start(tok: Tok) -> bool {
 }
 
 impl<'a> Parser<'a> {
-    fn ident_is(&self, n: usize, word: &str) -> bool {
+    pub(super) fn ident_is(&self, n: usize, word: &str) -> bool {
         matches!(self.nth(n).tok, Tok::Ident(s) if s.as_str() == word)
     }
 
@@ -461,6 +458,13 @@ impl<'a> Parser<'a> {
         if matches!(t.tok, Tok::Ident(_) | Tok::Str { .. }) {
             return self.parse_attr_or_annotated(lo, decorators, body);
         }
+        // in a schema body a decorator decorates an attribute: at the end of the file upstream
+        // finds the body's dedent instead
+        if body == Body::Schema && self.line_indent > 0 && self.at_eof() {
+            let (_, span) = self.describe_current();
+            self.error(span, "expected one of [\"identifier\"] got dedent");
+            return None;
+        }
         self.expected(&["schema", "rule", "identifier"]);
         None
     }
@@ -522,7 +526,9 @@ impl<'a> Parser<'a> {
             let nerr = self.errors.len();
             let is_schema_expr = {
                 let mut i = 0;
-                let mut ok = matches!(self.nth(0).tok, Tok::Ident(_));
+                // a builtin type name is a type here (`a: int {` wants `=`), as upstream's
+                let mut ok = matches!(self.nth(0).tok, Tok::Ident(s)
+                    if !matches!(s.as_str(), "int" | "float" | "str" | "bool"));
                 while ok && self.nth(i + 1).tok == Tok::Dot {
                     i += 2;
                     ok = matches!(self.nth(i).tok, Tok::Ident(_));
@@ -722,384 +728,6 @@ impl<'a> Parser<'a> {
                 Some(_) => {}
             }
         }
-    }
-
-    fn parse_schema(
-        &mut self,
-        lo: u32,
-        decorators: Vec<Decorator>,
-        header_indent: u32,
-    ) -> Option<Stmt> {
-        let kw = self.bump();
-        let kind = match self.text(kw) {
-            "mixin" => SchemaKind::Mixin,
-            "protocol" => SchemaKind::Protocol,
-            _ => SchemaKind::Schema,
-        };
-        let name = self.expect_ident()?;
-        let mut params = None;
-        if self.at(Tok::LBracket) {
-            self.bump();
-            self.ctx.push(super::Ctx::Bracket);
-            let p = self.parse_params(Tok::RBracket);
-            self.ctx.pop();
-            self.expect(Tok::RBracket, "]");
-            params = Some(p);
-        }
-        let mut parent = None;
-        if self.at(Tok::LParen) {
-            self.bump();
-            self.ctx.push(super::Ctx::Paren);
-            parent = self.parse_identifier();
-            self.ctx.pop();
-            if !self.expect(Tok::RParen, ")") {
-                // Upstream keeps going token by token from here.
-                self.ctx.push(super::Ctx::Paren);
-                while !self.at(Tok::RParen)
-                    && !self.at(Tok::Colon)
-                    && !self.at_eof()
-                    && !self.tk().nl
-                {
-                    self.bump();
-                }
-                self.ctx.pop();
-                self.eat(Tok::RParen);
-            }
-        }
-        let mut for_host = None;
-        if self.at(Tok::For) {
-            self.bump();
-            for_host = self.parse_identifier();
-        }
-        if !self.expect(Tok::Colon, ":") {
-            self.recover_to_line_end();
-        }
-        let mut s = SchemaStmt {
-            doc: None,
-            name,
-            kind,
-            parent,
-            for_host,
-            params,
-            mixins: Vec::new(),
-            body: Vec::new(),
-            decorators,
-            checks: Vec::new(),
-            index_signature: None,
-        };
-        self.parse_schema_body(&mut s, header_indent);
-        Some(Stmt {
-            kind: StmtKind::Schema(Box::new(s)),
-            span: self.since(lo),
-        })
-    }
-
-    fn parse_schema_body(&mut self, s: &mut SchemaStmt, header_indent: u32) {
-        let t = self.tk();
-        if t.tok == Tok::Eof || (t.nl && t.indent <= header_indent) {
-            // Upstream accepts a schema with an empty body.
-            return;
-        }
-        let ind = if t.nl { t.indent } else { u32::MAX };
-        let mut first = true;
-        let mut checked = false;
-        // upstream takes `mixin [...]` only as the body's first statement (after its doc);
-        // later it is an expression (a subscript of the name `mixin`)
-        let mut mixin_allowed = true;
-        while !self.at_eof() && !self.gave_up() {
-            let t = self.tk();
-            if t.nl && t.indent < ind && !first {
-                break;
-            }
-            // the check block ends the schema body
-            if checked && t.nl && t.indent == ind {
-                let got = t.tok.describe(self.text(t));
-                self.error(
-                    self.tspan(t),
-                    format!("expected one of [\"dedent\"] got {got}"),
-                );
-                self.skip_block(ind.saturating_sub(1));
-                break;
-            }
-            if t.nl && t.indent > ind {
-                self.error(self.tspan(t), "unexpected token 'indent'");
-                self.skip_block(ind);
-                continue;
-            }
-            let start = self.pos;
-            self.stmt_start = self.pos;
-            let lo = t.lo;
-            if first {
-                first = false;
-                if let Tok::Str { raw, triple } = t.tok {
-                    let n1 = self.nth(1);
-                    if n1.nl || n1.tok == Tok::Eof {
-                        self.bump();
-                        let v = self.decode_plain_string(t, raw, triple);
-                        s.doc = Some(StrLit {
-                            value: Arc::from(v),
-                            span: self.tspan(t),
-                        });
-                        if ind == u32::MAX {
-                            break;
-                        }
-                        continue;
-                    }
-                }
-            }
-            let mixin_stmt = self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket;
-            if mixin_stmt && !std::mem::replace(&mut mixin_allowed, false) {
-                let e = self.parse_expr();
-                let span = e.span;
-                s.body.push(Stmt {
-                    kind: StmtKind::Expr(e),
-                    span,
-                });
-            } else if mixin_stmt {
-                self.bump();
-                self.bump();
-                self.ctx.push(super::Ctx::Bracket);
-                while !self.at(Tok::RBracket) && !self.at_eof() {
-                    match self.parse_identifier() {
-                        Some(id) => s.mixins.push(id),
-                        None => break,
-                    }
-                    if !self.eat(Tok::Comma) {
-                        break;
-                    }
-                }
-                self.ctx.pop();
-                self.expect(Tok::RBracket, "]");
-            } else if self.ident_is(0, "check") && self.nth(1).tok == Tok::Colon {
-                let check_indent = if t.nl { t.indent } else { self.line_indent };
-                self.bump();
-                self.bump();
-                let checks = self.parse_check_block(check_indent);
-                s.checks.extend(checks);
-                checked = true;
-            } else if self.at(Tok::LBracket) && self.looks_like_index_signature() {
-                let sig = self.parse_index_signature();
-                if s.index_signature.is_some() {
-                    self.error(
-                        sig.span,
-                        "duplicate schema index signature definitions, only one is allowed in the schema",
-                    );
-                }
-                s.index_signature = Some(sig);
-            } else if is_operator_start(self.tok()) {
-                // upstream reads a schema body's statement (not one of its `if` blocks) as an
-                // expression: a sign starts one (`- 1`), other operators are no expression
-                if matches!(self.tok(), Tok::Minus | Tok::Plus) {
-                    let e = self.parse_expr();
-                    let span = e.span;
-                    s.body.push(Stmt {
-                        kind: StmtKind::Expr(e),
-                        span,
-                    });
-                } else {
-                    let t = self.tk();
-                    let what = t.tok.describe(self.text(t));
-                    self.error(
-                        self.tspan(t),
-                        format!(
-                            "expected one of [\"identifier\", \"literal\", \"(\", \"[\", \"{{\"] got {what}"
-                        ),
-                    );
-                    self.recover_to_line_end();
-                }
-            } else if let Some(st) = self.parse_stmt_in(Body::Schema) {
-                s.body.push(st);
-            }
-            mixin_allowed = false;
-            // an operator after a statement on its line starts the next statement (above)
-            if self.pos == start || self.tk().nl || !is_operator_start(self.tok()) {
-                self.finish_stmt(start);
-            }
-            let _ = lo;
-            if ind == u32::MAX {
-                break;
-            }
-        }
-    }
-
-    fn looks_like_index_signature(&self) -> bool {
-        // `[name: T]:`, `[T]:`, `[...T]:` — find the matching `]` and check for `:` after it.
-        let mut depth = 0;
-        let mut i = 0;
-        loop {
-            let t = self.nth(i);
-            match t.tok {
-                Tok::LBracket => depth += 1,
-                Tok::RBracket => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return self.nth(i + 1).tok == Tok::Colon;
-                    }
-                }
-                Tok::Eof => return false,
-                _ => {}
-            }
-            i += 1;
-            if i > 64 {
-                return false;
-            }
-        }
-    }
-
-    fn parse_index_signature(&mut self) -> IndexSignature {
-        let lo = self.bump().lo;
-        self.ctx.push(super::Ctx::Bracket);
-        let mut any_other = false;
-        let mut key_name = None;
-        if self.eat(Tok::Ellipsis) {
-            any_other = true;
-        }
-        if let Tok::Ident(sym) = self.tok()
-            && self.nth(1).tok == Tok::Colon
-        {
-            let t = self.bump();
-            key_name = Some(Name {
-                sym,
-                span: self.tspan(t),
-            });
-            self.bump();
-            if self.eat(Tok::Ellipsis) {
-                any_other = true;
-            }
-        }
-        let key_ty = self.parse_type();
-        self.ctx.pop();
-        self.expect(Tok::RBracket, "]");
-        self.expect(Tok::Colon, ":");
-        let value_ty = self.parse_type();
-        let value = if self.at(Tok::Assign) && !self.at_line_break() {
-            self.bump();
-            Some(self.parse_expr())
-        } else {
-            None
-        };
-        IndexSignature {
-            key_name,
-            key_ty,
-            value_ty,
-            value,
-            any_other,
-            span: self.since(lo),
-        }
-    }
-
-    fn parse_check_block(&mut self, header_indent: u32) -> Vec<CheckExpr> {
-        let mut out = Vec::new();
-        let t = self.tk();
-        if !t.nl && t.tok != Tok::Eof {
-            let lo = t.lo;
-            let (test, if_cond, msg) = self.parse_test_if_msg();
-            out.push(CheckExpr {
-                test,
-                if_cond,
-                msg,
-                span: self.since(lo),
-            });
-            return out;
-        }
-        if t.tok == Tok::Eof || t.indent <= header_indent {
-            self.expected_indent();
-            return out;
-        }
-        let ind = t.indent;
-        while !self.at_eof() && !self.gave_up() {
-            let t = self.tk();
-            if t.nl && t.indent < ind {
-                break;
-            }
-            let start = self.pos;
-            self.stmt_start = self.pos;
-            let lo = t.lo;
-            let (test, if_cond, msg) = self.parse_test_if_msg();
-            out.push(CheckExpr {
-                test,
-                if_cond,
-                msg,
-                span: self.since(lo),
-            });
-            self.finish_stmt(start);
-        }
-        out
-    }
-
-    fn parse_rule(
-        &mut self,
-        lo: u32,
-        decorators: Vec<Decorator>,
-        header_indent: u32,
-    ) -> Option<Stmt> {
-        self.bump();
-        let name = self.expect_ident()?;
-        let mut params = None;
-        if self.at(Tok::LBracket) {
-            self.bump();
-            self.ctx.push(super::Ctx::Bracket);
-            let p = self.parse_params(Tok::RBracket);
-            self.ctx.pop();
-            self.expect(Tok::RBracket, "]");
-            params = Some(p);
-        }
-        let mut parents = Vec::new();
-        if self.at(Tok::LParen) {
-            self.bump();
-            self.ctx.push(super::Ctx::Paren);
-            while !self.at(Tok::RParen) && !self.at_eof() {
-                match self.parse_identifier() {
-                    Some(id) => parents.push(id),
-                    None => break,
-                }
-                if !self.eat(Tok::Comma) {
-                    break;
-                }
-            }
-            self.ctx.pop();
-            self.expect(Tok::RParen, ")");
-        }
-        let mut for_host = None;
-        if self.at(Tok::For) {
-            self.bump();
-            for_host = self.parse_identifier();
-        }
-        if !self.expect(Tok::Colon, ":") {
-            self.recover_to_line_end();
-        }
-        let mut doc = None;
-        let t = self.tk();
-        if let Tok::Str { raw, triple } = t.tok
-            && t.nl
-            && t.indent > header_indent
-            && (self.nth(1).nl || self.nth(1).tok == Tok::Eof)
-        {
-            self.bump();
-            let v = self.decode_plain_string(t, raw, triple);
-            doc = Some(StrLit {
-                value: Arc::from(v),
-                span: self.tspan(t),
-            });
-        }
-        let checks = if doc.is_some() && (self.at_eof() || self.tk().indent <= header_indent) {
-            Vec::new()
-        } else {
-            self.parse_check_block(header_indent)
-        };
-        let r = RuleStmt {
-            doc,
-            name,
-            parents,
-            for_host,
-            params,
-            decorators,
-            checks,
-        };
-        Some(Stmt {
-            kind: StmtKind::Rule(Box::new(r)),
-            span: self.since(lo),
-        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::expr::parse_number;
+use super::literals::parse_number;
 use super::{Ctx, MAX_CHAIN, Parser};
 use crate::ast::*;
 use crate::lexer::Tok;
@@ -60,10 +60,20 @@ impl<'a> Parser<'a> {
     fn parse_type_elem(&mut self) -> Type {
         let t = self.tk();
         let span = self.tspan(t);
-        if self.nl_break() {
+        // inside a type's brackets (not parentheses) the line ends the type too
+        let in_type_brackets =
+            self.type_brackets > 0 && !self.ctx.contains(&Ctx::Paren) && (t.nl || self.at_eof());
+        if self.nl_break() || in_type_brackets {
             // upstream's lexer ends the line first: the type parser finds its newline, not
-            // the dedent after it
-            let (got, span) = self.describe_current();
+            // the dedent (or the end of the file) after it
+            let (got, span) = if in_type_brackets && !self.nl_break() {
+                // at the end of the previous line, as upstream points
+                let p = self.prev();
+                let at = p.hi.saturating_sub(1).max(p.lo);
+                ("newline".to_string(), self.span(at, at + 1))
+            } else {
+                self.describe_current()
+            };
             let got = if got == "dedent" {
                 "newline".into()
             } else {
@@ -112,11 +122,13 @@ impl<'a> Parser<'a> {
             Tok::LBracket => {
                 self.bump();
                 self.ctx.push(Ctx::Bracket);
+                self.type_brackets += 1;
                 let elem = if self.at(Tok::RBracket) {
                     None
                 } else {
                     Some(Box::new(self.parse_type()))
                 };
+                self.type_brackets -= 1;
                 self.ctx.pop();
                 self.expect(Tok::RBracket, "]");
                 return Type {
@@ -127,9 +139,13 @@ impl<'a> Parser<'a> {
             Tok::LBrace => {
                 self.bump();
                 self.ctx.push(Ctx::Brace);
+                self.type_brackets += 1;
                 let mut k = None;
                 let mut v = None;
-                if !self.at(Tok::RBrace) {
+                if self.at(Tok::RBrace) {
+                    // `{}` is no type: upstream wants its key type
+                    self.expected(TYPE_START);
+                } else {
                     if !self.at(Tok::Colon) {
                         k = Some(Box::new(self.parse_type()));
                     }
@@ -138,6 +154,7 @@ impl<'a> Parser<'a> {
                         v = Some(Box::new(self.parse_type()));
                     }
                 }
+                self.type_brackets -= 1;
                 self.ctx.pop();
                 self.expect(Tok::RBrace, "}");
                 return Type {

@@ -37,6 +37,19 @@ impl<'a> Checker<'a> {
                 self.check_schema_config(env, entries, &ids);
                 return;
             }
+            // a union of schemas and types no config fits (no dict): the schemas' members
+            (ExprKind::Config(entries), Ty::Union(_))
+                if schema_ids(expected).is_some_and(|(_, mixed)| mixed) =>
+            {
+                let (ids, _) = schema_ids(expected).unwrap_or_default();
+                let before = self.errors.len();
+                self.mixed_union = true;
+                self.check_schema_config(env, entries, &ids);
+                self.mixed_union = false;
+                if self.errors.len() > before {
+                    return;
+                }
+            }
             (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
                 self.check_dict_config(env, entries, expected, kt, vt, def);
                 return;
@@ -80,26 +93,94 @@ impl<'a> Checker<'a> {
                 self.check_value(env, left, expected, span, def);
                 self.check_value(env, right, expected, span, def);
                 // the sides' own errors were found once already
-                let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
-                    .iter()
-                    .map(|e| (e.msg.clone(), e.span))
-                    .collect();
-                let mut i = before;
-                while i < self.errors.len() {
-                    let k = (self.errors[i].msg.clone(), self.errors[i].span);
-                    if seen.contains(&k) {
-                        self.errors.remove(i);
-                    } else {
-                        seen.push(k);
-                        i += 1;
-                    }
-                }
+                self.drop_repeated_errors(before);
+                return;
+            }
+            // any other operator, a conditional or a quantifier: upstream checks the config
+            // literals among its operands (not inside calls, subscripts or lists) against the
+            // schema, list or dict type expected of the whole, before the expression's own type
+            (
+                ExprKind::Unary { .. }
+                | ExprKind::Binary { .. }
+                | ExprKind::Compare(_)
+                | ExprKind::If(_)
+                | ExprKind::Quant(_),
+                _,
+            ) if schema_ids(expected).is_some()
+                || matches!(expected, Ty::List(_) | Ty::Dict(..)) =>
+            {
+                let before = self.errors.len();
+                self.check_operand_configs(env, inner, expected);
+                let got = self.infer(env, e);
+                self.fits(&got, expected, span, def);
+                self.drop_repeated_errors(before);
                 return;
             }
             _ => {}
         }
         let got = self.infer(env, e);
         self.fits(&got, expected, span, def);
+    }
+
+    /// The config literals among the operands of `e` (through parentheses, operators,
+    /// conditionals and quantifier targets) checked against `expected` (schemas, a list's
+    /// item type, a dict's types), without their own type compared to it.
+    fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty) {
+        match &e.kind {
+            ExprKind::Config(entries) => match (schema_ids(want), want) {
+                (Some((schemas, mixed)), _) => {
+                    self.mixed_union = mixed;
+                    self.check_schema_config(env, entries, &schemas);
+                    self.mixed_union = false;
+                }
+                (None, Ty::List(et)) => {
+                    self.check_dict_config(env, entries, want, &Ty::Any, et, None)
+                }
+                (None, Ty::Dict(kt, vt)) => {
+                    self.check_dict_config(env, entries, want, kt, vt, None)
+                }
+                _ => {}
+            },
+            ExprKind::Quant(q) => self.check_operand_configs(env, &q.target, want),
+            ExprKind::Paren(x) | ExprKind::Unary { operand: x, .. } => {
+                self.check_operand_configs(env, x, want)
+            }
+            ExprKind::Binary { left, right, .. } => {
+                self.check_operand_configs(env, left, want);
+                self.check_operand_configs(env, right, want);
+            }
+            ExprKind::Compare(c) => {
+                self.check_operand_configs(env, &c.left, want);
+                for (_, r) in c.ops.iter() {
+                    self.check_operand_configs(env, r, want);
+                }
+            }
+            ExprKind::If(x) => {
+                self.check_operand_configs(env, &x.cond, want);
+                self.check_operand_configs(env, &x.then, want);
+                self.check_operand_configs(env, &x.orelse, want);
+            }
+            _ => {}
+        }
+    }
+
+    /// Errors found again since `before` (the same message at the same place) are dropped: a
+    /// value checked in parts and then whole reports each problem once.
+    fn drop_repeated_errors(&mut self, before: usize) {
+        let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
+            .iter()
+            .map(|e| (e.msg.clone(), e.span))
+            .collect();
+        let mut i = before;
+        while i < self.errors.len() {
+            let k = (self.errors[i].msg.clone(), self.errors[i].span);
+            if seen.contains(&k) {
+                self.errors.remove(i);
+            } else {
+                seen.push(k);
+                i += 1;
+            }
+        }
     }
 
     /// Whether `got` fits `expected`; if not, upstream's type error at `span` (with a note at
@@ -433,6 +514,13 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn cannot_add(&mut self, ids: &[SchemaId], name: &Symbol) -> String {
+        if let ([id], true) = (ids, self.mixed_union) {
+            return format!(
+                "Cannot add member '{}' to 'schema {}'",
+                name.as_str(),
+                self.schema_name(*id)
+            );
+        }
         if ids.len() > 1 {
             let names: Vec<&str> = ids.iter().map(|i| self.schema_name(*i)).collect();
             // (the suggestions: every member schema's own attributes)
@@ -491,5 +579,26 @@ fn is_str_key(t: &Ty) -> bool {
     match t {
         Ty::Union(ts) => ts.iter().any(stringy),
         t => stringy(t),
+    }
+}
+
+/// The schemas a config literal of type `t` must be one of (a schema, or the schemas of a
+/// union no other member of which takes a config), and whether the union has other members.
+fn schema_ids(t: &Ty) -> Option<(Vec<SchemaId>, bool)> {
+    match t {
+        Ty::Schema(id) => Some((vec![*id], false)),
+        Ty::Union(ts) => {
+            let ids: Vec<SchemaId> = ts
+                .iter()
+                .filter_map(|t| match t {
+                    Ty::Schema(i) => Some(*i),
+                    _ => None,
+                })
+                .collect();
+            let takes_config = ts.iter().any(|t| matches!(t, Ty::Dict(..) | Ty::Any));
+            let mixed = ids.len() < ts.len();
+            (!ids.is_empty() && !takes_config).then_some((ids, mixed))
+        }
+        _ => None,
     }
 }

@@ -22,6 +22,7 @@
 //! and cached per schema; nothing is allocated for expressions that need no check.
 
 mod calls;
+mod config;
 mod fit;
 mod infer;
 mod ops;
@@ -177,6 +178,13 @@ struct Checker<'a> {
     /// inferred for them (see `lookup_at`).
     key_want: rustc_hash::FxHashSet<Span>,
     key_tys: FxHashMap<Span, Ty>,
+    /// How deep in `if` statements of a schema body the statement being checked is.
+    schema_if_depth: u32,
+    /// Attributes declared inside `if` statements of a schema body: the first type and where.
+    schema_nested: FxHashMap<(SchemaId, Symbol), (Ty, Span)>,
+    /// A config literal is being checked against the schemas of a union that also holds other
+    /// types: upstream names the schemas as a union ("to 'schema S'").
+    mixed_union: bool,
 }
 
 /// Lexical context of the expression being checked.
@@ -252,6 +260,9 @@ impl<'a> Checker<'a> {
             early_scope: false,
             key_want: Default::default(),
             key_tys: FxHashMap::default(),
+            schema_if_depth: 0,
+            schema_nested: FxHashMap::default(),
+            mixed_union: false,
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {

@@ -54,12 +54,18 @@ impl<'a> Checker<'a> {
             // it does not), and upstream says it was declared at the latest declaration
             let mut unified = Vec::new();
             public_unifications(s, &mut unified);
+            let mut unknown_schema = false;
             for (n, sp, schema) in unified {
-                // (an unknown schema is the resolver's error, which upstream reports first)
+                // (an unknown schema is the resolver's error, which upstream reports before
+                // any later reassignment: the scan stops there)
                 if schema.is_some_and(|sc| !self.name_defined(&Env::top(pkg, sp.file), sc)) {
+                    unknown_schema = true;
                     continue;
                 }
                 first.insert(n, sp);
+            }
+            if unknown_schema {
+                break;
             }
         }
         // upstream's resolver then declares the package's variables in order: type aliases,
@@ -331,13 +337,22 @@ impl<'a> Checker<'a> {
             }
             StmtKind::If(i) => {
                 self.infer(env, &i.cond);
+                let in_schema = u32::from(env.schema.is_some());
+                self.schema_if_depth += in_schema;
                 for s in i.body.iter().chain(&i.orelse) {
                     self.stmt(env, s);
                 }
+                self.schema_if_depth -= in_schema;
             }
             StmtKind::SchemaAttr(a) => {
                 self.decorator_args(env, &a.decorators);
                 self.check_type_names(env, &a.ty);
+                if self.schema_if_depth > 0
+                    && let Some(id) = env.schema
+                {
+                    self.nested_schema_attr(env, id, a);
+                    return;
+                }
                 if let Some(v) = &a.value {
                     let ty = self.resolve_type(env.pkg, env.file, &a.ty);
                     // a list of config literals as an attribute's default is not checked item
@@ -559,6 +574,56 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::IndexSignature, msg, a.name.span);
                 return;
             }
+        }
+    }
+
+    /// An attribute declared inside an `if` of a schema body, as upstream's resolver takes it
+    /// (an annotated assignment): a type declared for it before (in the body or an earlier
+    /// `if`) must fit the new one, and the value is checked against the body's declaration
+    /// wherever it is, else the earlier one, else its own type.
+    fn nested_schema_attr(&mut self, env: &Env, id: SchemaId, a: &ast::SchemaAttr) {
+        let new = self.resolve_type(env.pkg, env.file, &a.ty);
+        let in_body = self.schemas[id.0]
+            .stmt
+            .body
+            .iter()
+            .find_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(b) if b.name.sym == a.name.sym => Some(b),
+                _ => None,
+            })
+            .map(|b| (self.resolve_type(env.pkg, env.file, &b.ty), b.name.span));
+        let earlier = match &in_body {
+            Some((t, at)) if at.lo < a.name.span.lo => Some((t.clone(), *at)),
+            _ => self.schema_nested.get(&(id, a.name.sym)).cloned(),
+        };
+        if let Some((old, at)) = &earlier
+            && !assignable(old, &new, &|x, y| self.is_sub_schema(x, y))
+        {
+            let msg = format!(
+                "can not change the type of '{}' to {}",
+                a.name.sym,
+                self.ty_str(&new)
+            );
+            let note = format!("expected {}", self.ty_str(old));
+            let e = EvalError::new(ErrKind::Type, msg, Some(a.name.span.shrink_to_lo()))
+                .with_note(at.shrink_to_lo(), note);
+            self.errors.push(e);
+        }
+        let want = in_body
+            .map(|(t, _)| t)
+            .or_else(|| earlier.map(|(t, _)| t))
+            .unwrap_or_else(|| new.clone());
+        self.schema_nested
+            .entry((id, a.name.sym))
+            .or_insert((new, a.name.span));
+        match &a.value {
+            Some(v) if matches!(a.op, Some(ast::AttrOp::Assign) | None) => {
+                self.check_value(env, v, &want, a.name.span, Some(a.name.span))
+            }
+            Some(v) => {
+                self.infer(env, v);
+            }
+            None => {}
         }
     }
 

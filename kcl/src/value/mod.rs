@@ -5,10 +5,12 @@
 //! Dict keys are [`Str`] (a thin `Rc<str>`) so the same key string is shared by every dict that
 //! uses it.
 
+pub(crate) mod json;
 mod num;
 mod ops;
 mod rcstr;
 mod strfmt;
+mod union;
 
 use std::any::Any;
 use std::fmt;
@@ -18,11 +20,9 @@ use indexmap::IndexMap;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
-pub use ops::{
-    BinOp, CmpOp, binary, check_union, compare, merge_entry_with, unary_invert, unary_neg,
-    unary_not, unary_pos, union, union_with,
-};
+pub use ops::{BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos};
 pub use strfmt::to_str;
+pub use union::{check_union, merge_entry_with, union, union_with};
 
 pub use rcstr::Str;
 /// Insertion-ordered map used by dicts and schema instances.
@@ -375,10 +375,12 @@ pub enum Func {
         name: Str,
         recv: Value,
     },
-    /// Anything the evaluator defines (lambdas, schema types); opaque here.
+    /// Anything the evaluator defines (lambdas, schema types); opaque here but for `is_type`
+    /// (a schema or rule type, for which `typeof` says "type").
     User {
         name: Str,
         data: Rc<dyn Any>,
+        is_type: bool,
     },
 }
 
@@ -720,7 +722,7 @@ pub fn ops_merge_entry(
     index: Option<i64>,
     check: bool,
 ) -> RtResult<()> {
-    ops::merge_entry(d, k, v, op, index, check, 0)
+    union::merge_entry(d, k, v, op, index, check, 0)
 }
 
 #[cfg(test)]

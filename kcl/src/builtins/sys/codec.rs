@@ -1,0 +1,279 @@
+//! The data-format modules: `base64`, `base32`, `json`, `yaml`, `manifests` and `template`
+//! (encoding and decoding values and documents).
+
+use base64::Engine;
+
+use super::file::write_file;
+use super::{A, K, R, flag};
+use crate::builtins::{arg, req, str_arg};
+use crate::output::{PrintOpts, to_json, to_yaml, to_yaml_stream};
+use crate::value::{self, Dict, Host, RtError, Str, Value};
+
+fn strip_private(v: &Value) -> Value {
+    match v {
+        Value::List(l) => Value::from(l.iter().map(strip_private).collect::<Vec<_>>()),
+        Value::Dict(_) | Value::Schema(_) => {
+            let mut d = Dict::new();
+            for (k, x) in &v.as_dict().unwrap().map {
+                if !k.starts_with('_') {
+                    d.map.insert(k.clone(), strip_private(x));
+                }
+            }
+            Value::from(d)
+        }
+        _ => v.clone(),
+    }
+}
+
+fn sorted_keys(v: &Value) -> Value {
+    match v {
+        Value::List(l) => Value::from(l.iter().map(sorted_keys).collect::<Vec<_>>()),
+        Value::Dict(_) | Value::Schema(_) => {
+            let mut items: Vec<(Str, Value)> = v
+                .as_dict()
+                .unwrap()
+                .map
+                .iter()
+                .map(|(k, x)| (k.clone(), sorted_keys(x)))
+                .collect();
+            items.sort_by(|a, b| a.0.cmp(&b.0));
+            value::dict_of(items)
+        }
+        _ => v.clone(),
+    }
+}
+
+/// Options shared by `json.encode`, `yaml.encode` and the dump functions.
+fn prep(v: &Value, args: A, kw: K, base: usize) -> (Value, PrintOpts) {
+    let sort = flag(args, kw, base, "sort_keys");
+    let ignore_private = flag(args, kw, base + 2, "ignore_private");
+    let ignore_none = flag(args, kw, base + 3, "ignore_none");
+    let mut v = if ignore_private {
+        strip_private(v)
+    } else {
+        v.clone()
+    };
+    if ignore_none {
+        v = v.without_none();
+    }
+    if sort {
+        v = sorted_keys(&v);
+    }
+    (
+        v,
+        PrintOpts {
+            sort_keys: false,
+            drop_none: ignore_none,
+            hide_private: false,
+            quote_digit_start: true,
+        },
+    )
+}
+
+/// `base64`.
+pub(super) fn base64(name: &str) -> Option<Value> {
+    natives!(name, {
+        "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(base64::engine::general_purpose::STANDARD.encode(str_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
+        "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let s = str_arg(a, k, 0, "value", "decode")?;
+            let b = base64::engine::general_purpose::STANDARD.decode(s.as_bytes()).map_err(|e| RtError::eval(e.to_string()))?;
+            Ok(Value::from(String::from_utf8_lossy(&b).into_owned()))
+        },
+    })
+}
+
+/// `base32`.
+pub(super) fn base32(name: &str) -> Option<Value> {
+    natives!(name, {
+        "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(data_encoding::BASE32.encode(str_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
+        "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let s = str_arg(a, k, 0, "value", "decode")?;
+            // (bytes that are no UTF-8 are None too)
+            Ok(match base32_decode(s.as_bytes()).map(String::from_utf8) {
+                Some(Ok(t)) => Value::from(t),
+                _ => Value::None,
+            })
+        },
+    })
+}
+
+/// `json`.
+pub(super) fn json(name: &str) -> Option<Value> {
+    natives!(name, {
+        "encode" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let v = req(a, k, 0, "data", "encode")?;
+            let (v, o) = prep(v, a, k, 1);
+            let indent = arg(a, k, 2, "indent").and_then(|v| v.as_int()).unwrap_or(0).max(0) as usize;
+            Ok(Value::from(to_json(&v, o, indent)))
+        },
+        "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let s = str_arg(a, k, 0, "value", "decode")?;
+            let j: serde_json::Value = serde_json::from_str(&s).map_err(|e| RtError::eval(e.to_string()))?;
+            Ok(value::json::from_json(&j))
+        },
+        "validate" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let s = str_arg(a, k, 0, "value", "validate")?;
+            Ok(Value::Bool(serde_json::from_str::<serde_json::Value>(&s).is_ok()))
+        },
+        "dump_to_file" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let v = req(a, k, 0, "data", "dump_to_file")?;
+            let path = str_arg(a, k, 1, "filename", "dump_to_file")?;
+            let (v, o) = prep(v, a, k, 2);
+            let indent = arg(a, k, 3, "indent").and_then(|v| v.as_int()).unwrap_or(0).max(0) as usize;
+            write_file(h, &path, &to_json(&v, o, indent))
+        },
+    })
+}
+
+/// `yaml`.
+pub(super) fn yaml(name: &str) -> Option<Value> {
+    natives!(name, {
+        "encode" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let v = req(a, k, 0, "data", "encode")?;
+            let (v, o) = prep(v, a, k, 1);
+            Ok(Value::from(to_yaml(&v, o)))
+        },
+        "encode_all" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let v = req(a, k, 0, "data", "encode_all")?;
+            let items = v.iter_items()?;
+            let mut docs = Vec::new();
+            for x in &items {
+                docs.push(prep(x, a, k, 1).0);
+            }
+            let o = prep(&Value::None, a, k, 1).1;
+            let parts: Vec<String> = docs.iter().map(|d| to_yaml(d, o)).collect();
+            Ok(Value::from(parts.join("\n---\n")))
+        },
+        "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let s = str_arg(a, k, 0, "value", "decode")?;
+            let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&s).map_err(|e| RtError::eval(e.to_string()))?;
+            Ok(value::json::from_yaml(&y))
+        },
+        "decode_all" => |_: &mut dyn Host, a: A, k: K| -> R {
+            use serde::Deserialize;
+            let s = str_arg(a, k, 0, "value", "decode_all")?;
+            let mut out = Vec::new();
+            for d in serde_yaml_ng::Deserializer::from_str(&s) {
+                let y = serde_yaml_ng::Value::deserialize(d).map_err(|e| RtError::eval(e.to_string()))?;
+                out.push(value::json::from_yaml(&y));
+            }
+            Ok(Value::from(out))
+        },
+        "validate" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let s = str_arg(a, k, 0, "value", "validate")?;
+            Ok(Value::Bool(serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&s).is_ok()))
+        },
+        "dump_to_file" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let v = req(a, k, 0, "data", "dump_to_file")?;
+            let path = str_arg(a, k, 1, "filename", "dump_to_file")?;
+            let (v, o) = prep(v, a, k, 2);
+            write_file(h, &path, &to_yaml(&v, o))
+        },
+        "dump_all_to_file" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let v = req(a, k, 0, "data", "dump_all_to_file")?;
+            let path = str_arg(a, k, 1, "filename", "dump_all_to_file")?;
+            let docs: Vec<Value> = v.iter_items()?.iter().map(|x| prep(x, a, k, 2).0).collect();
+            write_file(h, &path, &to_yaml_stream(&docs, PrintOpts::default()))
+        },
+    })
+}
+
+/// `manifests`.
+pub(super) fn manifests(name: &str) -> Option<Value> {
+    natives!(name, {
+        "yaml_stream" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let v = req(a, k, 0, "values", "yaml_stream")?;
+            let opts = arg(a, k, 1, "opts");
+            let get = |n: &str| opts.and_then(|o| o.as_dict()).and_then(|d| d.get(n)).is_some_and(|v| v.truthy());
+            let sep = opts.and_then(|o| o.as_dict()).and_then(|d| d.get("sep")).map(value::to_str).unwrap_or_else(|| "---".into());
+            let mut docs = Vec::new();
+            for x in v.iter_items()? {
+                let mut x = if get("ignore_private") { strip_private(&x) } else { x };
+                if get("ignore_none") {
+                    x = x.without_none();
+                }
+                if get("sort_keys") {
+                    x = sorted_keys(&x);
+                }
+                docs.push(x);
+            }
+            let o = PrintOpts { sort_keys: false, drop_none: get("ignore_none"), hide_private: false, quote_digit_start: false };
+            let mut out = String::new();
+            for (i, d) in docs.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&sep);
+                    out.push('\n');
+                }
+                out.push_str(&to_yaml(d, o));
+            }
+            h.set_output(out);
+            Ok(Value::None)
+        },
+    })
+}
+
+/// `template` (handlebars).
+pub(super) fn template(name: &str) -> Option<Value> {
+    natives!(name, {
+        "execute" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let t = str_arg(a, k, 0, "template", "execute")?;
+            let data = arg(a, k, 1, "data").cloned().unwrap_or_else(Value::empty_dict);
+            let mut hb = handlebars::Handlebars::new();
+            hb.register_helper("raw", Box::new(raw_helper));
+            hb.render_template(&t, &value::json::to_json(&data)).map(Value::from).map_err(|e| RtError::eval(e.to_string()))
+        },
+        "html_escape" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let s = str_arg(a, k, 0, "data", "html_escape")?;
+            Ok(Value::from(handlebars::html_escape(&s)))
+        },
+    })
+}
+
+fn raw_helper(
+    h: &handlebars::Helper,
+    _: &handlebars::Handlebars,
+    _: &handlebars::Context,
+    _: &mut handlebars::RenderContext,
+    out: &mut dyn handlebars::Output,
+) -> handlebars::HelperResult {
+    if let Some(p) = h.param(0) {
+        match p.value() {
+            serde_json::Value::String(s) => out.write(s)?,
+            other => out.write(&other.to_string())?,
+        }
+    }
+    Ok(())
+}
+
+/// RFC 4648 base32 decoding as upstream's (the `base32` crate's): letters of either case,
+/// up to six trailing `=` dropped from the length, an inner `=` read as zero bits, a short
+/// last group allowed; `None` (KCL's None) on any other character.
+fn base32_decode(data: &[u8]) -> Option<Vec<u8>> {
+    let mut unpadded = data.len();
+    for i in 1..=data.len().min(6) {
+        if data[data.len() - i] != b'=' {
+            break;
+        }
+        unpadded -= 1;
+    }
+    let out_len = unpadded * 5 / 8;
+    let mut out = Vec::with_capacity(data.len().div_ceil(8) * 5);
+    for chunk in data.chunks(8) {
+        let mut buf = [0u8; 8];
+        for (i, &c) in chunk.iter().enumerate() {
+            buf[i] = match c.to_ascii_uppercase() {
+                c @ b'A'..=b'Z' => c - b'A',
+                c @ b'2'..=b'7' => c - b'2' + 26,
+                b'=' => 0,
+                _ => return None,
+            };
+        }
+        out.push((buf[0] << 3) | (buf[1] >> 2));
+        out.push((buf[1] << 6) | (buf[2] << 1) | (buf[3] >> 4));
+        out.push((buf[3] << 4) | (buf[4] >> 1));
+        out.push((buf[4] << 7) | (buf[5] << 2) | (buf[6] >> 3));
+        out.push((buf[6] << 5) | buf[7]);
+    }
+    out.truncate(out_len);
+    Some(out)
+}

@@ -1,0 +1,167 @@
+//! The `file` module: reading, writing and globbing files under the host's access rules, with
+//! upstream's paths (`${KCL_MOD}`) and messages.
+
+use super::{A, K, R, flag};
+use crate::builtins::str_arg;
+use crate::value::{Host, RtError, Value};
+
+/// `file`.
+pub(super) fn file(name: &str) -> Option<Value> {
+    natives!(name, {
+        "read" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let arg = str_arg(a, k, 0, "filepath", "read")?;
+            let p = resolve(h, &arg);
+            h.access().check_read("read", &p)?;
+            std::fs::read_to_string(&p).map(Value::from).map_err(|e| RtError::eval(format!("failed to access the file '{}': {e}", shown(h, &arg))))
+        },
+        "glob" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let pat = str_arg(a, k, 0, "pattern", "glob")?;
+            let found = glob(h, &pat);
+            // Only what the program may read is listed.
+            let access = h.access();
+            let found: Vec<Value> = found
+                .into_iter()
+                .filter(|p| access.check_read("glob", std::path::Path::new(p)).is_ok())
+                .map(Value::from)
+                .collect();
+            Ok(Value::from(found))
+        },
+        "modpath" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.mod_root().display().to_string())) },
+        "workdir" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.exec_workdir())) },
+        "current" => |h: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(h.current_file())) },
+        "exists" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let p = resolve(h, &str_arg(a, k, 0, "filepath", "exists")?);
+            h.access().check_read("exists", &p)?;
+            Ok(Value::Bool(p.exists()))
+        },
+        "abs" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let p = resolve(h, &str_arg(a, k, 0, "filepath", "abs")?);
+            h.access().check_read("abs", &p)?;
+            Ok(Value::from(std::fs::canonicalize(&p).unwrap_or(p).display().to_string()))
+        },
+        "mkdir" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let p = resolve(h, &str_arg(a, k, 0, "directory", "mkdir")?);
+            h.access().check_write("mkdir", &p)?;
+            let exist_ok = flag(a, k, 1, "exists");
+            match std::fs::create_dir_all(&p) {
+                Ok(()) => Ok(Value::None),
+                Err(e) if exist_ok => { let _ = e; Ok(Value::None) },
+                Err(e) => Err(RtError::eval(format!("failed to create directory '{}': {e}", p.display()))),
+            }
+        },
+        "delete" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let arg = str_arg(a, k, 0, "filepath", "delete")?;
+            let p = resolve(h, &arg);
+            h.access().check_write("delete", &p)?;
+            let r = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+            r.map(|_| Value::None).map_err(|e| RtError::eval(format!("failed to delete '{}': {e}", shown(h, &arg))))
+        },
+        "cp" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let (sa, da) = (str_arg(a, k, 0, "src", "cp")?, str_arg(a, k, 1, "dest", "cp")?);
+            let (s, d) = (resolve(h, &sa), resolve(h, &da));
+            h.access().check_read("cp", &s)?;
+            h.access().check_write("cp", &d)?;
+            std::fs::copy(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("Failed to copy from '{}' to '{}': {e}", shown(h, &sa), shown(h, &da))))
+        },
+        "mv" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let (sa, da) = (str_arg(a, k, 0, "src", "mv")?, str_arg(a, k, 1, "dest", "mv")?);
+            let (s, d) = (resolve(h, &sa), resolve(h, &da));
+            h.access().check_write("mv", &s)?;
+            h.access().check_write("mv", &d)?;
+            std::fs::rename(&s, &d).map(|_| Value::None).map_err(|e| RtError::eval(format!("Failed to move '{}' to '{}': {e}", shown(h, &sa), shown(h, &da))))
+        },
+        "size" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let arg = str_arg(a, k, 0, "filepath", "size")?;
+            let p = resolve(h, &arg);
+            h.access().check_read("size", &p)?;
+            std::fs::metadata(&p).map(|m| Value::Int(m.len() as i64)).map_err(|e| RtError::eval(format!("failed to get size of '{}': {e}", shown(h, &arg))))
+        },
+        "write" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let p = str_arg(a, k, 0, "filepath", "write")?;
+            let c = str_arg(a, k, 1, "content", "write")?;
+            write_file(h, &p, &c)
+        },
+        "read_env" => |h: &mut dyn Host, a: A, k: K| -> R {
+            let n = str_arg(a, k, 0, "key", "read_env")?;
+            h.access().check_env(&n)?;
+            Ok(std::env::var(&*n).map(Value::from).unwrap_or(Value::None))
+        },
+    })
+}
+
+pub(super) fn resolve(h: &mut dyn Host, p: &str) -> std::path::PathBuf {
+    let p = p.replace("${KCL_MOD}", &h.mod_root().display().to_string());
+    let pb = std::path::PathBuf::from(&p);
+    if pb.is_absolute() {
+        pb
+    } else {
+        h.workdir().join(pb)
+    }
+}
+
+/// A path argument as upstream's messages show it: as written (`${KCL_MOD}` expanded), relative
+/// paths not joined to the working directory, as the `kcl` command line prints them.
+fn shown(h: &mut dyn Host, p: &str) -> String {
+    p.replace("${KCL_MOD}", &h.mod_root().display().to_string())
+}
+
+pub(super) fn write_file(h: &mut dyn Host, p: &str, content: &str) -> R {
+    let path = resolve(h, p);
+    h.access().check_write("write", &path)?;
+    std::fs::write(&path, content)
+        .map(|_| Value::None)
+        .map_err(|e| RtError::eval(format!("Failed to create file '{}': {e}", shown(h, p))))
+}
+
+fn glob(h: &mut dyn Host, pat: &str) -> Vec<String> {
+    // a small `*`/`?` matcher over one directory level per path segment
+    let base = h.workdir();
+    let abs = pat.starts_with('/');
+    let mut cur: Vec<std::path::PathBuf> = vec![if abs { "/".into() } else { base.clone() }];
+    for seg in pat.split('/').filter(|s| !s.is_empty()) {
+        let mut next = Vec::new();
+        for d in &cur {
+            if seg.contains(['*', '?']) {
+                if let Ok(rd) = std::fs::read_dir(d) {
+                    let mut names: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+                    names.sort();
+                    for n in names {
+                        if wild(seg, &n.file_name().unwrap_or_default().to_string_lossy()) {
+                            next.push(n);
+                        }
+                    }
+                }
+            } else {
+                let n = d.join(seg);
+                if n.exists() {
+                    next.push(n);
+                }
+            }
+        }
+        cur = next;
+    }
+    cur.into_iter()
+        .map(|p| {
+            if abs {
+                p.display().to_string()
+            } else {
+                p.strip_prefix(&base)
+                    .map(|x| x.display().to_string())
+                    .unwrap_or_else(|_| p.display().to_string())
+            }
+        })
+        .collect()
+}
+
+fn wild(p: &str, s: &str) -> bool {
+    let (p, s): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
+    fn go(p: &[char], s: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('*') => (0..=s.len()).any(|i| go(&p[1..], &s[i..])),
+            Some('?') => !s.is_empty() && go(&p[1..], &s[1..]),
+            Some(c) => s.first() == Some(c) && go(&p[1..], &s[1..]),
+        }
+    }
+    go(&p, &s)
+}

@@ -1,0 +1,303 @@
+//! System modules: base64, base32, math, regex, json, yaml, datetime, net, units, crypto, file,
+//! manifests, template, runtime, collection. The data formats are in `codec.rs`, `file` in
+//! `file.rs`, `math` and `units` in `math.rs`, `net` in `net.rs`; the small ones are here.
+
+use super::{arg, req, str_arg};
+use crate::value::{self, Host, RtError, RtResult, Str, Value};
+
+const MODULES: &[&str] = &[
+    "base64",
+    "base32",
+    "math",
+    "regex",
+    "json",
+    "yaml",
+    "datetime",
+    "net",
+    "units",
+    "crypto",
+    "file",
+    "manifests",
+    "template",
+    "runtime",
+    "collection",
+];
+
+pub fn system_module_name(name: &str) -> Option<&'static str> {
+    MODULES.iter().copied().find(|m| *m == name)
+}
+
+type R = RtResult<Value>;
+type A<'a> = &'a [Value];
+type K<'a> = &'a [(Str, Value)];
+
+fn flag(args: A, kw: K, i: usize, name: &str) -> bool {
+    arg(args, kw, i, name).is_some_and(|v| v.truthy())
+}
+
+macro_rules! natives {
+    ($name:expr, { $($k:literal => $f:expr),* $(,)? }) => {
+        match $name {
+            $($k => Some(Value::native($k, $f)),)*
+            _ => None,
+        }
+    };
+}
+
+// after the macro, which they use
+mod codec;
+mod file;
+mod math;
+mod net;
+
+use file::resolve;
+
+/// A member of a system module.
+pub fn system_member(module: &str, name: &str) -> Option<Value> {
+    match module {
+        "base64" => codec::base64(name),
+        "base32" => codec::base32(name),
+        "math" => math::math(name),
+        "regex" => natives!(name, {
+            "match" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let (s, p) = (str_arg(a, k, 0, "string", "match")?, str_arg(a, k, 1, "pattern", "match")?);
+                // unanchored, as upstream's `is_match`
+                Ok(Value::Bool(compile(&p)?.is_match(&s).unwrap_or(false)))
+            },
+            "search" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let (s, p) = (str_arg(a, k, 0, "string", "search")?, str_arg(a, k, 1, "pattern", "search")?);
+                Ok(Value::Bool(compile(&p)?.is_match(&s).map_err(|e| RtError::eval(e.to_string()))?))
+            },
+            "compile" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let p = str_arg(a, k, 0, "pattern", "compile")?;
+                Ok(Value::Bool(compile(&p).is_ok()))
+            },
+            "replace" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let (s, p, r) = (str_arg(a, k, 0, "string", "replace")?, str_arg(a, k, 1, "pattern", "replace")?, str_arg(a, k, 2, "replace", "replace")?);
+                let count = arg(a, k, 3, "count").and_then(|v| v.as_int()).unwrap_or(0);
+                let re = compile(&p)?;
+                Ok(Value::from(re.replacen(&s, count.max(0) as usize, &*r).into_owned()))
+            },
+            "split" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let (s, p) = (str_arg(a, k, 0, "string", "split")?, str_arg(a, k, 1, "pattern", "split")?);
+                let maxsplit = arg(a, k, 2, "maxsplit").and_then(|v| v.as_int()).unwrap_or(0);
+                let re = compile(&p)?;
+                let mut out = Vec::new();
+                let mut last = 0;
+                for m in re.find_iter(&s) {
+                    let m = m.map_err(|e| RtError::eval(e.to_string()))?;
+                    out.push(Value::str(&s[last..m.start()]));
+                    // upstream stops at `maxsplit` pieces and drops the rest
+                    if maxsplit > 0 && out.len() >= maxsplit as usize {
+                        return Ok(Value::from(out));
+                    }
+                    last = m.end();
+                }
+                out.push(Value::str(&s[last..]));
+                Ok(Value::from(out))
+            },
+            "findall" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let (s, p) = (str_arg(a, k, 0, "string", "findall")?, str_arg(a, k, 1, "pattern", "findall")?);
+                let re = compile(&p)?;
+                let mut out = Vec::new();
+                for c in re.captures_iter(&s) {
+                    let c = c.map_err(|e| RtError::eval(e.to_string()))?;
+                    // the whole match with at most one group, as upstream
+                    if c.len() < 3 {
+                        out.push(Value::str(c.get(0).map(|m| m.as_str()).unwrap_or("")));
+                    } else {
+                        out.push(Value::from((1..c.len()).map(|i| Value::str(c.get(i).map(|m| m.as_str()).unwrap_or(""))).collect::<Vec<_>>()));
+                    }
+                }
+                Ok(Value::from(out))
+            },
+        }),
+        "json" => codec::json(name),
+        "yaml" => codec::yaml(name),
+        "manifests" => codec::manifests(name),
+        "units" => math::units(name),
+        "crypto" => natives!(name, {
+            "md5" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<md5::Md5>(a, k) },
+            "sha1" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha1::Sha1>(a, k) },
+            "sha224" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha2::Sha224>(a, k) },
+            "sha256" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha2::Sha256>(a, k) },
+            "sha384" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha2::Sha384>(a, k) },
+            "sha512" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha2::Sha512>(a, k) },
+            "blake3" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(blake3::hash(str_arg(a, k, 0, "value", "blake3")?.as_bytes()).to_hex().to_string())) },
+            "uuid" => |_: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(uuid::Uuid::new_v4().to_string())) },
+            "filesha256" => |h: &mut dyn Host, a: A, k: K| -> R {
+                use sha2::Digest;
+                let p = resolve(h, &str_arg(a, k, 0, "filepath", "filesha256")?);
+                h.access().check_read("filesha256", &p)?;
+                let b = std::fs::read(&p).map_err(|e| RtError::eval(format!("failed to read {}: {e}", p.display())))?;
+                Ok(Value::from(hex(&sha2::Sha256::digest(&b))))
+            },
+        }),
+        "datetime" => natives!(name, {
+            "now" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let fmt = arg(a, k, 0, "format").map(value::to_str).unwrap_or_else(|| "%a %b %d %H:%M:%S %Y".into());
+                Ok(Value::from(chrono::Local::now().format(&fmt).to_string()))
+            },
+            "today" => |_: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(chrono::Local::now().format("%Y-%m-%d %H:%M:%S%.6f").to_string())) },
+            "ticks" => |_: &mut dyn Host, _a: A, _k: K| -> R {
+                let n = chrono::Utc::now();
+                Ok(Value::Float(n.timestamp() as f64 + n.timestamp_subsec_nanos() as f64 * 1e-9))
+            },
+            "date" => |_: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string())) },
+            "validate" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let s = str_arg(a, k, 0, "date", "validate")?;
+                let f = str_arg(a, k, 1, "format", "validate")?;
+                let ok = chrono::NaiveDate::parse_from_str(&s, &f).is_ok() || chrono::NaiveDateTime::parse_from_str(&s, &f).is_ok() || chrono::NaiveTime::parse_from_str(&s, &f).is_ok();
+                Ok(Value::Bool(ok))
+            },
+        }),
+        "net" => net::net(name),
+        "file" => file::file(name),
+        "template" => codec::template(name),
+        "runtime" => natives!(name, {
+            "catch" => |h: &mut dyn Host, a: A, k: K| -> R {
+                let f = req(a, k, 0, "func", "catch")?.clone();
+                match h.call(&f, &[], &[]) {
+                    // upstream returns Undefined (not None) when nothing failed: `== None` is
+                    // False and the variable is left out of the output
+                    Ok(_) => Ok(Value::Undefined),
+                    Err(e) => Ok(Value::from(e.msg)),
+                }
+            },
+        }),
+        "collection" => natives!(name, {
+            "union_all" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let items = req(a, k, 0, "data", "union_all")?.iter_items()?;
+                let mut acc = Value::empty_dict();
+                for x in items {
+                    acc = value::union(&acc, &x, false)?;
+                }
+                Ok(acc)
+            },
+        }),
+        _ => None,
+    }
+}
+
+fn compile(p: &str) -> RtResult<fancy_regex::Regex> {
+    // programs call regex functions per item with a handful of patterns: compile each once
+    thread_local! {
+        static CACHE: std::cell::RefCell<rustc_hash::FxHashMap<String, fancy_regex::Regex>> = Default::default();
+    }
+    if let Some(r) = CACHE.with(|c| c.borrow().get(p).cloned()) {
+        return Ok(r);
+    }
+    let r = fancy_regex::Regex::new(p)
+        .map_err(|e| RtError::eval(format!("invalid regex pattern '{p}': {e}")))?;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() > 256 {
+            c.clear();
+        }
+        c.insert(p.to_string(), r.clone());
+    });
+    Ok(r)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn hash<D: sha2::Digest>(a: A, k: K) -> R {
+    let s = str_arg(a, k, 0, "value", "hash")?;
+    Ok(Value::from(hex(&D::digest(s.as_bytes()))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtins::tests::NoHost;
+
+    fn call(m: &str, f: &str, args: Vec<Value>) -> Value {
+        let Some(Value::Func(func)) = system_member(m, f) else {
+            panic!("no {m}.{f}")
+        };
+        let value::Func::Native { f, .. } = &*func else {
+            unreachable!()
+        };
+        f(&mut NoHost(String::new()), &args, &[]).unwrap()
+    }
+
+    #[test]
+    fn encodings_and_hashes() {
+        assert_eq!(
+            call("base64", "encode", vec![Value::str("abc")]),
+            Value::str("YWJj")
+        );
+        assert_eq!(
+            call("base64", "decode", vec![Value::str("YWJj")]),
+            Value::str("abc")
+        );
+        assert_eq!(
+            call("base32", "encode", vec![Value::str("abc")]),
+            Value::str("MFRGG===")
+        );
+        assert_eq!(
+            call("crypto", "md5", vec![Value::str("abc")]),
+            Value::str("900150983cd24fb0d6963f7d28e17f72")
+        );
+    }
+
+    #[test]
+    fn regex_json_yaml() {
+        assert_eq!(
+            call(
+                "regex",
+                "match",
+                vec![Value::str("abc123"), Value::str("[a-z]+")]
+            ),
+            Value::Bool(true)
+        );
+        // unanchored, as upstream's `is_match`
+        assert_eq!(
+            call(
+                "regex",
+                "match",
+                vec![Value::str("1abc"), Value::str("[a-z]+")]
+            ),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            call(
+                "regex",
+                "match",
+                vec![Value::str("1abc"), Value::str("^[a-z]+")]
+            ),
+            Value::Bool(false)
+        );
+        let d = call(
+            "json",
+            "decode",
+            vec![Value::str(r#"{"a": [1, 2.5, null]}"#)],
+        );
+        assert_eq!(
+            call("json", "encode", vec![d.clone()]),
+            Value::str(r#"{"a": [1, 2.5, null]}"#)
+        );
+        assert_eq!(
+            call("yaml", "encode", vec![d]),
+            Value::str("a:\n- 1\n- 2.5\n- null\n")
+        );
+    }
+
+    #[test]
+    fn math_and_net() {
+        assert_eq!(
+            call("math", "floor", vec![Value::Float(2.7)]),
+            Value::Int(2)
+        );
+        assert_eq!(
+            call("net", "is_IP", vec![Value::str("10.0.0.1")]),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            call("net", "split_host_port", vec![Value::str("a.b:80")]),
+            Value::from(vec![Value::str("a.b"), Value::str("80")])
+        );
+    }
+}

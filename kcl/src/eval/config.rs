@@ -1,0 +1,188 @@
+//! Config literals: keys, and entries with their operators (`:`, `=`, `+=`), `**` unpacking
+//! and `if` entries, merged as upstream merges them.
+
+use std::rc::Rc;
+
+use super::expr::{conv_op, sym_str};
+use super::{Ctx, EvalError, EvalResult, Evaluator, Scope};
+use crate::ast::{self, Expr, ExprKind};
+use crate::value::{self, ConfigOp, Dict, ErrKind, Str, Value};
+
+impl Evaluator {
+    /// A config key expression: identifiers are their own name.
+    pub fn eval_key(&self, ctx: &Ctx, k: &'static Expr) -> EvalResult<Str> {
+        match &k.kind {
+            ExprKind::Ident(s) => match ctx.locals.as_ref().and_then(|l| l.loop_var(*s)) {
+                Some(Value::Str(v)) => Ok(v),
+                Some(other) => Err(EvalError::new(
+                    ErrKind::Attribute,
+                    format!(
+                        "A attribute must be string type, got '{}'",
+                        other.type_plain_nested()
+                    ),
+                    Some(k.span),
+                )),
+                None => Ok(sym_str(*s)),
+            },
+            ExprKind::Str(s) => Ok(Str::from(&**s)),
+            _ => {
+                let v = self.eval(ctx, k)?;
+                let key = match v {
+                    Value::Str(s) => s,
+                    other => Str::from(value::to_str(&other)),
+                };
+                if matches!(k.kind, ExprKind::JoinedStr(_)) {
+                    self.dynamic_keys.borrow_mut().insert(key.clone());
+                }
+                Ok(key)
+            }
+        }
+    }
+
+    pub fn eval_entries(
+        &self,
+        ctx: &Ctx,
+        entries: &'static [ast::ConfigEntry],
+        d: &mut Dict,
+    ) -> EvalResult<()> {
+        // keys written earlier in a config are names for the entries after them
+        let scope = Scope::new(ctx.locals.clone());
+        let c2 = Ctx {
+            locals: Some(scope.clone()),
+            ..ctx.clone()
+        };
+        self.eval_entries_in(&c2, &scope, entries, d)?;
+        if let Some(ops) = &mut d.ops {
+            let mut cache = self.config_ops.borrow_mut();
+            let key = entries.as_ptr() as usize;
+            match cache.get(&key) {
+                Some(shared) if **shared == **ops => *ops = shared.clone(),
+                _ => {
+                    if let Some(fresh) = Rc::get_mut(ops) {
+                        fresh.shrink_to_fit();
+                    }
+                    cache.insert(key, ops.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn eval_entries_in(
+        &self,
+        ctx: &Ctx,
+        scope: &Rc<Scope>,
+        entries: &'static [ast::ConfigEntry],
+        d: &mut Dict,
+    ) -> EvalResult<()> {
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    let op = conv_op(*op);
+                    // `a.b.c: v` nests; `a[0] = v` updates a list element
+                    let mut path: Vec<Str> = Vec::new();
+                    let mut index: Option<i64> = None;
+                    let mut k = key;
+                    loop {
+                        match &k.kind {
+                            ExprKind::Selector(x) if !x.optional => {
+                                path.push(sym_str(x.attr.sym));
+                                k = &x.value;
+                            }
+                            ExprKind::Subscript {
+                                value: inner,
+                                index: idx,
+                                optional: false,
+                            } if path.is_empty()
+                                && index.is_none()
+                                && matches!(inner.kind, ExprKind::Ident(_))
+                                && matches!(
+                                    idx.kind,
+                                    ExprKind::Int(_) | ExprKind::Unary { .. }
+                                ) =>
+                            {
+                                let i = self.eval(ctx, idx)?;
+                                index = Some(i.as_int().ok_or_else(|| {
+                                    EvalError::new(
+                                        ErrKind::Type,
+                                        "list index must be an integer",
+                                        Some(idx.span),
+                                    )
+                                })?);
+                                k = inner;
+                            }
+                            _ => break,
+                        }
+                    }
+                    path.push(self.eval_key(ctx, k)?);
+                    path.reverse();
+                    let k0 = path[0].clone();
+                    let v = self.eval(ctx, value)?;
+                    // build nested dicts from the inside out
+                    let mut v = v;
+                    let mut op_inner = op;
+                    for seg in path[1..].iter().rev() {
+                        let mut nd = Dict::new();
+                        nd.map.insert(seg.clone(), v);
+                        nd.set_op(seg.clone(), op_inner, None);
+                        v = Value::from(nd);
+                        op_inner = ConfigOp::Union;
+                    }
+                    let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
+                    let idx0 = if path.len() > 1 { None } else { index };
+                    // an instance merged into an instance (`r: R {...}` twice) is rebuilt; a
+                    // dict merged into an instance here only sets its attributes (upstream:
+                    // they do not become config keys of it)
+                    let span = en.span();
+                    let rb = |i: &Value, x: &Value| match x {
+                        Value::Schema(_) => self.rebuild_nested(i, x, span),
+                        _ => Ok(None),
+                    };
+                    value::merge_entry_with(d, &k0, &v, op0, idx0, true, &rb)
+                        .map_err(|x| x.or_span(span))?;
+                    // the last entry's operator is the key's (upstream: `a = S {}` then
+                    // `a: {...}` leaves `a` a union, so a schema merges it with its default)
+                    d.set_op(k0.clone(), op0, idx0);
+                    if let Some(nv) = d.map.get(&k0) {
+                        scope
+                            .vars
+                            .borrow_mut()
+                            .insert(crate::ast::Symbol::intern(&k0), nv.clone());
+                    }
+                }
+                ast::ConfigEntryKind::Unpack { value: x, .. } => {
+                    let v = self.eval(ctx, x)?;
+                    match v.as_dict() {
+                        Some(src) => {
+                            for (k, val) in &src.map {
+                                let (op, idx) = src.op_of(k);
+                                value::ops_merge_entry(d, k, val, op, idx, true)
+                                    .map_err(|x| self.rt(x, en.span()))?;
+                            }
+                        }
+                        None if v.is_none_or_undefined() => {}
+                        None => {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "only dict and schema can be used ** unpack, got '{}'",
+                                    v.type_name()
+                                ),
+                                Some(x.span),
+                            ));
+                        }
+                    }
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    let body = if self.eval(ctx, &ci.cond)?.truthy() {
+                        &ci.body
+                    } else {
+                        &ci.orelse
+                    };
+                    self.eval_entries_in(ctx, scope, body, d)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,213 @@
+//! Upstream's order-independent globals: every package-level statement runs in order, and a
+//! global read before all its setters have run is computed through them first (see `Lazy` in `mod.rs`).
+
+use super::*;
+
+impl Evaluator {
+    /// Run a package: its schemas, rules and type aliases are defined first, then every
+    /// statement runs in order.
+    pub fn run_pkg(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
+        self.resolve_imports(pkg)?;
+        for s in &pkg.stmts {
+            if matches!(
+                s.kind,
+                StmtKind::Schema(_) | StmtKind::Rule(_) | StmtKind::TypeAlias(_)
+            ) {
+                let ctx = self.ctx(pkg, s.span.file);
+                self.in_pkg(pkg, || self.exec_stmt(&ctx, s))?;
+            }
+        }
+        for i in 0..pkg.stmts.len() {
+            self.run_top(pkg, i, None)?;
+        }
+        Ok(())
+    }
+
+    /// Run package-level statement `i` (in order, or as a setter of a global read ahead of
+    /// it: `stop` ends an `if` statement after the assignment that setter stands for).
+    fn run_top(&self, pkg: &Rc<Pkg>, i: usize, setter: Option<&Setter>) -> EvalResult<()> {
+        let s = pkg.stmts[i];
+        if matches!(
+            s.kind,
+            StmtKind::Import(_) | StmtKind::Schema(_) | StmtKind::Rule(_) | StmtKind::TypeAlias(_)
+        ) {
+            return Ok(());
+        }
+        let ctx = self.ctx(pkg, s.span.file);
+        if let Some(st) = setter {
+            pkg.stops.borrow_mut().push(match st.stop {
+                Some((stop, or_else)) => Stop {
+                    if_stmt: s as *const Stmt as usize,
+                    or_else,
+                    stop: stop as *const Stmt as usize,
+                    reached: false,
+                },
+                None => Stop {
+                    if_stmt: 0,
+                    or_else: false,
+                    stop: 0,
+                    reached: false,
+                },
+            });
+        }
+        let r = self.in_pkg(pkg, || self.exec_top(&ctx, s));
+        if setter.is_some() {
+            pkg.stops.borrow_mut().pop();
+        }
+        // upstream outputs no call's value (a function may return nothing)
+        if let (Ok(Some(v)), StmtKind::Expr(e)) = (&r, &s.kind)
+            && !matches!(e.kind, crate::ast::ExprKind::Call { .. })
+            && !matches!(v, Value::None | Value::Undefined)
+        {
+            // upstream outputs a function value as 0 and a unit as its float
+            let v = match v {
+                Value::Func(_) => Value::Int(0),
+                Value::Unit(u) => Value::Float(u.value()),
+                v => v.clone(),
+            };
+            pkg.exprs.borrow_mut().push((v, s.span));
+        }
+        r.map(|_| ())
+    }
+
+    /// A package-level statement (also one inside a package-level `if`): the names it assigns
+    /// are its targets while it runs; a setter run stops after its assignment.
+    pub(super) fn exec_top(&self, ctx: &Ctx, s: &'static Stmt) -> EvalResult<Option<Value>> {
+        let pkg = &ctx.pkg;
+        let addr = s as *const Stmt as usize;
+        // the branch a setter run is restricted to (`Some(true)`: the else branch)
+        let mut only = None;
+        if let Some(top) = pkg.stops.borrow_mut().last_mut() {
+            if top.reached {
+                return Ok(None);
+            }
+            if top.stop == addr {
+                top.reached = true;
+            }
+            if top.if_stmt == addr {
+                only = Some(top.or_else);
+            }
+        }
+        let target = match &s.kind {
+            StmtKind::Assign(a) => a.targets.first().map(|t| t.name.sym),
+            StmtKind::AugAssign(a) => Some(a.target.name.sym),
+            StmtKind::Unification(u) => Some(u.target.sym),
+            StmtKind::SchemaAttr(a) => Some(a.name.sym),
+            _ => None,
+        };
+        if let Some(t) = target {
+            pkg.targets.borrow_mut().push(t);
+        }
+        let outer = pkg.current.replace(addr);
+        let r = match &s.kind {
+            StmtKind::If(i) => (|| {
+                let cond = self.eval(ctx, &i.cond)?.truthy();
+                let body = match (cond, only) {
+                    (true, None | Some(false)) => &i.body,
+                    (false, None | Some(true)) => &i.orelse,
+                    _ => return Ok(None),
+                };
+                let mut last = None;
+                for st in body {
+                    last = self.exec_top(ctx, st)?;
+                }
+                Ok(last)
+            })(),
+            _ => self.exec_stmt(ctx, s),
+        };
+        pkg.current.set(outer);
+        if target.is_some() {
+            pkg.targets.borrow_mut().pop();
+        }
+        r
+    }
+
+    /// Read a global of `pkg` the way upstream's lazy scope does: the value being assigned by
+    /// the running statement reads as it is; a cached value is final; else the name's setters
+    /// run, last first, each reading the value before it through the one before it.
+    ///
+    /// Read from a nested scope (`nested`: a lambda, a comprehension, a config literal), a
+    /// setter run this way leaves the package's variable as it was, as upstream's stores
+    /// that value in the scope it ran in: the statement, when reached, starts afresh (a
+    /// unification does not merge onto it).
+    pub fn get_global(
+        &self,
+        pkg: &Rc<Pkg>,
+        name: Symbol,
+        nested: bool,
+    ) -> EvalResult<Option<Value>> {
+        let Some(setters) = pkg.setters.get(&name) else {
+            return Ok(pkg.globals.borrow().get(&name).cloned());
+        };
+        let current = || {
+            Some(
+                pkg.globals
+                    .borrow()
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or(Value::Undefined),
+            )
+        };
+        let level = pkg.lazy.borrow().levels.get(&name).copied().unwrap_or(0);
+        if pkg.targets.borrow().last() == Some(&name) && (level == 0 || setters.len() <= 1) {
+            return Ok(current());
+        }
+        if let Some(v) = pkg.lazy.borrow().cache.get(&name) {
+            return Ok(Some(v.clone()));
+        }
+        let next = level + 1;
+        if next > setters.len() {
+            return Ok(current());
+        }
+        let setter = setters[setters.len() - next];
+        pkg.lazy.borrow_mut().levels.insert(name, next);
+        let before = nested.then(|| pkg.globals.borrow().get(&name).cloned());
+        self.run_top(pkg, setter.stmt, Some(&setter))?;
+        let v = current();
+        if let Some(before) = before {
+            let mut g = pkg.globals.borrow_mut();
+            match before {
+                Some(b) => {
+                    g.insert(name, b);
+                }
+                None => {
+                    if g.remove(&name).is_some() {
+                        let mut order = pkg.order.borrow_mut();
+                        if let Some(i) = order.iter().rposition(|n| *n == name) {
+                            order.remove(i);
+                        }
+                    }
+                }
+            }
+        }
+        let mut lz = pkg.lazy.borrow_mut();
+        lz.levels.insert(name, level);
+        if let Some(v) = &v {
+            lz.cache.insert(name, v.clone());
+        }
+        Ok(v)
+    }
+
+    pub(super) fn set_global(&self, pkg: &Rc<Pkg>, name: Symbol, v: Value) {
+        {
+            let mut lz = pkg.lazy.borrow_mut();
+            // at level 0, the value of the last setter (or of every setter having run) is final
+            if lz.levels.get(&name).copied().unwrap_or(0) == 0 {
+                let setters = pkg.setters.get(&name).map_or(&[][..], Vec::as_slice);
+                let cal = lz.cal.entry(name).or_insert(0);
+                *cal += 1;
+                let last = setters.last().map(|st| match st.stop {
+                    Some((stop, _)) => stop as *const Stmt as usize,
+                    None => pkg.stmts[st.stmt] as *const Stmt as usize,
+                });
+                if *cal >= setters.len() || last == Some(pkg.current.get()) {
+                    lz.cache.insert(name, v.clone());
+                }
+            }
+        }
+        let mut g = pkg.globals.borrow_mut();
+        if g.insert(name, v).is_none() {
+            pkg.order.borrow_mut().push(name);
+        }
+    }
+}

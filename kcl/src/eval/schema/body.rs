@@ -1,0 +1,212 @@
+//! The statements of a schema body as an instance runs them: attribute declarations and
+//! assignments, reading and setting attributes in the instance's frame.
+
+use super::*;
+
+impl Evaluator {
+    pub(super) fn run_schema_stmt(&self, fr: &Rc<Frame>, i: usize) -> EvalResult<()> {
+        if fr.state.borrow()[i] != PENDING {
+            return Ok(());
+        }
+        fr.state.borrow_mut()[i] = RUNNING;
+        let (st, pi) = fr.layout.body[i];
+        let ctx = Ctx {
+            schema: Some(fr.clone()),
+            ..fr.ctxs[pi].clone()
+        };
+        let level = fr.layout.part_level[pi];
+        let outer = fr.level.replace(level);
+        if fr.has_insert
+            && let StmtKind::SchemaAttr(a) = &st.kind
+            && a.value.is_none()
+        {
+            self.reapply_insert(fr, a.name.sym, level, st.span)?;
+        }
+        let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
+        fr.level.set(outer);
+        fr.state.borrow_mut()[i] = DONE;
+        r?;
+        // upstream converts an attribute's value to its type where the attribute is declared
+        // (a config dict becomes the schema instance, defaults included), so the statements
+        // after it read the instance
+        let StmtKind::SchemaAttr(a) = &st.kind else {
+            return Ok(());
+        };
+        let cur = fr.attrs.borrow().get(a.name.sym.as_str()).cloned();
+        if let Some(d) = fr.layout.declared.get(a.name.sym.as_str())
+            && let Some(t) = d.ty
+            && let Some(v) = cur
+            && v.is_config()
+            && !matches!(v, Value::Schema(_))
+        {
+            let c = Ctx {
+                schema: Some(fr.clone()),
+                ..fr.ctxs[d.part].clone()
+            };
+            if let Ok(Some(nv)) = self.try_convert_value(&c, &v, t, st.span) {
+                fr.attrs
+                    .borrow_mut()
+                    .map
+                    .insert(Str::from(a.name.sym.as_str()), nv);
+            }
+        }
+        Ok(())
+    }
+
+    /// Upstream's evaluator keeps one record of evaluated attributes per inheritance level:
+    /// the first time code of a derived level touches an attribute (reads it, or declares it
+    /// again without a value), the base levels' statements for it run again. Those are
+    /// idempotent except for a declaration without a value under a `+=` config entry, which
+    /// appends the entry once more each time it runs (`labels += [1]` on a schema whose child
+    /// reads `labels` yields `[1, 1]`). That effect, and only it, is reproduced here.
+    fn reapply_insert(
+        &self,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        level: u32,
+        span: Span,
+    ) -> EvalResult<()> {
+        if level == 0 || fr.touched.borrow().contains(&(level, name)) {
+            return Ok(());
+        }
+        fr.touched.borrow_mut().push((level, name));
+        let k = name.as_str();
+        let Some(cv) = fr.config.map.get(k) else {
+            return Ok(());
+        };
+        if fr.config.op_of(k).0 != ConfigOp::Insert {
+            return Ok(());
+        }
+        let Some(setters) = fr.layout.setters.get(&name) else {
+            return Ok(());
+        };
+        let mut times = 0;
+        for &i in setters {
+            let (st, pi) = fr.layout.body[i];
+            let valueless = matches!(&st.kind, StmtKind::SchemaAttr(a) if a.value.is_none());
+            let l = fr.layout.part_level[pi];
+            match (l.cmp(&level), valueless) {
+                (std::cmp::Ordering::Greater, _) | (std::cmp::Ordering::Equal, true) => {}
+                (std::cmp::Ordering::Less, true) => times += 1,
+                // set by this level's own statement (nothing runs again), or by a base
+                // statement with a value (which resets the attribute when it runs again)
+                (_, false) => return Ok(()),
+            }
+        }
+        for _ in 0..times {
+            let cur = fr
+                .attrs
+                .borrow()
+                .get(k)
+                .cloned()
+                .unwrap_or(Value::Undefined);
+            let nv = if cur.is_none_or_undefined() {
+                cv.clone()
+            } else {
+                self.binop(ast::BinOp::Add, &cur, cv, span)?
+            };
+            fr.attrs.borrow_mut().map.insert(Str::from(k), nv);
+        }
+        Ok(())
+    }
+
+    /// A name read inside a schema body: its attribute (after running pending assignments).
+    pub(crate) fn schema_lookup(&self, fr: &Rc<Frame>, name: Symbol) -> EvalResult<Option<Value>> {
+        if let Some(idx) = fr.layout.setters.get(&name) {
+            // a name read while one of its own assignments runs sees its current value
+            if !idx.iter().any(|&i| fr.state.borrow()[i] == RUNNING) {
+                for &i in idx {
+                    if fr.state.borrow()[i] == PENDING {
+                        self.run_schema_stmt(fr, i)?;
+                    }
+                }
+            }
+        }
+        if fr.has_insert {
+            let span = Span::default();
+            self.reapply_insert(fr, name, fr.level.get(), span)?;
+        }
+        let a = fr.attrs.borrow();
+        match a.map.get(name.as_str()) {
+            Some(v) => Ok(Some(v.clone())),
+            None => Ok(None),
+        }
+    }
+
+    /// Set an attribute from the body: the config entry for it is laid on top.
+    pub(crate) fn schema_set(
+        &self,
+        _ctx: &Ctx,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        v: Value,
+        span: Span,
+    ) -> EvalResult<()> {
+        let k = name.as_str();
+        let nv = match fr.config.map.get_key_value(k) {
+            // `attr: None` in a config keeps the schema's default
+            Some((_, Value::None))
+                if fr.config.op_of(k).0 == ConfigOp::Union && !v.is_none_or_undefined() =>
+            {
+                v
+            }
+            Some((kk, cv)) => {
+                let (op, idx) = fr.config.op_of(kk);
+                let mut d = Dict::new();
+                d.map.insert(kk.clone(), v);
+                let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+                value::merge_entry_with(&mut d, kk, cv, op, idx, false, &rb)
+                    .map_err(|e| e.or_span(span))?;
+                d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
+            }
+            None => v,
+        };
+        let mut a = fr.attrs.borrow_mut();
+        match a.map.get_mut(k) {
+            Some(slot) => *slot = nv,
+            None => {
+                a.map.insert(Str::from(k), nv);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn exec_schema_attr(
+        &self,
+        ctx: &Ctx,
+        fr: &Rc<Frame>,
+        attr: &'static ast::SchemaAttr,
+        span: Span,
+    ) -> EvalResult<()> {
+        let Some(val) = &attr.value else {
+            return Ok(());
+        };
+        // a config entry that overrides the attribute (`a = v`) replaces its default, which
+        // upstream then never evaluates (no errors, no instances from it)
+        let k = attr.name.sym.as_str();
+        if !matches!(attr.op, Some(ast::AttrOp::Aug(_)))
+            && fr.config.map.contains_key(k)
+            && fr.config.op_of(k) == (ConfigOp::Override, None)
+        {
+            return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
+        }
+        let v = self.eval(ctx, val)?;
+        let v = match attr.op {
+            Some(ast::AttrOp::Aug(op)) => {
+                let cur = fr
+                    .attrs
+                    .borrow()
+                    .get(attr.name.sym.as_str())
+                    .cloned()
+                    .unwrap_or(Value::Undefined);
+                if cur.is_none_or_undefined() {
+                    v
+                } else {
+                    self.binop(op.bin_op(), &cur, &v, span)?
+                }
+            }
+            _ => v,
+        };
+        self.schema_set(ctx, fr, attr.name.sym, v, span)
+    }
+}

@@ -1,0 +1,281 @@
+//! What an instance must satisfy once built: required attributes, `check:` blocks, rules,
+//! deprecated attributes, and whether a config fits a schema.
+
+use super::*;
+
+impl Evaluator {
+    pub(super) fn check_frame_required(
+        &self,
+        frame: &Frame,
+        name: &str,
+        span: Span,
+    ) -> EvalResult<()> {
+        let attrs = frame.attrs.borrow();
+        for k in &frame.layout.required {
+            if attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
+                return Err(required_error(k, name, Some(span)));
+            }
+        }
+        for x in attrs.map.values() {
+            self.check_required(x, 1)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a config fits schema `ty` the way upstream's runtime type conversion asks
+    /// before making an instance of it: every key is an attribute of the schema or a base
+    /// (or private, or taken by an index signature). Otherwise, upstream's explanation lines.
+    pub(crate) fn config_fits(
+        &self,
+        ty: &Rc<SchemaType>,
+        config: &Dict,
+        span: Span,
+    ) -> EvalResult<Result<(), Vec<String>>> {
+        let layout = self.layout(ty, span)?;
+        let mixin = |d: &AttrDecl| layout.parts[d.part].stmt.is_some_and(|s| s.is_mixin());
+        let is_attr = |k: &str| {
+            layout
+                .declared
+                .get(k)
+                .is_some_and(|d| d.schema_attr && !mixin(d))
+        };
+        let mut notes = Vec::new();
+        if layout.index_sig.is_none() {
+            for k in config.map.keys() {
+                if !k.starts_with('_') && !is_attr(k) {
+                    notes.push(format!("Schema {} does not contain attribute {k}", ty.name));
+                }
+            }
+        }
+        if notes.is_empty() {
+            return Ok(Ok(()));
+        }
+        for (k, d) in &layout.declared {
+            if d.schema_attr && !d.optional && !mixin(d) && !config.map.contains_key(k) {
+                notes.push(format!("Schema {}'s attribute {k} is missing", ty.name));
+            }
+        }
+        Ok(Err(notes))
+    }
+
+    /// The required attributes of every schema instance in `v` (recursively).
+    pub fn check_required(&self, v: &Value, depth: usize) -> EvalResult<()> {
+        if depth > value::MAX_DEPTH {
+            return Ok(());
+        }
+        match v {
+            Value::Schema(s) => {
+                if let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok())
+                    && let Some(l) = ty.layout.borrow().as_ref()
+                {
+                    for k in &l.required {
+                        if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
+                            return Err(required_error(k, &s.name, s.span));
+                        }
+                    }
+                }
+                for x in s.attrs.map.values() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            Value::Dict(d) => {
+                for x in d.map.values() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            Value::List(l) => {
+                for x in l.iter() {
+                    self.check_required(x, depth + 1)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `check_required` of a value made outside any schema body or expression (a merge of
+    /// instances at the top).
+    pub(crate) fn check_required_at_top(&self, v: &Value) -> EvalResult<()> {
+        if self.schema_frames.get() == 0 && self.schema_exprs.get() == 0 {
+            self.check_required(v, 0)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn deprecated(
+        &self,
+        ctx: &Ctx,
+        d: &'static ast::Decorator,
+        name: &str,
+        span: Span,
+    ) -> EvalResult<()> {
+        let (mut version, mut reason, mut strict) = (String::new(), String::new(), true);
+        if let Some(a) = &d.args {
+            for k in &a.keywords {
+                let v = self.eval(ctx, &k.value)?;
+                match k.name.sym.as_str() {
+                    "version" => version = value::to_str(&v),
+                    "reason" => reason = value::to_str(&v),
+                    "strict" => strict = v.truthy(),
+                    other => {
+                        return Err(EvalError::new(
+                            ErrKind::Evaluation,
+                            format!("deprecated() got an unexpected keyword argument '{other}'"),
+                            Some(k.name.span),
+                        ));
+                    }
+                }
+            }
+            if let Some(x) = a.args.first() {
+                version = value::to_str(&self.eval(ctx, x)?);
+            }
+        }
+        let mut msg = format!("{name} was deprecated");
+        if !version.is_empty() {
+            msg.push_str(&format!(" since version {version}"));
+        }
+        if !reason.is_empty() {
+            msg.push_str(&format!(", {reason}"));
+        }
+        if strict {
+            Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)))
+        } else {
+            self.warnings.borrow_mut().push(format!("warning: {msg}"));
+            Ok(())
+        }
+    }
+
+    /// A schema's or a rule's checks. A failed check is upstream's "Instance check failed" at
+    /// the instantiation with the condition as a note; that of a rule called (`R()`, `alone`)
+    /// is the condition's message alone, at the condition.
+    pub(super) fn run_checks(
+        &self,
+        c: &Ctx,
+        checks: &'static [ast::CheckExpr],
+        span: Span,
+        alone: bool,
+    ) -> EvalResult<()> {
+        for ch in checks {
+            if let Some(cond) = &ch.if_cond
+                && !self.eval(c, cond)?.truthy()
+            {
+                continue;
+            }
+            if !self.eval(c, &ch.test)?.truthy() {
+                let msg = match &ch.msg {
+                    Some(m) => format!(
+                        "Check failed on the condition: {}",
+                        value::to_str(&self.eval(c, m)?)
+                    ),
+                    None => "Check failed on the condition".to_string(),
+                };
+                if alone {
+                    return Err(EvalError::new(ErrKind::Schema, msg, Some(ch.span)));
+                }
+                return Err(
+                    EvalError::new(ErrKind::Schema, "Instance check failed", Some(span))
+                        .with_note(ch.span, msg),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_rule(
+        &self,
+        ty: &Rc<SchemaType>,
+        r: &'static ast::RuleStmt,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+        by_call: bool,
+    ) -> EvalResult<Value> {
+        for p in &r.parents {
+            let v = self.eval_identifier(&ty.def_ctx, p)?;
+            if let Some(pt) = as_schema_type(&v) {
+                self.instantiate(&pt, args, kwargs, config.clone(), span)?;
+            }
+        }
+        let scope = Scope::new(None);
+        if let Some(ps) = &r.params {
+            for (i, p) in ps.iter().enumerate() {
+                let v = if i < args.len() {
+                    args[i].clone()
+                } else if let Some((_, v)) =
+                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
+                {
+                    v.clone()
+                } else if let Some(d) = &p.default {
+                    self.eval(&ty.def_ctx, d)?
+                } else {
+                    Value::None
+                };
+                scope.vars.borrow_mut().insert(p.name.sym, v);
+            }
+        }
+        // a rule for a protocol has the protocol's attributes (defaults and types included),
+        // set from its config, and shows them as its value
+        let mut attrs = Dict::new();
+        let mut vars = config.clone();
+        if let Some(h) = &r.for_host {
+            let v = self.eval_identifier(&ty.def_ctx, h)?;
+            if let Some(pt) = as_schema_type(&v)
+                && let Value::Schema(inst) = self.instantiate(&pt, &[], &[], config, span)?
+            {
+                attrs = inst.attrs.clone();
+                vars = attrs.clone();
+            }
+        }
+        for (k, v) in &vars.map {
+            scope.vars.borrow_mut().insert(Symbol::intern(k), v.clone());
+        }
+        let c = Ctx {
+            locals: Some(scope),
+            schema: None,
+            in_lambda: false,
+            ..ty.def_ctx.clone()
+        };
+        self.run_checks(&c, &r.checks, span, by_call)?;
+        Ok(Value::Schema(Rc::new(SchemaInst {
+            name: ty.name.clone(),
+            pkg: ty.pkgpath.clone(),
+            attrs,
+            ty: Some(ty.clone() as Rc<dyn std::any::Any>),
+            span: Some(span),
+            origin: None,
+        })))
+    }
+}
+
+pub(super) fn decorator_name(d: &ast::Decorator) -> String {
+    d.name
+        .names
+        .iter()
+        .map(|n| n.sym.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+pub(super) fn similar(a: &str, b: &str) -> bool {
+    // cheap edit-distance-1-ish suggestion, as upstream's "did you mean"
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    if la.abs_diff(lb) > 2 {
+        return false;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    if common >= la.min(lb).saturating_sub(1) && common > 0 {
+        return true;
+    }
+    // one mistyped letter (`wirker` for `worker`)
+    la == lb && la >= 3 && a.chars().zip(b.chars()).filter(|(x, y)| x != y).count() == 1
+}
+
+fn required_error(attr: &str, schema: &str, span: Option<Span>) -> EvalError {
+    EvalError::new(
+        ErrKind::Evaluation,
+        format!("attribute '{attr}' of {schema} is required and can't be None or Undefined"),
+        span,
+    )
+}

@@ -1,0 +1,263 @@
+//! The layout of a schema type: its parents and mixins resolved, and the attributes and
+//! statements of its body in the order an instance runs them, computed once per type.
+
+use super::*;
+
+impl Evaluator {
+    pub(crate) fn parent_of(&self, t: &Rc<SchemaType>) -> EvalResult<Option<Rc<SchemaType>>> {
+        let Some(s) = t.stmt else { return Ok(None) };
+        let Some(p) = &s.parent else { return Ok(None) };
+        let v = self.eval_identifier(&t.def_ctx, p)?;
+        match as_schema_type(&v) {
+            Some(x) => Ok(Some(x)),
+            None => Err(EvalError::new(
+                ErrKind::Compile,
+                format!(
+                    "illegal parent schema '{}'",
+                    p.names
+                        .iter()
+                        .map(|n| n.sym.as_str())
+                        .collect::<Vec<_>>()
+                        .join(".")
+                ),
+                Some(p.span),
+            )),
+        }
+    }
+
+    fn mixins_of(&self, t: &Rc<SchemaType>) -> EvalResult<Vec<Rc<SchemaType>>> {
+        let Some(s) = t.stmt else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for m in &s.mixins {
+            let v = self.eval_identifier(&t.def_ctx, m)?;
+            match as_schema_type(&v) {
+                Some(x) => out.push(x),
+                None => {
+                    return Err(EvalError::new(
+                        ErrKind::Compile,
+                        "illegal mixin",
+                        Some(m.span),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn layout(&self, ty: &Rc<SchemaType>, span: Span) -> EvalResult<Rc<Layout>> {
+        if let Some(l) = ty.layout.borrow().as_ref() {
+            return Ok(l.clone());
+        }
+        // base first
+        let mut chain = vec![ty.clone()];
+        while let Some(p) = self.parent_of(chain.last().unwrap())? {
+            if let Some(i) = chain.iter().position(|c| Rc::ptr_eq(c, &p)) {
+                // schemas of other packages are named with their package, as upstream does
+                let names: Vec<String> = chain[i..]
+                    .iter()
+                    .map(|c| match &*c.pkgpath {
+                        "__main__" | "" => c.name.to_string(),
+                        p => format!("{p}.{}", c.name),
+                    })
+                    .collect();
+                let msg = format!(
+                    "There is a circular reference between schemas {}",
+                    names.join(", ")
+                );
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+            }
+            if p.stmt.is_some_and(|s| s.is_mixin()) {
+                let msg = format!(
+                    "invalid schema inherit object type, expect schema, got '{}'",
+                    p.name
+                );
+                return Err(EvalError::new(ErrKind::IllegalInherit, msg, Some(span)));
+            }
+            chain.push(p);
+        }
+        chain.reverse();
+        let mut parts: Vec<Rc<SchemaType>> = Vec::new();
+        for t in &chain {
+            parts.push(t.clone());
+            for m in self.mixins_of(t)? {
+                parts.push(m);
+            }
+        }
+        let mut body = Vec::new();
+        let mut declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher> = IndexMap::default();
+        let mut index_sig = None;
+        let mut order: Vec<Str> = Vec::new();
+        let mut deprecated = Vec::new();
+        let mut unknown_decorators = Vec::new();
+        for (pi, t) in parts.iter().enumerate() {
+            let Some(s) = t.stmt else { continue };
+            if let Some(is) = &s.index_signature {
+                index_sig = Some((is, pi));
+                // attributes declared before the signature must fit it too
+                for (k, d) in declared.iter() {
+                    if let (Some(kn), true) = (&is.key_name, d.schema_attr)
+                        && kn.sym.as_str() == &**k
+                    {
+                        return Err(EvalError::new(
+                            ErrKind::IndexSignature,
+                            format!(
+                                "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                            ),
+                            Some(is.span),
+                        ));
+                    }
+                }
+            }
+            for st in &s.body {
+                if let StmtKind::SchemaAttr(a) = &st.kind {
+                    let k: Str = crate::eval::expr::sym_str(a.name.sym);
+                    for d in &a.decorators {
+                        match decorator_name(d).as_str() {
+                            "deprecated" => deprecated.push((k.clone(), d, pi)),
+                            "info" => {}
+                            _ => unknown_decorators.push((k.clone(), d, pi)),
+                        }
+                    }
+                    if let Some(prev) = declared.get(&k)
+                        && let (Some(pt), true) = (prev.ty, prev.schema_attr)
+                    {
+                        let short = |t: &ast::Type| match &t.kind {
+                            ast::TypeKind::Named(id) => id
+                                .names
+                                .last()
+                                .map(|n| n.sym.as_str().to_string())
+                                .unwrap_or_default(),
+                            _ => crate::eval::types::type_str(t),
+                        };
+                        let (ps, ns) = (short(pt), short(&a.ty));
+                        if ps != ns && prev.part != pi {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    // upstream prints the new type on both sides
+                                    "can't change schema field type of '{k}' from {ns} to {ns}"
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                        if !prev.optional && a.optional && prev.part != pi {
+                            return Err(EvalError::new(
+                                ErrKind::Type,
+                                format!(
+                                    "can't change the required schema attribute of '{k}' to optional"
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                    }
+                    // upstream checks a schema's own attributes against its own index
+                    // signature (a subschema's attributes are not)
+                    if let Some((is, sig_part)) = &index_sig
+                        && *sig_part == pi
+                    {
+                        if let Some(kn) = &is.key_name
+                            && kn.sym == a.name.sym
+                        {
+                            return Err(EvalError::new(
+                                ErrKind::IndexSignature,
+                                format!(
+                                    "index signature attribute name '{k}' cannot have the same name as schema attributes"
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                        if !is.any_other
+                            && !matches!(is.value_ty.kind, ast::TypeKind::Any)
+                            && crate::eval::types::type_str(&is.value_ty)
+                                != crate::eval::types::type_str(&a.ty)
+                            && !matches!(is.value_ty.kind, ast::TypeKind::Union(_))
+                        {
+                            return Err(EvalError::new(
+                                ErrKind::IndexSignature,
+                                format!(
+                                    "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
+                                    crate::eval::types::type_str(&a.ty),
+                                    index_sig_str(is)
+                                ),
+                                Some(a.name.span),
+                            ));
+                        }
+                    }
+                    declared.insert(
+                        k.clone(),
+                        AttrDecl {
+                            ty: Some(&a.ty),
+                            optional: a.optional,
+                            part: pi,
+                            schema_attr: true,
+                        },
+                    );
+                    if !order.contains(&k) {
+                        order.push(k);
+                    }
+                } else {
+                    let mut names = Vec::new();
+                    collect_targets(st, &mut names);
+                    for n in names {
+                        let k: Str = crate::eval::expr::sym_str(n);
+                        if !declared.contains_key(&k) {
+                            declared.insert(
+                                k.clone(),
+                                AttrDecl {
+                                    ty: None,
+                                    optional: true,
+                                    part: pi,
+                                    schema_attr: false,
+                                },
+                            );
+                        }
+                        if !order.contains(&k) {
+                            order.push(k);
+                        }
+                    }
+                }
+                body.push((st, pi));
+            }
+        }
+        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        for (i, (st, _)) in body.iter().enumerate() {
+            let mut names = Vec::new();
+            collect_targets(st, &mut names);
+            for n in names {
+                let e = setters.entry(n).or_default();
+                if e.last() != Some(&i) {
+                    e.push(i);
+                }
+            }
+        }
+        let required = declared
+            .iter()
+            .filter(|(_, d)| d.schema_attr && !d.optional)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut part_level = Vec::with_capacity(parts.len());
+        let mut level = 0u32;
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 && !p.stmt.is_some_and(|s| s.is_mixin()) {
+                level += 1;
+            }
+            part_level.push(level);
+        }
+        let l = Rc::new(Layout {
+            parts,
+            part_level,
+            body,
+            declared,
+            setters,
+            index_sig,
+            order,
+            required,
+            deprecated,
+            unknown_decorators,
+        });
+        *ty.layout.borrow_mut() = Some(l.clone());
+        Ok(l)
+    }
+}

@@ -1,0 +1,161 @@
+//! Merging schema instances: `inst | {...}`, repeated `a: S {...}` and a dict merged into a
+//! nested instance rebuild the instance from its origin, so computed attributes and checks
+//! run again, as upstream.
+
+use super::*;
+
+impl Evaluator {
+    /// Rebuild schema instance `inst` with `extra` merged into the config it was made from
+    /// (computed attributes see the new values). `ty_args` replaces the type and arguments.
+    pub(crate) fn rebuild_merged(
+        &self,
+        inst: &Value,
+        extra: &Value,
+        ty_args: Option<(Rc<SchemaType>, crate::eval::expr::Args)>,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let Value::Schema(s) = inst else {
+            return Ok(None);
+        };
+        let (Some(origin), Some(t)) = (&s.origin, &s.ty) else {
+            return Ok(None);
+        };
+        let Ok(ty) = t.clone().downcast::<SchemaType>() else {
+            return Ok(None);
+        };
+        let base = Value::from(s.config());
+        let merged = self.union_eval(base, extra, span)?;
+        let cfg = merged.as_dict().cloned().unwrap_or_default();
+        let (ty, (args, kwargs)) =
+            ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
+        self.enter(span)?;
+        self.merging.set(true);
+        let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
+        self.leave();
+        r.map(Some)
+    }
+
+    /// A config merged into a nested instance (`B {a: {x = 1}}` onto a default `a = A {}`,
+    /// `b | {a: {...}}`): rebuild it from its config plus the new one, so the result is
+    /// coerced, recomputed and checked as upstream does. Instances of another schema, or
+    /// without a recorded config, are merged attribute by attribute.
+    pub(crate) fn rebuild_nested(
+        &self,
+        inst: &Value,
+        extra: &Value,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let Value::Schema(s) = inst else {
+            return Ok(None);
+        };
+        match extra {
+            Value::Schema(e) => self.union_instances(s, e, span),
+            other => self.rebuild_merged(inst, other, None, span),
+        }
+    }
+
+    /// One instance merged with another (`a | b`, `attr: S {...}` over an instance), as
+    /// upstream's evaluator does it: every attribute `b` has overrides `a`'s (a dict `b` was
+    /// configured with `:` merges into it), then `a`'s schema is instantiated again with the
+    /// config keys of both, holding the merged values. So `b`'s defaults win over what `a` was
+    /// configured with (`R {c = 5} | R {}` is `R {}`), and `a`'s attributes `b` leaves
+    /// undefined stay.
+    pub(crate) fn union_instances(
+        &self,
+        a: &value::SchemaInst,
+        b: &value::SchemaInst,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        let (Some(origin), Some(t)) = (&a.origin, &a.ty) else {
+            return Ok(None);
+        };
+        let Ok(ty) = t.clone().downcast::<SchemaType>() else {
+            return Ok(None);
+        };
+        let b_keys: &[(Str, bool)] = b.origin.as_ref().map(|o| &*o.keys).unwrap_or_default();
+        let mut merged = a.attrs.map.clone();
+        for (k, bv) in &b.attrs.map {
+            if matches!(bv, Value::Undefined) {
+                continue;
+            }
+            let unify = b_keys.iter().any(|(bk, replaced)| bk == k && !replaced);
+            let nv = match merged.get(k) {
+                Some(av) if unify && av.is_config() && bv.is_config() => {
+                    self.union_eval(av.clone(), bv, span)?
+                }
+                // `env += [...]` appends to what the other instance holds
+                Some(av @ Value::List(_))
+                    if b.attrs.op_of(k).0 == ConfigOp::Insert && matches!(bv, Value::List(_)) =>
+                {
+                    self.binop(ast::BinOp::Add, av, bv, span)?
+                }
+                _ => bv.clone(),
+            };
+            merged.insert(k.clone(), nv);
+        }
+        let mut cfg = Dict::with_capacity(origin.keys.len() + b_keys.len());
+        for (k, _) in origin.keys.iter().chain(b_keys) {
+            if cfg.map.contains_key(k) {
+                continue;
+            }
+            if let Some(v) = merged.get(k) {
+                cfg.map.insert(k.clone(), v.clone());
+                cfg.set_op(k.clone(), ConfigOp::Override, None);
+            }
+        }
+        self.enter(span)?;
+        self.merging.set(true);
+        let r = self.instantiate(&ty, &origin.args, &origin.kwargs, cfg, span);
+        self.leave();
+        r.map(Some)
+    }
+
+    /// The origin record of an instance built from `config`; shared between instances when
+    /// there are no arguments (most configs of one schema have the same keys).
+    pub(super) fn origin_of(
+        &self,
+        config: &Dict,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> Rc<value::Origin> {
+        let keys: Vec<(Str, bool)> = config
+            .map
+            .keys()
+            .map(|k| (k.clone(), config.op_of(k).0 != ConfigOp::Union))
+            .collect();
+        let mut cache = self.origins.borrow_mut();
+        if args.is_empty()
+            && kwargs.is_empty()
+            && let Some(o) = cache.get(keys.as_slice())
+        {
+            return o.clone();
+        }
+        let keys: value::ConfigKeys = match cache.get(keys.as_slice()) {
+            Some(o) => o.keys.clone(),
+            None => keys.into(),
+        };
+        let o = Rc::new(value::Origin {
+            keys: keys.clone(),
+            args: args.to_vec(),
+            kwargs: kwargs.to_vec(),
+        });
+        if args.is_empty() && kwargs.is_empty() {
+            cache.insert(keys, o.clone());
+        }
+        o
+    }
+
+    /// Merge `b` into `a`, rebuilding the schema instances that receive config (no conflict
+    /// check: a config laid over defaults, or configs already checked).
+    pub(crate) fn union_eval(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
+        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        value::union_with(a, b, false, &rb).map_err(|e| e.or_span(span))
+    }
+
+    /// [`Self::union_eval`] with upstream's conflict check (`|`, repeated `:` keys of one
+    /// config): unequal scalars or lists under a `:` key are an error.
+    pub(crate) fn union_checked(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
+        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
+    }
+}

@@ -1,0 +1,631 @@
+//! Schema types and instantiation: parent first, then own body, then mixins; the config is laid
+//! over the body's defaults as each attribute is set; then types, required attributes and
+//! `check:` blocks. The type's layout is in `layout.rs`, the body's statements in `body.rs`,
+//! the checks in `checks.rs` and merging instances in `merge.rs`.
+
+mod body;
+mod checks;
+mod layout;
+mod merge;
+
+use checks::{decorator_name, similar};
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+use rustc_hash::FxHashMap;
+
+use super::{Ctx, DONE, EvalError, EvalResult, Evaluator, PENDING, RUNNING, Scope};
+use crate::ast::{self, Span, Stmt, StmtKind, Symbol};
+use crate::value::{self, ConfigOp, Dict, ErrKind, Func, SchemaInst, Str, Value};
+
+/// A schema (or rule / mixin / protocol) type value.
+pub struct SchemaType {
+    pub name: Str,
+    pub pkgpath: Str,
+    pub stmt: Option<&'static ast::SchemaStmt>,
+    pub rule: Option<&'static ast::RuleStmt>,
+    pub def_ctx: Ctx,
+    /// Instances with the package whose code created them.
+    pub instances: RefCell<Vec<(Str, Value)>>,
+    layout: RefCell<Option<Rc<Layout>>>,
+}
+
+/// What instantiation needs from a schema and its bases/mixins, computed once per type.
+pub struct Layout {
+    parts: Vec<Rc<SchemaType>>,
+    /// Inheritance level of each part (base 0; a mixin shares its host's level).
+    part_level: Vec<u32>,
+    body: Vec<(&'static Stmt, usize)>,
+    declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
+    setters: FxHashMap<Symbol, Vec<usize>>,
+    index_sig: Option<(&'static ast::IndexSignature, usize)>,
+    /// Attribute names in declaration order (the instance's key order).
+    order: Vec<Str>,
+    /// Non-optional attributes.
+    pub required: Vec<Str>,
+    /// `@deprecated` attributes with their decorator.
+    deprecated: Vec<(Str, &'static ast::Decorator, usize)>,
+    /// Attribute decorators other than `deprecated`/`info` (an error when instantiated).
+    unknown_decorators: Vec<(Str, &'static ast::Decorator, usize)>,
+}
+
+impl SchemaType {
+    pub fn from_stmt(s: &'static ast::SchemaStmt, ctx: Ctx, _nested: bool) -> Value {
+        let name: Str = Str::from(s.name.sym.as_str());
+        let t = SchemaType {
+            name: name.clone(),
+            pkgpath: Str::from(ctx.pkg.path.as_str()),
+            stmt: Some(s),
+            rule: None,
+            def_ctx: ctx,
+            instances: RefCell::new(Vec::new()),
+            layout: RefCell::new(None),
+        };
+        Value::Func(Rc::new(Func::User {
+            name,
+            data: Rc::new(t),
+            is_type: true,
+        }))
+    }
+    pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
+        let name: Str = Str::from(r.name.sym.as_str());
+        let t = SchemaType {
+            name: name.clone(),
+            pkgpath: Str::from(ctx.pkg.path.as_str()),
+            stmt: None,
+            rule: Some(r),
+            def_ctx: ctx,
+            instances: RefCell::new(Vec::new()),
+            layout: RefCell::new(None),
+        };
+        Value::Func(Rc::new(Func::User {
+            name,
+            data: Rc::new(t),
+            is_type: true,
+        }))
+    }
+}
+
+/// A declared attribute.
+#[derive(Clone)]
+pub struct AttrDecl {
+    pub ty: Option<&'static ast::Type>,
+    pub optional: bool,
+    /// Index of the schema (in the layout's parts) that declares it.
+    pub part: usize,
+    pub schema_attr: bool,
+}
+
+/// The instance being built.
+pub struct Frame {
+    pub attrs: RefCell<Dict>,
+    pub config: Rc<Dict>,
+    layout: Rc<Layout>,
+    /// Per-part evaluation contexts (definition package + parameter scope).
+    ctxs: Vec<Ctx>,
+    state: RefCell<Vec<u8>>,
+    /// Inheritance level of the code running in this frame (see `reapply_insert`).
+    level: Cell<u32>,
+    /// `(level, attribute)` pairs already touched, when the config has a `+=` entry.
+    touched: RefCell<Vec<(u32, Symbol)>>,
+    has_insert: bool,
+}
+
+/// Downcast a value to a schema type.
+pub fn as_schema_type(v: &Value) -> Option<Rc<SchemaType>> {
+    match v {
+        Value::Func(f) => match &**f {
+            Func::User { data, .. } => data.clone().downcast::<SchemaType>().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Does the schema `inst` was built from declare attribute `name` (unknown: yes)?
+pub fn declares(inst: &SchemaInst, name: &str) -> bool {
+    let Some(ty) = inst
+        .ty
+        .clone()
+        .and_then(|t| t.downcast::<SchemaType>().ok())
+    else {
+        return true;
+    };
+    if ty.rule.is_some() {
+        return true;
+    }
+    let l = ty.layout.borrow();
+    match l.as_ref() {
+        Some(l) => l.declared.contains_key(name),
+        None => true,
+    }
+}
+
+/// Is `inst` an instance of `ty` or of one of its subtypes?
+pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) -> bool {
+    let Some(t) = &inst.ty else { return false };
+    let Ok(mut cur) = t.clone().downcast::<SchemaType>() else {
+        return false;
+    };
+    loop {
+        // by name: one file can be loaded both as part of its folder package and on its own
+        let related = |a: &str, b: &str| {
+            a == b || a.starts_with(&format!("{b}.")) || b.starts_with(&format!("{a}."))
+        };
+        if Rc::ptr_eq(&cur, ty) || (cur.name == ty.name && related(&cur.pkgpath, &ty.pkgpath)) {
+            return true;
+        }
+        match ev.parent_of(&cur) {
+            Ok(Some(p)) => cur = p,
+            _ => return false,
+        }
+    }
+}
+
+fn collect_targets(s: &Stmt, out: &mut Vec<Symbol>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
+        StmtKind::AugAssign(a) => out.push(a.target.name.sym),
+        StmtKind::Unification(u) => out.push(u.target.sym),
+        StmtKind::SchemaAttr(a) => out.push(a.name.sym),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(i.orelse.iter()) {
+                collect_targets(st, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Evaluator {
+    /// Instantiate `ty_val` (a schema type value) with a config value.
+    #[allow(clippy::too_many_arguments)]
+    pub fn instantiate_value(
+        &self,
+        _ctx: &Ctx,
+        ty_val: &Value,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        cfg: Value,
+        span: Span,
+        cfg_span: Span,
+    ) -> EvalResult<Value> {
+        if let Value::Func(f) = ty_val
+            && let Func::User { data, .. } = &**f
+            && let Some(a) = data.downcast_ref::<super::types::TypeAlias>()
+            && let ast::TypeKind::Named(id) = &a.ty.kind
+        {
+            let t = self.eval_identifier(&a.ctx, id)?;
+            return self.instantiate_value(_ctx, &t, args, kwargs, cfg, span, cfg_span);
+        }
+        let Some(ty) = as_schema_type(ty_val) else {
+            // `inst {..}` on a schema instance: upstream instantiates its schema again from
+            // the instance's config and this one (a new instance, listed by instances())
+            if matches!(ty_val, Value::Schema(_))
+                && let Some(v) = self.rebuild_merged(ty_val, &cfg, None, span)?
+            {
+                return Ok(v);
+            }
+            // `dict {..}`-like forms on a non-schema: union
+            if ty_val.is_config() {
+                return value::union(ty_val, &cfg, false).map_err(|e| self.rt(e, span));
+            }
+            return Err(EvalError::new(
+                ErrKind::Type,
+                format!("'{}' is not a schema", ty_val.type_name()),
+                Some(span),
+            ));
+        };
+        let cfg_dict = match cfg {
+            Value::Dict(d) => Rc::unwrap_or_clone(d),
+            Value::Schema(s) => s.attrs.clone(),
+            Value::None | Value::Undefined => Dict::new(),
+            other => {
+                return Err(EvalError::new(
+                    ErrKind::Type,
+                    format!("expect schema config, got {}", other.type_name()),
+                    Some(cfg_span),
+                ));
+            }
+        };
+        self.enter(span)?;
+        let r = self.instantiate(&ty, args, kwargs, cfg_dict, span);
+        self.leave();
+        r
+    }
+
+    /// The attributes an instance's schema declares, in declaration order.
+    pub(crate) fn declared_order(&self, inst: &SchemaInst) -> Option<Vec<Str>> {
+        let ty = inst.ty.clone()?.downcast::<SchemaType>().ok()?;
+        let layout = self.layout(&ty, inst.span.unwrap_or_default()).ok()?;
+        Some(layout.order.clone())
+    }
+
+    pub fn instantiate(
+        &self,
+        ty: &Rc<SchemaType>,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<Value> {
+        let by_call = self.by_call.replace(false);
+        if let Some(r) = ty.rule {
+            return self.run_rule(ty, r, args, kwargs, config, span, by_call);
+        }
+        self.schema_frames.set(self.schema_frames.get() + 1);
+        let r = self.instantiate_frame(ty, args, kwargs, config, span);
+        self.schema_frames.set(self.schema_frames.get() - 1);
+        r
+    }
+
+    fn instantiate_frame(
+        &self,
+        ty: &Rc<SchemaType>,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<Value> {
+        let merged = self.merging.replace(false);
+        let layout = self.layout(ty, span)?;
+        // `S.instances()` lists an instance where its instantiation starts (upstream: the outer
+        // instance before those its body creates): a slot now, filled when it is complete (an
+        // instance that fails leaves an Undefined slot, which is not listed)
+        let slots: Vec<(Rc<SchemaType>, usize)> = if self.track_instances {
+            let mut qualified_bases: Vec<&Rc<SchemaType>> = Vec::new();
+            let mut prev: Option<&Rc<SchemaType>> = None;
+            for t in layout.parts.iter() {
+                let Some(st) = t.stmt else { continue };
+                if st.is_mixin() {
+                    continue;
+                }
+                if let (Some(par), Some(base)) = (&st.parent, prev)
+                    && par.names.len() > 1
+                {
+                    qualified_bases.push(base);
+                }
+                prev = Some(t);
+            }
+            let creator: Str = self
+                .running_pkg()
+                .map(|p| Str::from(p.path.as_str()))
+                .unwrap_or_else(|| Str::from("__main__"));
+            layout
+                .parts
+                .iter()
+                .filter(|t| {
+                    t.stmt
+                        .is_some_and(|s| s.kind == ast::SchemaKind::Schema && !s.is_mixin())
+                })
+                // upstream files an instance under a base by the package path its child
+                // names it with: `pkg.Base` is that package's, a bare `Base` the
+                // instantiating package's (so a base of another package named bare, as
+                // inside its own package, does not list it)
+                .filter(|t| {
+                    Rc::ptr_eq(t, ty)
+                        || *t.pkgpath == *creator
+                        || qualified_bases.iter().any(|q| Rc::ptr_eq(q, t))
+                })
+                .map(|t| {
+                    let mut v = t.instances.borrow_mut();
+                    v.push((creator.clone(), Value::Undefined));
+                    (t.clone(), v.len() - 1)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let origin = self.origin_of(&config, args, kwargs);
+        let config = Rc::new(config);
+        // parameters bind in a scope visible to every body
+        let params_scope = Scope::new(None);
+        if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
+            for (i, p) in ps.iter().enumerate() {
+                let v = if i < args.len() {
+                    args[i].clone()
+                } else if let Some((_, v)) =
+                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
+                {
+                    v.clone()
+                } else if let Some(d) = &p.default {
+                    self.eval(&ty.def_ctx, d)?
+                } else {
+                    Value::None
+                };
+                let v = match &p.ty {
+                    Some(t) if !v.is_none_or_undefined() => {
+                        self.convert_type(&ty.def_ctx, v, t, span)?
+                    }
+                    _ => v,
+                };
+                params_scope.vars.borrow_mut().insert(p.name.sym, v);
+            }
+        }
+        for t in &layout.parts {
+            for d in t.stmt.map(|s| s.decorators.as_slice()).unwrap_or_default() {
+                match decorator_name(d).as_str() {
+                    "deprecated" => self.deprecated(&t.def_ctx, d, &t.name, span)?,
+                    "info" => {}
+                    other => {
+                        let msg = format!("UnKnown decorator {other}");
+                        return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
+                    }
+                }
+            }
+        }
+        if let Some((_, d, _)) = layout.unknown_decorators.first() {
+            let msg = format!("UnKnown decorator {}", decorator_name(d));
+            return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
+        }
+        for (k, d, pi) in &layout.deprecated {
+            if config.get(k).is_some_and(|v| !v.is_none_or_undefined()) {
+                self.deprecated(&layout.parts[*pi].def_ctx, d, k, span)?;
+            }
+        }
+        let ctxs: Vec<Ctx> = layout
+            .parts
+            .iter()
+            .map(|t| Ctx {
+                locals: Some(params_scope.clone()),
+                in_lambda: false,
+                schema: None,
+                ..t.def_ctx.clone()
+            })
+            .collect();
+        let mut attrs = Dict::with_capacity(layout.order.len() + config.len());
+        for k in &layout.order {
+            attrs.map.insert(k.clone(), Value::Undefined);
+        }
+        // the config is visible from the start
+        for (k, v) in &config.map {
+            let (op, _) = config.op_of(k);
+            let cur = attrs.map.get(k).cloned().unwrap_or(Value::Undefined);
+            let nv = match op {
+                ConfigOp::Insert if !cur.is_none_or_undefined() => {
+                    value::binary(value::BinOp::Add, &cur, v).unwrap_or(v.clone())
+                }
+                _ => v.clone(),
+            };
+            attrs.map.insert(k.clone(), nv);
+        }
+        let n = layout.body.len();
+        let has_insert = config.ops.as_ref().is_some_and(|o| o.any_insert());
+        let frame = Rc::new(Frame {
+            attrs: RefCell::new(attrs),
+            config,
+            layout: layout.clone(),
+            ctxs,
+            state: RefCell::new(vec![PENDING; n]),
+            level: Cell::new(0),
+            touched: RefCell::new(Vec::new()),
+            has_insert,
+        });
+        for i in 0..n {
+            self.run_schema_stmt(&frame, i)?;
+        }
+        // unknown config keys; an index signature whose key type lists strings admits those
+        let sig_keys: Option<Vec<Str>> = match &layout.index_sig {
+            Some((is, pi)) => self.str_literals(&frame.ctxs[*pi], &is.key_ty),
+            None => None,
+        };
+        for k in frame.config.map.keys() {
+            let unknown = !layout.declared.contains_key(k)
+                && match (&layout.index_sig, &sig_keys) {
+                    (None, _) => true,
+                    (Some(_), Some(allowed)) => !allowed.contains(k),
+                    (Some(_), None) => false,
+                };
+            // upstream's resolver skips an empty key: only the run time refuses it
+            if unknown && (merged || k.is_empty() || self.dynamic_keys.borrow().contains(k)) {
+                let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
+                return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
+            }
+            if unknown {
+                // an index signature's literal keys: upstream's suggestions (the `suggestions`
+                // crate: `bar` for `baz`, nothing for `barx`)
+                let sugg: Vec<String>;
+                let cands: Vec<&str> = match &sig_keys {
+                    Some(allowed) => {
+                        sugg = suggestions::provide_suggestions(k, allowed.iter().map(|d| &**d));
+                        sugg.iter().map(String::as_str).collect()
+                    }
+                    None => layout
+                        .declared
+                        .keys()
+                        .filter(|d| similar(d, k))
+                        .map(|d| &**d)
+                        .collect(),
+                };
+                let msg = if cands.is_empty() {
+                    format!("Cannot add member '{k}' to schema '{}'", ty.name)
+                } else {
+                    format!(
+                        "Cannot add member '{k}' to schema '{}', did you mean '{:?}'?",
+                        ty.name, cands
+                    )
+                };
+                return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
+            }
+        }
+        // types
+        let mut attrs = frame.attrs.borrow().clone();
+        for (k, d) in &layout.declared {
+            let Some(v) = attrs.map.get(k).cloned() else {
+                continue;
+            };
+            if let Some(t) = d.ty
+                && !v.is_none_or_undefined()
+            {
+                let c = Ctx {
+                    schema: Some(frame.clone()),
+                    ..frame.ctxs[d.part].clone()
+                };
+                let nv = self.convert_type(&c, v, t, span)?;
+                attrs.map.insert(k.clone(), nv);
+            }
+        }
+        if let Some((is, pi)) = &layout.index_sig {
+            let keys: Vec<Str> = attrs
+                .map
+                .keys()
+                .filter(|k| !layout.declared.contains_key(*k))
+                .cloned()
+                .collect();
+            for k in keys {
+                let cx = Ctx {
+                    schema: Some(frame.clone()),
+                    ..frame.ctxs[*pi].clone()
+                };
+                let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
+                let merge_default = frame.config.op_of(&k).0 == ConfigOp::Union;
+                if let (Some(def), true) = (&is.value, merge_default || v.is_none_or_undefined()) {
+                    // the signature's default is merged under the given value
+                    let sc = Scope::new(cx.locals.clone());
+                    if let Some(kn) = &is.key_name {
+                        sc.vars.borrow_mut().insert(kn.sym, Value::Str(k.clone()));
+                    }
+                    let c2 = Ctx {
+                        locals: Some(sc),
+                        ..cx.clone()
+                    };
+                    let dv = self.eval(&c2, def)?;
+                    v = if v.is_config() && dv.is_config() {
+                        self.union_eval(dv, &v, span)?
+                    } else if v.is_none_or_undefined() {
+                        dv
+                    } else {
+                        v
+                    };
+                }
+                if !v.is_none_or_undefined() {
+                    v = self.convert_type(&cx, v, &is.value_ty, span)?;
+                }
+                attrs.map.insert(k, v);
+            }
+        }
+        if let Some((is, _)) = &layout.index_sig
+            && is.key_name.is_some()
+        {
+            // upstream binds the key name as a temporary attribute before it adds the extra
+            // keys one by one, then removes it by swapping the last key into its place: the
+            // last extra key comes first
+            let (n0, len) = (layout.order.len(), attrs.map.len());
+            if len >= n0 + 2 {
+                attrs.map.move_index(len - 1, n0);
+            }
+        }
+        *frame.attrs.borrow_mut() = attrs;
+        // required attributes, recursively through the values, at the top only (see
+        // `schema_frames`): before the checks, or after them with an index signature key name
+        let top = self.schema_frames.get() == 1 && self.schema_exprs.get() <= 1;
+        // An index signature's key name binds per extra key only in the schema that declares
+        // it: an instance of a schema inheriting one runs its checks once (as upstream).
+        let key_name = layout
+            .index_sig
+            .filter(|(_, pi)| Rc::ptr_eq(&layout.parts[*pi], ty))
+            .and_then(|(is, _)| is.key_name);
+        let keyed = key_name.is_some();
+        if top && !keyed {
+            self.check_frame_required(&frame, &ty.name, span)?;
+        }
+        // checks, base first; with an index signature key name, once per extra key
+        let sig_keys: Vec<Value> = match &layout.index_sig {
+            Some(_) if keyed => frame
+                .attrs
+                .borrow()
+                .map
+                .keys()
+                .filter(|k| !layout.declared.contains_key(*k))
+                .map(|k| Value::Str(k.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        // checks run at the instance's own (most derived) level
+        frame
+            .level
+            .set(layout.part_level.last().copied().unwrap_or(0));
+        for (pi, t) in layout.parts.iter().enumerate() {
+            let Some(s) = t.stmt else { continue };
+            if s.checks.is_empty() {
+                continue;
+            }
+            let c = Ctx {
+                schema: Some(frame.clone()),
+                ..frame.ctxs[pi].clone()
+            };
+            match key_name {
+                // once per extra key: never without one
+                Some(kn) => {
+                    for k in sig_keys.iter().cloned() {
+                        let sc = Scope::new(c.locals.clone());
+                        sc.vars.borrow_mut().insert(kn.sym, k);
+                        let c2 = Ctx {
+                            locals: Some(sc),
+                            ..c.clone()
+                        };
+                        self.run_checks(&c2, &s.checks, span, false)?;
+                    }
+                }
+                None => self.run_checks(&c, &s.checks, span, false)?,
+            }
+        }
+        if top && keyed {
+            self.check_frame_required(&frame, &ty.name, span)?;
+        }
+        // closures created in the body keep the frame; they still need the final attributes
+        let mut attrs = if Rc::strong_count(&frame) > 1 {
+            frame.attrs.borrow().clone()
+        } else {
+            std::mem::take(&mut *frame.attrs.borrow_mut())
+        };
+        // unset optional attributes stay, as Undefined: upstream shows them in str(), `in` and iteration (outputs drop them)
+        // instances are long-lived (they are the output): drop the growth slack
+        attrs.map.shrink_to_fit();
+        // an instance keeps its config's `=` and `+=` operators, as upstream's schema values
+        // do: merged into another value later (`a | inst`, lists of instances), its entries
+        // override or append instead of unifying
+        attrs.ops = None;
+        if let Some(ops) = &frame.config.ops {
+            if ops.keys_within(&attrs.map) && ops.keys_within(&frame.config.map) {
+                // The usual case: every config key is an attribute; share the operators.
+                attrs.ops = Some(ops.clone());
+            } else {
+                for k in frame.config.map.keys() {
+                    let (op, idx) = frame.config.op_of(k);
+                    if op != ConfigOp::Union && attrs.map.contains_key(k) {
+                        attrs.set_op(k.clone(), op, idx);
+                    }
+                }
+            }
+        }
+        let inst = Value::Schema(Rc::new(SchemaInst {
+            name: ty.name.clone(),
+            pkg: ty.pkgpath.clone(),
+            attrs,
+            ty: Some(ty.clone() as Rc<dyn std::any::Any>),
+            span: Some(span),
+            origin: Some(origin),
+        }));
+        // `Base.instances()` includes instances of its subschemas
+        for (t, i) in slots {
+            if let Some(slot) = t.instances.borrow_mut().get_mut(i) {
+                slot.1 = inst.clone();
+            }
+        }
+        Ok(inst)
+    }
+}
+
+pub(crate) fn index_sig_str(is: &ast::IndexSignature) -> String {
+    format!(
+        "[{}{}]: {}",
+        is.key_name
+            .map(|n| format!("{}: ", n.sym))
+            .unwrap_or_default(),
+        super::types::type_str(&is.key_ty),
+        super::types::type_str(&is.value_ty)
+    )
+}

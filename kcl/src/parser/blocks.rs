@@ -1,0 +1,259 @@
+//! Expressions with a braced body: quantifiers (`all x in xs { test }` and the others) and
+//! lambdas (`lambda x: int -> int { stmts }`).
+
+use super::expr::selector;
+use super::{Ctx, MAX_CHAIN, Parser};
+use crate::ast::*;
+use crate::lexer::Tok;
+
+impl<'a> Parser<'a> {
+    pub(super) fn parse_quant(&mut self) -> Expr {
+        let t = self.bump();
+        let lo = t.lo;
+        let op = match self.text(t) {
+            "all" => QuantOp::All,
+            "any" => QuantOp::Any,
+            "map" => QuantOp::Map,
+            _ => QuantOp::Filter,
+        };
+        let mut vars = Vec::new();
+        while let Some(n) = self.expect_ident() {
+            vars.push(n);
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(Tok::In, "in");
+        let target = self.parse_quant_target();
+        let brace = self.pos;
+        if !self.expect(Tok::LBrace, "{") {
+            return Expr::missing(self.since(lo));
+        }
+        self.lambda_braces.push(brace);
+        self.ctx.push(Ctx::Brace);
+        // `{` ending its line opens upstream's block body: one test on its own line, then a
+        // dedent to the closing brace
+        let body_indent = self.tk().nl.then(|| self.tk().indent);
+        // the indentation of the line holding `{`: the body must be indented past it
+        let header_indent = (0..=brace)
+            .rev()
+            .find(|&i| i == 0 || self.toks[i].nl)
+            .map_or(0, |i| self.toks[i].indent);
+        if let Some(ind) = body_indent
+            && ind <= header_indent
+            && !self.at_eof()
+        {
+            let t = self.tk();
+            let got = t.tok.describe(self.text(t));
+            self.error(
+                self.tspan(t),
+                format!("expected one of [\"indent\"] got {got}"),
+            );
+        }
+        let (test, if_cond, _) = self.parse_test_if_msg();
+        self.ctx.pop();
+        let t = self.tk();
+        match body_indent {
+            Some(ind) if !self.at_eof() && (!t.nl || t.indent >= ind) => {
+                let want = if t.nl { "dedent" } else { "newline" };
+                let got = t.tok.describe(self.text(t));
+                self.error(
+                    self.tspan(t),
+                    format!("expected one of [\"{want}\"] got {got}"),
+                );
+                self.skip_to_closer(Tok::RBrace);
+            }
+            _ => {
+                if !self.expect(Tok::RBrace, "}") {
+                    self.skip_to_closer(Tok::RBrace);
+                }
+            }
+        }
+        let q = QuantExpr {
+            op,
+            vars,
+            target,
+            test,
+            if_cond,
+        };
+        Expr {
+            kind: ExprKind::Quant(Box::new(q)),
+            span: self.since(lo),
+        }
+    }
+
+    /// A quantifier's target, as upstream's grammar allows it: a (dotted) name, a string, a
+    /// list or a config literal (`all x in f(y) {...}` is a syntax error there).
+    fn parse_quant_target(&mut self) -> Expr {
+        let t = self.tk();
+        match t.tok {
+            Tok::Ident(sym) if !matches!(sym.as_str(), "any" | "all" | "map" | "filter") => {
+                self.bump();
+                let mut e = Expr {
+                    kind: ExprKind::Ident(sym),
+                    span: self.tspan(t),
+                };
+                while self.at(Tok::Dot) && !self.at_line_break() {
+                    self.bump();
+                    let Some(attr) = self.expect_ident() else {
+                        break;
+                    };
+                    e = selector(e, attr, false);
+                }
+                // Upstream takes subscripts after the name, then selectors (`?.` too) and
+                // further subscripts; never a call (`all x in a[1:] {`, `a[0]?.b {`).
+                if self.at(Tok::LBracket) && !self.at_line_break() {
+                    e = self.parse_quant_target_trailers(e);
+                }
+                e
+            }
+            Tok::Ident(_) | Tok::None | Tok::Undefined | Tok::Lambda => {
+                self.expected(&["None", "Undefined", "lambda", "any", "all", "map", "filter"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
+            Tok::Str { .. } | Tok::LBracket | Tok::LBrace => self.parse_primary(),
+            _ => {
+                self.expected(&["identifier", "literal"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
+        }
+    }
+
+    /// Subscripts and selectors after a quantifier target's name (see `parse_quant_target`).
+    fn parse_quant_target_trailers(&mut self, mut e: Expr) -> Expr {
+        let mut n = 0;
+        loop {
+            n += 1;
+            if n > MAX_CHAIN {
+                self.too_long();
+                break;
+            }
+            if self.at_line_break() {
+                break;
+            }
+            let optional = self.at(Tok::Question) && !self.nth(1).nl;
+            let next = if optional {
+                self.nth(1).tok
+            } else {
+                self.tok()
+            };
+            match next {
+                Tok::LBracket => {
+                    if optional {
+                        self.bump();
+                    }
+                    e = self.parse_subscript(e, optional);
+                }
+                Tok::Dot => {
+                    if optional {
+                        self.bump();
+                    }
+                    self.bump();
+                    let Some(attr) = self.expect_ident() else {
+                        break;
+                    };
+                    e = selector(e, attr, optional);
+                }
+                _ => break,
+            }
+        }
+        e
+    }
+
+    pub(super) fn parse_lambda(&mut self) -> Expr {
+        let lo = self.bump().lo;
+        let mut params = Vec::new();
+        if self.at(Tok::LBrace) && self.braced_lambda_params() {
+            // `lambda {a: T} -> R {...}`: the first braces hold the parameters.
+            self.bump();
+            self.ctx.push(Ctx::Paren);
+            params = self.parse_params(Tok::RBrace);
+            self.ctx.pop();
+            self.expect(Tok::RBrace, "}");
+        } else if !self.at(Tok::LBrace) && !self.at(Tok::Arrow) {
+            self.ctx.push(Ctx::Paren);
+            params = self.parse_params(Tok::LBrace);
+            self.ctx.pop();
+        }
+        let ret = if self.eat(Tok::Arrow) {
+            Some(self.parse_type())
+        } else {
+            None
+        };
+        let brace = self.pos;
+        if !self.expect(Tok::LBrace, "{") {
+            return Expr::missing(self.since(lo));
+        }
+        self.lambda_braces.push(brace);
+        self.ctx.push(Ctx::Brace);
+        let saved = self.no_schema_brace;
+        self.no_schema_brace = false;
+        let t = self.tk();
+        let block = t.nl;
+        let body = if block {
+            self.parse_block_stmts(t.indent, true)
+        } else {
+            self.parse_inline_stmts()
+        };
+        self.no_schema_brace = saved;
+        self.ctx.pop();
+        if !self.expect(Tok::RBrace, "}") {
+            self.skip_to_closer(Tok::RBrace);
+        } else if block {
+            self.after_block_lambda = Some(self.pos);
+        }
+        self.lambda_braces.pop();
+        let l = LambdaExpr { params, ret, body };
+        Expr {
+            kind: ExprKind::Lambda(Box::new(l)),
+            span: self.since(lo),
+        }
+    }
+
+    /// At `{` after `lambda`: is it a parameter list (the matching `}` is followed by `->` or
+    /// another `{`)?
+    fn braced_lambda_params(&self) -> bool {
+        let mut depth = 0usize;
+        let mut i = 0;
+        loop {
+            match self.nth(i).tok {
+                Tok::LBrace | Tok::LParen | Tok::LBracket => depth += 1,
+                Tok::RBrace | Tok::RParen | Tok::RBracket => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        let next = self.nth(i + 1);
+                        return matches!(next.tok, Tok::Arrow | Tok::LBrace) && !next.nl;
+                    }
+                }
+                Tok::Eof => return false,
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
+    /// Statements of a lambda body that starts on the `{` line (`lambda x { x + 1 }`).
+    fn parse_inline_stmts(&mut self) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        while !self.at(Tok::RBrace) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            if let Some(s) = self.parse_stmt() {
+                out.push(s);
+            }
+            if self.pos == start {
+                self.unexpected();
+                self.bump();
+            }
+            if !self.tk().nl
+                && !self.at(Tok::RBrace)
+                && !self.at_eof()
+                && self.pos != start
+                && !self.starts_stmt()
+            {
+                self.unexpected();
+                self.bump();
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,336 @@
+//! Lists and configs (dict literals): their items and entries, `if` items and entries with
+//! their indented bodies, and the comprehension clauses both share.
+
+use super::expr::OPERAND_START;
+use super::{Ctx, Parser};
+use crate::ast::*;
+use crate::lexer::Tok;
+
+impl<'a> Parser<'a> {
+    pub(super) fn parse_list(&mut self) -> Expr {
+        let lo = self.bump().lo;
+        self.ctx.push(Ctx::Bracket);
+        let mut elts = Vec::new();
+        while !self.at(Tok::RBracket) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            let item = self.parse_list_item();
+            if elts.is_empty() && self.at(Tok::For) {
+                let clauses = self.parse_comp_clauses();
+                self.ctx.pop();
+                if !self.expect(Tok::RBracket, "]") {
+                    self.skip_to_closer(Tok::RBracket);
+                }
+                let span = self.since(lo);
+                return Expr {
+                    kind: ExprKind::ListComp(Box::new(ListComp { elt: item, clauses })),
+                    span,
+                };
+            }
+            elts.push(item);
+            if self.eat(Tok::Comma) || self.at(Tok::RBracket) {
+                continue;
+            }
+            // Upstream needs no comma between items (`[1 2]` is a list of two).
+            if self.tk().nl || (self.pos != start && self.starts_item()) {
+                continue;
+            }
+            if self.pos != start && !matches!(self.tok(), Tok::RParen | Tok::RBrace | Tok::Eof) {
+                // Upstream tries another item here, then wants a comma, and skips the token.
+                self.expected(OPERAND_START);
+                self.expected(&[","]);
+                self.bump();
+                continue;
+            }
+            self.expected(&["]"]);
+            if self.pos == start {
+                self.bump();
+            }
+            break;
+        }
+        self.ctx.pop();
+        if !self.expect(Tok::RBracket, "]") {
+            self.skip_to_closer(Tok::RBracket);
+        }
+        Expr {
+            kind: ExprKind::List(elts.into_boxed_slice()),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_list_item(&mut self) -> Expr {
+        match self.tok() {
+            Tok::Star => {
+                let lo = self.bump().lo;
+                let v = self.parse_or_test();
+                Expr {
+                    span: self.span(lo, v.span.hi),
+                    kind: ExprKind::Starred(Box::new(v)),
+                }
+            }
+            Tok::If => self.parse_list_if(),
+            _ => self.parse_expr(),
+        }
+    }
+
+    fn parse_list_if(&mut self) -> Expr {
+        let t = self.bump();
+        let lo = t.lo;
+        let header_indent = if t.nl { t.indent } else { self.line_indent };
+        if !self.enter() {
+            return Expr::missing(self.since(lo));
+        }
+        let cond = self.parse_expr();
+        self.expect(Tok::Colon, ":");
+        let body = self.parse_list_if_body(header_indent);
+        let mut orelse = Vec::new();
+        let t = self.tk();
+        let aligned = !t.nl || t.indent == header_indent;
+        if t.tok == Tok::Elif && aligned {
+            orelse.push(self.parse_list_if());
+        } else if t.tok == Tok::Else && aligned {
+            self.bump();
+            self.expect(Tok::Colon, ":");
+            orelse = self.parse_list_if_body(header_indent);
+        }
+        self.depth -= 1;
+        Expr {
+            kind: ExprKind::ListIf(Box::new(ListIfItem { cond, body, orelse })),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_list_if_body(&mut self, header_indent: u32) -> Vec<Expr> {
+        let mut out = Vec::new();
+        let t = self.tk();
+        if !t.nl {
+            out.push(self.parse_list_item());
+            return out;
+        }
+        if t.indent <= header_indent {
+            self.expected_indent();
+            return out;
+        }
+        let ind = t.indent;
+        while !self.at_eof() && !self.at(Tok::RBracket) && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind {
+                break;
+            }
+            let start = self.pos;
+            out.push(self.parse_list_item());
+            self.eat(Tok::Comma);
+            if self.pos == start {
+                self.bump();
+            }
+        }
+        out
+    }
+
+    fn parse_comp_clauses(&mut self) -> Vec<CompClause> {
+        let mut clauses = Vec::new();
+        while self.at(Tok::For) {
+            let lo = self.bump().lo;
+            let mut targets = Vec::new();
+            while let Some(id) = self.parse_identifier() {
+                targets.push(id);
+                if !self.eat(Tok::Comma) {
+                    break;
+                }
+            }
+            if !self.expect(Tok::In, "in") {
+                // Recover like upstream: keep parsing what follows as the iterable.
+            }
+            let iter = self.parse_or_test();
+            let mut ifs = Vec::new();
+            while self.at(Tok::If) {
+                self.bump();
+                ifs.push(self.parse_or_test());
+            }
+            clauses.push(CompClause {
+                targets,
+                iter,
+                ifs,
+                span: self.since(lo),
+            });
+        }
+        clauses
+    }
+
+    /// `{ entries }` or `{ k: v for ... }`; the current token is `{`.
+    pub(crate) fn parse_config_or_dictcomp(&mut self) -> Expr {
+        let lo = self.tk().lo;
+        if !self.expect(Tok::LBrace, "{") {
+            return Expr::missing(self.span(lo, lo));
+        }
+        self.ctx.push(Ctx::Brace);
+        let saved = self.no_schema_brace;
+        self.no_schema_brace = false;
+        let mut entries = Vec::new();
+        while !self.at(Tok::RBrace) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            let entry = self.parse_config_entry();
+            if entries.is_empty()
+                && self.at(Tok::For)
+                && let Some(ConfigEntry {
+                    kind: ConfigEntryKind::KeyValue { key, op, value },
+                    ..
+                }) = entry
+            {
+                let clauses = self.parse_comp_clauses();
+                self.ctx.pop();
+                self.no_schema_brace = saved;
+                if !self.expect(Tok::RBrace, "}") {
+                    self.skip_to_closer(Tok::RBrace);
+                }
+                let comp = DictComp {
+                    key,
+                    op,
+                    value,
+                    clauses,
+                };
+                return Expr {
+                    kind: ExprKind::DictComp(Box::new(comp)),
+                    span: self.since(lo),
+                };
+            }
+            if let Some(e) = entry {
+                entries.push(e);
+            }
+            if self.eat(Tok::Comma) || self.at(Tok::RBrace) {
+                continue;
+            }
+            // Upstream needs no comma between entries (`{a = 1 b = 2}`).
+            if (self.tk().nl || self.starts_item()) && self.pos != start {
+                continue;
+            }
+            if self.pos != start && !matches!(self.tok(), Tok::RParen | Tok::RBracket | Tok::Eof) {
+                // Upstream tries another entry here and skips the token.
+                self.expected(OPERAND_START);
+                self.bump();
+                continue;
+            }
+            self.expected(&["}"]);
+            if self.pos == start {
+                self.bump();
+            } else {
+                self.recover_to_line_end();
+            }
+        }
+        self.ctx.pop();
+        self.no_schema_brace = saved;
+        if !self.expect(Tok::RBrace, "}") {
+            self.skip_to_closer(Tok::RBrace);
+        }
+        // the tree lives for the whole run: no growth slack (entries are ~100 bytes each)
+        Expr {
+            kind: ExprKind::Config(entries.into_boxed_slice()),
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_config_entry(&mut self) -> Option<ConfigEntry> {
+        let t = self.tk();
+        let lo = t.lo;
+        match t.tok {
+            Tok::StarStar => {
+                self.bump();
+                let v = self.parse_or_test();
+                Some(ConfigEntry {
+                    kind: ConfigEntryKind::Unpack {
+                        span: self.span(lo, v.span.hi),
+                        value: v,
+                    },
+                })
+            }
+            Tok::If => Some(self.parse_config_if()),
+            _ => {
+                let key = self.parse_expr();
+                let op = match self.tok() {
+                    Tok::Colon => ConfigOp::Union,
+                    Tok::Assign => ConfigOp::Override,
+                    Tok::AugAssign(AugOp::Add) => ConfigOp::Insert,
+                    _ => {
+                        self.expected(&[":", "=", "+="]);
+                        return None;
+                    }
+                };
+                self.bump();
+                let value = self.parse_expr();
+                let entry = ConfigEntry {
+                    kind: ConfigEntryKind::KeyValue { key, op, value },
+                };
+                // the span is derived from the key and value (see `ConfigEntry::span`)
+                debug_assert!(
+                    !self.errors.is_empty() || entry.span() == self.span(lo, entry.span().hi),
+                    "config entry span"
+                );
+                Some(entry)
+            }
+        }
+    }
+
+    fn parse_config_if(&mut self) -> ConfigEntry {
+        let t = self.bump();
+        let lo = t.lo;
+        let header_indent = if t.nl { t.indent } else { self.line_indent };
+        if !self.enter() {
+            return ConfigEntry {
+                kind: ConfigEntryKind::If(Box::new(ConfigIf {
+                    cond: Expr::missing(self.tspan(t)),
+                    body: Vec::new(),
+                    orelse: Vec::new(),
+                    span: self.since(lo),
+                })),
+            };
+        }
+        let cond = self.parse_expr();
+        self.expect(Tok::Colon, ":");
+        let body = self.parse_config_if_body(header_indent);
+        let mut orelse = Vec::new();
+        let t = self.tk();
+        let aligned = !t.nl || t.indent == header_indent;
+        if t.tok == Tok::Elif && aligned {
+            orelse.push(self.parse_config_if());
+        } else if t.tok == Tok::Else && aligned {
+            self.bump();
+            self.expect(Tok::Colon, ":");
+            orelse = self.parse_config_if_body(header_indent);
+        }
+        self.depth -= 1;
+        ConfigEntry {
+            kind: ConfigEntryKind::If(Box::new(ConfigIf {
+                cond,
+                body,
+                orelse,
+                span: self.since(lo),
+            })),
+        }
+    }
+
+    fn parse_config_if_body(&mut self, header_indent: u32) -> Vec<ConfigEntry> {
+        let mut out = Vec::new();
+        let t = self.tk();
+        if !t.nl {
+            out.extend(self.parse_config_entry());
+            return out;
+        }
+        if t.indent <= header_indent {
+            self.expected_indent();
+            return out;
+        }
+        let ind = t.indent;
+        while !self.at_eof() && !self.at(Tok::RBrace) && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind {
+                break;
+            }
+            let start = self.pos;
+            out.extend(self.parse_config_entry());
+            self.eat(Tok::Comma);
+            if self.pos == start {
+                self.bump();
+            }
+        }
+        out
+    }
+}

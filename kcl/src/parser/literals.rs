@@ -1,0 +1,226 @@
+//! Literal expressions: numbers (with unit suffixes), strings in all their quotings, and the
+//! `${...}` interpolations inside strings, parsed as embedded expressions.
+
+use super::strings::{Piece, shape, split_interpolations, unescape};
+use super::{Ctx, Parser};
+use crate::ast::*;
+use crate::lexer::lex;
+use std::sync::Arc;
+
+impl<'a> Parser<'a> {
+    pub(super) fn number_expr(&mut self, t: crate::lexer::Token) -> Expr {
+        let span = self.tspan(t);
+        let text = self.text(t);
+        match parse_number(text) {
+            Ok(kind) => Expr { kind, span },
+            Err(msg) => {
+                self.error(span, msg);
+                Expr::missing(span)
+            }
+        }
+    }
+
+    /// Decodes a string token with no interpolation processing (docstrings, attribute names).
+    pub(crate) fn decode_plain_string(
+        &self,
+        t: crate::lexer::Token,
+        raw: bool,
+        triple: bool,
+    ) -> String {
+        let text = self.text(t);
+        let sh = shape(text, raw, triple);
+        let content = &text[sh.open..text.len() - sh.close];
+        let mut out = String::with_capacity(content.len());
+        if raw {
+            out.push_str(content);
+        } else {
+            unescape(content, &mut out);
+        }
+        out
+    }
+
+    pub(super) fn string_expr(&mut self, t: crate::lexer::Token, raw: bool, triple: bool) -> Expr {
+        let span = self.tspan(t);
+        let text = self.text(t);
+        let sh = shape(text, raw, triple);
+        let content = &text[sh.open..text.len() - sh.close];
+        if raw || (!content.contains('\\') && !content.contains("${")) {
+            // Common case: no escapes, one allocation straight into the Arc.
+            return Expr {
+                kind: ExprKind::Str(Arc::from(content)),
+                span,
+            };
+        }
+        if !content.contains("${") {
+            let mut out = String::with_capacity(content.len());
+            if raw {
+                out.push_str(content);
+            } else {
+                unescape(content, &mut out);
+            }
+            return Expr {
+                kind: ExprKind::Str(Arc::from(out)),
+                span,
+            };
+        }
+        let content_base = t.lo + sh.open as u32;
+        let mut parts = Vec::new();
+        for piece in split_interpolations(content) {
+            match piece {
+                Piece::Lit(a, b) => {
+                    let mut s = String::new();
+                    unescape(&content[a..b], &mut s);
+                    parts.push(StrPart::Lit(Arc::from(s)));
+                }
+                Piece::Unclosed(at) => {
+                    let lo = content_base + at as u32;
+                    self.error(
+                        self.span(lo, lo + 2),
+                        "invalid string interpolation expression: missing '}'",
+                    );
+                    let mut s = String::new();
+                    unescape(&content[at..], &mut s);
+                    parts.push(StrPart::Lit(Arc::from(s)));
+                }
+                Piece::Interp { expr: (a, b), spec } => {
+                    let lo = content_base + a as u32;
+                    let expr_text = &content[a..b];
+                    let expr = self.parse_embedded_expr(expr_text, lo);
+                    if let Some((a, b)) = spec {
+                        let text = &content[a..b];
+                        let trimmed = text.trim_start();
+                        if !trimmed.starts_with('#') {
+                            let at = content_base + (a + text.len() - trimmed.len()) as u32;
+                            self.error(
+                                self.span(at, at + 1),
+                                "invalid joined string spec without #",
+                            );
+                        }
+                    }
+                    let spec = spec.map(|(a, b)| Arc::from(content[a..b].trim_start()));
+                    parts.push(StrPart::Interp { expr, spec });
+                }
+            }
+        }
+        if parts.iter().all(|p| matches!(p, StrPart::Lit(_))) {
+            // Only escaped `\${`: a plain string after all.
+            let mut joined = String::new();
+            for p in &parts {
+                if let StrPart::Lit(s) = p {
+                    joined.push_str(s);
+                }
+            }
+            return Expr {
+                kind: ExprKind::Str(Arc::from(joined)),
+                span,
+            };
+        }
+        Expr {
+            kind: ExprKind::JoinedStr(parts.into_boxed_slice()),
+            span,
+        }
+    }
+
+    /// Parses the text of a `${...}` interpolation located at absolute offset `lo`.
+    fn parse_embedded_expr(&mut self, text: &'a str, lo: u32) -> Expr {
+        let lexed = lex(text, self.file, lo);
+        let mut sub = Parser::new(text, lo, self.file, lexed.tokens);
+        sub.embedded = true;
+        sub.depth = self.depth;
+        sub.ctx.push(Ctx::Paren);
+        let ok_start = !sub.at_eof();
+        let e = if ok_start {
+            sub.parse_expr()
+        } else {
+            Expr::missing(self.span(lo, lo))
+        };
+        // like upstream, errors inside the interpolation are reported as they are (`"${ {a
+        // = 1} }"`: the first `}` ended it), leftover text as an invalid interpolation
+        if lexed.errors.is_empty() && !sub.errors.is_empty() {
+            let errs = std::mem::take(&mut sub.errors);
+            for d in errs {
+                if self.errors.len() < super::MAX_ERRORS {
+                    self.errors.push(d);
+                }
+            }
+            return Expr::missing(self.span(lo, lo + text.len() as u32));
+        }
+        if !lexed.errors.is_empty() || !sub.at_eof() || !ok_start {
+            let shown = text.trim();
+            let at = lo + (text.len() - text.trim_start().len()) as u32;
+            self.error(
+                self.span(at, at + 1),
+                format!("invalid string interpolation expression: '{shown}'"),
+            );
+            return Expr::missing(self.span(lo, lo + text.len() as u32));
+        }
+        e
+    }
+}
+
+/// Parses the text of a number token.
+pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
+    let clean: String;
+    let t = if text.contains('_') {
+        clean = text.replace('_', "");
+        clean.as_str()
+    } else {
+        text
+    };
+    let radix = match t.get(..2) {
+        Some("0x" | "0X") => Some(16),
+        Some("0o" | "0O") => Some(8),
+        Some("0b" | "0B") => Some(2),
+        _ => None,
+    };
+    // a leading zero makes a decimal-looking literal octal, as upstream reads `010` as 8
+    if t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return i64::from_str_radix(&t[1..], 8)
+            .map(ExprKind::Int)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
+    if let Some(r) = radix {
+        if t.len() == 2 {
+            return Err("no valid digits found for number".into());
+        }
+        return i64::from_str_radix(&t[2..], r)
+            .map(ExprKind::Int)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
+    let digits_end = t
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(digits_end);
+    // A trailing `e`/`E` with no exponent is not part of the number (e.g. no such suffix).
+    let is_float = num.contains(['.', 'e', 'E']);
+    // upstream drops any suffix of a float
+    if !suffix.is_empty() && is_float {
+        return num
+            .parse::<f64>()
+            .map(ExprKind::Float)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
+    if !suffix.is_empty() {
+        let s = NumberSuffix::parse(suffix).ok_or("invalid int binary suffix")?;
+        let v = num
+            .parse::<i64>()
+            .map_err(|_| format!("invalid number literal '{text}'"))?;
+        return Ok(ExprKind::NumberUnit {
+            value: v,
+            suffix: s,
+        });
+    }
+    if is_float {
+        return num
+            .parse::<f64>()
+            .map(ExprKind::Float)
+            .map_err(|_| format!("invalid number literal '{text}'"));
+    }
+    match num.parse::<i64>() {
+        Ok(v) => Ok(ExprKind::Int(v)),
+        Err(_) if num.bytes().all(|b| b.is_ascii_digit()) && !num.is_empty() => Err(format!(
+            "integer literal '{text}' is too large for a 64-bit integer"
+        )),
+        Err(_) => Err(format!("invalid number literal '{text}'")),
+    }
+}

@@ -1,0 +1,388 @@
+//! `schema` and `rule` statements: the header (parents, mixins, parameters), the schema body
+//! (attributes, index signatures, mixins, nested statements), and `check:` blocks.
+
+use super::Parser;
+use super::stmt::{Body, is_operator_start};
+use crate::ast::*;
+use crate::lexer::Tok;
+use std::sync::Arc;
+
+impl<'a> Parser<'a> {
+    pub(super) fn parse_schema(
+        &mut self,
+        lo: u32,
+        decorators: Vec<Decorator>,
+        header_indent: u32,
+    ) -> Option<Stmt> {
+        let kw = self.bump();
+        let kind = match self.text(kw) {
+            "mixin" => SchemaKind::Mixin,
+            "protocol" => SchemaKind::Protocol,
+            _ => SchemaKind::Schema,
+        };
+        let name = self.expect_ident()?;
+        let mut params = None;
+        if self.at(Tok::LBracket) {
+            self.bump();
+            self.ctx.push(super::Ctx::Bracket);
+            let p = self.parse_params(Tok::RBracket);
+            self.ctx.pop();
+            self.expect(Tok::RBracket, "]");
+            params = Some(p);
+        }
+        let mut parent = None;
+        if self.at(Tok::LParen) {
+            self.bump();
+            self.ctx.push(super::Ctx::Paren);
+            parent = self.parse_identifier();
+            self.ctx.pop();
+            if !self.expect(Tok::RParen, ")") {
+                // Upstream keeps going token by token from here.
+                self.ctx.push(super::Ctx::Paren);
+                while !self.at(Tok::RParen)
+                    && !self.at(Tok::Colon)
+                    && !self.at_eof()
+                    && !self.tk().nl
+                {
+                    self.bump();
+                }
+                self.ctx.pop();
+                self.eat(Tok::RParen);
+            }
+        }
+        let mut for_host = None;
+        if self.at(Tok::For) {
+            self.bump();
+            for_host = self.parse_identifier();
+        }
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+        }
+        let mut s = SchemaStmt {
+            doc: None,
+            name,
+            kind,
+            parent,
+            for_host,
+            params,
+            mixins: Vec::new(),
+            body: Vec::new(),
+            decorators,
+            checks: Vec::new(),
+            index_signature: None,
+        };
+        self.parse_schema_body(&mut s, header_indent);
+        Some(Stmt {
+            kind: StmtKind::Schema(Box::new(s)),
+            span: self.since(lo),
+        })
+    }
+
+    fn parse_schema_body(&mut self, s: &mut SchemaStmt, header_indent: u32) {
+        let t = self.tk();
+        if t.tok == Tok::Eof || (t.nl && t.indent <= header_indent) {
+            // Upstream accepts a schema with an empty body.
+            return;
+        }
+        let ind = if t.nl { t.indent } else { u32::MAX };
+        let mut first = true;
+        let mut checked = false;
+        // upstream takes `mixin [...]` only as the body's first statement (after its doc);
+        // later it is an expression (a subscript of the name `mixin`)
+        let mut mixin_allowed = true;
+        while !self.at_eof() && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind && !first {
+                break;
+            }
+            // the check block ends the schema body
+            if checked && t.nl && t.indent == ind {
+                let got = t.tok.describe(self.text(t));
+                self.error(
+                    self.tspan(t),
+                    format!("expected one of [\"dedent\"] got {got}"),
+                );
+                self.skip_block(ind.saturating_sub(1));
+                break;
+            }
+            if t.nl && t.indent > ind {
+                self.error(self.tspan(t), "unexpected token 'indent'");
+                self.skip_block(ind);
+                continue;
+            }
+            let start = self.pos;
+            self.stmt_start = self.pos;
+            let lo = t.lo;
+            if first {
+                first = false;
+                if let Tok::Str { raw, triple } = t.tok {
+                    let n1 = self.nth(1);
+                    if n1.nl || n1.tok == Tok::Eof {
+                        self.bump();
+                        let v = self.decode_plain_string(t, raw, triple);
+                        s.doc = Some(StrLit {
+                            value: Arc::from(v),
+                            span: self.tspan(t),
+                        });
+                        if ind == u32::MAX {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let mixin_stmt = self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket;
+            if mixin_stmt && !std::mem::replace(&mut mixin_allowed, false) {
+                let e = self.parse_expr();
+                let span = e.span;
+                s.body.push(Stmt {
+                    kind: StmtKind::Expr(e),
+                    span,
+                });
+            } else if mixin_stmt {
+                self.bump();
+                self.bump();
+                self.ctx.push(super::Ctx::Bracket);
+                while !self.at(Tok::RBracket) && !self.at_eof() {
+                    match self.parse_identifier() {
+                        Some(id) => s.mixins.push(id),
+                        None => break,
+                    }
+                    if !self.eat(Tok::Comma) {
+                        break;
+                    }
+                }
+                self.ctx.pop();
+                self.expect(Tok::RBracket, "]");
+            } else if self.ident_is(0, "check") && self.nth(1).tok == Tok::Colon {
+                let check_indent = if t.nl { t.indent } else { self.line_indent };
+                self.bump();
+                self.bump();
+                let checks = self.parse_check_block(check_indent);
+                s.checks.extend(checks);
+                checked = true;
+            } else if self.at(Tok::LBracket) && self.looks_like_index_signature() {
+                let sig = self.parse_index_signature();
+                if s.index_signature.is_some() {
+                    self.error(
+                        sig.span,
+                        "duplicate schema index signature definitions, only one is allowed in the schema",
+                    );
+                }
+                s.index_signature = Some(sig);
+            } else if is_operator_start(self.tok()) {
+                // upstream reads a schema body's statement (not one of its `if` blocks) as an
+                // expression: a sign starts one (`- 1`), other operators are no expression
+                if matches!(self.tok(), Tok::Minus | Tok::Plus) {
+                    let e = self.parse_expr();
+                    let span = e.span;
+                    s.body.push(Stmt {
+                        kind: StmtKind::Expr(e),
+                        span,
+                    });
+                } else {
+                    let t = self.tk();
+                    let what = t.tok.describe(self.text(t));
+                    self.error(
+                        self.tspan(t),
+                        format!(
+                            "expected one of [\"identifier\", \"literal\", \"(\", \"[\", \"{{\"] got {what}"
+                        ),
+                    );
+                    self.recover_to_line_end();
+                }
+            } else if let Some(st) = self.parse_stmt_in(Body::Schema) {
+                s.body.push(st);
+            }
+            mixin_allowed = false;
+            // an operator after a statement on its line starts the next statement (above)
+            if self.pos == start || self.tk().nl || !is_operator_start(self.tok()) {
+                self.finish_stmt(start);
+            }
+            let _ = lo;
+            if ind == u32::MAX {
+                break;
+            }
+        }
+    }
+
+    fn looks_like_index_signature(&self) -> bool {
+        // `[name: T]:`, `[T]:`, `[...T]:` — find the matching `]` and check for `:` after it.
+        let mut depth = 0;
+        let mut i = 0;
+        loop {
+            let t = self.nth(i);
+            match t.tok {
+                Tok::LBracket => depth += 1,
+                Tok::RBracket => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return self.nth(i + 1).tok == Tok::Colon;
+                    }
+                }
+                Tok::Eof => return false,
+                _ => {}
+            }
+            i += 1;
+            if i > 64 {
+                return false;
+            }
+        }
+    }
+
+    fn parse_index_signature(&mut self) -> IndexSignature {
+        let lo = self.bump().lo;
+        self.ctx.push(super::Ctx::Bracket);
+        let mut any_other = false;
+        let mut key_name = None;
+        if self.eat(Tok::Ellipsis) {
+            any_other = true;
+        }
+        if let Tok::Ident(sym) = self.tok()
+            && self.nth(1).tok == Tok::Colon
+        {
+            let t = self.bump();
+            key_name = Some(Name {
+                sym,
+                span: self.tspan(t),
+            });
+            self.bump();
+            if self.eat(Tok::Ellipsis) {
+                any_other = true;
+            }
+        }
+        let key_ty = self.parse_type();
+        self.ctx.pop();
+        self.expect(Tok::RBracket, "]");
+        self.expect(Tok::Colon, ":");
+        let value_ty = self.parse_type();
+        let value = if self.at(Tok::Assign) && !self.at_line_break() {
+            self.bump();
+            Some(self.parse_expr())
+        } else {
+            None
+        };
+        IndexSignature {
+            key_name,
+            key_ty,
+            value_ty,
+            value,
+            any_other,
+            span: self.since(lo),
+        }
+    }
+
+    fn parse_check_block(&mut self, header_indent: u32) -> Vec<CheckExpr> {
+        let mut out = Vec::new();
+        let t = self.tk();
+        if !t.nl && t.tok != Tok::Eof {
+            let lo = t.lo;
+            let (test, if_cond, msg) = self.parse_test_if_msg();
+            out.push(CheckExpr {
+                test,
+                if_cond,
+                msg,
+                span: self.since(lo),
+            });
+            return out;
+        }
+        if t.tok == Tok::Eof || t.indent <= header_indent {
+            self.expected_indent();
+            return out;
+        }
+        let ind = t.indent;
+        while !self.at_eof() && !self.gave_up() {
+            let t = self.tk();
+            if t.nl && t.indent < ind {
+                break;
+            }
+            let start = self.pos;
+            self.stmt_start = self.pos;
+            let lo = t.lo;
+            let (test, if_cond, msg) = self.parse_test_if_msg();
+            out.push(CheckExpr {
+                test,
+                if_cond,
+                msg,
+                span: self.since(lo),
+            });
+            self.finish_stmt(start);
+        }
+        out
+    }
+
+    pub(super) fn parse_rule(
+        &mut self,
+        lo: u32,
+        decorators: Vec<Decorator>,
+        header_indent: u32,
+    ) -> Option<Stmt> {
+        self.bump();
+        let name = self.expect_ident()?;
+        let mut params = None;
+        if self.at(Tok::LBracket) {
+            self.bump();
+            self.ctx.push(super::Ctx::Bracket);
+            let p = self.parse_params(Tok::RBracket);
+            self.ctx.pop();
+            self.expect(Tok::RBracket, "]");
+            params = Some(p);
+        }
+        let mut parents = Vec::new();
+        if self.at(Tok::LParen) {
+            self.bump();
+            self.ctx.push(super::Ctx::Paren);
+            while !self.at(Tok::RParen) && !self.at_eof() {
+                match self.parse_identifier() {
+                    Some(id) => parents.push(id),
+                    None => break,
+                }
+                if !self.eat(Tok::Comma) {
+                    break;
+                }
+            }
+            self.ctx.pop();
+            self.expect(Tok::RParen, ")");
+        }
+        let mut for_host = None;
+        if self.at(Tok::For) {
+            self.bump();
+            for_host = self.parse_identifier();
+        }
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+        }
+        let mut doc = None;
+        let t = self.tk();
+        if let Tok::Str { raw, triple } = t.tok
+            && t.nl
+            && t.indent > header_indent
+            && (self.nth(1).nl || self.nth(1).tok == Tok::Eof)
+        {
+            self.bump();
+            let v = self.decode_plain_string(t, raw, triple);
+            doc = Some(StrLit {
+                value: Arc::from(v),
+                span: self.tspan(t),
+            });
+        }
+        let checks = if doc.is_some() && (self.at_eof() || self.tk().indent <= header_indent) {
+            Vec::new()
+        } else {
+            self.parse_check_block(header_indent)
+        };
+        let r = RuleStmt {
+            doc,
+            name,
+            parents,
+            for_host,
+            params,
+            decorators,
+            checks,
+        };
+        Some(Stmt {
+            kind: StmtKind::Rule(Box::new(r)),
+            span: self.since(lo),
+        })
+    }
+}

@@ -1,0 +1,137 @@
+//! The type of a config literal: its entries' keys and values (through `**` and `if` entries),
+//! and the scope its entries see.
+
+use super::infer::number_literal;
+use super::*;
+
+impl<'a> Checker<'a> {
+    pub(super) fn infer_config(&mut self, env: &Env, entries: &[ast::ConfigEntry]) -> Ty {
+        let env = &self.config_env(env, entries);
+        let mut ks = Vec::new();
+        let mut vs = Vec::new();
+        let known = self.config_entry_types(env, entries, &mut ks, &mut vs);
+        if known && !ks.is_empty() {
+            let sub = |x, y| self.is_sub_schema(x, y);
+            Ty::Dict(Rc::new(sup(ks, &sub)), Rc::new(sup(vs, &sub)))
+        } else if entries.is_empty() {
+            Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
+        } else {
+            Ty::Any
+        }
+    }
+
+    /// The key and value types of config entries (an `if` entry's branches bring theirs, as
+    /// upstream's resolver types them); `false` when some are unknown.
+    fn config_entry_types(
+        &mut self,
+        env: &Env,
+        entries: &[ast::ConfigEntry],
+        ks: &mut Vec<Ty>,
+        vs: &mut Vec<Ty>,
+    ) -> bool {
+        let mut known = true;
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, value, op } => {
+                    let kt = match &key.kind {
+                        ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
+                        ExprKind::Str(s) => Ty::StrLit(s.clone()),
+                        ExprKind::Selector(_) => {
+                            known = false;
+                            Ty::Any
+                        }
+                        _ => {
+                            let t = self.infer_config_key(env, key);
+                            self.check_str_key(&t, key.span, false);
+                            t
+                        }
+                    };
+                    let vt = self.infer(env, value);
+                    self.check_insert(*op, &vt, value.span);
+                    if kt.is_any() || vt.is_any() {
+                        known = false;
+                    }
+                    ks.push(kt);
+                    vs.push(vt);
+                }
+                // `**d` brings the unpacked dict's key and value types
+                ast::ConfigEntryKind::Unpack { value: v, .. } => match self.infer(env, v) {
+                    Ty::Dict(kt, vt) => {
+                        ks.push((*kt).clone());
+                        vs.push((*vt).clone());
+                    }
+                    _ => known = false,
+                },
+                ast::ConfigEntryKind::If(ci) => {
+                    self.infer(env, &ci.cond);
+                    let body = self.config_entry_types(env, &ci.body, ks, vs);
+                    let orelse = self.config_entry_types(env, &ci.orelse, ks, vs);
+                    known &= body && orelse;
+                }
+            }
+        }
+        known
+    }
+
+    /// A config entry's key written as an expression. `name[0] = v` sets an item of the list
+    /// `name`: upstream's resolver looks at neither the name nor the index (a `str` key); with
+    /// another index the key is an expression like any other.
+    pub(super) fn infer_config_key(&mut self, env: &Env, key: &Expr) -> Ty {
+        match &key.kind {
+            ExprKind::Subscript { value, index, .. }
+                if matches!(value.kind, ExprKind::Ident(_)) && number_literal(index) =>
+            {
+                Ty::Str
+            }
+            _ => self.infer(env, key),
+        }
+    }
+
+    /// The keys of a config literal are names in its values (and in nested configs), as
+    /// upstream resolves `{name = "a", b = name}`.
+    pub(super) fn config_env(&mut self, env: &Env, entries: &[ast::ConfigEntry]) -> Env {
+        let mut keys = Vec::new();
+        collect_keys(entries, &mut keys);
+        if keys.is_empty() {
+            return env.clone();
+        }
+        self.key_want.extend(
+            keys.iter()
+                .filter_map(|(_, _, v)| v.as_ref().map(|v| v.value)),
+        );
+        let mut l = (*env.keys).clone();
+        l.extend(keys);
+        Env {
+            keys: Rc::new(l),
+            ..env.clone()
+        }
+    }
+}
+
+/// The keys of a config literal, through `**` of literals and `if` entries (upstream's type
+/// of the literal records them all); false when one is not known.
+pub(super) fn literal_keys(entries: &[ast::ConfigEntry], keys: &mut Vec<String>) -> bool {
+    for en in entries.iter() {
+        match &en.kind {
+            ast::ConfigEntryKind::KeyValue { key: k, .. } => match &k.kind {
+                ExprKind::Ident(n) => keys.push(n.as_str().to_string()),
+                ExprKind::Str(v) => keys.push(v.to_string()),
+                _ => return false,
+            },
+            ast::ConfigEntryKind::Unpack { value, .. } => match &strip_paren(value).kind {
+                ExprKind::Config(inner) => {
+                    if !literal_keys(inner, keys) {
+                        return false;
+                    }
+                }
+                _ => return false,
+            },
+            ast::ConfigEntryKind::If(ci) => {
+                if !literal_keys(&ci.body, keys) || !literal_keys(&ci.orelse, keys) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}

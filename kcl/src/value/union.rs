@@ -1,0 +1,312 @@
+//! Union of values: `|`, repeated `:` config entries, `=` and `+=` entries merged into a config
+//! (with upstream's conflict rule), and the checks a union makes before it merges.
+
+use std::rc::Rc;
+
+use super::ops::{BinOp, binary, equal};
+use super::{ConfigOp, Dict, RtError, RtResult, Value};
+
+/// Merge `b` into `a` the way `|` and repeated `:` entries do. With `check_conflict`, two
+/// different non-config values for one key are an error (the `:` rule).
+pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
+    let mut out = a.clone();
+    union_into::<RtError>(&mut out, b, check_conflict, 0, None)?;
+    Ok(out)
+}
+
+/// Re-creates a schema instance with more config merged into the config it was built from
+/// (`None`: it cannot be rebuilt, its attributes are merged instead). The evaluator supplies
+/// it so a dict merged into a nested instance is coerced and checked like a fresh instance.
+pub type Rebuild<'a, E> = &'a dyn Fn(&Value, &Value) -> Result<Option<Value>, E>;
+
+/// [`union`] consuming `a` (updated in place when nothing else shares it) that rebuilds the
+/// schema instances it merges into through `rb`.
+pub fn union_with<E: From<RtError>>(
+    mut a: Value,
+    b: &Value,
+    check_conflict: bool,
+    rb: Rebuild<'_, E>,
+) -> Result<Value, E> {
+    union_into(&mut a, b, check_conflict, 0, Some(rb))?;
+    Ok(a)
+}
+
+fn union_into<E: From<RtError>>(
+    a: &mut Value,
+    b: &Value,
+    check: bool,
+    depth: usize,
+    rb: Option<Rebuild<'_, E>>,
+) -> Result<(), E> {
+    if depth > super::MAX_DEPTH {
+        return Err(RtError::new(
+            super::ErrKind::RecursionLimit,
+            "maximum recursion depth exceeded",
+        )
+        .into());
+    }
+    match (&*a, b) {
+        (Value::List(_), Value::List(y)) => {
+            let Value::List(x) = a else { unreachable!() };
+            let x = Rc::make_mut(x);
+            for (i, v) in y.iter().enumerate() {
+                if i < x.len() {
+                    union_into(&mut x[i], v, check, depth + 1, rb)?;
+                } else {
+                    x.push(v.clone());
+                }
+            }
+            Ok(())
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
+            if check && matches!(&*a, Value::Schema(_)) {
+                check_union(a, b, depth)?;
+            }
+            if let (Some(rb), Value::Schema(_)) = (rb, &*a)
+                && let Some(v) = rb(a, b)?
+            {
+                *a = v;
+                return Ok(());
+            }
+            // an instance merged into a plain dict: its values override (what it was
+            // configured with `:` merges into dicts), the dict's other keys stay
+            if let (Value::Dict(_), Value::Schema(bs)) = (&*a, b) {
+                let unified = bs.unified_config();
+                let ad = a.dict_mut().unwrap();
+                for (k, v) in &bs.attrs.map {
+                    if matches!(v, Value::Undefined) {
+                        continue;
+                    }
+                    match ad.map.get_mut(k) {
+                        Some(cur) if unified.map.contains_key(k) && cur.is_config() => {
+                            union_into(cur, v, check, depth + 1, rb)?;
+                        }
+                        _ => {
+                            ad.map.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            let bd = b.as_dict().unwrap();
+            let ad = a.dict_mut().unwrap();
+            for (k, v) in &bd.map {
+                let (op, index) = bd.op_of(k);
+                merge_entry_in(ad, k, v, op, index, check, depth, rb)?;
+            }
+            Ok(())
+        }
+        // unifying with None or Undefined keeps the value (`{x: 1, x: None}` is `{x: 1}`)
+        (_, Value::Undefined | Value::None) => Ok(()),
+        _ => {
+            *a = b.clone();
+            Ok(())
+        }
+    }
+}
+
+/// Apply one config entry `k <op> v` to `d`.
+pub fn merge_entry(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+    depth: usize,
+) -> RtResult<()> {
+    merge_entry_in::<RtError>(d, k, v, op, index, check, depth, None)
+}
+
+/// [`merge_entry`] that rebuilds the schema instances it merges into through `rb`; `check`
+/// is upstream's conflict check (repeated `:` keys of one config).
+pub fn merge_entry_with<E: From<RtError>>(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+    rb: Rebuild<'_, E>,
+) -> Result<(), E> {
+    merge_entry_in(d, k, v, op, index, check, 0, Some(rb))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn merge_entry_in<E: From<RtError>>(
+    d: &mut Dict,
+    k: &super::Str,
+    v: &Value,
+    op: ConfigOp,
+    index: Option<i64>,
+    check: bool,
+    depth: usize,
+    rb: Option<Rebuild<'_, E>>,
+) -> Result<(), E> {
+    match op {
+        ConfigOp::Override => {
+            if let Some(i) = index {
+                match d.map.get_mut(k) {
+                    Some(Value::List(l)) => {
+                        let l = Rc::make_mut(l);
+                        let idx = if i < 0 { l.len() as i64 + i } else { i };
+                        if idx < 0 || idx as usize >= l.len() {
+                            return Err(RtError::eval(format!(
+                                "index out of bounds: the len is {} but the index is {i}",
+                                l.len()
+                            ))
+                            .into());
+                        }
+                        if v.is_undefined() {
+                            l.remove(idx as usize);
+                        } else {
+                            l[idx as usize] = v.clone();
+                        }
+                    }
+                    _ => {
+                        return Err(RtError::eval(format!(
+                            "only list attribute can be override value with the index {i}"
+                        ))
+                        .into());
+                    }
+                }
+            } else {
+                d.map.insert(k.clone(), v.clone());
+            }
+            d.set_op(k.clone(), ConfigOp::Override, None);
+        }
+        ConfigOp::Insert => {
+            let cur = d.map.get(k).cloned().unwrap_or(Value::None);
+            let new = match (&cur, v) {
+                (Value::List(x), Value::List(y)) => {
+                    let mut x = (**x).clone();
+                    match index {
+                        Some(i) => {
+                            let idx = if i < 0 { x.len() as i64 + i } else { i };
+                            if idx < 0 || idx as usize > x.len() {
+                                return Err(RtError::eval(format!(
+                                    "insertion index (is {i}) should be <= len (is {})",
+                                    x.len()
+                                ))
+                                .into());
+                            }
+                            for (j, item) in y.iter().enumerate() {
+                                x.insert(idx as usize + j, item.clone());
+                            }
+                        }
+                        None => x.extend(y.iter().cloned()),
+                    }
+                    Value::from(x)
+                }
+                (Value::None | Value::Undefined, Value::List(_)) => match index {
+                    Some(i) if i < 0 => {
+                        return Err(RtError::eval(format!(
+                            "index out of bounds: the len is 0 but the index is {i}"
+                        ))
+                        .into());
+                    }
+                    Some(i) if i > 0 => {
+                        return Err(RtError::eval(format!(
+                            "insertion index (is {i}) should be <= len (is 0)"
+                        ))
+                        .into());
+                    }
+                    _ => v.clone(),
+                },
+                _ => binary(BinOp::Add, &cur, v)?,
+            };
+            d.map.insert(k.clone(), new);
+            if cur.is_none_or_undefined() {
+                // still an insertion when this dict is merged into another later
+                d.set_op(k.clone(), ConfigOp::Insert, index);
+            }
+        }
+        ConfigOp::Union => match d.map.get_mut(k) {
+            Some(cur) => {
+                if check && !subsume(v, cur) {
+                    return Err(conflict(k, cur, v).into());
+                }
+                union_into(cur, v, check, depth + 1, rb)?;
+            }
+            None => {
+                d.map.insert(k.clone(), v.clone());
+            }
+        },
+    }
+    Ok(())
+}
+
+/// Upstream's idempotence check of a `:` merge (`value_subsume`): may `new` be unified with
+/// `old`? Scalars must be equal, lists of equal length element by element; configs always
+/// (their entries are checked as they merge).
+pub fn subsume(new: &Value, old: &Value) -> bool {
+    if new.is_none_or_undefined() || old.is_none_or_undefined() || equal(new, old) {
+        return true;
+    }
+    match (new, old) {
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| subsume(p, q))
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => true,
+        _ => false,
+    }
+}
+
+/// Upstream's conflict error (its first line names the innermost key).
+pub fn conflict(k: &str, old: &Value, new: &Value) -> RtError {
+    let show = |v: &Value| {
+        if v.is_config() {
+            "{...}".to_string()
+        } else if matches!(v, Value::List(_)) {
+            "[...]".to_string()
+        } else {
+            crate::output::to_json(v, crate::output::PrintOpts::default(), 0)
+        }
+    };
+    let n = show(new);
+    RtError::eval(format!(
+        "conflicting values on the attribute '{k}' between :\n    {}\nand\n    {n}\nwith union path :\n    {k}\ntry operator '=' to override the attribute, like:\n    {{...}} | {{\n            ...\n            {k} = {n}\n            ...\n    }}",
+        show(old)
+    ))
+}
+
+/// The conflicts a checked union of `b` into `a` would meet, found without changing `a`
+/// (an instance is rebuilt from its config, but upstream checks against its values).
+pub fn check_union(a: &Value, b: &Value, depth: usize) -> RtResult<()> {
+    if depth > super::MAX_DEPTH {
+        return Ok(());
+    }
+    match (a, b) {
+        (Value::List(x), Value::List(y)) => {
+            for (p, q) in x.iter().zip(y.iter()) {
+                check_union(p, q, depth + 1)?;
+            }
+            Ok(())
+        }
+        // an instance merged with an instance takes the other's values; only what the other
+        // was configured with `:` must agree
+        (Value::Dict(_) | Value::Schema(_), Value::Schema(bs)) => {
+            check_union(a, &Value::from(bs.unified_config()), depth)
+        }
+        (Value::Dict(_) | Value::Schema(_), Value::Dict(_)) => {
+            let (ad, bd) = (a.as_dict().unwrap(), b.as_dict().unwrap());
+            for (k, v) in &bd.map {
+                if bd.op_of(k).0 != ConfigOp::Union {
+                    continue;
+                }
+                if let Some(cur) = ad.map.get(k) {
+                    if let (Value::Schema(_), Value::Schema(_)) = (cur, v) {
+                        check_union(cur, v, depth + 1)?;
+                        continue;
+                    }
+                    if !subsume(v, cur) {
+                        return Err(conflict(k, cur, v));
+                    }
+                    check_union(cur, v, depth + 1)?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
