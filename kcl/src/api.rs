@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use crate::ast::{Span, StmtKind, Symbol};
 use crate::eval::{EvalError, EvalOptions, Evaluator, Pkg, SchemaType};
-use crate::parser::loader::{LoadOptions, Program, load_program};
+use crate::parser::loader::{LoadOptions, Program, load_program_cached};
 use crate::run::KclError;
 use crate::value::{Dict, ErrKind, Func, Str, Value};
 
@@ -70,12 +70,14 @@ impl RuleProgram {
     /// parse error is [`KclError::Syntax`] (the rendered diagnostics), a check error
     /// [`KclError::Eval`].
     pub fn load(files: &[PathBuf], dir: &Path) -> Result<RuleProgram, KclError> {
-        let program = load_program(
+        // the process's cache: a policy host loads the same rules for every check
+        let program = load_program_cached(
             files,
             &LoadOptions {
                 external: Vec::new(),
                 work_dir: Some(dir.to_path_buf()),
             },
+            Some(crate::parser::loader::process_cache()),
         )
         .map_err(|d| KclError::Syntax(d.to_string()))?;
         check(&program).map_err(KclError::Eval)?;

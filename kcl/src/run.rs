@@ -272,7 +272,12 @@ pub fn run_parts(
         external: opts.external.clone(),
         work_dir: Some(work_dir.clone()),
     };
-    let mut program = load_program_cached(&files, &load, opts.parse_cache.as_deref())
+    let cache = opts.parse_cache.clone();
+    let cache: &ParseCache = match cache.as_deref() {
+        Some(c) => c,
+        None => crate::parser::loader::process_cache(),
+    };
+    let mut program = load_program_cached(&files, &load, Some(cache))
         .map_err(|d| KclError::Syntax(d.to_string()))?;
     let loaded: Vec<PathBuf> = program
         .main
@@ -438,4 +443,72 @@ fn pick(v: &Value, parts: &[&str]) -> Option<Value> {
     let mut d = Dict::new();
     d.map.insert(Str::from(*first), pick(x, rest)?);
     Some(Value::from(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let w = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w("kcl.mod", "[package]\nname = \"app\"\n");
+        w(
+            "lib/model.k",
+            "schema Base:\n    name: str\n    check:\n        len(name) > 0\n\nschema App(Base):\n    replicas: int = 1\n\nmake = lambda n: str { App {name = n} }\n",
+        );
+        w(
+            "main.k",
+            "import lib.model\n\nschema Local:\n    f: (int) -> int = lambda x: int { x + 1 }\n    v: int = f(1)\n\nadd = lambda a: int { lambda b: int { a + b } }\nplus2 = add(2)\napps = [model.make(\"a${i}\") for i in range(3)]\nl = Local {}\ncount = len(model.App.instances()) + plus2(1)\n",
+        );
+        dir
+    }
+
+    fn run_in(dir: &std::path::Path) -> String {
+        let opts = RunOptions {
+            work_dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        };
+        run_full(&[dir.join("main.k")], &opts).unwrap().text
+    }
+
+    // Schema types (their layouts and instances), closures and imported packages all hold
+    // their package: without the evaluator cutting those cycles, every run stays in memory.
+    #[test]
+    fn a_run_gives_its_packages_back() {
+        let dir = program();
+        let out = run_in(dir.path());
+        assert!(out.contains("count: 3"), "{out}");
+        assert_eq!(crate::eval::live::packages(), 0);
+    }
+
+    // A process running the same files again parses and registers them once (the process's
+    // parse cache): the source map and the leaked modules do not grow per run.
+    #[test]
+    fn running_the_same_files_again_registers_no_new_source() {
+        let dir = program();
+        let first = run_in(dir.path());
+        let before = crate::ast::source_map().add("probe", None, "").id;
+        let again = run_in(dir.path());
+        let after = crate::ast::source_map().add("probe", None, "").id;
+        assert_eq!(first, again);
+        // other tests of this binary may register files meanwhile: only ours must not add
+        let ours = |id: crate::ast::FileId| {
+            crate::ast::source_map()
+                .get(id)
+                .and_then(|f| f.path.clone())
+                .is_some_and(|p| p.starts_with(dir.path()))
+        };
+        let new: Vec<u32> = (before.0 + 1..after.0)
+            .filter(|&k| ours(crate::ast::FileId(k)))
+            .collect();
+        assert!(new.is_empty(), "registered again: {new:?}");
+        // an edit is seen (content is verified, not file times)
+        std::fs::write(dir.path().join("main.k"), "count = 7\n").unwrap();
+        assert_eq!(run_in(dir.path()), "count: 7\n");
+    }
 }

@@ -363,14 +363,17 @@ impl Evaluator {
                 self.schema_exprs.set(self.schema_exprs.get() - 1);
                 r
             }
-            ExprKind::Lambda(l) => Ok(Value::Func(Rc::new(Func::User {
-                name: Str::from("lambda"),
-                data: Rc::new(Closure {
-                    lambda: l,
-                    ctx: ctx.clone(),
-                }),
-                is_type: false,
-            }))),
+            ExprKind::Lambda(l) => {
+                self.captured(ctx);
+                Ok(Value::Func(Rc::new(Func::User {
+                    name: Str::from("lambda"),
+                    data: Rc::new(Closure {
+                        lambda: l,
+                        ctx: ctx.clone(),
+                    }),
+                    is_type: false,
+                })))
+            }
             ExprKind::As { value, ty } => {
                 let v = self.eval(ctx, value)?;
                 let got = match (&v, &ty.kind) {

@@ -90,6 +90,36 @@ pub struct Pkg {
     imports_done: Cell<bool>,
     /// Values of top-level expression statements (configs, lists, numbers): output documents.
     pub exprs: RefCell<Vec<(Value, Span)>>,
+    #[cfg(test)]
+    _live: live::Token,
+}
+
+/// Packages alive on this thread, for the tests that check a run gives its memory back.
+#[cfg(test)]
+pub(crate) mod live {
+    use std::cell::Cell;
+
+    thread_local!(static LIVE: Cell<usize> = const { Cell::new(0) });
+
+    pub(crate) struct Token;
+
+    impl Token {
+        pub(crate) fn new() -> Token {
+            LIVE.with(|n| n.set(n.get() + 1));
+            Token
+        }
+    }
+
+    impl Drop for Token {
+        fn drop(&mut self) {
+            LIVE.with(|n| n.set(n.get() - 1));
+        }
+    }
+
+    /// How many packages of evaluators on this thread are still alive.
+    pub(crate) fn packages() -> usize {
+        LIVE.with(Cell::get)
+    }
 }
 
 /// One statement assigning a global: a package-level statement, or an `if` statement that
@@ -135,6 +165,52 @@ pub struct Scope {
     /// A comprehension's or quantifier's loop scope: its variables are also config keys
     /// (`{name: v} for name in names` uses the variable's value as the key, as upstream).
     looped: bool,
+}
+
+impl Pkg {
+    /// Drops the values the package holds (globals, imports, output documents): closures and
+    /// schema types keep their package through their context, an `Rc` cycle that would
+    /// otherwise outlive the run (see `Evaluator`'s `Drop`).
+    fn release_values(&self) {
+        // taken out first so no value is dropped while a cell is borrowed
+        let globals = std::mem::take(&mut *self.globals.borrow_mut());
+        for v in globals.values() {
+            if let Some(t) = schema::as_schema_type(v) {
+                t.release();
+            }
+        }
+        let lazy = std::mem::take(&mut self.lazy.borrow_mut().cache);
+        let imports = std::mem::take(&mut *self.imports.borrow_mut());
+        let exprs = std::mem::take(&mut *self.exprs.borrow_mut());
+        drop((globals, lazy, imports, exprs));
+    }
+}
+
+impl Drop for Evaluator {
+    /// A host that evaluates again and again in one process (`kusionctl server`, the policy
+    /// plugin) must get each run's memory back: the cycles through package values are cut
+    /// here. Values the host took out of the run stay valid; a function among them can no
+    /// longer reach its package's globals, and nothing can call it without an evaluator.
+    fn drop(&mut self) {
+        for pkg in self.pkgs.get_mut().values() {
+            pkg.release_values();
+        }
+        // a closure made in a schema body or a lambda can sit among the values of the frame or
+        // scope it captured
+        for (frame, scope) in std::mem::take(self.captures.get_mut()) {
+            if let Some(f) = frame.upgrade() {
+                drop(std::mem::take(&mut *f.attrs.borrow_mut()));
+            }
+            let mut scope = scope.upgrade();
+            while let Some(s) = scope {
+                drop(std::mem::take(&mut *s.vars.borrow_mut()));
+                scope = s.parent.clone();
+            }
+        }
+        drop(std::mem::take(self.running.get_mut()));
+        drop(std::mem::take(self.origins.get_mut()));
+        drop(std::mem::take(self.config_ops.get_mut()));
+    }
 }
 
 impl Scope {
@@ -257,6 +333,8 @@ pub struct Evaluator {
     /// literal evaluated in a loop yields the same operators every time, and the instances made
     /// from it keep them, so they share one copy (see `eval_entries`).
     pub(crate) config_ops: RefCell<FxHashMap<usize, Rc<crate::value::Ops>>>,
+    /// The schema frame and local scope each closure was made in (see `Drop`).
+    captures: RefCell<Vec<(std::rc::Weak<schema::Frame>, std::rc::Weak<Scope>)>>,
 }
 
 /// Whether any source file of the program selects an attribute named `instances` (a cheap,
@@ -306,6 +384,7 @@ impl Evaluator {
             track_instances,
             running: RefCell::new(Vec::new()),
             comp_len: Cell::new(0),
+            captures: RefCell::new(Vec::new()),
         };
         (ev, program.main.modules)
     }
@@ -424,9 +503,28 @@ impl Evaluator {
             import_stmts,
             imports_done: Cell::new(false),
             exprs: RefCell::new(Vec::new()),
+            #[cfg(test)]
+            _live: live::Token::new(),
         });
         self.pkgs.borrow_mut().insert(path.to_string(), pkg.clone());
         Ok(pkg)
+    }
+
+    /// Notes what a closure made in `ctx` captures, so the run's end can cut the cycle it may
+    /// close (a lambda kept in the frame or scope it captured).
+    pub(crate) fn captured(&self, ctx: &Ctx) {
+        if ctx.schema.is_none() && ctx.locals.is_none() {
+            return;
+        }
+        let frame = ctx
+            .schema
+            .as_ref()
+            .map_or_else(std::rc::Weak::new, Rc::downgrade);
+        let scope = ctx
+            .locals
+            .as_ref()
+            .map_or_else(std::rc::Weak::new, Rc::downgrade);
+        self.captures.borrow_mut().push((frame, scope));
     }
 
     pub(crate) fn ctx(&self, pkg: &Rc<Pkg>, file: FileId) -> Ctx {

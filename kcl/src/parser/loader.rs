@@ -270,9 +270,25 @@ pub fn collect_k_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// the [`FileId`] it was first registered under, so diagnostics still point at the file.
 #[derive(Default)]
 pub struct ParseCache {
-    entries: Mutex<FxHashMap<PathBuf, CacheEntry>>,
+    /// By path and by which load of the file in one program it is (a file loaded twice in one
+    /// program gets two modules, see `Loader::parsed`).
+    entries: Mutex<FxHashMap<(PathBuf, usize), CacheEntry>>,
     hits: std::sync::atomic::AtomicUsize,
     misses: std::sync::atomic::AtomicUsize,
+    /// Hash every file on every use instead of trusting an unchanged size and mtime (see
+    /// [`ParseCache::verifying`]).
+    verify: bool,
+}
+
+/// The cache of every run that is given none ([`crate::RunOptions::parse_cache`]) and of
+/// rule programs: a process that runs the same files again and again (`kusionctl server`, the
+/// policy plugin) parses and registers each version of a file once instead of once per run,
+/// which would otherwise keep every run's syntax trees and source texts for the process's life
+/// (modules live as long as the process, see `Evaluator::make_pkg`). It verifies content on
+/// every use ([`ParseCache::verifying`]), so a result never depends on file times.
+pub(crate) fn process_cache() -> &'static ParseCache {
+    static CACHE: std::sync::OnceLock<ParseCache> = std::sync::OnceLock::new();
+    CACHE.get_or_init(ParseCache::verifying)
 }
 
 struct CacheEntry {
@@ -288,6 +304,19 @@ impl ParseCache {
         ParseCache::default()
     }
 
+    /// An empty cache that reads and hashes a file on every use and trusts no size or mtime,
+    /// for a process that compiles the same folders again and again while they change (a
+    /// server): file times have a granularity of milliseconds, and a rewrite of the same
+    /// length within one tick must not give the old module back. Hashing is still far cheaper
+    /// than parsing, and an unchanged file keeps its one module and its one registered source
+    /// text, so memory does not grow with the number of runs.
+    pub fn verifying() -> ParseCache {
+        ParseCache {
+            verify: true,
+            ..ParseCache::default()
+        }
+    }
+
     /// (hits, misses) so far.
     pub fn stats(&self) -> (usize, usize) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -297,9 +326,15 @@ impl ParseCache {
     /// The parsed module of `path`, from the cache when its content is unchanged. Files with
     /// syntax errors are not cached (their diagnostics are returned every time).
     pub fn parse(&self, path: &Path) -> Result<Arc<Module>, Diagnostics> {
+        self.parse_nth(path, 0)
+    }
+
+    /// [`ParseCache::parse`] for the `nth` load of `path` in one program (from 0).
+    fn parse_nth(&self, path: &Path, nth: usize) -> Result<Arc<Module>, Diagnostics> {
         use std::sync::atomic::Ordering::Relaxed;
-        let key = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let meta = std::fs::metadata(&key).ok();
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let meta = std::fs::metadata(&abs).ok();
+        let key = (abs, nth);
         let (len, mtime) = (
             meta.as_ref().map_or(0, |m| m.len()),
             meta.as_ref().and_then(|m| m.modified().ok()),
@@ -307,6 +342,7 @@ impl ParseCache {
         {
             let map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(e) = map.get(&key)
+                && !self.verify
                 && meta.is_some()
                 && e.len == len
                 && e.mtime == mtime
@@ -315,7 +351,7 @@ impl ParseCache {
                 return Ok(Arc::clone(&e.module));
             }
         }
-        let text = std::fs::read(&key).map_err(|e| {
+        let text = std::fs::read(&key.0).map_err(|e| {
             Diagnostics::from(Diagnostic::plain(
                 ErrorKind::CannotFindModule,
                 format!("cannot read {}: {e}", path.display()),
@@ -336,11 +372,11 @@ impl ParseCache {
         self.misses.fetch_add(1, Relaxed);
         let module = Arc::new(match String::from_utf8(text) {
             Ok(text) => {
-                let name = key.display().to_string();
-                let file = crate::ast::source_map().add(name, Some(&key), text);
+                let name = key.0.display().to_string();
+                let file = crate::ast::source_map().add(name, Some(&key.0), text);
                 crate::parser::parse_for_program(file.id)?
             }
-            Err(_) => parse_file(&key)?,
+            Err(_) => parse_file(&key.0)?,
         });
         let mut map = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         map.insert(
@@ -358,9 +394,10 @@ impl ParseCache {
 
 struct Loader<'c> {
     cache: Option<&'c ParseCache>,
-    /// Files parsed for this program: a file loaded twice in one program is parsed twice (as
-    /// without a cache), so two loads never share spans.
-    parsed: std::collections::HashSet<PathBuf>,
+    /// How many times each file was loaded for this program: a file loaded twice in one
+    /// program is parsed twice (as without a cache), so two loads never share spans; the
+    /// cache keeps each load's module apart.
+    parsed: FxHashMap<PathBuf, usize>,
     roots: PackageRoots,
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
@@ -562,8 +599,12 @@ fn parse_partial(f: &Path) -> Result<(Arc<Module>, Vec<Diagnostic>), Diagnostics
 impl Loader<'_> {
     fn parse(&mut self, f: &Path) -> Result<Arc<Module>, Diagnostics> {
         match self.cache {
-            Some(cache) if self.parsed.insert(normalize(f)) => cache.parse(f),
-            _ => crate::parser::parse_program_file(f).map(Arc::new),
+            Some(cache) => {
+                let n = self.parsed.entry(normalize(f)).or_default();
+                *n += 1;
+                cache.parse_nth(f, *n - 1)
+            }
+            None => crate::parser::parse_program_file(f).map(Arc::new),
         }
     }
 

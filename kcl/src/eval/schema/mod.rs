@@ -113,6 +113,16 @@ pub struct Frame {
     has_insert: bool,
 }
 
+impl SchemaType {
+    /// Drops what ties the type to itself (its layout lists the type among its parts; its
+    /// instances hold the type): called when the run ends (see `Pkg::release_values`).
+    pub(crate) fn release(&self) {
+        let layout = self.layout.borrow_mut().take();
+        let instances = std::mem::take(&mut *self.instances.borrow_mut());
+        drop((layout, instances));
+    }
+}
+
 /// Downcast a value to a schema type.
 pub fn as_schema_type(v: &Value) -> Option<Rc<SchemaType>> {
     match v {
