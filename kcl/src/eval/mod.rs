@@ -404,12 +404,12 @@ impl Evaluator {
             // values as `Func::User { data: Rc<dyn Any> }`, and `Any` needs `'static`, so a
             // borrowing evaluator would need a lifetime on `Value` itself (builtins, output,
             // the public face, the policy host); (2) statement indices into kept `Arc`s would
-            // add a lookup at every node the ~40 `&'static` signatures here reach; (3) it would
-            // not free a run anyway: a package's globals hold closures and schema types whose
-            // `Ctx` holds the package (an `Rc` cycle), so that cycle has to be broken first
-            // (e.g. clearing globals when the evaluator drops), after which `Pkg` could own
-            // these `Arc`s. Cost now: a module parsed once (the parse cache shares them) stays
-            // for the process.
+            // add a lookup at every node the ~40 `&'static` signatures here reach. Owning them
+            // in `Pkg` would need proof that no `&'static` node outlives its package (values a
+            // host keeps can hold closures). Cost: each version of a file stays for the process
+            // once, since runs share modules through the process's parse cache
+            // (`loader::process_cache`), and the run's values are freed when the evaluator
+            // drops (see its `Drop`); only this box (one pointer per module) is left per run.
             let m: &'static ast::Module = Box::leak(Box::new(m));
             for (k, s) in m.body.iter().enumerate() {
                 // the module docstring is no expression statement (it is not output)
