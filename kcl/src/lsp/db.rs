@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::ast::{FileId, ImportStmt, Module, SourceFile, Span, StmtKind, source_map};
+use crate::ast::{FileId, Module, SourceFile, Span, source_map};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::loader::{
-    ImportTarget, ImportTargetOf, MAIN_PKG, Package, PackageRoots, Program, find_mod_root,
-    locate_dependency, package_sources, read_mod_file,
+    ImportTarget, ImportWalk, MAIN_PKG, Package, PackageRoots, Program, find_mod_root,
+    locate_dependency, read_mod_file,
 };
 
 use super::sema::Sema;
@@ -661,76 +661,27 @@ impl Loader<'_> {
         self.files.push(fd.clone());
         Some(fd)
     }
+}
 
-    fn resolve_module_imports(&mut self, m: &Module) {
-        let dir = source_map()
-            .get(m.file)
-            .and_then(|f| {
-                f.path
-                    .as_ref()
-                    .and_then(|p| p.parent().map(Path::to_path_buf))
-            })
-            .unwrap_or_else(|| self.roots.root.clone());
-        for stmt in &m.body {
-            if let StmtKind::Import(imp) = &stmt.kind {
-                self.resolve_import(&dir, imp, stmt.span);
-            }
-        }
+impl ImportWalk for Loader<'_> {
+    fn walk_parts(
+        &mut self,
+    ) -> (
+        &mut PackageRoots,
+        &mut crate::parser::loader::indexmap_lite::OrderedMap<Arc<str>, Package>,
+        &mut FxHashMap<Span, ImportTarget>,
+        &mut Vec<Diagnostic>,
+    ) {
+        (
+            &mut self.roots,
+            &mut self.packages,
+            &mut self.imports,
+            &mut self.errors,
+        )
     }
 
-    fn resolve_import(&mut self, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
-        let Some(ImportTargetOf {
-            target,
-            base,
-            error,
-        }) = self.roots.target(dir, imp, stmt_span)
-        else {
-            return;
-        };
-        self.errors.extend(error);
-        self.imports.insert(imp.path_span, target.clone());
-        let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
-            return;
-        };
-        if self.packages.contains_key(&pkgpath) {
-            return;
-        }
-        let files = match package_sources(&base, imp) {
-            Ok(files) => files,
-            Err(msg) => {
-                self.errors.push(Diagnostic::error(
-                    ErrorKind::CannotFindModule,
-                    stmt_span,
-                    msg,
-                ));
-                return;
-            }
-        };
-        self.packages.insert(
-            pkgpath.clone(),
-            Package {
-                pkgpath: pkgpath.clone(),
-                path: base.clone(),
-                modules: Vec::new(),
-            },
-        );
-        let mut modules = Vec::new();
-        for f in &files {
-            if let Some(fd) = self.load_file(&normalize(f)) {
-                modules.push(fd.module.clone());
-            }
-        }
-        for m in &modules {
-            self.resolve_module_imports(m);
-        }
-        self.packages.insert(
-            pkgpath.clone(),
-            Package {
-                pkgpath,
-                path: base,
-                modules,
-            },
-        );
+    fn load_module(&mut self, f: &Path) -> Option<Arc<Module>> {
+        self.load_file(&normalize(f)).map(|fd| fd.module.clone())
     }
 }
 

@@ -307,3 +307,93 @@ pub(super) fn normalize(p: &Path) -> PathBuf {
     }
     out
 }
+
+/// A loader that follows `import` statements from module to module: the program loader and the
+/// language server's, which differ only in how they get a file's module (parse cache, editor
+/// buffers). One walk, so both load the same packages in the same order with the same errors.
+pub(crate) trait ImportWalk {
+    /// The package roots, the packages loaded so far, every import's target, the errors.
+    #[allow(clippy::type_complexity)]
+    fn walk_parts(
+        &mut self,
+    ) -> (
+        &mut PackageRoots,
+        &mut super::loader::indexmap_lite::OrderedMap<Arc<str>, super::loader::Package>,
+        &mut FxHashMap<Span, ImportTarget>,
+        &mut Vec<Diagnostic>,
+    );
+
+    /// One file of a package, parsed; `None` when it cannot be (the loader keeps why).
+    fn load_module(&mut self, f: &Path) -> Option<Arc<crate::ast::Module>>;
+
+    /// Follows every `import` of `m`, from the folder of its file.
+    fn resolve_module_imports(&mut self, m: &crate::ast::Module) {
+        let dir = crate::ast::source_map()
+            .get(m.file)
+            .and_then(|f| {
+                f.path
+                    .as_ref()
+                    .and_then(|p| p.parent().map(Path::to_path_buf))
+            })
+            .unwrap_or_else(|| self.walk_parts().0.root.clone());
+        for stmt in &m.body {
+            if let crate::ast::StmtKind::Import(imp) = &stmt.kind {
+                self.resolve_import(&dir, imp, stmt.span);
+            }
+        }
+    }
+
+    /// Records the target of one `import` and, for a package not loaded yet, loads it and
+    /// follows its imports.
+    fn resolve_import(&mut self, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
+        let (roots, packages, imports, errors) = self.walk_parts();
+        let Some(ImportTargetOf {
+            target,
+            base,
+            error,
+        }) = roots.target(dir, imp, stmt_span)
+        else {
+            return;
+        };
+        errors.extend(error);
+        imports.insert(imp.path_span, target.clone());
+        let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
+            return;
+        };
+        if packages.contains_key(&pkgpath) {
+            return;
+        }
+        let files = match package_sources(&base, imp) {
+            Ok(files) => files,
+            Err(msg) => {
+                errors.push(Diagnostic::error(
+                    ErrorKind::CannotFindModule,
+                    stmt_span,
+                    msg,
+                ));
+                return;
+            }
+        };
+        // Register before parsing so import cycles terminate.
+        packages.insert(
+            pkgpath.clone(),
+            super::loader::Package {
+                pkgpath: pkgpath.clone(),
+                path: base.clone(),
+                modules: Vec::new(),
+            },
+        );
+        let modules: Vec<_> = files.iter().filter_map(|f| self.load_module(f)).collect();
+        for m in &modules {
+            self.resolve_module_imports(m);
+        }
+        self.walk_parts().1.insert(
+            pkgpath.clone(),
+            super::loader::Package {
+                pkgpath,
+                path: base,
+                modules,
+            },
+        );
+    }
+}

@@ -4,8 +4,8 @@
 //! the evaluator gives the packages meaning.
 
 use super::imports::normalize;
-pub(crate) use super::imports::{ImportTargetOf, PackageRoots, package_sources};
-use crate::ast::{FileId, ImportStmt, Module, Span, StmtKind};
+pub(crate) use super::imports::{ImportWalk, PackageRoots};
+use crate::ast::{ImportStmt, Module, Span};
 use crate::diag::{Diagnostic, Diagnostics, ErrorKind};
 use crate::parser::parse_file;
 use crate::pkg::modfile::{Dependency, ModFile, Source};
@@ -607,77 +607,32 @@ impl Loader<'_> {
             None => crate::parser::parse_program_file(f).map(Arc::new),
         }
     }
+}
 
-    fn resolve_module_imports(&mut self, m: &Module) {
-        let dir = crate::ast::source_map()
-            .get(m.file)
-            .and_then(|f| {
-                f.path
-                    .as_ref()
-                    .and_then(|p| p.parent().map(Path::to_path_buf))
-            })
-            .unwrap_or_else(|| self.roots.root.clone());
-        for stmt in &m.body {
-            if let StmtKind::Import(imp) = &stmt.kind {
-                self.resolve_import(m.file, &dir, imp, stmt.span);
-            }
-        }
+impl ImportWalk for Loader<'_> {
+    fn walk_parts(
+        &mut self,
+    ) -> (
+        &mut PackageRoots,
+        &mut indexmap_lite::OrderedMap<Arc<str>, Package>,
+        &mut FxHashMap<Span, ImportTarget>,
+        &mut Vec<Diagnostic>,
+    ) {
+        (
+            &mut self.roots,
+            &mut self.packages,
+            &mut self.imports,
+            &mut self.errors,
+        )
     }
 
-    fn resolve_import(&mut self, _file: FileId, dir: &Path, imp: &ImportStmt, stmt_span: Span) {
-        let Some(ImportTargetOf {
-            target,
-            base,
-            error,
-        }) = self.roots.target(dir, imp, stmt_span)
-        else {
-            return;
-        };
-        self.errors.extend(error);
-        self.imports.insert(imp.path_span, target.clone());
-        let (ImportTarget::Package(pkgpath), Some(base)) = (target, base) else {
-            return;
-        };
-        if self.packages.contains_key(&pkgpath) {
-            return;
-        }
-        let files = match package_sources(&base, imp) {
-            Ok(files) => files,
-            Err(msg) => {
-                self.errors.push(Diagnostic::error(
-                    ErrorKind::CannotFindModule,
-                    stmt_span,
-                    msg,
-                ));
-                return;
-            }
-        };
-        // Register before parsing so import cycles terminate.
-        self.packages.insert(
-            pkgpath.clone(),
-            Package {
-                pkgpath: pkgpath.clone(),
-                path: base.clone(),
-                modules: Vec::new(),
-            },
-        );
-        let mut modules = Vec::new();
-        for f in &files {
-            match self.parse(f) {
-                Ok(m) => modules.push(m),
-                Err(d) => self.errors.extend(d.0),
+    fn load_module(&mut self, f: &Path) -> Option<Arc<Module>> {
+        match self.parse(f) {
+            Ok(m) => Some(m),
+            Err(d) => {
+                self.errors.extend(d.0);
+                None
             }
         }
-        for m in &modules {
-            self.resolve_module_imports(m);
-        }
-        self.packages.insert(
-            pkgpath.clone(),
-            Package {
-                pkgpath,
-                path: base,
-                modules,
-            },
-        );
     }
 }
