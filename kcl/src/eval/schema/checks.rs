@@ -201,17 +201,7 @@ impl Evaluator {
         let scope = Scope::new(None);
         if let Some(ps) = &r.params {
             for (i, p) in ps.iter().enumerate() {
-                let v = if i < args.len() {
-                    args[i].clone()
-                } else if let Some((_, v)) =
-                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
-                {
-                    v.clone()
-                } else if let Some(d) = &p.default {
-                    self.eval(&ty.def_ctx, d)?
-                } else {
-                    Value::None
-                };
+                let v = self.param_value(ty, p, i, args, kwargs)?;
                 scope.vars.borrow_mut().insert(p.name.sym, v);
             }
         }

@@ -190,6 +190,28 @@ fn collect_targets(s: &Stmt, out: &mut Vec<Symbol>) {
 }
 
 impl Evaluator {
+    /// The value of a schema's or rule's parameter `p` (the `i`th): the positional argument,
+    /// else the keyword argument, else its default (evaluated where the type is defined), else
+    /// `None`.
+    pub(crate) fn param_value(
+        &self,
+        ty: &SchemaType,
+        p: &'static ast::Param,
+        i: usize,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+    ) -> EvalResult<Value> {
+        Ok(if i < args.len() {
+            args[i].clone()
+        } else if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+            v.clone()
+        } else if let Some(d) = &p.default {
+            self.eval(&ty.def_ctx, d)?
+        } else {
+            Value::None
+        })
+    }
+
     /// Instantiate `ty_val` (a schema type value) with a config value.
     #[allow(clippy::too_many_arguments)]
     pub fn instantiate_value(
@@ -334,17 +356,7 @@ impl Evaluator {
         let params_scope = Scope::new(None);
         if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
             for (i, p) in ps.iter().enumerate() {
-                let v = if i < args.len() {
-                    args[i].clone()
-                } else if let Some((_, v)) =
-                    kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str())
-                {
-                    v.clone()
-                } else if let Some(d) = &p.default {
-                    self.eval(&ty.def_ctx, d)?
-                } else {
-                    Value::None
-                };
+                let v = self.param_value(ty, p, i, args, kwargs)?;
                 let v = match &p.ty {
                     Some(t) if !v.is_none_or_undefined() => {
                         self.convert_type(&ty.def_ctx, v, t, span)?
