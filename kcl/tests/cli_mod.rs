@@ -6,6 +6,9 @@
 //! Quality bars covered: a package pushed by `kcl mod push` is pulled and used by another
 //! project; a tampered artifact (in the registry, a moved git tag, vendor/) is refused; a
 //! package laid out as upstream's tools publish it installs.
+//!
+//! Over 800 lines: one suite sharing the registry and git servers it starts; each test stands
+//! alone.
 
 #![cfg(feature = "registry")]
 

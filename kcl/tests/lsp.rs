@@ -1,5 +1,7 @@
 //! Protocol-level tests of `kcl lsp`: every capability through JSON-RPC messages, against a
 //! fixture workspace written to a temporary folder and the repository's Konfig example.
+//!
+//! Over 800 lines: one protocol suite over one fixture workspace, a test per capability.
 
 mod lsp_common;
 

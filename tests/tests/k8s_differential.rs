@@ -21,6 +21,9 @@
 //! `KUSION_DIFF_STEPS` steps, default 6, from seed `KUSION_DIFF_SEED`, default fixed); the long
 //! campaign is `scripts/k8s/differential.sh N [SEED]`. A failure prints its seed and step.
 //! Sequences that once found a difference are kept in `regressions()` and run every time.
+//!
+//! Over 800 lines: one differential suite, the edit generator and the comparison it feeds are
+//! read together; each test stands alone.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

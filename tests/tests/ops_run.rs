@@ -1,5 +1,8 @@
 //! `kusionctl run` against real control planes: two clusters, Deployments whose pods the fake
 //! kubelet makes crash, and the app-recovery example restarting exactly those pods in batches.
+//!
+//! Over 800 lines: one suite on one pair of control planes and one fixture (the crashing
+//! Deployments); each test stands alone and reads top to bottom.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

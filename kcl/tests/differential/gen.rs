@@ -4,6 +4,9 @@
 //! unpacking, `if` entries, `|`); `instances()`; top-level declarations repeated across the
 //! files of a multi-file main package; and imported packages with schemas named like the main
 //! package's. Every choice comes from a seeded [`Rng`], so a seed reproduces its program.
+//!
+//! Over 800 lines: one generator; its productions call one another and share the seeded
+//! [`Rng`] and the names defined so far, so splitting it would pass that state across files.
 
 use super::oracle::Program;
 

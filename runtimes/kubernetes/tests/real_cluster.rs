@@ -1,5 +1,7 @@
 //! The Kubernetes runtime against a real kube-apiserver + kube-controller-manager v1.20.2
 //! (started by kusion-k8s-harness; the fake kubelet plays the node).
+//!
+//! Over 800 lines: one suite on one control plane (started once); each test stands alone.
 
 use std::time::{Duration, Instant};
 

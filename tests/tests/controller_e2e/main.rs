@@ -12,6 +12,9 @@
 //!   with the default policy leaves its resources;
 //! - [`failures`]: credentials from a Secret for a source behind basic auth, a resource never
 //!   ready, a leader losing its Lease.
+//!
+//! Over 800 lines: one end-to-end story on one control plane and one Git server, the steps
+//! sharing them; each test stands alone.
 
 mod failures;
 
