@@ -161,29 +161,36 @@ pub enum Tok {
 }
 
 impl Tok {
+    /// The word keywords (`import`, `if`, `lambda`, `assert`, ...), not the constants `True`,
+    /// `None`...: the parser, the messages and the editor's highlighting all classify by it.
+    pub fn is_word_keyword(self) -> bool {
+        matches!(
+            self,
+            Tok::Import
+                | Tok::As
+                | Tok::If
+                | Tok::Elif
+                | Tok::Else
+                | Tok::For
+                | Tok::In
+                | Tok::Not
+                | Tok::And
+                | Tok::Or
+                | Tok::Is
+                | Tok::Lambda
+                | Tok::Assert
+        )
+    }
+
     /// How upstream names the token in "expected one of [...] got X" messages.
     /// How upstream's parser names a token it did not expect: keywords (and the constants
     /// `True`, `None`...) are identifiers to it, a literal is its value.
     pub fn describe(self, text: &str) -> String {
         match self {
-            Tok::Ident(_)
-            | Tok::True
-            | Tok::False
-            | Tok::None
-            | Tok::Undefined
-            | Tok::Import
-            | Tok::As
-            | Tok::If
-            | Tok::Elif
-            | Tok::Else
-            | Tok::For
-            | Tok::In
-            | Tok::Not
-            | Tok::And
-            | Tok::Or
-            | Tok::Is
-            | Tok::Lambda
-            | Tok::Assert => "identifier".into(),
+            Tok::Ident(_) | Tok::True | Tok::False | Tok::None | Tok::Undefined => {
+                "identifier".into()
+            }
+            t if t.is_word_keyword() => "identifier".into(),
             Tok::Number => text.to_string(),
             Tok::Str { .. } => {
                 let t = text.trim_start_matches(['r', 'R']);

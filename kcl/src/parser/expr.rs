@@ -257,21 +257,8 @@ impl<'a> Parser<'a> {
     /// then reports the undefined name, not a syntax error.
     fn keyword_as_operand_name(&mut self) {
         let t = self.tk();
-        let keyword = matches!(
-            t.tok,
-            Tok::Import
-                | Tok::As
-                | Tok::If
-                | Tok::Elif
-                | Tok::Else
-                | Tok::For
-                | Tok::In
-                | Tok::Not
-                | Tok::And
-                | Tok::Or
-                | Tok::Is
-                | Tok::Assert
-        );
+        // `lambda` starts an operand of its own
+        let keyword = t.tok.is_word_keyword() && t.tok != Tok::Lambda;
         if keyword && !self.nl_break() {
             let sym = crate::ast::Symbol::intern(self.text(t));
             let i = self.pos.min(self.toks.len() - 1);

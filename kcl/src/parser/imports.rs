@@ -293,20 +293,9 @@ pub(crate) fn package_sources(base: &Path, imp: &ImportStmt) -> Result<Vec<PathB
     })
 }
 
-/// Lexically removes `.` and `..` components.
-pub(super) fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
+/// Lexically removes `.` and `..` components (one function for the loader, the language server
+/// and the package resolver).
+pub(super) use crate::pkg::resolve::normalize;
 
 /// A loader that follows `import` statements from module to module: the program loader and the
 /// language server's, which differ only in how they get a file's module (parse cache, editor

@@ -58,19 +58,7 @@ impl Snapshot {
                 Tok::True | Tok::False | Tok::None | Tok::Undefined => {
                     Some((TT_KEYWORD, MOD_READONLY))
                 }
-                Tok::Import
-                | Tok::As
-                | Tok::If
-                | Tok::Elif
-                | Tok::Else
-                | Tok::For
-                | Tok::In
-                | Tok::Not
-                | Tok::And
-                | Tok::Or
-                | Tok::Is
-                | Tok::Lambda
-                | Tok::Assert => Some((TT_KEYWORD, 0)),
+                t if t.is_word_keyword() => Some((TT_KEYWORD, 0)),
                 Tok::At => Some((TT_DECORATOR, 0)),
                 Tok::Eof => None,
                 Tok::LParen
