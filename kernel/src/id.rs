@@ -174,13 +174,7 @@ fn str_at<'a>(attrs: &'a serde_json::Map<String, Value>, path: &[&str]) -> Optio
     v.as_str()
 }
 
-/// Check that a resource's ID is well formed and agrees with its attributes and extensions,
-/// and return it parsed.
-pub fn validate_resource_id(resource: &Resource) -> Result<ResourceId, IdError> {
-    Ok(checked_parts(resource)?.into_id(&resource.id))
-}
-
-/// [`validate_resource_id`] without building the parsed ID.
+/// Check that a resource's ID is well formed and agrees with its attributes and extensions.
 pub fn check_resource_id(resource: &Resource) -> Result<(), IdError> {
     checked_parts(resource).map(drop)
 }
@@ -266,17 +260,17 @@ mod tests {
             "apps/v1:Deployment:demo:web",
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "demo"}}),
         );
-        assert!(validate_resource_id(&r).is_ok());
+        assert!(check_resource_id(&r).is_ok());
         let ns = k8s(
             "v1:Namespace:demo",
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
         );
-        assert!(validate_resource_id(&ns).is_ok());
+        assert!(check_resource_id(&ns).is_ok());
         let ingress = k8s(
             "networking.k8s.io/v1:Ingress:ns:name",
             json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "name", "namespace": "ns"}}),
         );
-        assert!(validate_resource_id(&ingress).is_ok());
+        assert!(check_resource_id(&ingress).is_ok());
     }
 
     #[test]
@@ -285,13 +279,13 @@ mod tests {
             "apps/v1:Deployment:demo:web",
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": "demo"}}),
         );
-        let e = validate_resource_id(&r).unwrap_err();
+        let e = check_resource_id(&r).unwrap_err();
         assert!(e.to_string().contains("apps/v1:Deployment:demo:web"), "{e}");
         assert!(e.to_string().contains("metadata.name"), "{e}");
         let bad = k8s("Deployment", json!({}));
-        assert!(validate_resource_id(&bad).is_err());
+        assert!(check_resource_id(&bad).is_err());
         let empty = k8s("v1::x", json!({}));
-        assert!(validate_resource_id(&empty).is_err());
+        assert!(check_resource_id(&empty).is_err());
     }
 
     #[test]
@@ -301,15 +295,15 @@ mod tests {
             TERRAFORM,
             Default::default(),
         );
-        assert!(validate_resource_id(&r).is_err());
+        assert!(check_resource_id(&r).is_err());
         r.extensions.insert(
             "provider".into(),
             json!("registry.terraform.io/hashicorp/aws/5.100.0"),
         );
         r.extensions
             .insert("resourceType".into(), json!("aws_s3_bucket"));
-        assert!(validate_resource_id(&r).is_ok());
+        assert!(check_resource_id(&r).is_ok());
         r.extensions.insert("resourceType".into(), json!("aws_vpc"));
-        assert!(validate_resource_id(&r).is_err());
+        assert!(check_resource_id(&r).is_err());
     }
 }

@@ -356,7 +356,7 @@ pub struct PlanOptions {
     /// runtime sees the prior.
     pub sealer: Option<std::sync::Arc<crate::state::seal::Sealer>>,
     /// `--target` patterns: plan only the resources they name and what those need (see
-    /// [`crate::select`]); empty plans everything.
+    /// `select`); empty plans everything.
     pub select: Vec<String>,
 }
 

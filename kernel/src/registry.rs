@@ -71,7 +71,7 @@ impl Registry {
         Ok(())
     }
 
-    /// Resolve `ref://` values of the schemes `plugin` declares (see [`crate::secret_ref`]).
+    /// Resolve `ref://` values of the schemes `plugin` declares (the crate's `secret_ref`).
     pub fn register_secret_store(
         &mut self,
         name: &str,
