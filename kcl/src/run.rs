@@ -40,6 +40,10 @@ pub struct RunOptions {
     pub allow: Allow,
     /// Collection size, time and memory limits of the evaluation.
     pub limits: crate::limits::Limits,
+    /// The process ends right after this run (`kcl run`): the evaluator's memory is left to
+    /// the operating system instead of being freed value by value, which on a large program
+    /// costs more than the run's output.
+    pub exiting: bool,
 }
 
 /// Access granted on top of the package, working folder and external packages.
@@ -310,6 +314,11 @@ pub fn run_parts(
     };
     let _limits = crate::limits::enter(opts.limits);
     let (ev, modules) = Evaluator::new(program, eopts);
+    let teardown = Teardown {
+        ev: Some(ev),
+        free: !opts.exiting,
+    };
+    let ev = teardown.evaluator();
     let main = ev
         .make_pkg("__main__", work_dir.clone(), modules)
         .map_err(KclError::Eval)?;
@@ -370,6 +379,31 @@ pub fn run_parts(
         files: loaded,
     };
     Ok((out, rendering))
+}
+
+/// Owns a run's evaluator and frees it at the end of the run, or leaves it to the process's
+/// exit (see [`RunOptions::exiting`]).
+struct Teardown {
+    ev: Option<Evaluator>,
+    free: bool,
+}
+
+impl Teardown {
+    fn evaluator(&self) -> &Evaluator {
+        self.ev
+            .as_ref()
+            .expect("the evaluator lives until the teardown drops")
+    }
+}
+
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        if let Some(ev) = self.ev.take()
+            && !self.free
+        {
+            std::mem::forget(ev);
+        }
+    }
 }
 
 /// `-S` selectors: `a.b.c`, `pkg:a.b`, `:a.{x,y}`, `a.[0,1]`. Several selectors give the

@@ -145,6 +145,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
             l
         },
+        exiting: true,
         ..Default::default()
     };
     for d in &a.argument {
@@ -219,6 +220,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 None => rendering.write_to(&mut lock)?,
             }
             lock.flush()?;
+            // the process exits next (see RunOptions::exiting)
+            std::mem::forget((out, rendering));
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

@@ -546,6 +546,24 @@ impl Evaluator {
     /// instance's config left out); `None` for other names, and where a local or a schema
     /// attribute may shadow it.
     pub(crate) fn unified_schema(&self, ctx: &Ctx, name: Symbol) -> EvalResult<Option<Value>> {
+        // the package's statements first: calls of names nobody declares by unification (nearly
+        // all) stop here without walking the local scopes
+        let Some(setters) = ctx.pkg.setters.get(&name) else {
+            return Ok(None);
+        };
+        let Some(se) = setters
+            .iter()
+            .filter(|st| st.stop.is_none())
+            .find_map(|st| match &ctx.pkg.stmts[st.stmt].kind {
+                StmtKind::Unification(u) => match &u.value.kind {
+                    crate::ast::ExprKind::Schema(se) => Some(se),
+                    _ => None,
+                },
+                _ => None,
+            })
+        else {
+            return Ok(None);
+        };
         if ctx.schema.is_some()
             || ctx
                 .locals
@@ -554,17 +572,7 @@ impl Evaluator {
         {
             return Ok(None);
         }
-        let Some(setters) = ctx.pkg.setters.get(&name) else {
-            return Ok(None);
-        };
-        for st in setters.iter().filter(|st| st.stop.is_none()) {
-            if let StmtKind::Unification(u) = &ctx.pkg.stmts[st.stmt].kind
-                && let crate::ast::ExprKind::Schema(se) = &u.value.kind
-            {
-                return self.eval_identifier(ctx, &se.name).map(Some);
-            }
-        }
-        Ok(None)
+        self.eval_identifier(ctx, &se.name).map(Some)
     }
 
     /// Resolve a name in `ctx`.

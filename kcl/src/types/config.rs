@@ -99,8 +99,13 @@ impl<'a> Checker<'a> {
             keys.iter()
                 .filter_map(|(_, _, v)| v.as_ref().map(|v| v.value)),
         );
-        let mut l = (*env.keys).clone();
-        l.extend(keys);
+        let l = if env.keys.is_empty() {
+            keys
+        } else {
+            let mut l = (*env.keys).clone();
+            l.extend(keys);
+            l
+        };
         Env {
             keys: Rc::new(l),
             ..env.clone()

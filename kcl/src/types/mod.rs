@@ -565,7 +565,8 @@ fn public_unifications(s: &Stmt, out: &mut Vec<(Symbol, Span, Option<Symbol>)>) 
 #[derive(Clone)]
 struct KeyVal {
     value: Span,
-    path: Rc<[Symbol]>,
+    // boxed, not shared: nearly every path is empty, and an empty box allocates nothing
+    path: Box<[Symbol]>,
 }
 
 /// The names a config literal's keys bind (`a`, `"a"`, the root of `a.b` and of `a[0]`).

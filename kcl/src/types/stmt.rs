@@ -136,6 +136,10 @@ impl<'a> Checker<'a> {
                 self.check_immutable(s, &mut assigned);
                 self.stmt_start = Some(s.span.shrink_to_lo());
                 self.stmt(&env, s);
+                // a config key's recorded type is read only inside its own literal: kept per
+                // statement, the tables stay small (capacity is kept)
+                self.key_want.clear();
+                self.key_tys.clear();
                 if !self.errors.is_empty() {
                     return;
                 }

@@ -29,25 +29,26 @@ impl Evaluator {
         // upstream converts an attribute's value to its type where the attribute is declared
         // (a config dict becomes the schema instance, defaults included), so the statements
         // after it read the instance
-        let StmtKind::SchemaAttr(a) = &st.kind else {
+        let Some((k, d)) = fr.layout.converting[i].and_then(|j| fr.layout.declared.get_index(j))
+        else {
             return Ok(());
         };
-        let cur = fr.attrs.borrow().get(a.name.sym.as_str()).cloned();
-        if let Some(d) = fr.layout.declared.get(a.name.sym.as_str())
-            && let Some(t) = d.ty
-            && let Some(v) = cur
-            && v.is_config()
-            && !matches!(v, Value::Schema(_))
-        {
+        let Some(t) = d.ty else {
+            return Ok(());
+        };
+        let cur = fr
+            .attrs
+            .borrow()
+            .get(k)
+            .filter(|v| v.is_config() && !matches!(v, Value::Schema(_)))
+            .cloned();
+        if let Some(v) = cur {
             let c = Ctx {
                 schema: Some(fr.clone()),
                 ..fr.ctxs[d.part].clone()
             };
             if let Ok(Some(nv)) = self.try_convert_value(&c, &v, t, st.span) {
-                fr.attrs
-                    .borrow_mut()
-                    .map
-                    .insert(Str::from(a.name.sym.as_str()), nv);
+                fr.attrs.borrow_mut().map.insert(k.clone(), nv);
             }
         }
         Ok(())

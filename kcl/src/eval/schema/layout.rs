@@ -189,6 +189,7 @@ impl Evaluator {
                         k.clone(),
                         AttrDecl {
                             ty: Some(&a.ty),
+                            converts: names_a_type(&a.ty),
                             optional: a.optional,
                             part: pi,
                             schema_attr: true,
@@ -207,6 +208,7 @@ impl Evaluator {
                                 k.clone(),
                                 AttrDecl {
                                     ty: None,
+                                    converts: false,
                                     optional: true,
                                     part: pi,
                                     schema_attr: false,
@@ -245,11 +247,22 @@ impl Evaluator {
             }
             part_level.push(level);
         }
+        let converting = body
+            .iter()
+            .map(|(st, _)| match &st.kind {
+                StmtKind::SchemaAttr(a) => declared
+                    .get_full(a.name.sym.as_str())
+                    .filter(|(_, _, d)| d.converts)
+                    .map(|(i, _, _)| i),
+                _ => None,
+            })
+            .collect();
         let l = Rc::new(Layout {
             parts,
             part_level,
             body,
             declared,
+            converting,
             setters,
             index_sig,
             order,
@@ -259,5 +272,20 @@ impl Evaluator {
         });
         *ty.layout.borrow_mut() = Some(l.clone());
         Ok(l)
+    }
+}
+
+/// Whether `t` names a schema or an alias anywhere (the only types a conversion can change a
+/// value for).
+fn names_a_type(t: &ast::Type) -> bool {
+    use ast::TypeKind as K;
+    match &t.kind {
+        K::Named(_) => true,
+        K::List(e) => e.as_deref().is_some_and(names_a_type),
+        K::Dict(k, v) => {
+            k.as_deref().is_some_and(names_a_type) || v.as_deref().is_some_and(names_a_type)
+        }
+        K::Union(ts) => ts.iter().any(names_a_type),
+        K::Any | K::Basic(_) | K::Literal(_) | K::Function { .. } => false,
     }
 }

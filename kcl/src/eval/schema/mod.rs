@@ -39,6 +39,9 @@ pub struct Layout {
     part_level: Vec<u32>,
     body: Vec<(&'static Stmt, usize)>,
     declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
+    /// Per body statement: the index in `declared` of the attribute it declares, when that
+    /// attribute's type may convert its value (see `AttrDecl::converts`).
+    converting: Vec<Option<usize>>,
     setters: FxHashMap<Symbol, Vec<usize>>,
     index_sig: Option<(&'static ast::IndexSignature, usize)>,
     /// Attribute names in declaration order (the instance's key order).
@@ -92,6 +95,9 @@ impl SchemaType {
 #[derive(Clone)]
 pub struct AttrDecl {
     pub ty: Option<&'static ast::Type>,
+    /// `ty` names a schema or alias somewhere, so a config value may change when converted to
+    /// it; any other type leaves a fitting value as it is.
+    pub converts: bool,
     pub optional: bool,
     /// Index of the schema (in the layout's parts) that declares it.
     pub part: usize,
