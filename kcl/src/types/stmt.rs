@@ -93,35 +93,7 @@ impl<'a> Checker<'a> {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
                 if let StmtKind::Schema(st) = &s.kind {
-                    // upstream builds the schema types (their attributes' types resolved)
-                    // before it walks any statement: an unknown name there comes first (after
-                    // an unknown or mixin base, which the walk reports)
-                    let base_ok = match &st.parent {
-                        None => true,
-                        Some(id) => self
-                            .resolve_schema(pkg, m.file, &id.names)
-                            .is_some_and(|b| !self.schemas[b.0].stmt.is_mixin()),
-                    };
-                    for a in st
-                        .body
-                        .iter()
-                        .filter(|_| base_ok)
-                        .filter_map(|b| match &b.kind {
-                            StmtKind::SchemaAttr(a) => Some(a),
-                            _ => None,
-                        })
-                    {
-                        if !self.type_names_defined(&env, &a.ty) {
-                            self.check_type_names(&env, &a.ty);
-                            if !self.errors.is_empty() {
-                                return;
-                            }
-                        }
-                    }
-                    self.check_index_signature(&env, st);
-                    if self.errors.is_empty() {
-                        self.check_field_types(&env, st);
-                    }
+                    self.build_schema_type(&env, st);
                     if !self.errors.is_empty() {
                         return;
                     }
@@ -371,10 +343,6 @@ impl<'a> Checker<'a> {
             }
             StmtKind::Schema(st) => {
                 self.decorator_args(env, &st.decorators);
-                if st.is_protocol() && !st.name.sym.as_str().ends_with("Protocol") {
-                    let msg = "schema protocol name must end with 'Protocol'".to_string();
-                    self.err(ErrKind::Compile, msg, st.name.span);
-                }
                 for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
                     // upstream checks a mixin's name before it looks the mixin up
                     let name = b.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
@@ -534,44 +502,99 @@ impl<'a> Checker<'a> {
 
     /// A schema's own attributes must fit its own index signature (upstream's resolver checks
     /// every schema, instantiated or not).
-    pub(super) fn check_index_signature(&mut self, env: &Env, st: &ast::SchemaStmt) {
-        let Some(is) = &st.index_signature else {
-            return;
-        };
+    /// An attribute's type against the schema's index signature (upstream: the attribute's
+    /// name may not be the signature's key name; its type must be the signature's value type
+    /// unless that is `any` or a union, or the signature takes `...`).
+    fn check_index_attr(&mut self, env: &Env, is: &ast::IndexSignature, a: &ast::SchemaAttr) {
         // an unknown name in a type is the resolver's error, reported later and first
         if !self.type_names_defined(env, &is.value_ty) {
             return;
         }
         use crate::eval::type_str;
+        let k = a.name.sym.as_str();
+        if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
+            let msg = format!(
+                "index signature attribute name '{k}' cannot have the same name as schema attributes"
+            );
+            // upstream points at the index signature, not at the attribute
+            self.err(ErrKind::IndexSignature, msg, is.span);
+            return;
+        }
+        if !is.any_other
+            && !matches!(
+                is.value_ty.kind,
+                ast::TypeKind::Any | ast::TypeKind::Union(_)
+            )
+            && type_str(&is.value_ty) != type_str(&a.ty)
+        {
+            let msg = format!(
+                "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
+                type_str(&a.ty),
+                crate::eval::index_sig_str(is)
+            );
+            self.err(ErrKind::IndexSignature, msg, a.name.span);
+        }
+    }
+
+    /// Upstream builds each schema's type before it walks any statement, and reports as it
+    /// goes: a protocol's name and body, then attribute by attribute its type's names, a
+    /// change of a declared type (or a required attribute made optional) and the index
+    /// signature. The first of these errors is this schema's.
+    fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        if st.is_protocol() {
+            if !st.name.sym.as_str().ends_with("Protocol") {
+                let msg = "schema protocol name must end with 'Protocol'".to_string();
+                // (upstream's message points after the name)
+                self.err(ErrKind::Compile, msg, st.name.span.shrink_to_hi());
+                return;
+            }
+            let only_attrs = st.params.is_none()
+                && st.mixins.is_empty()
+                && st.checks.is_empty()
+                && st
+                    .body
+                    .iter()
+                    .all(|b| matches!(b.kind, StmtKind::SchemaAttr(_)));
+            if !only_attrs {
+                let msg = "a protocol is only allowed to define attributes in it".to_string();
+                self.err(ErrKind::Compile, msg, st.name.span.shrink_to_lo());
+                return;
+            }
+        }
+        // an unknown or mixin base is the walk's error: the attribute types are not looked at
+        let base = st
+            .parent
+            .as_ref()
+            .map(|id| self.resolve_schema(env.pkg, env.file, &id.names));
+        let base_ok = match base {
+            None => true,
+            Some(b) => b.is_some_and(|b| !self.schemas[b.0].stmt.is_mixin()),
+        };
+        let parent = base
+            .flatten()
+            .filter(|p| !self.schemas[p.0].stmt.is_mixin())
+            .map(|p| (p, self.members(p)));
+        let mut first: FxHashMap<Symbol, (Ty, bool)> = FxHashMap::default();
         for s in &st.body {
             let StmtKind::SchemaAttr(a) = &s.kind else {
                 continue;
             };
             if !self.type_names_defined(env, &a.ty) {
+                if base_ok {
+                    self.check_type_names(env, &a.ty);
+                }
+                if !self.errors.is_empty() {
+                    return;
+                }
                 continue;
             }
-            let k = a.name.sym.as_str();
-            if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
-                let msg = format!(
-                    "index signature attribute name '{k}' cannot have the same name as schema attributes"
-                );
-                // upstream points at the index signature, not at the attribute
-                self.err(ErrKind::IndexSignature, msg, is.span);
-                return;
-            }
-            if !is.any_other
-                && !matches!(
-                    is.value_ty.kind,
-                    ast::TypeKind::Any | ast::TypeKind::Union(_)
-                )
-                && type_str(&is.value_ty) != type_str(&a.ty)
+            self.check_field_type(env, a, &mut first, parent.as_ref());
+            if self.errors.is_empty()
+                && let Some(is) = &st.index_signature
             {
-                let msg = format!(
-                    "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
-                    type_str(&a.ty),
-                    crate::eval::index_sig_str(is)
-                );
-                self.err(ErrKind::IndexSignature, msg, a.name.span);
+                self.check_index_attr(env, is, a);
+            }
+            if !self.errors.is_empty() {
                 return;
             }
         }
@@ -649,22 +672,16 @@ impl<'a> Checker<'a> {
 
     /// A schema may not redeclare an attribute of its own body with a type its first
     /// declaration does not take, nor make a required one optional; nor an inherited attribute
-    /// with another type.
-    pub(super) fn check_field_types(&mut self, env: &Env, st: &ast::SchemaStmt) {
-        let mut first: FxHashMap<Symbol, (Ty, bool)> = FxHashMap::default();
-        for s in &st.body {
-            let StmtKind::SchemaAttr(a) = &s.kind else {
-                continue;
-            };
-            // an unknown name in the type is the resolver's error, reported first
-            if !self.type_names_defined(env, &a.ty) {
-                continue;
-            }
-            let nt = self.resolve_type(env.pkg, env.file, &a.ty);
-            let Some((et, optional)) = first.get(&a.name.sym).cloned() else {
-                first.insert(a.name.sym, (nt, a.optional));
-                continue;
-            };
+    /// with another type. `first`: the body's declarations so far.
+    fn check_field_type(
+        &mut self,
+        env: &Env,
+        a: &ast::SchemaAttr,
+        first: &mut FxHashMap<Symbol, (Ty, bool)>,
+        parent: Option<&(SchemaId, Rc<Members>)>,
+    ) {
+        let nt = self.resolve_type(env.pkg, env.file, &a.ty);
+        if let Some((et, optional)) = first.get(&a.name.sym).cloned() {
             if !field_type_fits(&nt, &et, &|x, y| self.is_sub_schema(x, y)) {
                 let msg = format!(
                     "can't change schema field type of '{}' from {} to {}",
@@ -683,55 +700,42 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::Type, msg, a.name.span);
                 return;
             }
+        } else {
+            first.insert(a.name.sym, (nt.clone(), a.optional));
         }
-        let Some(parent) = &st.parent else { return };
-        let Some(pid) = self.resolve_schema(env.pkg, env.file, &parent.names) else {
-            return;
-        };
-        if self.schemas[pid.0].stmt.is_mixin() {
+        let Some((pid, pm)) = parent else { return };
+        let parent_ty = pm.attrs.get(&a.name.sym).map(|(pt, _)| pt);
+        if a.optional
+            && self.inherited_required(*pid, a.name.sym) == Some(true)
+            && parent_ty
+                .is_none_or(|pt| pt.is_any() || nt.is_any() || self.ty_str(pt) == self.ty_str(&nt))
+        {
+            let msg = format!(
+                "can't change the required schema attribute of '{}' to optional",
+                a.name.sym
+            );
+            self.err(ErrKind::Type, msg, a.name.span);
             return;
         }
-        let pm = self.members(pid);
-        for s in &st.body {
-            if let StmtKind::SchemaAttr(a) = &s.kind
-                && a.optional
-                && self.inherited_required(pid, a.name.sym) == Some(true)
-                && pm.attrs.get(&a.name.sym).is_none_or(|(pt, _)| {
-                    let nt = self.resolve_type(env.pkg, env.file, &a.ty);
-                    pt.is_any() || nt.is_any() || self.ty_str(pt) == self.ty_str(&nt)
-                })
-            {
-                let msg = format!(
-                    "can't change the required schema attribute of '{}' to optional",
-                    a.name.sym
-                );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
-            }
-            if let StmtKind::SchemaAttr(a) = &s.kind
-                && let Some((pt, _)) = pm.attrs.get(&a.name.sym)
-                && !pt.is_any()
-            {
-                let nt = self.resolve_type(env.pkg, env.file, &a.ty);
-                if nt.is_any() || self.ty_str(pt) == self.ty_str(&nt) {
-                    continue;
-                }
-                // upstream names the new type on both sides
-                let shown = match &a.ty.kind {
-                    ast::TypeKind::Named(id) => id
-                        .names
-                        .last()
-                        .map(|n| n.sym.as_str().to_string())
-                        .unwrap_or_default(),
-                    _ => self.ty_str(&nt),
-                };
-                let msg = format!(
-                    "can't change schema field type of '{}' from {shown} to {shown}",
-                    a.name.sym
-                );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
-            }
+        if let Some(pt) = parent_ty
+            && !pt.is_any()
+            && !nt.is_any()
+            && self.ty_str(pt) != self.ty_str(&nt)
+        {
+            // upstream names the new type on both sides
+            let shown = match &a.ty.kind {
+                ast::TypeKind::Named(id) => id
+                    .names
+                    .last()
+                    .map(|n| n.sym.as_str().to_string())
+                    .unwrap_or_default(),
+                _ => self.ty_str(&nt),
+            };
+            let msg = format!(
+                "can't change schema field type of '{}' from {shown} to {shown}",
+                a.name.sym
+            );
+            self.err(ErrKind::Type, msg, a.name.span);
         }
     }
 
