@@ -579,6 +579,15 @@ impl<'a> Parser<'a> {
             }
             Tok::LBrace => self.parse_config_or_dictcomp(),
             Tok::Lambda => self.parse_lambda(),
+            // upstream's parser reads any other word keyword where an operand starts as a
+            // name (`x = else` is the undefined name 'else')
+            tok if tok.is_word_keyword() => {
+                self.bump();
+                Expr {
+                    kind: ExprKind::Ident(crate::ast::Symbol::intern(self.text(t))),
+                    span,
+                }
+            }
             _ => {
                 self.expected(OPERAND_START);
                 Expr::missing(self.span(t.lo, t.lo))

@@ -65,7 +65,7 @@ impl<'a> Parser<'a> {
             self.type_brackets > 0 && !self.ctx.contains(&Ctx::Paren) && (t.nl || self.at_eof());
         if self.nl_break() || in_type_brackets {
             // upstream's lexer ends the line first: the type parser finds its newline, not
-            // the dedent (or the end of the file) after it
+            // the indent or dedent (or the end of the file) after it
             let (got, span) = if in_type_brackets && !self.nl_break() {
                 // at the end of the previous line, as upstream points
                 let p = self.prev();
@@ -74,7 +74,7 @@ impl<'a> Parser<'a> {
             } else {
                 self.describe_current()
             };
-            let got = if got == "dedent" {
+            let got = if got == "dedent" || got == "indent" {
                 "newline".into()
             } else {
                 got
