@@ -92,11 +92,18 @@ impl<'a> Checker<'a> {
         for m in modules {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
-                if let StmtKind::Schema(st) = &s.kind {
-                    self.build_schema_type(&env, st);
-                    if !self.errors.is_empty() {
-                        return;
+                match &s.kind {
+                    StmtKind::Schema(st) => self.build_schema_type(&env, st),
+                    // a rule's type names its parents and its protocol
+                    StmtKind::Rule(r) => {
+                        for id in r.parents.iter().chain(&r.for_host) {
+                            self.check_defined(&env, id.names[0].sym, id.names[0].span);
+                        }
                     }
+                    _ => {}
+                }
+                if !self.errors.is_empty() {
+                    return;
                 }
             }
         }
@@ -541,6 +548,13 @@ impl<'a> Checker<'a> {
     /// change of a declared type (or a required attribute made optional) and the index
     /// signature. The first of these errors is this schema's.
     fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        if let Some(h) = &st.for_host
+            && !st.is_mixin()
+        {
+            let msg = "only schema mixin can inherit from protocol".to_string();
+            self.err(ErrKind::IllegalInherit, msg, h.span.shrink_to_lo());
+            return;
+        }
         if st.is_protocol() {
             if !st.name.sym.as_str().ends_with("Protocol") {
                 let msg = "schema protocol name must end with 'Protocol'".to_string();
@@ -558,6 +572,28 @@ impl<'a> Checker<'a> {
             if !only_attrs {
                 let msg = "a protocol is only allowed to define attributes in it".to_string();
                 self.err(ErrKind::Compile, msg, st.name.span.shrink_to_lo());
+                return;
+            }
+        }
+        // the index signature's key type: a string, string literals or their union
+        if let Some(is) = &st.index_signature {
+            if !self.type_names_defined(env, &is.key_ty) {
+                self.check_type_names(env, &is.key_ty);
+            } else {
+                let kt = self.resolve_type(env.pkg, env.file, &is.key_ty);
+                fn stringy(t: &Ty) -> bool {
+                    match t {
+                        Ty::Str | Ty::StrLit(_) => true,
+                        Ty::Union(ts) => ts.iter().all(stringy),
+                        _ => false,
+                    }
+                }
+                if !stringy(&kt) {
+                    let msg = format!("invalid index signature key type: '{}'", self.ty_str(&kt));
+                    self.err(ErrKind::IndexSignature, msg, st.name.span);
+                }
+            }
+            if !self.errors.is_empty() {
                 return;
             }
         }
