@@ -204,7 +204,7 @@ impl<'a> Parser<'a> {
             return Expr::missing(self.since(lo));
         }
         self.lambda_braces.push(brace);
-        self.ctx.push(Ctx::Brace);
+        self.ctx.push(Ctx::Lambda);
         let saved = self.no_schema_brace;
         self.no_schema_brace = false;
         let t = self.tk();

@@ -80,9 +80,7 @@ impl<'a> Parser<'a> {
                 Tok::Import | Tok::Assert | Tok::If | Tok::Not | Tok::Lambda
             )
         {
-            let sym = crate::ast::Symbol::intern(self.text(t));
-            let i = self.pos.min(self.toks.len() - 1);
-            self.toks[i].tok = Tok::Ident(sym);
+            self.keyword_as_name();
         }
         let t = self.tk();
         let lo = t.lo;
@@ -572,7 +570,9 @@ impl<'a> Parser<'a> {
                     && !self.nth(i + 1).nl
             };
             if is_schema_expr {
-                let value = self.parse_expr();
+                // upstream's unification takes a schema expression, nothing after it (`a: S {}
+                // | {}` is an unexpected '|')
+                let value = self.parse_postfix();
                 if matches!(value.kind, ExprKind::Schema(_)) {
                     let kind = StmtKind::Unification(UnificationStmt {
                         target: name,

@@ -92,6 +92,12 @@ impl<'a> Parser<'a> {
                 span: self.span(t.lo, t.lo),
             };
         }
+        // upstream's type parser reads a word keyword as a type's name (`f: if = 1` is the
+        // undefined name 'if')
+        if t.tok.is_word_keyword() {
+            self.keyword_as_name();
+        }
+        let t = self.tk();
         let kind = match t.tok {
             Tok::Ident(sym) => {
                 let basic = match sym.as_str() {
