@@ -189,15 +189,24 @@ impl<'a> Parser<'a> {
             params = self.parse_params(Tok::LBrace);
             self.ctx.pop();
         }
-        let ret = if self.eat(Tok::Arrow) {
+        // upstream reads a lambda's header on one line, in brackets too
+        let ret = if self.at(Tok::Arrow) && !self.tk().nl {
+            self.bump();
             Some(self.parse_type())
         } else {
             None
         };
         let brace = self.pos;
         // without a return type upstream still takes `->` here
-        if ret.is_none() && !self.at(Tok::LBrace) {
-            self.expected(&["->", "{"]);
+        if ret.is_none() && (!self.at(Tok::LBrace) || self.tk().nl) {
+            if self.tk().nl && !self.at_eof() {
+                let p = self.prev();
+                let at = p.hi.saturating_sub(1).max(p.lo);
+                let msg = "expected one of [\"->\", \"{\"] got newline";
+                self.error(self.span(at, at + 1), msg);
+            } else {
+                self.expected(&["->", "{"]);
+            }
             return Expr::missing(self.since(lo));
         }
         if !self.expect(Tok::LBrace, "{") {
@@ -294,7 +303,8 @@ impl<'a> Parser<'a> {
     pub(crate) fn parse_params(&mut self, close: Tok) -> Vec<Param> {
         let mut params = Vec::new();
         loop {
-            if self.at(close) || self.at_eof() {
+            // a lambda's parameters end with their line
+            if self.at(close) || self.at_eof() || (close == Tok::LBrace && self.tk().nl) {
                 break;
             }
             let lo = self.tk().lo;
