@@ -25,52 +25,11 @@ impl<'a> Checker<'a> {
                 return;
             }
         }
-        // a public name assigned twice (or a schema or alias name assigned) comes next
+        // upstream's resolver then declares the package's variables in order, statement by
+        // statement: a public name assigned twice (or a schema or alias name assigned) is
+        // reported, then the statement's annotation (or unified schema) is resolved with only
+        // the variables declared so far in scope; a module's type aliases come first
         let mut first: FxHashMap<Symbol, Span> = FxHashMap::default();
-        for s in modules.iter().flat_map(|m| &m.body) {
-            let mut assigns = Vec::new();
-            public_assignments(s, &mut assigns);
-            for (n, sp) in assigns {
-                let prev = defined
-                    .get(&n)
-                    .or_else(|| aliases.get(&n))
-                    .or_else(|| first.get(&n))
-                    .copied();
-                if let Some(prev) = prev {
-                    let e = EvalError::new(
-                        ErrKind::Immutable,
-                        format!(
-                            "Can not change the value of '{n}', because it was declared immutable"
-                        ),
-                        Some(sp.shrink_to_lo()),
-                    )
-                    .with_note(prev, format!("The variable '{n}' is declared here"));
-                    self.errors.push(e);
-                    return;
-                }
-                first.insert(n, sp);
-            }
-            // a unification declares its name too: a later assignment changes it (one before
-            // it does not), and upstream says it was declared at the latest declaration
-            let mut unified = Vec::new();
-            public_unifications(s, &mut unified);
-            let mut unknown_schema = false;
-            for (n, sp, schema) in unified {
-                // (an unknown schema is the resolver's error, which upstream reports before
-                // any later reassignment: the scan stops there)
-                if schema.is_some_and(|sc| !self.name_defined(&Env::top(pkg, sp.file), sc)) {
-                    unknown_schema = true;
-                    continue;
-                }
-                first.insert(n, sp);
-            }
-            if unknown_schema {
-                break;
-            }
-        }
-        // upstream's resolver then declares the package's variables in order: type aliases,
-        // the annotations of assignments and the schemas of unifications are resolved with
-        // only the variables declared so far in scope
         self.early_scope = true;
         self.reached.clear();
         for m in modules {
@@ -80,10 +39,17 @@ impl<'a> Checker<'a> {
                     self.check_type_names(&env, &t.ty);
                 }
             }
-            self.declare_globals(&env, &m.body);
-            if !self.errors.is_empty() {
-                self.early_scope = false;
-                return;
+            for s in &m.body {
+                if self.errors.is_empty() {
+                    self.check_reassigned(pkg, s, &defined, &aliases, &mut first);
+                }
+                if self.errors.is_empty() {
+                    self.declare_globals(&env, std::slice::from_ref(s));
+                }
+                if !self.errors.is_empty() {
+                    self.early_scope = false;
+                    return;
+                }
             }
         }
         self.early_scope = false;
@@ -119,6 +85,48 @@ impl<'a> Checker<'a> {
                     return;
                 }
             }
+        }
+    }
+
+    /// A public package-level name `s` assigns again (or a schema's or alias's name): upstream's
+    /// ImmutableError. A unification declares its name too: a later assignment changes it (one
+    /// before it does not), and upstream says it was declared at the latest declaration; one of
+    /// an unknown schema is the resolver's error, reported by the declaration scan.
+    fn check_reassigned(
+        &mut self,
+        pkg: usize,
+        s: &Stmt,
+        defined: &FxHashMap<Symbol, Span>,
+        aliases: &FxHashMap<Symbol, Span>,
+        first: &mut FxHashMap<Symbol, Span>,
+    ) {
+        let mut assigns = Vec::new();
+        public_assignments(s, &mut assigns);
+        for (n, sp) in assigns {
+            let prev = defined
+                .get(&n)
+                .or_else(|| aliases.get(&n))
+                .or_else(|| first.get(&n))
+                .copied();
+            if let Some(prev) = prev {
+                let e = EvalError::new(
+                    ErrKind::Immutable,
+                    format!("Can not change the value of '{n}', because it was declared immutable"),
+                    Some(sp.shrink_to_lo()),
+                )
+                .with_note(prev, format!("The variable '{n}' is declared here"));
+                self.errors.push(e);
+                return;
+            }
+            first.insert(n, sp);
+        }
+        let mut unified = Vec::new();
+        public_unifications(s, &mut unified);
+        for (n, sp, schema) in unified {
+            if schema.is_some_and(|sc| !self.name_defined(&Env::top(pkg, sp.file), sc)) {
+                continue;
+            }
+            first.insert(n, sp);
         }
     }
 
