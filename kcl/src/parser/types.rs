@@ -170,15 +170,36 @@ impl<'a> Parser<'a> {
             }
             Tok::LParen => {
                 self.bump();
-                self.ctx.push(Ctx::Paren);
+                // upstream reads a function type's parameters on one line, each a type, the
+                // commas between them optional
                 let mut params = Vec::new();
-                while !self.at(Tok::RParen) && !self.at_eof() {
-                    params.push(self.parse_type());
-                    if !self.eat(Tok::Comma) {
+                loop {
+                    let t = self.tk();
+                    if t.nl || t.tok == Tok::Eof {
+                        let p = self.prev();
+                        let at = p.hi.saturating_sub(1).max(p.lo);
+                        let list = TYPE_START
+                            .iter()
+                            .map(|w| format!("\"{w}\""))
+                            .collect::<Vec<_>>();
+                        let msg = format!("expected one of [{}] got newline", list.join(", "));
+                        self.error(self.span(at, at + 1), msg);
+                        return Type {
+                            kind: TypeKind::Any,
+                            span: self.since(t.lo),
+                        };
+                    }
+                    if self.at(Tok::RParen) || params.len() > MAX_CHAIN {
                         break;
                     }
+                    let before = self.pos;
+                    params.push(self.parse_type());
+                    self.eat(Tok::Comma);
+                    if self.pos == before {
+                        // (a token no type starts with: reported, and skipped)
+                        self.bump();
+                    }
                 }
-                self.ctx.pop();
                 self.expect(Tok::RParen, ")");
                 let ret = if self.at(Tok::Arrow) && !self.at_line_break() {
                     self.bump();
