@@ -41,6 +41,20 @@ impl<'a> Parser<'a> {
             .rev()
             .find(|&i| i == 0 || self.toks[i].nl)
             .map_or(0, |i| self.toks[i].indent);
+        // a `{` ending the file wants the block body's indent: upstream finds the end of the
+        // file (in an indented block outside brackets, its dedent)
+        if self.at_eof() {
+            let (_, span) = self.describe_current();
+            let got = if self.ctx.len() == 1 && header_indent > 0 {
+                "dedent"
+            } else {
+                "eof"
+            };
+            self.error(span, format!("expected one of [\"indent\"] got {got}"));
+            self.ctx.pop();
+            self.lambda_braces.pop();
+            return Expr::missing(self.since(lo));
+        }
         if let Some(ind) = body_indent
             && ind <= header_indent
             && !self.at_eof()
