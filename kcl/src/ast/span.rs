@@ -42,6 +42,13 @@ impl Span {
             ..self
         }
     }
+    /// A zero-width span at the end of `self`.
+    pub fn shrink_to_hi(self) -> Span {
+        Span {
+            lo: self.hi,
+            ..self
+        }
+    }
     /// Resolves the start of the span to 1-based line and column (columns count chars).
     pub fn loc(self) -> Loc {
         source_map().loc(self.file, self.lo)

@@ -183,20 +183,29 @@ fn minmax(args: &[Value], want: std::cmp::Ordering, f: &str) -> RtResult<Value> 
         }
         _ => args.to_vec(),
     };
-    let mut best: Option<Value> = None;
+    // upstream compares every item, the first one included (with itself), as `x > best`
+    // (`x < best` for min): a dict, None or Undefined fails even alone
+    let op = if want == std::cmp::Ordering::Greater {
+        ">"
+    } else {
+        "<"
+    };
+    let Some(mut best) = items.first().cloned() else {
+        return Err(RtError::eval(format!("{f}() arg is an empty sequence")));
+    };
     for x in items {
-        best = Some(match best {
-            None => x,
-            Some(b) => {
-                if value::ops_cmp(&x, &b)? == want {
-                    x
-                } else {
-                    b
-                }
-            }
-        });
+        let Ok(o) = value::ops_cmp(&x, &best) else {
+            return Err(RtError::eval(format!(
+                "'{op}' not supported between instances of '{}' and '{}'",
+                x.type_name(),
+                best.type_name()
+            )));
+        };
+        if o == want {
+            best = x;
+        }
     }
-    best.ok_or_else(|| RtError::eval(format!("{f}() arg is an empty sequence")))
+    Ok(best)
 }
 
 fn b_max(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {

@@ -31,28 +31,11 @@ pub(super) fn b_int(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> Rt
     }
 }
 
-/// `int(s, base)` as upstream: base 10 takes a unit literal (`1Ki`) or Rust's integer syntax
-/// (no spaces or underscores; its parse error is the message); another base drops its `0x`,
-/// `0o` or `0b` prefix and fails with Python's words; a base outside 2..=36 is Rust's panic.
+/// `int(s, base)` as upstream: base 10 is [`quantity`]; another base drops its `0x`, `0o` or
+/// `0b` prefix and fails with Python's words; a base outside 2..=36 is Rust's panic.
 fn str_to_int(s: &str, base: i64) -> RtResult<Value> {
     if base == 10 {
-        if s.is_empty() {
-            return Err(RtError::eval("number can't be empty"));
-        }
-        let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
-        if let Some((n, suf)) = value::parse_unit_suffix(digits)
-            && digits[..digits.len() - suf.len()]
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        {
-            let v = (n * value::unit_multiplier(suf).unwrap_or(1.0)) as i64;
-            return Ok(Value::Int(if s.starts_with('-') { -v } else { v }));
-        }
-        return s.parse::<i64>().map(Value::Int).map_err(|e| {
-            RtError::eval(format!(
-                "called `Result::unwrap()` on an `Err` value: {e:?}"
-            ))
-        });
+        return quantity(s).map(Value::Int);
     }
     if !(2..=36).contains(&base) {
         return Err(RtError::eval(format!(
@@ -81,6 +64,64 @@ fn str_to_int(s: &str, base: i64) -> RtResult<Value> {
             "invalid literal for int() with base {base}: '{s}'"
         ))),
     }
+}
+
+/// Upstream's quantity parse behind `int(s)`: a text ending in `i` may end in a two-letter
+/// binary unit (`Ki`), any other one in a one-letter unit (`K`, `m`); the rest is Rust's
+/// integer syntax (its parse error, unwrapped, is the message). Upstream slices the unit off
+/// by bytes, so a cut inside a character is Rust's panic message; the multiplication wraps
+/// and `n`, `u`, `m` multiply by 0.
+fn quantity(s: &str) -> RtResult<i64> {
+    let cut = |i: usize| -> RtResult<&str> {
+        if s.is_char_boundary(i) {
+            return Ok(&s[i..]);
+        }
+        let (at, c) = s
+            .char_indices()
+            .take_while(|(j, _)| *j <= i)
+            .last()
+            .unwrap_or((0, ' '));
+        Err(RtError::eval(format!(
+            "start byte index {i} is not a char boundary; it is inside {c:?} (bytes {at}..{} of string)",
+            at + c.len_utf8()
+        )))
+    };
+    let scale = |unit: &str| -> Option<i64> {
+        let mut cs = unit.chars();
+        let first = cs.next()?;
+        let base: i64 = match cs.as_str() {
+            "" => 1000,
+            "i" => 1024,
+            _ => return None,
+        };
+        Some(match first {
+            'n' | 'u' | 'm' => 0,
+            'k' | 'K' => base,
+            'M' => base.pow(2),
+            'G' => base.pow(3),
+            'T' => base.pow(4),
+            'P' => base.pow(5),
+            _ => return None,
+        })
+    };
+    let n = s.len();
+    let width = if n >= 2 && s.ends_with('i') { 2 } else { 1 };
+    let (number, mult) = match n.checked_sub(width) {
+        Some(at) => match scale(cut(at)?) {
+            Some(m) => (&s[..at], m),
+            None => (s, 1),
+        },
+        None => (s, 1),
+    };
+    if number.is_empty() {
+        return Err(RtError::eval("number can't be empty"));
+    }
+    let v = number.parse::<i64>().map_err(|e| {
+        RtError::eval(format!(
+            "called `Result::unwrap()` on an `Err` value: {e:?}"
+        ))
+    })?;
+    Ok(v.wrapping_mul(mult))
 }
 
 pub(super) fn b_float(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {

@@ -7,27 +7,17 @@ impl Evaluator {
     /// Top-level expression values merged into one document (`None` when there are none).
     pub fn expr_output(&self, pkg: &Rc<Pkg>) -> EvalResult<Option<Value>> {
         let ex = pkg.exprs.borrow();
-        if let Some((v, sp)) = ex.iter().find(|(v, _)| !v.is_config())
-            && pkg
-                .order
-                .borrow()
-                .iter()
-                .any(|s| !s.as_str().starts_with('_'))
-        {
-            return Err(EvalError::new(
-                ErrKind::Evaluation,
-                // upstream shows the value as JSON (`true`, `"s"`)
-                format!(
-                    "conflicting values between {{...}} and {}",
-                    if matches!(v, Value::List(_)) {
-                        "[...]".to_string()
-                    } else {
-                        crate::value::json::to_json(v).to_string()
-                    }
-                ),
-                Some(*sp),
-            ));
-        }
+        // upstream shows a value as JSON (`true`, `"s"`), a config or list by its brackets
+        let show = |x: &Value| {
+            if x.is_config() {
+                "{...}".to_string()
+            } else if matches!(x, Value::List(_)) {
+                "[...]".to_string()
+            } else {
+                crate::value::json::to_json(x).to_string()
+            }
+        };
+        // the expression values merge first, in order; the public globals' document last
         let mut acc: Option<Value> = None;
         for (v, sp) in ex.iter() {
             acc = Some(match acc {
@@ -35,15 +25,6 @@ impl Evaluator {
                 Some(a) => {
                     // configs merge; anything else (lists included) must be equal
                     if !(a.is_config() && v.is_config()) && a != *v {
-                        let show = |x: &Value| {
-                            if x.is_config() {
-                                "{...}".to_string()
-                            } else if matches!(x, Value::List(_)) {
-                                "[...]".to_string()
-                            } else {
-                                crate::value::json::to_json(x).to_string()
-                            }
-                        };
                         return Err(EvalError::new(
                             ErrKind::Evaluation,
                             format!("conflicting values between {} and {}", show(v), show(&a)),
@@ -53,6 +34,20 @@ impl Evaluator {
                     crate::value::union(&a, v, false).map_err(|e| self.rt(e, *sp))?
                 }
             });
+        }
+        if let (Some(a), Some((_, sp))) = (&acc, ex.last())
+            && !a.is_config()
+            && pkg
+                .order
+                .borrow()
+                .iter()
+                .any(|s| !s.as_str().starts_with('_'))
+        {
+            return Err(EvalError::new(
+                ErrKind::Evaluation,
+                format!("conflicting values between {{...}} and {}", show(a)),
+                Some(*sp),
+            ));
         }
         Ok(acc)
     }

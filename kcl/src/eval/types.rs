@@ -202,7 +202,6 @@ impl Evaluator {
                 | (BasicType::Str, Value::Str(_)) => Some(v.clone()),
                 // upstream keeps an int stored under a float type as an int
                 (BasicType::Float, Value::Int(_)) => Some(v.clone()),
-                (BasicType::Int | BasicType::Float, Value::Unit(_)) => Some(v.clone()),
                 _ => None,
             },
             TypeKind::Named(id) => {
@@ -340,7 +339,7 @@ fn exact(v: &Value, t: &ast::Type) -> bool {
 }
 
 /// Type names are package-level names, never attributes or locals.
-fn type_ctx(ctx: &Ctx) -> Ctx {
+pub(crate) fn type_ctx(ctx: &Ctx) -> Ctx {
     Ctx {
         schema: None,
         locals: None,

@@ -1,9 +1,11 @@
 //! Expressions with a braced body: quantifiers (`all x in xs { test }` and the others) and
-//! lambdas (`lambda x: int -> int { stmts }`).
+//! lambdas (`lambda x: int -> int { stmts }`), and the parameter lists of lambdas, schemas and
+//! rules.
 
 use super::expr::selector;
 use super::{Ctx, MAX_CHAIN, Parser};
 use crate::ast::*;
+use crate::diag::ErrorKind;
 use crate::lexer::Tok;
 
 impl<'a> Parser<'a> {
@@ -39,6 +41,20 @@ impl<'a> Parser<'a> {
             .rev()
             .find(|&i| i == 0 || self.toks[i].nl)
             .map_or(0, |i| self.toks[i].indent);
+        // a `{` ending the file wants the block body's indent: upstream finds the end of the
+        // file (in an indented block outside brackets, its dedent)
+        if self.at_eof() {
+            let (_, span) = self.describe_current();
+            let got = if self.ctx.len() == 1 && header_indent > 0 {
+                "dedent"
+            } else {
+                "eof"
+            };
+            self.error(span, format!("expected one of [\"indent\"] got {got}"));
+            self.ctx.pop();
+            self.lambda_braces.pop();
+            return Expr::missing(self.since(lo));
+        }
         if let Some(ind) = body_indent
             && ind <= header_indent
             && !self.at_eof()
@@ -63,12 +79,24 @@ impl<'a> Parser<'a> {
                 );
                 self.skip_to_closer(Tok::RBrace);
             }
+            // at the end of the file upstream's quantifier finds the last newline where it
+            // wants `}`, or the dedent of the indented block holding it
+            _ if self.at_eof() => {
+                let (_, span) = self.describe_current();
+                let got = if self.ctx.is_empty() && header_indent > 0 {
+                    "dedent"
+                } else {
+                    "newline"
+                };
+                self.error(span, format!("expected one of [\"}}\"] got {got}"));
+            }
             _ => {
                 if !self.expect(Tok::RBrace, "}") {
                     self.skip_to_closer(Tok::RBrace);
                 }
             }
         }
+        self.lambda_braces.pop();
         let q = QuantExpr {
             op,
             vars,
@@ -175,23 +203,37 @@ impl<'a> Parser<'a> {
             params = self.parse_params(Tok::LBrace);
             self.ctx.pop();
         }
-        let ret = if self.eat(Tok::Arrow) {
+        // upstream reads a lambda's header on one line, in brackets too
+        let ret = if self.at(Tok::Arrow) && !self.tk().nl {
+            self.bump();
             Some(self.parse_type())
         } else {
             None
         };
         let brace = self.pos;
+        // without a return type upstream still takes `->` here
+        if ret.is_none() && (!self.at(Tok::LBrace) || self.tk().nl) {
+            if self.tk().nl && !self.at_eof() {
+                let p = self.prev();
+                let at = p.hi.saturating_sub(1).max(p.lo);
+                let msg = "expected one of [\"->\", \"{\"] got newline";
+                self.error(self.span(at, at + 1), msg);
+            } else {
+                self.expected(&["->", "{"]);
+            }
+            return Expr::missing(self.since(lo));
+        }
         if !self.expect(Tok::LBrace, "{") {
             return Expr::missing(self.since(lo));
         }
         self.lambda_braces.push(brace);
-        self.ctx.push(Ctx::Brace);
+        self.ctx.push(Ctx::Lambda);
         let saved = self.no_schema_brace;
         self.no_schema_brace = false;
         let t = self.tk();
         let block = t.nl;
         let body = if block {
-            self.parse_block_stmts(t.indent, true)
+            self.parse_lambda_body()
         } else {
             self.parse_inline_stmts()
         };
@@ -208,6 +250,20 @@ impl<'a> Parser<'a> {
             kind: ExprKind::Lambda(Box::new(l)),
             span: self.since(lo),
         }
+    }
+
+    /// A block lambda's statements, up to its `}`: upstream keeps no indentation level for
+    /// the body itself, so a line indented less (or more) than the first one still belongs
+    /// to it (the blocks of statements inside it are indented as usual).
+    fn parse_lambda_body(&mut self) -> Vec<Stmt> {
+        let mut body = Vec::new();
+        while !self.at_eof() && !self.gave_up() {
+            if matches!(self.tok(), Tok::RBrace | Tok::RBracket | Tok::RParen) {
+                break;
+            }
+            self.parse_stmt_into(&mut body);
+        }
+        body
     }
 
     /// At `{` after `lambda`: is it a parameter list (the matching `}` is followed by `->` or
@@ -255,5 +311,62 @@ impl<'a> Parser<'a> {
             }
         }
         out
+    }
+
+    /// `[a, b: T = d]` parameters; reports defaults followed by non-defaults like upstream.
+    pub(crate) fn parse_params(&mut self, close: Tok) -> Vec<Param> {
+        let mut params = Vec::new();
+        loop {
+            // a lambda's parameters end with their line
+            if self.at(close) || self.at_eof() || (close == Tok::LBrace && self.tk().nl) {
+                break;
+            }
+            let lo = self.tk().lo;
+            let Some(name) = self.expect_ident() else {
+                break;
+            };
+            let ty = if self.eat(Tok::Colon) {
+                Some(self.parse_type())
+            } else {
+                None
+            };
+            let default = if self.eat(Tok::Assign) {
+                Some(self.parse_expr())
+            } else {
+                None
+            };
+            params.push(Param {
+                name,
+                ty,
+                default,
+                span: self.since(lo),
+            });
+            // Upstream needs no comma between parameters (`lambda x y {}`).
+            let next_name = matches!(self.tok(), Tok::Ident(_)) && !self.at_line_break();
+            if !self.eat(Tok::Comma) && !next_name {
+                break;
+            }
+        }
+        self.check_param_order(&params);
+        params
+    }
+
+    pub(crate) fn check_param_order(&mut self, params: &[Param]) {
+        let mut seen_required = false;
+        for p in params.iter().rev() {
+            match &p.default {
+                None => seen_required = true,
+                Some(d) if seen_required => {
+                    self.error_kind(
+                        ErrorKind::IllegalParameterError,
+                        d.span,
+                        "non-default argument follows default argument",
+                    )
+                    .notes
+                    .push("A default argument".into());
+                }
+                Some(_) => {}
+            }
+        }
     }
 }

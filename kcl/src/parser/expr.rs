@@ -260,9 +260,7 @@ impl<'a> Parser<'a> {
         // `lambda` starts an operand of its own
         let keyword = t.tok.is_word_keyword() && t.tok != Tok::Lambda;
         if keyword && !self.nl_break() {
-            let sym = crate::ast::Symbol::intern(self.text(t));
-            let i = self.pos.min(self.toks.len() - 1);
-            self.toks[i].tok = Tok::Ident(sym);
+            self.keyword_as_name();
         }
     }
 
@@ -284,7 +282,7 @@ impl<'a> Parser<'a> {
         left
     }
 
-    fn parse_postfix(&mut self) -> Expr {
+    pub(super) fn parse_postfix(&mut self) -> Expr {
         let mut e = self.parse_primary();
         let mut n = 0;
         loop {
@@ -579,6 +577,15 @@ impl<'a> Parser<'a> {
             }
             Tok::LBrace => self.parse_config_or_dictcomp(),
             Tok::Lambda => self.parse_lambda(),
+            // upstream's parser reads any other word keyword where an operand starts as a
+            // name (`x = else` is the undefined name 'else')
+            tok if tok.is_word_keyword() => {
+                self.bump();
+                Expr {
+                    kind: ExprKind::Ident(crate::ast::Symbol::intern(self.text(t))),
+                    span,
+                }
+            }
             _ => {
                 self.expected(OPERAND_START);
                 Expr::missing(self.span(t.lo, t.lo))

@@ -145,6 +145,18 @@ impl<'a> Parser<'a> {
             }
             return Expr::missing(self.span(lo, lo + text.len() as u32));
         }
+        // a string left open inside (its quote's end was the interpolation's `}`) is the
+        // lexer's error, as upstream reports it
+        if let Some(d) = lexed.errors.iter().find(|d| {
+            d.labels
+                .first()
+                .is_some_and(|l| l.message == "unterminated string")
+        }) {
+            if self.errors.len() < super::MAX_ERRORS {
+                self.errors.push(d.clone());
+            }
+            return Expr::missing(self.span(lo, lo + text.len() as u32));
+        }
         if !lexed.errors.is_empty() || !sub.at_eof() || !ok_start {
             let shown = text.trim();
             let at = lo + (text.len() - text.trim_start().len()) as u32;

@@ -38,6 +38,9 @@ enum Ctx {
     Paren,
     Bracket,
     Brace,
+    /// A block lambda's body: braces holding statements, whose blocks upstream's lexer
+    /// indents and dedents as outside brackets.
+    Lambda,
 }
 
 pub(crate) struct Parser<'a> {
@@ -324,7 +327,8 @@ impl<'a> Parser<'a> {
         if t.nl && self.want_block && t.tok != Tok::Eof && t.indent == self.line_indent {
             return (t.tok.describe(self.text(t)), self.tspan(t));
         }
-        if t.nl && (self.top_level() || t.tok == Tok::Eof) {
+        let block_in_lambda = self.want_block && self.ctx.last() == Some(&Ctx::Lambda);
+        if t.nl && (self.top_level() || t.tok == Tok::Eof || block_in_lambda) {
             // Point at the end of the previous line, as upstream does.
             let p = self.prev();
             let at = if self.pos == 0 {
@@ -343,7 +347,11 @@ impl<'a> Parser<'a> {
                     "eof"
                 }
             } else if t.tok == Tok::Eof
-                && (self.embedded || matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace)))
+                && (self.embedded
+                    || matches!(
+                        self.ctx.last(),
+                        Some(Ctx::Bracket | Ctx::Brace | Ctx::Lambda)
+                    ))
             {
                 "eof"
             } else if t.tok == Tok::Eof || t.indent == self.line_indent {
@@ -356,6 +364,14 @@ impl<'a> Parser<'a> {
             return (what.to_string(), self.span(at, at + 1));
         }
         (t.tok.describe(self.text(t)), self.tspan(t))
+    }
+    /// The current token, a word keyword, read as the name it spells (upstream's parser takes
+    /// keywords as names where a name may stand).
+    fn keyword_as_name(&mut self) {
+        let t = self.tk();
+        let sym = crate::ast::Symbol::intern(self.text(t));
+        let i = self.pos.min(self.toks.len() - 1);
+        self.toks[i].tok = Tok::Ident(sym);
     }
     /// Reports a missing indented block.
     fn expected_indent(&mut self) {

@@ -3,7 +3,6 @@
 
 use super::{MAX_DEPTH, Parser};
 use crate::ast::*;
-use crate::diag::ErrorKind;
 use crate::lexer::Tok;
 use std::sync::Arc;
 
@@ -72,6 +71,17 @@ impl<'a> Parser<'a> {
 
     fn parse_stmt_inner(&mut self, body: Body) -> Option<Stmt> {
         self.stmt_start = self.pos;
+        // a word keyword that starts no statement or operand is a name to upstream's parser
+        // (`else = 1` assigns, `for: int` declares)
+        let t = self.tk();
+        if t.tok.is_word_keyword()
+            && !matches!(
+                t.tok,
+                Tok::Import | Tok::Assert | Tok::If | Tok::Not | Tok::Lambda
+            )
+        {
+            self.keyword_as_name();
+        }
         let t = self.tk();
         let lo = t.lo;
         let header_indent = if t.nl { t.indent } else { self.line_indent };
@@ -158,12 +168,35 @@ impl<'a> Parser<'a> {
             }
             _ => {}
         }
-        self.parse_expr_stmt(lo)
+        self.parse_expr_stmt(lo, body)
     }
 
-    fn parse_expr_stmt(&mut self, lo: u32) -> Option<Stmt> {
+    fn parse_expr_stmt(&mut self, lo: u32, body: Body) -> Option<Stmt> {
         let first = self.parse_expr();
         match self.tok() {
+            // `expr: T = v`: upstream parses the declaration whatever the target, then wants
+            // its `=` and only then finds the target no name
+            Tok::Colon if !self.at_line_break() && body == Body::Plain => {
+                self.bump();
+                let ty = self.parse_type();
+                if !self.at(Tok::Assign) || self.at_line_break() {
+                    self.want_declared_value();
+                    self.expr_to_target(first);
+                    return None;
+                }
+                self.bump();
+                let value = self.parse_expr();
+                let target = self.expr_to_target(first)?;
+                let kind = StmtKind::Assign(AssignStmt {
+                    targets: vec![target],
+                    ty: Some(ty),
+                    value,
+                });
+                Some(Stmt {
+                    kind,
+                    span: self.since(lo),
+                })
+            }
             Tok::Assign if !self.at_line_break() => {
                 let mut targets = vec![self.expr_to_target(first)?];
                 let mut value;
@@ -537,7 +570,9 @@ impl<'a> Parser<'a> {
                     && !self.nth(i + 1).nl
             };
             if is_schema_expr {
-                let value = self.parse_expr();
+                // upstream's unification takes a schema expression, nothing after it (`a: S {}
+                // | {}` is an unexpected '|')
+                let value = self.parse_postfix();
                 if matches!(value.kind, ExprKind::Schema(_)) {
                     let kind = StmtKind::Unification(UnificationStmt {
                         target: name,
@@ -591,25 +626,7 @@ impl<'a> Parser<'a> {
                 op = Some(AttrOp::Aug(a));
                 value = Some(self.parse_expr());
             }
-            // upstream wants a value for a declaration outside a schema; it reports the next
-            // line's first token (or the end of the file)
-            _ if body == Body::Plain => {
-                let t = self.tk();
-                let (got, span) = if self.at_eof() {
-                    ("eof".to_string(), self.describe_current().1)
-                } else if t.nl && t.indent != self.line_indent {
-                    // newlines are skipped there, but not a change of indentation
-                    let what = if t.indent > self.line_indent {
-                        "indent"
-                    } else {
-                        "dedent"
-                    };
-                    (what.to_string(), self.tspan(t))
-                } else {
-                    (t.tok.describe(self.text(t)), self.tspan(t))
-                };
-                self.error(span, format!("expected one of [\"=\"] got {got}"));
-            }
+            _ if body == Body::Plain => self.want_declared_value(),
             // in a schema the declaration's line ends after its type, or a value starts
             _ if !self.at_line_break() && !self.at_eof() => {
                 self.expected(super::expr::OPERAND_START);
@@ -657,6 +674,26 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// Upstream wants a value for a declaration outside a schema; it reports the next line's
+    /// first token (or the end of the file).
+    fn want_declared_value(&mut self) {
+        let t = self.tk();
+        let (got, span) = if self.at_eof() {
+            ("eof".to_string(), self.describe_current().1)
+        } else if t.nl && t.indent != self.line_indent {
+            // newlines are skipped there, but not a change of indentation
+            let what = if t.indent > self.line_indent {
+                "indent"
+            } else {
+                "dedent"
+            };
+            (what.to_string(), self.tspan(t))
+        } else {
+            (t.tok.describe(self.text(t)), self.tspan(t))
+        };
+        self.error(span, format!("expected one of [\"=\"] got {got}"));
+    }
+
     fn parse_type_alias(&mut self, lo: u32) -> Option<Stmt> {
         self.bump();
         if !matches!(self.tok(), Tok::Ident(_)) || self.at_line_break() {
@@ -672,62 +709,6 @@ impl<'a> Parser<'a> {
             kind: StmtKind::TypeAlias(TypeAliasStmt { name, ty }),
             span: self.since(lo),
         })
-    }
-
-    /// `[a, b: T = d]` parameters; reports defaults followed by non-defaults like upstream.
-    pub(crate) fn parse_params(&mut self, close: Tok) -> Vec<Param> {
-        let mut params = Vec::new();
-        loop {
-            if self.at(close) || self.at_eof() {
-                break;
-            }
-            let lo = self.tk().lo;
-            let Some(name) = self.expect_ident() else {
-                break;
-            };
-            let ty = if self.eat(Tok::Colon) {
-                Some(self.parse_type())
-            } else {
-                None
-            };
-            let default = if self.eat(Tok::Assign) {
-                Some(self.parse_expr())
-            } else {
-                None
-            };
-            params.push(Param {
-                name,
-                ty,
-                default,
-                span: self.since(lo),
-            });
-            // Upstream needs no comma between parameters (`lambda x y {}`).
-            let next_name = matches!(self.tok(), Tok::Ident(_)) && !self.at_line_break();
-            if !self.eat(Tok::Comma) && !next_name {
-                break;
-            }
-        }
-        self.check_param_order(&params);
-        params
-    }
-
-    pub(crate) fn check_param_order(&mut self, params: &[Param]) {
-        let mut seen_required = false;
-        for p in params.iter().rev() {
-            match &p.default {
-                None => seen_required = true,
-                Some(d) if seen_required => {
-                    self.error_kind(
-                        ErrorKind::IllegalParameterError,
-                        d.span,
-                        "non-default argument follows default argument",
-                    )
-                    .notes
-                    .push("A default argument".into());
-                }
-                Some(_) => {}
-            }
-        }
     }
 }
 

@@ -168,28 +168,24 @@ pub(crate) fn split_interpolations(s: &str) -> Vec<Piece> {
 }
 
 /// Finds the `}` closing an interpolation starting at `start`, and a top-level `:` that
-/// introduces a format spec. Like upstream, the first `}` outside a quoted string closes it
-/// (a dict literal cannot be interpolated: `"${ {a = 1} }"` is a syntax error there).
+/// introduces a format spec. Like upstream, the first `}` closes it, even inside a quoted
+/// string (`"${'a}'}"` is an unterminated string there, and a dict literal cannot be
+/// interpolated); a `:` inside quotes or brackets starts no spec.
 fn find_close(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
     let mut depth = 0i32;
     let mut colon = None;
+    let mut quote: Option<u8> = None;
     let mut i = start;
     while i < b.len() {
-        match b[i] {
-            b'\'' | b'"' => {
-                let q = b[i];
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'[' | b'(' => depth += 1,
-            b')' | b']' => depth -= 1,
-            b'}' => return Some((i, colon)),
-            b':' if depth == 0 && colon.is_none() => colon = Some(i),
+        match (quote, b[i]) {
+            (_, b'}') => return Some((i, colon)),
+            (Some(_), b'\\') => i += 1,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, c @ (b'\'' | b'"')) => quote = Some(c),
+            (None, b'[' | b'(') => depth += 1,
+            (None, b')' | b']') => depth -= 1,
+            (None, b':') if depth == 0 && colon.is_none() => colon = Some(i),
             _ => {}
         }
         i += 1;

@@ -65,7 +65,7 @@ impl<'a> Parser<'a> {
             self.type_brackets > 0 && !self.ctx.contains(&Ctx::Paren) && (t.nl || self.at_eof());
         if self.nl_break() || in_type_brackets {
             // upstream's lexer ends the line first: the type parser finds its newline, not
-            // the dedent (or the end of the file) after it
+            // the indent or dedent (or the end of the file) after it
             let (got, span) = if in_type_brackets && !self.nl_break() {
                 // at the end of the previous line, as upstream points
                 let p = self.prev();
@@ -74,7 +74,7 @@ impl<'a> Parser<'a> {
             } else {
                 self.describe_current()
             };
-            let got = if got == "dedent" {
+            let got = if got == "dedent" || got == "indent" {
                 "newline".into()
             } else {
                 got
@@ -92,6 +92,12 @@ impl<'a> Parser<'a> {
                 span: self.span(t.lo, t.lo),
             };
         }
+        // upstream's type parser reads a word keyword as a type's name (`f: if = 1` is the
+        // undefined name 'if')
+        if t.tok.is_word_keyword() {
+            self.keyword_as_name();
+        }
+        let t = self.tk();
         let kind = match t.tok {
             Tok::Ident(sym) => {
                 let basic = match sym.as_str() {
@@ -164,15 +170,36 @@ impl<'a> Parser<'a> {
             }
             Tok::LParen => {
                 self.bump();
-                self.ctx.push(Ctx::Paren);
+                // upstream reads a function type's parameters on one line, each a type, the
+                // commas between them optional
                 let mut params = Vec::new();
-                while !self.at(Tok::RParen) && !self.at_eof() {
-                    params.push(self.parse_type());
-                    if !self.eat(Tok::Comma) {
+                loop {
+                    let t = self.tk();
+                    if t.nl || t.tok == Tok::Eof {
+                        let p = self.prev();
+                        let at = p.hi.saturating_sub(1).max(p.lo);
+                        let list = TYPE_START
+                            .iter()
+                            .map(|w| format!("\"{w}\""))
+                            .collect::<Vec<_>>();
+                        let msg = format!("expected one of [{}] got newline", list.join(", "));
+                        self.error(self.span(at, at + 1), msg);
+                        return Type {
+                            kind: TypeKind::Any,
+                            span: self.since(t.lo),
+                        };
+                    }
+                    if self.at(Tok::RParen) || params.len() > MAX_CHAIN {
                         break;
                     }
+                    let before = self.pos;
+                    params.push(self.parse_type());
+                    self.eat(Tok::Comma);
+                    if self.pos == before {
+                        // (a token no type starts with: reported, and skipped)
+                        self.bump();
+                    }
                 }
-                self.ctx.pop();
                 self.expect(Tok::RParen, ")");
                 let ret = if self.at(Tok::Arrow) && !self.at_line_break() {
                     self.bump();

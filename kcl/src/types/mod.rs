@@ -27,6 +27,7 @@ mod fit;
 mod infer;
 mod ops;
 mod resolve;
+mod schema_type;
 mod stmt;
 mod sysmod;
 mod ty;

@@ -214,7 +214,7 @@ impl<'a> Checker<'a> {
                 m.add(p.name.sym, Ty::Any, p.name.span);
             }
         }
-        self.collect_body_members(pkg, file, &st.body, &mut m);
+        self.collect_body_members(pkg, file, &st.body, &mut m, false);
         m
     }
 
@@ -224,12 +224,19 @@ impl<'a> Checker<'a> {
         file: FileId,
         body: &[Stmt],
         m: &mut Members,
+        in_if: bool,
     ) {
         for s in body {
             match &s.kind {
+                // upstream's schema type has the body's own declarations as attributes; one
+                // under an `if` is a name of the body, no attribute a config may set
                 StmtKind::SchemaAttr(a) => {
                     let t = self.resolve_type(pkg, file, &a.ty);
-                    m.set(a.name.sym, t, a.name.span);
+                    if in_if {
+                        m.add(a.name.sym, t, a.name.span);
+                    } else {
+                        m.set(a.name.sym, t, a.name.span);
+                    }
                 }
                 StmtKind::Assign(a) => {
                     for t in &a.targets {
@@ -243,8 +250,8 @@ impl<'a> Checker<'a> {
                 StmtKind::AugAssign(a) => m.add(a.target.name.sym, Ty::Any, a.target.name.span),
                 StmtKind::Unification(u) => m.add(u.target.sym, Ty::Any, u.target.span),
                 StmtKind::If(i) => {
-                    self.collect_body_members(pkg, file, &i.body, m);
-                    self.collect_body_members(pkg, file, &i.orelse, m);
+                    self.collect_body_members(pkg, file, &i.body, m, true);
+                    self.collect_body_members(pkg, file, &i.orelse, m, true);
                 }
                 _ => {}
             }

@@ -1,5 +1,5 @@
-//! Statements and schema bodies: package walk, immutable globals, parameters, index signatures,
-//! attribute types and decorators.
+//! Statements and schema bodies: package walk, immutable globals, parameters, nested
+//! attributes and decorators (a schema's type is built in `schema_type`).
 
 use super::*;
 
@@ -25,52 +25,11 @@ impl<'a> Checker<'a> {
                 return;
             }
         }
-        // a public name assigned twice (or a schema or alias name assigned) comes next
+        // upstream's resolver then declares the package's variables in order, statement by
+        // statement: a public name assigned twice (or a schema or alias name assigned) is
+        // reported, then the statement's annotation (or unified schema) is resolved with only
+        // the variables declared so far in scope; a module's type aliases come first
         let mut first: FxHashMap<Symbol, Span> = FxHashMap::default();
-        for s in modules.iter().flat_map(|m| &m.body) {
-            let mut assigns = Vec::new();
-            public_assignments(s, &mut assigns);
-            for (n, sp) in assigns {
-                let prev = defined
-                    .get(&n)
-                    .or_else(|| aliases.get(&n))
-                    .or_else(|| first.get(&n))
-                    .copied();
-                if let Some(prev) = prev {
-                    let e = EvalError::new(
-                        ErrKind::Immutable,
-                        format!(
-                            "Can not change the value of '{n}', because it was declared immutable"
-                        ),
-                        Some(sp.shrink_to_lo()),
-                    )
-                    .with_note(prev, format!("The variable '{n}' is declared here"));
-                    self.errors.push(e);
-                    return;
-                }
-                first.insert(n, sp);
-            }
-            // a unification declares its name too: a later assignment changes it (one before
-            // it does not), and upstream says it was declared at the latest declaration
-            let mut unified = Vec::new();
-            public_unifications(s, &mut unified);
-            let mut unknown_schema = false;
-            for (n, sp, schema) in unified {
-                // (an unknown schema is the resolver's error, which upstream reports before
-                // any later reassignment: the scan stops there)
-                if schema.is_some_and(|sc| !self.name_defined(&Env::top(pkg, sp.file), sc)) {
-                    unknown_schema = true;
-                    continue;
-                }
-                first.insert(n, sp);
-            }
-            if unknown_schema {
-                break;
-            }
-        }
-        // upstream's resolver then declares the package's variables in order: type aliases,
-        // the annotations of assignments and the schemas of unifications are resolved with
-        // only the variables declared so far in scope
         self.early_scope = true;
         self.reached.clear();
         for m in modules {
@@ -80,10 +39,17 @@ impl<'a> Checker<'a> {
                     self.check_type_names(&env, &t.ty);
                 }
             }
-            self.declare_globals(&env, &m.body);
-            if !self.errors.is_empty() {
-                self.early_scope = false;
-                return;
+            for s in &m.body {
+                if self.errors.is_empty() {
+                    self.check_reassigned(pkg, s, &defined, &aliases, &mut first);
+                }
+                if self.errors.is_empty() {
+                    self.declare_globals(&env, std::slice::from_ref(s));
+                }
+                if !self.errors.is_empty() {
+                    self.early_scope = false;
+                    return;
+                }
             }
         }
         self.early_scope = false;
@@ -92,39 +58,18 @@ impl<'a> Checker<'a> {
         for m in modules {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
-                if let StmtKind::Schema(st) = &s.kind {
-                    // upstream builds the schema types (their attributes' types resolved)
-                    // before it walks any statement: an unknown name there comes first (after
-                    // an unknown or mixin base, which the walk reports)
-                    let base_ok = match &st.parent {
-                        None => true,
-                        Some(id) => self
-                            .resolve_schema(pkg, m.file, &id.names)
-                            .is_some_and(|b| !self.schemas[b.0].stmt.is_mixin()),
-                    };
-                    for a in st
-                        .body
-                        .iter()
-                        .filter(|_| base_ok)
-                        .filter_map(|b| match &b.kind {
-                            StmtKind::SchemaAttr(a) => Some(a),
-                            _ => None,
-                        })
-                    {
-                        if !self.type_names_defined(&env, &a.ty) {
-                            self.check_type_names(&env, &a.ty);
-                            if !self.errors.is_empty() {
-                                return;
-                            }
+                match &s.kind {
+                    StmtKind::Schema(st) => self.build_schema_type(&env, st),
+                    // a rule's type names its parents and its protocol
+                    StmtKind::Rule(r) => {
+                        for id in r.parents.iter().chain(&r.for_host) {
+                            self.check_defined(&env, id.names[0].sym, id.names[0].span);
                         }
                     }
-                    self.check_index_signature(&env, st);
-                    if self.errors.is_empty() {
-                        self.check_field_types(&env, st);
-                    }
-                    if !self.errors.is_empty() {
-                        return;
-                    }
+                    _ => {}
+                }
+                if !self.errors.is_empty() {
+                    return;
                 }
             }
         }
@@ -144,6 +89,48 @@ impl<'a> Checker<'a> {
                     return;
                 }
             }
+        }
+    }
+
+    /// A public package-level name `s` assigns again (or a schema's or alias's name): upstream's
+    /// ImmutableError. A unification declares its name too: a later assignment changes it (one
+    /// before it does not), and upstream says it was declared at the latest declaration; one of
+    /// an unknown schema is the resolver's error, reported by the declaration scan.
+    fn check_reassigned(
+        &mut self,
+        pkg: usize,
+        s: &Stmt,
+        defined: &FxHashMap<Symbol, Span>,
+        aliases: &FxHashMap<Symbol, Span>,
+        first: &mut FxHashMap<Symbol, Span>,
+    ) {
+        let mut assigns = Vec::new();
+        public_assignments(s, &mut assigns);
+        for (n, sp) in assigns {
+            let prev = defined
+                .get(&n)
+                .or_else(|| aliases.get(&n))
+                .or_else(|| first.get(&n))
+                .copied();
+            if let Some(prev) = prev {
+                let e = EvalError::new(
+                    ErrKind::Immutable,
+                    format!("Can not change the value of '{n}', because it was declared immutable"),
+                    Some(sp.shrink_to_lo()),
+                )
+                .with_note(prev, format!("The variable '{n}' is declared here"));
+                self.errors.push(e);
+                return;
+            }
+            first.insert(n, sp);
+        }
+        let mut unified = Vec::new();
+        public_unifications(s, &mut unified);
+        for (n, sp, schema) in unified {
+            if schema.is_some_and(|sc| !self.name_defined(&Env::top(pkg, sp.file), sc)) {
+                continue;
+            }
+            first.insert(n, sp);
         }
     }
 
@@ -375,10 +362,6 @@ impl<'a> Checker<'a> {
             }
             StmtKind::Schema(st) => {
                 self.decorator_args(env, &st.decorators);
-                if st.is_protocol() && !st.name.sym.as_str().ends_with("Protocol") {
-                    let msg = "schema protocol name must end with 'Protocol'".to_string();
-                    self.err(ErrKind::Compile, msg, st.name.span);
-                }
                 for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
                     // upstream checks a mixin's name before it looks the mixin up
                     let name = b.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
@@ -536,51 +519,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A schema's own attributes must fit its own index signature (upstream's resolver checks
-    /// every schema, instantiated or not).
-    pub(super) fn check_index_signature(&mut self, env: &Env, st: &ast::SchemaStmt) {
-        let Some(is) = &st.index_signature else {
-            return;
-        };
-        // an unknown name in a type is the resolver's error, reported later and first
-        if !self.type_names_defined(env, &is.value_ty) {
-            return;
-        }
-        use crate::eval::type_str;
-        for s in &st.body {
-            let StmtKind::SchemaAttr(a) = &s.kind else {
-                continue;
-            };
-            if !self.type_names_defined(env, &a.ty) {
-                continue;
-            }
-            let k = a.name.sym.as_str();
-            if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
-                let msg = format!(
-                    "index signature attribute name '{k}' cannot have the same name as schema attributes"
-                );
-                // upstream points at the index signature, not at the attribute
-                self.err(ErrKind::IndexSignature, msg, is.span);
-                return;
-            }
-            if !is.any_other
-                && !matches!(
-                    is.value_ty.kind,
-                    ast::TypeKind::Any | ast::TypeKind::Union(_)
-                )
-                && type_str(&is.value_ty) != type_str(&a.ty)
-            {
-                let msg = format!(
-                    "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
-                    type_str(&a.ty),
-                    crate::eval::index_sig_str(is)
-                );
-                self.err(ErrKind::IndexSignature, msg, a.name.span);
-                return;
-            }
-        }
-    }
-
     /// An attribute declared inside an `if` of a schema body, as upstream's resolver takes it
     /// (an annotated assignment): a type declared for it before (in the body or an earlier
     /// `if`) must fit the new one, and the value is checked against the body's declaration
@@ -632,7 +570,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Whether every name a type annotation refers to is defined in the package scope.
-    fn type_names_defined(&mut self, env: &Env, t: &ast::Type) -> bool {
+    pub(super) fn type_names_defined(&mut self, env: &Env, t: &ast::Type) -> bool {
         use ast::TypeKind;
         match &t.kind {
             TypeKind::Named(id) => {
@@ -649,122 +587,6 @@ impl<'a> Checker<'a> {
             TypeKind::Literal(ast::LiteralType::None | ast::LiteralType::Undefined) => false,
             _ => true,
         }
-    }
-
-    /// A schema may not redeclare an attribute of its own body with a type its first
-    /// declaration does not take, nor make a required one optional; nor an inherited attribute
-    /// with another type.
-    pub(super) fn check_field_types(&mut self, env: &Env, st: &ast::SchemaStmt) {
-        let mut first: FxHashMap<Symbol, (Ty, bool)> = FxHashMap::default();
-        for s in &st.body {
-            let StmtKind::SchemaAttr(a) = &s.kind else {
-                continue;
-            };
-            // an unknown name in the type is the resolver's error, reported first
-            if !self.type_names_defined(env, &a.ty) {
-                continue;
-            }
-            let nt = self.resolve_type(env.pkg, env.file, &a.ty);
-            let Some((et, optional)) = first.get(&a.name.sym).cloned() else {
-                first.insert(a.name.sym, (nt, a.optional));
-                continue;
-            };
-            if !field_type_fits(&nt, &et, &|x, y| self.is_sub_schema(x, y)) {
-                let msg = format!(
-                    "can't change schema field type of '{}' from {} to {}",
-                    a.name.sym,
-                    self.ty_str(&et),
-                    self.ty_str(&nt)
-                );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
-            }
-            if !optional && a.optional {
-                let msg = format!(
-                    "can't change the required schema attribute of '{}' to optional",
-                    a.name.sym
-                );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
-            }
-        }
-        let Some(parent) = &st.parent else { return };
-        let Some(pid) = self.resolve_schema(env.pkg, env.file, &parent.names) else {
-            return;
-        };
-        if self.schemas[pid.0].stmt.is_mixin() {
-            return;
-        }
-        let pm = self.members(pid);
-        for s in &st.body {
-            if let StmtKind::SchemaAttr(a) = &s.kind
-                && a.optional
-                && self.inherited_required(pid, a.name.sym) == Some(true)
-                && pm.attrs.get(&a.name.sym).is_none_or(|(pt, _)| {
-                    let nt = self.resolve_type(env.pkg, env.file, &a.ty);
-                    pt.is_any() || nt.is_any() || self.ty_str(pt) == self.ty_str(&nt)
-                })
-            {
-                let msg = format!(
-                    "can't change the required schema attribute of '{}' to optional",
-                    a.name.sym
-                );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
-            }
-            if let StmtKind::SchemaAttr(a) = &s.kind
-                && let Some((pt, _)) = pm.attrs.get(&a.name.sym)
-                && !pt.is_any()
-            {
-                let nt = self.resolve_type(env.pkg, env.file, &a.ty);
-                if nt.is_any() || self.ty_str(pt) == self.ty_str(&nt) {
-                    continue;
-                }
-                // upstream names the new type on both sides
-                let shown = match &a.ty.kind {
-                    ast::TypeKind::Named(id) => id
-                        .names
-                        .last()
-                        .map(|n| n.sym.as_str().to_string())
-                        .unwrap_or_default(),
-                    _ => self.ty_str(&nt),
-                };
-                let msg = format!(
-                    "can't change schema field type of '{}' from {shown} to {shown}",
-                    a.name.sym
-                );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
-            }
-        }
-    }
-
-    /// Whether the nearest declaration of attribute `name` in schema `id` or its bases makes
-    /// it required (None: not declared there).
-    fn inherited_required(&mut self, id: SchemaId, name: Symbol) -> Option<bool> {
-        let mut cur = Some(id);
-        let mut seen = 0;
-        while let Some(c) = cur {
-            // an inheritance cycle is another check's error
-            seen += 1;
-            if seen > 64 {
-                return None;
-            }
-            let info = &self.schemas[c.0];
-            let (stmt, pkg, file) = (info.stmt, info.pkg, info.file);
-            let declared = stmt.body.iter().find_map(|s| match &s.kind {
-                StmtKind::SchemaAttr(a) if a.name.sym == name => Some(!a.optional),
-                _ => None,
-            });
-            if declared.is_some() {
-                return declared;
-            }
-            cur = stmt
-                .parent
-                .as_ref()
-                .and_then(|p| self.resolve_schema(pkg, file, &p.names));
-        }
-        None
     }
 
     pub(super) fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {

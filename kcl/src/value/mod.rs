@@ -19,7 +19,7 @@ use std::rc::Rc;
 use indexmap::IndexMap;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-pub use num::{float_to_str, float_to_yaml, parse_unit_suffix, unit_multiplier};
+pub use num::{float_to_str, float_to_yaml, unit_multiplier};
 pub use ops::{BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos};
 pub use strfmt::to_str;
 pub use union::{check_union, merge_entry_with, union, union_with};

@@ -51,14 +51,6 @@ pub fn unit_multiplier(suffix: &str) -> Option<f64> {
     })
 }
 
-/// Split `"1024Mi"` into its number and suffix (used by `units` and literals).
-pub fn parse_unit_suffix(s: &str) -> Option<(f64, &str)> {
-    let idx = s.find(|c: char| c.is_ascii_alphabetic())?;
-    let (n, suf) = s.split_at(idx);
-    unit_multiplier(suf)?;
-    Some((n.parse().ok()?, suf))
-}
-
 /// The numeric part of a unit literal as written (`1` not `1.0`).
 pub fn fmt_unit_raw(raw: f64) -> String {
     if raw.fract() == 0.0 && raw.abs() < 1e16 {
@@ -105,8 +97,7 @@ mod tests {
 
     #[test]
     fn units() {
-        assert_eq!(parse_unit_suffix("1024Mi"), Some((1024.0, "Mi")));
         assert_eq!(unit_multiplier("Ki"), Some(1024.0));
-        assert_eq!(parse_unit_suffix("10x"), None);
+        assert_eq!(unit_multiplier("x"), None);
     }
 }

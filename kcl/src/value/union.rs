@@ -163,9 +163,11 @@ fn merge_entry_in<E: From<RtError>>(
                             l[idx as usize] = v.clone();
                         }
                     }
+                    // upstream keeps the index as a 32-bit integer here
                     _ => {
                         return Err(RtError::eval(format!(
-                            "only list attribute can be override value with the index {i}"
+                            "only list attribute can be override value with the index {}",
+                            i as i32
                         ))
                         .into());
                     }

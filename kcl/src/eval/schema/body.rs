@@ -48,6 +48,15 @@ impl Evaluator {
                 ..fr.ctxs[d.part].clone()
             };
             if let Ok(Some(nv)) = self.try_convert_value(&c, &v, t, st.span) {
+                // upstream's instance of an empty config that leaves a required attribute
+                // unset is a failed conversion of the dict
+                if matches!(&v, Value::Dict(d) if d.map.is_empty())
+                    && let Value::Schema(inst) = &nv
+                    && self.misses_required(inst)
+                    && let Some(e) = self.empty_config_mismatch(&c, t, st.span)
+                {
+                    return Err(e);
+                }
                 fr.attrs.borrow_mut().map.insert(k.clone(), nv);
             }
         }

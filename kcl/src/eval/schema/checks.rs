@@ -58,6 +58,44 @@ impl Evaluator {
         Ok(Err(notes))
     }
 
+    /// Upstream's failed conversion of an empty config to the schema type `t` of an
+    /// attribute: `expect S, got dict` with each required attribute as missing (defaults or
+    /// not). `None` when `t` is no schema.
+    pub(super) fn empty_config_mismatch(
+        &self,
+        ctx: &Ctx,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> Option<EvalError> {
+        let ast::TypeKind::Named(id) = &t.kind else {
+            return None;
+        };
+        let tv = self.eval_identifier(&crate::eval::types::type_ctx(ctx), id);
+        let st = as_schema_type(&tv.ok()?)?;
+        let layout = self.layout(&st, span).ok()?;
+        let mut msg = format!("expect {}, got dict. For details:", self.type_src(ctx, t));
+        for (k, d) in &layout.declared {
+            let mixin = layout.parts[d.part].stmt.is_some_and(|s| s.is_mixin());
+            if d.schema_attr && !d.optional && !mixin {
+                msg.push_str(&format!("\nSchema {}'s attribute {k} is missing", st.name));
+            }
+        }
+        Some(EvalError::new(ErrKind::Evaluation, msg, Some(span)))
+    }
+
+    /// Whether a required attribute of instance `s` has no value.
+    pub(super) fn misses_required(&self, s: &SchemaInst) -> bool {
+        let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok()) else {
+            return false;
+        };
+        let layout = ty.layout.borrow();
+        layout.as_ref().is_some_and(|l| {
+            l.required
+                .iter()
+                .any(|k| s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()))
+        })
+    }
+
     /// The required attributes of every schema instance in `v` (recursively).
     pub fn check_required(&self, v: &Value, depth: usize) -> EvalResult<()> {
         if depth > value::MAX_DEPTH {

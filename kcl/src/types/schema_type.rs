@@ -1,0 +1,232 @@
+//! A schema's type as upstream's resolver builds it before walking any statement: the
+//! protocol and `for` rules, the index signature's key type, then attribute by attribute the
+//! type's names, a changed declared type, a required attribute made optional and the fit to
+//! the index signature.
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    /// An attribute's type against the schema's index signature (upstream: the attribute's
+    /// name may not be the signature's key name; its type must be the signature's value type
+    /// unless that is `any` or a union, or the signature takes `...`).
+    fn check_index_attr(&mut self, env: &Env, is: &ast::IndexSignature, a: &ast::SchemaAttr) {
+        // an unknown name in a type is the resolver's error, reported later and first
+        if !self.type_names_defined(env, &is.value_ty) {
+            return;
+        }
+        use crate::eval::type_str;
+        let k = a.name.sym.as_str();
+        if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
+            let msg = format!(
+                "index signature attribute name '{k}' cannot have the same name as schema attributes"
+            );
+            // upstream points at the index signature, not at the attribute
+            self.err(ErrKind::IndexSignature, msg, is.span);
+            return;
+        }
+        if !is.any_other
+            && !matches!(
+                is.value_ty.kind,
+                ast::TypeKind::Any | ast::TypeKind::Union(_)
+            )
+            && type_str(&is.value_ty) != type_str(&a.ty)
+        {
+            let msg = format!(
+                "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
+                type_str(&a.ty),
+                crate::eval::index_sig_str(is)
+            );
+            self.err(ErrKind::IndexSignature, msg, a.name.span);
+        }
+    }
+
+    /// Upstream builds each schema's type before it walks any statement, and reports as it
+    /// goes: a protocol's name and body, then attribute by attribute its type's names, a
+    /// change of a declared type (or a required attribute made optional) and the index
+    /// signature. The first of these errors is this schema's.
+    pub(super) fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        if let Some(h) = &st.for_host
+            && !st.is_mixin()
+        {
+            let msg = "only schema mixin can inherit from protocol".to_string();
+            self.err(ErrKind::IllegalInherit, msg, h.span.shrink_to_lo());
+            return;
+        }
+        if st.is_protocol() {
+            if !st.name.sym.as_str().ends_with("Protocol") {
+                let msg = "schema protocol name must end with 'Protocol'".to_string();
+                // (upstream's message points after the name)
+                self.err(ErrKind::Compile, msg, st.name.span.shrink_to_hi());
+                return;
+            }
+            let only_attrs = st.params.is_none()
+                && st.mixins.is_empty()
+                && st.checks.is_empty()
+                && st
+                    .body
+                    .iter()
+                    .all(|b| matches!(b.kind, StmtKind::SchemaAttr(_)));
+            if !only_attrs {
+                let msg = "a protocol is only allowed to define attributes in it".to_string();
+                self.err(ErrKind::Compile, msg, st.name.span.shrink_to_lo());
+                return;
+            }
+        }
+        // the index signature's key type: a string, string literals or their union
+        if let Some(is) = &st.index_signature {
+            if !self.type_names_defined(env, &is.key_ty) {
+                self.check_type_names(env, &is.key_ty);
+            } else {
+                let kt = self.resolve_type(env.pkg, env.file, &is.key_ty);
+                fn stringy(t: &Ty) -> bool {
+                    match t {
+                        Ty::Str | Ty::StrLit(_) => true,
+                        Ty::Union(ts) => ts.iter().all(stringy),
+                        _ => false,
+                    }
+                }
+                if !stringy(&kt) {
+                    let msg = format!("invalid index signature key type: '{}'", self.ty_str(&kt));
+                    self.err(ErrKind::IndexSignature, msg, st.name.span);
+                }
+            }
+            if !self.errors.is_empty() {
+                return;
+            }
+        }
+        // an unknown or mixin base is the walk's error: the attribute types are not looked at
+        let base = st
+            .parent
+            .as_ref()
+            .map(|id| self.resolve_schema(env.pkg, env.file, &id.names));
+        let base_ok = match base {
+            None => true,
+            Some(b) => b.is_some_and(|b| !self.schemas[b.0].stmt.is_mixin()),
+        };
+        let parent = base
+            .flatten()
+            .filter(|p| !self.schemas[p.0].stmt.is_mixin())
+            .map(|p| (p, self.members(p)));
+        let mut first: FxHashMap<Symbol, (Ty, bool)> = FxHashMap::default();
+        for s in &st.body {
+            let StmtKind::SchemaAttr(a) = &s.kind else {
+                continue;
+            };
+            if !self.type_names_defined(env, &a.ty) {
+                if base_ok {
+                    self.check_type_names(env, &a.ty);
+                }
+                if !self.errors.is_empty() {
+                    return;
+                }
+                continue;
+            }
+            self.check_field_type(env, a, &mut first, parent.as_ref());
+            if self.errors.is_empty()
+                && let Some(is) = &st.index_signature
+            {
+                self.check_index_attr(env, is, a);
+            }
+            if !self.errors.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// A schema may not redeclare an attribute of its own body with a type its first
+    /// declaration does not take, nor make a required one optional; nor an inherited attribute
+    /// with another type. `first`: the body's declarations so far.
+    fn check_field_type(
+        &mut self,
+        env: &Env,
+        a: &ast::SchemaAttr,
+        first: &mut FxHashMap<Symbol, (Ty, bool)>,
+        parent: Option<&(SchemaId, Rc<Members>)>,
+    ) {
+        let nt = self.resolve_type(env.pkg, env.file, &a.ty);
+        if let Some((et, optional)) = first.get(&a.name.sym).cloned() {
+            if !field_type_fits(&nt, &et, &|x, y| self.is_sub_schema(x, y)) {
+                let msg = format!(
+                    "can't change schema field type of '{}' from {} to {}",
+                    a.name.sym,
+                    self.ty_str(&et),
+                    self.ty_str(&nt)
+                );
+                self.err(ErrKind::Type, msg, a.name.span);
+                return;
+            }
+            if !optional && a.optional {
+                let msg = format!(
+                    "can't change the required schema attribute of '{}' to optional",
+                    a.name.sym
+                );
+                self.err(ErrKind::Type, msg, a.name.span);
+                return;
+            }
+        } else {
+            first.insert(a.name.sym, (nt.clone(), a.optional));
+        }
+        let Some((pid, pm)) = parent else { return };
+        let parent_ty = pm.attrs.get(&a.name.sym).map(|(pt, _)| pt);
+        if a.optional
+            && self.inherited_required(*pid, a.name.sym) == Some(true)
+            && parent_ty
+                .is_none_or(|pt| pt.is_any() || nt.is_any() || self.ty_str(pt) == self.ty_str(&nt))
+        {
+            let msg = format!(
+                "can't change the required schema attribute of '{}' to optional",
+                a.name.sym
+            );
+            self.err(ErrKind::Type, msg, a.name.span);
+            return;
+        }
+        if let Some(pt) = parent_ty
+            && !pt.is_any()
+            && !nt.is_any()
+            && self.ty_str(pt) != self.ty_str(&nt)
+        {
+            // upstream names the new type on both sides
+            let shown = match &a.ty.kind {
+                ast::TypeKind::Named(id) => id
+                    .names
+                    .last()
+                    .map(|n| n.sym.as_str().to_string())
+                    .unwrap_or_default(),
+                _ => self.ty_str(&nt),
+            };
+            let msg = format!(
+                "can't change schema field type of '{}' from {shown} to {shown}",
+                a.name.sym
+            );
+            self.err(ErrKind::Type, msg, a.name.span);
+        }
+    }
+
+    /// Whether the nearest declaration of attribute `name` in schema `id` or its bases makes
+    /// it required (None: not declared there).
+    fn inherited_required(&mut self, id: SchemaId, name: Symbol) -> Option<bool> {
+        let mut cur = Some(id);
+        let mut seen = 0;
+        while let Some(c) = cur {
+            // an inheritance cycle is another check's error
+            seen += 1;
+            if seen > 64 {
+                return None;
+            }
+            let info = &self.schemas[c.0];
+            let (stmt, pkg, file) = (info.stmt, info.pkg, info.file);
+            let declared = stmt.body.iter().find_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(a) if a.name.sym == name => Some(!a.optional),
+                _ => None,
+            });
+            if declared.is_some() {
+                return declared;
+            }
+            cur = stmt
+                .parent
+                .as_ref()
+                .and_then(|p| self.resolve_schema(pkg, file, &p.names));
+        }
+        None
+    }
+}
