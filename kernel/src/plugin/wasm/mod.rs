@@ -418,20 +418,13 @@ impl WasmModule {
         limits: WasmLimits,
     ) -> Result<Arc<dyn PolicyPlugin>, LoadError> {
         self.expect(PluginKind::Policy)?;
-        let mut pool = self.pool(grants, limits)?;
-        let info: PolicyPluginInfo = pool
-            .with(
-                "describe",
-                Duration::ZERO,
-                |b: &policy_bindings::PolicyPlugin, store| {
-                    b.kusion_plugin_policy().call_describe(store).map(Ok)
-                },
-            )
-            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
-            .map_err(|error| LoadError::Instantiate {
-                path: self.path.clone(),
-                error,
-            })?;
+        let (mut pool, info): (_, PolicyPluginInfo) = self.described(
+            grants,
+            limits,
+            |b: &policy_bindings::PolicyPlugin, store| {
+                b.kusion_plugin_policy().call_describe(store)
+            },
+        )?;
         pool.sandbox.label = info.name.clone();
         Ok(Arc::new(WasmPolicy { pool, info }))
     }
@@ -443,20 +436,13 @@ impl WasmModule {
         limits: WasmLimits,
     ) -> Result<Arc<dyn FunctionPlugin>, LoadError> {
         self.expect(PluginKind::Function)?;
-        let mut pool = self.pool(grants, limits)?;
-        let info: FunctionPluginInfo = pool
-            .with(
-                "describe",
-                Duration::ZERO,
-                |b: &function_bindings::FunctionPlugin, store| {
-                    b.kusion_plugin_function().call_describe(store).map(Ok)
-                },
-            )
-            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
-            .map_err(|error| LoadError::Instantiate {
-                path: self.path.clone(),
-                error,
-            })?;
+        let (mut pool, info): (_, FunctionPluginInfo) = self.described(
+            grants,
+            limits,
+            |b: &function_bindings::FunctionPlugin, store| {
+                b.kusion_plugin_function().call_describe(store)
+            },
+        )?;
         pool.sandbox.label = info.module.clone();
         Ok(Arc::new(WasmFunction { pool, info }))
     }
@@ -478,20 +464,13 @@ impl WasmModule {
                 ),
             });
         }
-        let mut pool = self.pool(grants, limits)?;
-        let info: RuntimeInfo = pool
-            .with(
-                "describe",
-                Duration::ZERO,
-                |b: &runtime_bindings::RuntimePlugin, store| {
-                    b.kusion_plugin_runtime().call_describe(store).map(Ok)
-                },
-            )
-            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
-            .map_err(|error| LoadError::Instantiate {
-                path: self.path.clone(),
-                error,
-            })?;
+        let (mut pool, info): (_, RuntimeInfo) = self.described(
+            grants,
+            limits,
+            |b: &runtime_bindings::RuntimePlugin, store| {
+                b.kusion_plugin_runtime().call_describe(store)
+            },
+        )?;
         if !ABI_VERSION.accepts(info.abi) {
             return Err(LoadError::AbiMismatch {
                 path: self.path.clone(),
@@ -504,6 +483,27 @@ impl WasmModule {
             pool: Arc::new(pool),
             info,
         }))
+    }
+
+    /// A pool of instances as world `B` and the plugin's answer to `describe`, which every
+    /// kind asks first; the pool's label is still the file name (the caller renames it).
+    fn described<B: World, I: serde::de::DeserializeOwned>(
+        &self,
+        grants: WasmGrants,
+        limits: WasmLimits,
+        describe: impl FnOnce(&B, &mut Store<Guest>) -> wasmtime::Result<String> + Send,
+    ) -> Result<(Pool<B>, I), LoadError> {
+        let pool = self.pool(grants, limits)?;
+        let info = pool
+            .with("describe", Duration::ZERO, |b: &B, store| {
+                describe(b, store).map(Ok)
+            })
+            .and_then(|text| wire::decode_answer(&pool.sandbox.label, "describe", &text))
+            .map_err(|error| LoadError::Instantiate {
+                path: self.path.clone(),
+                error,
+            })?;
+        Ok((pool, info))
     }
 
     /// A pool of instances of this component as world `B`, its imports resolved once now.
