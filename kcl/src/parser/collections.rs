@@ -100,10 +100,23 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_list_if_body(&mut self, header_indent: u32) -> Vec<Expr> {
+        self.parse_if_body(header_indent, Tok::RBracket, |p, out| {
+            out.push(p.parse_list_item())
+        })
+    }
+
+    /// The body of a list or config `if`/`elif`/`else`: one item on the header's line, or an
+    /// indented block of them (comma-separated or not) that ends at a dedent or at `closer`.
+    fn parse_if_body<T>(
+        &mut self,
+        header_indent: u32,
+        closer: Tok,
+        item: impl Fn(&mut Self, &mut Vec<T>),
+    ) -> Vec<T> {
         let mut out = Vec::new();
         let t = self.tk();
         if !t.nl {
-            out.push(self.parse_list_item());
+            item(self, &mut out);
             return out;
         }
         if t.indent <= header_indent {
@@ -111,13 +124,13 @@ impl<'a> Parser<'a> {
             return out;
         }
         let ind = t.indent;
-        while !self.at_eof() && !self.at(Tok::RBracket) && !self.gave_up() {
+        while !self.at_eof() && !self.at(closer) && !self.gave_up() {
             let t = self.tk();
             if t.nl && t.indent < ind {
                 break;
             }
             let start = self.pos;
-            out.push(self.parse_list_item());
+            item(self, &mut out);
             self.eat(Tok::Comma);
             if self.pos == start {
                 self.bump();
@@ -308,29 +321,8 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_config_if_body(&mut self, header_indent: u32) -> Vec<ConfigEntry> {
-        let mut out = Vec::new();
-        let t = self.tk();
-        if !t.nl {
-            out.extend(self.parse_config_entry());
-            return out;
-        }
-        if t.indent <= header_indent {
-            self.expected_indent();
-            return out;
-        }
-        let ind = t.indent;
-        while !self.at_eof() && !self.at(Tok::RBrace) && !self.gave_up() {
-            let t = self.tk();
-            if t.nl && t.indent < ind {
-                break;
-            }
-            let start = self.pos;
-            out.extend(self.parse_config_entry());
-            self.eat(Tok::Comma);
-            if self.pos == start {
-                self.bump();
-            }
-        }
-        out
+        self.parse_if_body(header_indent, Tok::RBrace, |p, out| {
+            out.extend(p.parse_config_entry())
+        })
     }
 }
