@@ -20,16 +20,7 @@ impl<'a> Parser<'a> {
             "protocol" => SchemaKind::Protocol,
             _ => SchemaKind::Schema,
         };
-        let name = self.expect_ident()?;
-        let mut params = None;
-        if self.at(Tok::LBracket) {
-            self.bump();
-            self.ctx.push(super::Ctx::Bracket);
-            let p = self.parse_params(Tok::RBracket);
-            self.ctx.pop();
-            self.expect(Tok::RBracket, "]");
-            params = Some(p);
-        }
+        let (name, params) = self.parse_def_name()?;
         let mut parent = None;
         if self.at(Tok::LParen) {
             self.bump();
@@ -50,14 +41,7 @@ impl<'a> Parser<'a> {
                 self.eat(Tok::RParen);
             }
         }
-        let mut for_host = None;
-        if self.at(Tok::For) {
-            self.bump();
-            for_host = self.parse_identifier();
-        }
-        if !self.expect(Tok::Colon, ":") {
-            self.recover_to_line_end();
-        }
+        let for_host = self.parse_for_host_colon();
         let mut s = SchemaStmt {
             doc: None,
             name,
@@ -76,6 +60,35 @@ impl<'a> Parser<'a> {
             kind: StmtKind::Schema(Box::new(s)),
             span: self.since(lo),
         })
+    }
+
+    /// A schema's or rule's name and its `[params]`, if any.
+    fn parse_def_name(&mut self) -> Option<(Name, Option<Vec<Param>>)> {
+        let name = self.expect_ident()?;
+        let mut params = None;
+        if self.at(Tok::LBracket) {
+            self.bump();
+            self.ctx.push(super::Ctx::Bracket);
+            let p = self.parse_params(Tok::RBracket);
+            self.ctx.pop();
+            self.expect(Tok::RBracket, "]");
+            params = Some(p);
+        }
+        Some((name, params))
+    }
+
+    /// The end of a schema's or rule's header: `for Protocol` if present, then `:` (the rest of
+    /// the line skipped when it is missing).
+    fn parse_for_host_colon(&mut self) -> Option<Identifier> {
+        let mut for_host = None;
+        if self.at(Tok::For) {
+            self.bump();
+            for_host = self.parse_identifier();
+        }
+        if !self.expect(Tok::Colon, ":") {
+            self.recover_to_line_end();
+        }
+        for_host
     }
 
     fn parse_schema_body(&mut self, s: &mut SchemaStmt, header_indent: u32) {
@@ -318,16 +331,7 @@ impl<'a> Parser<'a> {
         header_indent: u32,
     ) -> Option<Stmt> {
         self.bump();
-        let name = self.expect_ident()?;
-        let mut params = None;
-        if self.at(Tok::LBracket) {
-            self.bump();
-            self.ctx.push(super::Ctx::Bracket);
-            let p = self.parse_params(Tok::RBracket);
-            self.ctx.pop();
-            self.expect(Tok::RBracket, "]");
-            params = Some(p);
-        }
+        let (name, params) = self.parse_def_name()?;
         let mut parents = Vec::new();
         if self.at(Tok::LParen) {
             self.bump();
@@ -344,14 +348,7 @@ impl<'a> Parser<'a> {
             self.ctx.pop();
             self.expect(Tok::RParen, ")");
         }
-        let mut for_host = None;
-        if self.at(Tok::For) {
-            self.bump();
-            for_host = self.parse_identifier();
-        }
-        if !self.expect(Tok::Colon, ":") {
-            self.recover_to_line_end();
-        }
+        let for_host = self.parse_for_host_colon();
         let mut doc = None;
         let t = self.tk();
         if let Tok::Str { raw, triple } = t.tok
