@@ -448,20 +448,7 @@ impl<'a> Printer<'a> {
             self.identifier(p);
             self.w(")");
         }
-        if let Some(h) = &s.for_host {
-            self.w(" for ");
-            self.identifier(h);
-        }
-        self.w(":\n");
-        self.indent += 1;
-        if let Some(d) = &s.doc {
-            self.block_comments_before(d.span.lo, false);
-            self.pad();
-            let t = self.text(d.span);
-            self.w(t);
-            self.out.push('\n');
-            self.last_hi = d.span.hi;
-        }
+        self.def_header_end(s.for_host.as_ref(), s.doc.as_ref());
         if !s.mixins.is_empty() {
             let first = s.mixins[0].span.lo;
             self.block_comments_before(first, false);
@@ -618,24 +605,30 @@ impl<'a> Printer<'a> {
             }
             self.w(")");
         }
-        if let Some(h) = &r.for_host {
+        self.def_header_end(r.for_host.as_ref(), r.doc.as_ref());
+        self.checks(&r.checks, bound);
+        self.indent -= 1;
+        if self.out.ends_with('\n') {
+            self.out.pop();
+        }
+    }
+
+    /// The end of a schema's or rule's header (`for Protocol:`) and its docstring, which open
+    /// the body's indentation.
+    fn def_header_end(&mut self, for_host: Option<&Identifier>, doc: Option<&StrLit>) {
+        if let Some(h) = for_host {
             self.w(" for ");
             self.identifier(h);
         }
         self.w(":\n");
         self.indent += 1;
-        if let Some(d) = &r.doc {
+        if let Some(d) = doc {
             self.block_comments_before(d.span.lo, false);
             self.pad();
             let t = self.text(d.span);
             self.w(t);
             self.out.push('\n');
             self.last_hi = d.span.hi;
-        }
-        self.checks(&r.checks, bound);
-        self.indent -= 1;
-        if self.out.ends_with('\n') {
-            self.out.pop();
         }
     }
 
