@@ -4,18 +4,22 @@
 use super::*;
 
 impl<'a> Checker<'a> {
-    pub(super) fn pkg_of_import(&self, file: FileId, name: Symbol) -> Option<usize> {
-        let target = match self.imports.get(&(file, name)) {
-            Some(t) => *t,
+    /// What a name of `file` imports, if anything.
+    fn import_target(&self, file: FileId, name: Symbol) -> Option<&'a ImportTarget> {
+        match self.imports.get(&(file, name)) {
+            Some(t) => Some(*t),
             // upstream collects the main package's imports from all its files
             None if self.file_pkg.get(&file) == Some(&self.main) => self
                 .imports
                 .iter()
                 .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
-                .map(|(_, t)| *t)?,
-            None => return None,
-        };
-        match target {
+                .map(|(_, t)| *t),
+            None => None,
+        }
+    }
+
+    pub(super) fn pkg_of_import(&self, file: FileId, name: Symbol) -> Option<usize> {
+        match self.import_target(file, name)? {
             ImportTarget::Package(p) => self.pkg_index.get(&**p).copied(),
             _ => None,
         }
@@ -23,16 +27,7 @@ impl<'a> Checker<'a> {
 
     /// The system module (`math`) a name of `file` imports, if any.
     pub(super) fn system_module_of(&self, file: FileId, name: Symbol) -> Option<&'a str> {
-        let target = match self.imports.get(&(file, name)) {
-            Some(t) => *t,
-            None if self.file_pkg.get(&file) == Some(&self.main) => self
-                .imports
-                .iter()
-                .find(|((f, n), _)| *n == name && self.file_pkg.get(f) == Some(&self.main))
-                .map(|(_, t)| *t)?,
-            None => return None,
-        };
-        match target {
+        match self.import_target(file, name)? {
             ImportTarget::System(m) => Some(&**m),
             _ => None,
         }
