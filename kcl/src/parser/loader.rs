@@ -584,15 +584,8 @@ fn load(
 
 /// A file as the parser recovered it, with its syntax errors.
 fn parse_partial(f: &Path) -> Result<(Arc<Module>, Vec<Diagnostic>), Diagnostics> {
-    let text = std::fs::read_to_string(f).map_err(|e| {
-        Diagnostics::from(Diagnostic::plain(
-            ErrorKind::CannotFindModule,
-            format!("cannot read {}: {e}", f.display()),
-        ))
-    })?;
-    let abs = std::path::absolute(f).unwrap_or_else(|_| f.to_path_buf());
-    let file = crate::ast::source_map().add(abs.display().to_string(), Some(&abs), text);
-    let (m, errors) = crate::parser::parse_with_errors(file.id);
+    let file = crate::parser::register_file(f)?;
+    let (m, errors) = crate::parser::parse_with_errors(file);
     Ok((Arc::new(m), errors))
 }
 

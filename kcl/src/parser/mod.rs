@@ -79,7 +79,7 @@ pub fn parse_file(path: impl AsRef<Path>) -> Result<Module, Diagnostics> {
 }
 
 /// Reads `path` into the global source map.
-fn register_file(path: &Path) -> Result<FileId, Diagnostics> {
+pub(crate) fn register_file(path: &Path) -> Result<FileId, Diagnostics> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Diagnostics::from(Diagnostic::plain(
             ErrorKind::CannotFindModule,
