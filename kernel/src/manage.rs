@@ -291,14 +291,7 @@ pub fn rename(
     let (holder, writer) = lease(stack, "state mv", cancel)?;
     let (state, sealer) = load_unsealed(&*stack.store)?;
     writer.set_sealer(sealer)?;
-    let old_key = resolve(&state, from)?;
-    let mut entry = state.resources[&old_key].clone();
-    entry.resource.id = to.to_string();
-    entry.updated_at = now_ms();
-    // The new ID must be well formed for the type and agree with what the entry describes
-    // (a Kubernetes ID names the object's namespace and name).
-    crate::id::check_resource_id(&entry.resource)
-        .map_err(|e| ManageError::Refused(format!("new ID {to:?}: {e}")))?;
+    let (old_key, entry) = renamed(&state, from, to)?;
     let new_key = entry.key();
     if state.resources.contains_key(&new_key) {
         return Err(ManageError::Refused(format!(
@@ -359,12 +352,7 @@ pub fn move_to(
     let (destination_state, destination_sealer) = load_unsealed(&*destination.store)?;
     destination_writer.set_sealer(destination_sealer)?;
 
-    let from_key = resolve(&source_state, from)?;
-    let mut entry = source_state.resources[&from_key].clone();
-    entry.resource.id = to.to_string();
-    entry.updated_at = now_ms();
-    crate::id::check_resource_id(&entry.resource)
-        .map_err(|e| ManageError::Refused(format!("new ID {to:?}: {e}")))?;
+    let (from_key, entry) = renamed(&source_state, from, to)?;
     let to_key = entry.key();
     let handoff = crate::state::Handoff {
         to: destination_at.clone(),
@@ -451,6 +439,19 @@ fn resolve(state: &State, id: &str) -> Result<String, ManageError> {
                 .join(", ")
         ))),
     }
+}
+
+/// The key of the entry `from` names and a copy of that entry with the ID `to`.
+fn renamed(state: &State, from: &str, to: &str) -> Result<(String, StateEntry), ManageError> {
+    let key = resolve(state, from)?;
+    let mut entry = state.resources[&key].clone();
+    entry.resource.id = to.to_string();
+    entry.updated_at = now_ms();
+    // The new ID must be well formed for the type and agree with what the entry describes
+    // (a Kubernetes ID names the object's namespace and name).
+    crate::id::check_resource_id(&entry.resource)
+        .map_err(|e| ManageError::Refused(format!("new ID {to:?}: {e}")))?;
+    Ok((key, entry))
 }
 
 fn lease(
