@@ -246,6 +246,16 @@ pub fn set_path_or_push(value: &mut Value, path: &FieldPath, new: Value) -> bool
     set_path(value, path, new)
 }
 
+/// Whether any string leaf of `value` starts with `prefix` (a secret reference, a sealed value).
+pub(crate) fn any_string_starts_with(value: &Value, prefix: &str) -> bool {
+    match value {
+        Value::String(s) => s.starts_with(prefix),
+        Value::Array(items) => items.iter().any(|v| any_string_starts_with(v, prefix)),
+        Value::Object(map) => map.values().any(|v| any_string_starts_with(v, prefix)),
+        _ => false,
+    }
+}
+
 /// Whether `path` lies at or under one of `sensitive`.
 pub fn is_sensitive(path: &FieldPath, sensitive: &[FieldPath]) -> bool {
     sensitive.iter().any(|s| s.is_prefix_of(path))

@@ -199,12 +199,7 @@ pub fn reference_paths(resource: &Resource) -> Vec<FieldPath> {
 
 /// Whether `value` holds a secret reference anywhere.
 pub fn contains_reference(value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.starts_with(PREFIX),
-        Value::Array(items) => items.iter().any(contains_reference),
-        Value::Object(map) => map.values().any(contains_reference),
-        _ => false,
-    }
+    crate::diff::any_string_starts_with(value, PREFIX)
 }
 
 #[cfg(test)]

@@ -472,12 +472,7 @@ pub fn is_sealed(value: &Value) -> bool {
 
 /// Whether any leaf of `value` is sealed.
 pub fn contains_sealed(value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.starts_with(PREFIX),
-        Value::Array(items) => items.iter().any(contains_sealed),
-        Value::Object(map) => map.values().any(contains_sealed),
-        _ => false,
-    }
+    crate::diff::any_string_starts_with(value, PREFIX)
 }
 
 fn sensitive_paths(resource: &Resource, extra: &[String]) -> Vec<FieldPath> {
