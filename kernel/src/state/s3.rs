@@ -217,18 +217,30 @@ impl S3Store {
         }
     }
 
-    /// PUT with an optional precondition; `Ok(false)` when the precondition failed.
-    fn put(&self, key: &str, body: &[u8], condition: Condition<'_>) -> Result<bool, StateError> {
-        let mut action = self.bucket.put_object(self.credentials.as_ref(), key);
+    /// The request for `action` with the precondition's header, which is signed too (S3 checks
+    /// the header sent against the signed one).
+    fn conditional<'a, A: S3Action<'a>, B>(
+        &self,
+        mut action: A,
+        condition: Condition<'_>,
+        request: impl FnOnce(&ureq::Agent, &str) -> ureq::RequestBuilder<B>,
+    ) -> ureq::RequestBuilder<B> {
         let header = condition.header();
         if let Some((name, value)) = header {
             action.headers_mut().insert(name, value.to_string());
         }
         let url = action.sign(SIGNED_FOR);
-        let mut request = self.agent.put(url.as_str());
+        let mut request = request(&self.agent, url.as_str());
         if let Some((name, value)) = header {
             request = request.header(name, value);
         }
+        request
+    }
+
+    /// PUT with an optional precondition; `Ok(false)` when the precondition failed.
+    fn put(&self, key: &str, body: &[u8], condition: Condition<'_>) -> Result<bool, StateError> {
+        let action = self.bucket.put_object(self.credentials.as_ref(), key);
+        let request = self.conditional(action, condition, |agent, url| agent.put(url));
         let answer = self.send(&format!("PUT {key}"), request.send(body))?;
         match answer.status {
             200 | 201 | 204 => Ok(true),
@@ -242,16 +254,8 @@ impl S3Store {
     }
 
     fn delete(&self, key: &str, condition: Condition<'_>) -> Result<bool, StateError> {
-        let mut action = self.bucket.delete_object(self.credentials.as_ref(), key);
-        let header = condition.header();
-        if let Some((name, value)) = header {
-            action.headers_mut().insert(name, value.to_string());
-        }
-        let url = action.sign(SIGNED_FOR);
-        let mut request = self.agent.delete(url.as_str());
-        if let Some((name, value)) = header {
-            request = request.header(name, value);
-        }
+        let action = self.bucket.delete_object(self.credentials.as_ref(), key);
+        let request = self.conditional(action, condition, |agent, url| agent.delete(url));
         let answer = self.send(&format!("DELETE {key}"), request.call())?;
         match answer.status {
             200 | 204 | 404 => Ok(true),
