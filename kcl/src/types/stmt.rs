@@ -421,15 +421,7 @@ impl<'a> Checker<'a> {
                         self.infer(&senv, v);
                     }
                 }
-                for c in &st.checks {
-                    self.infer(&senv, &c.test);
-                    if let Some(x) = &c.if_cond {
-                        self.infer(&senv, x);
-                    }
-                    if let Some(x) = &c.msg {
-                        self.infer(&senv, x);
-                    }
-                }
+                self.infer_checks(&senv, &st.checks);
             }
             StmtKind::TypeAlias(t) => self.check_type_names(env, &t.ty),
             StmtKind::Rule(r) => {
@@ -465,17 +457,22 @@ impl<'a> Checker<'a> {
                     };
                     renv = renv.with_local(p.name.sym, t);
                 }
-                for c in &r.checks {
-                    self.infer(&renv, &c.test);
-                    if let Some(x) = &c.if_cond {
-                        self.infer(&renv, x);
-                    }
-                    if let Some(x) = &c.msg {
-                        self.infer(&renv, x);
-                    }
-                }
+                self.infer_checks(&renv, &r.checks);
             }
             StmtKind::Import(_) => {}
+        }
+    }
+
+    /// A schema's or rule's `check:` block: each condition, its `if` and its message.
+    fn infer_checks(&mut self, env: &Env, checks: &[ast::CheckExpr]) {
+        for c in checks {
+            self.infer(env, &c.test);
+            if let Some(x) = &c.if_cond {
+                self.infer(env, x);
+            }
+            if let Some(x) = &c.msg {
+                self.infer(env, x);
+            }
         }
     }
 
