@@ -110,9 +110,7 @@ pub fn run(
             if json {
                 println!("{}", Value::Array(records));
             } else {
-                let mut table = comfy_table::Table::new();
-                table.load_preset(comfy_table::presets::NOTHING);
-                table.set_header(vec![
+                let mut table = crate::render::plain_table(vec![
                     "Host",
                     "Found",
                     "Cluster",

@@ -48,10 +48,16 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
-pub fn plan_table(plan: &PlanView, styles: &Styles) -> String {
+/// A table in the CLI's listing style: no borders, one header row.
+pub fn plain_table(header: Vec<&str>) -> Table {
     let mut table = Table::new();
     table.load_preset(NOTHING);
-    table.set_header(vec!["ID", "Type", "Action"]);
+    table.set_header(header);
+    table
+}
+
+pub fn plan_table(plan: &PlanView, styles: &Styles) -> String {
+    let mut table = plain_table(vec!["ID", "Type", "Action"]);
     for step in &plan.steps {
         table.add_row(vec![
             step.key(),

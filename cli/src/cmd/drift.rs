@@ -83,9 +83,7 @@ fn human(report: &DriftReport, styles: &Styles) -> String {
     if report.resources.is_empty() {
         return "No resources in state.\n".to_string();
     }
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec!["ID", "Type", "Status"]);
+    let mut table = crate::render::plain_table(vec!["ID", "Type", "Status"]);
     for r in &report.resources {
         let status = match r.status {
             DriftStatus::InSync => r.status.to_string(),
@@ -186,9 +184,7 @@ fn stacks(
             .collect();
         println!("{}", json!({ "stacks": list }));
     } else {
-        let mut table = comfy_table::Table::new();
-        table.load_preset(comfy_table::presets::NOTHING);
-        table.set_header(vec![
+        let mut table = crate::render::plain_table(vec![
             "Stack",
             "Status",
             "In sync",

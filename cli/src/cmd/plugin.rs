@@ -62,9 +62,7 @@ pub(crate) fn list(ctx: &CommandContext) -> Result<u8> {
         );
         return Ok(exit::OK);
     }
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec![
+    let mut table = crate::render::plain_table(vec![
         "Name",
         "Kind",
         "Format",

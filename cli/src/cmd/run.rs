@@ -342,9 +342,7 @@ fn history(env: &RunEnv<'_>) -> Result<u8> {
         println!("No runs recorded in {}.", env.store.location());
         return Ok(exit::OK);
     }
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec![
+    let mut table = crate::render::plain_table(vec![
         "Run", "Started", "By", "Program", "Status", "Targets", "Took",
     ]);
     for r in &runs {

@@ -27,9 +27,7 @@ pub(crate) fn run(
                 let list: Vec<Value> = state.resources.values().map(|e| json!({"id": e.resource.id, "type": e.resource.resource_type, "pending": e.pending, "updatedAt": format_time(e.updated_at)})).collect();
                 println!("{}", json!({"serial": state.serial, "resources": list}));
             } else {
-                let mut table = comfy_table::Table::new();
-                table.load_preset(comfy_table::presets::NOTHING);
-                table.set_header(vec!["ID", "Type", "Status", "Updated"]);
+                let mut table = crate::render::plain_table(vec!["ID", "Type", "Status", "Updated"]);
                 for e in state.resources.values() {
                     table.add_row(vec![
                         e.resource.id.clone(),
@@ -98,9 +96,7 @@ pub(crate) fn run(
                             .collect();
                         println!("{}", Value::Array(list));
                     } else {
-                        let mut table = comfy_table::Table::new();
-                        table.load_preset(comfy_table::presets::NOTHING);
-                        table.set_header(vec![
+                        let mut table = crate::render::plain_table(vec![
                             "Revision",
                             "Operation",
                             "Status",
