@@ -173,6 +173,17 @@ fn dispatch(cli: Cli) -> ExitCode {
     }
 }
 
+/// A `--format json` report on standard output, pretty-printed; a closed pipe (`| head`) is
+/// not an error worth a panic.
+pub(crate) fn print_json(doc: &serde_json::Value) {
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stdout(),
+        "{}",
+        serde_json::to_string_pretty(doc).unwrap_or_default()
+    );
+}
+
 /// `-E name=path` values as (name, path under `cwd`); a malformed one is reported and gives
 /// `None` (the caller exits 2).
 pub(crate) fn external_packages(

@@ -332,10 +332,5 @@ fn print_json(cases: &[Case]) {
         "total": cases.len(),
         "tests": tests,
     });
-    // a closed pipe (`| head`) is not an error worth a panic
-    let _ = writeln!(
-        std::io::stdout(),
-        "{}",
-        serde_json::to_string_pretty(&doc).unwrap_or_default()
-    );
+    crate::cli::print_json(&doc);
 }

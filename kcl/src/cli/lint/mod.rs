@@ -171,12 +171,7 @@ pub fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
             "packages": packages.len(),
             "findings": items,
         });
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stdout(),
-            "{}",
-            serde_json::to_string_pretty(&doc).unwrap_or_default()
-        );
+        crate::cli::print_json(&doc);
     } else {
         let mut out = String::new();
         for f in &findings {

@@ -16,7 +16,6 @@
 //! positions; [`to_kcl`]: the data as KCL, mapped back to data paths.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -540,12 +539,7 @@ fn print_json(violations: &[Violation], data: &DataFile) {
     } else {
         serde_json::json!({"success": false, "errCount": errors.len(), "errors": errors})
     };
-    // a closed pipe (`| head`) is not an error worth a panic
-    let _ = writeln!(
-        std::io::stdout(),
-        "{}",
-        serde_json::to_string_pretty(&doc).unwrap_or_default()
-    );
+    crate::cli::print_json(&doc);
 }
 
 #[cfg(test)]
