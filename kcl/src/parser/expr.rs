@@ -62,12 +62,18 @@ impl<'a> Parser<'a> {
 
     /// `or` level (no ternary).
     pub(crate) fn parse_or_test(&mut self) -> Expr {
-        let mut left = self.parse_and_test();
+        self.left_chain(Tok::Or, BinOp::Or, Self::parse_and_test)
+    }
+
+    /// `a op b op c ...` on one logical line, associating to the left; a chain longer than
+    /// `MAX_CHAIN` is an error (keeps the tree shallow for recursive consumers).
+    fn left_chain(&mut self, tok: Tok, op: BinOp, operand: fn(&mut Self) -> Expr) -> Expr {
+        let mut left = operand(self);
         let mut n = 0;
-        while self.at(Tok::Or) && !self.at_line_break() {
+        while self.at(tok) && !self.at_line_break() {
             self.bump();
-            let right = self.parse_and_test();
-            left = bin(BinOp::Or, left, right);
+            let right = operand(self);
+            left = bin(op, left, right);
             n += 1;
             if n > MAX_CHAIN {
                 self.too_long();
@@ -84,19 +90,7 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_and_test(&mut self) -> Expr {
-        let mut left = self.parse_not_test();
-        let mut n = 0;
-        while self.at(Tok::And) && !self.at_line_break() {
-            self.bump();
-            let right = self.parse_not_test();
-            left = bin(BinOp::And, left, right);
-            n += 1;
-            if n > MAX_CHAIN {
-                self.too_long();
-                break;
-            }
-        }
-        left
+        self.left_chain(Tok::And, BinOp::And, Self::parse_not_test)
     }
 
     /// `not` is a unary operator like `-` (see [`Self::parse_unary`]).
@@ -267,19 +261,7 @@ impl<'a> Parser<'a> {
     /// `**` chains associate to the left, as upstream's precedence climbing does
     /// (`2 ** 3 ** 2` is 64).
     fn parse_power(&mut self) -> Expr {
-        let mut left = self.parse_unary();
-        let mut n = 0;
-        while self.at(Tok::StarStar) && !self.at_line_break() {
-            self.bump();
-            let exp = self.parse_unary();
-            left = bin(BinOp::Pow, left, exp);
-            n += 1;
-            if n > MAX_CHAIN {
-                self.too_long();
-                break;
-            }
-        }
-        left
+        self.left_chain(Tok::StarStar, BinOp::Pow, Self::parse_unary)
     }
 
     pub(super) fn parse_postfix(&mut self) -> Expr {
