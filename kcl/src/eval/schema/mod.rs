@@ -56,29 +56,25 @@ pub struct Layout {
 
 impl SchemaType {
     pub fn from_stmt(s: &'static ast::SchemaStmt, ctx: Ctx, _nested: bool) -> Value {
-        let name: Str = Str::from(s.name.sym.as_str());
-        let t = SchemaType {
-            name: name.clone(),
-            pkgpath: Str::from(ctx.pkg.path.as_str()),
-            stmt: Some(s),
-            rule: None,
-            def_ctx: ctx,
-            instances: RefCell::new(Vec::new()),
-            layout: RefCell::new(None),
-        };
-        Value::Func(Rc::new(Func::User {
-            name,
-            data: Rc::new(t),
-            is_type: true,
-        }))
+        Self::callable(s.name.sym.as_str(), Some(s), None, ctx)
     }
     pub fn from_rule(r: &'static ast::RuleStmt, ctx: Ctx) -> Value {
-        let name: Str = Str::from(r.name.sym.as_str());
+        Self::callable(r.name.sym.as_str(), None, Some(r), ctx)
+    }
+
+    /// The type as the value its name is bound to: a function that instantiates it.
+    fn callable(
+        name: &str,
+        stmt: Option<&'static ast::SchemaStmt>,
+        rule: Option<&'static ast::RuleStmt>,
+        ctx: Ctx,
+    ) -> Value {
+        let name = Str::from(name);
         let t = SchemaType {
             name: name.clone(),
             pkgpath: Str::from(ctx.pkg.path.as_str()),
-            stmt: None,
-            rule: Some(r),
+            stmt,
+            rule,
             def_ctx: ctx,
             instances: RefCell::new(Vec::new()),
             layout: RefCell::new(None),
