@@ -27,14 +27,7 @@ impl<'a> Checker<'a> {
             (ExprKind::Config(entries), Ty::Union(ts))
                 if ts.iter().all(|t| matches!(t, Ty::Schema(_))) =>
             {
-                let ids: Vec<SchemaId> = ts
-                    .iter()
-                    .filter_map(|t| match t {
-                        Ty::Schema(i) => Some(*i),
-                        _ => None,
-                    })
-                    .collect();
-                self.check_schema_config(env, entries, &ids);
+                self.check_schema_config(env, entries, &union_schemas(ts));
                 return;
             }
             // a union of schemas and types no config fits (no dict): the schemas' members
@@ -582,19 +575,23 @@ fn is_str_key(t: &Ty) -> bool {
     }
 }
 
+/// The schema members of a union, in order.
+fn union_schemas(ts: &[Ty]) -> Vec<SchemaId> {
+    ts.iter()
+        .filter_map(|t| match t {
+            Ty::Schema(i) => Some(*i),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The schemas a config literal of type `t` must be one of (a schema, or the schemas of a
 /// union no other member of which takes a config), and whether the union has other members.
 fn schema_ids(t: &Ty) -> Option<(Vec<SchemaId>, bool)> {
     match t {
         Ty::Schema(id) => Some((vec![*id], false)),
         Ty::Union(ts) => {
-            let ids: Vec<SchemaId> = ts
-                .iter()
-                .filter_map(|t| match t {
-                    Ty::Schema(i) => Some(*i),
-                    _ => None,
-                })
-                .collect();
+            let ids = union_schemas(ts);
             let takes_config = ts.iter().any(|t| matches!(t, Ty::Dict(..) | Ty::Any));
             let mixed = ids.len() < ts.len();
             (!ids.is_empty() && !takes_config).then_some((ids, mixed))
