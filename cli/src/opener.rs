@@ -52,13 +52,7 @@ impl StackOpener {
         exemptions: &[String],
         force_conflicts: bool,
     ) -> Result<(Stack, PolicyGuard)> {
-        let settings = crate::context::stack_settings(
-            dir,
-            state.state_dir,
-            state.backend.to_string(),
-            self.runtime_config.clone(),
-            force_conflicts,
-        )?;
+        let settings = self.settings(dir, state, force_conflicts)?;
         let stack =
             crate::context::open_stack(dir, settings, &self.plugins, self.runtimes.clone())?;
         let guard = crate::policy::guard_from(
@@ -84,17 +78,27 @@ impl StackOpener {
         dir: &Path,
         state: StateChoice<'_>,
     ) -> Result<Arc<dyn StateStore>> {
-        let settings = crate::context::stack_settings(
-            dir,
-            state.state_dir,
-            state.backend.to_string(),
-            self.runtime_config.clone(),
-            false,
-        )?;
+        let settings = self.settings(dir, state, false)?;
         Ok(kusion_kernel::state::open(
             &settings.state_backend,
             settings.state_dir,
             &crate::context::default_stack_name(dir),
         )?)
+    }
+
+    /// The stack's settings with this opener's runtime configuration and the state choice.
+    fn settings(
+        &self,
+        dir: &Path,
+        state: StateChoice<'_>,
+        force_conflicts: bool,
+    ) -> Result<crate::context::StackSettings> {
+        crate::context::stack_settings(
+            dir,
+            state.state_dir,
+            state.backend.to_string(),
+            self.runtime_config.clone(),
+            force_conflicts,
+        )
     }
 }
