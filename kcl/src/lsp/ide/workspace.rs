@@ -214,6 +214,17 @@ pub fn workspace_symbols(fd: &FileData, query: &str, enc: Encoding) -> Vec<Symbo
         .and_then(|d| d.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let symbol = |n: crate::ast::Name, kind| SymbolInformation {
+        name: n.sym.to_string(),
+        kind,
+        tags: None,
+        deprecated: None,
+        location: Location::new(
+            uri.clone(),
+            pos::range(text, starts, n.span.lo, n.span.hi, enc),
+        ),
+        container_name: Some(container.clone()),
+    };
     for s in &fd.module.body {
         let (name, kind) = match &s.kind {
             StmtKind::Schema(sc) => (sc.name, SymbolKind::STRUCT),
@@ -224,34 +235,14 @@ pub fn workspace_symbols(fd: &FileData, query: &str, enc: Encoding) -> Vec<Symbo
                 super::super::sema::assigned_names(s, &mut names);
                 for n in names {
                     if matches(n.sym.as_str()) {
-                        out.push(SymbolInformation {
-                            name: n.sym.to_string(),
-                            kind: SymbolKind::VARIABLE,
-                            tags: None,
-                            deprecated: None,
-                            location: Location::new(
-                                uri.clone(),
-                                pos::range(text, starts, n.span.lo, n.span.hi, enc),
-                            ),
-                            container_name: Some(container.clone()),
-                        });
+                        out.push(symbol(n, SymbolKind::VARIABLE));
                     }
                 }
                 continue;
             }
         };
         if matches(name.sym.as_str()) {
-            out.push(SymbolInformation {
-                name: name.sym.to_string(),
-                kind,
-                tags: None,
-                deprecated: None,
-                location: Location::new(
-                    uri.clone(),
-                    pos::range(text, starts, name.span.lo, name.span.hi, enc),
-                ),
-                container_name: Some(container.clone()),
-            });
+            out.push(symbol(name, kind));
         }
     }
     out
