@@ -464,25 +464,15 @@ fn checks(p: &str, s: &Value, ty: &str, required: bool) -> Vec<String> {
     let str_ty = ty == "str";
     let list_ty = ty.starts_with('[');
     let dict_ty = ty.starts_with('{');
-    let (mut min, mut max) = (num(s.get("minimum")), num(s.get("maximum")));
-    let (mut xmin, mut xmax) = (false, false);
-    // draft 4: booleans modifying minimum/maximum; later: numbers of their own
-    match s.get("exclusiveMinimum") {
-        Some(Value::Bool(true)) => xmin = true,
-        Some(v @ Value::Number(_)) => {
-            min = Some(v.to_string());
-            xmin = true;
-        }
-        _ => {}
-    }
-    match s.get("exclusiveMaximum") {
-        Some(Value::Bool(true)) => xmax = true,
-        Some(v @ Value::Number(_)) => {
-            max = Some(v.to_string());
-            xmax = true;
-        }
-        _ => {}
-    }
+    // a bound and whether it is exclusive; draft 4: a boolean modifying minimum/maximum,
+    // later: a number of its own
+    let bound = |inclusive: &str, exclusive: &str| match s.get(exclusive) {
+        Some(Value::Bool(true)) => (num(s.get(inclusive)), true),
+        Some(v @ Value::Number(_)) => (Some(v.to_string()), true),
+        _ => (num(s.get(inclusive)), false),
+    };
+    let (min, xmin) = bound("minimum", "exclusiveMinimum");
+    let (max, xmax) = bound("maximum", "exclusiveMaximum");
     if num_ty {
         if let Some(v) = max {
             out.push(format!("{n} {} {v}", if xmax { "<" } else { "<=" }));
