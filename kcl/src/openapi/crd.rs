@@ -1,14 +1,14 @@
 //! CustomResourceDefinition `openAPIV3Schema`s to schemas: the custom resource's kind, plus one
 //! schema per nested object, named after its path (`ServiceMonitorSpecEndpoints`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde_json::Value as Json;
 
 use super::OpenApiError;
 use super::emit::{json_lit, str_lit};
 use super::model::{Attr, Check, SchemaDef, Ty};
-use super::swagger::{desc, scalar};
+use super::swagger::{desc, properties, scalar};
 
 /// The package of a CRD version: `monitoring.coreos.com` `v1` -> `monitoring_coreos_com.v1`.
 pub fn package_of(group: &str, version: &str) -> String {
@@ -121,11 +121,7 @@ impl Gen<'_> {
             .and_then(Json::as_array)
             .map(|a| a.iter().filter_map(Json::as_str).collect())
             .unwrap_or_default();
-        let props: BTreeMap<&String, &Json> = s
-            .get("properties")
-            .and_then(Json::as_object)
-            .map(|m| m.iter().collect())
-            .unwrap_or_default();
+        let props = properties(s);
         let mut attrs = Vec::new();
         let mut checks = Vec::new();
         for (pname, p) in props {

@@ -139,11 +139,7 @@ pub fn schemas(doc: &Json) -> Result<Vec<SchemaDef>, OpenApiError> {
                 };
                 (api_version, s("kind").to_string())
             });
-        let props: BTreeMap<&String, &Json> = def
-            .get("properties")
-            .and_then(Json::as_object)
-            .map(|m| m.iter().collect())
-            .unwrap_or_default();
+        let props = properties(def);
         let mut attrs = Vec::new();
         for (pname, p) in props {
             let at = format!("definitions.{key}.properties.{pname}");
@@ -181,6 +177,14 @@ pub fn schemas(doc: &Json) -> Result<Vec<SchemaDef>, OpenApiError> {
         });
     }
     Ok(out)
+}
+
+/// A schema's `properties`, sorted by name (generated attributes come in that order).
+pub fn properties(def: &Json) -> BTreeMap<&String, &Json> {
+    def.get("properties")
+        .and_then(Json::as_object)
+        .map(|m| m.iter().collect())
+        .unwrap_or_default()
 }
 
 pub fn desc(v: &Json) -> String {
