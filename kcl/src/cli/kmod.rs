@@ -302,15 +302,18 @@ fn parse_source(
     f: &SourceArgs,
     path_flag: Option<&str>,
 ) -> anyhow::Result<(String, Source)> {
-    if let Some(url) = &f.git {
-        return Ok((
+    let git = |url: &str| -> anyhow::Result<(String, Source)> {
+        Ok((
             repo_name(url),
             Source::Git {
-                url: url.clone(),
+                url: url.to_string(),
                 reference: git_ref(f)?,
                 package: None,
             },
-        ));
+        ))
+    };
+    if let Some(url) = &f.git {
+        return git(url);
     }
     if let Some(url) = &f.oci {
         return oci_source(url, f.tag.clone());
@@ -342,14 +345,7 @@ fn parse_source(
         return oci_source(s, f.tag.clone());
     }
     if is_git_url(s) {
-        return Ok((
-            repo_name(s),
-            Source::Git {
-                url: s.to_string(),
-                reference: git_ref(f)?,
-                package: None,
-            },
-        ));
+        return git(s);
     }
     if cwd.join(s).is_dir() {
         return local(s);
