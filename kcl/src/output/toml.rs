@@ -312,14 +312,7 @@ impl Enc {
             if matches!(v, Y::Null) {
                 return Err(TomlError::NoneValue(key_str(&with(key, k))));
             }
-            if inline {
-                self.key_value(&[k.to_string()], v, true)?;
-                if i + 1 != n {
-                    self.w(", ");
-                }
-            } else {
-                self.encode(&with(key, k), v)?;
-            }
+            self.member(key, k, v, inline, i + 1 != n)?;
         }
         if inline {
             self.w("}");
@@ -350,18 +343,25 @@ impl Enc {
                 if matches!(v, Y::Null) {
                     continue;
                 }
-                if inline {
-                    self.key_value(&[k.to_string()], v, true)?;
-                    if trail || i + 1 != n {
-                        self.w(", ");
-                    }
-                } else {
-                    self.encode(&with(key, k), v)?;
-                }
+                self.member(key, k, v, inline, trail || i + 1 != n)?;
             }
         }
         if inline {
             self.w("}");
+        }
+        Ok(())
+    }
+
+    /// One member `k` of the map at `key`: `k = v` inside an inline table (then `, ` when
+    /// `comma`), else a key or table of its own.
+    fn member(&mut self, key: &[String], k: &str, v: &Y, inline: bool, comma: bool) -> R {
+        if inline {
+            self.key_value(&[k.to_string()], v, true)?;
+            if comma {
+                self.w(", ");
+            }
+        } else {
+            self.encode(&with(key, k), v)?;
         }
         Ok(())
     }
