@@ -272,17 +272,7 @@ fn entry(tree: &mut Tree, mark: Mark, depth: usize, key: &str, v: &Value) {
                 item_entry(tree, mark, depth + 1, item);
             }
         }
-        _ => {
-            let lines = folded(v);
-            if lines.len() == 1 {
-                tree.push(mark, depth, format!("{k}: {}", lines[0]));
-            } else {
-                tree.push(mark, depth, format!("{k}: |"));
-                for line in lines {
-                    tree.push(mark, depth + 1, line);
-                }
-            }
-        }
+        _ => leaf(tree, mark, depth, &format!("{k}:"), v),
     }
 }
 
@@ -309,16 +299,20 @@ fn item_entry(tree: &mut Tree, mark: Mark, depth: usize, item: &Value) {
                 item_entry(tree, mark, depth + 1, i);
             }
         }
-        _ => {
-            let lines = folded(item);
-            if lines.len() == 1 {
-                tree.push(mark, depth, format!("- {}", lines[0]));
-            } else {
-                tree.push(mark, depth, "- |".into());
-                for line in lines {
-                    tree.push(mark, depth + 1, line);
-                }
-            }
+        _ => leaf(tree, mark, depth, "-", item),
+    }
+}
+
+/// A scalar (or empty) value after `head` (`key:` or `-`): on the same line, or as a `|` block
+/// when it folds to several lines.
+fn leaf(tree: &mut Tree, mark: Mark, depth: usize, head: &str, v: &Value) {
+    let lines = folded(v);
+    if lines.len() == 1 {
+        tree.push(mark, depth, format!("{head} {}", lines[0]));
+    } else {
+        tree.push(mark, depth, format!("{head} |"));
+        for line in lines {
+            tree.push(mark, depth + 1, line);
         }
     }
 }
