@@ -387,14 +387,18 @@ impl OpsSpec {
         Ok(spec)
     }
 
-    /// Operation indices in an order that respects `dependsOn` (checked for cycles).
-    pub fn order(&self) -> Result<Dag, OpsError> {
-        let position: HashMap<&str, usize> = self
-            .operations
+    /// Each operation's index by its name (what `dependsOn` names).
+    pub(crate) fn positions(&self) -> HashMap<&str, usize> {
+        self.operations
             .iter()
             .enumerate()
             .map(|(i, o)| (o.name.as_str(), i))
-            .collect();
+            .collect()
+    }
+
+    /// Operation indices in an order that respects `dependsOn` (checked for cycles).
+    pub fn order(&self) -> Result<Dag, OpsError> {
+        let position = self.positions();
         let mut edges = Vec::new();
         for (i, op) in self.operations.iter().enumerate() {
             for dep in &op.depends_on {

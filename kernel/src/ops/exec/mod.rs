@@ -396,12 +396,7 @@ pub async fn execute(
     // Operations walk their `dependsOn` DAG on the kernel's one DAG walker (the one apply uses):
     // an operation that does not fully recover skips its dependents, and after an interrupt
     // none starts. Each walker thread drives its operation's async steps on this runtime.
-    let index: HashMap<&str, usize> = spec
-        .operations
-        .iter()
-        .enumerate()
-        .map(|(i, o)| (o.name.as_str(), i))
-        .collect();
+    let index = spec.positions();
     let deps: Vec<Vec<usize>> = spec
         .operations
         .iter()
