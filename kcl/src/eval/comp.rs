@@ -108,11 +108,7 @@ impl Evaluator {
         }
         match (*name, &arg.kind) {
             ("sum", ExprKind::ListComp(c)) => {
-                let scope = Scope::new_loop(ctx.locals.clone());
-                let c2 = Ctx {
-                    locals: Some(scope),
-                    ..ctx.clone()
-                };
+                let c2 = ctx.in_loop();
                 let mut acc = Value::Int(0);
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let v = this.eval(cx, &c.elt)?;

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use super::call::PluginFn;
-use super::{Closure, Ctx, EvalError, EvalResult, Evaluator, ModuleRef, Scope};
+use super::{Closure, Ctx, EvalError, EvalResult, Evaluator, ModuleRef};
 use crate::ast::{self, Expr, ExprKind, Span};
 use crate::value::{self, ConfigOp, Dict, ErrKind, Func, Str, Value};
 
@@ -287,11 +287,7 @@ impl Evaluator {
             }
             ExprKind::ListComp(c) => {
                 let mut out = Vec::new();
-                let scope = Scope::new_loop(ctx.locals.clone());
-                let c2 = Ctx {
-                    locals: Some(scope),
-                    ..ctx.clone()
-                };
+                let c2 = ctx.in_loop();
                 let mut first = true;
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     if first {
@@ -316,11 +312,7 @@ impl Evaluator {
             }
             ExprKind::DictComp(c) => {
                 let mut d = Dict::new();
-                let scope = Scope::new_loop(ctx.locals.clone());
-                let c2 = Ctx {
-                    locals: Some(scope),
-                    ..ctx.clone()
-                };
+                let c2 = ctx.in_loop();
                 self.comp(&c2, &c.clauses, 0, &mut |this, cx| {
                     let k = match this.eval(cx, &c.key)? {
                         Value::Str(s) => s,

@@ -266,6 +266,16 @@ pub struct Ctx {
     pub in_lambda: bool,
 }
 
+impl Ctx {
+    /// This context with a fresh scope for a comprehension's loop variables.
+    fn in_loop(&self) -> Ctx {
+        Ctx {
+            locals: Some(Scope::new_loop(self.locals.clone())),
+            ..self.clone()
+        }
+    }
+}
+
 /// An imported module value.
 pub enum ModuleRef {
     Pkg(Rc<Pkg>),
