@@ -471,12 +471,7 @@ impl<'a> Printer<'a> {
                 self.out.push('\n');
                 self.pad();
             } else {
-                for (i, m) in s.mixins.iter().enumerate() {
-                    if i > 0 {
-                        self.w(", ");
-                    }
-                    self.identifier(m);
-                }
+                self.comma_sep(&s.mixins, |f, m| f.identifier(m));
             }
             self.w("]\n");
             self.last_hi = s.mixins.last().map(|m| m.span.hi).unwrap_or(first);
@@ -597,12 +592,7 @@ impl<'a> Printer<'a> {
         }
         if !r.parents.is_empty() {
             self.w("(");
-            for (i, p) in r.parents.iter().enumerate() {
-                if i > 0 {
-                    self.w(", ");
-                }
-                self.identifier(p);
-            }
+            self.comma_sep(&r.parents, |f, p| f.identifier(p));
             self.w(")");
         }
         self.def_header_end(r.for_host.as_ref(), r.doc.as_ref());
@@ -629,6 +619,16 @@ impl<'a> Printer<'a> {
             self.w(t);
             self.out.push('\n');
             self.last_hi = d.span.hi;
+        }
+    }
+
+    /// `a, b, c` on one line, each item printed by `item`.
+    fn comma_sep<T>(&mut self, items: &[T], item: impl Fn(&mut Self, &T)) {
+        for (i, it) in items.iter().enumerate() {
+            if i > 0 {
+                self.w(", ");
+            }
+            item(self, it);
         }
     }
 
@@ -685,12 +685,7 @@ impl<'a> Printer<'a> {
             }
             TypeKind::Function { params, ret } => {
                 self.w("(");
-                for (i, p) in params.iter().enumerate() {
-                    if i > 0 {
-                        self.w(", ");
-                    }
-                    self.ty(p);
-                }
+                self.comma_sep(params, |f, p| f.ty(p));
                 self.w(")");
                 if let Some(r) = ret {
                     self.w(" -> ");
@@ -835,12 +830,7 @@ impl<'a> Printer<'a> {
             ExprKind::Quant(q) => {
                 self.w(q.op.as_str());
                 self.w(" ");
-                for (i, v) in q.vars.iter().enumerate() {
-                    if i > 0 {
-                        self.w(", ");
-                    }
-                    self.name(*v);
-                }
+                self.comma_sep(&q.vars, |f, v| f.name(*v));
                 self.w(" in ");
                 self.expr(&q.target);
                 let brace = self.src[q.target.span.hi as usize..]
@@ -913,12 +903,7 @@ impl<'a> Printer<'a> {
     fn clauses(&mut self, cs: &[CompClause]) {
         for c in cs {
             self.w(" for ");
-            for (i, t) in c.targets.iter().enumerate() {
-                if i > 0 {
-                    self.w(", ");
-                }
-                self.identifier(t);
-            }
+            self.comma_sep(&c.targets, |f, t| f.identifier(t));
             self.w(" in ");
             self.expr(&c.iter);
             for f in &c.ifs {
@@ -946,12 +931,7 @@ impl<'a> Printer<'a> {
         }
         if !multi {
             self.w("[");
-            for (i, it) in items.iter().enumerate() {
-                if i > 0 {
-                    self.w(", ");
-                }
-                self.expr(it);
-            }
+            self.comma_sep(items, |f, it| f.expr(it));
             self.w("]");
             return;
         }
@@ -1032,12 +1012,7 @@ impl<'a> Printer<'a> {
                 .any(|e| matches!(e.kind, ConfigEntryKind::If(_)));
         if !multi {
             self.w("{");
-            for (i, en) in entries.iter().enumerate() {
-                if i > 0 {
-                    self.w(", ");
-                }
-                self.entry(en);
-            }
+            self.comma_sep(entries, |f, en| f.entry(en));
             self.w("}");
             return;
         }
