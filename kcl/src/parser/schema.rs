@@ -285,18 +285,23 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// One `test [if cond] [, msg]` line of a check block.
+    fn parse_check_expr(&mut self) -> CheckExpr {
+        let lo = self.tk().lo;
+        let (test, if_cond, msg) = self.parse_test_if_msg();
+        CheckExpr {
+            test,
+            if_cond,
+            msg,
+            span: self.since(lo),
+        }
+    }
+
     fn parse_check_block(&mut self, header_indent: u32) -> Vec<CheckExpr> {
         let mut out = Vec::new();
         let t = self.tk();
         if !t.nl && t.tok != Tok::Eof {
-            let lo = t.lo;
-            let (test, if_cond, msg) = self.parse_test_if_msg();
-            out.push(CheckExpr {
-                test,
-                if_cond,
-                msg,
-                span: self.since(lo),
-            });
+            out.push(self.parse_check_expr());
             return out;
         }
         if t.tok == Tok::Eof || t.indent <= header_indent {
@@ -311,14 +316,7 @@ impl<'a> Parser<'a> {
             }
             let start = self.pos;
             self.stmt_start = self.pos;
-            let lo = t.lo;
-            let (test, if_cond, msg) = self.parse_test_if_msg();
-            out.push(CheckExpr {
-                test,
-                if_cond,
-                msg,
-                span: self.since(lo),
-            });
+            out.push(self.parse_check_expr());
             self.finish_stmt(start);
         }
         out
