@@ -79,19 +79,8 @@ impl<'a> Parser<'a> {
         if !self.enter() {
             return Expr::missing(self.since(lo));
         }
-        let cond = self.parse_expr();
-        self.expect(Tok::Colon, ":");
-        let body = self.parse_list_if_body(header_indent);
-        let mut orelse = Vec::new();
-        let t = self.tk();
-        let aligned = !t.nl || t.indent == header_indent;
-        if t.tok == Tok::Elif && aligned {
-            orelse.push(self.parse_list_if());
-        } else if t.tok == Tok::Else && aligned {
-            self.bump();
-            self.expect(Tok::Colon, ":");
-            orelse = self.parse_list_if_body(header_indent);
-        }
+        let (cond, body, orelse) =
+            self.parse_if_parts(header_indent, Self::parse_list_if_body, Self::parse_list_if);
         self.depth -= 1;
         Expr {
             kind: ExprKind::ListIf(Box::new(ListIfItem { cond, body, orelse })),
@@ -103,6 +92,30 @@ impl<'a> Parser<'a> {
         self.parse_if_body(header_indent, Tok::RBracket, |p, out| {
             out.push(p.parse_list_item())
         })
+    }
+
+    /// What follows a list or config `if`: `cond: body`, then an `elif` (one nested item that
+    /// `nested` parses) or `else: body`, either lined up with the `if`.
+    fn parse_if_parts<T>(
+        &mut self,
+        header_indent: u32,
+        body: fn(&mut Self, u32) -> Vec<T>,
+        nested: fn(&mut Self) -> T,
+    ) -> (Expr, Vec<T>, Vec<T>) {
+        let cond = self.parse_expr();
+        self.expect(Tok::Colon, ":");
+        let then = body(self, header_indent);
+        let mut orelse = Vec::new();
+        let t = self.tk();
+        let aligned = !t.nl || t.indent == header_indent;
+        if t.tok == Tok::Elif && aligned {
+            orelse.push(nested(self));
+        } else if t.tok == Tok::Else && aligned {
+            self.bump();
+            self.expect(Tok::Colon, ":");
+            orelse = body(self, header_indent);
+        }
+        (cond, then, orelse)
     }
 
     /// The body of a list or config `if`/`elif`/`else`: one item on the header's line, or an
@@ -296,19 +309,11 @@ impl<'a> Parser<'a> {
                 })),
             };
         }
-        let cond = self.parse_expr();
-        self.expect(Tok::Colon, ":");
-        let body = self.parse_config_if_body(header_indent);
-        let mut orelse = Vec::new();
-        let t = self.tk();
-        let aligned = !t.nl || t.indent == header_indent;
-        if t.tok == Tok::Elif && aligned {
-            orelse.push(self.parse_config_if());
-        } else if t.tok == Tok::Else && aligned {
-            self.bump();
-            self.expect(Tok::Colon, ":");
-            orelse = self.parse_config_if_body(header_indent);
-        }
+        let (cond, body, orelse) = self.parse_if_parts(
+            header_indent,
+            Self::parse_config_if_body,
+            Self::parse_config_if,
+        );
         self.depth -= 1;
         ConfigEntry {
             kind: ConfigEntryKind::If(Box::new(ConfigIf {
