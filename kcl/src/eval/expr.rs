@@ -581,16 +581,7 @@ impl Evaluator {
                 let Value::Int(idx) = *i else {
                     return Err(not_subscriptable(v, i, span));
                 };
-                let n = l.len() as i64;
-                let j = if idx < 0 { n + idx } else { idx };
-                if j < 0 || j >= n {
-                    return Err(EvalError::new(
-                        ErrKind::Evaluation,
-                        index_error("list", n, idx),
-                        Some(span),
-                    ));
-                }
-                Ok(l[j as usize].clone())
+                Ok(l[checked_index("list", l.len(), idx, span)?].clone())
             }
             // a missing key is Undefined, also for `?[` (which only guards the receiver)
             (Value::Dict(_) | Value::Schema(_), Value::Str(k)) => Ok(v
@@ -610,16 +601,8 @@ impl Evaluator {
                     return Err(not_subscriptable(v, i, span));
                 };
                 let chars: Vec<char> = s.chars().collect();
-                let n = chars.len() as i64;
-                let j = if idx < 0 { n + idx } else { idx };
-                if j < 0 || j >= n {
-                    return Err(EvalError::new(
-                        ErrKind::Evaluation,
-                        index_error("string", n, idx),
-                        Some(span),
-                    ));
-                }
-                Ok(Value::from(chars[j as usize].to_string()))
+                let j = checked_index("string", chars.len(), idx, span)?;
+                Ok(Value::from(chars[j].to_string()))
             }
             _ => Err(not_subscriptable(v, i, span)),
         }
@@ -671,14 +654,20 @@ impl EvalError {
     }
 }
 
-/// Upstream's words for an index out of range: a negative one is reported by the Rust
-/// runtime beneath it.
-fn index_error(what: &str, len: i64, idx: i64) -> String {
-    if idx < 0 {
-        format!("index out of bounds: the len is {len} but the index is {idx}")
-    } else {
-        format!("{what} index out of range: {idx}")
+/// `idx` (negative from the end) as a position in a `what` of `len` items, or upstream's words
+/// for an index out of range: a negative one is reported by the Rust runtime beneath it.
+fn checked_index(what: &str, len: usize, idx: i64, span: Span) -> EvalResult<usize> {
+    let n = len as i64;
+    let j = if idx < 0 { n + idx } else { idx };
+    if j < 0 || j >= n {
+        let msg = if idx < 0 {
+            format!("index out of bounds: the len is {n} but the index is {idx}")
+        } else {
+            format!("{what} index out of range: {idx}")
+        };
+        return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
     }
+    Ok(j as usize)
 }
 
 /// Upstream's run-time error for an attribute of a function value (a lambda, a schema type):
