@@ -430,19 +430,12 @@ impl<'a> Printer<'a> {
 
     fn schema(&mut self, s: &SchemaStmt, _span: Span) {
         let bound = self.bound;
-        self.decorators(&s.decorators);
-        self.pad();
-        self.w(match s.kind {
+        let keyword = match s.kind {
             SchemaKind::Schema => "schema ",
             SchemaKind::Mixin => "mixin ",
             SchemaKind::Protocol => "protocol ",
-        });
-        self.w(s.name.sym.as_str());
-        if let Some(ps) = &s.params {
-            self.w("[");
-            self.params(ps);
-            self.w("]");
-        }
+        };
+        self.def_header_start(&s.decorators, keyword, s.name, s.params.as_deref());
         if let Some(p) = &s.parent {
             self.w("(");
             self.identifier(p);
@@ -581,15 +574,7 @@ impl<'a> Printer<'a> {
 
     fn rule(&mut self, r: &RuleStmt, _span: Span) {
         let bound = self.bound;
-        self.decorators(&r.decorators);
-        self.pad();
-        self.w("rule ");
-        self.w(r.name.sym.as_str());
-        if let Some(ps) = &r.params {
-            self.w("[");
-            self.params(ps);
-            self.w("]");
-        }
+        self.def_header_start(&r.decorators, "rule ", r.name, r.params.as_deref());
         if !r.parents.is_empty() {
             self.w("(");
             self.comma_sep(&r.parents, |f, p| f.identifier(p));
@@ -600,6 +585,25 @@ impl<'a> Printer<'a> {
         self.indent -= 1;
         if self.out.ends_with('\n') {
             self.out.pop();
+        }
+    }
+
+    /// The start of a schema's or rule's header: its decorators, then `keyword name[params]`.
+    fn def_header_start(
+        &mut self,
+        decorators: &[Decorator],
+        keyword: &str,
+        name: Name,
+        params: Option<&[Param]>,
+    ) {
+        self.decorators(decorators);
+        self.pad();
+        self.w(keyword);
+        self.w(name.sym.as_str());
+        if let Some(ps) = params {
+            self.w("[");
+            self.params(ps);
+            self.w("]");
         }
     }
 
