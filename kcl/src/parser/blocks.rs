@@ -91,9 +91,7 @@ impl<'a> Parser<'a> {
                 self.error(span, format!("expected one of [\"}}\"] got {got}"));
             }
             _ => {
-                if !self.expect(Tok::RBrace, "}") {
-                    self.skip_to_closer(Tok::RBrace);
-                }
+                self.expect_closer(Tok::RBrace, "}");
             }
         }
         self.lambda_braces.pop();

@@ -17,9 +17,7 @@ impl<'a> Parser<'a> {
             if elts.is_empty() && self.at(Tok::For) {
                 let clauses = self.parse_comp_clauses();
                 self.ctx.pop();
-                if !self.expect(Tok::RBracket, "]") {
-                    self.skip_to_closer(Tok::RBracket);
-                }
+                self.expect_closer(Tok::RBracket, "]");
                 let span = self.since(lo);
                 return Expr {
                     kind: ExprKind::ListComp(Box::new(ListComp { elt: item, clauses })),
@@ -48,9 +46,7 @@ impl<'a> Parser<'a> {
             break;
         }
         self.ctx.pop();
-        if !self.expect(Tok::RBracket, "]") {
-            self.skip_to_closer(Tok::RBracket);
-        }
+        self.expect_closer(Tok::RBracket, "]");
         Expr {
             kind: ExprKind::List(elts.into_boxed_slice()),
             span: self.since(lo),
@@ -205,9 +201,7 @@ impl<'a> Parser<'a> {
                 let clauses = self.parse_comp_clauses();
                 self.ctx.pop();
                 self.no_schema_brace = saved;
-                if !self.expect(Tok::RBrace, "}") {
-                    self.skip_to_closer(Tok::RBrace);
-                }
+                self.expect_closer(Tok::RBrace, "}");
                 let comp = DictComp {
                     key,
                     op,
@@ -244,9 +238,7 @@ impl<'a> Parser<'a> {
         }
         self.ctx.pop();
         self.no_schema_brace = saved;
-        if !self.expect(Tok::RBrace, "}") {
-            self.skip_to_closer(Tok::RBrace);
-        }
+        self.expect_closer(Tok::RBrace, "}");
         // the tree lives for the whole run: no growth slack (entries are ~100 bytes each)
         Expr {
             kind: ExprKind::Config(entries.into_boxed_slice()),

@@ -448,10 +448,15 @@ impl<'a> Parser<'a> {
             }
         }
         self.ctx.pop();
-        if !self.expect(Tok::RParen, ")") {
-            self.skip_to_closer(Tok::RParen);
-        }
+        self.expect_closer(Tok::RParen, ")");
         args
+    }
+
+    /// The closing bracket `close`, or an error and a skip to (and past) the matching one.
+    pub(super) fn expect_closer(&mut self, close: Tok, text: &str) {
+        if !self.expect(close, text) {
+            self.skip_to_closer(close);
+        }
     }
 
     /// Error recovery inside a bracket: skip to (and consume) the matching closer.
@@ -543,9 +548,7 @@ impl<'a> Parser<'a> {
                 let inner = self.parse_expr();
                 self.no_schema_brace = saved;
                 self.ctx.pop();
-                if !self.expect(Tok::RParen, ")") {
-                    self.skip_to_closer(Tok::RParen);
-                }
+                self.expect_closer(Tok::RParen, ")");
                 Expr {
                     kind: ExprKind::Paren(Box::new(inner)),
                     span: self.since(t.lo),
