@@ -966,13 +966,10 @@ impl<'a> Printer<'a> {
         self.last_hi = span.hi;
     }
 
-    /// `if` item of a list; printed as a block (we are at the item's position on its line).
-    fn list_if(&mut self, li: &ListIfItem, is_elif: bool) {
-        self.w(if is_elif { "elif " } else { "if " });
-        self.expr(&li.cond);
-        self.w(":");
+    /// A list `if` branch's items, one a line, a level deeper than the `if`.
+    fn list_if_items(&mut self, items: &[Expr]) {
         self.indent += 1;
-        for it in &li.body {
+        for it in items {
             self.inner_comments_before(it.span.lo);
             self.out.push('\n');
             self.pad();
@@ -980,6 +977,14 @@ impl<'a> Printer<'a> {
             self.last_hi = it.span.hi;
         }
         self.indent -= 1;
+    }
+
+    /// `if` item of a list; printed as a block (we are at the item's position on its line).
+    fn list_if(&mut self, li: &ListIfItem, is_elif: bool) {
+        self.w(if is_elif { "elif " } else { "if " });
+        self.expr(&li.cond);
+        self.w(":");
+        self.list_if_items(&li.body);
         if let [only] = li.orelse.as_slice()
             && let ExprKind::ListIf(inner) = &only.kind
             && self.text(only.span).starts_with("elif")
@@ -992,15 +997,7 @@ impl<'a> Printer<'a> {
             self.out.push('\n');
             self.pad();
             self.w("else:");
-            self.indent += 1;
-            for it in &li.orelse {
-                self.inner_comments_before(it.span.lo);
-                self.out.push('\n');
-                self.pad();
-                self.expr(it);
-                self.last_hi = it.span.hi;
-            }
-            self.indent -= 1;
+            self.list_if_items(&li.orelse);
         }
     }
 
