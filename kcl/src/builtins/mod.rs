@@ -281,7 +281,7 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
         Value::Schema(s) => s.name.to_string(),
         Value::Func(f) if matches!(&**f, value::Func::User { is_type: true, .. }) => "type".into(),
         Value::None => "None".into(),
-        Value::Undefined => "Undefined".into(),
+        Value::Undefined => "UndefinedType".into(),
         other => other.type_name(),
     }))
 }

@@ -197,7 +197,6 @@ join_host_port(host: str, port: int | str) -> str | host:port.
 fqdn(name: str = \"\") -> str | The fully qualified domain name.
 parse_IP(ip: str) -> str | The IP address in canonical form (empty when invalid).
 to_IP4(ip: str) -> str | The IPv4 form of an address.
-to_IP16(ip: str) -> str | The 16-byte form of an address.
 IP_string(ip: str) -> str | The address as a string.
 is_IPv4(ip: str) -> bool | Whether the address is IPv4.
 is_IP(ip: str) -> bool | Whether the text is an IP address.

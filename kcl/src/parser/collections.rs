@@ -163,10 +163,12 @@ impl<'a> Parser<'a> {
                 // Recover like upstream: keep parsing what follows as the iterable.
             }
             let iter = self.parse_or_test();
+            // one filter per clause, a full expression as upstream's (`if a if b else c` is
+            // one conditional expression)
             let mut ifs = Vec::new();
-            while self.at(Tok::If) {
+            if self.at(Tok::If) {
                 self.bump();
-                ifs.push(self.parse_or_test());
+                ifs.push(self.parse_expr());
             }
             clauses.push(CompClause {
                 targets,

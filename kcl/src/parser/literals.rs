@@ -1,7 +1,7 @@
 //! Literal expressions: numbers (with unit suffixes), strings in all their quotings, and the
 //! `${...}` interpolations inside strings, parsed as embedded expressions.
 
-use super::strings::{Piece, shape, split_interpolations, unescape};
+use super::strings::{Piece, bad_escape, shape, split_interpolations, unescape, unescape_literal};
 use super::{Ctx, Parser};
 use crate::ast::*;
 use crate::lexer::lex;
@@ -44,6 +44,11 @@ impl<'a> Parser<'a> {
         let text = self.text(t);
         let sh = shape(text, raw, triple);
         let content = &text[sh.open..text.len() - sh.close];
+        if !raw && content.contains('\\') && bad_escape(content) {
+            // upstream points at the content's start
+            let lo = t.lo + sh.open as u32;
+            self.error(self.span(lo, lo + 1), "invalid string syntax");
+        }
         if raw || (!content.contains('\\') && !content.contains("${")) {
             // Common case: no escapes, one allocation straight into the Arc.
             return Expr {
@@ -69,15 +74,13 @@ impl<'a> Parser<'a> {
             match piece {
                 Piece::Lit(a, b) => {
                     let mut s = String::new();
-                    unescape(&content[a..b], &mut s);
+                    unescape_literal(&content[a..b], &mut s);
                     parts.push(StrPart::Lit(Arc::from(s)));
                 }
                 Piece::Unclosed(at) => {
-                    let lo = content_base + at as u32;
-                    self.error(
-                        self.span(lo, lo + 2),
-                        "invalid string interpolation expression: missing '}'",
-                    );
+                    // upstream points at the string's end
+                    let end = content_base + content.len() as u32;
+                    self.error(self.span(end, end + 1), "invalid joined string");
                     let mut s = String::new();
                     unescape(&content[at..], &mut s);
                     parts.push(StrPart::Lit(Arc::from(s)));

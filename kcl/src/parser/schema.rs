@@ -85,7 +85,7 @@ impl<'a> Parser<'a> {
             self.bump();
             for_host = self.parse_identifier();
         }
-        if !self.expect(Tok::Colon, ":") {
+        if !self.expect_header_colon() {
             self.recover_to_line_end();
         }
         for_host
@@ -167,6 +167,11 @@ impl<'a> Parser<'a> {
                 }
                 self.ctx.pop();
                 self.expect(Tok::RBracket, "]");
+            } else if self.ident_is(0, "check") && self.nth(1).nl && self.nth(1).tok != Tok::Eof {
+                // `check` ending its line: the keyword wants its `:`
+                self.bump();
+                self.expect_header_colon();
+                self.recover_to_line_end();
             } else if self.ident_is(0, "check") && self.nth(1).tok == Tok::Colon {
                 let check_indent = if t.nl { t.indent } else { self.line_indent };
                 self.bump();

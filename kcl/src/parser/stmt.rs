@@ -424,7 +424,7 @@ impl<'a> Parser<'a> {
             return self.parse_suite(header_indent);
         }
         // Inside a schema body an `if` block may declare attributes.
-        if !self.expect(Tok::Colon, ":") {
+        if !self.expect_header_colon() {
             self.recover_to_line_end();
         }
         let t = self.tk();

@@ -61,7 +61,6 @@ pub(crate) fn unescape(s: &str, out: &mut String) {
             '\\' => out.push('\\'),
             '\'' => out.push('\''),
             '"' => out.push('"'),
-            '$' => out.push('$'),
             'n' => out.push('\n'),
             't' => out.push('\t'),
             'r' => out.push('\r'),
@@ -98,8 +97,9 @@ pub(crate) fn unescape(s: &str, out: &mut String) {
                         _ => break,
                     }
                 }
-                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                    Some(c) if hex.len() == n => out.push(c),
+                match u32::from_str_radix(&hex, 16).ok() {
+                    // a surrogate is the replacement character, as upstream's
+                    Some(v) if hex.len() == n => out.push(char::from_u32(v).unwrap_or('\u{fffd}')),
                     _ => {
                         out.push('\\');
                         out.push(e);
@@ -115,6 +115,62 @@ pub(crate) fn unescape(s: &str, out: &mut String) {
     }
 }
 
+/// Whether `s` (a non-raw string's content) has an escape upstream's lexer rejects: `\x`,
+/// `\u` and `\U` without their 2, 4 or 8 hex digits (or beyond U+10FFFF), `\N` without a
+/// braced name.
+pub(crate) fn bad_escape(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let n = match b.get(i + 1) {
+            Some(b'x') => 2,
+            Some(b'u') => 4,
+            Some(b'U') => 8,
+            Some(b'N') => {
+                let rest = &b[i + 2..];
+                if rest.first() != Some(&b'{') || !rest.contains(&b'}') {
+                    return true;
+                }
+                i += 2;
+                continue;
+            }
+            _ => {
+                i += 2;
+                continue;
+            }
+        };
+        let hex = b.get(i + 2..i + 2 + n);
+        match hex {
+            Some(h) if h.iter().all(u8::is_ascii_hexdigit) => {
+                let v = std::str::from_utf8(h)
+                    .ok()
+                    .and_then(|h| u32::from_str_radix(h, 16).ok());
+                if v.is_none_or(|v| v > 0x10ffff) {
+                    return true;
+                }
+            }
+            _ => return true,
+        }
+        i += 2 + n;
+    }
+    false
+}
+
+/// Appends the decoded form of a literal piece of an interpolated string: as [`unescape`],
+/// then upstream drops the backslash before each literal `${` (`"\\${x}"` is `${x}`).
+pub(crate) fn unescape_literal(s: &str, out: &mut String) {
+    if !s.contains("${") {
+        return unescape(s, out);
+    }
+    let mut t = String::with_capacity(s.len());
+    unescape(s, &mut t);
+    out.push_str(&t.replace("\\${", "${"));
+}
+
 /// A raw piece of string content: literal text or an interpolation.
 pub(crate) enum Piece {
     /// Byte range (relative to content) of literal, still-escaped text.
@@ -128,7 +184,9 @@ pub(crate) enum Piece {
     Unclosed(usize),
 }
 
-/// Splits string content into literal and `${...}` pieces (`\$` escapes a dollar).
+/// Splits string content into literal and `${...}` pieces. As upstream (which looks for `${`
+/// in the unescaped text), backslashes right before `${` make it literal text, still wanting
+/// its `}`; see [`unescape_literal`].
 pub(crate) fn split_interpolations(s: &str) -> Vec<Piece> {
     let b = s.as_bytes();
     let mut pieces = Vec::new();
@@ -136,7 +194,22 @@ pub(crate) fn split_interpolations(s: &str) -> Vec<Piece> {
     let mut i = 0;
     while i < b.len() {
         match b[i] {
-            b'\\' => i += 2,
+            b'\\' => {
+                let run = b[i..].iter().take_while(|&&c| c == b'\\').count();
+                let j = i + run;
+                if b.get(j) == Some(&b'$') && b.get(j + 1) == Some(&b'{') {
+                    match find_close(b, j + 2) {
+                        Some((end, _)) => i = end + 1,
+                        None => {
+                            pieces.push(Piece::Unclosed(lit_start));
+                            return pieces;
+                        }
+                    }
+                } else {
+                    // an odd run's last backslash escapes the next character
+                    i = j + run % 2;
+                }
+            }
             b'$' if b.get(i + 1) == Some(&b'{') => {
                 let start = i + 2;
                 match find_close(b, start) {
@@ -153,6 +226,9 @@ pub(crate) fn split_interpolations(s: &str) -> Vec<Piece> {
                         lit_start = i;
                     }
                     None => {
+                        if lit_start < i {
+                            pieces.push(Piece::Lit(lit_start, i));
+                        }
                         pieces.push(Piece::Unclosed(i));
                         return pieces;
                     }

@@ -112,10 +112,18 @@ impl<'a> Checker<'a> {
             }
             _ => None,
         };
+        // a callee of unknown type: upstream's resolver checks it as a variadic function,
+        // whose keyword values it never looks at (an undefined name there is Undefined at
+        // run time)
+        let unknown_callee = matches!(func_ty, Ty::Any)
+            && arity.is_none()
+            && str_method.is_none()
+            && builtin_params.is_none();
         let kw_tys: Vec<Ty> = args
             .keywords
             .iter()
             .map(|k| match str_method {
+                _ if unknown_callee => Ty::Any,
                 _ if matches!(&builtin_params, Some(ps) if !ps.as_ref().is_some_and(|ps| ps.iter().any(|(p, _)| *p == k.name.sym.as_str()))) => {
                     Ty::Any
                 }

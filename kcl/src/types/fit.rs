@@ -360,7 +360,20 @@ impl<'a> Checker<'a> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
-                    let Some(path) = key_path(key) else {
+                    // `name[0] = v`: upstream's resolver checks `v` against the attribute's
+                    // type, as if it replaced the whole attribute
+                    let path = key_path(key).or_else(|| match &key.kind {
+                        ExprKind::Subscript { value, index, .. }
+                            if super::infer::number_literal(index) =>
+                        {
+                            match &value.kind {
+                                ExprKind::Ident(n) => Some(vec![(*n, value.span)]),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    });
+                    let Some(path) = path else {
                         self.infer_config_key(env, key);
                         let t = self.infer(env, value);
                         self.check_insert(*op, &t, value.span);

@@ -460,6 +460,30 @@ impl<'a> Checker<'a> {
                     self.infer(env, &k.value);
                 }
             }
+            // `S {}` of a schema with required parameters: upstream's resolver checks the
+            // missing arguments as a call's
+            (None, Some(id))
+                if self.schema_is_plain(id)
+                    && self.schemas[id.0]
+                        .stmt
+                        .params
+                        .iter()
+                        .flatten()
+                        .any(|p| p.default.is_none()) =>
+            {
+                let f = self.schema_params(id);
+                let name = se
+                    .name
+                    .names
+                    .iter()
+                    .map(|n| n.sym.as_str())
+                    .collect::<Vec<_>>();
+                let none = ast::CallArgs {
+                    args: Vec::new(),
+                    keywords: Vec::new(),
+                };
+                self.lambda_call(env, Some(name.join(".")), &f, &none, e.span);
+            }
             (None, _) => {}
         }
         match (id, &strip_paren(&se.config).kind) {
@@ -559,9 +583,15 @@ impl<'a> Checker<'a> {
             env2 = env2.with_local(p.name.sym, t.clone());
             params.push((Some(p.name.sym), t, p.default.is_some()));
         }
-        // assignments in the body are locals
+        // assignments in the body are locals from where they are reached (see
+        // `lambda_body_inner`); those under an `if` from the start
         let mut locals = Vec::new();
-        collect_assigned(&l.body, &mut locals);
+        for s in &l.body {
+            if let StmtKind::If(i) = &s.kind {
+                collect_assigned(&i.body, &mut locals);
+                collect_assigned(&i.orelse, &mut locals);
+            }
+        }
         for s in locals {
             env2 = env2.with_local(s, Ty::Any);
         }
@@ -652,6 +682,17 @@ impl<'a> Checker<'a> {
                 }
             } else {
                 self.stmt(&env, s);
+                // upstream's lambda scope has a name once its assignment is reached
+                let mut names = Vec::new();
+                if !matches!(s.kind, StmtKind::If(_)) {
+                    collect_assigned(std::slice::from_ref(s), &mut names);
+                }
+                for n in names {
+                    if !typed.contains(&n) {
+                        typed.push(n);
+                        env = env.with_local(n, Ty::Any);
+                    }
+                }
             }
         }
         let env = &env;

@@ -164,6 +164,10 @@ struct Checker<'a> {
     last_receiver: Option<(Span, Ty)>,
     /// Lambda bodies being checked: their assignments bind locals, not package names.
     lambda_depth: u32,
+    /// The package-level names assigned by the statements before the one being checked
+    /// (see `check_immutable`): a lambda's `x op= v` on one of them is upstream's
+    /// ImmutableError.
+    assigned: FxHashMap<Symbol, Span>,
     /// The type a schema's unannotated attribute got from its first assignment in the body.
     schema_assigned: FxHashMap<(SchemaId, Symbol), Ty>,
     /// The package whose statements are being checked in order: there, a package-level name
@@ -255,6 +259,7 @@ impl<'a> Checker<'a> {
             stmt_start: None,
             last_receiver: None,
             lambda_depth: 0,
+            assigned: FxHashMap::default(),
             schema_assigned: FxHashMap::default(),
             checking: None,
             reached: Default::default(),

@@ -73,12 +73,14 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        let mut assigned: FxHashMap<Symbol, Span> = FxHashMap::default();
+        self.assigned.clear();
         self.checking = Some(pkg);
         for m in modules {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
+                let mut assigned = std::mem::take(&mut self.assigned);
                 self.check_immutable(s, &mut assigned);
+                self.assigned = assigned;
                 self.stmt_start = Some(s.span.shrink_to_lo());
                 self.stmt(&env, s);
                 // a config key's recorded type is read only inside its own literal: kept per
@@ -231,6 +233,15 @@ impl<'a> Checker<'a> {
             }
             StmtKind::Assign(a) => {
                 let top = env.schema.is_none() && self.lambda_depth == 0;
+                // in a lambda, `a.b = v` wants `a` in scope (resolved before the value)
+                if self.lambda_depth > 0 {
+                    for t in a.targets.iter().filter(|t| !t.path.is_empty()) {
+                        self.check_defined(env, t.name.sym, t.name.span.shrink_to_lo());
+                        if !self.errors.is_empty() {
+                            return;
+                        }
+                    }
+                }
                 match (&a.ty, a.targets.as_slice()) {
                     // `a: T = b = v` checks the value once, at the first target
                     (Some(t), [target, ..]) => {
@@ -306,6 +317,26 @@ impl<'a> Checker<'a> {
                 }
             }
             StmtKind::AugAssign(a) => {
+                // in a lambda, a package-level variable assigned before is found first, even
+                // under a parameter or local of its name: upstream reports it immutable
+                let n = a.target.name.sym;
+                if self.lambda_depth > 0
+                    && a.target.path.is_empty()
+                    && !n.as_str().starts_with('_')
+                    && let Some(&first) = self.assigned.get(&n)
+                {
+                    let e = EvalError::new(
+                        ErrKind::Immutable,
+                        format!("Immutable variable '{n}' is modified during compiling"),
+                        Some(a.target.span),
+                    )
+                    .with_note(
+                        first,
+                        format!("The variable '{n}' is declared here firstly"),
+                    );
+                    self.errors.push(e);
+                    return;
+                }
                 // upstream resolves the target before the value
                 self.check_defined(env, a.target.name.sym, a.target.span.shrink_to_lo());
                 if !self.errors.is_empty() {

@@ -186,6 +186,10 @@ pub(super) fn manifests(name: &str) -> Option<Value> {
             let opts = arg(a, k, 1, "opts");
             let get = |n: &str| opts.and_then(|o| o.as_dict()).and_then(|d| d.get(n)).is_some_and(|v| v.truthy());
             let sep = opts.and_then(|o| o.as_dict()).and_then(|d| d.get("sep")).map(value::to_str).unwrap_or_else(|| "---".into());
+            // upstream takes a list only
+            if !matches!(v, Value::List(_)) {
+                return Err(RtError::eval("invalid list value"));
+            }
             let mut docs = Vec::new();
             for x in v.iter_items()? {
                 let mut x = if get("ignore_private") { strip_private(&x) } else { x };

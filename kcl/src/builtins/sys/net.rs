@@ -76,7 +76,6 @@ pub(super) fn net(name: &str) -> Option<Value> {
         "fqdn" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(arg(a, k, 0, "name").cloned().unwrap_or(Value::str(""))) },
         "parse_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(ip(a, k, "parse_IP")?.map(|i| Value::from(i.to_string())).unwrap_or(Value::str(""))) },
         "to_IP4" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(match ip(a, k, "to_IP4")? { Some(IpAddr::V4(v)) => Value::from(v.to_string()), Some(IpAddr::V6(v)) => v.to_ipv4_mapped().map(|x| Value::from(x.to_string())).unwrap_or(Value::str("")), None => Value::str("") }) },
-        "to_IP16" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(match ip(a, k, "to_IP16")? { Some(IpAddr::V4(v)) => Value::from(v.to_ipv6_mapped().to_string()), Some(IpAddr::V6(v)) => Value::from(v.to_string()), None => Value::str("") }) },
         "to_IP6" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(match ip(a, k, "to_IP6")? { Some(IpAddr::V4(v)) => Value::from(v.to_ipv6_mapped().to_string()), Some(IpAddr::V6(v)) => Value::from(v.to_string()), None => Value::str("") }) },
         "IP_string" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(ip(a, k, "IP_string")?.map(|i| Value::from(i.to_string())).unwrap_or(Value::str(""))) },
         "is_IPv4" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(matches!(ip(a, k, "is_IPv4")?, Some(IpAddr::V4(_))))) },

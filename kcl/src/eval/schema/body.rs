@@ -191,13 +191,10 @@ impl Evaluator {
         let Some(val) = &attr.value else {
             return Ok(());
         };
-        // a config entry that overrides the attribute (`a = v`) replaces its default, which
-        // upstream then never evaluates (no errors, no instances from it)
+        // a config entry that overrides the attribute (`a = v`) replaces its default and its
+        // `+=` statements, which upstream then never evaluates (no errors, no instances from it)
         let k = attr.name.sym.as_str();
-        if !matches!(attr.op, Some(ast::AttrOp::Aug(_)))
-            && fr.config.map.contains_key(k)
-            && fr.config.op_of(k) == (ConfigOp::Override, None)
-        {
+        if fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None) {
             return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
         }
         let v = self.eval(ctx, val)?;
