@@ -161,12 +161,13 @@ impl Evaluator {
                             }
                         }
                         None if v.is_none_or_undefined() => {}
+                        // (a value of a statically known wrong type is the checker's error)
                         None => {
                             return Err(EvalError::new(
-                                ErrKind::Type,
+                                ErrKind::Evaluation,
                                 format!(
-                                    "only dict and schema can be used ** unpack, got '{}'",
-                                    v.type_name()
+                                    "only list, dict and schema object can be used with unpack operators * and **, got {}",
+                                    value::to_str(&v)
                                 ),
                                 Some(x.span),
                             ));

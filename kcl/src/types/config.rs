@@ -55,13 +55,15 @@ impl<'a> Checker<'a> {
                     vs.push(vt);
                 }
                 // `**d` brings the unpacked dict's key and value types
-                ast::ConfigEntryKind::Unpack { value: v, .. } => match self.infer(env, v) {
-                    Ty::Dict(kt, vt) => {
-                        ks.push((*kt).clone());
-                        vs.push((*vt).clone());
+                ast::ConfigEntryKind::Unpack { value: v, .. } => {
+                    match self.infer_unpacked(env, v) {
+                        Ty::Dict(kt, vt) => {
+                            ks.push((*kt).clone());
+                            vs.push((*vt).clone());
+                        }
+                        _ => known = false,
                     }
-                    _ => known = false,
-                },
+                }
                 ast::ConfigEntryKind::If(ci) => {
                     self.infer(env, &ci.cond);
                     let body = self.config_entry_types(env, &ci.body, ks, vs);
@@ -71,6 +73,30 @@ impl<'a> Checker<'a> {
             }
         }
         known
+    }
+
+    /// The value of a `**v` entry: upstream's resolver takes only a dict, a schema instance,
+    /// None or a value of unknown type.
+    pub(super) fn infer_unpacked(&mut self, env: &Env, v: &Expr) -> Ty {
+        let t = self.infer(env, v);
+        let ok = |t: &Ty| {
+            matches!(
+                t,
+                Ty::Any | Ty::None | Ty::Dict(..) | Ty::Schema(_) | Ty::SchemaType(_)
+            )
+        };
+        let fits = match &t {
+            Ty::Union(ts) => ts.iter().all(ok),
+            t => ok(t),
+        };
+        if !fits {
+            let msg = format!(
+                "only dict and schema can be used ** unpack, got '{}'",
+                self.ty_str(&t)
+            );
+            self.err(ErrKind::Compile, msg, v.span.shrink_to_lo());
+        }
+        t
     }
 
     /// A config entry's key written as an expression. `name[0] = v` sets an item of the list

@@ -475,7 +475,7 @@ impl<'a> Checker<'a> {
                     }
                 }
                 ast::ConfigEntryKind::Unpack { value: v, .. } => {
-                    self.infer(env, v);
+                    self.infer_unpacked(env, v);
                 }
                 ast::ConfigEntryKind::If(ci) => {
                     self.infer(env, &ci.cond);

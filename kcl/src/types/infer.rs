@@ -661,6 +661,24 @@ impl<'a> Checker<'a> {
         declared: Option<&Ty>,
     ) -> Ty {
         let n = body.len();
+        // upstream's resolver checks the last statement's kind before the body's names
+        if let Some(last) = body.last()
+            && !matches!(
+                last.kind,
+                StmtKind::Expr(_)
+                    | StmtKind::Assign(_)
+                    | StmtKind::AugAssign(_)
+                    | StmtKind::Assert(_)
+            )
+        {
+            self.err(
+                ErrKind::Compile,
+                "The last statement of the lambda body must be a expression e.g., x, 1, etc."
+                    .into(),
+                last.span.shrink_to_lo(),
+            );
+            return Ty::Any;
+        }
         // a local takes the type of its first assignment in the body's own statements
         let mut env = env.clone();
         let mut typed: Vec<Symbol> = Vec::new();
@@ -721,16 +739,8 @@ impl<'a> Checker<'a> {
                 self.stmt(env, last);
                 (Ty::Any, last.span)
             }
-            _ => {
-                self.stmt(env, last);
-                self.err(
-                    ErrKind::Compile,
-                    "The last statement of the lambda body must be a expression e.g., x, 1, etc."
-                        .into(),
-                    last.span.shrink_to_lo(),
-                );
-                return Ty::Any;
-            }
+            // (reported above)
+            _ => return Ty::Any,
         };
         if let Some(rt) = declared
             && !assignable(&got, rt, &|a, b| self.is_sub_schema(a, b))

@@ -632,6 +632,21 @@ impl<'a> Checker<'a> {
                     self.infer(env, x);
                 }
                 for k in &a.keywords {
+                    // `deprecated` takes version, reason and strict: upstream's resolver
+                    // reports another keyword as a call's
+                    const PARAMS: [&str; 3] = ["version", "reason", "strict"];
+                    if let [n] = d.name.names.as_slice()
+                        && n.sym.as_str() == "deprecated"
+                        && !PARAMS.contains(&k.name.sym.as_str())
+                    {
+                        let msg = format!(
+                            "\"deprecated\" got an unexpected keyword argument '{}'{}",
+                            k.name.sym,
+                            did_you_mean_or(k.name.sym.as_str(), PARAMS.iter().copied())
+                        );
+                        self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
+                        return;
+                    }
                     self.infer(env, &k.value);
                 }
             }

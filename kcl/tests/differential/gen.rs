@@ -1497,7 +1497,7 @@ impl Gen {
 
     fn feature(&mut self) -> String {
         let name = self.fresh("f");
-        match self.rng.below(24) {
+        match self.rng.below(30) {
             0 => {
                 self.import("math");
                 let f = *self.rng.pick(&[
@@ -1878,6 +1878,128 @@ impl Gen {
                 format!(
                     "protocol {s}Protocol:\n    n: int\n\nmixin {s}Mixin for {s}Protocol:\n    doubled: int = n * 2\n\nschema {s}:\n    mixin [{s}Mixin]\n    n: int = {v}\n\nschema {s}Child({s}):\n    extra: str = \"x${{n}}\"\n\n    check:\n        n < 8, \"n too big\"\n\n{name} = {s}Child {{}}\n"
                 )
+            }
+            24 => {
+                // string escapes and interpolation escapes, as upstream's lexer decodes them
+                let x = self.rng.int(0, 9);
+                let lit = *self.rng.pick(&[
+                    r#""\$""#,
+                    r#""a\$b""#,
+                    r#""\${x}""#,
+                    r#""\\${x}""#,
+                    r#""\\\${x}""#,
+                    r#""${x}\${x}""#,
+                    r#""\x41\u00e9\U0001F600""#,
+                    r#""\101\0""#,
+                    r#""\q\d""#,
+                    r#""\ud800""#,
+                    r#"'''\${x} ${x}'''"#,
+                    r#"r"\${x}\n""#,
+                    r#""tab\tnl\n""#,
+                    r#""\x4""#,
+                    r#""\u12""#,
+                    r#""${x""#,
+                    r#""\${x""#,
+                    r#""$$x $""#,
+                ]);
+                format!(
+                    "{name}_x = {x}\n{name} = {}\n",
+                    lit.replace("{x}", &format!("{{{name}_x}}"))
+                )
+            }
+            25 => {
+                // a lambda's locals: reached in order, `op=` on a package variable immutable
+                let v = self.rng.int(0, 9);
+                let g = self.fresh("g");
+                let body = match self.rng.below(6) {
+                    0 => format!("    d = {v}\n    d += 1\n    d"),
+                    1 => "    d += 1\n    d".to_string(),
+                    2 => format!("    y = d\n    d = {v}\n    y"),
+                    3 => format!("    {g} += 1\n    {g}"),
+                    4 => format!(
+                        "    if {v} > 4:\n        d = 1\n    else:\n        d = 2\n    d * {v}"
+                    ),
+                    _ => format!("    d = {{a = {v}}}\n    d.b = 1\n    d"),
+                };
+                let call = if self.rng.chance(70) { "()" } else { "" };
+                format!("{g} = {v}\n{name} = lambda {{\n{body}\n}}{call}\n")
+            }
+            26 => {
+                // comprehension filters (a conditional expression is one filter)
+                let n = self.rng.int(0, 6);
+                let f = *self.rng.pick(&[
+                    "if x % 2 == 0",
+                    "if x > 1 if x < 4 else False",
+                    "if x if True else False",
+                    "if x > 1 if x < 4",
+                    "if not x",
+                    "if x in [1, 2]",
+                ]);
+                if self.rng.chance(50) {
+                    format!("{name} = [x * 2 for x in range({n}) {f}]\n")
+                } else {
+                    format!("{name} = {{str(x): x for x in range({n}) {f}}}\n")
+                }
+            }
+            27 => {
+                // schema parameters and index keys of list attributes in configs
+                let s = self.fresh("Param");
+                let v = self.rng.int(0, 9);
+                let params =
+                    *self
+                        .rng
+                        .pick(&["[n]", "[n: int]", "[n = 1]", "[n, m = 2]", "[n: int = 3]"]);
+                let inst = *self.rng.pick(&[
+                    "{}",
+                    "(1) {}",
+                    "(1, 2) {}",
+                    "(n = 2) {}",
+                    "() {}",
+                    "{xs[0] = 9}",
+                    "{xs[0] = [9]}",
+                    "(1) {xs[-1] += [7]}",
+                    "(1) {ys[0] = 1}",
+                ]);
+                format!(
+                    "schema {s}{params}:\n    xs: [int] = [{v}, n]\n    total: int = sum(xs)\n\n{name} = {s}{inst}\n"
+                )
+            }
+            28 => {
+                // builtins at the edges of their types
+                let e = *self.rng.pick(&[
+                    "typeof(Undefined)",
+                    "typeof(None)",
+                    "typeof(lambda {1})",
+                    "str(Undefined) if False else 1",
+                    "[Undefined, None, 1]",
+                    "{a = Undefined, b = None}",
+                    "len({a = Undefined})",
+                    "int(\"0x10\", 16) if False else int(\"10\", 16)",
+                    "float(\"1e3\")",
+                    "bool(\"\")",
+                    "\"ab\".index(\"b\", 0, 2)",
+                    "sorted([\"b\", \"A\", \"a\"])",
+                    "[1, 2, 3][-1:0:-1]",
+                    "\"abc\"[::-2]",
+                ]);
+                format!("{name} = {e}\n")
+            }
+            29 => {
+                // manifests and codecs of values of every shape
+                self.import("manifests");
+                let t = self.any_ty(1);
+                let v = self.expr(&t, 1);
+                let opts = *self.rng.pick(&[
+                    "",
+                    ", opts={sort_keys = True}",
+                    ", opts={ignore_none = True}",
+                    ", opts={sep = \"+++\"}",
+                ]);
+                if self.rng.chance(20) {
+                    format!("manifests.yaml_stream({v}{opts})\n")
+                } else {
+                    format!("manifests.yaml_stream([{v}, {v}]{opts})\n")
+                }
             }
             22 => {
                 // if expressions and optional chaining
