@@ -1993,7 +1993,8 @@ impl Gen {
                     "",
                     ", opts={sort_keys = True}",
                     ", opts={ignore_none = True}",
-                    ", opts={sep = \"+++\"}",
+                    // (no `sep`: upstream 0.12.4 panics re-reading a stream with another separator)
+                    ", opts={ignore_private = True}",
                 ]);
                 if self.rng.chance(20) {
                     format!("manifests.yaml_stream({v}{opts})\n")
