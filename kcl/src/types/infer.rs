@@ -441,27 +441,11 @@ impl<'a> Checker<'a> {
         let head = se.name.names[0];
         self.check_defined(env, head.sym, head.span);
         let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
-        match (&se.args, id) {
-            (Some(a), Some(id)) if self.schema_is_plain(id) => {
-                let f = self.schema_params(id);
-                let name = se
-                    .name
-                    .names
-                    .iter()
-                    .map(|n| n.sym.as_str())
-                    .collect::<Vec<_>>();
-                self.lambda_call(env, Some(name.join(".")), &f, a, e.span);
-            }
-            (Some(a), _) => {
-                for x in &a.args {
-                    self.infer(env, x);
-                }
-                for k in &a.keywords {
-                    self.infer(env, &k.value);
-                }
-            }
-            // `S {}` of a schema with required parameters: upstream's resolver checks the
-            // missing arguments as a call's
+        // `S {}` of a schema with required parameters: upstream's resolver checks the missing
+        // arguments as a call's
+        let no_args = ast::CallArgs::default();
+        let checked_call = match (&se.args, id) {
+            (Some(a), Some(id)) if self.schema_is_plain(id) => Some((id, a)),
             (None, Some(id))
                 if self.schema_is_plain(id)
                     && self.schemas[id.0]
@@ -471,20 +455,26 @@ impl<'a> Checker<'a> {
                         .flatten()
                         .any(|p| p.default.is_none()) =>
             {
-                let f = self.schema_params(id);
-                let name = se
-                    .name
-                    .names
-                    .iter()
-                    .map(|n| n.sym.as_str())
-                    .collect::<Vec<_>>();
-                let none = ast::CallArgs {
-                    args: Vec::new(),
-                    keywords: Vec::new(),
-                };
-                self.lambda_call(env, Some(name.join(".")), &f, &none, e.span);
+                Some((id, &no_args))
             }
-            (None, _) => {}
+            _ => None,
+        };
+        if let Some((id, args)) = checked_call {
+            let f = self.schema_params(id);
+            let name = se
+                .name
+                .names
+                .iter()
+                .map(|n| n.sym.as_str())
+                .collect::<Vec<_>>();
+            self.lambda_call(env, Some(name.join(".")), &f, args, e.span);
+        } else if let Some(a) = &se.args {
+            for x in &a.args {
+                self.infer(env, x);
+            }
+            for k in &a.keywords {
+                self.infer(env, &k.value);
+            }
         }
         match (id, &strip_paren(&se.config).kind) {
             (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
