@@ -331,15 +331,10 @@ fn iter_pairs(v: &Value) -> Result<Box<dyn Iterator<Item = (Value, Value)>>, RtE
                 .collect::<Vec<_>>()
                 .into_iter(),
         ),
-        // upstream: an evaluation error, not an empty loop
-        Value::None | Value::Undefined => {
-            return Err(RtError::eval(format!(
-                "'{}' object is not iterable",
-                v.type_name()
-            )));
-        }
+        // upstream: an evaluation error for any other value (None and Undefined too: not an
+        // empty loop)
         other => {
-            return Err(RtError::ty(format!(
+            return Err(RtError::eval(format!(
                 "'{}' object is not iterable",
                 other.type_name()
             )));
