@@ -328,18 +328,21 @@ fn b_sorted(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
     let mut items = v.iter_items()?;
     let reverse = arg(args, kw, 1, "reverse").is_some_and(|v| v.truthy());
     let mut err = None;
-    items.sort_by(|a, b| match value::ops_cmp(a, b) {
-        Ok(o) => o,
-        Err(e) => {
+    // upstream sorts descending with the comparison turned around (not by reversing the
+    // ascending result): equal items keep their order and errors name the types swapped
+    items.sort_by(|a, b| {
+        let o = if reverse {
+            value::sort_cmp(b, a)
+        } else {
+            value::sort_cmp(a, b)
+        };
+        o.unwrap_or_else(|e| {
             err.get_or_insert(e);
             std::cmp::Ordering::Equal
-        }
+        })
     });
     if let Some(e) = err {
         return Err(e);
-    }
-    if reverse {
-        items.reverse();
     }
     Ok(Value::from(items))
 }

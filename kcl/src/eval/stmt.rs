@@ -68,11 +68,15 @@ impl Evaluator {
                     return Ok(None);
                 }
                 if !self.eval(ctx, &a.test)?.truthy() {
+                    // without a message (or with one that is no string: `any` passes the
+                    // checker) upstream reports nothing more
                     let msg = match &a.msg {
-                        Some(m) => crate::value::to_str(&self.eval(ctx, m)?),
+                        Some(m) => match self.eval(ctx, m)? {
+                            crate::value::Value::Str(s) => s.to_string(),
+                            _ => String::new(),
+                        },
                         None => String::new(),
                     };
-                    // without a message upstream reports nothing more
                     return Err(EvalError::new(ErrKind::Assertion, msg, Some(a.test.span)));
                 }
                 Ok(None)

@@ -317,8 +317,7 @@ impl<'a> Lexer<'a> {
                     return Some(Tok::Ident(self.intern(word)));
                 }
                 self.pos += 1;
-                self.err(lo, self.pos, "unexpected character '$'");
-                return None;
+                return Some(Tok::Dollar);
             }
             _ => {}
         }

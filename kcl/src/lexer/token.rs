@@ -102,6 +102,8 @@ pub enum Tok {
     Question,
     /// `@`
     At,
+    /// `$` not starting a `$name` escape: upstream's lexer has the token, and no rule takes it
+    Dollar,
     /// `->`
     Arrow,
     /// `=`

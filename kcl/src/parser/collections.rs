@@ -13,7 +13,14 @@ impl<'a> Parser<'a> {
         let mut elts = Vec::new();
         while !self.at(Tok::RBracket) && !self.at_eof() && !self.gave_up() {
             let start = self.pos;
-            let item = self.parse_list_item();
+            // `[for x in y]`: the comprehension's element is missing
+            let item = if elts.is_empty() && self.at(Tok::For) {
+                let sp = self.tspan(self.tk());
+                self.error(sp, "missing list comp clause expression");
+                Expr::missing(sp)
+            } else {
+                self.parse_list_item()
+            };
             if elts.is_empty() && self.at(Tok::For) {
                 let clauses = self.parse_comp_clauses();
                 self.ctx.pop();
@@ -192,6 +199,13 @@ impl<'a> Parser<'a> {
         let mut entries = Vec::new();
         while !self.at(Tok::RBrace) && !self.at_eof() && !self.gave_up() {
             let start = self.pos;
+            if entries.is_empty() && self.at(Tok::For) {
+                // `{for x in y}`: the comprehension's entry is missing
+                let sp = self.tspan(self.tk());
+                self.error(sp, "missing config comp clause expression");
+                self.parse_comp_clauses();
+                break;
+            }
             let entry = self.parse_config_entry();
             if entries.is_empty()
                 && self.at(Tok::For)

@@ -1,7 +1,9 @@
 //! Literal expressions: numbers (with unit suffixes), strings in all their quotings, and the
 //! `${...}` interpolations inside strings, parsed as embedded expressions.
 
-use super::strings::{Piece, bad_escape, shape, split_interpolations, unescape, unescape_literal};
+use super::strings::{
+    Piece, bad_escape, dedent_pieces, shape, split_interpolations, unescape, unescape_literal,
+};
 use super::{Ctx, Parser};
 use crate::ast::*;
 use crate::lexer::lex;
@@ -49,19 +51,22 @@ impl<'a> Parser<'a> {
             let lo = t.lo + sh.open as u32;
             self.error(self.span(lo, lo + 1), "invalid string syntax");
         }
-        if raw || (!content.contains('\\') && !content.contains("${")) {
+        if !triple && (raw || (!content.contains('\\') && !content.contains("${"))) {
             // Common case: no escapes, one allocation straight into the Arc.
             return Expr {
                 kind: ExprKind::Str(Arc::from(content)),
                 span,
             };
         }
-        if !content.contains("${") {
+        if raw || !content.contains("${") {
             let mut out = String::with_capacity(content.len());
             if raw {
                 out.push_str(content);
             } else {
                 unescape(content, &mut out);
+            }
+            if triple {
+                out = dedent_pieces(&[Some(&out)]).swap_remove(0);
             }
             return Expr {
                 kind: ExprKind::Str(Arc::from(out)),
@@ -102,6 +107,21 @@ impl<'a> Parser<'a> {
                     }
                     let spec = spec.map(|(a, b)| Arc::from(content[a..b].trim_start()));
                     parts.push(StrPart::Interp { expr, spec });
+                }
+            }
+        }
+        if triple {
+            let texts: Vec<Option<&str>> = parts
+                .iter()
+                .map(|p| match p {
+                    StrPart::Lit(s) => Some(&**s),
+                    StrPart::Interp { .. } => None,
+                })
+                .collect();
+            let dedented = dedent_pieces(&texts);
+            for (p, text) in parts.iter_mut().zip(dedented) {
+                if let StrPart::Lit(s) = p {
+                    *s = Arc::from(text);
                 }
             }
         }
@@ -188,19 +208,28 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
         Some("0b" | "0B") => Some(2),
         _ => None,
     };
+    // upstream reads an integer literal as 64 unsigned bits and keeps them as a signed
+    // integer: 0xffffffffffffffff is -1, 9223372036854775808 is i64::MIN; only a literal
+    // past 64 bits is an error
+    let int_bits = |digits: &str, radix: u32| {
+        u64::from_str_radix(digits, radix)
+            .map(|v| v as i64)
+            .map_err(|e| match e.kind() {
+                std::num::IntErrorKind::PosOverflow => {
+                    format!("expected one of [\"int\"] got {text}")
+                }
+                _ => format!("invalid number literal '{text}'"),
+            })
+    };
     // a leading zero makes a decimal-looking literal octal, as upstream reads `010` as 8
     if t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-        return i64::from_str_radix(&t[1..], 8)
-            .map(ExprKind::Int)
-            .map_err(|_| format!("invalid number literal '{text}'"));
+        return int_bits(&t[1..], 8).map(ExprKind::Int);
     }
     if let Some(r) = radix {
         if t.len() == 2 {
             return Err("no valid digits found for number".into());
         }
-        return i64::from_str_radix(&t[2..], r)
-            .map(ExprKind::Int)
-            .map_err(|_| format!("invalid number literal '{text}'"));
+        return int_bits(&t[2..], r).map(ExprKind::Int);
     }
     let digits_end = t
         .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
@@ -217,9 +246,7 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
     }
     if !suffix.is_empty() {
         let s = NumberSuffix::parse(suffix).ok_or("invalid int binary suffix")?;
-        let v = num
-            .parse::<i64>()
-            .map_err(|_| format!("invalid number literal '{text}'"))?;
+        let v = int_bits(num, 10)?;
         return Ok(ExprKind::NumberUnit {
             value: v,
             suffix: s,
@@ -231,11 +258,5 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
             .map(ExprKind::Float)
             .map_err(|_| format!("invalid number literal '{text}'"));
     }
-    match num.parse::<i64>() {
-        Ok(v) => Ok(ExprKind::Int(v)),
-        Err(_) if num.bytes().all(|b| b.is_ascii_digit()) && !num.is_empty() => Err(format!(
-            "integer literal '{text}' is too large for a 64-bit integer"
-        )),
-        Err(_) => Err(format!("invalid number literal '{text}'")),
-    }
+    int_bits(num, 10).map(ExprKind::Int)
 }

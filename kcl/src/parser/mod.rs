@@ -409,7 +409,12 @@ impl<'a> Parser<'a> {
         }
         if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket | Tok::RParen) {
             let (_, span) = self.describe_current();
-            if t == Tok::RParen && self.after_block_lambda == Some(self.pos) {
+            // upstream's parser finds the file's last newline where it wants a `)` of a `(`
+            // not ending its line (after one that does, as after `{` and `[`, see below)
+            if t == Tok::RParen
+                && (self.after_block_lambda == Some(self.pos)
+                    || self.open_paren_continues_its_line())
+            {
                 self.error(span, format!("expected one of [\"{name}\"] got newline"));
             } else if let Some(brace) = self.newline_at_eof() {
                 // a `{` or `[` ending its line opens a block of entries: at the end of the
@@ -434,6 +439,27 @@ impl<'a> Parser<'a> {
     /// newline (it does when the last line holding a token is indented), and if so whether
     /// the innermost unclosed bracket is a one-line `{` (whose entries stop at the newline, so
     /// a `}` is wanted rather than another entry).
+    /// Whether the innermost `(` still open at the current token has something after it on
+    /// its own line (it does not end its line).
+    fn open_paren_continues_its_line(&self) -> bool {
+        let end = self.pos.min(self.toks.len());
+        let mut depth = 0usize;
+        for i in (0..end).rev() {
+            match self.toks[i].tok {
+                Tok::RBrace | Tok::RBracket | Tok::RParen => depth += 1,
+                Tok::LBrace | Tok::LBracket | Tok::LParen if depth > 0 => depth -= 1,
+                Tok::LParen => {
+                    return self
+                        .toks
+                        .get(i + 1)
+                        .is_some_and(|n| !n.nl && n.tok != Tok::Eof);
+                }
+                _ => {}
+            }
+        }
+        false
+    }
+
     fn newline_at_eof(&self) -> Option<bool> {
         let end = self.pos.min(self.toks.len());
         let last_line_indent = self.toks[..end]

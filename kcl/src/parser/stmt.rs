@@ -41,6 +41,7 @@ pub(super) fn is_operator_start(tok: Tok) -> bool {
             | Tok::Dot
             | Tok::Ellipsis
             | Tok::Question
+            | Tok::Dollar
             | Tok::Arrow
             | Tok::Assign
             | Tok::AugAssign(_)

@@ -268,3 +268,56 @@ fn find_close(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
     }
     None
 }
+
+/// How many leading blanks (spaces and tabs, one each) upstream strips from every line of a
+/// triple-quoted string (kcl#2100, after escapes): the fewest a line with text has. Blank lines
+/// do not count, except a last one that is not empty (the closing quotes' indentation).
+/// `text` stands an interpolation in for a non-blank character.
+fn dedent_margin(text: &str) -> usize {
+    let last = text.rsplit('\n').next().unwrap_or("");
+    let last_start = text.len() - last.len();
+    let mut margin = usize::MAX;
+    let mut at = 0;
+    for line in text.split('\n') {
+        let blanks = line
+            .bytes()
+            .take_while(|&b| b == b' ' || b == b'\t')
+            .count();
+        if blanks < line.len() || (at == last_start && !line.is_empty()) {
+            margin = margin.min(blanks);
+        }
+        at += line.len() + 1;
+    }
+    if margin == usize::MAX { 0 } else { margin }
+}
+
+/// A triple-quoted string's pieces with the common indentation of its lines stripped, as
+/// upstream does (see [`dedent_margin`]); `None` stands for an interpolation.
+pub(crate) fn dedent_pieces(pieces: &[Option<&str>]) -> Vec<String> {
+    let probe: String = pieces.iter().map(|p| p.unwrap_or("$")).collect();
+    let margin = dedent_margin(&probe);
+    let mut out = Vec::with_capacity(pieces.len());
+    // blanks still to strip on the current line (none once it has text)
+    let mut strip = margin;
+    for p in pieces {
+        let Some(text) = p else {
+            strip = 0;
+            out.push(String::new());
+            continue;
+        };
+        let mut s = String::with_capacity(text.len());
+        for c in text.chars() {
+            if c == '\n' {
+                strip = margin;
+                s.push(c);
+            } else if strip > 0 && (c == ' ' || c == '\t') {
+                strip -= 1;
+            } else {
+                strip = 0;
+                s.push(c);
+            }
+        }
+        out.push(s);
+    }
+    out
+}

@@ -71,6 +71,45 @@ impl<'a> Checker<'a> {
                 }
                 return;
             }
+            // a comprehension's element (a dict comprehension's value), and list items that
+            // are conditionals or operators: upstream checks the config literals in them
+            // against the item type expected of the whole, before the whole's own type
+            (ExprKind::ListComp(c), Ty::List(et)) if wants_configs(et) => {
+                let before = self.errors.len();
+                let env2 = self.comp_env(env, &c.clauses);
+                self.check_operand_configs(&env2, &c.elt, et);
+                let got = self.infer(env, e);
+                self.fits(&got, expected, span, def);
+                self.drop_repeated_errors(before);
+                return;
+            }
+            (ExprKind::DictComp(c), Ty::Dict(_, vt)) if wants_configs(vt) => {
+                let before = self.errors.len();
+                let env2 = self.comp_env(env, &c.clauses);
+                self.check_operand_configs(&env2, &c.value, vt);
+                let got = self.infer(env, e);
+                self.fits(&got, expected, span, def);
+                self.drop_repeated_errors(before);
+                return;
+            }
+            (ExprKind::List(items), Ty::List(et))
+                if wants_configs(et)
+                    && items.iter().any(|it| {
+                        matches!(
+                            strip_paren(it).kind,
+                            ExprKind::If(_) | ExprKind::Binary { .. } | ExprKind::Unary { .. }
+                        )
+                    }) =>
+            {
+                let before = self.errors.len();
+                for it in items.iter() {
+                    self.check_operand_configs(env, it, et);
+                }
+                let got = self.infer(env, e);
+                self.fits(&got, expected, span, def);
+                self.drop_repeated_errors(before);
+                return;
+            }
             // configs merged into a schema slot (`base | {k = v}`): upstream merges the
             // entries' types and checks each against the schema, so each side is checked
             (
@@ -611,4 +650,10 @@ fn schema_ids(t: &Ty) -> Option<(Vec<SchemaId>, bool)> {
         }
         _ => None,
     }
+}
+
+/// Whether config literals are checked against `t` where it is expected: schemas, lists and
+/// dicts.
+fn wants_configs(t: &Ty) -> bool {
+    schema_ids(t).is_some() || matches!(t, Ty::List(_) | Ty::Dict(..))
 }

@@ -39,9 +39,18 @@ impl<'a> Checker<'a> {
                     self.check_type_names(&env, &t.ty);
                 }
             }
+            // a file's imports are immutable names of that file
+            let imports: FxHashMap<Symbol, Span> = m
+                .body
+                .iter()
+                .filter_map(|s| match &s.kind {
+                    StmtKind::Import(i) => Some((i.local_name()?, s.span.shrink_to_lo())),
+                    _ => None,
+                })
+                .collect();
             for s in &m.body {
                 if self.errors.is_empty() {
-                    self.check_reassigned(pkg, s, &defined, &aliases, &mut first);
+                    self.check_reassigned(pkg, s, &defined, &aliases, &imports, &mut first);
                 }
                 if self.errors.is_empty() {
                     self.declare_globals(&env, std::slice::from_ref(s));
@@ -76,6 +85,9 @@ impl<'a> Checker<'a> {
         self.assigned.clear();
         self.checking = Some(pkg);
         for m in modules {
+            self.declare_private_types(&Env::top(pkg, m.file), &m.body);
+        }
+        for m in modules {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
                 let mut assigned = std::mem::take(&mut self.assigned);
@@ -94,7 +106,8 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A public package-level name `s` assigns again (or a schema's or alias's name): upstream's
+    /// A public package-level name `s` assigns again (or a schema's, alias's or the file's
+    /// import's name): upstream's
     /// ImmutableError. A unification declares its name too: a later assignment changes it (one
     /// before it does not), and upstream says it was declared at the latest declaration; one of
     /// an unknown schema is the resolver's error, reported by the declaration scan.
@@ -104,6 +117,7 @@ impl<'a> Checker<'a> {
         s: &Stmt,
         defined: &FxHashMap<Symbol, Span>,
         aliases: &FxHashMap<Symbol, Span>,
+        imports: &FxHashMap<Symbol, Span>,
         first: &mut FxHashMap<Symbol, Span>,
     ) {
         let mut assigns = Vec::new();
@@ -112,6 +126,7 @@ impl<'a> Checker<'a> {
             let prev = defined
                 .get(&n)
                 .or_else(|| aliases.get(&n))
+                .or_else(|| imports.get(&n))
                 .or_else(|| first.get(&n))
                 .copied();
             if let Some(prev) = prev {
@@ -133,6 +148,40 @@ impl<'a> Checker<'a> {
                 continue;
             }
             first.insert(n, sp);
+        }
+    }
+
+    /// A private package variable (the only kind assigned more than once) has the type of
+    /// its annotation or of the schema it is unified with before any statement is checked:
+    /// upstream checks every assignment of the name against it, earlier ones included.
+    fn declare_private_types(&mut self, env: &Env, stmts: &[Stmt]) {
+        for s in stmts {
+            let (name, ty) = match &s.kind {
+                StmtKind::Assign(a) => match (&a.ty, a.targets.as_slice()) {
+                    (Some(t), [target, ..]) if target.path.is_empty() => {
+                        (target.name.sym, self.resolve_type(env.pkg, env.file, t))
+                    }
+                    _ => continue,
+                },
+                StmtKind::Unification(u) => match &u.value.kind {
+                    ExprKind::Schema(se) => {
+                        match self.resolve_schema(env.pkg, env.file, &se.name.names) {
+                            Some(id) => (u.target.sym, Ty::Schema(id)),
+                            None => continue,
+                        }
+                    }
+                    _ => continue,
+                },
+                StmtKind::If(i) => {
+                    self.declare_private_types(env, &i.body);
+                    self.declare_private_types(env, &i.orelse);
+                    continue;
+                }
+                _ => continue,
+            };
+            if name.as_str().starts_with('_') && !ty.is_any() {
+                self.pkgs[env.pkg].assigned_ty.entry(name).or_insert(ty);
+            }
         }
     }
 
@@ -354,7 +403,7 @@ impl<'a> Checker<'a> {
                     self.infer(env, c);
                 }
                 if let Some(m) = &a.msg {
-                    self.infer(env, m);
+                    self.check_value(env, m, &Ty::Str, m.span, None);
                 }
             }
             StmtKind::If(i) => {
@@ -501,8 +550,9 @@ impl<'a> Checker<'a> {
             if let Some(x) = &c.if_cond {
                 self.infer(env, x);
             }
+            // a message is a string (or None), as for `assert`
             if let Some(x) = &c.msg {
-                self.infer(env, x);
+                self.check_value(env, x, &Ty::Str, x.span, None);
             }
         }
     }

@@ -708,9 +708,31 @@ pub fn dict_of(pairs: impl IntoIterator<Item = (Str, Value)>) -> Value {
 /// Stack-depth guard shared by recursive value walks and the evaluator.
 pub const MAX_DEPTH: usize = 2000;
 
-/// Ordering used by `sorted`, `max` and `min`.
+/// Ordering used by `max` and `min` (the `<` operator's order).
 pub fn ops_cmp(a: &Value, b: &Value) -> RtResult<std::cmp::Ordering> {
     ops::cmp_values(a, b)
+}
+
+/// Ordering used by `sorted`: upstream sorts with a narrower order than `<`, numbers
+/// with numbers and strings with strings; anything else (bools, lists, None) is an
+/// evaluation error naming both types.
+pub fn sort_cmp(a: &Value, b: &Value) -> RtResult<std::cmp::Ordering> {
+    let ord = match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Some(x.as_str().cmp(y.as_str())),
+        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => a
+            .as_f64()
+            .unwrap_or(0.0)
+            .partial_cmp(&b.as_f64().unwrap_or(0.0)),
+        _ => None,
+    };
+    ord.ok_or_else(|| {
+        RtError::eval(format!(
+            "cannot compare {} and {}",
+            a.type_name(),
+            b.type_name()
+        ))
+    })
 }
 
 /// Apply one config entry `k <op> v` to `d` (`check`: `:` conflicts are errors).
