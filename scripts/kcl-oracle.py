@@ -125,7 +125,7 @@ def execute(argv, cwd):
     # file-writing builtins (`yaml.dump_to_file`) write relative to the process's directory
     os.chdir(cwd)
     ea = api.ExecProgramArgs(
-        work_dir=cwd,
+        # no work_dir: the command line passes none (`file.workdir()` is empty there)
         k_filename_list=o["files"],
         args=[api.Argument(name=k, value=v) for k, v in o["D"]],
         external_pkgs=[api.ExternalPkg(pkg_name=k, pkg_path=p) for k, p in o["E"]],
@@ -141,8 +141,10 @@ def execute(argv, cwd):
         err = r.err_message
     except Exception as e:  # kcl_lib raises on parse and compile errors
         err = str(e) or repr(e)
+    # `print` output: the command line writes it before the result (or the error)
+    log = getattr(r, "log_message", "") if "r" in locals() else ""
     if err:
-        return 1, "", re.sub(r"\x1b\[[0-9;]*m", "", err).rstrip("\n") + "\n"
+        return 1, log, re.sub(r"\x1b\[[0-9;]*m", "", err).rstrip("\n") + "\n"
     out = r.json_result if o["format"] == "json" else r.yaml_result
     if out and not out.endswith("\n"):
         out += "\n"
@@ -150,7 +152,7 @@ def execute(argv, cwd):
         with open(kcl_path(o["o"], cwd), "w") as f:
             f.write(out)
         out = ""
-    return 0, out, ""
+    return 0, log + out, ""
 
 
 def serve():

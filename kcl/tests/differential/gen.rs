@@ -235,6 +235,13 @@ impl Gen {
 
     fn str_lit(&mut self) -> String {
         let w = *self.rng.pick(WORDS);
+        // now and then a triple-quoted string over indented lines: upstream strips their
+        // common indentation (the closing quotes' line counts)
+        if self.rng.chance(4) {
+            let w2 = *self.rng.pick(WORDS);
+            let [a, b, close] = [0; 3].map(|_| " ".repeat(self.rng.below(7)));
+            return format!("\"\"\"\n{a}{w}\n{b}{w2}\n{close}\"\"\"");
+        }
         format!("\"{w}\"")
     }
 

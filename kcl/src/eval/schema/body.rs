@@ -197,23 +197,9 @@ impl Evaluator {
         if fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None) {
             return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
         }
+        // `a: T += v` declares `a` as `a: T = v` does: upstream adds neither to a base
+        // schema's value nor to the config's (whose entry is laid on top, `+=` appending)
         let v = self.eval(ctx, val)?;
-        let v = match attr.op {
-            Some(ast::AttrOp::Aug(op)) => {
-                let cur = fr
-                    .attrs
-                    .borrow()
-                    .get(attr.name.sym.as_str())
-                    .cloned()
-                    .unwrap_or(Value::Undefined);
-                if cur.is_none_or_undefined() {
-                    v
-                } else {
-                    self.binop(op.bin_op(), &cur, &v, span)?
-                }
-            }
-            _ => v,
-        };
         self.schema_set(ctx, fr, attr.name.sym, v, span)
     }
 }
