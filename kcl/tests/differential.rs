@@ -238,14 +238,18 @@ fn bounded_sample_matches_upstream() {
         "differential sample: fixed seeds 1..=200 and mutants 1..=100; fresh seed {fresh} \
          (reproduce: scripts/kcl-differential.sh 60 {fresh})"
     );
-    let mut generated = Tally::default();
-    run_generated(&mut up, 1..=200, &mut generated);
-    run_generated(&mut up, fresh..fresh + 40, &mut generated);
-    let mut mutants = Tally::default();
     let sources = mutation_sources(None);
-    run_mutants(&mut up, &sources, 1..=100, &mut mutants);
-    run_mutants(&mut up, &sources, fresh..fresh + 20, &mut mutants);
-    for (kind, t) in [("generated", &generated), ("mutants", &mutants)] {
+    let mut fixed = Tally::default();
+    run_generated(&mut up, 1..=200, &mut fixed);
+    let generated = (fixed.programs, fixed.agreed_ok);
+    run_mutants(&mut up, &sources, 1..=100, &mut fixed);
+    let mut new = Tally::default();
+    run_generated(&mut up, fresh..fresh + 40, &mut new);
+    run_mutants(&mut up, &sources, fresh..fresh + 20, &mut new);
+    for (kind, t) in [
+        ("fixed seeds", &fixed),
+        (&*format!("fresh seed {fresh}"), &new),
+    ] {
         eprintln!(
             "differential sample, {kind}: {} programs, upstream ok {} / error {}, \
              version-dependent {}, oracle failures {}, differences {}",
@@ -260,17 +264,27 @@ fn bounded_sample_matches_upstream() {
     // errors are compared too (kind and message), but a generator making mostly errors
     // would compare little output
     assert!(
-        generated.agreed_ok * 3 >= generated.programs,
-        "the generator should make many valid programs: {generated:?}"
+        generated.1 * 3 >= generated.0,
+        "the generator should make many valid programs: {} of {} ran",
+        generated.1,
+        generated.0
     );
-    for t in [&generated, &mutants] {
-        if !t.differences.is_empty() {
-            let r = report(&mut up, t, 40, None);
-            panic!(
-                "{} programs differ from upstream:\n{r}",
-                t.differences.len()
-            );
-        }
+    // what a fresh seed finds is reported, not failed: the test command must not turn red on
+    // a commit that did not cause the difference (record it with scripts/kcl-differential.sh)
+    if !new.differences.is_empty() {
+        let r = report(&mut up, &new, 10, None);
+        eprintln!(
+            "differential sample: fresh seed {fresh} found {} differences (not failed; \
+             reproduce: scripts/kcl-differential.sh 60 {fresh}):\n{r}",
+            new.differences.len()
+        );
+    }
+    if !fixed.differences.is_empty() {
+        let r = report(&mut up, &fixed, 40, None);
+        panic!(
+            "{} programs differ from upstream:\n{r}",
+            fixed.differences.len()
+        );
     }
 }
 

@@ -197,9 +197,39 @@ impl Evaluator {
         if fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None) {
             return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
         }
-        // `a: T += v` declares `a` as `a: T = v` does: upstream adds neither to a base
-        // schema's value nor to the config's (whose entry is laid on top, `+=` appending)
+        // `a: T |= v` unions `v` into the value an earlier body statement gave `a` (a base
+        // schema's, the config's entry laid on top), or is `v` when none did; any other
+        // `a: T op= v` declares `a` as `a: T = v` does: upstream applies the operator to
+        // neither value
         let v = self.eval(ctx, val)?;
+        let v = match attr.op {
+            Some(ast::AttrOp::Aug(op)) if op.bin_op() == ast::BinOp::BitOr => {
+                let set_before = fr
+                    .layout
+                    .setters
+                    .get(&attr.name.sym)
+                    .and_then(|s| s.first())
+                    .is_some_and(|&j| {
+                        !matches!(&fr.layout.body[j].0.kind,
+                            StmtKind::SchemaAttr(a) if std::ptr::eq(a, attr))
+                    });
+                let cur = if set_before {
+                    fr.attrs
+                        .borrow()
+                        .get(k)
+                        .cloned()
+                        .unwrap_or(Value::Undefined)
+                } else {
+                    Value::Undefined
+                };
+                if cur.is_none_or_undefined() {
+                    v
+                } else {
+                    self.binop(op.bin_op(), &cur, &v, span)?
+                }
+            }
+            _ => v,
+        };
         self.schema_set(ctx, fr, attr.name.sym, v, span)
     }
 }
