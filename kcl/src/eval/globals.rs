@@ -50,7 +50,9 @@ impl Evaluator {
                 },
             });
         }
+        let outer = pkg.top.replace(i + 1);
         let r = self.in_pkg(pkg, || self.exec_top(&ctx, s));
+        pkg.top.set(outer);
         if setter.is_some() {
             pkg.stops.borrow_mut().pop();
         }

@@ -82,6 +82,10 @@ pub struct Pkg {
     stops: RefCell<Vec<Stop>>,
     /// The package-level statement running now (its address; also one inside an `if`).
     current: Cell<usize>,
+    /// One past the index of the package-level statement running now (0: none).
+    top: Cell<usize>,
+    /// When the package's schemas got unusual key lists (see `schema::forward`).
+    forward: Option<schema::forward::Timeline>,
     globals: RefCell<FxHashMap<Symbol, Value>>,
     /// Global names in first-assignment order (the output order).
     order: RefCell<Vec<Symbol>>,
@@ -498,6 +502,7 @@ impl Evaluator {
                 setters.entry(n).or_default().push(Setter { stmt: i, stop });
             }
         }
+        let forward = schema::forward::Timeline::build(&stmts);
         let pkg = Rc::new(Pkg {
             path: path.to_string(),
             dir,
@@ -507,6 +512,8 @@ impl Evaluator {
             targets: RefCell::new(Vec::new()),
             stops: RefCell::new(Vec::new()),
             current: Cell::new(0),
+            top: Cell::new(0),
+            forward,
             globals: RefCell::new(FxHashMap::default()),
             order: RefCell::new(Vec::new()),
             imports: RefCell::new(FxHashMap::default()),

@@ -289,3 +289,35 @@ fn names_a_type(t: &ast::Type) -> bool {
         K::Any | K::Basic(_) | K::Literal(_) | K::Function { .. } => false,
     }
 }
+
+impl Layout {
+    /// The instance's key order for an unusual key list (see `forward.rs`): the attributes of
+    /// the levels it names, in its order, then the rest as usual.
+    pub(super) fn forward_order(&self, steps: &[super::forward::Step]) -> Vec<Str> {
+        let top = self.part_level.iter().copied().max().unwrap_or(0);
+        let mut out: Vec<Str> = Vec::with_capacity(self.order.len());
+        for level in super::forward::levels(steps, top) {
+            for (pi, t) in self.parts.iter().enumerate() {
+                let Some(st) = t.stmt.filter(|_| self.part_level[pi] == level) else {
+                    continue;
+                };
+                for s in &st.body {
+                    let mut names = Vec::new();
+                    collect_targets(s, &mut names);
+                    for n in names {
+                        let k = crate::eval::expr::sym_str(n);
+                        if self.order.contains(&k) && !out.contains(&k) {
+                            out.push(k);
+                        }
+                    }
+                }
+            }
+        }
+        for k in &self.order {
+            if !out.contains(k) {
+                out.push(k.clone());
+            }
+        }
+        out
+    }
+}

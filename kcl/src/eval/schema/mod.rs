@@ -5,6 +5,7 @@
 
 mod body;
 mod checks;
+pub(crate) mod forward;
 mod layout;
 mod merge;
 
@@ -400,8 +401,23 @@ impl Evaluator {
             })
             .collect();
         let mut attrs = Dict::with_capacity(layout.order.len() + config.len());
-        for k in &layout.order {
-            attrs.map.insert(k.clone(), Value::Undefined);
+        match ty.stmt.and_then(|st| {
+            let pkg = &ty.def_ctx.pkg;
+            let running = pkg.top.get().checked_sub(1);
+            pkg.forward
+                .as_ref()?
+                .steps(st as *const ast::SchemaStmt as usize, running)
+        }) {
+            Some(steps) => {
+                for k in layout.forward_order(&steps) {
+                    attrs.map.insert(k, Value::Undefined);
+                }
+            }
+            None => {
+                for k in &layout.order {
+                    attrs.map.insert(k.clone(), Value::Undefined);
+                }
+            }
         }
         // the config is visible from the start
         for (k, v) in &config.map {
