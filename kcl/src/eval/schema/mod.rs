@@ -1,7 +1,8 @@
 //! Schema types and instantiation: parent first, then own body, then mixins; the config is laid
 //! over the body's defaults as each attribute is set; then types, required attributes and
 //! `check:` blocks. The type's layout is in `layout.rs`, the body's statements in `body.rs`,
-//! the checks in `checks.rs` and merging instances in `merge.rs`.
+//! the checks in `checks.rs`, merging instances in `merge.rs`, and the key order of a schema
+//! defined before its base in `forward.rs`.
 
 mod body;
 mod checks;
