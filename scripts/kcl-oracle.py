@@ -146,7 +146,9 @@ def execute(argv, cwd):
     if err:
         return 1, log, re.sub(r"\x1b\[[0-9;]*m", "", err).rstrip("\n") + "\n"
     out = r.json_result if o["format"] == "json" else r.yaml_result
-    if out and not out.endswith("\n"):
+    # the API's result lacks the last line break (a `|+` block keeps the ones before it),
+    # which the command line prints after it
+    if out:
         out += "\n"
     if o["o"]:
         with open(kcl_path(o["o"], cwd), "w") as f:
