@@ -139,17 +139,28 @@ fn write_map(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
         if i > 0 {
             indent(out, ind);
         }
-        if k.contains('\n') || k.contains('\r') {
-            // multi-line keys use libyaml's complex-key form
+        // a key over more than one line or 128 bytes takes libyaml's complex-key form, its
+        // value following `: ` on the same line
+        if k.len() > 128 || k.chars().any(scalar::is_break) {
             out.push_str("? ");
             scalar::write_str(k, ind + 2, false, out);
             out.push('\n');
             indent(out, ind);
-            out.push(':');
-        } else {
-            scalar::write_str(k, ind, true, out);
-            out.push(':');
+            out.push_str(": ");
+            match val {
+                Value::Dict(_) | Value::Schema(_) if !entries(val, o).is_empty() => {
+                    write_map(val, o, ind + 2, out)
+                }
+                Value::List(_) if !list_items(val, o).is_empty() => write_seq(val, o, ind + 2, out),
+                _ => {
+                    write_scalar(val, o, ind + 2, out);
+                    out.push('\n');
+                }
+            }
+            continue;
         }
+        scalar::write_str(k, ind, true, out);
+        out.push(':');
         write_value_after_key(val, o, ind, out);
     }
 }

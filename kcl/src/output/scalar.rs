@@ -111,7 +111,7 @@ fn printable(c: char) -> bool {
         || (0x10000..=0x10FFFF).contains(&u)
 }
 
-fn is_break(c: char) -> bool {
+pub(super) fn is_break(c: char) -> bool {
     matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
@@ -189,7 +189,8 @@ fn analyze(s: &str) -> Analysis {
                 _ => {}
             }
         }
-        if !printable(c) || matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}') {
+        // upstream escapes NEL, but writes the line and paragraph separators as they are
+        if !printable(c) || c == '\u{85}' {
             special = true;
         }
         if is_break(c) {
@@ -318,12 +319,26 @@ pub fn write_str_opts(s: &str, ind: usize, key: bool, quote_digit: bool, out: &m
     match style {
         StrStyle::Plain => out.push_str(s),
         StrStyle::Single => {
+            // a line or paragraph separator is a line break to libyaml: the text after it
+            // (or the closing quote) is indented as a continuation line
+            let mut broke = false;
             out.push('\'');
             for c in s.chars() {
+                if matches!(c, '\u{2028}' | '\u{2029}') {
+                    out.push(c);
+                    broke = true;
+                    continue;
+                }
+                if std::mem::take(&mut broke) {
+                    out.extend(std::iter::repeat_n(' ', ind));
+                }
                 if c == '\'' {
                     out.push('\'');
                 }
                 out.push(c);
+            }
+            if broke {
+                out.extend(std::iter::repeat_n(' ', ind));
             }
             out.push('\'');
         }
@@ -370,29 +385,34 @@ fn write_double(s: &str, out: &mut String) {
 fn write_literal(s: &str, ind: usize, out: &mut String) {
     out.push('|');
     let first = s.chars().next();
-    if matches!(first, Some(' ') | Some('\n')) {
+    if first.is_some_and(|c| c == ' ' || is_break(c)) {
         out.push('2');
     }
-    let chomp = if !s.ends_with('\n') {
-        "-"
-    } else if s == "\n" || s.ends_with("\n\n") {
-        "+"
-    } else {
-        ""
+    // libyaml's chomping: strip without a final break, keep when the string is one break or
+    // ends in two
+    let mut rev = s.chars().rev();
+    let chomp = match (rev.next(), rev.next()) {
+        (Some(c), _) if !is_break(c) => "-",
+        (Some(_), None) => "+",
+        (Some(_), Some(p)) if is_break(p) => "+",
+        _ => "",
     };
     out.push_str(chomp);
+    // (keep-chomping's trailing empty lines are in `body`); a line or paragraph separator
+    // breaks the line too: libyaml indents what follows any break, and nothing after one
     let body = s.strip_suffix('\n').unwrap_or(s);
-    for line in body.split('\n') {
-        out.push('\n');
-        if !line.is_empty() {
-            for _ in 0..ind {
-                out.push(' ');
-            }
-            out.push_str(line);
+    out.push('\n');
+    let mut broke = true;
+    for c in body.chars() {
+        if matches!(c, '\n' | '\u{2028}' | '\u{2029}') {
+            out.push(c);
+            broke = true;
+            continue;
         }
-    }
-    if s.ends_with("\n\n") || s == "\n" {
-        // keep-chomping: the trailing empty lines are already emitted by the split above
+        if std::mem::take(&mut broke) {
+            out.extend(std::iter::repeat_n(' ', ind));
+        }
+        out.push(c);
     }
 }
 

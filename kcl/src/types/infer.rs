@@ -521,21 +521,20 @@ impl<'a> Checker<'a> {
         if !rule.parents.is_empty() {
             return;
         }
-        let allowed: Option<Vec<Symbol>> = match &rule.for_host {
-            None => Some(Vec::new()),
-            Some(h) => self.resolve_schema(pkg, file, &h.names).map(|id| {
-                // (a protocol's members count as open elsewhere: its host adds to them)
+        let allowed: Vec<Symbol> = match &rule.for_host {
+            None => Vec::new(),
+            Some(h) => {
+                let Some(id) = self.resolve_schema(pkg, file, &h.names) else {
+                    return;
+                };
+                // (a protocol whose members are not all known is not judged)
                 let m = self.members(id);
                 if m.unresolved {
-                    return Vec::new();
+                    return;
                 }
                 m.attrs.keys().copied().collect()
-            }),
+            }
         };
-        let Some(allowed) = allowed else { return };
-        if rule.for_host.is_some() && allowed.is_empty() {
-            return;
-        }
         for en in entries {
             let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind else {
                 continue;
