@@ -141,7 +141,7 @@ fn write_map(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
         }
         // a key over more than one line or 128 bytes takes libyaml's complex-key form, its
         // value following `: ` on the same line
-        if k.len() > 128 || k.chars().any(scalar::is_break) {
+        if k.len() > 128 || scalar::has_break(k) {
             out.push_str("? ");
             scalar::write_str(k, ind + 2, false, out);
             out.push('\n');

@@ -111,7 +111,13 @@ fn printable(c: char) -> bool {
         || (0x10000..=0x10FFFF).contains(&u)
 }
 
-pub(super) fn is_break(c: char) -> bool {
+/// Whether `s` holds a line break (see [`is_break`]); most keys are ASCII without one, so the
+/// bytes are scanned first.
+pub(super) fn has_break(s: &str) -> bool {
+    s.bytes().any(|b| matches!(b, b'\n' | b'\r' | 0xC2 | 0xE2)) && s.chars().any(is_break)
+}
+
+fn is_break(c: char) -> bool {
     matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
