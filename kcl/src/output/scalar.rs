@@ -101,11 +101,12 @@ fn digits_but_not_number(s: &str) -> bool {
     s.len() > 1 && s.starts_with('0') && s[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
+/// libyaml's printable characters, less NEL, which upstream escapes (the line and paragraph
+/// separators it writes as they are).
 fn printable(c: char) -> bool {
     let u = c as u32;
     u == 0x0A
         || (0x20..=0x7E).contains(&u)
-        || u == 0x85
         || (0xA0..=0xD7FF).contains(&u)
         || ((0xE000..=0xFFFD).contains(&u) && u != 0xFEFF)
         || (0x10000..=0x10FFFF).contains(&u)
@@ -114,7 +115,7 @@ fn printable(c: char) -> bool {
 /// Whether `s` holds a line break (see [`is_break`]); most keys are ASCII without one, so the
 /// bytes are scanned first.
 pub(super) fn has_break(s: &str) -> bool {
-    s.bytes().any(|b| matches!(b, b'\n' | b'\r' | 0xC2 | 0xE2)) && s.chars().any(is_break)
+    s.bytes().any(|b| b == b'\n' || b == b'\r' || b >= 0xC2) && s.chars().any(is_break)
 }
 
 fn is_break(c: char) -> bool {
@@ -195,8 +196,7 @@ fn analyze(s: &str) -> Analysis {
                 _ => {}
             }
         }
-        // upstream escapes NEL, but writes the line and paragraph separators as they are
-        if !printable(c) || c == '\u{85}' {
+        if !printable(c) {
             special = true;
         }
         if is_break(c) {
@@ -329,6 +329,11 @@ pub fn write_str_opts(s: &str, ind: usize, key: bool, quote_digit: bool, out: &m
             // (or the closing quote) is indented as a continuation line
             let mut broke = false;
             out.push('\'');
+            if s.is_ascii() && !s.contains('\'') {
+                out.push_str(s);
+                out.push('\'');
+                return;
+            }
             for c in s.chars() {
                 if matches!(c, '\u{2028}' | '\u{2029}') {
                     out.push(c);
@@ -408,17 +413,21 @@ fn write_literal(s: &str, ind: usize, out: &mut String) {
     // breaks the line too: libyaml indents what follows any break, and nothing after one
     let body = s.strip_suffix('\n').unwrap_or(s);
     out.push('\n');
-    let mut broke = true;
-    for c in body.chars() {
-        if matches!(c, '\n' | '\u{2028}' | '\u{2029}') {
-            out.push(c);
-            broke = true;
-            continue;
-        }
-        if std::mem::take(&mut broke) {
+    let mut line = |piece: &str| {
+        // the piece's text, without the break that ends it
+        let text = piece
+            .strip_suffix(['\n', '\u{2028}', '\u{2029}'])
+            .unwrap_or(piece);
+        if !text.is_empty() {
             out.extend(std::iter::repeat_n(' ', ind));
         }
-        out.push(c);
+        out.push_str(piece);
+    };
+    if body.is_ascii() {
+        body.split_inclusive('\n').for_each(&mut line);
+    } else {
+        body.split_inclusive(['\n', '\u{2028}', '\u{2029}'])
+            .for_each(&mut line);
     }
 }
 
