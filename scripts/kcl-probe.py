@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""kcl-probe.py FILE: hand-written KCL probes, each run by upstream (kcl-lib 0.12.4 through
+scripts/kcl-oracle.py) and by our `kcl run`; prints each probe that differs and a count.
+
+Probes in FILE are separated by lines starting `#---`. In a probe, a first line
+`#!args: -D x=1 -S a` adds `kcl run` options, and a line `#file: pkg/a.k` starts another file
+(the probe's first lines are main.k). Compared: exit status, stdout, and for errors the first
+annotation message (the grammar runner's key mode). KCL_BIN names our binary
+(default target/debug/kcl); probes are written under $TMPDIR/kcl-probe/.
+"""
+import sys, os, re, subprocess, shutil
+src = open(sys.argv[1]).read()
+cases = [c.strip('\n') + '\n' for c in re.split(r'^#---.*$', src, flags=re.M) if c.strip()]
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ours = os.environ.get('KCL_BIN', os.path.join(root, 'target/debug/kcl'))
+cache = os.environ.get('KUSION_CACHE', os.path.expanduser('~/.cache/kusion-rs'))
+env = dict(os.environ, KCL_ORACLE_PATH=os.environ.get('KCL_ORACLE_PATH', os.path.join(cache, 'kcl-lib-0.12.4')))
+def norm(s):
+    s = re.sub(r'\x1b\[[0-9;]*m', '', s)
+    return '\n'.join(l.rstrip() for l in s.splitlines() if l.strip() and l.strip() != '|')
+def key(s):
+    for l in re.sub(r'\x1b\[[0-9;]*m', '', s).splitlines():
+        m = re.match(r'^\s*\|\s?(.*)$', l)
+        if m:
+            msg = re.sub(r'^\s*\^+\s*', '', m.group(1)).strip()
+            if msg: return msg
+    return s.strip().splitlines()[0] if s.strip() else ''
+import tempfile
+base = os.path.join(tempfile.gettempdir(), 'kcl-probe'); shutil.rmtree(base, ignore_errors=True)
+same = 0
+for i, c in enumerate(cases):
+    d = f'{base}/c{i}'; os.makedirs(d)
+    extra = []
+    if c.startswith('#!args:'):
+        first, c = c.split('\n', 1)
+        extra = first[len('#!args:'):].split()
+    files = {'main.k': ''}; cur = 'main.k'
+    for line in c.splitlines(keepends=True):
+        if line.startswith('#file: '):
+            cur = line[7:].strip(); files[cur] = ''; continue
+        files[cur] += line
+    for fn, body in files.items():
+        os.makedirs(os.path.dirname(f'{d}/{fn}'), exist_ok=True)
+        open(f'{d}/{fn}', 'w').write(body)
+    try:
+        u = subprocess.run(['python3', os.path.join(root, 'scripts/kcl-oracle.py'), 'run', 'main.k'] + extra, cwd=d, env=env, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        print(f'===== case {i} ({d}) ORACLE TIMEOUT'); print(c.rstrip()); continue
+    o = subprocess.run([ours, 'run', 'main.k'] + extra, cwd=d, capture_output=True, text=True, timeout=60)
+    ok = u.returncode == o.returncode and u.stdout == o.stdout and (u.returncode == 0 or key(u.stderr) == key(o.stderr))
+    if ok: same += 1; continue
+    print(f'===== case {i} ({d})'); print(c.rstrip())
+    print(f'--- upstream rc={u.returncode}'); print(u.stdout.rstrip()); print(norm(u.stderr)[:1500])
+    print(f'--- ours rc={o.returncode}'); print(o.stdout.rstrip()); print(norm(o.stderr)[:1500])
+print(f'{same}/{len(cases)} same')
