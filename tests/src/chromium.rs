@@ -181,17 +181,28 @@ impl Page {
         }
     }
 
+    /// Clicks the element; the console re-renders views as events arrive, so an element found
+    /// and replaced before the click is found again (until the wait runs out).
     pub async fn click(&self, css: &str) {
-        let e = self
-            .client
-            .wait()
-            .at_most(WAIT)
-            .for_element(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("{css}: {e}"));
-        e.click()
-            .await
-            .unwrap_or_else(|e| panic!("clicking {css}: {e}"));
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let e = self
+                .client
+                .wait()
+                .at_most(WAIT)
+                .for_element(Locator::Css(css))
+                .await
+                .unwrap_or_else(|e| panic!("{css}: {e}"));
+            match e.click().await {
+                Ok(_) => return,
+                Err(err)
+                    if err.to_string().contains("stale element") && Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(err) => panic!("clicking {css}: {err}"),
+            }
+        }
     }
 
     pub async fn go(&self, fragment: &str) {
