@@ -25,6 +25,11 @@ if [ "${KCL_GRAMMAR_MIN:-0}" -gt 0 ]; then
   out=$(KCL_STDERR_MODE=key KCL="$kcl run" bash "$shared/conformance/run-kcl-conformance.sh" "$shared/conformance/kcl-grammar" || true)
   passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
   check kcl-grammar-key "${passed:-0}" "${KCL_GRAMMAR_KEY_MIN:-0}"
+  # exact mode (upstream's own harness rule): a failing case's whole golden error output,
+  # positions and every diagnostic, must appear in stderr
+  out=$(KCL_STDERR_MODE=exact KCL="$kcl run" bash "$shared/conformance/run-kcl-conformance.sh" "$shared/conformance/kcl-grammar" || true)
+  passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')
+  check kcl-grammar-exact "${passed:-0}" "${KCL_GRAMMAR_EXACT_MIN:-0}"
   # documents in upstream's order (YAML_DOC_ORDER unset); exact text counted apart
   out=$(cd "$shared/conformance/konfig" && env -u YAML_DOC_ORDER KCL="$kcl run" bash ./run.sh || true)
   passed=$(echo "$out" | tail -n1 | sed -E 's/^([0-9]+) passed.*/\1/')

@@ -8,7 +8,7 @@ use crate::eval::{EvalError, EvalOptions, Evaluator, PluginHook};
 use crate::output::{PrintOpts, to_json};
 pub use crate::parser::loader::ParseCache;
 use crate::parser::loader::{LoadOptions, load_program_cached};
-use crate::value::{Dict, Str, Value};
+use crate::value::{Dict, ErrKind, Str, Value};
 
 /// Options of one run (the `kcl run` flags).
 #[derive(Clone, Default)]
@@ -314,6 +314,12 @@ pub fn run_parts(
     };
     let _limits = crate::limits::enter(opts.limits);
     let (ev, modules) = Evaluator::new(program, eopts);
+    // where upstream's runtime stands when the program has run: its last statement
+    let last_stmt = modules
+        .iter()
+        .rev()
+        .find_map(|m| m.body.last())
+        .map(|s| s.span);
     let teardown = Teardown {
         ev: Some(ev),
         free: !opts.exiting,
@@ -354,7 +360,10 @@ pub fn run_parts(
         ));
     }
     if !opts.path_selector.is_empty() {
-        value = select(&value, &opts.path_selector).map_err(KclError::Other)?;
+        value = select(&value, &opts.path_selector).map_err(|m| match last_stmt {
+            Some(sp) => KclError::Eval(EvalError::new(ErrKind::Evaluation, m, Some(sp))),
+            None => KclError::Other(m),
+        })?;
     }
     let mut v = value.clone();
     if opts.disable_none {

@@ -73,6 +73,22 @@ struct Tally {
     upstream_errors: std::collections::BTreeMap<(String, String), usize>,
 }
 
+impl Tally {
+    /// One line of counts, as both the sample and the campaign print them.
+    fn summary(&self) -> String {
+        format!(
+            "{} programs, upstream ok {} / error {}, version-dependent {}, oracle failures {}, \
+             differences {}",
+            self.programs,
+            self.agreed_ok,
+            self.agreed_err,
+            self.version_dependent,
+            self.oracle_failed,
+            self.differences.len()
+        )
+    }
+}
+
 /// Run `p` through upstream and ours; record a difference under `label`.
 fn check_one(up: &mut Upstream, label: &str, p: &Program, t: &mut Tally) {
     t.programs += 1;
@@ -250,16 +266,7 @@ fn bounded_sample_matches_upstream() {
         ("fixed seeds", &fixed),
         (&*format!("fresh seed {fresh}"), &new),
     ] {
-        eprintln!(
-            "differential sample, {kind}: {} programs, upstream ok {} / error {}, \
-             version-dependent {}, oracle failures {}, differences {}",
-            t.programs,
-            t.agreed_ok,
-            t.agreed_err,
-            t.version_dependent,
-            t.oracle_failed,
-            t.differences.len()
-        );
+        eprintln!("differential sample, {kind}: {}", t.summary());
     }
     // errors are compared too (kind and message), but a generator making mostly errors
     // would compare little output
@@ -357,15 +364,7 @@ fn campaign() {
     std::fs::write(&path, &reports).unwrap();
     let mut ndiff = 0;
     for (k, t) in &totals {
-        eprintln!(
-            "campaign {k}: {} programs, upstream ok {} / error {}, version-dependent {}, oracle failures {}, differences {}",
-            t.programs,
-            t.agreed_ok,
-            t.agreed_err,
-            t.version_dependent,
-            t.oracle_failed,
-            t.differences.len()
-        );
+        eprintln!("campaign {k}: {}", t.summary());
         ndiff += t.differences.len();
         let mut errs: Vec<_> = t.upstream_errors.iter().collect();
         errs.sort_by(|a, b| b.1.cmp(a.1));
@@ -415,7 +414,14 @@ fn record() {
                 .unwrap()
                 .to_string_lossy()
                 .to_string();
-            if !["args.txt", "expected.stdout", "expected.error"].contains(&rel.as_str()) {
+            if ![
+                "args.txt",
+                "expected.stdout",
+                "expected.error",
+                "expected.stderr",
+            ]
+            .contains(&rel.as_str())
+            {
                 files.push((rel, std::fs::read_to_string(&p).unwrap()));
             }
         }

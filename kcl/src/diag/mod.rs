@@ -212,14 +212,21 @@ fn render_label(out: &mut String, label: &Label) {
     let _ = writeln!(out, "{pad} |");
     let text = file.line_text(line as usize - 1);
     let _ = writeln!(out, "{line} | {text}");
-    // Keep tabs in the caret line so the caret lines up under tab-indented source.
-    let lead: String = text
-        .chars()
-        .take(col as usize - 1)
-        .map(|c| if c == '\t' { '\t' } else { ' ' })
-        .collect();
+    let lead = caret_lead(text, col);
     let _ = writeln!(out, "{pad} | {lead}^ {}", label.message);
     let _ = writeln!(out, "{pad} |");
+}
+
+/// The blanks before a caret under column `col` (1-based, in chars) of `line`: as upstream's
+/// renderer, each character before it takes its display width (a CJK character two, a tab or
+/// another control character none).
+pub(crate) fn caret_lead(line: &str, col: u32) -> String {
+    let width: usize = line
+        .chars()
+        .take(col.saturating_sub(1) as usize)
+        .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+        .sum();
+    " ".repeat(width)
 }
 
 impl std::fmt::Display for Diagnostic {

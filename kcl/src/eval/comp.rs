@@ -26,7 +26,7 @@ impl Evaluator {
                     "the number of loop variables is {}, which can only be 1 or 2",
                     c.targets.len()
                 ),
-                Some(c.targets[0].span),
+                Some(c.targets[1].span.shrink_to_hi()),
             ));
         }
         if let Some(t) = c.targets.iter().find(|t| t.names.len() > 1) {

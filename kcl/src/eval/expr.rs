@@ -97,7 +97,11 @@ impl Evaluator {
 
     fn eval_inner(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
         match &e.kind {
-            ExprKind::Ident(s) => self.lookup(ctx, *s, e.span),
+            ExprKind::Ident(s) => match self.lookup(ctx, *s, e.span)? {
+                // a module is only a selector's receiver: as a value it is Undefined
+                Value::Func(f) if is_module(&f) => Ok(Value::Undefined),
+                v => Ok(v),
+            },
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Float(f) => Ok(Value::Float(*f)),
             ExprKind::NumberUnit { value, suffix } => Ok(Value::Unit(Rc::new(value::Unit {
@@ -204,7 +208,10 @@ impl Evaluator {
                 }
             }
             ExprKind::Selector(x) => {
-                let v = self.eval(ctx, &x.value)?;
+                let v = match &x.value.kind {
+                    ExprKind::Ident(s) => self.lookup(ctx, *s, x.value.span)?,
+                    _ => self.eval(ctx, &x.value)?,
+                };
                 self.select(ctx, &v, x.attr.sym.as_str(), x.optional, x.attr.span)
             }
             ExprKind::Subscript {
@@ -378,6 +385,7 @@ impl Evaluator {
                 };
                 // `as` is upstream's strict check: an instance must be of that schema (or a
                 // subschema), where assignments accept any instance
+                let mut refused = None;
                 let strict_ok = match (&v, &ty.kind) {
                     (Value::Schema(inst), ast::TypeKind::Named(id)) => {
                         let tctx = Ctx {
@@ -392,7 +400,13 @@ impl Evaluator {
                             .as_ref()
                             .and_then(super::schema::as_schema_type)
                         {
-                            Some(st) => super::schema::is_instance_of(self, inst, &st),
+                            Some(st) => {
+                                let ok = super::schema::is_instance_of(self, inst, &st);
+                                if !ok {
+                                    refused = Some((st, inst.attrs.clone()));
+                                }
+                                ok
+                            }
                             None => true,
                         }
                     }
@@ -404,15 +418,20 @@ impl Evaluator {
                     Err(EvalError::new(ErrKind::Type, String::new(), Some(e.span)))
                 };
                 conv.map_err(|err| match got {
-                    // a schema cast that fails at run time reads like upstream's runtime check
-                    Some(got) if err.kind == ErrKind::Type => EvalError::new(
-                        ErrKind::Evaluation,
-                        format!(
-                            "expect {}, got {got}. For details:\n{got} is not that schema or one of its subschemas",
-                            super::types::type_str(ty)
-                        ),
-                        err.span,
-                    ),
+                    // a schema cast that fails at run time reads like upstream's runtime
+                    // check, which explains it as a conversion of the instance's attributes
+                    Some(got) if err.kind == ErrKind::Type => {
+                        let notes = refused
+                            .and_then(|(st, attrs)| self.conversion_notes(&st, &attrs, e.span).ok())
+                            .map(|(extra, missing)| [extra, missing].concat())
+                            .unwrap_or_default();
+                        let mut msg = format!("expect {}, got {got}", super::types::type_str(ty));
+                        if !notes.is_empty() {
+                            msg.push_str(". For details:\n");
+                            msg.push_str(&notes.join("\n"));
+                        }
+                        EvalError::new(ErrKind::Evaluation, msg, err.span)
+                    }
                     _ => err,
                 })
             }
@@ -692,4 +711,9 @@ fn not_subscriptable(v: &Value, i: &Value, span: Span) -> EvalError {
         ),
         Some(span),
     )
+}
+
+/// Whether `f` is an imported module (the value an import binds).
+fn is_module(f: &Func) -> bool {
+    matches!(f, Func::User { data, .. } if data.downcast_ref::<ModuleRef>().is_some())
 }

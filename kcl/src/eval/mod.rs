@@ -477,7 +477,8 @@ impl Evaluator {
                         ),
                         Some(sp.shrink_to_lo()),
                     )
-                    .with_note(decl, format!("The variable '{}' is declared here", n.sym)));
+                    .with_note(decl, format!("The variable '{}' is declared here", n.sym))
+                    .with_mutable_hint(n.sym));
                 }
                 let c = assign_count.entry(n.sym).or_insert((0, sp));
                 c.0 += 1;
@@ -490,7 +491,8 @@ impl Evaluator {
                         ),
                         Some(n.span),
                     )
-                    .with_note(c.1, format!("The variable '{}' is declared here", n.sym)));
+                    .with_note(c.1, format!("The variable '{}' is declared here", n.sym))
+                    .with_mutable_hint(n.sym));
                 }
             }
         }

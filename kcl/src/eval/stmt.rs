@@ -256,6 +256,7 @@ impl Evaluator {
                     ),
                     Some(t.span),
                 )
+                .with_mutable_hint(name)
             };
             let top_level = ctx.schema.is_none() && ctx.locals.is_none();
             if top_level

@@ -116,11 +116,18 @@ impl std::ops::DerefMut for Out<'_> {
 }
 
 fn yaml_into(v: &Value, o: PrintOpts, out: &mut Out<'_>) {
+    write_block_here(v, o, 0, out);
+}
+
+/// A value starting at the current position: a block map or sequence whose later lines are
+/// indented by `ind`, or a scalar whose continuation lines are indented by at least one step
+/// (libyaml indents a block scalar at the top level too).
+fn write_block_here(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
     match v {
-        Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => write_map(v, o, 0, out),
-        Value::List(_) if !list_items(v, o).is_empty() => write_seq(v, o, 0, out),
+        Value::Dict(_) | Value::Schema(_) if !entries(v, o).is_empty() => write_map(v, o, ind, out),
+        Value::List(_) if !list_items(v, o).is_empty() => write_seq(v, o, ind, out),
         _ => {
-            write_scalar(v, o, 2, out);
+            write_scalar(v, o, ind.max(2), out);
             out.push('\n');
         }
     }
@@ -147,16 +154,7 @@ fn write_map(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
             out.push('\n');
             indent(out, ind);
             out.push_str(": ");
-            match val {
-                Value::Dict(_) | Value::Schema(_) if !entries(val, o).is_empty() => {
-                    write_map(val, o, ind + 2, out)
-                }
-                Value::List(_) if !list_items(val, o).is_empty() => write_seq(val, o, ind + 2, out),
-                _ => {
-                    write_scalar(val, o, ind + 2, out);
-                    out.push('\n');
-                }
-            }
+            write_block_here(val, o, ind + 2, out);
             continue;
         }
         scalar::write_str(k, ind, true, out);
@@ -192,16 +190,7 @@ fn write_seq(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
             indent(out, ind);
         }
         out.push_str("- ");
-        match item {
-            Value::Dict(_) | Value::Schema(_) if !entries(item, o).is_empty() => {
-                write_map(item, o, ind + 2, out)
-            }
-            Value::List(_) if !list_items(item, o).is_empty() => write_seq(item, o, ind + 2, out),
-            _ => {
-                write_scalar(item, o, ind + 2, out);
-                out.push('\n');
-            }
-        }
+        write_block_here(item, o, ind + 2, out);
     }
 }
 

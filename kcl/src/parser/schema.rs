@@ -93,11 +93,13 @@ impl<'a> Parser<'a> {
 
     fn parse_schema_body(&mut self, s: &mut SchemaStmt, header_indent: u32) {
         let t = self.tk();
-        if t.tok == Tok::Eof || (t.nl && t.indent <= header_indent) {
-            // Upstream accepts a schema with an empty body.
+        // Upstream accepts a schema with an empty body; text after the header's colon on its
+        // line leaves the body empty too and is read as the next statement
+        // (`schema A: x: int = 1` is an empty schema and a variable `x`).
+        if t.tok == Tok::Eof || !t.nl || t.indent <= header_indent {
             return;
         }
-        let ind = if t.nl { t.indent } else { u32::MAX };
+        let ind = t.indent;
         let mut first = true;
         let mut checked = false;
         // upstream takes `mixin [...]` only as the body's first statement (after its doc);
@@ -137,9 +139,6 @@ impl<'a> Parser<'a> {
                             value: Arc::from(v),
                             span: self.tspan(t),
                         });
-                        if ind == u32::MAX {
-                            break;
-                        }
                         continue;
                     }
                 }
@@ -218,9 +217,6 @@ impl<'a> Parser<'a> {
                 self.finish_stmt(start);
             }
             let _ = lo;
-            if ind == u32::MAX {
-                break;
-            }
         }
     }
 
@@ -354,6 +350,14 @@ impl<'a> Parser<'a> {
         let for_host = self.parse_for_host_colon();
         let mut doc = None;
         let t = self.tk();
+        // a rule's checks start on the next line, indented
+        if !t.nl && t.tok != Tok::Eof {
+            let got = t.tok.describe(self.text(t));
+            self.error(
+                self.tspan(t),
+                format!("expected one of [\"indent\"] got {got}"),
+            );
+        }
         if let Tok::Str { raw, triple } = t.tok
             && t.nl
             && t.indent > header_indent

@@ -81,6 +81,23 @@ pub(crate) fn unescape(s: &str, out: &mut String) {
                 }
                 out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
             }
+            // a character by its Unicode name (`\N{BULLET}`, any case), as upstream's lexer
+            'N' if chars.peek() == Some(&'{') => {
+                let rest: String = chars.clone().skip(1).take_while(|&c| c != '}').collect();
+                match unicode_char(&rest) {
+                    Some(c) => {
+                        out.push(c);
+                        // the braces and the name
+                        for _ in 0..rest.chars().count() + 2 {
+                            chars.next();
+                        }
+                    }
+                    None => {
+                        out.push('\\');
+                        out.push('N');
+                    }
+                }
+            }
             'x' | 'u' | 'U' => {
                 let n = match e {
                     'x' => 2,
@@ -115,9 +132,17 @@ pub(crate) fn unescape(s: &str, out: &mut String) {
     }
 }
 
+/// The character with Unicode name `name` in any case; aliases (`LF`, `NBSP`) are no names
+/// to upstream's lexer.
+fn unicode_char(name: &str) -> Option<char> {
+    let c = unicode_names2::character(name)?;
+    let canonical = unicode_names2::name(c)?.to_string();
+    canonical.eq_ignore_ascii_case(name).then_some(c)
+}
+
 /// Whether `s` (a non-raw string's content) has an escape upstream's lexer rejects: `\x`,
 /// `\u` and `\U` without their 2, 4 or 8 hex digits (or beyond U+10FFFF), `\N` without a
-/// braced name.
+/// braced name of a Unicode character.
 pub(crate) fn bad_escape(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = 0;
@@ -132,7 +157,13 @@ pub(crate) fn bad_escape(s: &str) -> bool {
             Some(b'U') => 8,
             Some(b'N') => {
                 let rest = &b[i + 2..];
-                if rest.first() != Some(&b'{') || !rest.contains(&b'}') {
+                let name = rest
+                    .strip_prefix(b"{")
+                    .and_then(|r| r.iter().position(|&c| c == b'}').map(|end| &r[..end]));
+                let known = name
+                    .and_then(|n| std::str::from_utf8(n).ok())
+                    .is_some_and(|n| unicode_char(n).is_some());
+                if !known {
                     return true;
                 }
                 i += 2;

@@ -235,14 +235,29 @@ impl<'a> Checker<'a> {
         args: &ast::CallArgs,
         at: Span,
     ) -> Ty {
-        let start = self.errors.len();
+        // a keyword given twice: upstream points after the keyword before it
+        if name.is_some() {
+            for (i, k) in args.keywords.iter().enumerate().skip(1) {
+                if args.keywords[..i].iter().any(|p| p.name.sym == k.name.sym) {
+                    let msg = format!(
+                        "\"{}\" has duplicated keyword argument {}",
+                        name.as_deref().unwrap_or_default(),
+                        k.name.sym
+                    );
+                    let prev = args.keywords[i - 1].value.span;
+                    self.err(ErrKind::Compile, msg, prev.shrink_to_hi());
+                }
+            }
+        }
+        let def = |i: usize| f.param_spans.get(i).copied();
         for (i, a) in args.args.iter().enumerate() {
             match f.params.get(i) {
-                Some((_, t, _)) => self.check_value(env, a, t, a.span, None),
+                Some((_, t, _)) => self.check_value(env, a, t, a.span, def(i)),
                 None => {
                     self.infer(env, a);
+                    // (once, at the first argument too many)
                     if let Some(name) = &name
-                        && self.errors.len() == start
+                        && i == f.params.len()
                     {
                         let n = f.params.len();
                         let msg = format!(
@@ -256,13 +271,14 @@ impl<'a> Checker<'a> {
             }
         }
         for k in &args.keywords {
-            match f.params.iter().find(|(p, _, _)| *p == Some(k.name.sym)) {
-                Some((_, t, _)) => self.check_value(env, &k.value, t, k.value.span, None),
+            match f.params.iter().position(|(p, _, _)| *p == Some(k.name.sym)) {
+                Some(i) => {
+                    let t = &f.params[i].1;
+                    self.check_value(env, &k.value, t, k.value.span, def(i))
+                }
                 // (upstream does not look at the value of a keyword the callee lacks)
                 None => {
-                    if let Some(name) = &name
-                        && self.errors.len() == start
-                    {
+                    if let Some(name) = &name {
                         let names = f
                             .params
                             .iter()
@@ -277,9 +293,16 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        // upstream counts the positional arguments and the keywords naming a parameter
+        // without a default
         let required = f.params.iter().filter(|(_, _, d)| !d).count();
-        let given = args.args.len() + args.keywords.len();
-        if name.is_some() && self.errors.len() == start && given < required {
+        let named_required = f
+            .params
+            .iter()
+            .filter(|(p, _, d)| !d && args.keywords.iter().any(|k| *p == Some(k.name.sym)))
+            .count();
+        let given = args.args.len() + named_required;
+        if name.is_some() && given < required {
             let msg = format!(
                 "expected {required} positional {}, found {given}",
                 if required > 1 {
@@ -566,7 +589,8 @@ fn not_callable(t: &Ty) -> bool {
         | Ty::Bool
         | Ty::BoolLit(_)
         | Ty::List(_)
-        | Ty::Dict(..) => true,
+        | Ty::Dict(..)
+        | Ty::Module(_) => true,
         Ty::Union(ts) => ts.iter().all(not_callable),
         _ => false,
     }

@@ -15,7 +15,9 @@ impl<'a> Checker<'a> {
         def: Option<Span>,
     ) {
         if expected.is_any() {
-            self.infer(env, e);
+            // everything is stored where `any` is wanted, but a module
+            let got = self.infer(env, e);
+            self.fits(&got, expected, span, def);
             return;
         }
         let inner = strip_paren(e);
@@ -75,21 +77,11 @@ impl<'a> Checker<'a> {
             // are conditionals or operators: upstream checks the config literals in them
             // against the item type expected of the whole, before the whole's own type
             (ExprKind::ListComp(c), Ty::List(et)) if wants_configs(et) => {
-                let before = self.errors.len();
-                let env2 = self.comp_env(env, &c.clauses);
-                self.check_operand_configs(&env2, &c.elt, et);
-                let got = self.infer(env, e);
-                self.fits(&got, expected, span, def);
-                self.drop_repeated_errors(before);
+                self.check_comp_element(env, e, (&c.clauses, &c.elt, et), expected, span, def);
                 return;
             }
             (ExprKind::DictComp(c), Ty::Dict(_, vt)) if wants_configs(vt) => {
-                let before = self.errors.len();
-                let env2 = self.comp_env(env, &c.clauses);
-                self.check_operand_configs(&env2, &c.value, vt);
-                let got = self.infer(env, e);
-                self.fits(&got, expected, span, def);
-                self.drop_repeated_errors(before);
+                self.check_comp_element(env, e, (&c.clauses, &c.value, vt), expected, span, def);
                 return;
             }
             (ExprKind::List(items), Ty::List(et))
@@ -157,6 +149,25 @@ impl<'a> Checker<'a> {
     /// The config literals among the operands of `e` (through parentheses, operators,
     /// conditionals and quantifier targets) checked against `expected` (schemas, a list's
     /// item type, a dict's types), without their own type compared to it.
+    /// A comprehension `e` whose element (`clauses`, the checked expression, the item type
+    /// it must fit) is checked first, then the whole against `expected`.
+    fn check_comp_element(
+        &mut self,
+        env: &Env,
+        e: &Expr,
+        (clauses, elt, item): (&[ast::CompClause], &Expr, &Ty),
+        expected: &Ty,
+        span: Span,
+        def: Option<Span>,
+    ) {
+        let before = self.errors.len();
+        let env2 = self.comp_env(env, clauses);
+        self.check_operand_configs(&env2, elt, item);
+        let got = self.infer(env, e);
+        self.fits(&got, expected, span, def);
+        self.drop_repeated_errors(before);
+    }
+
     fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty) {
         match &e.kind {
             ExprKind::Config(entries) => match (schema_ids(want), want) {

@@ -409,10 +409,16 @@ impl<'a> Checker<'a> {
     /// A quantifier (`all`, `any`, `map`, `filter`) over a list, dict or string.
     fn infer_quant(&mut self, env: &Env, q: &ast::QuantExpr) -> Ty {
         let it = self.infer(env, &q.target);
-        // (as a comprehension's: a scalar is never iterable)
+        // (as a comprehension's: a scalar or a module is never iterable)
         if matches!(
             it,
-            Ty::Bool | Ty::BoolLit(_) | Ty::Int | Ty::IntLit(_) | Ty::Float | Ty::FloatLit(_)
+            Ty::Bool
+                | Ty::BoolLit(_)
+                | Ty::Int
+                | Ty::IntLit(_)
+                | Ty::Float
+                | Ty::FloatLit(_)
+                | Ty::Module(_)
         ) {
             let msg = format!("'{}' object is not iterable", self.ty_str(&it));
             self.err(ErrKind::Compile, msg, q.target.span.shrink_to_lo());
@@ -595,6 +601,7 @@ impl<'a> Checker<'a> {
         Ty::Func(Rc::new(ty::FuncTy {
             params,
             ret: declared.unwrap_or(ret),
+            param_spans: l.params.iter().map(|p| p.name.span).collect(),
         }))
     }
 
@@ -743,11 +750,25 @@ impl<'a> Checker<'a> {
     pub(super) fn comp_env(&mut self, env: &Env, clauses: &[ast::CompClause]) -> Env {
         let mut env2 = env.clone();
         for c in clauses {
+            // upstream's resolver reports it at the end of the second variable
+            if c.targets.len() > 2 {
+                let msg = format!(
+                    "the number of loop variables is {}, which can only be 1 or 2",
+                    c.targets.len()
+                );
+                self.err(ErrKind::Compile, msg, c.targets[1].span.shrink_to_hi());
+            }
             let it = self.infer(&env2, &c.iter);
-            // a number, a bool or a literal None is never iterable
+            // a number, a bool, a module or a literal None is never iterable
             let scalar = matches!(
                 it,
-                Ty::Bool | Ty::BoolLit(_) | Ty::Int | Ty::IntLit(_) | Ty::Float | Ty::FloatLit(_)
+                Ty::Bool
+                    | Ty::BoolLit(_)
+                    | Ty::Int
+                    | Ty::IntLit(_)
+                    | Ty::Float
+                    | Ty::FloatLit(_)
+                    | Ty::Module(_)
             ) || matches!(
                 strip_paren(&c.iter).kind,
                 ExprKind::None | ExprKind::Undefined

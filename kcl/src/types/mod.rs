@@ -53,10 +53,11 @@ pub fn check_program(program: &Program) -> Result<(), EvalError> {
     c.check_import_cycles()?;
     for p in c.check_order() {
         c.check_pkg(p);
-        if let Some(e) = c.errors.into_iter().next() {
-            return Err(e);
+        let mut errors = std::mem::take(&mut c.errors).into_iter();
+        if let Some(mut first) = errors.next() {
+            first.also = errors.collect();
+            return Err(first);
         }
-        c.errors = Vec::new();
     }
     Ok(())
 }

@@ -184,6 +184,12 @@ pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
     if (unit(l) || unit(r)) && !matches!(op, C::In | C::NotIn | C::Is | C::IsNot) {
         return false;
     }
+    // a module is compared with nothing but `any` and None (membership aside)
+    if (matches!(l, Ty::Module(_)) || matches!(r, Ty::Module(_))) && !matches!(op, C::In | C::NotIn)
+    {
+        let free = |t: &Ty| matches!(t, Ty::Any | Ty::None);
+        return matches!(op, C::Eq | C::NotEq | C::Is | C::IsNot) && (free(l) || free(r));
+    }
     match op {
         // (`any` on either side is left to the run time)
         C::Lt | C::LtE | C::Gt | C::GtE if l.is_any() || r.is_any() => true,

@@ -135,7 +135,11 @@ impl<'a> Checker<'a> {
                     Some(r) => self.resolve_type(pkg, file, r),
                     None => Ty::Any,
                 };
-                Ty::Func(Rc::new(ty::FuncTy { params, ret }))
+                Ty::Func(Rc::new(ty::FuncTy {
+                    params,
+                    ret,
+                    param_spans: Vec::new(),
+                }))
             }
         }
     }
@@ -301,9 +305,11 @@ impl<'a> Checker<'a> {
                 (Some(p.name.sym), t, p.default.is_some())
             })
             .collect();
+        let param_spans = stmt.params.iter().flatten().map(|p| p.name.span).collect();
         ty::FuncTy {
             params,
             ret: Ty::Schema(id),
+            param_spans,
         }
     }
 
@@ -593,6 +599,12 @@ impl<'a> Checker<'a> {
         if let Some(t) = self.pkgs[env.pkg].assigned_ty.get(&s) {
             return t.clone();
         }
+        // an imported module as a value
+        if let Some(ImportTarget::Package(m) | ImportTarget::System(m)) =
+            self.import_target(env.file, s)
+        {
+            return Ty::Module(m.clone());
+        }
         // a builtin function as a value has its signature's type (`len(str)`: expected str |
         // {any:any} | [any], got (any) -> str)
         if BUILTINS.contains(&s.as_str())
@@ -605,6 +617,7 @@ impl<'a> Checker<'a> {
                     .map(|(n, t)| (Some(Symbol::intern(n)), t, true))
                     .collect(),
                 ret: super::calls::builtin_fn_ret(s.as_str()).unwrap_or(Ty::Any),
+                param_spans: Vec::new(),
             }));
         }
         Ty::Any

@@ -99,9 +99,6 @@ impl<'a> Checker<'a> {
                 // statement, the tables stay small (capacity is kept)
                 self.key_want.clear();
                 self.key_tys.clear();
-                if !self.errors.is_empty() {
-                    return;
-                }
             }
         }
     }
@@ -135,7 +132,8 @@ impl<'a> Checker<'a> {
                     format!("Can not change the value of '{n}', because it was declared immutable"),
                     Some(sp.shrink_to_lo()),
                 )
-                .with_note(prev, format!("The variable '{n}' is declared here"));
+                .with_note(prev, format!("The variable '{n}' is declared here"))
+                .with_mutable_hint(n);
                 self.errors.push(e);
                 return;
             }
@@ -256,7 +254,8 @@ impl<'a> Checker<'a> {
                     .with_note(
                         first,
                         format!("The variable '{}' is declared here firstly", n.sym),
-                    );
+                    )
+                    .with_mutable_hint(n.sym);
                     self.errors.push(e);
                 }
             }
@@ -338,6 +337,7 @@ impl<'a> Checker<'a> {
                             }
                             None => {
                                 let t = self.infer(env, &a.value).variable_type();
+                                self.fits(&t, &Ty::Any, target.span, None);
                                 let t = sup(vec![t], &|x, y| self.is_sub_schema(x, y));
                                 self.schema_assigned.insert(key, t);
                             }
@@ -345,6 +345,9 @@ impl<'a> Checker<'a> {
                     }
                     _ => {
                         let t = self.infer(env, &a.value);
+                        if let Some(target) = a.targets.first() {
+                            self.fits(&t, &Ty::Any, target.span, None);
+                        }
                         // the variable's type: literals widened, then upstream's sup (`int |
                         // float` from round() is `float`)
                         let var_ty = sup(vec![t.variable_type()], &|x, y| self.is_sub_schema(x, y));
@@ -382,7 +385,8 @@ impl<'a> Checker<'a> {
                     .with_note(
                         first,
                         format!("The variable '{n}' is declared here firstly"),
-                    );
+                    )
+                    .with_mutable_hint(n);
                     self.errors.push(e);
                     return;
                 }

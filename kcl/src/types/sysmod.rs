@@ -116,6 +116,7 @@ pub(super) fn signature(module: &str, name: &str) -> Option<Rc<FuncTy>> {
     Some(Rc::new(FuncTy {
         params,
         ret: parse_ty(ret),
+        param_spans: Vec::new(),
     }))
 }
 

@@ -34,15 +34,34 @@ pub enum Ty {
     /// A number with a unit: `units.NumberMultiplier` (`None`) or a literal such as `1Ki`
     /// (kept as written: upstream never widens it, and no operator takes it).
     Unit(Option<std::sync::Arc<str>>),
+    /// An imported module used as a value (named by its path, `math` or `pkg.sub`): upstream's
+    /// resolver stores it nowhere, not even where `any` is expected.
+    Module(std::sync::Arc<str>),
 }
 
 /// The type of a lambda or of a name annotated with a function type.
-#[derive(Clone, Debug, PartialEq, Hash)]
+#[derive(Clone, Debug)]
 pub struct FuncTy {
     /// `(name, type, has a default)`; a function type annotation (`(int) -> str`) names
     /// none, so no keyword argument fits it (as upstream).
     pub params: Vec<(Option<crate::ast::Symbol>, Ty, bool)>,
     pub ret: Ty,
+    /// Where each parameter is declared, for "variable is defined here" notes (empty for
+    /// builtins and function type annotations); no part of the type's identity.
+    pub param_spans: Vec<crate::ast::Span>,
+}
+
+impl PartialEq for FuncTy {
+    fn eq(&self, other: &Self) -> bool {
+        self.params == other.params && self.ret == other.ret
+    }
+}
+
+impl Hash for FuncTy {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.params.hash(state);
+        self.ret.hash(state);
+    }
 }
 
 /// Consistent with `PartialEq`: floats hash by value (both zeros alike); a NaN equals nothing,
@@ -64,6 +83,7 @@ impl Hash for Ty {
             Ty::Schema(id) | Ty::SchemaType(id) => id.hash(state),
             Ty::Func(f) => f.hash(state),
             Ty::Unit(u) => u.hash(state),
+            Ty::Module(m) => m.hash(state),
             Ty::Any | Ty::None | Ty::Bool | Ty::Int | Ty::Float | Ty::Str => {}
         }
     }
@@ -180,6 +200,7 @@ impl Ty {
             Ty::SchemaType(id) => schema(*id),
             Ty::Unit(None) => "number_multiplier".into(),
             Ty::Unit(Some(lit)) => format!("number_multiplier({lit})"),
+            Ty::Module(m) => format!("module '{m}'"),
             Ty::Func(f) => format!(
                 "({}) -> {}",
                 f.params
@@ -198,6 +219,8 @@ impl Ty {
 pub fn assignable(got: &Ty, expected: &Ty, sub: &dyn Fn(SchemaId, SchemaId) -> bool) -> bool {
     use Ty::*;
     match (got, expected) {
+        (Module(_), _) => false,
+        (Union(gs), Any) => !gs.iter().any(|g| matches!(g, Module(_))),
         (Any, _) | (_, Any) | (None, _) | (SchemaType(_), _) => true,
         (Union(gs), _) => gs.iter().all(|g| assignable(g, expected, sub)),
         (_, Union(es)) => es.iter().any(|e| assignable(got, e, sub)),

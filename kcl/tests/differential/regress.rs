@@ -1,7 +1,11 @@
 //! Differences found against upstream, kept with upstream's output as the expectation:
 //! `regressions/<name>/` holds the program's files, `args.txt` (the `kcl run` arguments, one
 //! per line) and either `expected.stdout` (upstream's exact output) or `expected.error`
-//! (upstream's error kind and first message line, the program folder written `${CWD}`).
+//! (upstream's error kind and first message line, the program folder written `${CWD}`),
+//! optionally with `expected.stderr`: upstream's whole error output (every diagnostic, its
+//! positions and notes), which must appear in ours as upstream's own test harness asks, with
+//! blank lines and the `error[CODE]: ` prefixes left out (upstream's API, the oracle, prints a
+//! runtime error's kind without its code).
 
 use std::path::{Path, PathBuf};
 
@@ -22,9 +26,16 @@ pub struct Case {
     pub name: String,
     pub program: Program,
     pub expected: Expected,
+    /// Upstream's whole error output, when recorded.
+    pub stderr: Option<String>,
 }
 
-const META: [&str; 3] = ["args.txt", "expected.stdout", "expected.error"];
+const META: [&str; 4] = [
+    "args.txt",
+    "expected.stdout",
+    "expected.error",
+    "expected.stderr",
+];
 
 pub fn load_all() -> Vec<Case> {
     let mut out = Vec::new();
@@ -58,10 +69,12 @@ pub fn load_all() -> Vec<Case> {
                 )
             }
         };
+        let stderr = std::fs::read_to_string(d.join("expected.stderr")).ok();
         out.push(Case {
             name,
             program: Program { files, args },
             expected,
+            stderr,
         });
     }
     out
@@ -110,14 +123,53 @@ pub fn check(case: &Case, ours: &Outcome, dir: &Path) -> Result<(), String> {
                 ));
             }
             let (ok, om) = ours.error_key(dir);
-            if (&ok, &om) == (k, m) {
-                Ok(())
-            } else {
-                Err(format!(
+            if (&ok, &om) != (k, m) {
+                return Err(format!(
                     "upstream failed with {k}: {m}\nours failed with {ok}: {om}\n{}",
                     ours.stderr
-                ))
+                ));
+            }
+            match &case.stderr {
+                Some(want) => {
+                    let cwd = format!("{}/", dir.display());
+                    let got = normalize_stderr(&ours.stderr.replace(&cwd, "${CWD}/"));
+                    let want = normalize_stderr(want);
+                    if got.contains(&want) {
+                        Ok(())
+                    } else {
+                        Err(format!("upstream's diagnostics:\n{want}\nours:\n{got}"))
+                    }
+                }
+                None => Ok(()),
             }
         }
     }
+}
+
+/// Error output as compared: escapes, blank lines and `error[CODE]: ` prefixes left out.
+pub fn normalize_stderr(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    let mut plain = String::new();
+    // ANSI colour escapes
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    for line in plain.lines().filter(|l| !l.trim().is_empty()) {
+        let line = match line.strip_prefix("error[") {
+            Some(rest) => rest.split_once("]: ").map_or(line, |(_, t)| t),
+            None => line,
+        };
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }

@@ -31,6 +31,23 @@ impl Evaluator {
         config: &Dict,
         span: Span,
     ) -> EvalResult<Result<(), Vec<String>>> {
+        let (mut extra, missing) = self.conversion_notes(ty, config, span)?;
+        if extra.is_empty() {
+            return Ok(Ok(()));
+        }
+        extra.extend(missing);
+        Ok(Err(extra))
+    }
+
+    /// Upstream's explanation of converting `config` to schema `ty`: the keys the schema does
+    /// not have (none when it has an index signature), then its required attributes the
+    /// config lacks.
+    pub(crate) fn conversion_notes(
+        &self,
+        ty: &Rc<SchemaType>,
+        config: &Dict,
+        span: Span,
+    ) -> EvalResult<(Vec<String>, Vec<String>)> {
         let layout = self.layout(ty, span)?;
         let mixin = |d: &AttrDecl| layout.parts[d.part].stmt.is_some_and(|s| s.is_mixin());
         let is_attr = |k: &str| {
@@ -39,23 +56,21 @@ impl Evaluator {
                 .get(k)
                 .is_some_and(|d| d.schema_attr && !mixin(d))
         };
-        let mut notes = Vec::new();
+        let mut extra = Vec::new();
         if layout.index_sig.is_none() {
             for k in config.map.keys() {
                 if !k.starts_with('_') && !is_attr(k) {
-                    notes.push(format!("Schema {} does not contain attribute {k}", ty.name));
+                    extra.push(format!("Schema {} does not contain attribute {k}", ty.name));
                 }
             }
         }
-        if notes.is_empty() {
-            return Ok(Ok(()));
-        }
+        let mut missing = Vec::new();
         for (k, d) in &layout.declared {
             if d.schema_attr && !d.optional && !mixin(d) && !config.map.contains_key(k) {
-                notes.push(format!("Schema {}'s attribute {k} is missing", ty.name));
+                missing.push(format!("Schema {}'s attribute {k} is missing", ty.name));
             }
         }
-        Ok(Err(notes))
+        Ok((extra, missing))
     }
 
     /// Upstream's failed conversion of an empty config to the schema type `t` of an
@@ -168,9 +183,10 @@ impl Evaluator {
                 version = value::to_str(&self.eval(ctx, x)?);
             }
         }
-        let mut msg = format!("{name} was deprecated");
+        // upstream's wording: the blank after "deprecated" stays when there is no version
+        let mut msg = format!("{name} was deprecated ");
         if !version.is_empty() {
-            msg.push_str(&format!(" since version {version}"));
+            msg.push_str(&format!("since version {version}"));
         }
         if !reason.is_empty() {
             msg.push_str(&format!(", {reason}"));

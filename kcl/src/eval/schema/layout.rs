@@ -193,6 +193,7 @@ impl Evaluator {
                             optional: a.optional,
                             part: pi,
                             schema_attr: true,
+                            at: Some(a.name.span),
                         },
                     );
                     if !order.contains(&k) {
@@ -212,6 +213,7 @@ impl Evaluator {
                                     optional: true,
                                     part: pi,
                                     schema_attr: false,
+                                    at: None,
                                 },
                             );
                         }

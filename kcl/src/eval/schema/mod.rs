@@ -100,6 +100,8 @@ pub struct AttrDecl {
     /// Index of the schema (in the layout's parts) that declares it.
     pub part: usize,
     pub schema_attr: bool,
+    /// Where it is declared: upstream's runtime checks a value against the type there.
+    pub at: Option<Span>,
 }
 
 /// The instance being built.
@@ -504,7 +506,7 @@ impl Evaluator {
                     schema: Some(frame.clone()),
                     ..frame.ctxs[d.part].clone()
                 };
-                let nv = self.convert_type(&c, v, t, span)?;
+                let nv = self.convert_type(&c, v, t, d.at.unwrap_or(span))?;
                 attrs.map.insert(k.clone(), nv);
             }
         }
