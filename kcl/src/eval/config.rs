@@ -46,7 +46,7 @@ impl Evaluator {
         d: &mut Dict,
     ) -> EvalResult<()> {
         // keys written earlier in a config are names for the entries after them
-        let scope = Scope::new(ctx.locals.clone());
+        let scope = Scope::new_keys(ctx.locals.clone());
         let c2 = Ctx {
             locals: Some(scope.clone()),
             ..ctx.clone()

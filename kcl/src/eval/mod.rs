@@ -169,6 +169,8 @@ pub struct Scope {
     /// A comprehension's or quantifier's loop scope: its variables are also config keys
     /// (`{name: v} for name in names` uses the variable's value as the key, as upstream).
     looped: bool,
+    /// A config literal's keys, names for its later entries.
+    keys: bool,
 }
 
 impl Pkg {
@@ -223,6 +225,7 @@ impl Scope {
             vars: RefCell::new(FxHashMap::default()),
             parent,
             looped: false,
+            keys: false,
         })
     }
     fn new_loop(parent: Option<Rc<Scope>>) -> Rc<Scope> {
@@ -230,7 +233,23 @@ impl Scope {
             vars: RefCell::new(FxHashMap::default()),
             parent,
             looped: true,
+            keys: false,
         })
+    }
+    fn new_keys(parent: Option<Rc<Scope>>) -> Rc<Scope> {
+        Rc::new(Scope {
+            vars: RefCell::new(FxHashMap::default()),
+            parent,
+            looped: false,
+            keys: true,
+        })
+    }
+    /// The value of `s` and whether a config literal's key binds it.
+    fn lookup_binding(&self, s: Symbol) -> Option<(Value, bool)> {
+        if let Some(v) = self.vars.borrow().get(&s) {
+            return Some((v.clone(), self.keys));
+        }
+        self.parent.as_ref().and_then(|p| p.lookup_binding(s))
     }
     /// The value of a loop variable `s`, when the nearest binding of `s` is one.
     fn loop_var(&self, s: Symbol) -> Option<Value> {
@@ -597,8 +616,17 @@ impl Evaluator {
     /// Resolve a name in `ctx`.
     pub fn lookup(&self, ctx: &Ctx, name: Symbol, span: Span) -> EvalResult<Value> {
         if let Some(l) = &ctx.locals
-            && let Some(v) = l.lookup(name)
+            && let Some((v, key)) = l.lookup_binding(name)
         {
+            // in a schema body (not a lambda in it) upstream's runtime finds an attribute of
+            // the schema before a config literal's key of that name
+            if let Some(fr) = &ctx.schema
+                && key
+                && !ctx.in_lambda
+                && fr.declares(name.as_str())
+            {
+                return Ok(self.schema_lookup(fr, name)?.unwrap_or(Value::Undefined));
+            }
             return Ok(v);
         }
         if let Some(fr) = &ctx.schema

@@ -489,14 +489,27 @@ impl<'a> Parser<'a> {
         if self.ident_is(0, "rule") {
             return self.parse_rule(lo, decorators, header_indent);
         }
-        if matches!(t.tok, Tok::Ident(_) | Tok::Str { .. }) {
+        if matches!(t.tok, Tok::Ident(_) | Tok::Str { .. })
+            && (body == Body::Schema || self.nth(1).tok == Tok::Colon)
+        {
             return self.parse_attr_or_annotated(lo, decorators, body);
+        }
+        // outside a schema upstream parses whatever statement follows and drops the
+        // decorators (`@info` over `a = 1`)
+        if body == Body::Plain && !self.at_eof() {
+            return self.parse_stmt_in(body);
         }
         // in a schema body a decorator decorates an attribute: at the end of the file upstream
         // finds the body's dedent instead
         if body == Body::Schema && self.line_indent > 0 && self.at_eof() {
             let (_, span) = self.describe_current();
             self.error(span, "expected one of [\"identifier\"] got dedent");
+            return None;
+        }
+        // nothing after the decorator at all
+        if self.at_eof() {
+            let (_, span) = self.describe_current();
+            self.error(span, "unexpected token 'eof'");
             return None;
         }
         self.expected(&["schema", "rule", "identifier"]);

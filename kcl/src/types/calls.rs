@@ -252,7 +252,7 @@ impl<'a> Checker<'a> {
         let def = |i: usize| f.param_spans.get(i).copied();
         for (i, a) in args.args.iter().enumerate() {
             match f.params.get(i) {
-                Some((_, t, _)) => self.check_value(env, a, t, a.span, def(i)),
+                Some((_, t, _)) => self.check_arg(env, a, t, def(i)),
                 None => {
                     self.infer(env, a);
                     // (once, at the first argument too many)
@@ -274,7 +274,7 @@ impl<'a> Checker<'a> {
             match f.params.iter().position(|(p, _, _)| *p == Some(k.name.sym)) {
                 Some(i) => {
                     let t = &f.params[i].1;
-                    self.check_value(env, &k.value, t, k.value.span, def(i))
+                    self.check_arg(env, &k.value, t, def(i))
                 }
                 // (upstream does not look at the value of a keyword the callee lacks)
                 None => {
@@ -314,6 +314,22 @@ impl<'a> Checker<'a> {
             self.err(ErrKind::Compile, msg, at.shrink_to_lo());
         }
         f.ret.clone()
+    }
+
+    /// An argument against its parameter's type (declared at `def`). A config literal for a
+    /// dict parameter is upstream's two checks: its entries, noted at the argument, then the
+    /// whole literal, noted at the parameter.
+    fn check_arg(&mut self, env: &Env, a: &Expr, t: &Ty, def: Option<Span>) {
+        if let (ExprKind::Config(entries), Ty::Dict(kt, vt)) = (&strip_paren(a).kind, t) {
+            let before = self.errors.len();
+            self.check_dict_config(env, entries, t, kt, vt, Some(a.span));
+            if self.errors.len() > before {
+                let got = self.infer(env, a);
+                self.fits(&got, t, a.span, def);
+            }
+            return;
+        }
+        self.check_value(env, a, t, a.span, def);
     }
 
     /// Upstream's static checks of a builtin's argument types and keyword names. A value of

@@ -46,7 +46,15 @@ impl<'a> Checker<'a> {
                 }
             }
             (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
+                let before = self.errors.len();
                 self.check_dict_config(env, entries, expected, kt, vt, def);
+                // an entry that does not fit: upstream then checks the literal as a whole
+                // too, at the literal's key or target
+                if self.errors.len() > before {
+                    let got = self.infer(env, e);
+                    self.fits(&got, expected, span, def);
+                    self.drop_repeated_errors(before);
+                }
                 return;
             }
             // a config literal where a list is expected: upstream checks its values against
@@ -71,6 +79,27 @@ impl<'a> Checker<'a> {
                 for it in items.iter() {
                     self.check_value(env, it, et, it.span, def);
                 }
+                return;
+            }
+            // config literals in a list of dicts: each against the dict type (its entries'
+            // errors), then the list as a whole
+            (ExprKind::List(items), Ty::List(et))
+                if matches!(**et, Ty::Dict(..))
+                    && items
+                        .iter()
+                        .any(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))) =>
+            {
+                let before = self.errors.len();
+                for it in items.iter() {
+                    if let ExprKind::Config(entries) = &strip_paren(it).kind
+                        && let Ty::Dict(kt, vt) = &**et
+                    {
+                        self.check_dict_config(env, entries, et, kt, vt, def);
+                    }
+                }
+                let got = self.infer(env, e);
+                self.fits(&got, expected, span, def);
+                self.drop_repeated_errors(before);
                 return;
             }
             // a comprehension's element (a dict comprehension's value), and list items that

@@ -119,6 +119,13 @@ pub struct Frame {
     has_insert: bool,
 }
 
+impl Frame {
+    /// Whether the schema (or a base or mixin) declares or assigns attribute `name`.
+    pub(crate) fn declares(&self, name: &str) -> bool {
+        self.layout.declared.contains_key(name)
+    }
+}
+
 impl SchemaType {
     /// Drops what ties the type to itself (its layout lists the type among its parts; its
     /// instances hold the type): called when the run ends (see `Pkg::release_values`).
