@@ -363,13 +363,17 @@ impl Evaluator {
                 r
             }
             ExprKind::Lambda(l) => {
-                self.captured(ctx);
+                // the local variables as they are now, before the live scopes: upstream's
+                // closure keeps the values its locals have when it is made (each loop
+                // iteration's own), and finds names assigned later in the scopes
+                let ctx = Ctx {
+                    locals: super::Scope::snapshot(&ctx.locals),
+                    ..ctx.clone()
+                };
+                self.captured(&ctx);
                 Ok(Value::Func(Rc::new(Func::User {
                     name: Str::from("lambda"),
-                    data: Rc::new(Closure {
-                        lambda: l,
-                        ctx: ctx.clone(),
-                    }),
+                    data: Rc::new(Closure { lambda: l, ctx }),
                     is_type: false,
                 })))
             }

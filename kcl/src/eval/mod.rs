@@ -244,6 +244,25 @@ impl Scope {
             keys: true,
         })
     }
+    /// A scope holding the values every scope of `chain` binds now (the innermost binding of
+    /// each name), in front of the chain itself; `None` without local scopes.
+    fn snapshot(chain: &Option<Rc<Scope>>) -> Option<Rc<Scope>> {
+        let top = chain.as_ref()?;
+        let mut vars: FxHashMap<Symbol, Value> = FxHashMap::default();
+        let mut cur = Some(top.clone());
+        while let Some(sc) = cur {
+            for (k, v) in sc.vars.borrow().iter() {
+                vars.entry(*k).or_insert_with(|| v.clone());
+            }
+            cur = sc.parent.clone();
+        }
+        Some(Rc::new(Scope {
+            vars: RefCell::new(vars),
+            parent: Some(top.clone()),
+            looped: false,
+            keys: false,
+        }))
+    }
     /// The value of `s` and whether a config literal's key binds it.
     fn lookup_binding(&self, s: Symbol) -> Option<(Value, bool)> {
         if let Some(v) = self.vars.borrow().get(&s) {

@@ -360,6 +360,10 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::Type, msg, a.span.shrink_to_lo());
             }
         }
+        // `dict(k = v)`: its keywords are entries, any name
+        if name == "dict" {
+            return;
+        }
         for (k, got) in args.keywords.iter().zip(kw_tys) {
             match params.iter().find(|(p, _)| *p == k.name.sym.as_str()) {
                 Some((_, want)) => {

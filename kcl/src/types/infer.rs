@@ -563,6 +563,11 @@ impl<'a> Checker<'a> {
     fn infer_lambda(&mut self, env: &Env, l: &ast::LambdaExpr) -> Ty {
         self.check_param_order(&l.params);
         let mut env2 = env.clone();
+        for n in self.lambda_names.clone() {
+            if env2.locals.iter().all(|(m, _)| *m != n) {
+                env2 = env2.with_local(n, Ty::Any);
+            }
+        }
         let mut params = Vec::with_capacity(l.params.len());
         for p in &l.params {
             if let Some(d) = &p.default {
@@ -679,37 +684,53 @@ impl<'a> Checker<'a> {
         let mut env = env.clone();
         let mut typed: Vec<Symbol> = Vec::new();
         for s in &body[..n.saturating_sub(1)] {
-            if let StmtKind::Assign(a) = &s.kind
-                && let [t] = a.targets.as_slice()
-                && t.path.is_empty()
-            {
-                let ty = match &a.ty {
-                    Some(x) => {
-                        self.stmt(&env, s);
-                        self.resolve_type(env.pkg, env.file, x)
-                    }
-                    None => self.infer(&env, &a.value).variable_type(),
-                };
-                if !typed.contains(&t.name.sym) {
-                    typed.push(t.name.sym);
-                    env = env.with_local(t.name.sym, ty);
+            // a lambda in the value sees the names the statement assigns (itself, to recurse)
+            let mark = self.lambda_names.len();
+            if let StmtKind::Assign(a) = &s.kind {
+                self.lambda_names
+                    .extend(a.targets.iter().map(|t| t.name.sym));
+            }
+            self.lambda_body_stmt(&mut env, &mut typed, s);
+            self.lambda_names.truncate(mark);
+        }
+        self.lambda_body_last(&env, body, declared)
+    }
+
+    /// One statement (not the last) of a lambda body: the locals it binds join `env`.
+    fn lambda_body_stmt(&mut self, env: &mut Env, typed: &mut Vec<Symbol>, s: &Stmt) {
+        if let StmtKind::Assign(a) = &s.kind
+            && let [t] = a.targets.as_slice()
+            && t.path.is_empty()
+        {
+            let ty = match &a.ty {
+                Some(x) => {
+                    self.stmt(env, s);
+                    self.resolve_type(env.pkg, env.file, x)
                 }
-            } else {
-                self.stmt(&env, s);
-                // upstream's lambda scope has a name once its assignment is reached
-                let mut names = Vec::new();
-                if !matches!(s.kind, StmtKind::If(_)) {
-                    collect_assigned(std::slice::from_ref(s), &mut names);
-                }
-                for n in names {
-                    if !typed.contains(&n) {
-                        typed.push(n);
-                        env = env.with_local(n, Ty::Any);
-                    }
+                None => self.infer(env, &a.value).variable_type(),
+            };
+            if !typed.contains(&t.name.sym) {
+                typed.push(t.name.sym);
+                *env = env.with_local(t.name.sym, ty);
+            }
+        } else {
+            self.stmt(env, s);
+            // upstream's lambda scope has a name once its assignment is reached
+            let mut names = Vec::new();
+            if !matches!(s.kind, StmtKind::If(_)) {
+                collect_assigned(std::slice::from_ref(s), &mut names);
+            }
+            for n in names {
+                if !typed.contains(&n) {
+                    typed.push(n);
+                    *env = env.with_local(n, Ty::Any);
                 }
             }
         }
-        let env = &env;
+    }
+
+    /// The last statement of a lambda body: its value's type, checked against `declared`.
+    fn lambda_body_last(&mut self, env: &Env, body: &[Stmt], declared: Option<&Ty>) -> Ty {
         let Some(last) = body.last() else {
             return Ty::Any;
         };

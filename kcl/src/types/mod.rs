@@ -165,6 +165,9 @@ struct Checker<'a> {
     last_receiver: Option<(Span, Ty)>,
     /// Lambda bodies being checked: their assignments bind locals, not package names.
     lambda_depth: u32,
+    /// The names the enclosing lambda bodies assign anywhere: a lambda written in one sees
+    /// them all (itself, for recursion, and names assigned after it), as upstream's resolver.
+    lambda_names: Vec<Symbol>,
     /// The package-level names assigned by the statements before the one being checked
     /// (see `check_immutable`): a lambda's `x op= v` on one of them is upstream's
     /// ImmutableError.
@@ -260,6 +263,7 @@ impl<'a> Checker<'a> {
             stmt_start: None,
             last_receiver: None,
             lambda_depth: 0,
+            lambda_names: Vec::new(),
             assigned: FxHashMap::default(),
             schema_assigned: FxHashMap::default(),
             checking: None,

@@ -226,9 +226,11 @@ pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
                 })
             };
             let config = |t: &Ty| matches!(t, Ty::Dict(..) | Ty::Schema(_) | Ty::SchemaType(_));
+            // upstream compares lists and configs with `==` only: `!=` on them is its
+            // resolver's "unsupported operand"
             (prim(l) && prim(r))
-                || matches!((l, r), (Ty::List(_), Ty::List(_)))
-                || (config(l) && config(r))
+                || (op == C::Eq
+                    && (matches!((l, r), (Ty::List(_), Ty::List(_))) || (config(l) && config(r))))
         }
     }
 }

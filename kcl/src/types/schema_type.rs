@@ -45,6 +45,16 @@ impl<'a> Checker<'a> {
     /// change of a declared type (or a required attribute made optional) and the index
     /// signature. The first of these errors is this schema's.
     pub(super) fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        // upstream checks its mixins' names as it builds the type, before any body is walked
+        for m in &st.mixins {
+            let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+            if !name.ends_with("Mixin") {
+                let msg = format!("a valid mixin name should end with 'Mixin', got '{name}'");
+                self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
+            }
+        }
+        // (the package's other schemas' errors do not stop this one's checks)
+        let before = self.errors.len();
         if let Some(h) = &st.for_host
             && !st.is_mixin()
         {
@@ -90,7 +100,7 @@ impl<'a> Checker<'a> {
                     self.err(ErrKind::IndexSignature, msg, st.name.span);
                 }
             }
-            if !self.errors.is_empty() {
+            if self.errors.len() > before {
                 return;
             }
         }
@@ -116,18 +126,18 @@ impl<'a> Checker<'a> {
                 if base_ok {
                     self.check_type_names(env, &a.ty);
                 }
-                if !self.errors.is_empty() {
+                if self.errors.len() > before {
                     return;
                 }
                 continue;
             }
             self.check_field_type(env, a, &mut first, parent.as_ref());
-            if self.errors.is_empty()
+            if self.errors.len() == before
                 && let Some(is) = &st.index_signature
             {
                 self.check_index_attr(env, is, a);
             }
-            if !self.errors.is_empty() {
+            if self.errors.len() > before {
                 return;
             }
         }

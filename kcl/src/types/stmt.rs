@@ -77,9 +77,6 @@ impl<'a> Checker<'a> {
                     }
                     _ => {}
                 }
-                if !self.errors.is_empty() {
-                    return;
-                }
             }
         }
         self.assigned.clear();
@@ -264,6 +261,8 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn stmt(&mut self, env: &Env, s: &Stmt) {
+        // (errors of earlier statements do not stop this one's checks)
+        let before = self.errors.len();
         match &s.kind {
             StmtKind::Expr(e) => {
                 self.infer(env, e);
@@ -285,7 +284,7 @@ impl<'a> Checker<'a> {
                 if self.lambda_depth > 0 {
                     for t in a.targets.iter().filter(|t| !t.path.is_empty()) {
                         self.check_defined(env, t.name.sym, t.name.span.shrink_to_lo());
-                        if !self.errors.is_empty() {
+                        if self.errors.len() > before {
                             return;
                         }
                     }
@@ -392,7 +391,7 @@ impl<'a> Checker<'a> {
                 }
                 // upstream resolves the target before the value
                 self.check_defined(env, a.target.name.sym, a.target.span.shrink_to_lo());
-                if !self.errors.is_empty() {
+                if self.errors.len() > before {
                     return;
                 }
                 let r = self.infer(env, &a.value);
@@ -446,17 +445,11 @@ impl<'a> Checker<'a> {
             }
             StmtKind::Schema(st) => {
                 self.decorator_args(env, &st.decorators);
+                // (a mixin's name was checked as the schema type was built)
                 for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
-                    // upstream checks a mixin's name before it looks the mixin up
-                    let name = b.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
-                    if st.mixins.iter().any(|m| std::ptr::eq(m, b)) && !name.ends_with("Mixin") {
-                        let msg =
-                            format!("a valid mixin name should end with 'Mixin', got '{name}'");
-                        self.err(ErrKind::Name, msg, b.span.shrink_to_lo());
-                    }
                     self.check_defined(env, b.names[0].sym, b.names[0].span);
                 }
-                if !self.errors.is_empty() {
+                if self.errors.len() > before {
                     return;
                 }
                 // a mixin is no base, and a mixin's name says it is one
