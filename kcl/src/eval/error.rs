@@ -17,8 +17,9 @@ pub struct EvalError {
     /// Set for plain-text errors that upstream prints without a code (e.g. CLI argument errors).
     pub plain: bool,
     /// Further errors the same check found, printed after this one: upstream's resolver
-    /// reports every error of a package, not the first alone.
-    pub also: Vec<EvalError>,
+    /// reports every error of a package, not the first alone (boxed: every evaluation
+    /// result carries the error's size).
+    pub also: Option<Box<Vec<EvalError>>>,
 }
 
 impl EvalError {
@@ -30,7 +31,7 @@ impl EvalError {
             notes: Vec::new(),
             footer: Vec::new(),
             plain: false,
-            also: Vec::new(),
+            also: None,
         }
     }
     pub fn plain(msg: impl Into<String>) -> Self {
@@ -41,7 +42,7 @@ impl EvalError {
             notes: Vec::new(),
             footer: Vec::new(),
             plain: true,
-            also: Vec::new(),
+            also: None,
         }
     }
     pub fn from_rt(e: RtError, span: Span) -> Self {
@@ -141,7 +142,7 @@ impl fmt::Display for EvalError {
         for n in &self.footer {
             out.push_str(&format!("note: {n}\n"));
         }
-        for e in &self.also {
+        for e in self.also.iter().flat_map(|v| v.iter()) {
             out.push_str(&e.to_string());
         }
         f.write_str(&out)

@@ -97,11 +97,8 @@ impl Evaluator {
 
     fn eval_inner(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
         match &e.kind {
-            ExprKind::Ident(s) => match self.lookup(ctx, *s, e.span)? {
-                // a module is only a selector's receiver: as a value it is Undefined
-                Value::Func(f) if is_module(&f) => Ok(Value::Undefined),
-                v => Ok(v),
-            },
+            // (a module is only a selector's receiver: as a value it is Undefined)
+            ExprKind::Ident(s) => self.lookup_value(ctx, *s, e.span),
             ExprKind::Int(i) => Ok(Value::Int(*i)),
             ExprKind::Float(f) => Ok(Value::Float(*f)),
             ExprKind::NumberUnit { value, suffix } => Ok(Value::Unit(Rc::new(value::Unit {
@@ -715,9 +712,4 @@ fn not_subscriptable(v: &Value, i: &Value, span: Span) -> EvalError {
         ),
         Some(span),
     )
-}
-
-/// Whether `f` is an imported module (the value an import binds).
-fn is_module(f: &Func) -> bool {
-    matches!(f, Func::User { data, .. } if data.downcast_ref::<ModuleRef>().is_some())
 }

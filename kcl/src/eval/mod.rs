@@ -634,6 +634,16 @@ impl Evaluator {
 
     /// Resolve a name in `ctx`.
     pub fn lookup(&self, ctx: &Ctx, name: Symbol, span: Span) -> EvalResult<Value> {
+        self.lookup_as(ctx, name, span, false)
+    }
+
+    /// The value of the name `name` read as a value: an imported module is Undefined there
+    /// (upstream), where [`Evaluator::lookup`] gives it (a selector's receiver, a type name).
+    pub(crate) fn lookup_value(&self, ctx: &Ctx, name: Symbol, span: Span) -> EvalResult<Value> {
+        self.lookup_as(ctx, name, span, true)
+    }
+
+    fn lookup_as(&self, ctx: &Ctx, name: Symbol, span: Span, value: bool) -> EvalResult<Value> {
         if let Some(l) = &ctx.locals
             && let Some((v, key)) = l.lookup_binding(name)
         {
@@ -642,7 +652,7 @@ impl Evaluator {
             if let Some(fr) = &ctx.schema
                 && key
                 && !ctx.in_lambda
-                && fr.declares(name.as_str())
+                && fr.declares(name)
             {
                 return Ok(self.schema_lookup(fr, name)?.unwrap_or(Value::Undefined));
             }
@@ -661,7 +671,7 @@ impl Evaluator {
         // entries of several files), else the current one
         for file in [span.file, ctx.file] {
             if let Some(v) = ctx.pkg.imports.borrow().get(&(file, name)) {
-                return Ok(v.clone());
+                return Ok(if value { Value::Undefined } else { v.clone() });
             }
         }
         // imports of other files of the same package are visible too in upstream's resolver
@@ -680,7 +690,7 @@ impl Evaluator {
                 .find(|((_, n), _)| *n == name)
                 .map(|(_, v)| v.clone())
         {
-            return Ok(v);
+            return Ok(if value { Value::Undefined } else { v });
         }
         // a name no scope has is Undefined at run time, as in upstream's evaluator: its
         // resolver reports the unknown names it looks at, and leaves some alone (rule checks,

@@ -55,7 +55,8 @@ pub fn check_program(program: &Program) -> Result<(), EvalError> {
         c.check_pkg(p);
         let mut errors = std::mem::take(&mut c.errors).into_iter();
         if let Some(mut first) = errors.next() {
-            first.also = errors.collect();
+            let rest: Vec<EvalError> = errors.collect();
+            first.also = (!rest.is_empty()).then(|| Box::new(rest));
             return Err(first);
         }
     }

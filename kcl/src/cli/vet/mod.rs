@@ -484,7 +484,7 @@ fn render(v: &Violation, data: &DataFile) -> String {
             .collect(),
         footer: Vec::new(),
         plain: false,
-        also: Vec::new(),
+        also: None,
     };
     if let Some(sp) = v.error.span.filter(|s| !is_vet_file(*s)) {
         let mut n = notes;

@@ -31,11 +31,12 @@ impl Evaluator {
         config: &Dict,
         span: Span,
     ) -> EvalResult<Result<(), Vec<String>>> {
-        let (mut extra, missing) = self.conversion_notes(ty, config, span)?;
+        let layout = self.layout(ty, span)?;
+        let mut extra = extra_keys(ty, &layout, config);
         if extra.is_empty() {
             return Ok(Ok(()));
         }
-        extra.extend(missing);
+        extra.extend(missing_attrs(ty, &layout, config));
         Ok(Err(extra))
     }
 
@@ -49,28 +50,10 @@ impl Evaluator {
         span: Span,
     ) -> EvalResult<(Vec<String>, Vec<String>)> {
         let layout = self.layout(ty, span)?;
-        let mixin = |d: &AttrDecl| layout.parts[d.part].stmt.is_some_and(|s| s.is_mixin());
-        let is_attr = |k: &str| {
-            layout
-                .declared
-                .get(k)
-                .is_some_and(|d| d.schema_attr && !mixin(d))
-        };
-        let mut extra = Vec::new();
-        if layout.index_sig.is_none() {
-            for k in config.map.keys() {
-                if !k.starts_with('_') && !is_attr(k) {
-                    extra.push(format!("Schema {} does not contain attribute {k}", ty.name));
-                }
-            }
-        }
-        let mut missing = Vec::new();
-        for (k, d) in &layout.declared {
-            if d.schema_attr && !d.optional && !mixin(d) && !config.map.contains_key(k) {
-                missing.push(format!("Schema {}'s attribute {k} is missing", ty.name));
-            }
-        }
-        Ok((extra, missing))
+        Ok((
+            extra_keys(ty, &layout, config),
+            missing_attrs(ty, &layout, config),
+        ))
     }
 
     /// Upstream's failed conversion of an empty config to the schema type `t` of an
@@ -322,4 +305,43 @@ fn required_error(attr: &str, schema: &str, span: Option<Span>) -> EvalError {
         format!("attribute '{attr}' of {schema} is required and can't be None or Undefined"),
         span,
     )
+}
+
+fn is_mixin_attr(layout: &Layout, d: &AttrDecl) -> bool {
+    layout.parts[d.part].stmt.is_some_and(|s| s.is_mixin())
+}
+
+/// "Schema S does not contain attribute k" for each public key of `config` that is no
+/// attribute of `ty` (none when it has an index signature).
+fn extra_keys(ty: &SchemaType, layout: &Layout, config: &Dict) -> Vec<String> {
+    if layout.index_sig.is_some() {
+        return Vec::new();
+    }
+    let is_attr = |k: &str| {
+        layout
+            .declared
+            .get(k)
+            .is_some_and(|d| d.schema_attr && !is_mixin_attr(layout, d))
+    };
+    config
+        .map
+        .keys()
+        .filter(|k| !k.starts_with('_') && !is_attr(k))
+        .map(|k| format!("Schema {} does not contain attribute {k}", ty.name))
+        .collect()
+}
+
+/// "Schema S's attribute k is missing" for each required attribute `config` lacks.
+fn missing_attrs(ty: &SchemaType, layout: &Layout, config: &Dict) -> Vec<String> {
+    layout
+        .declared
+        .iter()
+        .filter(|(k, d)| {
+            d.schema_attr
+                && !d.optional
+                && !is_mixin_attr(layout, d)
+                && !config.map.contains_key(*k)
+        })
+        .map(|(k, _)| format!("Schema {}'s attribute {k} is missing", ty.name))
+        .collect()
 }

@@ -259,11 +259,13 @@ impl Evaluator {
                 _ => None,
             })
             .collect();
+        let declared_syms = declared.keys().map(|k| Symbol::intern(k)).collect();
         let l = Rc::new(Layout {
             parts,
             part_level,
             body,
             declared,
+            declared_syms,
             converting,
             setters,
             index_sig,

@@ -41,6 +41,8 @@ pub struct Layout {
     part_level: Vec<u32>,
     body: Vec<(&'static Stmt, usize)>,
     declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher>,
+    /// The keys of `declared` as symbols (looked up by name reads in the body).
+    declared_syms: rustc_hash::FxHashSet<Symbol>,
     /// Per body statement: the index in `declared` of the attribute it declares, when that
     /// attribute's type may convert its value (see `AttrDecl::converts`).
     converting: Vec<Option<usize>>,
@@ -121,8 +123,8 @@ pub struct Frame {
 
 impl Frame {
     /// Whether the schema (or a base or mixin) declares or assigns attribute `name`.
-    pub(crate) fn declares(&self, name: &str) -> bool {
-        self.layout.declared.contains_key(name)
+    pub(crate) fn declares(&self, name: Symbol) -> bool {
+        self.layout.declared_syms.contains(&name)
     }
 }
 
