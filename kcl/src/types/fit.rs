@@ -91,10 +91,11 @@ impl<'a> Checker<'a> {
             {
                 let before = self.errors.len();
                 for it in items.iter() {
+                    // (their values only: upstream does not look at the keys' type here)
                     if let ExprKind::Config(entries) = &strip_paren(it).kind
-                        && let Ty::Dict(kt, vt) = &**et
+                        && let Ty::Dict(_, vt) = &**et
                     {
-                        self.check_dict_config(env, entries, et, kt, vt, def);
+                        self.check_dict_config(env, entries, et, &Ty::Any, vt, def);
                     }
                 }
                 let got = self.infer(env, e);

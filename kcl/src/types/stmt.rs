@@ -158,10 +158,17 @@ impl<'a> Checker<'a> {
                     }
                     _ => continue,
                 },
+                // the schema a name is unified with types its assignments, public or not
                 StmtKind::Unification(u) => match &u.value.kind {
                     ExprKind::Schema(se) => {
                         match self.resolve_schema(env.pkg, env.file, &se.name.names) {
-                            Some(id) => (u.target.sym, Ty::Schema(id)),
+                            Some(id) => {
+                                self.pkgs[env.pkg]
+                                    .assigned_ty
+                                    .entry(u.target.sym)
+                                    .or_insert(Ty::Schema(id));
+                                continue;
+                            }
                             None => continue,
                         }
                     }
@@ -430,12 +437,14 @@ impl<'a> Checker<'a> {
                 if let Some(v) = &a.value {
                     let ty = self.resolve_type(env.pkg, env.file, &a.ty);
                     // a list of config literals as an attribute's default is not checked item
-                    // by item against the list's schema (upstream sees no schema there)
+                    // by item against the list's item type (upstream sees no schema there),
+                    // only as a whole
                     let configs = matches!(&strip_paren(v).kind, ExprKind::List(items)
                         if !items.is_empty()
                             && items.iter().all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))));
                     if configs && matches!(ty, Ty::List(_)) {
-                        self.infer(env, v);
+                        let got = self.infer(env, v);
+                        self.fits(&got, &ty, a.name.span, Some(a.name.span));
                     } else if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
                         self.check_value(env, v, &ty, a.name.span, Some(a.name.span));
                     } else {
