@@ -473,7 +473,9 @@ impl Evaluator {
             // upstream's resolver skips an empty key: only the run time refuses it
             if unknown && (merged || k.is_empty() || self.dynamic_keys.borrow().contains(k)) {
                 let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
-                return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
+                // upstream's runtime is then on the body's last statement
+                let at = layout.body.last().map_or(span, |(st, _)| st.span);
+                return Err(EvalError::new(ErrKind::Evaluation, msg, Some(at)));
             }
             if unknown {
                 // an index signature's literal keys: upstream's suggestions (the `suggestions`
