@@ -35,13 +35,18 @@ impl Evaluator {
                 }
             });
         }
+        // (any public name but a schema's or a rule's)
+        let outputs = |s: &Symbol| {
+            !s.as_str().starts_with('_')
+                && pkg
+                    .globals
+                    .borrow()
+                    .get(s)
+                    .is_none_or(|v| super::schema::as_schema_type(v).is_none())
+        };
         if let (Some(a), Some((_, sp))) = (&acc, ex.last())
             && !a.is_config()
-            && pkg
-                .order
-                .borrow()
-                .iter()
-                .any(|s| !s.as_str().starts_with('_'))
+            && pkg.order.borrow().iter().any(outputs)
         {
             return Err(EvalError::new(
                 ErrKind::Evaluation,

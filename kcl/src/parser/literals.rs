@@ -151,12 +151,15 @@ impl<'a> Parser<'a> {
         sub.embedded = true;
         sub.depth = self.depth;
         sub.ctx.push(Ctx::Paren);
-        let ok_start = !sub.at_eof();
-        let e = if ok_start {
-            sub.parse_expr()
-        } else {
-            Expr::missing(self.span(lo, lo))
-        };
+        // `${}`: upstream reports the empty expression at the `$`, then parses it anyway
+        if text.is_empty() && self.errors.len() < super::MAX_ERRORS {
+            let at = lo.saturating_sub(2);
+            self.error(
+                self.span(at, at + 1),
+                "invalid string interpolation expression: ''",
+            );
+        }
+        let e = sub.parse_expr();
         // like upstream, errors inside the interpolation are reported as they are (`"${ {a
         // = 1} }"`: the first `}` ended it), leftover text as an invalid interpolation
         if lexed.errors.is_empty() && !sub.errors.is_empty() {
@@ -180,7 +183,7 @@ impl<'a> Parser<'a> {
             }
             return Expr::missing(self.span(lo, lo + text.len() as u32));
         }
-        if !lexed.errors.is_empty() || !sub.at_eof() || !ok_start {
+        if !lexed.errors.is_empty() || !sub.at_eof() {
             let shown = text.trim();
             let at = lo + (text.len() - text.trim_start().len()) as u32;
             self.error(

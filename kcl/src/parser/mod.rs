@@ -322,6 +322,16 @@ impl<'a> Parser<'a> {
     /// How the current token is named in "got X" messages, and where to point.
     fn describe_current(&self) -> (String, Span) {
         let t = self.tk();
+        // an interpolation's text is followed by a line end at its end (upstream parses it as
+        // a line), which `[...]` and `{...}` skip
+        if self.embedded && t.tok == Tok::Eof {
+            let end = self.base + self.src.len() as u32;
+            let what = match self.ctx.last() {
+                Some(Ctx::Bracket | Ctx::Brace) => "eof",
+                _ => "newline",
+            };
+            return (what.to_string(), self.span(end, end + 1));
+        }
         // a block header's line ended: upstream wants an indent and names the next line's
         // first token when that line is not indented further
         if t.nl && self.want_block && t.tok != Tok::Eof && t.indent == self.line_indent {

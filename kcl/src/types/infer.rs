@@ -465,6 +465,35 @@ impl<'a> Checker<'a> {
             }
             _ => None,
         };
+        // upstream checks the config before the call's arguments
+        let ty = match (id, &strip_paren(&se.config).kind) {
+            (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
+                self.check_schema_config(env, entries, &[id]);
+                Ty::Schema(id)
+            }
+            (Some(id), _) if self.schema_is_plain(id) => {
+                self.infer(env, &se.config);
+                Ty::Schema(id)
+            }
+            (None, ExprKind::Config(entries)) => {
+                // `inst {...}` on a name holding an instance: its schema's config
+                if let [n] = se.name.names.as_slice()
+                    && let Ty::Schema(sid) = self.lookup(env, n.sym)
+                    && self.schema_is_plain(sid)
+                {
+                    self.check_schema_config(env, entries, &[sid]);
+                    Ty::Schema(sid)
+                } else {
+                    self.check_rule_config(env, se, entries);
+                    self.infer(env, &se.config);
+                    Ty::Any
+                }
+            }
+            _ => {
+                self.infer(env, &se.config);
+                Ty::Any
+            }
+        };
         if let Some((id, args)) = checked_call {
             let f = self.schema_params(id);
             let name = se
@@ -482,33 +511,7 @@ impl<'a> Checker<'a> {
                 self.infer(env, &k.value);
             }
         }
-        match (id, &strip_paren(&se.config).kind) {
-            (Some(id), ExprKind::Config(entries)) if self.schema_is_plain(id) => {
-                self.check_schema_config(env, entries, &[id]);
-                Ty::Schema(id)
-            }
-            (Some(id), _) if self.schema_is_plain(id) => {
-                self.infer(env, &se.config);
-                Ty::Schema(id)
-            }
-            (None, ExprKind::Config(entries)) => {
-                // `inst {...}` on a name holding an instance: its schema's config
-                if let [n] = se.name.names.as_slice()
-                    && let Ty::Schema(sid) = self.lookup(env, n.sym)
-                    && self.schema_is_plain(sid)
-                {
-                    self.check_schema_config(env, entries, &[sid]);
-                    return Ty::Schema(sid);
-                }
-                self.check_rule_config(env, se, entries);
-                self.infer(env, &se.config);
-                Ty::Any
-            }
-            _ => {
-                self.infer(env, &se.config);
-                Ty::Any
-            }
-        }
+        ty
     }
 
     /// A rule's config may set only the attributes of the protocol the rule is for (none

@@ -100,6 +100,10 @@ impl<'a> Checker<'a> {
                     self.err(ErrKind::IndexSignature, msg, st.name.span);
                 }
             }
+            // then its value type, before any attribute's
+            if self.errors.len() == before {
+                self.check_type_names(env, &is.value_ty);
+            }
             if self.errors.len() > before {
                 return;
             }

@@ -98,6 +98,10 @@ impl<'a> Checker<'a> {
                 self.key_tys.clear();
             }
         }
+        // a type name the schema-type phase reported is reported again by the walk: once
+        let mut seen = rustc_hash::FxHashSet::default();
+        self.errors
+            .retain(|e| seen.insert((e.kind.code_title(), e.msg.clone(), e.span)));
     }
 
     /// A public package-level name `s` assigns again (or a schema's, alias's or the file's

@@ -179,6 +179,23 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
     }
 }
 
+/// Upstream's message for a pattern its regex crate refuses: the panic of an `unwrap` on the
+/// error, named as that (older) crate's error variants are.
+fn regex_error(pattern: &str, e: &fancy_regex::Error) -> String {
+    use fancy_regex::{CompileError, Error, ParseError};
+    let what = match e {
+        Error::ParseError(_, ParseError::GeneralParseError(_)) => "ParseError".to_string(),
+        Error::ParseError(_, kind) => format!("{kind:?}"),
+        // the inner regex crate's own error (its Debug boxes the parse error's report)
+        Error::CompileError(CompileError::InnerError(inner)) => match regex::Regex::new(pattern) {
+            Err(re) => format!("InnerError({re:?})"),
+            Ok(_) => format!("InnerError({inner:?})"),
+        },
+        other => format!("{other:?}"),
+    };
+    format!("called `Result::unwrap()` on an `Err` value: {what}")
+}
+
 fn compile(p: &str) -> RtResult<fancy_regex::Regex> {
     // programs call regex functions per item with a handful of patterns: compile each once
     thread_local! {
@@ -187,8 +204,7 @@ fn compile(p: &str) -> RtResult<fancy_regex::Regex> {
     if let Some(r) = CACHE.with(|c| c.borrow().get(p).cloned()) {
         return Ok(r);
     }
-    let r = fancy_regex::Regex::new(p)
-        .map_err(|e| RtError::eval(format!("invalid regex pattern '{p}': {e}")))?;
+    let r = fancy_regex::Regex::new(p).map_err(|e| RtError::eval(regex_error(p, &e)))?;
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() > 256 {
