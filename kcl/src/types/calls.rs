@@ -321,12 +321,7 @@ impl<'a> Checker<'a> {
     /// whole literal, noted at the parameter.
     fn check_arg(&mut self, env: &Env, a: &Expr, t: &Ty, def: Option<Span>) {
         if let (ExprKind::Config(entries), Ty::Dict(kt, vt)) = (&strip_paren(a).kind, t) {
-            let before = self.errors.len();
-            self.check_dict_config(env, entries, t, kt, vt, Some(a.span));
-            if self.errors.len() > before {
-                let got = self.infer(env, a);
-                self.fits(&got, t, a.span, def);
-            }
+            self.check_dict_literal(env, a, entries, (t, kt, vt), a.span, (Some(a.span), def));
             return;
         }
         self.check_value(env, a, t, a.span, def);

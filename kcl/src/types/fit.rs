@@ -46,15 +46,7 @@ impl<'a> Checker<'a> {
                 }
             }
             (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
-                let before = self.errors.len();
-                self.check_dict_config(env, entries, expected, kt, vt, def);
-                // an entry that does not fit: upstream then checks the literal as a whole
-                // too, at the literal's key or target
-                if self.errors.len() > before {
-                    let got = self.infer(env, e);
-                    self.fits(&got, expected, span, def);
-                    self.drop_repeated_errors(before);
-                }
+                self.check_dict_literal(env, e, entries, (expected, kt, vt), span, (def, def));
                 return;
             }
             // a config literal where a list is expected: upstream checks its values against
@@ -196,6 +188,27 @@ impl<'a> Checker<'a> {
         let got = self.infer(env, e);
         self.fits(&got, expected, span, def);
         self.drop_repeated_errors(before);
+    }
+
+    /// A config literal `e` against the dict type `(dict, key, value)`: its entries (their
+    /// notes at `defs.0`); when one does not fit, upstream then checks the literal as a whole
+    /// too, at `span` (its note at `defs.1`).
+    pub(super) fn check_dict_literal(
+        &mut self,
+        env: &Env,
+        e: &Expr,
+        entries: &[ast::ConfigEntry],
+        (dict, kt, vt): (&Ty, &Ty, &Ty),
+        span: Span,
+        defs: (Option<Span>, Option<Span>),
+    ) {
+        let before = self.errors.len();
+        self.check_dict_config(env, entries, dict, kt, vt, defs.0);
+        if self.errors.len() > before {
+            let got = self.infer(env, e);
+            self.fits(&got, dict, span, defs.1);
+            self.drop_repeated_errors(before);
+        }
     }
 
     fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty) {

@@ -409,17 +409,8 @@ impl<'a> Checker<'a> {
     /// A quantifier (`all`, `any`, `map`, `filter`) over a list, dict or string.
     fn infer_quant(&mut self, env: &Env, q: &ast::QuantExpr) -> Ty {
         let it = self.infer(env, &q.target);
-        // (as a comprehension's: a scalar or a module is never iterable)
-        if matches!(
-            it,
-            Ty::Bool
-                | Ty::BoolLit(_)
-                | Ty::Int
-                | Ty::IntLit(_)
-                | Ty::Float
-                | Ty::FloatLit(_)
-                | Ty::Module(_)
-        ) {
+        // (as a comprehension's)
+        if never_iterable(&it) {
             let msg = format!("'{}' object is not iterable", self.ty_str(&it));
             self.err(ErrKind::Compile, msg, q.target.span.shrink_to_lo());
         }
@@ -783,20 +774,12 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::Compile, msg, c.targets[1].span.shrink_to_hi());
             }
             let it = self.infer(&env2, &c.iter);
-            // a number, a bool, a module or a literal None is never iterable
-            let scalar = matches!(
-                it,
-                Ty::Bool
-                    | Ty::BoolLit(_)
-                    | Ty::Int
-                    | Ty::IntLit(_)
-                    | Ty::Float
-                    | Ty::FloatLit(_)
-                    | Ty::Module(_)
-            ) || matches!(
-                strip_paren(&c.iter).kind,
-                ExprKind::None | ExprKind::Undefined
-            );
+            // (a literal None neither)
+            let scalar = never_iterable(&it)
+                || matches!(
+                    strip_paren(&c.iter).kind,
+                    ExprKind::None | ExprKind::Undefined
+                );
             if scalar {
                 let msg = format!("'{}' object is not iterable", self.ty_str(&it));
                 self.err(ErrKind::Compile, msg, c.iter.span.shrink_to_lo());
@@ -817,6 +800,20 @@ impl<'a> Checker<'a> {
         }
         env2
     }
+}
+
+/// A number, a bool or a module: upstream's resolver iterates none of them.
+fn never_iterable(t: &Ty) -> bool {
+    matches!(
+        t,
+        Ty::Bool
+            | Ty::BoolLit(_)
+            | Ty::Int
+            | Ty::IntLit(_)
+            | Ty::Float
+            | Ty::FloatLit(_)
+            | Ty::Module(_)
+    )
 }
 
 /// The loop variables' types where the iterated value's type is known, as variable types

@@ -120,7 +120,8 @@ pub fn error_key(stderr: &str) -> (String, String) {
     (kind, msg)
 }
 
-fn strip_ansi(s: &str) -> String {
+/// `s` without terminal colour escapes.
+pub fn strip_ansi(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {

@@ -149,20 +149,7 @@ pub fn check(case: &Case, ours: &Outcome, dir: &Path) -> Result<(), String> {
 /// Error output as compared: escapes, blank lines and `error[CODE]: ` prefixes left out.
 pub fn normalize_stderr(s: &str) -> String {
     let mut out = String::new();
-    let mut chars = s.chars();
-    let mut plain = String::new();
-    // ANSI colour escapes
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            plain.push(c);
-        }
-    }
+    let plain = super::oracle::strip_ansi(s);
     for line in plain.lines().filter(|l| !l.trim().is_empty()) {
         let line = match line.strip_prefix("error[") {
             Some(rest) => rest.split_once("]: ").map_or(line, |(_, t)| t),
