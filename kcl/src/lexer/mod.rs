@@ -431,111 +431,132 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Digits and underscores; whether there was a digit (`hex`: hexadecimal ones too).
+    fn eat_digits(&mut self, hex: bool) -> bool {
+        let mut any = false;
+        while let Some(&c) = self.src.get(self.pos) {
+            if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
+                any = true;
+            } else if c != b'_' {
+                break;
+            }
+            self.pos += 1;
+        }
+        any
+    }
+
+    /// A number as upstream's lexer reads it: `0x`, `0o`, `0b` (lower case only) and `0`
+    /// followed by a digit are two-character base prefixes (the last one octal), a prefix
+    /// needs a digit after it, a fraction or exponent makes a float (decimal only), and
+    /// letters glued on are a suffix (a unit for an int, dropped for a float). The digits of
+    /// a binary or octal literal after its prefix are checked here; the parser converts the
+    /// text (and says so when it cannot).
     fn number(&mut self) {
         let lo = self.pos;
-        let b = self.src[self.pos];
-        if b == b'0' && matches!(self.peek(1), b'x' | b'X' | b'o' | b'O' | b'b' | b'B') {
-            let radix: u32 = match self.peek(1) {
-                b'x' | b'X' => 16,
-                b'o' | b'O' => 8,
-                _ => 2,
+        let first = self.src[lo];
+        self.pos += 1;
+        let mut radix = 10u32;
+        if first == b'0' {
+            let has_digits = match self.peek(0) {
+                b'x' => {
+                    radix = 16;
+                    self.pos += 1;
+                    self.eat_digits(true)
+                }
+                b'o' | b'b' => {
+                    radix = if self.peek(0) == b'o' { 8 } else { 2 };
+                    self.pos += 1;
+                    self.eat_digits(false)
+                }
+                b'0'..=b'9' => {
+                    radix = 8;
+                    self.pos += 1;
+                    self.eat_digits(false)
+                }
+                b'_' => {
+                    self.eat_digits(false);
+                    true
+                }
+                _ => true,
             };
-            self.pos += 2;
-            // upstream's lexer takes decimal digits for any base, then reports the first one
-            // the base lacks (at its byte offsets) and letters after them as a suffix
-            let mut bad: Option<usize> = None;
-            let digits_at = self.pos;
-            while self.pos < self.src.len() {
-                let c = self.src[self.pos];
-                let ok = c == b'_' || c.is_ascii_digit() || (radix == 16 && c.is_ascii_hexdigit());
-                if !ok {
-                    break;
-                }
-                if c != b'_' && !(c as char).is_digit(radix) && bad.is_none() {
-                    bad = Some(self.pos);
-                }
-                self.pos += 1;
-            }
-            if self.pos == digits_at
-                && self.pos < self.src.len()
-                && self.src[self.pos].is_ascii_alphabetic()
-            {
-                self.ident_end();
+            if !has_digits {
+                self.number_suffix(false, true);
                 self.err(lo, self.pos, "no valid digits found for number");
                 return;
             }
-            if let Some(at) = bad {
-                let msg = format!(
-                    "invalid digit for a base {radix} literal, start: {at}, stop: {}",
-                    at + 1
-                );
-                self.err(at, at + 1, msg);
-            }
-            if self.pos < self.src.len()
-                && (self.src[self.pos].is_ascii_alphabetic() || self.src[self.pos] == b'_')
-            {
-                self.ident_end();
-                // (without digits the parser says so)
-                if bad.is_none() && self.pos > digits_at && digits_at < self.src.len() {
-                    let has_digits = self.src[digits_at].is_ascii_hexdigit();
-                    if has_digits {
-                        self.err(lo, self.pos, "invalid int binary suffix");
-                    }
+        } else {
+            self.eat_digits(false);
+        }
+        let digits_end = self.pos;
+        let mut is_float = false;
+        let mut empty_exponent = false;
+        let after = self.peek(1);
+        if self.peek(0) == b'.'
+            && after != b'.'
+            && !(after.is_ascii_alphabetic() || after == b'_' || after >= 0x80)
+        {
+            is_float = true;
+            self.pos += 1;
+            if self.peek(0).is_ascii_digit() {
+                self.eat_digits(false);
+                if matches!(self.peek(0), b'e' | b'E') {
+                    self.pos += 1;
+                    empty_exponent = !self.eat_exponent();
                 }
             }
-            return;
+        } else if radix != 16 && matches!(self.peek(0), b'e' | b'E') {
+            is_float = true;
+            self.pos += 1;
+            empty_exponent = !self.eat_exponent();
         }
-        let digits = |lx: &mut Self| {
-            while lx.pos < lx.src.len()
-                && (lx.src[lx.pos].is_ascii_digit() || lx.src[lx.pos] == b'_')
+        let suffix_ok = self.number_suffix(is_float, empty_exponent || (is_float && radix != 10));
+        if empty_exponent {
+            self.err(lo, self.pos, "expected at least one digit in exponent");
+        } else if is_float && radix != 10 {
+            let name = match radix {
+                16 => "hexadecimal",
+                8 => "octal",
+                _ => "binary",
+            };
+            self.err(
+                lo,
+                self.pos,
+                format!("{name} float literal is not supported"),
+            );
+        } else if !is_float && radix != 10 && radix != 16 {
+            let digits = lo + 2;
+            if let Some(at) = (digits..digits_end)
+                .find(|&i| self.src[i] != b'_' && !(self.src[i] as char).is_digit(radix))
             {
-                lx.pos += 1;
-            }
-        };
-        digits(self);
-        let mut is_float = false;
-        if self.peek(0) == b'.' && self.peek(1).is_ascii_digit() {
-            is_float = true;
-            self.pos += 1;
-            digits(self);
-        } else if self.peek(0) == b'.'
-            && !(self.peek(1).is_ascii_alphabetic() || self.peek(1) == b'_' || self.peek(1) == b'.')
-        {
-            // `1.` is a float.
-            is_float = true;
-            self.pos += 1;
-        }
-        if matches!(self.peek(0), b'e' | b'E')
-            && (self.peek(1).is_ascii_digit()
-                || (matches!(self.peek(1), b'+' | b'-') && self.peek(2).is_ascii_digit()))
-        {
-            is_float = true;
-            self.pos += 2;
-            digits(self);
-        } else if matches!(self.peek(0), b'e' | b'E') {
-            // Upstream's lexer takes any `e` after the digits as an exponent (even the `Ei`
-            // unit), and wants digits after it.
-            let s = self.pos;
-            self.ident_end();
-            if matches!(self.peek(0), b'+' | b'-') {
-                self.pos += 1;
-                self.ident_end();
-            }
-            self.err(lo, s, "expected at least one digit in exponent");
-            return;
-        }
-        // Unit suffix or garbage glued to the number.
-        if self.pos < self.src.len()
-            && (self.src[self.pos].is_ascii_alphabetic() || self.src[self.pos] == b'_')
-        {
-            let s = self.pos;
-            self.ident_end();
-            let suffix = &self.text[s..self.pos];
-            // upstream's lexer drops any suffix of a float; an int's must be a unit
-            if !is_float && crate::ast::NumberSuffix::parse(suffix).is_none() {
+                let (s, e) = (self.base as usize + at, self.base as usize + at + 1);
+                let msg =
+                    format!("invalid digit for a base {radix} literal, start: {s}, stop: {e}");
+                self.err(at, at + 1, msg);
+            } else if !suffix_ok {
                 self.err(lo, self.pos, "invalid int binary suffix");
             }
+        } else if !suffix_ok {
+            self.err(lo, self.pos, "invalid int binary suffix");
         }
+    }
+
+    /// An exponent's sign and digits; whether it had a digit.
+    fn eat_exponent(&mut self) -> bool {
+        if matches!(self.peek(0), b'+' | b'-') {
+            self.pos += 1;
+        }
+        self.eat_digits(false)
+    }
+
+    /// Letters glued to a number: fine for a float or a number already in error, else they
+    /// must name a unit.
+    fn number_suffix(&mut self, is_float: bool, in_error: bool) -> bool {
+        let s = self.pos;
+        if s >= self.src.len() || !is_ident_start(self.text[s..].chars().next().unwrap_or('0')) {
+            return true;
+        }
+        self.ident_end();
+        is_float || in_error || crate::ast::NumberSuffix::parse(&self.text[s..self.pos]).is_some()
     }
 
     fn string(&mut self, raw: bool) -> Tok {

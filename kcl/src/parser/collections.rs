@@ -262,7 +262,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn parse_config_entry(&mut self) -> Option<ConfigEntry> {
+    pub(super) fn parse_config_entry(&mut self) -> Option<ConfigEntry> {
         let t = self.tk();
         let lo = t.lo;
         match t.tok {

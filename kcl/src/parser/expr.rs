@@ -265,7 +265,12 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn parse_postfix(&mut self) -> Expr {
-        let mut e = self.parse_primary();
+        let e = self.parse_primary();
+        self.parse_postfix_from(e)
+    }
+
+    /// Selectors, subscripts, calls and schema configs after `e`.
+    pub(super) fn parse_postfix_from(&mut self, mut e: Expr) -> Expr {
         let mut n = 0;
         loop {
             n += 1;
@@ -328,7 +333,7 @@ impl<'a> Parser<'a> {
         e
     }
 
-    fn parse_schema_expr(&mut self, name: Identifier, args: Option<CallArgs>) -> Expr {
+    pub(super) fn parse_schema_expr(&mut self, name: Identifier, args: Option<CallArgs>) -> Expr {
         let lo = name.span.lo;
         let config = self.parse_config_or_dictcomp();
         let span = self.since(lo);
@@ -610,7 +615,7 @@ fn binop(t: Tok) -> Option<(BinOp, u8)> {
 }
 
 /// `a.b.c` (identifiers and plain selectors only) as an [`Identifier`].
-fn expr_to_identifier(e: &Expr) -> Option<Identifier> {
+pub(super) fn expr_to_identifier(e: &Expr) -> Option<Identifier> {
     let mut names = Vec::new();
     let mut cur = e;
     loop {

@@ -16,7 +16,9 @@ impl<'a> Parser<'a> {
         match parse_number(text) {
             Ok(kind) => Expr { kind, span },
             Err(msg) => {
-                self.error(span, msg);
+                if !self.lexer_reported(span) {
+                    self.error(span, msg);
+                }
                 Expr::missing(span)
             }
         }
@@ -41,16 +43,31 @@ impl<'a> Parser<'a> {
         out
     }
 
+    /// Reports an escape upstream cannot read (at the content's start, where upstream
+    /// points); whether there was one.
+    pub(super) fn bad_string_escape(
+        &mut self,
+        t: crate::lexer::Token,
+        raw: bool,
+        triple: bool,
+    ) -> bool {
+        let text = self.text(t);
+        let sh = shape(text, raw, triple);
+        let content = &text[sh.open..text.len() - sh.close];
+        let bad = !raw && content.contains('\\') && bad_escape(content);
+        if bad {
+            let lo = t.lo + sh.open as u32;
+            self.error(self.span(lo, lo + 1), "invalid string syntax");
+        }
+        bad
+    }
+
     pub(super) fn string_expr(&mut self, t: crate::lexer::Token, raw: bool, triple: bool) -> Expr {
         let span = self.tspan(t);
         let text = self.text(t);
         let sh = shape(text, raw, triple);
         let content = &text[sh.open..text.len() - sh.close];
-        if !raw && content.contains('\\') && bad_escape(content) {
-            // upstream points at the content's start
-            let lo = t.lo + sh.open as u32;
-            self.error(self.span(lo, lo + 1), "invalid string syntax");
-        }
+        self.bad_string_escape(t, raw, triple);
         if !triple && (raw || (!content.contains('\\') && !content.contains("${"))) {
             // Common case: no escapes, one allocation straight into the Arc.
             return Expr {
@@ -196,70 +213,50 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// Parses the text of a number token.
+/// Parses the text of a number token (the lexer has checked its shape) as upstream converts
+/// it: a prefix `0x`, `0o`, `0b` or a leading `0` sets the base, one `_` may follow the
+/// prefix, and other underscores only between digits; a float has no underscore.
 pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
-    let clean: String;
-    let t = if text.contains('_') {
-        clean = text.replace('_', "");
-        clean.as_str()
-    } else {
-        text
+    let radix = match text.as_bytes() {
+        [b'0', b'x', ..] => 16,
+        [b'0', b'o', ..] => 8,
+        [b'0', b'b', ..] => 2,
+        _ => 10,
     };
-    let radix = match t.get(..2) {
-        Some("0x" | "0X") => Some(16),
-        Some("0o" | "0O") => Some(8),
-        Some("0b" | "0B") => Some(2),
-        _ => None,
-    };
-    // upstream reads an integer literal as 64 unsigned bits and keeps them as a signed
-    // integer: 0xffffffffffffffff is -1, 9223372036854775808 is i64::MIN; only a literal
-    // past 64 bits is an error
-    let int_bits = |digits: &str, radix: u32| {
-        u64::from_str_radix(digits, radix)
-            .map(|v| v as i64)
-            .map_err(|e| match e.kind() {
-                std::num::IntErrorKind::PosOverflow => {
-                    format!("expected one of [\"int\"] got {text}")
-                }
-                _ => format!("invalid number literal '{text}'"),
-            })
-    };
-    // a leading zero makes a decimal-looking literal octal, as upstream reads `010` as 8
-    if t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-        return int_bits(&t[1..], 8).map(ExprKind::Int);
-    }
-    if let Some(r) = radix {
-        if t.len() == 2 {
-            return Err("no valid digits found for number".into());
-        }
-        return int_bits(&t[2..], r).map(ExprKind::Int);
-    }
-    let digits_end = t
-        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(digits_end);
-    // A trailing `e`/`E` with no exponent is not part of the number (e.g. no such suffix).
-    let is_float = num.contains(['.', 'e', 'E']);
-    // upstream drops any suffix of a float
-    if !suffix.is_empty() && is_float {
-        return num
-            .parse::<f64>()
-            .map(ExprKind::Float)
-            .map_err(|_| format!("invalid number literal '{text}'"));
-    }
-    if !suffix.is_empty() {
-        let s = NumberSuffix::parse(suffix).ok_or("invalid int binary suffix")?;
-        let v = int_bits(num, 10)?;
-        return Ok(ExprKind::NumberUnit {
-            value: v,
-            suffix: s,
-        });
-    }
+    let prefix = if radix == 10 { 0 } else { 2 };
+    let digits_end = text[prefix..]
+        .find(|c: char| match radix {
+            16 => !(c.is_ascii_hexdigit() || c == '_'),
+            _ => c.is_alphabetic() && c != 'e' && c != 'E',
+        })
+        .map_or(text.len(), |i| i + prefix);
+    let (num, suffix) = text.split_at(digits_end);
+    let is_float = radix == 10 && num.contains(['.', 'e', 'E']);
     if is_float {
-        return num
-            .parse::<f64>()
+        // upstream drops any suffix of a float
+        return (!num.contains('_'))
+            .then(|| num.parse::<f64>().ok())
+            .flatten()
             .map(ExprKind::Float)
-            .map_err(|_| format!("invalid number literal '{text}'"));
+            .ok_or_else(|| format!("expected one of [\"float\"] got {text}"));
     }
-    int_bits(num, 10).map(ExprKind::Int)
+    let (radix, digits) = match radix {
+        10 if num.len() > 1 && num.starts_with('0') => (8, &num[1..]),
+        10 => (10, num),
+        r => (r, &num[prefix..]),
+    };
+    let digits = digits.strip_prefix('_').unwrap_or(digits);
+    let well_formed = !digits.starts_with('_') && !digits.ends_with('_') && !digits.contains("__");
+    // upstream reads an integer literal as 64 unsigned bits and keeps them as a signed
+    // integer: 0xffffffffffffffff is -1, 9223372036854775808 is i64::MIN
+    let value = well_formed
+        .then(|| u64::from_str_radix(&digits.replace('_', ""), radix).ok())
+        .flatten()
+        .map(|v| v as i64)
+        .ok_or_else(|| format!("expected one of [\"int\"] got {text}"))?;
+    if suffix.is_empty() {
+        return Ok(ExprKind::Int(value));
+    }
+    let suffix = NumberSuffix::parse(suffix).ok_or("invalid int binary suffix")?;
+    Ok(ExprKind::NumberUnit { value, suffix })
 }

@@ -316,6 +316,14 @@ impl<'a> Parser<'a> {
         self.errors.push(Diagnostic::error(kind, span, msg));
         self.errors.last_mut().expect("just pushed")
     }
+    /// Whether the lexer already reported an error inside `span` (a malformed number), which
+    /// upstream reports once.
+    fn lexer_reported(&self, span: Span) -> bool {
+        self.errors
+            .iter()
+            .filter_map(Diagnostic::span)
+            .any(|s| s.file == span.file && s.lo >= span.lo && s.lo < span.hi)
+    }
     fn gave_up(&self) -> bool {
         self.errors.len() >= MAX_ERRORS
     }

@@ -586,7 +586,7 @@ impl<'a> Parser<'a> {
             if is_schema_expr {
                 // upstream's unification takes a schema expression, nothing after it (`a: S {}
                 // | {}` is an unexpected '|')
-                let value = self.parse_postfix();
+                let value = self.parse_schema_path_and_args();
                 if matches!(value.kind, ExprKind::Schema(_)) {
                     let kind = StmtKind::Unification(UnificationStmt {
                         target: name,
@@ -597,17 +597,14 @@ impl<'a> Parser<'a> {
                         span: self.since(lo),
                     });
                 }
-                // `name: f(args)` ending its line: upstream reads a schema expression whose
-                // config runs on (the next lines as its entries) to the end of the file
+                // `name: f(args)` without a `{`: upstream's parser takes the token after the
+                // arguments (or the line break) for the config's `{` and reads entries
                 if let ExprKind::Call { func, .. } = &value.kind
                     && matches!(func.kind, ExprKind::Ident(_) | ExprKind::Selector(_))
-                    && (self.at_line_break() || self.at_eof())
                 {
-                    let span = self.tspan(self.tk());
-                    self.error(span, "expected one of [\"}\"] got eof");
-                    let kind = StmtKind::Expr(value);
+                    let value = self.unbraced_config_after_call(value);
                     return Some(Stmt {
-                        kind,
+                        kind: StmtKind::Expr(value),
                         span: self.since(lo),
                     });
                 }
@@ -686,6 +683,102 @@ impl<'a> Parser<'a> {
             kind,
             span: self.since(lo),
         })
+    }
+
+    /// The value of `name: S {...}` / `name: S(args)...` as upstream's unification reads it:
+    /// a dotted name, its arguments and a config (stopping after the arguments when no `{`
+    /// follows on the line).
+    fn parse_schema_path_and_args(&mut self) -> Expr {
+        let mut e = self.parse_primary();
+        while self.at(Tok::Dot) {
+            self.bump();
+            let Some(attr) = self.expect_ident() else {
+                return e;
+            };
+            e = super::expr::selector(e, attr, false);
+        }
+        if !self.at(Tok::LParen) {
+            return self.parse_postfix_from(e);
+        }
+        let args = self.parse_call_args();
+        if self.at(Tok::LBrace)
+            && !self.at_line_break()
+            && let Some(name) = super::expr::expr_to_identifier(&e)
+        {
+            return self.parse_schema_expr(name, Some(args));
+        }
+        let span = self.since(e.span.lo);
+        Expr {
+            kind: ExprKind::Call {
+                func: Box::new(e),
+                args: Box::new(args),
+            },
+            span,
+        }
+    }
+
+    /// Upstream's unification after `name: f(args)` with no `{`: the next token, or the line
+    /// break, stands for the `{`; entries follow (on that line only, unless a line break
+    /// follows the stand-in), then a `}` that cannot be there.
+    fn unbraced_config_after_call(&mut self, call: Expr) -> Expr {
+        let multi_line = if self.at_line_break() || self.at_eof() {
+            false
+        } else {
+            self.bump();
+            self.at_line_break()
+        };
+        let indented = self.tk().nl && !self.at_eof() && self.tk().indent > self.line_indent;
+        if indented {
+            let span = self.tspan(self.tk());
+            self.error(span, "unexpected token 'indent'");
+        }
+        if !multi_line && self.tk().nl && !self.at_eof() {
+            // the line break is the stand-in: the entries' line does not start a statement
+            let pos = self.pos;
+            self.toks[pos].nl = false;
+        }
+        // one line of entries sees its line break (as upstream's does); several lines of them
+        // are read as inside braces
+        if multi_line {
+            self.ctx.push(super::Ctx::Brace);
+        }
+        let mut first = true;
+        while !self.at(Tok::RBrace) && !self.at_eof() && !self.gave_up() {
+            if !multi_line && !first && self.tk().nl {
+                break;
+            }
+            first = false;
+            let start = self.pos;
+            self.parse_config_entry();
+            if self.eat(Tok::Comma) {
+                continue;
+            }
+            if self.pos == start {
+                if !self.tk().nl {
+                    self.expected(super::expr::OPERAND_START);
+                }
+                self.bump();
+            }
+        }
+        if multi_line {
+            self.ctx.pop();
+        }
+        if self.at(Tok::RBrace) {
+            self.bump();
+        } else if self.at_eof() {
+            // upstream points at the file's last token (its end-of-file token stands there)
+            let got = if indented { "newline" } else { "eof" };
+            let last = self.prev();
+            self.error(
+                self.tspan(last),
+                format!("expected one of [\"}}\"] got {got}"),
+            );
+        } else {
+            let t = self.tk();
+            let got = t.tok.describe(self.text(t));
+            self.error(self.tspan(t), format!("expected one of [\"}}\"] got {got}"));
+        }
+        call
     }
 
     /// Upstream wants a value for a declaration outside a schema; it reports the next line's

@@ -216,7 +216,11 @@ impl<'a> Parser<'a> {
             }
             Tok::Str { raw, triple } => {
                 self.bump();
-                let s = self.decode_plain_string(t, raw, triple);
+                // upstream's literal type is the empty string after a bad escape
+                let s = match self.bad_string_escape(t, raw, triple) {
+                    true => String::new(),
+                    false => self.decode_plain_string(t, raw, triple),
+                };
                 TypeKind::Literal(LiteralType::Str(Arc::from(s)))
             }
             Tok::Number => {
@@ -227,7 +231,13 @@ impl<'a> Parser<'a> {
                         TypeKind::Literal(LiteralType::Int(value, Some(suffix)))
                     }
                     Ok(ExprKind::Float(f)) => TypeKind::Literal(LiteralType::Float(f)),
-                    _ => {
+                    Err(msg) => {
+                        if !self.lexer_reported(span) {
+                            self.error(span, msg);
+                        }
+                        TypeKind::Any
+                    }
+                    Ok(_) => {
                         self.error(span, "invalid number literal");
                         TypeKind::Any
                     }

@@ -418,6 +418,11 @@ impl Upstream {
         let Some(Some(first)) = outs.first().cloned() else {
             return Verdict::Failed;
         };
+        // kcl-lib's core panicked (`a: 1_0.5` unwraps a float parse in its type parser) and
+        // the API still answered "ok, no output": a crash, not an outcome to match
+        if first.ok() && first.stderr.contains("panicked at") {
+            return Verdict::Failed;
+        }
         if outs[1..].iter().any(|o| {
             o.as_ref()
                 .is_some_and(|x| compare(&first, x, dir).is_some())
