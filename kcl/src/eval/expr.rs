@@ -676,12 +676,15 @@ impl EvalError {
 
 /// `idx` (negative from the end) as a position in a `what` of `len` items, or upstream's words
 /// for an index out of range: a negative one is reported by the Rust runtime beneath it.
+/// Upstream's runtime takes the index as 32 bits (`"ab"[4294967297]` is `"b"`) and names the
+/// written index when past the end, the 32-bit one when before the start.
 fn checked_index(what: &str, len: usize, idx: i64, span: Span) -> EvalResult<usize> {
     let n = len as i64;
-    let j = if idx < 0 { n + idx } else { idx };
+    let short = i64::from(idx as i32);
+    let j = if short < 0 { n + short } else { short };
     if j < 0 || j >= n {
-        let msg = if idx < 0 {
-            format!("index out of bounds: the len is {n} but the index is {idx}")
+        let msg = if short < 0 {
+            format!("index out of bounds: the len is {n} but the index is {short}")
         } else {
             format!("{what} index out of range: {idx}")
         };

@@ -351,7 +351,9 @@ fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<Value, RtEr
     match (&mut root, &keys[0]) {
         (Value::List(l), (Value::Int(i), _)) => {
             let l = Rc::make_mut(l);
-            let idx = if *i < 0 { l.len() as i64 + i } else { *i };
+            // upstream takes the index as a 32-bit integer
+            let i = i64::from(*i as i32);
+            let idx = if i < 0 { l.len() as i64 + i } else { i };
             if idx < 0 || idx as usize >= l.len() {
                 return Err(RtError::eval(format!(
                     "index out of bounds: the len is {} but the index is {i}",

@@ -58,9 +58,16 @@ pub fn parse_spec(s: &str) -> Result<Spec, String> {
     ))
 }
 
+/// Where upstream's override nodes are: nowhere (errors about them print their message alone).
+const NOWHERE: Span = Span::new(FileId(u32::MAX), 0, 0);
+
 fn value_expr(text: &str) -> Result<Expr, String> {
-    let m = crate::parser::parse_source("<override>", &format!("__override__ = {text}\n"))
+    let src = format!("__override__ = {text}\n");
+    crate::parser::parse_source("<override>", &src)
         .map_err(|e| format!("invalid override value '{text}': {e}"))?;
+    // parsed again outside the source map: upstream's override nodes have no position, so
+    // errors about them (an entry's value of the wrong type) print their message alone
+    let (m, _) = crate::parser::parse_unregistered(&src);
     let Some(StmtKind::Assign(a)) = m.body.into_iter().next().map(|s| s.kind) else {
         return Err(format!("invalid override value '{text}'"));
     };
@@ -69,16 +76,19 @@ fn value_expr(text: &str) -> Result<Expr, String> {
     Ok(match &a.value.kind {
         ExprKind::Unary { .. } | ExprKind::Binary { .. } => Expr {
             kind: ExprKind::Str(Arc::from(text.trim())),
-            span: a.value.span,
+            span: NOWHERE,
         },
-        _ => a.value,
+        _ => Expr {
+            span: NOWHERE,
+            ..a.value
+        },
     })
 }
 
 fn name(s: &str) -> Name {
     Name {
         sym: Symbol::intern(s),
-        span: Span::default(),
+        span: NOWHERE,
     }
 }
 
@@ -93,7 +103,7 @@ fn key_matches(k: &Expr, s: &str) -> bool {
 fn key_expr(path: &[String]) -> Expr {
     let mut e = Expr {
         kind: ExprKind::Ident(Symbol::intern(&path[0])),
-        span: Span::default(),
+        span: NOWHERE,
     };
     for p in &path[1..] {
         e = Expr {
@@ -102,7 +112,7 @@ fn key_expr(path: &[String]) -> Expr {
                 attr: name(p),
                 optional: false,
             })),
-            span: Span::default(),
+            span: NOWHERE,
         };
     }
     e
@@ -608,7 +618,6 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
         // that does not define the root gets it appended (so with several files a root
         // defined in one of them is assigned twice, upstream's ImmutableError)
         // upstream's added statements have no position: errors print their message alone
-        let nowhere = Span::new(FileId(u32::MAX), 0, 0);
         for m in program.main.modules.iter_mut() {
             // copy-on-write: a module shared with other programs (a parse cache) stays intact
             let m = std::sync::Arc::make_mut(m);
@@ -629,7 +638,7 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
                             value: v,
                         },
                     }])),
-                    span: nowhere,
+                    span: NOWHERE,
                 }
             } else {
                 v
@@ -637,7 +646,7 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
             let target = ast::Target {
                 name: name(&spec.path[0]),
                 path: Vec::new(),
-                span: nowhere,
+                span: NOWHERE,
             };
             // the statement upstream adds: `a = v`, `a: S {...}` for a schema merged with ':',
             // `a += v`
@@ -661,7 +670,7 @@ pub fn apply(program: &mut Program, specs: &[String]) -> Result<(), String> {
             };
             m.body.push(Stmt {
                 kind,
-                span: nowhere,
+                span: NOWHERE,
             });
         }
     }

@@ -143,6 +143,8 @@ fn merge_entry_in<E: From<RtError>>(
     depth: usize,
     rb: Option<Rebuild<'_, E>>,
 ) -> Result<(), E> {
+    // upstream takes a config key's index as a 32-bit integer
+    let index = index.map(|i| i64::from(i as i32));
     match op {
         ConfigOp::Override => {
             if let Some(i) = index {
@@ -163,11 +165,9 @@ fn merge_entry_in<E: From<RtError>>(
                             l[idx as usize] = v.clone();
                         }
                     }
-                    // upstream keeps the index as a 32-bit integer here
                     _ => {
                         return Err(RtError::eval(format!(
-                            "only list attribute can be override value with the index {}",
-                            i as i32
+                            "only list attribute can be override value with the index {i}"
                         ))
                         .into());
                     }
@@ -185,7 +185,14 @@ fn merge_entry_in<E: From<RtError>>(
                     match index {
                         Some(i) => {
                             let idx = if i < 0 { x.len() as i64 + i } else { i };
-                            if idx < 0 || idx as usize > x.len() {
+                            if idx < 0 {
+                                return Err(RtError::eval(format!(
+                                    "index out of bounds: the len is {} but the index is {i}",
+                                    x.len()
+                                ))
+                                .into());
+                            }
+                            if idx as usize > x.len() {
                                 return Err(RtError::eval(format!(
                                     "insertion index (is {i}) should be <= len (is {})",
                                     x.len()
@@ -222,6 +229,38 @@ fn merge_entry_in<E: From<RtError>>(
                 // still an insertion when this dict is merged into another later
                 d.set_op(k.clone(), ConfigOp::Insert, index);
             }
+        }
+        ConfigOp::Union if index.is_some() => {
+            let i = index.unwrap_or_default();
+            let l = match d.map.get_mut(k) {
+                Some(Value::List(l)) if !l.is_empty() => Rc::make_mut(l),
+                None | Some(Value::Undefined | Value::List(_)) => {
+                    return Err(RtError::eval(format!(
+                        "only non-empty list attribute can be union value with the index {i}"
+                    ))
+                    .into());
+                }
+                Some(_) => {
+                    return Err(RtError::eval(format!(
+                        "only list attribute can be union value with the index {i}"
+                    ))
+                    .into());
+                }
+            };
+            let idx = if i < 0 { l.len() as i64 + i } else { i };
+            if idx < 0 || idx as usize >= l.len() {
+                return Err(RtError::eval(format!(
+                    "index out of bounds: the len is {} but the index is {}",
+                    l.len(),
+                    idx as u64
+                ))
+                .into());
+            }
+            let cur = &mut l[idx as usize];
+            if check && !subsume(v, cur) {
+                return Err(conflict(&format!("{k}[{i}]"), cur, v).into());
+            }
+            union_into(cur, v, check, depth + 1, rb)?;
         }
         ConfigOp::Union => match d.map.get_mut(k) {
             Some(cur) => {
