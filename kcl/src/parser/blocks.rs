@@ -341,7 +341,14 @@ impl<'a> Parser<'a> {
             });
             // Upstream needs no comma between parameters (`lambda x y {}`).
             let next_name = matches!(self.tok(), Tok::Ident(_)) && !self.at_line_break();
-            if !self.eat(Tok::Comma) && !next_name {
+            // a lambda's parameter list runs to its `->` or `{`: anything else on the line is
+            // where upstream wants the next parameter's name
+            let more = close == Tok::LBrace
+                && !self.at(Tok::Arrow)
+                && !self.at(close)
+                && !self.at_eof()
+                && !self.tk().nl;
+            if !self.eat(Tok::Comma) && !next_name && !more {
                 break;
             }
         }

@@ -64,6 +64,8 @@ pub(crate) struct Parser<'a> {
     /// The token after the `}` closing a lambda whose body is a block: at the end of the file
     /// upstream's parser finds a newline there where it wants a `)` (a `]` finds the end).
     after_block_lambda: Option<usize>,
+    /// Inside an `if` block of a schema body (where a declaration needs a value).
+    in_schema_if: bool,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
@@ -217,6 +219,7 @@ impl<'a> Parser<'a> {
             lambda_braces: Vec::new(),
             type_brackets: 0,
             after_block_lambda: None,
+            in_schema_if: false,
             stmt_start: 0,
             embedded: false,
             want_block: false,

@@ -220,28 +220,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn looks_like_index_signature(&self) -> bool {
-        // `[name: T]:`, `[T]:`, `[...T]:` — find the matching `]` and check for `:` after it.
-        let mut depth = 0;
-        let mut i = 0;
-        loop {
-            let t = self.nth(i);
-            match t.tok {
-                Tok::LBracket => depth += 1,
-                Tok::RBracket => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return self.nth(i + 1).tok == Tok::Colon;
-                    }
-                }
-                Tok::Eof => return false,
-                _ => {}
-            }
-            i += 1;
-            if i > 64 {
-                return false;
-            }
-        }
+    /// `[name: T]:`, `[T]:`, `[...T]:` — as upstream decides: a key name, or a type closed by
+    /// `]` and followed by `:`; anything else is a list expression (`[k = str]: str`).
+    fn looks_like_index_signature(&mut self) -> bool {
+        let (save, nerr, nctx) = (self.pos, self.errors.len(), self.ctx.len());
+        self.bump();
+        self.eat(Tok::Ellipsis);
+        let yes = if matches!(self.tok(), Tok::Ident(_)) && self.nth(1).tok == Tok::Colon {
+            true
+        } else {
+            self.parse_type();
+            self.at(Tok::RBracket) && self.nth(1).tok == Tok::Colon
+        };
+        self.pos = save;
+        self.errors.truncate(nerr);
+        self.ctx.truncate(nctx);
+        yes
     }
 
     fn parse_index_signature(&mut self) -> IndexSignature {

@@ -424,10 +424,18 @@ impl<'a> Parser<'a> {
         if body_kind == Body::Plain {
             return self.parse_suite(header_indent);
         }
-        // Inside a schema body an `if` block may declare attributes.
+        // Inside a schema body an `if` block may set attributes (a declaration there needs a
+        // value, as upstream parses it)
         if !self.expect_header_colon() {
             self.recover_to_line_end();
         }
+        let outer = std::mem::replace(&mut self.in_schema_if, true);
+        let out = self.parse_schema_if_suite(header_indent, body_kind);
+        self.in_schema_if = outer;
+        out
+    }
+
+    fn parse_schema_if_suite(&mut self, header_indent: u32, body_kind: Body) -> Vec<Stmt> {
         let t = self.tk();
         if !t.nl && t.tok != Tok::Eof {
             return self.parse_stmt_in(body_kind).into_iter().collect();
@@ -637,7 +645,9 @@ impl<'a> Parser<'a> {
                 op = Some(AttrOp::Aug(a));
                 value = Some(self.parse_expr());
             }
-            _ if body == Body::Plain => self.want_declared_value(),
+            _ if body == Body::Plain || (self.in_schema_if && decorators.is_empty()) => {
+                self.want_declared_value()
+            }
             // in a schema the declaration's line ends after its type, or a value starts
             _ if !self.at_line_break() && !self.at_eof() => {
                 self.expected(super::expr::OPERAND_START);
@@ -786,7 +796,13 @@ impl<'a> Parser<'a> {
     fn want_declared_value(&mut self) {
         let t = self.tk();
         let (got, span) = if self.at_eof() {
-            ("eof".to_string(), self.describe_current().1)
+            // an indented block ends in a dedent before the end of the file
+            let what = if self.line_indent > 0 {
+                "dedent"
+            } else {
+                "eof"
+            };
+            (what.to_string(), self.describe_current().1)
         } else if t.nl && t.indent != self.line_indent {
             // newlines are skipped there, but not a change of indentation
             let what = if t.indent > self.line_indent {
