@@ -41,7 +41,7 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         errors: Vec::new(),
         depth: 0,
         delims: Vec::new(),
-        stack: vec![(0, 0)],
+        stack: vec![(0, 0, true)],
         syms: FxHashMap::default(),
     };
     lx.run();
@@ -64,8 +64,9 @@ struct Lexer<'a> {
     depth: u32,
     /// Open brackets, innermost last.
     delims: Vec<Tok>,
-    /// Indentation stack outside brackets: (width with tab=8, width with tab=1).
-    stack: Vec<(u32, u32)>,
+    /// Indentation stack outside brackets: (width with tab=8, width with tab=1, whether the
+    /// level opened a block after a `:`).
+    stack: Vec<(u32, u32, bool)>,
     /// Per-file cache in front of the global interner (one lock per distinct name per file).
     syms: FxHashMap<&'a str, Symbol>,
 }
@@ -230,7 +231,7 @@ impl<'a> Lexer<'a> {
     /// Validates a new logical line's indentation against the stack outside brackets and
     /// returns the width the parser should use.
     fn check_indent(&mut self, w8: u32, w1: u32, start: usize) -> u32 {
-        let &(top8, top1) = self.stack.last().unwrap_or(&(0, 0));
+        let &(top8, top1, _) = self.stack.last().unwrap_or(&(0, 0, true));
         if w8 > top8 {
             if w1 <= top1 {
                 self.err(
@@ -240,7 +241,8 @@ impl<'a> Lexer<'a> {
                 );
                 return top8;
             }
-            self.stack.push((w8, w1));
+            let block = self.tokens.last().is_some_and(|t| t.tok == Tok::Colon);
+            self.stack.push((w8, w1, block));
             return w8;
         }
         if w8 == top8 {
@@ -254,18 +256,25 @@ impl<'a> Lexer<'a> {
             return w8;
         }
         let mut popped = top8;
-        while self.stack.len() > 1 && self.stack.last().is_some_and(|&(t, _)| w8 < t) {
-            popped = self.stack.pop().map(|(t, _)| t).unwrap_or(0);
+        let mut closes_block = false;
+        while self.stack.len() > 1 && self.stack.last().is_some_and(|&(t, _, _)| w8 < t) {
+            let (t, _, block) = self.stack.pop().unwrap_or((0, 0, false));
+            popped = t;
+            closes_block |= block;
         }
-        let &(t8, t1) = self.stack.last().unwrap_or(&(0, 0));
+        let &(t8, t1, _) = self.stack.last().unwrap_or(&(0, 0, true));
         if w8 != t8 {
-            self.err(
-                start,
-                start,
-                format!("invalid indentation with {w8} spaces, try to align indents by adding or removing spaces"),
-            );
+            // upstream's parser checks a dedent's width where a block ends; a line indented
+            // by mistake (no block) just leaves unexpected dedents behind
+            if closes_block {
+                self.err(
+                    start,
+                    start,
+                    format!("invalid indentation with {w8} spaces, try to align indents by adding or removing spaces"),
+                );
+            }
             // Treat the line as belonging to the block it most likely meant to stay in.
-            self.stack.push((popped, w1));
+            self.stack.push((popped, w1, closes_block));
             return popped;
         }
         if w1 != t1 {

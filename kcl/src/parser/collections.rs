@@ -283,6 +283,23 @@ impl<'a> Parser<'a> {
                     Tok::Colon => ConfigOp::Union,
                     Tok::Assign => ConfigOp::Override,
                     Tok::AugAssign(AugOp::Add) => ConfigOp::Insert,
+                    // at the end of the file upstream's parser finds the last line's newline
+                    // here, takes it and wants another entry (every closer after that finds
+                    // the end of the file)
+                    _ if self.at_eof() => {
+                        let (_, span) = self.describe_current();
+                        self.error(span, "expected one of [\":\", \"=\", \"+=\"] got newline");
+                        if !self.eof_newline_taken {
+                            self.eof_newline_taken = true;
+                            let want = super::expr::OPERAND_START
+                                .iter()
+                                .map(|s| format!("\"{s}\""))
+                                .collect::<Vec<_>>()
+                                .join(", ");
+                            self.error(span, format!("expected one of [{want}] got eof"));
+                        }
+                        return None;
+                    }
                     _ => {
                         self.expected(&[":", "=", "+="]);
                         return None;

@@ -66,6 +66,9 @@ pub(crate) struct Parser<'a> {
     after_block_lambda: Option<usize>,
     /// Inside an `if` block of a schema body (where a declaration needs a value).
     in_schema_if: bool,
+    /// A config entry at the end of the file took upstream's last newline (see
+    /// `parse_config_entry`): closers after it find the end of the file.
+    eof_newline_taken: bool,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
@@ -220,6 +223,7 @@ impl<'a> Parser<'a> {
             type_brackets: 0,
             after_block_lambda: None,
             in_schema_if: false,
+            eof_newline_taken: false,
             stmt_start: 0,
             embedded: false,
             want_block: false,
@@ -430,6 +434,10 @@ impl<'a> Parser<'a> {
         }
         if self.at_eof() && matches!(t, Tok::RBrace | Tok::RBracket | Tok::RParen) {
             let (_, span) = self.describe_current();
+            if self.eof_newline_taken {
+                self.error(span, format!("expected one of [\"{name}\"] got eof"));
+                return false;
+            }
             // upstream's parser finds the file's last newline where it wants a `)` of a `(`
             // not ending its line (after one that does, as after `{` and `[`, see below)
             if t == Tok::RParen

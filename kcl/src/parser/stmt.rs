@@ -648,8 +648,9 @@ impl<'a> Parser<'a> {
             _ if body == Body::Plain || (self.in_schema_if && decorators.is_empty()) => {
                 self.want_declared_value()
             }
-            // in a schema the declaration's line ends after its type, or a value starts
-            _ if !self.at_line_break() && !self.at_eof() => {
+            // in a schema the declaration ends after its type: a value, or another statement
+            // on the same line (`x: int y = 1`), follows
+            _ if !self.at_line_break() && !self.at_eof() && !self.starts_stmt() => {
                 self.expected(super::expr::OPERAND_START);
                 self.recover_to_line_end();
             }

@@ -117,7 +117,7 @@ impl<'a> Checker<'a> {
             {
                 let before = self.errors.len();
                 for it in items.iter() {
-                    self.check_operand_configs(env, it, et);
+                    self.check_operand_configs(env, it, et, def);
                 }
                 let got = self.infer(env, e);
                 self.fits(&got, expected, span, def);
@@ -156,7 +156,7 @@ impl<'a> Checker<'a> {
                 || matches!(expected, Ty::List(_) | Ty::Dict(..)) =>
             {
                 let before = self.errors.len();
-                self.check_operand_configs(env, inner, expected);
+                self.check_operand_configs(env, inner, expected, def);
                 let got = self.infer(env, e);
                 self.fits(&got, expected, span, def);
                 self.drop_repeated_errors(before);
@@ -184,7 +184,7 @@ impl<'a> Checker<'a> {
     ) {
         let before = self.errors.len();
         let env2 = self.comp_env(env, clauses);
-        self.check_operand_configs(&env2, elt, item);
+        self.check_operand_configs(&env2, elt, item, def);
         let got = self.infer(env, e);
         self.fits(&got, expected, span, def);
         self.drop_repeated_errors(before);
@@ -211,7 +211,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty) {
+    fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty, def: Option<Span>) {
         match &e.kind {
             ExprKind::Config(entries) => match (schema_ids(want), want) {
                 (Some((schemas, mixed)), _) => {
@@ -220,31 +220,29 @@ impl<'a> Checker<'a> {
                     self.mixed_union = false;
                 }
                 (None, Ty::List(et)) => {
-                    self.check_dict_config(env, entries, want, &Ty::Any, et, None)
+                    self.check_dict_config(env, entries, want, &Ty::Any, et, def)
                 }
-                (None, Ty::Dict(kt, vt)) => {
-                    self.check_dict_config(env, entries, want, kt, vt, None)
-                }
+                (None, Ty::Dict(kt, vt)) => self.check_dict_config(env, entries, want, kt, vt, def),
                 _ => {}
             },
-            ExprKind::Quant(q) => self.check_operand_configs(env, &q.target, want),
+            ExprKind::Quant(q) => self.check_operand_configs(env, &q.target, want, def),
             ExprKind::Paren(x) | ExprKind::Unary { operand: x, .. } => {
-                self.check_operand_configs(env, x, want)
+                self.check_operand_configs(env, x, want, def)
             }
             ExprKind::Binary { left, right, .. } => {
-                self.check_operand_configs(env, left, want);
-                self.check_operand_configs(env, right, want);
+                self.check_operand_configs(env, left, want, def);
+                self.check_operand_configs(env, right, want, def);
             }
             ExprKind::Compare(c) => {
-                self.check_operand_configs(env, &c.left, want);
+                self.check_operand_configs(env, &c.left, want, def);
                 for (_, r) in c.ops.iter() {
-                    self.check_operand_configs(env, r, want);
+                    self.check_operand_configs(env, r, want, def);
                 }
             }
             ExprKind::If(x) => {
-                self.check_operand_configs(env, &x.cond, want);
-                self.check_operand_configs(env, &x.then, want);
-                self.check_operand_configs(env, &x.orelse, want);
+                self.check_operand_configs(env, &x.cond, want, def);
+                self.check_operand_configs(env, &x.then, want, def);
+                self.check_operand_configs(env, &x.orelse, want, def);
             }
             _ => {}
         }
@@ -388,6 +386,8 @@ impl<'a> Checker<'a> {
                     }
                 },
                 ast::ConfigEntryKind::If(ci) => {
+                    // upstream checks config literals in the condition against this dict too
+                    self.check_operand_configs(env, &ci.cond, dict_ty, def);
                     self.infer(env, &ci.cond);
                     self.check_dict_config(env, &ci.body, dict_ty, kt, vt, def);
                     self.check_dict_config(env, &ci.orelse, dict_ty, kt, vt, def);
@@ -571,6 +571,14 @@ impl<'a> Checker<'a> {
                     self.infer_unpacked(env, v);
                 }
                 ast::ConfigEntryKind::If(ci) => {
+                    // upstream checks config literals in the condition against the schemas
+                    let want = match ids {
+                        [id] => Ty::Schema(*id),
+                        _ => Ty::union(ids.iter().map(|&id| Ty::Schema(id)).collect()),
+                    };
+                    let mixed = self.mixed_union;
+                    self.check_operand_configs(env, &ci.cond, &want, None);
+                    self.mixed_union = mixed;
                     self.infer(env, &ci.cond);
                     self.check_schema_config(env, &ci.body, ids);
                     self.check_schema_config(env, &ci.orelse, ids);

@@ -305,7 +305,9 @@ impl<'a> Checker<'a> {
             }
             // a dict's attribute is one of its values (upstream knows a literal's type
             // per key, which a union of the values' types does not tell)
-            Ty::Dict(_, v) if !matches!(*v, Ty::Union(_)) => (*v).clone(),
+            Ty::Dict(k, v) if !matches!(*v, Ty::Union(_)) => {
+                dict_value_read(&k, &v, Some(attr.sym.as_str()))
+            }
             // a key the literal does not have: the union of its values' types
             Ty::Dict(_, v) if self.literal_lacks_key(env, value, attr.sym) => (*v).clone(),
             _ => Ty::Any,
@@ -370,7 +372,13 @@ impl<'a> Checker<'a> {
         }
         match t {
             Ty::List(e) => (*e).clone(),
-            Ty::Dict(_, v) => (*v).clone(),
+            Ty::Dict(k, v) => {
+                let key = match &strip_paren(index).kind {
+                    ExprKind::Str(s) => Some(&**s),
+                    _ => None,
+                };
+                dict_value_read(&k, &v, key)
+            }
             Ty::Str | Ty::StrLit(_) => Ty::Str,
             _ => Ty::Any,
         }
@@ -839,5 +847,22 @@ pub(super) fn number_literal(e: &Expr) -> bool {
             operand,
         } => matches!(operand.kind, ExprKind::Int(_)),
         _ => false,
+    }
+}
+
+/// The type of the value of `key` read from a dict of type `{k:v}`. Upstream records a config
+/// literal's values per key, widened as variables' types (`[{x = False}][0].x` is `bool`);
+/// other reads (a dict typed by an annotation, `{str:1}`, or a key the literal lacks) get its
+/// value type as it is. A literal key type naming `key` tells the first kind apart.
+fn dict_value_read(k: &Ty, v: &Ty, key: Option<&str>) -> Ty {
+    let names_key = |t: &Ty| matches!((t, key), (Ty::StrLit(s), Some(key)) if &**s == key);
+    let recorded = match k {
+        Ty::Union(ts) => ts.iter().any(names_key),
+        t => names_key(t),
+    };
+    if recorded {
+        v.variable_type()
+    } else {
+        v.clone()
     }
 }
