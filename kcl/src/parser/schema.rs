@@ -178,6 +178,22 @@ impl<'a> Parser<'a> {
                 let checks = self.parse_check_block(check_indent);
                 s.checks.extend(checks);
                 checked = true;
+            } else if self.at(Tok::LBracket)
+                && !self.nth(1).nl
+                && !matches!(
+                    self.nth(1).tok,
+                    Tok::Ident(_) | Tok::Ellipsis | Tok::RBracket | Tok::LBracket | Tok::Eof
+                )
+                && !self.nth(1).tok.describe("").eq("identifier")
+            {
+                // upstream wants a name, a type or `...` after a schema body's `[`
+                let t = self.nth(1);
+                let got = t.tok.describe(self.text(t));
+                self.error(
+                    self.tspan(t),
+                    format!("expected a index signature or list expression here, got {got}"),
+                );
+                self.recover_to_line_end();
             } else if self.at(Tok::LBracket) && self.looks_like_index_signature() {
                 let sig = self.parse_index_signature();
                 if s.index_signature.is_some() {

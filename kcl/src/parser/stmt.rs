@@ -173,11 +173,14 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_expr_stmt(&mut self, lo: u32, body: Body) -> Option<Stmt> {
+        // (a schema body's `[` that opened no index signature starts a list expression)
+        let list_in_schema = body == Body::Schema && self.at(Tok::LBracket);
         let first = self.parse_expr();
         match self.tok() {
             // `expr: T = v`: upstream parses the declaration whatever the target, then wants
-            // its `=` and only then finds the target no name
-            Tok::Colon if !self.at_line_break() && body == Body::Plain => {
+            // its `=` and only then finds the target no name (in a schema body too, where a
+            // name's declaration took another path)
+            Tok::Colon if !self.at_line_break() && !list_in_schema => {
                 self.bump();
                 let ty = self.parse_type();
                 if !self.at(Tok::Assign) || self.at_line_break() {
@@ -584,6 +587,13 @@ impl<'a> Parser<'a> {
                 // a builtin type name is a type here (`a: int {` wants `=`), as upstream's
                 let mut ok = matches!(self.nth(0).tok, Tok::Ident(s)
                     if !matches!(s.as_str(), "int" | "float" | "str" | "bool"));
+                // a keyword is a name to upstream's parser there (`f: lambda {a = 1}` unifies
+                // with a schema named `lambda`, which its resolver then does not find)
+                let keyword = !ok
+                    && self.nth(0).tok.is_word_keyword()
+                    && self.nth(1).tok == Tok::LBrace
+                    && !self.nth(1).nl;
+                ok |= keyword;
                 while ok && self.nth(i + 1).tok == Tok::Dot {
                     i += 2;
                     ok = matches!(self.nth(i).tok, Tok::Ident(_));
@@ -700,7 +710,12 @@ impl<'a> Parser<'a> {
     /// a dotted name, its arguments and a config (stopping after the arguments when no `{`
     /// follows on the line).
     fn parse_schema_path_and_args(&mut self) -> Expr {
-        let mut e = self.parse_primary();
+        // a name (`all` and `lambda` included: see the caller)
+        let t = self.bump();
+        let mut e = Expr {
+            kind: ExprKind::Ident(Symbol::intern(self.text(t))),
+            span: self.tspan(t),
+        };
         while self.at(Tok::Dot) {
             self.bump();
             let Some(attr) = self.expect_ident() else {

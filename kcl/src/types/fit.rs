@@ -150,7 +150,8 @@ impl<'a> Checker<'a> {
                 | ExprKind::Binary { .. }
                 | ExprKind::Compare(_)
                 | ExprKind::If(_)
-                | ExprKind::Quant(_),
+                | ExprKind::Quant(_)
+                | ExprKind::Call { .. },
                 _,
             ) if schema_ids(expected).is_some()
                 || matches!(expected, Ty::List(_) | Ty::Dict(..)) =>
@@ -244,8 +245,24 @@ impl<'a> Checker<'a> {
                 self.check_operand_configs(env, &x.then, want, def);
                 self.check_operand_configs(env, &x.orelse, want, def);
             }
+            // a call of a value of unknown type (`any`, or a function defined further down):
+            // upstream's resolver reads its positional arguments where the call is, against
+            // the type expected of it
+            ExprKind::Call { func, args } if self.callee_unknown(env, func) => {
+                for a in &args.args {
+                    self.check_operand_configs(env, a, want, def);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// Whether the checker knows nothing of `func`'s type (without reporting about it).
+    fn callee_unknown(&mut self, env: &Env, func: &Expr) -> bool {
+        let before = self.errors.len();
+        let t = self.infer(env, func);
+        self.errors.truncate(before);
+        t.is_any()
     }
 
     /// Errors found again since `before` (the same message at the same place) are dropped: a

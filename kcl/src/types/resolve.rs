@@ -170,8 +170,15 @@ impl<'a> Checker<'a> {
             let s = &self.schemas[id.0];
             (s.stmt, s.pkg, s.file)
         };
+        // (an index signature whose key type is `None` or `Undefined` takes no key upstream)
+        let takes_keys = st.index_signature.as_ref().is_some_and(|is| {
+            !matches!(
+                is.key_ty.kind,
+                ast::TypeKind::Literal(ast::LiteralType::None | ast::LiteralType::Undefined)
+            )
+        });
         let mut m = Members {
-            open: st.index_signature.is_some() || st.is_protocol() || st.for_host.is_some(),
+            open: takes_keys || st.is_protocol() || st.for_host.is_some(),
             ..Default::default()
         };
         // parent and mixin members first; own declarations override them

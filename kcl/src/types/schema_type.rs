@@ -84,7 +84,13 @@ impl<'a> Checker<'a> {
         }
         // the index signature's key type: a string, string literals or their union
         if let Some(is) = &st.index_signature {
-            if !self.type_names_defined(env, &is.key_ty) {
+            // (upstream takes a `None` or `Undefined` key type as it is)
+            let none_key = matches!(
+                is.key_ty.kind,
+                ast::TypeKind::Literal(ast::LiteralType::None | ast::LiteralType::Undefined)
+            );
+            if none_key {
+            } else if !self.type_names_defined(env, &is.key_ty) {
                 self.check_type_names(env, &is.key_ty);
             } else {
                 let kt = self.resolve_type(env.pkg, env.file, &is.key_ty);

@@ -501,7 +501,15 @@ impl<'a> Checker<'a> {
                     self.stmt(&senv, s);
                 }
                 if let Some(ix) = &st.index_signature {
-                    self.check_type_names(&senv, &ix.key_ty);
+                    // (a `None` or `Undefined` key type is taken as it is, see schema_type.rs)
+                    if !matches!(
+                        ix.key_ty.kind,
+                        ast::TypeKind::Literal(
+                            ast::LiteralType::None | ast::LiteralType::Undefined
+                        )
+                    ) {
+                        self.check_type_names(&senv, &ix.key_ty);
+                    }
                     self.check_type_names(&senv, &ix.value_ty);
                     // the key name is a name in the signature's value and the checks
                     if let Some(k) = &ix.key_name {
