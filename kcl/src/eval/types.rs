@@ -303,6 +303,10 @@ impl Evaluator {
                 let ok = match (l, v) {
                     (LiteralType::Bool(b), Value::Bool(x)) => b == x,
                     (LiteralType::Int(i, None), Value::Int(x)) => i == x,
+                    // a unit literal type holds that number multiplier
+                    (LiteralType::Int(i, Some(s)), Value::Unit(u)) => {
+                        u.raw == *i as f64 && &*u.suffix == s.as_str()
+                    }
                     (LiteralType::Float(f), Value::Float(x)) => f == x,
                     (LiteralType::Str(s), Value::Str(x)) => **s == **x,
                     _ => false,

@@ -424,6 +424,17 @@ impl<'a> Parser<'a> {
             self.error(span, "expected one of [\":\"] got newline");
             return false;
         }
+        // the next token after `]`, wherever it is
+        if t.nl && !self.at(Tok::Colon) && self.prev().tok == Tok::RBracket {
+            let (got, span) = match t.tok {
+                Tok::Eof => ("eof".to_string(), self.tspan(self.prev())),
+                _ if t.indent > self.line_indent => ("indent".to_string(), self.tspan(t)),
+                _ if t.indent < self.line_indent => ("dedent".to_string(), self.tspan(t)),
+                _ => (t.tok.describe(self.text(t)), self.tspan(t)),
+            };
+            self.error(span, format!("expected one of [\":\"] got {got}"));
+            return false;
+        }
         self.expect(Tok::Colon, ":")
     }
     /// Consumes `t` or reports it as expected (named `name`). Returns whether it was there.

@@ -121,6 +121,9 @@ impl<'a> Checker<'a> {
             TypeKind::Literal(l) => match l {
                 LiteralType::Bool(b) => Ty::BoolLit(*b),
                 LiteralType::Int(i, None) => Ty::IntLit(*i),
+                LiteralType::Int(i, Some(s)) => {
+                    Ty::Unit(Some(std::sync::Arc::from(format!("{i}{}", s.as_str()))))
+                }
                 LiteralType::Float(f) => Ty::FloatLit(*f),
                 LiteralType::Str(s) => Ty::StrLit(s.clone()),
                 LiteralType::None => Ty::None,

@@ -188,12 +188,20 @@ impl Evaluator {
         attr: &'static ast::SchemaAttr,
         span: Span,
     ) -> EvalResult<()> {
+        let k = attr.name.sym.as_str();
         let Some(val) = &attr.value else {
+            // a required attribute declared with one literal type (`name: "x"`, `n: 1`) has
+            // that value unless the config gives one, as upstream's
+            if let Some(v) = literal_type_value(attr)
+                && !(fr.config.map.contains_key(k)
+                    && fr.config.op_of(k) == (ConfigOp::Override, None))
+            {
+                return self.schema_set(ctx, fr, attr.name.sym, v, span);
+            }
             return Ok(());
         };
         // a config entry that overrides the attribute (`a = v`) replaces its default and its
         // `+=` statements, which upstream then never evaluates (no errors, no instances from it)
-        let k = attr.name.sym.as_str();
         if fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None) {
             return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
         }
@@ -232,4 +240,26 @@ impl Evaluator {
         };
         self.schema_set(ctx, fr, attr.name.sym, v, span)
     }
+}
+
+/// The value a required attribute typed by a single literal (`"x"`, `1`, `1.5`, `True`,
+/// `2Ki`) and declared without one takes.
+fn literal_type_value(attr: &ast::SchemaAttr) -> Option<Value> {
+    if attr.optional {
+        return None;
+    }
+    let ast::TypeKind::Literal(l) = &attr.ty.kind else {
+        return None;
+    };
+    Some(match l {
+        ast::LiteralType::Bool(b) => Value::Bool(*b),
+        ast::LiteralType::Int(i, None) => Value::Int(*i),
+        ast::LiteralType::Int(i, Some(suffix)) => Value::Unit(Rc::new(crate::value::Unit {
+            raw: *i as f64,
+            suffix: crate::value::Str::from(suffix.as_str()),
+        })),
+        ast::LiteralType::Float(f) => Value::Float(*f),
+        ast::LiteralType::Str(s) => Value::Str(crate::value::Str::from(&**s)),
+        ast::LiteralType::None | ast::LiteralType::Undefined => return None,
+    })
 }
