@@ -212,8 +212,14 @@ fn render_label(out: &mut String, label: &Label) {
     let _ = writeln!(out, "{pad} |");
     let text = file.line_text(line as usize - 1);
     let _ = writeln!(out, "{line} | {text}");
-    let lead = caret_lead(text, col);
-    let _ = writeln!(out, "{pad} | {lead}^ {}", label.message);
+    // an empty span at a line's start (upstream's dedent, or the next line's token where it
+    // looked past a line end) is rendered without a caret, as upstream's
+    if label.span.lo == label.span.hi && col == 1 {
+        let _ = writeln!(out, "{pad} |  {}", label.message);
+    } else {
+        let lead = caret_lead(text, col);
+        let _ = writeln!(out, "{pad} | {lead}^ {}", label.message);
+    }
     let _ = writeln!(out, "{pad} |");
 }
 

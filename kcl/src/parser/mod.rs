@@ -429,8 +429,8 @@ impl<'a> Parser<'a> {
             let (got, span) = match t.tok {
                 Tok::Eof => ("eof".to_string(), self.tspan(self.prev())),
                 _ if t.indent > self.line_indent => ("indent".to_string(), self.tspan(t)),
-                _ if t.indent < self.line_indent => ("dedent".to_string(), self.tspan(t)),
-                _ => (t.tok.describe(self.text(t)), self.tspan(t)),
+                _ if t.indent < self.line_indent => ("dedent".to_string(), self.span(t.lo, t.lo)),
+                _ => (t.tok.describe(self.text(t)), self.span(t.lo, t.lo)),
             };
             self.error(span, format!("expected one of [\":\"] got {got}"));
             return false;

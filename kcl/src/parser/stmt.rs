@@ -500,6 +500,13 @@ impl<'a> Parser<'a> {
         if self.ident_is(0, "rule") {
             return self.parse_rule(lo, decorators, header_indent);
         }
+        // in a schema body the decorated attribute must follow in the body: a line indented
+        // less is upstream's dedent
+        if body == Body::Schema && t.nl && t.tok != Tok::Eof && t.indent < self.line_indent {
+            let span = self.span(t.lo, t.lo);
+            self.error(span, "expected one of [\"identifier\"] got dedent");
+            return None;
+        }
         if matches!(t.tok, Tok::Ident(_) | Tok::Str { .. })
             && (body == Body::Schema || self.nth(1).tok == Tok::Colon)
         {
@@ -802,7 +809,10 @@ impl<'a> Parser<'a> {
         } else {
             let t = self.tk();
             let got = t.tok.describe(self.text(t));
-            self.error(self.tspan(t), format!("expected one of [\"}}\"] got {got}"));
+            self.error(
+                self.span(t.lo, t.lo),
+                format!("expected one of [\"}}\"] got {got}"),
+            );
         }
         call
     }

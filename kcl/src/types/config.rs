@@ -66,8 +66,11 @@ impl<'a> Checker<'a> {
                 }
                 ast::ConfigEntryKind::If(ci) => {
                     self.infer(env, &ci.cond);
-                    let body = self.config_entry_types(env, &ci.body, ks, vs);
-                    let orelse = self.config_entry_types(env, &ci.orelse, ks, vs);
+                    // (each branch's keys are names in that branch, after their entry)
+                    let benv = self.config_env(env, &ci.body);
+                    let body = self.config_entry_types(&benv, &ci.body, ks, vs);
+                    let oenv = self.config_env(env, &ci.orelse);
+                    let orelse = self.config_entry_types(&oenv, &ci.orelse, ks, vs);
                     known &= body && orelse;
                 }
             }

@@ -184,6 +184,8 @@ struct Checker<'a> {
     /// In upstream's first scan of the package's variables (see `declare_globals`): only the
     /// variables in `reached` are in scope for "did you mean".
     early_scope: bool,
+    /// Type aliases are no "did you mean" candidates (upstream's first look at an alias).
+    aliases_unoffered: bool,
     /// The values of config keys (by span) whose types later entries may need, and the types
     /// inferred for them (see `lookup_at`).
     key_want: rustc_hash::FxHashSet<Span>,
@@ -270,6 +272,7 @@ impl<'a> Checker<'a> {
             checking: None,
             reached: Default::default(),
             early_scope: false,
+            aliases_unoffered: false,
             key_want: Default::default(),
             key_tys: FxHashMap::default(),
             schema_if_depth: 0,
@@ -613,17 +616,10 @@ fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<(Symbol, u32, Option
                     _ => {}
                 }
             }
-            ast::ConfigEntryKind::If(ci) => {
-                let from = out.len();
-                collect_keys(&ci.body, out);
-                collect_keys(&ci.orelse, out);
-                // keys set under an `if` are never offered as "did you mean" (upstream), nor
-                // typed here
-                for k in &mut out[from..] {
-                    k.1 = u32::MAX;
-                    k.2 = None;
-                }
-            }
+            // keys set under an `if` are names only inside its body, after their entry
+            // (upstream's config scope): not in the condition, the `else` or the entries
+            // around it
+            ast::ConfigEntryKind::If(_) => {}
             ast::ConfigEntryKind::Unpack { .. } => {}
         }
     }

@@ -383,9 +383,11 @@ impl<'a> Checker<'a> {
         // package's variables, a variable once that scan has declared it
         let p = &self.pkgs[env.pkg];
         let early = self.early_scope;
+        let no_aliases = self.aliases_unoffered;
         cands.extend(
             p.defined
                 .iter()
+                .filter(|n| !(no_aliases && p.aliases.contains_key(n)))
                 .filter(|n| {
                     !early
                         || p.schemas.contains_key(n)
@@ -432,7 +434,13 @@ impl<'a> Checker<'a> {
 
     /// `root`: the whole annotation, where upstream reports a missing module member (and, for
     /// an annotation, `at_root`, an unknown name).
-    fn check_type_names_in(&mut self, env: &Env, t: &ast::Type, root: Span, at_root: bool) {
+    pub(super) fn check_type_names_in(
+        &mut self,
+        env: &Env,
+        t: &ast::Type,
+        root: Span,
+        at_root: bool,
+    ) {
         use ast::TypeKind;
         match &t.kind {
             TypeKind::Named(id) => {

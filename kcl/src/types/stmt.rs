@@ -36,7 +36,11 @@ impl<'a> Checker<'a> {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
                 if let StmtKind::TypeAlias(t) = &s.kind {
-                    self.check_type_names(&env, &t.ty);
+                    // upstream reports an alias's unknown type name at the alias's name, first
+                    // with no alias among the candidates, later (below) with them
+                    self.aliases_unoffered = true;
+                    self.check_type_names_in(&env, &t.ty, t.name.span, true);
+                    self.aliases_unoffered = false;
                 }
             }
             // a file's imports are immutable names of that file
@@ -521,7 +525,7 @@ impl<'a> Checker<'a> {
                 }
                 self.infer_checks(&senv, &st.checks);
             }
-            StmtKind::TypeAlias(t) => self.check_type_names(env, &t.ty),
+            StmtKind::TypeAlias(t) => self.check_type_names_in(env, &t.ty, t.name.span, true),
             StmtKind::Rule(r) => {
                 if let Some(ps) = &r.params {
                     self.check_param_order(ps);
