@@ -52,9 +52,13 @@ impl<'a> Parser<'a> {
         triple: bool,
     ) -> bool {
         let text = self.text(t);
+        // (most strings have no escape at all)
+        if raw || !text.contains('\\') {
+            return false;
+        }
         let sh = shape(text, raw, triple);
         let content = &text[sh.open..text.len() - sh.close];
-        let bad = !raw && content.contains('\\') && bad_escape(content);
+        let bad = content.contains('\\') && bad_escape(content);
         if bad {
             let lo = t.lo + sh.open as u32;
             self.error(self.span(lo, lo + 1), "invalid string syntax");
@@ -67,8 +71,11 @@ impl<'a> Parser<'a> {
         let text = self.text(t);
         let sh = shape(text, raw, triple);
         let content = &text[sh.open..text.len() - sh.close];
-        self.bad_string_escape(t, raw, triple);
-        if !triple && (raw || (!content.contains('\\') && !content.contains("${"))) {
+        let escapes = !raw && content.contains('\\');
+        if escapes {
+            self.bad_string_escape(t, raw, triple);
+        }
+        if !triple && (raw || (!escapes && !content.contains("${"))) {
             // Common case: no escapes, one allocation straight into the Arc.
             return Expr {
                 kind: ExprKind::Str(Arc::from(content)),
@@ -250,7 +257,10 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
     // upstream reads an integer literal as 64 unsigned bits and keeps them as a signed
     // integer: 0xffffffffffffffff is -1, 9223372036854775808 is i64::MIN
     let value = well_formed
-        .then(|| u64::from_str_radix(&digits.replace('_', ""), radix).ok())
+        .then(|| match digits.contains('_') {
+            true => u64::from_str_radix(&digits.replace('_', ""), radix).ok(),
+            false => u64::from_str_radix(digits, radix).ok(),
+        })
         .flatten()
         .map(|v| v as i64)
         .ok_or_else(|| format!("expected one of [\"int\"] got {text}"))?;
