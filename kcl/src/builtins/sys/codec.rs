@@ -76,9 +76,44 @@ pub(super) fn base64(name: &str) -> Option<Value> {
         "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(base64::engine::general_purpose::STANDARD.encode(str_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
         "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
             let s = str_arg(a, k, 0, "value", "decode")?;
-            let b = base64::engine::general_purpose::STANDARD.decode(s.as_bytes()).map_err(|e| RtError::eval(e.to_string()))?;
-            Ok(Value::from(String::from_utf8_lossy(&b).into_owned()))
+            let b = base64_decode(&s)?;
+            // upstream unwraps both steps: its messages are the errors' debug forms
+            let text = String::from_utf8(b).map_err(|e| {
+                RtError::eval(format!("{UNWRAP_ERR}{:?}", e.utf8_error()))
+            })?;
+            Ok(Value::from(text))
         },
+    })
+}
+
+const UNWRAP_ERR: &str = "called `Result::unwrap()` on an `Err` value: ";
+
+/// Standard base64 with or without its padding, as upstream's decoder; its errors as upstream's
+/// (`InvalidLength` names no length there).
+fn base64_decode(s: &str) -> Result<Vec<u8>, RtError> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const ENGINE: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    // upstream's decoder looks at a lone last symbol first: a length one past a multiple of
+    // four is an invalid length, unless that symbol is not base64 at all
+    let bytes = s.as_bytes();
+    if bytes.len() % 4 == 1 {
+        let last = bytes[bytes.len() - 1];
+        let symbol = last.is_ascii_alphanumeric() || matches!(last, b'+' | b'/' | b'=');
+        let shown = match symbol {
+            true => "InvalidLength".to_string(),
+            false => format!("InvalidByte({}, {last})", bytes.len() - 1),
+        };
+        return Err(RtError::eval(format!("{UNWRAP_ERR}{shown}")));
+    }
+    ENGINE.decode(bytes).map_err(|e| {
+        let shown = match e {
+            base64::DecodeError::InvalidLength(_) => "InvalidLength".to_string(),
+            e => format!("{e:?}"),
+        };
+        RtError::eval(format!("{UNWRAP_ERR}{shown}"))
     })
 }
 
