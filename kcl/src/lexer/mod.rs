@@ -5,8 +5,8 @@
 //! expanded to multiples of 8). The parser derives blocks from these two fields everywhere —
 //! at module level, in schema bodies, and also inside brackets where config `if` blocks and
 //! lambda bodies are laid out by indentation too. Outside brackets the lexer additionally keeps
-//! a Python-style indentation stack to report inconsistent tabs and dedents that match no
-//! enclosing level (it snaps such lines to the nearest level to avoid error cascades).
+//! a Python-style indentation stack to report inconsistent tabs and dedents that end a block
+//! at no enclosing level (it snaps such lines to the nearest level to avoid error cascades).
 
 use crate::ast::{AugOp, Comment, FileId, Span, Symbol};
 use crate::diag::Diagnostic;

@@ -182,9 +182,17 @@ impl<'a> Parser<'a> {
                 && !self.nth(1).nl
                 && !matches!(
                     self.nth(1).tok,
-                    Tok::Ident(_) | Tok::Ellipsis | Tok::RBracket | Tok::LBracket | Tok::Eof
+                    Tok::Ident(_)
+                        | Tok::Ellipsis
+                        | Tok::RBracket
+                        | Tok::LBracket
+                        | Tok::Eof
+                        | Tok::True
+                        | Tok::False
+                        | Tok::None
+                        | Tok::Undefined
                 )
-                && !self.nth(1).tok.describe("").eq("identifier")
+                && !self.nth(1).tok.is_word_keyword()
             {
                 // upstream wants a name, a type or `...` after a schema body's `[`
                 let t = self.nth(1);
