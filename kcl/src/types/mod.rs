@@ -117,8 +117,8 @@ struct Members {
     /// Names the schema's own body assigns without declaring them, and its parameters: names
     /// in its body, but no attributes a config may set (nor inherited).
     names: rustc_hash::FxHashSet<Symbol>,
-    /// Every name in the body's scope in declaration order, assigned-only ones included (the
-    /// candidates of upstream's "did you mean").
+    /// Every name the body declares or assigns, in order (the candidates of upstream's "did
+    /// you mean"; inherited attributes are not among them).
     in_scope: Vec<Symbol>,
     parents: Vec<SchemaId>,
 }
@@ -483,9 +483,9 @@ impl Members {
     fn set(&mut self, s: Symbol, t: Ty, sp: Span) {
         if !self.attrs.contains_key(&s) {
             self.order.push(s);
-            if !self.names.contains(&s) {
-                self.in_scope.push(s);
-            }
+        }
+        if !self.names.contains(&s) && !self.in_scope.contains(&s) {
+            self.in_scope.push(s);
         }
         self.attrs.insert(s, (t, sp));
     }

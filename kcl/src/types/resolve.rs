@@ -202,9 +202,10 @@ impl<'a> Checker<'a> {
                     m.unresolved |= pm.unresolved;
                     for k in &pm.order {
                         if let Some(v) = pm.attrs.get(k) {
+                            // (an inherited attribute is no "did you mean" candidate
+                            // upstream: `in_scope` holds the body's own names)
                             if !m.attrs.contains_key(k) {
                                 m.order.push(*k);
-                                m.in_scope.push(*k);
                             }
                             m.attrs.insert(*k, v.clone());
                         }
