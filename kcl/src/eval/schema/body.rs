@@ -189,20 +189,21 @@ impl Evaluator {
         span: Span,
     ) -> EvalResult<()> {
         let k = attr.name.sym.as_str();
+        // a config entry that overrides the attribute (`a = v`) replaces its default and its
+        // `+=` statements, which upstream then never evaluates (no errors, no instances from it)
+        let overridden =
+            fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None);
         let Some(val) = &attr.value else {
             // a required attribute declared with one literal type (`name: "x"`, `n: 1`) has
             // that value unless the config gives one, as upstream's
             if let Some(v) = literal_type_value(attr)
-                && !(fr.config.map.contains_key(k)
-                    && fr.config.op_of(k) == (ConfigOp::Override, None))
+                && !overridden
             {
                 return self.schema_set(ctx, fr, attr.name.sym, v, span);
             }
             return Ok(());
         };
-        // a config entry that overrides the attribute (`a = v`) replaces its default and its
-        // `+=` statements, which upstream then never evaluates (no errors, no instances from it)
-        if fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None) {
+        if overridden {
             return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
         }
         // `a: T |= v` unions `v` into the value an earlier body statement gave `a` (a base
