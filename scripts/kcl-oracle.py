@@ -136,11 +136,23 @@ def execute(argv, cwd):
         show_hidden=o["show_hidden"],
         strict_range_check=o["strict_range_check"],
     )
+    # the native library writes a panic of its own to file descriptor 2 and may still answer
+    # "ok, no output": keep that text, so a caller can tell a crash from an outcome
+    import tempfile
+    native = tempfile.TemporaryFile()
+    saved = os.dup(2)
+    os.dup2(native.fileno(), 2)
     try:
         r = api.API().exec_program(ea)
         err = r.err_message
     except Exception as e:  # kcl_lib raises on parse and compile errors
         err = str(e) or repr(e)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    native.seek(0)
+    crash = native.read().decode("utf-8", "replace")
+    native.close()
     # `print` output: the command line writes it before the result (or the error)
     log = getattr(r, "log_message", "") if "r" in locals() else ""
     if err:
@@ -154,7 +166,7 @@ def execute(argv, cwd):
         with open(kcl_path(o["o"], cwd), "w") as f:
             f.write(out)
         out = ""
-    return 0, log + out, ""
+    return 0, log + out, crash if "panicked at" in crash else ""
 
 
 def serve():

@@ -374,7 +374,12 @@ fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Val
     let mut i = start;
     while (step > 0 && i < stop) || (step < 0 && i > stop) {
         out.push(Value::Int(i));
-        i += step;
+        // upstream's counter wraps past the 64-bit ends and goes on from the other side, so
+        // the count above may be short: the item limit is checked as the list grows
+        if out.len() % (1 << 16) == 0 {
+            crate::limits::check_items(out.len(), "range()")?;
+        }
+        i = i.wrapping_add(step);
     }
     Ok(Value::from(out))
 }

@@ -55,6 +55,32 @@ fn opt_str(args: &[Value], kw: &[(Str, Value)], i: usize, name: &str) -> Option<
         .map(value::to_str)
 }
 
+/// The substring argument of `count`, `find`, `startswith`...: another value is upstream's
+/// "Invalid str object" for the method.
+fn sub_arg(args: &[Value], kw: &[(Str, Value)], name: &str, method: &str) -> RtResult<Str> {
+    match arg(args, kw, 0, name) {
+        Some(Value::Str(s)) => Ok(s.clone()),
+        Some(_) => Err(RtError::eval(format!("Invalid str object in str_{method}"))),
+        None => str_arg(args, kw, 0, name, method),
+    }
+}
+
+/// A string argument of `replace`, `removeprefix`, `removesuffix`: upstream reads another
+/// value (None, Undefined) as the empty string.
+fn text_arg(
+    args: &[Value],
+    kw: &[(Str, Value)],
+    i: usize,
+    name: &str,
+    method: &str,
+) -> RtResult<Str> {
+    match arg(args, kw, i, name) {
+        Some(Value::Str(s)) => Ok(s.clone()),
+        Some(_) => Ok(Str::from("")),
+        None => str_arg(args, kw, i, name, method),
+    }
+}
+
 /// The `start`/`end` arguments of `count`, `find`, `startswith`... as upstream takes them:
 /// byte offsets (negative ones from the end, clamped), `None` when the window is empty the
 /// wrong way round; an offset inside a character is upstream's failed unwrap.
@@ -124,7 +150,7 @@ pub fn call_method(
             Value::from(out)
         }
         "count" => {
-            let sub = str_arg(args, kw, 0, "sub", "count")?;
+            let sub = sub_arg(args, kw, "sub", "count")?;
             let Some((a, b)) = byte_window(s, args, 1)? else {
                 return Ok(Value::Int(0));
             };
@@ -136,17 +162,17 @@ pub fn call_method(
             })
         }
         "endswith" => {
-            let sub = str_arg(args, kw, 0, "suffix", "endswith")?;
+            let sub = sub_arg(args, kw, "suffix", "endswith")?;
             let w = byte_window(s, args, 1)?;
             Value::Bool(w.is_some_and(|(a, b)| s[a..b].ends_with(&*sub)))
         }
         "startswith" => {
-            let sub = str_arg(args, kw, 0, "prefix", "startswith")?;
+            let sub = sub_arg(args, kw, "prefix", "startswith")?;
             let w = byte_window(s, args, 1)?;
             Value::Bool(w.is_some_and(|(a, b)| s[a..b].starts_with(&*sub)))
         }
         "find" | "index" | "rfind" | "rindex" => {
-            let sub = str_arg(args, kw, 0, "sub", name)?;
+            let sub = sub_arg(args, kw, "sub", name)?;
             let window = byte_window(s, args, 1)?;
             let ba = window.map_or(0, |(a, _)| a);
             let found = match window {
@@ -239,19 +265,19 @@ pub fn call_method(
             })
         }
         "replace" => {
-            let old = str_arg(args, kw, 0, "old", "replace")?;
-            let new = str_arg(args, kw, 1, "new", "replace")?;
+            let old = text_arg(args, kw, 0, "old", "replace")?;
+            let new = text_arg(args, kw, 1, "new", "replace")?;
             match arg(args, kw, 2, "count").and_then(|v| v.as_int()) {
                 Some(n) if n >= 0 => Value::from(s.replacen(&*old, &new, n as usize)),
                 _ => Value::from(s.replace(&*old, &new)),
             }
         }
         "removeprefix" => {
-            let p = str_arg(args, kw, 0, "prefix", name)?;
+            let p = text_arg(args, kw, 0, "prefix", name)?;
             Value::from(s.strip_prefix(&*p).unwrap_or(s))
         }
         "removesuffix" => {
-            let p = str_arg(args, kw, 0, "suffix", name)?;
+            let p = text_arg(args, kw, 0, "suffix", name)?;
             Value::from(s.strip_suffix(&*p).unwrap_or(s))
         }
         "split" | "rsplit" => {

@@ -126,6 +126,7 @@ findall(string: str, pattern: str) -> [str] | Every match of the pattern.
 encode(data: any, sort_keys: bool = False, indent: int = None, ignore_private: bool = False, ignore_none: bool = False) -> str | A value as JSON text.
 decode(value: str) -> any | The value a JSON text holds.
 validate(value: str) -> bool | Whether the text is valid JSON.
+merge(src: any, patch: any) -> any | src with the JSON merge patch applied (RFC 7386: a None removes a key).
 dump_to_file(data: any, filename: str, sort_keys: bool = False, indent: int = None, ignore_private: bool = False, ignore_none: bool = False) -> None | Writes a value as JSON to a file.
 ",
     ),
@@ -187,6 +188,8 @@ today() -> str | The local date and time.
 ticks() -> float | Seconds since the epoch.
 date() -> str | The local date and time (%Y-%m-%d %H:%M:%S).
 validate(date: str, format: str) -> bool | Whether the date has the format.
+is_iso8601(date: str) -> bool | Whether the text is an ISO 8601 date and time (as RFC 3339).
+is_rfc3339(date: str) -> bool | Whether the text is an RFC 3339 date and time.
 ",
     ),
     (
@@ -197,6 +200,7 @@ join_host_port(host: str, port: int | str) -> str | host:port.
 fqdn(name: str = \"\") -> str | The fully qualified domain name.
 parse_IP(ip: str) -> str | The IP address in canonical form (empty when invalid).
 to_IP4(ip: str) -> str | The IPv4 form of an address.
+to_IP6(ip: str) -> str | The IPv6 form of an address.
 IP_string(ip: str) -> str | The address as a string.
 is_IPv4(ip: str) -> bool | Whether the address is IPv4.
 is_IP(ip: str) -> bool | Whether the text is an IP address.
@@ -207,6 +211,12 @@ is_link_local_multicast_IP(ip: str) -> bool | Whether the address is a link-loca
 is_link_local_unicast_IP(ip: str) -> bool | Whether the address is a link-local unicast address.
 is_global_unicast_IP(ip: str) -> bool | Whether the address is a global unicast address.
 is_unspecified_IP(ip: str) -> bool | Whether the address is the unspecified address.
+parse_CIDR(cidr: str) -> {str:} | The network's first address (`ip`) and prefix length (`mask`); empty when invalid.
+is_IP_in_CIDR(ip: str, cidr: str) -> bool | Whether the address is in the network.
+CIDR_host(cidr: str, host_num: int) -> str | The address numbered host_num in the network (negative from the end).
+CIDR_netmask(cidr: str) -> str | The IPv4 network's mask in dotted form.
+CIDR_subnet(cidr: str, additional_bits: int, net_num: int) -> str | Subnet net_num of additional_bits more bits.
+CIDR_subnets(cidr: str, additional_bits: [int]) -> [str] | Consecutive subnets of the given extra bits.
 ",
     ),
     (
@@ -220,11 +230,12 @@ current() -> str | The path of the current file.
 exists(filepath: str) -> bool | Whether the path exists.
 abs(filepath: str) -> str | The absolute path.
 mkdir(directory: str, exists: bool = False) -> None | Creates a folder.
-delete(filepath: str) -> None | Deletes a file or folder.
-cp(src: str, dest: str) -> None | Copies a file or folder.
+delete(filepath: str) -> None | Deletes a file.
+cp(src: str, dest: str) -> None | Copies a file, or a folder into a folder.
 mv(src: str, dest: str) -> None | Moves a file or folder.
 size(filepath: str) -> int | The size of a file in bytes.
 write(filepath: str, content: str) -> None | Writes text to a file.
+append(filepath: str, content: str) -> None | Adds text to the end of a file (made when missing).
 read_env(key: str) -> str | The value of an environment variable.
 ",
     ),

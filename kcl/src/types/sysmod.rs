@@ -29,6 +29,12 @@ const SIGNATURES: &[&str] = &[
     "net.is_link_local_unicast_IP(ip: str) -> bool",
     "net.is_global_unicast_IP(ip: str) -> bool",
     "net.is_unspecified_IP(ip: str) -> bool",
+    "net.parse_CIDR(cidr: str) -> {str:any}",
+    "net.is_IP_in_CIDR(ip: str, cidr: str) -> bool",
+    "net.CIDR_host(cidr: str, host_num: int) -> str",
+    "net.CIDR_netmask(cidr: str) -> str",
+    "net.CIDR_subnet(cidr: str, additional_bits: int, net_num: int) -> str",
+    "net.CIDR_subnets(cidr: str, additional_bits: [int]) -> [str]",
     "manifests.yaml_stream(values: any, opts?: {str:any}) -> any",
     "math.ceil(x: num) -> int",
     "math.factorial(x: num) -> int",
@@ -50,6 +56,9 @@ const SIGNATURES: &[&str] = &[
     "datetime.date() -> str",
     "datetime.now(format?: str) -> str",
     "datetime.today() -> str",
+    "datetime.validate(date: str, format: str) -> bool",
+    "datetime.is_iso8601(date: str) -> bool",
+    "datetime.is_rfc3339(date: str) -> bool",
     "regex.replace(string: str, pattern: str, replace: str, count?: int) -> str",
     "regex.match(string: str, pattern: str) -> bool",
     "regex.compile(pattern: str) -> bool",
@@ -61,12 +70,22 @@ const SIGNATURES: &[&str] = &[
     "json.decode(value: str) -> any",
     "json.validate(value: str) -> bool",
     "yaml.validate(value: str) -> bool",
+    "yaml.encode(data: any, sort_keys?: bool, ignore_private?: bool, ignore_none?: bool) -> str",
+    "yaml.encode_all(data: [any], sort_keys?: bool, ignore_private?: bool, ignore_none?: bool) -> str",
+    "yaml.dump_to_file(data: any, filename: str, sort_keys?: bool, ignore_private?: bool, ignore_none?: bool) -> str",
+    "yaml.dump_all_to_file(data: [any], filename: str, sort_keys?: bool, ignore_private?: bool, ignore_none?: bool) -> str",
+    "json.encode(data: any, sort_keys?: bool, indent?: int, ignore_private?: bool, ignore_none?: bool) -> str",
+    "json.dump_to_file(data: any, filename: str, sort_keys?: bool, indent?: int, ignore_private?: bool, ignore_none?: bool) -> str",
+    "json.merge(src: any, patch: any) -> any",
     "crypto.md5(value: str, encoding?: str) -> str",
     "crypto.sha1(value: str, encoding?: str) -> str",
     "crypto.sha224(value: str, encoding?: str) -> str",
     "crypto.sha256(value: str, encoding?: str) -> str",
     "crypto.sha384(value: str, encoding?: str) -> str",
     "crypto.sha512(value: str, encoding?: str) -> str",
+    "crypto.blake3(value: str, encoding?: str) -> str",
+    "crypto.uuid() -> str",
+    "crypto.filesha256(filepath: str) -> str",
     "units.to_n(num: num) -> str",
     "units.to_u(num: num) -> str",
     "units.to_m(num: num) -> str",
@@ -89,6 +108,14 @@ const SIGNATURES: &[&str] = &[
     "file.exists(filepath: str) -> bool",
     "file.abs(filepath: str) -> str",
     "file.read_env(key: str) -> str",
+    "file.size(filepath: str) -> int",
+    "file.write(filepath: str, content: str) -> any",
+    "file.append(filepath: str, content: str) -> any",
+    "file.mkdir(directory: str, exists?: bool) -> any",
+    "file.delete(filepath: str) -> any",
+    "file.cp(src: str, dest: str) -> any",
+    "file.mv(src: str, dest: str) -> any",
+    "runtime.catch(func: () -> any) -> str",
     "template.execute(template: str, data?: {str:any}) -> str",
     "template.html_escape(data: str) -> str",
 ];
@@ -97,7 +124,7 @@ const SIGNATURES: &[&str] = &[
 pub(super) fn signature(module: &str, name: &str) -> Option<Rc<FuncTy>> {
     let prefix = format!("{module}.{name}(");
     let line = SIGNATURES.iter().find(|l| l.starts_with(&prefix))?;
-    let (params, ret) = line[prefix.len()..].split_once(") -> ")?;
+    let (params, ret) = line[prefix.len()..].rsplit_once(") -> ")?;
     let params = if params.is_empty() {
         Vec::new()
     } else {
@@ -136,11 +163,44 @@ pub(super) fn parse_ty(t: &str) -> Ty {
         return Ty::union(t.split('|').map(parse_ty).collect());
     }
     match t {
+        "() -> any" => Ty::Func(Rc::new(FuncTy {
+            params: Vec::new(),
+            ret: Ty::Any,
+            param_spans: Vec::new(),
+        })),
         "str" => Ty::Str,
         "int" => Ty::Int,
         "float" => Ty::Float,
         "bool" => Ty::Bool,
         "num" => Ty::union(vec![Ty::Int, Ty::Float]),
         _ => Ty::Any,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every declared signature parses and names a function the runtime has (a typo in the
+    /// table would make the checker refuse a call the program may make).
+    #[test]
+    fn every_signature_has_a_runtime_function() {
+        for line in SIGNATURES {
+            let (qualified, _) = line.split_once('(').expect("name(");
+            let (module, name) = qualified.split_once('.').expect("module.name");
+            assert!(signature(module, name).is_some(), "{line}: does not parse");
+            assert!(
+                crate::builtins::system_member(module, name).is_some(),
+                "{line}: no such runtime function"
+            );
+        }
+    }
+
+    #[test]
+    fn a_function_type_parameter_reads_whole() {
+        let f = signature("runtime", "catch").unwrap();
+        assert_eq!(f.params.len(), 1);
+        assert!(matches!(f.params[0].1, Ty::Func(_)));
+        assert_eq!(f.ret, Ty::Str);
     }
 }

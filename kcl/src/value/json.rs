@@ -80,3 +80,14 @@ pub fn from_yaml(y: &serde_yaml_ng::Value) -> Value {
         Y::Tagged(t) => from_yaml(&t.value),
     }
 }
+
+/// YAML text as upstream's decoder reads it, one value per document: through JSON's data
+/// model, so a mapping key is its scalar's text (`true`, `~`, `1.5`), a key written twice
+/// keeps its first place and takes its last value, and a tag or a collection as a key is
+/// an error (upstream's messages).
+pub fn yaml_documents(text: &str) -> Result<Vec<Value>, serde_yaml_ng::Error> {
+    use serde::Deserialize;
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde_json::Value::deserialize(d).map(|j| from_json(&j)))
+        .collect()
+}

@@ -1409,6 +1409,211 @@ const PATTERNS: &[&str] = &[
     r".",
 ];
 
+/// The system modules [`Gen::builtin_call`] imports.
+const MODULES: &[&str] = &[
+    "base64",
+    "crypto",
+    "json",
+    "yaml",
+    "math",
+    "net",
+    "regex",
+    "units",
+    "datetime",
+    "template",
+    "collection",
+    "manifests",
+];
+
+/// Functions for [`Gen::builtin_call`] and the kinds of their positional arguments (see
+/// [`Gen::call_arg`]); a leading `.` names a string method.
+const CALLS: &[(&str, &[&str])] = &[
+    ("base64.encode", &["s"]),
+    ("base64.decode", &["s"]),
+    ("crypto.md5", &["s"]),
+    ("crypto.sha256", &["s"]),
+    ("crypto.blake3", &["s"]),
+    ("json.encode", &["ldsif"]),
+    ("json.decode", &["s"]),
+    ("json.validate", &["s"]),
+    ("json.merge", &["ldsi", "ldsi"]),
+    ("yaml.encode", &["ldsif"]),
+    ("yaml.encode_all", &["l"]),
+    ("yaml.decode", &["s"]),
+    ("yaml.decode_all", &["s"]),
+    ("yaml.validate", &["s"]),
+    ("math.ceil", &["if"]),
+    ("math.floor", &["if"]),
+    ("math.factorial", &["i"]),
+    ("math.gcd", &["i", "i"]),
+    ("math.modf", &["if"]),
+    ("math.log", &["if", "if"]),
+    ("math.pow", &["if", "if"]),
+    ("math.sqrt", &["if"]),
+    ("net.split_host_port", &["s"]),
+    ("net.join_host_port", &["s", "is"]),
+    ("net.parse_IP", &["s"]),
+    ("net.to_IP4", &["s"]),
+    ("net.to_IP6", &["s"]),
+    ("net.is_IPv4", &["s"]),
+    ("net.is_global_unicast_IP", &["s"]),
+    ("net.parse_CIDR", &["s"]),
+    ("net.is_IP_in_CIDR", &["s", "s"]),
+    ("net.CIDR_host", &["s", "i"]),
+    ("net.CIDR_netmask", &["s"]),
+    ("net.CIDR_subnet", &["s", "i", "i"]),
+    ("net.CIDR_subnets", &["s", "l"]),
+    ("regex.match", &["s", "s"]),
+    ("regex.replace", &["s", "s", "s"]),
+    ("regex.findall", &["s", "s"]),
+    ("regex.split", &["s", "s"]),
+    ("units.to_Ki", &["if"]),
+    ("units.to_M", &["if"]),
+    ("units.to_n", &["if"]),
+    ("datetime.validate", &["s", "s"]),
+    ("datetime.is_rfc3339", &["s"]),
+    ("template.execute", &["s", "d"]),
+    ("template.html_escape", &["s"]),
+    ("collection.union_all", &["l"]),
+    ("manifests.yaml_stream", &["ld"]),
+    ("multiplyof", &["i", "i"]),
+    ("isunique", &["l"]),
+    ("len", &["lsd"]),
+    ("abs", &["if"]),
+    ("all_true", &["l"]),
+    ("hex", &["i"]),
+    ("oct", &["i"]),
+    ("ord", &["s"]),
+    ("sorted", &["lds"]),
+    ("range", &["r", "r", "r"]),
+    ("max", &["lif", "if"]),
+    ("min", &["lif", "if"]),
+    ("sum", &["l", "il"]),
+    ("pow", &["if", "if", "i"]),
+    ("round", &["f", "i"]),
+    ("zip", &["l", "l"]),
+    ("int", &["sfi", "i"]),
+    ("float", &["sfi"]),
+    ("str", &["ifsld"]),
+    ("list", &["lsd"]),
+    ("dict", &["d"]),
+    ("bool", &["ifsld"]),
+    ("typeof", &["ifsld"]),
+    (".count", &["s"]),
+    (".endswith", &["s"]),
+    (".find", &["s", "i", "i"]),
+    (".index", &["s"]),
+    (".join", &["l"]),
+    (".lstrip", &["s"]),
+    (".replace", &["s", "s", "i"]),
+    (".removeprefix", &["s"]),
+    (".rsplit", &["s", "i"]),
+    (".split", &["s", "i"]),
+    (".splitlines", &["b"]),
+    (".startswith", &["s", "i"]),
+    (".title", &[]),
+    (".isdigit", &[]),
+    (".format", &["s", "i"]),
+];
+
+/// Keyword arguments [`Gen::builtin_call`] may add, by function.
+const CALL_KEYWORDS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "json.encode",
+        &[
+            ("sort_keys", "b"),
+            ("indent", "i"),
+            ("ignore_private", "b"),
+            ("ignore_none", "b"),
+        ],
+    ),
+    (
+        "yaml.encode",
+        &[
+            ("sort_keys", "b"),
+            ("ignore_private", "b"),
+            ("ignore_none", "b"),
+        ],
+    ),
+    ("sorted", &[("reverse", "b")]),
+    ("typeof", &[("full_name", "b")]),
+    ("int", &[("base", "i")]),
+];
+
+const CALL_INTS: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "3",
+    "7",
+    "10",
+    "255",
+    "1024",
+    "-7",
+    "2147483648",
+    "9223372036854775807",
+];
+const CALL_FLOATS: &[&str] = &["0.0", "1.5", "-2.5", "3.0", "1e3", "0.1", "2.675", "1e-7"];
+const CALL_STRS: &[&str] = &[
+    "\"\"",
+    "\"abc\"",
+    "\"a,b,c\"",
+    "\"Hello World\"",
+    "\"  pad  \"",
+    "\"10Mi\"",
+    "\"192.168.1.10\"",
+    "\"10.0.0.0/8\"",
+    "\"10.1.0.0/16\"",
+    "\"::1\"",
+    "\"2001:db8::/32\"",
+    "\"host:80\"",
+    "\"[::1]:443\"",
+    "\"2024-01-15\"",
+    "\"2024-01-15T10:00:00Z\"",
+    "\"ünï\"",
+    "\"a\\nb\"",
+    "\"123\"",
+    "\"-4\"",
+    "\"1.5\"",
+    "\"{\\\"a\\\": 1}\"",
+    "\"a: 1\\nb: [1, 2]\"",
+    "\"- 1\\n- 2\"",
+    "\"%Y-%m-%d\"",
+    "\"aGVsbG8=\"",
+    "\"[a-z]+\"",
+    "\"True\"",
+    "\"null\"",
+    "\"0x1F\"",
+    "\"{{.a}}\"",
+    "\"<b>&\"",
+    "\"{}-{}\"",
+    "\"fe80::1\"",
+    "\"1.2.3.4/24\"",
+];
+const CALL_LISTS: &[&str] = &[
+    "[]",
+    "[1, 2, 3]",
+    "[3, 1, 2]",
+    "[\"b\", \"a\"]",
+    "[1, \"a\"]",
+    "[[1], [2]]",
+    "[1.5, 2]",
+    "[None, 1]",
+    "[True, False]",
+    "[{a = 1}, {b = 2}]",
+    "[8, 8, 16]",
+    "[2, 1]",
+];
+const CALL_DICTS: &[&str] = &[
+    "{}",
+    "{a = 1}",
+    "{a = 1, b = \"x\"}",
+    "{\"b\": 2, \"a\": 1}",
+    "{a = None, _p = 1}",
+    "{a = {b = [1, 2]}}",
+    "{a = [{b = None}]}",
+];
+
 /// Addresses for `net` calls.
 const ADDRS: &[&str] = &[
     "127.0.0.1",
@@ -1502,9 +1707,74 @@ impl Gen {
         s
     }
 
+    /// An argument for a call: mostly of one of the kinds `kinds` names (`i` int, `r` small
+    /// int, `f` float, `s` str, `l` list, `d` dict, `b` bool), now and then of any kind.
+    fn call_arg(&mut self, kinds: &str) -> String {
+        let kinds: Vec<char> = kinds.chars().collect();
+        let k = if kinds.is_empty() || self.rng.chance(12) {
+            *self.rng.pick(&['i', 'f', 's', 'l', 'd', 'b', 'm'])
+        } else {
+            *self.rng.pick(&kinds)
+        };
+        let pool: &[&str] = match k {
+            'i' => CALL_INTS,
+            'f' => CALL_FLOATS,
+            's' => CALL_STRS,
+            'l' => CALL_LISTS,
+            'd' => CALL_DICTS,
+            'b' => &["True", "False"],
+            'r' => &["0", "1", "-1", "3", "10", "-3"],
+            _ => &["None", "Undefined", "lambda x {x}", "1Ki", "[1, \"a\"]"],
+        };
+        self.rng.pick(pool).to_string()
+    }
+
+    /// A call of a builtin, a system-module function or a string method with arguments drawn
+    /// by [`Gen::call_arg`]: the argument counts, types and values at the edges of what each
+    /// accepts (upstream's static checks, its run-time errors and its results).
+    fn builtin_call(&mut self) -> String {
+        let (f, kinds) = *self.rng.pick(CALLS);
+        let mut n = kinds.len();
+        if self.rng.chance(30) {
+            n = self.rng.int(0, kinds.len() as i64 + 1) as usize;
+        }
+        let mut args: Vec<String> = (0..n)
+            .map(|i| {
+                let k = kinds.get(i).copied().unwrap_or("ifsld");
+                self.call_arg(k)
+            })
+            .collect();
+        if let Some(m) = f.strip_prefix('.') {
+            let recv = self.call_arg("s");
+            return format!("{recv}.{m}({})", args.join(", "));
+        }
+        if let Some((m, _)) = f.split_once('.') {
+            let m = *MODULES
+                .iter()
+                .find(|x| **x == m)
+                .expect("a module of MODULES");
+            self.import(m);
+        }
+        for (kw, kinds) in CALL_KEYWORDS
+            .iter()
+            .filter(|(g, _)| *g == f)
+            .flat_map(|(_, k)| k.iter())
+        {
+            if self.rng.chance(30) {
+                let v = self.call_arg(kinds);
+                args.push(format!("{kw}={v}"));
+            }
+        }
+        format!("{f}({})", args.join(", "))
+    }
+
     fn feature(&mut self) -> String {
         let name = self.fresh("f");
-        match self.rng.below(30) {
+        match self.rng.below(31) {
+            30 => {
+                let call = self.builtin_call();
+                format!("{name} = {call}\n")
+            }
             0 => {
                 self.import("math");
                 let f = *self.rng.pick(&[

@@ -5,7 +5,8 @@ use base64::Engine;
 
 use super::file::write_file;
 use super::{A, K, R, flag};
-use crate::builtins::{arg, req, str_arg};
+use super::{opt_int_arg, text_arg};
+use crate::builtins::{arg, req};
 use crate::output::{PrintOpts, to_json, to_yaml, to_yaml_stream};
 use crate::value::{self, Dict, Host, RtError, Str, Value};
 
@@ -73,9 +74,9 @@ fn prep(v: &Value, args: A, kw: K, base: usize) -> (Value, PrintOpts) {
 /// `base64`.
 pub(super) fn base64(name: &str) -> Option<Value> {
     natives!(name, {
-        "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(base64::engine::general_purpose::STANDARD.encode(str_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
+        "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(base64::engine::general_purpose::STANDARD.encode(text_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
         "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let s = str_arg(a, k, 0, "value", "decode")?;
+            let s = text_arg(a, k, 0, "value", "decode")?;
             let b = base64_decode(&s)?;
             // upstream unwraps both steps: its messages are the errors' debug forms
             let text = String::from_utf8(b).map_err(|e| {
@@ -84,6 +85,28 @@ pub(super) fn base64(name: &str) -> Option<Value> {
             Ok(Value::from(text))
         },
     })
+}
+
+/// RFC 7386 JSON merge patch: objects merge key by key, a `null` removes the key (the key
+/// order of `target`, new keys after), anything else replaces the target.
+fn merge_patch(target: serde_json::Value, patch: &serde_json::Value) -> serde_json::Value {
+    let serde_json::Value::Object(p) = patch else {
+        return patch.clone();
+    };
+    let mut t = match target {
+        serde_json::Value::Object(t) => t,
+        _ => serde_json::Map::new(),
+    };
+    for (key, v) in p {
+        if v.is_null() {
+            t.shift_remove(key);
+        } else if let Some(slot) = t.get_mut(key) {
+            *slot = merge_patch(std::mem::take(slot), v);
+        } else {
+            t.insert(key.clone(), merge_patch(serde_json::Value::Null, v));
+        }
+    }
+    serde_json::Value::Object(t)
 }
 
 const UNWRAP_ERR: &str = "called `Result::unwrap()` on an `Err` value: ";
@@ -120,9 +143,9 @@ fn base64_decode(s: &str) -> Result<Vec<u8>, RtError> {
 /// `base32`.
 pub(super) fn base32(name: &str) -> Option<Value> {
     natives!(name, {
-        "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(data_encoding::BASE32.encode(str_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
+        "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(data_encoding::BASE32.encode(text_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
         "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let s = str_arg(a, k, 0, "value", "decode")?;
+            let s = text_arg(a, k, 0, "value", "decode")?;
             // (bytes that are no UTF-8 are None too)
             Ok(match base32_decode(s.as_bytes()).map(String::from_utf8) {
                 Some(Ok(t)) => Value::from(t),
@@ -138,23 +161,28 @@ pub(super) fn json(name: &str) -> Option<Value> {
         "encode" => |_: &mut dyn Host, a: A, k: K| -> R {
             let v = req(a, k, 0, "data", "encode")?;
             let (v, o) = prep(v, a, k, 1);
-            let indent = arg(a, k, 2, "indent").and_then(|v| v.as_int()).unwrap_or(0).max(0) as usize;
+            let indent = opt_int_arg(a, k, 2, "indent")?.unwrap_or(0).max(0) as usize;
             Ok(Value::from(to_json(&v, o, indent)))
         },
         "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let s = str_arg(a, k, 0, "value", "decode")?;
+            let s = text_arg(a, k, 0, "value", "decode")?;
             let j: serde_json::Value = serde_json::from_str(&s).map_err(|e| RtError::eval(e.to_string()))?;
             Ok(value::json::from_json(&j))
         },
         "validate" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let s = str_arg(a, k, 0, "value", "validate")?;
+            let s = text_arg(a, k, 0, "value", "validate")?;
             Ok(Value::Bool(serde_json::from_str::<serde_json::Value>(&s).is_ok()))
+        },
+        "merge" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let src = value::json::to_json(req(a, k, 0, "src", "merge")?);
+            let patch = value::json::to_json(req(a, k, 1, "patch", "merge")?);
+            Ok(value::json::from_json(&merge_patch(src, &patch)))
         },
         "dump_to_file" => |h: &mut dyn Host, a: A, k: K| -> R {
             let v = req(a, k, 0, "data", "dump_to_file")?;
-            let path = str_arg(a, k, 1, "filename", "dump_to_file")?;
+            let path = text_arg(a, k, 1, "filename", "dump_to_file")?;
             let (v, o) = prep(v, a, k, 2);
-            let indent = arg(a, k, 3, "indent").and_then(|v| v.as_int()).unwrap_or(0).max(0) as usize;
+            let indent = opt_int_arg(a, k, 3, "indent")?.unwrap_or(0).max(0) as usize;
             write_file(h, &path, &to_json(&v, o, indent))
         },
     })
@@ -180,33 +208,30 @@ pub(super) fn yaml(name: &str) -> Option<Value> {
             Ok(Value::from(parts.join("\n---\n")))
         },
         "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let s = str_arg(a, k, 0, "value", "decode")?;
-            let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(&s).map_err(|e| RtError::eval(e.to_string()))?;
-            Ok(value::json::from_yaml(&y))
+            let s = text_arg(a, k, 0, "value", "decode")?;
+            // (one document: through JSON's data model, as upstream reads it)
+            let j: serde_json::Value = serde_yaml_ng::from_str(&s).map_err(|e| RtError::eval(e.to_string()))?;
+            Ok(value::json::from_json(&j))
         },
         "decode_all" => |_: &mut dyn Host, a: A, k: K| -> R {
-            use serde::Deserialize;
-            let s = str_arg(a, k, 0, "value", "decode_all")?;
-            let mut out = Vec::new();
-            for d in serde_yaml_ng::Deserializer::from_str(&s) {
-                let y = serde_yaml_ng::Value::deserialize(d).map_err(|e| RtError::eval(e.to_string()))?;
-                out.push(value::json::from_yaml(&y));
-            }
-            Ok(Value::from(out))
+            let s = text_arg(a, k, 0, "value", "decode_all")?;
+            let docs = value::json::yaml_documents(&s).map_err(|e| RtError::eval(e.to_string()))?;
+            Ok(Value::from(docs))
         },
         "validate" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let s = str_arg(a, k, 0, "value", "validate")?;
-            Ok(Value::Bool(serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&s).is_ok()))
+            let s = text_arg(a, k, 0, "value", "validate")?;
+            // a stream is valid when each of its documents is
+            Ok(Value::Bool(value::json::yaml_documents(&s).is_ok()))
         },
         "dump_to_file" => |h: &mut dyn Host, a: A, k: K| -> R {
             let v = req(a, k, 0, "data", "dump_to_file")?;
-            let path = str_arg(a, k, 1, "filename", "dump_to_file")?;
+            let path = text_arg(a, k, 1, "filename", "dump_to_file")?;
             let (v, o) = prep(v, a, k, 2);
             write_file(h, &path, &to_yaml(&v, o))
         },
         "dump_all_to_file" => |h: &mut dyn Host, a: A, k: K| -> R {
             let v = req(a, k, 0, "data", "dump_all_to_file")?;
-            let path = str_arg(a, k, 1, "filename", "dump_all_to_file")?;
+            let path = text_arg(a, k, 1, "filename", "dump_all_to_file")?;
             let docs: Vec<Value> = v.iter_items()?.iter().map(|x| prep(x, a, k, 2).0).collect();
             write_file(h, &path, &to_yaml_stream(&docs, PrintOpts::default()))
         },
@@ -219,6 +244,12 @@ pub(super) fn manifests(name: &str) -> Option<Value> {
         "yaml_stream" => |h: &mut dyn Host, a: A, k: K| -> R {
             let v = req(a, k, 0, "values", "yaml_stream")?;
             let opts = arg(a, k, 1, "opts");
+            if let Some(o) = opts.filter(|o| o.as_dict().is_none()) {
+                return Err(RtError::eval(format!(
+                    "Invalid options arguments in yaml_stream(): expect config, got {}",
+                    o.type_name()
+                )));
+            }
             let get = |n: &str| opts.and_then(|o| o.as_dict()).and_then(|d| d.get(n)).is_some_and(|v| v.truthy());
             let sep = opts.and_then(|o| o.as_dict()).and_then(|d| d.get("sep")).map(value::to_str).unwrap_or_else(|| "---".into());
             // upstream takes a list only
@@ -255,14 +286,17 @@ pub(super) fn manifests(name: &str) -> Option<Value> {
 pub(super) fn template(name: &str) -> Option<Value> {
     natives!(name, {
         "execute" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let t = str_arg(a, k, 0, "template", "execute")?;
+            let t = text_arg(a, k, 0, "template", "execute")?;
             let data = arg(a, k, 1, "data").cloned().unwrap_or_else(Value::empty_dict);
+            if data.as_dict().is_none() {
+                return Err(RtError::eval("invalid dict value"));
+            }
             let mut hb = handlebars::Handlebars::new();
             hb.register_helper("raw", Box::new(raw_helper));
             hb.render_template(&t, &value::json::to_json(&data)).map(Value::from).map_err(|e| RtError::eval(e.to_string()))
         },
         "html_escape" => |_: &mut dyn Host, a: A, k: K| -> R {
-            let s = str_arg(a, k, 0, "data", "html_escape")?;
+            let s = text_arg(a, k, 0, "data", "html_escape")?;
             Ok(Value::from(handlebars::html_escape(&s)))
         },
     })

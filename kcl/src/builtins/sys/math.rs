@@ -45,7 +45,13 @@ pub(super) fn math(name: &str) -> Option<Value> {
         },
         "exp" => f1!("exp", f64::exp),
         "expm1" => f1!("expm1", f64::exp_m1),
-        "log1p" => f1!("log1p", |x| (x + 1.0).ln_1p()),
+        // upstream adds the 1 before converting: an int wraps at the 64-bit end
+        "log1p" => |_: &mut dyn Host, a: A, k: K| -> R {
+            Ok(Value::Float(match num_arg(a, k, 0, "x", "log1p")? {
+                Num::I(x) => (x.wrapping_add(1) as f64).ln_1p(),
+                Num::F(x) => (x + 1.0).ln_1p(),
+            }))
+        },
         "log10" => f1!("log10", f64::log10),
         "sqrt" => f1!("sqrt", f64::sqrt),
         "log2" => |_: &mut dyn Host, a: A, k: K| -> R {
@@ -83,10 +89,11 @@ pub(super) fn math(name: &str) -> Option<Value> {
                 }
                 Ok((2..=n).product::<i64>().max(1))
             };
-            match num_arg(a, k, 0, "x", "factorial")? {
-                Num::I(x) if x >= 0 => Ok(Value::Int(fact(x)?)),
-                Num::F(x) if x >= 0.0 && (x as i64 as f64) == x => Ok(Value::Float(fact(x as i64)? as f64)),
-                _ => Err(RtError::eval("factorial() only accepts integral values")),
+            match arg(a, k, 0, "x") {
+                Some(Value::Int(x)) if *x >= 0 => Ok(Value::Int(fact(*x)?)),
+                Some(Value::Float(x)) if *x >= 0.0 && (*x as i64 as f64) == *x => Ok(Value::Float(fact(*x as i64)? as f64)),
+                Some(_) => Err(RtError::eval("factorial() only accepts integral values")),
+                None => Err(RtError::eval("factorial() takes exactly one argument (0 given)")),
             }
         },
         "gcd" => |_: &mut dyn Host, a: A, k: K| -> R {
@@ -145,6 +152,17 @@ pub(super) fn units(name: &str) -> Option<Value> {
         ($suf:literal) => {
             |_: &mut dyn Host, a: A, k: K| -> R {
                 let x = req(a, k, 0, "num", "to_unit")?;
+                // upstream reads None and Undefined as 0 for the integer suffixes and through
+                // `float(str(x))` for the fractional ones
+                if matches!(x, Value::None | Value::Undefined) {
+                    if matches!($suf, "n" | "u" | "m") {
+                        return Err(RtError::eval(format!(
+                            "invalid literal for float() with base 10: '{}'",
+                            value::to_str(x)
+                        )));
+                    }
+                    return Ok(Value::from(format!("0{}", $suf)));
+                }
                 let f = x
                     .as_f64()
                     .ok_or_else(|| RtError::ty("units conversion expects a number"))?;

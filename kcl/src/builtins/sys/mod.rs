@@ -2,7 +2,7 @@
 //! manifests, template, runtime, collection. The data formats are in `codec.rs`, `file` in
 //! `file.rs`, `math` and `units` in `math.rs`, `net` in `net.rs`; the small ones are here.
 
-use super::{arg, req, str_arg};
+use super::{arg, req};
 use crate::value::{self, Host, RtError, RtResult, Str, Value};
 
 const MODULES: &[&str] = &[
@@ -60,27 +60,27 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
         "math" => math::math(name),
         "regex" => natives!(name, {
             "match" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let (s, p) = (str_arg(a, k, 0, "string", "match")?, str_arg(a, k, 1, "pattern", "match")?);
+                let (s, p) = (text_arg(a, k, 0, "string", "match")?, text_arg(a, k, 1, "pattern", "match")?);
                 // unanchored, as upstream's `is_match`
                 Ok(Value::Bool(compile(&p)?.is_match(&s).unwrap_or(false)))
             },
             "search" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let (s, p) = (str_arg(a, k, 0, "string", "search")?, str_arg(a, k, 1, "pattern", "search")?);
+                let (s, p) = (text_arg(a, k, 0, "string", "search")?, text_arg(a, k, 1, "pattern", "search")?);
                 Ok(Value::Bool(compile(&p)?.is_match(&s).map_err(|e| RtError::eval(e.to_string()))?))
             },
             "compile" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let p = str_arg(a, k, 0, "pattern", "compile")?;
+                let p = text_arg(a, k, 0, "pattern", "compile")?;
                 Ok(Value::Bool(compile(&p).is_ok()))
             },
             "replace" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let (s, p, r) = (str_arg(a, k, 0, "string", "replace")?, str_arg(a, k, 1, "pattern", "replace")?, str_arg(a, k, 2, "replace", "replace")?);
-                let count = arg(a, k, 3, "count").and_then(|v| v.as_int()).unwrap_or(0);
+                let (s, p, r) = (text_arg(a, k, 0, "string", "replace")?, text_arg(a, k, 1, "pattern", "replace")?, text_arg(a, k, 2, "replace", "replace")?);
+                let count = opt_int_arg(a, k, 3, "count")?.unwrap_or(0);
                 let re = compile(&p)?;
                 Ok(Value::from(re.replacen(&s, count.max(0) as usize, &*r).into_owned()))
             },
             "split" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let (s, p) = (str_arg(a, k, 0, "string", "split")?, str_arg(a, k, 1, "pattern", "split")?);
-                let maxsplit = arg(a, k, 2, "maxsplit").and_then(|v| v.as_int()).unwrap_or(0);
+                let (s, p) = (text_arg(a, k, 0, "string", "split")?, text_arg(a, k, 1, "pattern", "split")?);
+                let maxsplit = opt_int_arg(a, k, 2, "maxsplit")?.unwrap_or(0);
                 let re = compile(&p)?;
                 let mut out = Vec::new();
                 let mut last = 0;
@@ -97,7 +97,7 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 Ok(Value::from(out))
             },
             "findall" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let (s, p) = (str_arg(a, k, 0, "string", "findall")?, str_arg(a, k, 1, "pattern", "findall")?);
+                let (s, p) = (text_arg(a, k, 0, "string", "findall")?, text_arg(a, k, 1, "pattern", "findall")?);
                 let re = compile(&p)?;
                 let mut out = Vec::new();
                 for c in re.captures_iter(&s) {
@@ -123,20 +123,28 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             "sha256" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha2::Sha256>(a, k) },
             "sha384" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha2::Sha384>(a, k) },
             "sha512" => |_: &mut dyn Host, a: A, k: K| -> R { hash::<sha2::Sha512>(a, k) },
-            "blake3" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(blake3::hash(str_arg(a, k, 0, "value", "blake3")?.as_bytes()).to_hex().to_string())) },
+            "blake3" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(blake3::hash(&encoded(a, k, "blake3")?).to_hex().to_string())) },
             "uuid" => |_: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(uuid::Uuid::new_v4().to_string())) },
             "filesha256" => |h: &mut dyn Host, a: A, k: K| -> R {
                 use sha2::Digest;
-                let p = resolve(h, &str_arg(a, k, 0, "filepath", "filesha256")?);
+                let p = resolve(h, &text_arg(a, k, 0, "filepath", "filesha256")?);
                 h.access().check_read("filesha256", &p)?;
-                let b = std::fs::read(&p).map_err(|e| RtError::eval(format!("failed to read {}: {e}", p.display())))?;
+                let b = std::fs::read(&p).map_err(|e| RtError::eval(format!("failed to access file '{}': {e}", text_arg(a, k, 0, "filepath", "filesha256").unwrap_or_default())))?;
                 Ok(Value::from(hex(&sha2::Sha256::digest(&b))))
             },
         }),
         "datetime" => natives!(name, {
             "now" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let fmt = arg(a, k, 0, "format").map(value::to_str).unwrap_or_else(|| "%a %b %d %H:%M:%S %Y".into());
-                Ok(Value::from(chrono::Local::now().format(&fmt).to_string()))
+                let fmt = match arg(a, k, 0, "format") {
+                    None => "%a %b %d %H:%M:%S %Y".into(),
+                    Some(Value::Str(s)) => s.to_string(),
+                    Some(_) => String::new(),
+                };
+                // a bad `%` directive is a formatting error, not a panic (upstream's message)
+                let mut out = String::new();
+                std::fmt::Write::write_fmt(&mut out, format_args!("{}", chrono::Local::now().format(&fmt)))
+                    .map_err(|_| RtError::eval("a Display implementation returned an error unexpectedly: Error"))?;
+                Ok(Value::from(out))
             },
             "today" => |_: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(chrono::Local::now().format("%Y-%m-%d %H:%M:%S%.6f").to_string())) },
             "ticks" => |_: &mut dyn Host, _a: A, _k: K| -> R {
@@ -145,10 +153,20 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
             },
             "date" => |_: &mut dyn Host, _a: A, _k: K| -> R { Ok(Value::from(chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string())) },
             "validate" => |_: &mut dyn Host, a: A, k: K| -> R {
-                let s = str_arg(a, k, 0, "date", "validate")?;
-                let f = str_arg(a, k, 1, "format", "validate")?;
+                let s = text_arg(a, k, 0, "date", "validate")?;
+                let f = text_arg(a, k, 1, "format", "validate")?;
                 let ok = chrono::NaiveDate::parse_from_str(&s, &f).is_ok() || chrono::NaiveDateTime::parse_from_str(&s, &f).is_ok() || chrono::NaiveTime::parse_from_str(&s, &f).is_ok();
                 Ok(Value::Bool(ok))
+            },
+            // upstream's two checks are one parse: chrono's RFC 3339 reader (space or `t` for
+            // `T`, a leap second, a `:` in the offset)
+            "is_iso8601" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let s = text_arg(a, k, 0, "date", "is_iso8601")?;
+                Ok(Value::Bool(chrono::DateTime::parse_from_rfc3339(&s).is_ok()))
+            },
+            "is_rfc3339" => |_: &mut dyn Host, a: A, k: K| -> R {
+                let s = text_arg(a, k, 0, "date", "is_rfc3339")?;
+                Ok(Value::Bool(chrono::DateTime::parse_from_rfc3339(&s).is_ok()))
             },
         }),
         "net" => net::net(name),
@@ -215,13 +233,62 @@ fn compile(p: &str) -> RtResult<fancy_regex::Regex> {
     Ok(r)
 }
 
+/// A string argument of a system-module function: upstream reads any other value (None,
+/// Undefined, a number through `any`) as the empty string; only a missing one is an error.
+pub(super) fn text_arg(a: A, k: K, i: usize, name: &str, f: &str) -> RtResult<Str> {
+    Ok(match req(a, k, i, name, f)? {
+        Value::Str(s) => s.clone(),
+        _ => Str::from(""),
+    })
+}
+
+/// An int argument of a system-module function, as upstream's runtime reads it (a bool is
+/// its number; anything else is "invalid int value").
+pub(super) fn int_arg(a: A, k: K, i: usize, name: &str, f: &str) -> RtResult<i64> {
+    opt_int_arg(a, k, i, name)?
+        .ok_or_else(|| RtError::ty(format!("{f}() missing required argument '{name}'")))
+}
+
+/// An optional int argument: absent is `None`, present and no number "invalid int value".
+pub(super) fn opt_int_arg(a: A, k: K, i: usize, name: &str) -> RtResult<Option<i64>> {
+    match arg(a, k, i, name) {
+        None => Ok(None),
+        Some(Value::Int(n)) => Ok(Some(*n)),
+        Some(Value::Bool(b)) => Ok(Some(*b as i64)),
+        Some(_) => Err(RtError::eval("invalid int value")),
+    }
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn hash<D: sha2::Digest>(a: A, k: K) -> R {
-    let s = str_arg(a, k, 0, "value", "hash")?;
-    Ok(Value::from(hex(&D::digest(s.as_bytes()))))
+    Ok(Value::from(hex(&D::digest(encoded(a, k, "hash")?))))
+}
+
+/// The bytes a `crypto` function hashes: its `value` in the WHATWG `encoding` named (UTF-8
+/// when none is), with upstream's errors for an unknown label and an unmappable character.
+fn encoded(a: A, k: K, f: &str) -> RtResult<Vec<u8>> {
+    let s = text_arg(a, k, 0, "value", f)?;
+    let Some(label) = arg(a, k, 1, "encoding") else {
+        return Ok(s.as_bytes().to_vec());
+    };
+    // upstream's label: spaces become dashes (so " latin1 " is no label)
+    let label = match label {
+        Value::Str(l) => l.replace(' ', "-"),
+        _ => String::new(),
+    };
+    const UNWRAP: &str = "called `Result::unwrap()` on an `Err` value: ";
+    let enc = encoding_rs::Encoding::for_label(label.as_bytes())
+        .ok_or_else(|| RtError::eval(format!("{UNWRAP}unknown encoding {label}")))?;
+    let (bytes, _, unmappable) = enc.encode(&s);
+    if unmappable {
+        return Err(RtError::eval(format!(
+            "{UNWRAP}encoding errors occurred while encoding to {label}"
+        )));
+    }
+    Ok(bytes.into_owned())
 }
 
 #[cfg(test)]
