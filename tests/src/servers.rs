@@ -34,6 +34,22 @@ fn wait_for_port(port: u16, child: &mut Child, what: &str, log: &Path) {
     );
 }
 
+/// `moto_server`'s application, serving one request at a time: moto checks a conditional write
+/// (`If-None-Match: *`, which the S3 state backend's numbering and lease rely on) and then
+/// stores, not in one step, so two concurrent writers could both win, which S3 never lets
+/// happen. A lock around each request makes moto's conditional writes atomic, as S3's are.
+const MOTO_ONE_AT_A_TIME: &str = r#"
+import sys, threading
+from werkzeug.serving import run_simple
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+app = DomainDispatcherApplication(create_backend_app)
+lock = threading.Lock()
+def one_at_a_time(environ, start_response):
+    with lock:
+        return list(app(environ, start_response))
+run_simple(sys.argv[1], int(sys.argv[2]), one_at_a_time, threaded=True)
+"#;
+
 /// moto's S3 server on a free port, with credentials exported for this process's children.
 pub struct MotoServer {
     child: Child,
@@ -47,8 +63,8 @@ impl MotoServer {
         let log = dir.path().join("moto.log");
         let port = free_port();
         let logfile = std::fs::File::create(&log).unwrap();
-        let mut child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let mut child = Command::new("python3")
+            .args(["-c", MOTO_ONE_AT_A_TIME, "127.0.0.1", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(logfile.try_clone().unwrap())
             .stderr(logfile)
