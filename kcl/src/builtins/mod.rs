@@ -104,18 +104,15 @@ fn leak_name(name: &str) -> &'static str {
 }
 
 fn b_print(h: &mut dyn Host, args: &[Value], kwargs: &[(Str, Value)]) -> RtResult<Value> {
-    let sep = kwargs
-        .iter()
-        .find(|(k, _)| &**k == "sep")
-        .map(|(_, v)| value::to_str(v))
-        .unwrap_or_else(|| " ".into());
+    // upstream accepts `sep` and ignores it: the values are always joined by a space
+    let sep = " ";
     let end = kwargs
         .iter()
         .find(|(k, _)| &**k == "end")
         .map(|(_, v)| value::to_str(v))
         .unwrap_or_else(|| "\n".into());
     let s: Vec<String> = args.iter().map(value::to_str).collect();
-    h.print(&format!("{}{}", s.join(&sep), end));
+    h.print(&format!("{}{}", s.join(sep), end));
     Ok(Value::None)
 }
 
@@ -244,19 +241,39 @@ fn b_dict(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Val
                     d.map.insert(k.clone(), x.clone());
                 }
             }
-            Value::List(l) => {
-                for p in l.iter() {
-                    let items = p.iter_items()?;
-                    if items.len() != 2 {
-                        return Err(RtError::ty(
-                            "dictionary update sequence element has wrong length",
-                        ));
+            Value::List(_) | Value::Str(_) => {
+                // upstream's dict() of a sequence: every element must be a pair (in order,
+                // the first that is not fails), then the first element keys the second and
+                // the rest are dropped
+                let items = v.iter_items()?;
+                for (i, p) in items.iter().enumerate() {
+                    let n = match p {
+                        Value::List(_) | Value::Str(_) | Value::Dict(_) | Value::Schema(_) => {
+                            p.iter_items()?.len()
+                        }
+                        other => {
+                            return Err(RtError::eval(format!(
+                                "'{}' object is not iterable",
+                                other.type_name()
+                            )));
+                        }
+                    };
+                    if n != 2 {
+                        return Err(RtError::eval(format!(
+                            "dictionary update sequence element #{i} has length {n}; 2 is required"
+                        )));
                     }
-                    d.map
-                        .insert(Str::from(value::to_str(&items[0])), items[1].clone());
+                }
+                match items.as_slice() {
+                    [] => {}
+                    [_] => {
+                        return Err(RtError::eval("called `Option::unwrap()` on a `None` value"));
+                    }
+                    [k, v, ..] => {
+                        d.map.insert(Str::from(value::to_str(k)), v.clone());
+                    }
                 }
             }
-            Value::None | Value::Undefined => {}
             other => {
                 return Err(RtError::ty(format!(
                     "'{}' object is not iterable",
@@ -293,7 +310,16 @@ fn b_multiplyof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResu
     let b = req(args, kw, 1, "b", "multiplyof")?
         .as_int()
         .ok_or_else(|| RtError::ty("multiplyof() expects int arguments"))?;
-    Ok(Value::Bool(b != 0 && a % b == 0))
+    // upstream's remainder: its arithmetic panics as the error message
+    match a.checked_rem(b) {
+        Some(r) => Ok(Value::Bool(r == 0)),
+        None if b == 0 => Err(RtError::eval(
+            "attempt to calculate the remainder with a divisor of zero",
+        )),
+        None => Err(RtError::eval(
+            "attempt to calculate the remainder with overflow",
+        )),
+    }
 }
 
 fn b_isunique(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
