@@ -275,7 +275,7 @@ fn b_dict(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Val
                 }
             }
             other => {
-                return Err(RtError::ty(format!(
+                return Err(RtError::eval(format!(
                     "'{}' object is not iterable",
                     other.type_name()
                 )));

@@ -81,6 +81,55 @@ fn text_arg(
     }
 }
 
+/// Whitespace for `split()`/`rsplit()` without a separator: upstream's ASCII set and `\x0b`.
+fn split_space(c: char) -> bool {
+    c.is_ascii_whitespace() || c == '\x0b'
+}
+
+/// `s.split(None, max)` as upstream computes it: runs of whitespace separate words; after
+/// `max` words the rest is one item as it stands (`max` < 0: no limit).
+fn split_ascii_whitespace(s: &str, max: i64) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut last, mut count) = (0, max);
+    for (at, _) in s.match_indices(split_space) {
+        if last == at {
+            last += 1;
+            continue;
+        }
+        if count == 0 {
+            break;
+        }
+        out.push(&s[last..at]);
+        last = at + 1;
+        count -= 1;
+    }
+    if last != s.len() {
+        out.push(&s[last..]);
+    }
+    out
+}
+
+/// `s.rsplit(None, max)`: words from the end, the rest one item as it stands.
+fn rsplit_ascii_whitespace(s: &str, max: i64) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut hay, mut count) = (s, max);
+    while let Some(at) = hay.rfind(split_space) {
+        if at + 1 != hay.len() {
+            if count == 0 {
+                break;
+            }
+            out.push(&hay[at + 1..]);
+            count -= 1;
+        }
+        hay = &hay[..at];
+    }
+    if !hay.is_empty() {
+        out.push(hay);
+    }
+    out.reverse();
+    out
+}
+
 /// The `start`/`end` arguments of `count`, `find`, `startswith`... as upstream takes them:
 /// byte offsets (negative ones from the end, clamped), `None` when the window is empty the
 /// wrong way round; an offset inside a character is upstream's failed unwrap.
@@ -191,7 +240,18 @@ pub fn call_method(
         }
         "isalnum" => Value::Bool(!s.is_empty() && s.chars().all(char::is_alphanumeric)),
         "isalpha" => Value::Bool(!s.is_empty() && s.chars().all(char::is_alphabetic)),
-        "isdigit" => Value::Bool(!s.is_empty() && s.chars().all(|c| c.is_ascii_digit())),
+        // upstream's digits: ASCII ones and the superscripts ⁰¹²³⁴-⁹ (compared as 16-bit
+        // code units, as it does)
+        "isdigit" => Value::Bool(
+            !s.is_empty()
+                && s.chars().all(|c| {
+                    c.is_ascii_digit()
+                        || matches!(
+                            c as u32 as u16,
+                            0x2070 | 0x00B9 | 0x00B2 | 0x00B3 | 0x2074..=0x2079
+                        )
+                }),
+        ),
         "islower" => {
             Value::Bool(s.chars().any(char::is_lowercase) && !s.chars().any(char::is_uppercase))
         }
@@ -281,64 +341,34 @@ pub fn call_method(
             Value::from(s.strip_suffix(&*p).unwrap_or(s))
         }
         "split" | "rsplit" => {
-            let sep = opt_str(args, kw, 0, "sep");
+            // upstream's: a separator argument that is no string splits on "" (Rust's
+            // split of the empty pattern); no separator splits on ASCII whitespace (and \x0b)
+            let sep = match arg(args, kw, 0, "sep") {
+                None | Some(Value::None | Value::Undefined) => None,
+                Some(Value::Str(p)) => Some(p.to_string()),
+                Some(_) => Some(String::new()),
+            };
             let max = arg(args, kw, 1, "maxsplit")
+                .filter(|v| !v.is_none_or_undefined())
                 .and_then(|v| v.as_int())
                 .unwrap_or(-1);
-            let parts: Vec<String> = match &sep {
-                None => {
-                    let words: Vec<&str> = s.split_whitespace().collect();
-                    if max < 0 || (max as usize) >= words.len() {
-                        words.into_iter().map(String::from).collect()
-                    } else if name == "split" {
-                        // keep the remainder intact after maxsplit
-                        let mut out = Vec::new();
-                        let mut rest = s.trim_start();
-                        for _ in 0..max {
-                            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-                            out.push(rest[..end].to_string());
-                            rest = rest[end..].trim_start();
-                        }
-                        if !rest.is_empty() {
-                            out.push(rest.to_string());
-                        }
-                        out
-                    } else {
-                        let mut out = Vec::new();
-                        let mut rest = s.trim_end();
-                        for _ in 0..max {
-                            let start = rest.rfind(char::is_whitespace).map(|i| i + 1).unwrap_or(0);
-                            out.push(rest[start..].to_string());
-                            rest = rest[..start].trim_end();
-                        }
-                        if !rest.is_empty() {
-                            out.push(rest.to_string());
-                        }
-                        out.reverse();
-                        out
-                    }
+            let parts: Vec<&str> = match &sep {
+                None if name == "split" => split_ascii_whitespace(s, max),
+                None => rsplit_ascii_whitespace(s, max),
+                Some(sep) if max < 0 && name == "split" => s.split(sep.as_str()).collect(),
+                Some(sep) if max < 0 => {
+                    let mut v: Vec<&str> = s.rsplit(sep.as_str()).collect();
+                    v.reverse();
+                    v
                 }
+                Some(sep) if name == "split" => s.splitn(max as usize + 1, sep.as_str()).collect(),
                 Some(sep) => {
-                    if sep.is_empty() {
-                        return Err(RtError::eval("empty separator"));
-                    }
-                    if max < 0 {
-                        s.split(sep.as_str()).map(String::from).collect()
-                    } else if name == "split" {
-                        s.splitn(max as usize + 1, sep.as_str())
-                            .map(String::from)
-                            .collect()
-                    } else {
-                        let mut v: Vec<String> = s
-                            .rsplitn(max as usize + 1, sep.as_str())
-                            .map(String::from)
-                            .collect();
-                        v.reverse();
-                        v
-                    }
+                    let mut v: Vec<&str> = s.rsplitn(max as usize + 1, sep.as_str()).collect();
+                    v.reverse();
+                    v
                 }
             };
-            Value::from(parts.into_iter().map(Value::from).collect::<Vec<_>>())
+            Value::from(parts.into_iter().map(Value::str).collect::<Vec<_>>())
         }
         "splitlines" => {
             let keep = arg(args, kw, 0, "keepends").is_some_and(|v| v.truthy());

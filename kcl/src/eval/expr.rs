@@ -475,7 +475,20 @@ impl Evaluator {
                 let v = self.eval(ctx, x)?;
                 match v {
                     Value::None | Value::Undefined => {}
-                    _ => out.extend(v.iter_items().map_err(|e| self.rt(e, it.span))?),
+                    Value::List(_) | Value::Dict(_) | Value::Schema(_) => {
+                        out.extend(v.iter_items().map_err(|e| self.rt(e, it.span))?)
+                    }
+                    // (a statically known wrong type is the checker's error)
+                    _ => {
+                        return Err(EvalError::new(
+                            ErrKind::Evaluation,
+                            format!(
+                                "only list, dict and schema object can be used with unpack operators * and **, got {}",
+                                value::to_str(&v)
+                            ),
+                            Some(it.span),
+                        ));
+                    }
                 }
             }
             ExprKind::ListIf(li) => {

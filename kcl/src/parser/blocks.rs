@@ -211,11 +211,10 @@ impl<'a> Parser<'a> {
         let brace = self.pos;
         // without a return type upstream still takes `->` here
         if ret.is_none() && (!self.at(Tok::LBrace) || self.tk().nl) {
-            if self.tk().nl && !self.at_eof() {
-                let p = self.prev();
-                let at = p.hi.saturating_sub(1).max(p.lo);
+            // (the end of the file in brackets is a line end to upstream's lambda header)
+            if self.tk().nl || (self.at_eof() && !self.ctx.is_empty()) {
                 let msg = "expected one of [\"->\", \"{\"] got newline";
-                self.error(self.span(at, at + 1), msg);
+                self.error(self.line_end_span(), msg);
             } else {
                 self.expected(&["->", "{"]);
             }

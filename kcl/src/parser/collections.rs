@@ -280,6 +280,13 @@ impl<'a> Parser<'a> {
             _ => {
                 let key = self.parse_expr();
                 let op = match self.tok() {
+                    // a line break between the key and its operator is a newline to
+                    // upstream's parser, in any config
+                    _ if self.tk().nl && !self.at_eof() => {
+                        let span = self.line_end_span();
+                        self.error(span, "expected one of [\":\", \"=\", \"+=\"] got newline");
+                        return None;
+                    }
                     Tok::Colon => ConfigOp::Union,
                     Tok::Assign => ConfigOp::Override,
                     Tok::AugAssign(AugOp::Add) => ConfigOp::Insert,

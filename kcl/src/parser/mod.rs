@@ -404,6 +404,15 @@ impl<'a> Parser<'a> {
         self.expected(&["indent"]);
         self.want_block = false;
     }
+    /// Where upstream's parser finds the newline ending the previous token's line: under the
+    /// line's last character (what follows the token there is blanks or a comment).
+    fn line_end_span(&self) -> Span {
+        let p = self.prev();
+        let rest = self.src.get((p.hi - self.base) as usize..).unwrap_or("");
+        let eol = rest.find(['\n', '\r']).unwrap_or(rest.len()) as u32;
+        let at = (p.hi + eol).saturating_sub(1).max(p.lo);
+        self.span(at, at + 1)
+    }
     /// Reports `expected one of [..] got X` at the current token.
     fn expected(&mut self, what: &[&str]) {
         let (got, span) = self.describe_current();

@@ -46,8 +46,17 @@ impl<'a> Checker<'a> {
                             t
                         }
                     };
-                    let vt = self.infer(env, value);
+                    let mut vt = self.infer(env, value);
                     self.check_insert(*op, &vt, value.span);
+                    // `name[0] = v` / `name[0]: v` sets an item: upstream types the entry as
+                    // a list of the value
+                    if *op != ast::ConfigOp::Insert
+                        && matches!(&key.kind, ExprKind::Subscript { value: n, index, .. }
+                            if matches!(n.kind, ExprKind::Ident(_)) && number_literal(index))
+                        && !vt.is_any()
+                    {
+                        vt = Ty::List(Rc::new(vt));
+                    }
                     if kt.is_any() || vt.is_any() {
                         known = false;
                     }

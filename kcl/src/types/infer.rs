@@ -101,7 +101,18 @@ impl<'a> Checker<'a> {
                         ExprKind::Starred(inner) => match self.infer(env, inner) {
                             Ty::List(e) => (*e).clone(),
                             Ty::Dict(k, _) => (*k).clone(),
-                            _ => Ty::Any,
+                            t => {
+                                // upstream's resolver unpacks only these (its message says
+                                // "any" whatever the type)
+                                if !unpackable(&t) {
+                                    self.err(
+                                        ErrKind::Compile,
+                                        "only list, dict, schema object can be used * unpacked, got any".into(),
+                                        inner.span.shrink_to_lo(),
+                                    );
+                                }
+                                Ty::Any
+                            }
                         },
                         _ => self.infer(env, x),
                     };
@@ -132,6 +143,11 @@ impl<'a> Checker<'a> {
                 let env2 = self.comp_env(env, &c.clauses);
                 let t = match &c.elt.kind {
                     ExprKind::Starred(_) => {
+                        self.err(
+                            ErrKind::Compile,
+                            "list unpacking cannot be used in list comprehension".into(),
+                            c.elt.span.shrink_to_lo(),
+                        );
                         self.infer(&env2, &c.elt);
                         Ty::Any
                     }
@@ -864,5 +880,15 @@ fn dict_value_read(k: &Ty, v: &Ty, key: Option<&str>) -> Ty {
         v.variable_type()
     } else {
         v.clone()
+    }
+}
+
+/// Whether `*` may unpack a value of type `t` in a list (upstream's resolver: a list, a dict,
+/// a schema instance, None or any; a union only when each member is).
+fn unpackable(t: &Ty) -> bool {
+    match t {
+        Ty::Any | Ty::None | Ty::List(_) | Ty::Dict(..) | Ty::Schema(_) => true,
+        Ty::Union(ts) => ts.iter().all(unpackable),
+        _ => false,
     }
 }

@@ -684,12 +684,18 @@ impl Evaluator {
 }
 
 pub(crate) fn index_sig_str(is: &ast::IndexSignature) -> String {
+    // upstream reads a `None` or `Undefined` key type as a string literal of the name
+    // without its first letter (`str(one)`, `str(ndefined)`)
+    let key = match &is.key_ty.kind {
+        ast::TypeKind::Literal(ast::LiteralType::None) => "str(one)".to_string(),
+        ast::TypeKind::Literal(ast::LiteralType::Undefined) => "str(ndefined)".to_string(),
+        _ => super::types::type_str(&is.key_ty),
+    };
     format!(
-        "[{}{}]: {}",
+        "[{}{key}]: {}",
         is.key_name
             .map(|n| format!("{}: ", n.sym))
             .unwrap_or_default(),
-        super::types::type_str(&is.key_ty),
         super::types::type_str(&is.value_ty)
     )
 }
