@@ -699,28 +699,32 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::Compile, msg, n.span.shrink_to_lo());
                 return;
             }
-            if let Some(a) = &d.args {
-                for x in &a.args {
-                    self.infer(env, x);
-                }
-                for k in &a.keywords {
-                    // `deprecated` takes version, reason and strict: upstream's resolver
-                    // reports another keyword as a call's
-                    const PARAMS: [&str; 3] = ["version", "reason", "strict"];
-                    if let [n] = d.name.names.as_slice()
-                        && n.sym.as_str() == "deprecated"
-                        && !PARAMS.contains(&k.name.sym.as_str())
-                    {
-                        let msg = format!(
-                            "\"deprecated\" got an unexpected keyword argument '{}'{}",
-                            k.name.sym,
-                            did_you_mean_or(k.name.sym.as_str(), PARAMS.iter().copied())
-                        );
-                        self.err(ErrKind::Compile, msg, k.name.span.shrink_to_lo());
-                        return;
-                    }
-                    self.infer(env, &k.value);
-                }
+            let Some(a) = &d.args else {
+                continue;
+            };
+            if let [n] = d.name.names.as_slice()
+                && n.sym.as_str() == "deprecated"
+            {
+                // upstream's resolver checks `deprecated(version: str = "", reason: str = "",
+                // strict: bool = True)` as a call: argument count, keywords and types
+                let param = |n: &str, t: Ty| (Some(Symbol::intern(n)), t, true);
+                let f = ty::FuncTy {
+                    params: vec![
+                        param("version", Ty::Str),
+                        param("reason", Ty::Str),
+                        param("strict", Ty::Bool),
+                    ],
+                    ret: Ty::None,
+                    param_spans: Vec::new(),
+                };
+                self.lambda_call(env, Some("deprecated".into()), &f, a, d.span);
+                continue;
+            }
+            for x in &a.args {
+                self.infer(env, x);
+            }
+            for k in &a.keywords {
+                self.infer(env, &k.value);
             }
         }
     }

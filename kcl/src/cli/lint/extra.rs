@@ -326,10 +326,8 @@ fn deprecation(a: &crate::ast::SchemaAttr, d: &crate::ast::Decorator) -> String 
         _ => String::new(),
     };
     let (mut version, mut reason) = (String::new(), String::new());
+    // (keywords only, as the evaluator reads them)
     if let Some(args) = &d.args {
-        if let Some(x) = args.args.first() {
-            version = lit(x);
-        }
         for k in &args.keywords {
             match k.name.sym.as_str() {
                 "version" => version = lit(&k.value),

@@ -149,9 +149,14 @@ impl Evaluator {
         if let Some(a) = &d.args {
             for k in &a.keywords {
                 let v = self.eval(ctx, &k.value)?;
+                // (None is no text: upstream reads a string argument or nothing)
+                let text = |v: &Value| match v {
+                    Value::None | Value::Undefined => String::new(),
+                    v => value::to_str(v),
+                };
                 match k.name.sym.as_str() {
-                    "version" => version = value::to_str(&v),
-                    "reason" => reason = value::to_str(&v),
+                    "version" => version = text(&v),
+                    "reason" => reason = text(&v),
                     "strict" => strict = v.truthy(),
                     other => {
                         return Err(EvalError::new(
@@ -162,8 +167,10 @@ impl Evaluator {
                     }
                 }
             }
-            if let Some(x) = a.args.first() {
-                version = value::to_str(&self.eval(ctx, x)?);
+            // upstream's runtime reads the keywords only: positional arguments are
+            // evaluated and left unused
+            for x in &a.args {
+                self.eval(ctx, x)?;
             }
         }
         // upstream's wording: the blank after "deprecated" stays when there is no version
