@@ -227,6 +227,11 @@ fn b_bool(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Val
 
 fn b_list(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     Ok(match arg(args, kw, 0, "x") {
+        // upstream's list() of a string steps through its bytes, taking the nth character:
+        // past the first non-ASCII one it runs out of characters (its failed unwrap)
+        Some(Value::Str(s)) if !s.is_ascii() => {
+            return Err(RtError::eval("called `Option::unwrap()` on a `None` value"));
+        }
         Some(v) => Value::from(v.iter_items()?),
         None => Value::from(Vec::new()),
     })

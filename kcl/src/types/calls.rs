@@ -139,12 +139,14 @@ impl<'a> Checker<'a> {
                 _ => self.infer(env, &k.value),
             })
             .collect();
+        let mut keywords_checked = false;
         if let ExprKind::Ident(s) = &func.kind
             && let Some(params) = builtin_fn_params(s.as_str())
             && self.builtin_visible(env, *s)
         {
             // (positional arguments were checked above)
             self.builtin_args(s.as_str(), &params, args, &[], &kw_tys);
+            keywords_checked = true;
         }
         if let Some(m) = str_method
             && m != "format"
@@ -152,6 +154,22 @@ impl<'a> Checker<'a> {
         {
             let params = str_method_params(m).unwrap_or_default();
             self.builtin_args(m, &params, args, &arg_tys, &kw_tys);
+            keywords_checked = true;
+        }
+        // any other call (a callee of unknown type, `print`, `format`): a keyword given
+        // twice is still upstream's error
+        if !keywords_checked {
+            // (a method of a value that has no dotted name is named by its attribute)
+            let name = match (str_method, &func.kind) {
+                (Some(m), _) => Some(m.to_string()),
+                (None, ExprKind::Selector(x)) => {
+                    dotted(func).or_else(|| Some(x.attr.sym.as_str().to_string()))
+                }
+                (None, _) => dotted(func),
+            };
+            for i in 0..args.keywords.len() {
+                self.duplicate_keyword(name.as_deref(), args, i);
+            }
         }
         let builtin = arity.is_some();
         if let Some((name, min, max)) = arity
@@ -235,20 +253,6 @@ impl<'a> Checker<'a> {
         args: &ast::CallArgs,
         at: Span,
     ) -> Ty {
-        // a keyword given twice: upstream points after the keyword before it
-        if name.is_some() {
-            for (i, k) in args.keywords.iter().enumerate().skip(1) {
-                if args.keywords[..i].iter().any(|p| p.name.sym == k.name.sym) {
-                    let msg = format!(
-                        "\"{}\" has duplicated keyword argument {}",
-                        name.as_deref().unwrap_or_default(),
-                        k.name.sym
-                    );
-                    let prev = args.keywords[i - 1].value.span;
-                    self.err(ErrKind::Compile, msg, prev.shrink_to_hi());
-                }
-            }
-        }
         let def = |i: usize| f.param_spans.get(i).copied();
         for (i, a) in args.args.iter().enumerate() {
             match f.params.get(i) {
@@ -270,7 +274,8 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        for k in &args.keywords {
+        for (i, k) in args.keywords.iter().enumerate() {
+            self.duplicate_keyword(name.as_deref(), args, i);
             match f.params.iter().position(|(p, _, _)| *p == Some(k.name.sym)) {
                 Some(i) => {
                     let t = &f.params[i].1;
@@ -359,7 +364,8 @@ impl<'a> Checker<'a> {
         if name == "dict" {
             return;
         }
-        for (k, got) in args.keywords.iter().zip(kw_tys) {
+        for (i, (k, got)) in args.keywords.iter().zip(kw_tys).enumerate() {
+            self.duplicate_keyword(Some(name), args, i);
             match params.iter().find(|(p, _)| *p == k.name.sym.as_str()) {
                 Some((_, want)) => {
                     if !fits(got, want, self) {
@@ -378,6 +384,23 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+    }
+
+    /// Upstream's check of keyword `i` of a call: given before in the same call, it is
+    /// reported after the value of the keyword before it, the callee named as written
+    /// (`anonymous function` when it has no name).
+    pub(super) fn duplicate_keyword(&mut self, name: Option<&str>, args: &ast::CallArgs, i: usize) {
+        let k = &args.keywords[i];
+        if i == 0 || !args.keywords[..i].iter().any(|p| p.name.sym == k.name.sym) {
+            return;
+        }
+        let callee = match name {
+            Some(n) => format!("\"{n}\""),
+            None => "anonymous function".to_string(),
+        };
+        let msg = format!("{callee} has duplicated keyword argument {}", k.name.sym);
+        let prev = args.keywords[i - 1].value.span;
+        self.err(ErrKind::Compile, msg, prev.shrink_to_hi());
     }
 
     /// Upstream's static argument-count errors: too few at the call, too many at the first

@@ -708,8 +708,12 @@ impl<'a> Checker<'a> {
                 self.lambda_names
                     .extend(a.targets.iter().map(|t| t.name.sym));
             }
+            env = assigned_visible(env, s);
             self.lambda_body_stmt(&mut env, &mut typed, s);
             self.lambda_names.truncate(mark);
+        }
+        if let Some(last) = body.last() {
+            env = assigned_visible(env, last);
         }
         self.lambda_body_last(&env, body, declared)
     }
@@ -789,7 +793,9 @@ impl<'a> Checker<'a> {
     pub(super) fn comp_env(&mut self, env: &Env, clauses: &[ast::CompClause]) -> Env {
         let mut env2 = env.clone();
         for c in clauses {
-            // upstream's resolver reports it at the end of the second variable
+            let it = self.infer(&env2, &c.iter);
+            // (after the iterable's own errors) upstream's resolver reports it at the end of
+            // the second variable
             if c.targets.len() > 2 {
                 let msg = format!(
                     "the number of loop variables is {}, which can only be 1 or 2",
@@ -797,7 +803,6 @@ impl<'a> Checker<'a> {
                 );
                 self.err(ErrKind::Compile, msg, c.targets[1].span.shrink_to_hi());
             }
-            let it = self.infer(&env2, &c.iter);
             // (a literal None neither)
             let scalar = never_iterable(&it)
                 || matches!(
@@ -891,4 +896,20 @@ fn unpackable(t: &Ty) -> bool {
         Ty::Union(ts) => ts.iter().all(unpackable),
         _ => false,
     }
+}
+
+/// `env` with the names an assignment in a lambda body binds, for its own value: upstream's
+/// lambda scope declares them first (`age = age + 1` is no static error there; the value is
+/// Undefined when it runs). A name the scope has already keeps its type.
+fn assigned_visible(env: Env, s: &Stmt) -> Env {
+    let StmtKind::Assign(a) = &s.kind else {
+        return env;
+    };
+    let mut env = env;
+    for t in &a.targets {
+        if t.path.is_empty() && env.locals.iter().all(|(n, _)| *n != t.name.sym) {
+            env = env.with_local(t.name.sym, Ty::Any);
+        }
+    }
+    env
 }

@@ -116,7 +116,14 @@ impl<'a> Checker<'a> {
             }
             TypeKind::Union(ts) => {
                 let ts: Vec<Ty> = ts.iter().map(|x| self.resolve_type(pkg, file, x)).collect();
-                Ty::union(ts)
+                // a member written twice stays twice, as upstream's annotation types keep
+                // them (`expected str | str`); everything else is the usual union
+                let repeated = ts.iter().enumerate().any(|(i, t)| ts[..i].contains(t));
+                if repeated && !ts.iter().any(|t| matches!(t, Ty::Any | Ty::Union(_))) {
+                    Ty::Union(Rc::from(ts))
+                } else {
+                    Ty::union(ts)
+                }
             }
             TypeKind::Literal(l) => match l {
                 LiteralType::Bool(b) => Ty::BoolLit(*b),

@@ -53,6 +53,26 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
             }
         }
+        // the base is looked up as the type is built: an unknown name is upstream's name error
+        // and an inherit error (its type is any), a mixin an inherit error (the walk reports
+        // them again: the copies are dropped)
+        if let Some(p) = &st.parent
+            && self.resolve_schema(env.pkg, env.file, &p.names).is_none()
+        {
+            let n = self.errors.len();
+            self.check_defined(env, p.names[0].sym, p.names[0].span);
+            if self.errors.len() > n {
+                let msg = "invalid schema inherit object type, expect schema, got 'any'";
+                self.err(ErrKind::IllegalInherit, msg.into(), p.span.shrink_to_lo());
+            }
+        } else if let Some(p) = &st.parent
+            && let Some(pid) = self.resolve_schema(env.pkg, env.file, &p.names)
+            && self.schemas[pid.0].stmt.is_mixin()
+        {
+            let name = p.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+            let msg = format!("invalid schema inherit object type, expect schema, got '{name}'");
+            self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
+        }
         // (the package's other schemas' errors do not stop this one's checks)
         let before = self.errors.len();
         if let Some(h) = &st.for_host
