@@ -136,7 +136,21 @@ impl<'a> Parser<'a> {
             return out;
         }
         if t.indent <= header_indent {
-            self.expected_indent();
+            // upstream's lexer gives a dedent for a shallower line; either way its parser
+            // reports the token at the line's start with an empty span
+            if t.tok == Tok::Eof {
+                self.expected_indent();
+            } else {
+                let got = if t.indent < header_indent {
+                    "dedent".to_string()
+                } else {
+                    t.tok.describe(self.text(t))
+                };
+                self.error(
+                    self.span(t.lo, t.lo),
+                    format!("expected one of [\"indent\"] got {got}"),
+                );
+            }
             return out;
         }
         let ind = t.indent;

@@ -490,6 +490,7 @@ impl<'a> Checker<'a> {
                         continue;
                     };
                     let mut cur: Vec<SchemaId> = ids.to_vec();
+                    let mut mixed_here = self.mixed_union;
                     // a dict's value type: the next name is one of its keys
                     let mut dict_value: Option<Ty> = None;
                     let mut found: Option<(Ty, Span)> = None;
@@ -497,7 +498,7 @@ impl<'a> Checker<'a> {
                     for (i, (name, nspan)) in path.iter().enumerate() {
                         if let Some(v) = dict_value.take() {
                             let def = found.as_ref().map_or(*nspan, |f| f.1);
-                            (cur, dict_value) = Self::path_step(&v);
+                            (cur, dict_value, mixed_here) = Self::path_step(&v);
                             found = Some((v, def));
                             continue;
                         }
@@ -517,7 +518,7 @@ impl<'a> Checker<'a> {
                         }
                         match hit {
                             Some(h) => {
-                                (cur, dict_value) = Self::path_step(&h.0);
+                                (cur, dict_value, mixed_here) = Self::path_step(&h.0);
                                 found = Some(h);
                             }
                             // a key the schema's index signature takes: its value type
@@ -540,7 +541,9 @@ impl<'a> Checker<'a> {
                                     Some((self.resolve_type(pkg, file, &sig.value_ty), sig.span));
                             }
                             None => {
+                                let mixed = std::mem::replace(&mut self.mixed_union, mixed_here);
                                 let msg = self.cannot_add(&cur, name);
+                                self.mixed_union = mixed;
                                 let sp = if i == 0 { key.span } else { *nspan };
                                 self.err(ErrKind::Compile, msg, sp.shrink_to_lo());
                                 ok = false;
@@ -606,20 +609,15 @@ impl<'a> Checker<'a> {
 
     /// What the next name of a config key path `a.b.c` selects in a value of type `t`: an
     /// attribute of one of these schemas, or a key of a dict with this value type.
-    fn path_step(t: &Ty) -> (Vec<SchemaId>, Option<Ty>) {
+    /// A union's schemas count when no member takes a config as it is (no dict): upstream
+    /// then names the schema of a mixed union as `'schema A'` (`mixed`).
+    fn path_step(t: &Ty) -> (Vec<SchemaId>, Option<Ty>, bool) {
         match t {
-            Ty::Schema(s) => (vec![*s], None),
-            Ty::Union(ts) if ts.iter().all(|t| matches!(t, Ty::Schema(_))) => (
-                ts.iter()
-                    .filter_map(|t| match t {
-                        Ty::Schema(s) => Some(*s),
-                        _ => None,
-                    })
-                    .collect(),
-                None,
-            ),
-            Ty::Dict(_, v) => (Vec::new(), Some((**v).clone())),
-            _ => (Vec::new(), None),
+            Ty::Dict(_, v) => (Vec::new(), Some((**v).clone()), false),
+            t => match schema_ids(t) {
+                Some((ids, mixed)) => (ids, None, mixed),
+                None => (Vec::new(), None, false),
+            },
         }
     }
 

@@ -334,6 +334,19 @@ impl Drop for Oracle {
 
 /// Our `kcl run` on the program in `dir` (`None`: it did not finish in time).
 pub fn run_ours(p: &Program, dir: &Path) -> Option<Outcome> {
+    // the program's folder as written: files upstream's run made (`file.append`, `-o`) must
+    // not be there for ours
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let path = e.path();
+            let _ = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+    p.write(dir);
     let mut child = Command::new(env!("CARGO_BIN_EXE_kcl"))
         .arg("run")
         .args(&p.args)
