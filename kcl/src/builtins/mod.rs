@@ -220,9 +220,10 @@ fn b_str(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 }
 
 fn b_bool(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    Ok(Value::Bool(
-        arg(args, kw, 0, "x").is_some_and(|v| v.truthy()),
-    ))
+    match arg(args, kw, 0, "x") {
+        Some(v) => Ok(Value::Bool(v.truthy())),
+        None => Err(RtError::eval("bool() takes exactly one argument (0 given)")),
+    }
 }
 
 fn b_list(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {

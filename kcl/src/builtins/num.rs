@@ -241,6 +241,10 @@ pub(super) fn b_pow(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> Rt
     let x = req(args, kw, 0, "x", "pow")?;
     let y = req(args, kw, 1, "y", "pow")?;
     if let Some(z) = arg(args, kw, 2, "z").filter(|z| !z.is_none_or_undefined()) {
+        // (upstream looks at a zero modulus before the other arguments' types)
+        if matches!(z, Value::Int(0)) {
+            return Err(RtError::eval("pow() 3rd argument cannot be 0"));
+        }
         let (Value::Int(x), Value::Int(y), Value::Int(m)) = (x, y, z) else {
             return Err(RtError::eval(
                 "pow() 3rd argument not allowed unless all arguments are integers",

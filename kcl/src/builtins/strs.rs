@@ -136,11 +136,12 @@ fn rsplit_ascii_whitespace(s: &str, max: i64) -> Vec<&str> {
 fn byte_window(s: &str, args: &[Value], start_i: usize) -> RtResult<Option<(usize, usize)>> {
     let n = s.len() as i64;
     let norm = |x: i64| (if x < 0 { x + n } else { x }).clamp(0, n) as usize;
-    let start = args
-        .get(start_i)
-        .and_then(|v| v.as_int())
-        .map(norm)
-        .unwrap_or(0);
+    let start_arg = args.get(start_i).and_then(|v| v.as_int());
+    // a start past the end finds nothing, not even the empty string (Python's rule)
+    if start_arg.is_some_and(|x| x > n) {
+        return Ok(None);
+    }
+    let start = start_arg.map(norm).unwrap_or(0);
     let end = args
         .get(start_i + 1)
         .and_then(|v| v.as_int())

@@ -172,10 +172,36 @@ impl<'a> Checker<'a> {
             }
         }
         let builtin = arity.is_some();
-        if let Some((name, min, max)) = arity
-            && args.keywords.is_empty()
-        {
-            self.check_arity(&name, min, max, &args.args, e.span);
+        if let Some((name, min, max)) = arity {
+            if args.keywords.is_empty() {
+                self.check_arity(&name, min, max, &args.args, e.span);
+            } else {
+                // with keywords, upstream counts those naming a required parameter too
+                let params = match (&func.kind, str_method) {
+                    (_, Some(m)) => str_method_params(m),
+                    (ExprKind::Ident(s), None) => builtin_fn_params(s.as_str()),
+                    _ => None,
+                };
+                if let Some(params) = params {
+                    let named = args
+                        .keywords
+                        .iter()
+                        .filter(|k| {
+                            params[..min.min(params.len())]
+                                .iter()
+                                .any(|(p, _)| *p == k.name.sym.as_str())
+                        })
+                        .count();
+                    let given = args.args.len() + named;
+                    if given < min {
+                        let msg = format!(
+                            "expected {min} positional {}, found {given}",
+                            if min > 1 { "arguments" } else { "argument" }
+                        );
+                        self.err(ErrKind::Compile, msg, e.span);
+                    }
+                }
+            }
         }
         // what upstream's resolver knows builtins and string methods return
         match &func.kind {

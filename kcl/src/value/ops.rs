@@ -367,7 +367,11 @@ fn ordering(a: &Value, b: &Value) -> RtResult<Ordering> {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => Ok(x.cmp(y)),
         (Value::List(x), Value::List(y)) => {
+            // (equal items are skipped unordered, as upstream's: `[None, 1] < [None, 2]`)
             for (p, q) in x.iter().zip(y.iter()) {
+                if equal(p, q) {
+                    continue;
+                }
                 let o = ordering(p, q)?;
                 if o != Ordering::Equal {
                     return Ok(o);

@@ -152,20 +152,24 @@ pub(super) fn units(name: &str) -> Option<Value> {
         ($suf:literal) => {
             |_: &mut dyn Host, a: A, k: K| -> R {
                 let x = req(a, k, 0, "num", "to_unit")?;
-                // upstream reads None and Undefined as 0 for the integer suffixes and through
-                // `float(str(x))` for the fractional ones
-                if matches!(x, Value::None | Value::Undefined) {
-                    if matches!($suf, "n" | "u" | "m") {
-                        return Err(RtError::eval(format!(
-                            "invalid literal for float() with base 10: '{}'",
-                            value::to_str(x)
-                        )));
+                // upstream reads a value that is no number as 0 for the integer suffixes and
+                // through `float(str(x))` for the fractional ones
+                let f = match x {
+                    Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Unit(_) => x
+                        .as_f64()
+                        .ok_or_else(|| RtError::ty("units conversion expects a number"))?,
+                    _ if !matches!($suf, "n" | "u" | "m") => {
+                        return Ok(Value::from(format!("0{}", $suf)));
                     }
-                    return Ok(Value::from(format!("0{}", $suf)));
-                }
-                let f = x
-                    .as_f64()
-                    .ok_or_else(|| RtError::ty("units conversion expects a number"))?;
+                    _ => {
+                        let text = value::to_str(x);
+                        text.parse::<f64>().map_err(|_| {
+                            RtError::eval(format!(
+                                "invalid literal for float() with base 10: '{text}'"
+                            ))
+                        })?
+                    }
+                };
                 let m = value::unit_multiplier($suf).unwrap();
                 let r = f / m;
                 Ok(Value::from(format!("{}{}", r as i64, $suf)))
