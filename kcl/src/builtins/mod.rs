@@ -20,8 +20,13 @@ pub(crate) fn arg<'a>(
     i: usize,
     name: &str,
 ) -> Option<&'a Value> {
-    args.get(i)
-        .or_else(|| kwargs.iter().find(|(k, _)| &**k == name).map(|(_, v)| v))
+    // a keyword wins over the positional argument at its place, as upstream's runtime reads
+    // a builtin's arguments
+    kwargs
+        .iter()
+        .find(|(k, _)| &**k == name)
+        .map(|(_, v)| v)
+        .or_else(|| args.get(i))
 }
 
 pub(crate) fn req<'a>(

@@ -159,9 +159,10 @@ fn float_of(v: Value) -> RtResult<Value> {
 }
 
 fn int_fmt(args: &[Value], kw: &[(Str, Value)], f: &str, pre: &str, radix: u32) -> RtResult<Value> {
-    let i = req(args, kw, 0, "number", f)?
-        .as_int()
-        .ok_or_else(|| RtError::ty(format!("{f}() expects an int")))?;
+    // anything but an int (a bool too) is Undefined to upstream's hex/oct/bin
+    let Value::Int(i) = *req(args, kw, 0, "number", f)? else {
+        return Ok(Value::Undefined);
+    };
     let digits = match radix {
         16 => format!("{:x}", i.unsigned_abs()),
         8 => format!("{:o}", i.unsigned_abs()),
