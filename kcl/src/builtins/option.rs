@@ -4,9 +4,11 @@
 use super::{arg, str_arg};
 use crate::value::{self, Host, RtError, RtResult, Str, Value};
 
+/// A `-D` value read as JSON where it is JSON (a quoted JSON string is its text, as
+/// upstream's), else the text as written.
 fn json_guess(s: &str) -> Value {
     match serde_json::from_str::<serde_json::Value>(s) {
-        Ok(j) if !j.is_string() => value::json::from_json(&j),
+        Ok(j) => value::json::from_json(&j),
         _ => Value::str(s),
     }
 }
