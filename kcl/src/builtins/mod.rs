@@ -56,6 +56,22 @@ pub(crate) fn str_arg(
     }
 }
 
+/// A string argument as upstream's runtime reads it for the system modules and for
+/// `replace`/`removeprefix`/`removesuffix`: any other value (None, Undefined, a number through
+/// `any`) is the empty string; only a missing one is an error.
+pub(crate) fn text_arg(
+    args: &[Value],
+    kwargs: &[(Str, Value)],
+    i: usize,
+    name: &str,
+    f: &str,
+) -> RtResult<Str> {
+    Ok(match req(args, kwargs, i, name, f)? {
+        Value::Str(s) => s.clone(),
+        _ => Str::from(""),
+    })
+}
+
 /// Global builtin by name.
 pub fn lookup(name: &str) -> Option<Value> {
     let f: value::NativeFn = match name {

@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use super::{arg, str_arg};
+use super::{arg, str_arg, text_arg};
 use crate::value::{self, Func, Host, RtError, RtResult, Str, Value};
 
 /// Every `str` method name (the checker knows no other attributes of a string).
@@ -62,22 +62,6 @@ fn sub_arg(args: &[Value], kw: &[(Str, Value)], name: &str, method: &str) -> RtR
         Some(Value::Str(s)) => Ok(s.clone()),
         Some(_) => Err(RtError::eval(format!("Invalid str object in str_{method}"))),
         None => str_arg(args, kw, 0, name, method),
-    }
-}
-
-/// A string argument of `replace`, `removeprefix`, `removesuffix`: upstream reads another
-/// value (None, Undefined) as the empty string.
-fn text_arg(
-    args: &[Value],
-    kw: &[(Str, Value)],
-    i: usize,
-    name: &str,
-    method: &str,
-) -> RtResult<Str> {
-    match arg(args, kw, i, name) {
-        Some(Value::Str(s)) => Ok(s.clone()),
-        Some(_) => Ok(Str::from("")),
-        None => str_arg(args, kw, i, name, method),
     }
 }
 

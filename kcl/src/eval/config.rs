@@ -163,14 +163,7 @@ impl Evaluator {
                         None if v.is_none_or_undefined() => {}
                         // (a value of a statically known wrong type is the checker's error)
                         None => {
-                            return Err(EvalError::new(
-                                ErrKind::Evaluation,
-                                format!(
-                                    "only list, dict and schema object can be used with unpack operators * and **, got {}",
-                                    value::to_str(&v)
-                                ),
-                                Some(x.span),
-                            ));
+                            return Err(super::expr::unpack_error(&v, x.span));
                         }
                     }
                 }

@@ -480,14 +480,7 @@ impl Evaluator {
                     }
                     // (a statically known wrong type is the checker's error)
                     _ => {
-                        return Err(EvalError::new(
-                            ErrKind::Evaluation,
-                            format!(
-                                "only list, dict and schema object can be used with unpack operators * and **, got {}",
-                                value::to_str(&v)
-                            ),
-                            Some(it.span),
-                        ));
+                        return Err(unpack_error(&v, it.span));
                     }
                 }
             }
@@ -725,6 +718,19 @@ fn not_subscriptable(v: &Value, i: &Value, span: Span) -> EvalError {
             "'{}' object is not subscriptable with '{}'",
             v.type_name(),
             i.type_name()
+        ),
+        Some(span),
+    )
+}
+
+/// Upstream's run-time error for `*v` or `**v` of a value that is no list, dict or schema
+/// instance (a statically known wrong type is the checker's error).
+pub(super) fn unpack_error(v: &Value, span: Span) -> EvalError {
+    EvalError::new(
+        ErrKind::Evaluation,
+        format!(
+            "only list, dict and schema object can be used with unpack operators * and **, got {}",
+            value::to_str(v)
         ),
         Some(span),
     )

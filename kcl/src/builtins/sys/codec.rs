@@ -4,8 +4,9 @@
 use base64::Engine;
 
 use super::file::write_file;
+use super::opt_int_arg;
 use super::{A, K, R, flag};
-use super::{opt_int_arg, text_arg};
+use crate::builtins::text_arg;
 use crate::builtins::{arg, req};
 use crate::output::{PrintOpts, to_json, to_yaml, to_yaml_stream};
 use crate::value::{self, Dict, Host, RtError, Str, Value};

@@ -1,8 +1,8 @@
 //! The `file` module: reading, writing and globbing files under the host's access rules, with
 //! upstream's paths (`${KCL_MOD}`) and messages.
 
-use super::text_arg;
 use super::{A, K, R, flag};
+use crate::builtins::text_arg;
 use crate::value::{Host, RtError, Value};
 
 /// `file`.

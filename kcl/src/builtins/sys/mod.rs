@@ -2,7 +2,7 @@
 //! manifests, template, runtime, collection. The data formats are in `codec.rs`, `file` in
 //! `file.rs`, `math` and `units` in `math.rs`, `net` in `net.rs`; the small ones are here.
 
-use super::{arg, req};
+use super::{arg, req, text_arg};
 use crate::value::{self, Host, RtError, RtResult, Str, Value};
 
 const MODULES: &[&str] = &[
@@ -231,15 +231,6 @@ fn compile(p: &str) -> RtResult<fancy_regex::Regex> {
         c.insert(p.to_string(), r.clone());
     });
     Ok(r)
-}
-
-/// A string argument of a system-module function: upstream reads any other value (None,
-/// Undefined, a number through `any`) as the empty string; only a missing one is an error.
-pub(super) fn text_arg(a: A, k: K, i: usize, name: &str, f: &str) -> RtResult<Str> {
-    Ok(match req(a, k, i, name, f)? {
-        Value::Str(s) => s.clone(),
-        _ => Str::from(""),
-    })
 }
 
 /// An int argument of a system-module function, as upstream's runtime reads it (a bool is

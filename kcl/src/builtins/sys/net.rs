@@ -5,8 +5,9 @@ use std::str::FromStr;
 
 use cidr::IpCidr;
 
+use super::int_arg;
 use super::{A, K, R};
-use super::{int_arg, text_arg};
+use crate::builtins::text_arg;
 use crate::builtins::{arg, req};
 use crate::value::{self, Host, RtError, RtResult, Str, Value};
 
