@@ -170,8 +170,9 @@ impl<'a> Checker<'a> {
     }
 
     /// The config literals among the operands of `e` (through parentheses, operators,
-    /// conditionals and quantifier targets) checked against `expected` (schemas, a list's
-    /// item type, a dict's types), without their own type compared to it.
+    /// conditionals, quantifier targets and, where a list is expected, list literals) checked
+    /// against `expected` (schemas, a list's item type, a dict's types), without their own
+    /// type compared to it.
     /// A comprehension `e` whose element (`clauses`, the checked expression, the item type
     /// it must fit) is checked first, then the whole against `expected`.
     fn check_comp_element(
@@ -226,6 +227,13 @@ impl<'a> Checker<'a> {
                 (None, Ty::Dict(kt, vt)) => self.check_dict_config(env, entries, want, kt, vt, def),
                 _ => {}
             },
+            // a list literal among the operands, where a list is expected: its items against
+            // the item type (upstream's config context steps into list literals)
+            ExprKind::List(items) if let Ty::List(et) = want => {
+                for it in items.iter() {
+                    self.check_operand_configs(env, it, et, def);
+                }
+            }
             ExprKind::Quant(q) => self.check_operand_configs(env, &q.target, want, def),
             ExprKind::Paren(x) | ExprKind::Unary { operand: x, .. } => {
                 self.check_operand_configs(env, x, want, def)
@@ -267,7 +275,7 @@ impl<'a> Checker<'a> {
 
     /// Errors found again since `before` (the same message at the same place) are dropped: a
     /// value checked in parts and then whole reports each problem once.
-    fn drop_repeated_errors(&mut self, before: usize) {
+    pub(super) fn drop_repeated_errors(&mut self, before: usize) {
         let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
             .iter()
             .map(|e| (e.msg.clone(), e.span))
@@ -441,7 +449,23 @@ impl<'a> Checker<'a> {
             }
             match expected {
                 Ty::Dict(_, v) => expected = (*v).clone(),
-                Ty::Any | Ty::Schema(_) | Ty::Union(_) => break,
+                // upstream rewrites `k.y = v` to `k: {y = v}`: the rest of the path is a
+                // config entry against the schema
+                Ty::Schema(id) => {
+                    let Some(key) = key_of_path(&path[i + 1..]) else {
+                        break;
+                    };
+                    let entry = ast::ConfigEntry {
+                        kind: ast::ConfigEntryKind::KeyValue {
+                            key,
+                            op,
+                            value: value.clone(),
+                        },
+                    };
+                    self.check_schema_config(env, std::slice::from_ref(&entry), &[id]);
+                    return;
+                }
+                Ty::Any | Ty::Union(_) => break,
                 _ => {
                     let mut got = self.infer(env, value);
                     for &(name, _) in path[i + 1..].iter().rev() {
@@ -689,6 +713,26 @@ impl<'a> Checker<'a> {
 
 /// Whether a config key of type `t` may be a string (what upstream requires of a config key).
 /// A comprehension's key type: every member of a union is a string (or None).
+/// The key `a.b.c` of a config entry, from its names.
+fn key_of_path(path: &[(Symbol, Span)]) -> Option<Expr> {
+    let (first, rest) = path.split_first()?;
+    let mut key = Expr {
+        kind: ExprKind::Ident(first.0),
+        span: first.1,
+    };
+    for &(sym, span) in rest {
+        key = Expr {
+            span: key.span.to(span),
+            kind: ExprKind::Selector(Box::new(ast::SelectorExpr {
+                value: key,
+                attr: ast::Name { sym, span },
+                optional: false,
+            })),
+        };
+    }
+    Some(key)
+}
+
 fn is_every_str_key(t: &Ty) -> bool {
     match t {
         Ty::Union(ts) => ts.iter().all(|t| matches!(t, Ty::None) || is_str_key(t)),

@@ -31,6 +31,7 @@ mod schema_type;
 mod stmt;
 mod sysmod;
 mod ty;
+mod whole;
 
 use std::cell::OnceCell;
 use std::rc::Rc;

@@ -412,7 +412,17 @@ impl<'a> Checker<'a> {
                 let r = self.infer(env, &a.value);
                 if a.target.path.is_empty() {
                     let l = self.lookup(env, a.target.name.sym);
-                    self.binary(a.op.bin_op(), &l, &r, a.target.span);
+                    let before = self.errors.len();
+                    let t = self.binary(a.op.bin_op(), &l, &r, a.target.span);
+                    // the result must fit the target's type (a list's new items, a dict's
+                    // new entries checked as a whole value is)
+                    if self.errors.len() == before && !l.is_any() {
+                        if matches!(a.op.bin_op(), ast::BinOp::Add | ast::BinOp::BitOr) {
+                            self.check_parts(env, &a.value, &l, a.target.span);
+                        }
+                        self.fits(&t, &l, a.target.span, None);
+                        self.drop_repeated_errors(before);
+                    }
                 }
             }
             StmtKind::Assert(a) => {
@@ -443,18 +453,21 @@ impl<'a> Checker<'a> {
                     return;
                 }
                 if let Some(v) = &a.value {
-                    let ty = self.resolve_type(env.pkg, env.file, &a.ty);
-                    // a list of config literals as an attribute's default is not checked item
-                    // by item against the list's item type (upstream sees no schema there),
-                    // only as a whole
-                    let configs = matches!(&strip_paren(v).kind, ExprKind::List(items)
-                        if !items.is_empty()
-                            && items.iter().all(|it| matches!(strip_paren(it).kind, ExprKind::Config(_))));
-                    if configs && matches!(ty, Ty::List(_)) {
-                        let got = self.infer(env, v);
-                        self.fits(&got, &ty, a.name.span, Some(a.name.span));
-                    } else if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
-                        self.check_value(env, v, &ty, a.name.span, Some(a.name.span));
+                    // upstream checks the value against the schema's type of the attribute:
+                    // its first declaration in the body
+                    let first = env.schema.and_then(|id| {
+                        self.schemas[id.0]
+                            .stmt
+                            .body
+                            .iter()
+                            .find_map(|s| match &s.kind {
+                                StmtKind::SchemaAttr(b) if b.name.sym == a.name.sym => Some(&b.ty),
+                                _ => None,
+                            })
+                    });
+                    let ty = self.resolve_type(env.pkg, env.file, first.unwrap_or(&a.ty));
+                    if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
+                        self.check_attr_default(env, v, &ty, a.name.span);
                     } else {
                         self.infer(env, v);
                     }
@@ -623,6 +636,16 @@ impl<'a> Checker<'a> {
     /// (an annotated assignment): a type declared for it before (in the body or an earlier
     /// `if`) must fit the new one, and the value is checked against the body's declaration
     /// wherever it is, else the earlier one, else its own type.
+    /// A schema attribute's default `v` against its type: upstream reads config literals in
+    /// it against the type only where that is one schema; else it checks the value whole.
+    fn check_attr_default(&mut self, env: &Env, v: &Expr, ty: &Ty, name: Span) {
+        if matches!(ty, Ty::Schema(_)) {
+            self.check_value(env, v, ty, name, Some(name));
+        } else {
+            self.check_whole(env, v, ty, name, Some(name));
+        }
+    }
+
     fn nested_schema_attr(&mut self, env: &Env, id: SchemaId, a: &ast::SchemaAttr) {
         let new = self.resolve_type(env.pkg, env.file, &a.ty);
         let in_body = self.schemas[id.0]
@@ -651,16 +674,18 @@ impl<'a> Checker<'a> {
                 .with_note(at.shrink_to_lo(), note);
             self.errors.push(e);
         }
+        // (upstream's annotated assignment: the type the name has, unless that is `any`)
         let want = in_body
             .map(|(t, _)| t)
             .or_else(|| earlier.map(|(t, _)| t))
+            .filter(|t| !t.is_any())
             .unwrap_or_else(|| new.clone());
         self.schema_nested
             .entry((id, a.name.sym))
             .or_insert((new, a.name.span));
         match &a.value {
             Some(v) if matches!(a.op, Some(ast::AttrOp::Assign) | None) => {
-                self.check_value(env, v, &want, a.name.span, Some(a.name.span))
+                self.check_attr_default(env, v, &want, a.name.span)
             }
             Some(v) => {
                 self.infer(env, v);

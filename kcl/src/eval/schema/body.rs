@@ -239,6 +239,18 @@ impl Evaluator {
             }
             _ => v,
         };
+        // an attribute declared in an `if` of the body is no declaration the instance checks
+        // at its end: upstream checks (and converts) its value against the type where it is
+        let nested = !fr
+            .layout
+            .declared
+            .get(k)
+            .is_some_and(|d| d.at == Some(attr.name.span));
+        let v = if nested && !v.is_none_or_undefined() {
+            self.convert_type(ctx, v, &attr.ty, span)?
+        } else {
+            v
+        };
         self.schema_set(ctx, fr, attr.name.sym, v, span)
     }
 }

@@ -1,0 +1,279 @@
+//! A value checked whole against a declared type, where upstream's resolver reads no config
+//! literal in it against that type (a schema attribute's default of a list, dict or union
+//! type, `+=` on a schema attribute): only the value's inferred type must fit, and a config
+//! literal meeting a schema is a dict type whose attribute types are compared with the
+//! schema's own attributes, every error at the one place the value is checked.
+
+use super::*;
+
+/// A config entry's value as upstream's resolver sees it: the written expression, or for a
+/// key path `a.b.c = v` (which upstream rewrites to `a: {b: {c = v}}`) the nested literal
+/// `{b: {c = v}}`, as the names still to nest and the value.
+#[derive(Clone)]
+enum EntryValue<'e> {
+    Expr(&'e Expr),
+    Nested(Vec<(Symbol, Span)>, &'e Expr),
+}
+
+impl<'a> Checker<'a> {
+    /// `e` against `expected` as a whole (see the module doc); errors at `span`, the
+    /// declaration `def` noted on the whole value's error.
+    pub(super) fn check_whole(
+        &mut self,
+        env: &Env,
+        e: &Expr,
+        expected: &Ty,
+        span: Span,
+        def: Option<Span>,
+    ) {
+        let got = self.infer(env, e);
+        let before = self.errors.len();
+        // upstream compares the parts first (a config meeting a schema reports there and
+        // passes), the whole after
+        self.whole_parts(env, EntryValue::Expr(e), expected, span);
+        self.fits(&got, expected, span, def);
+        self.drop_repeated_errors(before);
+    }
+
+    /// The parts of `e` against `expected` (see `whole_parts`), as the new items or entries of
+    /// `x += e` and `x |= e` are checked against `x`'s type.
+    pub(super) fn check_parts(&mut self, env: &Env, e: &Expr, expected: &Ty, span: Span) {
+        self.whole_parts(env, EntryValue::Expr(e), expected, span);
+    }
+
+    /// The type of `v` without reporting anything (its errors were reported where it was
+    /// inferred first).
+    fn quiet_type(&mut self, env: &Env, v: &EntryValue<'_>) -> Ty {
+        let before = self.errors.len();
+        let t = match v {
+            EntryValue::Expr(e) => self.infer(env, e),
+            // `{b: {c = v}}`: a dict keyed by the first name, widened where it is stored
+            EntryValue::Nested(names, e) => {
+                let mut t = self.infer(env, e);
+                for (n, _) in names.iter().rev() {
+                    t = Ty::Dict(Rc::new(Ty::StrLit(n.as_str().into())), Rc::new(t));
+                }
+                t
+            }
+        };
+        self.errors.truncate(before);
+        t
+    }
+
+    /// Upstream's `check_type` of `v`'s type against `expected`, for the part that can
+    /// report: dict types meeting schemas, through lists, dict values, unions and the
+    /// branches of a conditional.
+    fn whole_parts(&mut self, env: &Env, v: EntryValue<'_>, expected: &Ty, span: Span) {
+        let e = match &v {
+            EntryValue::Expr(e) => strip_paren(e),
+            EntryValue::Nested(names, value) => {
+                self.nested_parts(env, names, value, expected, span);
+                return;
+            }
+        };
+        match (&e.kind, expected) {
+            (_, Ty::Any) => {}
+            // the conditional's type is the union of its branches: each is checked
+            (ExprKind::If(x), _) => {
+                for part in self.unsubsumed(env, &[&x.then, &x.orelse]) {
+                    self.whole_parts(env, EntryValue::Expr(part), expected, span);
+                }
+            }
+            (_, Ty::Union(ts)) => {
+                // the first member the value's type can be checked against
+                let got = self.quiet_type(env, &v);
+                let config = matches!(got, Ty::Dict(..));
+                let sub = |a, b| self.is_sub_schema(a, b);
+                if let Some(t) = ts
+                    .iter()
+                    .find(|t| (config && matches!(t, Ty::Schema(_))) || assignable(&got, t, &sub))
+                {
+                    let t = t.clone();
+                    self.whole_parts(env, v, &t, span);
+                }
+            }
+            (ExprKind::List(items), Ty::List(et)) => {
+                let items: Vec<&Expr> = items
+                    .iter()
+                    .filter(|it| !matches!(it.kind, ExprKind::Starred(_)))
+                    .collect();
+                for it in self.unsubsumed(env, &items) {
+                    self.whole_parts(env, EntryValue::Expr(it), et, span);
+                }
+            }
+            (ExprKind::ListComp(c), Ty::List(et)) => {
+                let env2 = self.comp_env(env, &c.clauses);
+                self.whole_parts(&env2, EntryValue::Expr(&c.elt), et, span);
+            }
+            (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
+                // the keys first: a dict whose keys do not fit has its values unchecked
+                if let Ty::Dict(gk, _) = self.quiet_type(env, &v)
+                    && !assignable(&gk, kt, &|a, b| self.is_sub_schema(a, b))
+                {
+                    return;
+                }
+                for en in entries {
+                    if let ast::ConfigEntryKind::KeyValue { key, value, .. } = &en.kind {
+                        match key_path(key) {
+                            Some(p) if p.len() > 1 => {
+                                self.nested_parts(env, &p[1..], value, vt, span)
+                            }
+                            _ => self.whole_parts(env, EntryValue::Expr(value), vt, span),
+                        }
+                    }
+                }
+            }
+            (ExprKind::Config(entries), Ty::Schema(id)) => {
+                let attrs = config_attrs(entries);
+                self.attrs_against_schema(env, attrs, *id, span);
+            }
+            _ => {}
+        }
+    }
+
+    /// The parts whose types make the union upstream's resolver takes of them (`sup`): one
+    /// of each type, none whose type is a subtype of another part's (a `{}` or a `[]` takes
+    /// every dict or list).
+    fn unsubsumed<'e>(&mut self, env: &Env, parts: &[&'e Expr]) -> Vec<&'e Expr> {
+        let tys: Vec<Ty> = parts
+            .iter()
+            .map(|p| self.quiet_type(env, &EntryValue::Expr(p)))
+            .collect();
+        let sub = |a, b| self.is_sub_schema(a, b);
+        let mut removed = vec![false; parts.len()];
+        for i in 0..tys.len() {
+            for j in i + 1..tys.len() {
+                if sup_subsume(&tys[i], &tys[j], &sub) {
+                    removed[i] = true;
+                } else if sup_subsume(&tys[j], &tys[i], &sub) {
+                    removed[j] = true;
+                }
+            }
+        }
+        parts
+            .iter()
+            .zip(removed)
+            .filter(|(_, r)| !r)
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// `{names[0]: {names[1]: ... value}}` against `expected`.
+    fn nested_parts(
+        &mut self,
+        env: &Env,
+        names: &[(Symbol, Span)],
+        value: &Expr,
+        expected: &Ty,
+        span: Span,
+    ) {
+        let Some(((n, at), rest)) = names.split_first() else {
+            return self.whole_parts(env, EntryValue::Expr(value), expected, span);
+        };
+        match expected {
+            Ty::Dict(kt, vt)
+                if assignable(&Ty::StrLit(n.as_str().into()), kt, &|a, b| {
+                    self.is_sub_schema(a, b)
+                }) =>
+            {
+                self.nested_parts(env, rest, value, vt, span);
+            }
+            Ty::Schema(id) => {
+                let attrs = Some(vec![(
+                    *n,
+                    *at,
+                    vec![EntryValue::Nested(rest.to_vec(), value)],
+                )]);
+                self.attrs_against_schema(env, attrs, *id, span);
+            }
+            Ty::Union(ts) => {
+                if let Some(t) = ts
+                    .iter()
+                    .find(|t| matches!(t, Ty::Schema(_) | Ty::Dict(..) | Ty::Any))
+                {
+                    let t = t.clone();
+                    self.nested_parts(env, names, value, &t, span);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A dict literal's attributes (`None`: some key is no name upstream records, so its key
+    /// type is no single name) against schema `id`: with one name and no index signature,
+    /// that attribute; with an index signature, each name.
+    fn attrs_against_schema(
+        &mut self,
+        env: &Env,
+        attrs: Option<Vec<(Symbol, Span, Vec<EntryValue<'_>>)>>,
+        id: SchemaId,
+        span: Span,
+    ) {
+        let (st, pkg, file) = {
+            let s = &self.schemas[id.0];
+            (s.stmt, s.pkg, s.file)
+        };
+        let own = |name: Symbol| {
+            st.body.iter().find_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(a) if a.name.sym == name => Some(a),
+                _ => None,
+            })
+        };
+        let widened = |c: &mut Self, vals: &[EntryValue<'_>]| {
+            let ts = vals
+                .iter()
+                .map(|v| c.quiet_type(env, v).variable_type())
+                .collect();
+            Ty::union(ts)
+        };
+        match (&st.index_signature, attrs) {
+            (Some(is), Some(attrs)) => {
+                let value_ty = self.resolve_type(pkg, file, &is.value_ty);
+                for (name, at, vals) in attrs {
+                    let t = widened(self, &vals);
+                    match own(name).filter(|_| is.any_other) {
+                        Some(a) => {
+                            let want = self.resolve_type(pkg, file, &a.ty);
+                            self.fits(&t, &want, span, Some(a.name.span));
+                        }
+                        None => {
+                            self.fits(&t, &value_ty, at, None);
+                        }
+                    }
+                }
+            }
+            (None, Some(attrs)) if attrs.len() == 1 => {
+                let (name, _, vals) = &attrs[0];
+                if let Some(a) = own(*name) {
+                    let want = self.resolve_type(pkg, file, &a.ty);
+                    let t = widened(self, vals);
+                    self.fits(&t, &want, span, Some(a.name.span));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The names a config literal's entries set, each with its first key's place and its values
+/// (`None` when an entry has a key of another kind, an unpacking or a conditional).
+fn config_attrs(entries: &[ast::ConfigEntry]) -> Option<Vec<(Symbol, Span, Vec<EntryValue<'_>>)>> {
+    let mut out: Vec<(Symbol, Span, Vec<EntryValue<'_>>)> = Vec::new();
+    for en in entries {
+        let ast::ConfigEntryKind::KeyValue { key, value, .. } = &en.kind else {
+            return None;
+        };
+        let path = key_path(key)?;
+        let (name, at) = path[0];
+        let v = if path.len() > 1 {
+            EntryValue::Nested(path[1..].to_vec(), value)
+        } else {
+            EntryValue::Expr(value)
+        };
+        match out.iter_mut().find(|(n, ..)| *n == name) {
+            Some((_, _, vals)) => vals.push(v),
+            None => out.push((name, at, vec![v])),
+        }
+    }
+    Some(out)
+}
