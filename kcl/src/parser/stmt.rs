@@ -75,11 +75,13 @@ impl<'a> Parser<'a> {
         // a word keyword that starts no statement or operand is a name to upstream's parser
         // (`else = 1` assigns, `for: int` declares)
         let t = self.tk();
+        // a schema's own body has no imports: `import` there is a name too
+        let schema_level = body == Body::Schema && !self.in_schema_if;
         if t.tok.is_word_keyword()
-            && !matches!(
+            && (!matches!(
                 t.tok,
                 Tok::Import | Tok::Assert | Tok::If | Tok::Not | Tok::Lambda
-            )
+            ) || (schema_level && t.tok == Tok::Import))
         {
             self.keyword_as_name();
         }
@@ -127,7 +129,9 @@ impl<'a> Parser<'a> {
             Tok::Ident(_) => {
                 if let Tok::Ident(_) = self.nth(1).tok {
                     let n1 = self.nth(1);
-                    if !n1.nl {
+                    // a schema's own body defines no schemas, rules or aliases: the words are
+                    // names there
+                    if !n1.nl && !schema_level {
                         if self.ident_is(0, "schema")
                             || self.ident_is(0, "protocol")
                             || self.ident_is(0, "mixin")
@@ -142,7 +146,9 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                if body == Body::Schema {
+                // (in an `if` of a schema body these are a module's statements: `mixin` starts
+                // a mixin's definition, `check:` declares an attribute)
+                if schema_level {
                     if self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket {
                         return None; // handled by the schema body parser
                     }
@@ -150,17 +156,26 @@ impl<'a> Parser<'a> {
                         return None;
                     }
                 }
+                if self.in_schema_if
+                    && self.ident_is(0, "mixin")
+                    && self.nth(1).tok == Tok::LBracket
+                    && !self.nth(1).nl
+                {
+                    return self.parse_schema(lo, Vec::new(), header_indent);
+                }
                 // Attribute or annotated assignment: `name:` / `name?:`.
-                // `name?:` is a schema attribute; elsewhere upstream stops at the `?`
+                // `name?:` is a schema attribute; elsewhere (an `if` in a schema body too,
+                // whose statements upstream parses as a module's) upstream stops at the `?`
                 let is_attr = (self.nth(1).tok == Tok::Colon && !self.nth(1).nl)
                     || (body == Body::Schema
+                        && !self.in_schema_if
                         && self.nth(1).tok == Tok::Question
                         && !self.nth(1).nl);
                 if is_attr {
                     return self.parse_attr_or_annotated(lo, Vec::new(), body);
                 }
             }
-            Tok::Str { .. } if body == Body::Schema => {
+            Tok::Str { .. } if body == Body::Schema && !self.in_schema_if => {
                 let is_attr = (self.nth(1).tok == Tok::Colon && !self.nth(1).nl)
                     || (self.nth(1).tok == Tok::Question && self.nth(2).tok == Tok::Colon);
                 if is_attr {
@@ -657,7 +672,11 @@ impl<'a> Parser<'a> {
                 }
                 value = Some(v);
             }
-            Tok::AugAssign(a) if !self.at_line_break() && body != Body::Plain => {
+            Tok::AugAssign(a)
+                if !self.at_line_break()
+                    && body != Body::Plain
+                    && !(self.in_schema_if && decorators.is_empty()) =>
+            {
                 self.bump();
                 op = Some(AttrOp::Aug(a));
                 value = Some(self.parse_expr());

@@ -452,7 +452,7 @@ impl<'a> Checker<'a> {
                 // upstream rewrites `k.y = v` to `k: {y = v}`: the rest of the path is a
                 // config entry against the schema
                 Ty::Schema(id) => {
-                    let Some(key) = key_of_path(&path[i + 1..]) else {
+                    let Some(key) = path_expr(&path[i + 1..]) else {
                         break;
                     };
                     let entry = ast::ConfigEntry {
@@ -713,26 +713,6 @@ impl<'a> Checker<'a> {
 
 /// Whether a config key of type `t` may be a string (what upstream requires of a config key).
 /// A comprehension's key type: every member of a union is a string (or None).
-/// The key `a.b.c` of a config entry, from its names.
-fn key_of_path(path: &[(Symbol, Span)]) -> Option<Expr> {
-    let (first, rest) = path.split_first()?;
-    let mut key = Expr {
-        kind: ExprKind::Ident(first.0),
-        span: first.1,
-    };
-    for &(sym, span) in rest {
-        key = Expr {
-            span: key.span.to(span),
-            kind: ExprKind::Selector(Box::new(ast::SelectorExpr {
-                value: key,
-                attr: ast::Name { sym, span },
-                optional: false,
-            })),
-        };
-    }
-    Some(key)
-}
-
 fn is_every_str_key(t: &Ty) -> bool {
     match t {
         Ty::Union(ts) => ts.iter().all(|t| matches!(t, Ty::None) || is_str_key(t)),

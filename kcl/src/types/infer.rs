@@ -460,8 +460,25 @@ impl<'a> Checker<'a> {
     /// `Name(args) {config}`: a schema instantiation.
     fn infer_schema_expr(&mut self, env: &Env, e: &Expr, se: &ast::SchemaExpr) -> Ty {
         let head = se.name.names[0];
+        let before = self.errors.len();
         self.check_defined(env, head.sym, head.span);
         let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
+        // a name whose type is known and takes no config: upstream's compile error (the
+        // config is still checked)
+        if id.is_none() && self.errors.len() == before {
+            let path: Vec<(Symbol, Span)> = se.name.names.iter().map(|n| (n.sym, n.span)).collect();
+            if let Some(name) = path_expr(&path) {
+                let t = self.infer(env, &name);
+                self.errors.truncate(before);
+                if !matches!(
+                    t,
+                    Ty::Any | Ty::None | Ty::Schema(_) | Ty::SchemaType(_) | Ty::Dict(..)
+                ) {
+                    let msg = format!("Invalid schema type '{}'", self.ty_str(&t));
+                    self.err(ErrKind::Compile, msg, se.name.span.shrink_to_lo());
+                }
+            }
+        }
         // `S {}` of a schema with required parameters: upstream's resolver checks the missing
         // arguments as a call's
         let no_args = ast::CallArgs::default();

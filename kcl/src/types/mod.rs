@@ -520,6 +520,26 @@ fn key_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
     }
 }
 
+/// The expression `a.b.c` (a config entry's key, a schema expression's name) from its names.
+fn path_expr(path: &[(Symbol, Span)]) -> Option<Expr> {
+    let (first, rest) = path.split_first()?;
+    let mut key = Expr {
+        kind: ExprKind::Ident(first.0),
+        span: first.1,
+    };
+    for &(sym, span) in rest {
+        key = Expr {
+            span: key.span.to(span),
+            kind: ExprKind::Selector(Box::new(ast::SelectorExpr {
+                value: key,
+                attr: ast::Name { sym, span },
+                optional: false,
+            })),
+        };
+    }
+    Some(key)
+}
+
 /// Names assigned anywhere in a block (lambda bodies make them locals).
 fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
     for s in body {

@@ -255,15 +255,27 @@ impl Evaluator {
             {
                 return Ok(v);
             }
-            // `dict {..}`-like forms on a non-schema: union
+            // `dict {..}`-like forms on a non-schema: upstream unions the config into the
+            // value (None takes it as it is)
             if ty_val.is_config() {
                 return value::union(ty_val, &cfg, false).map_err(|e| self.rt(e, span));
             }
-            return Err(EvalError::new(
-                ErrKind::Type,
-                format!("'{}' is not a schema", ty_val.type_name()),
-                Some(span),
-            ));
+            if ty_val.is_none_or_undefined() {
+                return Ok(cfg);
+            }
+            let msg = if matches!(ty_val, Value::List(_)) {
+                format!(
+                    "union failure, expect \"list\", got \"{}\"",
+                    cfg.type_name()
+                )
+            } else {
+                format!(
+                    "unsupported operand type(s) for |: '\"{}\"' and '\"{}\"'",
+                    ty_val.type_name(),
+                    cfg.type_name()
+                )
+            };
+            return Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)));
         };
         let cfg_dict = match cfg {
             Value::Dict(d) => Rc::unwrap_or_clone(d),
