@@ -12,6 +12,9 @@ impl Evaluator {
                 Ok(Some(v))
             }
             StmtKind::Assign(a) => {
+                for t in &a.targets {
+                    self.declare_lambda_local(ctx, t);
+                }
                 let mut v = self.eval(ctx, &a.value)?;
                 if let Some(ty) = &a.ty {
                     v = self.convert_type(ctx, v, ty, a.value.span)?;
@@ -23,6 +26,7 @@ impl Evaluator {
                 Ok(ctx.in_lambda.then_some(v))
             }
             StmtKind::AugAssign(a) => {
+                self.declare_lambda_local(ctx, &a.target);
                 let cur = self.read_target(ctx, &a.target)?;
                 let rhs = self.eval(ctx, &a.value)?;
                 let v = self.binop(a.op.bin_op(), &cur, &rhs, s.span)?;
@@ -204,6 +208,27 @@ impl Evaluator {
             return Ok(fr.attrs.borrow().get(name.as_str()).cloned());
         }
         Ok(ctx.pkg.globals.borrow().get(&name).cloned())
+    }
+
+    /// In a lambda, `name = v` or `name op= v` where no scope holds `name` and the package's
+    /// global `name` is not set yet (its statement comes later): upstream's evaluator makes
+    /// `name` a local, Undefined, before it reads the value.
+    fn declare_lambda_local(&self, ctx: &Ctx, t: &ast::Target) {
+        if !ctx.in_lambda || ctx.schema.is_some() || !t.path.is_empty() {
+            return;
+        }
+        let Some(l) = &ctx.locals else {
+            return;
+        };
+        let name = t.name.sym;
+        if l.lookup_binding(name).is_some()
+            || !ctx.pkg.setters.contains_key(&name)
+            || ctx.pkg.globals.borrow().contains_key(&name)
+            || ctx.pkg.lazy.borrow().cache.contains_key(&name)
+        {
+            return;
+        }
+        l.vars.borrow_mut().insert(name, Value::Undefined);
     }
 
     fn read_target(&self, ctx: &Ctx, t: &'static ast::Target) -> EvalResult<Value> {

@@ -349,7 +349,24 @@ impl<'a> Parser<'a> {
         let mut parts: [Option<Expr>; 3] = [None, None, None];
         let mut colons = 0;
         let mut extra_seen = false;
+        let mut line_break_seen = false;
         loop {
+            // upstream reads a subscript's brackets on one line: a line break in them is where
+            // an operand (or, after one, the closing bracket) was wanted
+            if self.tk().nl && !line_break_seen && !self.at_eof() {
+                line_break_seen = true;
+                let span = self.line_end_span();
+                if parts[colons].is_none() && !self.at(Tok::Colon) {
+                    self.error(
+                        span,
+                        "expected one of [\"identifier\", \"literal\", \"(\", \"[\", \"{\"] got newline",
+                    );
+                } else if colons == 0 {
+                    self.error(span, "a list should have only one expr");
+                } else {
+                    self.error(span, "expected one of [\"]\"] got newline");
+                }
+            }
             if self.at(Tok::Colon) {
                 self.bump();
                 colons += 1;

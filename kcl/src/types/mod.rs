@@ -649,18 +649,24 @@ fn collect_keys(entries: &[ast::ConfigEntry], out: &mut Vec<(Symbol, u32, Option
 /// Names a block defines at its level (assignments, declarations, schemas, rules, aliases;
 /// through `if` bodies); an augmented assignment defines nothing.
 fn collect_defined(body: &[Stmt], out: &mut Vec<Symbol>) {
+    collect_defined_in(body, out, false);
+}
+
+/// (`nested`: in an `if` body, where upstream's resolver defines no schemas, rules or type
+/// aliases)
+fn collect_defined_in(body: &[Stmt], out: &mut Vec<Symbol>, nested: bool) {
     for s in body {
         match &s.kind {
             // `x += v` does not define `x` (upstream: "name 'x' is not defined")
             StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
             StmtKind::Unification(u) => out.push(u.target.sym),
             StmtKind::SchemaAttr(a) => out.push(a.name.sym),
-            StmtKind::Schema(st) => out.push(st.name.sym),
-            StmtKind::Rule(r) => out.push(r.name.sym),
-            StmtKind::TypeAlias(t) => out.push(t.name.sym),
+            StmtKind::Schema(st) if !nested => out.push(st.name.sym),
+            StmtKind::Rule(r) if !nested => out.push(r.name.sym),
+            StmtKind::TypeAlias(t) if !nested => out.push(t.name.sym),
             StmtKind::If(i) => {
-                collect_defined(&i.body, out);
-                collect_defined(&i.orelse, out);
+                collect_defined_in(&i.body, out, true);
+                collect_defined_in(&i.orelse, out, true);
             }
             _ => {}
         }

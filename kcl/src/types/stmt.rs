@@ -473,6 +473,24 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+            // a schema or rule defined in a block (an `if` body, a lambda): upstream's resolver
+            // registers only a module's own definitions, and finds no type under the name
+            StmtKind::Schema(st)
+                if !self.pkgs[env.pkg]
+                    .schemas
+                    .get(&st.name.sym)
+                    .is_some_and(|id| std::ptr::eq(self.schemas[id.0].stmt, &**st)) =>
+            {
+                self.undefined_definition(st.name, "schema");
+            }
+            StmtKind::Rule(r)
+                if !self.pkgs[env.pkg]
+                    .rules
+                    .get(&r.name.sym)
+                    .is_some_and(|(def, _)| std::ptr::eq(*def, &**r)) =>
+            {
+                self.undefined_definition(r.name, "rule");
+            }
             StmtKind::Schema(st) => {
                 self.decorator_args(env, &st.decorators);
                 // (a mixin's name was checked as the schema type was built)
@@ -644,6 +662,19 @@ impl<'a> Checker<'a> {
         } else {
             self.check_whole(env, v, ty, name, Some(name));
         }
+    }
+
+    /// Upstream's errors for a schema or rule defined where its resolver does not register it.
+    fn undefined_definition(&mut self, name: ast::Name, what: &str) {
+        // (a lambda's body is walked twice by upstream's resolver: the name is taken then)
+        if self.lambda_depth > 0 {
+            let msg = format!("Unique key error name '{}'", name.sym);
+            self.err(ErrKind::UniqueKey, msg, name.span.shrink_to_lo());
+        }
+        let msg = format!("name '{}' is not defined", name.sym);
+        self.err(ErrKind::Compile, msg, name.span.shrink_to_lo());
+        let msg = format!("expected {what} type, got any");
+        self.err(ErrKind::Type, msg, name.span.shrink_to_lo());
     }
 
     fn nested_schema_attr(&mut self, env: &Env, id: SchemaId, a: &ast::SchemaAttr) {
