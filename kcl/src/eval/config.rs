@@ -154,7 +154,13 @@ impl Evaluator {
                     let v = self.eval(ctx, x)?;
                     match v.as_dict() {
                         Some(src) => {
+                            // (keys the checker did not see, when the value's type was not
+                            // known to it: a schema refuses an unknown one at run time)
+                            let literal = matches!(x.kind, ExprKind::Config(_));
                             for (k, val) in &src.map {
+                                if !literal {
+                                    self.dynamic_keys.borrow_mut().insert(k.clone());
+                                }
                                 let (op, idx) = src.op_of(k);
                                 value::ops_merge_entry(d, k, val, op, idx, true)
                                     .map_err(|x| self.rt(x, en.span()))?;

@@ -211,6 +211,19 @@ impl<'a> Parser<'a> {
                     );
                 }
                 s.index_signature = Some(sig);
+            } else if self.at(Tok::LBracket) {
+                // a list expression as a statement: upstream's schema body assigns to none
+                // (`[a] = 1` stops before the `=`, which starts no statement)
+                let e = self.parse_expr();
+                let span = e.span;
+                s.body.push(Stmt {
+                    kind: StmtKind::Expr(e),
+                    span,
+                });
+                if self.at(Tok::Assign) && !self.at_line_break() {
+                    self.expected(super::expr::OPERAND_START);
+                    self.recover_to_line_end();
+                }
             } else if is_operator_start(self.tok()) {
                 // upstream reads a schema body's statement (not one of its `if` blocks) as an
                 // expression: a sign starts one (`- 1`), other operators are no expression

@@ -548,7 +548,7 @@ impl<'a> Checker<'a> {
                             // a key the schema's index signature takes: its value type
                             None if open => {
                                 let sig = match cur.as_slice() {
-                                    [id] if i + 1 == path.len() => {
+                                    [id] => {
                                         let info = &self.schemas[id.0];
                                         info.stmt
                                             .index_signature
@@ -561,8 +561,9 @@ impl<'a> Checker<'a> {
                                     ok = false;
                                     break;
                                 };
-                                found =
-                                    Some((self.resolve_type(pkg, file, &sig.value_ty), sig.span));
+                                let t = self.resolve_type(pkg, file, &sig.value_ty);
+                                (cur, dict_value, mixed_here) = Self::path_step(&t);
+                                found = Some((t, sig.span));
                             }
                             None => {
                                 let mixed = std::mem::replace(&mut self.mixed_union, mixed_here);
@@ -613,6 +614,9 @@ impl<'a> Checker<'a> {
                 }
                 ast::ConfigEntryKind::Unpack { value: v, .. } => {
                     self.infer_unpacked(env, v);
+                    if let [id] = ids {
+                        self.check_unpacked_attrs(env, v, *id);
+                    }
                 }
                 ast::ConfigEntryKind::If(ci) => {
                     // upstream checks config literals in the condition against the schemas

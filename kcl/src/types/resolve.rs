@@ -205,7 +205,9 @@ impl<'a> Checker<'a> {
                 }
                 Some(pid) => {
                     let pm = self.members(pid);
-                    m.open |= pm.open;
+                    // (a base's index signature is not inherited upstream; a base with an
+                    // unknown base of its own leaves the attributes unknown)
+                    m.open |= pm.unresolved;
                     m.unresolved |= pm.unresolved;
                     for k in &pm.order {
                         if let Some(v) = pm.attrs.get(k) {

@@ -255,6 +255,101 @@ impl<'a> Checker<'a> {
     }
 }
 
+impl<'a> Checker<'a> {
+    /// `**v` in a config of schema `id`, where `v` names a package-level variable holding a
+    /// config literal: upstream's dict type keeps the literal's keys, so each must be one of
+    /// the schema's attributes and fit its type (reported at `v`, noted at the key).
+    pub(super) fn check_unpacked_attrs(&mut self, env: &Env, v: &Expr, id: SchemaId) {
+        let Some(entries) = self.variable_config(env, v) else {
+            return;
+        };
+        let mut attrs = Vec::new();
+        if !self.unpacked_config_attrs(env, entries, &mut attrs, 0) {
+            return;
+        }
+        let members = self.members(id);
+        for (name, at, vals) in attrs {
+            match members.attrs.get(&name).cloned() {
+                Some((want, def)) => {
+                    let ts = vals
+                        .iter()
+                        .map(|x| self.quiet_type(env, x).variable_type())
+                        .collect();
+                    self.fits(&Ty::union(ts), &want, v.span, Some(def));
+                }
+                None if members.open => {}
+                None => {
+                    let msg = self.cannot_add(&[id], &name);
+                    let e = EvalError::new(ErrKind::Compile, msg, Some(v.span.shrink_to_lo()))
+                        .with_note(at.shrink_to_lo(), "config attribute is defined here");
+                    self.errors.push(e);
+                }
+            }
+        }
+    }
+
+    /// The names a config literal sets (see `config_attrs`), with those of the literals it
+    /// unpacks (`**name` of a variable holding one, `**{...}`), as upstream's dict type of it
+    /// keeps them; false when some key is of another kind.
+    fn unpacked_config_attrs(
+        &mut self,
+        env: &Env,
+        entries: &'a [ast::ConfigEntry],
+        out: &mut Vec<(Symbol, Span, Vec<EntryValue<'a>>)>,
+        depth: u32,
+    ) -> bool {
+        for en in entries {
+            match &en.kind {
+                ast::ConfigEntryKind::Unpack { value, .. } if depth < 8 => {
+                    let inner = match &strip_paren(value).kind {
+                        ExprKind::Config(inner) => Some(&inner[..]),
+                        _ => self.variable_config(env, value),
+                    };
+                    match inner {
+                        Some(inner) if self.unpacked_config_attrs(env, inner, out, depth + 1) => {}
+                        _ => return false,
+                    }
+                }
+                _ => match config_attrs(std::slice::from_ref(en)) {
+                    Some(attrs) => {
+                        for (name, at, vals) in attrs {
+                            match out.iter_mut().find(|(n, ..)| *n == name) {
+                                Some((_, _, vs)) => vs.extend(vals),
+                                None => out.push((name, at, vals)),
+                            }
+                        }
+                    }
+                    None => return false,
+                },
+            }
+        }
+        true
+    }
+
+    /// The config literal a package-level name holds (through names holding names), when the
+    /// checker types the name by that value.
+    fn variable_config(&mut self, env: &Env, v: &Expr) -> Option<&'a [ast::ConfigEntry]> {
+        let mut cur = strip_paren(v);
+        for _ in 0..8 {
+            let ExprKind::Ident(s) = cur.kind else {
+                return None;
+            };
+            if env.locals.iter().any(|(n, _)| *n == s)
+                || !matches!(self.lookup(env, s), Ty::Dict(..))
+            {
+                return None;
+            }
+            let (e, _) = *self.pkgs[env.pkg].inferred.get(&s)?;
+            match &strip_paren(e).kind {
+                ExprKind::Config(entries) => return Some(entries),
+                ExprKind::Ident(_) => cur = strip_paren(e),
+                _ => return None,
+            }
+        }
+        None
+    }
+}
+
 /// The names a config literal's entries set, each with its first key's place and its values
 /// (`None` when an entry has a key of another kind, an unpacking or a conditional).
 fn config_attrs(entries: &[ast::ConfigEntry]) -> Option<Vec<(Symbol, Span, Vec<EntryValue<'_>>)>> {

@@ -79,7 +79,11 @@ impl Evaluator {
         }
         chain.reverse();
         let mut parts: Vec<Rc<SchemaType>> = Vec::new();
-        for t in &chain {
+        let mut own_part = 0;
+        for (ci, t) in chain.iter().enumerate() {
+            if ci + 1 == chain.len() {
+                own_part = parts.len();
+            }
             parts.push(t.clone());
             for m in self.mixins_of(t)? {
                 parts.push(m);
@@ -259,6 +263,9 @@ impl Evaluator {
                 _ => None,
             })
             .collect();
+        // an index signature is the schema's own: upstream's instance of a subschema takes no
+        // key its base's signature would (the checks above still ran for each part)
+        let index_sig = index_sig.filter(|(_, pi)| *pi == own_part);
         let declared_syms = declared.keys().map(|k| Symbol::intern(k)).collect();
         let l = Rc::new(Layout {
             parts,

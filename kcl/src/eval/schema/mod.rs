@@ -557,7 +557,8 @@ impl Evaluator {
                 };
                 let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
                 let merge_default = frame.config.op_of(&k).0 == ConfigOp::Union;
-                if let (Some(def), true) = (&is.value, merge_default || v.is_none_or_undefined()) {
+                // (a key set with `=`, to None or Undefined too, keeps its value, as upstream)
+                if let (Some(def), true) = (&is.value, merge_default) {
                     // the signature's default is merged under the given value
                     let sc = Scope::new(cx.locals.clone());
                     if let Some(kn) = &is.key_name {
