@@ -255,7 +255,7 @@ catch(func: () -> any) -> str | Runs func and returns the message of the error i
     (
         "collection",
         "\
-union_all(data: [{:}]) -> {:} | The union of a list of dicts.
+union_all(num: [any]) -> any | Declared, but upstream's runtime has no such function: every call fails.
 ",
     ),
 ];
