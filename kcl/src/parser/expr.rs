@@ -158,7 +158,18 @@ impl<'a> Parser<'a> {
             }
             if self.at(Tok::As) && min_prec == 0 {
                 self.bump();
-                let ty = self.parse_type();
+                // `any` starts a quantifier to upstream's parser (`any x in xs {...}`), whose
+                // variable name must follow
+                let ty = if self.ident_is(0, "any") {
+                    let t = self.bump();
+                    self.expected(&["identifier"]);
+                    Type {
+                        kind: crate::ast::TypeKind::Any,
+                        span: self.tspan(t),
+                    }
+                } else {
+                    self.parse_type()
+                };
                 let span = left.span.to(ty.span);
                 left = Expr {
                     kind: ExprKind::As {

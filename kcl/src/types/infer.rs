@@ -172,17 +172,30 @@ impl<'a> Checker<'a> {
             ExprKind::Lambda(l) => self.infer_lambda(env, l),
             ExprKind::As { value, ty } => {
                 let got = self.infer(env, value);
+                // upstream reads the right operand as an expression: a name, nothing else
+                if !matches!(
+                    ty.kind,
+                    ast::TypeKind::Named(_) | ast::TypeKind::Basic(_) | ast::TypeKind::Any
+                ) {
+                    let msg = "keyword 'as' right operand must be a type".to_string();
+                    self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
+                    return got;
+                }
                 self.check_as_type_names(env, ty);
                 let t = self.resolve_type(env.pkg, env.file, ty);
                 let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
-                if !got.is_any()
-                    && !t.is_any()
-                    && !assignable(&got, &t, &sub)
-                    && !assignable(&t, &got, &sub)
-                {
+                // the target must be the value's (widened) type or a subtype of it: `1 as
+                // int`, `1.0 as int` and a base as its subschema pass; `1 as float`, a
+                // subschema as its base and a dict as a schema do not
+                if !got.is_any() && !t.is_any() && !sup_subsume(&t, &got.variable_type(), &sub) {
+                    // (a union is named by upstream's `sup` of it: `int | float` is `float`)
+                    let shown = match &got {
+                        Ty::Union(ts) => sup(ts.to_vec(), &sub),
+                        t => t.clone(),
+                    };
                     let msg = format!(
                         "Conversion of type '{}' to type '{}' may be a mistake because neither type sufficiently overlaps with the other",
-                        self.ty_str(&got),
+                        self.ty_str(&shown),
                         self.ty_str(&t)
                     );
                     self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
