@@ -474,7 +474,10 @@ fn b_any(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
     ))
 }
 fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let s = str_arg(args, kw, 0, "c", "ord")?;
+    // upstream's runtime gives Undefined for anything but a string
+    let Value::Str(s) = req(args, kw, 0, "c", "ord")? else {
+        return Ok(Value::Undefined);
+    };
     let mut it = s.chars();
     match (it.next(), it.next()) {
         (Some(c), None) => Ok(Value::Int(c as i64)),

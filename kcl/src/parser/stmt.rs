@@ -750,6 +750,13 @@ impl<'a> Parser<'a> {
             e = super::expr::selector(e, attr, false);
         }
         if !self.at(Tok::LParen) {
+            // the schema expression ends the statement (`x: S {}()` calls nothing)
+            if self.at(Tok::LBrace)
+                && !self.at_line_break()
+                && let Some(name) = super::expr::expr_to_identifier(&e)
+            {
+                return self.parse_schema_expr(name, None);
+            }
             return self.parse_postfix_from(e);
         }
         let args = self.parse_call_args();
@@ -769,12 +776,24 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether a blank or comment-only line lies between the previous token and the current.
+    fn lines_skipped_before_current(&self) -> bool {
+        let (p, t) = (self.prev(), self.tk());
+        let between = self
+            .src
+            .get((p.hi - self.base) as usize..(t.lo - self.base) as usize)
+            .unwrap_or("");
+        between.matches('\n').count() > 1
+    }
+
     /// Upstream's unification after `name: f(args)` with no `{`: the next token, or the line
     /// break, stands for the `{`; entries follow (on that line only, unless a line break
     /// follows the stand-in), then a `}` that cannot be there.
     fn unbraced_config_after_call(&mut self, call: Expr) -> Expr {
         let multi_line = if self.at_line_break() || self.at_eof() {
-            false
+            // a blank or comment line before the entries is one more line break, read inside
+            // the stand-in braces: the entries then run on to the end
+            !self.at_eof() && self.lines_skipped_before_current()
         } else {
             self.bump();
             self.at_line_break()

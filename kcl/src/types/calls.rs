@@ -611,6 +611,13 @@ impl Checker<'_> {
             if let ExprKind::Config(entries) = &recv.kind {
                 return values_are_instances(entries);
             }
+            if let ExprKind::DictComp(c) = &recv.kind {
+                return matches!(strip_paren(&c.value).kind, ExprKind::Schema(_));
+            }
+            // a package-level name holding such a literal
+            if let Some(entries) = self.variable_config(env, recv) {
+                return values_are_instances(entries);
+            }
         }
         let ExprKind::Ident(s) = &strip_paren(e).kind else {
             return false;

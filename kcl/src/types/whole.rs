@@ -328,7 +328,11 @@ impl<'a> Checker<'a> {
 
     /// The config literal a package-level name holds (through names holding names), when the
     /// checker types the name by that value.
-    fn variable_config(&mut self, env: &Env, v: &Expr) -> Option<&'a [ast::ConfigEntry]> {
+    pub(super) fn variable_config(
+        &mut self,
+        env: &Env,
+        v: &Expr,
+    ) -> Option<&'a [ast::ConfigEntry]> {
         let mut cur = strip_paren(v);
         for _ in 0..8 {
             let ExprKind::Ident(s) = cur.kind else {
