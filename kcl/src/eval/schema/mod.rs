@@ -379,19 +379,31 @@ impl Evaluator {
         };
         let origin = self.origin_of(&config, args, kwargs);
         let config = Rc::new(config);
-        // parameters bind in a scope visible to every body
-        let params_scope = Scope::new(None);
-        if let Some(ps) = ty.stmt.and_then(|s| s.params.as_ref()) {
-            for (i, p) in ps.iter().enumerate() {
-                let v = self.param_value(ty, p, i, args, kwargs)?;
-                let v = match &p.ty {
-                    Some(t) if !v.is_none_or_undefined() => {
-                        self.convert_type(&ty.def_ctx, v, t, span)?
-                    }
-                    _ => v,
-                };
-                params_scope.vars.borrow_mut().insert(p.name.sym, v);
+        // each schema of the chain binds its own parameters from the same arguments (by
+        // position and by name, as upstream calls every base with the call's arguments); a
+        // mixin's body sees the parameters of the schema it is mixed into
+        let mut part_scopes: Vec<Rc<Scope>> = Vec::with_capacity(layout.parts.len());
+        for t in &layout.parts {
+            if t.stmt.is_some_and(|s| s.is_mixin())
+                && let Some(host) = part_scopes.last()
+            {
+                part_scopes.push(host.clone());
+                continue;
             }
+            let sc = Scope::new(None);
+            if let Some(ps) = t.stmt.and_then(|s| s.params.as_ref()) {
+                for (i, p) in ps.iter().enumerate() {
+                    let v = self.param_value(t, p, i, args, kwargs)?;
+                    let v = match &p.ty {
+                        Some(pt) if !v.is_none_or_undefined() => {
+                            self.convert_type(&t.def_ctx, v, pt, span)?
+                        }
+                        _ => v,
+                    };
+                    sc.vars.borrow_mut().insert(p.name.sym, v);
+                }
+            }
+            part_scopes.push(sc);
         }
         for t in &layout.parts {
             for d in t.stmt.map(|s| s.decorators.as_slice()).unwrap_or_default() {
@@ -417,8 +429,9 @@ impl Evaluator {
         let ctxs: Vec<Ctx> = layout
             .parts
             .iter()
-            .map(|t| Ctx {
-                locals: Some(params_scope.clone()),
+            .zip(&part_scopes)
+            .map(|(t, sc)| Ctx {
+                locals: Some(sc.clone()),
                 in_lambda: false,
                 schema: None,
                 ..t.def_ctx.clone()
