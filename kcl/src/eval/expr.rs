@@ -244,8 +244,12 @@ impl Evaluator {
                 crate::builtins::slice(&v, lo, hi, st).map_err(|x| self.rt(x, e.span))
             }
             ExprKind::Call { func, args } => {
+                // (a call of such a name makes a new instance only once a config was given
+                // to the name (`a {...}`); before that, upstream calls the instance: Undefined)
                 let unified = match &func.kind {
-                    ExprKind::Ident(n) => self.unified_schema(ctx, *n)?,
+                    ExprKind::Ident(n) if self.unified_configured.borrow().contains(n) => {
+                        self.unified_schema(ctx, *n)?
+                    }
                     _ => None,
                 };
                 let f = match unified {
@@ -338,7 +342,13 @@ impl Evaluator {
             ExprKind::Quant(q) => self.quant(ctx, q, e.span, false),
             ExprKind::Schema(s) => {
                 let unified = match s.name.names.as_slice() {
-                    [n] => self.unified_schema(ctx, n.sym)?,
+                    [n] => {
+                        let t = self.unified_schema(ctx, n.sym)?;
+                        if t.is_some() {
+                            self.unified_configured.borrow_mut().insert(n.sym);
+                        }
+                        t
+                    }
                     _ => None,
                 };
                 let ty = match unified {

@@ -368,6 +368,9 @@ pub struct Evaluator {
     /// Config keys written as interpolated strings (`"${k}": v`): upstream's resolver never
     /// sees them, so an unknown one is its run time's 'No attribute named' error.
     pub(crate) dynamic_keys: RefCell<rustc_hash::FxHashSet<Str>>,
+    /// Names declared by unification that a config was given to (`a {...}`): a call of one
+    /// then makes a new instance of its schema (see `unified_schema`).
+    pub(crate) unified_configured: RefCell<rustc_hash::FxHashSet<Symbol>>,
     /// Item count of the comprehension loop that just started, when its result has exactly
     /// that many items (so the list is allocated once, without growth slack).
     pub(crate) comp_len: Cell<usize>,
@@ -431,6 +434,7 @@ impl Evaluator {
             config_depth: Cell::new(0),
             by_call: Cell::new(false),
             dynamic_keys: RefCell::new(Default::default()),
+            unified_configured: RefCell::new(Default::default()),
             origins: Default::default(),
             config_ops: Default::default(),
             track_instances,

@@ -45,15 +45,15 @@ impl<'a> Checker<'a> {
                     return;
                 }
             }
-            (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
-                self.check_dict_literal(env, e, entries, (expected, kt, vt), span, (def, def));
+            (ExprKind::Config(entries), Ty::Dict(_, vt)) => {
+                self.check_dict_literal(env, e, entries, (expected, vt), span, (def, def));
                 return;
             }
             // a config literal where a list is expected: upstream checks its values against
             // the list's item type first, then reports the whole literal
             (ExprKind::Config(entries), Ty::List(et)) => {
                 let before = self.errors.len();
-                self.check_dict_config(env, entries, expected, &Ty::Any, et, def);
+                self.check_dict_config(env, entries, expected, et, def);
                 if self.errors.len() > before {
                     return;
                 }
@@ -87,7 +87,7 @@ impl<'a> Checker<'a> {
                     if let ExprKind::Config(entries) = &strip_paren(it).kind
                         && let Ty::Dict(_, vt) = &**et
                     {
-                        self.check_dict_config(env, entries, et, &Ty::Any, vt, def);
+                        self.check_dict_config(env, entries, et, vt, def);
                     }
                 }
                 let got = self.infer(env, e);
@@ -192,25 +192,23 @@ impl<'a> Checker<'a> {
         self.drop_repeated_errors(before);
     }
 
-    /// A config literal `e` against the dict type `(dict, key, value)`: its entries (their
-    /// notes at `defs.0`); when one does not fit, upstream then checks the literal as a whole
-    /// too, at `span` (its note at `defs.1`).
+    /// A config literal `e` against the dict type `(dict, value)`: its entries' values
+    /// (their notes at `defs.0`), then the literal as a whole (its keys among it) at `span`
+    /// (its note at `defs.1`), as upstream checks it.
     pub(super) fn check_dict_literal(
         &mut self,
         env: &Env,
         e: &Expr,
         entries: &[ast::ConfigEntry],
-        (dict, kt, vt): (&Ty, &Ty, &Ty),
+        (dict, vt): (&Ty, &Ty),
         span: Span,
         defs: (Option<Span>, Option<Span>),
     ) {
         let before = self.errors.len();
-        self.check_dict_config(env, entries, dict, kt, vt, defs.0);
-        if self.errors.len() > before {
-            let got = self.infer(env, e);
-            self.fits(&got, dict, span, defs.1);
-            self.drop_repeated_errors(before);
-        }
+        self.check_dict_config(env, entries, dict, vt, defs.0);
+        let got = self.infer(env, e);
+        self.fits(&got, dict, span, defs.1);
+        self.drop_repeated_errors(before);
     }
 
     fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty, def: Option<Span>) {
@@ -221,10 +219,8 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, entries, &schemas);
                     self.mixed_union = false;
                 }
-                (None, Ty::List(et)) => {
-                    self.check_dict_config(env, entries, want, &Ty::Any, et, def)
-                }
-                (None, Ty::Dict(kt, vt)) => self.check_dict_config(env, entries, want, kt, vt, def),
+                (None, Ty::List(et)) => self.check_dict_config(env, entries, want, et, def),
+                (None, Ty::Dict(_, vt)) => self.check_dict_config(env, entries, want, vt, def),
                 _ => {}
             },
             // a list literal among the operands, where a list is expected: its items against
@@ -337,7 +333,6 @@ impl<'a> Checker<'a> {
         env: &Env,
         entries: &[ast::ConfigEntry],
         dict_ty: &Ty,
-        kt: &Ty,
         vt: &Ty,
         def: Option<Span>,
     ) {
@@ -345,44 +340,26 @@ impl<'a> Checker<'a> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
-                    let kty = match &key.kind {
-                        ExprKind::Ident(s) => Some(Ty::StrLit(std::sync::Arc::from(s.as_str()))),
-                        ExprKind::Str(s) => Some(Ty::StrLit(s.clone())),
-                        ExprKind::Selector(_) => None,
-                        _ => {
-                            let t = self.infer_config_key(env, key);
-                            if !is_str_key(&t) {
-                                // upstream walks the value first, a config literal against
-                                // the dict's value type (its own entries' errors come before
-                                // this key's), then reports the key
-                                if matches!(strip_paren(value).kind, ExprKind::Config(_)) {
-                                    self.check_value(env, value, vt, key.span, def);
-                                } else {
-                                    self.infer(env, value);
-                                }
-                                self.check_str_key(&t, key.span, false);
-                                continue;
+                    // (a key of the wrong type is found by the check of the whole literal:
+                    // upstream reads each entry's value against the dict's value type only)
+                    if !matches!(
+                        key.kind,
+                        ExprKind::Ident(_) | ExprKind::Str(_) | ExprKind::Selector(_)
+                    ) {
+                        let t = self.infer_config_key(env, key);
+                        if !is_str_key(&t) {
+                            // upstream walks the value first (its own entries' errors come
+                            // before this key's), then reports the key; a key that is no name
+                            // does not step into the dict's value type, so a config literal's
+                            // entries are read against the dict itself
+                            if let ExprKind::Config(inner) = &strip_paren(value).kind {
+                                self.check_dict_config(env, inner, dict_ty, vt, def);
+                            } else {
+                                self.infer(env, value);
                             }
-                            Some(t)
+                            self.check_str_key(&t, key.span, false);
+                            continue;
                         }
-                    };
-                    if let Some(kty) = kty
-                        && !assignable(&kty, kt, &|a, b| self.is_sub_schema(a, b))
-                    {
-                        let (es, gs) = (self.ty_str(dict_ty), self.ty_str(&kty));
-                        let mut err = EvalError::new(
-                            ErrKind::Type,
-                            format!("expected {es}, got {gs}"),
-                            Some(key.span.shrink_to_lo()),
-                        );
-                        if let Some(d) = def {
-                            err = err.with_note(
-                                d.shrink_to_lo(),
-                                format!("variable is defined here, its type is {es}, but got {gs}"),
-                            );
-                        }
-                        self.errors.push(err);
-                        continue;
                     }
                     if matches!(key.kind, ExprKind::Selector(_)) {
                         match key_path(key) {
@@ -404,7 +381,7 @@ impl<'a> Checker<'a> {
                 // an unpacked config literal's entries are the dict's entries
                 ast::ConfigEntryKind::Unpack { value: v, .. } => match &strip_paren(v).kind {
                     ExprKind::Config(inner) => {
-                        self.check_dict_config(env, inner, dict_ty, kt, vt, def);
+                        self.check_dict_config(env, inner, dict_ty, vt, def);
                     }
                     _ => {
                         self.infer(env, v);
@@ -414,8 +391,8 @@ impl<'a> Checker<'a> {
                     // upstream checks config literals in the condition against this dict too
                     self.check_operand_configs(env, &ci.cond, dict_ty, def);
                     self.infer(env, &ci.cond);
-                    self.check_dict_config(env, &ci.body, dict_ty, kt, vt, def);
-                    self.check_dict_config(env, &ci.orelse, dict_ty, kt, vt, def);
+                    self.check_dict_config(env, &ci.body, dict_ty, vt, def);
+                    self.check_dict_config(env, &ci.orelse, dict_ty, vt, def);
                 }
             }
         }
