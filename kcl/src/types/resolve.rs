@@ -500,7 +500,13 @@ impl<'a> Checker<'a> {
     /// `module.member` in a type: upstream's resolver wants the member to exist (a schema,
     /// alias or variable of a package; `units.NumberMultiplier` or a function of a system
     /// module).
-    fn check_module_member(&mut self, file: FileId, m: Symbol, member: Symbol, root: Span) {
+    pub(super) fn check_module_member(
+        &mut self,
+        file: FileId,
+        m: Symbol,
+        member: Symbol,
+        root: Span,
+    ) {
         // a package is named by its path, a system module as imported
         let (found, module) = if let Some(p) = self.pkg_of_import(file, m) {
             let p = &self.pkgs[p];
