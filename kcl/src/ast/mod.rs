@@ -341,9 +341,9 @@ impl SchemaStmt {
     pub fn is_mixin(&self) -> bool {
         self.kind == SchemaKind::Mixin || self.name.sym.as_str().ends_with("Mixin")
     }
-    /// True for `protocol` definitions.
+    /// True for `protocol` definitions (and, as upstream reads them, schemas named `...Protocol`).
     pub fn is_protocol(&self) -> bool {
-        self.kind == SchemaKind::Protocol
+        self.kind == SchemaKind::Protocol || self.name.sym.as_str().ends_with("Protocol")
     }
 }
 

@@ -327,7 +327,20 @@ impl<'a> Parser<'a> {
                     }
                 };
                 self.bump();
-                let value = self.parse_expr();
+                // at the end of the file upstream finds the last line's newline where the
+                // value should start
+                let value = if self.at_eof() {
+                    let span = self.line_end_span();
+                    let want = super::expr::OPERAND_START
+                        .iter()
+                        .map(|s| format!("\"{s}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    self.error(span, format!("expected one of [{want}] got newline"));
+                    Expr::missing(span)
+                } else {
+                    self.parse_expr()
+                };
                 let entry = ConfigEntry {
                     kind: ConfigEntryKind::KeyValue { key, op, value },
                 };

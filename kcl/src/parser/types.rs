@@ -155,7 +155,13 @@ impl<'a> Parser<'a> {
                     if !self.at(Tok::Colon) {
                         k = Some(Box::new(self.parse_type()));
                     }
-                    self.expect(Tok::Colon, ":");
+                    // at the end of the file upstream finds the last line's newline here
+                    if self.at_eof() {
+                        let span = self.line_end_span();
+                        self.error(span, "expected one of [\":\"] got newline");
+                    } else {
+                        self.expect(Tok::Colon, ":");
+                    }
                     if !self.at(Tok::RBrace) {
                         v = Some(Box::new(self.parse_type()));
                     }

@@ -7,8 +7,8 @@ use super::*;
 
 impl<'a> Checker<'a> {
     /// An attribute's type against the schema's index signature (upstream: the attribute's
-    /// name may not be the signature's key name; its type must be the signature's value type
-    /// unless that is `any` or a union, or the signature takes `...`).
+    /// name may not be the signature's key name; its type must be a subtype of the signature's
+    /// value type, unless the signature takes `...`).
     fn check_index_attr(&mut self, env: &Env, is: &ast::IndexSignature, a: &ast::SchemaAttr) {
         // an unknown name in a type is the resolver's error, reported later and first
         if !self.type_names_defined(env, &is.value_ty) {
@@ -24,13 +24,17 @@ impl<'a> Checker<'a> {
             self.err(ErrKind::IndexSignature, msg, is.span);
             return;
         }
-        if !is.any_other
-            && !matches!(
-                is.value_ty.kind,
-                ast::TypeKind::Any | ast::TypeKind::Union(_)
-            )
-            && type_str(&is.value_ty) != type_str(&a.ty)
-        {
+        // the attribute's type must be a subtype of the signature's value type (an int where
+        // a float is, a string literal where a string is, a subschema where its base is)
+        let fits = {
+            let (want, got) = (
+                self.resolve_type(env.pkg, env.file, &is.value_ty),
+                self.resolve_type(env.pkg, env.file, &a.ty),
+            );
+            let sub = |x, y| self.is_sub_schema(x, y);
+            sup_subsume(&got, &want, &sub)
+        };
+        if !is.any_other && !fits {
             let msg = format!(
                 "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
                 type_str(&a.ty),
@@ -67,7 +71,7 @@ impl<'a> Checker<'a> {
             }
         } else if let Some(p) = &st.parent
             && let Some(pid) = self.resolve_schema(env.pkg, env.file, &p.names)
-            && self.schemas[pid.0].stmt.is_mixin()
+            && (self.schemas[pid.0].stmt.is_mixin() || self.schemas[pid.0].stmt.is_protocol())
         {
             let name = p.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
             let msg = format!("invalid schema inherit object type, expect schema, got '{name}'");

@@ -503,7 +503,8 @@ impl<'a> Checker<'a> {
                 // a mixin is no base, and a mixin's name says it is one
                 if let Some(p) = &st.parent
                     && let Some(pid) = self.resolve_schema(env.pkg, env.file, &p.names)
-                    && self.schemas[pid.0].stmt.is_mixin()
+                    && (self.schemas[pid.0].stmt.is_mixin()
+                        || self.schemas[pid.0].stmt.is_protocol())
                 {
                     let name = p.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
                     let msg =

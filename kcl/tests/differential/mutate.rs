@@ -1,7 +1,8 @@
 //! Mutation of existing KCL files (the repository's fixtures, the shared grammar suite): small
 //! edits that keep most of a real program while reaching the error paths and the corners the
 //! generator does not (operators swapped, literals changed, lines dropped, duplicated or
-//! swapped, names misspelt, annotations changed).
+//! swapped, names misspelt, annotations changed or reshaped, values wrapped in a list,
+//! converted with `as`, unpacked or made conditional, augmented assignments added).
 
 use super::gen_::Rng;
 
@@ -15,7 +16,7 @@ pub fn mutate(src: &str, rng: &mut Rng) -> String {
     for _ in 0..1 + rng.below(2) {
         let i = rng.below(lines.len());
         let l = lines[i].clone();
-        match rng.below(9) {
+        match rng.below(13) {
             0 => {
                 // config / assignment operator
                 let swaps = [
@@ -70,6 +71,57 @@ pub fn mutate(src: &str, rng: &mut Rng) -> String {
                 ];
                 let (a, b) = *rng.pick(&swaps);
                 lines[i] = l.replacen(a, b, 1);
+            }
+            9 => {
+                // a value wrapped in a list (a config where a list of them is wanted, ...)
+                if let Some(p) = l.find(" = ")
+                    && !l[p + 3..].trim().is_empty()
+                    && !l.trim_end().ends_with(['{', '[', '('])
+                {
+                    lines[i] = format!("{} = [{}]", &l[..p], l[p + 3..].trim_end());
+                }
+            }
+            10 => {
+                // a declared type widened or reshaped: a list, a dict, a union, optional
+                let swaps = [
+                    (": int", ": [int]"),
+                    (": str", ": {str:str}"),
+                    (": str", ": str | int"),
+                    (": int", ": float"),
+                    (": ", "?: "),
+                    ("?: ", ": "),
+                ];
+                let (a, b) = *rng.pick(&swaps);
+                lines[i] = l.replacen(a, b, 1);
+            }
+            11 => {
+                // a value converted or unpacked
+                if let Some(p) = l.find(" = ")
+                    && !l[p + 3..].trim().is_empty()
+                    && !l.trim_end().ends_with(['{', '[', '('])
+                {
+                    let v = l[p + 3..].trim_end();
+                    let w = match rng.below(3) {
+                        0 => format!("{v} as int"),
+                        1 => format!("{{**{v}}}"),
+                        _ => format!("{v} if True else None"),
+                    };
+                    lines[i] = format!("{} = {w}", &l[..p]);
+                }
+            }
+            12 => {
+                // an augmented assignment of the line's value to its own target
+                if let Some(p) = l.find(" = ")
+                    && !l.trim_start().starts_with('#')
+                    && !l.trim_end().ends_with(['{', '[', '('])
+                {
+                    let ind = &l[..l.len() - l.trim_start().len()];
+                    let target = l[..p].trim();
+                    if !target.is_empty() && !target.contains([':', ' ']) {
+                        let v = l[p + 3..].trim_end();
+                        lines.insert(i + 1, format!("{ind}{target} += {v}"));
+                    }
+                }
             }
             _ => {
                 let swaps = [

@@ -172,8 +172,20 @@ impl Evaluator {
                                 Some(a.name.span),
                             ));
                         }
+                        // (the checker compares the types fully; here only two different
+                        // scalar types, an int where a float is excepted)
                         if !is.any_other
-                            && !matches!(is.value_ty.kind, ast::TypeKind::Any)
+                            && matches!(
+                                (&is.value_ty.kind, &a.ty.kind),
+                                (ast::TypeKind::Basic(_), ast::TypeKind::Basic(_))
+                            )
+                            && !(matches!(
+                                is.value_ty.kind,
+                                ast::TypeKind::Basic(ast::BasicType::Float)
+                            ) && matches!(
+                                a.ty.kind,
+                                ast::TypeKind::Basic(ast::BasicType::Int)
+                            ))
                             && crate::eval::types::type_str(&is.value_ty)
                                 != crate::eval::types::type_str(&a.ty)
                             && !matches!(is.value_ty.kind, ast::TypeKind::Union(_))
