@@ -340,9 +340,9 @@ impl<'a> Parser<'a> {
             });
             // Upstream needs no comma between parameters (`lambda x y {}`).
             let next_name = matches!(self.tok(), Tok::Ident(_)) && !self.at_line_break();
-            // a lambda's parameter list runs to its `->` or `{`: anything else on the line is
-            // where upstream wants the next parameter's name
-            let more = close == Tok::LBrace
+            // a lambda's parameter list runs to its `->` or `{`, a schema's to its `]`:
+            // anything else on the line is where upstream wants the next parameter's name
+            let more = matches!(close, Tok::LBrace | Tok::RBracket)
                 && !self.at(Tok::Arrow)
                 && !self.at(close)
                 && !self.at_eof()

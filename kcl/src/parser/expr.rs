@@ -60,9 +60,34 @@ impl<'a> Parser<'a> {
         e
     }
 
-    /// `or` level (no ternary).
+    /// `or` level (no ternary), and `as` casts, which bind loosest of all binary operators
+    /// (`a == b as T` and `a or b as T` cast the whole).
     pub(crate) fn parse_or_test(&mut self) -> Expr {
-        self.left_chain(Tok::Or, BinOp::Or, Self::parse_and_test)
+        let mut left = self.left_chain(Tok::Or, BinOp::Or, Self::parse_and_test);
+        while self.at(Tok::As) && !self.at_line_break() {
+            self.bump();
+            // `any` starts a quantifier to upstream's parser (`any x in xs {...}`), whose
+            // variable name must follow
+            let ty = if self.ident_is(0, "any") {
+                let t = self.bump();
+                self.expected(&["identifier"]);
+                Type {
+                    kind: crate::ast::TypeKind::Any,
+                    span: self.tspan(t),
+                }
+            } else {
+                self.parse_type()
+            };
+            let span = left.span.to(ty.span);
+            left = Expr {
+                kind: ExprKind::As {
+                    value: Box::new(left),
+                    ty: Box::new(ty),
+                },
+                span,
+            };
+        }
+        left
     }
 
     /// `a op b op c ...` on one logical line, associating to the left; a chain longer than
@@ -147,38 +172,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Binary operators by precedence climbing: `|` < `^` < `&` < shifts < `+ -` < `* / // %`,
-    /// then `as` casts bind loosest of the arithmetic forms (`a + b as T` casts the sum).
+    /// Binary operators by precedence climbing: `|` < `^` < `&` < shifts < `+ -` < `* / // %`
+    /// (`as` casts are read above `or`, see [`Self::parse_or_test`]).
     fn parse_binary(&mut self, min_prec: u8) -> Expr {
         let mut left = self.parse_power();
         let mut n = 0;
         loop {
             if self.at_line_break() {
                 break;
-            }
-            if self.at(Tok::As) && min_prec == 0 {
-                self.bump();
-                // `any` starts a quantifier to upstream's parser (`any x in xs {...}`), whose
-                // variable name must follow
-                let ty = if self.ident_is(0, "any") {
-                    let t = self.bump();
-                    self.expected(&["identifier"]);
-                    Type {
-                        kind: crate::ast::TypeKind::Any,
-                        span: self.tspan(t),
-                    }
-                } else {
-                    self.parse_type()
-                };
-                let span = left.span.to(ty.span);
-                left = Expr {
-                    kind: ExprKind::As {
-                        value: Box::new(left),
-                        ty: Box::new(ty),
-                    },
-                    span,
-                };
-                continue;
             }
             let Some((op, prec)) = binop(self.tok()) else {
                 break;

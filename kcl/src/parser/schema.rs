@@ -263,7 +263,10 @@ impl<'a> Parser<'a> {
         let (save, nerr, nctx) = (self.pos, self.errors.len(), self.ctx.len());
         self.bump();
         self.eat(Tok::Ellipsis);
-        let yes = if matches!(self.tok(), Tok::Ident(_)) && self.nth(1).tok == Tok::Colon {
+        // (`[name?: T]` too: upstream takes the name and wants its `:`)
+        let yes = if matches!(self.tok(), Tok::Ident(_))
+            && matches!(self.nth(1).tok, Tok::Colon | Tok::Question)
+        {
             true
         } else {
             self.parse_type();
@@ -295,6 +298,27 @@ impl<'a> Parser<'a> {
             if self.eat(Tok::Ellipsis) {
                 any_other = true;
             }
+        } else if matches!(self.tok(), Tok::Ident(_)) && self.nth(1).tok == Tok::Question {
+            // `[name?: T]`: the name, then its `:` wanted
+            self.bump();
+            self.expected(&[":"]);
+            self.recover_to_line_end();
+            self.ctx.pop();
+            let span = self.since(lo);
+            return IndexSignature {
+                key_name,
+                key_ty: Type {
+                    kind: crate::ast::TypeKind::Any,
+                    span,
+                },
+                value_ty: Type {
+                    kind: crate::ast::TypeKind::Any,
+                    span,
+                },
+                value: None,
+                any_other,
+                span,
+            };
         }
         let key_ty = self.parse_type();
         self.ctx.pop();

@@ -251,8 +251,10 @@ impl<'a> Checker<'a> {
                     assigned.insert(n.sym, a.target.span);
                     return;
                 }
+                // (upstream reports none where the value is a schema expression)
                 if a.target.path.is_empty()
                     && !n.sym.as_str().starts_with('_')
+                    && !matches!(strip_paren(&a.value).kind, ExprKind::Schema(_))
                     && let Some(&first) = assigned.get(&n.sym)
                 {
                     let e = EvalError::new(
