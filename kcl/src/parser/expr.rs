@@ -365,7 +365,8 @@ impl<'a> Parser<'a> {
         loop {
             // upstream reads a subscript's brackets on one line: a line break in them is where
             // an operand (or, after one, the closing bracket) was wanted
-            if self.tk().nl && !line_break_seen && !self.at_eof() {
+            // (the end of the file ends the last line too)
+            if (self.tk().nl || self.at_eof()) && !line_break_seen {
                 line_break_seen = true;
                 let span = self.line_end_span();
                 if parts[colons].is_none() && !self.at(Tok::Colon) {

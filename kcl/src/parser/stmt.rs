@@ -156,7 +156,7 @@ impl<'a> Parser<'a> {
                         return None;
                     }
                 }
-                if self.in_schema_if
+                if (self.in_schema_if || body == Body::Plain)
                     && self.ident_is(0, "mixin")
                     && self.nth(1).tok == Tok::LBracket
                     && !self.nth(1).nl

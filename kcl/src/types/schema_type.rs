@@ -113,10 +113,15 @@ impl<'a> Checker<'a> {
                 is.key_ty.kind,
                 ast::TypeKind::Literal(ast::LiteralType::None | ast::LiteralType::Undefined)
             );
-            if none_key {
-            } else if !self.type_names_defined(env, &is.key_ty) {
+            if !none_key && !self.type_names_defined(env, &is.key_ty) {
                 self.check_type_names(env, &is.key_ty);
-            } else {
+            }
+            // then its value type's names, before the key type is judged (and before any
+            // attribute's type)
+            if self.errors.len() == before {
+                self.check_type_names(env, &is.value_ty);
+            }
+            if self.errors.len() == before && !none_key {
                 let kt = self.resolve_type(env.pkg, env.file, &is.key_ty);
                 fn stringy(t: &Ty) -> bool {
                     match t {
@@ -129,10 +134,6 @@ impl<'a> Checker<'a> {
                     let msg = format!("invalid index signature key type: '{}'", self.ty_str(&kt));
                     self.err(ErrKind::IndexSignature, msg, st.name.span);
                 }
-            }
-            // then its value type, before any attribute's
-            if self.errors.len() == before {
-                self.check_type_names(env, &is.value_ty);
             }
             if self.errors.len() > before {
                 return;

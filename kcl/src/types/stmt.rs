@@ -231,11 +231,10 @@ impl<'a> Checker<'a> {
     /// `x op= v` on a package-level name that is not `_`-prefixed.
     pub(super) fn check_immutable(&mut self, s: &Stmt, assigned: &mut FxHashMap<Symbol, Span>) {
         match &s.kind {
+            // (`a.b = v` declares `a` too)
             StmtKind::Assign(a) => {
                 for t in &a.targets {
-                    if t.path.is_empty() {
-                        assigned.entry(t.name.sym).or_insert(t.span);
-                    }
+                    assigned.entry(t.name.sym).or_insert(t.span);
                 }
             }
             // (statements in `if` bodies are package-level too)
@@ -251,9 +250,9 @@ impl<'a> Checker<'a> {
                     assigned.insert(n.sym, a.target.span);
                     return;
                 }
-                // (upstream reports none where the value is a schema expression)
-                if a.target.path.is_empty()
-                    && !n.sym.as_str().starts_with('_')
+                // (upstream reports none where the value is a schema expression; `a.b += v`
+                // modifies `a`)
+                if !n.sym.as_str().starts_with('_')
                     && !matches!(strip_paren(&a.value).kind, ExprKind::Schema(_))
                     && let Some(&first) = assigned.get(&n.sym)
                 {
