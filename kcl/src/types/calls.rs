@@ -357,8 +357,8 @@ impl<'a> Checker<'a> {
     /// dict parameter is upstream's two checks: its entries, noted at the argument, then the
     /// whole literal, noted at the parameter.
     fn check_arg(&mut self, env: &Env, a: &Expr, t: &Ty, def: Option<Span>) {
-        if let (ExprKind::Config(entries), Ty::Dict(_, vt)) = (&strip_paren(a).kind, t) {
-            self.check_dict_literal(env, a, entries, (t, vt), a.span, (Some(a.span), def));
+        if let (ExprKind::Config(entries), Ty::Dict(kt, vt)) = (&strip_paren(a).kind, t) {
+            self.check_dict_literal(env, a, entries, (t, kt, vt), a.span, (Some(a.span), def));
             return;
         }
         self.check_value(env, a, t, a.span, def);

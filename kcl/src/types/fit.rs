@@ -45,8 +45,8 @@ impl<'a> Checker<'a> {
                     return;
                 }
             }
-            (ExprKind::Config(entries), Ty::Dict(_, vt)) => {
-                self.check_dict_literal(env, e, entries, (expected, vt), span, (def, def));
+            (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
+                self.check_dict_literal(env, e, entries, (expected, kt, vt), span, (def, def));
                 return;
             }
             // a config literal where a list is expected: upstream checks its values against
@@ -192,7 +192,7 @@ impl<'a> Checker<'a> {
         self.drop_repeated_errors(before);
     }
 
-    /// A config literal `e` against the dict type `(dict, value)`: its entries' values
+    /// A config literal `e` against the dict type `(dict, key, value)`: its entries' values
     /// (their notes at `defs.0`), then the literal as a whole (its keys among it) at `span`
     /// (its note at `defs.1`), as upstream checks it.
     pub(super) fn check_dict_literal(
@@ -200,15 +200,25 @@ impl<'a> Checker<'a> {
         env: &Env,
         e: &Expr,
         entries: &[ast::ConfigEntry],
-        (dict, vt): (&Ty, &Ty),
+        (dict, kt, vt): (&Ty, &Ty, &Ty),
         span: Span,
         defs: (Option<Span>, Option<Span>),
     ) {
         let before = self.errors.len();
         self.check_dict_config(env, entries, dict, vt, defs.0);
-        let got = self.infer(env, e);
-        self.fits(&got, dict, span, defs.1);
-        self.drop_repeated_errors(before);
+        // the whole can only fail where an entry did or a key may not fit: a literal of
+        // names and strings under a string key type is not inferred again (a large literal
+        // would be walked twice)
+        let str_keys = entries.iter().all(|en| {
+            matches!(&en.kind, ast::ConfigEntryKind::KeyValue { key, .. }
+                if matches!(key.kind, ExprKind::Ident(_) | ExprKind::Str(_)))
+        });
+        let sub = |a, b| self.is_sub_schema(a, b);
+        if self.errors.len() > before || !str_keys || !assignable(&Ty::Str, kt, &sub) {
+            let got = self.infer(env, e);
+            self.fits(&got, dict, span, defs.1);
+            self.drop_repeated_errors(before);
+        }
     }
 
     fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty, def: Option<Span>) {
