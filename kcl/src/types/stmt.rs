@@ -727,41 +727,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Whether every name a type annotation refers to is defined in the package scope.
-    pub(super) fn type_names_defined(&mut self, env: &Env, t: &ast::Type) -> bool {
-        use ast::TypeKind;
-        match &t.kind {
-            // (a dotted name's first part: an import of the file or a package-level name)
-            TypeKind::Named(id) if id.names.len() > 1 => {
-                let (n, m) = (id.names[0], id.names[1]);
-                if self.imports.contains_key(&(env.file, n.sym)) {
-                    // (an imported module's member must exist: asked without reporting)
-                    let before = self.errors.len();
-                    if id.names.len() == 2 {
-                        self.check_module_member(n.span.file, n.sym, m.sym, t.span);
-                    }
-                    let ok = self.errors.len() == before;
-                    self.errors.truncate(before);
-                    ok
-                } else {
-                    self.name_defined(&env.package_scope(), n.sym)
-                }
-            }
-            TypeKind::Named(id) => {
-                id.names[0].sym.as_str() == "NumberMultiplier"
-                    || self.name_defined(&env.package_scope(), id.names[0].sym)
-            }
-            TypeKind::List(Some(e)) => self.type_names_defined(env, e),
-            TypeKind::Dict(k, v) => [k, v]
-                .into_iter()
-                .flatten()
-                .all(|x| self.type_names_defined(env, x)),
-            TypeKind::Union(ts) => ts.iter().all(|x| self.type_names_defined(env, x)),
-            TypeKind::Literal(ast::LiteralType::None | ast::LiteralType::Undefined) => false,
-            _ => true,
-        }
-    }
-
     pub(super) fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {
         for d in ds {
             // upstream knows `deprecated` and `info` only, whether or not the schema is used
