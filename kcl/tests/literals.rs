@@ -133,3 +133,29 @@ fn multi_label_diagnostic_renders_each_block() {
         "error[E1001]: ImmutableError\n  --> /p/main.k:10:1\n   |\n10 | a = 2\n   | ^ Can not change the value of 'a'\n   |\n --> /p/main.k:1:1\n  |\n1 | a = 1\n  | ^ The variable 'a' is declared here\n  |\nnote: change the variable name to '_a' to make it mutable\n"
     );
 }
+
+/// Upstream lexes an interpolation's format spec before it rejects a spec without `#`: a number
+/// with a suffix no unit has (`.2f`) is reported first, at the number.
+#[test]
+fn interpolation_spec_number_suffix_is_reported_first() {
+    let src = "a = 1.5\nb = \"${a:.2f}\"\n";
+    let errs = parse_source("spec.k", src).unwrap_err();
+    let first = &errs.0[0].labels[0];
+    assert_eq!(first.message, "invalid int binary suffix");
+    assert_eq!(&src[first.span.lo as usize..], "2f}\"\n");
+    assert!(
+        errs.0
+            .iter()
+            .any(|d| d.labels[0].message == "invalid joined string spec without #")
+    );
+    // a valid unit suffix and a `#` spec are no such error
+    let ok = parse_source("spec2.k", "a = 1\nb = \"${a:2Ki}\"\nc = \"${a: #>5}\"\n");
+    let msgs: Vec<String> = ok
+        .err()
+        .map(|e| e.0.iter().map(|d| d.labels[0].message.clone()).collect())
+        .unwrap_or_default();
+    assert!(
+        !msgs.iter().any(|m| m == "invalid int binary suffix"),
+        "{msgs:?}"
+    );
+}

@@ -122,6 +122,12 @@ impl<'a> Parser<'a> {
                         let text = &content[a..b];
                         let trimmed = text.trim_start();
                         if !trimmed.starts_with('#') {
+                            // upstream lexes the spec first: a number with a suffix no unit
+                            // has is its lexer's error
+                            if let Some(at) = bad_number_suffix(text) {
+                                let at = content_base + (a + at) as u32;
+                                self.error(self.span(at, at + 1), "invalid int binary suffix");
+                            }
                             let at = content_base + (a + text.len() - trimmed.len()) as u32;
                             self.error(
                                 self.span(at, at + 1),
@@ -269,4 +275,31 @@ pub(crate) fn parse_number(text: &str) -> Result<ExprKind, String> {
     }
     let suffix = NumberSuffix::parse(suffix).ok_or("invalid int binary suffix")?;
     Ok(ExprKind::NumberUnit { value, suffix })
+}
+
+/// Where in `text` a number is followed by letters that are no unit suffix (`2f` in `.2f`), as
+/// upstream's lexer reads an interpolation's format spec.
+fn bad_number_suffix(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let starts = b[i].is_ascii_digit()
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        let e = i;
+        while i < b.len() && b[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        if i > e && NumberSuffix::parse(&text[e..i]).is_none() {
+            return Some(s);
+        }
+    }
+    None
 }
