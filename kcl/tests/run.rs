@@ -539,3 +539,19 @@ fn option_str_keeps_text() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a: '12e1'\nb: 42\n");
 }
+
+/// Upstream reads the value of an unpacked dict comprehension (`{**{k: {...} for k in ...}}`)
+/// against the dict's value type: a schema's attribute of the wrong type is a static error
+/// there (kept as a test here: a regression case would redraw the differential sample).
+#[test]
+fn unpacked_dict_comprehension_value_checked_against_schema() {
+    let err = run_text(
+        "schema S:\n    a: int = 1\ny: {str:S} = {**{k: {a = \"x\"} for k in [\"x\"]}}\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.contains("TypeError"), "{err}");
+    assert!(err.contains("expected int, got str(x)"), "{err}");
+    let ok = run_ok("schema S:\n    a: int = 1\ny: {str:S} = {**{k: {a = 2} for k in [\"x\"]}}\n");
+    assert!(ok.contains("a: 2"), "{ok}");
+}

@@ -393,6 +393,15 @@ impl<'a> Checker<'a> {
                     ExprKind::Config(inner) => {
                         self.check_dict_config(env, inner, dict_ty, vt, def);
                     }
+                    // an unpacked dict comprehension's value: a config literal read against
+                    // the dict's value type
+                    ExprKind::DictComp(c)
+                        if matches!(strip_paren(&c.value).kind, ExprKind::Config(_)) =>
+                    {
+                        let env2 = self.comp_env(env, &c.clauses);
+                        self.check_operand_configs(&env2, &c.value, vt, def);
+                        self.infer(env, v);
+                    }
                     _ => {
                         self.infer(env, v);
                     }
