@@ -312,12 +312,7 @@ impl<'a> Parser<'a> {
                         self.error(span, "expected one of [\":\", \"=\", \"+=\"] got newline");
                         if !self.eof_newline_taken {
                             self.eof_newline_taken = true;
-                            let want = super::expr::OPERAND_START
-                                .iter()
-                                .map(|s| format!("\"{s}\""))
-                                .collect::<Vec<_>>()
-                                .join(", ");
-                            self.error(span, format!("expected one of [{want}] got eof"));
+                            self.expected_got(span, OPERAND_START, "eof");
                         }
                         return None;
                     }
@@ -330,13 +325,7 @@ impl<'a> Parser<'a> {
                 // at the end of the file upstream finds the last line's newline where the
                 // value should start
                 let value = if self.at_eof() {
-                    let span = self.line_end_span();
-                    let want = super::expr::OPERAND_START
-                        .iter()
-                        .map(|s| format!("\"{s}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    self.error(span, format!("expected one of [{want}] got newline"));
+                    let span = self.expected_at_line_end(OPERAND_START);
                     Expr::missing(span)
                 } else {
                     self.parse_expr()

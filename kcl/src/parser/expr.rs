@@ -368,16 +368,13 @@ impl<'a> Parser<'a> {
             // (the end of the file ends the last line too)
             if (self.tk().nl || self.at_eof()) && !line_break_seen {
                 line_break_seen = true;
-                let span = self.line_end_span();
                 if parts[colons].is_none() && !self.at(Tok::Colon) {
-                    self.error(
-                        span,
-                        "expected one of [\"identifier\", \"literal\", \"(\", \"[\", \"{\"] got newline",
-                    );
+                    self.expected_at_line_end(OPERAND_START);
                 } else if colons == 0 {
+                    let span = self.line_end_span();
                     self.error(span, "a list should have only one expr");
                 } else {
-                    self.error(span, "expected one of [\"]\"] got newline");
+                    self.expected_at_line_end(&["]"]);
                 }
             }
             if self.at(Tok::Colon) {

@@ -416,12 +416,23 @@ impl<'a> Parser<'a> {
     /// Reports `expected one of [..] got X` at the current token.
     fn expected(&mut self, what: &[&str]) {
         let (got, span) = self.describe_current();
+        self.expected_got(span, what, &got);
+    }
+    /// Reports `expected one of [..] got {got}` at `span`.
+    fn expected_got(&mut self, span: Span, what: &[&str], got: &str) {
         let list = what
             .iter()
             .map(|w| format!("\"{w}\""))
             .collect::<Vec<_>>()
             .join(", ");
         self.error(span, format!("expected one of [{list}] got {got}"));
+    }
+    /// Reports `expected one of [..] got newline` where upstream's parser finds the line's
+    /// newline (under its last character, see `line_end_span`); returns that place.
+    fn expected_at_line_end(&mut self, what: &[&str]) -> Span {
+        let span = self.line_end_span();
+        self.expected_got(span, what, "newline");
+        span
     }
     /// The `:` ending a block header (`if c:`, `schema S:`, `check:`): missing at the end of
     /// its line, upstream's parser finds the line's newline, whatever the next line's indent.

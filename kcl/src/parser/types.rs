@@ -157,8 +157,7 @@ impl<'a> Parser<'a> {
                     }
                     // at the end of the file upstream finds the last line's newline here
                     if self.at_eof() {
-                        let span = self.line_end_span();
-                        self.error(span, "expected one of [\":\"] got newline");
+                        self.expected_at_line_end(&[":"]);
                     } else {
                         self.expect(Tok::Colon, ":");
                     }

@@ -74,11 +74,8 @@ pub fn mutate(src: &str, rng: &mut Rng) -> String {
             }
             9 => {
                 // a value wrapped in a list (a config where a list of them is wanted, ...)
-                if let Some(p) = l.find(" = ")
-                    && !l[p + 3..].trim().is_empty()
-                    && !l.trim_end().ends_with(['{', '[', '('])
-                {
-                    lines[i] = format!("{} = [{}]", &l[..p], l[p + 3..].trim_end());
+                if let Some((p, v)) = one_line_value(&l) {
+                    lines[i] = format!("{} = [{v}]", &l[..p]);
                 }
             }
             10 => {
@@ -96,11 +93,7 @@ pub fn mutate(src: &str, rng: &mut Rng) -> String {
             }
             11 => {
                 // a value converted or unpacked
-                if let Some(p) = l.find(" = ")
-                    && !l[p + 3..].trim().is_empty()
-                    && !l.trim_end().ends_with(['{', '[', '('])
-                {
-                    let v = l[p + 3..].trim_end();
+                if let Some((p, v)) = one_line_value(&l) {
                     let w = match rng.below(3) {
                         0 => format!("{v} as int"),
                         1 => format!("{{**{v}}}"),
@@ -137,6 +130,14 @@ pub fn mutate(src: &str, rng: &mut Rng) -> String {
         }
     }
     lines.join("\n") + "\n"
+}
+
+/// Where `l`'s ` = ` is and the value after it, when the value is on that line (not the
+/// opening bracket of a longer one).
+fn one_line_value(l: &str) -> Option<(usize, &str)> {
+    let p = l.find(" = ")?;
+    let v = l[p + 3..].trim_end();
+    (!v.trim().is_empty() && !v.ends_with(['{', '[', '('])).then_some((p, v))
 }
 
 fn find_number(l: &str) -> Option<(usize, usize)> {
