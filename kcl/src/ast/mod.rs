@@ -16,6 +16,7 @@
 
 pub mod span;
 pub mod symbol;
+pub(crate) mod walk;
 
 pub use span::{FileId, Loc, SourceFile, SourceMap, Span, source_map};
 use std::sync::Arc;

@@ -90,13 +90,7 @@ impl Evaluator {
                 only = Some(top.or_else);
             }
         }
-        let target = match &s.kind {
-            StmtKind::Assign(a) => a.targets.first().map(|t| t.name.sym),
-            StmtKind::AugAssign(a) => Some(a.target.name.sym),
-            StmtKind::Unification(u) => Some(u.target.sym),
-            StmtKind::SchemaAttr(a) => Some(a.name.sym),
-            _ => None,
-        };
+        let target = super::stmt::stmt_target(s);
         if let Some(t) = target {
             pkg.targets.borrow_mut().push(t);
         }

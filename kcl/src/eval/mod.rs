@@ -141,11 +141,11 @@ pub(crate) const RUNNING: u8 = 1;
 pub(crate) const DONE: u8 = 2;
 
 /// A setter run: for one inside an `if` statement, the statement's and the stop's addresses.
-struct Stop {
-    if_stmt: usize,
-    or_else: bool,
-    stop: usize,
-    reached: bool,
+pub(super) struct Stop {
+    pub(super) if_stmt: usize,
+    pub(super) or_else: bool,
+    pub(super) stop: usize,
+    pub(super) reached: bool,
 }
 
 /// Upstream's lazy scope of a package's globals. Every statement runs in order; a global read
@@ -762,7 +762,7 @@ fn public_assignments(s: &Stmt, out: &mut Vec<(ast::Name, Span)>) {
 
 /// The globals a package-level statement assigns, as upstream's lazy scope lists them: each
 /// assignment inside an `if` (however nested) is a setter of its own that stops after it.
-fn stmt_setters(
+pub(super) fn stmt_setters(
     s: &'static Stmt,
     branch: Option<bool>,
     out: &mut Vec<(Symbol, Option<(&'static Stmt, bool)>)>,

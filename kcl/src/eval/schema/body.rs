@@ -14,16 +14,7 @@ impl Evaluator {
             schema: Some(fr.clone()),
             ..fr.ctxs[pi].clone()
         };
-        let level = fr.layout.part_level[pi];
-        let outer = fr.level.replace(level);
-        if fr.has_insert
-            && let StmtKind::SchemaAttr(a) = &st.kind
-            && a.value.is_none()
-        {
-            self.reapply_insert(fr, a.name.sym, level, st.span)?;
-        }
         let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
-        fr.level.set(outer);
         fr.state.borrow_mut()[i] = DONE;
         r?;
         // upstream converts an attribute's value to its type where the attribute is declared
@@ -63,65 +54,14 @@ impl Evaluator {
         Ok(())
     }
 
-    /// Upstream's evaluator keeps one record of evaluated attributes per inheritance level:
-    /// the first time code of a derived level touches an attribute (reads it, or declares it
-    /// again without a value), the base levels' statements for it run again. Those are
-    /// idempotent except for a declaration without a value under a `+=` config entry, which
-    /// appends the entry once more each time it runs (`labels += [1]` on a schema whose child
-    /// reads `labels` yields `[1, 1]`). That effect, and only it, is reproduced here.
-    fn reapply_insert(
-        &self,
-        fr: &Rc<Frame>,
-        name: Symbol,
-        level: u32,
-        span: Span,
-    ) -> EvalResult<()> {
-        if level == 0 || fr.touched.borrow().contains(&(level, name)) {
-            return Ok(());
-        }
-        fr.touched.borrow_mut().push((level, name));
-        let k = name.as_str();
-        let Some(cv) = fr.config.map.get(k) else {
-            return Ok(());
-        };
-        if fr.config.op_of(k).0 != ConfigOp::Insert {
-            return Ok(());
-        }
-        let Some(setters) = fr.layout.setters.get(&name) else {
-            return Ok(());
-        };
-        let mut times = 0;
-        for &i in setters {
-            let (st, pi) = fr.layout.body[i];
-            let valueless = matches!(&st.kind, StmtKind::SchemaAttr(a) if a.value.is_none());
-            let l = fr.layout.part_level[pi];
-            match (l.cmp(&level), valueless) {
-                (std::cmp::Ordering::Greater, _) | (std::cmp::Ordering::Equal, true) => {}
-                (std::cmp::Ordering::Less, true) => times += 1,
-                // set by this level's own statement (nothing runs again), or by a base
-                // statement with a value (which resets the attribute when it runs again)
-                (_, false) => return Ok(()),
-            }
-        }
-        for _ in 0..times {
-            let cur = fr
-                .attrs
-                .borrow()
-                .get(k)
-                .cloned()
-                .unwrap_or(Value::Undefined);
-            let nv = if cur.is_none_or_undefined() {
-                cv.clone()
-            } else {
-                self.binop(ast::BinOp::Add, &cur, cv, span)?
-            };
-            fr.attrs.borrow_mut().map.insert(Str::from(k), nv);
-        }
-        Ok(())
-    }
-
     /// A name read inside a schema body: its attribute (after running pending assignments).
     pub(crate) fn schema_lookup(&self, fr: &Rc<Frame>, name: Symbol) -> EvalResult<Option<Value>> {
+        if let Some(lz) = &fr.lazy
+            && lz.is_volatile(name)
+            && !lz.done.get()
+        {
+            return self.lazy_schema_read(fr, lz, name).map(Some);
+        }
         if let Some(idx) = fr.layout.setters.get(&name) {
             // a name read while one of its own assignments runs sees its current value
             if !idx.iter().any(|&i| fr.state.borrow()[i] == RUNNING) {
@@ -131,10 +71,6 @@ impl Evaluator {
                     }
                 }
             }
-        }
-        if fr.has_insert {
-            let span = Span::default();
-            self.reapply_insert(fr, name, fr.level.get(), span)?;
         }
         let a = fr.attrs.borrow();
         match a.map.get(name.as_str()) {
@@ -171,6 +107,9 @@ impl Evaluator {
             }
             None => v,
         };
+        if let Some(lz) = &fr.lazy {
+            lz.note_set(&fr.layout, name, &nv);
+        }
         let mut a = fr.attrs.borrow_mut();
         match a.map.get_mut(k) {
             Some(slot) => *slot = nv,
@@ -194,6 +133,11 @@ impl Evaluator {
         let overridden =
             fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None);
         let Some(val) = &attr.value else {
+            if let Some(lz) = &fr.lazy
+                && self.lazy_declare_insert(fr, lz, attr.name.sym, span)?
+            {
+                return Ok(());
+            }
             // a required attribute declared with one literal type (`name: "x"`, `n: 1`) has
             // that value unless the config gives one, as upstream's
             if let Some(v) = literal_type_value(attr)

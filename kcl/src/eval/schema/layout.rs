@@ -252,6 +252,7 @@ impl Evaluator {
                 }
             }
         }
+        let (self_reading, valueless, lazy_setters) = super::lazy::lazy_setters(&body);
         let required = declared
             .iter()
             .filter(|(_, d)| d.schema_attr && !d.optional)
@@ -287,6 +288,9 @@ impl Evaluator {
             declared_syms,
             converting,
             setters,
+            self_reading,
+            valueless,
+            lazy_setters,
             index_sig,
             order,
             required,

@@ -8,6 +8,7 @@ mod body;
 mod checks;
 pub(crate) mod forward;
 mod layout;
+pub(crate) mod lazy;
 mod merge;
 
 use checks::{decorator_name, similar};
@@ -16,7 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use indexmap::IndexMap;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Ctx, DONE, EvalError, EvalResult, Evaluator, PENDING, RUNNING, Scope};
 use crate::ast::{self, Span, Stmt, StmtKind, Symbol};
@@ -47,6 +48,13 @@ pub struct Layout {
     /// attribute's type may convert its value (see `AttrDecl::converts`).
     converting: Vec<Option<usize>>,
     setters: FxHashMap<Symbol, Vec<usize>>,
+    /// Attributes a statement of theirs reads while assigning them (see `lazy.rs`).
+    self_reading: FxHashSet<Symbol>,
+    /// Attributes declared somewhere without a value.
+    valueless: FxHashSet<Symbol>,
+    /// The setters of the attributes of `self_reading` and `valueless`, as upstream's lazy
+    /// scope lists them.
+    lazy_setters: lazy::LazySetters,
     index_sig: Option<(&'static ast::IndexSignature, usize)>,
     /// Attribute names in declaration order (the instance's key order).
     order: Vec<Str>,
@@ -114,11 +122,9 @@ pub struct Frame {
     /// Per-part evaluation contexts (definition package + parameter scope).
     ctxs: Vec<Ctx>,
     state: RefCell<Vec<u8>>,
-    /// Inheritance level of the code running in this frame (see `reapply_insert`).
-    level: Cell<u32>,
-    /// `(level, attribute)` pairs already touched, when the config has a `+=` entry.
-    touched: RefCell<Vec<(u32, Symbol)>>,
-    has_insert: bool,
+    /// Upstream's lazy scope, when the instance has attributes whose statements give another
+    /// value when run again (see `lazy.rs`).
+    pub(crate) lazy: Option<lazy::SchemaLazy>,
 }
 
 impl Frame {
@@ -456,9 +462,19 @@ impl Evaluator {
                 }
             }
         }
-        // the config is visible from the start
+        let lazy = lazy::SchemaLazy::new(&layout, &config);
+        // the config is visible from the start (a volatile `+=` entry is laid by each
+        // declaration instead)
         for (k, v) in &config.map {
             let (op, _) = config.op_of(k);
+            if op == ConfigOp::Insert
+                && lazy
+                    .as_ref()
+                    .is_some_and(|lz| lz.is_volatile(Symbol::intern(k)))
+                && layout.valueless.contains(&Symbol::intern(k))
+            {
+                continue;
+            }
             let cur = attrs.map.get(k).cloned().unwrap_or(Value::Undefined);
             let nv = match op {
                 ConfigOp::Insert if !cur.is_none_or_undefined() => {
@@ -469,20 +485,36 @@ impl Evaluator {
             attrs.map.insert(k.clone(), nv);
         }
         let n = layout.body.len();
-        let has_insert = config.ops.as_ref().is_some_and(|o| o.any_insert());
         let frame = Rc::new(Frame {
             attrs: RefCell::new(attrs),
             config,
             layout: layout.clone(),
             ctxs,
             state: RefCell::new(vec![PENDING; n]),
-            level: Cell::new(0),
-            touched: RefCell::new(Vec::new()),
-            has_insert,
+            lazy,
         });
+        let mut level = 0;
         for i in 0..n {
+            if let Some(lz) = &frame.lazy {
+                let l = layout.part_level[layout.body[i].1];
+                if l != level {
+                    lz.enter_level();
+                    level = l;
+                }
+                // a statement read ahead of its turn runs again in it, as upstream's
+                if lz.stmts[i] && frame.state.borrow()[i] == DONE {
+                    frame.state.borrow_mut()[i] = PENDING;
+                }
+            }
             self.run_schema_stmt(&frame, i)?;
         }
+        // the checks read at the instance's own level (which may have no statements)
+        if let Some(lz) = &frame.lazy
+            && layout.part_level.last().is_some_and(|l| *l != level)
+        {
+            lz.enter_level();
+        }
+
         // unknown config keys; an index signature whose key type lists strings admits those
         let sig_keys: Option<Vec<Str>> = match &layout.index_sig {
             Some((is, pi)) => self.str_literals(&frame.ctxs[*pi], &is.key_ty),
@@ -633,10 +665,6 @@ impl Evaluator {
                 .collect(),
             _ => Vec::new(),
         };
-        // checks run at the instance's own (most derived) level
-        frame
-            .level
-            .set(layout.part_level.last().copied().unwrap_or(0));
         for (pi, t) in layout.parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
             if s.checks.is_empty() {
@@ -664,6 +692,9 @@ impl Evaluator {
         }
         if top && keyed {
             self.check_frame_required(&frame, &ty.name, span)?;
+        }
+        if let Some(lz) = &frame.lazy {
+            lz.done.set(true);
         }
         // closures created in the body keep the frame; they still need the final attributes
         let mut attrs = if Rc::strong_count(&frame) > 1 {

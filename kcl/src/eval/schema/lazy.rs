@@ -1,0 +1,292 @@
+//! Upstream's lazy scope for the attributes whose statements give another value when they
+//! run again.
+//!
+//! Upstream reads an attribute that is not yet final by running its last setter again (which
+//! reads the value before it through the setter before it, and so on) and caches what that
+//! gives until the level ends; a statement so read ahead still runs in its turn. For most
+//! attributes running a statement again changes nothing, and the instance's usual order
+//! (`schema_lookup` runs pending setters once) gives upstream's values. It does not for an
+//! attribute one of whose statements reads the attribute itself (`a += [2]`, `a = a + [2]`),
+//! nor for one declared without a value under a `+=` config entry (each declaration that
+//! runs appends the entry again): for those ("volatile") this module follows upstream's
+//! steps. The cache starts empty at each inheritance level while the count of setters run
+//! carries across levels, as upstream's results show (`a: [int] = [1]; x = a; a += [2]`
+//! gives `a == [1, 2, 2]` and `x == [1, 2]`).
+
+use super::*;
+use crate::ast::walk::walk_expr;
+
+/// The lazy-scope state of an instance with volatile attributes.
+pub(crate) struct SchemaLazy {
+    names: FxHashSet<Symbol>,
+    /// The `if` setters being run again, innermost last.
+    stops: RefCell<Vec<crate::eval::Stop>>,
+    /// Per body statement: it sets a volatile attribute (so it runs in its turn even when a
+    /// read ran it ahead).
+    pub(super) stmts: Vec<bool>,
+    cache: RefCell<FxHashMap<Symbol, Value>>,
+    /// How deep each attribute is being computed through its setters (0: not).
+    depth: RefCell<FxHashMap<Symbol, usize>>,
+    /// How many setters of each attribute have run at depth 0.
+    cal: RefCell<FxHashMap<Symbol, usize>>,
+    /// The attributes the running statements assign, innermost last.
+    targets: RefCell<Vec<Symbol>>,
+    /// The body has run: checks and later reads see the values as they are.
+    pub(super) done: Cell<bool>,
+}
+
+impl SchemaLazy {
+    /// The state for an instance of `layout` made from `config`, when it has volatile
+    /// attributes.
+    pub(super) fn new(layout: &Layout, config: &Dict) -> Option<SchemaLazy> {
+        let mut names: FxHashSet<Symbol> = layout.self_reading.clone();
+        if config.ops.as_ref().is_some_and(|o| o.any_insert()) {
+            for k in config.map.keys() {
+                let s = Symbol::intern(k);
+                if config.op_of(k).0 == ConfigOp::Insert && layout.valueless.contains(&s) {
+                    names.insert(s);
+                }
+            }
+        }
+        if names.is_empty() {
+            return None;
+        }
+        let mut stmts = vec![false; layout.body.len()];
+        for n in &names {
+            for (i, _) in layout.lazy_setters.get(n).map_or(&[][..], Vec::as_slice) {
+                stmts[*i] = true;
+            }
+        }
+        Some(SchemaLazy {
+            names,
+            stops: RefCell::default(),
+            stmts,
+            cache: RefCell::default(),
+            depth: RefCell::default(),
+            cal: RefCell::default(),
+            targets: RefCell::default(),
+            done: Cell::new(false),
+        })
+    }
+
+    pub(super) fn is_volatile(&self, name: Symbol) -> bool {
+        self.names.contains(&name)
+    }
+
+    /// A new inheritance level starts: upstream's cache is the level's own.
+    pub(super) fn enter_level(&self) {
+        self.cache.borrow_mut().clear();
+    }
+
+    /// Where an `if` setter being run again stands at statement `s`: `None` when the run is
+    /// past its stop (the statement does not run); else the branch an `if` is restricted to
+    /// (`Some(true)`: the else branch).
+    pub(crate) fn enter_stmt(&self, s: &'static Stmt) -> Option<Option<bool>> {
+        let addr = s as *const Stmt as usize;
+        let mut only = None;
+        if let Some(top) = self.stops.borrow_mut().last_mut() {
+            if top.reached {
+                return None;
+            }
+            if top.stop == addr {
+                top.reached = true;
+            }
+            if top.if_stmt == addr {
+                only = Some(top.or_else);
+            }
+        }
+        Some(only)
+    }
+
+    pub(crate) fn push_target(&self, name: Symbol) {
+        self.targets.borrow_mut().push(name);
+    }
+
+    pub(crate) fn pop_target(&self) {
+        self.targets.borrow_mut().pop();
+    }
+
+    /// Count a statement's assignment of `name` (outside a computation through its setters);
+    /// when all its setters have run, the value is final for the rest of the level.
+    pub(super) fn note_set(&self, layout: &Layout, name: Symbol, v: &Value) {
+        if !self.names.contains(&name) || self.depth.borrow().get(&name).is_some_and(|d| *d > 0) {
+            return;
+        }
+        let setters = layout.lazy_setters.get(&name).map_or(0, Vec::len);
+        let mut cal = self.cal.borrow_mut();
+        let c = cal.entry(name).or_insert(0);
+        *c += 1;
+        if *c >= setters {
+            self.cache
+                .borrow_mut()
+                .entry(name)
+                .or_insert_with(|| v.clone());
+        }
+    }
+}
+
+/// The attributes that may be volatile (those a statement of theirs reads while assigning
+/// them, and those declared without a value, volatile under a `+=` entry) with their setters
+/// as upstream lists them: each assignment inside an `if` is one of its own, which runs the
+/// `if` up to it.
+pub(super) fn lazy_setters(
+    body: &[(&'static Stmt, usize)],
+) -> (FxHashSet<Symbol>, FxHashSet<Symbol>, LazySetters) {
+    let mut self_reading = FxHashSet::default();
+    let mut valueless = FxHashSet::default();
+    for (st, _) in body {
+        scan(st, &mut self_reading, &mut valueless);
+    }
+    let mut setters: LazySetters = FxHashMap::default();
+    if self_reading.is_empty() && valueless.is_empty() {
+        return (self_reading, valueless, setters);
+    }
+    for (i, (st, _)) in body.iter().enumerate() {
+        let mut found = Vec::new();
+        crate::eval::stmt_setters(st, None, &mut found);
+        for (n, stop) in found {
+            if self_reading.contains(&n) || valueless.contains(&n) {
+                setters.entry(n).or_default().push((i, stop));
+            }
+        }
+    }
+    (self_reading, valueless, setters)
+}
+
+/// Per attribute: `(body statement, stop)` for each of its setters.
+pub(super) type LazySetters = FxHashMap<Symbol, Vec<(usize, Option<(&'static Stmt, bool)>)>>;
+
+/// The names a statement's own value reads (`a += x`, `a = f(a)`, `a: T = a + x`, in `if`
+/// blocks too) and the attributes it declares without a value.
+fn scan(st: &Stmt, out: &mut FxHashSet<Symbol>, valueless: &mut FxHashSet<Symbol>) {
+    let mentions = |e: &ast::Expr, name: Symbol| {
+        let mut found = false;
+        walk_expr(e, &mut |x| {
+            if matches!(x.kind, ast::ExprKind::Ident(s) if s == name) {
+                found = true;
+            }
+        });
+        found
+    };
+    match &st.kind {
+        StmtKind::AugAssign(a) => {
+            out.insert(a.target.name.sym);
+        }
+        StmtKind::Assign(a) => {
+            for t in &a.targets {
+                if mentions(&a.value, t.name.sym) {
+                    out.insert(t.name.sym);
+                }
+            }
+        }
+        StmtKind::SchemaAttr(a) => match &a.value {
+            Some(v) if mentions(v, a.name.sym) => {
+                out.insert(a.name.sym);
+            }
+            Some(_) => {}
+            None => {
+                valueless.insert(a.name.sym);
+            }
+        },
+        StmtKind::If(i) => {
+            for s in i.body.iter().chain(&i.orelse) {
+                scan(s, out, valueless);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Evaluator {
+    /// Read volatile attribute `name` as upstream's lazy scope does: the value the running
+    /// statement assigns reads as it is; a cached value is final; else the last setter not
+    /// yet being computed runs again and its result is cached.
+    pub(super) fn lazy_schema_read(
+        &self,
+        fr: &Rc<Frame>,
+        lz: &SchemaLazy,
+        name: Symbol,
+    ) -> EvalResult<Value> {
+        let current = || {
+            fr.attrs
+                .borrow()
+                .get(name.as_str())
+                .cloned()
+                .unwrap_or(Value::Undefined)
+        };
+        let setters = fr
+            .layout
+            .lazy_setters
+            .get(&name)
+            .map_or(&[][..], Vec::as_slice);
+        let depth = lz.depth.borrow().get(&name).copied().unwrap_or(0);
+        if lz.targets.borrow().last() == Some(&name) && (depth == 0 || setters.len() <= 1) {
+            return Ok(current());
+        }
+        if let Some(v) = lz.cache.borrow().get(&name) {
+            return Ok(v.clone());
+        }
+        let next = depth + 1;
+        if next > setters.len() {
+            return Ok(current());
+        }
+        let (i, stop) = setters[setters.len() - next];
+        lz.depth.borrow_mut().insert(name, next);
+        lz.stops.borrow_mut().push(match stop {
+            Some((stop, or_else)) => crate::eval::Stop {
+                if_stmt: fr.layout.body[i].0 as *const Stmt as usize,
+                or_else,
+                stop: stop as *const Stmt as usize,
+                reached: false,
+            },
+            None => crate::eval::Stop {
+                if_stmt: 0,
+                or_else: false,
+                stop: 0,
+                reached: false,
+            },
+        });
+        let prev = fr.state.borrow()[i];
+        fr.state.borrow_mut()[i] = PENDING;
+        let r = self.run_schema_stmt(fr, i);
+        fr.state.borrow_mut()[i] = prev;
+        lz.stops.borrow_mut().pop();
+        lz.depth.borrow_mut().insert(name, depth);
+        r?;
+        let v = current();
+        lz.cache.borrow_mut().insert(name, v.clone());
+        Ok(v)
+    }
+
+    /// A declaration without a value of a volatile attribute under a `+=` config entry: the
+    /// entry is appended to the value (or is the value, when there is none yet).
+    pub(super) fn lazy_declare_insert(
+        &self,
+        fr: &Rc<Frame>,
+        lz: &SchemaLazy,
+        name: Symbol,
+        span: Span,
+    ) -> EvalResult<bool> {
+        let k = name.as_str();
+        if !lz.is_volatile(name) || fr.config.op_of(k).0 != ConfigOp::Insert {
+            return Ok(false);
+        }
+        let Some(cv) = fr.config.map.get(k) else {
+            return Ok(false);
+        };
+        let cur = fr
+            .attrs
+            .borrow()
+            .get(k)
+            .cloned()
+            .unwrap_or(Value::Undefined);
+        let nv = if cur.is_none_or_undefined() {
+            cv.clone()
+        } else {
+            self.binop(ast::BinOp::Add, &cur, cv, span)?
+        };
+        lz.note_set(&fr.layout, name, &nv);
+        fr.attrs.borrow_mut().map.insert(Str::from(k), nv);
+        Ok(true)
+    }
+}
