@@ -163,7 +163,8 @@ impl Evaluator {
                 LiteralType::Bool(b) => if *b { "True" } else { "False" }.into(),
                 LiteralType::Int(i, s) => format!("{i}{}", s.map(|s| s.as_str()).unwrap_or("")),
                 LiteralType::Float(f) => crate::value::float_to_str(*f),
-                LiteralType::Str(s) => format!("{s:?}"),
+                // upstream's runtime type string: the text as it is, double quotes escaped
+                LiteralType::Str(s) => format!("\"{}\"", s.replace('"', "\\\"")),
                 LiteralType::None => "None".into(),
                 LiteralType::Undefined => "Undefined".into(),
             },
@@ -308,7 +309,7 @@ impl Evaluator {
                         u.raw == *i as f64 && &*u.suffix == s.as_str()
                     }
                     (LiteralType::Float(f), Value::Float(x)) => f == x,
-                    (LiteralType::Str(s), Value::Str(x)) => **s == **x,
+                    (LiteralType::Str(s), Value::Str(x)) => **s == **x && runtime_str_literal(s),
                     _ => false,
                 };
                 ok.then(|| v.clone())
@@ -350,4 +351,12 @@ pub(crate) fn type_ctx(ctx: &Ctx) -> Ctx {
         in_lambda: false,
         ..ctx.clone()
     }
+}
+
+/// Whether upstream's runtime can match a string literal type: it reads the type back from
+/// its text, and no value matches one holding a backslash or a character Rust's debug
+/// format escapes (control and format characters, separators other than the space).
+fn runtime_str_literal(s: &str) -> bool {
+    !s.chars()
+        .any(|c| c == '\\' || (c != '"' && c != '\'' && c.escape_debug().len() > 1))
 }
