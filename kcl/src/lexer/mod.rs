@@ -25,6 +25,10 @@ pub struct Lexed {
     pub comments: Vec<Comment>,
     /// Lexical errors.
     pub errors: Vec<Diagnostic>,
+    /// Indices of the tokens (a line's first, or the end of file) where upstream's lexer
+    /// gives a dedent no block opened: a line inside brackets indented deeper than the
+    /// statement, ended by a line back at the statement's level (see `Lexer::silent_indent`).
+    pub stray_dedents: Vec<u32>,
 }
 
 /// Lexes `src` (belonging to `file`); `base` is added to every offset (used for the
@@ -42,6 +46,8 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         depth: 0,
         delims: Vec::new(),
         stack: vec![(0, 0, true)],
+        silent: vec![false],
+        stray_dedents: Vec::new(),
         syms: FxHashMap::default(),
     };
     lx.run();
@@ -49,6 +55,7 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         tokens: lx.tokens,
         comments: lx.comments,
         errors: lx.errors,
+        stray_dedents: lx.stray_dedents,
     }
 }
 
@@ -67,6 +74,9 @@ struct Lexer<'a> {
     /// Indentation stack outside brackets: (width with tab=8, width with tab=1, whether the
     /// level opened a block after a `:`).
     stack: Vec<(u32, u32, bool)>,
+    /// Per level of `stack`: pushed by a line inside brackets (see `silent_indent`).
+    silent: Vec<bool>,
+    stray_dedents: Vec<u32>,
     /// Per-file cache in front of the global interner (one lock per distinct name per file).
     syms: FxHashMap<&'a str, Symbol>,
 }
@@ -126,6 +136,8 @@ impl<'a> Lexer<'a> {
                         let before = self.errors.len();
                         indent = self.check_indent(w8, w1, start);
                         indent_errors = Some((before, self.errors.len()));
+                    } else {
+                        self.silent_indent(w8, w1);
                     }
                 }
             }
@@ -194,6 +206,9 @@ impl<'a> Lexer<'a> {
                 }
             }
         }
+        if self.silent.iter().any(|s| *s) {
+            self.stray_dedents.push(self.tokens.len() as u32);
+        }
         let end = self.base + self.src.len() as u32;
         self.tokens.push(Token {
             tok: Tok::Eof,
@@ -228,9 +243,40 @@ impl<'a> Lexer<'a> {
         (w8, w1, self.pos)
     }
 
+    /// A line starting inside brackets: upstream's lexer gives no indent or dedent there but
+    /// keeps its indentation stack, so a bracket closed on a line indented deeper than the
+    /// statement leaves a level that the next line outside brackets dedents from, a dedent
+    /// no block opened (`a = [` / `    1]` / `b = 2` is a syntax error upstream).
+    fn silent_indent(&mut self, w8: u32, w1: u32) {
+        // (only its own levels: a line shallower than the statement leaves the blocks be)
+        while self.silent.last() == Some(&true)
+            && self.stack.last().is_some_and(|&(t, _, _)| w8 < t)
+        {
+            self.stack.pop();
+            self.silent.pop();
+        }
+        if self.stack.last().is_some_and(|&(t, _, _)| w8 > t) {
+            self.stack.push((w8, w1, false));
+            self.silent.push(true);
+        }
+    }
+
     /// Validates a new logical line's indentation against the stack outside brackets and
     /// returns the width the parser should use.
     fn check_indent(&mut self, w8: u32, w1: u32, start: usize) -> u32 {
+        // dedents from levels pushed inside brackets: noted, then the line is measured
+        // against the levels blocks opened
+        let mut stray = false;
+        while self.silent.last() == Some(&true)
+            && self.stack.last().is_some_and(|&(t, _, _)| w8 < t)
+        {
+            self.stack.pop();
+            self.silent.pop();
+            stray = true;
+        }
+        if stray {
+            self.stray_dedents.push(self.tokens.len() as u32);
+        }
         let &(top8, top1, _) = self.stack.last().unwrap_or(&(0, 0, true));
         if w8 > top8 {
             if w1 <= top1 {
@@ -243,6 +289,7 @@ impl<'a> Lexer<'a> {
             }
             let block = self.tokens.last().is_some_and(|t| t.tok == Tok::Colon);
             self.stack.push((w8, w1, block));
+            self.silent.push(false);
             return w8;
         }
         if w8 == top8 {
@@ -259,6 +306,7 @@ impl<'a> Lexer<'a> {
         let mut closes_block = false;
         while self.stack.len() > 1 && self.stack.last().is_some_and(|&(t, _, _)| w8 < t) {
             let (t, _, block) = self.stack.pop().unwrap_or((0, 0, false));
+            self.silent.pop();
             popped = t;
             closes_block |= block;
         }
@@ -275,6 +323,7 @@ impl<'a> Lexer<'a> {
             }
             // Treat the line as belonging to the block it most likely meant to stay in.
             self.stack.push((popped, w1, closes_block));
+            self.silent.push(false);
             return popped;
         }
         if w1 != t1 {

@@ -324,7 +324,8 @@ impl<'a> Parser<'a> {
                 self.bump();
                 // at the end of the file upstream finds the last line's newline where the
                 // value should start
-                let value = if self.at_eof() {
+                // (a value on the next line too: the line break is a newline to upstream)
+                let value = if self.at_eof() || self.tk().nl {
                     let span = self.expected_at_line_end(OPERAND_START);
                     Expr::missing(span)
                 } else {

@@ -71,6 +71,8 @@ pub(crate) struct Parser<'a> {
     eof_newline_taken: bool,
     /// Token index where the current statement began (its line break is not an error).
     stmt_start: usize,
+    /// Tokens where upstream's lexer gives a dedent no block opened (see `Lexed`).
+    stray_dedents: Vec<u32>,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
     embedded: bool,
     /// An indented block is expected (after a `:` line end).
@@ -154,6 +156,7 @@ fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<D
     let lexed = lex(text, file, 0);
     let mut p = Parser::new(text, 0, file, lexed.tokens);
     p.errors = lexed.errors;
+    p.stray_dedents = lexed.stray_dedents;
     let body = p.parse_module_body();
     // upstream's module docstring is a long (triple-quoted) string opening the file; any other
     // leading string is an expression statement whose value is output
@@ -225,6 +228,7 @@ impl<'a> Parser<'a> {
             in_schema_if: false,
             eof_newline_taken: false,
             stmt_start: 0,
+            stray_dedents: Vec::new(),
             embedded: false,
             want_block: false,
         }
@@ -561,6 +565,23 @@ impl<'a> Parser<'a> {
     fn line_sensitive(&self, t: Tok) -> bool {
         matches!(t, Tok::Colon | Tok::Assign | Tok::In)
     }
+    /// Reports upstream's unexpected dedent where one stands before token `i`: at the line's
+    /// start, or at the end of the file after the last line's end.
+    fn stray_dedent_at(&mut self, i: usize) {
+        if self.stray_dedents.binary_search(&(i as u32)).is_err() {
+            return;
+        }
+        self.stray_dedents.retain(|&j| j as usize != i);
+        let t = self.toks[i.min(self.toks.len() - 1)];
+        let span = if t.tok == Tok::Eof {
+            let p = self.prev();
+            let at = p.hi.saturating_sub(1).max(p.lo);
+            self.span(at, at + 1)
+        } else {
+            self.span(t.lo, t.lo)
+        };
+        self.error(span, "unexpected token 'dedent'");
+    }
     fn unexpected(&mut self) {
         let (got, span) = self.describe_current();
         self.error(span, format!("unexpected token '{got}'"));
@@ -596,6 +617,7 @@ impl<'a> Parser<'a> {
             }
             self.parse_stmt_into(&mut body);
         }
+        self.stray_dedent_at(self.pos);
         // the tree lives for the whole run: no growth slack (statements are ~200 bytes each)
         body.shrink_to_fit();
         body
@@ -627,6 +649,7 @@ impl<'a> Parser<'a> {
     /// Parses one statement (possibly a `;`-separated run) and checks the line ends after it.
     fn parse_stmt_into(&mut self, body: &mut Vec<Stmt>) {
         let start = self.pos;
+        self.stray_dedent_at(start);
         if let Some(s) = self.parse_stmt() {
             body.push(s);
         }

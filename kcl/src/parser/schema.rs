@@ -127,6 +127,7 @@ impl<'a> Parser<'a> {
             }
             let start = self.pos;
             self.stmt_start = self.pos;
+            self.stray_dedent_at(start);
             let lo = t.lo;
             if first {
                 first = false;

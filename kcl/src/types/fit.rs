@@ -151,7 +151,8 @@ impl<'a> Checker<'a> {
                 | ExprKind::Compare(_)
                 | ExprKind::If(_)
                 | ExprKind::Quant(_)
-                | ExprKind::Call { .. },
+                | ExprKind::Call { .. }
+                | ExprKind::As { .. },
                 _,
             ) if schema_ids(expected).is_some()
                 || matches!(expected, Ty::List(_) | Ty::Dict(..)) =>
@@ -241,9 +242,9 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Quant(q) => self.check_operand_configs(env, &q.target, want, def),
-            ExprKind::Paren(x) | ExprKind::Unary { operand: x, .. } => {
-                self.check_operand_configs(env, x, want, def)
-            }
+            ExprKind::Paren(x)
+            | ExprKind::Unary { operand: x, .. }
+            | ExprKind::As { value: x, .. } => self.check_operand_configs(env, x, want, def),
             ExprKind::Binary { left, right, .. } => {
                 self.check_operand_configs(env, left, want, def);
                 self.check_operand_configs(env, right, want, def);

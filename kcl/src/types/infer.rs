@@ -800,6 +800,15 @@ impl<'a> Checker<'a> {
             StmtKind::Assign(a) => {
                 if a.ty.is_some() {
                     self.stmt(env, last);
+                } else {
+                    // `a.b = v` wants `a` in scope, as in the body's other statements
+                    let before = self.errors.len();
+                    for t in a.targets.iter().filter(|t| !t.path.is_empty()) {
+                        self.check_defined(env, t.name.sym, t.name.span.shrink_to_lo());
+                        if self.errors.len() > before {
+                            return Ty::Any;
+                        }
+                    }
                 }
                 let t = self.infer(env, &a.value);
                 (t, self.stmt_start.unwrap_or(last.span))

@@ -91,11 +91,8 @@ impl<'a> Checker<'a> {
         for m in modules {
             let env = Env::top(pkg, m.file);
             for s in &m.body {
-                let mut assigned = std::mem::take(&mut self.assigned);
-                self.check_immutable(s, &mut assigned);
-                self.assigned = assigned;
                 self.stmt_start = Some(s.span.shrink_to_lo());
-                self.stmt(&env, s);
+                self.top_stmt(&env, s);
                 // a config key's recorded type is read only inside its own literal: kept per
                 // statement, the tables stay small (capacity is kept)
                 self.key_want.clear();
@@ -228,6 +225,22 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A package-level statement: an `if`'s statements are package-level too, each checked
+    /// for immutability just before its own checks (upstream walks them in that order).
+    fn top_stmt(&mut self, env: &Env, s: &Stmt) {
+        if let StmtKind::If(i) = &s.kind {
+            self.infer(env, &i.cond);
+            for st in i.body.iter().chain(&i.orelse) {
+                self.top_stmt(env, st);
+            }
+            return;
+        }
+        let mut assigned = std::mem::take(&mut self.assigned);
+        self.check_immutable(s, &mut assigned);
+        self.assigned = assigned;
+        self.stmt(env, s);
+    }
+
     /// `x op= v` on a package-level name that is not `_`-prefixed.
     pub(super) fn check_immutable(&mut self, s: &Stmt, assigned: &mut FxHashMap<Symbol, Span>) {
         match &s.kind {
@@ -237,12 +250,7 @@ impl<'a> Checker<'a> {
                     assigned.entry(t.name.sym).or_insert(t.span);
                 }
             }
-            // (statements in `if` bodies are package-level too)
-            StmtKind::If(i) => {
-                for st in i.body.iter().chain(&i.orelse) {
-                    self.check_immutable(st, assigned);
-                }
-            }
+            // (statements in `if` bodies are package-level too: see `top_stmt`)
             StmtKind::AugAssign(a) => {
                 let n = a.target.name;
                 // an augmented assignment declares a name not assigned before it
@@ -694,6 +702,13 @@ impl<'a> Checker<'a> {
             Some((t, at)) if at.lo < a.name.span.lo => Some((t.clone(), *at)),
             _ => self.schema_nested.get(&(id, a.name.sym)).cloned(),
         };
+        // an attribute only assigned before (`b = 1`) has its value's type there
+        let earlier = match earlier {
+            None if in_body.is_none() && a.value.is_some() => {
+                self.assigned_attr_type(env, id, a.name.sym, a.name.span)
+            }
+            e => e,
+        };
         if let Some((old, at)) = &earlier
             && !assignable(old, &new, &|x, y| self.is_sub_schema(x, y))
         {
@@ -725,6 +740,30 @@ impl<'a> Checker<'a> {
             }
             None => {}
         }
+    }
+
+    /// The (widened) type of the first plain assignment `name = v` of schema `id`'s body
+    /// before `before`, and where it is; `None` where that is `any` or there is none.
+    fn assigned_attr_type(
+        &mut self,
+        env: &Env,
+        id: SchemaId,
+        name: Symbol,
+        before: Span,
+    ) -> Option<(Ty, Span)> {
+        let stmt = self.schemas[id.0].stmt;
+        let (t, v) = stmt.body.iter().find_map(|s| match &s.kind {
+            StmtKind::Assign(x) if s.span.lo < before.lo => x
+                .targets
+                .iter()
+                .find(|t| t.path.is_empty() && t.name.sym == name)
+                .map(|t| (t, &x.value)),
+            _ => None,
+        })?;
+        let n = self.errors.len();
+        let ty = self.infer(env, v).variable_type();
+        self.errors.truncate(n);
+        (!ty.is_any() && !matches!(ty, Ty::None)).then_some((ty, t.span))
     }
 
     pub(super) fn decorator_args(&mut self, env: &Env, ds: &[ast::Decorator]) {
