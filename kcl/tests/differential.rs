@@ -481,3 +481,23 @@ fn walk_all(d: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// `KCL_DIFF_SEED=S cargo test -p kusion-kcl --test differential show -- --ignored --nocapture`:
+/// prints the generated program of seed S (and the mutant of that seed), to read what a
+/// campaign ran.
+#[test]
+#[ignore]
+fn show() {
+    let seed: u64 = std::env::var("KCL_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    println!(
+        "# generated, seed {seed}\n{}",
+        Gen::new(seed).program().render()
+    );
+    let sources = mutation_sources(None);
+    let mut rng = Rng::new(seed ^ 0x5eed);
+    let m = mutate::mutate(draw_source(&sources, seed), &mut rng);
+    println!("# mutant, seed {seed}\n{m}");
+}

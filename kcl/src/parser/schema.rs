@@ -161,9 +161,8 @@ impl<'a> Parser<'a> {
                         Some(id) => s.mixins.push(id),
                         None => break,
                     }
-                    if !self.eat(Tok::Comma) {
-                        break;
-                    }
+                    // (upstream needs no comma between the names)
+                    self.eat(Tok::Comma);
                 }
                 self.ctx.pop();
                 self.expect(Tok::RBracket, "]");

@@ -470,15 +470,14 @@ impl<'a> Checker<'a> {
 /// it (`None`: not bounded here, because upstream checks argument types first).
 pub(super) fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
     Some(match name {
-        "len" | "abs" | "float" | "hex" | "bin" | "oct" => (1, Some(1)),
-        "int" | "round" => (1, Some(2)),
-        "str" | "list" => (0, Some(1)),
+        "len" | "abs" | "float" | "hex" | "bin" | "oct" | "ord" | "isunique" | "all_true"
+        | "any_true" => (1, Some(1)),
+        "int" | "round" | "sorted" | "typeof" | "sum" => (1, Some(2)),
+        "str" | "list" | "bool" => (0, Some(1)),
         "pow" => (2, Some(3)),
         "range" => (0, Some(3)),
         "multiplyof" => (2, Some(2)),
-        "sorted" | "typeof" | "option" | "ord" | "isunique" | "all_true" | "any_true" | "sum" => {
-            (1, None)
-        }
+        "option" => (1, Some(5)),
         _ => return None,
     })
 }

@@ -915,8 +915,22 @@ impl Gen {
                 format!("[str]: {vt_s}")
             });
         }
+        // a list attribute of the base declared again without a value (a `+=` config entry
+        // then appends once per declaration, as upstream's evaluator runs each)
+        if index.is_none() && self.rng.chance(20) {
+            let lists: Vec<Field> = fields
+                .iter()
+                .filter(|f| f.config && matches!(f.ty, Ty::List(_)))
+                .cloned()
+                .collect();
+            if !lists.is_empty() {
+                let f = self.rng.pick(&lists).clone();
+                body.push(format!("{}: {}", f.name, f.ty.annot(self)));
+            }
+        }
         let nfields = 1 + self.rng.below(4);
         let saved = std::mem::take(&mut self.locals);
+        let mut with_default: Vec<(String, Ty)> = Vec::new();
         for _ in 0..nfields {
             let fname = self.key();
             if fields.iter().any(|f| f.name == fname) {
@@ -943,6 +957,9 @@ impl Gen {
                 format!("{fname}{q}: {annot}")
             };
             body.push(line);
+            if has_default && matches!(ty, Ty::Int | Ty::Str | Ty::List(_)) {
+                with_default.push((fname.clone(), ty.clone()));
+            }
             if !has_default && !optional {
                 required.push(fields.len());
             }
@@ -954,6 +971,29 @@ impl Gen {
             });
             // derived attributes see the ones before
             self.locals.push((fname, ty));
+        }
+        // an augmented assignment of an attribute, read before and after it (upstream runs
+        // it again for a read ahead of it)
+        if !with_default.is_empty() && index.is_none() && self.rng.chance(25) {
+            let (fname, ty) = self.rng.pick(&with_default).clone();
+            let snap = |g: &mut Gen, body: &mut Vec<String>, fields: &mut Vec<Field>| {
+                let n = g.fresh("seen");
+                body.push(format!("{n} = {fname}"));
+                fields.push(Field {
+                    name: n,
+                    ty: ty.clone(),
+                    set: true,
+                    config: false,
+                });
+            };
+            if self.rng.chance(60) {
+                snap(self, &mut body, &mut fields);
+            }
+            let v = self.expr(&ty, 1);
+            body.push(format!("{fname} += {v}"));
+            if self.rng.chance(50) {
+                snap(self, &mut body, &mut fields);
+            }
         }
         if param {
             self.locals.push(("n".into(), Ty::Int));
