@@ -61,7 +61,7 @@ impl<'a> Parser<'a> {
         let bad = content.contains('\\') && bad_escape(content);
         if bad {
             let lo = t.lo + sh.open as u32;
-            self.error(self.span(lo, lo + 1), "invalid string syntax");
+            self.lex_error(self.span(lo, lo + 1), "invalid string syntax");
         }
         bad
     }

@@ -73,6 +73,8 @@ pub(crate) struct Parser<'a> {
     stmt_start: usize,
     /// Tokens where upstream's lexer gives a dedent no block opened (see `Lexed`).
     stray_dedents: Vec<u32>,
+    /// How many of `errors` (at the front) are upstream's lexer's (see `lex_error`).
+    lex_errors: usize,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
     embedded: bool,
     /// An indented block is expected (after a `:` line end).
@@ -156,6 +158,7 @@ fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<D
     let lexed = lex(text, file, 0);
     let mut p = Parser::new(text, 0, file, lexed.tokens);
     p.errors = lexed.errors;
+    p.lex_errors = p.errors.len();
     p.stray_dedents = lexed.stray_dedents;
     let body = p.parse_module_body();
     // upstream's module docstring is a long (triple-quoted) string opening the file; any other
@@ -229,6 +232,7 @@ impl<'a> Parser<'a> {
             eof_newline_taken: false,
             stmt_start: 0,
             stray_dedents: Vec::new(),
+            lex_errors: 0,
             embedded: false,
             want_block: false,
         }
@@ -317,6 +321,17 @@ impl<'a> Parser<'a> {
         if self.errors.len() < MAX_ERRORS {
             self.errors.push(Diagnostic::syntax(span, msg));
         }
+    }
+    /// An error upstream's lexer reports (it lexes the whole file before parsing): among
+    /// the lexer's errors, in source order, before any parse error.
+    fn lex_error(&mut self, span: Span, msg: impl Into<String>) {
+        if self.errors.len() >= MAX_ERRORS {
+            return;
+        }
+        let n = self.lex_errors.min(self.errors.len());
+        let at = self.errors[..n].partition_point(|d| d.span().is_some_and(|s| s.lo <= span.lo));
+        self.errors.insert(at, Diagnostic::syntax(span, msg));
+        self.lex_errors = n + 1;
     }
     fn error_kind(
         &mut self,

@@ -220,6 +220,22 @@ impl<'a> Checker<'a> {
             if let Some(&(t, f)) = self.pkgs[tp].globals.get(&attr.sym) {
                 return self.resolve_type(tp, f, t);
             }
+            // a module the package imports is none of its members; any other name it does
+            // not have is upstream's resolver error too, at the module
+            let imported = self.pkgs[tp]
+                .modules
+                .iter()
+                .any(|m| self.imports.contains_key(&(m.file, attr.sym)));
+            if imported {
+                let msg = format!(
+                    "can not import the attribute '{}' from the module '{}'",
+                    attr.sym.as_str(),
+                    self.pkgs[tp].path
+                );
+                self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
+            } else {
+                self.check_module_member(value.span.file, *s, attr.sym, value.span);
+            }
             return Ty::Any;
         }
         // a member a system module does not have: upstream's resolver error

@@ -47,21 +47,26 @@ use ops::*;
 pub use ty::Ty;
 use ty::{Kind, SchemaId, assignable, field_type_fits};
 
-/// Check `program`; the first error found (in source order of the main package, then imported
-/// packages) is returned.
+/// Check `program`; the first error found is returned, every later one with it (each
+/// package's in source order, the packages in checking order: upstream's resolver reports
+/// them all).
 pub fn check_program(program: &Program) -> Result<(), EvalError> {
     let mut c = Checker::new(program);
     c.check_import_cycles()?;
+    let mut all = Vec::new();
     for p in c.check_order() {
         c.check_pkg(p);
-        let mut errors = std::mem::take(&mut c.errors).into_iter();
-        if let Some(mut first) = errors.next() {
+        all.append(&mut c.errors);
+    }
+    let mut errors = all.into_iter();
+    match errors.next() {
+        Some(mut first) => {
             let rest: Vec<EvalError> = errors.collect();
             first.also = (!rest.is_empty()).then(|| Box::new(rest));
-            return Err(first);
+            Err(first)
         }
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Every error the checker finds in the main package (in the order found), then the first of
@@ -198,6 +203,8 @@ struct Checker<'a> {
     /// A config literal is being checked against the schemas of a union that also holds other
     /// types: upstream names the schemas as a union ("to 'schema S'").
     mixed_union: bool,
+    /// Schemas whose inheritance circle was reported.
+    cycle_reported: rustc_hash::FxHashSet<SchemaId>,
 }
 
 /// Lexical context of the expression being checked.
@@ -279,6 +286,7 @@ impl<'a> Checker<'a> {
             schema_if_depth: 0,
             schema_nested: FxHashMap::default(),
             mixed_union: false,
+            cycle_reported: Default::default(),
         };
         let all = std::iter::once(&program.main).chain(program.packages.iter().map(|(_, p)| p));
         for p in all {

@@ -48,7 +48,64 @@ impl<'a> Checker<'a> {
     /// goes: a protocol's name and body, then attribute by attribute its type's names, a
     /// change of a declared type (or a required attribute made optional) and the index
     /// signature. The first of these errors is this schema's.
+    /// A base chain that comes back to the schema it starts from: upstream's resolver reports
+    /// the circle once, at each member's name in the chain's order, from the member declared
+    /// first.
+    fn check_inherit_cycle(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        let Some(&start) = self.pkgs[env.pkg].schemas.get(&st.name.sym) else {
+            return;
+        };
+        if self.cycle_reported.contains(&start) {
+            return;
+        }
+        let mut chain = vec![start];
+        let mut cur = start;
+        loop {
+            let info = &self.schemas[cur.0];
+            let Some(p) = &info.stmt.parent else { return };
+            let Some(next) = self.resolve_schema(info.pkg, info.file, &p.names) else {
+                return;
+            };
+            if next == start {
+                break;
+            }
+            // (a chain into a circle this schema is not on: that circle's own first member
+            // reports it)
+            if chain.contains(&next) || chain.len() > self.schemas.len() {
+                return;
+            }
+            chain.push(next);
+            cur = next;
+        }
+        // (upstream resolves a schema's own base inside its definition: `A(A)` passes here)
+        if chain.len() < 2 {
+            return;
+        }
+        // schemas of other packages are named with their package
+        let names: Vec<String> = chain
+            .iter()
+            .map(|id| {
+                let info = &self.schemas[id.0];
+                let name = info.stmt.name.sym.as_str();
+                match self.pkgs[info.pkg].path {
+                    "__main__" | "" => name.to_string(),
+                    p => format!("{p}.{name}"),
+                }
+            })
+            .collect();
+        let msg = format!(
+            "There is a circular reference between schemas {}",
+            names.join(", ")
+        );
+        for id in chain {
+            self.cycle_reported.insert(id);
+            let at = self.schemas[id.0].stmt.name.span.shrink_to_lo();
+            self.err(ErrKind::Compile, msg.clone(), at);
+        }
+    }
+
     pub(super) fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
+        self.check_inherit_cycle(env, st);
         // upstream checks its mixins' names as it builds the type, before any body is walked
         for m in &st.mixins {
             let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();

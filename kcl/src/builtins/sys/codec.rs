@@ -147,11 +147,15 @@ pub(super) fn base32(name: &str) -> Option<Value> {
         "encode" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::from(data_encoding::BASE32.encode(text_arg(a, k, 0, "value", "encode")?.as_bytes()))) },
         "decode" => |_: &mut dyn Host, a: A, k: K| -> R {
             let s = text_arg(a, k, 0, "value", "decode")?;
-            // (bytes that are no UTF-8 are None too)
-            Ok(match base32_decode(s.as_bytes()).map(String::from_utf8) {
-                Some(Ok(t)) => Value::from(t),
-                _ => Value::None,
-            })
+            // a character no base32 text has is upstream's odd argument error; bytes that
+            // are no UTF-8 are None
+            match base32_decode(s.as_bytes()).map(String::from_utf8) {
+                Some(Ok(t)) => Ok(Value::from(t)),
+                Some(Err(_)) => Ok(Value::None),
+                None => Err(RtError::eval(
+                    "decode() missing 1 required positional argument: 'value'",
+                )),
+            }
         },
     })
 }
@@ -321,7 +325,7 @@ fn raw_helper(
 
 /// RFC 4648 base32 decoding as upstream's (the `base32` crate's): letters of either case,
 /// up to six trailing `=` dropped from the length, an inner `=` read as zero bits, a short
-/// last group allowed; `None` (KCL's None) on any other character.
+/// last group allowed; `None` on any other character.
 fn base32_decode(data: &[u8]) -> Option<Vec<u8>> {
     let mut unpadded = data.len();
     for i in 1..=data.len().min(6) {

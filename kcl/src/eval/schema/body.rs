@@ -145,6 +145,20 @@ impl Evaluator {
             {
                 return self.schema_set(ctx, fr, attr.name.sym, v, span);
             }
+            // under upstream's lazy scope the config's entry is laid where the attribute is
+            // declared (the attribute is Undefined before)
+            if let Some(lz) = &fr.lazy
+                && lz.is_volatile(attr.name.sym)
+                && fr.config.map.contains_key(k)
+            {
+                let cur = fr
+                    .attrs
+                    .borrow()
+                    .get(k)
+                    .cloned()
+                    .unwrap_or(Value::Undefined);
+                return self.schema_set(ctx, fr, attr.name.sym, cur, span);
+            }
             return Ok(());
         };
         if overridden {

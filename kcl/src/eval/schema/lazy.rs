@@ -51,6 +51,9 @@ impl SchemaLazy {
         if names.is_empty() {
             return None;
         }
+        // the other attributes follow the same steps: what a volatile statement reads of
+        // them is what upstream's cache holds (which can be older than the attribute)
+        names.extend(layout.lazy_setters.keys().copied());
         let mut stmts = vec![false; layout.body.len()];
         for n in &names {
             for (i, _) in layout.lazy_setters.get(n).map_or(&[][..], Vec::as_slice) {
@@ -126,9 +129,9 @@ impl SchemaLazy {
 }
 
 /// The attributes that may be volatile (those a statement of theirs reads while assigning
-/// them, and those declared without a value, volatile under a `+=` entry) with their setters
-/// as upstream lists them: each assignment inside an `if` is one of its own, which runs the
-/// `if` up to it.
+/// them, and those declared without a value, volatile under a `+=` entry) and, when there
+/// are any, every attribute's setters as upstream lists them: each assignment inside an `if`
+/// is one of its own, which runs the `if` up to it.
 pub(super) fn lazy_setters(
     body: &[(&'static Stmt, usize)],
 ) -> (FxHashSet<Symbol>, FxHashSet<Symbol>, LazySetters) {
@@ -145,9 +148,7 @@ pub(super) fn lazy_setters(
         let mut found = Vec::new();
         crate::eval::stmt_setters(st, None, &mut found);
         for (n, stop) in found {
-            if self_reading.contains(&n) || valueless.contains(&n) {
-                setters.entry(n).or_default().push((i, stop));
-            }
+            setters.entry(n).or_default().push((i, stop));
         }
     }
     (self_reading, valueless, setters)

@@ -52,8 +52,8 @@ pub struct Layout {
     self_reading: FxHashSet<Symbol>,
     /// Attributes declared somewhere without a value.
     valueless: FxHashSet<Symbol>,
-    /// The setters of the attributes of `self_reading` and `valueless`, as upstream's lazy
-    /// scope lists them.
+    /// Every attribute's setters as upstream's lazy scope lists them (when `self_reading` or
+    /// `valueless` is not empty).
     lazy_setters: lazy::LazySetters,
     index_sig: Option<(&'static ast::IndexSignature, usize)>,
     /// Attribute names in declaration order (the instance's key order).
@@ -463,15 +463,13 @@ impl Evaluator {
             }
         }
         let lazy = lazy::SchemaLazy::new(&layout, &config);
-        // the config is visible from the start (a volatile `+=` entry is laid by each
-        // declaration instead)
+        // the config is visible from the start (under upstream's lazy scope, an attribute
+        // with statements gets its entry where they set it)
         for (k, v) in &config.map {
             let (op, _) = config.op_of(k);
-            if op == ConfigOp::Insert
-                && lazy
-                    .as_ref()
-                    .is_some_and(|lz| lz.is_volatile(Symbol::intern(k)))
-                && layout.valueless.contains(&Symbol::intern(k))
+            if lazy
+                .as_ref()
+                .is_some_and(|lz| lz.is_volatile(Symbol::intern(k)))
             {
                 continue;
             }

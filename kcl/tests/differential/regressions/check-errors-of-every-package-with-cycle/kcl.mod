@@ -1,0 +1,2 @@
+[package]
+name = "mp"
