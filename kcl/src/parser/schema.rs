@@ -171,6 +171,11 @@ impl<'a> Parser<'a> {
                 self.bump();
                 self.expect_header_colon();
                 self.recover_to_line_end();
+            } else if self.ident_is(0, "check") && self.nth(1).tok == Tok::Eof {
+                // ending the file too: then the block's indent, where the file's dedent is
+                self.bump();
+                let span = self.expected_at_line_end(&[":"]);
+                self.expected_got(span, &["indent"], "dedent");
             } else if self.ident_is(0, "check") && self.nth(1).tok == Tok::Colon {
                 let check_indent = if t.nl { t.indent } else { self.line_indent };
                 self.bump();

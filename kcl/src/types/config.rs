@@ -10,14 +10,23 @@ impl<'a> Checker<'a> {
         let mut ks = Vec::new();
         let mut vs = Vec::new();
         let known = self.config_entry_types(env, entries, &mut ks, &mut vs);
-        if known && !ks.is_empty() {
-            let sub = |x, y| self.is_sub_schema(x, y);
-            Ty::Dict(Rc::new(sup(ks, &sub)), Rc::new(sup(vs, &sub)))
-        } else if entries.is_empty() {
-            Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
-        } else {
-            Ty::Any
+        if !known {
+            return Ty::Any;
         }
+        // (upstream's dict type keeps an `any` key or value: `{x = v}` with `v` of unknown
+        // type is `{str(x):any}`, `{**d}` with `d` unknown `{any:any}`)
+        let sub = |x, y| self.is_sub_schema(x, y);
+        let kt = if ks.is_empty() {
+            Ty::Any
+        } else {
+            sup(ks, &sub)
+        };
+        let vt = if vs.is_empty() {
+            Ty::Any
+        } else {
+            sup(vs, &sub)
+        };
+        Ty::Dict(Rc::new(kt), Rc::new(vt))
     }
 
     /// The key and value types of config entries (an `if` entry's branches bring theirs, as
@@ -33,9 +42,15 @@ impl<'a> Checker<'a> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, value, op } => {
+                    // `a.b.c = v` is `a: {b: {c = v}}` to upstream
+                    let path = selector_names(key);
                     let kt = match &key.kind {
                         ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
                         ExprKind::Str(s) => Ty::StrLit(s.clone()),
+                        ExprKind::Selector(_) if path.is_some() => {
+                            let names = path.as_deref().unwrap_or_default();
+                            Ty::StrLit(std::sync::Arc::from(names[0].as_str()))
+                        }
                         ExprKind::Selector(_) => {
                             known = false;
                             Ty::Any
@@ -57,7 +72,13 @@ impl<'a> Checker<'a> {
                     {
                         vt = Ty::List(Rc::new(vt));
                     }
-                    if kt.is_any() || vt.is_any() {
+                    if let Some(names) = &path {
+                        for n in names[1..].iter().rev() {
+                            let k = Ty::StrLit(std::sync::Arc::from(n.as_str()));
+                            vt = Ty::Dict(Rc::new(k), Rc::new(vt));
+                        }
+                    }
+                    if kt.is_any() {
                         known = false;
                     }
                     ks.push(kt);
@@ -70,6 +91,8 @@ impl<'a> Checker<'a> {
                             ks.push((*kt).clone());
                             vs.push((*vt).clone());
                         }
+                        // (a value of unknown type brings an unknown value type)
+                        Ty::Any => vs.push(Ty::Any),
                         _ => known = false,
                     }
                 }
@@ -177,4 +200,17 @@ pub(super) fn literal_keys(entries: &[ast::ConfigEntry], keys: &mut Vec<String>)
         }
     }
     true
+}
+
+/// The names of a dotted key `a.b.c` (a selector chain on a name), `None` for anything else.
+fn selector_names(e: &Expr) -> Option<Vec<Symbol>> {
+    match &e.kind {
+        ExprKind::Ident(s) => Some(vec![*s]),
+        ExprKind::Selector(x) if !x.optional => {
+            let mut v = selector_names(&x.value)?;
+            v.push(x.attr.sym);
+            Some(v)
+        }
+        _ => None,
+    }
 }

@@ -284,6 +284,25 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The type at an assignment target's path (`x[i]`, `x.k`, nested): a list's item, a
+    /// dict's value, a schema's attribute; `None` where it is unknown or `any`.
+    fn path_target_type(&mut self, env: &Env, t: &ast::Target) -> Option<Ty> {
+        let mut ty = self.lookup(env, t.name.sym);
+        for p in &t.path {
+            ty = match (p, &ty) {
+                (ast::TargetPath::Index(_), Ty::List(et)) => (**et).clone(),
+                (ast::TargetPath::Index(_) | ast::TargetPath::Attr(_), Ty::Dict(_, vt)) => {
+                    (**vt).clone()
+                }
+                (ast::TargetPath::Attr(n), Ty::Schema(id)) => {
+                    self.members(*id).attrs.get(&n.sym)?.0.clone()
+                }
+                _ => return None,
+            };
+        }
+        (!ty.is_any()).then_some(ty)
+    }
+
     pub(super) fn stmt(&mut self, env: &Env, s: &Stmt) {
         // (errors of earlier statements do not stop this one's checks)
         let before = self.errors.len();
@@ -366,6 +385,13 @@ impl<'a> Checker<'a> {
                             }
                         }
                     }
+                    // `x[i] = v`, `x.k = v`: the value against the type at the path
+                    (None, [target])
+                        if !target.path.is_empty()
+                            && let Some(ty) = self.path_target_type(env, target) =>
+                    {
+                        self.check_value(env, &a.value, &ty, target.span, None);
+                    }
                     _ => {
                         let t = self.infer(env, &a.value);
                         if let Some(target) = a.targets.first() {
@@ -419,8 +445,12 @@ impl<'a> Checker<'a> {
                     return;
                 }
                 let r = self.infer(env, &a.value);
-                if a.target.path.is_empty() {
-                    let l = self.lookup(env, a.target.name.sym);
+                let l = if a.target.path.is_empty() {
+                    Some(self.lookup(env, a.target.name.sym))
+                } else {
+                    self.path_target_type(env, &a.target)
+                };
+                if let Some(l) = l {
                     let before = self.errors.len();
                     let t = self.binary(a.op.bin_op(), &l, &r, a.target.span);
                     // the result must fit the target's type (a list's new items, a dict's
