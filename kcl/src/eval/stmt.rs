@@ -6,38 +6,6 @@ use super::*;
 impl Evaluator {
     /// Execute a statement; returns the value of an expression statement.
     pub fn exec_stmt(&self, ctx: &Ctx, s: &'static Stmt) -> EvalResult<Option<Value>> {
-        // a schema body with volatile attributes tracks what each statement assigns (see
-        // `schema/lazy.rs`)
-        if !ctx.in_lambda
-            && let Some(fr) = &ctx.schema
-            && let Some(lz) = &fr.lazy
-        {
-            let Some(only) = lz.enter_stmt(s) else {
-                return Ok(None);
-            };
-            if let (StmtKind::If(i), Some(or_else)) = (&s.kind, only) {
-                let cond = self.eval(ctx, &i.cond)?.truthy();
-                if cond == or_else {
-                    return Ok(None);
-                }
-                let mut last = None;
-                for st in if or_else { &i.orelse } else { &i.body } {
-                    last = self.exec_stmt(ctx, st)?;
-                }
-                return Ok(last);
-            }
-            let Some(t) = stmt_target(s) else {
-                return self.exec_stmt_kind(ctx, s);
-            };
-            lz.push_target(t);
-            let r = self.exec_stmt_kind(ctx, s);
-            lz.pop_target();
-            return r;
-        }
-        self.exec_stmt_kind(ctx, s)
-    }
-
-    fn exec_stmt_kind(&self, ctx: &Ctx, s: &'static Stmt) -> EvalResult<Option<Value>> {
         match &s.kind {
             StmtKind::Expr(e) => {
                 let v = self.eval(ctx, e)?;
@@ -455,7 +423,7 @@ fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<Value, RtEr
 
 /// The name a statement assigns while it runs (upstream's "target": a read of it is the value
 /// being assigned).
-pub(super) fn stmt_target(s: &Stmt) -> Option<Symbol> {
+pub(crate) fn stmt_target(s: &Stmt) -> Option<Symbol> {
     match &s.kind {
         StmtKind::Assign(a) => a.targets.first().map(|t| t.name.sym),
         StmtKind::AugAssign(a) => Some(a.target.name.sym),

@@ -357,6 +357,10 @@ pub(crate) fn type_ctx(ctx: &Ctx) -> Ctx {
 /// its text, and no value matches one holding a backslash or a character Rust's debug
 /// format escapes (control and format characters, separators other than the space).
 fn runtime_str_literal(s: &str) -> bool {
+    // (the usual literal is printable ASCII)
+    if s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'\\') {
+        return true;
+    }
     !s.chars()
         .any(|c| c == '\\' || (c != '"' && c != '\'' && c.escape_debug().len() > 1))
 }

@@ -14,7 +14,10 @@ impl Evaluator {
             schema: Some(fr.clone()),
             ..fr.ctxs[pi].clone()
         };
-        let r = self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st));
+        let r = match &fr.lazy {
+            Some(lz) => self.in_pkg(&ctx.pkg, || self.exec_lazy_stmt(&ctx, lz, st)),
+            None => self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st)),
+        };
         fr.state.borrow_mut()[i] = DONE;
         r?;
         // upstream converts an attribute's value to its type where the attribute is declared

@@ -17,7 +17,7 @@ use super::*;
 use crate::ast::walk::walk_expr;
 
 /// The lazy-scope state of an instance with volatile attributes.
-pub(crate) struct SchemaLazy {
+pub(super) struct SchemaLazy {
     names: FxHashSet<Symbol>,
     /// The `if` setters being run again, innermost last.
     stops: RefCell<Vec<crate::eval::Stop>>,
@@ -38,7 +38,7 @@ pub(crate) struct SchemaLazy {
 impl SchemaLazy {
     /// The state for an instance of `layout` made from `config`, when it has volatile
     /// attributes.
-    pub(super) fn new(layout: &Layout, config: &Dict) -> Option<SchemaLazy> {
+    pub(super) fn new(layout: &Layout, config: &Dict) -> Option<Box<SchemaLazy>> {
         let mut names: FxHashSet<Symbol> = layout.self_reading.clone();
         if config.ops.as_ref().is_some_and(|o| o.any_insert()) {
             for k in config.map.keys() {
@@ -60,7 +60,7 @@ impl SchemaLazy {
                 stmts[*i] = true;
             }
         }
-        Some(SchemaLazy {
+        Some(Box::new(SchemaLazy {
             names,
             stops: RefCell::default(),
             stmts,
@@ -69,7 +69,7 @@ impl SchemaLazy {
             cal: RefCell::default(),
             targets: RefCell::default(),
             done: Cell::new(false),
-        })
+        }))
     }
 
     pub(super) fn is_volatile(&self, name: Symbol) -> bool {
@@ -84,7 +84,7 @@ impl SchemaLazy {
     /// Where an `if` setter being run again stands at statement `s`: `None` when the run is
     /// past its stop (the statement does not run); else the branch an `if` is restricted to
     /// (`Some(true)`: the else branch).
-    pub(crate) fn enter_stmt(&self, s: &'static Stmt) -> Option<Option<bool>> {
+    fn enter_stmt(&self, s: &'static Stmt) -> Option<Option<bool>> {
         let addr = s as *const Stmt as usize;
         let mut only = None;
         if let Some(top) = self.stops.borrow_mut().last_mut() {
@@ -101,11 +101,11 @@ impl SchemaLazy {
         Some(only)
     }
 
-    pub(crate) fn push_target(&self, name: Symbol) {
+    fn push_target(&self, name: Symbol) {
         self.targets.borrow_mut().push(name);
     }
 
-    pub(crate) fn pop_target(&self) {
+    fn pop_target(&self) {
         self.targets.borrow_mut().pop();
     }
 
@@ -199,6 +199,40 @@ fn scan(st: &Stmt, out: &mut FxHashSet<Symbol>, valueless: &mut FxHashSet<Symbol
 }
 
 impl Evaluator {
+    /// Run a statement of a schema body under upstream's lazy scope: past an `if` setter's
+    /// stop nothing runs, an `if` run as a setter takes only its branch, and each statement
+    /// is the target of what it assigns while it runs.
+    pub(super) fn exec_lazy_stmt(
+        &self,
+        ctx: &Ctx,
+        lz: &SchemaLazy,
+        s: &'static Stmt,
+    ) -> EvalResult<Option<Value>> {
+        let Some(only) = lz.enter_stmt(s) else {
+            return Ok(None);
+        };
+        if let StmtKind::If(i) = &s.kind {
+            let cond = self.eval(ctx, &i.cond)?.truthy();
+            let branch = match only {
+                Some(or_else) if cond == or_else => return Ok(None),
+                Some(or_else) => or_else,
+                None => !cond,
+            };
+            let mut last = None;
+            for st in if branch { &i.orelse } else { &i.body } {
+                last = self.exec_lazy_stmt(ctx, lz, st)?;
+            }
+            return Ok(last);
+        }
+        let Some(t) = crate::eval::stmt::stmt_target(s) else {
+            return self.exec_stmt(ctx, s);
+        };
+        lz.push_target(t);
+        let r = self.exec_stmt(ctx, s);
+        lz.pop_target();
+        r
+    }
+
     /// Read volatile attribute `name` as upstream's lazy scope does: the value the running
     /// statement assigns reads as it is; a cached value is final; else the last setter not
     /// yet being computed runs again and its result is cached.

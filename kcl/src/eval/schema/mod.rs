@@ -8,7 +8,7 @@ mod body;
 mod checks;
 pub(crate) mod forward;
 mod layout;
-pub(crate) mod lazy;
+mod lazy;
 mod merge;
 
 use checks::{decorator_name, similar};
@@ -124,7 +124,7 @@ pub struct Frame {
     state: RefCell<Vec<u8>>,
     /// Upstream's lazy scope, when the instance has attributes whose statements give another
     /// value when run again (see `lazy.rs`).
-    pub(crate) lazy: Option<lazy::SchemaLazy>,
+    lazy: Option<Box<lazy::SchemaLazy>>,
 }
 
 impl Frame {
