@@ -272,12 +272,12 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Whether the checker knows nothing of `func`'s type (without reporting about it).
+    /// Whether the checker knows nothing of `func`'s type. Its errors (an undefined name) are
+    /// reported here, before the arguments' (as upstream resolves the callee first); the
+    /// whole call's later walk finds them again, and the package's repeated errors are
+    /// dropped.
     fn callee_unknown(&mut self, env: &Env, func: &Expr) -> bool {
-        let before = self.errors.len();
-        let t = self.infer(env, func);
-        self.errors.truncate(before);
-        t.is_any()
+        self.infer(env, func).is_any()
     }
 
     /// Errors found again since `before` (the same message at the same place) are dropped: a

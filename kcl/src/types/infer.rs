@@ -161,11 +161,8 @@ impl<'a> Checker<'a> {
                 // a comprehension's key must be a string too (upstream's resolver)
                 self.check_str_key(&k, c.key.span.shrink_to_lo(), true);
                 let v = self.infer(&env2, &c.value);
-                if k.is_any() || v.is_any() {
-                    Ty::Dict(Rc::new(Ty::Any), Rc::new(Ty::Any))
-                } else {
-                    Ty::Dict(Rc::new(k), Rc::new(v))
-                }
+                // (an unknown key or value type stays as it is: `{any:int(1)}`)
+                Ty::Dict(Rc::new(k), Rc::new(v))
             }
             ExprKind::Quant(q) => self.infer_quant(env, q),
             ExprKind::Schema(se) => self.infer_schema_expr(env, e, se),

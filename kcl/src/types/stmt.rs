@@ -590,8 +590,10 @@ impl<'a> Checker<'a> {
                     if let Some(k) = &ix.key_name {
                         senv = senv.with_local(k.sym, Ty::Str);
                     }
+                    // its default against its value type, at the signature
                     if let Some(v) = &ix.value {
-                        self.infer(&senv, v);
+                        let vt = self.resolve_type(env.pkg, env.file, &ix.value_ty);
+                        self.check_value(&senv, v, &vt, ix.span.shrink_to_lo(), None);
                     }
                 }
                 self.infer_checks(&senv, &st.checks);

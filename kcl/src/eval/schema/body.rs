@@ -14,8 +14,17 @@ impl Evaluator {
             schema: Some(fr.clone()),
             ..fr.ctxs[pi].clone()
         };
+        // (whether the lazy scope had cached the attribute this statement may convert)
+        let mut cached_before = true;
         let r = match &fr.lazy {
-            Some(lz) => self.in_pkg(&ctx.pkg, || self.exec_lazy_stmt(&ctx, lz, st)),
+            Some(lz) => {
+                if let Some((k, _)) =
+                    fr.layout.converting[i].and_then(|j| fr.layout.declared.get_index(j))
+                {
+                    cached_before = lz.has_cached(Symbol::intern(k));
+                }
+                self.in_pkg(&ctx.pkg, || self.exec_lazy_stmt(&ctx, lz, st))
+            }
             None => self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st)),
         };
         fr.state.borrow_mut()[i] = DONE;
@@ -50,6 +59,12 @@ impl Evaluator {
                     && let Some(e) = self.empty_config_mismatch(&c, t, st.span)
                 {
                     return Err(e);
+                }
+                // (what the lazy scope cached at the statement is the converted value)
+                if let Some(lz) = &fr.lazy
+                    && !cached_before
+                {
+                    lz.converted(Symbol::intern(k), &nv);
                 }
                 fr.attrs.borrow_mut().map.insert(k.clone(), nv);
             }
@@ -160,6 +175,13 @@ impl Evaluator {
                     .get(k)
                     .cloned()
                     .unwrap_or(Value::Undefined);
+                if matches!(cur, Value::Undefined) {
+                    // (the entry as it is, `None` included)
+                    let cv = fr.config.map.get(k).cloned().unwrap_or(Value::Undefined);
+                    lz.note_set(&fr.layout, attr.name.sym, &cv);
+                    fr.attrs.borrow_mut().map.insert(Str::from(k), cv);
+                    return Ok(());
+                }
                 return self.schema_set(ctx, fr, attr.name.sym, cur, span);
             }
             return Ok(());

@@ -76,6 +76,18 @@ impl SchemaLazy {
         self.names.contains(&name)
     }
 
+    pub(super) fn has_cached(&self, name: Symbol) -> bool {
+        self.cache.borrow().contains_key(&name)
+    }
+
+    /// The statement that set `name` converted its value to the attribute's type: a value
+    /// cached at that statement is the converted one.
+    pub(super) fn converted(&self, name: Symbol, v: &Value) {
+        if let Some(c) = self.cache.borrow_mut().get_mut(&name) {
+            *c = v.clone();
+        }
+    }
+
     /// A new inheritance level starts: upstream's cache is the level's own.
     pub(super) fn enter_level(&self) {
         self.cache.borrow_mut().clear();
