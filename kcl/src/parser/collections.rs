@@ -62,9 +62,10 @@ impl<'a> Parser<'a> {
 
     fn parse_list_item(&mut self) -> Expr {
         match self.tok() {
+            // (the operand is a whole expression, a conditional too, as upstream's)
             Tok::Star => {
                 let lo = self.bump().lo;
-                let v = self.parse_or_test();
+                let v = self.parse_expr();
                 Expr {
                     span: self.span(lo, v.span.hi),
                     kind: ExprKind::Starred(Box::new(v)),
@@ -282,7 +283,7 @@ impl<'a> Parser<'a> {
         match t.tok {
             Tok::StarStar => {
                 self.bump();
-                let v = self.parse_or_test();
+                let v = self.parse_expr();
                 Some(ConfigEntry {
                     kind: ConfigEntryKind::Unpack {
                         span: self.span(lo, v.span.hi),
