@@ -106,18 +106,41 @@ impl<'a> Parser<'a> {
         body: fn(&mut Self, u32) -> Vec<T>,
         nested: fn(&mut Self) -> T,
     ) -> (Expr, Vec<T>, Vec<T>) {
+        // upstream's parser reads an `elif` chain in one loop: after an `elif` whose body is on
+        // its line the chain ends (a further `elif` is no part of it; `else` still is), and
+        // once an `elif` had an indented body every later one must too
+        let is_elif = self.prev().tok == Tok::Elif;
+        let outer = self.elif_block_seen;
+        if !is_elif {
+            self.elif_block_seen = false;
+        }
         let cond = self.parse_expr();
         self.expect(Tok::Colon, ":");
+        let inline = !self.tk().nl;
+        if is_elif && inline && self.elif_block_seen {
+            let t = self.tk();
+            let got = t.tok.describe(self.text(t));
+            self.error(
+                self.tspan(t),
+                format!("expected one of [\"indent\"] got {got}"),
+            );
+        }
         let then = body(self, header_indent);
+        if is_elif && !inline {
+            self.elif_block_seen = true;
+        }
         let mut orelse = Vec::new();
         let t = self.tk();
         let aligned = !t.nl || t.indent == header_indent;
-        if t.tok == Tok::Elif && aligned {
+        if t.tok == Tok::Elif && aligned && !(is_elif && inline) {
             orelse.push(nested(self));
         } else if t.tok == Tok::Else && aligned {
             self.bump();
             self.expect(Tok::Colon, ":");
             orelse = body(self, header_indent);
+        }
+        if !is_elif {
+            self.elif_block_seen = outer;
         }
         (cond, then, orelse)
     }

@@ -75,6 +75,8 @@ pub(crate) struct Parser<'a> {
     stray_dedents: Vec<u32>,
     /// How many of `errors` (at the front) are upstream's lexer's (see `lex_error`).
     lex_errors: usize,
+    /// In a list or config `if` chain: an `elif` had an indented body (see `parse_if_parts`).
+    elif_block_seen: bool,
     /// Parsing the text of a `${...}` interpolation: its end is "eof", not a newline.
     embedded: bool,
     /// An indented block is expected (after a `:` line end).
@@ -233,6 +235,7 @@ impl<'a> Parser<'a> {
             stmt_start: 0,
             stray_dedents: Vec::new(),
             lex_errors: 0,
+            elif_block_seen: false,
             embedded: false,
             want_block: false,
         }
