@@ -575,9 +575,12 @@ impl<'a> Parser<'a> {
     }
     /// Whether the current token, on the same line, starts a statement.
     fn starts_stmt(&self) -> bool {
+        // (a word keyword starting a statement is a name to upstream's parser: `type S = str
+        // as int` is the alias and the names `as` and `int`)
         self.starts_expr()
             || (!self.at_line_break()
-                && matches!(self.tok(), Tok::Import | Tok::Assert | Tok::If | Tok::At))
+                && (matches!(self.tok(), Tok::Import | Tok::Assert | Tok::If | Tok::At)
+                    || self.tok().is_word_keyword()))
     }
     /// Tokens that may not be taken from the next line at statement level.
     fn line_sensitive(&self, t: Tok) -> bool {
