@@ -252,7 +252,7 @@ impl Evaluator {
                 }
             }
         }
-        let (self_reading, valueless, lazy_setters) = super::lazy::lazy_setters(&body);
+        let (self_reading, valueless, lazy_setters, cyclic) = super::lazy::lazy_setters(&body);
         let required = declared
             .iter()
             .filter(|(_, d)| d.schema_attr && !d.optional)
@@ -291,6 +291,7 @@ impl Evaluator {
             self_reading,
             valueless,
             lazy_setters,
+            cyclic,
             index_sig,
             order,
             required,

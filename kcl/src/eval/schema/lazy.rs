@@ -48,7 +48,7 @@ impl SchemaLazy {
                 }
             }
         }
-        if names.is_empty() {
+        if names.is_empty() && !layout.cyclic {
             return None;
         }
         // the other attributes follow the same steps: what a volatile statement reads of
@@ -146,15 +146,16 @@ impl SchemaLazy {
 /// is one of its own, which runs the `if` up to it.
 pub(super) fn lazy_setters(
     body: &[(&'static Stmt, usize)],
-) -> (FxHashSet<Symbol>, FxHashSet<Symbol>, LazySetters) {
+) -> (FxHashSet<Symbol>, FxHashSet<Symbol>, LazySetters, bool) {
     let mut self_reading = FxHashSet::default();
     let mut valueless = FxHashSet::default();
     for (st, _) in body {
         scan(st, &mut self_reading, &mut valueless);
     }
+    let cyclic = reads_in_a_circle(body);
     let mut setters: LazySetters = FxHashMap::default();
-    if self_reading.is_empty() && valueless.is_empty() {
-        return (self_reading, valueless, setters);
+    if self_reading.is_empty() && valueless.is_empty() && !cyclic {
+        return (self_reading, valueless, setters, cyclic);
     }
     for (i, (st, _)) in body.iter().enumerate() {
         let mut found = Vec::new();
@@ -163,7 +164,61 @@ pub(super) fn lazy_setters(
             setters.entry(n).or_default().push((i, stop));
         }
     }
-    (self_reading, valueless, setters)
+    (self_reading, valueless, setters, cyclic)
+}
+
+/// Whether attributes read each other in a circle through their statements (`a = b + 1`,
+/// `b = c * 2`, `if a > 2: c = 5`): reading one ahead then re-runs statements upstream's way
+/// (which reaches the first of them, not the last, with an Undefined value), so every
+/// attribute of such a schema follows the lazy scope.
+fn reads_in_a_circle(body: &[(&'static Stmt, usize)]) -> bool {
+    let mut edges: FxHashMap<Symbol, Vec<Symbol>> = FxHashMap::default();
+    for (st, _) in body {
+        let mut set = Vec::new();
+        crate::eval::stmt_setters(st, None, &mut set);
+        if set.is_empty() {
+            continue;
+        }
+        let mut reads = Vec::new();
+        crate::ast::walk::walk_stmt(st, &mut |e| {
+            if let ast::ExprKind::Ident(s) = e.kind {
+                reads.push(s);
+            }
+        });
+        for (n, _) in set {
+            let e = edges.entry(n).or_default();
+            e.extend(reads.iter().copied().filter(|r| *r != n));
+        }
+    }
+    // (depth-first, colouring names: 1 on the path, 2 done)
+    let mut colour: FxHashMap<Symbol, u8> = FxHashMap::default();
+    for &start in edges.keys() {
+        if colour.contains_key(&start) {
+            continue;
+        }
+        let mut stack: Vec<(Symbol, usize)> = vec![(start, 0)];
+        colour.insert(start, 1);
+        while let Some((n, i)) = stack.pop() {
+            let next = edges.get(&n).and_then(|e| e.get(i)).copied();
+            let Some(m) = next else {
+                colour.insert(n, 2);
+                continue;
+            };
+            stack.push((n, i + 1));
+            if !edges.contains_key(&m) {
+                continue;
+            }
+            match colour.get(&m) {
+                Some(1) => return true,
+                Some(_) => {}
+                None => {
+                    colour.insert(m, 1);
+                    stack.push((m, 0));
+                }
+            }
+        }
+    }
+    false
 }
 
 /// Per attribute: `(body statement, stop)` for each of its setters.

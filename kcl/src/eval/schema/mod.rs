@@ -55,6 +55,8 @@ pub struct Layout {
     /// Every attribute's setters as upstream's lazy scope lists them (when `self_reading` or
     /// `valueless` is not empty).
     lazy_setters: lazy::LazySetters,
+    /// Attributes read each other in a circle (see `lazy.rs`).
+    cyclic: bool,
     index_sig: Option<(&'static ast::IndexSignature, usize)>,
     /// Attribute names in declaration order (the instance's key order).
     order: Vec<Str>,
