@@ -30,6 +30,7 @@ mod resolve;
 mod schema_type;
 mod stmt;
 mod sysmod;
+mod targets;
 mod ty;
 mod whole;
 

@@ -8,16 +8,22 @@
 //! (`schema_lookup` runs pending setters once) gives upstream's values. It does not for an
 //! attribute one of whose statements reads the attribute itself (`a += [2]`, `a = a + [2]`),
 //! nor for one declared without a value under a `+=` config entry (each declaration that
-//! runs appends the entry again): for those ("volatile") this module follows upstream's
-//! steps. The cache starts empty at each inheritance level while the count of setters run
-//! carries across levels, as upstream's results show (`a: [int] = [1]; x = a; a += [2]`
-//! gives `a == [1, 2, 2]` and `x == [1, 2]`).
+//! runs appends the entry again), nor where attributes read each other in a circle (a read
+//! ahead then meets an Undefined value at upstream's place). An instance with such
+//! ("volatile") attributes, or of a schema with such a circle, follows upstream's steps for
+//! every attribute: what a re-run statement reads of another attribute is what upstream's
+//! cache holds. The cache starts empty at each inheritance level while the count of setters
+//! run carries across levels, as upstream's results show (`a: [int] = [1]; x = a; a += [2]`
+//! gives `a == [1, 2, 2]` and `x == [1, 2]`). Following it for every instance was measured
+//! at +12% instructions on the benchmarks, so instances without these shapes keep the usual
+//! order.
 
 use super::*;
 use crate::ast::walk::walk_expr;
 
 /// The lazy-scope state of an instance with volatile attributes.
 pub(super) struct SchemaLazy {
+    /// The attributes that follow the lazy scope (all that have statements).
     names: FxHashSet<Symbol>,
     /// The `if` setters being run again, innermost last.
     stops: RefCell<Vec<crate::eval::Stop>>,
@@ -72,6 +78,7 @@ impl SchemaLazy {
         }))
     }
 
+    /// Whether attribute `name` follows the lazy scope.
     pub(super) fn is_volatile(&self, name: Symbol) -> bool {
         self.names.contains(&name)
     }

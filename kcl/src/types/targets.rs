@@ -1,0 +1,84 @@
+//! Assignment targets: the immutability of package-level names (checked statement by
+//! statement, as upstream walks them) and the type at a target's path (`x[i]`, `x.k`).
+
+use super::*;
+
+impl<'a> Checker<'a> {
+    /// A package-level statement: an `if`'s statements are package-level too, each checked
+    /// for immutability just before its own checks (upstream walks them in that order).
+    pub(super) fn top_stmt(&mut self, env: &Env, s: &Stmt) {
+        if let StmtKind::If(i) = &s.kind {
+            self.infer(env, &i.cond);
+            for st in i.body.iter().chain(&i.orelse) {
+                self.top_stmt(env, st);
+            }
+            return;
+        }
+        let mut assigned = std::mem::take(&mut self.assigned);
+        self.check_immutable(s, &mut assigned);
+        self.assigned = assigned;
+        self.stmt(env, s);
+    }
+
+    /// `x op= v` on a package-level name that is not `_`-prefixed.
+    pub(super) fn check_immutable(&mut self, s: &Stmt, assigned: &mut FxHashMap<Symbol, Span>) {
+        match &s.kind {
+            // (`a.b = v` declares `a` too)
+            StmtKind::Assign(a) => {
+                for t in &a.targets {
+                    assigned.entry(t.name.sym).or_insert(t.span);
+                }
+            }
+            // (statements in `if` bodies are package-level too: see `top_stmt`)
+            StmtKind::AugAssign(a) => {
+                let n = a.target.name;
+                // an augmented assignment declares a name not assigned before it
+                if a.target.path.is_empty() && !assigned.contains_key(&n.sym) {
+                    assigned.insert(n.sym, a.target.span);
+                    return;
+                }
+                // (upstream reports none where the value is a schema expression; `a.b += v`
+                // modifies `a`)
+                if !n.sym.as_str().starts_with('_')
+                    && !matches!(strip_paren(&a.value).kind, ExprKind::Schema(_))
+                    && let Some(&first) = assigned.get(&n.sym)
+                {
+                    let e = EvalError::new(
+                        ErrKind::Immutable,
+                        format!(
+                            "Immutable variable '{}' is modified during compiling",
+                            n.sym
+                        ),
+                        Some(a.target.span),
+                    )
+                    .with_note(
+                        first,
+                        format!("The variable '{}' is declared here firstly", n.sym),
+                    )
+                    .with_mutable_hint(n.sym);
+                    self.errors.push(e);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The type at an assignment target's path (`x[i]`, `x.k`, nested): a list's item, a
+    /// dict's value, a schema's attribute; `None` where it is unknown or `any`.
+    pub(super) fn path_target_type(&mut self, env: &Env, t: &ast::Target) -> Option<Ty> {
+        let mut ty = self.lookup(env, t.name.sym);
+        for p in &t.path {
+            ty = match (p, &ty) {
+                (ast::TargetPath::Index(_), Ty::List(et)) => (**et).clone(),
+                (ast::TargetPath::Index(_) | ast::TargetPath::Attr(_), Ty::Dict(_, vt)) => {
+                    (**vt).clone()
+                }
+                (ast::TargetPath::Attr(n), Ty::Schema(id)) => {
+                    self.members(*id).attrs.get(&n.sym)?.0.clone()
+                }
+                _ => return None,
+            };
+        }
+        (!ty.is_any()).then_some(ty)
+    }
+}
