@@ -178,8 +178,7 @@ impl Evaluator {
                 if matches!(cur, Value::Undefined) {
                     // (the entry as it is, `None` included)
                     let cv = fr.config.map.get(k).cloned().unwrap_or(Value::Undefined);
-                    lz.note_set(&fr.layout, attr.name.sym, &cv);
-                    fr.attrs.borrow_mut().map.insert(Str::from(k), cv);
+                    lz.declared(fr, attr.name.sym, cv);
                     return Ok(());
                 }
                 return self.schema_set(ctx, fr, attr.name.sym, cur, span);

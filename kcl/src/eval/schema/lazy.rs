@@ -95,6 +95,15 @@ impl SchemaLazy {
         }
     }
 
+    /// A declaration without a value laid `v` (its config entry) on attribute `name`.
+    pub(super) fn declared(&self, fr: &Frame, name: Symbol, v: Value) {
+        self.note_set(&fr.layout, name, &v);
+        fr.attrs
+            .borrow_mut()
+            .map
+            .insert(Str::from(name.as_str()), v);
+    }
+
     /// A new inheritance level starts: upstream's cache is the level's own.
     pub(super) fn enter_level(&self) {
         self.cache.borrow_mut().clear();
@@ -394,8 +403,7 @@ impl Evaluator {
         } else {
             self.binop(ast::BinOp::Add, &cur, cv, span)?
         };
-        lz.note_set(&fr.layout, name, &nv);
-        fr.attrs.borrow_mut().map.insert(Str::from(k), nv);
+        lz.declared(fr, name, nv);
         Ok(true)
     }
 }
