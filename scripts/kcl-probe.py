@@ -6,7 +6,8 @@ Probes in FILE are separated by lines starting `#---`. In a probe, a first line
 `#!args: -D x=1 -S a` adds `kcl run` options, and a line `#file: pkg/a.k` starts another file
 (the probe's first lines are main.k). Compared: exit status, stdout, and for errors the first
 annotation message (the grammar runner's key mode). KCL_BIN names our binary
-(default target/debug/kcl); probes are written under $TMPDIR/kcl-probe/.
+(default target/debug/kcl); probes are written under $TMPDIR/kcl-probe/. KCL_PROBE_ALL=1 prints
+every probe with its whole error output (for comparing the errors after the first).
 """
 import sys, os, re, subprocess, shutil
 src = open(sys.argv[1]).read()
@@ -28,6 +29,8 @@ def key(s):
 import tempfile
 base = os.path.join(tempfile.gettempdir(), 'kcl-probe'); shutil.rmtree(base, ignore_errors=True)
 same = 0
+show_all = os.environ.get('KCL_PROBE_ALL') == '1'
+limit = None if show_all else 1500
 for i, c in enumerate(cases):
     d = f'{base}/c{i}'; os.makedirs(d)
     extra = []
@@ -48,8 +51,9 @@ for i, c in enumerate(cases):
         print(f'===== case {i} ({d}) ORACLE TIMEOUT'); print(c.rstrip()); continue
     o = subprocess.run([ours, 'run', 'main.k'] + extra, cwd=d, capture_output=True, text=True, timeout=60)
     ok = u.returncode == o.returncode and u.stdout == o.stdout and (u.returncode == 0 or key(u.stderr) == key(o.stderr))
-    if ok: same += 1; continue
+    if ok: same += 1
+    if ok and not show_all: continue
     print(f'===== case {i} ({d})'); print(c.rstrip())
-    print(f'--- upstream rc={u.returncode}'); print(u.stdout.rstrip()); print(norm(u.stderr)[:1500])
-    print(f'--- ours rc={o.returncode}'); print(o.stdout.rstrip()); print(norm(o.stderr)[:1500])
+    print(f'--- upstream rc={u.returncode}'); print(u.stdout.rstrip()); print(norm(u.stderr)[:limit])
+    print(f'--- ours rc={o.returncode}'); print(o.stdout.rstrip()); print(norm(o.stderr)[:limit])
 print(f'{same}/{len(cases)} same')

@@ -106,6 +106,21 @@ pub struct RunOutput {
     pub files: Vec<PathBuf>,
 }
 
+/// Why a program did not load, as upstream reports it: the syntax errors, then what its
+/// resolver finds in the program as the parser recovered it (imports of missing packages
+/// first). `None` when the program cannot be recovered (a file that cannot be read).
+fn recovered_errors(files: &[PathBuf], load: &LoadOptions) -> Option<KclError> {
+    let (mut program, errors, missing) =
+        crate::parser::loader::load_program_recovered(files, load).ok()?;
+    crate::parser::merge::merge_main(&mut program);
+    let mut text = crate::diag::Diagnostics(errors).to_string();
+    text.push_str(&crate::diag::Diagnostics(missing).to_string());
+    if let Err(e) = crate::types::check_program(&program) {
+        text.push_str(&e.to_string());
+    }
+    Some(KclError::Syntax(text))
+}
+
 /// Settings from `-Y` files merged into the options (files listed there are returned).
 fn apply_settings(
     opts: &mut RunOptions,
@@ -281,8 +296,14 @@ pub fn run_parts(
         Some(c) => c,
         None => crate::parser::loader::process_cache(),
     };
-    let mut program = load_program_cached(&files, &load, Some(cache))
-        .map_err(|d| KclError::Syntax(d.to_string()))?;
+    let mut program = match load_program_cached(&files, &load, Some(cache)) {
+        Ok(p) => p,
+        Err(d) => {
+            return Err(
+                recovered_errors(&files, &load).unwrap_or_else(|| KclError::Syntax(d.to_string()))
+            );
+        }
+    };
     let loaded: Vec<PathBuf> = program
         .main
         .modules

@@ -154,6 +154,11 @@ impl Diagnostic {
         });
         self
     }
+    /// Adds `suggestion:` lines.
+    pub fn with_suggestions(mut self, s: impl IntoIterator<Item = String>) -> Self {
+        self.suggestions.extend(s);
+        self
+    }
     /// Adds a `note:` line.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());

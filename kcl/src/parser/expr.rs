@@ -297,6 +297,14 @@ impl<'a> Parser<'a> {
                 Tok::Dot => {
                     self.bump();
                     let Some(attr) = self.expect_ident() else {
+                        // upstream's recovered tree selects a placeholder name, which its
+                        // resolver then looks up
+                        let t = self.tk();
+                        let missing = crate::ast::Name {
+                            sym: crate::ast::Symbol::intern("[missing name]"),
+                            span: self.tspan(t).shrink_to_lo(),
+                        };
+                        e = selector(e, missing, false);
                         break;
                     };
                     e = selector(e, attr, false);

@@ -293,6 +293,16 @@ pub(crate) fn package_sources(base: &Path, imp: &ImportStmt) -> Result<Vec<PathB
     })
 }
 
+/// Upstream's suggestions under a missing module's error: the package to add is the first
+/// part of its package path.
+fn missing_module_suggestions(pkgpath: &str) -> Vec<String> {
+    let name = pkgpath.split('.').next().unwrap_or(pkgpath);
+    vec![
+        format!("try 'kcl mod add {name}' to download the missing package"),
+        "browse more packages at 'https://artifacthub.io'".to_string(),
+    ]
+}
+
 /// Lexically removes `.` and `..` components (one function for the loader, the language server
 /// and the package resolver).
 pub(super) use crate::pkg::resolve::normalize;
@@ -314,6 +324,12 @@ pub(crate) trait ImportWalk {
 
     /// One file of a package, parsed; `None` when it cannot be (the loader keeps why).
     fn load_module(&mut self, f: &Path) -> Option<Arc<crate::ast::Module>>;
+
+    /// An import whose package has no source files. Upstream's resolver reports these after
+    /// every syntax error, so a loader may keep them apart; by default they join the others.
+    fn missing_module(&mut self, d: Diagnostic) {
+        self.walk_parts().3.push(d);
+    }
 
     /// Follows every `import` of `m`, from the folder of its file.
     fn resolve_module_imports(&mut self, m: &crate::ast::Module) {
@@ -355,11 +371,8 @@ pub(crate) trait ImportWalk {
         let files = match package_sources(&base, imp) {
             Ok(files) => files,
             Err(msg) => {
-                errors.push(Diagnostic::error(
-                    ErrorKind::CannotFindModule,
-                    stmt_span,
-                    msg,
-                ));
+                let d = Diagnostic::error(ErrorKind::CannotFindModule, stmt_span, msg);
+                self.missing_module(d.with_suggestions(missing_module_suggestions(&pkgpath)));
                 return;
             }
         };

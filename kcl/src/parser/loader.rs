@@ -402,6 +402,10 @@ struct Loader<'c> {
     packages: indexmap_lite::OrderedMap<Arc<str>, Package>,
     imports: FxHashMap<Span, ImportTarget>,
     errors: Vec<Diagnostic>,
+    /// Imports of packages without source files (upstream's resolver reports them).
+    missing: Vec<Diagnostic>,
+    /// Files with syntax errors are kept as the parser recovered them.
+    partial: bool,
 }
 
 /// Loads the main package from `inputs` (files, or a single folder) and every package it
@@ -416,11 +420,48 @@ pub fn load_program_cached(
     opts: &LoadOptions,
     cache: Option<&ParseCache>,
 ) -> Result<Program, Diagnostics> {
-    let (program, errors) = load(inputs, opts, cache, false)?;
+    let (program, mut errors, missing) = load(inputs, opts, cache, false)?;
+    errors.extend(missing);
     if !errors.is_empty() {
         return Err(Diagnostics(errors));
     }
     Ok(program)
+}
+
+/// A program that did not load (syntax errors, imports of missing packages) as upstream's
+/// resolver still sees it: every file as the parser recovered it, a missing package as one
+/// without members. Comes with the syntax errors and, apart, the missing packages' errors
+/// (upstream reports those after all syntax errors, with its suggestions once each).
+pub(crate) fn load_program_recovered(
+    inputs: &[PathBuf],
+    opts: &LoadOptions,
+) -> Result<(Program, Vec<Diagnostic>, Vec<Diagnostic>), Diagnostics> {
+    let (mut program, mut errors, mut missing) = load(inputs, opts, None, true)?;
+    // a parameter list out of order is the checker's to report, where it reaches it
+    errors.retain(|d| d.title != ErrorKind::IllegalParameterError.title());
+    let mut seen = rustc_hash::FxHashSet::default();
+    for d in &mut missing {
+        d.suggestions.retain(|s| seen.insert(s.clone()));
+    }
+    let absent: Vec<Arc<str>> = program
+        .imports
+        .values()
+        .filter_map(|t| match t {
+            ImportTarget::Package(p) if !program.packages.contains_key(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    for pkgpath in absent {
+        program.packages.insert(
+            pkgpath.clone(),
+            Package {
+                pkgpath,
+                path: program.root.clone(),
+                modules: Vec::new(),
+            },
+        );
+    }
+    Ok((program, errors, missing))
 }
 
 /// [`load_program`] for tools that report every error (`kcl lint`): the main package's files
@@ -430,7 +471,10 @@ pub(crate) fn load_program_partial(
     inputs: &[PathBuf],
     opts: &LoadOptions,
 ) -> Result<(Program, Diagnostics), Diagnostics> {
-    load(inputs, opts, None, true).map(|(p, e)| (p, Diagnostics(e)))
+    load(inputs, opts, None, true).map(|(p, mut e, missing)| {
+        e.extend(missing);
+        (p, Diagnostics(e))
+    })
 }
 
 fn load(
@@ -438,7 +482,7 @@ fn load(
     opts: &LoadOptions,
     cache: Option<&ParseCache>,
     partial: bool,
-) -> Result<(Program, Vec<Diagnostic>), Diagnostics> {
+) -> Result<(Program, Vec<Diagnostic>, Vec<Diagnostic>), Diagnostics> {
     let plain =
         |msg: String| Diagnostics::from(Diagnostic::plain(ErrorKind::CannotFindModule, msg));
     // the root, as upstream finds it: each input's `kcl.mod` folder (else the input folder, or
@@ -549,6 +593,8 @@ fn load(
         packages: Default::default(),
         imports: FxHashMap::default(),
         errors: Vec::new(),
+        missing: Vec::new(),
+        partial,
     };
     let mut modules = Vec::new();
     for f in &files {
@@ -579,7 +625,7 @@ fn load(
         packages: ld.packages,
         imports: ld.imports,
     };
-    Ok((program, ld.errors))
+    Ok((program, ld.errors, ld.missing))
 }
 
 /// A file as the parser recovered it, with its syntax errors.
@@ -620,12 +666,24 @@ impl ImportWalk for Loader<'_> {
     }
 
     fn load_module(&mut self, f: &Path) -> Option<Arc<Module>> {
-        match self.parse(f) {
-            Ok(m) => Some(m),
+        let parsed = if self.partial {
+            parse_partial(f)
+        } else {
+            self.parse(f).map(|m| (m, Vec::new()))
+        };
+        match parsed {
+            Ok((m, errors)) => {
+                self.errors.extend(errors);
+                Some(m)
+            }
             Err(d) => {
                 self.errors.extend(d.0);
                 None
             }
         }
+    }
+
+    fn missing_module(&mut self, d: Diagnostic) {
+        self.missing.push(d);
     }
 }

@@ -2,6 +2,7 @@
 //! config entries, and the `+=`/`:`/`=` operators on them.
 
 use super::*;
+use whole::IfWant;
 
 impl<'a> Checker<'a> {
     /// Check `e` against `expected`; errors go to `span` with a "defined here" note at
@@ -283,13 +284,12 @@ impl<'a> Checker<'a> {
     /// Errors found again since `before` (the same message at the same place) are dropped: a
     /// value checked in parts and then whole reports each problem once.
     pub(super) fn drop_repeated_errors(&mut self, before: usize) {
-        let mut seen: Vec<(String, Option<Span>)> = self.errors[..before]
-            .iter()
-            .map(|e| (e.msg.clone(), e.span))
-            .collect();
+        // (notes count: upstream's `if` entry reports one message at the `if` per key)
+        let key = |e: &EvalError| (e.msg.clone(), e.span, e.notes.clone());
+        let mut seen: Vec<_> = self.errors[..before].iter().map(key).collect();
         let mut i = before;
         while i < self.errors.len() {
-            let k = (self.errors[i].msg.clone(), self.errors[i].span);
+            let k = key(&self.errors[i]);
             if seen.contains(&k) {
                 self.errors.remove(i);
             } else {
@@ -411,8 +411,14 @@ impl<'a> Checker<'a> {
                     // upstream checks config literals in the condition against this dict too
                     self.check_operand_configs(env, &ci.cond, dict_ty, def);
                     self.infer(env, &ci.cond);
+                    let elif = std::mem::take(&mut self.config_elif);
                     self.check_dict_config(env, &ci.body, dict_ty, vt, def);
+                    self.config_elif = is_elif(&ci.orelse);
                     self.check_dict_config(env, &ci.orelse, dict_ty, vt, def);
+                    self.config_elif = false;
+                    if ci.orelse.is_empty() && !elif {
+                        self.check_if_entry_whole(env, en.span(), &ci.body, IfWant::Dict(vt), def);
+                    }
                 }
             }
         }
@@ -625,8 +631,20 @@ impl<'a> Checker<'a> {
                     self.check_operand_configs(env, &ci.cond, &want, None);
                     self.mixed_union = mixed;
                     self.infer(env, &ci.cond);
+                    let elif = std::mem::take(&mut self.config_elif);
                     self.check_schema_config(env, &ci.body, ids);
+                    self.config_elif = is_elif(&ci.orelse);
                     self.check_schema_config(env, &ci.orelse, ids);
+                    self.config_elif = false;
+                    if let ([id], true) = (ids, ci.orelse.is_empty() && !elif) {
+                        self.check_if_entry_whole(
+                            env,
+                            en.span(),
+                            &ci.body,
+                            IfWant::Schema(*id),
+                            None,
+                        );
+                    }
                 }
             }
         }
@@ -758,4 +776,10 @@ fn schema_ids(t: &Ty) -> Option<(Vec<SchemaId>, bool)> {
 /// dicts.
 fn wants_configs(t: &Ty) -> bool {
     schema_ids(t).is_some() || matches!(t, Ty::List(_) | Ty::Dict(..))
+}
+
+/// Whether a config `if` entry's `else` entries are an `elif` (upstream checks the keys of an
+/// `if` without `else` once more as a whole, but not those of an `elif`).
+fn is_elif(orelse: &[ast::ConfigEntry]) -> bool {
+    matches!(orelse, [e] if matches!(e.kind, ast::ConfigEntryKind::If(_)))
 }

@@ -137,7 +137,6 @@ struct PkgInfo<'a> {
     aliases: FxHashMap<Symbol, (&'a ast::Type, FileId)>,
     /// Annotated package-level variables.
     globals: FxHashMap<Symbol, (&'a ast::Type, FileId)>,
-    dup_schemas: Vec<Symbol>,
     /// Rules: a config may set only the attributes of the protocol a rule is for.
     rules: FxHashMap<Symbol, (&'a ast::RuleStmt, FileId)>,
     /// Unannotated package-level names assigned exactly once (by a plain top-level `=`),
@@ -164,6 +163,13 @@ struct Checker<'a> {
     imports: FxHashMap<(FileId, Symbol), &'a ImportTarget>,
     file_pkg: FxHashMap<FileId, usize>,
     errors: Vec<EvalError>,
+    /// Package-level schema and rule definitions a later one of the same name replaces.
+    overridden: rustc_hash::FxHashSet<Span>,
+    /// Schemas whose member tables are being built, and whether a build met one of them.
+    members_building: rustc_hash::FxHashSet<SchemaId>,
+    members_cycle_hit: bool,
+    /// The config `if` entry about to be checked is an `elif`.
+    config_elif: bool,
     alias_depth: u32,
     /// Start of the package-level statement being checked: where upstream reports a lambda
     /// whose last statement is an assignment of the wrong type.
@@ -271,6 +277,10 @@ impl<'a> Checker<'a> {
             imports: FxHashMap::default(),
             file_pkg: FxHashMap::default(),
             errors: Vec::new(),
+            overridden: Default::default(),
+            members_building: Default::default(),
+            members_cycle_hit: false,
+            config_elif: false,
             alias_depth: 0,
             stmt_start: None,
             last_receiver: None,
@@ -298,7 +308,6 @@ impl<'a> Checker<'a> {
                 schemas: FxHashMap::default(),
                 aliases: FxHashMap::default(),
                 globals: FxHashMap::default(),
-                dup_schemas: Vec::new(),
                 rules: FxHashMap::default(),
                 inferred: FxHashMap::default(),
                 inferred_ty: FxHashMap::default(),
@@ -322,10 +331,8 @@ impl<'a> Checker<'a> {
                                 file: m.file,
                                 members: OnceCell::new(),
                             });
-                            // a name defined twice is the evaluator's error to report
-                            if info.schemas.insert(st.name.sym, id).is_some() {
-                                info.dup_schemas.push(st.name.sym);
-                            }
+                            // a name defined twice names its last definition
+                            info.schemas.insert(st.name.sym, id);
                         }
                         StmtKind::TypeAlias(t) => {
                             info.aliases.insert(t.name.sym, (&t.ty, m.file));
@@ -373,9 +380,6 @@ impl<'a> Checker<'a> {
             }
             info.inferred
                 .retain(|k, _| counts.get(k) == Some(&1) && !info.globals.contains_key(k));
-            for d in std::mem::take(&mut info.dup_schemas) {
-                info.schemas.remove(&d);
-            }
             c.pkg_index.insert(&p.pkgpath, idx);
             c.pkgs.push(info);
         }

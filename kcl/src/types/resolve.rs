@@ -160,18 +160,27 @@ impl<'a> Checker<'a> {
 
     pub(super) fn members(&mut self, id: SchemaId) -> Rc<Members> {
         if let Some(m) = self.schemas[id.0].members.get() {
+            if self.members_building.contains(&id) {
+                self.members_cycle_hit = true;
+            }
             return m.clone();
         }
-        // a placeholder first, so an inheritance cycle ends (the evaluator reports cycles)
-        let _ = self.schemas[id.0].members.set(Rc::new(Members {
-            open: true,
-            unresolved: true,
-            ..Default::default()
-        }));
+        // a placeholder first, so an inheritance cycle ends. Upstream's schema in a cycle has
+        // the attributes of every schema of the cycle (`A(A)`: its own), so a table built
+        // while another of the cycle was still being built is not kept: the first schema of
+        // the cycle asked for gets the whole cycle's, the others theirs when asked.
+        let _ = self.schemas[id.0].members.set(Rc::new(Members::default()));
+        self.members_building.insert(id);
+        let outer_hit = std::mem::replace(&mut self.members_cycle_hit, false);
         let m = Rc::new(self.build_members(id));
+        self.members_building.remove(&id);
+        let hit = self.members_cycle_hit;
+        self.members_cycle_hit = outer_hit || hit;
         let cell = &mut self.schemas[id.0].members;
         *cell = OnceCell::new();
-        let _ = cell.set(m.clone());
+        if !hit || self.members_building.is_empty() {
+            let _ = cell.set(m.clone());
+        }
         m
     }
 
@@ -196,13 +205,12 @@ impl<'a> Checker<'a> {
         bases.extend(st.mixins.iter());
         for b in bases {
             match self.resolve_schema(pkg, file, &b.names) {
-                // inheriting from a mixin is an error the evaluator reports
+                // a mixin or protocol as the base is upstream's inherit error, and then no
+                // base at all
                 Some(pid)
-                    if self.schemas[pid.0].stmt.is_mixin() && st.parent.as_ref() == Some(b) =>
-                {
-                    m.open = true;
-                    m.unresolved = true;
-                }
+                    if st.parent.as_ref() == Some(b)
+                        && (self.schemas[pid.0].stmt.is_mixin()
+                            || self.schemas[pid.0].stmt.is_protocol()) => {}
                 Some(pid) => {
                     let pm = self.members(pid);
                     // (a base's index signature is not inherited upstream; a base with an
@@ -222,6 +230,13 @@ impl<'a> Checker<'a> {
                     m.parents.push(pid);
                     m.parents.extend(pm.parents.iter().copied());
                 }
+                // so is a base name that is not defined
+                None if st.parent.as_ref() == Some(b)
+                    && !self.name_defined_at(
+                        &Env::top(pkg, file),
+                        b.names[0].sym,
+                        Some(b.names[0].span.lo),
+                    ) => {}
                 None => {
                     m.open = true;
                     m.unresolved = true;

@@ -7,8 +7,13 @@ impl<'a> Checker<'a> {
     pub(super) fn check_pkg(&mut self, pkg: usize) {
         let modules = self.pkgs[pkg].modules;
         // a schema or rule name defined twice in the package is reported before anything else
+        // (at each later definition, then again at its name with the first one's; the last
+        // definition is the one the package's names resolve to)
         let mut defined: FxHashMap<Symbol, Span> = FxHashMap::default();
+        let mut first_name: FxHashMap<Symbol, Span> = FxHashMap::default();
         let mut aliases: FxHashMap<Symbol, Span> = FxHashMap::default();
+        let mut again = Vec::new();
+        let mut last_def: FxHashMap<Symbol, Span> = FxHashMap::default();
         for s in modules.iter().flat_map(|m| &m.body) {
             let name = match &s.kind {
                 StmtKind::Schema(st) => st.name,
@@ -19,12 +24,29 @@ impl<'a> Checker<'a> {
                 }
                 _ => continue,
             };
+            first_name.entry(name.sym).or_insert(name.span);
+            if let Some(earlier) = last_def.insert(name.sym, s.span) {
+                self.overridden.insert(earlier);
+            }
             if defined.insert(name.sym, s.span).is_some() {
                 let msg = format!("Unique key error name '{}'", name.sym);
                 self.err(ErrKind::UniqueKey, msg, s.span.shrink_to_lo());
-                return;
+                again.push(name);
             }
         }
+        for name in again {
+            let e = EvalError::new(
+                ErrKind::UniqueKey,
+                format!("Unique key error name '{}'", name.sym),
+                Some(name.span.shrink_to_lo()),
+            )
+            .with_note(
+                first_name[&name.sym].shrink_to_lo(),
+                format!("The variable '{}' is declared here", name.sym),
+            );
+            self.errors.push(e);
+        }
+        let duplicated = self.errors.len();
         // upstream's resolver then declares the package's variables in order, statement by
         // statement: a public name assigned twice (or a schema or alias name assigned) is
         // reported, then the statement's annotation (or unified schema) is resolved with only
@@ -53,13 +75,13 @@ impl<'a> Checker<'a> {
                 })
                 .collect();
             for s in &m.body {
-                if self.errors.is_empty() {
+                if self.errors.len() == duplicated {
                     self.check_reassigned(pkg, s, &defined, &aliases, &imports, &mut first);
                 }
-                if self.errors.is_empty() {
+                if self.errors.len() == duplicated {
                     self.declare_globals(&env, std::slice::from_ref(s));
                 }
-                if !self.errors.is_empty() {
+                if self.errors.len() > duplicated {
                     self.early_scope = false;
                     return;
                 }
@@ -102,7 +124,7 @@ impl<'a> Checker<'a> {
         // a type name the schema-type phase reported is reported again by the walk: once
         let mut seen = rustc_hash::FxHashSet::default();
         self.errors
-            .retain(|e| seen.insert((e.kind.code_title(), e.msg.clone(), e.span)));
+            .retain(|e| seen.insert((e.kind.code_title(), e.msg.clone(), e.span, e.notes.clone())));
     }
 
     /// A public package-level name `s` assigns again (or a schema's, alias's or the file's

@@ -7,6 +7,10 @@ impl<'a> Checker<'a> {
     /// A package-level statement: an `if`'s statements are package-level too, each checked
     /// for immutability just before its own checks (upstream walks them in that order).
     pub(super) fn top_stmt(&mut self, env: &Env, s: &Stmt) {
+        // a schema or rule defined again later: upstream checks the last definition only
+        if self.overridden.contains(&s.span) {
+            return;
+        }
         if let StmtKind::If(i) = &s.kind {
             self.infer(env, &i.cond);
             for st in i.body.iter().chain(&i.orelse) {

@@ -10,6 +10,12 @@ use super::*;
 /// key path `a.b.c = v` (which upstream rewrites to `a: {b: {c = v}}`) the nested literal
 /// `{b: {c = v}}`, as the names still to nest and the value.
 #[derive(Clone)]
+/// What a config `if` entry's keys must fit: a schema's attributes or a dict's value type.
+pub(super) enum IfWant<'t> {
+    Schema(SchemaId),
+    Dict(&'t Ty),
+}
+
 enum EntryValue<'e> {
     Expr(&'e Expr),
     Nested(Vec<(Symbol, Span)>, &'e Expr),
@@ -264,25 +270,91 @@ impl<'a> Checker<'a> {
             return;
         };
         let mut attrs = Vec::new();
-        if !self.unpacked_config_attrs(env, entries, &mut attrs, 0) {
+        if !self.unpacked_config_attrs(env, entries, &mut attrs, 0, false) {
             return;
         }
-        let members = self.members(id);
+        self.check_attrs_whole(env, attrs, &IfWant::Schema(id), v.span, None, false);
+    }
+
+    /// A config `if` entry without `else` (its body `entries`, the entry at `span`): after its
+    /// entries one by one, upstream's resolver checks the dict type of the keys the body sets
+    /// (values widened) against what the config takes, reported at the `if` with a note at
+    /// each key.
+    pub(super) fn check_if_entry_whole(
+        &mut self,
+        env: &Env,
+        span: Span,
+        entries: &[ast::ConfigEntry],
+        want: IfWant<'_>,
+        def: Option<Span>,
+    ) {
+        let mut attrs = Vec::new();
+        if self.unpacked_config_attrs(env, entries, &mut attrs, 0, true) {
+            self.check_attrs_whole(env, attrs, &want, span, def, true);
+        }
+    }
+
+    /// Each name a config sets (with its values) against a schema's attributes or a dict's
+    /// value type, at `span`, noting the key (on a type error too when `note_types`).
+    fn check_attrs_whole(
+        &mut self,
+        env: &Env,
+        attrs: Vec<(Symbol, Span, Vec<EntryValue<'_>>)>,
+        want: &IfWant<'_>,
+        span: Span,
+        def: Option<Span>,
+        note_types: bool,
+    ) {
+        let members = match want {
+            IfWant::Schema(id) => Some(self.members(*id)),
+            IfWant::Dict(_) => None,
+        };
         for (name, at, vals) in attrs {
-            match members.attrs.get(&name).cloned() {
+            let wanted = match (want, &members) {
+                (IfWant::Dict(vt), _) => Some(((*vt).clone(), def)),
+                (_, Some(m)) => m.attrs.get(&name).cloned().map(|(t, d)| (t, Some(d))),
+                _ => None,
+            };
+            // (the key is noted where the value is not the config itself)
+            let note = |e: EvalError| match at != span {
+                true => e.with_note(at.shrink_to_lo(), "config attribute is defined here"),
+                false => e,
+            };
+            match wanted {
                 Some((want, def)) => {
                     let ts = vals
                         .iter()
                         .map(|x| self.quiet_type(env, x).variable_type())
                         .collect();
-                    self.fits(&Ty::union(ts), &want, v.span, Some(def));
+                    if !self.fits(&Ty::union(ts), &want, span, def) {
+                        if note_types && let Some(e) = self.errors.pop() {
+                            self.errors.push(note(e));
+                        }
+                    } else if let Ty::Schema(inner) = want {
+                        // a config literal's keys go on against the attribute's schema, still
+                        // reported at `span` (upstream's dict type keeps them)
+                        let mut nested = Vec::new();
+                        let all_literals = vals.iter().all(|x| match x {
+                            EntryValue::Expr(e) => match &strip_paren(e).kind {
+                                ExprKind::Config(es) => {
+                                    self.unpacked_config_attrs(env, es, &mut nested, 0, false)
+                                }
+                                _ => false,
+                            },
+                            EntryValue::Nested(..) => false,
+                        });
+                        if all_literals {
+                            let want = IfWant::Schema(inner);
+                            self.check_attrs_whole(env, nested, &want, span, None, true);
+                        }
+                    }
                 }
-                None if members.open => {}
+                None if members.as_ref().is_none_or(|m| m.open) => {}
                 None => {
-                    let msg = self.cannot_add(&[id], &name);
-                    let e = EvalError::new(ErrKind::Compile, msg, Some(v.span.shrink_to_lo()))
-                        .with_note(at.shrink_to_lo(), "config attribute is defined here");
-                    self.errors.push(e);
+                    let IfWant::Schema(id) = want else { continue };
+                    let msg = self.cannot_add(&[*id], &name);
+                    let e = EvalError::new(ErrKind::Compile, msg, Some(span.shrink_to_lo()));
+                    self.errors.push(note(e));
                 }
             }
         }
@@ -291,13 +363,17 @@ impl<'a> Checker<'a> {
     /// The names a config literal sets (see `config_attrs`), with those of the literals it
     /// unpacks (`**name` of a variable holding one, `**{...}`), as upstream's dict type of it
     /// keeps them; false when some key is of another kind.
-    fn unpacked_config_attrs(
+    fn unpacked_config_attrs<'e>(
         &mut self,
         env: &Env,
-        entries: &'a [ast::ConfigEntry],
-        out: &mut Vec<(Symbol, Span, Vec<EntryValue<'a>>)>,
+        entries: &'e [ast::ConfigEntry],
+        out: &mut Vec<(Symbol, Span, Vec<EntryValue<'e>>)>,
         depth: u32,
-    ) -> bool {
+        ifs: bool,
+    ) -> bool
+    where
+        'a: 'e,
+    {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::Unpack { value, .. } if depth < 8 => {
@@ -306,8 +382,15 @@ impl<'a> Checker<'a> {
                         _ => self.variable_config(env, value),
                     };
                     match inner {
-                        Some(inner) if self.unpacked_config_attrs(env, inner, out, depth + 1) => {}
+                        Some(inner)
+                            if self.unpacked_config_attrs(env, inner, out, depth + 1, ifs) => {}
                         _ => return false,
+                    }
+                }
+                // (`ifs`: a nested `if` without `else` sets its body's keys)
+                ast::ConfigEntryKind::If(ci) if ifs && depth < 8 && ci.orelse.is_empty() => {
+                    if !self.unpacked_config_attrs(env, &ci.body, out, depth + 1, ifs) {
+                        return false;
                     }
                 }
                 _ => match config_attrs(std::slice::from_ref(en)) {
