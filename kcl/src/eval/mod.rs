@@ -354,6 +354,10 @@ pub struct Evaluator {
     /// its `check:` block, only at the top (no enclosing body, at most its own expression), as
     /// upstream does; nested instances are checked with the instance holding them.
     pub(crate) schema_frames: Cell<u32>,
+    /// The expression or statement evaluated last: where upstream's runtime places an error
+    /// raised after the fact (a required attribute found missing, as its panic position is
+    /// the node it walked last).
+    pub(crate) last_pos: Cell<Option<Span>>,
     pub(crate) schema_exprs: Cell<u32>,
     /// Set for the next instance made when a merge (`inst | {...}`) rebuilds an instance: its
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a
@@ -429,6 +433,7 @@ impl Evaluator {
             output_override: RefCell::new(None),
             warnings: RefCell::new(Vec::new()),
             schema_frames: Cell::new(0),
+            last_pos: Cell::new(None),
             schema_exprs: Cell::new(0),
             merging: Cell::new(false),
             config_depth: Cell::new(0),

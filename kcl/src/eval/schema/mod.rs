@@ -322,9 +322,14 @@ impl Evaluator {
         if let Some(r) = ty.rule {
             return self.run_rule(ty, r, args, kwargs, config, span, by_call);
         }
+        // (upstream's runtime position is back at the caller's once the body has run)
+        let caller_pos = self.last_pos.get();
         self.schema_frames.set(self.schema_frames.get() + 1);
-        let r = self.instantiate_frame(ty, args, kwargs, config, span);
+        let r = self.instantiate_frame(ty, args, kwargs, config, span, caller_pos);
         self.schema_frames.set(self.schema_frames.get() - 1);
+        if r.is_ok() {
+            self.last_pos.set(caller_pos);
+        }
         r
     }
 
@@ -335,6 +340,7 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         config: Dict,
         span: Span,
+        caller_pos: Option<Span>,
     ) -> EvalResult<Value> {
         let merged = self.merging.replace(false);
         let layout = self.layout(ty, span)?;
@@ -651,6 +657,7 @@ impl Evaluator {
             .and_then(|(is, _)| is.key_name);
         let keyed = key_name.is_some();
         if top && !keyed {
+            self.last_pos.set(caller_pos);
             self.check_frame_required(&frame, &ty.name, span)?;
         }
         // checks, base first; with an index signature key name, once per extra key
@@ -691,6 +698,7 @@ impl Evaluator {
             }
         }
         if top && keyed {
+            self.last_pos.set(caller_pos);
             self.check_frame_required(&frame, &ty.name, span)?;
         }
         if let Some(lz) = &frame.lazy {
