@@ -31,7 +31,7 @@ mod shrink;
 use std::path::{Path, PathBuf};
 
 use gen_::{Gen, Rng};
-use oracle::{Diff, Program, Upstream, Verdict, compare, run_ours};
+use oracle::{Diff, Program, Upstream, Verdict, compare, run_ours, whole_errors};
 
 #[test]
 fn recorded_differences_stay_fixed() {
@@ -159,6 +159,9 @@ fn report(up: &mut Upstream, t: &Tally, budget: usize, record: Option<&str>) -> 
             u.stdout,
             if u.ok() {
                 String::new()
+            } else if *d == Diff::Whole {
+                let w = whole_errors(&u.stderr, dir.path()).join("\n");
+                format!("{:?}\n{w}\n", u.error_key(dir.path()))
             } else {
                 format!("{:?}\n", u.error_key(dir.path()))
             },

@@ -147,6 +147,9 @@ pub enum Diff {
     Status { upstream_ok: bool },
     /// Both failed, with another error kind or message.
     Error { kind_differs: bool },
+    /// Both failed with the same first error, and `KCL_DIFF_WHOLE=1` asked for the errors
+    /// after it too: they differ.
+    Whole,
 }
 
 pub fn compare(up: &Outcome, ours: &Outcome, dir: &Path) -> Option<Diff> {
@@ -174,12 +177,44 @@ pub fn compare(up: &Outcome, ours: &Outcome, dir: &Path) -> Option<Diff> {
                 Some(Diff::Error {
                     kind_differs: false,
                 })
+            } else if std::env::var("KCL_DIFF_WHOLE").is_ok_and(|v| v == "1")
+                && whole_errors(&up.stderr, dir) != whole_errors(&ours.stderr, dir)
+            {
+                Some(Diff::Whole)
             } else {
                 None
             }
         }
         (u, _) => Some(Diff::Status { upstream_ok: u }),
     }
+}
+
+/// Every diagnostic of an error output, comparable across the two: codes, blank lines and
+/// gutter-only lines left out, the program folder written `${CWD}`; for upstream's API, its
+/// parse-phase block (printed again with the resolver's) and its "pkgpath .. not found"
+/// errors (the command line says "Cannot find the module") dropped.
+pub fn whole_errors(stderr: &str, dir: &Path) -> Vec<String> {
+    let cwd = format!("{}/", dir.display());
+    let text = super::regress::normalize_stderr(&stderr.replace(&cwd, "${CWD}/"));
+    let mut blocks: Vec<Vec<String>> = Vec::new();
+    for line in text.lines().filter(|l| l.trim() != "|") {
+        let starts = !line.starts_with(' ')
+            && !line.starts_with("suggestion:")
+            && !line.starts_with("note:")
+            && !line.chars().next().is_some_and(|c| c.is_ascii_digit());
+        if starts || blocks.is_empty() {
+            blocks.push(Vec::new());
+        }
+        blocks.last_mut().unwrap().push(line.trim_end().to_string());
+    }
+    blocks.retain(|b| !b.iter().any(|l| l.contains("not found in the program")));
+    for k in 1..=blocks.len() / 2 {
+        if blocks[..k] == blocks[k..2 * k] {
+            blocks.drain(..k);
+            break;
+        }
+    }
+    blocks.concat()
 }
 
 /// The repository's `scripts/` folder.
