@@ -192,7 +192,11 @@ impl Diagnostic {
             }
         }
         for label in &self.labels {
-            render_label(&mut out, label);
+            render_label(
+                &mut out,
+                label,
+                self.title == ErrorKind::InvalidSyntax.title(),
+            );
         }
         for n in &self.notes {
             let _ = writeln!(out, "note: {n}");
@@ -204,7 +208,7 @@ impl Diagnostic {
     }
 }
 
-fn render_label(out: &mut String, label: &Label) {
+fn render_label(out: &mut String, label: &Label, syntax: bool) {
     let Some(file) = source_map().get(label.span.file) else {
         // no source (a statement `-O` added): upstream prints the message alone
         let _ = writeln!(out, "{}", label.message);
@@ -218,8 +222,12 @@ fn render_label(out: &mut String, label: &Label) {
     let text = file.line_text(line as usize - 1);
     let _ = writeln!(out, "{line} | {text}");
     // an empty span at a line's start (upstream's dedent, or the next line's token where it
-    // looked past a line end) is rendered without a caret, as upstream's
-    if label.span.lo == label.span.hi && col == 1 {
+    // looked past a line end) is rendered without a caret, as upstream's; so is a syntax error
+    // at a line's first token, but for a line end found where something was expected
+    let looked_past = ["got newline", "got eof", "'newline'", "'eof'"]
+        .iter()
+        .any(|end| label.message.ends_with(end));
+    if col == 1 && (label.span.lo == label.span.hi || (syntax && !looked_past)) {
         let _ = writeln!(out, "{pad} |  {}", label.message);
     } else {
         let lead = caret_lead(text, col);
