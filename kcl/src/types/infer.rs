@@ -49,6 +49,7 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Ident(s) => {
                 self.check_defined(env, *s, e.span);
+                self.resolved_at = e.span.shrink_to_lo();
                 self.lookup_at(env, *s, Some(e.span.lo))
             }
             ExprKind::Paren(x) => self.infer(env, x),
@@ -285,7 +286,11 @@ impl<'a> Checker<'a> {
                         "attribute '{a}' not found in '{name}'{}",
                         did_you_mean(a, ["instances"])
                     );
-                    self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                    self.err(
+                        ErrKind::Type,
+                        msg,
+                        attr_error_at(value, attr.span, x.optional),
+                    );
                 }
                 Ty::Any
             }
@@ -310,7 +315,8 @@ impl<'a> Checker<'a> {
                                 self.schema_name(id),
                                 did_you_mean(attr.sym.as_str(), cands)
                             );
-                            self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                            let at = attr_error_at(value, attr.span, x.optional);
+                            self.err(ErrKind::Type, msg, at);
                         }
                         Ty::Any
                     }
@@ -338,14 +344,11 @@ impl<'a> Checker<'a> {
                         attr.sym.as_str(),
                         self.ty_str(&t)
                     );
-                    // at the name for a dotted name (upstream's one identifier), else
-                    // at the attribute
-                    let at = if dotted(value).is_some() {
-                        value.span.shrink_to_lo()
-                    } else {
-                        attr.span.shrink_to_lo()
-                    };
-                    self.err(ErrKind::Type, msg, at);
+                    self.err(
+                        ErrKind::Type,
+                        msg,
+                        attr_error_at(value, attr.span, x.optional),
+                    );
                 }
                 Ty::Any
             }
@@ -968,4 +971,24 @@ fn assigned_visible(env: Env, s: &Stmt) -> Env {
         }
     }
     env
+}
+
+/// Where upstream's resolver reports a missing attribute of `value.attr`: a dotted name is one
+/// identifier (its start), and so is the chain of names after any other value or after a `?.`
+/// (the first name of the chain).
+fn attr_error_at(value: &Expr, attr: Span, optional: bool) -> Span {
+    if !optional && dotted(value).is_some() {
+        return value.span.shrink_to_lo();
+    }
+    let (mut at, mut cur) = (attr, value);
+    if !optional {
+        while let ExprKind::Selector(s) = &cur.kind {
+            at = s.attr.span;
+            if s.optional {
+                break;
+            }
+            cur = &s.value;
+        }
+    }
+    at.shrink_to_lo()
 }

@@ -170,6 +170,8 @@ struct Checker<'a> {
     members_cycle_hit: bool,
     /// The config `if` entry about to be checked is an `elif`.
     config_elif: bool,
+    /// Where upstream's resolver last stood: the last statement begun or name resolved.
+    resolved_at: Span,
     alias_depth: u32,
     /// Start of the package-level statement being checked: where upstream reports a lambda
     /// whose last statement is an assignment of the wrong type.
@@ -281,6 +283,7 @@ impl<'a> Checker<'a> {
             members_building: Default::default(),
             members_cycle_hit: false,
             config_elif: false,
+            resolved_at: Span::default(),
             alias_depth: 0,
             stmt_start: None,
             last_receiver: None,
@@ -441,20 +444,23 @@ impl<'a> Checker<'a> {
                 && let Some((cycle, sp)) = dfs(s, &edges, &mut state, &mut stack)
             {
                 let names: Vec<&str> = cycle.iter().map(|&i| self.pkgs[i].path).collect();
-                let next = cycle[1 % cycle.len()];
-                let sp = edges[cycle[0]]
-                    .iter()
-                    .find(|(t, _)| *t == next)
-                    .map(|(_, s)| *s)
-                    .unwrap_or(sp);
-                return Err(EvalError::new(
-                    ErrKind::Compile,
-                    format!(
-                        "There is a circular reference between modules {}",
-                        names.join(", ")
-                    ),
-                    Some(sp.shrink_to_lo()),
-                ));
+                let msg = format!(
+                    "There is a circular reference between modules {}",
+                    names.join(", ")
+                );
+                // (at the import of each package of the cycle, in its order)
+                let mut errors = cycle.iter().enumerate().map(|(k, &from)| {
+                    let next = cycle[(k + 1) % cycle.len()];
+                    let at = edges[from]
+                        .iter()
+                        .find(|(t, _)| *t == next)
+                        .map_or(sp, |(_, s)| *s);
+                    EvalError::new(ErrKind::Compile, msg.clone(), Some(at.shrink_to_lo()))
+                });
+                let mut first = errors.next().expect("a cycle has a package");
+                let rest: Vec<EvalError> = errors.collect();
+                first.also = (!rest.is_empty()).then(|| Box::new(rest));
+                return Err(first);
             }
         }
         Ok(())

@@ -46,7 +46,6 @@ impl<'a> Checker<'a> {
             );
             self.errors.push(e);
         }
-        let duplicated = self.errors.len();
         // upstream's resolver then declares the package's variables in order, statement by
         // statement: a public name assigned twice (or a schema or alias name assigned) is
         // reported, then the statement's annotation (or unified schema) is resolved with only
@@ -75,16 +74,8 @@ impl<'a> Checker<'a> {
                 })
                 .collect();
             for s in &m.body {
-                if self.errors.len() == duplicated {
-                    self.check_reassigned(pkg, s, &defined, &aliases, &imports, &mut first);
-                }
-                if self.errors.len() == duplicated {
-                    self.declare_globals(&env, std::slice::from_ref(s));
-                }
-                if self.errors.len() > duplicated {
-                    self.early_scope = false;
-                    return;
-                }
+                self.check_reassigned(pkg, s, &defined, &aliases, &imports, &mut first);
+                self.declare_globals(&env, std::slice::from_ref(s));
             }
         }
         self.early_scope = false;
@@ -250,6 +241,7 @@ impl<'a> Checker<'a> {
     pub(super) fn stmt(&mut self, env: &Env, s: &Stmt) {
         // (errors of earlier statements do not stop this one's checks)
         let before = self.errors.len();
+        self.resolved_at = s.span.shrink_to_lo();
         match &s.kind {
             StmtKind::Expr(e) => {
                 self.infer(env, e);
@@ -540,7 +532,7 @@ impl<'a> Checker<'a> {
                         self.check_value(&senv, v, &vt, ix.span.shrink_to_lo(), None);
                     }
                 }
-                self.infer_checks(&senv, &st.checks);
+                self.infer_schema_checks(&senv, &st.checks);
             }
             StmtKind::TypeAlias(t) => self.check_type_names_in(env, &t.ty, t.name.span, true),
             StmtKind::Rule(r) => {
@@ -583,6 +575,29 @@ impl<'a> Checker<'a> {
     }
 
     /// A schema's or rule's `check:` block: each condition, its `if` and its message.
+    /// A schema's `check:` block as upstream's resolver walks it: each check's message, then its
+    /// condition, then its test. A condition that is a name (or dotted name) is reported where
+    /// the resolver last stood (the last name it resolved, else the last statement of the
+    /// body, else the schema), not where it is written.
+    fn infer_schema_checks(&mut self, env: &Env, checks: &[ast::CheckExpr]) {
+        for c in checks {
+            if let Some(x) = &c.msg {
+                self.check_value(env, x, &Ty::Str, x.span, None);
+            }
+            if let Some(x) = &c.if_cond {
+                let at = self.resolved_at;
+                let before = self.errors.len();
+                self.infer(env, x);
+                if is_dotted_name(x) {
+                    for e in &mut self.errors[before..] {
+                        e.span = Some(at);
+                    }
+                }
+            }
+            self.infer(env, &c.test);
+        }
+    }
+
     fn infer_checks(&mut self, env: &Env, checks: &[ast::CheckExpr]) {
         for c in checks {
             self.infer(env, &c.test);
@@ -780,5 +795,14 @@ impl<'a> Checker<'a> {
                 self.infer(env, &k.value);
             }
         }
+    }
+}
+
+/// `a` or `a.b.c`: upstream's identifier node.
+fn is_dotted_name(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Ident(_) => true,
+        ExprKind::Selector(s) => !s.optional && is_dotted_name(&s.value),
+        _ => false,
     }
 }
