@@ -96,7 +96,7 @@ impl Evaluator {
     }
 
     fn eval_inner(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
-        self.last_pos.set(Some(e.span));
+        self.last_pos.set(Some(&e.span));
         match &e.kind {
             // (a module is only a selector's receiver: as a value it is Undefined)
             ExprKind::Ident(s) => self.lookup_value(ctx, *s, e.span),
@@ -366,7 +366,7 @@ impl Evaluator {
                         None => (Vec::new(), Vec::new()),
                     };
                     // (upstream's runtime stands at the expression again when it calls)
-                    self.last_pos.set(Some(e.span));
+                    self.last_pos.set(Some(&e.span));
                     self.instantiate_value(ctx, &ty, &pos, &kw, cfg, e.span, s.config.span)
                 })();
                 self.schema_exprs.set(self.schema_exprs.get() - 1);

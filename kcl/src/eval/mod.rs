@@ -357,7 +357,7 @@ pub struct Evaluator {
     /// The expression or statement evaluated last: where upstream's runtime places an error
     /// raised after the fact (a required attribute found missing, as its panic position is
     /// the node it walked last).
-    pub(crate) last_pos: Cell<Option<Span>>,
+    pub(crate) last_pos: Cell<Option<&'static Span>>,
     pub(crate) schema_exprs: Cell<u32>,
     /// Set for the next instance made when a merge (`inst | {...}`) rebuilds an instance: its
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a

@@ -6,7 +6,7 @@ use super::*;
 impl Evaluator {
     /// Execute a statement; returns the value of an expression statement.
     pub fn exec_stmt(&self, ctx: &Ctx, s: &'static Stmt) -> EvalResult<Option<Value>> {
-        self.last_pos.set(Some(s.span));
+        self.last_pos.set(Some(&s.span));
         match &s.kind {
             StmtKind::Expr(e) => {
                 let v = self.eval(ctx, e)?;

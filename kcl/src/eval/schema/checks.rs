@@ -13,7 +13,11 @@ impl Evaluator {
         let attrs = frame.attrs.borrow();
         for k in &frame.layout.required {
             if attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
-                return Err(required_error(k, name, self.last_pos.get().or(Some(span))));
+                return Err(required_error(
+                    k,
+                    name,
+                    self.last_pos.get().copied().or(Some(span)),
+                ));
             }
         }
         for x in attrs.map.values() {

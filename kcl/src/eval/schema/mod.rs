@@ -340,7 +340,7 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         config: Dict,
         span: Span,
-        caller_pos: Option<Span>,
+        caller_pos: Option<&'static Span>,
     ) -> EvalResult<Value> {
         let merged = self.merging.replace(false);
         let layout = self.layout(ty, span)?;
