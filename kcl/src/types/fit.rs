@@ -522,7 +522,12 @@ impl<'a> Checker<'a> {
                     let mut dict_value: Option<Ty> = None;
                     let mut found: Option<(Ty, Span)> = None;
                     let mut ok = true;
+                    let mut parent_schema_at: Option<Span> = None;
                     for (i, (name, nspan)) in path.iter().enumerate() {
+                        // (the last name is an attribute of a schema the name before it has)
+                        if i > 0 && i + 1 == path.len() && dict_value.is_none() && !cur.is_empty() {
+                            parent_schema_at = Some(path[i - 1].1);
+                        }
                         if let Some(v) = dict_value.take() {
                             let def = found.as_ref().map_or(*nspan, |f| f.1);
                             (cur, dict_value, mixed_here) = Self::path_step(&v);
@@ -593,6 +598,10 @@ impl<'a> Checker<'a> {
                     match found {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
                             self.check_value(env, value, &t, at, Some(def));
+                            if let Ty::Schema(inner) = t {
+                                self.check_literal_whole(env, value, inner, at);
+                            }
+                            self.check_path_whole(env, value, &t, def, parent_schema_at);
                         }
                         // a list literal appended to a list of schemas: its configs are
                         // checked against the schema
@@ -607,6 +616,8 @@ impl<'a> Checker<'a> {
                             let got = self.infer(env, value);
                             if self.fits(&got, &t, at, Some(def)) {
                                 self.check_insert(*op, &got, value.span);
+                            } else {
+                                self.check_path_whole(env, value, &t, def, parent_schema_at);
                             }
                         }
                         _ => {
@@ -647,6 +658,25 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// `a.b.x = v` where `b` is a schema: upstream gives `b` the dict `{x = v}` and checks it
+    /// whole too, at `b` (`at`), after the value itself (a config literal is checked whole at
+    /// its own key instead).
+    fn check_path_whole(
+        &mut self,
+        env: &Env,
+        value: &Expr,
+        want: &Ty,
+        def: Span,
+        at: Option<Span>,
+    ) {
+        if let Some(at) = at
+            && !matches!(strip_paren(value).kind, ExprKind::Config(_))
+        {
+            let got = self.quiet_type_of(env, value).variable_type();
+            self.fits(&got, want, at, Some(def));
         }
     }
 

@@ -49,6 +49,11 @@ impl<'a> Checker<'a> {
 
     /// The type of `v` without reporting anything (its errors were reported where it was
     /// inferred first).
+    /// The type of `e`, its errors left to where it is checked.
+    pub(super) fn quiet_type_of(&mut self, env: &Env, e: &Expr) -> Ty {
+        self.quiet_type(env, &EntryValue::Expr(e))
+    }
+
     fn quiet_type(&mut self, env: &Env, v: &EntryValue<'_>) -> Ty {
         let before = self.errors.len();
         let t = match v {
@@ -274,6 +279,31 @@ impl<'a> Checker<'a> {
             return;
         }
         self.check_attrs_whole(env, attrs, &IfWant::Schema(id), v.span, None, false);
+    }
+
+    /// A config literal given to a schema-typed attribute (at the key `at`): after its entries
+    /// one by one, upstream checks its dict type whole against the schema when every key is
+    /// an attribute: each value's type, widened, at the key.
+    pub(super) fn check_literal_whole(&mut self, env: &Env, value: &Expr, id: SchemaId, at: Span) {
+        let ExprKind::Config(entries) = &strip_paren(value).kind else {
+            return;
+        };
+        let mut attrs = Vec::new();
+        if !self.unpacked_config_attrs(env, entries, &mut attrs, 0, false) {
+            return;
+        }
+        let members = self.members(id);
+        if members.open || attrs.iter().any(|(n, ..)| !members.attrs.contains_key(n)) {
+            return;
+        }
+        for (name, _, vals) in attrs {
+            let (want, def) = members.attrs[&name].clone();
+            let ts = vals
+                .iter()
+                .map(|x| self.quiet_type(env, x).variable_type())
+                .collect();
+            self.fits(&Ty::union(ts), &want, at, Some(def));
+        }
     }
 
     /// A config `if` entry without `else` (its body `entries`, the entry at `span`): after its
