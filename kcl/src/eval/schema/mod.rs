@@ -504,7 +504,7 @@ impl Evaluator {
             if let Some(lz) = &frame.lazy {
                 let l = layout.part_level[layout.body[i].1];
                 if l != level {
-                    lz.enter_level();
+                    lz.enter_level(level);
                     level = l;
                 }
                 // a statement read ahead of its turn runs again in it, as upstream's
@@ -518,7 +518,7 @@ impl Evaluator {
         if let Some(lz) = &frame.lazy
             && layout.part_level.last().is_some_and(|l| *l != level)
         {
-            lz.enter_level();
+            lz.enter_level(level);
         }
 
         // unknown config keys; an index signature whose key type lists strings admits those
@@ -681,21 +681,33 @@ impl Evaluator {
                 schema: Some(frame.clone()),
                 ..frame.ctxs[pi].clone()
             };
-            match key_name {
-                // once per extra key: never without one
-                Some(kn) => {
-                    for k in sig_keys.iter().cloned() {
-                        let sc = Scope::new(c.locals.clone());
-                        sc.vars.borrow_mut().insert(kn.sym, k);
-                        let c2 = Ctx {
-                            locals: Some(sc),
-                            ..c.clone()
-                        };
-                        self.run_checks(&c2, &s.checks, span, false)?;
-                    }
-                }
-                None => self.run_checks(&c, &s.checks, span, false)?,
+            // (a base's checks read through the cache its level ended with)
+            let level = layout.part_level[pi];
+            if let Some(lz) = &frame.lazy {
+                lz.swap_level_cache(level);
             }
+            let r = (|| -> EvalResult<()> {
+                match key_name {
+                    // once per extra key: never without one
+                    Some(kn) => {
+                        for k in sig_keys.iter().cloned() {
+                            let sc = Scope::new(c.locals.clone());
+                            sc.vars.borrow_mut().insert(kn.sym, k);
+                            let c2 = Ctx {
+                                locals: Some(sc),
+                                ..c.clone()
+                            };
+                            self.run_checks(&c2, &s.checks, span, false)?;
+                        }
+                    }
+                    None => self.run_checks(&c, &s.checks, span, false)?,
+                }
+                Ok(())
+            })();
+            if let Some(lz) = &frame.lazy {
+                lz.swap_level_cache(level);
+            }
+            r?;
         }
         if top && keyed {
             self.last_pos.set(caller_pos);
