@@ -2,7 +2,7 @@
 //! config entries, and the `+=`/`:`/`=` operators on them.
 
 use super::*;
-use whole::IfWant;
+use whole::{IfWant, is_elif};
 
 impl<'a> Checker<'a> {
     /// Check `e` against `expected`; errors go to `span` with a "defined here" note at
@@ -661,25 +661,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// `a.b.x = v` where `b` is a schema: upstream gives `b` the dict `{x = v}` and checks it
-    /// whole too, at `b` (`at`), after the value itself (a config literal is checked whole at
-    /// its own key instead).
-    fn check_path_whole(
-        &mut self,
-        env: &Env,
-        value: &Expr,
-        want: &Ty,
-        def: Span,
-        at: Option<Span>,
-    ) {
-        if let Some(at) = at
-            && !matches!(strip_paren(value).kind, ExprKind::Config(_))
-        {
-            let got = self.quiet_type_of(env, value).variable_type();
-            self.fits(&got, want, at, Some(def));
-        }
-    }
-
     /// What the next name of a config key path `a.b.c` selects in a value of type `t`: an
     /// attribute of one of these schemas, or a key of a dict with this value type.
     /// A union's schemas count when no member takes a config as it is (no dict): upstream
@@ -806,10 +787,4 @@ fn schema_ids(t: &Ty) -> Option<(Vec<SchemaId>, bool)> {
 /// dicts.
 fn wants_configs(t: &Ty) -> bool {
     schema_ids(t).is_some() || matches!(t, Ty::List(_) | Ty::Dict(..))
-}
-
-/// Whether a config `if` entry's `else` entries are an `elif` (upstream checks the keys of an
-/// `if` without `else` once more as a whole, but not those of an `elif`).
-fn is_elif(orelse: &[ast::ConfigEntry]) -> bool {
-    matches!(orelse, [e] if matches!(e.kind, ast::ConfigEntryKind::If(_)))
 }

@@ -13,15 +13,17 @@
 //!
 //! Where things are: this file holds the entry points, the checker's state and the package
 //! order; `resolve.rs` names, imports, annotations and schema members; `stmt.rs` statements
-//! and schema bodies; `fit.rs` values against the type they must have (assignments, config
-//! entries); `infer.rs` the type of an expression; `calls.rs` builtin, method, lambda and
-//! schema calls; `ops.rs` operators and joins of types; `ty.rs` the type model and
-//! assignability; `sysmod.rs` the system modules' signatures.
+//! and schema bodies; `checks.rs` `check:` blocks; `fit.rs` values against the type they must
+//! have (assignments, config entries), `whole.rs` the values checked once more whole; `infer.rs`
+//! the type of an expression; `calls.rs` builtin, method, lambda and schema calls; `ops.rs`
+//! operators and joins of types; `ty.rs` the type model and assignability; `sysmod.rs` the
+//! system modules' signatures.
 //!
 //! Cost: one walk over every statement and expression, with schema member tables built lazily
 //! and cached per schema; nothing is allocated for expressions that need no check.
 
 mod calls;
+mod checks;
 mod config;
 mod fit;
 mod infer;

@@ -575,42 +575,6 @@ impl<'a> Checker<'a> {
     }
 
     /// A schema's or rule's `check:` block: each condition, its `if` and its message.
-    /// A schema's `check:` block as upstream's resolver walks it: each check's message, then its
-    /// condition, then its test. A condition that is a name (or dotted name) is reported where
-    /// the resolver last stood (the last name it resolved, else the last statement of the
-    /// body, else the schema), not where it is written.
-    fn infer_schema_checks(&mut self, env: &Env, checks: &[ast::CheckExpr]) {
-        for c in checks {
-            if let Some(x) = &c.msg {
-                self.check_value(env, x, &Ty::Str, x.span, None);
-            }
-            if let Some(x) = &c.if_cond {
-                let at = self.resolved_at;
-                let before = self.errors.len();
-                self.infer(env, x);
-                if is_dotted_name(x) {
-                    for e in &mut self.errors[before..] {
-                        e.span = Some(at);
-                    }
-                }
-            }
-            self.infer(env, &c.test);
-        }
-    }
-
-    fn infer_checks(&mut self, env: &Env, checks: &[ast::CheckExpr]) {
-        for c in checks {
-            self.infer(env, &c.test);
-            if let Some(x) = &c.if_cond {
-                self.infer(env, x);
-            }
-            // a message is a string (or None), as for `assert`
-            if let Some(x) = &c.msg {
-                self.check_value(env, x, &Ty::Str, x.span, None);
-            }
-        }
-    }
-
     /// What a mixin or a rule is `for` must be a protocol (declared so, or a schema named
     /// `...Protocol`, which upstream takes for one).
     fn check_protocol(&mut self, env: &Env, h: &ast::Identifier) {
@@ -795,14 +759,5 @@ impl<'a> Checker<'a> {
                 self.infer(env, &k.value);
             }
         }
-    }
-}
-
-/// `a` or `a.b.c`: upstream's identifier node.
-fn is_dotted_name(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Ident(_) => true,
-        ExprKind::Selector(s) => !s.optional && is_dotted_name(&s.value),
-        _ => false,
     }
 }

@@ -306,6 +306,25 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// `a.b.x = v` where `b` is a schema: upstream gives `b` the dict `{x = v}` and checks it
+    /// whole too, at `b` (`at`), after the value itself (a config literal is checked whole at
+    /// its own key instead).
+    pub(super) fn check_path_whole(
+        &mut self,
+        env: &Env,
+        value: &Expr,
+        want: &Ty,
+        def: Span,
+        at: Option<Span>,
+    ) {
+        if let Some(at) = at
+            && !matches!(strip_paren(value).kind, ExprKind::Config(_))
+        {
+            let got = self.quiet_type_of(env, value).variable_type();
+            self.fits(&got, want, at, Some(def));
+        }
+    }
+
     /// A config `if` entry without `else` (its body `entries`, the entry at `span`): after its
     /// entries one by one, upstream's resolver checks the dict type of the keys the body sets
     /// (values widened) against what the config takes, reported at the `if` with a note at
@@ -488,4 +507,10 @@ fn config_attrs(entries: &[ast::ConfigEntry]) -> Option<Vec<(Symbol, Span, Vec<E
         }
     }
     Some(out)
+}
+
+/// Whether a config `if` entry's `else` entries are an `elif` (upstream checks the keys of an
+/// `if` without `else` once more as a whole, but not those of an `elif`).
+pub(super) fn is_elif(orelse: &[ast::ConfigEntry]) -> bool {
+    matches!(orelse, [e] if matches!(e.kind, ast::ConfigEntryKind::If(_)))
 }
