@@ -598,14 +598,9 @@ fn load(
     };
     let mut modules = Vec::new();
     for f in &files {
-        let parsed = if partial {
-            parse_partial(f)
-        } else {
-            ld.parse(f).map(|m| (m, Vec::new()))
-        };
         // each main file's imports are loaded before the next main file is, so syntax
         // errors come in upstream's order (a file, then the packages it imports)
-        match parsed {
+        match ld.parse_file(f) {
             Ok((m, errors)) => {
                 ld.errors.extend(errors);
                 ld.resolve_module_imports(&m);
@@ -636,6 +631,16 @@ fn parse_partial(f: &Path) -> Result<(Arc<Module>, Vec<Diagnostic>), Diagnostics
 }
 
 impl Loader<'_> {
+    /// A file of the program: as the parser recovered it, with its syntax errors, when the
+    /// loader keeps such files; else whole or not at all.
+    fn parse_file(&mut self, f: &Path) -> Result<(Arc<Module>, Vec<Diagnostic>), Diagnostics> {
+        if self.partial {
+            parse_partial(f)
+        } else {
+            self.parse(f).map(|m| (m, Vec::new()))
+        }
+    }
+
     fn parse(&mut self, f: &Path) -> Result<Arc<Module>, Diagnostics> {
         match self.cache {
             Some(cache) => {
@@ -666,12 +671,7 @@ impl ImportWalk for Loader<'_> {
     }
 
     fn load_module(&mut self, f: &Path) -> Option<Arc<Module>> {
-        let parsed = if self.partial {
-            parse_partial(f)
-        } else {
-            self.parse(f).map(|m| (m, Vec::new()))
-        };
-        match parsed {
+        match self.parse_file(f) {
             Ok((m, errors)) => {
                 self.errors.extend(errors);
                 Some(m)
