@@ -366,9 +366,10 @@ struct TargetRef {
     span: Span,
 }
 
-/// `root` with `v` set at `keys` (a value, and whether it is an attribute name rather than an index). A step on
-/// None or Undefined fails as upstream's: an index is not subscriptable, an attribute on the
-/// way is not loadable, and the last attribute cannot update the dict.
+/// `root` with `v` set at `keys` (a value, and whether it is an attribute name rather than an
+/// index). A step on None or Undefined, and an attribute of any value but a dict or instance,
+/// fails as upstream's: an index is not subscriptable, an attribute on the way is not
+/// loadable, and the last attribute cannot update the dict.
 fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<Value, RtError> {
     if keys.is_empty() {
         return Ok(v);
@@ -397,7 +398,8 @@ fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<Value, RtEr
             d.map.insert(k.clone(), nv);
             Ok(root)
         }
-        (r @ (Value::Undefined | Value::None), (k, attr)) => {
+        // (an attribute of any other value fails as of None)
+        (r, (k, attr)) if *attr || matches!(r, Value::Undefined | Value::None) => {
             let ty = r.type_name();
             Err(RtError::eval(match (attr, keys.len()) {
                 (false, _) => format!(

@@ -69,8 +69,11 @@ impl<'a> Checker<'a> {
 
     /// The type at an assignment target's path (`x[i]`, `x.k`, nested): a list's item, a
     /// dict's value, a schema's attribute; `None` where it is unknown or `any`.
+    /// A name the path selects that the type there does not have is upstream's resolver
+    /// error, at the target.
     pub(super) fn path_target_type(&mut self, env: &Env, t: &ast::Target) -> Option<Ty> {
         let mut ty = self.lookup(env, t.name.sym);
+        let at = t.span.shrink_to_lo();
         for p in &t.path {
             ty = match (p, &ty) {
                 (ast::TargetPath::Index(_), Ty::List(et)) => (**et).clone(),
@@ -78,7 +81,40 @@ impl<'a> Checker<'a> {
                     (**vt).clone()
                 }
                 (ast::TargetPath::Attr(n), Ty::Schema(id)) => {
-                    self.members(*id).attrs.get(&n.sym)?.0.clone()
+                    let members = self.members(*id);
+                    match members.attrs.get(&n.sym) {
+                        Some(a) => a.0.clone(),
+                        None => {
+                            if !members.open {
+                                let msg = self.cannot_add(&[*id], &n.sym);
+                                self.err(ErrKind::Compile, msg, at);
+                                let msg = format!(
+                                    "attribute '{}' not found in '{}'",
+                                    n.sym,
+                                    self.schema_name(*id)
+                                );
+                                self.err(ErrKind::Type, msg, at);
+                            }
+                            return None;
+                        }
+                    }
+                }
+                (
+                    ast::TargetPath::Attr(n),
+                    Ty::List(_)
+                    | Ty::Str
+                    | Ty::StrLit(_)
+                    | Ty::Int
+                    | Ty::IntLit(_)
+                    | Ty::Float
+                    | Ty::FloatLit(_)
+                    | Ty::Bool
+                    | Ty::BoolLit(_)
+                    | Ty::None,
+                ) => {
+                    let msg = format!("attribute '{}' not found in '{}'", n.sym, self.ty_str(&ty));
+                    self.err(ErrKind::Type, msg, at);
+                    return None;
                 }
                 _ => return None,
             };
