@@ -178,8 +178,11 @@ impl Evaluator {
                 None => last = Value::Undefined,
             }
         }
+        // (upstream's runtime then stands on the body's last node: a return value of the
+        // wrong type is reported there)
+        let at = self.last_pos.get().copied().unwrap_or(span);
         match &c.lambda.ret {
-            Some(t) => self.convert_type(&ctx, last, t, span),
+            Some(t) => self.convert_type(&ctx, last, t, at),
             None => Ok(last),
         }
     }

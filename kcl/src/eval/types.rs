@@ -105,11 +105,14 @@ impl Evaluator {
         t: &'static ast::Type,
         span: Span,
     ) -> EvalError {
-        let mut msg = format!(
-            "expect {}, got {}",
-            self.type_src(ctx, t),
-            v.type_name_full()
-        );
+        // (a schema or rule itself is a `type` to upstream's runtime here)
+        let got = match v {
+            Value::Func(f) if matches!(&**f, crate::value::Func::User { is_type: true, .. }) => {
+                "type".to_string()
+            }
+            _ => v.type_name_full(),
+        };
+        let mut msg = format!("expect {}, got {got}", self.type_src(ctx, t));
         if let (TypeKind::Named(id), Some(d)) = (&t.kind, v.as_dict())
             && let Some(st) = self
                 .eval_identifier(&type_ctx(ctx), id)

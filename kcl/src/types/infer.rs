@@ -670,7 +670,9 @@ impl<'a> Checker<'a> {
             .ret
             .as_ref()
             .map(|t| self.resolve_type(env.pkg, env.file, t));
+        let ret_at = std::mem::replace(&mut self.lambda_ret_at, l.ret.as_ref().map(|t| t.span));
         let ret = self.lambda_body(&env2, &l.body, declared.as_ref());
+        self.lambda_ret_at = ret_at;
         Ty::Func(Rc::new(ty::FuncTy {
             params,
             ret: declared.unwrap_or(ret),
@@ -843,8 +845,18 @@ impl<'a> Checker<'a> {
         if let Some(rt) = declared
             && !assignable(&got, rt, &|a, b| self.is_sub_schema(a, b))
         {
-            let msg = format!("expected {}, got {}", self.ty_str(rt), self.ty_str(&got));
-            self.err(ErrKind::Type, msg, at.shrink_to_lo());
+            let (es, gs) = (self.ty_str(rt), self.ty_str(&got));
+            let mut e = EvalError::new(
+                ErrKind::Type,
+                format!("expected {es}, got {gs}"),
+                Some(at.shrink_to_lo()),
+            );
+            // (noted at the declared return type)
+            if let Some(d) = self.lambda_ret_at {
+                let note = format!("variable is defined here, its type is {es}, but got {gs}");
+                e = e.with_note(d.shrink_to_lo(), note);
+            }
+            self.errors.push(e);
         }
         got
     }

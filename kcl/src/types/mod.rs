@@ -174,6 +174,8 @@ struct Checker<'a> {
     config_elif: bool,
     /// Where upstream's resolver last stood: the last statement begun or name resolved.
     resolved_at: Span,
+    /// The declared return type of the lambda whose body is being checked.
+    lambda_ret_at: Option<Span>,
     alias_depth: u32,
     /// Start of the package-level statement being checked: where upstream reports a lambda
     /// whose last statement is an assignment of the wrong type.
@@ -286,6 +288,7 @@ impl<'a> Checker<'a> {
             members_cycle_hit: false,
             config_elif: false,
             resolved_at: Span::default(),
+            lambda_ret_at: None,
             alias_depth: 0,
             stmt_start: None,
             last_receiver: None,
