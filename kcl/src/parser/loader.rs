@@ -443,6 +443,13 @@ pub(crate) fn load_program_recovered(
     for d in &mut missing {
         d.suggestions.retain(|s| seen.insert(s.clone()));
     }
+    add_missing_packages(&mut program);
+    Ok((program, errors, missing))
+}
+
+/// A package an import names but that has no source files joins the program without members,
+/// as upstream's resolver sees it (`attribute 'x' not found in 'module 'nosuch''`).
+fn add_missing_packages(program: &mut Program) {
     let absent: Vec<Arc<str>> = program
         .imports
         .values()
@@ -461,18 +468,19 @@ pub(crate) fn load_program_recovered(
             },
         );
     }
-    Ok((program, errors, missing))
 }
 
-/// [`load_program`] for tools that report every error (`kcl lint`): the main package's files
-/// with syntax errors are kept as the parser recovered them, and the program comes back with
-/// the diagnostics; `Err` only when no program can be built (a missing file, say).
+/// [`load_program`] for tools that report every error (`kcl lint`): the files with syntax
+/// errors are kept as the parser recovered them, a missing package is one without members,
+/// and the program comes back with the diagnostics; `Err` only when no program can be built
+/// (a missing file, say).
 pub(crate) fn load_program_partial(
     inputs: &[PathBuf],
     opts: &LoadOptions,
 ) -> Result<(Program, Diagnostics), Diagnostics> {
-    load(inputs, opts, None, true).map(|(p, mut e, missing)| {
+    load(inputs, opts, None, true).map(|(mut p, mut e, missing)| {
         e.extend(missing);
+        add_missing_packages(&mut p);
         (p, Diagnostics(e))
     })
 }
