@@ -437,6 +437,8 @@ impl<'a> Checker<'a> {
         def: Option<Span>,
     ) {
         let mut expected = vt.clone();
+        // the dict levels passed through: (name's place, the type it must have)
+        let mut levels: Vec<(Span, Ty)> = Vec::new();
         for (i, &(_, at)) in path.iter().enumerate() {
             let last = i + 1 == path.len();
             if last {
@@ -448,10 +450,24 @@ impl<'a> Checker<'a> {
                 } else {
                     self.check_value(env, value, &expected, at, def);
                 }
+                // upstream's `k.y = v` is `k: {y = v}`: each dict the path makes is checked
+                // against its level too, innermost first
+                let mut got = self.quiet_type_of(env, value);
+                for (j, (at, want)) in levels.into_iter().enumerate().rev() {
+                    let name = path[j + 1].0;
+                    got = Ty::Dict(
+                        Rc::new(Ty::StrLit(std::sync::Arc::from(name.as_str()))),
+                        Rc::new(got),
+                    );
+                    self.fits(&got, &want, at, def);
+                }
                 return;
             }
             match expected {
-                Ty::Dict(_, v) => expected = (*v).clone(),
+                Ty::Dict(_, ref v) => {
+                    let inner = (**v).clone();
+                    levels.push((at, std::mem::replace(&mut expected, inner)));
+                }
                 // upstream rewrites `k.y = v` to `k: {y = v}`: the rest of the path is a
                 // config entry against the schema
                 Ty::Schema(id) => {
