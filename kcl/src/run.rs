@@ -108,7 +108,8 @@ pub struct RunOutput {
 
 /// Why a program did not load, as upstream reports it: the syntax errors, then what its
 /// resolver finds in the program as the parser recovered it (imports of missing packages
-/// first). `None` when the program cannot be recovered (a file that cannot be read).
+/// first). `None` when the program cannot be recovered (a file that cannot be read) or the
+/// recovered program shows no error.
 fn recovered_errors(files: &[PathBuf], load: &LoadOptions) -> Option<KclError> {
     let (mut program, errors, missing) =
         crate::parser::loader::load_program_recovered(files, load).ok()?;
@@ -118,7 +119,8 @@ fn recovered_errors(files: &[PathBuf], load: &LoadOptions) -> Option<KclError> {
     if let Err(e) = crate::types::check_program(&program) {
         text.push_str(&e.to_string());
     }
-    Some(KclError::Syntax(text))
+    // (a failure the recovered load does not meet again keeps its own words)
+    (!text.is_empty()).then_some(KclError::Syntax(text))
 }
 
 /// Settings from `-Y` files merged into the options (files listed there are returned).
