@@ -656,17 +656,8 @@ impl Checker<'_> {
 /// A type whose values can never be called (`None` and `any` may stand for anything).
 fn not_callable(t: &Ty) -> bool {
     match t {
-        Ty::Str
-        | Ty::StrLit(_)
-        | Ty::Int
-        | Ty::IntLit(_)
-        | Ty::Float
-        | Ty::FloatLit(_)
-        | Ty::Bool
-        | Ty::BoolLit(_)
-        | Ty::List(_)
-        | Ty::Dict(..)
-        | Ty::Module(_) => true,
+        _ if t.is_scalar() => true,
+        Ty::List(_) | Ty::Dict(..) | Ty::Module(_) => true,
         Ty::Union(ts) => ts.iter().all(not_callable),
         _ => false,
     }

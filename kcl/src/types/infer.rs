@@ -324,17 +324,7 @@ impl<'a> Checker<'a> {
             }
             // upstream's resolver knows these types have no attributes but the string
             // methods
-            Ty::Str
-            | Ty::StrLit(_)
-            | Ty::Int
-            | Ty::IntLit(_)
-            | Ty::Float
-            | Ty::FloatLit(_)
-            | Ty::Bool
-            | Ty::BoolLit(_)
-            | Ty::None
-            | Ty::Func(_)
-            | Ty::List(_) => {
+            _ if t.has_no_attributes() => {
                 let str_method = matches!(t, Ty::Str | Ty::StrLit(_))
                     && crate::builtins::STR_METHODS.contains(&attr.sym.as_str());
                 // `?.` changes nothing here: upstream's resolver checks the type

@@ -99,19 +99,7 @@ impl<'a> Checker<'a> {
                         }
                     }
                 }
-                (
-                    ast::TargetPath::Attr(n),
-                    Ty::List(_)
-                    | Ty::Str
-                    | Ty::StrLit(_)
-                    | Ty::Int
-                    | Ty::IntLit(_)
-                    | Ty::Float
-                    | Ty::FloatLit(_)
-                    | Ty::Bool
-                    | Ty::BoolLit(_)
-                    | Ty::None,
-                ) => {
+                (ast::TargetPath::Attr(n), _) if ty.has_no_attributes() => {
                     let msg = format!("attribute '{}' not found in '{}'", n.sym, self.ty_str(&ty));
                     self.err(ErrKind::Type, msg, at);
                     return None;

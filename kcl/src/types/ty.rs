@@ -127,6 +127,24 @@ impl Ty {
     pub fn is_any(&self) -> bool {
         matches!(self, Ty::Any)
     }
+    /// Strings, numbers and bools, literal or not.
+    pub fn is_scalar(&self) -> bool {
+        matches!(
+            self,
+            Ty::Str
+                | Ty::StrLit(_)
+                | Ty::Int
+                | Ty::IntLit(_)
+                | Ty::Float
+                | Ty::FloatLit(_)
+                | Ty::Bool
+                | Ty::BoolLit(_)
+        )
+    }
+    /// Types upstream's resolver knows to have no attributes (a string's methods aside).
+    pub fn has_no_attributes(&self) -> bool {
+        self.is_scalar() || matches!(self, Ty::None | Ty::Func(_) | Ty::List(_))
+    }
     /// Dicts and schema instances (no ordering comparison is defined on them).
     pub fn is_mapping(&self) -> bool {
         matches!(self, Ty::Dict(..) | Ty::Schema(_))
