@@ -359,9 +359,13 @@ impl<'a> Checker<'a> {
     fn check_arg(&mut self, env: &Env, a: &Expr, t: &Ty, def: Option<Span>) {
         if let (ExprKind::Config(entries), Ty::Dict(kt, vt)) = (&strip_paren(a).kind, t) {
             self.check_dict_literal(env, a, entries, (t, kt, vt), a.span, (Some(a.span), def));
-            return;
+        } else {
+            self.check_value(env, a, t, a.span, def);
         }
-        self.check_value(env, a, t, a.span, def);
+        // then the argument's type at it (a dict literal meeting a schema by its attributes)
+        let before = self.errors.len();
+        self.check_parts(env, a, t, a.span);
+        self.drop_repeated_errors(before);
     }
 
     /// Upstream's static checks of a builtin's argument types and keyword names. A value of

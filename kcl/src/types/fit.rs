@@ -386,7 +386,12 @@ impl<'a> Checker<'a> {
                             self.check_insert(*op, &t, value.span);
                         }
                     } else {
+                        // the value, then its type at the key (a dict literal meeting a
+                        // schema compared by its attributes)
                         self.check_value(env, value, vt, key.span, def);
+                        let before = self.errors.len();
+                        self.check_parts(env, value, vt, key.span);
+                        self.drop_repeated_errors(before);
                     }
                 }
                 // an unpacked config literal's entries are the dict's entries
@@ -614,9 +619,9 @@ impl<'a> Checker<'a> {
                     match found {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
                             self.check_value(env, value, &t, at, Some(def));
-                            if let Ty::Schema(inner) = t {
-                                self.check_literal_whole(env, value, inner, at);
-                            }
+                            let before = self.errors.len();
+                            self.check_parts(env, value, &t, at);
+                            self.drop_repeated_errors(before);
                             self.check_path_whole(env, value, &t, def, parent_schema_at);
                         }
                         // a list literal appended to a list of schemas: its configs are
@@ -643,6 +648,15 @@ impl<'a> Checker<'a> {
                     }
                 }
                 ast::ConfigEntryKind::Unpack { value: v, .. } => {
+                    // upstream's config context reaches the config literals of the unpacked
+                    // expression (through parentheses, `as`, conditionals and operators)
+                    let want = match ids {
+                        [id] => Ty::Schema(*id),
+                        _ => Ty::union(ids.iter().map(|&id| Ty::Schema(id)).collect()),
+                    };
+                    let mixed = self.mixed_union;
+                    self.check_operand_configs(env, v, &want, None);
+                    self.mixed_union = mixed;
                     self.infer_unpacked(env, v);
                     if let [id] = ids {
                         self.check_unpacked_attrs(env, v, *id);

@@ -273,7 +273,7 @@ impl<'a> Checker<'a> {
                     (Some(t), [target, ..]) => {
                         self.check_type_names(env, t);
                         let ty = self.resolve_type(env.pkg, env.file, t);
-                        self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+                        self.check_assigned(env, &a.value, &ty, target.span, Some(target.span));
                         if top && target.path.is_empty() {
                             self.pkgs[env.pkg]
                                 .assigned_ty
@@ -291,7 +291,7 @@ impl<'a> Checker<'a> {
                                 .filter(|t| !t.is_any())
                                 .cloned() =>
                     {
-                        self.check_value(env, &a.value, &ty, target.span, Some(target.span));
+                        self.check_assigned(env, &a.value, &ty, target.span, Some(target.span));
                     }
                     // in a schema body: the attribute's declared type, else its first
                     // assignment's
@@ -310,9 +310,13 @@ impl<'a> Checker<'a> {
                             .or_else(|| self.schema_assigned.get(&key).cloned())
                             .filter(|t| !t.is_any());
                         match declared {
-                            Some(ty) => {
-                                self.check_value(env, &a.value, &ty, target.span, Some(target.span))
-                            }
+                            Some(ty) => self.check_assigned(
+                                env,
+                                &a.value,
+                                &ty,
+                                target.span,
+                                Some(target.span),
+                            ),
                             None => {
                                 let t = self.infer(env, &a.value).variable_type();
                                 self.fits(&t, &Ty::Any, target.span, None);
@@ -623,10 +627,20 @@ impl<'a> Checker<'a> {
     /// it against the type only where that is one schema; else it checks the value whole.
     fn check_attr_default(&mut self, env: &Env, v: &Expr, ty: &Ty, name: Span) {
         if matches!(ty, Ty::Schema(_)) {
-            self.check_value(env, v, ty, name, Some(name));
+            self.check_assigned(env, v, ty, name, Some(name));
         } else {
             self.check_whole(env, v, ty, name, Some(name));
         }
+    }
+
+    /// An assigned value against the declared type `ty`: config literals in it read against
+    /// the type, then the value's type at the target `span` as upstream's assignment check
+    /// takes it (a dict literal meeting a schema compared by its attributes, one level).
+    fn check_assigned(&mut self, env: &Env, v: &Expr, ty: &Ty, span: Span, def: Option<Span>) {
+        self.check_value(env, v, ty, span, def);
+        let before = self.errors.len();
+        self.check_parts(env, v, ty, span);
+        self.drop_repeated_errors(before);
     }
 
     /// Upstream's errors for a schema or rule defined where its resolver does not register it.

@@ -16,6 +16,10 @@ pub(super) enum IfWant<'t> {
     Dict(&'t Ty),
 }
 
+/// Upstream's dict type of a config literal, as far as a schema check reads it: each
+/// attribute (name, first key's place, values) and the names of its key type.
+type DictAttrs<'e> = (Vec<(Symbol, Span, Vec<EntryValue<'e>>)>, Vec<Symbol>);
+
 enum EntryValue<'e> {
     Expr(&'e Expr),
     Nested(Vec<(Symbol, Span)>, &'e Expr),
@@ -90,6 +94,27 @@ impl<'a> Checker<'a> {
                     self.whole_parts(env, EntryValue::Expr(part), expected, span);
                 }
             }
+            // `a or b` is the union of its operands' types, so is `[..] + [..]`'s item type
+            (
+                ExprKind::Binary {
+                    op: ast::BinOp::Or,
+                    left,
+                    right,
+                },
+                _,
+            )
+            | (
+                ExprKind::Binary {
+                    op: ast::BinOp::Add,
+                    left,
+                    right,
+                },
+                Ty::List(_),
+            ) => {
+                for part in self.unsubsumed(env, &[left, right]) {
+                    self.whole_parts(env, EntryValue::Expr(part), expected, span);
+                }
+            }
             (_, Ty::Union(ts)) => {
                 // the first member the value's type can be checked against
                 let got = self.quiet_type(env, &v);
@@ -116,6 +141,10 @@ impl<'a> Checker<'a> {
                 let env2 = self.comp_env(env, &c.clauses);
                 self.whole_parts(&env2, EntryValue::Expr(&c.elt), et, span);
             }
+            (ExprKind::DictComp(c), Ty::Dict(_, vt)) => {
+                let env2 = self.comp_env(env, &c.clauses);
+                self.whole_parts(&env2, EntryValue::Expr(&c.value), vt, span);
+            }
             (ExprKind::Config(entries), Ty::Dict(kt, vt)) => {
                 // the keys first: a dict whose keys do not fit has its values unchecked
                 if let Ty::Dict(gk, _) = self.quiet_type(env, &v)
@@ -135,7 +164,7 @@ impl<'a> Checker<'a> {
                 }
             }
             (ExprKind::Config(entries), Ty::Schema(id)) => {
-                let attrs = config_attrs(entries);
+                let attrs = self.dict_type_attrs(env, entries);
                 self.attrs_against_schema(env, attrs, *id, span);
             }
             _ => {}
@@ -190,11 +219,10 @@ impl<'a> Checker<'a> {
                 self.nested_parts(env, rest, value, vt, span);
             }
             Ty::Schema(id) => {
-                let attrs = Some(vec![(
-                    *n,
-                    *at,
-                    vec![EntryValue::Nested(rest.to_vec(), value)],
-                )]);
+                let attrs = Some((
+                    vec![(*n, *at, vec![EntryValue::Nested(rest.to_vec(), value)])],
+                    vec![*n],
+                ));
                 self.attrs_against_schema(env, attrs, *id, span);
             }
             Ty::Union(ts) => {
@@ -210,13 +238,96 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A dict literal's attributes (`None`: some key is no name upstream records, so its key
-    /// type is no single name) against schema `id`: with one name and no index signature,
-    /// that attribute; with an index signature, each name.
+    /// The attributes of upstream's dict type of a config literal, each name with its first
+    /// key's place and its values, and the names its key type is made of: those of the
+    /// literal's own keys, of the config literals it unpacks and of its `if` entries. A
+    /// package variable holding a config literal unpacked adds its attributes but no key
+    /// name, and leaves the key type no single name unless a key follows it (as kcl-lib
+    /// 0.12.4 does: `{**b, x = 1}` and `{x = 1, **b, x = 2}` are checked at `x`, `{x = 1,
+    /// **b}` is not). `None` when some key is of another kind or something else is unpacked.
+    fn dict_type_attrs<'e>(
+        &mut self,
+        env: &Env,
+        entries: &'e [ast::ConfigEntry],
+    ) -> Option<DictAttrs<'e>>
+    where
+        'a: 'e,
+    {
+        let mut out = (Vec::new(), Vec::new());
+        let mut unpacked = (false, false);
+        self.dict_type_attrs_into(env, entries, &mut out, &mut unpacked, 0)?;
+        if unpacked == (true, false) {
+            out.1.clear();
+        }
+        Some(out)
+    }
+
+    /// (`unpacked`: whether a variable was unpacked, and a key came after the first)
+    fn dict_type_attrs_into<'e>(
+        &mut self,
+        env: &Env,
+        entries: &'e [ast::ConfigEntry],
+        out: &mut DictAttrs<'e>,
+        unpacked: &mut (bool, bool),
+        depth: u32,
+    ) -> Option<()>
+    where
+        'a: 'e,
+    {
+        if depth >= 8 {
+            return None;
+        }
+        for en in entries {
+            let (key, value) = match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, value, .. } => (key, value),
+                ast::ConfigEntryKind::Unpack { value, .. } => {
+                    match &strip_paren(value).kind {
+                        ExprKind::Config(inner) => {
+                            self.dict_type_attrs_into(env, inner, out, unpacked, depth + 1)?
+                        }
+                        _ => {
+                            let inner = self.variable_config(env, value)?;
+                            let keys = out.1.len();
+                            let outer = *unpacked;
+                            self.dict_type_attrs_into(env, inner, out, unpacked, depth + 1)?;
+                            out.1.truncate(keys);
+                            *unpacked = (true, outer.1);
+                        }
+                    }
+                    continue;
+                }
+                ast::ConfigEntryKind::If(ci) => {
+                    self.dict_type_attrs_into(env, &ci.body, out, unpacked, depth + 1)?;
+                    self.dict_type_attrs_into(env, &ci.orelse, out, unpacked, depth + 1)?;
+                    continue;
+                }
+            };
+            let path = key_path(key)?;
+            let (name, at) = path[0];
+            let v = if path.len() > 1 {
+                EntryValue::Nested(path[1..].to_vec(), value)
+            } else {
+                EntryValue::Expr(value)
+            };
+            match out.0.iter_mut().find(|(n, ..)| *n == name) {
+                Some((_, _, vals)) => vals.push(v),
+                None => out.0.push((name, at, vec![v])),
+            }
+            if !out.1.contains(&name) {
+                out.1.push(name);
+            }
+            unpacked.1 |= unpacked.0;
+        }
+        Some(())
+    }
+
+    /// A dict type's attributes (`None`: some key is no name upstream records, so its key
+    /// type is no single name) against schema `id`: with one key name and no index
+    /// signature, that attribute; with an index signature, each name.
     fn attrs_against_schema(
         &mut self,
         env: &Env,
-        attrs: Option<Vec<(Symbol, Span, Vec<EntryValue<'_>>)>>,
+        attrs: Option<DictAttrs<'_>>,
         id: SchemaId,
         span: Span,
     ) {
@@ -238,7 +349,7 @@ impl<'a> Checker<'a> {
             Ty::union(ts)
         };
         match (&st.index_signature, attrs) {
-            (Some(is), Some(attrs)) => {
+            (Some(is), Some((attrs, _))) => {
                 let value_ty = self.resolve_type(pkg, file, &is.value_ty);
                 for (name, at, vals) in attrs {
                     let t = widened(self, &vals);
@@ -253,8 +364,10 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
-            (None, Some(attrs)) if attrs.len() == 1 => {
-                let (name, _, vals) = &attrs[0];
+            (None, Some((attrs, keys))) if keys.len() == 1 => {
+                let Some((name, _, vals)) = attrs.iter().find(|(n, ..)| *n == keys[0]) else {
+                    return;
+                };
                 if let Some(a) = own(*name) {
                     let want = self.resolve_type(pkg, file, &a.ty);
                     let t = widened(self, vals);
@@ -267,43 +380,23 @@ impl<'a> Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    /// `**v` in a config of schema `id`, where `v` names a package-level variable holding a
-    /// config literal: upstream's dict type keeps the literal's keys, so each must be one of
-    /// the schema's attributes and fit its type (reported at `v`, noted at the key).
+    /// `**v` in a config of schema `id`, where `v` is a config literal or names a
+    /// package-level variable holding one: upstream's dict type keeps the literal's keys (its
+    /// `if` entries' too), so each must be one of the schema's attributes and fit its type
+    /// (reported at `v`, noted at the key).
     pub(super) fn check_unpacked_attrs(&mut self, env: &Env, v: &Expr, id: SchemaId) {
-        let Some(entries) = self.variable_config(env, v) else {
+        let entries = match &strip_paren(v).kind {
+            ExprKind::Config(entries) => Some(&entries[..]),
+            _ => self.variable_config(env, v),
+        };
+        let Some(entries) = entries else {
             return;
         };
         let mut attrs = Vec::new();
-        if !self.unpacked_config_attrs(env, entries, &mut attrs, 0, false) {
+        if !self.unpacked_config_attrs(env, entries, &mut attrs, 0, true) {
             return;
         }
-        self.check_attrs_whole(env, attrs, &IfWant::Schema(id), v.span, None, false);
-    }
-
-    /// A config literal given to a schema-typed attribute (at the key `at`): after its entries
-    /// one by one, upstream checks its dict type whole against the schema when every key is
-    /// an attribute: each value's type, widened, at the key.
-    pub(super) fn check_literal_whole(&mut self, env: &Env, value: &Expr, id: SchemaId, at: Span) {
-        let ExprKind::Config(entries) = &strip_paren(value).kind else {
-            return;
-        };
-        let mut attrs = Vec::new();
-        if !self.unpacked_config_attrs(env, entries, &mut attrs, 0, false) {
-            return;
-        }
-        let members = self.members(id);
-        if members.open || attrs.iter().any(|(n, ..)| !members.attrs.contains_key(n)) {
-            return;
-        }
-        for (name, _, vals) in attrs {
-            let (want, def) = members.attrs[&name].clone();
-            let ts = vals
-                .iter()
-                .map(|x| self.quiet_type(env, x).variable_type())
-                .collect();
-            self.fits(&Ty::union(ts), &want, at, Some(def));
-        }
+        self.check_attrs_whole(env, attrs, &IfWant::Schema(id), v.span, None, true);
     }
 
     /// `a.b.x = v` where `b` is a schema: upstream gives `b` the dict `{x = v}` and checks it
