@@ -49,7 +49,10 @@ impl Evaluator {
                 }
                 None => {
                     let it = self.eval(ctx, &c.iter)?;
-                    let pairs = iter_pairs(&it).map_err(|e| self.rt(e, c.iter.span))?;
+                    // (a failure is where upstream's runtime last stood: a name defined
+                    // further down was just evaluated there)
+                    let at = self.last_pos.get().copied().unwrap_or(c.iter.span);
+                    let pairs = iter_pairs(&it).map_err(|e| self.rt(e, at))?;
                     (it, pairs)
                 }
             };
@@ -170,7 +173,8 @@ impl Evaluator {
             locals: Some(scope.clone()),
             ..ctx.clone()
         };
-        let pairs = iter_pairs(&it).map_err(|e| self.rt(e, span))?;
+        let at = self.last_pos.get().copied().unwrap_or(span);
+        let pairs = iter_pairs(&it).map_err(|e| self.rt(e, at))?;
         let mut list_out = Vec::new();
         if q.op == ast::QuantOp::Map && q.if_cond.is_none() && !count_only {
             // exactly one item per element: no growth slack in a long-lived list

@@ -93,7 +93,11 @@ impl<'a> Checker<'a> {
                         }
                         // (a value of unknown type brings an unknown value type)
                         Ty::Any => vs.push(Ty::Any),
-                        _ => known = false,
+                        // (a value that cannot be unpacked, reported, brings nothing)
+                        Ty::None | Ty::Schema(_) | Ty::SchemaType(_) | Ty::Union(_) => {
+                            known = false
+                        }
+                        _ => {}
                     }
                 }
                 ast::ConfigEntryKind::If(ci) => {
