@@ -72,7 +72,8 @@ fn write_str(v: &Value, out: &mut String, depth: usize, in_dict: bool) {
             }
             out.push('}');
         }
-        Value::Func(f) => out.push_str(&format!("{f:?}")),
+        // (upstream's string of any function value: lambdas, builtins, methods, schema types)
+        Value::Func(_) => out.push_str("function"),
     }
 }
 

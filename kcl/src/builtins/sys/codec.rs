@@ -298,7 +298,13 @@ pub(super) fn template(name: &str) -> Option<Value> {
             }
             let mut hb = handlebars::Handlebars::new();
             hb.register_helper("raw", Box::new(raw_helper));
-            hb.render_template(&t, &value::json::to_json(&data)).map(Value::from).map_err(|e| RtError::eval(e.to_string()))
+            // (upstream registers the template under this name and reports handlebars'
+            // errors in their debug form)
+            hb.register_template_string("template", &*t)
+                .map_err(|e| RtError::eval(format!("register template failed: {e:?}")))?;
+            hb.render("template", &value::json::to_json(&data))
+                .map(Value::from)
+                .map_err(|e| RtError::eval(format!("render template failed: {e:?}")))
         },
         "html_escape" => |_: &mut dyn Host, a: A, k: K| -> R {
             let s = text_arg(a, k, 0, "data", "html_escape")?;
