@@ -453,10 +453,12 @@ fn select_one(v: &Value, sel: &str) -> Result<Value, String> {
     if !sel.contains('{') && !sel.contains('[') && !sel.contains(':') {
         let mut cur = v.clone();
         for part in sel.split('.') {
-            cur = cur
-                .as_dict()
-                .and_then(|d| d.get(part).cloned())
-                .ok_or_else(missing)?;
+            // (a number steps into a list, as upstream's `y.0`)
+            let item = match (cur.list_items(), part.parse::<usize>()) {
+                (Some(items), Ok(i)) => items.get(i).cloned(),
+                _ => cur.as_dict().and_then(|d| d.get(part).cloned()),
+            };
+            cur = item.ok_or_else(missing)?;
         }
         return Ok(cur);
     }

@@ -225,7 +225,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprint!("{e}");
+            // (rendered diagnostics end with a line break; a plain message gets one)
+            let text = e.to_string();
+            if text.ends_with('\n') {
+                eprint!("{text}");
+            } else {
+                eprintln!("{text}");
+            }
             Ok(ExitCode::from(1))
         }
     }

@@ -22,40 +22,103 @@ pub struct Spec {
     pub value: String,
 }
 
-/// Parse `[pkg:]a.b.c=value` forms.
+/// Parse `[:]a.b.c=value`, `a.b:value`, `a.b+=value` and `a.b-` specs as upstream does: a
+/// path segment may be a quoted key in brackets (`a["b.c"]`), empty segments are skipped, the
+/// path is trimmed, and the first operator outside brackets ends it (a quoted key runs to
+/// its closing quote or the path's end).
 pub fn parse_spec(s: &str) -> Result<Spec, String> {
-    let s = s.strip_prefix(':').unwrap_or(s);
-    if let Some(p) = s.strip_suffix('-')
-        && !p.contains('=')
-        && !p.contains(':')
-    {
-        return Ok(Spec {
-            path: p.split('.').map(String::from).collect(),
-            op: None,
-            value: String::new(),
-        });
-    }
-    let bytes = s.as_bytes();
-    for i in 0..bytes.len() {
-        let (op, len) = match bytes[i] {
-            b'+' if bytes.get(i + 1) == Some(&b'=') => (ConfigOp::Insert, 2),
-            b'=' => (ConfigOp::Override, 1),
-            b':' => (ConfigOp::Union, 1),
-            _ => continue,
-        };
-        let path = &s[..i];
-        if path.is_empty() {
-            break;
+    let invalid = || {
+        format!(
+            "Invalid spec format '{s}', expected <field_path>=<filed_value>, <field_path>:<filed_value>, <field_path>+=<filed_value> or <field_path>-"
+        )
+    };
+    // (a leading `:` names the main package, as upstream's command line takes it)
+    let body = s.strip_prefix(':').unwrap_or(s);
+    // (operators inside brackets belong to a key: `a["b=c"]=1`)
+    let bytes = body.as_bytes();
+    let mut bracket = false;
+    for (i, &c) in bytes.iter().enumerate() {
+        match c {
+            b'[' => bracket = true,
+            b']' => bracket = false,
+            _ if bracket => {}
+            b'+' if bytes.get(i + 1) == Some(&b'=') => {
+                return spec_at(body, i, 2, Some(ConfigOp::Insert)).ok_or_else(invalid)?;
+            }
+            b'=' => return spec_at(body, i, 1, Some(ConfigOp::Override)).ok_or_else(invalid)?,
+            b':' => return spec_at(body, i, 1, Some(ConfigOp::Union)).ok_or_else(invalid)?,
+            _ => {}
         }
-        return Ok(Spec {
-            path: path.split('.').map(String::from).collect(),
-            op: Some(op),
-            value: s[i + len..].to_string(),
-        });
     }
-    Err(format!(
-        "invalid override spec '{s}', expected path=value, path:value, path+=value or path-"
-    ))
+    let path = match body.strip_suffix('-') {
+        Some(p) => parse_field_path(p.trim())?,
+        None => Vec::new(),
+    };
+    if path.is_empty() {
+        return Err(invalid());
+    }
+    Ok(Spec {
+        path,
+        op: None,
+        value: String::new(),
+    })
+}
+
+/// The spec whose operator (`len` bytes) is at `i`; `None` for an empty path or value.
+fn spec_at(body: &str, i: usize, len: usize, op: Option<ConfigOp>) -> Option<Result<Spec, String>> {
+    let (path, value) = (body[..i].trim(), &body[i + len..]);
+    if path.is_empty() || value.trim().is_empty() {
+        return None;
+    }
+    match parse_field_path(path) {
+        Ok(path) if path.is_empty() => None,
+        r => Some(r.map(|path| Spec {
+            path,
+            op,
+            value: value.to_string(),
+        })),
+    }
+}
+
+/// `a.b["c.d"]` into its keys; a quoted key runs to its closing quote (or the end).
+fn parse_field_path(p: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut chars = p.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => {
+                if !cur.is_empty() {
+                    parts.push(std::mem::take(&mut cur));
+                }
+            }
+            '[' => {
+                if !cur.is_empty() {
+                    parts.push(std::mem::take(&mut cur));
+                }
+                let q = match chars.next() {
+                    Some(q @ ('"' | '\'')) => q,
+                    _ => return Err("Expected opening quote after '['".into()),
+                };
+                let mut closed = false;
+                for c in chars.by_ref() {
+                    if c == q {
+                        closed = true;
+                        break;
+                    }
+                    cur.push(c);
+                }
+                if closed && chars.next_if_eq(&']').is_none() {
+                    return Err("Expected closing bracket".into());
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        parts.push(cur);
+    }
+    Ok(parts)
 }
 
 /// Where upstream's override nodes are: nowhere (errors about them print their message alone).
