@@ -315,7 +315,11 @@ impl<'a> Parser<'a> {
     /// The current token is on a new line where the statement needs more tokens (an error
     /// outside brackets).
     fn nl_break(&self) -> bool {
-        self.tk().nl && self.top_level() && self.pos != self.stmt_start
+        // (a block lambda's statements end at line ends too: upstream's lexer does not
+        // join lines inside its braces)
+        self.tk().nl
+            && (self.top_level() || self.ctx.last() == Some(&Ctx::Lambda))
+            && self.pos != self.stmt_start
     }
 
     // ------------------------------------------------------------ errors ----------
@@ -374,8 +378,9 @@ impl<'a> Parser<'a> {
         if t.nl && self.want_block && t.tok != Tok::Eof && t.indent == self.line_indent {
             return (t.tok.describe(self.text(t)), self.tspan(t));
         }
-        let block_in_lambda = self.want_block && self.ctx.last() == Some(&Ctx::Lambda);
-        if t.nl && (self.top_level() || t.tok == Tok::Eof || block_in_lambda) {
+        // (a block lambda's lines end as outside brackets)
+        let in_lambda = self.ctx.last() == Some(&Ctx::Lambda);
+        if t.nl && (self.top_level() || t.tok == Tok::Eof || in_lambda) {
             // Point at the end of the previous line, as upstream does.
             let p = self.prev();
             let at = if self.pos == 0 {
@@ -401,7 +406,11 @@ impl<'a> Parser<'a> {
                     ))
             {
                 "eof"
-            } else if t.tok == Tok::Eof || t.indent == self.line_indent {
+            } else if t.tok == Tok::Eof
+                || t.indent == self.line_indent
+                || (in_lambda && !self.want_block)
+            {
+                // (a lambda's lines end with a newline, whatever the next one's indent)
                 "newline"
             } else if t.indent > self.line_indent {
                 "indent"

@@ -145,7 +145,12 @@ impl<'a> Parser<'a> {
                 }
             }
             let mixin_stmt = self.ident_is(0, "mixin") && self.nth(1).tok == Tok::LBracket;
-            if mixin_stmt && !std::mem::replace(&mut mixin_allowed, false) {
+            if self.keyword_is(0, "mixin") && !mixin_stmt && !self.nth(1).nl {
+                // (`mixin` starts a mixin list in a schema body whatever follows it)
+                self.bump();
+                self.expect(Tok::LBracket, "[");
+                self.recover_to_line_end();
+            } else if mixin_stmt && !std::mem::replace(&mut mixin_allowed, false) {
                 let e = self.parse_expr();
                 let span = e.span;
                 s.body.push(Stmt {

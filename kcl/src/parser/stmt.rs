@@ -53,6 +53,11 @@ impl<'a> Parser<'a> {
         matches!(self.nth(n).tok, Tok::Ident(s) if s.as_str() == word)
     }
 
+    /// The word itself, not a `$`-prefixed name spelled like it.
+    pub(super) fn keyword_is(&self, n: usize, word: &str) -> bool {
+        self.ident_is(n, word) && self.text(self.nth(n)) == word
+    }
+
     pub(crate) fn parse_stmt(&mut self) -> Option<Stmt> {
         self.parse_stmt_in(Body::Plain)
     }
@@ -125,6 +130,21 @@ impl<'a> Parser<'a> {
             // (`$type` is a name everywhere)
             Tok::Ident(_) if body == Body::Plain && t.nl && self.text(t) == "type" => {
                 return self.parse_type_alias(lo);
+            }
+            // upstream's definition keywords start a definition whatever follows them (`schema
+            // = 1` is a schema without a name); a schema's own body reads them as names
+            Tok::Ident(_)
+                if !schema_level
+                    && (self.keyword_is(0, "schema")
+                        || self.keyword_is(0, "protocol")
+                        || self.keyword_is(0, "mixin")
+                        || self.keyword_is(0, "rule"))
+                    && !matches!(self.nth(1).tok, Tok::Ident(_)) =>
+            {
+                if self.ident_is(0, "rule") {
+                    return self.parse_rule(lo, Vec::new(), header_indent);
+                }
+                return self.parse_schema(lo, Vec::new(), header_indent);
             }
             Tok::Ident(_) => {
                 if let Tok::Ident(_) = self.nth(1).tok {
