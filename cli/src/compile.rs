@@ -116,6 +116,8 @@ pub fn compile_stack(
         external: externals,
         parse_cache: cache,
         plugin: plugins,
+        // a stack's error inside a Konfig model names the stack's own file too
+        note_instances: true,
         // A stack reads its own package and folder; anything else is granted in stack.yaml,
         // and compiling never writes.
         allow: kusion_kcl::Allow {

@@ -28,6 +28,9 @@ pub struct RunOptions {
     pub disable_none: bool,
     /// `-r`: integers must fit in 32 bits.
     pub strict_range_check: bool,
+    /// `--note_instances`: a schema attribute's conversion error notes where the instance is
+    /// made (not upstream's output; off by default).
+    pub note_instances: bool,
     pub sort_keys: bool,
     pub show_hidden: bool,
     /// `--format json`.
@@ -333,6 +336,7 @@ pub fn run_parts(
         exec_workdir,
         plugin: opts.plugin.clone(),
         strict_range_check: opts.strict_range_check,
+        note_instances: opts.note_instances,
         access,
     };
     let _limits = crate::limits::enter(opts.limits);

@@ -206,3 +206,30 @@ fn upstream_flags_accepted_or_refused_by_name() {
         assert!(stdout(&o).is_empty());
     }
 }
+
+#[test]
+fn instance_note_only_when_asked_for() {
+    // upstream reports the attribute's declaration alone; --note_instances adds where the
+    // instance is made
+    let d = dir_with(&[(
+        "main.k",
+        "schema A:\n    a: int\nu: any = \"s\"\nx = A {a = u}\n",
+    )]);
+    let plain = kcl(d.path(), &["run", "main.k"]);
+    assert_eq!(plain.status.code(), Some(1));
+    assert!(
+        stderr(&plain).contains("expect int, got str"),
+        "{}",
+        stderr(&plain)
+    );
+    assert!(
+        !stderr(&plain).contains("the instance is made at"),
+        "{}",
+        stderr(&plain)
+    );
+    let noted = kcl(d.path(), &["run", "main.k", "--note_instances"]);
+    assert_eq!(noted.status.code(), Some(1));
+    let err = stderr(&noted);
+    assert!(err.contains("note: the instance is made at"), "{err}");
+    assert!(err.contains("main.k:4:5"), "{err}");
+}

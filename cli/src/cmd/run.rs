@@ -166,6 +166,7 @@ pub(crate) fn compile_program(
         external: vec![("kusion".to_string(), package)],
         json: true,
         plugin,
+        note_instances: true,
         ..Default::default()
     };
     let out = kusion_kcl::run_full(&[file.to_path_buf()], &options).map_err(|e| {

@@ -28,6 +28,11 @@ pub struct RunArgs {
     /// key order otherwise) instead of failing as upstream does on a value after a table.
     #[arg(long = "toml_tables_last", alias = "toml-tables-last")]
     pub toml_tables_last: bool,
+    /// An error found converting a schema attribute's value is reported at the attribute's
+    /// declaration, as upstream's; this adds a note naming where the instance is made (a
+    /// vendored model's error then names the user's file too).
+    #[arg(long = "note_instances", alias = "note-instances")]
+    pub note_instances: bool,
     /// Drop None values.
     #[arg(short = 'n', long = "disable_none", alias = "disable-none")]
     pub disable_none: bool,
@@ -125,6 +130,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         settings: a.setting,
         json: a.format == Format::Json,
         strict_range_check: a.strict_range_check,
+        note_instances: a.note_instances,
         allow: crate::run::Allow {
             read: a.allow_read,
             write: a.allow_write,

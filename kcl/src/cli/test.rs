@@ -238,6 +238,7 @@ fn run_package(
             exec_workdir: String::new(),
             plugin: None,
             strict_range_check: s.strict_range_check,
+            note_instances: false,
             access: access.clone(),
         };
         let (ev, modules) = Evaluator::new(program.clone(), eopts);

@@ -61,6 +61,8 @@ pub struct EvalOptions {
     pub plugin: Option<Rc<dyn PluginHook>>,
     /// `-r`: integers must fit in 32 bits.
     pub strict_range_check: bool,
+    /// A schema attribute's conversion error notes where the instance is made.
+    pub note_instances: bool,
     /// What `file.*` and `file.read_env` may reach.
     pub access: crate::access::Access,
 }

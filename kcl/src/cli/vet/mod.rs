@@ -272,6 +272,7 @@ impl Validator {
             exec_workdir: String::new(),
             plugin: None,
             strict_range_check: false,
+            note_instances: false,
             access,
         };
         let (ev, modules) = Evaluator::new(program, eopts);

@@ -580,12 +580,16 @@ impl Evaluator {
                     schema: Some(frame.clone()),
                     ..frame.ctxs[d.part].clone()
                 };
-                // upstream reports the declaration's line; the instance's place follows as a
-                // note, so an error inside a vendored model still names the user's file
+                // upstream reports the declaration's line; asked for, the instance's place
+                // follows as a note, so an error inside a vendored model names the user's file
                 let nv = self
                     .convert_type(&c, v, t, d.at.unwrap_or(span))
                     .map_err(|mut e| {
-                        if d.at.is_some() && e.span == d.at && span.loc().line > 0 {
+                        if self.opts.note_instances
+                            && d.at.is_some()
+                            && e.span == d.at
+                            && span.loc().line > 0
+                        {
                             e.footer
                                 .push(format!("the instance is made at {}", span.loc()));
                         }
