@@ -165,20 +165,30 @@ pub fn call_method(
                 None => String::new(),
             })
         }
+        // upstream's (Python's) rule: a lowercase letter after no cased one is titlecased,
+        // an uppercase or titlecase letter after a cased one is lowercased, and any other
+        // character (digits, CJK) ends the word
         "title" => {
             let mut out = String::new();
-            let mut prev_alpha = false;
+            let mut prev_cased = false;
             for ch in s.chars() {
-                if ch.is_alphabetic() {
-                    if prev_alpha {
+                if ch.is_lowercase() {
+                    if prev_cased {
+                        out.push(ch);
+                    } else {
+                        push_titlecase(ch, &mut out);
+                    }
+                    prev_cased = true;
+                } else if ch.is_uppercase() || is_titlecase_letter(ch) {
+                    if prev_cased {
                         out.extend(ch.to_lowercase());
                     } else {
-                        out.extend(ch.to_uppercase());
+                        out.push(ch);
                     }
-                    prev_alpha = true;
+                    prev_cased = true;
                 } else {
                     out.push(ch);
-                    prev_alpha = false;
+                    prev_cased = false;
                 }
             }
             Value::from(out)
@@ -249,7 +259,7 @@ pub fn call_method(
             let mut ok = false;
             let mut bad = false;
             for ch in s.chars() {
-                if ch.is_uppercase() {
+                if ch.is_uppercase() || is_titlecase_letter(ch) {
                     if prev_alpha {
                         bad = true;
                     }
@@ -391,6 +401,80 @@ pub fn call_method(
 }
 
 /// Python-style `"{} {name} {0}".format(...)`, with `{{`/`}}` escapes and simple specs.
+/// Unicode's titlecase letters (category Lt): a word may start with one (`ǅungla`).
+fn is_titlecase_letter(ch: char) -> bool {
+    matches!(
+        ch,
+        '\u{01C5}'
+            | '\u{01C8}'
+            | '\u{01CB}'
+            | '\u{01F2}'
+            | '\u{1F88}'..='\u{1F8F}'
+            | '\u{1F98}'..='\u{1F9F}'
+            | '\u{1FA8}'..='\u{1FAF}'
+            | '\u{1FBC}'
+            | '\u{1FCC}'
+            | '\u{1FFC}'
+    )
+}
+
+/// A word's first letter in titlecase, as upstream's `title()` (Unicode's titlecase
+/// mapping, which differs from the uppercase one for digraphs, ligatures, Greek letters with
+/// ypogegrammeni, `ß` and Georgian letters); everything else uppercased.
+fn push_titlecase(ch: char, out: &mut String) {
+    let mapped: &str = match ch {
+        '\u{01C4}'..='\u{01C6}' => "\u{01C5}",
+        '\u{01C7}'..='\u{01C9}' => "\u{01C8}",
+        '\u{01CA}'..='\u{01CC}' => "\u{01CB}",
+        '\u{01F1}'..='\u{01F3}' => "\u{01F2}",
+        '\u{00DF}' => "Ss",
+        '\u{FB00}' => "Ff",
+        '\u{FB01}' => "Fi",
+        '\u{FB02}' => "Fl",
+        '\u{FB03}' => "Ffi",
+        '\u{FB04}' => "Ffl",
+        '\u{FB05}' | '\u{FB06}' => "St",
+        '\u{0587}' => "\u{0535}\u{0582}",
+        '\u{FB13}' => "\u{0544}\u{0576}",
+        '\u{FB14}' => "\u{0544}\u{0565}",
+        '\u{FB15}' => "\u{0544}\u{056B}",
+        '\u{FB16}' => "\u{054E}\u{0576}",
+        '\u{FB17}' => "\u{0544}\u{056D}",
+        '\u{1FB2}' => "\u{1FBA}\u{0345}",
+        '\u{1FB4}' => "\u{0386}\u{0345}",
+        '\u{1FC2}' => "\u{1FCA}\u{0345}",
+        '\u{1FC4}' => "\u{0389}\u{0345}",
+        '\u{1FF2}' => "\u{1FFA}\u{0345}",
+        '\u{1FF4}' => "\u{038F}\u{0345}",
+        '\u{1FB7}' => "\u{0391}\u{0342}\u{0345}",
+        '\u{1FC7}' => "\u{0397}\u{0342}\u{0345}",
+        '\u{1FF7}' => "\u{03A9}\u{0342}\u{0345}",
+        // (the titlecase letters are their own titlecase; a letter with ypogegrammeni
+        // takes the titlecase letter, not capital plus iota)
+        c if is_titlecase_letter(c) => {
+            out.push(c);
+            return;
+        }
+        c @ ('\u{1F80}'..='\u{1F87}' | '\u{1F90}'..='\u{1F97}' | '\u{1FA0}'..='\u{1FA7}') => {
+            out.extend(char::from_u32(c as u32 + 8));
+            return;
+        }
+        '\u{1FB3}' => "\u{1FBC}",
+        '\u{1FC3}' => "\u{1FCC}",
+        '\u{1FF3}' => "\u{1FFC}",
+        // Georgian letters have no titlecase form (their uppercase is Mtavruli)
+        c @ ('\u{10D0}'..='\u{10FA}' | '\u{10FD}'..='\u{10FF}') => {
+            out.push(c);
+            return;
+        }
+        c => {
+            out.extend(c.to_uppercase());
+            return;
+        }
+    };
+    out.push_str(mapped);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
