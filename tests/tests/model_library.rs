@@ -58,6 +58,8 @@ fn compile(project: &str, stack: &str, dir: &Path) -> Result<String, String> {
             ("project".into(), project.into()),
             ("stack".into(), stack.into()),
         ],
+        // as kusionctl compiles a stack: an error inside a model names the model's file
+        note_instances: true,
         ..Default::default()
     };
     run_full(&[], &opts)
