@@ -90,7 +90,7 @@ impl Evaluator {
         t: &'static ast::Type,
         span: Span,
     ) -> EvalResult<Value> {
-        match self.try_convert(ctx, &v, t, span)? {
+        match self.try_convert(ctx, &v, t, span, false)? {
             Some(x) => Ok(x),
             None => Err(self.type_mismatch(ctx, &v, t, span)),
         }
@@ -122,9 +122,37 @@ impl Evaluator {
             && let Ok(Err(notes)) = self.config_fits(&st, d, span)
         {
             msg.push_str(". For details:\n");
+            let (plain, shown) = (format!("Schema {}", st.name), self.details_name(id, &st));
+            let notes: Vec<String> = notes
+                .iter()
+                .map(|n| match n.strip_prefix(&plain) {
+                    Some(rest) => format!("Schema {shown}{rest}"),
+                    None => n.clone(),
+                })
+                .collect();
             msg.push_str(&notes.join("\n"));
         }
         EvalError::new(ErrKind::Evaluation, msg, Some(span))
+    }
+
+    /// A schema as upstream's conversion details name it: a main-package schema by its name,
+    /// one named through an import whose alias is its package path as written (`pkg.S`),
+    /// any other with `@` and its package path (`@pkg.sub.S`, and `@pkg.S` written `S`
+    /// inside `pkg`).
+    pub(crate) fn details_name(
+        &self,
+        id: &ast::Identifier,
+        st: &crate::eval::SchemaType,
+    ) -> String {
+        if &*st.pkgpath == "__main__" || st.pkgpath.is_empty() {
+            return st.name.to_string();
+        }
+        match id.names.as_slice() {
+            [alias, _] if alias.sym.as_str() == &*st.pkgpath => {
+                format!("{}.{}", st.pkgpath, st.name)
+            }
+            _ => format!("@{}.{}", st.pkgpath, st.name),
+        }
     }
 
     /// A type as upstream's run-time messages print it: as written, string literals quoted,
@@ -184,15 +212,17 @@ impl Evaluator {
         t: &'static ast::Type,
         span: Span,
     ) -> EvalResult<Option<Value>> {
-        self.try_convert(ctx, v, t, span)
+        self.try_convert(ctx, v, t, span, false)
     }
 
+    /// (`item`: `v` is an item of a list or dict being converted)
     fn try_convert(
         &self,
         ctx: &Ctx,
         v: &Value,
         t: &'static ast::Type,
         span: Span,
+        item: bool,
     ) -> EvalResult<Option<Value>> {
         if v.is_none_or_undefined() {
             return Ok(Some(v.clone()));
@@ -225,7 +255,26 @@ impl Evaluator {
                         Value::Schema(_) => Some(v.clone()),
                         // a dict becomes an instance only when its keys fit the schema
                         Value::Dict(d) => match self.config_fits(&st, d, span)? {
-                            Ok(()) => Some(self.instantiate(&st, &[], &[], (**d).clone(), span)?),
+                            Ok(()) => {
+                                let before = self.last_pos.get();
+                                let inst = self.instantiate(&st, &[], &[], (**d).clone(), span)?;
+                                // upstream checks a converted item's required attributes as it
+                                // makes it (inside a schema body too), where its runtime stood
+                                // before the item's own body (a whole value is checked where it
+                                // is used: see `empty_config_mismatch`)
+                                if item {
+                                    self.check_own_required(
+                                        &inst,
+                                        before.copied().unwrap_or(span),
+                                    )?;
+                                }
+                                // (a converted value's body leaves upstream's runtime standing
+                                // in it: the next item's failure is reported there)
+                                if let Some(at) = self.body_end_pos(&st, span) {
+                                    self.last_pos.set(Some(at));
+                                }
+                                Some(inst)
+                            }
                             Err(_) => None,
                         },
                         _ => None,
@@ -235,7 +284,7 @@ impl Evaluator {
                         Func::User { data, .. } => match data.downcast_ref::<TypeAlias>() {
                             Some(a) => {
                                 let c = a.ctx.clone();
-                                self.try_convert(&c, v, a.ty, span)?
+                                self.try_convert(&c, v, a.ty, span, item)?
                             }
                             None => None,
                         },
@@ -251,7 +300,7 @@ impl Evaluator {
                         let mut out = Vec::with_capacity(l.len());
                         let mut changed = false;
                         for x in l.iter() {
-                            match self.try_convert(ctx, x, et, span)? {
+                            match self.try_convert(ctx, x, et, span, true)? {
                                 Some(y) => {
                                     changed |= !same(&y, x);
                                     out.push(y)
@@ -271,7 +320,7 @@ impl Evaluator {
                         // copied only when a value actually changes (most dicts already fit)
                         let mut nd: Option<crate::value::Dict> = None;
                         for (i, (_, x)) in d.map.iter().enumerate() {
-                            match self.try_convert(ctx, x, vt, span)? {
+                            match self.try_convert(ctx, x, vt, span, true)? {
                                 Some(y) if !same(&y, x) => {
                                     let nd = nd.get_or_insert_with(|| (**d).clone());
                                     if let Some((_, slot)) = nd.map.get_index_mut(i) {
@@ -297,7 +346,7 @@ impl Evaluator {
                     }
                 }
                 for t2 in ts {
-                    if let Ok(Some(x)) = self.try_convert(ctx, v, t2, span) {
+                    if let Ok(Some(x)) = self.try_convert(ctx, v, t2, span, item) {
                         return Ok(Some(x));
                     }
                 }

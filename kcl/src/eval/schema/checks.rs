@@ -76,13 +76,16 @@ impl Evaluator {
         let st = as_schema_type(&tv.ok()?)?;
         let layout = self.layout(&st, span).ok()?;
         let mut msg = format!("expect {}, got dict. For details:", self.type_src(ctx, t));
+        let shown = self.details_name(id, &st);
         for (k, d) in &layout.declared {
             let mixin = layout.parts[d.part].stmt.is_some_and(|s| s.is_mixin());
             if d.schema_attr && !d.optional && !mixin {
-                msg.push_str(&format!("\nSchema {}'s attribute {k} is missing", st.name));
+                msg.push_str(&format!("\nSchema {shown}'s attribute {k} is missing"));
             }
         }
-        Some(EvalError::new(ErrKind::Evaluation, msg, Some(span)))
+        // (upstream's conversion ran the schema's body first: its runtime stands there)
+        let at = self.body_end_pos(&st, span).copied().unwrap_or(span);
+        Some(EvalError::new(ErrKind::Evaluation, msg, Some(at)))
     }
 
     /// Whether a required attribute of instance `s` has no value.
@@ -96,6 +99,21 @@ impl Evaluator {
                 .iter()
                 .any(|k| s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()))
         })
+    }
+
+    /// The required attributes of instance `v` itself, reported at `at`.
+    pub(crate) fn check_own_required(&self, v: &Value, at: Span) -> EvalResult<()> {
+        if let Value::Schema(s) = v
+            && let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok())
+            && let Some(l) = ty.layout.borrow().as_ref()
+        {
+            for k in &l.required {
+                if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
+                    return Err(required_error(k, &s.name, Some(at)));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The required attributes of every schema instance in `v` (recursively).

@@ -210,6 +210,7 @@ impl Evaluator {
                             part: pi,
                             schema_attr: true,
                             at: Some(a.name.span),
+                            at_pos: Some(&a.name.span),
                         },
                     );
                     if !order.contains(&k) {
@@ -230,6 +231,7 @@ impl Evaluator {
                                     part: pi,
                                     schema_attr: false,
                                     at: None,
+                                    at_pos: None,
                                 },
                             );
                         }

@@ -114,6 +114,8 @@ pub struct AttrDecl {
     pub schema_attr: bool,
     /// Where it is declared: upstream's runtime checks a value against the type there.
     pub at: Option<Span>,
+    /// The same place, for the runtime position (see [`Evaluator::last_pos`]).
+    pub at_pos: Option<&'static Span>,
 }
 
 /// The instance being built.
@@ -308,6 +310,16 @@ impl Evaluator {
         let ty = inst.ty.clone()?.downcast::<SchemaType>().ok()?;
         let layout = self.layout(&ty, inst.span.unwrap_or_default()).ok()?;
         Some(layout.order.clone())
+    }
+
+    /// Where upstream's runtime stands once an instance of `ty` is made: the last check's
+    /// condition, else the last statement of the body that runs last.
+    pub(crate) fn body_end_pos(&self, ty: &Rc<SchemaType>, span: Span) -> Option<&'static Span> {
+        let layout = self.layout(ty, span).ok()?;
+        let stmts = || layout.parts.iter().rev().filter_map(|p| p.stmt);
+        stmts()
+            .find_map(|s| s.checks.last().map(|c| &c.test.span))
+            .or_else(|| stmts().find_map(|s| s.body.last().map(|b| &b.span)))
     }
 
     pub fn instantiate(
@@ -580,6 +592,10 @@ impl Evaluator {
                     schema: Some(frame.clone()),
                     ..frame.ctxs[d.part].clone()
                 };
+                // (upstream converts the value at its declaration: its runtime stands there)
+                if d.at_pos.is_some() {
+                    self.last_pos.set(d.at_pos);
+                }
                 // upstream reports the declaration's line; asked for, the instance's place
                 // follows as a note, so an error inside a vendored model names the user's file
                 let nv = self
