@@ -48,7 +48,11 @@ impl<'a> Checker<'a> {
     /// The parts of `e` against `expected` (see `whole_parts`), as the new items or entries of
     /// `x += e` and `x |= e` are checked against `x`'s type.
     pub(super) fn check_parts(&mut self, env: &Env, e: &Expr, expected: &Ty, span: Span) {
-        self.whole_parts(env, EntryValue::Expr(e), expected, span);
+        // (only a dict meeting a schema can be reported: a type without one has nothing to
+        // check, and skipping it saves inferring the value again)
+        if has_schema(expected) {
+            self.whole_parts(env, EntryValue::Expr(e), expected, span);
+        }
     }
 
     /// The type of `v` without reporting anything (its errors were reported where it was
@@ -600,6 +604,17 @@ fn config_attrs(entries: &[ast::ConfigEntry]) -> Option<Vec<(Symbol, Span, Vec<E
         }
     }
     Some(out)
+}
+
+/// Whether a schema instance type is somewhere in `t` (through lists, dict values, unions).
+fn has_schema(t: &Ty) -> bool {
+    match t {
+        Ty::Schema(_) => true,
+        Ty::List(e) => has_schema(e),
+        Ty::Dict(_, v) => has_schema(v),
+        Ty::Union(ts) => ts.iter().any(has_schema),
+        _ => false,
+    }
 }
 
 /// Whether a config `if` entry's `else` entries are an `elif` (upstream checks the keys of an
