@@ -5,7 +5,7 @@ use super::*;
 
 impl<'a> Checker<'a> {
     /// What a name of `file` imports, if anything.
-    fn import_target(&self, file: FileId, name: Symbol) -> Option<&'a ImportTarget> {
+    pub(super) fn import_target(&self, file: FileId, name: Symbol) -> Option<&'a ImportTarget> {
         match self.imports.get(&(file, name)) {
             Some(t) => Some(*t),
             // upstream collects the main package's imports from all its files

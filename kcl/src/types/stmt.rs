@@ -281,6 +281,18 @@ impl<'a> Checker<'a> {
                                 .or_insert(ty);
                         }
                     }
+                    // a module's name (an import of this file) assigned: upstream checks the
+                    // value against the module too, after the ImmutableError
+                    (None, [target])
+                        if top
+                            && target.path.is_empty()
+                            && let Some(ImportTarget::Package(m) | ImportTarget::System(m)) =
+                                self.import_target(env.file, target.name.sym) =>
+                    {
+                        let m = Ty::Module(m.clone());
+                        let t = self.infer(env, &a.value);
+                        self.fits(&t, &m, target.span, None);
+                    }
                     // a package-level name assigned again keeps its first type
                     (None, [target])
                         if top

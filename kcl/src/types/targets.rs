@@ -71,6 +71,25 @@ impl<'a> Checker<'a> {
     /// dict's value, a schema's attribute; `None` where it is unknown or `any`.
     /// A name the path selects that the type there does not have is upstream's resolver
     /// error, at the target.
+    /// The type of member `member` of the module imported as `m` in `file`, where known.
+    fn module_member_type(&mut self, file: FileId, m: Symbol, member: Symbol) -> Option<Ty> {
+        if let Some(tp) = self.pkg_of_import(file, m) {
+            if let Some(&id) = self.pkgs[tp].schemas.get(&member) {
+                return Some(Ty::SchemaType(id));
+            }
+            if let Some(&(t, f)) = self.pkgs[tp].globals.get(&member) {
+                return Some(self.resolve_type(tp, f, t));
+            }
+            // (a member without an annotation: its inferred type, widened)
+            let file = self.pkgs[tp].modules.first()?.file;
+            let t = self.lookup(&Env::top(tp, file), member);
+            return (!t.is_any()).then(|| t.variable_type());
+        }
+        let sm = self.system_module_of(file, m)?;
+        let name = crate::builtins::system_module_name(sm).unwrap_or(sm);
+        sysmod::signature(name, member.as_str()).map(Ty::Func)
+    }
+
     pub(super) fn path_target_type(&mut self, env: &Env, t: &ast::Target) -> Option<Ty> {
         let mut ty = self.lookup(env, t.name.sym);
         let at = t.span.shrink_to_lo();
@@ -98,6 +117,16 @@ impl<'a> Checker<'a> {
                             return None;
                         }
                     }
+                }
+                // a module's member assigned: upstream's resolver looks the member up, and
+                // the value must fit the member's type
+                (ast::TargetPath::Attr(n), Ty::Module(_)) => {
+                    let before = self.errors.len();
+                    self.check_module_member(t.name.span.file, t.name.sym, n.sym, t.span);
+                    if self.errors.len() > before {
+                        return None;
+                    }
+                    self.module_member_type(t.name.span.file, t.name.sym, n.sym)?
                 }
                 (ast::TargetPath::Attr(n), _) if ty.has_no_attributes() => {
                     let msg = format!("attribute '{}' not found in '{}'", n.sym, self.ty_str(&ty));
