@@ -1,4 +1,4 @@
-//! `-O` overrides: `[pkg:]a.b.c=value`, `a.b:value`, `a.b+=value`, `a.b-` applied to the
+//! `-O` overrides: `[:]a.b["c.d"]=value`, `a.b:value`, `a.b+=value`, `a.b-` applied to the
 //! program's syntax tree before evaluation (so computed attributes see the new value), and
 //! [`override_file`], which rewrites a source file's text in place.
 

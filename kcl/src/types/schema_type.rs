@@ -139,9 +139,22 @@ impl<'a> Checker<'a> {
         if let Some(h) = &st.for_host
             && !st.is_mixin()
         {
+            // (upstream goes on with the attributes, and never looks the protocol up)
             let msg = "only schema mixin can inherit from protocol".to_string();
             self.err(ErrKind::IllegalInherit, msg, h.span.shrink_to_lo());
-            return;
+        }
+        // a mixin's protocol is looked up before its attributes' types (the walk reports it
+        // again, kept once)
+        if let Some(h) = &st.for_host
+            && st.is_mixin()
+            && self.resolve_schema(env.pkg, env.file, &h.names).is_none()
+        {
+            let n = self.errors.len();
+            self.check_defined(env, h.names[0].sym, h.names[0].span);
+            if self.errors.len() > n {
+                let msg = "invalid schema inherit object type, expect protocol, got 'any'";
+                self.err(ErrKind::IllegalInherit, msg.into(), h.span.shrink_to_lo());
+            }
         }
         if st.is_protocol() {
             if !st.name.sym.as_str().ends_with("Protocol") {

@@ -485,7 +485,9 @@ impl<'a> Checker<'a> {
             StmtKind::Schema(st) => {
                 self.decorator_args(env, &st.decorators);
                 // (a mixin's name was checked as the schema type was built)
-                for b in st.parent.iter().chain(&st.mixins).chain(&st.for_host) {
+                // (a schema that is no mixin has its protocol refused, not looked up)
+                let host = st.for_host.iter().filter(|_| st.is_mixin());
+                for b in st.parent.iter().chain(&st.mixins).chain(host) {
                     self.check_defined(env, b.names[0].sym, b.names[0].span);
                 }
                 if self.errors.len() > before {
