@@ -479,8 +479,9 @@ impl<'a> Parser<'a> {
                 }
                 args.args.push(e);
             }
-            // Upstream needs no comma between arguments either (`f(1 2)`).
-            if !self.eat(Tok::Comma) && (self.pos == start || !self.starts_item()) {
+            // Upstream needs no comma between arguments on one line (`f(1 2)`); an argument
+            // on the next line without one ends the call (its `)` is missing there)
+            if !self.eat(Tok::Comma) && (self.pos == start || !self.starts_item() || self.tk().nl) {
                 break;
             }
             if self.pos == start {
