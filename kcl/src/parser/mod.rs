@@ -5,6 +5,7 @@
 //! A newline ends an expression except inside parentheses; at module/statement level (outside
 //! any bracket) a newline where an operand is required is an error, inside `[]`/`{}` it is not.
 
+mod annotated;
 mod blocks;
 mod collections;
 mod expr;

@@ -223,64 +223,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_operand_configs(&mut self, env: &Env, e: &Expr, want: &Ty, def: Option<Span>) {
-        match &e.kind {
-            ExprKind::Config(entries) => match (schema_ids(want), want) {
-                (Some((schemas, mixed)), _) => {
-                    self.mixed_union = mixed;
-                    self.check_schema_config(env, entries, &schemas);
-                    self.mixed_union = false;
-                }
-                (None, Ty::List(et)) => self.check_dict_config(env, entries, want, et, def),
-                (None, Ty::Dict(_, vt)) => self.check_dict_config(env, entries, want, vt, def),
-                _ => {}
-            },
-            // a list literal among the operands, where a list is expected: its items against
-            // the item type (upstream's config context steps into list literals)
-            ExprKind::List(items) if let Ty::List(et) = want => {
-                for it in items.iter() {
-                    self.check_operand_configs(env, it, et, def);
-                }
-            }
-            ExprKind::Quant(q) => self.check_operand_configs(env, &q.target, want, def),
-            ExprKind::Paren(x)
-            | ExprKind::Unary { operand: x, .. }
-            | ExprKind::As { value: x, .. } => self.check_operand_configs(env, x, want, def),
-            ExprKind::Binary { left, right, .. } => {
-                self.check_operand_configs(env, left, want, def);
-                self.check_operand_configs(env, right, want, def);
-            }
-            ExprKind::Compare(c) => {
-                self.check_operand_configs(env, &c.left, want, def);
-                for (_, r) in c.ops.iter() {
-                    self.check_operand_configs(env, r, want, def);
-                }
-            }
-            ExprKind::If(x) => {
-                self.check_operand_configs(env, &x.cond, want, def);
-                self.check_operand_configs(env, &x.then, want, def);
-                self.check_operand_configs(env, &x.orelse, want, def);
-            }
-            // a call of a value of unknown type (`any`, or a function defined further down):
-            // upstream's resolver reads its positional arguments where the call is, against
-            // the type expected of it
-            ExprKind::Call { func, args } if self.callee_unknown(env, func) => {
-                for a in &args.args {
-                    self.check_operand_configs(env, a, want, def);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Whether the checker knows nothing of `func`'s type. Its errors (an undefined name) are
-    /// reported here, before the arguments' (as upstream resolves the callee first); the
-    /// whole call's later walk finds them again, and the package's repeated errors are
-    /// dropped.
-    fn callee_unknown(&mut self, env: &Env, func: &Expr) -> bool {
-        self.infer(env, func).is_any()
-    }
-
     /// Errors found again since `before` (the same message at the same place) are dropped: a
     /// value checked in parts and then whole reports each problem once.
     pub(super) fn drop_repeated_errors(&mut self, before: usize) {
@@ -800,7 +742,7 @@ fn union_schemas(ts: &[Ty]) -> Vec<SchemaId> {
 
 /// The schemas a config literal of type `t` must be one of (a schema, or the schemas of a
 /// union no other member of which takes a config), and whether the union has other members.
-fn schema_ids(t: &Ty) -> Option<(Vec<SchemaId>, bool)> {
+pub(super) fn schema_ids(t: &Ty) -> Option<(Vec<SchemaId>, bool)> {
     match t {
         Ty::Schema(id) => Some((vec![*id], false)),
         Ty::Union(ts) => {

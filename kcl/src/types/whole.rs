@@ -306,17 +306,7 @@ impl<'a> Checker<'a> {
                     continue;
                 }
             };
-            let path = key_path(key)?;
-            let (name, at) = path[0];
-            let v = if path.len() > 1 {
-                EntryValue::Nested(path[1..].to_vec(), value)
-            } else {
-                EntryValue::Expr(value)
-            };
-            match out.0.iter_mut().find(|(n, ..)| *n == name) {
-                Some((_, _, vals)) => vals.push(v),
-                None => out.0.push((name, at, vec![v])),
-            }
+            let name = push_entry_value(&mut out.0, key, value)?;
             if !out.1.contains(&name) {
                 out.1.push(name);
             }
@@ -591,19 +581,30 @@ fn config_attrs(entries: &[ast::ConfigEntry]) -> Option<Vec<(Symbol, Span, Vec<E
         let ast::ConfigEntryKind::KeyValue { key, value, .. } = &en.kind else {
             return None;
         };
-        let path = key_path(key)?;
-        let (name, at) = path[0];
-        let v = if path.len() > 1 {
-            EntryValue::Nested(path[1..].to_vec(), value)
-        } else {
-            EntryValue::Expr(value)
-        };
-        match out.iter_mut().find(|(n, ..)| *n == name) {
-            Some((_, _, vals)) => vals.push(v),
-            None => out.push((name, at, vec![v])),
-        }
+        push_entry_value(&mut out, key, value)?;
     }
     Some(out)
+}
+
+/// The value of the entry `key = value` added to its name's values (a key path's value as the
+/// nested literal upstream makes of it); the name, or `None` for a key of another kind.
+fn push_entry_value<'e>(
+    out: &mut Vec<(Symbol, Span, Vec<EntryValue<'e>>)>,
+    key: &Expr,
+    value: &'e Expr,
+) -> Option<Symbol> {
+    let path = key_path(key)?;
+    let (name, at) = path[0];
+    let v = if path.len() > 1 {
+        EntryValue::Nested(path[1..].to_vec(), value)
+    } else {
+        EntryValue::Expr(value)
+    };
+    match out.iter_mut().find(|(n, ..)| *n == name) {
+        Some((_, _, vals)) => vals.push(v),
+        None => out.push((name, at, vec![v])),
+    }
+    Some(name)
 }
 
 /// Whether a schema instance type is somewhere in `t` (through lists, dict values, unions).
