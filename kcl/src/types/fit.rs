@@ -96,6 +96,20 @@ impl<'a> Checker<'a> {
                 self.drop_repeated_errors(before);
                 return;
             }
+            // config literals in a list where a dict is expected: upstream's config context
+            // reads each against the dict's value type, then the list is refused whole
+            (ExprKind::List(items), Ty::Dict(_, vt)) if wants_configs(vt) => {
+                let before = self.errors.len();
+                for it in items.iter() {
+                    if matches!(strip_paren(it).kind, ExprKind::Config(_)) {
+                        self.check_operand_configs(env, it, vt, def);
+                    }
+                }
+                let got = self.infer(env, e);
+                self.fits(&got, expected, span, def);
+                self.drop_repeated_errors(before);
+                return;
+            }
             // a comprehension's element (a dict comprehension's value), and list items that
             // are conditionals or operators: upstream checks the config literals in them
             // against the item type expected of the whole, before the whole's own type
