@@ -90,28 +90,15 @@ impl Evaluator {
 
     /// Whether a required attribute of instance `s` has no value.
     pub(super) fn misses_required(&self, s: &SchemaInst) -> bool {
-        let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok()) else {
-            return false;
-        };
-        let layout = ty.layout.borrow();
-        layout.as_ref().is_some_and(|l| {
-            l.required
-                .iter()
-                .any(|k| s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()))
-        })
+        first_missing_required(s).is_some()
     }
 
     /// The required attributes of instance `v` itself, reported at `at`.
     pub(crate) fn check_own_required(&self, v: &Value, at: Span) -> EvalResult<()> {
         if let Value::Schema(s) = v
-            && let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok())
-            && let Some(l) = ty.layout.borrow().as_ref()
+            && let Some(k) = first_missing_required(s)
         {
-            for k in &l.required {
-                if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
-                    return Err(required_error(k, &s.name, Some(at)));
-                }
-            }
+            return Err(required_error(&k, &s.name, Some(at)));
         }
         Ok(())
     }
@@ -123,14 +110,8 @@ impl Evaluator {
         }
         match v {
             Value::Schema(s) => {
-                if let Some(ty) = s.ty.clone().and_then(|t| t.downcast::<SchemaType>().ok())
-                    && let Some(l) = ty.layout.borrow().as_ref()
-                {
-                    for k in &l.required {
-                        if s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()) {
-                            return Err(required_error(k, &s.name, s.span));
-                        }
-                    }
+                if let Some(k) = first_missing_required(s) {
+                    return Err(required_error(&k, &s.name, s.span));
                 }
                 for x in s.attrs.map.values() {
                     self.check_required(x, depth + 1)?;
@@ -326,6 +307,18 @@ pub(super) fn similar(a: &str, b: &str) -> bool {
     }
     // one mistyped letter (`wirker` for `worker`)
     la == lb && la >= 3 && a.chars().zip(b.chars()).filter(|(x, y)| x != y).count() == 1
+}
+
+/// The first required attribute of instance `s` without a value (its layout's order).
+fn first_missing_required(s: &SchemaInst) -> Option<Str> {
+    let ty = s.ty.clone()?.downcast::<SchemaType>().ok()?;
+    let layout = ty.layout.borrow();
+    layout
+        .as_ref()?
+        .required
+        .iter()
+        .find(|k| s.attrs.get(k).is_none_or(|v| v.is_none_or_undefined()))
+        .cloned()
 }
 
 fn required_error(attr: &str, schema: &str, span: Option<Span>) -> EvalError {
