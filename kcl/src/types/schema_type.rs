@@ -104,6 +104,17 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A base or protocol name that resolves to nothing: upstream's "not defined" where the
+    /// name is, then an inherit error whose type is `any` (`want`: what it should have been).
+    fn undefined_inherit(&mut self, env: &Env, id: &ast::Identifier, want: &str) {
+        let n = self.errors.len();
+        self.check_defined(env, id.names[0].sym, id.names[0].span);
+        if self.errors.len() > n {
+            let msg = format!("invalid schema inherit object type, expect {want}, got 'any'");
+            self.err(ErrKind::IllegalInherit, msg, id.span.shrink_to_lo());
+        }
+    }
+
     pub(super) fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
         self.check_inherit_cycle(env, st);
         // upstream checks its mixins' names as it builds the type, before any body is walked
@@ -120,12 +131,7 @@ impl<'a> Checker<'a> {
         if let Some(p) = &st.parent
             && self.resolve_schema(env.pkg, env.file, &p.names).is_none()
         {
-            let n = self.errors.len();
-            self.check_defined(env, p.names[0].sym, p.names[0].span);
-            if self.errors.len() > n {
-                let msg = "invalid schema inherit object type, expect schema, got 'any'";
-                self.err(ErrKind::IllegalInherit, msg.into(), p.span.shrink_to_lo());
-            }
+            self.undefined_inherit(env, p, "schema");
         } else if let Some(p) = &st.parent
             && let Some(pid) = self.resolve_schema(env.pkg, env.file, &p.names)
             && (self.schemas[pid.0].stmt.is_mixin() || self.schemas[pid.0].stmt.is_protocol())
@@ -149,12 +155,7 @@ impl<'a> Checker<'a> {
             && st.is_mixin()
             && self.resolve_schema(env.pkg, env.file, &h.names).is_none()
         {
-            let n = self.errors.len();
-            self.check_defined(env, h.names[0].sym, h.names[0].span);
-            if self.errors.len() > n {
-                let msg = "invalid schema inherit object type, expect protocol, got 'any'";
-                self.err(ErrKind::IllegalInherit, msg.into(), h.span.shrink_to_lo());
-            }
+            self.undefined_inherit(env, h, "protocol");
         }
         if st.is_protocol() {
             if !st.name.sym.as_str().ends_with("Protocol") {
