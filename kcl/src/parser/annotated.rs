@@ -63,7 +63,7 @@ impl<'a> Parser<'a> {
                 ok |= keyword;
                 while ok && self.nth(i + 1).tok == Tok::Dot {
                     i += 2;
-                    ok = matches!(self.nth(i).tok, Tok::Ident(_));
+                    ok = super::is_member_token(self.nth(i).tok);
                 }
                 ok && matches!(self.nth(i + 1).tok, Tok::LBrace | Tok::LParen)
                     && !self.nth(i + 1).nl
@@ -189,7 +189,7 @@ impl<'a> Parser<'a> {
         };
         while self.at(Tok::Dot) {
             self.bump();
-            let Some(attr) = self.expect_ident() else {
+            let Some(attr) = self.expect_member() else {
                 return e;
             };
             e = super::expr::selector(e, attr, false);

@@ -121,7 +121,7 @@ impl<'a> Parser<'a> {
                 };
                 while self.at(Tok::Dot) && !self.at_line_break() {
                     self.bump();
-                    let Some(attr) = self.expect_ident() else {
+                    let Some(attr) = self.expect_member() else {
                         break;
                     };
                     e = selector(e, attr, false);
@@ -175,7 +175,7 @@ impl<'a> Parser<'a> {
                         self.bump();
                     }
                     self.bump();
-                    let Some(attr) = self.expect_ident() else {
+                    let Some(attr) = self.expect_member() else {
                         break;
                     };
                     e = selector(e, attr, optional);

@@ -296,7 +296,7 @@ impl<'a> Parser<'a> {
             match self.tok() {
                 Tok::Dot => {
                     self.bump();
-                    let Some(attr) = self.expect_ident() else {
+                    let Some(attr) = self.expect_member() else {
                         // upstream's recovered tree selects a placeholder name, which its
                         // resolver then looks up
                         let t = self.tk();
@@ -312,7 +312,7 @@ impl<'a> Parser<'a> {
                 Tok::Question if self.nth(1).tok == Tok::Dot && !self.nth(1).nl => {
                     self.bump();
                     self.bump();
-                    let Some(attr) = self.expect_ident() else {
+                    let Some(attr) = self.expect_member() else {
                         break;
                     };
                     e = selector(e, attr, true);

@@ -575,7 +575,7 @@ impl<'a> Parser<'a> {
         let mut names = vec![first];
         while self.at(Tok::Dot) && !self.tk().nl {
             self.bump();
-            names.push(self.expect_ident()?);
+            names.push(self.expect_member()?);
         }
         let span = first
             .span
