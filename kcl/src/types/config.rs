@@ -52,10 +52,7 @@ impl<'a> Checker<'a> {
                             let names = path.as_deref().unwrap_or_default();
                             Ty::StrLit(std::sync::Arc::from(names[0].as_str()))
                         }
-                        ExprKind::Selector(_) => {
-                            known = false;
-                            Ty::Any
-                        }
+                        // (`d?.k`, `d["k"].v`: no key path, an expression)
                         _ => {
                             let t = self.infer_config_key(env, key);
                             self.check_str_key(&t, key.span, false);

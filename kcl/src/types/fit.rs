@@ -309,10 +309,9 @@ impl<'a> Checker<'a> {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     // (a key of the wrong type is found by the check of the whole literal:
                     // upstream reads each entry's value against the dict's value type only)
-                    if !matches!(
-                        key.kind,
-                        ExprKind::Ident(_) | ExprKind::Str(_) | ExprKind::Selector(_)
-                    ) {
+                    if !matches!(key.kind, ExprKind::Ident(_) | ExprKind::Str(_))
+                        && key_path(key).is_none()
+                    {
                         let t = self.infer_config_key(env, key);
                         if !is_str_key(&t) {
                             // upstream walks the value first (its own entries' errors come

@@ -104,32 +104,147 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A base or protocol name that resolves to nothing: upstream's "not defined" where the
-    /// name is, then an inherit error whose type is `any` (`want`: what it should have been).
+    /// A base or protocol name that is no schema: upstream's "not defined" where the name is
+    /// when nothing has it, then an inherit error naming what it is (`want`: what it should
+    /// have been).
     fn undefined_inherit(&mut self, env: &Env, id: &ast::Identifier, want: &str) {
+        let got = self.inherit_object_ty(env, id);
+        let msg = format!("invalid schema inherit object type, expect {want}, got '{got}'");
+        self.err(ErrKind::IllegalInherit, msg, id.span.shrink_to_lo());
+    }
+
+    /// The type upstream's resolver gives a base, mixin, protocol or rule parent that is not
+    /// what it should be, as it builds the definitions, before any variable is typed: an
+    /// undefined name (reported) and a variable without a declared type are `any`, a rule
+    /// or schema is its name, a schema's attribute its declared type; an unknown member is
+    /// reported where the path starts.
+    pub(super) fn inherit_object_ty(&mut self, env: &Env, id: &ast::Identifier) -> String {
+        let first = id.names[0];
+        let at = id.span.shrink_to_lo();
+        // a package's member: its declared type, `any` for a variable without one
+        if let [_, member, rest @ ..] = &id.names[..]
+            && let Some(tp) = self.pkg_of_import(env.file, first.sym)
+        {
+            let q = &self.pkgs[tp];
+            let t = if let Some(&(t, f)) = q.globals.get(&member.sym) {
+                self.resolve_type(tp, f, t)
+            } else if let Some(&sid) = q.schemas.get(&member.sym) {
+                Ty::Schema(sid)
+            } else if let Some((r, _)) = q.rules.get(&member.sym)
+                && rest.is_empty()
+            {
+                return r.name.sym.as_str().to_string();
+            } else if q.defined.contains(&member.sym) {
+                Ty::Any
+            } else {
+                let msg = format!(
+                    "attribute '{}' not found in 'module '{}''",
+                    member.sym.as_str(),
+                    q.path
+                );
+                self.err(ErrKind::Type, msg, at);
+                Ty::Any
+            };
+            return self.member_path_ty(t, rest, at);
+        }
+        let p = &self.pkgs[env.pkg];
+        if let Some(&(t, f)) = p.globals.get(&first.sym) {
+            let t = self.resolve_type(env.pkg, f, t);
+            return self.member_path_ty(t, &id.names[1..], at);
+        }
+        if id.names.len() == 1
+            && let Some((r, _)) = p.rules.get(&first.sym)
+        {
+            return r.name.sym.as_str().to_string();
+        }
+        if id.names.len() == 1
+            && let Some(&sid) = p.schemas.get(&first.sym)
+        {
+            return self.schema_display(sid);
+        }
+        if p.inferred.contains_key(&first.sym)
+            || p.assigned_ty.contains_key(&first.sym)
+            || p.unified.contains_key(&first.sym)
+        {
+            return "any".into();
+        }
         let n = self.errors.len();
-        self.check_defined(env, id.names[0].sym, id.names[0].span);
+        self.check_defined(env, first.sym, first.span);
         if self.errors.len() > n {
-            let msg = format!("invalid schema inherit object type, expect {want}, got 'any'");
-            self.err(ErrKind::IllegalInherit, msg, id.span.shrink_to_lo());
+            return "any".into();
+        }
+        let t = match self.lookup(&Env::top(env.pkg, env.file), first.sym) {
+            Ty::SchemaType(sid) => Ty::Schema(sid),
+            t => t,
+        };
+        self.member_path_ty(t, &id.names[1..], at)
+    }
+
+    /// The type `names` select from `t` in a definition's base or parent: a schema's declared
+    /// attribute, a module's member; `any` past anything else or an unknown member (reported).
+    fn member_path_ty(&mut self, mut t: Ty, names: &[ast::Name], at: Span) -> String {
+        for n in names {
+            let a = n.sym.as_str();
+            t = match t {
+                Ty::Schema(sid) | Ty::SchemaType(sid) => {
+                    let m = self.members(sid);
+                    match m.attrs.get(&n.sym) {
+                        Some(ty) => ty.0.clone(),
+                        None => {
+                            let msg =
+                                format!("attribute '{a}' not found in '{}'", self.schema_name(sid));
+                            self.err(ErrKind::Type, msg, at);
+                            Ty::Any
+                        }
+                    }
+                }
+                // (a package's member is left to the walk)
+                Ty::Module(m) => match crate::builtins::system_module_name(&m) {
+                    None => Ty::Any,
+                    Some(sys) => match crate::builtins::system_member(sys, a) {
+                        Some(_) => match sysmod::signature(sys, a) {
+                            Some(f) => Ty::Func(f),
+                            None => Ty::Any,
+                        },
+                        None => {
+                            let msg = format!("attribute '{a}' not found in 'module '{m}''");
+                            self.err(ErrKind::Type, msg, at);
+                            Ty::Any
+                        }
+                    },
+                },
+                Ty::Dict(_, v) => (*v).clone(),
+                Ty::Any | Ty::Str | Ty::StrLit(_) => Ty::Any,
+                t => {
+                    let msg = format!("attribute '{a}' not found in '{}'", self.ty_str(&t));
+                    self.err(ErrKind::Type, msg, at);
+                    Ty::Any
+                }
+            };
+        }
+        self.ty_str(&t)
+    }
+
+    /// Whether `id` names a rule (of this package or an imported one).
+    pub(super) fn is_rule(&self, env: &Env, id: &ast::Identifier) -> bool {
+        match &id.names[..] {
+            [r] => self.pkgs[env.pkg].rules.contains_key(&r.sym),
+            [m, r] => self
+                .pkg_of_import(env.file, m.sym)
+                .is_some_and(|tp| self.pkgs[tp].rules.contains_key(&r.sym)),
+            _ => false,
         }
     }
 
     pub(super) fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
         self.check_inherit_cycle(env, st);
-        // upstream checks its mixins' names as it builds the type, before any body is walked
-        for m in &st.mixins {
-            let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
-            if !name.ends_with("Mixin") {
-                let msg = format!("a valid mixin name should end with 'Mixin', got '{name}'");
-                self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
-            }
-        }
         // the base is looked up as the type is built: an unknown name is upstream's name error
         // and an inherit error (its type is any), a mixin an inherit error (the walk reports
         // them again: the copies are dropped)
+        // (a rule is a base to upstream's resolver)
         if let Some(p) = &st.parent
             && self.resolve_schema(env.pkg, env.file, &p.names).is_none()
+            && !self.is_rule(env, p)
         {
             self.undefined_inherit(env, p, "schema");
         } else if let Some(p) = &st.parent
@@ -139,6 +254,19 @@ impl<'a> Checker<'a> {
             let name = p.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
             let msg = format!("invalid schema inherit object type, expect schema, got '{name}'");
             self.err(ErrKind::IllegalInherit, msg, p.span.shrink_to_lo());
+        }
+        // then each mixin's name and what it is, before any body is walked
+        for m in &st.mixins {
+            let name = m.names.last().map(|n| n.sym.as_str()).unwrap_or_default();
+            if !name.ends_with("Mixin") {
+                let msg = format!("a valid mixin name should end with 'Mixin', got '{name}'");
+                self.err(ErrKind::Name, msg, m.span.shrink_to_lo());
+            }
+            if self.resolve_schema(env.pkg, env.file, &m.names).is_none() {
+                let got = self.inherit_object_ty(env, m);
+                let msg = format!("illegal schema mixin object type, expected mixin, got '{got}'");
+                self.err(ErrKind::IllegalInherit, msg, m.span.shrink_to_lo());
+            }
         }
         // (the package's other schemas' errors do not stop this one's checks)
         let before = self.errors.len();

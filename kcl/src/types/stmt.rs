@@ -88,7 +88,14 @@ impl<'a> Checker<'a> {
                     StmtKind::Schema(st) => self.build_schema_type(&env, st),
                     // a rule's type names its parents and its protocol
                     StmtKind::Rule(r) => {
-                        for id in r.parents.iter().chain(&r.for_host) {
+                        for id in &r.parents {
+                            if !self.is_rule(&env, id) {
+                                let got = self.inherit_object_ty(&env, id);
+                                let msg = format!("illegal rule type '{got}'");
+                                self.err(ErrKind::IllegalInherit, msg, id.span.shrink_to_lo());
+                            }
+                        }
+                        if let Some(id) = &r.for_host {
                             self.check_defined(&env, id.names[0].sym, id.names[0].span);
                         }
                     }
