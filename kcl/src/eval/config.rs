@@ -27,9 +27,11 @@ impl Evaluator {
             ExprKind::Str(s) => Ok(Str::from(&**s)),
             _ => {
                 let v = self.eval(ctx, k)?;
+                // upstream reads the key as a string: anything else (an Undefined subscript,
+                // an `any`-typed number) is the empty key
                 let key = match v {
                     Value::Str(s) => s,
-                    other => Str::from(value::to_str(&other)),
+                    _ => Str::from(""),
                 };
                 if matches!(k.kind, ExprKind::JoinedStr(_)) {
                     self.dynamic_keys.borrow_mut().insert(key.clone());

@@ -196,6 +196,10 @@ fn write_seq(v: &Value, o: PrintOpts, ind: usize, out: &mut Out<'_>) {
 
 fn write_scalar(v: &Value, o: PrintOpts, ind: usize, out: &mut String) {
     match v {
+        // a lambda encoded by itself: upstream writes its function pointer, which is 0 for one
+        Value::Func(f) if matches!(**f, crate::value::Func::User { is_type: false, .. }) => {
+            out.push('0')
+        }
         Value::None | Value::Undefined | Value::Func(_) => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(itoa(*i).as_str()),
@@ -283,6 +287,10 @@ fn json_float(f: f64, out: &mut String) {
 
 fn write_json(v: &Value, o: PrintOpts, ib: usize, level: usize, out: &mut String) {
     match v {
+        // a lambda encoded by itself: upstream writes its function pointer, which is 0 for one
+        Value::Func(f) if matches!(**f, crate::value::Func::User { is_type: false, .. }) => {
+            out.push('0')
+        }
         Value::None | Value::Undefined | Value::Func(_) => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(&i.to_string()),

@@ -305,6 +305,9 @@ pub fn conflict(k: &str, old: &Value, new: &Value) -> RtError {
         }
     };
     let n = show(new);
+    if k.is_empty() {
+        return RtError::eval(format!("conflicting values between {n} and {}", show(old)));
+    }
     RtError::eval(format!(
         "conflicting values on the attribute '{k}' between :\n    {}\nand\n    {n}\nwith union path :\n    {k}\ntry operator '=' to override the attribute, like:\n    {{...}} | {{\n            ...\n            {k} = {n}\n            ...\n    }}",
         show(old)
