@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::schema::as_schema_type;
 use super::{Ctx, EvalError, EvalResult, Evaluator};
 use crate::ast::{self, BasicType, LiteralType, Span, TypeKind};
-use crate::value::{ErrKind, Func, Str, Value};
+use crate::value::{ErrKind, Func, Value};
 
 /// `type X = T`.
 pub struct TypeAlias {
@@ -51,37 +51,6 @@ pub fn type_str(t: &ast::Type) -> String {
 }
 
 impl Evaluator {
-    /// The strings a key type allows when it is made only of string literals (through type
-    /// aliases), e.g. `"foo" | "bar"`; `None` for any other type.
-    pub(crate) fn str_literals(&self, ctx: &Ctx, t: &'static ast::Type) -> Option<Vec<Str>> {
-        match &t.kind {
-            TypeKind::Literal(LiteralType::Str(s)) => Some(vec![Str::from(&**s)]),
-            TypeKind::Union(ts) => {
-                let mut out = Vec::new();
-                for t2 in ts {
-                    out.extend(self.str_literals(ctx, t2)?);
-                }
-                Some(out)
-            }
-            TypeKind::Named(id) => {
-                let tctx = Ctx {
-                    schema: None,
-                    locals: None,
-                    in_lambda: false,
-                    ..ctx.clone()
-                };
-                let tv = self.eval_identifier(&tctx, id).ok()?;
-                let Value::Func(f) = &tv else { return None };
-                let Func::User { data, .. } = &**f else {
-                    return None;
-                };
-                let a = data.downcast_ref::<TypeAlias>()?;
-                self.str_literals(&a.ctx, a.ty)
-            }
-            _ => None,
-        }
-    }
-
     /// Check `v` against `t`, converting where upstream does; a mismatch is a TypeError.
     pub fn convert_type(
         &self,

@@ -229,8 +229,14 @@ impl<'a> Checker<'a> {
             matches!(&en.kind, ast::ConfigEntryKind::KeyValue { key, .. }
                 if matches!(key.kind, ExprKind::Ident(_) | ExprKind::Str(_)))
         });
-        let sub = |a, b| self.is_sub_schema(a, b);
-        if self.errors.len() > before || !str_keys || !assignable(&Ty::Str, kt, &sub) {
+        // (every string fits the key type only if it takes `str`: a string literal key type
+        // takes only its own literal keys)
+        let any_str = |t: &Ty| matches!(t, Ty::Str | Ty::Any);
+        let str_fits = match kt {
+            Ty::Union(ts) => ts.iter().any(any_str),
+            t => any_str(t),
+        };
+        if self.errors.len() > before || !str_keys || !str_fits {
             let got = self.infer(env, e);
             self.fits(&got, dict, span, defs.1);
             self.drop_repeated_errors(before);
@@ -545,6 +551,13 @@ impl<'a> Checker<'a> {
                                     ok = false;
                                     break;
                                 };
+                                if !self.sig_takes_key(cur[0], *name) {
+                                    let msg = self.cannot_add(&cur, name);
+                                    let sp = if i == 0 { key.span } else { *nspan };
+                                    self.err(ErrKind::Compile, msg, sp.shrink_to_lo());
+                                    ok = false;
+                                    break;
+                                }
                                 let t = self.resolve_type(pkg, file, &sig.value_ty);
                                 (cur, dict_value, mixed_here) = Self::path_step(&t);
                                 found = Some((t, sig.span));
@@ -674,6 +687,34 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The keys a schema's index signature takes when its key type lists string literals
+    /// (its own or its nearest base's signature); `None` when it takes any string.
+    pub(super) fn sig_literal_keys(&mut self, id: SchemaId) -> Option<Vec<std::sync::Arc<str>>> {
+        let chain: Vec<SchemaId> = std::iter::once(id)
+            .chain(self.members(id).parents.iter().copied())
+            .collect();
+        let info = chain
+            .iter()
+            .map(|i| &self.schemas[i.0])
+            .find(|info| info.stmt.index_signature.is_some())?;
+        let (sig, pkg, file) = (info.stmt.index_signature.as_ref()?, info.pkg, info.file);
+        let lit = |t: &Ty| match t {
+            Ty::StrLit(k) => Some(k.clone()),
+            _ => None,
+        };
+        match self.resolve_type(pkg, file, &sig.key_ty) {
+            Ty::Union(ts) => ts.iter().map(lit).collect(),
+            t => Some(vec![lit(&t)?]),
+        }
+    }
+
+    /// Whether the schema's index signature takes the key `name` (upstream's resolver refuses
+    /// a key outside a key type of string literals; its run time takes any).
+    pub(super) fn sig_takes_key(&mut self, id: SchemaId, name: Symbol) -> bool {
+        self.sig_literal_keys(id)
+            .is_none_or(|ks| ks.iter().any(|k| **k == *name.as_str()))
+    }
+
     pub(super) fn cannot_add(&mut self, ids: &[SchemaId], name: &Symbol) -> String {
         if let ([id], true) = (ids, self.mixed_union) {
             return format!(
@@ -700,8 +741,20 @@ impl<'a> Checker<'a> {
                 did_you_mean(name.as_str(), own.iter().map(|s| s.as_str()))
             );
         }
-        let m = self.members(ids[0]);
         let sname = self.schema_name(ids[0]);
+        // an index signature's string literals are the candidates (upstream suggests as the
+        // `suggestions` crate does: `bar` for `baz`, nothing for `barx`)
+        if let Some(keys) = self.sig_literal_keys(ids[0]) {
+            let sugg = suggestions::provide_suggestions(name.as_str(), keys.iter().map(|k| &**k));
+            return match sugg.is_empty() {
+                true => format!("Cannot add member '{}' to schema '{sname}'", name.as_str()),
+                false => format!(
+                    "Cannot add member '{}' to schema '{sname}', did you mean '{sugg:?}'?",
+                    name.as_str()
+                ),
+            };
+        }
+        let m = self.members(ids[0]);
         // upstream offers the schema's own attributes only, not inherited ones
         let own: Vec<Symbol> = self.schemas[ids[0].0]
             .stmt

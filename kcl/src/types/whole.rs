@@ -485,7 +485,11 @@ impl<'a> Checker<'a> {
                         }
                     }
                 }
-                None if members.as_ref().is_none_or(|m| m.open) => {}
+                None if members.as_ref().is_none_or(|m| m.open)
+                    && match want {
+                        IfWant::Schema(id) => self.sig_takes_key(*id, name),
+                        IfWant::Dict(_) => true,
+                    } => {}
                 None => {
                     let IfWant::Schema(id) = want else { continue };
                     let msg = self.cannot_add(&[*id], &name);

@@ -533,18 +533,10 @@ impl Evaluator {
             lz.enter_level(level);
         }
 
-        // unknown config keys; an index signature whose key type lists strings admits those
-        let sig_keys: Option<Vec<Str>> = match &layout.index_sig {
-            Some((is, pi)) => self.str_literals(&frame.ctxs[*pi], &is.key_ty),
-            None => None,
-        };
+        // unknown config keys (an index signature takes any key here: one whose key type
+        // lists strings refuses others in upstream's resolver only, as ours does)
         for k in frame.config.map.keys() {
-            let unknown = !layout.declared.contains_key(k)
-                && match (&layout.index_sig, &sig_keys) {
-                    (None, _) => true,
-                    (Some(_), Some(allowed)) => !allowed.contains(k),
-                    (Some(_), None) => false,
-                };
+            let unknown = !layout.declared.contains_key(k) && layout.index_sig.is_none();
             // upstream's resolver skips an empty key: only the run time refuses it
             if unknown && (merged || k.is_empty() || self.dynamic_keys.borrow().contains(k)) {
                 let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
@@ -553,21 +545,12 @@ impl Evaluator {
                 return Err(EvalError::new(ErrKind::Evaluation, msg, Some(at)));
             }
             if unknown {
-                // an index signature's literal keys: upstream's suggestions (the `suggestions`
-                // crate: `bar` for `baz`, nothing for `barx`)
-                let sugg: Vec<String>;
-                let cands: Vec<&str> = match &sig_keys {
-                    Some(allowed) => {
-                        sugg = suggestions::provide_suggestions(k, allowed.iter().map(|d| &**d));
-                        sugg.iter().map(String::as_str).collect()
-                    }
-                    None => layout
-                        .declared
-                        .keys()
-                        .filter(|d| similar(d, k))
-                        .map(|d| &**d)
-                        .collect(),
-                };
+                let cands: Vec<&str> = layout
+                    .declared
+                    .keys()
+                    .filter(|d| similar(d, k))
+                    .map(|d| &**d)
+                    .collect();
                 let msg = if cands.is_empty() {
                     format!("Cannot add member '{k}' to schema '{}'", ty.name)
                 } else {
