@@ -138,6 +138,9 @@ impl Evaluator {
                     let span = en.span();
                     let rb = |i: &Value, x: &Value| match x {
                         Value::Schema(_) => self.rebuild_nested(i, x, span),
+                        // a dict then an instance under one key: the instance is made again
+                        // from both (a global unified after a dict keeps its own rule)
+                        Value::None => self.rebuild_merged(i, x, None, span),
                         _ => Ok(None),
                     };
                     value::merge_entry_with(d, &k0, &v, op0, idx0, true, &rb)

@@ -17,6 +17,7 @@ pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
 /// Re-creates a schema instance with more config merged into the config it was built from
 /// (`None`: it cannot be rebuilt, its attributes are merged instead). The evaluator supplies
 /// it so a dict merged into a nested instance is coerced and checked like a fresh instance.
+/// (`rb(inst, None)` makes `inst`'s schema again from `inst`'s config.)
 pub type Rebuild<'a, E> = &'a dyn Fn(&Value, &Value) -> Result<Option<Value>, E>;
 
 /// [`union`] consuming `a` (updated in place when nothing else shares it) that rebuilds the
@@ -68,8 +69,64 @@ fn union_into<E: From<RtError>>(
                 *a = v;
                 return Ok(());
             }
-            // an instance merged into a plain dict: its values override (what it was
-            // configured with `:` merges into dicts), the dict's other keys stay
+            // an instance merged into a plain dict: upstream merges the instance's values
+            // into the dict (what it was configured with `:` as a union, conflicts checked as
+            // between dicts; the rest as overrides), then makes an instance of the schema
+            // again from the result, whose attributes keep the dict's order
+            if let (Some(rb), Value::Dict(_), Value::Schema(bs)) = (rb, &*a, b)
+                && let Some(origin) = &bs.origin
+            {
+                let ad = a.dict_mut().unwrap();
+                for (k, v) in &bs.attrs.map {
+                    if matches!(v, Value::Undefined) {
+                        continue;
+                    }
+                    let unified = origin
+                        .keys
+                        .iter()
+                        .any(|(ok, replaced)| ok == k && !replaced);
+                    let op = if unified {
+                        ConfigOp::Union
+                    } else {
+                        ConfigOp::Override
+                    };
+                    merge_entry_in(ad, k, v, op, None, check, depth, Some(rb))?;
+                }
+                let keys: super::ConfigKeys = ad
+                    .map
+                    .keys()
+                    .map(|k| (k.clone(), ad.op_of(k).0 != ConfigOp::Union))
+                    .collect();
+                let inst = super::SchemaInst {
+                    name: bs.name.clone(),
+                    pkg: bs.pkg.clone(),
+                    attrs: ad.clone(),
+                    ty: bs.ty.clone(),
+                    span: bs.span,
+                    origin: Some(Rc::new(super::Origin {
+                        keys: keys.clone(),
+                        args: origin.args.clone(),
+                        kwargs: origin.kwargs.clone(),
+                    })),
+                };
+                // (`None` merges nothing: the instance is made again from its config)
+                if let Some(mut v) = rb(&Value::Schema(Rc::new(inst)), &Value::None)? {
+                    if let Value::Schema(s) = &mut v {
+                        let attrs = &mut Rc::make_mut(s).attrs.map;
+                        let mut at = 0;
+                        for (k, _) in keys.iter() {
+                            if let Some(i) = attrs.get_index_of(k) {
+                                attrs.move_index(i, at);
+                                at += 1;
+                            }
+                        }
+                    }
+                    *a = v;
+                    return Ok(());
+                }
+            }
+            // (without a way to rebuild it: its values override, what it was configured with
+            // `:` merges into dicts, the dict's other keys stay)
             if let (Value::Dict(_), Value::Schema(bs)) = (&*a, b) {
                 let unified = bs.unified_config();
                 let ad = a.dict_mut().unwrap();

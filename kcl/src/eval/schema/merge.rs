@@ -50,6 +50,8 @@ impl Evaluator {
         };
         match extra {
             Value::Schema(e) => self.union_instances(s, e, span),
+            // (only a config's entries make an instance again from a dict merged with it)
+            Value::None => Ok(None),
             other => self.rebuild_merged(inst, other, None, span),
         }
     }
