@@ -185,9 +185,6 @@ pub(super) fn lazy_setters(
     }
     let cyclic = reads_in_a_circle(body);
     let mut setters: LazySetters = FxHashMap::default();
-    if self_reading.is_empty() && valueless.is_empty() && !cyclic {
-        return (self_reading, valueless, setters, cyclic);
-    }
     for (i, (st, _)) in body.iter().enumerate() {
         let mut found = Vec::new();
         crate::eval::stmt_setters(st, None, &mut found);
@@ -195,7 +192,41 @@ pub(super) fn lazy_setters(
             setters.entry(n).or_default().push((i, stop));
         }
     }
+    read_ahead_of_an_if(body, &setters, &mut self_reading);
+    if self_reading.is_empty() && valueless.is_empty() && !cyclic {
+        setters.clear();
+    }
     (self_reading, valueless, setters, cyclic)
+}
+
+/// Attributes with more than one setter, one of them inside an `if`, read by a statement
+/// before their last setter: upstream computes such a read by running the last setter alone,
+/// which assigns nothing when its branch is not taken (`a2 = a4; if True: a4 = 3 else: a4 =
+/// 0` leaves `a2` Undefined), so they follow the lazy scope.
+fn read_ahead_of_an_if(
+    body: &[(&'static Stmt, usize)],
+    setters: &LazySetters,
+    out: &mut FxHashSet<Symbol>,
+) {
+    for (n, ss) in setters {
+        if ss.len() < 2 || ss.iter().all(|(_, stop)| stop.is_none()) {
+            continue;
+        }
+        let last = ss.iter().map(|(i, _)| *i).max().unwrap_or(0);
+        let read_ahead = body[..last].iter().enumerate().any(|(i, (st, _))| {
+            if ss.iter().any(|(j, _)| *j == i) {
+                return false;
+            }
+            let mut reads = false;
+            crate::ast::walk::walk_stmt(st, &mut |e| {
+                reads |= matches!(e.kind, ast::ExprKind::Ident(s) if s == *n);
+            });
+            reads
+        });
+        if read_ahead {
+            out.insert(*n);
+        }
+    }
 }
 
 /// Whether attributes read each other in a circle through their statements (`a = b + 1`,
