@@ -464,11 +464,7 @@ impl<'a> Checker<'a> {
                             })
                     });
                     let ty = self.resolve_type(env.pkg, env.file, first.unwrap_or(&a.ty));
-                    if matches!(a.op, Some(ast::AttrOp::Assign) | None) {
-                        self.check_attr_default(env, v, &ty, a.name.span);
-                    } else {
-                        self.infer(env, v);
-                    }
+                    self.check_attr_value(env, a, v, &ty);
                 }
             }
             // a schema or rule defined in a block (an `if` body, a lambda): upstream's resolver
@@ -646,6 +642,20 @@ impl<'a> Checker<'a> {
     /// wherever it is, else the earlier one, else its own type.
     /// A schema attribute's default `v` against its type: upstream reads config literals in
     /// it against the type only where that is one schema; else it checks the value whole.
+    /// An attribute's value against its type: `=` and the augmented operators as an
+    /// assignment, `|=` as the union of the value with the type (upstream's resolver).
+    fn check_attr_value(&mut self, env: &Env, a: &ast::SchemaAttr, v: &Expr, ty: &Ty) {
+        match a.op {
+            Some(ast::AttrOp::Aug(op)) if op.bin_op() == ast::BinOp::BitOr => {
+                let vt = self.infer(env, v);
+                let at = a.name.span.shrink_to_lo();
+                let t = self.binary(ast::BinOp::BitOr, &vt, ty, at);
+                self.fits(&t, ty, at, None);
+            }
+            _ => self.check_attr_default(env, v, ty, a.name.span),
+        }
+    }
+
     fn check_attr_default(&mut self, env: &Env, v: &Expr, ty: &Ty, name: Span) {
         if matches!(ty, Ty::Schema(_)) {
             self.check_assigned(env, v, ty, name, Some(name));
@@ -721,14 +731,8 @@ impl<'a> Checker<'a> {
         self.schema_nested
             .entry((id, a.name.sym))
             .or_insert((new, a.name.span));
-        match &a.value {
-            Some(v) if matches!(a.op, Some(ast::AttrOp::Assign) | None) => {
-                self.check_attr_default(env, v, &want, a.name.span)
-            }
-            Some(v) => {
-                self.infer(env, v);
-            }
-            None => {}
+        if let Some(v) = &a.value {
+            self.check_attr_value(env, a, v, &want);
         }
     }
 
