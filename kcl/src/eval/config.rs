@@ -184,7 +184,29 @@ impl Evaluator {
                     } else {
                         &ci.orelse
                     };
-                    self.eval_entries_in(ctx, scope, body, d)?;
+                    // upstream makes the branch's entries a config of their own, then merges
+                    // it in: an index entry there (`b[0] = v`) finds no list unless the branch
+                    // sets one
+                    let mut nd = Dict::new();
+                    self.eval_entries_in(ctx, scope, body, &mut nd)?;
+                    let span = en.span();
+                    let rb = |i: &Value, x: &Value| match x {
+                        Value::Schema(_) => self.rebuild_nested(i, x, span),
+                        Value::None => self.rebuild_merged(i, x, None, span),
+                        _ => Ok(None),
+                    };
+                    for (k, v) in &nd.map {
+                        let (op, index) = nd.op_of(k);
+                        value::merge_entry_with(d, k, v, op, index, true, &rb)
+                            .map_err(|x| x.or_span(span))?;
+                        d.set_op(k.clone(), op, index);
+                        if let Some(nv) = d.map.get(k) {
+                            scope
+                                .vars
+                                .borrow_mut()
+                                .insert(crate::ast::Symbol::intern(k), nv.clone());
+                        }
+                    }
                 }
             }
         }
