@@ -76,6 +76,14 @@ impl CmpOp {
 /// At run time upstream names plain types; literal forms (`int(1)`) come from the static
 /// checker (`crate::types`), which sees the operands first.
 fn unsupported(op: &str, a: &Value, b: &Value) -> RtError {
+    // (upstream's `|` quotes the type names: `'"str"' and '"int"'`)
+    if op == "|" {
+        return RtError::eval(format!(
+            "unsupported operand type(s) for |: '{:?}' and '{:?}'",
+            a.type_name(),
+            b.type_name()
+        ));
+    }
     RtError::eval(format!(
         "unsupported operand type(s) for {op}: '{}' and '{}'",
         a.type_name(),
@@ -295,6 +303,15 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
         }
         (BitOr, Value::None | Value::Undefined, Value::None | Value::Undefined) => Ok(b.clone()),
         (BitOr, Value::List(_), Value::List(_)) => union(a, b, true),
+        // a list with a config
+        (BitOr, Value::Dict(_) | Value::Schema(_), Value::List(_))
+        | (BitOr, Value::List(_), Value::Dict(_) | Value::Schema(_)) => {
+            Err(RtError::eval(format!(
+                "union failure, expect {:?}, got {:?}",
+                a.type_name(),
+                b.type_name()
+            )))
+        }
         (BitOr, Value::None | Value::Undefined, _) => Ok(b.clone()),
         (BitOr, _, Value::None | Value::Undefined) => Ok(a.clone()),
         _ => Err(unsupported(op.symbol(), a, b)),
@@ -418,11 +435,8 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> RtResult<bool> {
                 _ => o != Ordering::Less,
             }
         }
-        Is => match (a, b) {
-            (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),
-            (Value::Dict(x), Value::Dict(y)) => Rc::ptr_eq(x, y) || (x.is_empty() && y.is_empty()),
-            _ => equal(a, b) && std::mem::discriminant(a) == std::mem::discriminant(b),
-        },
+        // upstream's run time compares values (`[1] is [1]`, `1 is 1.0`)
+        Is => equal(a, b),
         IsNot => !compare(Is, a, b)?,
         In => contains(b, a)?,
         NotIn => !contains(b, a)?,
