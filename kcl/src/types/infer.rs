@@ -179,6 +179,11 @@ impl<'a> Checker<'a> {
                     ty.kind,
                     ast::TypeKind::Named(_) | ast::TypeKind::Basic(_) | ast::TypeKind::Any
                 ) {
+                    // (a union of names and literals is an expression `a | b` to upstream,
+                    // whose operands' types it reports first: `int | str` are functions)
+                    if let ast::TypeKind::Union(ms) = &ty.kind {
+                        self.type_union_as_expr(env, ms, ty.span);
+                    }
                     let msg = "keyword 'as' right operand must be a type".to_string();
                     self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
                     return got;
@@ -196,8 +201,9 @@ impl<'a> Checker<'a> {
                 // subschema as its base and a dict as a schema do not
                 if !got.is_any() && !t.is_any() && !sup_subsume(&t, &got.variable_type(), &sub) {
                     // (a union is named by upstream's `sup` of it: `int | float` is `float`)
+                    // (its literals widened: `1 | 2` is `int`)
                     let shown = match &got {
-                        Ty::Union(ts) => sup(ts.to_vec(), &sub),
+                        Ty::Union(ts) => sup(ts.iter().map(Ty::widen).collect(), &sub),
                         t => t.clone(),
                     };
                     let msg = format!(
@@ -458,12 +464,44 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The members of a type union written where an expression is read (`x as int | str`),
+    /// typed as the expression `a | b | ...`: names as values, literals as literals.
+    fn type_union_as_expr(&mut self, env: &Env, ms: &[ast::Type], at: Span) {
+        let mut acc: Option<Ty> = None;
+        for m in ms {
+            let t = match &m.kind {
+                ast::TypeKind::Basic(b) => {
+                    let name = match b {
+                        ast::BasicType::Bool => "bool",
+                        ast::BasicType::Int => "int",
+                        ast::BasicType::Float => "float",
+                        ast::BasicType::Str => "str",
+                    };
+                    self.lookup(env, Symbol::intern(name))
+                }
+                // (a schema as a value joins anything with `|` there)
+                ast::TypeKind::Named(id) if id.names.len() == 1 => {
+                    match self.lookup(env, id.names[0].sym) {
+                        Ty::SchemaType(_) => Ty::Any,
+                        t => t,
+                    }
+                }
+                ast::TypeKind::Literal(_) => self.resolve_type(env.pkg, env.file, m),
+                _ => Ty::Any,
+            };
+            acc = Some(match acc {
+                None => t,
+                Some(l) => self.binary(ast::BinOp::BitOr, &l, &t, at),
+            });
+        }
+    }
+
     /// A quantifier (`all`, `any`, `map`, `filter`) over a list, dict or string.
     fn infer_quant(&mut self, env: &Env, q: &ast::QuantExpr) -> Ty {
         let it = self.infer(env, &q.target);
         // (as a comprehension's)
-        if never_iterable(&it) {
-            let msg = format!("'{}' object is not iterable", self.ty_str(&it));
+        for t in not_iterable_members(&it) {
+            let msg = format!("'{}' object is not iterable", self.ty_str(&t));
             self.err(ErrKind::Compile, msg, q.target.span.shrink_to_lo());
         }
         let tys = loop_var_types(&it, q.vars.len());
@@ -870,13 +908,17 @@ impl<'a> Checker<'a> {
                 self.err(ErrKind::Compile, msg, c.targets[1].span.shrink_to_hi());
             }
             // (a literal None neither)
-            let scalar = never_iterable(&it)
-                || matches!(
+            let mut scalars = not_iterable_members(&it);
+            if scalars.is_empty()
+                && matches!(
                     strip_paren(&c.iter).kind,
                     ExprKind::None | ExprKind::Undefined
-                );
-            if scalar {
-                let msg = format!("'{}' object is not iterable", self.ty_str(&it));
+                )
+            {
+                scalars.push(it.clone());
+            }
+            for t in scalars {
+                let msg = format!("'{}' object is not iterable", self.ty_str(&t));
                 self.err(ErrKind::Compile, msg, c.iter.span.shrink_to_lo());
             }
             let tys = loop_var_types(&it, c.targets.len());
@@ -911,9 +953,32 @@ fn never_iterable(t: &Ty) -> bool {
     )
 }
 
+/// The types a loop over a value of type `t` cannot iterate: `t` itself, or each member of
+/// a union that is one (upstream reports each).
+fn not_iterable_members(t: &Ty) -> Vec<Ty> {
+    match t {
+        Ty::Union(ts) => ts.iter().filter(|m| never_iterable(m)).cloned().collect(),
+        t if never_iterable(t) => vec![t.clone()],
+        _ => Vec::new(),
+    }
+}
+
 /// The loop variables' types where the iterated value's type is known, as variable types
-/// (upstream: `for x in [1]` binds an `int`).
+/// (upstream: `for x in [1]` binds an `int`); over a union, each member's, joined.
 pub(super) fn loop_var_types(it: &Ty, n: usize) -> Vec<Ty> {
+    if let Ty::Union(ts) = it {
+        let per: Vec<Vec<Ty>> = ts
+            .iter()
+            .map(|m| loop_var_types(m, n))
+            .filter(|v| !v.is_empty())
+            .collect();
+        if per.is_empty() || per.len() < ts.iter().filter(|m| !never_iterable(m)).count() {
+            return Vec::new();
+        }
+        return (0..n)
+            .map(|i| Ty::union(per.iter().map(|v| v[i].clone()).collect()))
+            .collect();
+    }
     match (it, n) {
         (Ty::List(e), 1) => vec![e.variable_type()],
         (Ty::List(e), 2) => vec![Ty::Int, e.variable_type()],
