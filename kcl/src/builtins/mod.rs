@@ -254,6 +254,12 @@ fn b_list(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Val
         Some(Value::Str(s)) if !s.is_ascii() => {
             return Err(RtError::eval("called `Option::unwrap()` on a `None` value"));
         }
+        Some(v @ (Value::None | Value::Undefined)) => {
+            return Err(RtError::eval(format!(
+                "'{}' object is not iterable",
+                v.type_name()
+            )));
+        }
         Some(v) => Value::from(v.iter_items()?),
         None => Value::from(Vec::new()),
     })
@@ -351,11 +357,8 @@ fn b_multiplyof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResu
 
 fn b_isunique(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let v = req(args, kw, 0, "inval", "isunique")?;
-    // a value that is no collection is not unique, as upstream
-    if !matches!(
-        v,
-        Value::List(_) | Value::Dict(_) | Value::Str(_) | Value::Schema(_)
-    ) {
+    // a value that is no list, dict or instance (a string too) is not unique, as upstream
+    if !matches!(v, Value::List(_) | Value::Dict(_) | Value::Schema(_)) {
         return Ok(Value::Bool(false));
     }
     let items = v.iter_items()?;

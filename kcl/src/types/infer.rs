@@ -737,6 +737,7 @@ impl<'a> Checker<'a> {
             | Ty::Bool
             | Ty::BoolLit(_)
             | Ty::None
+            | Ty::Unit(_)
             | Ty::Func(_) => true,
             Ty::Union(ts) => !ts.iter().any(|t| matches!(t, Ty::None | Ty::Any)),
             _ => false,
