@@ -405,30 +405,13 @@ impl<'a> Parser<'a> {
 
     /// `test [if cond [else orelse]] [, msg]` as used by `assert` and check blocks.
     pub(crate) fn parse_test_if_msg(&mut self) -> (Expr, Option<Expr>, Option<Expr>) {
-        let mut test = self.parse_or_test();
+        // (no conditional expression here: upstream ends the test at its `if` guard, so in
+        // `a if b else c` the `else` and what follows are the next expressions on the line)
+        let test = self.parse_or_test();
         let mut if_cond = None;
         if self.at(Tok::If) && !self.at_line_break() {
             self.bump();
-            let cond = self.parse_or_test();
-            if self.at(Tok::Else) && !self.at_line_break() {
-                self.bump();
-                let orelse = self.parse_expr();
-                let span = test.span.to(orelse.span);
-                test = Expr {
-                    kind: ExprKind::If(Box::new(IfExpr {
-                        cond,
-                        then: test,
-                        orelse,
-                    })),
-                    span,
-                };
-                if self.at(Tok::If) && !self.at_line_break() {
-                    self.bump();
-                    if_cond = Some(self.parse_or_test());
-                }
-            } else {
-                if_cond = Some(cond);
-            }
+            if_cond = Some(self.parse_or_test());
         }
         let mut msg = None;
         if self.at(Tok::Comma) && !self.at_line_break() {
