@@ -12,16 +12,11 @@ impl Evaluator {
     /// A config key expression: identifiers are their own name.
     pub fn eval_key(&self, ctx: &Ctx, k: &'static Expr) -> EvalResult<Str> {
         match &k.kind {
+            // a loop variable is its value; one that is no string is the empty key, as any
+            // key value upstream reads as a string (the checker refuses those it can type)
             ExprKind::Ident(s) => match ctx.locals.as_ref().and_then(|l| l.loop_var(*s)) {
                 Some(Value::Str(v)) => Ok(v),
-                Some(other) => Err(EvalError::new(
-                    ErrKind::Attribute,
-                    format!(
-                        "A attribute must be string type, got '{}'",
-                        other.type_plain_nested()
-                    ),
-                    Some(k.span),
-                )),
+                Some(_) => Ok(Str::from("")),
                 None => Ok(sym_str(*s)),
             },
             ExprKind::Str(s) => Ok(Str::from(&**s)),

@@ -46,6 +46,11 @@ impl<'a> Checker<'a> {
                     // `a.b.c = v` is `a: {b: {c = v}}` to upstream
                     let path = selector_names(key);
                     let kt = match &key.kind {
+                        // a loop variable as a key is its value
+                        ExprKind::Ident(s) if let Some(t) = env.loop_var_ty(*s) => {
+                            self.check_str_key(&t, key.span, true);
+                            t
+                        }
                         ExprKind::Ident(s) => Ty::StrLit(std::sync::Arc::from(s.as_str())),
                         ExprKind::Str(s) => Ty::StrLit(s.clone()),
                         ExprKind::Selector(_) if path.is_some() => {

@@ -313,6 +313,9 @@ impl<'a> Checker<'a> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    if self.loop_var_key(env, key, *op, value) {
+                        continue;
+                    }
                     // (a key of the wrong type is found by the check of the whole literal:
                     // upstream reads each entry's value against the dict's value type only)
                     if !matches!(key.kind, ExprKind::Ident(_) | ExprKind::Str(_))
@@ -479,6 +482,9 @@ impl<'a> Checker<'a> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
+                    if self.loop_var_key(env, key, *op, value) {
+                        continue;
+                    }
                     // `name[0] = v`: upstream's resolver checks `v` against the attribute's
                     // type, as if it replaced the whole attribute
                     let path = key_path(key).or_else(|| match &key.kind {
@@ -685,6 +691,24 @@ impl<'a> Checker<'a> {
             let msg = format!("only list type can in inserted, got '{}'", self.ty_str(t));
             self.err(ErrKind::Attribute, msg, span.shrink_to_lo());
         }
+    }
+
+    /// A config entry keyed by a loop variable (`{k = v}` in `for k in ...`) that may not be a
+    /// string: upstream's resolver refuses the key and types the value on its own (true). A
+    /// string one is read as the name it is written as, as upstream's resolver does (false).
+    fn loop_var_key(&mut self, env: &Env, key: &Expr, op: ast::ConfigOp, value: &Expr) -> bool {
+        let ExprKind::Ident(s) = &key.kind else {
+            return false;
+        };
+        let Some(t) = env.loop_var_ty(*s) else {
+            return false;
+        };
+        if self.check_str_key(&t, key.span, true) {
+            return false;
+        }
+        let vt = self.infer(env, value);
+        self.check_insert(op, &vt, value.span);
+        true
     }
 
     /// The keys a schema's index signature takes when its key type lists string literals

@@ -507,7 +507,7 @@ impl<'a> Checker<'a> {
         let tys = loop_var_types(&it, q.vars.len());
         let mut env2 = env.clone();
         for (i, v) in q.vars.iter().enumerate() {
-            env2 = env2.with_local(v.sym, tys.get(i).cloned().unwrap_or(Ty::Any));
+            env2 = env2.with_loop_var(v.sym, tys.get(i).cloned().unwrap_or(Ty::Any));
         }
         let test = self.infer(&env2, &q.test);
         if let Some(c) = &q.if_cond {
@@ -929,7 +929,7 @@ impl<'a> Checker<'a> {
                     _ => Ty::Any,
                 };
                 for n in &t.names {
-                    env2 = env2.with_local(n.sym, ty.clone());
+                    env2 = env2.with_loop_var(n.sym, ty.clone());
                 }
             }
             for x in &c.ifs {

@@ -229,6 +229,8 @@ struct Env {
     /// Local names (lambda parameters, loop variables) shadow globals; their types are `any`
     /// unless annotated.
     locals: Rc<Vec<(Symbol, Ty)>>,
+    /// The locals that are loop variables: as a config key such a name is its value.
+    loop_vars: Rc<Vec<Symbol>>,
     /// Keys of the enclosing config literals, with where each entry ends: names in their
     /// values; keys of the entries before a name are its "did you mean" candidates, as
     /// upstream's (not the key of the entry the name is in).
@@ -246,6 +248,7 @@ impl Env {
             file,
             schema: None,
             locals: Rc::new(Vec::new()),
+            loop_vars: Rc::new(Vec::new()),
             keys: Rc::new(Vec::new()),
             lenient: false,
         }
@@ -257,6 +260,7 @@ impl Env {
         Env {
             schema: None,
             locals: Rc::new(Vec::new()),
+            loop_vars: Rc::new(Vec::new()),
             keys: Rc::new(Vec::new()),
             ..self.clone()
         }
@@ -265,10 +269,36 @@ impl Env {
     fn with_local(&self, s: Symbol, t: Ty) -> Env {
         let mut l = (*self.locals).clone();
         l.push((s, t));
+        let loop_vars = match self.loop_vars.contains(&s) {
+            true => Rc::new(self.loop_vars.iter().copied().filter(|v| *v != s).collect()),
+            false => self.loop_vars.clone(),
+        };
         Env {
             locals: Rc::new(l),
+            loop_vars,
             ..self.clone()
         }
+    }
+
+    /// A comprehension's or quantifier's loop variable.
+    fn with_loop_var(&self, s: Symbol, t: Ty) -> Env {
+        let mut env = self.with_local(s, t);
+        let mut v = (*env.loop_vars).clone();
+        v.push(s);
+        env.loop_vars = Rc::new(v);
+        env
+    }
+
+    /// The type of loop variable `s` in scope, if it is one.
+    fn loop_var_ty(&self, s: Symbol) -> Option<Ty> {
+        if !self.loop_vars.contains(&s) {
+            return None;
+        }
+        self.locals
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == s)
+            .map(|(_, t)| t.clone())
     }
 }
 
