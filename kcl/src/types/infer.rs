@@ -529,6 +529,14 @@ impl<'a> Checker<'a> {
         let before = self.errors.len();
         self.check_defined(env, head.sym, head.span);
         let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
+        // a module's member it does not have: upstream's resolver error, at the module
+        if id.is_none()
+            && self.errors.len() == before
+            && let [m, member] = &se.name.names[..]
+            && env.locals.iter().all(|(n, _)| *n != m.sym)
+        {
+            self.check_module_member(m.span.file, m.sym, member.sym, m.span);
+        }
         // a name whose type is known and takes no config: upstream's compile error (the
         // config is still checked)
         if id.is_none() && self.errors.len() == before {
