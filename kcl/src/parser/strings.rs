@@ -277,7 +277,7 @@ pub(crate) fn split_interpolations(s: &str) -> Vec<Piece> {
 /// Finds the `}` closing an interpolation starting at `start`, and a top-level `:` that
 /// introduces a format spec. Like upstream, the first `}` closes it, even inside a quoted
 /// string (`"${'a}'}"` is an unterminated string there, and a dict literal cannot be
-/// interpolated); a `:` inside quotes or brackets starts no spec.
+/// interpolated); a `:` inside quotes or brackets (an opened brace too) starts no spec.
 fn find_close(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
     let mut depth = 0i32;
     let mut colon = None;
@@ -290,7 +290,9 @@ fn find_close(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
             (Some(q), c) if c == q => quote = None,
             (Some(_), _) => {}
             (None, c @ (b'\'' | b'"')) => quote = Some(c),
-            (None, b'[' | b'(') => depth += 1,
+            // (an opening brace, never closed here, still holds its `:`: `${{"a": 1}}` is
+            // an unclosed dict to upstream, not a spec)
+            (None, b'[' | b'(' | b'{') => depth += 1,
             (None, b')' | b']') => depth -= 1,
             (None, b':') if depth == 0 && colon.is_none() => colon = Some(i),
             _ => {}
