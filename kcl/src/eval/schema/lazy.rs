@@ -199,20 +199,26 @@ pub(super) fn lazy_setters(
     (self_reading, valueless, setters, cyclic)
 }
 
-/// Attributes with more than one setter, one of them inside an `if`, read by a statement
-/// before their last setter: upstream computes such a read by running the last setter alone,
-/// which assigns nothing when its branch is not taken (`a2 = a4; if True: a4 = 3 else: a4 =
-/// 0` leaves `a2` Undefined), so they follow the lazy scope.
+/// Attributes with more than one setter, the last of which may assign nothing (inside an
+/// `if`, or a declaration without a value), read by a statement before it: upstream
+/// computes such a read by running the last setter alone, which assigns nothing when its
+/// branch is not taken (`a2 = a4; if True: a4 = 3 else: a4 = 0` leaves `a2` Undefined) or
+/// when it only declares (a base's `m = a` reads the base's `a` under a subschema's `a: int
+/// = 6` redeclared `a: int`), so they follow the lazy scope.
 fn read_ahead_of_an_if(
     body: &[(&'static Stmt, usize)],
     setters: &LazySetters,
     out: &mut FxHashSet<Symbol>,
 ) {
+    let valueless =
+        |i: usize| matches!(&body[i].0.kind, StmtKind::SchemaAttr(a) if a.value.is_none());
     for (n, ss) in setters {
-        if ss.len() < 2 || ss.iter().all(|(_, stop)| stop.is_none()) {
+        let Some(&(last, last_stop)) = ss.iter().max_by_key(|(i, _)| *i) else {
+            continue;
+        };
+        if ss.len() < 2 || (last_stop.is_none() && !valueless(last)) {
             continue;
         }
-        let last = ss.iter().map(|(i, _)| *i).max().unwrap_or(0);
         let read_ahead = body[..last].iter().enumerate().any(|(i, (st, _))| {
             if ss.iter().any(|(j, _)| *j == i) {
                 return false;
