@@ -63,7 +63,7 @@ impl<'a> Parser<'a> {
                 ok |= keyword;
                 while ok && self.nth(i + 1).tok == Tok::Dot {
                     i += 2;
-                    ok = super::is_member_token(self.nth(i).tok);
+                    ok = super::expr::is_member_token(self.nth(i).tok);
                 }
                 ok && matches!(self.nth(i + 1).tok, Tok::LBrace | Tok::LParen)
                     && !self.nth(i + 1).nl

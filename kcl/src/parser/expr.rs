@@ -10,6 +10,20 @@ use crate::lexer::Tok;
 pub(crate) const OPERAND_START: &[&str] = &["identifier", "literal", "(", "[", "{"];
 
 impl<'a> Parser<'a> {
+    /// The name after a `.`: upstream's parser takes a keyword or constant there too (`y.if`,
+    /// `y.None` select an attribute of that name).
+    pub(super) fn expect_member(&mut self) -> Option<crate::ast::Name> {
+        let t = self.tk();
+        if is_member_token(t.tok) && !matches!(t.tok, Tok::Ident(_)) && !self.nl_break() {
+            self.bump();
+            return Some(crate::ast::Name {
+                sym: crate::ast::Symbol::intern(self.text(t)),
+                span: self.tspan(t),
+            });
+        }
+        self.expect_ident()
+    }
+
     pub(super) fn enter(&mut self) -> bool {
         if self.depth >= MAX_DEPTH {
             let t = self.tk();
@@ -691,4 +705,12 @@ pub(super) fn selector(value: Expr, attr: Name, optional: bool) -> Expr {
 /// `all`, `any`, `map` and `filter` written bare: the start of a quantifier expression.
 pub(crate) fn is_quant_word(text: &str) -> bool {
     matches!(text, "all" | "any" | "map" | "filter")
+}
+
+/// A token that can name a member after a `.`: an identifier, a keyword or a constant.
+pub(super) fn is_member_token(t: Tok) -> bool {
+    matches!(
+        t,
+        Tok::Ident(_) | Tok::True | Tok::False | Tok::None | Tok::Undefined
+    ) || t.is_word_keyword()
 }

@@ -617,19 +617,6 @@ impl<'a> Parser<'a> {
         let (got, span) = self.describe_current();
         self.error(span, format!("unexpected token '{got}'"));
     }
-    /// The name after a `.`: upstream's parser takes a keyword or constant there too (`y.if`,
-    /// `y.None` select an attribute of that name).
-    fn expect_member(&mut self) -> Option<crate::ast::Name> {
-        let t = self.tk();
-        if is_member_token(t.tok) && !matches!(t.tok, Tok::Ident(_)) && !self.nl_break() {
-            self.bump();
-            return Some(crate::ast::Name {
-                sym: crate::ast::Symbol::intern(self.text(t)),
-                span: self.tspan(t),
-            });
-        }
-        self.expect_ident()
-    }
     fn expect_ident(&mut self) -> Option<crate::ast::Name> {
         let t = self.tk();
         if let Tok::Ident(sym) = t.tok
@@ -790,12 +777,4 @@ impl<'a> Parser<'a> {
             self.bump();
         }
     }
-}
-
-/// A token that can name a member after a `.`: an identifier, a keyword or a constant.
-pub(super) fn is_member_token(t: Tok) -> bool {
-    matches!(
-        t,
-        Tok::Ident(_) | Tok::True | Tok::False | Tok::None | Tok::Undefined
-    ) || t.is_word_keyword()
 }

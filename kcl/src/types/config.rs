@@ -1,11 +1,128 @@
 //! The type of a config literal: its entries' keys and values (through `**` and `if` entries),
-//! the scope its entries see, and the config literals an operand expression holds.
+//! the scope its entries see, and the config literals an operand expression holds; which keys
+//! a config may have (a loop variable's value, an index signature's string literals) and
+//! upstream's "Cannot add member" for one it may not.
 
 use super::fit::schema_ids;
 use super::infer::number_literal;
 use super::*;
 
 impl<'a> Checker<'a> {
+    /// A config entry keyed by a loop variable (`{k = v}` in `for k in ...`) that may not be a
+    /// string: upstream's resolver refuses the key and types the value on its own (true). A
+    /// string one is read as the name it is written as, as upstream's resolver does (false).
+    pub(super) fn loop_var_key(
+        &mut self,
+        env: &Env,
+        key: &Expr,
+        op: ast::ConfigOp,
+        value: &Expr,
+    ) -> bool {
+        let ExprKind::Ident(s) = &key.kind else {
+            return false;
+        };
+        let Some(t) = env.loop_var_ty(*s) else {
+            return false;
+        };
+        if self.check_str_key(&t, key.span, true) {
+            return false;
+        }
+        let vt = self.infer(env, value);
+        self.check_insert(op, &vt, value.span);
+        true
+    }
+
+    /// The keys a schema's index signature takes when its key type lists string literals
+    /// (its own or its nearest base's signature); `None` when it takes any string.
+    pub(super) fn sig_literal_keys(&mut self, id: SchemaId) -> Option<Vec<std::sync::Arc<str>>> {
+        let chain: Vec<SchemaId> = std::iter::once(id)
+            .chain(self.members(id).parents.iter().copied())
+            .collect();
+        let info = chain
+            .iter()
+            .map(|i| &self.schemas[i.0])
+            .find(|info| info.stmt.index_signature.is_some())?;
+        let (sig, pkg, file) = (info.stmt.index_signature.as_ref()?, info.pkg, info.file);
+        let lit = |t: &Ty| match t {
+            Ty::StrLit(k) => Some(k.clone()),
+            _ => None,
+        };
+        match self.resolve_type(pkg, file, &sig.key_ty) {
+            Ty::Union(ts) => ts.iter().map(lit).collect(),
+            t => Some(vec![lit(&t)?]),
+        }
+    }
+
+    /// Whether the schema's index signature takes the key `name` (upstream's resolver refuses
+    /// a key outside a key type of string literals; its run time takes any).
+    pub(super) fn sig_takes_key(&mut self, id: SchemaId, name: Symbol) -> bool {
+        self.sig_literal_keys(id)
+            .is_none_or(|ks| ks.iter().any(|k| **k == *name.as_str()))
+    }
+
+    pub(super) fn cannot_add(&mut self, ids: &[SchemaId], name: &Symbol) -> String {
+        if let ([id], true) = (ids, self.mixed_union) {
+            return format!(
+                "Cannot add member '{}' to 'schema {}'",
+                name.as_str(),
+                self.schema_name(*id)
+            );
+        }
+        if ids.len() > 1 {
+            let names: Vec<&str> = ids.iter().map(|i| self.schema_name(*i)).collect();
+            // (the suggestions: every member schema's own attributes)
+            let own: Vec<Symbol> = ids
+                .iter()
+                .flat_map(|i| self.schemas[i.0].stmt.body.iter())
+                .filter_map(|s| match &s.kind {
+                    StmtKind::SchemaAttr(a) => Some(a.name.sym),
+                    _ => None,
+                })
+                .collect();
+            return format!(
+                "Cannot add member '{}' to 'schemas {:?}'{}",
+                name.as_str(),
+                names,
+                did_you_mean(name.as_str(), own.iter().map(|s| s.as_str()))
+            );
+        }
+        let sname = self.schema_name(ids[0]);
+        // an index signature's string literals are the candidates (upstream suggests as the
+        // `suggestions` crate does: `bar` for `baz`, nothing for `barx`)
+        if let Some(keys) = self.sig_literal_keys(ids[0]) {
+            let sugg = suggestions::provide_suggestions(name.as_str(), keys.iter().map(|k| &**k));
+            return match sugg.is_empty() {
+                true => format!("Cannot add member '{}' to schema '{sname}'", name.as_str()),
+                false => format!(
+                    "Cannot add member '{}' to schema '{sname}', did you mean '{sugg:?}'?",
+                    name.as_str()
+                ),
+            };
+        }
+        let m = self.members(ids[0]);
+        // upstream offers the schema's own attributes only, not inherited ones
+        let own: Vec<Symbol> = self.schemas[ids[0].0]
+            .stmt
+            .body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::SchemaAttr(a) => Some(a.name.sym),
+                _ => None,
+            })
+            .collect();
+        format!(
+            "Cannot add member '{}' to schema '{sname}'{}",
+            name.as_str(),
+            did_you_mean(
+                name.as_str(),
+                m.order
+                    .iter()
+                    .filter(|s| own.contains(s))
+                    .map(|s| s.as_str())
+            )
+        )
+    }
+
     pub(super) fn infer_config(&mut self, env: &Env, entries: &[ast::ConfigEntry]) -> Ty {
         let env = &self.config_env(env, entries);
         let mut ks = Vec::new();

@@ -1,11 +1,40 @@
 //! A schema's type as upstream's resolver builds it before walking any statement: the
 //! protocol and `for` rules, the index signature's key type, then attribute by attribute the
 //! type's names, a changed declared type, a required attribute made optional and the fit to
-//! the index signature.
+//! the index signature; a base, mixin or rule parent that is no schema; and an attribute's
+//! default (`=`, `+=`, `|=`) against its type.
 
 use super::*;
 
 impl<'a> Checker<'a> {
+    /// An attribute declared inside an `if` of a schema body, as upstream's resolver takes it
+    /// (an annotated assignment): a type declared for it before (in the body or an earlier
+    /// `if`) must fit the new one, and the value is checked against the body's declaration
+    /// wherever it is, else the earlier one, else its own type.
+    /// A schema attribute's default `v` against its type: upstream reads config literals in
+    /// it against the type only where that is one schema; else it checks the value whole.
+    /// An attribute's value against its type: `=` and the augmented operators as an
+    /// assignment, `|=` as the union of the value with the type (upstream's resolver).
+    pub(super) fn check_attr_value(&mut self, env: &Env, a: &ast::SchemaAttr, v: &Expr, ty: &Ty) {
+        match a.op {
+            Some(ast::AttrOp::Aug(op)) if op.bin_op() == ast::BinOp::BitOr => {
+                let vt = self.infer(env, v);
+                let at = a.name.span.shrink_to_lo();
+                let t = self.binary(ast::BinOp::BitOr, &vt, ty, at);
+                self.fits(&t, ty, at, None);
+            }
+            _ => self.check_attr_default(env, v, ty, a.name.span),
+        }
+    }
+
+    pub(super) fn check_attr_default(&mut self, env: &Env, v: &Expr, ty: &Ty, name: Span) {
+        if matches!(ty, Ty::Schema(_)) {
+            self.check_assigned(env, v, ty, name, Some(name));
+        } else {
+            self.check_whole(env, v, ty, name, Some(name));
+        }
+    }
+
     /// An attribute's type against the schema's index signature (upstream: the attribute's
     /// name may not be the signature's key name; its type must be a subtype of the signature's
     /// value type, unless the signature takes `...`).

@@ -636,38 +636,17 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// An attribute declared inside an `if` of a schema body, as upstream's resolver takes it
-    /// (an annotated assignment): a type declared for it before (in the body or an earlier
-    /// `if`) must fit the new one, and the value is checked against the body's declaration
-    /// wherever it is, else the earlier one, else its own type.
-    /// A schema attribute's default `v` against its type: upstream reads config literals in
-    /// it against the type only where that is one schema; else it checks the value whole.
-    /// An attribute's value against its type: `=` and the augmented operators as an
-    /// assignment, `|=` as the union of the value with the type (upstream's resolver).
-    fn check_attr_value(&mut self, env: &Env, a: &ast::SchemaAttr, v: &Expr, ty: &Ty) {
-        match a.op {
-            Some(ast::AttrOp::Aug(op)) if op.bin_op() == ast::BinOp::BitOr => {
-                let vt = self.infer(env, v);
-                let at = a.name.span.shrink_to_lo();
-                let t = self.binary(ast::BinOp::BitOr, &vt, ty, at);
-                self.fits(&t, ty, at, None);
-            }
-            _ => self.check_attr_default(env, v, ty, a.name.span),
-        }
-    }
-
-    fn check_attr_default(&mut self, env: &Env, v: &Expr, ty: &Ty, name: Span) {
-        if matches!(ty, Ty::Schema(_)) {
-            self.check_assigned(env, v, ty, name, Some(name));
-        } else {
-            self.check_whole(env, v, ty, name, Some(name));
-        }
-    }
-
     /// An assigned value against the declared type `ty`: config literals in it read against
     /// the type, then the value's type at the target `span` as upstream's assignment check
     /// takes it (a dict literal meeting a schema compared by its attributes, one level).
-    fn check_assigned(&mut self, env: &Env, v: &Expr, ty: &Ty, span: Span, def: Option<Span>) {
+    pub(super) fn check_assigned(
+        &mut self,
+        env: &Env,
+        v: &Expr,
+        ty: &Ty,
+        span: Span,
+        def: Option<Span>,
+    ) {
         self.check_value(env, v, ty, span, def);
         let before = self.errors.len();
         self.check_parts(env, v, ty, span);
