@@ -41,12 +41,14 @@ impl Evaluator {
                     or_else,
                     stop: stop as *const Stmt as usize,
                     reached: false,
+                    nested: false,
                 },
                 None => Stop {
                     if_stmt: 0,
                     or_else: false,
                     stop: 0,
                     reached: false,
+                    nested: false,
                 },
             });
         }
@@ -55,6 +57,7 @@ impl Evaluator {
         pkg.top.set(outer);
         if setter.is_some() {
             pkg.stops.borrow_mut().pop();
+            Stop::nested_run(&pkg.stops);
         }
         // upstream outputs no call's value (a function may return nothing)
         if let (Ok(Some(v)), StmtKind::Expr(e)) = (&r, &s.kind)
@@ -98,6 +101,8 @@ impl Evaluator {
         let r = match &s.kind {
             StmtKind::If(i) => (|| {
                 let cond = self.eval(ctx, &i.cond)?.truthy();
+                // (a setter run by the condition may have reset the restriction)
+                let only = only.and(Stop::branch_of(&pkg.stops, addr));
                 let body = match (cond, only) {
                     (true, None | Some(false)) => &i.body,
                     (false, None | Some(true)) => &i.orelse,

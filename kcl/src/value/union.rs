@@ -279,6 +279,11 @@ fn merge_entry_in<E: From<RtError>>(
                     }
                     _ => v.clone(),
                 },
+                // anything else under `+=` meets upstream's own borrow failure (its message
+                // is the text upstream prints: a program relying on it is wrong either way)
+                (cur, _) if !cur.is_none_or_undefined() => {
+                    return Err(RtError::eval("RefCell already mutably borrowed").into());
+                }
                 _ => binary(BinOp::Add, &cur, v)?,
             };
             d.map.insert(k.clone(), new);

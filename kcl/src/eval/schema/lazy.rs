@@ -348,6 +348,9 @@ impl Evaluator {
         };
         if let StmtKind::If(i) = &s.kind {
             let cond = self.eval(ctx, &i.cond)?.truthy();
+            // (a setter run by the condition may have reset the restriction)
+            let addr = s as *const Stmt as usize;
+            let only = only.and(crate::eval::Stop::branch_of(&lz.stops, addr));
             let branch = match only {
                 Some(or_else) if cond == or_else => return Ok(None),
                 Some(or_else) => or_else,
@@ -408,12 +411,14 @@ impl Evaluator {
                 or_else,
                 stop: stop as *const Stmt as usize,
                 reached: false,
+                nested: false,
             },
             None => crate::eval::Stop {
                 if_stmt: 0,
                 or_else: false,
                 stop: 0,
                 reached: false,
+                nested: false,
             },
         });
         let prev = fr.state.borrow()[i];
@@ -421,6 +426,7 @@ impl Evaluator {
         let r = self.run_schema_stmt(fr, i);
         fr.state.borrow_mut()[i] = prev;
         lz.stops.borrow_mut().pop();
+        crate::eval::Stop::nested_run(&lz.stops);
         lz.depth.borrow_mut().insert(name, depth);
         r?;
         let v = current();
