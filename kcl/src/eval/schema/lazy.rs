@@ -212,6 +212,21 @@ fn read_ahead_of_an_if(
 ) {
     let valueless =
         |i: usize| matches!(&body[i].0.kind, StmtKind::SchemaAttr(a) if a.value.is_none());
+    // each statement's reads and the attributes it sets (computed once, on demand)
+    let mut reads: Vec<Option<Vec<Symbol>>> = vec![None; body.len()];
+    let mut reads_of = |i: usize| -> Vec<Symbol> {
+        reads[i]
+            .get_or_insert_with(|| {
+                let mut r = Vec::new();
+                crate::ast::walk::walk_stmt(body[i].0, &mut |e| {
+                    if let ast::ExprKind::Ident(s) = e.kind {
+                        r.push(s);
+                    }
+                });
+                r
+            })
+            .clone()
+    };
     for (n, ss) in setters {
         let Some(&(last, last_stop)) = ss.iter().max_by_key(|(i, _)| *i) else {
             continue;
@@ -219,16 +234,30 @@ fn read_ahead_of_an_if(
         if ss.len() < 2 || (last_stop.is_none() && !valueless(last)) {
             continue;
         }
-        let read_ahead = body[..last].iter().enumerate().any(|(i, (st, _))| {
-            if ss.iter().any(|(j, _)| *j == i) {
-                return false;
+        // the statements that may run before the last setter: those before it, and, through
+        // reads ahead, those setting what such a statement reads
+        let mut early: Vec<bool> = (0..body.len()).map(|i| i < last).collect();
+        let mut grew = true;
+        while grew {
+            grew = false;
+            let wanted: FxHashSet<Symbol> = (0..body.len())
+                .filter(|&i| early[i])
+                .flat_map(&mut reads_of)
+                .collect();
+            for (m, ms) in setters {
+                if wanted.contains(m) {
+                    for (j, _) in ms {
+                        if !early[*j] {
+                            early[*j] = true;
+                            grew = true;
+                        }
+                    }
+                }
             }
-            let mut reads = false;
-            crate::ast::walk::walk_stmt(st, &mut |e| {
-                reads |= matches!(e.kind, ast::ExprKind::Ident(s) if s == *n);
-            });
-            reads
-        });
+        }
+        let read_ahead = (0..body.len())
+            .filter(|&i| early[i] && !ss.iter().any(|(j, _)| *j == i))
+            .any(|i| reads_of(i).contains(n));
         if read_ahead {
             out.insert(*n);
         }
