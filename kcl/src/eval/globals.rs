@@ -1,5 +1,6 @@
 //! Upstream's order-independent globals: every package-level statement runs in order, and a
 //! global read before all its setters have run is computed through them first (see `Lazy` in `mod.rs`).
+//! A setter run's stop (`Stop`, shared with the schemas' lazy scope) is here too.
 
 use super::*;
 
@@ -210,5 +211,35 @@ impl Evaluator {
         if g.insert(name, v).is_none() {
             pkg.order.borrow_mut().push(name);
         }
+    }
+}
+
+/// A setter run: for one inside an `if` statement, the statement's and the stop's addresses.
+pub(super) struct Stop {
+    pub(super) if_stmt: usize,
+    pub(super) or_else: bool,
+    pub(super) stop: usize,
+    pub(super) reached: bool,
+    /// Another setter ran inside this run (a name read ahead).
+    pub(super) nested: bool,
+}
+
+impl Stop {
+    /// A setter ran inside the innermost run. Upstream restricts a setter's `if` to its branch
+    /// only while its current statement is that `if`; a setter run from the condition walks
+    /// other statements, so the `if` then takes the branch its condition chooses.
+    pub(super) fn nested_run(stops: &RefCell<Vec<Stop>>) {
+        if let Some(top) = stops.borrow_mut().last_mut() {
+            top.nested = true;
+        }
+    }
+
+    /// The branch the `if` at `addr` is restricted to, if the innermost run restricts it.
+    pub(super) fn branch_of(stops: &RefCell<Vec<Stop>>, addr: usize) -> Option<bool> {
+        stops
+            .borrow()
+            .last()
+            .filter(|t| t.if_stmt == addr && !t.nested)
+            .map(|t| t.or_else)
     }
 }

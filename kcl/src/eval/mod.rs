@@ -14,6 +14,7 @@ mod config;
 mod error;
 mod expr;
 mod globals;
+use globals::Stop;
 mod imports;
 mod output;
 mod schema;
@@ -141,36 +142,6 @@ struct Setter {
 pub(crate) const PENDING: u8 = 0;
 pub(crate) const RUNNING: u8 = 1;
 pub(crate) const DONE: u8 = 2;
-
-/// A setter run: for one inside an `if` statement, the statement's and the stop's addresses.
-pub(super) struct Stop {
-    pub(super) if_stmt: usize,
-    pub(super) or_else: bool,
-    pub(super) stop: usize,
-    pub(super) reached: bool,
-    /// Another setter ran inside this run (a name read ahead).
-    pub(super) nested: bool,
-}
-
-impl Stop {
-    /// A setter ran inside the innermost run. Upstream restricts a setter's `if` to its branch
-    /// only while its current statement is that `if`; a setter run from the condition walks
-    /// other statements, so the `if` then takes the branch its condition chooses.
-    pub(super) fn nested_run(stops: &RefCell<Vec<Stop>>) {
-        if let Some(top) = stops.borrow_mut().last_mut() {
-            top.nested = true;
-        }
-    }
-
-    /// The branch the `if` at `addr` is restricted to, if the innermost run restricts it.
-    pub(super) fn branch_of(stops: &RefCell<Vec<Stop>>, addr: usize) -> Option<bool> {
-        stops
-            .borrow()
-            .last()
-            .filter(|t| t.if_stmt == addr && !t.nested)
-            .map(|t| t.or_else)
-    }
-}
 
 /// Upstream's lazy scope of a package's globals. Every statement runs in order; a global read
 /// before all its setters have run is computed by running its last setter first (which reads
