@@ -127,28 +127,7 @@ impl Evaluator {
                     }
                     let op0 = if path.len() > 1 { ConfigOp::Union } else { op };
                     let idx0 = if path.len() > 1 { None } else { index };
-                    // an instance merged into an instance (`r: R {...}` twice) is rebuilt; a
-                    // dict merged into an instance here only sets its attributes (upstream:
-                    // they do not become config keys of it)
-                    let span = en.span();
-                    let rb = |i: &Value, x: &Value| match x {
-                        Value::Schema(_) => self.rebuild_nested(i, x, span),
-                        // a dict then an instance under one key: the instance is made again
-                        // from both (a global unified after a dict keeps its own rule)
-                        Value::None => self.rebuild_merged(i, x, None, span),
-                        _ => Ok(None),
-                    };
-                    value::merge_entry_with(d, &k0, &v, op0, idx0, true, &rb)
-                        .map_err(|x| x.or_span(span))?;
-                    // the last entry's operator is the key's (upstream: `a = S {}` then
-                    // `a: {...}` leaves `a` a union, so a schema merges it with its default)
-                    d.set_op(k0.clone(), op0, idx0);
-                    if let Some(nv) = d.map.get(&k0) {
-                        scope
-                            .vars
-                            .borrow_mut()
-                            .insert(crate::ast::Symbol::intern(&k0), nv.clone());
-                    }
+                    self.merge_key(scope, d, &k0, &v, (op0, idx0), en.span())?;
                 }
                 ast::ConfigEntryKind::Unpack { value: x, .. } => {
                     let v = self.eval(ctx, x)?;
@@ -184,26 +163,43 @@ impl Evaluator {
                     // sets one
                     let mut nd = Dict::new();
                     self.eval_entries_in(ctx, scope, body, &mut nd)?;
-                    let span = en.span();
-                    let rb = |i: &Value, x: &Value| match x {
-                        Value::Schema(_) => self.rebuild_nested(i, x, span),
-                        Value::None => self.rebuild_merged(i, x, None, span),
-                        _ => Ok(None),
-                    };
                     for (k, v) in &nd.map {
-                        let (op, index) = nd.op_of(k);
-                        value::merge_entry_with(d, k, v, op, index, true, &rb)
-                            .map_err(|x| x.or_span(span))?;
-                        d.set_op(k.clone(), op, index);
-                        if let Some(nv) = d.map.get(k) {
-                            scope
-                                .vars
-                                .borrow_mut()
-                                .insert(crate::ast::Symbol::intern(k), nv.clone());
-                        }
+                        self.merge_key(scope, d, k, v, nd.op_of(k), en.span())?;
                     }
                 }
             }
+        }
+        Ok(())
+    }
+    /// One key's entry `k <op> v` merged into the config `d` (conflicts checked), its
+    /// operator recorded and its value bound as a name for the entries after it.
+    fn merge_key(
+        &self,
+        scope: &Scope,
+        d: &mut Dict,
+        k: &Str,
+        v: &Value,
+        (op, index): (ConfigOp, Option<i64>),
+        span: crate::ast::Span,
+    ) -> EvalResult<()> {
+        // an instance merged into an instance (`r: R {...}` twice) is rebuilt; a dict merged
+        // into an instance here only sets its attributes (upstream: they do not become config
+        // keys of it); a dict then an instance under one key: the instance is made again from
+        // both (a global unified after a dict keeps its own rule)
+        let rb = |i: &Value, x: &Value| match x {
+            Value::Schema(_) => self.rebuild_nested(i, x, span),
+            Value::None => self.rebuild_merged(i, x, None, span),
+            _ => Ok(None),
+        };
+        value::merge_entry_with(d, k, v, op, index, true, &rb).map_err(|x| x.or_span(span))?;
+        // the last entry's operator is the key's (upstream: `a = S {}` then `a: {...}` leaves
+        // `a` a union, so a schema merges it with its default)
+        d.set_op(k.clone(), op, index);
+        if let Some(nv) = d.map.get(k) {
+            scope
+                .vars
+                .borrow_mut()
+                .insert(crate::ast::Symbol::intern(k), nv.clone());
         }
         Ok(())
     }
