@@ -25,7 +25,9 @@ def key(s):
         if m:
             msg = re.sub(r'^\s*\^+\s*', '', m.group(1)).strip()
             if msg: return msg
-    return s.strip().splitlines()[0] if s.strip() else ''
+    # a message with no position: our first line carries the `error[CODE]: ` header
+    first = s.strip().splitlines()[0] if s.strip() else ''
+    return re.sub(r'^error\[\w+\]: ', '', first)
 import tempfile
 base = os.path.join(tempfile.gettempdir(), 'kcl-probe'); shutil.rmtree(base, ignore_errors=True)
 same = 0
@@ -53,7 +55,7 @@ for i, c in enumerate(cases):
     ok = u.returncode == o.returncode and u.stdout == o.stdout and (u.returncode == 0 or key(u.stderr) == key(o.stderr))
     if ok: same += 1
     if ok and not show_all: continue
-    print(f'===== case {i} ({d})'); print(c.rstrip())
+    print(f'===== case {i} ({d})' + (f' args: {" ".join(extra)}' if extra else '')); print(c.rstrip())
     print(f'--- upstream rc={u.returncode}'); print(u.stdout.rstrip()); print(norm(u.stderr)[:limit])
     print(f'--- ours rc={o.returncode}'); print(o.stdout.rstrip()); print(norm(o.stderr)[:limit])
 print(f'{same}/{len(cases)} same')

@@ -393,7 +393,7 @@ pub fn run_parts(
         })?;
     }
     let mut v = value.clone();
-    if opts.disable_none {
+    if opts.disable_none && !matches!(v, Value::List(_)) {
         v = v.without_none();
     }
     let rendering = if opts.json {
@@ -404,6 +404,7 @@ pub fn run_parts(
         match &v {
             // upstream prints an empty document as `{}`
             Value::Dict(d) if d.is_empty() => Rendering::Text("{}\n".into()),
+            Value::List(items) => Rendering::Text(selected_list_yaml(items, po)),
             _ => Rendering::Yaml(v, po),
         }
     };
@@ -415,6 +416,47 @@ pub fn run_parts(
         files: loaded,
     };
     Ok((out, rendering))
+}
+
+/// The YAML of a list chosen by `-S` (several selectors, or one naming a list), as upstream
+/// plans it: configs only make a `---` stream of documents (none for an empty list); otherwise
+/// one list whose configs are planned (`-n`, `-H`) and whose other items are printed as they are.
+fn selected_list_yaml(items: &[Value], po: PrintOpts) -> String {
+    let planned = |v: &Value| {
+        if po.drop_none {
+            v.without_none()
+        } else {
+            v.clone()
+        }
+    };
+    if items.iter().all(Value::is_config) {
+        let docs: Vec<Value> = items.iter().map(planned).collect();
+        return crate::output::to_yaml_stream(&docs, po);
+    }
+    let raw = PrintOpts {
+        drop_none: false,
+        hide_private: false,
+        ..po
+    };
+    let mut out = String::new();
+    for item in items {
+        if matches!(item, Value::Undefined | Value::Func(_)) {
+            continue;
+        }
+        let one = Value::from(vec![if item.is_config() {
+            planned(item)
+        } else {
+            item.clone()
+        }]);
+        out.push_str(&crate::output::to_yaml(
+            &one,
+            if item.is_config() { po } else { raw },
+        ));
+    }
+    if out.is_empty() {
+        out.push_str("[]\n");
+    }
+    out
 }
 
 /// Owns a run's evaluator and frees it at the end of the run, or leaves it to the process's
