@@ -448,7 +448,7 @@ impl Evaluator {
             return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
         }
         for (k, d, pi) in &layout.deprecated {
-            if config.get(k).is_some_and(|v| !v.is_none_or_undefined()) {
+            if config.get(k).is_some() {
                 self.deprecated(&layout.parts[*pi].def_ctx, d, k, span)?;
             }
         }
