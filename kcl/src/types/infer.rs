@@ -268,7 +268,7 @@ impl<'a> Checker<'a> {
             }
             return match sysmod::signature(name, attr.sym.as_str()) {
                 Some(f) => Ty::Func(f),
-                None => Ty::Any,
+                None => sysmod::constant(name, attr.sym.as_str()).unwrap_or(Ty::Any),
             };
         }
         let t = self.infer(env, value);

@@ -121,6 +121,17 @@ const SIGNATURES: &[&str] = &[
 ];
 
 /// The signature of `module.name`, if upstream's resolver declares one.
+/// The type upstream's resolver gives a system module's constant: every `units` multiplier is
+/// an int (`units.m` too), and `units.NumberMultiplier` is the unit type.
+pub(super) fn constant(module: &str, name: &str) -> Option<Ty> {
+    match (module, name) {
+        ("units", "NumberMultiplier") => Some(Ty::Unit(None)),
+        ("units", "n" | "u" | "m" | "k" | "K" | "M" | "G" | "T" | "P")
+        | ("units", "Ki" | "Mi" | "Gi" | "Ti" | "Pi") => Some(Ty::Int),
+        _ => None,
+    }
+}
+
 pub(super) fn signature(module: &str, name: &str) -> Option<Rc<FuncTy>> {
     let prefix = format!("{module}.{name}(");
     let line = SIGNATURES.iter().find(|l| l.starts_with(&prefix))?;

@@ -261,9 +261,14 @@ pub(super) fn manifests(name: &str) -> Option<Value> {
             if !matches!(v, Value::List(_)) {
                 return Err(RtError::eval("invalid list value"));
             }
+            // given options hide private keys unless they say otherwise; no options show them
+            let ignore_private = match opts.and_then(|o| o.as_dict()) {
+                Some(d) => d.get("ignore_private").is_none_or(|v| v.truthy()),
+                None => false,
+            };
             let mut docs = Vec::new();
             for x in v.iter_items()? {
-                let mut x = if get("ignore_private") { strip_private(&x) } else { x };
+                let mut x = if ignore_private { strip_private(&x) } else { x };
                 if get("ignore_none") {
                     x = x.without_none();
                 }

@@ -133,6 +133,8 @@ pub(super) fn units(name: &str) -> Option<Value> {
     let c = |f: f64| Some(Value::Float(f));
     let ci = |i: i64| Some(Value::Int(i));
     match name {
+        // the type's name used as a value: upstream's runtime gives 1.0
+        "NumberMultiplier" => return c(1.0),
         "n" => return c(1e-9),
         "u" => return c(1e-6),
         "m" => return c(1e-3),
