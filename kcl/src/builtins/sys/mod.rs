@@ -100,13 +100,16 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 let (s, p) = (text_arg(a, k, 0, "string", "findall")?, text_arg(a, k, 1, "pattern", "findall")?);
                 let re = compile(&p)?;
                 let mut out = Vec::new();
-                for c in re.captures_iter(&s) {
-                    let c = c.map_err(|e| RtError::eval(e.to_string()))?;
+                // (a match the engine gives up on is skipped, as upstream's)
+                for c in re.captures_iter(&s).flatten() {
                     // the whole match with at most one group, as upstream
                     if c.len() < 3 {
                         out.push(Value::str(c.get(0).map(|m| m.as_str()).unwrap_or("")));
                     } else {
-                        out.push(Value::from((1..c.len()).map(|i| Value::str(c.get(i).map(|m| m.as_str()).unwrap_or(""))).collect::<Vec<_>>()));
+                        // a group that took no part fails upstream's unwrap, with its text
+                        let groups: Option<Vec<Value>> = (1..c.len()).map(|i| c.get(i).map(|m| Value::str(m.as_str()))).collect();
+                        let groups = groups.ok_or_else(|| RtError::eval("called `Option::unwrap()` on a `None` value"))?;
+                        out.push(Value::from(groups));
                     }
                 }
                 Ok(Value::from(out))

@@ -182,7 +182,7 @@ pub(super) fn net(name: &str) -> Option<Value> {
         "split_host_port" => |_: &mut dyn Host, a: A, k: K| -> R {
             let s = text_arg(a, k, 0, "ip_end_point", "split_host_port")?;
             let (h, p) = split_host_port(&s)
-                .map_err(|why| RtError::eval(format!("ip_end_point {s:?} {why}")))?;
+                .map_err(|why| RtError::eval(format!("ip_end_point \"{}\" {why}", s.escape_default())))?;
             Ok(Value::from(vec![Value::from(h), Value::from(p)]))
         },
         "join_host_port" => |_: &mut dyn Host, a: A, k: K| -> R {
