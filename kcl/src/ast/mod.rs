@@ -370,6 +370,17 @@ pub struct SchemaAttr {
     pub decorators: Vec<Decorator>,
 }
 
+impl SchemaAttr {
+    /// Where upstream places the declaration: at its first decorator, if any, else at the name
+    /// (for a type error about the declaration and a "variable is defined here" note).
+    pub fn decl_span(&self) -> Span {
+        match self.decorators.first() {
+            Some(d) => Span::new(self.name.span.file, d.span.lo, self.name.span.hi),
+            None => self.name.span,
+        }
+    }
+}
+
 /// Operator between a schema attribute's type and its default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttrOp {

@@ -130,6 +130,9 @@ struct Members {
     /// you mean"; inherited attributes are not among them).
     in_scope: Vec<Symbol>,
     parents: Vec<SchemaId>,
+    /// Attributes the schema's own body declares: the first declaration gives the type (and
+    /// the place a note names), as upstream's resolver keeps it.
+    declared: rustc_hash::FxHashSet<Symbol>,
 }
 
 struct PkgInfo<'a> {

@@ -267,9 +267,9 @@ impl<'a> Checker<'a> {
                 StmtKind::SchemaAttr(a) => {
                     let t = self.resolve_type(pkg, file, &a.ty);
                     if in_if {
-                        m.add(a.name.sym, t, a.name.span);
-                    } else {
-                        m.set(a.name.sym, t, a.name.span);
+                        m.add(a.name.sym, t, a.decl_span());
+                    } else if m.declared.insert(a.name.sym) {
+                        m.set(a.name.sym, t, a.decl_span());
                     }
                 }
                 StmtKind::Assign(a) => {

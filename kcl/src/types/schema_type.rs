@@ -69,7 +69,7 @@ impl<'a> Checker<'a> {
                 type_str(&a.ty),
                 crate::eval::index_sig_str(is)
             );
-            self.err(ErrKind::IndexSignature, msg, a.name.span);
+            self.err(ErrKind::IndexSignature, msg, a.decl_span());
         }
     }
 
@@ -394,14 +394,13 @@ impl<'a> Checker<'a> {
                 }
                 continue;
             }
+            // every declaration is checked, as upstream's resolver does
+            let at = self.errors.len();
             self.check_field_type(env, a, &mut first, parent.as_ref());
-            if self.errors.len() == before
+            if self.errors.len() == at
                 && let Some(is) = &st.index_signature
             {
                 self.check_index_attr(env, is, a);
-            }
-            if self.errors.len() > before {
-                return;
             }
         }
     }
@@ -417,6 +416,15 @@ impl<'a> Checker<'a> {
         parent: Option<&(SchemaId, Rc<Members>)>,
     ) {
         let nt = self.resolve_type(env.pkg, env.file, &a.ty);
+        let required_to_optional = |this: &mut Self| {
+            let msg = format!(
+                "can't change the required schema attribute of '{}' to optional",
+                a.name.sym
+            );
+            this.err(ErrKind::Type, msg, a.decl_span());
+        };
+        // a redeclaration is compared with the body's first declaration; upstream reports both
+        // a changed type and a required one made optional
         if let Some((et, optional)) = first.get(&a.name.sym).cloned() {
             if !field_type_fits(&nt, &et, &|x, y| self.is_sub_schema(x, y)) {
                 let msg = format!(
@@ -425,34 +433,16 @@ impl<'a> Checker<'a> {
                     self.ty_str(&et),
                     self.ty_str(&nt)
                 );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
+                self.err(ErrKind::Type, msg, a.decl_span());
             }
             if !optional && a.optional {
-                let msg = format!(
-                    "can't change the required schema attribute of '{}' to optional",
-                    a.name.sym
-                );
-                self.err(ErrKind::Type, msg, a.name.span);
-                return;
+                required_to_optional(self);
             }
-        } else {
-            first.insert(a.name.sym, (nt.clone(), a.optional));
-        }
-        let Some((pid, pm)) = parent else { return };
-        let parent_ty = pm.attrs.get(&a.name.sym).map(|(pt, _)| pt);
-        if a.optional
-            && self.inherited_required(*pid, a.name.sym) == Some(true)
-            && parent_ty
-                .is_none_or(|pt| pt.is_any() || nt.is_any() || self.ty_str(pt) == self.ty_str(&nt))
-        {
-            let msg = format!(
-                "can't change the required schema attribute of '{}' to optional",
-                a.name.sym
-            );
-            self.err(ErrKind::Type, msg, a.name.span);
             return;
         }
+        first.insert(a.name.sym, (nt.clone(), a.optional));
+        let Some((pid, pm)) = parent else { return };
+        let parent_ty = pm.attrs.get(&a.name.sym).map(|(pt, _)| pt);
         if let Some(pt) = parent_ty
             && !pt.is_any()
             && !nt.is_any()
@@ -471,7 +461,10 @@ impl<'a> Checker<'a> {
                 "can't change schema field type of '{}' from {shown} to {shown}",
                 a.name.sym
             );
-            self.err(ErrKind::Type, msg, a.name.span);
+            self.err(ErrKind::Type, msg, a.decl_span());
+        }
+        if a.optional && self.inherited_required(*pid, a.name.sym) == Some(true) {
+            required_to_optional(self);
         }
     }
 
