@@ -124,12 +124,16 @@ fn quantity(s: &str) -> RtResult<i64> {
     Ok(v.wrapping_mul(mult))
 }
 
-pub(super) fn b_float(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
+pub(super) fn b_float(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let v = arg(args, kw, 0, "number")
         .cloned()
         .unwrap_or(Value::Float(0.0));
     match float_of(v)? {
-        // upstream refuses an infinite float here (and names it `inf` whatever its sign)
+        // upstream refuses an infinite float here, and under `-r` one beyond the 32-bit range
+        // (the number is then `inf` as a 32-bit float; `inf` whatever its sign)
+        Value::Float(f) if h.strict_range_check() && f.abs() > f32::MAX as f64 => Err(
+            RtError::eval("inf: A 32-bit floating point number overflow"),
+        ),
         Value::Float(f) if f.is_infinite() => Err(RtError::eval(
             "inf: A 64-bit floating point number overflow",
         )),

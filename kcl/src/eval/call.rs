@@ -242,6 +242,9 @@ impl value::Host for HostCtx<'_> {
     fn exec_workdir(&self) -> String {
         self.ev.opts.exec_workdir.clone()
     }
+    fn strict_range_check(&self) -> bool {
+        self.ev.opts.strict_range_check
+    }
     fn current_file(&self) -> String {
         crate::ast::source_map()
             .get(self.ctx.file)

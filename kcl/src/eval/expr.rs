@@ -58,17 +58,10 @@ impl Evaluator {
     pub fn binop(&self, op: ast::BinOp, a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
         match conv_bin(op) {
             Some(o) => {
-                let r = value::binary(o, a, b).map_err(|e| self.rt(e, span))?;
-                if let (true, Value::Int(i)) = (self.opts.strict_range_check, &r)
-                    && i32::try_from(*i).is_err()
-                {
-                    return Err(EvalError::new(
-                        ErrKind::Evaluation,
-                        format!("{i}: A 32 bit integer overflow"),
-                        Some(span),
-                    ));
+                if self.opts.strict_range_check {
+                    value::strict_range_check(o, a, b).map_err(|e| self.rt(e, span))?;
                 }
-                Ok(r)
+                value::binary(o, a, b).map_err(|e| self.rt(e, span))
             }
             None => Ok(match op {
                 ast::BinOp::And => {

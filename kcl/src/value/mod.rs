@@ -20,7 +20,10 @@ use indexmap::IndexMap;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 pub use num::{float_to_str, float_to_yaml, unit_multiplier};
-pub use ops::{BinOp, CmpOp, binary, compare, unary_invert, unary_neg, unary_not, unary_pos};
+pub use ops::{
+    BinOp, CmpOp, binary, compare, strict_range_check, unary_invert, unary_neg, unary_not,
+    unary_pos,
+};
 pub use strfmt::to_str;
 pub use union::{check_union, merge_entry_with, union, union_with};
 
@@ -344,6 +347,10 @@ pub trait Host {
     /// `file.workdir()`: the work directory the run was given (empty when none).
     fn exec_workdir(&self) -> String {
         String::new()
+    }
+    /// `-r`: numbers are checked against the 32-bit ranges.
+    fn strict_range_check(&self) -> bool {
+        false
     }
     /// `file.current()`: the file being evaluated.
     fn current_file(&self) -> String {

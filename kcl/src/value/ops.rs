@@ -112,6 +112,11 @@ fn mixed_sum(f: f64) -> RtResult<Value> {
     if f.is_nan() || f.abs() <= f32::MAX as f64 {
         return Ok(Value::Float(f));
     }
+    Err(f32_overflow(f))
+}
+
+/// Upstream's 32-bit float overflow error for `f`, worded as [`mixed_sum`] says.
+fn f32_overflow(f: f64) -> RtError {
     let repr = if f.is_infinite() {
         if f > 0.0 {
             "inf".to_string()
@@ -119,13 +124,60 @@ fn mixed_sum(f: f64) -> RtResult<Value> {
             "-inf".to_string()
         }
     } else {
-        let mut s = String::new();
-        super::float_to_yaml(f, &mut s);
-        s
+        // the shortest digits that read back, with an exponent (`1.6069380442589903e60`)
+        format!("{f:e}")
     };
-    Err(RtError::eval(
-        format!("{repr}: A 32-bit floating point number overflow").replacen('e', "e+", 1),
-    ))
+    RtError::eval(format!("{repr}: A 32-bit floating point number overflow").replacen('e', "e+", 1))
+}
+
+/// Upstream's `-r` (strict range check) on an operation, before it runs. On two ints,
+/// `+ - * ** << >>` fail when an operand or the operation in 32 bits overflows (the message
+/// names the exact result); with a float operand, `+ - * **` fail when an operand or the
+/// result is beyond the 32-bit float range. Other operators and operands are not checked.
+pub fn strict_range_check(op: BinOp, a: &Value, b: &Value) -> RtResult<()> {
+    use BinOp::*;
+    let fits = |v: i64| i32::try_from(v).is_ok();
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        let (x, y) = (*x, *y);
+        let (xi, yi, n) = (x as i32, y as i32, y as u32);
+        let (overflow, exact) = match op {
+            Add => (xi.checked_add(yi).is_none(), x as i128 + y as i128),
+            Sub => (xi.checked_sub(yi).is_none(), x as i128 - y as i128),
+            Mul => (xi.checked_mul(yi).is_none(), x as i128 * y as i128),
+            Pow => (xi.checked_pow(n).is_none(), (x as i128).wrapping_pow(n)),
+            LShift => (xi.checked_shl(n).is_none(), (x as i128).wrapping_shl(n)),
+            RShift => (xi.checked_shr(n).is_none(), (x as i128).wrapping_shr(n)),
+            _ => return Ok(()),
+        };
+        if overflow || !fits(x) || !fits(y) {
+            return Err(RtError::eval(format!("{exact}: A 32 bit integer overflow")));
+        }
+        return Ok(());
+    }
+    let float = |v: &Value| match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    };
+    if !matches!(a, Value::Float(_)) && !matches!(b, Value::Float(_)) {
+        return Ok(());
+    }
+    let (Some(x), Some(y)) = (float(a), float(b)) else {
+        return Ok(());
+    };
+    let beyond = |f: f64| f > f32::MAX as f64 || f < f32::MIN as f64;
+    let r = match op {
+        Add => x + y,
+        Sub => x - y,
+        Mul => x * y,
+        Pow => x.powf(y),
+        _ => return Ok(()),
+    };
+    let pow_exponent = op == Pow && !fits(y as i64);
+    if beyond(x) || beyond(y) || pow_exponent || beyond(r) {
+        return Err(f32_overflow(r));
+    }
+    Ok(())
 }
 
 /// Numbers as (int, float) views; bools count as ints in arithmetic.
@@ -215,14 +267,16 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                     )),
                     _ => Ok(Value::Int(py_mod_i(x, y))),
                 },
-                Pow => match x.checked_pow(y as u32) {
+                // an exponent or a shift count beyond 32 bits overflows whatever it
+                // truncates to
+                Pow => match x.checked_pow(y as u32).filter(|_| i32::try_from(y).is_ok()) {
                     Some(r) => Ok(Value::Int(r)),
                     None => Err(RtError::eval(format!(
                         "{}: A 64 bit integer overflow",
                         (x as i128).wrapping_pow(y as u32)
                     ))),
                 },
-                LShift | RShift if (y as u32) >= 64 => {
+                LShift | RShift if (y as u32) >= 64 || i32::try_from(y).is_err() => {
                     let r = if op == LShift {
                         (x as i128).wrapping_shl(y as u32)
                     } else {
