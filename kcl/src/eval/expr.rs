@@ -167,6 +167,16 @@ impl Evaluator {
                             return Ok(v);
                         }
                     }
+                    // `dict | instance`: the instance made again from both
+                    if let (Value::Dict(_), Value::Schema(_)) = (&a, &b) {
+                        let span = e.span;
+                        let rb = |i: &Value, x: &Value| match x {
+                            Value::None => self.rebuild_merged(i, x, None, span),
+                            _ => self.rebuild_nested(i, x, span),
+                        };
+                        return value::union_dict_instance(a, &b, &rb)
+                            .map_err(|x: EvalError| x.or_span(span));
+                    }
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
                         value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {

@@ -184,7 +184,9 @@ impl Evaluator {
                     _ => merged,
                 }
             }
-            Some(c) => self.union_eval(c, &v, u.value.span)?,
+            // (a value assigned after an earlier declaration, which the merge of the main
+            // package leaves alone: upstream unifies with it, conflicts checked)
+            Some(c) => self.union_checked(c, &v, u.value.span)?,
             None => v,
         };
         self.set_global(pkg, name, v);

@@ -347,7 +347,6 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
             }
             Ok(Value::from(v))
         }
-        (BitOr, Value::Dict(_), Value::Schema(_)) => Err(unsupported("|", a, b)),
         (BitOr, _, _)
             if (a.is_config() || b.is_config())
                 && (a.is_config() || a.is_none_or_undefined())

@@ -69,61 +69,13 @@ fn union_into<E: From<RtError>>(
                 *a = v;
                 return Ok(());
             }
-            // an instance merged into a plain dict: upstream merges the instance's values
-            // into the dict (what it was configured with `:` as a union, conflicts checked as
-            // between dicts; the rest as overrides), then makes an instance of the schema
-            // again from the result, whose attributes keep the dict's order
+            // an instance merged into a plain dict: the instance made again from both, with
+            // the dict's keys first
             if let (Some(rb), Value::Dict(_), Value::Schema(bs)) = (rb, &*a, b)
-                && let Some(origin) = &bs.origin
+                && let Some(v) = dict_then_instance(a, bs, check, depth, rb, true)?
             {
-                let ad = a.dict_mut().unwrap();
-                for (k, v) in &bs.attrs.map {
-                    if matches!(v, Value::Undefined) {
-                        continue;
-                    }
-                    let unified = origin
-                        .keys
-                        .iter()
-                        .any(|(ok, replaced)| ok == k && !replaced);
-                    let op = if unified {
-                        ConfigOp::Union
-                    } else {
-                        ConfigOp::Override
-                    };
-                    merge_entry_in(ad, k, v, op, None, check, depth, Some(rb))?;
-                }
-                let keys: super::ConfigKeys = ad
-                    .map
-                    .keys()
-                    .map(|k| (k.clone(), ad.op_of(k).0 != ConfigOp::Union))
-                    .collect();
-                let inst = super::SchemaInst {
-                    name: bs.name.clone(),
-                    pkg: bs.pkg.clone(),
-                    attrs: ad.clone(),
-                    ty: bs.ty.clone(),
-                    span: bs.span,
-                    origin: Some(Rc::new(super::Origin {
-                        keys: keys.clone(),
-                        args: origin.args.clone(),
-                        kwargs: origin.kwargs.clone(),
-                    })),
-                };
-                // (`None` merges nothing: the instance is made again from its config)
-                if let Some(mut v) = rb(&Value::Schema(Rc::new(inst)), &Value::None)? {
-                    if let Value::Schema(s) = &mut v {
-                        let attrs = &mut Rc::make_mut(s).attrs.map;
-                        let mut at = 0;
-                        for (k, _) in keys.iter() {
-                            if let Some(i) = attrs.get_index_of(k) {
-                                attrs.move_index(i, at);
-                                at += 1;
-                            }
-                        }
-                    }
-                    *a = v;
-                    return Ok(());
-                }
+                *a = v;
+                return Ok(());
             }
             // (without a way to rebuild it: its values override, what it was configured with
             // `:` merges into dicts, the dict's other keys stay)
@@ -160,6 +112,93 @@ fn union_into<E: From<RtError>>(
             Ok(())
         }
     }
+}
+
+/// An instance `bs` merged into the plain dict `a`, as upstream does it: the instance's
+/// values go into the dict (what it was configured with `:` as a union, conflicts checked as
+/// between dicts; the rest as overrides; an attribute it leaves undefined keeps the dict's
+/// value, or takes its place), then the schema is made again from the result. `dict_order`:
+/// the dict's keys come first (a config's repeated key); else the schema's order (`|`).
+/// `None` when the instance cannot be made again.
+fn dict_then_instance<E: From<RtError>>(
+    a: &mut Value,
+    bs: &super::SchemaInst,
+    check: bool,
+    depth: usize,
+    rb: Rebuild<'_, E>,
+    dict_order: bool,
+) -> Result<Option<Value>, E> {
+    let Some(origin) = &bs.origin else {
+        return Ok(None);
+    };
+    let ad = a.dict_mut().unwrap();
+    for (k, v) in &bs.attrs.map {
+        if matches!(v, Value::Undefined) {
+            if !ad.map.contains_key(k) {
+                ad.map.insert(k.clone(), Value::Undefined);
+            }
+            continue;
+        }
+        let unified = origin
+            .keys
+            .iter()
+            .any(|(ok, replaced)| ok == k && !replaced);
+        let op = if unified {
+            ConfigOp::Union
+        } else {
+            ConfigOp::Override
+        };
+        merge_entry_in(ad, k, v, op, None, check, depth, Some(rb))?;
+    }
+    let keys: super::ConfigKeys = ad
+        .map
+        .iter()
+        .filter(|(_, v)| !matches!(v, Value::Undefined))
+        .map(|(k, _)| (k.clone(), ad.op_of(k).0 != ConfigOp::Union))
+        .collect();
+    let order: Vec<super::Str> = ad.map.keys().cloned().collect();
+    let inst = super::SchemaInst {
+        name: bs.name.clone(),
+        pkg: bs.pkg.clone(),
+        attrs: ad.clone(),
+        ty: bs.ty.clone(),
+        span: bs.span,
+        origin: Some(Rc::new(super::Origin {
+            keys,
+            args: origin.args.clone(),
+            kwargs: origin.kwargs.clone(),
+        })),
+    };
+    // (`None` merges nothing: the instance is made again from its config)
+    let Some(mut v) = rb(&Value::Schema(Rc::new(inst)), &Value::None)? else {
+        return Ok(None);
+    };
+    if dict_order && let Value::Schema(s) = &mut v {
+        let attrs = &mut Rc::make_mut(s).attrs.map;
+        let mut at = 0;
+        for k in &order {
+            if let Some(i) = attrs.get_index_of(k) {
+                attrs.move_index(i, at);
+                at += 1;
+            }
+        }
+    }
+    Ok(Some(v))
+}
+
+/// `dict | instance` (`|` at run time): the instance made again from both in the schema's
+/// order (see [`dict_then_instance`]); a plain union when it cannot be.
+pub fn union_dict_instance<E: From<RtError>>(
+    mut a: Value,
+    b: &Value,
+    rb: Rebuild<'_, E>,
+) -> Result<Value, E> {
+    if let (Value::Dict(_), Value::Schema(bs)) = (&a, b)
+        && let Some(v) = dict_then_instance(&mut a, bs, true, 0, rb, false)?
+    {
+        return Ok(v);
+    }
+    union_with(a, b, true, rb)
 }
 
 /// Apply one config entry `k <op> v` to `d`.
