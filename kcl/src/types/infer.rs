@@ -183,6 +183,9 @@ impl<'a> Checker<'a> {
                     // whose operands' types it reports first: `int | str` are functions)
                     if let ast::TypeKind::Union(ms) = &ty.kind {
                         self.type_union_as_expr(env, ms, ty.span);
+                    } else {
+                        // (`{str:T}` and `[T]` are a dict and a list of names to it)
+                        self.names_of_type_as_expr(env, ty);
                     }
                     let msg = "keyword 'as' right operand must be a type".to_string();
                     self.err(ErrKind::Compile, msg, value.span.shrink_to_lo());
@@ -466,6 +469,22 @@ impl<'a> Checker<'a> {
 
     /// The members of a type union written where an expression is read (`x as int | str`),
     /// typed as the expression `a | b | ...`: names as values, literals as literals.
+    /// The names in a dict or list type read as an expression (the right operand of `as`):
+    /// each must be defined (a dict's values; its keys are the keys' text).
+    fn names_of_type_as_expr(&mut self, env: &Env, ty: &ast::Type) {
+        match &ty.kind {
+            ast::TypeKind::Named(id) => self.check_defined(env, id.names[0].sym, id.names[0].span),
+            ast::TypeKind::List(e) => {
+                if let Some(e) = e {
+                    self.names_of_type_as_expr(env, e);
+                }
+            }
+            // (a name as a config key is the key's text)
+            ast::TypeKind::Dict(_, Some(v)) => self.names_of_type_as_expr(env, v),
+            _ => {}
+        }
+    }
+
     fn type_union_as_expr(&mut self, env: &Env, ms: &[ast::Type], at: Span) {
         let mut acc: Option<Ty> = None;
         for m in ms {

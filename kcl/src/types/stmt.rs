@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// Names declared before a package's statements: schemas and other definitions, type aliases,
+/// and each file's imports.
+type Declared<'a> = (
+    &'a FxHashMap<Symbol, Span>,
+    &'a FxHashMap<Symbol, Span>,
+    &'a FxHashMap<Symbol, Span>,
+);
+
 impl<'a> Checker<'a> {
     pub(super) fn check_pkg(&mut self, pkg: usize) {
         let modules = self.pkgs[pkg].modules;
@@ -74,8 +82,7 @@ impl<'a> Checker<'a> {
                 })
                 .collect();
             for s in &m.body {
-                self.check_reassigned(pkg, s, &defined, &aliases, &imports, &mut first);
-                self.declare_globals(&env, std::slice::from_ref(s));
+                self.scan_declaration(pkg, &env, s, (&defined, &aliases, &imports), &mut first);
             }
         }
         self.early_scope = false;
@@ -123,6 +130,27 @@ impl<'a> Checker<'a> {
         let mut seen = rustc_hash::FxHashSet::default();
         self.errors
             .retain(|e| seen.insert((e.kind.code_title(), e.msg.clone(), e.span, e.notes.clone())));
+    }
+
+    /// Upstream's first scan of one package-level statement: an assignment of a name
+    /// declared before is an ImmutableError, and an annotation's type names must be defined;
+    /// the statements under an `if` are scanned one by one, in order.
+    fn scan_declaration(
+        &mut self,
+        pkg: usize,
+        env: &Env,
+        s: &Stmt,
+        (defined, aliases, imports): Declared<'_>,
+        first: &mut FxHashMap<Symbol, Span>,
+    ) {
+        if let StmtKind::If(i) = &s.kind {
+            for x in i.body.iter().chain(i.orelse.iter()) {
+                self.scan_declaration(pkg, env, x, (defined, aliases, imports), first);
+            }
+            return;
+        }
+        self.check_reassigned(pkg, s, defined, aliases, imports, first);
+        self.declare_globals(env, std::slice::from_ref(s));
     }
 
     /// A public package-level name `s` assigns again (or a schema's, alias's or the file's
@@ -355,6 +383,19 @@ impl<'a> Checker<'a> {
                         let t = self.infer(env, &a.value);
                         if let Some(target) = a.targets.first() {
                             self.fits(&t, &Ty::Any, target.span, None);
+                        }
+                        // each of several targets assigned before keeps its first type
+                        if top && a.targets.len() > 1 {
+                            for target in a.targets.iter().filter(|t| t.path.is_empty()) {
+                                let known = self.pkgs[env.pkg]
+                                    .assigned_ty
+                                    .get(&target.name.sym)
+                                    .filter(|t| !t.is_any())
+                                    .cloned();
+                                if let Some(ty) = known {
+                                    self.fits(&t, &ty, target.span, None);
+                                }
+                            }
                         }
                         // the variable's type: literals widened, then upstream's sup (`int |
                         // float` from round() is `float`)

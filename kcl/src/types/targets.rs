@@ -128,6 +128,11 @@ impl<'a> Checker<'a> {
                     }
                     self.module_member_type(t.name.span.file, t.name.sym, n.sym)?
                 }
+                // a string's item is a string; a scalar has no items
+                (ast::TargetPath::Index(_), Ty::Str | Ty::StrLit(_)) => Ty::Str,
+                (ast::TargetPath::Index(_), _) if self.not_subscriptable(&ty.clone(), at) => {
+                    return None;
+                }
                 (ast::TargetPath::Attr(n), _) if ty.has_no_attributes() => {
                     let msg = format!("attribute '{}' not found in '{}'", n.sym, self.ty_str(&ty));
                     self.err(ErrKind::Type, msg, at);
