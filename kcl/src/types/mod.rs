@@ -113,6 +113,15 @@ struct SchemaInfo<'a> {
     members: OnceCell<Rc<Members>>,
 }
 
+/// A package's private names as its declaration scan meets their assignments: per name, the
+/// type it has so far, its first annotation's type and place; and where each was assigned
+/// last (annotated or not).
+#[derive(Default)]
+struct PrivateScan {
+    annotated: indexmap::IndexMap<Symbol, (Ty, Ty, Span), rustc_hash::FxBuildHasher>,
+    latest: FxHashMap<Symbol, Span>,
+}
+
 /// Attributes a schema accepts, with their declared types.
 #[derive(Default)]
 struct Members {
@@ -154,6 +163,9 @@ struct PkgInfo<'a> {
     /// The type each package-level name got from its first assignment (its annotation, else
     /// its value's variable type): later plain assignments must fit it, as upstream's.
     assigned_ty: FxHashMap<Symbol, Ty>,
+    /// A private name annotated more than once with other types: the type it ends with (its
+    /// last annotation but `any`) and where it is assigned last (see `check_private_annotations`).
+    private_final: FxHashMap<Symbol, (Ty, Span)>,
     /// Every name the package defines at its top level, in order of definition.
     defined: indexmap::IndexSet<Symbol, rustc_hash::FxBuildHasher>,
 }
@@ -208,6 +220,9 @@ struct Checker<'a> {
     early_scope: bool,
     /// Type aliases are no "did you mean" candidates (upstream's first look at an alias).
     aliases_unoffered: bool,
+    /// The annotations of private names seen by the declaration scan so far (see
+    /// `scan_private_assignment`).
+    private_scan: PrivateScan,
     /// The values of config keys (by span) whose types later entries may need, and the types
     /// inferred for them (see `lookup_at`).
     key_want: rustc_hash::FxHashSet<Span>,
@@ -333,6 +348,7 @@ impl<'a> Checker<'a> {
             reached: Default::default(),
             early_scope: false,
             aliases_unoffered: false,
+            private_scan: PrivateScan::default(),
             key_want: Default::default(),
             key_tys: FxHashMap::default(),
             schema_if_depth: 0,
@@ -354,6 +370,7 @@ impl<'a> Checker<'a> {
                 inferred_ty: FxHashMap::default(),
                 unified: FxHashMap::default(),
                 assigned_ty: FxHashMap::default(),
+                private_final: FxHashMap::default(),
                 defined: Default::default(),
             };
             let mut counts: FxHashMap<Symbol, u32> = FxHashMap::default();

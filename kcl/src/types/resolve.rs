@@ -606,6 +606,10 @@ impl<'a> Checker<'a> {
             }
         }
         let p = &self.pkgs[env.pkg];
+        // a private name annotated more than once has the type it ends with
+        if let Some((t, _)) = p.private_final.get(&s) {
+            return t.clone();
+        }
         if let Some(&(t, f)) = p.globals.get(&s) {
             let pkg = env.pkg;
             return self.resolve_type(pkg, f, t);

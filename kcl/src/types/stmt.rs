@@ -86,6 +86,7 @@ impl<'a> Checker<'a> {
             }
         }
         self.early_scope = false;
+        self.finish_private_annotations(pkg);
         // index signatures and attribute redeclarations are checked as the package's schema
         // types are built, before any statement is walked
         for m in modules {
@@ -150,6 +151,7 @@ impl<'a> Checker<'a> {
             return;
         }
         self.check_reassigned(pkg, s, defined, aliases, imports, first);
+        self.scan_private_assignment(pkg, env.file, s);
         self.declare_globals(env, std::slice::from_ref(s));
     }
 
@@ -185,7 +187,7 @@ impl<'a> Checker<'a> {
                 .with_note(prev, format!("The variable '{n}' is declared here"))
                 .with_mutable_hint(n);
                 self.errors.push(e);
-                return;
+                continue;
             }
             first.insert(n, sp);
         }
@@ -197,6 +199,72 @@ impl<'a> Checker<'a> {
             }
             first.insert(n, sp);
         }
+    }
+
+    /// A private package variable annotated again with another type, as upstream's resolver
+    /// sees it while it scans the package's assignments: an annotation that changes the type
+    /// the name has so far is an error (`any` changes nothing). See also
+    /// [`Self::finish_private_annotations`].
+    fn scan_private_assignment(&mut self, pkg: usize, file: FileId, s: &Stmt) {
+        let StmtKind::Assign(a) = &s.kind else { return };
+        for (i, target) in a.targets.iter().enumerate() {
+            let n = target.name.sym;
+            if !target.path.is_empty() || !n.as_str().starts_with('_') {
+                continue;
+            }
+            let at = target.span.shrink_to_lo();
+            let ty = if i == 0 { a.ty.as_ref() } else { None };
+            if let Some(ty) = ty {
+                let t = self.resolve_type(pkg, file, ty);
+                match self.private_scan.annotated.get(&n).map(|c| c.0.clone()) {
+                    None => {
+                        self.private_scan.annotated.insert(n, (t.clone(), t, at));
+                    }
+                    Some(cur) => {
+                        if !cur.is_any() && self.ty_str(&t) != self.ty_str(&cur) {
+                            let prev = self.private_scan.latest.get(&n).copied().unwrap_or(at);
+                            self.type_change_error(n, &cur, at, prev, &cur);
+                        }
+                        if !t.is_any() {
+                            self.private_scan.annotated.get_mut(&n).unwrap().0 = t;
+                        }
+                    }
+                }
+            }
+            self.private_scan.latest.insert(n, at);
+        }
+    }
+
+    /// After the scan: a private name has its last type, and a first annotation of another
+    /// type (one the last does not take in, as `float` takes `int`) is an error at it, noted
+    /// at the name's last assignment. The statements' own annotations are checked against
+    /// that type as they are walked.
+    fn finish_private_annotations(&mut self, pkg: usize) {
+        let scan = std::mem::take(&mut self.private_scan);
+        for (n, (last_ty, first_ty, first_at)) in scan.annotated {
+            let last_at = scan.latest.get(&n).copied().unwrap_or(first_at);
+            let sub = |a: SchemaId, b: SchemaId| self.is_sub_schema(a, b);
+            if self.ty_str(&first_ty) != self.ty_str(&last_ty)
+                && !sup_subsume(&first_ty, &last_ty, &sub)
+            {
+                self.type_change_error(n, &last_ty, first_at, last_at, &last_ty);
+            }
+            if !last_ty.is_any() {
+                self.pkgs[pkg].assigned_ty.insert(n, last_ty.clone());
+            }
+            self.pkgs[pkg].private_final.insert(n, (last_ty, last_at));
+        }
+    }
+
+    /// Upstream's "can not change the type of 'n' to T" at `at`, noted "expected E" at `note`.
+    fn type_change_error(&mut self, n: Symbol, to: &Ty, at: Span, note: Span, expected: &Ty) {
+        let e = EvalError::new(
+            ErrKind::Type,
+            format!("can not change the type of '{n}' to {}", self.ty_str(to)),
+            Some(at),
+        )
+        .with_note(note, format!("expected {}", self.ty_str(expected)));
+        self.errors.push(e);
     }
 
     /// A private package variable (the only kind assigned more than once) has the type of
@@ -307,7 +375,22 @@ impl<'a> Checker<'a> {
                     // `a: T = b = v` checks the value once, at the first target
                     (Some(t), [target, ..]) => {
                         self.check_type_names(env, t);
-                        let ty = self.resolve_type(env.pkg, env.file, t);
+                        let mut ty = self.resolve_type(env.pkg, env.file, t);
+                        // a private name annotated elsewhere with another type: this
+                        // annotation may not change it, and the value must fit that type
+                        if top
+                            && target.path.is_empty()
+                            && let Some((last, last_at)) = self.pkgs[env.pkg]
+                                .private_final
+                                .get(&target.name.sym)
+                                .cloned()
+                        {
+                            if !ty.is_any() && self.ty_str(&ty) != self.ty_str(&last) {
+                                let at = target.span.shrink_to_lo();
+                                self.type_change_error(target.name.sym, &ty, at, last_at, &last);
+                            }
+                            ty = last;
+                        }
                         self.check_assigned(env, &a.value, &ty, target.span, Some(target.span));
                         if top && target.path.is_empty() {
                             self.pkgs[env.pkg]
