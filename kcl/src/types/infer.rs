@@ -474,11 +474,7 @@ impl<'a> Checker<'a> {
     fn names_of_type_as_expr(&mut self, env: &Env, ty: &ast::Type) {
         match &ty.kind {
             ast::TypeKind::Named(id) => self.check_defined(env, id.names[0].sym, id.names[0].span),
-            ast::TypeKind::List(e) => {
-                if let Some(e) = e {
-                    self.names_of_type_as_expr(env, e);
-                }
-            }
+            ast::TypeKind::List(Some(e)) => self.names_of_type_as_expr(env, e),
             // (a name as a config key is the key's text)
             ast::TypeKind::Dict(_, Some(v)) => self.names_of_type_as_expr(env, v),
             _ => {}
