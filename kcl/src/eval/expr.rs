@@ -400,7 +400,7 @@ impl Evaluator {
                     }),
                     _ => None,
                 };
-                // `as` is upstream's strict check: an instance must be of that schema (or a
+                // `as` is upstream's strict check: an instance must be of that schema (not a
                 // subschema), where assignments accept any instance
                 let mut refused = None;
                 let strict_ok = match (&v, &ty.kind) {
@@ -418,7 +418,7 @@ impl Evaluator {
                             .and_then(super::schema::as_schema_type)
                         {
                             Some(st) => {
-                                let ok = super::schema::is_instance_of(self, inst, &st);
+                                let ok = super::schema::is_exact_instance(inst, &st);
                                 if !ok {
                                     refused = Some((st, inst.attrs.clone()));
                                 }

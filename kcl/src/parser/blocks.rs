@@ -138,6 +138,24 @@ impl<'a> Parser<'a> {
                 Expr::missing(self.span(t.lo, t.lo))
             }
             Tok::Str { .. } | Tok::LBracket | Tok::LBrace => self.parse_primary(),
+            // `True` and `False` are names to upstream's parser there (its resolver then finds
+            // no such name); of the other literals only a string may be a target
+            Tok::True | Tok::False => {
+                self.bump();
+                let sym = Symbol::intern(self.text(t));
+                Expr {
+                    kind: ExprKind::Ident(sym),
+                    span: self.tspan(t),
+                }
+            }
+            Tok::Number => {
+                self.expected(&["str"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
+            Tok::LParen => {
+                self.expected(&["[", "{"]);
+                Expr::missing(self.span(t.lo, t.lo))
+            }
             _ => {
                 self.expected(&["identifier", "literal"]);
                 Expr::missing(self.span(t.lo, t.lo))

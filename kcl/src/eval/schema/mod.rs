@@ -178,25 +178,21 @@ pub fn declares(inst: &SchemaInst, name: &str) -> bool {
     }
 }
 
-/// Is `inst` an instance of `ty` or of one of its subtypes?
-pub fn is_instance_of(ev: &Evaluator, inst: &SchemaInst, ty: &Rc<SchemaType>) -> bool {
+/// Whether `inst` was made by schema `ty` itself, no subschema of it (upstream's `as`).
+pub fn is_exact_instance(inst: &SchemaInst, ty: &Rc<SchemaType>) -> bool {
     let Some(t) = &inst.ty else { return false };
-    let Ok(mut cur) = t.clone().downcast::<SchemaType>() else {
-        return false;
+    t.clone()
+        .downcast::<SchemaType>()
+        .is_ok_and(|cur| same_schema(&cur, ty))
+}
+
+/// One schema: the same type, or the same name in related package paths (one file can be
+/// loaded both as part of its folder package and on its own).
+fn same_schema(a: &Rc<SchemaType>, b: &Rc<SchemaType>) -> bool {
+    let related = |x: &str, y: &str| {
+        x == y || x.starts_with(&format!("{y}.")) || y.starts_with(&format!("{x}."))
     };
-    loop {
-        // by name: one file can be loaded both as part of its folder package and on its own
-        let related = |a: &str, b: &str| {
-            a == b || a.starts_with(&format!("{b}.")) || b.starts_with(&format!("{a}."))
-        };
-        if Rc::ptr_eq(&cur, ty) || (cur.name == ty.name && related(&cur.pkgpath, &ty.pkgpath)) {
-            return true;
-        }
-        match ev.parent_of(&cur) {
-            Ok(Some(p)) => cur = p,
-            _ => return false,
-        }
-    }
+    Rc::ptr_eq(a, b) || (a.name == b.name && related(&a.pkgpath, &b.pkgpath))
 }
 
 fn collect_targets(s: &Stmt, out: &mut Vec<Symbol>) {
