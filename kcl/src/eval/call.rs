@@ -148,23 +148,43 @@ impl Evaluator {
             ..c.ctx.clone()
         };
         let params = &c.lambda.params;
+        // Upstream evaluates every default at each call, converted to its parameter's type
+        // (a default that does not fit fails there, at the default, even when an argument is
+        // given), before it binds the arguments.
+        let mut defaults = Vec::with_capacity(params.len());
+        for p in params {
+            defaults.push(match &p.default {
+                Some(d) => {
+                    let v = self.eval(&ctx, d)?;
+                    Some(match &p.ty {
+                        Some(t) => self.convert_type(&ctx, v, t, d.span)?,
+                        None => v,
+                    })
+                }
+                None => None,
+            });
+        }
         // Upstream checks argument counts and keyword names only statically (where the callee
         // is known, see types::Checker::lambda_call); at run time extra arguments and unknown
         // keywords are ignored, a missing argument is its default or None, and a keyword
         // argument wins over a positional one.
-        for (i, p) in params.iter().enumerate() {
-            let v = if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
-                v.clone()
-            } else if i < args.len() {
-                args[i].clone()
-            } else if let Some(d) = &p.default {
-                self.eval(&ctx, d)?
-            } else {
-                Value::None
-            };
-            let v = match &p.ty {
-                Some(t) => self.convert_type(&ctx, v, t, span)?,
-                None => v,
+        for ((i, p), default) in params.iter().enumerate().zip(defaults) {
+            let given =
+                if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
+                    Some(v.clone())
+                } else {
+                    args.get(i).cloned()
+                };
+            let v = match (given, default) {
+                (Some(v), _) => match &p.ty {
+                    Some(t) => self.convert_type(&ctx, v, t, span)?,
+                    None => v,
+                },
+                (None, Some(d)) => d,
+                (None, None) => match &p.ty {
+                    Some(t) => self.convert_type(&ctx, Value::None, t, span)?,
+                    None => Value::None,
+                },
             };
             scope.vars.borrow_mut().insert(p.name.sym, v);
         }

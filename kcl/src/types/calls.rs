@@ -34,7 +34,7 @@ impl<'a> Checker<'a> {
         {
             // upstream names the callee by its dotted path; other callees are
             // checked at run time
-            return self.lambda_call(env, dotted(func), f, args, e.span);
+            return self.lambda_call(env, callee_name(func), f, args, e.span);
         }
         if arity.is_none()
             && let Ty::SchemaType(id) = func_ty
@@ -292,12 +292,14 @@ impl<'a> Checker<'a> {
                 None => {
                     self.infer(env, a);
                     // (once, at the first argument too many)
-                    if let Some(name) = &name
-                        && i == f.params.len()
-                    {
+                    if i == f.params.len() {
                         let n = f.params.len();
+                        let callee = match &name {
+                            Some(name) => format!("\"{name}\""),
+                            None => "anonymous function".to_string(),
+                        };
                         let msg = format!(
-                            "\"{name}\" takes {n} positional {} but {} were given",
+                            "{callee} takes {n} positional {} but {} were given",
                             if n > 1 { "arguments" } else { "argument" },
                             args.args.len()
                         );
@@ -339,7 +341,7 @@ impl<'a> Checker<'a> {
             .filter(|(p, _, d)| !d && args.keywords.iter().any(|k| *p == Some(k.name.sym)))
             .count();
         let given = args.args.len() + named_required;
-        if name.is_some() && given < required {
+        if given < required {
             let msg = format!(
                 "expected {required} positional {}, found {given}",
                 if required > 1 {
@@ -478,7 +480,7 @@ pub(super) fn builtin_fn_arity(name: &str) -> Option<(usize, Option<usize>)> {
         | "any_true" => (1, Some(1)),
         "int" | "round" | "sorted" | "typeof" | "sum" => (1, Some(2)),
         "str" | "list" | "bool" => (0, Some(1)),
-        "pow" => (2, Some(3)),
+        "pow" | "reduce" => (2, Some(3)),
         "range" => (0, Some(3)),
         "multiplyof" => (2, Some(2)),
         "option" => (1, Some(5)),
@@ -507,6 +509,11 @@ pub(super) fn builtin_fn_params(name: &str) -> Option<Vec<(&'static str, Ty)>> {
         "range" => &[("start", "int"), ("stop", "int"), ("step", "int")],
         "sum" => &[("iterable", "[any]"), ("start", "any")],
         "pow" => &[("x", "num"), ("y", "num"), ("z", "num")],
+        "reduce" => &[
+            ("function", "(any, any) -> any"),
+            ("iterable", "[any]"),
+            ("initial", "any"),
+        ],
         "round" => &[("number", "num"), ("ndigits", "int")],
         "int" => &[("number", "any"), ("base", "int")],
         "float" => &[("number", "any")],
@@ -658,10 +665,19 @@ impl Checker<'_> {
 }
 
 /// A type whose values can never be called (`None` and `any` may stand for anything).
+/// How upstream names a called function in its messages: its dotted path, else the attribute
+/// a selector reads (`{g = f}.g(1)`: "g"); `None` for an anonymous callee.
+fn callee_name(func: &Expr) -> Option<String> {
+    dotted(func).or_else(|| match &func.kind {
+        ExprKind::Selector(x) if !x.optional => Some(x.attr.sym.as_str().to_string()),
+        _ => None,
+    })
+}
+
 fn not_callable(t: &Ty) -> bool {
     match t {
         _ if t.is_scalar() => true,
-        Ty::List(_) | Ty::Dict(..) | Ty::Module(_) => true,
+        Ty::None | Ty::List(_) | Ty::Dict(..) | Ty::Module(_) => true,
         Ty::Union(ts) => ts.iter().all(not_callable),
         _ => false,
     }

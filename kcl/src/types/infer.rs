@@ -871,7 +871,9 @@ impl<'a> Checker<'a> {
                     && matches!(strip_paren(x).kind, ExprKind::Config(_))
                 {
                     // a config literal is checked member by member against the declared type
-                    self.check_value(env, x, rt, x.span, None);
+                    // (a whole mismatch noted at the declared type)
+                    let def = self.lambda_ret_at.map(|d| d.shrink_to_lo());
+                    self.check_value(env, x, rt, x.span, def);
                     return rt.clone();
                 }
                 (self.infer(env, x), x.span)

@@ -179,6 +179,12 @@ pub(super) fn parse_ty(t: &str) -> Ty {
             ret: Ty::Any,
             param_spans: Vec::new(),
         })),
+        // (the function `reduce` takes; spaces removed)
+        "(any,any)->any" => Ty::Func(Rc::new(FuncTy {
+            params: vec![(None, Ty::Any, false), (None, Ty::Any, false)],
+            ret: Ty::Any,
+            param_spans: Vec::new(),
+        })),
         "str" => Ty::Str,
         "int" => Ty::Int,
         "float" => Ty::Float,
