@@ -25,6 +25,7 @@
 mod calls;
 mod checks;
 mod config;
+mod declare;
 mod fit;
 mod infer;
 mod ops;
@@ -111,15 +112,6 @@ struct SchemaInfo<'a> {
     pkg: usize,
     file: FileId,
     members: OnceCell<Rc<Members>>,
-}
-
-/// A package's private names as its declaration scan meets their assignments: per name, the
-/// type it has so far, its first annotation's type and place; and where each was assigned
-/// last (annotated or not).
-#[derive(Default)]
-struct PrivateScan {
-    annotated: indexmap::IndexMap<Symbol, (Ty, Ty, Span), rustc_hash::FxBuildHasher>,
-    latest: FxHashMap<Symbol, Span>,
 }
 
 /// Attributes a schema accepts, with their declared types.
@@ -222,7 +214,7 @@ struct Checker<'a> {
     aliases_unoffered: bool,
     /// The annotations of private names seen by the declaration scan so far (see
     /// `scan_private_assignment`).
-    private_scan: PrivateScan,
+    private_scan: declare::PrivateScan,
     /// The values of config keys (by span) whose types later entries may need, and the types
     /// inferred for them (see `lookup_at`).
     key_want: rustc_hash::FxHashSet<Span>,
@@ -348,7 +340,7 @@ impl<'a> Checker<'a> {
             reached: Default::default(),
             early_scope: false,
             aliases_unoffered: false,
-            private_scan: PrivateScan::default(),
+            private_scan: declare::PrivateScan::default(),
             key_want: Default::default(),
             key_tys: FxHashMap::default(),
             schema_if_depth: 0,
@@ -550,25 +542,6 @@ impl<'a> Checker<'a> {
         out.extend((0..self.pkgs.len()).filter(|&p| !seen[p]));
         out.extend(main);
         out
-    }
-}
-
-impl Members {
-    /// Declare an attribute (a later declaration in the same body wins).
-    fn set(&mut self, s: Symbol, t: Ty, sp: Span) {
-        if !self.attrs.contains_key(&s) {
-            self.order.push(s);
-        }
-        if !self.names.contains(&s) && !self.in_scope.contains(&s) {
-            self.in_scope.push(s);
-        }
-        self.attrs.insert(s, (t, sp));
-    }
-    /// A name introduced by assignment (or a parameter): an attribute only if declared.
-    fn add(&mut self, s: Symbol, _t: Ty, _sp: Span) {
-        if !self.attrs.contains_key(&s) && self.names.insert(s) {
-            self.in_scope.push(s);
-        }
     }
 }
 

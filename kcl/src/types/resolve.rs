@@ -711,3 +711,23 @@ impl<'a> Checker<'a> {
         }
     }
 }
+
+impl Members {
+    /// Declare an attribute (over an inherited one; of its own body only the first
+    /// declaration is declared, see `collect_body_members`).
+    fn set(&mut self, s: Symbol, t: Ty, sp: Span) {
+        if !self.attrs.contains_key(&s) {
+            self.order.push(s);
+        }
+        if !self.names.contains(&s) && !self.in_scope.contains(&s) {
+            self.in_scope.push(s);
+        }
+        self.attrs.insert(s, (t, sp));
+    }
+    /// A name introduced by assignment (or a parameter): an attribute only if declared.
+    fn add(&mut self, s: Symbol, _t: Ty, _sp: Span) {
+        if !self.attrs.contains_key(&s) && self.names.insert(s) {
+            self.in_scope.push(s);
+        }
+    }
+}
