@@ -441,6 +441,13 @@ fn b_range(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Val
 }
 
 fn b_zip(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {
+    // (None is no empty iterable here, unlike in a loop)
+    if let Some(a) = args.iter().find(|a| a.is_none_or_undefined()) {
+        return Err(RtError::eval(format!(
+            "'{}' object is not iterable",
+            a.type_name()
+        )));
+    }
     let lists: Vec<Vec<Value>> = args
         .iter()
         .map(|a| a.iter_items())

@@ -170,8 +170,8 @@ pub(super) fn int_index(t: &Ty) -> bool {
 /// - ordering: numbers and bools only; strings, lists, None and configs are rejected when
 ///   their types are known (a union is known when each member is);
 /// - `in`: one iterable kind on the right (a union of two iterables is not one);
-/// - `==`/`!=`: anything against `any` or None; primitives (unions of them too), two lists,
-///   or two configs (dicts, schema instances, schemas);
+/// - `==`/`!=`: anything against `any` or None (a number with a unit too); primitives (unions
+///   of them too), two lists, or two configs (dicts, schema instances, schemas);
 /// - `is`: anything against `any` or None; numbers and bools only.
 pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
     use ast::CmpOp as C;
@@ -181,13 +181,18 @@ pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
         Ty::Union(ts) => ts.iter().any(|t| matches!(t, Ty::Unit(_))),
         t => matches!(t, Ty::Unit(_)),
     };
-    if (unit(l) || unit(r)) && !matches!(op, C::In | C::NotIn | C::Is | C::IsNot) {
+    // (against `any`, left to the run time; `==` and `!=` against None)
+    let free = |t: &Ty| matches!(t, Ty::Any | Ty::None);
+    if (unit(l) || unit(r))
+        && !matches!(op, C::In | C::NotIn | C::Is | C::IsNot)
+        && !(l.is_any() || r.is_any())
+        && !(matches!(op, C::Eq | C::NotEq) && (free(l) || free(r)))
+    {
         return false;
     }
     // a module is compared with nothing but `any` and None (membership aside)
     if (matches!(l, Ty::Module(_)) || matches!(r, Ty::Module(_))) && !matches!(op, C::In | C::NotIn)
     {
-        let free = |t: &Ty| matches!(t, Ty::Any | Ty::None);
         return matches!(op, C::Eq | C::NotEq | C::Is | C::IsNot) && (free(l) || free(r));
     }
     match op {
