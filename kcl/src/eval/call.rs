@@ -151,24 +151,29 @@ impl Evaluator {
         // Upstream evaluates every default at each call, converted to its parameter's type
         // (a default that does not fit fails there, at the default, even when an argument is
         // given), before it binds the arguments.
-        let mut defaults = Vec::with_capacity(params.len());
-        for p in params {
-            defaults.push(match &p.default {
-                Some(d) => {
-                    let v = self.eval(&ctx, d)?;
-                    Some(match &p.ty {
-                        Some(t) => self.convert_type(&ctx, v, t, d.span)?,
-                        None => v,
-                    })
-                }
-                None => None,
-            });
+        // (no allocation for a lambda without defaults: calls are hot)
+        let mut defaults = Vec::new();
+        if params.iter().any(|p| p.default.is_some()) {
+            for p in params {
+                defaults.push(match &p.default {
+                    Some(d) => {
+                        let v = self.eval(&ctx, d)?;
+                        Some(match &p.ty {
+                            Some(t) => self.convert_type(&ctx, v, t, d.span)?,
+                            None => v,
+                        })
+                    }
+                    None => None,
+                });
+            }
         }
         // Upstream checks argument counts and keyword names only statically (where the callee
         // is known, see types::Checker::lambda_call); at run time extra arguments and unknown
         // keywords are ignored, a missing argument is its default or None, and a keyword
         // argument wins over a positional one.
-        for ((i, p), default) in params.iter().enumerate().zip(defaults) {
+        let mut defaults = defaults.into_iter();
+        for (i, p) in params.iter().enumerate() {
+            let default = defaults.next().flatten();
             let given =
                 if let Some((_, v)) = kwargs.iter().find(|(k, _)| &**k == p.name.sym.as_str()) {
                     Some(v.clone())
