@@ -40,8 +40,8 @@ impl<'a> Checker<'a> {
             return;
         }
         self.check_reassigned(pkg, s, defined, aliases, imports, first);
-        self.scan_private_assignment(pkg, env.file, s);
         self.declare_globals(env, std::slice::from_ref(s));
+        self.scan_private_assignment(pkg, env.file, s);
     }
 
     /// A public package-level name `s` assigns again (or a schema's, alias's or the file's
