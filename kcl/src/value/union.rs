@@ -128,7 +128,9 @@ fn dict_then_instance<E: From<RtError>>(
     rb: Rebuild<'_, E>,
     dict_order: bool,
 ) -> Result<Option<Value>, E> {
-    let Some(origin) = &bs.origin else {
+    // (an instance that cannot be made again is left before the dict is touched, so the
+    // caller's plain union does not merge its values twice)
+    let (Some(origin), Some(_)) = (&bs.origin, &bs.ty) else {
         return Ok(None);
     };
     let ad = a.dict_mut().unwrap();
