@@ -410,6 +410,19 @@ fn mentions_instances(program: &Program) -> bool {
 const MAX_CALL_DEPTH: usize = 2000;
 
 impl Evaluator {
+    /// Where upstream's runtime reports an error raised after the fact: the start of the
+    /// node it walked last (`fallback` before any).
+    pub(crate) fn walked_point(&self, fallback: Span) -> Span {
+        match self.last_pos.get() {
+            Some(p) => Span {
+                file: p.file,
+                lo: p.lo,
+                hi: p.lo + 1,
+            },
+            None => fallback,
+        }
+    }
+
     /// An evaluator over a loaded program; returns it with the main package's modules.
     pub fn new(program: Program, opts: EvalOptions) -> (Self, Vec<Arc<ast::Module>>) {
         let track_instances = mentions_instances(&program);

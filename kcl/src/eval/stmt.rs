@@ -82,7 +82,10 @@ impl Evaluator {
                         },
                         None => String::new(),
                     };
-                    return Err(EvalError::new(ErrKind::Assertion, msg, Some(a.test.span)));
+                    // (at the line upstream's runtime walked last: the message's, or the
+                    // condition's last part)
+                    let at = self.walked_point(a.test.span);
+                    return Err(EvalError::new(ErrKind::Assertion, msg, Some(at)));
                 }
                 Ok(None)
             }

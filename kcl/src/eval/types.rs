@@ -222,6 +222,8 @@ impl Evaluator {
                         // instance fits a schema-typed slot (its resolver checks what it can
                         // see statically; `as` is the strict conversion)
                         Value::Schema(_) => Some(v.clone()),
+                        // (a rule's value is a dict: no dict becomes one)
+                        Value::Dict(_) if st.rule.is_some() => None,
                         // a dict becomes an instance only when its keys fit the schema
                         Value::Dict(d) => match self.config_fits(&st, d, span)? {
                             Ok(()) => {

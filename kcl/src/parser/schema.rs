@@ -190,7 +190,7 @@ impl<'a> Parser<'a> {
                 checked = true;
             } else if self.at(Tok::LBracket)
                 && !self.nth(1).nl
-                && !matches!(
+                && ((!matches!(
                     self.nth(1).tok,
                     Tok::Ident(_)
                         | Tok::Ellipsis
@@ -201,10 +201,12 @@ impl<'a> Parser<'a> {
                         | Tok::False
                         | Tok::None
                         | Tok::Undefined
-                )
-                && !self.nth(1).tok.is_word_keyword()
+                ) && !self.nth(1).tok.is_word_keyword())
+                    || (self.nth(1).tok == Tok::Ellipsis
+                        && !matches!(self.nth(2).tok, Tok::Ident(_))))
             {
-                // upstream wants a name, a type or `...` after a schema body's `[`
+                // upstream wants a name, a type or `...` and a type name after a schema body's
+                // `[`
                 let t = self.nth(1);
                 let got = t.tok.describe(self.text(t));
                 self.error(

@@ -43,6 +43,11 @@ impl<'a> Checker<'a> {
             let f = self.schema_params(id);
             return self.lambda_call(env, dotted(func), &f, args, e.span);
         }
+        if arity.is_none()
+            && let Some(f) = self.rule_params(env, func)
+        {
+            return self.lambda_call(env, dotted(func), &f, args, e.span);
+        }
         // a value that is no function: upstream's resolver stops there (the arguments are not
         // checked)
         if arity.is_none() {

@@ -33,7 +33,8 @@ impl<'a> Checker<'a> {
     }
 
     /// The keys a schema's index signature takes when its key type lists string literals
-    /// (its own or its nearest base's signature); `None` when it takes any string.
+    /// (its own or its nearest base's signature); `None` when it takes any string (or any
+    /// other key: `...`).
     pub(super) fn sig_literal_keys(&mut self, id: SchemaId) -> Option<Vec<std::sync::Arc<str>>> {
         let chain: Vec<SchemaId> = std::iter::once(id)
             .chain(self.members(id).parents.iter().copied())
@@ -43,6 +44,10 @@ impl<'a> Checker<'a> {
             .map(|i| &self.schemas[i.0])
             .find(|info| info.stmt.index_signature.is_some())?;
         let (sig, pkg, file) = (info.stmt.index_signature.as_ref()?, info.pkg, info.file);
+        // (`[k: ...K]` takes any other key, whatever its key type)
+        if sig.any_other {
+            return None;
+        }
         let lit = |t: &Ty| match t {
             Ty::StrLit(k) => Some(k.clone()),
             _ => None,

@@ -538,6 +538,16 @@ impl<'a> Checker<'a> {
                         }
                         match hit {
                             Some(h) => {
+                                // an index signature of string-literal keys refuses any other
+                                // key upstream, a declared attribute's too (its value is still
+                                // checked against the attribute)
+                                if let [id] = cur.as_slice()
+                                    && !self.sig_takes_key(*id, *name)
+                                {
+                                    let msg = self.cannot_add(&cur, name);
+                                    let sp = if i == 0 { key.span } else { *nspan };
+                                    self.err(ErrKind::Compile, msg, sp.shrink_to_lo());
+                                }
                                 (cur, dict_value, mixed_here) = Self::path_step(&h.0);
                                 found = Some(h);
                             }
@@ -584,6 +594,21 @@ impl<'a> Checker<'a> {
                                 Some((Ty::Schema(_) | Ty::Union(_) | Ty::Dict(..), _))
                             )
                         {
+                            // `a.b = v` where `a` takes no config: upstream's resolver
+                            // checks the dict `{b: v}` against `a`'s type, at `a`
+                            if let Some((t, def)) = found.clone()
+                                && !t.is_any()
+                            {
+                                // (the value's own errors come once, below)
+                                let before = self.errors.len();
+                                let mut got = self.infer(env, value);
+                                self.errors.truncate(before);
+                                for (n, _) in path[i + 1..].iter().rev() {
+                                    let k = Ty::StrLit(std::sync::Arc::from(n.as_str()));
+                                    got = Ty::Dict(Rc::new(k), Rc::new(got));
+                                }
+                                self.fits(&got, &t, *nspan, Some(def));
+                            }
                             ok = false;
                             break;
                         }

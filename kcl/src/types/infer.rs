@@ -605,8 +605,9 @@ impl<'a> Checker<'a> {
                     self.check_schema_config(env, entries, &[sid]);
                     Ty::Schema(sid)
                 } else {
-                    self.check_rule_config(env, se, entries);
-                    self.infer(env, &se.config);
+                    if !self.check_rule_config(env, se, entries) {
+                        self.infer(env, &se.config);
+                    }
                     Ty::Any
                 }
             }
@@ -624,6 +625,24 @@ impl<'a> Checker<'a> {
                 .map(|n| n.sym.as_str())
                 .collect::<Vec<_>>();
             self.lambda_call(env, Some(name.join(".")), &f, args, e.span);
+        } else if let Some(f) = id
+            .is_none()
+            .then(|| {
+                se.name
+                    .names
+                    .iter()
+                    .map(|n| (n.sym, n.span))
+                    .collect::<Vec<_>>()
+            })
+            .and_then(|path| path_expr(&path))
+            .and_then(|callee| self.rule_params(env, &callee))
+            .filter(|f| se.args.is_some() || f.params.iter().any(|p| !p.2))
+        {
+            // a rule's arguments, as a call's
+            let args = se.args.as_ref().unwrap_or(&no_args);
+            let name = se.name.names.iter().map(|n| n.sym.as_str());
+            let name = name.collect::<Vec<_>>().join(".");
+            self.lambda_call(env, Some(name), &f, args, e.span);
         } else if let Some(a) = &se.args {
             for x in &a.args {
                 self.infer(env, x);
@@ -636,51 +655,64 @@ impl<'a> Checker<'a> {
     }
 
     /// A rule's config may set only the attributes of the protocol the rule is for (none
-    /// without one): upstream's `Cannot add member`, at the first other key.
-    fn check_rule_config(&mut self, env: &Env, se: &ast::SchemaExpr, entries: &[ast::ConfigEntry]) {
+    /// without one; its parents' protocols give none): upstream's `Cannot add member` at each
+    /// other key, the protocol's types checked at the others, in the config's order. False
+    /// when the name is no rule (or its protocol is not known).
+    fn check_rule_config(
+        &mut self,
+        env: &Env,
+        se: &ast::SchemaExpr,
+        entries: &[ast::ConfigEntry],
+    ) -> bool {
         let (pkg, name) = match se.name.names.as_slice() {
             [n] => (Some(env.pkg), n.sym),
             [m, n] => (self.pkg_of_import(m.span.file, m.sym), n.sym),
-            _ => return,
+            _ => return false,
         };
-        let Some(pkg) = pkg else { return };
+        let Some(pkg) = pkg else { return false };
         let Some(&(rule, file)) = self.pkgs[pkg].rules.get(&name) else {
-            return;
+            return false;
         };
-        // a rule with parents or a protocol not found: not judged here
-        if !rule.parents.is_empty() {
-            return;
-        }
-        let allowed: Vec<Symbol> = match &rule.for_host {
-            None => Vec::new(),
+        let (allowed, host): (Vec<Symbol>, _) = match &rule.for_host {
+            None => (Vec::new(), None),
             Some(h) => {
                 let Some(id) = self.resolve_schema(pkg, file, &h.names) else {
-                    return;
+                    return false;
                 };
                 // (a protocol whose members are not all known is not judged)
                 let m = self.members(id);
                 if m.unresolved {
-                    return;
+                    return false;
                 }
-                m.attrs.keys().copied().collect()
+                (m.attrs.keys().copied().collect(), Some(id))
             }
         };
         for en in entries {
-            let ast::ConfigEntryKind::KeyValue { key, .. } = &en.kind else {
-                continue;
+            let unknown = match &en.kind {
+                ast::ConfigEntryKind::KeyValue { key, .. } => key_path(key)
+                    .filter(|path| !allowed.contains(&path[0].0))
+                    .map(|path| (path[0].0, key.span)),
+                _ => None,
             };
-            let Some(path) = key_path(key) else { continue };
-            let (k, _) = path[0];
-            if !allowed.contains(&k) {
-                let msg = format!(
-                    "Cannot add member '{}' to schema '{}'",
-                    k.as_str(),
-                    name.as_str()
-                );
-                self.err(ErrKind::Compile, msg, key.span.shrink_to_lo());
-                return;
+            match (unknown, host) {
+                (Some((k, at)), _) => {
+                    let msg = format!(
+                        "Cannot add member '{}' to schema '{}'",
+                        k.as_str(),
+                        name.as_str()
+                    );
+                    self.err(ErrKind::Compile, msg, at.shrink_to_lo());
+                }
+                (None, Some(host)) => {
+                    self.check_schema_config(env, std::slice::from_ref(en), &[host])
+                }
+                (None, None) => {}
             }
         }
+        if host.is_none() {
+            self.infer(env, &se.config);
+        }
+        true
     }
 
     /// A lambda: its parameters' and return types.

@@ -323,6 +323,38 @@ impl<'a> Checker<'a> {
         self.schemas[id.0].stmt.name.sym.as_str().to_string()
     }
 
+    /// The rule a call's callee names (`R`, `pkg.R`; not a local of that name), as a function
+    /// of its own parameters: upstream's resolver checks a rule's arguments as a call's.
+    pub(super) fn rule_params(&mut self, env: &Env, callee: &Expr) -> Option<ty::FuncTy> {
+        let (pkg, name) = match &callee.kind {
+            ExprKind::Ident(s) if env.locals.iter().all(|(n, _)| n != s) => (env.pkg, *s),
+            ExprKind::Selector(x) if !x.optional => match &x.value.kind {
+                ExprKind::Ident(m) => (self.pkg_of_import(callee.span.file, *m)?, x.attr.sym),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let &(rule, file) = self.pkgs[pkg].rules.get(&name)?;
+        let params = rule
+            .params
+            .iter()
+            .flatten()
+            .map(|p| {
+                let t = match &p.ty {
+                    Some(t) => self.resolve_type(pkg, file, t),
+                    None => Ty::Any,
+                };
+                (Some(p.name.sym), t, p.default.is_some())
+            })
+            .collect();
+        let param_spans = rule.params.iter().flatten().map(|p| p.name.span).collect();
+        Some(ty::FuncTy {
+            params,
+            ret: Ty::Any,
+            param_spans,
+        })
+    }
+
     /// A schema's own parameters (`schema A[a, b = 1]`; a derived schema does not take its
     /// base's, as upstream) as a function type returning an instance.
     pub(super) fn schema_params(&mut self, id: SchemaId) -> ty::FuncTy {

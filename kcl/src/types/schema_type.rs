@@ -35,9 +35,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// An attribute's type against the schema's index signature (upstream: the attribute's
-    /// name may not be the signature's key name; its type must be a subtype of the signature's
-    /// value type, unless the signature takes `...`).
+    /// An attribute's type against the schema's index signature: a subtype of the signature's
+    /// value type, unless the signature takes `...` (its key name clashing with the
+    /// attribute's name is reported before, in `build_schema_type`).
     fn check_index_attr(&mut self, env: &Env, is: &ast::IndexSignature, a: &ast::SchemaAttr) {
         // an unknown name in a type is the resolver's error, reported later and first
         if !self.type_names_defined(env, &is.value_ty) {
@@ -45,14 +45,6 @@ impl<'a> Checker<'a> {
         }
         use crate::eval::type_str;
         let k = a.name.sym.as_str();
-        if is.key_name.is_some_and(|kn| kn.sym == a.name.sym) {
-            let msg = format!(
-                "index signature attribute name '{k}' cannot have the same name as schema attributes"
-            );
-            // upstream points at the index signature, not at the attribute
-            self.err(ErrKind::IndexSignature, msg, is.span);
-            return;
-        }
         // the attribute's type must be a subtype of the signature's value type (an int where
         // a float is, a string literal where a string is, a subschema where its base is)
         let fits = {
@@ -67,10 +59,38 @@ impl<'a> Checker<'a> {
             let msg = format!(
                 "the type '{}' of schema attribute '{k}' does not meet the index signature definition {}",
                 type_str(&a.ty),
-                crate::eval::index_sig_str(is)
+                self.index_sig_display(env, is)
             );
             self.err(ErrKind::IndexSignature, msg, a.decl_span());
         }
+    }
+
+    /// An index signature as upstream's messages show it: its types as written, a type
+    /// alias's as the type it names.
+    fn index_sig_display(&mut self, env: &Env, is: &ast::IndexSignature) -> String {
+        let written = crate::eval::index_sig_str(is);
+        let is_alias = |c: &mut Self, t: &ast::Type| match &t.kind {
+            ast::TypeKind::Named(id) => c.resolve_schema(env.pkg, env.file, &id.names).is_none(),
+            _ => false,
+        };
+        if !is_alias(self, &is.key_ty) && !is_alias(self, &is.value_ty) {
+            return written;
+        }
+        let show = |c: &mut Self, t: &ast::Type| {
+            if is_alias(c, t) {
+                let r = c.resolve_type(env.pkg, env.file, t);
+                c.ty_str(&r)
+            } else {
+                crate::eval::type_str(t)
+            }
+        };
+        let key = show(self, &is.key_ty);
+        let value = show(self, &is.value_ty);
+        let name = is
+            .key_name
+            .map(|n| format!("{}: ", n.sym))
+            .unwrap_or_default();
+        format!("[{name}{key}]: {value}")
     }
 
     /// Upstream builds each schema's type before it walks any statement, and reports as it
@@ -380,6 +400,22 @@ impl<'a> Checker<'a> {
             .flatten()
             .filter(|p| !self.schemas[p.0].stmt.is_mixin())
             .map(|p| (p, self.members(p)));
+        // an index signature's key name that an attribute has: upstream's first error of the
+        // attributes
+        if let Some(is) = &st.index_signature
+            && let Some(kn) = is.key_name
+            && st
+                .body
+                .iter()
+                .any(|s| matches!(&s.kind, StmtKind::SchemaAttr(a) if a.name.sym == kn.sym))
+        {
+            let msg = format!(
+                "index signature attribute name '{}' cannot have the same name as schema attributes",
+                kn.sym
+            );
+            // upstream points at the index signature, not at the attribute
+            self.err(ErrKind::IndexSignature, msg, is.span);
+        }
         let mut first: FxHashMap<Symbol, (Ty, bool)> = FxHashMap::default();
         for s in &st.body {
             let StmtKind::SchemaAttr(a) = &s.kind else {

@@ -466,6 +466,7 @@ impl<'a> Checker<'a> {
             }
             StmtKind::TypeAlias(t) => self.check_type_names_in(env, &t.ty, t.name.span, true),
             StmtKind::Rule(r) => {
+                self.decorator_args(env, &r.decorators);
                 if let Some(ps) = &r.params {
                     self.check_param_order(ps);
                 }

@@ -507,7 +507,6 @@ fn contains(container: &Value, item: &Value) -> RtResult<bool> {
             Value::Str(k) => container.as_dict().unwrap().map.contains_key(&**k),
             _ => false,
         },
-        Value::None | Value::Undefined => false,
         _ => {
             // upstream's run-time error names Python's exception in its message
             return Err(RtError::eval(format!(

@@ -345,7 +345,15 @@ impl Validator {
             }
             // point at the attribute the note names (a declaration) or tests first (a check
             // condition) when the dict has it
-            let text = note.text().unwrap_or_default();
+            // (a failed check's note marks the line upstream reports: its whole text)
+            let line = crate::ast::source_map().get(note.file).map(|f| {
+                f.line_text(note.loc().line.saturating_sub(1) as usize)
+                    .to_string()
+            });
+            let text = match (note.text(), line) {
+                (Some(t), Some(l)) if t.len() < l.len() => l,
+                (t, l) => t.map(|t| t.to_string()).or(l).unwrap_or_default(),
+            };
             let words = text
                 .split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .filter(|w| w.starts_with(|c: char| c.is_alphabetic() || c == '_'));

@@ -148,6 +148,18 @@ impl Evaluator {
         name: &str,
         span: Span,
     ) -> EvalResult<()> {
+        self.deprecated_in(ctx, d, name, span, false)
+    }
+
+    /// `at_walked`: reported where upstream's runtime last stood (a schema or rule called).
+    pub(super) fn deprecated_in(
+        &self,
+        ctx: &Ctx,
+        d: &'static ast::Decorator,
+        name: &str,
+        span: Span,
+        at_walked: bool,
+    ) -> EvalResult<()> {
         let (mut version, mut reason, mut strict) = (String::new(), String::new(), true);
         if let Some(a) = &d.args {
             for k in &a.keywords {
@@ -185,7 +197,12 @@ impl Evaluator {
             msg.push_str(&format!(", {reason}"));
         }
         if strict {
-            Err(EvalError::new(ErrKind::Evaluation, msg, Some(span)))
+            let at = if at_walked {
+                self.walked_point(span)
+            } else {
+                span
+            };
+            Err(EvalError::new(ErrKind::Evaluation, msg, Some(at)))
         } else {
             self.warnings.borrow_mut().push(format!("warning: {msg}"));
             Ok(())
@@ -216,18 +233,24 @@ impl Evaluator {
                     ),
                     None => "Check failed on the condition".to_string(),
                 };
+                // upstream's runtime reports the line it last walked: the message, or the
+                // condition's last part (inside a lambda it called, too)
+                let at = self.walked_point(ch.span);
                 if alone {
-                    return Err(EvalError::new(ErrKind::Schema, msg, Some(ch.span)));
+                    return Err(EvalError::new(ErrKind::Schema, msg, Some(at)));
                 }
                 return Err(
                     EvalError::new(ErrKind::Schema, "Instance check failed", Some(span))
-                        .with_note(ch.span, msg),
+                        .with_note(at, msg),
                 );
             }
         }
         Ok(())
     }
 
+    /// A rule called (`R()`) or instantiated (`R {...}`): its protocol's instance, its
+    /// decorators, its parents' checks and its own, as upstream's rule body. The value is
+    /// the protocol's instance, or an empty dict for a rule without one.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn run_rule(
         &self,
@@ -239,12 +262,28 @@ impl Evaluator {
         span: Span,
         by_call: bool,
     ) -> EvalResult<Value> {
-        for p in &r.parents {
-            let v = self.eval_identifier(&ty.def_ctx, p)?;
-            if let Some(pt) = as_schema_type(&v) {
-                self.instantiate(&pt, args, kwargs, config.clone(), span)?;
+        let (c, host) = self.rule_scope(ty, r, args, kwargs, config, span)?;
+        for d in &r.decorators {
+            // (an unknown decorator is the checker's error)
+            if decorator_name(d) == "deprecated" {
+                self.deprecated_in(&ty.def_ctx, d, &ty.name, span, by_call)?;
             }
         }
+        self.run_rule_checks(ty, r, &c, span, by_call)?;
+        Ok(host.unwrap_or_else(|| Value::Dict(Rc::new(Dict::new()))))
+    }
+
+    /// The scope a rule's checks see: its parameters, and its protocol's attributes set from
+    /// the config (with the protocol's instance).
+    fn rule_scope(
+        &self,
+        ty: &Rc<SchemaType>,
+        r: &'static ast::RuleStmt,
+        args: &[Value],
+        kwargs: &[(Str, Value)],
+        config: Dict,
+        span: Span,
+    ) -> EvalResult<(Ctx, Option<Value>)> {
         let scope = Scope::new(None);
         if let Some(ps) = &r.params {
             for (i, p) in ps.iter().enumerate() {
@@ -252,17 +291,16 @@ impl Evaluator {
                 scope.vars.borrow_mut().insert(p.name.sym, v);
             }
         }
-        // a rule for a protocol has the protocol's attributes (defaults and types included),
-        // set from its config, and shows them as its value
-        let mut attrs = Dict::new();
+        let mut host = None;
         let mut vars = config.clone();
         if let Some(h) = &r.for_host {
             let v = self.eval_identifier(&ty.def_ctx, h)?;
-            if let Some(pt) = as_schema_type(&v)
-                && let Value::Schema(inst) = self.instantiate(&pt, &[], &[], config, span)?
-            {
-                attrs = inst.attrs.clone();
-                vars = attrs.clone();
+            if let Some(pt) = as_schema_type(&v) {
+                let inst = self.instantiate(&pt, &[], &[], config, span)?;
+                if let Value::Schema(s) = &inst {
+                    vars = s.attrs.clone();
+                }
+                host = Some(inst);
             }
         }
         for (k, v) in &vars.map {
@@ -274,15 +312,35 @@ impl Evaluator {
             in_lambda: false,
             ..ty.def_ctx.clone()
         };
-        self.run_checks(&c, &r.checks, span, by_call)?;
-        Ok(Value::Schema(Rc::new(SchemaInst {
-            name: ty.name.clone(),
-            pkg: ty.pkgpath.clone(),
-            attrs,
-            ty: Some(ty.clone() as Rc<dyn std::any::Any>),
-            span: Some(span),
-            origin: None,
-        })))
+        Ok((c, host))
+    }
+
+    /// A rule's parents' checks, then its own. As upstream, a parent's checks run in the
+    /// scope of the rule called (its parameters and protocol attributes), in the parent's
+    /// package.
+    fn run_rule_checks(
+        &self,
+        ty: &Rc<SchemaType>,
+        r: &'static ast::RuleStmt,
+        c: &Ctx,
+        span: Span,
+        by_call: bool,
+    ) -> EvalResult<()> {
+        for p in &r.parents {
+            let v = self.eval_identifier(&ty.def_ctx, p)?;
+            if let Some(pt) = as_schema_type(&v)
+                && let Some(pr) = pt.rule
+            {
+                let pc = Ctx {
+                    locals: c.locals.clone(),
+                    schema: None,
+                    in_lambda: false,
+                    ..pt.def_ctx.clone()
+                };
+                self.run_rule_checks(&pt, pr, &pc, span, by_call)?;
+            }
+        }
+        self.run_checks(c, &r.checks, span, by_call)
     }
 }
 

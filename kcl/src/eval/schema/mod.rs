@@ -333,7 +333,7 @@ impl Evaluator {
         // (upstream's runtime position is back at the caller's once the body has run)
         let caller_pos = self.last_pos.get();
         self.schema_frames.set(self.schema_frames.get() + 1);
-        let r = self.instantiate_frame(ty, args, kwargs, config, span, caller_pos);
+        let r = self.instantiate_frame(ty, args, kwargs, config, span, caller_pos, by_call);
         self.schema_frames.set(self.schema_frames.get() - 1);
         if r.is_ok() {
             self.last_pos.set(caller_pos);
@@ -341,6 +341,7 @@ impl Evaluator {
         r
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn instantiate_frame(
         &self,
         ty: &Rc<SchemaType>,
@@ -349,6 +350,7 @@ impl Evaluator {
         config: Dict,
         span: Span,
         caller_pos: Option<&'static Span>,
+        by_call: bool,
     ) -> EvalResult<Value> {
         let merged = self.merging.replace(false);
         let layout = self.layout(ty, span)?;
@@ -430,7 +432,9 @@ impl Evaluator {
         for t in &layout.parts {
             for d in t.stmt.map(|s| s.decorators.as_slice()).unwrap_or_default() {
                 match decorator_name(d).as_str() {
-                    "deprecated" => self.deprecated(&t.def_ctx, d, &t.name, span)?,
+                    // (called, `S()`, upstream reports it where it last walked: the
+                    // decorator's arguments; instantiated, `S {}`, at the expression)
+                    "deprecated" => self.deprecated_in(&t.def_ctx, d, &t.name, span, by_call)?,
                     "info" => {}
                     other => {
                         let msg = format!("UnKnown decorator {other}");
@@ -606,7 +610,8 @@ impl Evaluator {
                     ..frame.ctxs[*pi].clone()
                 };
                 let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
-                let merge_default = frame.config.op_of(&k).0 == ConfigOp::Union;
+                let op = frame.config.op_of(&k).0;
+                let merge_default = matches!(op, ConfigOp::Union | ConfigOp::Insert);
                 // (a key set with `=`, to None or Undefined too, keeps its value, as upstream)
                 if let (Some(def), true) = (&is.value, merge_default) {
                     // the signature's default is merged under the given value
@@ -619,7 +624,11 @@ impl Evaluator {
                         ..cx.clone()
                     };
                     let dv = self.eval(&c2, def)?;
-                    v = if v.is_config() && dv.is_config() {
+                    v = if let (ConfigOp::Insert, Value::List(d), Value::List(add)) = (op, &dv, &v)
+                    {
+                        // `+=` appends to the default
+                        Value::List(Rc::new(d.iter().chain(add.iter()).cloned().collect()))
+                    } else if v.is_config() && dv.is_config() {
                         self.union_eval(dv, &v, span)?
                     } else if v.is_none_or_undefined() {
                         dv
@@ -628,20 +637,36 @@ impl Evaluator {
                     };
                 }
                 if !v.is_none_or_undefined() {
+                    let empty = matches!(&v, Value::Dict(d) if d.map.is_empty());
                     v = self.convert_type(&cx, v, &is.value_ty, span)?;
+                    // (an empty config made an instance missing a required attribute: a
+                    // failed conversion upstream, as for an attribute)
+                    if empty
+                        && let Value::Schema(inst) = &v
+                        && self.misses_required(inst)
+                        && let Some(e) = self.empty_config_mismatch(&cx, &is.value_ty, span)
+                    {
+                        return Err(e);
+                    }
                 }
                 attrs.map.insert(k, v);
             }
         }
         if let Some((is, _)) = &layout.index_sig
-            && is.key_name.is_some()
+            && let Some(kn) = is.key_name
         {
             // upstream binds the key name as a temporary attribute before it adds the extra
             // keys one by one, then removes it by swapping the last key into its place: the
-            // last extra key comes first
+            // last extra key comes first, and a key of the key name's own is that attribute
+            // (removed with it)
             let (n0, len) = (layout.order.len(), attrs.map.len());
-            if len >= n0 + 2 {
-                attrs.map.move_index(len - 1, n0);
+            match attrs.map.get_index_of(kn.sym.as_str()) {
+                Some(i) if !layout.declared.contains_key(kn.sym.as_str()) && n0 < len => {
+                    attrs.map.move_index(i, n0);
+                    attrs.map.swap_remove_index(n0);
+                }
+                _ if len >= n0 + 2 => attrs.map.move_index(len - 1, n0),
+                _ => {}
             }
         }
         *frame.attrs.borrow_mut() = attrs;
