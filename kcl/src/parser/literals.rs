@@ -6,7 +6,7 @@ use super::strings::{
 };
 use super::{Ctx, Parser};
 use crate::ast::*;
-use crate::lexer::lex;
+use crate::lexer::{Tok, lex};
 use std::sync::Arc;
 
 impl<'a> Parser<'a> {
@@ -107,8 +107,18 @@ impl<'a> Parser<'a> {
                     parts.push(StrPart::Lit(Arc::from(s)));
                 }
                 Piece::Unclosed(at) => {
-                    // upstream points at the string's end
-                    let end = content_base + content.len() as u32;
+                    // upstream points at the token after the string, or at its line's last
+                    // character when the line ends there
+                    let next = self.tk();
+                    let end = if !next.nl && next.tok != Tok::Eof {
+                        next.lo
+                    } else {
+                        let from = (t.hi - self.base) as usize;
+                        let nl = self.src[from.min(self.src.len())..]
+                            .find('\n')
+                            .map_or(self.src.len(), |i| from + i);
+                        (nl as u32 + self.base).saturating_sub(1).max(t.hi - 1)
+                    };
                     self.error(self.span(end, end + 1), "invalid joined string");
                     let mut s = String::new();
                     unescape(&content[at..], &mut s);

@@ -425,6 +425,34 @@ impl<'a> Checker<'a> {
         }
         match t {
             Ty::List(e) => (*e).clone(),
+            // `inst["name"]`: an attribute, as `inst.name`
+            Ty::Schema(id) if matches!(strip_paren(index).kind, ExprKind::Str(_)) => {
+                let ExprKind::Str(k) = &strip_paren(index).kind else {
+                    return Ty::Any;
+                };
+                let m = self.members(id);
+                match m.attrs.get(&Symbol::intern(k)) {
+                    Some(a) => a.0.clone(),
+                    None => {
+                        if !m.open {
+                            // (suggested as for `inst.name`)
+                            let order: Vec<&str> = m.order.iter().map(|s| s.as_str()).collect();
+                            let cands = if self.known_instance(env, value) {
+                                order
+                            } else {
+                                vec!["instances"]
+                            };
+                            let msg = format!(
+                                "attribute '{k}' not found in '{}'{}",
+                                self.schema_name(id),
+                                did_you_mean(k, cands)
+                            );
+                            self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
+                        }
+                        Ty::Any
+                    }
+                }
+            }
             Ty::Dict(k, v) => {
                 let key = match &strip_paren(index).kind {
                     ExprKind::Str(s) => Some(&**s),
