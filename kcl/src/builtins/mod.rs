@@ -103,9 +103,7 @@ pub fn lookup(name: &str) -> Option<Value> {
         "bin" => b_bin,
         "round" => b_round,
         "pow" => b_pow,
-        "enumerate" => b_enumerate,
         "isnullish" => b_isnullish,
-        "len_" => b_len,
         _ => return None,
     };
     Some(Value::native(leak_name(name), f))
@@ -497,16 +495,6 @@ fn b_ord(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
             s.len()
         ))),
     }
-}
-fn b_enumerate(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let items = req(args, kw, 0, "x", "enumerate")?.iter_items()?;
-    Ok(Value::from(
-        items
-            .into_iter()
-            .enumerate()
-            .map(|(i, x)| Value::from(vec![Value::Int(i as i64), x]))
-            .collect::<Vec<_>>(),
-    ))
 }
 fn b_isnullish(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     Ok(Value::Bool(

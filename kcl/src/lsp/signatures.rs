@@ -67,7 +67,6 @@ oct(number: int) -> str | The octal form of an integer (0o...).
 bin(number: int) -> str | The binary form of an integer (0b...).
 round(number: int | float, ndigits: int = None) -> int | float | A number rounded to ndigits decimals.
 pow(x: int | float, y: int | float, z: int = None) -> int | float | x to the power y (modulo z).
-enumerate(iterable: [], start: int = 0) -> [] | Pairs of index and item.
 isnullish(inval: any) -> bool | Whether the value is None or Undefined.
 ";
 

@@ -93,8 +93,10 @@ impl<'a> Checker<'a> {
         }
         let sname = self.schema_name(ids[0]);
         // an index signature's string literals are the candidates (upstream suggests as the
-        // `suggestions` crate does: `bar` for `baz`, nothing for `barx`)
-        if let Some(keys) = self.sig_literal_keys(ids[0]) {
+        // `suggestions` crate does: `bar` for `baz`, nothing for `barx`); a base's signature
+        // gives none
+        let own_sig = self.schemas[ids[0].0].stmt.index_signature.is_some();
+        if let Some(keys) = own_sig.then(|| self.sig_literal_keys(ids[0])).flatten() {
             let sugg = suggestions::provide_suggestions(name.as_str(), keys.iter().map(|k| &**k));
             return match sugg.is_empty() {
                 true => format!("Cannot add member '{}' to schema '{sname}'", name.as_str()),

@@ -538,10 +538,11 @@ impl<'a> Checker<'a> {
                         }
                         match hit {
                             Some(h) => {
-                                // an index signature of string-literal keys refuses any other
-                                // key upstream, a declared attribute's too (its value is still
-                                // checked against the attribute)
+                                // the schema's own index signature of string-literal keys
+                                // refuses any other key upstream, a declared attribute's too
+                                // (its value is still checked against the attribute)
                                 if let [id] = cur.as_slice()
+                                    && self.schemas[id.0].stmt.index_signature.is_some()
                                     && !self.sig_takes_key(*id, *name)
                                 {
                                     let msg = self.cannot_add(&cur, name);

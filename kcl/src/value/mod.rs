@@ -647,8 +647,9 @@ impl Value {
                 .collect(),
             Value::Str(s) => s.chars().map(|c| Value::from(c.to_string())).collect(),
             Value::None | Value::Undefined => Vec::new(),
+            // (upstream's run-time error, without a column)
             other => {
-                return Err(RtError::ty(format!(
+                return Err(RtError::eval(format!(
                     "'{}' object is not iterable",
                     other.type_name()
                 )));

@@ -213,7 +213,20 @@ pub fn merge_entry(
     check: bool,
     depth: usize,
 ) -> RtResult<()> {
+    undefined_indexed(d, k, op, index)?;
     merge_entry_in::<RtError>(d, k, v, op, index, check, depth, None)
+}
+
+/// In one config, an attribute set to Undefined is no list at all for `a[i]: v` (merged from
+/// another dict it counts as an empty one: see `merge_entry_in`).
+fn undefined_indexed(d: &Dict, k: &str, op: ConfigOp, index: Option<i64>) -> RtResult<()> {
+    if let (ConfigOp::Union, Some(i), Some(Value::Undefined)) = (op, index, d.map.get(k)) {
+        return Err(RtError::eval(format!(
+            "only list attribute can be union value with the index {}",
+            i as i32
+        )));
+    }
+    Ok(())
 }
 
 /// [`merge_entry`] that rebuilds the schema instances it merges into through `rb`; `check`
@@ -227,6 +240,7 @@ pub fn merge_entry_with<E: From<RtError>>(
     check: bool,
     rb: Rebuild<'_, E>,
 ) -> Result<(), E> {
+    undefined_indexed(d, k, op, index)?;
     merge_entry_in(d, k, v, op, index, check, 0, Some(rb))
 }
 

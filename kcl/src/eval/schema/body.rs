@@ -9,6 +9,7 @@ impl Evaluator {
             return Ok(());
         }
         fr.state.borrow_mut()[i] = RUNNING;
+        let outer = fr.running.replace(i);
         let (st, pi) = fr.layout.body[i];
         let ctx = Ctx {
             schema: Some(fr.clone()),
@@ -28,6 +29,7 @@ impl Evaluator {
             None => self.in_pkg(&ctx.pkg, || self.exec_stmt(&ctx, st)),
         };
         fr.state.borrow_mut()[i] = DONE;
+        fr.running.set(outer);
         r?;
         // upstream converts an attribute's value to its type where the attribute is declared
         // (a config dict becomes the schema instance, defaults included), so the statements
@@ -90,11 +92,45 @@ impl Evaluator {
                 }
             }
         }
+        if let Some(&at) = fr.layout.checked_at.get(&name)
+            && fr.running.get() < at
+        {
+            self.check_read_ahead(fr, name)?;
+        }
         let a = fr.attrs.borrow();
         match a.map.get(name.as_str()) {
             Some(v) => Ok(Some(v.clone())),
             None => Ok(None),
         }
+    }
+
+    /// An attribute read by a statement before the one declaring it: upstream's lazy
+    /// evaluation runs that declaration first, so its value is checked against the type
+    /// there (reported at the declaration).
+    #[cold]
+    fn check_read_ahead(&self, fr: &Rc<Frame>, name: Symbol) -> EvalResult<()> {
+        let Some(d) = fr.layout.declared.get(name.as_str()) else {
+            return Ok(());
+        };
+        let v = fr.attrs.borrow().map.get(name.as_str()).cloned();
+        let (Some(t), Some(v)) = (d.ty, v) else {
+            return Ok(());
+        };
+        if v.is_none_or_undefined() {
+            return Ok(());
+        }
+        let c = Ctx {
+            schema: Some(fr.clone()),
+            ..fr.ctxs[d.part].clone()
+        };
+        let before = self.last_pos.get();
+        if d.at_pos.is_some() {
+            self.last_pos.set(d.at_pos);
+        }
+        let at = d.at.unwrap_or_default();
+        self.convert_type(&c, v, t, at)?;
+        self.last_pos.set(before);
+        Ok(())
     }
 
     /// Set an attribute from the body: the config entry for it is laid on top.

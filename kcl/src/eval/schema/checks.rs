@@ -296,7 +296,14 @@ impl Evaluator {
         if let Some(h) = &r.for_host {
             let v = self.eval_identifier(&ty.def_ctx, h)?;
             if let Some(pt) = as_schema_type(&v) {
-                let inst = self.instantiate(&pt, &[], &[], config, span)?;
+                // (its required attributes are checked as its body ends, before the rule's
+                // decorators and checks: upstream's runtime stands at its last statement)
+                self.schema_frames.set(self.schema_frames.get() + 1);
+                let made = self.instantiate(&pt, &[], &[], config, span);
+                self.schema_frames.set(self.schema_frames.get() - 1);
+                let inst = made?;
+                let at = self.body_end_pos(&pt, span).copied().unwrap_or(span);
+                self.check_own_required(&inst, at)?;
                 if let Value::Schema(s) = &inst {
                     vars = s.attrs.clone();
                 }

@@ -254,6 +254,14 @@ impl Evaluator {
                 }
             }
         }
+        let mut checked_at: FxHashMap<Symbol, usize> = FxHashMap::default();
+        for (i, (st, _)) in body.iter().enumerate() {
+            if let StmtKind::SchemaAttr(a) = &st.kind
+                && !names_a_type(&a.ty)
+            {
+                checked_at.entry(a.name.sym).or_insert(i);
+            }
+        }
         let (self_reading, valueless, lazy_setters, cyclic) = super::lazy::lazy_setters(&body);
         let required = declared
             .iter()
@@ -290,6 +298,7 @@ impl Evaluator {
             declared_syms,
             converting,
             setters,
+            checked_at,
             self_reading,
             valueless,
             lazy_setters,

@@ -48,6 +48,10 @@ pub struct Layout {
     /// attribute's type may convert its value (see `AttrDecl::converts`).
     converting: Vec<Option<usize>>,
     setters: FxHashMap<Symbol, Vec<usize>>,
+    /// Per attribute declared with a type of no schema: the body statement declaring it
+    /// first (a read from a statement before it checks the value against the type there, as
+    /// upstream's lazy evaluation runs that statement).
+    checked_at: FxHashMap<Symbol, usize>,
     /// Attributes a statement of theirs reads while assigning them (see `lazy.rs`).
     self_reading: FxHashSet<Symbol>,
     /// Attributes declared somewhere without a value.
@@ -126,6 +130,8 @@ pub struct Frame {
     /// Per-part evaluation contexts (definition package + parameter scope).
     ctxs: Vec<Ctx>,
     state: RefCell<Vec<u8>>,
+    /// The body statement running (`usize::MAX` between statements).
+    running: Cell<usize>,
     /// Upstream's lazy scope, when the instance has attributes whose statements give another
     /// value when run again (see `lazy.rs`).
     lazy: Option<Box<lazy::SchemaLazy>>,
@@ -432,9 +438,17 @@ impl Evaluator {
         for t in &layout.parts {
             for d in t.stmt.map(|s| s.decorators.as_slice()).unwrap_or_default() {
                 match decorator_name(d).as_str() {
-                    // (called, `S()`, upstream reports it where it last walked: the
-                    // decorator's arguments; instantiated, `S {}`, at the expression)
-                    "deprecated" => self.deprecated_in(&t.def_ctx, d, &t.name, span, by_call)?,
+                    // called (`S()`), upstream reports it where it last walked: the
+                    // decorator's arguments, or without any the last statement of the body
+                    // it ran first; instantiated (`S {}`), at the expression
+                    "deprecated" => {
+                        let bare = by_call && d.args.is_none();
+                        let at = match t.stmt.and_then(|s| last_walked_stmt(&s.body)) {
+                            Some(end) if bare => *end,
+                            _ => span,
+                        };
+                        self.deprecated_in(&t.def_ctx, d, &t.name, at, by_call && !bare)?
+                    }
                     "info" => {}
                     other => {
                         let msg = format!("UnKnown decorator {other}");
@@ -509,6 +523,7 @@ impl Evaluator {
             layout: layout.clone(),
             ctxs,
             state: RefCell::new(vec![PENDING; n]),
+            running: Cell::new(usize::MAX),
             lazy,
         });
         let mut level = 0;
@@ -799,4 +814,13 @@ pub(crate) fn index_sig_str(is: &ast::IndexSignature) -> String {
             .unwrap_or_default(),
         super::types::type_str(&is.value_ty)
     )
+}
+
+/// The statement of `body` run last when all of it runs (into an `if`'s first branch).
+fn last_walked_stmt(body: &'static [ast::Stmt]) -> Option<&'static Span> {
+    let last = body.last()?;
+    match &last.kind {
+        ast::StmtKind::If(i) => last_walked_stmt(&i.body).or(Some(&last.span)),
+        _ => Some(&last.span),
+    }
 }
