@@ -387,7 +387,8 @@ pub fn run_parts(
         ));
     }
     if !opts.path_selector.is_empty() {
-        value = select(&value, &opts.path_selector).map_err(|m| match last_stmt {
+        let end = ev.program_end_pos().or(last_stmt);
+        value = select(&value, &opts.path_selector).map_err(|m| match end {
             Some(sp) => KclError::Eval(EvalError::new(ErrKind::Evaluation, m, Some(sp))),
             None => KclError::Other(m),
         })?;

@@ -45,17 +45,19 @@ impl Evaluator {
                     ev: self,
                     ctx: ctx.clone(),
                     span,
+                    inner: None,
                 };
-                f(&mut host, args, kwargs).map_err(|e| self.rt(e, span))
+                f(&mut host, args, kwargs).map_err(|e| host.error_at(e))
             }
             Func::Method { name, recv } => {
                 let mut host = HostCtx {
                     ev: self,
                     ctx: ctx.clone(),
                     span,
+                    inner: None,
                 };
                 crate::builtins::call_method(&mut host, name, recv, args, kwargs)
-                    .map_err(|e| self.rt(e, span))
+                    .map_err(|e| host.error_at(e))
             }
             Func::User { data, .. } => {
                 if let Some(c) = data.downcast_ref::<Closure>() {
@@ -79,6 +81,7 @@ impl Evaluator {
                         ev: self,
                         ctx: ctx.clone(),
                         span,
+                        inner: None,
                     };
                     return value::Host::plugin(&mut host, &p.module, &p.func, args, kwargs)
                         .map_err(|e| self.rt(e, span));
@@ -224,6 +227,19 @@ pub struct HostCtx<'a> {
     pub ev: &'a Evaluator,
     pub ctx: Ctx,
     pub span: Span,
+    /// The error of a function the builtin called back, with its own position (upstream's
+    /// runtime reports it where it stood inside that function).
+    inner: Option<(RtError, EvalError)>,
+}
+
+impl HostCtx<'_> {
+    /// The builtin's error: a callback's own when the builtin passed it on, else at the call.
+    fn error_at(&mut self, e: RtError) -> EvalError {
+        match self.inner.take() {
+            Some((passed, inner)) if passed == e => inner,
+            _ => self.ev.rt(e, self.span),
+        }
+    }
 }
 
 impl value::Host for HostCtx<'_> {
@@ -244,15 +260,17 @@ impl value::Host for HostCtx<'_> {
     ) -> Result<Value, RtError> {
         let r = self.ev.call_value(&self.ctx, f, args, kwargs, self.span);
         r.map_err(|e| {
-            // a failed check reports its own message
-            match e
+            // a failed check reports its own message (to a builtin that reads it)
+            let rt = match e
                 .notes
                 .iter()
                 .find_map(|(_, m)| m.strip_prefix("Check failed on the condition: "))
             {
                 Some(m) => RtError::new(e.kind, m.to_string()),
-                None => RtError::new(e.kind, e.msg),
-            }
+                None => RtError::new(e.kind, e.msg.clone()),
+            };
+            self.inner = Some((rt.clone(), e));
+            rt
         })
     }
     fn print(&mut self, text: &str) {

@@ -86,25 +86,6 @@ impl Evaluator {
     /// overflowing it; runaway recursion stops at the call-depth limit with an error.
     pub fn eval(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {
         stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.eval_inner(ctx, e))
-            .map_err(|err| self.at_walked_line(err, e.span))
-    }
-
-    /// Upstream's runtime knows only the line it walked last: an evaluation error of a node
-    /// over several lines is on the line of the last part it evaluated (`[1,\n 2][5]` fails
-    /// on the index's line).
-    #[cold]
-    fn at_walked_line(&self, mut err: EvalError, node: Span) -> EvalError {
-        if err.kind == ErrKind::Evaluation
-            && err.notes.is_empty()
-            && err.span == Some(node)
-            && let Some(p) = self.last_pos.get()
-            && p.file == node.file
-            && p.lo > node.lo
-            && p.lo < node.hi
-        {
-            err.span = Some(self.walked_point(node));
-        }
-        err
     }
 
     fn eval_inner(&self, ctx: &Ctx, e: &'static Expr) -> EvalResult<Value> {

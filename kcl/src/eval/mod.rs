@@ -353,6 +353,9 @@ pub struct Evaluator {
     /// raised after the fact (a required attribute found missing, as its panic position is
     /// the node it walked last).
     pub(crate) last_pos: Cell<Option<&'static Span>>,
+    /// The node a schema body walked last, and the position restored after it (see
+    /// [`Evaluator::program_end_pos`]).
+    pub(crate) body_walked: Cell<Option<(&'static Span, Option<&'static Span>)>>,
     pub(crate) schema_exprs: Cell<u32>,
     /// Set for the next instance made when a merge (`inst | {...}`) rebuilds an instance: its
     /// unknown keys are upstream's run-time error, not the one its resolver reports for a
@@ -410,16 +413,35 @@ fn mentions_instances(program: &Program) -> bool {
 const MAX_CALL_DEPTH: usize = 2000;
 
 impl Evaluator {
+    /// Where upstream's runtime stands when the program has run: the node it walked last,
+    /// inside the body of the schema the last statement instantiated when nothing was walked
+    /// after it (`None` before any).
+    pub fn program_end_pos(&self) -> Option<Span> {
+        let last = self.last_pos.get();
+        match self.body_walked.get() {
+            Some((inner, restored))
+                if restored.map(|p| p as *const Span) == last.map(|p| p as *const Span) =>
+            {
+                Some(*inner)
+            }
+            _ => last.copied(),
+        }
+    }
+
     /// Where upstream's runtime reports an error raised after the fact: the start of the
     /// node it walked last (`fallback` before any).
     pub(crate) fn walked_point(&self, fallback: Span) -> Span {
-        match self.last_pos.get() {
-            Some(p) => Span {
-                file: p.file,
-                lo: p.lo,
-                hi: p.lo + 1,
-            },
-            None => fallback,
+        self.last_pos
+            .get()
+            .map_or(fallback, |p| self.walked_point_of(p))
+    }
+
+    /// The start of node `p`, as a one-character span.
+    pub(crate) fn walked_point_of(&self, p: &Span) -> Span {
+        Span {
+            file: p.file,
+            lo: p.lo,
+            hi: p.lo + 1,
         }
     }
 
@@ -442,6 +464,7 @@ impl Evaluator {
             warnings: RefCell::new(Vec::new()),
             schema_frames: Cell::new(0),
             last_pos: Cell::new(None),
+            body_walked: Cell::new(None),
             schema_exprs: Cell::new(0),
             merging: Cell::new(false),
             config_depth: Cell::new(0),

@@ -220,6 +220,11 @@ impl<'a> Checker<'a> {
                         }
                         // (a value of unknown type brings an unknown value type)
                         Ty::Any => vs.push(Ty::Any),
+                        // (`**None` brings upstream's `{any:NoneType}`)
+                        Ty::None if matches!(strip_paren(v).kind, ExprKind::None) => {
+                            ks.push(Ty::Any);
+                            vs.push(Ty::None);
+                        }
                         // (a value that cannot be unpacked, reported, brings nothing)
                         Ty::None | Ty::Schema(_) | Ty::SchemaType(_) | Ty::Union(_) => {
                             known = false

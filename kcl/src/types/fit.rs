@@ -509,6 +509,8 @@ impl<'a> Checker<'a> {
                     // a dict's value type: the next name is one of its keys
                     let mut dict_value: Option<Ty> = None;
                     let mut found: Option<(Ty, Span)> = None;
+                    // (a key an index signature takes: upstream notes no declaration)
+                    let mut by_sig = false;
                     let mut ok = true;
                     let mut parent_schema_at: Option<Span> = None;
                     for (i, (name, nspan)) in path.iter().enumerate() {
@@ -578,6 +580,7 @@ impl<'a> Checker<'a> {
                                 let t = self.resolve_type(pkg, file, &sig.value_ty);
                                 (cur, dict_value, mixed_here) = Self::path_step(&t);
                                 found = Some((t, sig.span));
+                                by_sig = i + 1 == path.len();
                             }
                             None => {
                                 let mixed = std::mem::replace(&mut self.mixed_union, mixed_here);
@@ -618,7 +621,7 @@ impl<'a> Checker<'a> {
                     let at = path.last().map_or(key.span, |(_, sp)| *sp);
                     match found {
                         Some((t, def)) if ok && *op != ast::ConfigOp::Insert => {
-                            self.check_value(env, value, &t, at, Some(def));
+                            self.check_value(env, value, &t, at, (!by_sig).then_some(def));
                             let before = self.errors.len();
                             self.check_parts(env, value, &t, at);
                             self.drop_repeated_errors(before);
@@ -635,7 +638,7 @@ impl<'a> Checker<'a> {
                         }
                         Some((t, def)) if ok => {
                             let got = self.infer(env, value);
-                            if self.fits(&got, &t, at, Some(def)) {
+                            if self.fits(&got, &t, at, (!by_sig).then_some(def)) {
                                 self.check_insert(*op, &got, value.span);
                             } else {
                                 self.check_path_whole(env, value, &t, def, parent_schema_at);

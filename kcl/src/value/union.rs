@@ -220,7 +220,10 @@ pub fn merge_entry(
 /// In one config, an attribute set to Undefined is no list at all for `a[i]: v` (merged from
 /// another dict it counts as an empty one: see `merge_entry_in`).
 fn undefined_indexed(d: &Dict, k: &str, op: ConfigOp, index: Option<i64>) -> RtResult<()> {
-    if let (ConfigOp::Union, Some(i), Some(Value::Undefined)) = (op, index, d.map.get(k)) {
+    // (the attribute is looked up only for an indexed entry: every config entry passes here)
+    if let (ConfigOp::Union, Some(i)) = (op, index)
+        && let Some(Value::Undefined) = d.map.get(k)
+    {
         return Err(RtError::eval(format!(
             "only list attribute can be union value with the index {}",
             i as i32

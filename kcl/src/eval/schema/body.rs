@@ -82,20 +82,18 @@ impl Evaluator {
         {
             return self.lazy_schema_read(fr, lz, name).map(Some);
         }
-        if let Some(idx) = fr.layout.setters.get(&name) {
+        if let Some(set) = fr.layout.setters.get(&name) {
             // a name read while one of its own assignments runs sees its current value
-            if !idx.iter().any(|&i| fr.state.borrow()[i] == RUNNING) {
-                for &i in idx {
+            if !set.stmts.iter().any(|&i| fr.state.borrow()[i] == RUNNING) {
+                for &i in &set.stmts {
                     if fr.state.borrow()[i] == PENDING {
                         self.run_schema_stmt(fr, i)?;
                     }
                 }
             }
-        }
-        if let Some(&at) = fr.layout.checked_at.get(&name)
-            && fr.running.get() < at
-        {
-            self.check_read_ahead(fr, name)?;
+            if fr.running.get() < set.checked_at {
+                self.check_read_ahead(fr, name)?;
+            }
         }
         let a = fr.attrs.borrow();
         match a.map.get(name.as_str()) {
@@ -235,7 +233,7 @@ impl Evaluator {
                     .layout
                     .setters
                     .get(&attr.name.sym)
-                    .and_then(|s| s.first())
+                    .and_then(|s| s.stmts.first())
                     .is_some_and(|&j| {
                         !matches!(&fr.layout.body[j].0.kind,
                             StmtKind::SchemaAttr(a) if std::ptr::eq(a, attr))

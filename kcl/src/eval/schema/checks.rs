@@ -262,7 +262,7 @@ impl Evaluator {
         span: Span,
         by_call: bool,
     ) -> EvalResult<Value> {
-        let (c, host) = self.rule_scope(ty, r, args, kwargs, config, span)?;
+        let (c, host) = self.rule_scope(ty, r, args, kwargs, config, span, by_call)?;
         for d in &r.decorators {
             // (an unknown decorator is the checker's error)
             if decorator_name(d) == "deprecated" {
@@ -275,6 +275,7 @@ impl Evaluator {
 
     /// The scope a rule's checks see: its parameters, and its protocol's attributes set from
     /// the config (with the protocol's instance).
+    #[allow(clippy::too_many_arguments)]
     fn rule_scope(
         &self,
         ty: &Rc<SchemaType>,
@@ -283,6 +284,7 @@ impl Evaluator {
         kwargs: &[(Str, Value)],
         config: Dict,
         span: Span,
+        by_call: bool,
     ) -> EvalResult<(Ctx, Option<Value>)> {
         let scope = Scope::new(None);
         if let Some(ps) = &r.params {
@@ -296,13 +298,17 @@ impl Evaluator {
         if let Some(h) = &r.for_host {
             let v = self.eval_identifier(&ty.def_ctx, h)?;
             if let Some(pt) = as_schema_type(&v) {
-                // (its required attributes are checked as its body ends, before the rule's
-                // decorators and checks: upstream's runtime stands at its last statement)
+                // (its required attributes are checked before the rule's decorators and
+                // checks: upstream reports a missing one at the rule's expression, or called
+                // (`R()`) at the protocol's last statement, where its runtime stands)
                 self.schema_frames.set(self.schema_frames.get() + 1);
                 let made = self.instantiate(&pt, &[], &[], config, span);
                 self.schema_frames.set(self.schema_frames.get() - 1);
                 let inst = made?;
-                let at = self.body_end_pos(&pt, span).copied().unwrap_or(span);
+                let at = match by_call {
+                    true => self.body_end_pos(&pt, span).copied().unwrap_or(span),
+                    false => span,
+                };
                 self.check_own_required(&inst, at)?;
                 if let Value::Schema(s) = &inst {
                     vars = s.attrs.clone();

@@ -243,23 +243,25 @@ impl Evaluator {
                 body.push((st, pi));
             }
         }
-        let mut setters: FxHashMap<Symbol, Vec<usize>> = FxHashMap::default();
+        let mut setters: FxHashMap<Symbol, super::Setters> = FxHashMap::default();
+        let new_setters = || super::Setters {
+            stmts: Vec::new(),
+            checked_at: usize::MAX,
+        };
         for (i, (st, _)) in body.iter().enumerate() {
             let mut names = Vec::new();
             collect_targets(st, &mut names);
             for n in names {
-                let e = setters.entry(n).or_default();
-                if e.last() != Some(&i) {
-                    e.push(i);
+                let e = setters.entry(n).or_insert_with(new_setters);
+                if e.stmts.last() != Some(&i) {
+                    e.stmts.push(i);
                 }
             }
-        }
-        let mut checked_at: FxHashMap<Symbol, usize> = FxHashMap::default();
-        for (i, (st, _)) in body.iter().enumerate() {
             if let StmtKind::SchemaAttr(a) = &st.kind
                 && !names_a_type(&a.ty)
             {
-                checked_at.entry(a.name.sym).or_insert(i);
+                let e = setters.entry(a.name.sym).or_insert_with(new_setters);
+                e.checked_at = e.checked_at.min(i);
             }
         }
         let (self_reading, valueless, lazy_setters, cyclic) = super::lazy::lazy_setters(&body);
@@ -298,7 +300,6 @@ impl Evaluator {
             declared_syms,
             converting,
             setters,
-            checked_at,
             self_reading,
             valueless,
             lazy_setters,

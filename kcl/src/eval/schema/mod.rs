@@ -47,11 +47,9 @@ pub struct Layout {
     /// Per body statement: the index in `declared` of the attribute it declares, when that
     /// attribute's type may convert its value (see `AttrDecl::converts`).
     converting: Vec<Option<usize>>,
-    setters: FxHashMap<Symbol, Vec<usize>>,
-    /// Per attribute declared with a type of no schema: the body statement declaring it
-    /// first (a read from a statement before it checks the value against the type there, as
-    /// upstream's lazy evaluation runs that statement).
-    checked_at: FxHashMap<Symbol, usize>,
+    /// Per attribute: the statements setting it, and where it is checked (one table: every
+    /// read in a body looks it up).
+    setters: FxHashMap<Symbol, Setters>,
     /// Attributes a statement of theirs reads while assigning them (see `lazy.rs`).
     self_reading: FxHashSet<Symbol>,
     /// Attributes declared somewhere without a value.
@@ -103,6 +101,17 @@ impl SchemaType {
             is_type: true,
         }))
     }
+}
+
+/// An attribute's statements in a schema body.
+#[derive(Default)]
+struct Setters {
+    /// The statements assigning it.
+    stmts: Vec<usize>,
+    /// For an attribute declared with a type of no schema, the statement declaring it first
+    /// (a read from a statement before it checks the value against the type there, as
+    /// upstream's lazy evaluation runs that statement); `usize::MAX` for none.
+    checked_at: usize,
 }
 
 /// A declared attribute.
@@ -577,6 +586,8 @@ impl Evaluator {
                 return Err(EvalError::new(ErrKind::Compile, msg, Some(span)));
             }
         }
+        // (the node the body walked last, for where the program ends: see `program_end_pos`)
+        let body_walked = self.last_pos.get();
         // types
         let mut attrs = frame.attrs.borrow().clone();
         for (k, d) in &layout.declared {
@@ -653,7 +664,10 @@ impl Evaluator {
                 }
                 if !v.is_none_or_undefined() {
                     let empty = matches!(&v, Value::Dict(d) if d.map.is_empty());
-                    v = self.convert_type(&cx, v, &is.value_ty, span)?;
+                    // (upstream checks the extra keys once the body has run: its runtime
+                    // stands at the body's last node)
+                    let at = body_walked.map_or(span, |p| self.walked_point_of(p));
+                    v = self.convert_type(&cx, v, &is.value_ty, at)?;
                     // (an empty config made an instance missing a required attribute: a
                     // failed conversion upstream, as for an attribute)
                     if empty
@@ -667,6 +681,16 @@ impl Evaluator {
                 attrs.map.insert(k, v);
             }
         }
+        // the extra keys the checks run for (a key of the key name's own too, removed below)
+        let extra_keys: Vec<Value> = match &layout.index_sig {
+            Some((is, _)) if is.key_name.is_some() => attrs
+                .map
+                .keys()
+                .filter(|k| !layout.declared.contains_key(*k))
+                .map(|k| Value::Str(k.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
         if let Some((is, _)) = &layout.index_sig
             && let Some(kn) = is.key_name
         {
@@ -695,22 +719,16 @@ impl Evaluator {
             .filter(|(_, pi)| Rc::ptr_eq(&layout.parts[*pi], ty))
             .and_then(|(is, _)| is.key_name);
         let keyed = key_name.is_some();
+        let has_checks = layout
+            .parts
+            .iter()
+            .any(|t| t.stmt.is_some_and(|s| !s.checks.is_empty()));
         if top && !keyed {
             self.last_pos.set(caller_pos);
             self.check_frame_required(&frame, &ty.name, span)?;
         }
         // checks, base first; with an index signature key name, once per extra key
-        let sig_keys: Vec<Value> = match &layout.index_sig {
-            Some(_) if keyed => frame
-                .attrs
-                .borrow()
-                .map
-                .keys()
-                .filter(|k| !layout.declared.contains_key(*k))
-                .map(|k| Value::Str(k.clone()))
-                .collect(),
-            _ => Vec::new(),
-        };
+        let sig_keys: Vec<Value> = if keyed { extra_keys } else { Vec::new() };
         for (pi, t) in layout.parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
             if s.checks.is_empty() {
@@ -748,9 +766,17 @@ impl Evaluator {
             }
             r?;
         }
+        let walked = if has_checks {
+            self.last_pos.get()
+        } else {
+            body_walked
+        };
         if top && keyed {
             self.last_pos.set(caller_pos);
             self.check_frame_required(&frame, &ty.name, span)?;
+        }
+        if let Some(inner) = walked {
+            self.body_walked.set(Some((inner, caller_pos)));
         }
         if let Some(lz) = &frame.lazy {
             lz.done.set(true);
