@@ -11,25 +11,6 @@ impl Evaluator {
         self.run_pkg_stmts(pkg).map_err(|e| self.at_walked_line(e))
     }
 
-    /// Upstream's runtime knows only the line it walked last: an evaluation error of a node
-    /// over several lines is on the line of the last part it evaluated (`[1,\n 2][5]` fails
-    /// on the index's line). Nothing is evaluated while an error propagates, so where the
-    /// evaluator last stood is where it was raised.
-    #[cold]
-    fn at_walked_line(&self, mut err: EvalError) -> EvalError {
-        if err.kind == ErrKind::Evaluation
-            && err.notes.is_empty()
-            && let Some(node) = err.span
-            && let Some(p) = self.last_pos.get()
-            && p.file == node.file
-            && p.lo > node.lo
-            && p.lo < node.hi
-        {
-            err.span = Some(self.walked_point(node));
-        }
-        err
-    }
-
     fn run_pkg_stmts(&self, pkg: &Rc<Pkg>) -> EvalResult<()> {
         self.resolve_imports(pkg)?;
         for s in &pkg.stmts {

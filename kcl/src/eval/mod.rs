@@ -3,7 +3,8 @@
 //! schema instances, and calls functions. Here: the evaluator's state, packages, scopes and
 //! name lookup; the lazy globals are in `globals.rs`, statements in `stmt.rs`, imports in
 //! `imports.rs`, a package's output in `output.rs`, expressions in `expr.rs` (with `config.rs`,
-//! `comp.rs`, `call.rs`), schemas in `schema/`.
+//! `comp.rs`, `call.rs`), schemas in `schema/`, and where upstream's runtime reports an error
+//! (the node it walked last) in `walked.rs`.
 //!
 //! Parsed modules are leaked (`&'static`, see [`Evaluator::make_pkg`]): closures and schema
 //! types point into the AST without reference counting.
@@ -20,6 +21,7 @@ mod output;
 mod schema;
 mod stmt;
 mod types;
+mod walked;
 
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
@@ -413,38 +415,6 @@ fn mentions_instances(program: &Program) -> bool {
 const MAX_CALL_DEPTH: usize = 2000;
 
 impl Evaluator {
-    /// Where upstream's runtime stands when the program has run: the node it walked last,
-    /// inside the body of the schema the last statement instantiated when nothing was walked
-    /// after it (`None` before any).
-    pub fn program_end_pos(&self) -> Option<Span> {
-        let last = self.last_pos.get();
-        match self.body_walked.get() {
-            Some((inner, restored))
-                if restored.map(|p| p as *const Span) == last.map(|p| p as *const Span) =>
-            {
-                Some(*inner)
-            }
-            _ => last.copied(),
-        }
-    }
-
-    /// Where upstream's runtime reports an error raised after the fact: the start of the
-    /// node it walked last (`fallback` before any).
-    pub(crate) fn walked_point(&self, fallback: Span) -> Span {
-        self.last_pos
-            .get()
-            .map_or(fallback, |p| self.walked_point_of(p))
-    }
-
-    /// The start of node `p`, as a one-character span.
-    pub(crate) fn walked_point_of(&self, p: &Span) -> Span {
-        Span {
-            file: p.file,
-            lo: p.lo,
-            hi: p.lo + 1,
-        }
-    }
-
     /// An evaluator over a loaded program; returns it with the main package's modules.
     pub fn new(program: Program, opts: EvalOptions) -> (Self, Vec<Arc<ast::Module>>) {
         let track_instances = mentions_instances(&program);

@@ -509,7 +509,8 @@ impl<'a> Checker<'a> {
                     // a dict's value type: the next name is one of its keys
                     let mut dict_value: Option<Ty> = None;
                     let mut found: Option<(Ty, Span)> = None;
-                    // (a key an index signature takes: upstream notes no declaration)
+                    // (the type found last comes from an index signature: upstream notes no
+                    // declaration)
                     let mut by_sig = false;
                     let mut ok = true;
                     let mut parent_schema_at: Option<Span> = None;
@@ -553,6 +554,7 @@ impl<'a> Checker<'a> {
                                 }
                                 (cur, dict_value, mixed_here) = Self::path_step(&h.0);
                                 found = Some(h);
+                                by_sig = false;
                             }
                             // a key the schema's index signature takes: its value type
                             None if open => {
@@ -580,7 +582,7 @@ impl<'a> Checker<'a> {
                                 let t = self.resolve_type(pkg, file, &sig.value_ty);
                                 (cur, dict_value, mixed_here) = Self::path_step(&t);
                                 found = Some((t, sig.span));
-                                by_sig = i + 1 == path.len();
+                                by_sig = true;
                             }
                             None => {
                                 let mixed = std::mem::replace(&mut self.mixed_union, mixed_here);
@@ -611,7 +613,7 @@ impl<'a> Checker<'a> {
                                     let k = Ty::StrLit(std::sync::Arc::from(n.as_str()));
                                     got = Ty::Dict(Rc::new(k), Rc::new(got));
                                 }
-                                self.fits(&got, &t, *nspan, Some(def));
+                                self.fits(&got, &t, *nspan, (!by_sig).then_some(def));
                             }
                             ok = false;
                             break;

@@ -309,32 +309,8 @@ impl<'a> Checker<'a> {
                 Ty::Any
             }
             Ty::Schema(id) => {
-                let m = self.members(id);
-                match m.attrs.get(&attr.sym) {
-                    Some(a) => a.0.clone(),
-                    None => {
-                        if !m.open {
-                            // upstream suggests attributes only on a value it knows as an
-                            // instance; a name typed by an annotation is the schema itself,
-                            // whose only attribute is `instances`
-                            let order: Vec<&str> = m.order.iter().map(|s| s.as_str()).collect();
-                            let cands = if self.known_instance(env, value) {
-                                order
-                            } else {
-                                vec!["instances"]
-                            };
-                            let msg = format!(
-                                "attribute '{}' not found in '{}'{}",
-                                attr.sym.as_str(),
-                                self.schema_name(id),
-                                did_you_mean(attr.sym.as_str(), cands)
-                            );
-                            let at = attr_error_at(value, attr.span, x.optional);
-                            self.err(ErrKind::Type, msg, at);
-                        }
-                        Ty::Any
-                    }
-                }
+                let at = attr_error_at(value, attr.span, x.optional);
+                self.instance_attr(env, id, value, attr.sym.as_str(), at)
             }
             // upstream's resolver knows these types have no attributes but the string
             // methods
@@ -399,6 +375,33 @@ impl<'a> Checker<'a> {
         !keys.iter().any(|k| k == key.as_str())
     }
 
+    /// Attribute `name` of an instance of schema `id` read from `value` (`value.name` or
+    /// `value["name"]`): its type, or upstream's "not found" at `at` when the schema takes no
+    /// other keys.
+    fn instance_attr(&mut self, env: &Env, id: SchemaId, value: &Expr, name: &str, at: Span) -> Ty {
+        let m = self.members(id);
+        if let Some(a) = m.attrs.get(&Symbol::intern(name)) {
+            return a.0.clone();
+        }
+        if !m.open {
+            // upstream suggests attributes only on a value it knows as an instance; a name
+            // typed by an annotation is the schema itself, whose only attribute is `instances`
+            let order: Vec<&str> = m.order.iter().map(|s| s.as_str()).collect();
+            let cands = if self.known_instance(env, value) {
+                order
+            } else {
+                vec!["instances"]
+            };
+            let msg = format!(
+                "attribute '{name}' not found in '{}'{}",
+                self.schema_name(id),
+                did_you_mean(name, cands)
+            );
+            self.err(ErrKind::Type, msg, at);
+        }
+        Ty::Any
+    }
+
     /// `value[index]`.
     fn infer_subscript(&mut self, env: &Env, value: &Expr, index: &Expr) -> Ty {
         let t = self.infer(env, value);
@@ -426,33 +429,12 @@ impl<'a> Checker<'a> {
         match t {
             Ty::List(e) => (*e).clone(),
             // `inst["name"]`: an attribute, as `inst.name`
-            Ty::Schema(id) if matches!(strip_paren(index).kind, ExprKind::Str(_)) => {
-                let ExprKind::Str(k) = &strip_paren(index).kind else {
-                    return Ty::Any;
-                };
-                let m = self.members(id);
-                match m.attrs.get(&Symbol::intern(k)) {
-                    Some(a) => a.0.clone(),
-                    None => {
-                        if !m.open {
-                            // (suggested as for `inst.name`)
-                            let order: Vec<&str> = m.order.iter().map(|s| s.as_str()).collect();
-                            let cands = if self.known_instance(env, value) {
-                                order
-                            } else {
-                                vec!["instances"]
-                            };
-                            let msg = format!(
-                                "attribute '{k}' not found in '{}'{}",
-                                self.schema_name(id),
-                                did_you_mean(k, cands)
-                            );
-                            self.err(ErrKind::Type, msg, value.span.shrink_to_lo());
-                        }
-                        Ty::Any
-                    }
+            Ty::Schema(id) => match &strip_paren(index).kind {
+                ExprKind::Str(k) => {
+                    self.instance_attr(env, id, value, k, value.span.shrink_to_lo())
                 }
-            }
+                _ => Ty::Any,
+            },
             Ty::Dict(k, v) => {
                 let key = match &strip_paren(index).kind {
                     ExprKind::Str(s) => Some(&**s),

@@ -335,24 +335,7 @@ impl<'a> Checker<'a> {
             _ => return None,
         };
         let &(rule, file) = self.pkgs[pkg].rules.get(&name)?;
-        let params = rule
-            .params
-            .iter()
-            .flatten()
-            .map(|p| {
-                let t = match &p.ty {
-                    Some(t) => self.resolve_type(pkg, file, t),
-                    None => Ty::Any,
-                };
-                (Some(p.name.sym), t, p.default.is_some())
-            })
-            .collect();
-        let param_spans = rule.params.iter().flatten().map(|p| p.name.span).collect();
-        Some(ty::FuncTy {
-            params,
-            ret: Ty::Any,
-            param_spans,
-        })
+        Some(self.params_func(rule.params.as_deref(), pkg, file, Ty::Any))
     }
 
     /// A schema's own parameters (`schema A[a, b = 1]`; a derived schema does not take its
@@ -360,9 +343,20 @@ impl<'a> Checker<'a> {
     pub(super) fn schema_params(&mut self, id: SchemaId) -> ty::FuncTy {
         let info = &self.schemas[id.0];
         let (stmt, pkg, file) = (info.stmt, info.pkg, info.file);
-        let params = stmt
-            .params
+        self.params_func(stmt.params.as_deref(), pkg, file, Ty::Schema(id))
+    }
+
+    /// Declared parameters (of a schema or a rule, in `pkg`'s `file`) as a function type.
+    fn params_func(
+        &mut self,
+        params: Option<&[ast::Param]>,
+        pkg: usize,
+        file: FileId,
+        ret: Ty,
+    ) -> ty::FuncTy {
+        let params_ty = params
             .iter()
+            .copied()
             .flatten()
             .map(|p| {
                 let t = match &p.ty {
@@ -372,10 +366,15 @@ impl<'a> Checker<'a> {
                 (Some(p.name.sym), t, p.default.is_some())
             })
             .collect();
-        let param_spans = stmt.params.iter().flatten().map(|p| p.name.span).collect();
+        let param_spans = params
+            .iter()
+            .copied()
+            .flatten()
+            .map(|p| p.name.span)
+            .collect();
         ty::FuncTy {
-            params,
-            ret: Ty::Schema(id),
+            params: params_ty,
+            ret,
             param_spans,
         }
     }

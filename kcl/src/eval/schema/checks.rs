@@ -262,7 +262,13 @@ impl Evaluator {
         span: Span,
         by_call: bool,
     ) -> EvalResult<Value> {
-        let (c, host) = self.rule_scope(ty, r, args, kwargs, config, span, by_call)?;
+        let call = RuleCall {
+            args,
+            kwargs,
+            span,
+            by_call,
+        };
+        let (c, host) = self.rule_scope(ty, r, &call, config)?;
         for d in &r.decorators {
             // (an unknown decorator is the checker's error)
             if decorator_name(d) == "deprecated" {
@@ -275,17 +281,19 @@ impl Evaluator {
 
     /// The scope a rule's checks see: its parameters, and its protocol's attributes set from
     /// the config (with the protocol's instance).
-    #[allow(clippy::too_many_arguments)]
     fn rule_scope(
         &self,
         ty: &Rc<SchemaType>,
         r: &'static ast::RuleStmt,
-        args: &[Value],
-        kwargs: &[(Str, Value)],
+        call: &RuleCall<'_>,
         config: Dict,
-        span: Span,
-        by_call: bool,
     ) -> EvalResult<(Ctx, Option<Value>)> {
+        let RuleCall {
+            args,
+            kwargs,
+            span,
+            by_call,
+        } = *call;
         let scope = Scope::new(None);
         if let Some(ps) = &r.params {
             for (i, p) in ps.iter().enumerate() {
@@ -355,6 +363,16 @@ impl Evaluator {
         }
         self.run_checks(c, &r.checks, span, by_call)
     }
+}
+
+/// How a rule is run: its call's arguments, where, and whether called (`R()`) or
+/// instantiated (`R {...}`).
+#[derive(Clone, Copy)]
+struct RuleCall<'a> {
+    args: &'a [Value],
+    kwargs: &'a [(Str, Value)],
+    span: Span,
+    by_call: bool,
 }
 
 pub(super) fn decorator_name(d: &ast::Decorator) -> String {

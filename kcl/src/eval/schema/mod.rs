@@ -1,17 +1,19 @@
 //! Schema types and instantiation: parent first, then own body, then mixins; the config is laid
 //! over the body's defaults as each attribute is set; then types, required attributes and
 //! `check:` blocks. The type's layout is in `layout.rs`, the body's statements in `body.rs`,
-//! the checks in `checks.rs`, merging instances in `merge.rs`, and the key order of a schema
-//! defined before its base in `forward.rs`.
+//! the checks in `checks.rs`, an index signature's keys in `index_sig.rs`, merging instances in
+//! `merge.rs`, and the key order of a schema defined before its base in `forward.rs`.
 
 mod body;
 mod checks;
 pub(crate) mod forward;
+mod index_sig;
 mod layout;
 mod lazy;
 mod merge;
 
 use checks::{decorator_name, similar};
+pub(crate) use index_sig::index_sig_str;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -623,91 +625,9 @@ impl Evaluator {
                 attrs.map.insert(k.clone(), nv);
             }
         }
-        if let Some((is, pi)) = &layout.index_sig {
-            let keys: Vec<Str> = attrs
-                .map
-                .keys()
-                .filter(|k| !layout.declared.contains_key(*k))
-                .cloned()
-                .collect();
-            for k in keys {
-                let cx = Ctx {
-                    schema: Some(frame.clone()),
-                    ..frame.ctxs[*pi].clone()
-                };
-                let mut v = attrs.map.get(&k).cloned().unwrap_or_default();
-                let op = frame.config.op_of(&k).0;
-                let merge_default = matches!(op, ConfigOp::Union | ConfigOp::Insert);
-                // (a key set with `=`, to None or Undefined too, keeps its value, as upstream)
-                if let (Some(def), true) = (&is.value, merge_default) {
-                    // the signature's default is merged under the given value
-                    let sc = Scope::new(cx.locals.clone());
-                    if let Some(kn) = &is.key_name {
-                        sc.vars.borrow_mut().insert(kn.sym, Value::Str(k.clone()));
-                    }
-                    let c2 = Ctx {
-                        locals: Some(sc),
-                        ..cx.clone()
-                    };
-                    let dv = self.eval(&c2, def)?;
-                    v = if let (ConfigOp::Insert, Value::List(d), Value::List(add)) = (op, &dv, &v)
-                    {
-                        // `+=` appends to the default
-                        Value::List(Rc::new(d.iter().chain(add.iter()).cloned().collect()))
-                    } else if v.is_config() && dv.is_config() {
-                        self.union_eval(dv, &v, span)?
-                    } else if v.is_none_or_undefined() {
-                        dv
-                    } else {
-                        v
-                    };
-                }
-                if !v.is_none_or_undefined() {
-                    let empty = matches!(&v, Value::Dict(d) if d.map.is_empty());
-                    // (upstream checks the extra keys once the body has run: its runtime
-                    // stands at the body's last node)
-                    let at = body_walked.map_or(span, |p| self.walked_point_of(p));
-                    v = self.convert_type(&cx, v, &is.value_ty, at)?;
-                    // (an empty config made an instance missing a required attribute: a
-                    // failed conversion upstream, as for an attribute)
-                    if empty
-                        && let Value::Schema(inst) = &v
-                        && self.misses_required(inst)
-                        && let Some(e) = self.empty_config_mismatch(&cx, &is.value_ty, span)
-                    {
-                        return Err(e);
-                    }
-                }
-                attrs.map.insert(k, v);
-            }
-        }
-        // the extra keys the checks run for (a key of the key name's own too, removed below)
-        let extra_keys: Vec<Value> = match &layout.index_sig {
-            Some((is, _)) if is.key_name.is_some() => attrs
-                .map
-                .keys()
-                .filter(|k| !layout.declared.contains_key(*k))
-                .map(|k| Value::Str(k.clone()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        if let Some((is, _)) = &layout.index_sig
-            && let Some(kn) = is.key_name
-        {
-            // upstream binds the key name as a temporary attribute before it adds the extra
-            // keys one by one, then removes it by swapping the last key into its place: the
-            // last extra key comes first, and a key of the key name's own is that attribute
-            // (removed with it)
-            let (n0, len) = (layout.order.len(), attrs.map.len());
-            match attrs.map.get_index_of(kn.sym.as_str()) {
-                Some(i) if !layout.declared.contains_key(kn.sym.as_str()) && n0 < len => {
-                    attrs.map.move_index(i, n0);
-                    attrs.map.swap_remove_index(n0);
-                }
-                _ if len >= n0 + 2 => attrs.map.move_index(len - 1, n0),
-                _ => {}
-            }
-        }
+        // the extra keys the checks run for (see `index_sig.rs`)
+        let extra_keys =
+            self.index_signature_keys(&frame, &layout, &mut attrs, span, body_walked)?;
         *frame.attrs.borrow_mut() = attrs;
         // required attributes, recursively through the values, at the top only (see
         // `schema_frames`): before the checks, or after them with an index signature key name
@@ -823,23 +743,6 @@ impl Evaluator {
         }
         Ok(inst)
     }
-}
-
-pub(crate) fn index_sig_str(is: &ast::IndexSignature) -> String {
-    // upstream reads a `None` or `Undefined` key type as a string literal of the name
-    // without its first letter (`str(one)`, `str(ndefined)`)
-    let key = match &is.key_ty.kind {
-        ast::TypeKind::Literal(ast::LiteralType::None) => "str(one)".to_string(),
-        ast::TypeKind::Literal(ast::LiteralType::Undefined) => "str(ndefined)".to_string(),
-        _ => super::types::type_str(&is.key_ty),
-    };
-    format!(
-        "[{}{key}]: {}",
-        is.key_name
-            .map(|n| format!("{}: ", n.sym))
-            .unwrap_or_default(),
-        super::types::type_str(&is.value_ty)
-    )
 }
 
 /// The statement of `body` run last when all of it runs (into an `if`'s first branch).
