@@ -644,7 +644,10 @@ impl Evaluator {
             .iter()
             .any(|t| t.stmt.is_some_and(|s| !s.checks.is_empty()));
         if top && !keyed {
-            self.last_pos.set(caller_pos);
+            // (instantiated, `S {}`, upstream reports a missing attribute at the expression;
+            // called, `S()`, where its body last stood)
+            self.last_pos
+                .set(if by_call { body_walked } else { caller_pos });
             self.check_frame_required(&frame, &ty.name, span)?;
         }
         // checks, base first; with an index signature key name, once per extra key
