@@ -244,15 +244,11 @@ impl Evaluator {
             }
         }
         let mut setters: FxHashMap<Symbol, super::Setters> = FxHashMap::default();
-        let new_setters = || super::Setters {
-            stmts: Vec::new(),
-            checked_at: usize::MAX,
-        };
         for (i, (st, _)) in body.iter().enumerate() {
             let mut names = Vec::new();
             collect_targets(st, &mut names);
             for n in names {
-                let e = setters.entry(n).or_insert_with(new_setters);
+                let e = setters.entry(n).or_default();
                 if e.stmts.last() != Some(&i) {
                     e.stmts.push(i);
                 }
@@ -260,7 +256,7 @@ impl Evaluator {
             if let StmtKind::SchemaAttr(a) = &st.kind
                 && !names_a_type(&a.ty)
             {
-                let e = setters.entry(a.name.sym).or_insert_with(new_setters);
+                let e = setters.entry(a.name.sym).or_default();
                 e.checked_at = e.checked_at.min(i);
             }
         }

@@ -106,7 +106,6 @@ impl SchemaType {
 }
 
 /// An attribute's statements in a schema body.
-#[derive(Default)]
 struct Setters {
     /// The statements assigning it.
     stmts: Vec<usize>,
@@ -114,6 +113,15 @@ struct Setters {
     /// (a read from a statement before it checks the value against the type there, as
     /// upstream's lazy evaluation runs that statement); `usize::MAX` for none.
     checked_at: usize,
+}
+
+impl Default for Setters {
+    fn default() -> Self {
+        Setters {
+            stmts: Vec::new(),
+            checked_at: usize::MAX,
+        }
+    }
 }
 
 /// A declared attribute.
