@@ -7,7 +7,8 @@ Probes in FILE are separated by lines starting `#---`. In a probe, a first line
 (the probe's first lines are main.k). Compared: exit status, stdout, and for errors the first
 annotation message (the grammar runner's key mode). KCL_BIN names our binary
 (default target/debug/kcl); probes are written under $TMPDIR/kcl-probe/. KCL_PROBE_ALL=1 prints
-every probe with its whole error output (for comparing the errors after the first).
+every probe with its whole error output (for comparing the errors after the first) and lists
+the probes whose first errors agree but whose whole diagnostics differ.
 """
 import sys, os, re, subprocess, shutil
 src = open(sys.argv[1]).read()
@@ -28,9 +29,24 @@ def key(s):
     # a message with no position: our first line carries the `error[CODE]: ` header
     first = s.strip().splitlines()[0] if s.strip() else ''
     return re.sub(r'^error\[\w+\]: ', '', first)
+def whole(s, d):
+    # every diagnostic, as kcl/tests/differential/oracle.rs::whole_errors compares them
+    s = re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', s).replace(d + '/', '${CWD}/')
+    lines = [re.sub(r'^error\[\w+\]: ', '', l).rstrip() for l in s.splitlines() if l.strip() and l.strip() != '|']
+    blocks = []
+    for l in lines:
+        starts = not l.startswith(' ') and not l.startswith(('suggestion:', 'note:')) and not l[:1].isdigit()
+        if starts or not blocks: blocks.append([])
+        blocks[-1].append(l)
+    blocks = [b for b in blocks if not any('not found in the program' in l for l in b)]
+    for k in range(1, len(blocks) // 2 + 1):
+        if blocks[:k] == blocks[k:2 * k]:
+            del blocks[:k]; break
+    return [l for b in blocks for l in b]
 import tempfile
 base = os.path.join(tempfile.gettempdir(), 'kcl-probe'); shutil.rmtree(base, ignore_errors=True)
 same = 0
+differ, whole_differ = [], []
 show_all = os.environ.get('KCL_PROBE_ALL') == '1'
 limit = None if show_all else 1500
 for i, c in enumerate(cases):
@@ -54,8 +70,12 @@ for i, c in enumerate(cases):
     o = subprocess.run([ours, 'run', 'main.k'] + extra, cwd=d, capture_output=True, text=True, timeout=60)
     ok = u.returncode == o.returncode and u.stdout == o.stdout and (u.returncode == 0 or key(u.stderr) == key(o.stderr))
     if ok: same += 1
+    else: differ.append(i)
+    if ok and u.returncode != 0 and whole(u.stderr, d) != whole(o.stderr, d): whole_differ.append(i)
     if ok and not show_all: continue
     print(f'===== case {i} ({d})' + (f' args: {" ".join(extra)}' if extra else '')); print(c.rstrip())
     print(f'--- upstream rc={u.returncode}'); print(u.stdout.rstrip()); print(norm(u.stderr)[:limit])
     print(f'--- ours rc={o.returncode}'); print(o.stdout.rstrip()); print(norm(o.stderr)[:limit])
 print(f'{same}/{len(cases)} same')
+if differ: print('differ:', ' '.join(map(str, differ)))
+if show_all and whole_differ: print('same first error, other diagnostics differ:', ' '.join(map(str, whole_differ)))

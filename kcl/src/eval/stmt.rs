@@ -358,6 +358,9 @@ impl Evaluator {
         }
         if let Some(fr) = &ctx.schema {
             self.schema_set(ctx, fr, name, newv, t.span)?;
+            if t.path.is_empty() {
+                self.convert_nested_assign(fr, name, t.span)?;
+            }
             return Ok(());
         }
         self.set_global(&ctx.pkg, name, newv);

@@ -228,7 +228,8 @@ impl Evaluator {
                         Value::Dict(d) => match self.config_fits(&st, d, span)? {
                             Ok(()) => {
                                 let before = self.last_pos.get();
-                                let inst = self.instantiate(&st, &[], &[], (**d).clone(), span)?;
+                                let at = self.walked_line_start(span);
+                                let inst = self.instantiate(&st, &[], &[], (**d).clone(), at)?;
                                 // upstream checks a converted item's required attributes as it
                                 // makes it (inside a schema body too), where its runtime stood
                                 // before the item's own body (a whole value is checked where it

@@ -37,6 +37,23 @@ impl Evaluator {
         }
     }
 
+    /// The start of the line upstream's runtime walked last: where an instance made by a
+    /// type conversion (a dict in a schema-typed slot) stands, as upstream builds its config
+    /// position from the runtime's line alone.
+    pub(crate) fn walked_line_start(&self, fallback: Span) -> Span {
+        let p = self.walked_point(fallback);
+        let Some(f) = crate::ast::source_map().get(p.file) else {
+            return p;
+        };
+        let starts = f.line_starts();
+        let lo = starts[f.line_index(p.lo)];
+        Span {
+            file: p.file,
+            lo,
+            hi: lo + 1,
+        }
+    }
+
     /// Upstream's runtime knows only the line it walked last: an evaluation error of a node
     /// over several lines is on the line of the last part it evaluated (`[1,\n 2][5]` fails
     /// on the index's line). Nothing is evaluated while an error propagates, so where the

@@ -34,8 +34,24 @@ impl Evaluator {
         // upstream converts an attribute's value to its type where the attribute is declared
         // (a config dict becomes the schema instance, defaults included), so the statements
         // after it read the instance
-        let Some((k, d)) = fr.layout.converting[i].and_then(|j| fr.layout.declared.get_index(j))
-        else {
+        match fr.layout.converting[i] {
+            Some(j) => self.convert_declared(fr, j, st.span, cached_before),
+            None => Ok(()),
+        }
+    }
+
+    /// Convert declared attribute `j`'s value to its type where a statement set it: a config
+    /// dict becomes the schema instance, defaults included, so the statements after it read
+    /// the instance (as upstream's runtime). `cached_before`: whether the lazy scope had
+    /// cached the attribute before the statement.
+    fn convert_declared(
+        &self,
+        fr: &Rc<Frame>,
+        j: usize,
+        span: Span,
+        cached_before: bool,
+    ) -> EvalResult<()> {
+        let Some((k, d)) = fr.layout.declared.get_index(j) else {
             return Ok(());
         };
         let Some(t) = d.ty else {
@@ -52,16 +68,8 @@ impl Evaluator {
                 schema: Some(fr.clone()),
                 ..fr.ctxs[d.part].clone()
             };
-            if let Ok(Some(nv)) = self.try_convert_value(&c, &v, t, st.span) {
-                // upstream's instance of an empty config that leaves a required attribute
-                // unset is a failed conversion of the dict
-                if matches!(&v, Value::Dict(d) if d.map.is_empty())
-                    && let Value::Schema(inst) = &nv
-                    && self.misses_required(inst)
-                    && let Some(e) = self.empty_config_mismatch(&c, t, st.span)
-                {
-                    return Err(e);
-                }
+            if let Some(nv) = self.try_convert_value(&c, &v, t, span)? {
+                self.refuse_empty_config(&c, &v, &nv, t, span)?;
                 // (what the lazy scope cached at the statement is the converted value)
                 if let Some(lz) = &fr.lazy
                     && !cached_before
@@ -70,6 +78,44 @@ impl Evaluator {
                 }
                 fr.attrs.borrow_mut().map.insert(k.clone(), nv);
             }
+        }
+        Ok(())
+    }
+
+    /// A plain assignment to a declared attribute inside a statement of the body (an `if`)
+    /// converts as one of the body's own does.
+    pub(crate) fn convert_nested_assign(
+        &self,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        span: Span,
+    ) -> EvalResult<()> {
+        let i = fr.running.get();
+        if fr.lazy.is_some() || fr.layout.converting.get(i).is_none_or(|c| c.is_some()) {
+            return Ok(());
+        }
+        match fr.layout.declared.get_full(name.as_str()) {
+            Some((j, _, d)) if d.converts => self.convert_declared(fr, j, span, true),
+            _ => Ok(()),
+        }
+    }
+
+    /// Upstream's instance of an empty config that leaves a required attribute unset is a
+    /// failed conversion of the dict.
+    fn refuse_empty_config(
+        &self,
+        ctx: &Ctx,
+        v: &Value,
+        converted: &Value,
+        t: &'static ast::Type,
+        span: Span,
+    ) -> EvalResult<()> {
+        if matches!(v, Value::Dict(d) if d.map.is_empty())
+            && let Value::Schema(inst) = converted
+            && self.misses_required(inst)
+            && let Some(e) = self.empty_config_mismatch(ctx, t, span)
+        {
+            return Err(e);
         }
         Ok(())
     }
@@ -262,7 +308,23 @@ impl Evaluator {
             .declared
             .get(k)
             .is_some_and(|d| d.at == Some(attr.name.span));
-        let v = if nested && !v.is_none_or_undefined() {
+        // a default the config merges into is converted to the type first (`spec: Spec = {..}`
+        // becomes an instance the config's entry is then unioned into), as upstream's
+        // (a dict or list of schemas is converted after the merge: upstream checks no
+        // converted item's required attributes there)
+        let v = if !nested
+            && fr.config.map.contains_key(k)
+            && v.is_config()
+            && matches!(attr.ty.kind, ast::TypeKind::Named(_))
+        {
+            match self.try_convert_value(ctx, &v, &attr.ty, span)? {
+                Some(nv) => {
+                    self.refuse_empty_config(ctx, &v, &nv, &attr.ty, span)?;
+                    nv
+                }
+                None => v,
+            }
+        } else if nested && !v.is_none_or_undefined() {
             self.convert_type(ctx, v, &attr.ty, span)?
         } else {
             v

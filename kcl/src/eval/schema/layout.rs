@@ -276,12 +276,21 @@ impl Evaluator {
         }
         let converting = body
             .iter()
-            .map(|(st, _)| match &st.kind {
-                StmtKind::SchemaAttr(a) => declared
-                    .get_full(a.name.sym.as_str())
+            .map(|(st, _)| {
+                // upstream converts the value where a statement sets the attribute: its
+                // declaration and any plain assignment to it
+                let name = match &st.kind {
+                    StmtKind::SchemaAttr(a) => a.name.sym,
+                    StmtKind::Assign(a) if a.targets.len() == 1 && a.targets[0].path.is_empty() => {
+                        a.targets[0].name.sym
+                    }
+                    StmtKind::AugAssign(a) if a.target.path.is_empty() => a.target.name.sym,
+                    _ => return None,
+                };
+                declared
+                    .get_full(name.as_str())
                     .filter(|(_, _, d)| d.converts)
-                    .map(|(i, _, _)| i),
-                _ => None,
+                    .map(|(i, _, _)| i)
             })
             .collect();
         // an index signature is the schema's own: upstream's instance of a subschema takes no
