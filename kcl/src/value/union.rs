@@ -388,6 +388,9 @@ fn merge_entry_in<E: From<RtError>>(
                     return Err(conflict(k, cur, v).into());
                 }
                 union_into(cur, v, check, depth + 1, rb)?;
+                // a key's operator is its last entry's, as upstream's: `a = x` then `a: {..}`
+                // merges into (not over) what `a` holds where this dict is merged later
+                d.set_op(k.clone(), ConfigOp::Union, None);
             }
             None => {
                 d.map.insert(k.clone(), v.clone());

@@ -23,9 +23,15 @@ impl Evaluator {
         let Ok(ty) = t.clone().downcast::<SchemaType>() else {
             return Ok(None);
         };
-        let base = Value::from(s.config());
-        let merged = self.union_eval(base, extra, span)?;
-        let cfg = merged.as_dict().cloned().unwrap_or_default();
+        let base = s.config();
+        let base_keys: Vec<Str> = base.map.keys().cloned().collect();
+        let merged = self.union_eval(Value::from(base), extra, span)?;
+        let mut cfg = merged.as_dict().cloned().unwrap_or_default();
+        // the instance's own keys hold final values: upstream makes the schema again from
+        // them as overrides (a default is not merged with them a second time)
+        for k in base_keys {
+            cfg.set_op(k, ConfigOp::Override, None);
+        }
         let (ty, (args, kwargs)) =
             ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;

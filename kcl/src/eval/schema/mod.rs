@@ -281,6 +281,12 @@ impl Evaluator {
         let Some(ty) = as_schema_type(ty_val) else {
             // `inst {..}` on a schema instance: upstream instantiates its schema again from
             // the instance's config and this one (a new instance, listed by instances())
+            if matches!(ty_val, Value::Schema(_)) {
+                // (a `:` entry must agree with what the instance holds, as in `inst | {..}`;
+                // upstream's runtime stands at the config's last entry)
+                value::check_union(ty_val, &cfg, 0)
+                    .map_err(|e| self.rt(e, self.walked_point(span)))?;
+            }
             if matches!(ty_val, Value::Schema(_))
                 && let Some(v) = self.rebuild_merged(ty_val, &cfg, None, span)?
             {
