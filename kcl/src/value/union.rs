@@ -307,7 +307,9 @@ fn merge_entry_in<E: From<RtError>>(
                                 ))
                                 .into());
                             }
-                            if idx as usize > x.len() {
+                            // (upstream fails inserting an item there: inserting none is
+                            // no failure)
+                            if idx as usize > x.len() && !y.is_empty() {
                                 return Err(RtError::eval(format!(
                                     "insertion index (is {i}) should be <= len (is {})",
                                     x.len()
@@ -329,7 +331,7 @@ fn merge_entry_in<E: From<RtError>>(
                         ))
                         .into());
                     }
-                    Some(i) if i > 0 => {
+                    Some(i) if i > 0 && matches!(v, Value::List(y) if !y.is_empty()) => {
                         return Err(RtError::eval(format!(
                             "insertion index (is {i}) should be <= len (is 0)"
                         ))
@@ -345,10 +347,10 @@ fn merge_entry_in<E: From<RtError>>(
                 _ => binary(BinOp::Add, &cur, v)?,
             };
             d.map.insert(k.clone(), new);
-            if cur.is_none_or_undefined() {
-                // still an insertion when this dict is merged into another later
-                d.set_op(k.clone(), ConfigOp::Insert, index);
-            }
+            // still an insertion when this dict is merged into another later (the last
+            // entry's operator is the key's, as upstream's: `l = [1]` then `l += [2]` appends
+            // both to what `l` holds there)
+            d.set_op(k.clone(), ConfigOp::Insert, index);
         }
         ConfigOp::Union if index.is_some() => {
             let i = index.unwrap_or_default();

@@ -34,9 +34,44 @@ impl Evaluator {
         // upstream converts an attribute's value to its type where the attribute is declared
         // (a config dict becomes the schema instance, defaults included), so the statements
         // after it read the instance
-        match fr.layout.converting[i] {
-            Some(j) => self.convert_declared(fr, j, st.span, cached_before),
-            None => Ok(()),
+        if let Some(j) = fr.layout.converting[i] {
+            self.convert_declared(fr, j, st.span, cached_before)?;
+        }
+        // the config's entry merged at the declaration is type-checked there, before the
+        // statements after it run (upstream's union of the entry checks it against the
+        // attribute's type); values of types naming a schema are checked by their conversion
+        if let StmtKind::SchemaAttr(a) = &st.kind
+            && fr.config.map.contains_key(a.name.sym.as_str())
+        {
+            self.check_entry_fits(fr, a.name.sym, st.span)?;
+        }
+        Ok(())
+    }
+
+    fn check_entry_fits(&self, fr: &Rc<Frame>, name: Symbol, span: Span) -> EvalResult<()> {
+        let Some(d) = fr.layout.declared.get(name.as_str()) else {
+            return Ok(());
+        };
+        let (Some(t), false) = (d.ty, d.converts) else {
+            return Ok(());
+        };
+        let Some(v) = fr
+            .attrs
+            .borrow()
+            .get(name.as_str())
+            .filter(|v| !v.is_none_or_undefined())
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let c = Ctx {
+            schema: Some(fr.clone()),
+            ..fr.ctxs[d.part].clone()
+        };
+        let at = self.walked_point(span);
+        match self.try_convert_value(&c, &v, t, at)? {
+            Some(_) => Ok(()),
+            None => Err(self.type_mismatch(&c, &v, t, at)),
         }
     }
 
@@ -226,6 +261,13 @@ impl Evaluator {
         span: Span,
     ) -> EvalResult<()> {
         let k = attr.name.sym.as_str();
+        // upstream runs an attribute's decorators where its statement runs: `@deprecated`
+        // fails (or warns) when the config sets the attribute
+        for d in &attr.decorators {
+            if decorator_name(d) == "deprecated" && fr.config.map.contains_key(k) {
+                self.deprecated(ctx, d, k, fr.span)?;
+            }
+        }
         // a config entry that overrides the attribute (`a = v`) replaces its default and its
         // `+=` statements, which upstream then never evaluates (no errors, no instances from it)
         let overridden =

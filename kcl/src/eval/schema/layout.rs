@@ -93,7 +93,6 @@ impl Evaluator {
         let mut declared: IndexMap<Str, AttrDecl, rustc_hash::FxBuildHasher> = IndexMap::default();
         let mut index_sig = None;
         let mut order: Vec<Str> = Vec::new();
-        let mut deprecated = Vec::new();
         let mut unknown_decorators = Vec::new();
         for (pi, t) in parts.iter().enumerate() {
             let Some(s) = t.stmt else { continue };
@@ -119,8 +118,7 @@ impl Evaluator {
                     let k: Str = crate::eval::expr::sym_str(a.name.sym);
                     for d in &a.decorators {
                         match decorator_name(d).as_str() {
-                            "deprecated" => deprecated.push((k.clone(), d, pi)),
-                            "info" => {}
+                            "deprecated" | "info" => {}
                             _ => unknown_decorators.push((k.clone(), d, pi)),
                         }
                     }
@@ -312,7 +310,6 @@ impl Evaluator {
             index_sig,
             order,
             required,
-            deprecated,
             unknown_decorators,
         });
         *ty.layout.borrow_mut() = Some(l.clone());

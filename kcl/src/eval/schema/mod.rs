@@ -67,7 +67,6 @@ pub struct Layout {
     /// Non-optional attributes.
     pub required: Vec<Str>,
     /// `@deprecated` attributes with their decorator.
-    deprecated: Vec<(Str, &'static ast::Decorator, usize)>,
     /// Attribute decorators other than `deprecated`/`info` (an error when instantiated).
     unknown_decorators: Vec<(Str, &'static ast::Decorator, usize)>,
 }
@@ -154,6 +153,8 @@ pub struct Frame {
     /// Upstream's lazy scope, when the instance has attributes whose statements give another
     /// value when run again (see `lazy.rs`).
     lazy: Option<Box<lazy::SchemaLazy>>,
+    /// Where the instance is made (an attribute's `@deprecated` is reported there).
+    span: Span,
 }
 
 impl Frame {
@@ -486,11 +487,6 @@ impl Evaluator {
             let msg = format!("UnKnown decorator {}", decorator_name(d));
             return Err(EvalError::new(ErrKind::Evaluation, msg, Some(d.span)));
         }
-        for (k, d, pi) in &layout.deprecated {
-            if config.get(k).is_some() {
-                self.deprecated(&layout.parts[*pi].def_ctx, d, k, span)?;
-            }
-        }
         let ctxs: Vec<Ctx> = layout
             .parts
             .iter()
@@ -550,6 +546,7 @@ impl Evaluator {
             state: RefCell::new(vec![PENDING; n]),
             running: Cell::new(usize::MAX),
             lazy,
+            span,
         });
         let mut level = 0;
         for i in 0..n {
