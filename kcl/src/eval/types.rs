@@ -317,8 +317,10 @@ impl Evaluator {
                         return Ok(Some(v.clone()));
                     }
                 }
+                // the first member the value converts to is taken, its failures included (a
+                // config fitting a schema's keys is instantiated there, as upstream's)
                 for t2 in ts {
-                    if let Ok(Some(x)) = self.try_convert(ctx, v, t2, span, item) {
+                    if let Some(x) = self.try_convert(ctx, v, t2, span, item)? {
                         return Ok(Some(x));
                     }
                 }
