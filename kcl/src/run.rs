@@ -97,6 +97,12 @@ pub enum KclError {
     Eval(EvalError),
     #[error("{0}")]
     Other(String),
+    /// A run that failed after `print()` wrote `printed` (shown before the error).
+    #[error("{error}")]
+    Printed {
+        printed: String,
+        error: Box<KclError>,
+    },
 }
 
 /// The result of a run: the output value, the text `kcl run` prints, and `print()` output.
@@ -352,71 +358,87 @@ pub fn run_parts(
         free: !opts.exiting,
     };
     let ev = teardown.evaluator();
-    let main = ev
-        .make_pkg("__main__", work_dir.clone(), modules)
-        .map_err(KclError::Eval)?;
-    ev.run_pkg(&main).map_err(KclError::Eval)?;
-    let out = ev.pkg_output(&main, opts.show_hidden);
-    let mut value = Value::from(out);
-    if let Some(doc) = ev.expr_output(&main).map_err(KclError::Eval)? {
-        value = match (&doc, value.as_dict().is_some_and(|d| !d.is_empty())) {
-            (Value::Dict(_) | Value::Schema(_), true) => {
-                crate::value::union(&doc, &value, false).map_err(|e| KclError::Other(e.msg))?
-            }
-            _ => doc,
-        };
-    }
-    let po = PrintOpts {
-        sort_keys: opts.sort_keys,
-        drop_none: opts.disable_none,
-        hide_private: !opts.show_hidden,
-        quote_digit_start: false,
-    };
-    let printed = ev.stdout.borrow().clone();
-    let warnings = ev.warnings.borrow().clone();
-    if let Some(t) = ev.output_override.borrow().clone() {
-        return Ok((
-            RunOutput {
-                value,
-                text: String::new(),
-                printed,
-                warnings,
-                files: loaded,
-            },
-            Rendering::Text(t),
-        ));
-    }
-    if !opts.path_selector.is_empty() {
-        let end = ev.program_end_pos().or(last_stmt);
-        value = select(&value, &opts.path_selector).map_err(|m| match end {
-            Some(sp) => KclError::Eval(EvalError::new(ErrKind::Evaluation, m, Some(sp))),
-            None => KclError::Other(m),
-        })?;
-    }
-    let mut v = value.clone();
-    if opts.disable_none && !matches!(v, Value::List(_)) {
-        v = v.without_none();
-    }
-    let rendering = if opts.json {
-        let mut s = to_json(&v, po, 4);
-        s.push('\n');
-        Rendering::Text(s)
-    } else {
-        match &v {
-            // upstream prints an empty document as `{}`
-            Value::Dict(d) if d.is_empty() => Rendering::Text("{}\n".into()),
-            Value::List(items) => Rendering::Text(selected_list_yaml(items, po)),
-            _ => Rendering::Yaml(v, po),
+    let finish = || -> Result<(RunOutput, Rendering), KclError> {
+        let main = ev
+            .make_pkg("__main__", work_dir.clone(), modules)
+            .map_err(KclError::Eval)?;
+        ev.run_pkg(&main).map_err(KclError::Eval)?;
+        let out = ev.pkg_output(&main, opts.show_hidden);
+        let mut value = Value::from(out);
+        if let Some(doc) = ev.expr_output(&main).map_err(KclError::Eval)? {
+            value = match (&doc, value.as_dict().is_some_and(|d| !d.is_empty())) {
+                (Value::Dict(_) | Value::Schema(_), true) => {
+                    crate::value::union(&doc, &value, false).map_err(|e| KclError::Other(e.msg))?
+                }
+                _ => doc,
+            };
         }
+        let po = PrintOpts {
+            sort_keys: opts.sort_keys,
+            drop_none: opts.disable_none,
+            hide_private: !opts.show_hidden,
+            quote_digit_start: false,
+        };
+        let printed = ev.stdout.borrow().clone();
+        let warnings = ev.warnings.borrow().clone();
+        if let Some(t) = ev.output_override.borrow().clone() {
+            return Ok((
+                RunOutput {
+                    value,
+                    text: String::new(),
+                    printed,
+                    warnings,
+                    files: loaded,
+                },
+                Rendering::Text(t),
+            ));
+        }
+        // (upstream selects in a config document only: any other is output as it is)
+        if !opts.path_selector.is_empty() && value.is_config() {
+            let end = ev.program_end_pos().or(last_stmt);
+            value = select(&value, &opts.path_selector).map_err(|m| match end {
+                Some(sp) => KclError::Eval(EvalError::new(ErrKind::Evaluation, m, Some(sp))),
+                None => KclError::Other(m),
+            })?;
+        }
+        let mut v = value.clone();
+        if opts.disable_none && !matches!(v, Value::List(_)) {
+            v = v.without_none();
+        }
+        let rendering = if opts.json {
+            let mut s = to_json(&v, po, 4);
+            s.push('\n');
+            Rendering::Text(s)
+        } else {
+            match &v {
+                // upstream prints an empty document as `{}`
+                Value::Dict(d) if d.is_empty() => Rendering::Text("{}\n".into()),
+                Value::List(items) => Rendering::Text(selected_list_yaml(items, po)),
+                _ => Rendering::Yaml(v, po),
+            }
+        };
+        let out = RunOutput {
+            value,
+            text: String::new(),
+            printed,
+            warnings,
+            files: loaded,
+        };
+        Ok((out, rendering))
     };
-    let out = RunOutput {
-        value,
-        text: String::new(),
-        printed,
-        warnings,
-        files: loaded,
-    };
-    Ok((out, rendering))
+    // what `print()` wrote before a failure is output too (upstream's command line has
+    // written it as the program ran)
+    finish().map_err(|error| {
+        let printed = ev.stdout.borrow().clone();
+        if printed.is_empty() {
+            error
+        } else {
+            KclError::Printed {
+                printed,
+                error: Box::new(error),
+            }
+        }
+    })
 }
 
 /// The YAML of a list chosen by `-S` (several selectors, or one naming a list), as upstream

@@ -233,3 +233,14 @@ fn instance_note_only_when_asked_for() {
     assert!(err.contains("note: the instance is made at"), "{err}");
     assert!(err.contains("main.k:4:5"), "{err}");
 }
+
+#[test]
+fn print_output_is_kept_when_the_run_fails() {
+    // upstream's command line writes print() output as the program runs: a failure after it
+    // leaves it on stdout, the error on stderr
+    let d = dir_with(&[("a.k", "print(\"before\")\nassert False, \"stop\"\n")]);
+    let o = kcl(d.path(), &["run", "a.k"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "before\n");
+    assert!(stderr(&o).contains("stop"), "{}", stderr(&o));
+}

@@ -231,6 +231,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
+            if let crate::KclError::Printed { printed, .. } = &e {
+                let mut out = std::io::stdout().lock();
+                out.write_all(printed.as_bytes())?;
+                out.flush()?;
+            }
             // (rendered diagnostics end with a line break; a plain message gets one)
             let text = e.to_string();
             if text.ends_with('\n') {

@@ -64,20 +64,41 @@ impl Evaluator {
             pkg.stops.borrow_mut().pop();
             Stop::nested_run(&pkg.stops);
         }
-        // upstream outputs no call's value (a function may return nothing)
-        if let (Ok(Some(v)), StmtKind::Expr(e)) = (&r, &s.kind)
-            && !matches!(e.kind, crate::ast::ExprKind::Call { .. })
-            && !matches!(v, Value::None | Value::Undefined)
-        {
-            // upstream outputs a function value as 0 and a unit as its float
-            let v = match v {
-                Value::Func(_) => Value::Int(0),
-                Value::Unit(u) => Value::Float(u.value()),
-                v => v.clone(),
-            };
-            pkg.exprs.borrow_mut().push((v, s.span));
+        if let Ok(Some(v)) = &r {
+            self.note_expr_value(pkg, s, v);
         }
         r.map(|_| ())
+    }
+
+    /// A top-level expression statement's value (one inside a top-level `if` too) is an
+    /// output document: upstream outputs no call's value (a function may return nothing).
+    fn note_expr_value(&self, pkg: &Rc<Pkg>, s: &'static Stmt, v: &Value) {
+        let StmtKind::Expr(e) = &s.kind else {
+            return;
+        };
+        // (None is a document: alone it prints `null`)
+        if matches!(e.kind, crate::ast::ExprKind::Call { .. }) || matches!(v, Value::Undefined) {
+            return;
+        }
+        // upstream outputs a function value as 0 and a unit as its float
+        let v = match v {
+            Value::Func(_) => Value::Int(0),
+            Value::Unit(u) => Value::Float(u.value()),
+            v => v.clone(),
+        };
+        let mut exprs = pkg.exprs.borrow_mut();
+        // a schema expression's value (`S {..}`) takes the place of the one before it, or
+        // of the first value when there was none, as upstream's
+        if matches!(e.kind, crate::ast::ExprKind::Schema { .. }) {
+            let at = pkg.schema_expr_at.get();
+            if at < exprs.len() {
+                exprs.remove(at);
+            }
+            exprs.push((v, s.span));
+            pkg.schema_expr_at.set(exprs.len() - 1);
+        } else {
+            exprs.push((v, s.span));
+        }
     }
 
     /// A package-level statement (also one inside a package-level `if`): the names it assigns
@@ -116,6 +137,12 @@ impl Evaluator {
                 let mut last = None;
                 for st in body {
                     last = self.exec_top(ctx, st)?;
+                    // (a setter run of a name set in the branch outputs nothing)
+                    if let Some(v) = &last
+                        && pkg.stops.borrow().is_empty()
+                    {
+                        self.note_expr_value(pkg, st, v);
+                    }
                 }
                 Ok(last)
             })(),

@@ -99,6 +99,9 @@ pub struct Pkg {
     imports_done: Cell<bool>,
     /// Values of top-level expression statements (configs, lists, numbers): output documents.
     pub exprs: RefCell<Vec<(Value, Span)>>,
+    /// Where in `exprs` the last schema expression's value stands: the next one replaces it
+    /// (upstream's rule; before any, index 0, whatever it holds).
+    schema_expr_at: Cell<usize>,
     #[cfg(test)]
     _live: live::Token,
 }
@@ -570,6 +573,7 @@ impl Evaluator {
             import_stmts,
             imports_done: Cell::new(false),
             exprs: RefCell::new(Vec::new()),
+            schema_expr_at: Cell::new(0),
             #[cfg(test)]
             _live: live::Token::new(),
         });

@@ -17,21 +17,27 @@ impl Evaluator {
                 crate::value::json::to_json(x).to_string()
             }
         };
-        // the expression values merge first, in order; the public globals' document last
+        // the expression values merge first, in order; the public globals' document last.
+        // (upstream merges them when the program has run: its runtime stands where it
+        // walked last)
+        let end = |sp: &Span| self.walked_point(*sp);
         let mut acc: Option<Value> = None;
         for (v, sp) in ex.iter() {
             acc = Some(match acc {
                 None => v.clone(),
+                // a None document merges as nothing (alone it is `null`)
+                Some(a) if matches!(v, Value::None) => a,
+                Some(Value::None) => v.clone(),
                 Some(a) => {
                     // configs merge; anything else (lists included) must be equal
                     if !(a.is_config() && v.is_config()) && a != *v {
                         return Err(EvalError::new(
                             ErrKind::Evaluation,
                             format!("conflicting values between {} and {}", show(v), show(&a)),
-                            Some(*sp),
+                            Some(end(sp)),
                         ));
                     }
-                    crate::value::union(&a, v, false).map_err(|e| self.rt(e, *sp))?
+                    crate::value::union(&a, v, false).map_err(|e| self.rt(e, end(sp)))?
                 }
             });
         }
@@ -46,12 +52,13 @@ impl Evaluator {
         };
         if let (Some(a), Some((_, sp))) = (&acc, ex.last())
             && !a.is_config()
-            && pkg.order.borrow().iter().any(outputs)
+            // (a public name set in a branch not taken counts too: upstream's scope has it)
+            && (pkg.order.borrow().iter().any(outputs) || pkg.setters.keys().any(outputs))
         {
             return Err(EvalError::new(
                 ErrKind::Evaluation,
                 format!("conflicting values between {{...}} and {}", show(a)),
-                Some(*sp),
+                Some(end(sp)),
             ));
         }
         Ok(acc)

@@ -71,7 +71,15 @@ impl Evaluator {
         let at = self.walked_point(span);
         match self.try_convert_value(&c, &v, t, at)? {
             Some(_) => Ok(()),
-            None => Err(self.type_mismatch(&c, &v, t, at)),
+            None => {
+                let mut e = self.type_mismatch(&c, &v, t, at);
+                // (asked for, where the instance is made follows, as at the body's end)
+                if self.opts.note_instances && fr.span.loc().line > 0 {
+                    e.footer
+                        .push(format!("the instance is made at {}", fr.span.loc()));
+                }
+                Err(e)
+            }
         }
     }
 
