@@ -37,50 +37,47 @@ impl Evaluator {
         if let Some(j) = fr.layout.converting[i] {
             self.convert_declared(fr, j, st.span, cached_before)?;
         }
-        // the config's entry merged at the declaration is type-checked there, before the
-        // statements after it run (upstream's union of the entry checks it against the
-        // attribute's type); values of types naming a schema are checked by their conversion
+        // a declaration without a value is type-checked against the config's entry here (one
+        // with a value checks it where it merges it: see `exec_schema_attr`)
         if let StmtKind::SchemaAttr(a) = &st.kind
+            && a.value.is_none()
+            && !fr.config.map.is_empty()
             && fr.config.map.contains_key(a.name.sym.as_str())
         {
-            self.check_entry_fits(fr, a.name.sym, st.span)?;
+            let v = fr.attrs.borrow().get(a.name.sym.as_str()).cloned();
+            if let Some(v) = v {
+                self.check_entry_fits(&ctx, fr, a, &v, st.span)?;
+            }
         }
         Ok(())
     }
 
-    fn check_entry_fits(&self, fr: &Rc<Frame>, name: Symbol, span: Span) -> EvalResult<()> {
-        let Some(d) = fr.layout.declared.get(name.as_str()) else {
+    /// The value `v` the config's entry gave attribute `attr` at its statement must fit
+    /// the attribute's type (`ctx`: the statement's); values of types naming a schema are
+    /// checked by their conversion.
+    fn check_entry_fits(
+        &self,
+        ctx: &Ctx,
+        fr: &Rc<Frame>,
+        attr: &'static ast::SchemaAttr,
+        v: &Value,
+        span: Span,
+    ) -> EvalResult<()> {
+        if v.is_none_or_undefined() || super::layout::names_a_type(&attr.ty) {
             return Ok(());
-        };
-        let (Some(t), false) = (d.ty, d.converts) else {
-            return Ok(());
-        };
-        let Some(v) = fr
-            .attrs
-            .borrow()
-            .get(name.as_str())
-            .filter(|v| !v.is_none_or_undefined())
-            .cloned()
-        else {
-            return Ok(());
-        };
-        let c = Ctx {
-            schema: Some(fr.clone()),
-            ..fr.ctxs[d.part].clone()
-        };
-        let at = self.walked_point(span);
-        match self.try_convert_value(&c, &v, t, at)? {
-            Some(_) => Ok(()),
-            None => {
-                let mut e = self.type_mismatch(&c, &v, t, at);
-                // (asked for, where the instance is made follows, as at the body's end)
-                if self.opts.note_instances && fr.span.loc().line > 0 {
-                    e.footer
-                        .push(format!("the instance is made at {}", fr.span.loc()));
-                }
-                Err(e)
-            }
         }
+        let t = &attr.ty;
+        if self.try_convert_value(ctx, v, t, span)?.is_some() {
+            return Ok(());
+        }
+        let at = self.walked_point(span);
+        let mut e = self.type_mismatch(ctx, v, t, at);
+        // (asked for, where the instance is made follows, as at the body's end)
+        if self.opts.note_instances && fr.span.loc().line > 0 {
+            e.footer
+                .push(format!("the instance is made at {}", fr.span.loc()));
+        }
+        Err(e)
     }
 
     /// Convert declared attribute `j`'s value to its type where a statement set it: a config
@@ -223,13 +220,26 @@ impl Evaluator {
     /// Set an attribute from the body: the config entry for it is laid on top.
     pub(crate) fn schema_set(
         &self,
-        _ctx: &Ctx,
+        ctx: &Ctx,
         fr: &Rc<Frame>,
         name: Symbol,
         v: Value,
         span: Span,
     ) -> EvalResult<()> {
+        self.schema_set_entry(ctx, fr, name, v, span).map(drop)
+    }
+
+    /// [`Self::schema_set`]; the value set when the config had an entry for the attribute.
+    fn schema_set_entry(
+        &self,
+        _ctx: &Ctx,
+        fr: &Rc<Frame>,
+        name: Symbol,
+        v: Value,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
         let k = name.as_str();
+        let mut had_entry = true;
         let nv = match fr.config.map.get_key_value(k) {
             // `attr: None` in a config keeps the schema's default
             Some((_, Value::None))
@@ -246,11 +256,19 @@ impl Evaluator {
                     .map_err(|e| e.or_span(span))?;
                 d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)
             }
-            None => v,
+            None => {
+                had_entry = false;
+                v
+            }
         };
         if let Some(lz) = &fr.lazy {
             lz.note_set(&fr.layout, name, &nv);
         }
+        let set = if had_entry {
+            nv.clone()
+        } else {
+            Value::Undefined
+        };
         let mut a = fr.attrs.borrow_mut();
         match a.map.get_mut(k) {
             Some(slot) => *slot = nv,
@@ -258,7 +276,7 @@ impl Evaluator {
                 a.map.insert(Str::from(k), nv);
             }
         }
-        Ok(())
+        Ok(had_entry.then_some(set))
     }
 
     pub(crate) fn exec_schema_attr(
@@ -316,7 +334,12 @@ impl Evaluator {
             return Ok(());
         };
         if overridden {
-            return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
+            if let Some(v) =
+                self.schema_set_entry(ctx, fr, attr.name.sym, Value::Undefined, span)?
+            {
+                self.check_entry_fits(ctx, fr, attr, &v, span)?;
+            }
+            return Ok(());
         }
         // `a: T |= v` unions `v` into the value an earlier body statement gave `a` (a base
         // schema's, the config's entry laid on top), or is `v` when none did; any other
@@ -363,9 +386,9 @@ impl Evaluator {
         // (a dict or list of schemas is converted after the merge: upstream checks no
         // converted item's required attributes there)
         let v = if !nested
-            && fr.config.map.contains_key(k)
-            && v.is_config()
             && matches!(attr.ty.kind, ast::TypeKind::Named(_))
+            && v.is_config()
+            && fr.config.map.contains_key(k)
         {
             match self.try_convert_value(ctx, &v, &attr.ty, span)? {
                 Some(nv) => {
@@ -379,7 +402,13 @@ impl Evaluator {
         } else {
             v
         };
-        self.schema_set(ctx, fr, attr.name.sym, v, span)
+        // the config's entry merged here is type-checked here, before the statements after
+        // it run (upstream's union of the entry checks it against the attribute's type);
+        // values of types naming a schema are checked by their conversion
+        if let Some(v) = self.schema_set_entry(ctx, fr, attr.name.sym, v, span)? {
+            self.check_entry_fits(ctx, fr, attr, &v, span)?;
+        }
+        Ok(())
     }
 }
 

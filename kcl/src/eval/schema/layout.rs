@@ -319,7 +319,7 @@ impl Evaluator {
 
 /// Whether `t` names a schema or an alias anywhere (the only types a conversion can change a
 /// value for).
-fn names_a_type(t: &ast::Type) -> bool {
+pub(super) fn names_a_type(t: &ast::Type) -> bool {
     use ast::TypeKind as K;
     match &t.kind {
         K::Named(_) => true,
