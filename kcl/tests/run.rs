@@ -555,3 +555,23 @@ fn unpacked_dict_comprehension_value_checked_against_schema() {
     let ok = run_ok("schema S:\n    a: int = 1\ny: {str:S} = {**{k: {a = 2} for k in [\"x\"]}}\n");
     assert!(ok.contains("a: 2"), "{ok}");
 }
+
+#[test]
+fn regex_split_that_would_never_end_is_an_error() {
+    // upstream searches again from an empty match's end and so loops forever without a
+    // maxsplit; with one it stops at that many pieces
+    let e = run_text(
+        "import regex\nx = regex.split(\"xxabc\", \"x*\")\n",
+        RunOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.contains("matches the empty string at position 2"), "{e}");
+    assert_eq!(
+        run_ok("import regex\nx = regex.split(\"a,b,c\", \",\")\n"),
+        "x:\n- a\n- b\n- c\n"
+    );
+    assert_eq!(
+        run_ok("import regex\nx = regex.split(\"xxabc\", \"x*\", 3)\n"),
+        "x:\n- ''\n- ''\n- ''\n"
+    );
+}

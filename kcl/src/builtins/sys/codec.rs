@@ -325,11 +325,13 @@ fn raw_helper(
     _: &mut handlebars::RenderContext,
     out: &mut dyn handlebars::Output,
 ) -> handlebars::HelperResult {
-    if let Some(p) = h.param(0) {
-        match p.value() {
-            serde_json::Value::String(s) => out.write(s)?,
-            other => out.write(&other.to_string())?,
-        }
+    // upstream's helper needs its parameter: `{{raw}}`, `{{{raw}}}` and the raw block fail
+    let Some(p) = h.param(0) else {
+        return Err(handlebars::RenderErrorReason::Other("Parameter not found".into()).into());
+    };
+    match p.value() {
+        serde_json::Value::String(s) => out.write(s)?,
+        other => out.write(&other.to_string())?,
     }
     Ok(())
 }

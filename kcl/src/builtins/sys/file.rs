@@ -17,7 +17,7 @@ pub(super) fn file(name: &str) -> Option<Value> {
         "glob" => |h: &mut dyn Host, a: A, k: K| -> R {
             let pat = text_arg(a, k, 0, "pattern", "glob")?;
             // the empty pattern matches nothing (it is no path)
-            let found = if pat.is_empty() { Vec::new() } else { glob(h, &pat) };
+            let found = if pat.is_empty() { Vec::new() } else { glob(h, &pat)? };
             // Only what the program may read is listed.
             let access = h.access();
             let found: Vec<Value> = found
@@ -153,55 +153,47 @@ pub(super) fn write_file(h: &mut dyn Host, p: &str, content: &str) -> R {
         .map_err(|e| RtError::eval(format!("Failed to create file '{}': {e}", shown(h, p))))
 }
 
-fn glob(h: &mut dyn Host, pat: &str) -> Vec<String> {
-    // a small `*`/`?` matcher over one directory level per path segment
+fn glob(h: &mut dyn Host, pat: &str) -> Result<Vec<String>, RtError> {
+    // upstream's glob is the `glob` crate's over the working folder; the pattern is checked
+    // first, so its syntax errors read as upstream's
+    let checked = glob::Pattern::new(pat)
+        .map_err(|e| RtError::eval(format!("Failed to read glob pattern: {e}")))?;
     let base = h.workdir();
     let abs = pat.starts_with('/');
-    let mut cur: Vec<std::path::PathBuf> = vec![if abs { "/".into() } else { base.clone() }];
-    for seg in pat.split('/').filter(|s| !s.is_empty()) {
-        let mut next = Vec::new();
-        for d in &cur {
-            if seg.contains(['*', '?']) {
-                if let Ok(rd) = std::fs::read_dir(d) {
-                    let mut names: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-                    names.sort();
-                    for n in names {
-                        if wild(seg, &n.file_name().unwrap_or_default().to_string_lossy()) {
-                            next.push(n);
-                        }
-                    }
-                }
-            } else {
-                let n = d.join(seg);
-                if n.exists() {
-                    next.push(n);
-                }
-            }
+    let full = if abs {
+        checked.as_str().to_string()
+    } else {
+        format!(
+            "{}/{}",
+            glob::Pattern::escape(&base.display().to_string()),
+            checked.as_str()
+        )
+    };
+    let paths = glob::glob(&full)
+        .map_err(|e| RtError::eval(format!("Failed to read glob pattern: {e}")))?;
+    let mut found = Vec::new();
+    for p in paths {
+        let p = p.map_err(|e| {
+            RtError::eval(format!("failed to access the file matching '{pat}': {e}"))
+        })?;
+        if abs {
+            found.push(p.display().to_string());
+            continue;
         }
-        cur = next;
+        let Ok(rel) = p.strip_prefix(&base) else {
+            found.push(p.display().to_string());
+            continue;
+        };
+        // relative to the working folder, as the crate names them there: `.` and `..` of the
+        // folder itself as `./.` and `./..`; a path's trailing `.` (dropped by Path) kept
+        let rel = rel.display().to_string();
+        let dot = p.as_os_str().to_string_lossy().ends_with("/.");
+        found.push(match (rel.as_str(), dot) {
+            ("", _) => "./.".to_string(),
+            ("..", _) => "./..".to_string(),
+            (_, true) => format!("{rel}/."),
+            _ => rel,
+        });
     }
-    cur.into_iter()
-        .map(|p| {
-            if abs {
-                p.display().to_string()
-            } else {
-                p.strip_prefix(&base)
-                    .map(|x| x.display().to_string())
-                    .unwrap_or_else(|_| p.display().to_string())
-            }
-        })
-        .collect()
-}
-
-fn wild(p: &str, s: &str) -> bool {
-    let (p, s): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
-    fn go(p: &[char], s: &[char]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some('*') => (0..=s.len()).any(|i| go(&p[1..], &s[i..])),
-            Some('?') => !s.is_empty() && go(&p[1..], &s[1..]),
-            Some(c) => s.first() == Some(c) && go(&p[1..], &s[1..]),
-        }
-    }
-    go(&p, &s)
+    Ok(found)
 }

@@ -82,18 +82,24 @@ pub fn system_member(module: &str, name: &str) -> Option<Value> {
                 let (s, p) = (text_arg(a, k, 0, "string", "split")?, text_arg(a, k, 1, "pattern", "split")?);
                 let maxsplit = opt_int_arg(a, k, 2, "maxsplit")?.unwrap_or(0);
                 let re = compile(&p)?;
+                // upstream's loop: search again from the end of each match (an empty match does
+                // not move it on), stop at `maxsplit` pieces and drop the rest
                 let mut out = Vec::new();
-                let mut last = 0;
-                for m in re.find_iter(&s) {
-                    let m = m.map_err(|e| RtError::eval(e.to_string()))?;
-                    out.push(Value::str(&s[last..m.start()]));
-                    // upstream stops at `maxsplit` pieces and drops the rest
+                let mut pos = 0;
+                while let Some(m) = re.find_from_pos(&s, pos).map_err(|e| RtError::eval(e.to_string()))? {
+                    if maxsplit <= 0 && m.end() == pos {
+                        // upstream loops here forever; say so instead
+                        return Err(RtError::eval(format!(
+                            "regex.split: the pattern '{p}' matches the empty string at position {pos}, so splitting never ends; give a maxsplit"
+                        )));
+                    }
+                    out.push(Value::str(&s[pos..m.start()]));
+                    pos = m.end();
                     if maxsplit > 0 && out.len() >= maxsplit as usize {
                         return Ok(Value::from(out));
                     }
-                    last = m.end();
                 }
-                out.push(Value::str(&s[last..]));
+                out.push(Value::str(&s[pos..]));
                 Ok(Value::from(out))
             },
             "findall" => |_: &mut dyn Host, a: A, k: K| -> R {

@@ -190,7 +190,13 @@ pub(super) fn net(name: &str) -> Option<Value> {
             let p = value::to_str(req(a, k, 1, "port", "join_host_port")?);
             Ok(Value::from(if h.contains(':') { format!("[{h}]:{p}") } else { format!("{h}:{p}") }))
         },
-        "fqdn" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(arg(a, k, 0, "name").cloned().unwrap_or(Value::str(""))) },
+        "fqdn" => |_: &mut dyn Host, a: A, k: K| -> R {
+            let name = match arg(a, k, 0, "name") {
+                Some(Value::Str(s)) if !s.is_empty() => s.to_string(),
+                _ => dns_lookup::get_hostname().unwrap_or_default(),
+            };
+            Ok(Value::from(fqdn(name)))
+        },
         "parse_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(ip(a, k, "parse_IP")?.map(|i| Value::from(i.to_string())).unwrap_or(Value::str(""))) },
         // upstream's conversions answer a failure with its reason, as the value
         "to_IP4" => |_: &mut dyn Host, a: A, k: K| -> R {
@@ -347,4 +353,14 @@ pub(super) fn net(name: &str) -> Option<Value> {
         },
         "is_unspecified_IP" => |_: &mut dyn Host, a: A, k: K| -> R { Ok(Value::Bool(ip(a, k, "x")?.is_some_and(|i| i.is_unspecified()))) },
     })
+}
+
+/// As upstream's: the name of the first address the name resolves to, else the name itself.
+fn fqdn(name: String) -> String {
+    let first = dns_lookup::lookup_host(&name)
+        .ok()
+        .and_then(|addrs| addrs.into_iter().next());
+    first
+        .and_then(|ip| dns_lookup::lookup_addr(&ip).ok())
+        .unwrap_or(name)
 }
