@@ -643,6 +643,16 @@ impl Evaluator {
                     return Err(not_subscriptable(v, i, span));
                 };
                 let chars: Vec<char> = s.chars().collect();
+                // upstream bounds a non-negative index by the length in bytes and then finds
+                // no character past the last one
+                let short = i64::from(idx as i32);
+                if short >= chars.len() as i64 && short < s.len() as i64 {
+                    return Err(EvalError::new(
+                        ErrKind::Evaluation,
+                        "called `Option::unwrap()` on a `None` value",
+                        Some(span),
+                    ));
+                }
                 let j = checked_index("string", chars.len(), idx, span)?;
                 Ok(Value::from(chars[j].to_string()))
             }

@@ -38,7 +38,8 @@ impl Evaluator {
         self.merging.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
-        r.map(Some)
+        let set_by_extra = |k: &str| extra.as_dict().is_some_and(|d| d.map.contains_key(k));
+        r.map(|v| Some(carry_over(&s.attrs, v, set_by_extra)))
     }
 
     /// A config merged into a nested instance (`B {a: {x = 1}}` onto a default `a = A {}`,
@@ -115,7 +116,8 @@ impl Evaluator {
         self.merging.set(true);
         let r = self.instantiate(&ty, &origin.args, &origin.kwargs, cfg, span);
         self.leave();
-        r.map(Some)
+        let set_by_b = |k: &str| b.attrs.map.get(k).is_some_and(|v| !v.is_undefined());
+        r.map(|v| Some(carry_over(&a.attrs, v, set_by_b)))
     }
 
     /// The origin record of an instance built from `config`; shared between instances when
@@ -166,4 +168,26 @@ impl Evaluator {
         let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
         value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
+}
+
+/// What an instance held that making it again leaves undefined (no config key, default or
+/// computed value: a dict merged into it in place) stays, unless the merged value set it:
+/// upstream merges the values themselves and keeps them.
+fn carry_over(old: &Dict, made: Value, set_by_other: impl Fn(&str) -> bool) -> Value {
+    let Value::Schema(mut inst) = made else {
+        return made;
+    };
+    for (k, v) in &old.map {
+        if v.is_undefined()
+            || set_by_other(k)
+            || inst.attrs.map.get(k).is_some_and(|n| !n.is_undefined())
+        {
+            continue;
+        }
+        Rc::make_mut(&mut inst)
+            .attrs
+            .map
+            .insert(k.clone(), v.clone());
+    }
+    Value::Schema(inst)
 }
