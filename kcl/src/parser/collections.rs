@@ -234,9 +234,22 @@ impl<'a> Parser<'a> {
         self.ctx.push(Ctx::Brace);
         let saved = self.no_schema_brace;
         self.no_schema_brace = false;
+        // upstream reads a config whose first entry stands on the `{` line as one line: an
+        // entry on a later line is where it wants the `}`, and the config ends there
+        let one_line = !self.tk().nl;
         let mut entries = Vec::new();
         while !self.at(Tok::RBrace) && !self.at_eof() && !self.gave_up() {
             let start = self.pos;
+            if one_line && self.tk().nl {
+                self.expected(&["}"]);
+                self.indent_taken_at = Some(self.pos);
+                self.ctx.pop();
+                self.no_schema_brace = saved;
+                return Expr {
+                    kind: ExprKind::Config(entries.into_boxed_slice()),
+                    span: self.since(lo),
+                };
+            }
             if entries.is_empty() && self.at(Tok::For) {
                 // `{for x in y}`: the comprehension's entry is missing
                 let sp = self.tspan(self.tk());

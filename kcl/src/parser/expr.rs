@@ -413,7 +413,9 @@ impl<'a> Parser<'a> {
             }
             if parts[colons].is_some() {
                 let comma = self.at(Tok::Comma);
-                if !comma && !self.starts_expr() {
+                // (upstream reads a keyword there as a name: `b[x for x in y]` is two exprs)
+                let keyword = self.tok().is_word_keyword() && !self.at_line_break();
+                if !comma && !self.starts_expr() && !keyword {
                     self.expected(&["]"]);
                     break;
                 }

@@ -74,6 +74,9 @@ pub(crate) struct Parser<'a> {
     stmt_start: usize,
     /// Tokens where upstream's lexer gives a dedent no block opened (see `Lexed`).
     stray_dedents: Vec<u32>,
+    /// A token whose line's indent a one-line config took when it ended there (see
+    /// `parse_config_or_dictcomp`): no unexpected indent is reported before it.
+    indent_taken_at: Option<usize>,
     /// How many of `errors` (at the front) are upstream's lexer's (see `lex_error`).
     lex_errors: usize,
     /// In a list or config `if` chain: an `elif` had an indented body (see `parse_if_parts`).
@@ -235,6 +238,7 @@ impl<'a> Parser<'a> {
             eof_newline_taken: false,
             stmt_start: 0,
             stray_dedents: Vec::new(),
+            indent_taken_at: None,
             lex_errors: 0,
             elif_block_seen: false,
             embedded: false,
@@ -639,7 +643,9 @@ impl<'a> Parser<'a> {
         while !self.at_eof() && !self.gave_up() {
             let t = self.tk();
             if t.nl && t.indent > 0 {
-                self.error(self.tspan(t), "unexpected token 'indent'");
+                if self.indent_taken_at != Some(self.pos) {
+                    self.error(self.tspan(t), "unexpected token 'indent'");
+                }
                 // Parse the over-indented lines as if they were not indented.
                 let ind = t.indent;
                 let stmts = self.parse_block_stmts(ind, false);
@@ -667,7 +673,9 @@ impl<'a> Parser<'a> {
                 break;
             }
             if t.nl && t.indent > indent {
-                self.error(self.tspan(t), "unexpected token 'indent'");
+                if self.indent_taken_at != Some(self.pos) {
+                    self.error(self.tspan(t), "unexpected token 'indent'");
+                }
                 let nested = self.parse_block_stmts(t.indent, in_brackets);
                 body.extend(nested);
                 continue;
