@@ -473,11 +473,19 @@ impl<'a> Parser<'a> {
     /// `(args)` of a call, schema instantiation or decorator; the current token is `(`.
     pub(crate) fn parse_call_args(&mut self) -> CallArgs {
         self.bump();
-        self.ctx.push(Ctx::Paren);
+        // arguments starting on the `(` line stay on it (upstream's parser)
+        let one_line = !self.tk().nl;
+        self.ctx
+            .push(if one_line { Ctx::ParenLine } else { Ctx::Paren });
         let mut args = CallArgs::default();
         while !self.at(Tok::RParen) && !self.at_eof() && !self.gave_up() {
             let start = self.pos;
-            if let (Tok::Ident(sym), Tok::Assign) = (self.tok(), self.nth(1).tok) {
+            if one_line && self.tk().nl {
+                break;
+            }
+            if let (Tok::Ident(sym), Tok::Assign) = (self.tok(), self.nth(1).tok)
+                && !(one_line && self.nth(1).nl)
+            {
                 let t = self.bump();
                 self.bump();
                 let value = self.parse_expr();
@@ -504,8 +512,13 @@ impl<'a> Parser<'a> {
                 self.bump();
             }
         }
-        self.ctx.pop();
-        self.expect_closer(Tok::RParen, ")");
+        if one_line {
+            self.close_paren_line();
+            self.ctx.pop();
+        } else {
+            self.ctx.pop();
+            self.expect_closer(Tok::RParen, ")");
+        }
         args
     }
 
@@ -599,13 +612,13 @@ impl<'a> Parser<'a> {
             }
             Tok::LParen => {
                 self.bump();
-                self.ctx.push(Ctx::Paren);
+                self.ctx.push(Ctx::ParenLine);
                 // inside brackets a schema expression's braces are unambiguous again
                 let saved = std::mem::replace(&mut self.no_schema_brace, false);
                 let inner = self.parse_expr();
                 self.no_schema_brace = saved;
+                self.close_paren_line();
                 self.ctx.pop();
-                self.expect_closer(Tok::RParen, ")");
                 Expr {
                     kind: ExprKind::Paren(Box::new(inner)),
                     span: self.since(t.lo),

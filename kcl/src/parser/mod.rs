@@ -37,6 +37,9 @@ const MAX_ERRORS: usize = 100;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Ctx {
     Paren,
+    /// Parentheses upstream's parser reads on one line (an expression's, a schema's parent,
+    /// call arguments starting on the `(` line): a line break in them ends the line there.
+    ParenLine,
     Bracket,
     Brace,
     /// A block lambda's body: braces holding statements, whose blocks upstream's lexer
@@ -317,13 +320,26 @@ impl<'a> Parser<'a> {
     fn top_level(&self) -> bool {
         self.ctx.is_empty()
     }
+    /// Where a line break ends the line (outside brackets, or in one-line parentheses).
+    fn line_level(&self) -> bool {
+        matches!(self.ctx.last(), None | Some(Ctx::ParenLine))
+    }
+    /// The `)` of one-line parentheses (the context still pushed): on a later line it is
+    /// missing where the line ended, and nothing is skipped (upstream reads on from there).
+    fn close_paren_line(&mut self) {
+        if self.tk().nl && !self.at_eof() {
+            self.expected(&[")"]);
+        } else if !self.expect(Tok::RParen, ")") {
+            self.skip_to_closer(Tok::RParen);
+        }
+    }
     /// The current token is on a new line where the statement needs more tokens (an error
     /// outside brackets).
     fn nl_break(&self) -> bool {
         // (a block lambda's statements end at line ends too: upstream's lexer does not
         // join lines inside its braces)
         self.tk().nl
-            && (self.top_level() || self.ctx.last() == Some(&Ctx::Lambda))
+            && (self.line_level() || self.ctx.last() == Some(&Ctx::Lambda))
             && self.pos != self.stmt_start
     }
 
@@ -385,13 +401,16 @@ impl<'a> Parser<'a> {
         }
         // (a block lambda's lines end as outside brackets)
         let in_lambda = self.ctx.last() == Some(&Ctx::Lambda);
-        if t.nl && (self.top_level() || t.tok == Tok::Eof || in_lambda) {
-            // Point at the end of the previous line, as upstream does.
-            let p = self.prev();
+        if t.nl && (self.line_level() || t.tok == Tok::Eof || in_lambda) {
+            // Point at the end of the previous line (its last character, blanks and a
+            // comment included), as upstream does.
             let at = if self.pos == 0 {
                 t.lo
-            } else {
+            } else if t.tok == Tok::Eof {
+                let p = self.prev();
                 p.hi.saturating_sub(1).max(p.lo)
+            } else {
+                self.line_end_span().lo
             };
             // at the end of the file upstream's lexer has ended the last line (a newline), but
             // `[...]` and `{...}` skip newlines (so the next token is the end of file), and the
@@ -412,13 +431,12 @@ impl<'a> Parser<'a> {
             {
                 "eof"
             } else if t.tok == Tok::Eof
-                || t.indent == self.line_indent
+                || t.indent >= self.line_indent
                 || (in_lambda && !self.want_block)
             {
-                // (a lambda's lines end with a newline, whatever the next one's indent)
+                // (a lambda's lines end with a newline, whatever the next one's indent; a
+                // deeper line's indent comes after the newline)
                 "newline"
-            } else if t.indent > self.line_indent {
-                "indent"
             } else {
                 "dedent"
             };

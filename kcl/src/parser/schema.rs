@@ -24,7 +24,8 @@ impl<'a> Parser<'a> {
         let mut parent = None;
         if self.at(Tok::LParen) {
             self.bump();
-            self.ctx.push(super::Ctx::Paren);
+            // (upstream reads the parent on the header's line)
+            self.ctx.push(super::Ctx::ParenLine);
             parent = self.parse_identifier();
             self.ctx.pop();
             if !self.expect(Tok::RParen, ")") {
