@@ -26,6 +26,9 @@ use crate::ast::walk::walk_expr;
 pub(super) struct SchemaLazy {
     /// The attributes that follow the lazy scope (all that have statements).
     names: FxHashSet<Symbol>,
+    /// Those declared without a value under a `+=` config entry: a base's checks, run once a
+    /// derived level has run, compute them again (the entry is appended once more).
+    insert_declared: FxHashSet<Symbol>,
     /// The `if` setters being run again, innermost last.
     stops: RefCell<Vec<crate::eval::Stop>>,
     /// Per body statement: it sets a volatile attribute (so it runs in its turn even when a
@@ -49,11 +52,13 @@ impl SchemaLazy {
     /// attributes.
     pub(super) fn new(layout: &Layout, config: &Dict) -> Option<Box<SchemaLazy>> {
         let mut names: FxHashSet<Symbol> = layout.self_reading.clone();
+        let mut insert_declared = FxHashSet::default();
         if config.ops.as_ref().is_some_and(|o| o.any_insert()) {
             for k in config.map.keys() {
                 let s = Symbol::intern(k);
                 if config.op_of(k).0 == ConfigOp::Insert && layout.valueless.contains(&s) {
                     names.insert(s);
+                    insert_declared.insert(s);
                 }
             }
         }
@@ -71,6 +76,7 @@ impl SchemaLazy {
         }
         Some(Box::new(SchemaLazy {
             names,
+            insert_declared,
             stops: RefCell::default(),
             stmts,
             cache: RefCell::default(),
@@ -121,6 +127,18 @@ impl SchemaLazy {
         let mut ended = self.ended.borrow_mut();
         if let Some((_, c)) = ended.iter_mut().find(|(l, _)| *l == level) {
             std::mem::swap(c, &mut *self.cache.borrow_mut());
+        }
+    }
+
+    /// Before a base's checks (its level has ended): the attributes declared without a value
+    /// under a `+=` entry are no longer cached, so reading them runs the declaration again
+    /// (upstream's result: the entry is appended twice).
+    pub(super) fn forget_insert_declared(&self, level: u32) {
+        if self.ended.borrow().iter().any(|(l, _)| *l == level) {
+            let mut cache = self.cache.borrow_mut();
+            for n in &self.insert_declared {
+                cache.remove(n);
+            }
         }
     }
 

@@ -676,6 +676,7 @@ impl Evaluator {
             let level = layout.part_level[pi];
             if let Some(lz) = &frame.lazy {
                 lz.swap_level_cache(level);
+                lz.forget_insert_declared(level);
             }
             let r = (|| -> EvalResult<()> {
                 match key_name {
