@@ -305,8 +305,14 @@ impl<'a> Checker<'a> {
                         msg,
                         attr_error_at(value, attr.span, x.optional),
                     );
+                    return Ty::Any;
                 }
-                Ty::Any
+                // upstream's `instances(full_pkg: bool = False) -> [any]`
+                Ty::Func(Rc::new(ty::FuncTy {
+                    params: vec![(Some(crate::ast::Symbol::intern("full_pkg")), Ty::Bool, true)],
+                    ret: Ty::List(Rc::new(Ty::Any)),
+                    param_spans: Vec::new(),
+                }))
             }
             Ty::Schema(id) => {
                 let at = attr_error_at(value, attr.span, x.optional);
