@@ -302,12 +302,12 @@ impl<'a> Lexer<'a> {
             }
             return w8;
         }
-        let mut popped = top8;
+        let (mut popped, mut popped1) = (top8, top1);
         let mut closes_block = false;
         while self.stack.len() > 1 && self.stack.last().is_some_and(|&(t, _, _)| w8 < t) {
-            let (t, _, block) = self.stack.pop().unwrap_or((0, 0, false));
+            let (t, t1, block) = self.stack.pop().unwrap_or((0, 0, false));
             self.silent.pop();
-            popped = t;
+            (popped, popped1) = (t, t1);
             closes_block |= block;
         }
         let &(t8, t1, _) = self.stack.last().unwrap_or(&(0, 0, true));
@@ -318,11 +318,15 @@ impl<'a> Lexer<'a> {
                 self.err(
                     start,
                     start,
-                    format!("invalid indentation with {w8} spaces, try to align indents by adding or removing spaces"),
+                    format!(
+                        "invalid indentation with {w8} space{}, try to align indents by adding or removing spaces",
+                        if w8 == 1 { "" } else { "s" }
+                    ),
                 );
             }
-            // Treat the line as belonging to the block it most likely meant to stay in.
-            self.stack.push((popped, w1, closes_block));
+            // Treat the line as belonging to the block it most likely meant to stay in (at
+            // that block's width, so its next lines are no tab mix-up).
+            self.stack.push((popped, popped1, closes_block));
             self.silent.push(false);
             return popped;
         }

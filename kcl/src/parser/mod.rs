@@ -199,8 +199,9 @@ fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<D
         _ => None,
     });
     // Lexer errors first (upstream lexes the whole file before parsing), then parser errors
-    // in the order they were found.
-    let errors = p.errors;
+    // in the order they were found; but a dedent's width is checked by upstream's parser
+    // where the block ends, so that error stands among the parser's by position.
+    let errors = indentation_among_parse_errors(p.errors, p.lex_errors);
     let m = Module {
         file,
         filename,
@@ -209,6 +210,28 @@ fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<D
         comments: lexed.comments,
     };
     (m, errors)
+}
+
+/// The lexer's `invalid indentation` errors (among the first `lexed`) moved before the first
+/// parser error found after their position.
+fn indentation_among_parse_errors(mut errors: Vec<Diagnostic>, lexed: usize) -> Vec<Diagnostic> {
+    let lexed = lexed.min(errors.len());
+    let is_indent = |d: &Diagnostic| d.message().starts_with("invalid indentation");
+    if !errors[..lexed].iter().any(is_indent) || lexed == errors.len() {
+        return errors;
+    }
+    let parsed = errors.split_off(lexed);
+    let (moved, mut out): (Vec<_>, Vec<_>) = errors.into_iter().partition(is_indent);
+    let pos = |d: &Diagnostic| d.span().map_or(u32::MAX, |s| s.lo);
+    let mut moved = moved.into_iter().peekable();
+    for d in parsed {
+        while let Some(m) = moved.next_if(|m| pos(m) <= pos(&d)) {
+            out.push(m);
+        }
+        out.push(d);
+    }
+    out.extend(moved);
+    out
 }
 
 /// Parses a registered file, failing when any error was reported.
