@@ -51,7 +51,13 @@ fn program(expression: &str, live: &Value) -> String {
             out.push_str(&format!("{name} = {}\n", decoded(value)));
         }
     }
-    out.push_str(&format!("kusion_ready = (\n{expression}\n)\n"));
+    // a block lambda called at once: the rule may span lines (as a block's statements) and
+    // end in a comment; upstream's parser reads parentheses on one line
+    out.push_str("kusion_ready = lambda {\n");
+    for line in expression.lines() {
+        out.push_str(&format!("    {line}\n"));
+    }
+    out.push_str("}()\n");
     out
 }
 
