@@ -140,7 +140,7 @@ impl Evaluator {
                                 if !literal {
                                     self.dynamic_keys.borrow_mut().insert(k.clone());
                                 }
-                                let (op, idx) = src.op_of(k);
+                                let (op, idx) = src.op_of_key(k);
                                 value::ops_merge_entry(d, k, val, op, idx, true)
                                     .map_err(|x| self.rt(x, en.span()))?;
                             }
@@ -164,7 +164,7 @@ impl Evaluator {
                     let mut nd = Dict::new();
                     self.eval_entries_in(ctx, scope, body, &mut nd)?;
                     for (k, v) in &nd.map {
-                        self.merge_key(scope, d, k, v, nd.op_of(k), en.span())?;
+                        self.merge_key(scope, d, k, v, nd.op_of_key(k), en.span())?;
                     }
                 }
             }

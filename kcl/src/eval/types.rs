@@ -198,15 +198,7 @@ impl Evaluator {
         }
         Ok(match &t.kind {
             TypeKind::Any => Some(v.clone()),
-            TypeKind::Basic(b) => match (b, v) {
-                (BasicType::Bool, Value::Bool(_))
-                | (BasicType::Int, Value::Int(_))
-                | (BasicType::Float, Value::Float(_))
-                | (BasicType::Str, Value::Str(_)) => Some(v.clone()),
-                // upstream keeps an int stored under a float type as an int
-                (BasicType::Float, Value::Int(_)) => Some(v.clone()),
-                _ => None,
-            },
+            TypeKind::Basic(b) => basic_fits(*b, v).then(|| v.clone()),
             TypeKind::Named(id) => {
                 if id
                     .names
@@ -326,22 +318,65 @@ impl Evaluator {
                 }
                 None
             }
-            TypeKind::Literal(l) => {
-                let ok = match (l, v) {
-                    (LiteralType::Bool(b), Value::Bool(x)) => b == x,
-                    (LiteralType::Int(i, None), Value::Int(x)) => i == x,
-                    // a unit literal type holds that number multiplier
-                    (LiteralType::Int(i, Some(s)), Value::Unit(u)) => {
-                        u.raw == *i as f64 && &*u.suffix == s.as_str()
-                    }
-                    (LiteralType::Float(f), Value::Float(x)) => f == x,
-                    (LiteralType::Str(s), Value::Str(x)) => **s == **x && runtime_str_literal(s),
-                    _ => false,
-                };
-                ok.then(|| v.clone())
-            }
+            TypeKind::Literal(l) => literal_fits(l, v).then(|| v.clone()),
             TypeKind::Function { .. } => matches!(v, Value::Func(_)).then(|| v.clone()),
         })
+    }
+}
+
+/// Whether `v` fits `t`, a type that names no schema or alias ([`Evaluator::try_convert`]
+/// gives such a value back unchanged or not at all): the same answer without building the
+/// converted value. Debug builds check it against `try_convert` where it is used.
+pub(crate) fn fits_plain(v: &Value, t: &ast::Type) -> bool {
+    if v.is_none_or_undefined() {
+        return true;
+    }
+    match &t.kind {
+        TypeKind::Any => true,
+        TypeKind::Basic(b) => basic_fits(*b, v),
+        TypeKind::List(e) => match v {
+            Value::List(l) => e
+                .as_deref()
+                .is_none_or(|et| l.iter().all(|x| fits_plain(x, et))),
+            _ => false,
+        },
+        TypeKind::Dict(_, vt) => match v {
+            Value::Dict(d) => vt
+                .as_deref()
+                .is_none_or(|vt| d.map.values().all(|x| fits_plain(x, vt))),
+            _ => false,
+        },
+        TypeKind::Union(ts) => ts.iter().any(|t2| fits_plain(v, t2)),
+        TypeKind::Literal(l) => literal_fits(l, v),
+        TypeKind::Function { .. } => matches!(v, Value::Func(_)),
+        // (not reached: the caller checks the type names none)
+        TypeKind::Named(_) => true,
+    }
+}
+
+fn basic_fits(b: BasicType, v: &Value) -> bool {
+    matches!(
+        (b, v),
+        (BasicType::Bool, Value::Bool(_))
+            | (BasicType::Int, Value::Int(_))
+            | (BasicType::Float, Value::Float(_))
+            | (BasicType::Str, Value::Str(_))
+            // upstream keeps an int stored under a float type as an int
+            | (BasicType::Float, Value::Int(_))
+    )
+}
+
+fn literal_fits(l: &LiteralType, v: &Value) -> bool {
+    match (l, v) {
+        (LiteralType::Bool(b), Value::Bool(x)) => b == x,
+        (LiteralType::Int(i, None), Value::Int(x)) => i == x,
+        // a unit literal type holds that number multiplier
+        (LiteralType::Int(i, Some(s)), Value::Unit(u)) => {
+            u.raw == *i as f64 && &*u.suffix == s.as_str()
+        }
+        (LiteralType::Float(f), Value::Float(x)) => f == x,
+        (LiteralType::Str(s), Value::Str(x)) => **s == **x && runtime_str_literal(s),
+        _ => false,
     }
 }
 

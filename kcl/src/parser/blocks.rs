@@ -215,7 +215,8 @@ impl<'a> Parser<'a> {
             self.ctx.pop();
             self.expect(Tok::RBrace, "}");
         } else if !self.at(Tok::LBrace) && !self.at(Tok::Arrow) {
-            self.ctx.push(Ctx::Paren);
+            // (upstream reads the header on one line: a default value ends with it)
+            self.ctx.push(Ctx::ParenLine);
             params = self.parse_params(Tok::LBrace);
             self.ctx.pop();
         }
@@ -236,6 +237,10 @@ impl<'a> Parser<'a> {
             } else {
                 self.expected(&["->", "{"]);
             }
+            return Expr::missing(self.since(lo));
+        }
+        if ret.is_some() && self.at(Tok::LBrace) && self.tk().nl {
+            self.error(self.line_end_span(), "expected one of [\"{\"] got newline");
             return Expr::missing(self.since(lo));
         }
         if !self.expect(Tok::LBrace, "{") {

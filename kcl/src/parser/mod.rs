@@ -456,6 +456,7 @@ impl<'a> Parser<'a> {
             } else if t.tok == Tok::Eof
                 || t.indent >= self.line_indent
                 || (in_lambda && !self.want_block)
+                || self.ctx.last() == Some(&Ctx::ParenLine)
             {
                 // (a lambda's lines end with a newline, whatever the next one's indent; a
                 // deeper line's indent comes after the newline)

@@ -237,16 +237,25 @@ impl<'a> Parser<'a> {
                 })
             }
             Tok::Assign if !self.at_line_break() => {
-                let mut targets = vec![self.expr_to_target(first)?];
+                // upstream reads every `= expr` of the statement, then checks the targets
+                let mut lhs = vec![first];
                 let mut value;
                 loop {
                     self.bump();
                     value = self.parse_expr();
                     if self.at(Tok::Assign) && !self.at_line_break() {
-                        targets.push(self.expr_to_target(value)?);
+                        lhs.push(value);
                         continue;
                     }
                     break;
+                }
+                let n = lhs.len();
+                let targets: Vec<Target> = lhs
+                    .into_iter()
+                    .filter_map(|e| self.expr_to_target(e))
+                    .collect();
+                if targets.len() != n {
+                    return None;
                 }
                 let kind = StmtKind::Assign(AssignStmt {
                     targets,

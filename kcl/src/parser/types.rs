@@ -57,6 +57,16 @@ impl<'a> Parser<'a> {
         r
     }
 
+    /// The `]` or `}` closing a type's brackets: upstream's type parser does not read past the
+    /// line's end for it (outside parentheses), and leaves a closer on a later line unread.
+    fn expect_type_closer(&mut self, closer: Tok, what: &str) {
+        if self.tk().nl && !self.ctx.contains(&Ctx::Paren) && !self.at_eof() {
+            self.expected_at_line_end(&[what]);
+        } else {
+            self.expect(closer, what);
+        }
+    }
+
     fn parse_type_elem(&mut self) -> Type {
         let t = self.tk();
         let span = self.tspan(t);
@@ -136,7 +146,7 @@ impl<'a> Parser<'a> {
                 };
                 self.type_brackets -= 1;
                 self.ctx.pop();
-                self.expect(Tok::RBracket, "]");
+                self.expect_type_closer(Tok::RBracket, "]");
                 return Type {
                     kind: TypeKind::List(elem),
                     span: self.since(t.lo),
@@ -167,7 +177,7 @@ impl<'a> Parser<'a> {
                 }
                 self.type_brackets -= 1;
                 self.ctx.pop();
-                self.expect(Tok::RBrace, "}");
+                self.expect_type_closer(Tok::RBrace, "}");
                 return Type {
                     kind: TypeKind::Dict(k, v),
                     span: self.since(t.lo),

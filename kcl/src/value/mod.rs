@@ -157,6 +157,14 @@ impl Ops {
             Ops::Many(m) => m.get(k).copied(),
         }
     }
+    /// [`Self::get`] for a key held as a `Str`: the keys here mostly share its handle (or
+    /// are short, inline ones), so comparing handles spares comparing texts.
+    fn get_key(&self, k: &Str) -> Option<(ConfigOp, Option<i64>)> {
+        match self {
+            Ops::Few(v) => v.iter().find(|(x, _)| x == k).map(|(_, o)| *o),
+            Ops::Many(m) => m.get(k.as_str()).copied(),
+        }
+    }
     /// Drop growth slack (for operators kept long).
     pub fn shrink_to_fit(&mut self) {
         match self {
@@ -177,9 +185,6 @@ impl Ops {
             Ops::Few(v) => v.iter().all(|(k, _)| map.contains_key(k)),
             Ops::Many(m) => m.keys().all(|k| map.contains_key(k)),
         }
-    }
-    fn contains(&self, k: &str) -> bool {
-        self.get(k).is_some()
     }
     fn remove(&mut self, k: &str) {
         match self {
@@ -232,17 +237,24 @@ impl Dict {
             .and_then(|o| o.get(k))
             .unwrap_or((ConfigOp::Union, None))
     }
+    /// [`Self::op_of`] for a key held as a `Str` (one of a map's keys, say).
+    pub fn op_of_key(&self, k: &Str) -> (ConfigOp, Option<i64>) {
+        self.ops
+            .as_ref()
+            .and_then(|o| o.get_key(k))
+            .unwrap_or((ConfigOp::Union, None))
+    }
     pub fn set_op(&mut self, k: Str, op: ConfigOp, index: Option<i64>) {
         if op == ConfigOp::Union && index.is_none() {
             if let Some(o) = &mut self.ops
-                && o.contains(&k)
+                && o.get_key(&k).is_some()
             {
                 Rc::make_mut(o).remove(&k);
             }
             return;
         }
         if let Some(o) = &self.ops
-            && o.get(&k) == Some((op, index))
+            && o.get_key(&k) == Some((op, index))
         {
             return;
         }

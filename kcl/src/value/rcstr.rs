@@ -187,7 +187,10 @@ impl Hash for Str {
 
 impl PartialEq for Str {
     fn eq(&self, o: &Str) -> bool {
-        Str::ptr_eq(self, o) || self.as_str() == o.as_str()
+        // Every string of up to INLINE_MAX bytes is inline and its handle holds just its
+        // bytes (zero-padded), so equal handles are the only equal inline strings, and an
+        // inline string never equals an allocated (longer) one.
+        Str::ptr_eq(self, o) || (!self.is_inline() && !o.is_inline() && self.as_str() == o.as_str())
     }
 }
 impl Eq for Str {}
@@ -325,5 +328,36 @@ mod tests {
             assert_eq!(&**moved, s);
         }
         assert_eq!(size_of::<Option<Str>>(), 8);
+    }
+
+    /// `Str == Str` (handle bits first) agrees with comparing the texts, whatever the
+    /// lengths, on both sides of the inline limit.
+    #[test]
+    fn eq_agrees_with_text() {
+        let texts = [
+            "",
+            "a",
+            "b",
+            "ab",
+            "ba",
+            "1234567",
+            "1234568",
+            "12345678",
+            "12345679",
+            "é",
+            "e",
+            "a\0",
+            "a\0\0",
+            "\0",
+            "a much longer string",
+            "a much longer strinG",
+        ];
+        for a in texts {
+            for b in texts {
+                let (x, y) = (Str::from(a), Str::from(b.to_string()));
+                assert_eq!(x == y, a == b, "{a:?} {b:?}");
+                assert!(x == x.clone());
+            }
+        }
     }
 }

@@ -100,7 +100,7 @@ fn union_into<E: From<RtError>>(
             let bd = b.as_dict().unwrap();
             let ad = a.dict_mut().unwrap();
             for (k, v) in &bd.map {
-                let (op, index) = bd.op_of(k);
+                let (op, index) = bd.op_of_key(k);
                 merge_entry_in(ad, k, v, op, index, check, depth, rb)?;
             }
             Ok(())
@@ -156,7 +156,7 @@ fn dict_then_instance<E: From<RtError>>(
         .map
         .iter()
         .filter(|(_, v)| !matches!(v, Value::Undefined))
-        .map(|(k, _)| (k.clone(), ad.op_of(k).0 != ConfigOp::Union))
+        .map(|(k, _)| (k.clone(), ad.op_of_key(k).0 != ConfigOp::Union))
         .collect();
     let order: Vec<super::Str> = ad.map.keys().cloned().collect();
     let inst = super::SchemaInst {
@@ -460,7 +460,7 @@ pub fn check_union(a: &Value, b: &Value, depth: usize) -> RtResult<()> {
         (Value::Dict(_) | Value::Schema(_), Value::Dict(_)) => {
             let (ad, bd) = (a.as_dict().unwrap(), b.as_dict().unwrap());
             for (k, v) in &bd.map {
-                if bd.op_of(k).0 != ConfigOp::Union {
+                if bd.op_of_key(k).0 != ConfigOp::Union {
                     continue;
                 }
                 if let Some(cur) = ad.map.get(k) {

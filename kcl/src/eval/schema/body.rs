@@ -67,7 +67,13 @@ impl Evaluator {
             return Ok(());
         }
         let t = &attr.ty;
-        if self.try_convert_value(ctx, v, t, span)?.is_some() {
+        let fits = crate::eval::types::fits_plain(v, t);
+        debug_assert_eq!(
+            fits,
+            self.try_convert_value(ctx, v, t, span)?.is_some(),
+            "fits_plain differs from try_convert"
+        );
+        if fits {
             return Ok(());
         }
         let at = self.walked_point(span);

@@ -27,13 +27,32 @@ impl Evaluator {
         let base_keys: Vec<Str> = base.map.keys().cloned().collect();
         let merged = self.union_eval(Value::from(base), extra, span)?;
         let mut cfg = merged.as_dict().cloned().unwrap_or_default();
+        let (ty, (args, kwargs)) =
+            ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
+        // an index signature's default is not merged under a key the merged dict adds with
+        // `:` (upstream unions the value into the instance as it is)
+        if let Some(ed) = extra.as_dict() {
+            let added: Vec<&Str> = ed
+                .map
+                .keys()
+                .filter(|k| !base_keys.contains(k) && ed.op_of_key(k) == (ConfigOp::Union, None))
+                .collect();
+            if !added.is_empty() {
+                let layout = self.layout(&ty, span)?;
+                if layout.index_sig.is_some() {
+                    for k in added {
+                        if !layout.declared.contains_key(k) {
+                            cfg.set_op(k.clone(), ConfigOp::Override, None);
+                        }
+                    }
+                }
+            }
+        }
         // the instance's own keys hold final values: upstream makes the schema again from
         // them as overrides (a default is not merged with them a second time)
         for k in base_keys {
             cfg.set_op(k, ConfigOp::Override, None);
         }
-        let (ty, (args, kwargs)) =
-            ty_args.unwrap_or((ty, (origin.args.clone(), origin.kwargs.clone())));
         self.enter(span)?;
         self.merging.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
@@ -131,7 +150,7 @@ impl Evaluator {
         let keys: Vec<(Str, bool)> = config
             .map
             .keys()
-            .map(|k| (k.clone(), config.op_of(k).0 != ConfigOp::Union))
+            .map(|k| (k.clone(), config.op_of_key(k).0 != ConfigOp::Union))
             .collect();
         let mut cache = self.origins.borrow_mut();
         if args.is_empty()
@@ -177,11 +196,17 @@ fn carry_over(old: &Dict, made: Value, set_by_other: impl Fn(&str) -> bool) -> V
     let Value::Schema(mut inst) = made else {
         return made;
     };
-    for (k, v) in &old.map {
-        if v.is_undefined()
-            || set_by_other(k)
-            || inst.attrs.map.get(k).is_some_and(|n| !n.is_undefined())
-        {
+    for (i, (k, v)) in old.map.iter().enumerate() {
+        if v.is_undefined() {
+            continue;
+        }
+        // made again from the same schema, the instance mostly has the old key order: look
+        // at the same index before hashing
+        let now = match inst.attrs.map.get_index(i) {
+            Some((k2, n)) if k2 == k => Some(n),
+            _ => inst.attrs.map.get(k),
+        };
+        if now.is_some_and(|n| !n.is_undefined()) || set_by_other(k) {
             continue;
         }
         Rc::make_mut(&mut inst)

@@ -521,21 +521,25 @@ impl Evaluator {
         // the config is visible from the start (under upstream's lazy scope, an attribute
         // with statements gets its entry where they set it)
         for (k, v) in &config.map {
-            let (op, _) = config.op_of(k);
+            let (op, _) = config.op_of_key(k);
             if lazy
                 .as_ref()
                 .is_some_and(|lz| lz.is_volatile(Symbol::intern(k)))
             {
                 continue;
             }
-            let cur = attrs.map.get(k).cloned().unwrap_or(Value::Undefined);
-            let nv = match op {
+            let laid = |cur: &Value| match op {
                 ConfigOp::Insert if !cur.is_none_or_undefined() => {
-                    value::binary(value::BinOp::Add, &cur, v).unwrap_or(v.clone())
+                    value::binary(value::BinOp::Add, cur, v).unwrap_or(v.clone())
                 }
                 _ => v.clone(),
             };
-            attrs.map.insert(k.clone(), nv);
+            match attrs.map.get_mut(k) {
+                Some(slot) => *slot = laid(slot),
+                None => {
+                    attrs.map.insert(k.clone(), laid(&Value::Undefined));
+                }
+            }
         }
         let n = layout.body.len();
         let frame = Rc::new(Frame {
@@ -735,7 +739,7 @@ impl Evaluator {
                 attrs.ops = Some(ops.clone());
             } else {
                 for k in frame.config.map.keys() {
-                    let (op, idx) = frame.config.op_of(k);
+                    let (op, idx) = frame.config.op_of_key(k);
                     if op != ConfigOp::Union && attrs.map.contains_key(k) {
                         attrs.set_op(k.clone(), op, idx);
                     }
