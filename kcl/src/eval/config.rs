@@ -188,7 +188,9 @@ impl Evaluator {
         // both (a global unified after a dict keeps its own rule)
         let rb = |i: &Value, x: &Value| match x {
             Value::Schema(_) => self.rebuild_nested(i, x, span),
-            Value::None => self.rebuild_merged(i, x, None, span),
+            Value::None => Ok(self
+                .rebuild_merged(i, x, None, span)?
+                .map(|v| super::schema::with_ops_of(i, v))),
             _ => Ok(None),
         };
         value::merge_entry_with(d, k, v, op, index, true, &rb).map_err(|x| x.or_span(span))?;

@@ -180,7 +180,7 @@ impl Evaluator {
                     if let (Value::Schema(_), true) = (&a, b.is_config()) {
                         value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
                         if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
-                            return Ok(v);
+                            return Ok(super::schema::keys_as_overrides(v));
                         }
                         let u = self.union_checked(a, &b, e.span)?;
                         // the merge may have cleared a required attribute

@@ -32,6 +32,12 @@ impl<'a> Parser<'a> {
                 };
             }
             elts.push(item);
+            // (a comma starting a line is where upstream wants the next item)
+            if self.at(Tok::Comma) && self.tk().nl {
+                self.expected(OPERAND_START);
+                self.bump();
+                continue;
+            }
             if self.eat(Tok::Comma) || self.at(Tok::RBracket) {
                 continue;
             }
@@ -282,6 +288,16 @@ impl<'a> Parser<'a> {
             }
             if let Some(e) = entry {
                 entries.push(e);
+            }
+            // (a comma starting a line is where upstream wants the next entry, or the `}` of
+            // a one-line config)
+            if self.at(Tok::Comma) && self.tk().nl {
+                if !one_line {
+                    self.expected(OPERAND_START);
+                    self.expected(&[":", "=", "+="]);
+                    self.bump();
+                }
+                continue;
             }
             if self.eat(Tok::Comma) || self.at(Tok::RBrace) {
                 continue;

@@ -152,12 +152,13 @@ impl<'a> Parser<'a> {
                 Tok::Gt => CmpOp::Gt,
                 Tok::GtE => CmpOp::GtE,
                 Tok::In => CmpOp::In,
-                Tok::Not if self.nth(1).tok == Tok::In => {
+                Tok::Not if self.nth(1).tok == Tok::In && !self.nth(1).nl => {
                     self.bump();
                     CmpOp::NotIn
                 }
                 Tok::Is => {
-                    if self.nth(1).tok == Tok::Not {
+                    // (`is` then `not` on the next line: the operand is missing at the line's end)
+                    if self.nth(1).tok == Tok::Not && !self.nth(1).nl {
                         self.bump();
                         CmpOp::IsNot
                     } else {
@@ -221,6 +222,10 @@ impl<'a> Parser<'a> {
     /// primary expression only: `not a == b` is `(not a) == b`, `-2 ** 2` is `(-2) ** 2`,
     /// and `- -1` or `not -1` is a syntax error.
     fn parse_unary(&mut self) -> Expr {
+        // (an operand wanted on this line: a unary operator on the next one is not it)
+        if self.nl_break() {
+            return self.parse_postfix();
+        }
         let op = match self.tok() {
             Tok::Plus => UnaryOp::Pos,
             Tok::Minus => UnaryOp::Neg,

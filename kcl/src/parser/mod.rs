@@ -364,6 +364,46 @@ impl<'a> Parser<'a> {
         self.tk().nl
             && (self.line_level() || self.ctx.last() == Some(&Ctx::Lambda))
             && self.pos != self.stmt_start
+            || self.cut_after_operator()
+    }
+    /// Inside `[...]` or `{...}`, the current token starts a line right after an operator or
+    /// keyword that wants more on its line: upstream's parser skips a line break there only
+    /// between items and entries (after `[`, `{`, `,`, `:` or `=`), so the operand is missing.
+    fn cut_after_operator(&self) -> bool {
+        self.tk().nl
+            && self.pos > 0
+            && matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace))
+            && matches!(
+                self.prev().tok,
+                Tok::Plus
+                    | Tok::Minus
+                    | Tok::Star
+                    | Tok::StarStar
+                    | Tok::Slash
+                    | Tok::SlashSlash
+                    | Tok::Percent
+                    | Tok::Shl
+                    | Tok::Shr
+                    | Tok::Amp
+                    | Tok::Pipe
+                    | Tok::Caret
+                    | Tok::Tilde
+                    | Tok::Lt
+                    | Tok::Gt
+                    | Tok::LtE
+                    | Tok::GtE
+                    | Tok::EqEq
+                    | Tok::NotEq
+                    | Tok::And
+                    | Tok::Or
+                    | Tok::Not
+                    | Tok::In
+                    | Tok::Is
+                    | Tok::If
+                    | Tok::Else
+                    | Tok::For
+                    | Tok::Dot
+            )
     }
 
     // ------------------------------------------------------------ errors ----------
@@ -424,7 +464,9 @@ impl<'a> Parser<'a> {
         }
         // (a block lambda's lines end as outside brackets)
         let in_lambda = self.ctx.last() == Some(&Ctx::Lambda);
-        if t.nl && (self.line_level() || t.tok == Tok::Eof || in_lambda) {
+        if t.nl
+            && (self.line_level() || t.tok == Tok::Eof || in_lambda || self.cut_after_operator())
+        {
             // Point at the end of the previous line (its last character, blanks and a
             // comment included), as upstream does.
             let at = if self.pos == 0 {
@@ -453,16 +495,13 @@ impl<'a> Parser<'a> {
                     ))
             {
                 "eof"
-            } else if t.tok == Tok::Eof
-                || t.indent >= self.line_indent
-                || (in_lambda && !self.want_block)
-                || self.ctx.last() == Some(&Ctx::ParenLine)
-            {
-                // (a lambda's lines end with a newline, whatever the next one's indent; a
-                // deeper line's indent comes after the newline)
-                "newline"
-            } else {
+            } else if self.want_block && t.tok != Tok::Eof && t.indent < self.line_indent {
+                // (a block header took its line's newline: the block finds the dedent)
                 "dedent"
+            } else {
+                // (upstream's lexer ends a line with a newline before any indent or dedent of
+                // the next one: that newline is what a missing operand or token finds)
+                "newline"
             };
             return (what.to_string(), self.span(at, at + 1));
         }
@@ -772,6 +811,16 @@ impl<'a> Parser<'a> {
             // `if x: a = 1` on one line.
             let mut body = Vec::new();
             let start = self.pos;
+            // (upstream parses an expression there first: a token no statement starts with is
+            // a missing expression before it is an unexpected token)
+            if !self.starts_stmt()
+                && !matches!(
+                    t.tok,
+                    Tok::RParen | Tok::RBracket | Tok::RBrace | Tok::Star | Tok::StarStar
+                )
+            {
+                self.expected(expr::OPERAND_START);
+            }
             if let Some(s) = self.parse_stmt() {
                 body.push(s);
             }

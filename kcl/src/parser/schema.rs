@@ -370,6 +370,8 @@ impl<'a> Parser<'a> {
         let mut out = Vec::new();
         let t = self.tk();
         if !t.nl && t.tok != Tok::Eof {
+            // upstream's check block always starts on its own line
+            self.expected(&["indent"]);
             out.push(self.parse_check_expr());
             return out;
         }

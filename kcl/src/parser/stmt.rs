@@ -139,7 +139,7 @@ impl<'a> Parser<'a> {
                         || self.keyword_is(0, "protocol")
                         || self.keyword_is(0, "mixin")
                         || self.keyword_is(0, "rule"))
-                    && !matches!(self.nth(1).tok, Tok::Ident(_)) =>
+                    && (!matches!(self.nth(1).tok, Tok::Ident(_)) || self.nth(1).nl) =>
             {
                 if self.ident_is(0, "rule") {
                     return self.parse_rule(lo, Vec::new(), header_indent);

@@ -179,6 +179,13 @@ impl Ops {
             Ops::Many(m) => m.values().any(|(o, _)| *o == ConfigOp::Insert),
         }
     }
+    /// Whether every entry was written with `=` (no index).
+    pub fn all_override(&self) -> bool {
+        match self {
+            Ops::Few(v) => v.iter().all(|(_, o)| *o == (ConfigOp::Override, None)),
+            Ops::Many(m) => m.values().all(|o| *o == (ConfigOp::Override, None)),
+        }
+    }
     /// Whether every key with an operator is one of `map`'s keys.
     pub fn keys_within(&self, map: &Map) -> bool {
         match self {

@@ -10,7 +10,7 @@ use super::{ConfigOp, Dict, RtError, RtResult, Value};
 /// different non-config values for one key are an error (the `:` rule).
 pub fn union(a: &Value, b: &Value, check_conflict: bool) -> RtResult<Value> {
     let mut out = a.clone();
-    union_into::<RtError>(&mut out, b, check_conflict, 0, None)?;
+    union_into::<RtError>(&mut out, b, check_conflict, 0, None, None)?;
     Ok(out)
 }
 
@@ -28,7 +28,7 @@ pub fn union_with<E: From<RtError>>(
     check_conflict: bool,
     rb: Rebuild<'_, E>,
 ) -> Result<Value, E> {
-    union_into(&mut a, b, check_conflict, 0, Some(rb))?;
+    union_into(&mut a, b, check_conflict, 0, Some(rb), None)?;
     Ok(a)
 }
 
@@ -38,6 +38,7 @@ fn union_into<E: From<RtError>>(
     check: bool,
     depth: usize,
     rb: Option<Rebuild<'_, E>>,
+    path: Option<&Path<'_>>,
 ) -> Result<(), E> {
     if depth > super::MAX_DEPTH {
         return Err(RtError::new(
@@ -52,7 +53,7 @@ fn union_into<E: From<RtError>>(
             let x = Rc::make_mut(x);
             for (i, v) in y.iter().enumerate() {
                 if i < x.len() {
-                    union_into(&mut x[i], v, check, depth + 1, rb)?;
+                    union_into(&mut x[i], v, check, depth + 1, rb, path)?;
                 } else {
                     x.push(v.clone());
                 }
@@ -61,7 +62,7 @@ fn union_into<E: From<RtError>>(
         }
         (Value::Dict(_) | Value::Schema(_), Value::Dict(_) | Value::Schema(_)) => {
             if check && matches!(&*a, Value::Schema(_)) {
-                check_union(a, b, depth)?;
+                check_union_at(a, b, depth, path)?;
             }
             if let (Some(rb), Value::Schema(_)) = (rb, &*a)
                 && let Some(v) = rb(a, b)?
@@ -72,7 +73,7 @@ fn union_into<E: From<RtError>>(
             // an instance merged into a plain dict: the instance made again from both, with
             // the dict's keys first
             if let (Some(rb), Value::Dict(_), Value::Schema(bs)) = (rb, &*a, b)
-                && let Some(v) = dict_then_instance(a, bs, check, depth, rb, true)?
+                && let Some(v) = dict_then_instance(a, bs, check, depth, rb, true, path)?
             {
                 *a = v;
                 return Ok(());
@@ -88,7 +89,8 @@ fn union_into<E: From<RtError>>(
                     }
                     match ad.map.get_mut(k) {
                         Some(cur) if unified.map.contains_key(k) && cur.is_config() => {
-                            union_into(cur, v, check, depth + 1, rb)?;
+                            let at = Path::under(path, k);
+                            union_into(cur, v, check, depth + 1, rb, Some(&at))?;
                         }
                         _ => {
                             ad.map.insert(k.clone(), v.clone());
@@ -101,7 +103,7 @@ fn union_into<E: From<RtError>>(
             let ad = a.dict_mut().unwrap();
             for (k, v) in &bd.map {
                 let (op, index) = bd.op_of_key(k);
-                merge_entry_in(ad, k, v, op, index, check, depth, rb)?;
+                merge_entry_in(ad, k, v, op, index, check, depth, rb, path)?;
             }
             Ok(())
         }
@@ -120,6 +122,7 @@ fn union_into<E: From<RtError>>(
 /// value, or takes its place), then the schema is made again from the result. `dict_order`:
 /// the dict's keys come first (a config's repeated key); else the schema's order (`|`).
 /// `None` when the instance cannot be made again.
+#[allow(clippy::too_many_arguments)]
 fn dict_then_instance<E: From<RtError>>(
     a: &mut Value,
     bs: &super::SchemaInst,
@@ -127,6 +130,7 @@ fn dict_then_instance<E: From<RtError>>(
     depth: usize,
     rb: Rebuild<'_, E>,
     dict_order: bool,
+    path: Option<&Path<'_>>,
 ) -> Result<Option<Value>, E> {
     // (an instance that cannot be made again is left before the dict is touched, so the
     // caller's plain union does not merge its values twice)
@@ -145,12 +149,15 @@ fn dict_then_instance<E: From<RtError>>(
             .keys
             .iter()
             .any(|(ok, replaced)| ok == k && !replaced);
+        // (an attribute it was configured with `+=` appends to the dict's value)
         let op = if unified {
             ConfigOp::Union
+        } else if bs.attrs.op_of_key(k).0 == ConfigOp::Insert {
+            ConfigOp::Insert
         } else {
             ConfigOp::Override
         };
-        merge_entry_in(ad, k, v, op, None, check, depth, Some(rb))?;
+        merge_entry_in(ad, k, v, op, None, check, depth, Some(rb), path)?;
     }
     let keys: super::ConfigKeys = ad
         .map
@@ -196,7 +203,7 @@ pub fn union_dict_instance<E: From<RtError>>(
     rb: Rebuild<'_, E>,
 ) -> Result<Value, E> {
     if let (Value::Dict(_), Value::Schema(bs)) = (&a, b)
-        && let Some(v) = dict_then_instance(&mut a, bs, true, 0, rb, false)?
+        && let Some(v) = dict_then_instance(&mut a, bs, true, 0, rb, false, None)?
     {
         return Ok(v);
     }
@@ -214,7 +221,7 @@ pub fn merge_entry(
     depth: usize,
 ) -> RtResult<()> {
     undefined_indexed(d, k, op, index)?;
-    merge_entry_in::<RtError>(d, k, v, op, index, check, depth, None)
+    merge_entry_in::<RtError>(d, k, v, op, index, check, depth, None, None)
 }
 
 /// In one config, an attribute set to Undefined is no list at all for `a[i]: v` (merged from
@@ -244,7 +251,7 @@ pub fn merge_entry_with<E: From<RtError>>(
     rb: Rebuild<'_, E>,
 ) -> Result<(), E> {
     undefined_indexed(d, k, op, index)?;
-    merge_entry_in(d, k, v, op, index, check, 0, Some(rb))
+    merge_entry_in(d, k, v, op, index, check, 0, Some(rb), None)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -257,6 +264,7 @@ fn merge_entry_in<E: From<RtError>>(
     check: bool,
     depth: usize,
     rb: Option<Rebuild<'_, E>>,
+    path: Option<&Path<'_>>,
 ) -> Result<(), E> {
     // upstream takes a config key's index as a 32-bit integer
     let index = index.map(|i| i64::from(i as i32));
@@ -379,17 +387,20 @@ fn merge_entry_in<E: From<RtError>>(
                 .into());
             }
             let cur = &mut l[idx as usize];
+            let ki = format!("{k}[{i}]");
+            let at = Path::under(path, &ki);
             if check && !subsume(v, cur) {
-                return Err(conflict(&format!("{k}[{i}]"), cur, v).into());
+                return Err(conflict_at(&ki, &at, cur, v).into());
             }
-            union_into(cur, v, check, depth + 1, rb)?;
+            union_into(cur, v, check, depth + 1, rb, Some(&at))?;
         }
         ConfigOp::Union => match d.map.get_mut(k) {
             Some(cur) => {
+                let at = Path::under(path, k);
                 if check && !subsume(v, cur) {
-                    return Err(conflict(k, cur, v).into());
+                    return Err(conflict_at(k, &at, cur, v).into());
                 }
-                union_into(cur, v, check, depth + 1, rb)?;
+                union_into(cur, v, check, depth + 1, rb, Some(&at))?;
                 // a key's operator is its last entry's, as upstream's: `a = x` then `a: {..}`
                 // merges into (not over) what `a` holds where this dict is merged later
                 d.set_op(k.clone(), ConfigOp::Union, None);
@@ -418,8 +429,33 @@ pub fn subsume(new: &Value, old: &Value) -> bool {
     }
 }
 
-/// Upstream's conflict error (its first line names the innermost key).
-pub fn conflict(k: &str, old: &Value, new: &Value) -> RtError {
+/// Where a union stands: the keys from the top of the values being merged down to the one
+/// being merged (upstream's "union path", `a.b.c`).
+struct Path<'a> {
+    up: Option<&'a Path<'a>>,
+    key: &'a str,
+}
+
+impl<'a> Path<'a> {
+    fn under(up: Option<&'a Path<'a>>, key: &'a str) -> Path<'a> {
+        Path { up, key }
+    }
+    fn dotted(&self) -> String {
+        match self.up {
+            Some(u) => format!("{}.{}", u.dotted(), self.key),
+            None => self.key.to_string(),
+        }
+    }
+}
+
+/// [`conflict`] at the union path `at` (ending with `k`).
+fn conflict_at(k: &str, at: &Path<'_>, old: &Value, new: &Value) -> RtError {
+    conflict_on(k, &at.dotted(), old, new)
+}
+
+/// Upstream's conflict error (its first line names the innermost key, its union path the
+/// keys down to it).
+fn conflict_on(k: &str, path: &str, old: &Value, new: &Value) -> RtError {
     let show = |v: &Value| {
         if v.is_config() {
             "{...}".to_string()
@@ -434,7 +470,7 @@ pub fn conflict(k: &str, old: &Value, new: &Value) -> RtError {
         return RtError::eval(format!("conflicting values between {n} and {}", show(old)));
     }
     RtError::eval(format!(
-        "conflicting values on the attribute '{k}' between :\n    {}\nand\n    {n}\nwith union path :\n    {k}\ntry operator '=' to override the attribute, like:\n    {{...}} | {{\n            ...\n            {k} = {n}\n            ...\n    }}",
+        "conflicting values on the attribute '{k}' between :\n    {}\nand\n    {n}\nwith union path :\n    {path}\ntry operator '=' to override the attribute, like:\n    {{...}} | {{\n            ...\n            {k} = {n}\n            ...\n    }}",
         show(old)
     ))
 }
@@ -442,20 +478,24 @@ pub fn conflict(k: &str, old: &Value, new: &Value) -> RtError {
 /// The conflicts a checked union of `b` into `a` would meet, found without changing `a`
 /// (an instance is rebuilt from its config, but upstream checks against its values).
 pub fn check_union(a: &Value, b: &Value, depth: usize) -> RtResult<()> {
+    check_union_at(a, b, depth, None)
+}
+
+fn check_union_at(a: &Value, b: &Value, depth: usize, path: Option<&Path<'_>>) -> RtResult<()> {
     if depth > super::MAX_DEPTH {
         return Ok(());
     }
     match (a, b) {
         (Value::List(x), Value::List(y)) => {
             for (p, q) in x.iter().zip(y.iter()) {
-                check_union(p, q, depth + 1)?;
+                check_union_at(p, q, depth + 1, path)?;
             }
             Ok(())
         }
         // an instance merged with an instance takes the other's values; only what the other
         // was configured with `:` must agree
         (Value::Dict(_) | Value::Schema(_), Value::Schema(bs)) => {
-            check_union(a, &Value::from(bs.unified_config()), depth)
+            check_union_at(a, &Value::from(bs.unified_config()), depth, path)
         }
         (Value::Dict(_) | Value::Schema(_), Value::Dict(_)) => {
             let (ad, bd) = (a.as_dict().unwrap(), b.as_dict().unwrap());
@@ -464,14 +504,15 @@ pub fn check_union(a: &Value, b: &Value, depth: usize) -> RtResult<()> {
                     continue;
                 }
                 if let Some(cur) = ad.map.get(k) {
+                    let at = Path::under(path, k);
                     if let (Value::Schema(_), Value::Schema(_)) = (cur, v) {
-                        check_union(cur, v, depth + 1)?;
+                        check_union_at(cur, v, depth + 1, Some(&at))?;
                         continue;
                     }
                     if !subsume(v, cur) {
-                        return Err(conflict(k, cur, v));
+                        return Err(conflict_at(k, &at, cur, v));
                     }
-                    check_union(cur, v, depth + 1)?;
+                    check_union_at(cur, v, depth + 1, Some(&at))?;
                 }
             }
             Ok(())

@@ -184,7 +184,14 @@ impl Evaluator {
     /// [`Self::union_eval`] with upstream's conflict check (`|`, repeated `:` keys of one
     /// config): unequal scalars or lists under a `:` key are an error.
     pub(crate) fn union_checked(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
-        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        // (a dict then an instance under one key: the instance made again from both, its
+        // keys set with `=`, as at the top of `dict | instance`)
+        let rb = |i: &Value, x: &Value| match x {
+            Value::None => Ok(self
+                .rebuild_merged(i, x, None, span)?
+                .map(keys_as_overrides)),
+            _ => self.rebuild_nested(i, x, span),
+        };
         value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
 }
@@ -215,4 +222,63 @@ fn carry_over(old: &Dict, made: Value, set_by_other: impl Fn(&str) -> bool) -> V
             .insert(k.clone(), v.clone());
     }
     Value::Schema(inst)
+}
+
+/// The instance `made` (made again from `from`, an instance holding a dict's entries) with
+/// `from`'s operators and config keys: a dict then an instance under one key of a config
+/// literal keeps the dict's `+=` and `:` for later merges, as upstream's.
+pub(crate) fn with_ops_of(from: &Value, made: Value) -> Value {
+    let (Value::Schema(f), Value::Schema(mut m)) = (from, made.clone()) else {
+        return made;
+    };
+    let (Some(fo), Some(mo)) = (&f.origin, &m.origin) else {
+        return made;
+    };
+    if f.attrs
+        .ops
+        .as_ref()
+        .is_some_and(|o| !o.keys_within(&m.attrs.map))
+    {
+        return made;
+    }
+    let origin = Rc::new(value::Origin {
+        keys: fo.keys.clone(),
+        args: mo.args.clone(),
+        kwargs: mo.kwargs.clone(),
+    });
+    let mi = Rc::make_mut(&mut m);
+    mi.attrs.ops = f.attrs.ops.clone();
+    mi.origin = Some(origin);
+    Value::Schema(m)
+}
+
+/// The instance `v` (an instance merged with a dict at run time, `inst | {...}`) with every
+/// config key recorded as set with `=`: merged again later, its values override, as
+/// upstream's (a `+=` or `:` of the merged dict is not kept).
+pub(crate) fn keys_as_overrides(v: Value) -> Value {
+    let Value::Schema(mut s) = v else {
+        return v;
+    };
+    let Some(o) = &s.origin else {
+        return Value::Schema(s);
+    };
+    if o.keys.iter().all(|(_, replaced)| *replaced)
+        && s.attrs.ops.as_ref().is_none_or(|ops| ops.all_override())
+    {
+        return Value::Schema(s);
+    }
+    let keys: value::ConfigKeys = o.keys.iter().map(|(k, _)| (k.clone(), true)).collect();
+    let origin = Rc::new(value::Origin {
+        keys: keys.clone(),
+        args: o.args.clone(),
+        kwargs: o.kwargs.clone(),
+    });
+    let si = Rc::make_mut(&mut s);
+    for (k, _) in keys.iter() {
+        if si.attrs.map.contains_key(k) {
+            si.attrs.set_op(k.clone(), ConfigOp::Override, None);
+        }
+    }
+    si.origin = Some(origin);
+    Value::Schema(s)
 }

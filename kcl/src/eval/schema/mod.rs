@@ -14,6 +14,7 @@ mod merge;
 
 use checks::{decorator_name, similar};
 pub(crate) use index_sig::index_sig_str;
+pub(crate) use merge::{keys_as_overrides, with_ops_of};
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
