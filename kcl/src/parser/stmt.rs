@@ -495,6 +495,11 @@ impl<'a> Parser<'a> {
         while self.at(Tok::At) {
             self.stmt_start = self.pos;
             let lo = self.bump().lo;
+            // (upstream parses an expression after `@`, then wants it a name: what starts no
+            // expression is both a missing expression and a missing name; a keyword is a name)
+            if !self.starts_expr() && !self.tok().is_word_keyword() {
+                self.expected(super::expr::OPERAND_START);
+            }
             let Some(name) = self.parse_identifier() else {
                 self.recover_to_line_end();
                 continue;

@@ -84,7 +84,11 @@ fn union_into<E: From<RtError>>(
                 let unified = bs.unified_config();
                 let ad = a.dict_mut().unwrap();
                 for (k, v) in &bs.attrs.map {
+                    // (an attribute it leaves unset stays a key, as upstream's: `-S` finds it)
                     if matches!(v, Value::Undefined) {
+                        if !ad.map.contains_key(k) {
+                            ad.map.insert(k.clone(), Value::Undefined);
+                        }
                         continue;
                     }
                     match ad.map.get_mut(k) {
