@@ -23,8 +23,14 @@ impl<'a> Parser<'a> {
             };
             if elts.is_empty() && self.at(Tok::For) {
                 let clauses = self.parse_comp_clauses();
-                self.ctx.pop();
-                self.expect_closer(Tok::RBracket, "]");
+                // (a line break there is skipped: the `]` is wanted from the next token)
+                if self.at_eof() {
+                    self.ctx.pop();
+                    self.expect_closer(Tok::RBracket, "]");
+                } else {
+                    self.expect_closer(Tok::RBracket, "]");
+                    self.ctx.pop();
+                }
                 let span = self.since(lo);
                 return Expr {
                     kind: ExprKind::ListComp(Box::new(ListComp { elt: item, clauses })),
@@ -32,6 +38,29 @@ impl<'a> Parser<'a> {
                 };
             }
             elts.push(item);
+            if elts.len() > 1 && self.at(Tok::For) {
+                // upstream reads a comprehension of several elements, then refuses it
+                let sp = elts[0].span;
+                self.error(
+                    Span {
+                        lo: sp.lo,
+                        hi: sp.lo,
+                        ..sp
+                    },
+                    format!(
+                        "multiple list comp clause expression found: expected 1, got {}",
+                        elts.len()
+                    ),
+                );
+                let clauses = self.parse_comp_clauses();
+                self.ctx.pop();
+                self.expect_closer(Tok::RBracket, "]");
+                let elt = elts.swap_remove(0);
+                return Expr {
+                    kind: ExprKind::ListComp(Box::new(ListComp { elt, clauses })),
+                    span: self.since(lo),
+                };
+            }
             // (a comma starting a line is where upstream wants the next item)
             if self.at(Tok::Comma) && self.tk().nl {
                 self.expected(OPERAND_START);
@@ -210,7 +239,11 @@ impl<'a> Parser<'a> {
                     break;
                 }
             }
-            if !self.expect(Tok::In, "in") {
+            // (inside brackets too, `in` belongs on the line of the clause's variables)
+            if self.at(Tok::In) && self.tk().nl {
+                self.expected_at_line_end(&["in"]);
+                self.bump();
+            } else if !self.expect(Tok::In, "in") {
                 // Recover like upstream: keep parsing what follows as the iterable.
             }
             let iter = self.parse_or_test();

@@ -50,7 +50,12 @@ impl<'a> Parser<'a> {
         if self.at(Tok::If) && !self.at_line_break() {
             self.bump();
             let cond = self.parse_or_test();
-            if !self.expect(Tok::Else, "else") {
+            // (inside brackets too, the `else` belongs on the condition's line)
+            let cut = self.tk().nl && matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace));
+            if cut {
+                self.expected_at_line_end(&["else"]);
+            }
+            if cut || !self.expect(Tok::Else, "else") {
                 return Expr {
                     span: e.span.to(cond.span),
                     kind: ExprKind::If(Box::new(IfExpr {

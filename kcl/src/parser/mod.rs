@@ -811,12 +811,30 @@ impl<'a> Parser<'a> {
             // `if x: a = 1` on one line.
             let mut body = Vec::new();
             let start = self.pos;
+            // (a sign starts an expression there, as upstream parses it, not a refused
+            // statement)
+            if matches!(t.tok, Tok::Plus | Tok::Minus | Tok::Tilde) {
+                let e = self.parse_expr();
+                let span = e.span;
+                body.push(Stmt {
+                    kind: StmtKind::Expr(e),
+                    span,
+                });
+                return body;
+            }
             // (upstream parses an expression there first: a token no statement starts with is
             // a missing expression before it is an unexpected token)
             if !self.starts_stmt()
                 && !matches!(
                     t.tok,
-                    Tok::RParen | Tok::RBracket | Tok::RBrace | Tok::Star | Tok::StarStar
+                    Tok::RParen
+                        | Tok::RBracket
+                        | Tok::RBrace
+                        | Tok::Star
+                        | Tok::StarStar
+                        | Tok::Plus
+                        | Tok::Minus
+                        | Tok::Tilde
                 )
             {
                 self.expected(expr::OPERAND_START);

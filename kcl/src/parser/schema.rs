@@ -28,7 +28,10 @@ impl<'a> Parser<'a> {
             self.ctx.push(super::Ctx::ParenLine);
             parent = self.parse_identifier();
             self.ctx.pop();
-            if !self.expect(Tok::RParen, ")") {
+            if self.tk().nl && !self.at_eof() {
+                // (the `)` on a later line is missing at the header line's end)
+                self.expected_at_line_end(&[")"]);
+            } else if !self.expect(Tok::RParen, ")") {
                 // Upstream keeps going token by token from here.
                 self.ctx.push(super::Ctx::Paren);
                 while !self.at(Tok::RParen)
