@@ -373,37 +373,20 @@ impl<'a> Parser<'a> {
         self.tk().nl
             && self.pos > 0
             && matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace))
-            && matches!(
-                self.prev().tok,
-                Tok::Plus
-                    | Tok::Minus
-                    | Tok::Star
-                    | Tok::StarStar
-                    | Tok::Slash
-                    | Tok::SlashSlash
-                    | Tok::Percent
-                    | Tok::Shl
-                    | Tok::Shr
-                    | Tok::Amp
-                    | Tok::Pipe
-                    | Tok::Caret
-                    | Tok::Tilde
-                    | Tok::Lt
-                    | Tok::Gt
-                    | Tok::LtE
-                    | Tok::GtE
-                    | Tok::EqEq
-                    | Tok::NotEq
-                    | Tok::And
-                    | Tok::Or
-                    | Tok::Not
-                    | Tok::In
-                    | Tok::Is
-                    | Tok::If
-                    | Tok::Else
-                    | Tok::For
-                    | Tok::Dot
-            )
+            && (stmt::is_symbol_operator(self.prev().tok)
+                || matches!(
+                    self.prev().tok,
+                    Tok::Tilde
+                        | Tok::And
+                        | Tok::Or
+                        | Tok::Not
+                        | Tok::In
+                        | Tok::Is
+                        | Tok::If
+                        | Tok::Else
+                        | Tok::For
+                        | Tok::Dot
+                ))
     }
 
     // ------------------------------------------------------------ errors ----------

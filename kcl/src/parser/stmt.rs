@@ -13,9 +13,9 @@ pub(crate) enum Body {
     Schema,
 }
 
-/// Tokens no statement of upstream's blocks starts with (`unexpected token`): operators and
-/// punctuation other than brackets and `~`, a sign included.
-pub(super) fn is_operator_start(tok: Tok) -> bool {
+/// The symbol operators between two operands: arithmetic, bitwise and comparison (`+` and `-`
+/// as signs too).
+pub(super) fn is_symbol_operator(tok: Tok) -> bool {
     matches!(
         tok,
         Tok::Minus
@@ -36,16 +36,25 @@ pub(super) fn is_operator_start(tok: Tok) -> bool {
             | Tok::GtE
             | Tok::EqEq
             | Tok::NotEq
-            | Tok::Comma
-            | Tok::Colon
-            | Tok::Dot
-            | Tok::Ellipsis
-            | Tok::Question
-            | Tok::Dollar
-            | Tok::Arrow
-            | Tok::Assign
-            | Tok::AugAssign(_)
     )
+}
+
+/// Tokens no statement of upstream's blocks starts with (`unexpected token`): operators and
+/// punctuation other than brackets and `~`, a sign included.
+pub(super) fn is_operator_start(tok: Tok) -> bool {
+    is_symbol_operator(tok)
+        || matches!(
+            tok,
+            Tok::Comma
+                | Tok::Colon
+                | Tok::Dot
+                | Tok::Ellipsis
+                | Tok::Question
+                | Tok::Dollar
+                | Tok::Arrow
+                | Tok::Assign
+                | Tok::AugAssign(_)
+        )
 }
 
 impl<'a> Parser<'a> {

@@ -228,28 +228,37 @@ fn carry_over(old: &Dict, made: Value, set_by_other: impl Fn(&str) -> bool) -> V
 /// `from`'s operators and config keys: a dict then an instance under one key of a config
 /// literal keeps the dict's `+=` and `:` for later merges, as upstream's.
 pub(crate) fn with_ops_of(from: &Value, made: Value) -> Value {
-    let (Value::Schema(f), Value::Schema(mut m)) = (from, made.clone()) else {
+    let Value::Schema(f) = from else {
         return made;
     };
+    let mut m = match made {
+        Value::Schema(m) => m,
+        other => return other,
+    };
     let (Some(fo), Some(mo)) = (&f.origin, &m.origin) else {
-        return made;
+        return Value::Schema(m);
     };
     if f.attrs
         .ops
         .as_ref()
         .is_some_and(|o| !o.keys_within(&m.attrs.map))
     {
-        return made;
+        return Value::Schema(m);
     }
-    let origin = Rc::new(value::Origin {
-        keys: fo.keys.clone(),
-        args: mo.args.clone(),
-        kwargs: mo.kwargs.clone(),
-    });
+    let origin = origin_with_keys(fo.keys.clone(), mo);
     let mi = Rc::make_mut(&mut m);
     mi.attrs.ops = f.attrs.ops.clone();
     mi.origin = Some(origin);
     Value::Schema(m)
+}
+
+/// `o` (its arguments) with other config keys.
+fn origin_with_keys(keys: value::ConfigKeys, o: &value::Origin) -> Rc<value::Origin> {
+    Rc::new(value::Origin {
+        keys,
+        args: o.args.clone(),
+        kwargs: o.kwargs.clone(),
+    })
 }
 
 /// The instance `v` (an instance merged with a dict at run time, `inst | {...}`) with every
@@ -268,11 +277,7 @@ pub(crate) fn keys_as_overrides(v: Value) -> Value {
         return Value::Schema(s);
     }
     let keys: value::ConfigKeys = o.keys.iter().map(|(k, _)| (k.clone(), true)).collect();
-    let origin = Rc::new(value::Origin {
-        keys: keys.clone(),
-        args: o.args.clone(),
-        kwargs: o.kwargs.clone(),
-    });
+    let origin = origin_with_keys(keys.clone(), o);
     let si = Rc::make_mut(&mut s);
     for (k, _) in keys.iter() {
         if si.attrs.map.contains_key(k) {
