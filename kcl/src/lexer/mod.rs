@@ -4,9 +4,11 @@
 //! starts a logical line (`nl`) and, if so, the indentation width of that line (`indent`, tabs
 //! expanded to multiples of 8). The parser derives blocks from these two fields everywhere —
 //! at module level, in schema bodies, and also inside brackets where config `if` blocks and
-//! lambda bodies are laid out by indentation too. Outside brackets the lexer additionally keeps
-//! a Python-style indentation stack to report inconsistent tabs and dedents that end a block
-//! at no enclosing level (it snaps such lines to the nearest level to avoid error cascades).
+//! lambda bodies are laid out by indentation too. The lexer also keeps upstream's Python-style
+//! indentation stack, which every line moves (inside brackets too, where upstream gives no
+//! tokens), and gives a line outside brackets the width of the level upstream's indent and
+//! dedent tokens leave the parser at; it reports inconsistent tabs, dedents to no enclosing
+//! level, and dedents no block opened.
 
 use crate::ast::{AugOp, Comment, FileId, Span, Symbol};
 use crate::diag::Diagnostic;
@@ -29,6 +31,9 @@ pub struct Lexed {
     /// gives a dedent no block opened: a line inside brackets indented deeper than the
     /// statement, ended by a line back at the statement's level (see `Lexer::silent_indent`).
     pub stray_dedents: Vec<u32>,
+    /// Blocks whose lines are indented by at most this width get no dedent at the end of the
+    /// file (0: every block gets one): a line inside brackets took their level away silently.
+    pub eof_open_width: u32,
 }
 
 /// Lexes `src` (belonging to `file`); `base` is added to every offset (used for the
@@ -45,9 +50,10 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         errors: Vec::new(),
         depth: 0,
         delims: Vec::new(),
-        stack: vec![(0, 0, true)],
-        silent: vec![false],
+        stack: vec![(0, 0)],
+        shown: vec![(0, true)],
         stray_dedents: Vec::new(),
+        eof_open_width: 0,
         syms: FxHashMap::default(),
     };
     lx.run();
@@ -56,6 +62,7 @@ pub fn lex(src: &str, file: FileId, base: u32) -> Lexed {
         comments: lx.comments,
         errors: lx.errors,
         stray_dedents: lx.stray_dedents,
+        eof_open_width: lx.eof_open_width,
     }
 }
 
@@ -71,12 +78,15 @@ struct Lexer<'a> {
     depth: u32,
     /// Open brackets, innermost last.
     delims: Vec<Tok>,
-    /// Indentation stack outside brackets: (width with tab=8, width with tab=1, whether the
-    /// level opened a block after a `:`).
-    stack: Vec<(u32, u32, bool)>,
-    /// Per level of `stack`: pushed by a line inside brackets (see `silent_indent`).
-    silent: Vec<bool>,
+    /// Upstream's indentation stack: (width with tab=8, width with tab=1). Every line moves
+    /// it, inside brackets too (silently there).
+    stack: Vec<(u32, u32)>,
+    /// The levels the parser has been shown (indents given and not yet dedented): the width
+    /// the parser's tokens carry, and whether the level opened a block after a `:`. In step
+    /// with `stack` until a line inside brackets moves `stack` alone.
+    shown: Vec<(u32, bool)>,
     stray_dedents: Vec<u32>,
+    eof_open_width: u32,
     /// Per-file cache in front of the global interner (one lock per distinct name per file).
     syms: FxHashMap<&'a str, Symbol>,
 }
@@ -206,9 +216,10 @@ impl<'a> Lexer<'a> {
                 }
             }
         }
-        if self.silent.iter().any(|s| *s) {
-            self.stray_dedents.push(self.tokens.len() as u32);
-        }
+        // upstream's end of file dedents every level left on its stack
+        let levels = self.stack.len() - 1;
+        self.dedent_shown(levels);
+        self.eof_open_width = self.shown_top();
         let end = self.base + self.src.len() as u32;
         self.tokens.push(Token {
             tok: Tok::Eof,
@@ -244,40 +255,63 @@ impl<'a> Lexer<'a> {
     }
 
     /// A line starting inside brackets: upstream's lexer gives no indent or dedent there but
-    /// keeps its indentation stack, so a bracket closed on a line indented deeper than the
-    /// statement leaves a level that the next line outside brackets dedents from, a dedent
-    /// no block opened (`a = [` / `    1]` / `b = 2` is a syntax error upstream).
+    /// moves its indentation stack all the same, so the lines after the brackets are measured
+    /// against levels the parser never saw open (`a = [` / `    1]` / `b = 2` gives a dedent
+    /// no block opened) or saw open and never closed (a closing `]` at column 0 inside an `if`
+    /// body takes the body's level away: the next line at column 0 stays in the body).
     fn silent_indent(&mut self, w8: u32, w1: u32) {
-        // (only its own levels: a line shallower than the statement leaves the blocks be)
-        while self.silent.last() == Some(&true)
-            && self.stack.last().is_some_and(|&(t, _, _)| w8 < t)
-        {
-            self.stack.pop();
-            self.silent.pop();
-        }
-        if self.stack.last().is_some_and(|&(t, _, _)| w8 > t) {
-            self.stack.push((w8, w1, false));
-            self.silent.push(true);
+        let top = self.stack.last().map_or(0, |&(t, _)| t);
+        if w8 > top {
+            self.stack.push((w8, w1));
+        } else if w8 < top {
+            self.pop_levels(w8);
         }
     }
 
-    /// Validates a new logical line's indentation against the stack outside brackets and
-    /// returns the width the parser should use.
-    fn check_indent(&mut self, w8: u32, w1: u32, start: usize) -> u32 {
-        // dedents from levels pushed inside brackets: noted, then the line is measured
-        // against the levels blocks opened
+    /// Pops the levels deeper than `w8`, one dedent each. Where `w8` matches none of the
+    /// levels left, the last level popped goes back on the stack (upstream's lexer keeps it,
+    /// and its last dedent is an invalid one). Returns the dedents and whether `w8` matched.
+    fn pop_levels(&mut self, w8: u32) -> (usize, bool) {
+        let mut last = None;
+        let mut dedents = 0;
+        while self.stack.len() > 1 && self.stack.last().is_some_and(|&(t, _)| w8 < t) {
+            last = self.stack.pop();
+            dedents += 1;
+        }
+        let top = self.stack.last().map_or(0, |&(t, _)| t);
+        match last {
+            Some(level) if w8 != top => {
+                self.stack.push(level);
+                (dedents, false)
+            }
+            _ => (dedents, true),
+        }
+    }
+
+    fn shown_top(&self) -> u32 {
+        self.shown.last().map_or(0, |&(w, _)| w)
+    }
+
+    /// Gives the parser `n` dedents: each closes the innermost level it was shown, and one
+    /// with no such level left is a stray dedent before the next token.
+    fn dedent_shown(&mut self, n: usize) {
         let mut stray = false;
-        while self.silent.last() == Some(&true)
-            && self.stack.last().is_some_and(|&(t, _, _)| w8 < t)
-        {
-            self.stack.pop();
-            self.silent.pop();
-            stray = true;
+        for _ in 0..n {
+            if self.shown.len() > 1 {
+                self.shown.pop();
+            } else {
+                stray = true;
+            }
         }
         if stray {
             self.stray_dedents.push(self.tokens.len() as u32);
         }
-        let &(top8, top1, _) = self.stack.last().unwrap_or(&(0, 0, true));
+    }
+
+    /// Validates a new logical line's indentation against upstream's stack outside brackets
+    /// and returns the width the parser should use: the level the parser is shown the line at.
+    fn check_indent(&mut self, w8: u32, w1: u32, start: usize) -> u32 {
+        let &(top8, top1) = self.stack.last().unwrap_or(&(0, 0));
         if w8 > top8 {
             if w1 <= top1 {
                 self.err(
@@ -285,12 +319,14 @@ impl<'a> Lexer<'a> {
                     start,
                     "inconsistent use of tabs and spaces in indentation",
                 );
-                return top8;
+                return self.shown_top();
             }
             let block = self.tokens.last().is_some_and(|t| t.tok == Tok::Colon);
-            self.stack.push((w8, w1, block));
-            self.silent.push(false);
-            return w8;
+            self.stack.push((w8, w1));
+            // (a level above one the parser still holds open: deeper than that one)
+            let width = w8.max(self.shown_top() + 1);
+            self.shown.push((width, block));
+            return width;
         }
         if w8 == top8 {
             if w1 != top1 {
@@ -300,44 +336,45 @@ impl<'a> Lexer<'a> {
                     "inconsistent use of tabs and spaces in indentation",
                 );
             }
-            return w8;
+            return self.shown_top();
         }
-        let (mut popped, mut popped1) = (top8, top1);
-        let mut closes_block = false;
-        while self.stack.len() > 1 && self.stack.last().is_some_and(|&(t, _, _)| w8 < t) {
-            let (t, t1, block) = self.stack.pop().unwrap_or((0, 0, false));
-            self.silent.pop();
-            (popped, popped1) = (t, t1);
-            closes_block |= block;
-        }
-        let &(t8, t1, _) = self.stack.last().unwrap_or(&(0, 0, true));
-        if w8 != t8 {
-            // upstream's parser checks a dedent's width where a block ends; a line indented
-            // by mistake (no block) just leaves unexpected dedents behind
+        let (dedents, matched) = self.pop_levels(w8);
+        if !matched {
+            // the last dedent is the invalid one: upstream's parser reports it where it would
+            // end a block and stays in the block; with no level left it is a stray dedent
+            self.dedent_shown(dedents - 1);
+            let closes_block = match self.shown.last() {
+                Some(&(_, block)) if self.shown.len() > 1 => block,
+                _ => {
+                    self.dedent_shown(1);
+                    false
+                }
+            };
             if closes_block {
+                // (upstream counts the spaces past the level the line fell back to)
+                let popped = self.stack.pop();
+                let past = w8 - self.stack.last().map_or(0, |&(t, _)| t);
+                self.stack.extend(popped);
                 self.err(
                     start,
                     start,
                     format!(
-                        "invalid indentation with {w8} space{}, try to align indents by adding or removing spaces",
-                        if w8 == 1 { "" } else { "s" }
+                        "invalid indentation with {past} space{}, try to align indents by adding or removing spaces",
+                        if past == 1 { "" } else { "s" }
                     ),
                 );
             }
-            // Treat the line as belonging to the block it most likely meant to stay in (at
-            // that block's width, so its next lines are no tab mix-up).
-            self.stack.push((popped, popped1, closes_block));
-            self.silent.push(false);
-            return popped;
+        } else {
+            self.dedent_shown(dedents);
+            if self.stack.last().is_some_and(|&(_, t1)| w1 != t1) {
+                self.err(
+                    start,
+                    start,
+                    "inconsistent use of tabs and spaces in indentation",
+                );
+            }
         }
-        if w1 != t1 {
-            self.err(
-                start,
-                start,
-                "inconsistent use of tabs and spaces in indentation",
-            );
-        }
-        w8
+        self.shown_top()
     }
 
     fn token(&mut self) -> Option<Tok> {
@@ -407,7 +444,8 @@ impl<'a> Lexer<'a> {
             (b'>', b'=', _) => (Tok::GtE, 2),
             (b'=', b'=', _) => (Tok::EqEq, 2),
             (b'!', b'=', _) => (Tok::NotEq, 2),
-            (b'-', b'>', _) => (Tok::Arrow, 2),
+            // (upstream's `>=` and `>>` take the `>` first: `b ->= 1` is `b - >= 1`)
+            (b'-', b'>', c) if c != b'=' && c != b'>' => (Tok::Arrow, 2),
             (b'+', b'=', _) => (Tok::AugAssign(AugOp::Add), 2),
             (b'-', b'=', _) => (Tok::AugAssign(AugOp::Sub), 2),
             (b'*', b'=', _) => (Tok::AugAssign(AugOp::Mul), 2),

@@ -52,11 +52,14 @@ impl<'a> Parser<'a> {
             let is_schema_expr = {
                 let mut i = 0;
                 // a builtin type name is a type here (`a: int {` wants `=`), as upstream's
-                let mut ok = matches!(self.nth(0).tok, Tok::Ident(s)
+                // (on the `:`'s line: a name on the next line is a missing type)
+                let mut ok = !self.nth(0).nl
+                    && matches!(self.nth(0).tok, Tok::Ident(s)
                     if !matches!(s.as_str(), "int" | "float" | "str" | "bool"));
                 // a keyword is a name to upstream's parser there (`f: lambda {a = 1}` unifies
                 // with a schema named `lambda`, which its resolver then does not find)
                 let keyword = !ok
+                    && !self.nth(0).nl
                     && self.nth(0).tok.is_word_keyword()
                     && self.nth(1).tok == Tok::LBrace
                     && !self.nth(1).nl;

@@ -379,7 +379,14 @@ impl<'a> Parser<'a> {
 
     pub(super) fn parse_schema_expr(&mut self, name: Identifier, args: Option<CallArgs>) -> Expr {
         let lo = name.span.lo;
+        let brace = self.tk().lo;
         let config = self.parse_config_or_dictcomp();
+        if matches!(config.kind, ExprKind::DictComp(_)) {
+            self.error(
+                self.span(brace, brace + 1),
+                "Invalid schema config expr, expect config entries, e.g., {k1 = v1, k2 = v2}",
+            );
+        }
         let span = self.since(lo);
         Expr {
             kind: ExprKind::Schema(Box::new(SchemaExpr { name, args, config })),
@@ -448,12 +455,18 @@ impl<'a> Parser<'a> {
             parts[colons] = Some(self.parse_expr());
         }
         self.ctx.pop();
-        self.expect(Tok::RBracket, "]");
+        let closed = self.expect(Tok::RBracket, "]");
         let span = self.since(value.span.lo);
         let [lower, upper, step] = parts;
         if colons == 0 {
             let index = match lower {
                 Some(i) => i,
+                // `x[]`: upstream's parser takes the `]` and wants the index after it
+                None if closed && !line_break_seen => {
+                    let (got, at) = self.describe_current();
+                    self.error(at, format!("expected expression got {got}"));
+                    Expr::missing(span)
+                }
                 None => {
                     self.error(span, "expected expression got ]");
                     Expr::missing(span)

@@ -77,6 +77,8 @@ pub(crate) struct Parser<'a> {
     stmt_start: usize,
     /// Tokens where upstream's lexer gives a dedent no block opened (see `Lexed`).
     stray_dedents: Vec<u32>,
+    /// See [`crate::lexer::Lexed::eof_open_width`].
+    eof_open_width: u32,
     /// A token whose line's indent a one-line config took when it ended there (see
     /// `parse_config_or_dictcomp`): no unexpected indent is reported before it.
     indent_taken_at: Option<usize>,
@@ -169,6 +171,7 @@ fn parse_text_as(file: FileId, filename: Arc<str>, text: &str) -> (Module, Vec<D
     p.errors = lexed.errors;
     p.lex_errors = p.errors.len();
     p.stray_dedents = lexed.stray_dedents;
+    p.eof_open_width = lexed.eof_open_width;
     let body = p.parse_module_body();
     // upstream's module docstring is a long (triple-quoted) string opening the file; any other
     // leading string is an expression statement whose value is output
@@ -264,6 +267,7 @@ impl<'a> Parser<'a> {
             eof_newline_taken: false,
             stmt_start: 0,
             stray_dedents: Vec::new(),
+            eof_open_width: 0,
             indent_taken_at: None,
             lex_errors: 0,
             elif_block_seen: false,

@@ -95,6 +95,35 @@ impl<'a> Parser<'a> {
         for_host
     }
 
+    /// A schema body's `-x: T` (at the `:` after the signed expression starting at `span`):
+    /// upstream reads an annotated assignment whose target is no name, and wants its `=`.
+    fn annotated_sign_expr(&mut self, span: Span, ind: u32) {
+        self.bump();
+        self.parse_type();
+        let t = self.tk();
+        if self.at(Tok::Assign) && !t.nl {
+            self.error(
+                self.span(span.lo, span.lo),
+                "'UnaryExpression' is an illegal expression for assignment",
+            );
+        } else {
+            // (upstream's `=` check finds the next line's first token, past the newline)
+            let (got, at) = if t.tok == Tok::Eof {
+                let p = self.prev();
+                let at = p.hi.saturating_sub(1).max(p.lo);
+                ("dedent".to_string(), self.span(at, at + 1))
+            } else if t.nl && t.indent < ind {
+                ("dedent".to_string(), self.span(t.lo, t.lo))
+            } else if t.nl && t.indent > ind {
+                ("indent".to_string(), self.span(t.lo, t.lo))
+            } else {
+                (t.tok.describe(self.text(t)), self.tspan(t))
+            };
+            self.error(at, format!("expected one of [\"=\"] got {got}"));
+        }
+        self.recover_to_line_end();
+    }
+
     fn parse_schema_body(&mut self, s: &mut SchemaStmt, header_indent: u32) {
         let t = self.tk();
         // Upstream accepts a schema with an empty body; text after the header's colon on its
@@ -246,6 +275,10 @@ impl<'a> Parser<'a> {
                 if matches!(self.tok(), Tok::Minus | Tok::Plus) {
                     let e = self.parse_expr();
                     let span = e.span;
+                    if self.at(Tok::Colon) && !self.at_line_break() {
+                        self.annotated_sign_expr(span, ind);
+                        continue;
+                    }
                     s.body.push(Stmt {
                         kind: StmtKind::Expr(e),
                         span,
@@ -270,6 +303,16 @@ impl<'a> Parser<'a> {
                 self.finish_stmt(start);
             }
             let _ = lo;
+        }
+        // a line inside brackets took the body's level off upstream's stack: the end of the
+        // file gives no dedent to close it
+        if self.at_eof() && ind <= self.eof_open_width {
+            let p = self.prev();
+            let at = p.hi.saturating_sub(1).max(p.lo);
+            self.error(
+                self.span(at, at + 1),
+                "expected one of [\"dedent\"] got eof",
+            );
         }
     }
 
@@ -391,6 +434,19 @@ impl<'a> Parser<'a> {
             let start = self.pos;
             self.stmt_start = self.pos;
             out.push(self.parse_check_expr());
+            // upstream reads on the line as the next check expression (`x = 1` is the check
+            // `x` and a missing operand before the `=`; a keyword there is a name)
+            let t = self.tk();
+            if !t.nl
+                && t.tok != Tok::Eof
+                && self.pos != start
+                && !self.starts_expr()
+                && !t.tok.is_word_keyword()
+            {
+                self.expected(super::expr::OPERAND_START);
+                self.bump();
+                continue;
+            }
             self.finish_stmt(start);
         }
         out

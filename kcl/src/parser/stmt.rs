@@ -485,12 +485,21 @@ impl<'a> Parser<'a> {
         }
         let mut out = Vec::new();
         let ind = t.indent;
+        // the width of lines indented past the block (one unexpected indent for their run)
+        let mut over = ind;
         while !self.at_eof() && !self.gave_up() {
             let t = self.tk();
             if t.nl && t.indent < ind {
                 break;
             }
+            if t.nl {
+                if t.indent > over && self.indent_taken_at != Some(self.pos) {
+                    self.error(self.tspan(t), "unexpected token 'indent'");
+                }
+                over = t.indent;
+            }
             let start = self.pos;
+            self.stray_dedent_at(start);
             if let Some(s) = self.parse_stmt_in(body_kind) {
                 out.push(s);
             }
