@@ -379,14 +379,7 @@ impl<'a> Parser<'a> {
 
     pub(super) fn parse_schema_expr(&mut self, name: Identifier, args: Option<CallArgs>) -> Expr {
         let lo = name.span.lo;
-        let brace = self.tk().lo;
         let config = self.parse_config_or_dictcomp();
-        if matches!(config.kind, ExprKind::DictComp(_)) {
-            self.error(
-                self.span(brace, brace + 1),
-                "Invalid schema config expr, expect config entries, e.g., {k1 = v1, k2 = v2}",
-            );
-        }
         let span = self.since(lo);
         Expr {
             kind: ExprKind::Schema(Box::new(SchemaExpr { name, args, config })),

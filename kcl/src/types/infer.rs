@@ -557,6 +557,14 @@ impl<'a> Checker<'a> {
     /// `Name(args) {config}`: a schema instantiation.
     fn infer_schema_expr(&mut self, env: &Env, e: &Expr, se: &ast::SchemaExpr) -> Ty {
         let head = se.name.names[0];
+        if matches!(se.config.kind, ExprKind::DictComp(_)) {
+            self.err(
+                ErrKind::Compile,
+                "Invalid schema config expr, expect config entries, e.g., {k1 = v1, k2 = v2}"
+                    .to_string(),
+                se.config.span.shrink_to_lo(),
+            );
+        }
         let before = self.errors.len();
         self.check_defined(env, head.sym, head.span);
         let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
