@@ -345,12 +345,14 @@ impl<'a> Parser<'a> {
             let Some(name) = self.expect_ident() else {
                 break;
             };
-            let ty = if self.eat(Tok::Colon) {
+            // (the `:` and `=` of an unbraced header too)
+            let on_line = |p: &Self| close != Tok::LBrace || !p.tk().nl;
+            let ty = if on_line(self) && self.eat(Tok::Colon) {
                 Some(self.parse_type())
             } else {
                 None
             };
-            let default = if self.eat(Tok::Assign) {
+            let default = if on_line(self) && self.eat(Tok::Assign) {
                 Some(self.parse_expr())
             } else {
                 None

@@ -238,6 +238,11 @@ impl<'a> Parser<'a> {
                 if !self.eat(Tok::Comma) {
                     break;
                 }
+                // (the clause's variables stand on its line, in brackets too)
+                if self.tk().nl {
+                    self.expected_at_line_end(&["identifier"]);
+                    break;
+                }
             }
             // (inside brackets too, `in` belongs on the line of the clause's variables)
             if self.at(Tok::In) && self.tk().nl {

@@ -426,6 +426,17 @@ impl<'a> Parser<'a> {
                 // (upstream reads a keyword there as a name: `b[x for x in y]` is two exprs)
                 let keyword = self.tok().is_word_keyword() && !self.at_line_break();
                 if !comma && !self.starts_expr() && !keyword {
+                    // a token no bracket closes (`x[1 = 2]`): upstream reads on for another
+                    // expression, a list's second item or a slice's missing operand
+                    let closer = matches!(self.tok(), Tok::RParen | Tok::RBrace | Tok::RBracket);
+                    if !closer && !self.at_line_break() && !self.at_eof() && !extra_seen {
+                        if colons == 0 {
+                            let t = self.tk();
+                            self.error(self.tspan(t), "a list should have only one expr");
+                        } else {
+                            self.expected(OPERAND_START);
+                        }
+                    }
                     self.expected(&["]"]);
                     break;
                 }
@@ -518,6 +529,16 @@ impl<'a> Parser<'a> {
                     self.error(e.span, "positional argument follows keyword argument");
                 }
                 args.args.push(e);
+            }
+            // a comma starting a line: the `)` of a one-line call is missing before it, and
+            // elsewhere upstream wants the next argument there
+            if self.at(Tok::Comma) && self.tk().nl {
+                if one_line {
+                    break;
+                }
+                self.expected(OPERAND_START);
+                self.bump();
+                continue;
             }
             // Upstream needs no comma between arguments on one line (`f(1 2)`); an argument
             // on the next line without one ends the call (its `)` is missing there)

@@ -809,9 +809,9 @@ impl<'a> Parser<'a> {
                 });
                 return body;
             }
-            // (upstream parses an expression there first: a token no statement starts with is
-            // a missing expression before it is an unexpected token)
-            if !self.starts_stmt()
+            // (upstream parses an expression there first: a token no statement starts with,
+            // or a decorator's `@`, is a missing expression before it is an unexpected token)
+            if (!self.starts_stmt() || t.tok == Tok::At)
                 && !matches!(
                     t.tok,
                     Tok::RParen

@@ -477,6 +477,10 @@ impl<'a> Parser<'a> {
     fn parse_schema_if_suite(&mut self, header_indent: u32, body_kind: Body) -> Vec<Stmt> {
         let t = self.tk();
         if !t.nl && t.tok != Tok::Eof {
+            // (a decorator's `@` there is a missing expression first, as upstream parses it)
+            if t.tok == Tok::At {
+                self.expected(super::expr::OPERAND_START);
+            }
             return self.parse_stmt_in(body_kind).into_iter().collect();
         }
         if t.tok == Tok::Eof || t.indent <= header_indent {
