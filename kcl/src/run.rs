@@ -370,6 +370,8 @@ pub fn run_parts(
                 (Value::Dict(_) | Value::Schema(_), true) => {
                     crate::value::union(&doc, &value, false).map_err(|e| KclError::Other(e.msg))?
                 }
+                // (None documents leave the globals' document as it is)
+                (Value::None, true) => value,
                 _ => doc,
             };
         }

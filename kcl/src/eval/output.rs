@@ -52,6 +52,8 @@ impl Evaluator {
         };
         if let (Some(a), Some((_, sp))) = (&acc, ex.last())
             && !a.is_config()
+            // (None documents merge as nothing with the globals' document too)
+            && !matches!(a, Value::None)
             // (a public name set in a branch not taken counts too: upstream's scope has it)
             && (pkg.order.borrow().iter().any(outputs) || pkg.setters.keys().any(outputs))
         {
