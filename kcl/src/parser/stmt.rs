@@ -519,6 +519,17 @@ impl<'a> Parser<'a> {
             let lo = self.bump().lo;
             // (upstream parses an expression after `@`, then wants it a name: what starts no
             // expression is both a missing expression and a missing name; a keyword is a name)
+            // (a sign starts that expression: the name is then wanted after it)
+            if matches!(self.tok(), Tok::Plus | Tok::Minus | Tok::Tilde) {
+                self.parse_expr();
+                if self.tk().nl || self.at_eof() {
+                    self.expected_at_line_end(&["identifier"]);
+                } else {
+                    self.expected(&["identifier"]);
+                }
+                self.recover_to_line_end();
+                continue;
+            }
             if !self.starts_expr() && !self.tok().is_word_keyword() {
                 self.expected(super::expr::OPERAND_START);
             }
