@@ -50,8 +50,11 @@ impl<'a> Parser<'a> {
         if self.at(Tok::If) && !self.at_line_break() {
             self.bump();
             let cond = self.parse_or_test();
-            // (inside brackets too, the `else` belongs on the condition's line)
-            let cut = self.tk().nl && matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace));
+            // (the `else` belongs on the condition's line, inside brackets too)
+            let cut = self.tk().nl
+                && (matches!(self.ctx.last(), Some(Ctx::Bracket | Ctx::Brace))
+                    || (!self.at_eof()
+                        && (self.line_level() || self.ctx.last() == Some(&Ctx::Lambda))));
             if cut {
                 self.expected_at_line_end(&["else"]);
             }
