@@ -671,19 +671,27 @@ impl<'a> Parser<'a> {
     /// Reports upstream's unexpected dedent where one stands before token `i`: at the line's
     /// start, or at the end of the file after the last line's end.
     fn stray_dedent_at(&mut self, i: usize) {
-        if self.stray_dedents.binary_search(&(i as u32)).is_err() {
+        if !self.stray_dedent_before(i) {
             return;
         }
         self.stray_dedents.retain(|&j| j as usize != i);
         let t = self.toks[i.min(self.toks.len() - 1)];
         let span = if t.tok == Tok::Eof {
-            let p = self.prev();
-            let at = p.hi.saturating_sub(1).max(p.lo);
-            self.span(at, at + 1)
+            self.prev_last_char()
         } else {
             self.span(t.lo, t.lo)
         };
         self.error(span, "unexpected token 'dedent'");
+    }
+    /// Whether upstream gives a stray dedent before token `i`.
+    fn stray_dedent_before(&self, i: usize) -> bool {
+        self.stray_dedents.binary_search(&(i as u32)).is_ok()
+    }
+    /// The last character of the previous token: where upstream reports the end of the file.
+    fn prev_last_char(&self) -> Span {
+        let p = self.prev();
+        let at = p.hi.saturating_sub(1).max(p.lo);
+        self.span(at, at + 1)
     }
     fn unexpected(&mut self) {
         let (got, span) = self.describe_current();

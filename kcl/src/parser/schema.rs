@@ -109,9 +109,7 @@ impl<'a> Parser<'a> {
         } else {
             // (upstream's `=` check finds the next line's first token, past the newline)
             let (got, at) = if t.tok == Tok::Eof {
-                let p = self.prev();
-                let at = p.hi.saturating_sub(1).max(p.lo);
-                ("dedent".to_string(), self.span(at, at + 1))
+                ("dedent".to_string(), self.prev_last_char())
             } else if t.nl && t.indent < ind {
                 ("dedent".to_string(), self.span(t.lo, t.lo))
             } else if t.nl && t.indent > ind {
@@ -307,12 +305,8 @@ impl<'a> Parser<'a> {
         // a line inside brackets took the body's level off upstream's stack: the end of the
         // file gives no dedent to close it
         if self.at_eof() && ind <= self.eof_open_width {
-            let p = self.prev();
-            let at = p.hi.saturating_sub(1).max(p.lo);
-            self.error(
-                self.span(at, at + 1),
-                "expected one of [\"dedent\"] got eof",
-            );
+            let at = self.prev_last_char();
+            self.error(at, "expected one of [\"dedent\"] got eof");
         }
     }
 

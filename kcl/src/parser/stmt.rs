@@ -446,11 +446,7 @@ impl<'a> Parser<'a> {
         let mut orelse = Vec::new();
         let t = self.tk();
         // (a stray dedent before it ends the statement: the line is a statement of its own)
-        let aligned = (!t.nl || t.indent == header_indent)
-            && self
-                .stray_dedents
-                .binary_search(&(self.pos as u32))
-                .is_err();
+        let aligned = (!t.nl || t.indent == header_indent) && !self.stray_dedent_before(self.pos);
         if t.tok == Tok::Elif && aligned {
             orelse.push(self.parse_if_stmt(header_indent, body_kind));
         } else if t.tok == Tok::Else && aligned {
