@@ -182,12 +182,13 @@ impl Evaluator {
         (op, index): (ConfigOp, Option<i64>),
         span: crate::ast::Span,
     ) -> EvalResult<()> {
-        // an instance merged into an instance (`r: R {...}` twice) is rebuilt; a dict merged
+        // an instance merged into an instance (`r: R {...}` twice) takes its attributes (not
+        // made again, see `union_instances_in_config`); a dict merged
         // into an instance here only sets its attributes (upstream: they do not become config
         // keys of it); a dict then an instance under one key: the instance is made again from
         // both (a global unified after a dict keeps its own rule)
         let rb = |i: &Value, x: &Value| match x {
-            Value::Schema(_) => self.rebuild_nested(i, x, span),
+            Value::Schema(_) => self.rebuild_in_config(i, x, span),
             Value::None => Ok(self
                 .rebuild_merged(i, x, None, span)?
                 .map(|v| super::schema::with_ops_of(i, v))),

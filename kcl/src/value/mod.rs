@@ -25,7 +25,7 @@ pub use ops::{
     unary_pos,
 };
 pub use strfmt::to_str;
-pub use union::{check_union, merge_entry_with, union, union_dict_instance, union_with};
+pub use union::{Rebuild, check_union, merge_entry_with, union, union_dict_instance, union_with};
 
 pub use rcstr::Str;
 /// Insertion-ordered map used by dicts and schema instances.

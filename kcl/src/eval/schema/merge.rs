@@ -57,8 +57,7 @@ impl Evaluator {
         self.merging.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
-        let set_by_extra = |k: &str| extra.as_dict().is_some_and(|d| d.map.contains_key(k));
-        r.map(|v| Some(carry_over(&s.attrs, v, set_by_extra)))
+        r.map(Some)
     }
 
     /// A config merged into a nested instance (`B {a: {x = 1}}` onto a default `a = A {}`,
@@ -87,7 +86,8 @@ impl Evaluator {
     /// configured with `:` merges into it), then `a`'s schema is instantiated again with the
     /// config keys of both, holding the merged values. So `b`'s defaults win over what `a` was
     /// configured with (`R {c = 5} | R {}` is `R {}`), and `a`'s attributes `b` leaves
-    /// undefined stay.
+    /// undefined stay where they are config keys of `a` (an attribute only set in place, by a
+    /// dict merged into it in a config, is made again from the schema: upstream drops it).
     pub(crate) fn union_instances(
         &self,
         a: &value::SchemaInst,
@@ -101,32 +101,14 @@ impl Evaluator {
             return Ok(None);
         };
         let b_keys: &[(Str, bool)] = b.origin.as_ref().map(|o| &*o.keys).unwrap_or_default();
-        let mut merged = a.attrs.map.clone();
-        for (k, bv) in &b.attrs.map {
-            if matches!(bv, Value::Undefined) {
-                continue;
-            }
-            let unify = b_keys.iter().any(|(bk, replaced)| bk == k && !replaced);
-            let nv = match merged.get(k) {
-                Some(av) if unify && av.is_config() && bv.is_config() => {
-                    self.union_eval(av.clone(), bv, span)?
-                }
-                // `env += [...]` appends to what the other instance holds
-                Some(av @ Value::List(_))
-                    if b.attrs.op_of(k).0 == ConfigOp::Insert && matches!(bv, Value::List(_)) =>
-                {
-                    self.binop(ast::BinOp::Add, av, bv, span)?
-                }
-                _ => bv.clone(),
-            };
-            merged.insert(k.clone(), nv);
-        }
+        let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+        let merged = self.merged_attrs(a, b, &rb, span)?;
         let mut cfg = Dict::with_capacity(origin.keys.len() + b_keys.len());
         for (k, _) in origin.keys.iter().chain(b_keys) {
             if cfg.map.contains_key(k) {
                 continue;
             }
-            if let Some(v) = merged.get(k) {
+            if let Some(v) = merged.map.get(k) {
                 cfg.map.insert(k.clone(), v.clone());
                 cfg.set_op(k.clone(), ConfigOp::Override, None);
             }
@@ -135,8 +117,82 @@ impl Evaluator {
         self.merging.set(true);
         let r = self.instantiate(&ty, &origin.args, &origin.kwargs, cfg, span);
         self.leave();
-        let set_by_b = |k: &str| b.attrs.map.get(k).is_some_and(|v| !v.is_undefined());
-        r.map(|v| Some(carry_over(&a.attrs, v, set_by_b)))
+        r.map(Some)
+    }
+
+    /// Instance `b` merged into instance `a` under one key of a config literal (`m: S {..}`
+    /// twice, or repeated declarations of a global, merged into one config): upstream merges
+    /// the attributes only, as `|` would before making the schema again, and does not make it
+    /// again (no check runs, computed attributes keep `b`'s values). The result keeps `a`'s
+    /// config keys alone, so a later `|` makes the schema again from those (what only `b`
+    /// configured then falls back to its default, as upstream's).
+    pub(crate) fn union_instances_in_config(
+        &self,
+        a: &value::SchemaInst,
+        b: &value::SchemaInst,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        if a.origin.is_none() || a.ty.is_none() {
+            return Ok(None);
+        }
+        let rb = |i: &Value, x: &Value| self.rebuild_in_config(i, x, span);
+        let attrs = self.merged_attrs(a, b, &rb, span)?;
+        Ok(Some(Value::Schema(Rc::new(value::SchemaInst {
+            attrs,
+            ..a.clone()
+        }))))
+    }
+
+    /// What merging a value into instance `i` under one key of a config literal does: another
+    /// instance merges attribute by attribute ([`Self::union_instances_in_config`]); a dict
+    /// makes it again ([`Self::rebuild_nested`]).
+    pub(crate) fn rebuild_in_config(
+        &self,
+        i: &Value,
+        x: &Value,
+        span: Span,
+    ) -> EvalResult<Option<Value>> {
+        match (i, x) {
+            (Value::Schema(a), Value::Schema(b)) => self.union_instances_in_config(a, b, span),
+            _ => self.rebuild_nested(i, x, span),
+        }
+    }
+
+    /// `a`'s attributes with `b`'s laid over them, as upstream's union of two instances' values:
+    /// every attribute `b` has overrides (a dict `b` was configured with `:` merges into `a`'s
+    /// through `rb`; `b`'s `+=` list appends), an attribute `b` leaves undefined keeps `a`'s,
+    /// and `b`'s operators are recorded for the keys it sets.
+    fn merged_attrs(
+        &self,
+        a: &value::SchemaInst,
+        b: &value::SchemaInst,
+        rb: value::Rebuild<'_, EvalError>,
+        span: Span,
+    ) -> EvalResult<Dict> {
+        let b_keys: &[(Str, bool)] = b.origin.as_ref().map(|o| &*o.keys).unwrap_or_default();
+        let mut merged = a.attrs.clone();
+        for (k, bv) in &b.attrs.map {
+            if matches!(bv, Value::Undefined) {
+                continue;
+            }
+            let unify = b_keys.iter().any(|(bk, replaced)| bk == k && !replaced);
+            let (op, index) = b.attrs.op_of_key(k);
+            let nv = match merged.map.get(k) {
+                Some(av) if unify && av.is_config() && bv.is_config() => {
+                    value::union_with(av.clone(), bv, false, rb).map_err(|e| e.or_span(span))?
+                }
+                // `env += [...]` appends to what the other instance holds
+                Some(av @ Value::List(_))
+                    if op == ConfigOp::Insert && matches!(bv, Value::List(_)) =>
+                {
+                    self.binop(ast::BinOp::Add, av, bv, span)?
+                }
+                _ => bv.clone(),
+            };
+            merged.map.insert(k.clone(), nv);
+            merged.set_op(k.clone(), op, index);
+        }
+        Ok(merged)
     }
 
     /// The origin record of an instance built from `config`; shared between instances when
@@ -194,34 +250,6 @@ impl Evaluator {
         };
         value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
-}
-
-/// What an instance held that making it again leaves undefined (no config key, default or
-/// computed value: a dict merged into it in place) stays, unless the merged value set it:
-/// upstream merges the values themselves and keeps them.
-fn carry_over(old: &Dict, made: Value, set_by_other: impl Fn(&str) -> bool) -> Value {
-    let Value::Schema(mut inst) = made else {
-        return made;
-    };
-    for (i, (k, v)) in old.map.iter().enumerate() {
-        if v.is_undefined() {
-            continue;
-        }
-        // made again from the same schema, the instance mostly has the old key order: look
-        // at the same index before hashing
-        let now = match inst.attrs.map.get_index(i) {
-            Some((k2, n)) if k2 == k => Some(n),
-            _ => inst.attrs.map.get(k),
-        };
-        if now.is_some_and(|n| !n.is_undefined()) || set_by_other(k) {
-            continue;
-        }
-        Rc::make_mut(&mut inst)
-            .attrs
-            .map
-            .insert(k.clone(), v.clone());
-    }
-    Value::Schema(inst)
 }
 
 /// The instance `made` (made again from `from`, an instance holding a dict's entries) with
