@@ -182,18 +182,10 @@ impl Evaluator {
         (op, index): (ConfigOp, Option<i64>),
         span: crate::ast::Span,
     ) -> EvalResult<()> {
-        // an instance merged into an instance (`r: R {...}` twice) takes its attributes (not
-        // made again, see `union_instances_in_config`); a dict merged
-        // into an instance here only sets its attributes (upstream: they do not become config
-        // keys of it); a dict then an instance under one key: the instance is made again from
-        // both (a global unified after a dict keeps its own rule)
-        let rb = |i: &Value, x: &Value| match x {
-            Value::Schema(_) => self.rebuild_in_config(i, x, span),
-            Value::None => Ok(self
-                .rebuild_merged(i, x, None, span)?
-                .map(|v| super::schema::with_ops_of(i, v))),
-            _ => Ok(None),
-        };
+        // no instance is made again here (see `rebuild_in_config`): an instance merged into
+        // an instance takes its attributes, a dict merged into one sets them in place, a dict
+        // then an instance under one key is the instance's attributes laid over the dict
+        let rb = |i: &Value, x: &Value| self.rebuild_in_config(i, x, span);
         value::merge_entry_with(d, k, v, op, index, true, &rb).map_err(|x| x.or_span(span))?;
         // the last entry's operator is the key's (upstream: `a = S {}` then `a: {...}` leaves
         // `a` a union, so a schema merges it with its default)

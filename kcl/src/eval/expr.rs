@@ -152,41 +152,16 @@ impl Evaluator {
                 }
                 let b = self.eval(ctx, right)?;
                 if *op == ast::BinOp::BitOr {
-                    if let (Value::Dict(_), Value::Dict(_)) | (Value::List(_), Value::List(_)) =
-                        (&a, &b)
-                    {
-                        return self.union_checked(a, &b, e.span);
-                    }
-                    // `schema | dict` keeps the schema type and re-checks it; conflicts are
-                    // found against the instance's values, as upstream merges into them
-                    if let (Value::Schema(sa), Value::Schema(sb)) = (&a, &b) {
-                        value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
-                        if let Some(v) = self.union_instances(sa, sb, e.span)? {
-                            // the merge may have cleared a required attribute
-                            self.check_required_at_top(&v)?;
-                            return Ok(v);
+                    // (a conflict is reported where upstream's runtime walked last)
+                    return self.bit_or(a, b, e.span).map_err(|mut x| {
+                        if x.kind == ErrKind::Evaluation
+                            && x.msg.starts_with("conflicting values")
+                            && let Some(p) = self.program_end_pos()
+                        {
+                            x.span = Some(p);
                         }
-                    }
-                    // `dict | instance`: the instance made again from both
-                    if let (Value::Dict(_), Value::Schema(_)) = (&a, &b) {
-                        let span = e.span;
-                        let rb = |i: &Value, x: &Value| match x {
-                            Value::None => self.rebuild_merged(i, x, None, span),
-                            _ => self.rebuild_nested(i, x, span),
-                        };
-                        return value::union_dict_instance(a, &b, &rb)
-                            .map_err(|x: EvalError| x.or_span(span));
-                    }
-                    if let (Value::Schema(_), true) = (&a, b.is_config()) {
-                        value::check_union(&a, &b, 0).map_err(|x| self.rt(x, e.span))?;
-                        if let Some(v) = self.rebuild_merged(&a, &b, None, e.span)? {
-                            return Ok(super::schema::keys_as_overrides(v));
-                        }
-                        let u = self.union_checked(a, &b, e.span)?;
-                        // the merge may have cleared a required attribute
-                        self.check_required_at_top(&u)?;
-                        return Ok(u);
-                    }
+                        x
+                    });
                 }
                 self.binop(*op, &a, &b, e.span)
             }
@@ -458,6 +433,42 @@ impl Evaluator {
                 Some(e.span),
             )),
         }
+    }
+
+    /// `a | b` (see `union.rs` and `schema/merge.rs` for what each pair of kinds does).
+    fn bit_or(&self, a: Value, b: Value, span: Span) -> EvalResult<Value> {
+        if let (Value::Dict(_), Value::Dict(_)) | (Value::List(_), Value::List(_)) = (&a, &b) {
+            return self.union_checked(a, &b, span);
+        }
+        // `schema | dict` keeps the schema type and re-checks it; conflicts are
+        // found against the instance's values, as upstream merges into them
+        if let (Value::Schema(sa), Value::Schema(sb)) = (&a, &b) {
+            value::check_union(&a, &b, 0).map_err(|x| self.rt(x, span))?;
+            if let Some(v) = self.union_instances(sa, sb, span)? {
+                // the merge may have cleared a required attribute
+                self.check_required_at_top(&v)?;
+                return Ok(v);
+            }
+        }
+        // `dict | instance`: the instance made again from both
+        if let (Value::Dict(_), Value::Schema(_)) = (&a, &b) {
+            let rb = |i: &Value, x: &Value| match x {
+                Value::None => self.rebuild_merged(i, x, None, span),
+                _ => self.rebuild_nested(i, x, span),
+            };
+            return value::union_dict_instance(a, &b, &rb).map_err(|x: EvalError| x.or_span(span));
+        }
+        if let (Value::Schema(_), true) = (&a, b.is_config()) {
+            value::check_union(&a, &b, 0).map_err(|x| self.rt(x, span))?;
+            if let Some(v) = self.rebuild_merged(&a, &b, None, span)? {
+                return Ok(super::schema::keys_as_overrides(v));
+            }
+            let u = self.union_checked(a, &b, span)?;
+            // the merge may have cleared a required attribute
+            self.check_required_at_top(&u)?;
+            return Ok(u);
+        }
+        self.binop(ast::BinOp::BitOr, &a, &b, span)
     }
 
     pub fn eval_identifier(&self, ctx: &Ctx, id: &ast::Identifier) -> EvalResult<Value> {

@@ -222,6 +222,13 @@ impl Evaluator {
     }
 
     pub(super) fn set_global(&self, pkg: &Rc<Pkg>, name: Symbol, v: Value) {
+        self.set_global_as(pkg, name, v, true);
+    }
+
+    /// [`Self::set_global`]; without `recache`, a value a read computed ahead stays what
+    /// later reads get (upstream's unification statement, run in order after such a read,
+    /// merges onto that value again and outputs the result, but reads keep the first).
+    pub(super) fn set_global_as(&self, pkg: &Rc<Pkg>, name: Symbol, v: Value, recache: bool) {
         {
             let mut lz = pkg.lazy.borrow_mut();
             // at level 0, the value of the last setter (or of every setter having run) is final
@@ -233,7 +240,9 @@ impl Evaluator {
                     Some((stop, _)) => stop as *const Stmt as usize,
                     None => pkg.stmts[st.stmt] as *const Stmt as usize,
                 });
-                if *cal >= setters.len() || last == Some(pkg.current.get()) {
+                if (*cal >= setters.len() || last == Some(pkg.current.get()))
+                    && (recache || !lz.cache.contains_key(&name))
+                {
                     lz.cache.insert(name, v.clone());
                 }
             }

@@ -192,7 +192,7 @@ impl Evaluator {
             Some(c) => self.union_checked(c, &v, u.value.span)?,
             None => v,
         };
-        self.set_global(pkg, name, v);
+        self.set_global_as(pkg, name, v, false);
         Ok(())
     }
 
@@ -298,9 +298,14 @@ impl Evaluator {
             }
             // a name nobody assigns is no declaration: the path's first step fails on
             // Undefined (in `set_path`), as upstream's
-            let root = self
-                .lookup_opt_for_unify(ctx, name)?
-                .unwrap_or(Value::Undefined);
+            // (at package level through the lazy scope: run as a setter of a read ahead, the
+            // statement reads the value its earlier setters make)
+            let root = if top_level {
+                self.get_global(&ctx.pkg, name, false)?
+            } else {
+                self.lookup_opt_for_unify(ctx, name)?
+            }
+            .unwrap_or(Value::Undefined);
             // `inst.a.b = v` on a schema instance rebuilds it with `{a: {b = v}}` merged into
             // its config: derived attributes follow and its checks run again, as upstream
             if matches!(root, Value::Schema(_))

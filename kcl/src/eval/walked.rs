@@ -41,17 +41,7 @@ impl Evaluator {
     /// type conversion (a dict in a schema-typed slot) stands, as upstream builds its config
     /// position from the runtime's line alone.
     pub(crate) fn walked_line_start(&self, fallback: Span) -> Span {
-        let p = self.walked_point(fallback);
-        let Some(f) = crate::ast::source_map().get(p.file) else {
-            return p;
-        };
-        let starts = f.line_starts();
-        let lo = starts[f.line_index(p.lo)];
-        Span {
-            file: p.file,
-            lo,
-            hi: lo + 1,
-        }
+        line_start(self.walked_point(fallback))
     }
 
     /// Upstream's runtime knows only the line it walked last: an evaluation error of a node
@@ -71,5 +61,19 @@ impl Evaluator {
             err.span = Some(self.walked_point(node));
         }
         err
+    }
+}
+
+/// The first character of the line `p` starts on: where upstream's runtime, which knows a
+/// line alone, reports an error.
+pub(crate) fn line_start(p: Span) -> Span {
+    let Some(f) = crate::ast::source_map().get(p.file) else {
+        return p;
+    };
+    let lo = f.line_starts()[f.line_index(p.lo)];
+    Span {
+        file: p.file,
+        lo,
+        hi: lo + 1,
     }
 }

@@ -338,7 +338,11 @@ impl<'a> Parser<'a> {
         let mut params = Vec::new();
         loop {
             // a lambda's parameters end with their line
-            if self.at(close) || self.at_eof() || (close == Tok::LBrace && self.tk().nl) {
+            // (a trailing comma before a lambda's `->` too)
+            if self.at(close)
+                || self.at_eof()
+                || (close == Tok::LBrace && (self.tk().nl || self.at(Tok::Arrow)))
+            {
                 break;
             }
             let lo = self.tk().lo;

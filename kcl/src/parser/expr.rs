@@ -470,7 +470,12 @@ impl<'a> Parser<'a> {
                 Some(i) => i,
                 // `x[]`: upstream's parser takes the `]` and wants the index after it
                 None if closed && !line_break_seen => {
-                    let (got, at) = self.describe_current();
+                    // (a line break after it is upstream's newline, in brackets too)
+                    let (got, at) = if self.tk().nl && !self.at_eof() {
+                        ("newline".to_string(), self.line_end_span())
+                    } else {
+                        self.describe_current()
+                    };
                     self.error(at, format!("expected expression got {got}"));
                     Expr::missing(span)
                 }

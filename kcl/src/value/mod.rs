@@ -305,19 +305,24 @@ pub struct Origin {
     pub keys: ConfigKeys,
     pub args: Vec<Value>,
     pub kwargs: Vec<(Str, Value)>,
+    /// Made from a dict merged with an instance under one key of a config (not made again
+    /// there): upstream's config is then that dict itself, so what a later dict sets in place
+    /// becomes a config key too.
+    pub open: bool,
 }
 
 /// The keys of an instance's config; `true` marks an entry that replaced the attribute.
 pub type ConfigKeys = Rc<[(Str, bool)]>;
 
 impl SchemaInst {
-    /// The entries this instance was configured with `:` (with their final values): the part
-    /// of it a merge into another instance checks for conflicts.
+    /// The entries this instance was configured with `:` (with their final values), in the
+    /// order of its attributes: the part of it a merge into another instance checks for
+    /// conflicts (upstream walks the attributes, so the first conflict is the first declared).
     pub fn unified_config(&self) -> Dict {
         let mut d = Dict::new();
         if let Some(o) = &self.origin {
-            for (k, replaced) in o.keys.iter() {
-                if let (false, Some(v)) = (*replaced, self.attrs.map.get(k)) {
+            for (k, v) in &self.attrs.map {
+                if o.keys.iter().any(|(ck, replaced)| ck == k && !replaced) {
                     d.map.insert(k.clone(), v.clone());
                 }
             }

@@ -180,6 +180,7 @@ fn dict_then_instance<E: From<RtError>>(
             keys,
             args: origin.args.clone(),
             kwargs: origin.kwargs.clone(),
+            open: true,
         })),
     };
     // (`None` merges nothing: the instance is made again from its config)
@@ -486,6 +487,18 @@ pub fn check_union(a: &Value, b: &Value, depth: usize) -> RtResult<()> {
 }
 
 fn check_union_at(a: &Value, b: &Value, depth: usize, path: Option<&Path<'_>>) -> RtResult<()> {
+    check_union_in(a, b, depth, path, false)
+}
+
+/// [`check_union_at`]; `of_instances`: `a` and `b` are two instances, whose attributes that
+/// are instances on both sides upstream merges unchecked (inside a dict they are checked).
+fn check_union_in(
+    a: &Value,
+    b: &Value,
+    depth: usize,
+    path: Option<&Path<'_>>,
+    of_instances: bool,
+) -> RtResult<()> {
     if depth > super::MAX_DEPTH {
         return Ok(());
     }
@@ -498,9 +511,13 @@ fn check_union_at(a: &Value, b: &Value, depth: usize, path: Option<&Path<'_>>) -
         }
         // an instance merged with an instance takes the other's values; only what the other
         // was configured with `:` must agree
-        (Value::Dict(_) | Value::Schema(_), Value::Schema(bs)) => {
-            check_union_at(a, &Value::from(bs.unified_config()), depth, path)
-        }
+        (Value::Dict(_) | Value::Schema(_), Value::Schema(bs)) => check_union_in(
+            a,
+            &Value::from(bs.unified_config()),
+            depth,
+            path,
+            matches!(a, Value::Schema(_)),
+        ),
         (Value::Dict(_) | Value::Schema(_), Value::Dict(_)) => {
             let (ad, bd) = (a.as_dict().unwrap(), b.as_dict().unwrap());
             for (k, v) in &bd.map {
@@ -510,7 +527,9 @@ fn check_union_at(a: &Value, b: &Value, depth: usize, path: Option<&Path<'_>>) -
                 if let Some(cur) = ad.map.get(k) {
                     let at = Path::under(path, k);
                     if let (Value::Schema(_), Value::Schema(_)) = (cur, v) {
-                        check_union_at(cur, v, depth + 1, Some(&at))?;
+                        if !of_instances {
+                            check_union_at(cur, v, depth + 1, Some(&at))?;
+                        }
                         continue;
                     }
                     if !subsume(v, cur) {

@@ -137,15 +137,23 @@ impl Evaluator {
         }
         let rb = |i: &Value, x: &Value| self.rebuild_in_config(i, x, span);
         let attrs = self.merged_attrs(a, b, &rb, span)?;
+        let origin = match &a.origin {
+            Some(o) if o.open => Some(origin_with_keys(open_keys(&attrs), o)),
+            o => o.clone(),
+        };
         Ok(Some(Value::Schema(Rc::new(value::SchemaInst {
             attrs,
+            origin,
             ..a.clone()
         }))))
     }
 
-    /// What merging a value into instance `i` under one key of a config literal does: another
-    /// instance merges attribute by attribute ([`Self::union_instances_in_config`]); a dict
-    /// makes it again ([`Self::rebuild_nested`]).
+    /// What merging a value into instance `i` under one key of a config literal does, as
+    /// upstream's config merge, which makes no instance again: another instance merges
+    /// attribute by attribute ([`Self::union_instances_in_config`]); `None` (a dict then an
+    /// instance, already merged into `i`) is `i` itself; a dict sets `i`'s attributes in place,
+    /// its keys becoming config keys of `i` only when `i` was made from a dict
+    /// ([`value::Origin::open`]).
     pub(crate) fn rebuild_in_config(
         &self,
         i: &Value,
@@ -154,6 +162,24 @@ impl Evaluator {
     ) -> EvalResult<Option<Value>> {
         match (i, x) {
             (Value::Schema(a), Value::Schema(b)) => self.union_instances_in_config(a, b, span),
+            (Value::Schema(_), Value::None) => Ok(Some(i.clone())),
+            (Value::Schema(a), Value::Dict(_)) if a.origin.as_ref().is_some_and(|o| o.open) => {
+                let origin = a.origin.as_ref().unwrap();
+                let rb = |i: &Value, x: &Value| self.rebuild_in_config(i, x, span);
+                // (its conflicts were checked before: see `union_into`)
+                let attrs = value::union_with(Value::from(a.attrs.clone()), x, false, &rb)
+                    .map_err(|e| e.or_span(span))?;
+                let Value::Dict(attrs) = attrs else {
+                    return Ok(None);
+                };
+                let attrs = Rc::unwrap_or_clone(attrs);
+                Ok(Some(Value::Schema(Rc::new(value::SchemaInst {
+                    origin: Some(origin_with_keys(open_keys(&attrs), origin)),
+                    attrs,
+                    ..(**a).clone()
+                }))))
+            }
+            (Value::Schema(_), _) => Ok(None),
             _ => self.rebuild_nested(i, x, span),
         }
     }
@@ -223,6 +249,7 @@ impl Evaluator {
             keys: keys.clone(),
             args: args.to_vec(),
             kwargs: kwargs.to_vec(),
+            open: false,
         });
         if args.is_empty() && kwargs.is_empty() {
             cache.insert(keys, o.clone());
@@ -252,32 +279,15 @@ impl Evaluator {
     }
 }
 
-/// The instance `made` (made again from `from`, an instance holding a dict's entries) with
-/// `from`'s operators and config keys: a dict then an instance under one key of a config
-/// literal keeps the dict's `+=` and `:` for later merges, as upstream's.
-pub(crate) fn with_ops_of(from: &Value, made: Value) -> Value {
-    let Value::Schema(f) = from else {
-        return made;
-    };
-    let mut m = match made {
-        Value::Schema(m) => m,
-        other => return other,
-    };
-    let (Some(fo), Some(mo)) = (&f.origin, &m.origin) else {
-        return Value::Schema(m);
-    };
-    if f.attrs
-        .ops
-        .as_ref()
-        .is_some_and(|o| !o.keys_within(&m.attrs.map))
-    {
-        return Value::Schema(m);
-    }
-    let origin = origin_with_keys(fo.keys.clone(), mo);
-    let mi = Rc::make_mut(&mut m);
-    mi.attrs.ops = f.attrs.ops.clone();
-    mi.origin = Some(origin);
-    Value::Schema(m)
+/// The config keys of an instance made from a dict ([`value::Origin::open`]): every
+/// attribute it holds.
+fn open_keys(attrs: &Dict) -> value::ConfigKeys {
+    attrs
+        .map
+        .iter()
+        .filter(|(_, v)| !v.is_undefined())
+        .map(|(k, _)| (k.clone(), attrs.op_of_key(k).0 != ConfigOp::Union))
+        .collect()
 }
 
 /// `o` (its arguments) with other config keys.
@@ -286,6 +296,7 @@ fn origin_with_keys(keys: value::ConfigKeys, o: &value::Origin) -> Rc<value::Ori
         keys,
         args: o.args.clone(),
         kwargs: o.kwargs.clone(),
+        open: o.open,
     })
 }
 

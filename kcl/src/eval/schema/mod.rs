@@ -14,7 +14,7 @@ mod merge;
 
 use checks::{decorator_name, similar};
 pub(crate) use index_sig::index_sig_str;
-pub(crate) use merge::{keys_as_overrides, with_ops_of};
+pub(crate) use merge::keys_as_overrides;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -22,6 +22,7 @@ use std::rc::Rc;
 use indexmap::IndexMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::walked::line_start;
 use super::{Ctx, DONE, EvalError, EvalResult, Evaluator, PENDING, RUNNING, Scope};
 use crate::ast::{self, Span, Stmt, StmtKind, Symbol};
 use crate::value::{self, ConfigOp, Dict, ErrKind, Func, SchemaInst, Str, Value};
@@ -386,6 +387,9 @@ impl Evaluator {
         by_call: bool,
     ) -> EvalResult<Value> {
         let merged = self.merging.replace(false);
+        // (made again by a merge, upstream's runtime reports a failed check on the line it
+        // walked last before the merge: it walks nothing of the merge itself)
+        let merge_line = merged.then(|| self.program_end_pos()).flatten();
         let layout = self.layout(ty, span)?;
         // `S.instances()` lists an instance where its instantiation starts (upstream: the outer
         // instance before those its body creates): a slot now, filled when it is complete (an
@@ -704,7 +708,15 @@ impl Evaluator {
             if let Some(lz) = &frame.lazy {
                 lz.swap_level_cache(level);
             }
-            r?;
+            r.map_err(|mut e| {
+                if let Some(p) = merge_line
+                    && e.span == Some(span)
+                    && e.msg == "Instance check failed"
+                {
+                    e.span = Some(line_start(p));
+                }
+                e
+            })?;
         }
         let walked = if has_checks {
             self.last_pos.get()
