@@ -179,6 +179,18 @@ impl Ops {
             Ops::Many(m) => m.values().any(|(o, _)| *o == ConfigOp::Insert),
         }
     }
+    /// Every `+=` entry recorded as `=` (its items already added to the value).
+    pub fn inserts_as_overrides(&mut self) {
+        let fix = |o: &mut (ConfigOp, Option<i64>)| {
+            if o.0 == ConfigOp::Insert {
+                *o = (ConfigOp::Override, None);
+            }
+        };
+        match self {
+            Ops::Few(v) => v.iter_mut().for_each(|(_, o)| fix(o)),
+            Ops::Many(m) => m.values_mut().for_each(fix),
+        }
+    }
     /// Whether every entry was written with `=` (no index).
     pub fn all_override(&self) -> bool {
         match self {

@@ -57,7 +57,7 @@ impl Evaluator {
         self.merging.set(true);
         let r = self.instantiate(&ty, &args, &kwargs, cfg, span);
         self.leave();
-        r.map(Some)
+        r.map(|v| Some(inserts_applied(v)))
     }
 
     /// A config merged into a nested instance (`B {a: {x = 1}}` onto a default `a = A {}`,
@@ -277,6 +277,22 @@ impl Evaluator {
         };
         value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
     }
+}
+
+/// Instance `v`, made again from a config holding `+=` entries, with those entries recorded
+/// as `=`: their items are in its values now, and upstream makes an instance again from
+/// entries set with `=` (merged later, the list is not appended to a second time).
+fn inserts_applied(v: Value) -> Value {
+    let Value::Schema(mut s) = v else {
+        return v;
+    };
+    if s.attrs.ops.as_ref().is_some_and(|o| o.any_insert()) {
+        let si = Rc::make_mut(&mut s);
+        if let Some(o) = &mut si.attrs.ops {
+            Rc::make_mut(o).inserts_as_overrides();
+        }
+    }
+    Value::Schema(s)
 }
 
 /// The config keys of an instance made from a dict ([`value::Origin::open`]): every
