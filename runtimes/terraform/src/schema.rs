@@ -25,36 +25,34 @@ use crate::proto::{tfplugin5 as v5, tfplugin6 as v6};
 /// operation touches a handful.
 #[derive(Debug)]
 pub struct ProviderSchema {
-    raw: Raw,
+    /// Protocol 6's spelling of the answer (a protocol 5 answer is converted on arrival, see
+    /// [`schema5_to6`]), so one piece of code reads either.
+    raw: v6::get_provider_schema::Response,
     pub provider: Schema,
     /// The provider expects a plan call for destroys (ServerCapabilities.plan_destroy).
     pub plan_destroy: bool,
     converted: Mutex<HashMap<String, Arc<Schema>>>,
 }
 
-#[derive(Debug)]
-enum Raw {
-    V5(v5::get_provider_schema::Response),
-    V6(v6::get_provider_schema::Response),
-}
-
 impl ProviderSchema {
     pub fn from_v5(resp: v5::get_provider_schema::Response) -> Result<ProviderSchema, CtyError> {
-        let provider = resp
-            .provider
-            .as_ref()
-            .map(schema5)
-            .transpose()?
-            .unwrap_or_default();
-        let plan_destroy = resp
-            .server_capabilities
-            .as_ref()
-            .is_some_and(|c| c.plan_destroy);
-        Ok(ProviderSchema {
-            raw: Raw::V5(resp),
-            provider,
-            plan_destroy,
-            converted: Mutex::default(),
+        let convert = |m: HashMap<String, v5::Schema>| {
+            m.into_iter()
+                .map(|(k, v)| (k, schema5_to6(v)))
+                .collect::<HashMap<_, _>>()
+        };
+        ProviderSchema::from_v6(v6::get_provider_schema::Response {
+            provider: resp.provider.map(schema5_to6),
+            resource_schemas: convert(resp.resource_schemas),
+            data_source_schemas: convert(resp.data_source_schemas),
+            // (the caller reads them before)
+            diagnostics: Vec::new(),
+            provider_meta: resp.provider_meta.map(schema5_to6),
+            server_capabilities: resp.server_capabilities.map(|c| v6::ServerCapabilities {
+                plan_destroy: c.plan_destroy,
+                get_provider_schema_optional: c.get_provider_schema_optional,
+                move_resource_state: c.move_resource_state,
+            }),
         })
     }
 
@@ -70,7 +68,7 @@ impl ProviderSchema {
             .as_ref()
             .is_some_and(|c| c.plan_destroy);
         Ok(ProviderSchema {
-            raw: Raw::V6(resp),
+            raw: resp,
             provider,
             plan_destroy,
             converted: Mutex::default(),
@@ -83,10 +81,12 @@ impl ProviderSchema {
         if let Some(s) = converted.get(type_name) {
             return Ok(Some(s.clone()));
         }
-        let schema = match &self.raw {
-            Raw::V5(r) => r.resource_schemas.get(type_name).map(schema5).transpose()?,
-            Raw::V6(r) => r.resource_schemas.get(type_name).map(schema6).transpose()?,
-        };
+        let schema = self
+            .raw
+            .resource_schemas
+            .get(type_name)
+            .map(schema6)
+            .transpose()?;
         Ok(schema.map(|s| {
             let s = Arc::new(s);
             converted.insert(type_name.to_string(), s.clone());
@@ -102,18 +102,12 @@ impl ProviderSchema {
         if let Some(s) = converted.get(&key) {
             return Ok(Some(s.clone()));
         }
-        let schema = match &self.raw {
-            Raw::V5(r) => r
-                .data_source_schemas
-                .get(type_name)
-                .map(schema5)
-                .transpose()?,
-            Raw::V6(r) => r
-                .data_source_schemas
-                .get(type_name)
-                .map(schema6)
-                .transpose()?,
-        };
+        let schema = self
+            .raw
+            .data_source_schemas
+            .get(type_name)
+            .map(schema6)
+            .transpose()?;
         Ok(schema.map(|s| {
             let s = Arc::new(s);
             converted.insert(key, s.clone());
@@ -121,12 +115,10 @@ impl ProviderSchema {
         }))
     }
 
-    /// Cache encoding: one byte of protocol version, then the protobuf message.
+    /// Cache encoding: one byte of protocol version, then the protobuf message (always
+    /// protocol 6's now; entries of protocol 5 written before still read).
     pub fn to_bytes(&self) -> Vec<u8> {
-        match &self.raw {
-            Raw::V5(r) => [vec![5u8], r.encode_to_vec()].concat(),
-            Raw::V6(r) => [vec![6u8], r.encode_to_vec()].concat(),
-        }
+        [vec![6u8], self.raw.encode_to_vec()].concat()
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Option<ProviderSchema> {
@@ -159,18 +151,12 @@ impl ProviderSchema {
                     .collect::<Map<_, _>>(),
             )
         }
-        let body = match &self.raw {
-            Raw::V5(r) => json!({
-                "provider": r.provider.as_ref().map(json5).unwrap_or(Value::Null),
-                "resource_schemas": schemas(&r.resource_schemas, json5),
-                "data_source_schemas": schemas(&r.data_source_schemas, json5),
-            }),
-            Raw::V6(r) => json!({
-                "provider": r.provider.as_ref().map(json6).unwrap_or(Value::Null),
-                "resource_schemas": schemas(&r.resource_schemas, json6),
-                "data_source_schemas": schemas(&r.data_source_schemas, json6),
-            }),
-        };
+        let r = &self.raw;
+        let body = json!({
+            "provider": r.provider.as_ref().map(json6).unwrap_or(Value::Null),
+            "resource_schemas": schemas(&r.resource_schemas, json6),
+            "data_source_schemas": schemas(&r.data_source_schemas, json6),
+        });
         json!({"format_version": "1.0", "provider_schemas": {address: body}})
     }
 }
@@ -218,67 +204,6 @@ fn items(o: &mut serde_json::Map<String, serde_json::Value>, min: i64, max: i64)
     if max > 0 {
         o.insert("max_items".into(), max.into());
     }
-}
-
-fn json5(s: &v5::Schema) -> serde_json::Value {
-    serde_json::json!({"version": s.version, "block": s.block.as_ref().map(block_json5).unwrap_or_default()})
-}
-
-fn block_json5(b: &v5::schema::Block) -> serde_json::Value {
-    use serde_json::{Map, Value};
-    let mut o = Map::new();
-    let attrs: Map<String, Value> = b
-        .attributes
-        .iter()
-        .map(|a| {
-            let mut m = Map::new();
-            m.insert("type".into(), cty_json(&a.r#type));
-            put_common(
-                &mut m,
-                &a.description,
-                a.description_kind == 1,
-                &[
-                    ("required", a.required),
-                    ("optional", a.optional),
-                    ("computed", a.computed),
-                    ("sensitive", a.sensitive),
-                    ("deprecated", a.deprecated),
-                    ("write_only", a.write_only),
-                ],
-            );
-            (a.name.clone(), Value::Object(m))
-        })
-        .collect();
-    if !attrs.is_empty() {
-        o.insert("attributes".into(), Value::Object(attrs));
-    }
-    let blocks: Map<String, Value> = b
-        .block_types
-        .iter()
-        .map(|nb| {
-            let mut m = Map::new();
-            m.insert(
-                "nesting_mode".into(),
-                nesting_name(nesting5(nb.nesting)).into(),
-            );
-            m.insert(
-                "block".into(),
-                nb.block.as_ref().map(block_json5).unwrap_or_default(),
-            );
-            items(&mut m, nb.min_items, nb.max_items);
-            (nb.type_name.clone(), Value::Object(m))
-        })
-        .collect();
-    if !blocks.is_empty() {
-        o.insert("block_types".into(), Value::Object(blocks));
-    }
-    put_common(
-        &mut o,
-        &b.description,
-        b.description_kind == 1,
-        &[("deprecated", b.deprecated)],
-    );
-    Value::Object(o)
 }
 
 fn json6(s: &v6::Schema) -> serde_json::Value {
@@ -366,18 +291,6 @@ fn block_json6(b: &v6::schema::Block) -> serde_json::Value {
     Value::Object(o)
 }
 
-fn schema5(s: &v5::Schema) -> Result<Schema, CtyError> {
-    Ok(Schema {
-        version: s.version,
-        block: s
-            .block
-            .as_ref()
-            .map(block5)
-            .transpose()?
-            .unwrap_or_default(),
-    })
-}
-
 fn schema6(s: &v6::Schema) -> Result<Schema, CtyError> {
     Ok(Schema {
         version: s.version,
@@ -388,17 +301,6 @@ fn schema6(s: &v6::Schema) -> Result<Schema, CtyError> {
             .transpose()?
             .unwrap_or_default(),
     })
-}
-
-fn nesting5(n: i32) -> Nesting {
-    use v5::schema::nested_block::NestingMode as M;
-    match M::try_from(n).unwrap_or(M::Invalid) {
-        M::List => Nesting::List,
-        M::Set => Nesting::Set,
-        M::Map => Nesting::Map,
-        M::Group => Nesting::Group,
-        M::Single | M::Invalid => Nesting::Single,
-    }
 }
 
 fn nesting6(n: i32) -> Nesting {
@@ -422,40 +324,51 @@ fn object_nesting6(n: i32) -> Nesting {
     }
 }
 
-fn block5(b: &v5::schema::Block) -> Result<Block, CtyError> {
-    let mut out = Block::default();
-    for a in &b.attributes {
-        let ty = Type::from_json_bytes(&a.r#type)?;
-        out.attributes.insert(
-            a.name.clone(),
-            Attribute {
-                ty,
-                nested: None,
+/// A protocol 5 schema in protocol 6's messages: the two differ only in where an attribute's
+/// `write_only` flag sits and in protocol 6's nested attribute types (protocol 5 has none).
+fn schema5_to6(s: v5::Schema) -> v6::Schema {
+    v6::Schema {
+        version: s.version,
+        block: s.block.map(block5_to6),
+    }
+}
+
+fn block5_to6(b: v5::schema::Block) -> v6::schema::Block {
+    v6::schema::Block {
+        version: b.version,
+        attributes: b
+            .attributes
+            .into_iter()
+            .map(|a| v6::schema::Attribute {
+                name: a.name,
+                r#type: a.r#type,
+                description: a.description,
                 required: a.required,
                 optional: a.optional,
                 computed: a.computed,
                 sensitive: a.sensitive,
-            },
-        );
-    }
-    for nb in &b.block_types {
-        let block = nb
-            .block
-            .as_ref()
-            .map(block5)
-            .transpose()?
-            .unwrap_or_default();
-        out.block_types.insert(
-            nb.type_name.clone(),
-            NestedBlock {
-                nesting: nesting5(nb.nesting),
-                block,
+                description_kind: a.description_kind,
+                deprecated: a.deprecated,
+                nested_type: None,
+                write_only: a.write_only,
+            })
+            .collect(),
+        block_types: b
+            .block_types
+            .into_iter()
+            .map(|nb| v6::schema::NestedBlock {
+                type_name: nb.type_name,
+                block: nb.block.map(block5_to6),
+                // (the same numbers in both protocols)
+                nesting: nb.nesting,
                 min_items: nb.min_items,
                 max_items: nb.max_items,
-            },
-        );
+            })
+            .collect(),
+        description: b.description,
+        description_kind: b.description_kind,
+        deprecated: b.deprecated,
     }
-    Ok(out)
 }
 
 fn attribute6(a: &v6::schema::Attribute) -> Result<Attribute, CtyError> {
@@ -608,4 +521,95 @@ pub fn store_validated(
     prepared: &[u8],
 ) -> std::io::Result<()> {
     write_atomic(&validation_path(cache_dir, checksum, config), prepared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A protocol 5 answer reads as the same answer spelled in protocol 6: the model, the
+    /// terraform JSON (`write_only` included) and the cache round trip.
+    #[test]
+    fn protocol5_answer_reads_as_its_protocol6_spelling() {
+        let attr5 = |name: &str, write_only: bool| v5::schema::Attribute {
+            name: name.into(),
+            r#type: b"\"string\"".to_vec(),
+            optional: true,
+            write_only,
+            description: format!("{name} text"),
+            ..Default::default()
+        };
+        let attr6 = |name: &str, write_only: bool| v6::schema::Attribute {
+            name: name.into(),
+            r#type: b"\"string\"".to_vec(),
+            optional: true,
+            write_only,
+            description: format!("{name} text"),
+            ..Default::default()
+        };
+        let schema5 = v5::Schema {
+            version: 2,
+            block: Some(v5::schema::Block {
+                attributes: vec![attr5("a", false), attr5("secret", true)],
+                block_types: vec![v5::schema::NestedBlock {
+                    type_name: "rule".into(),
+                    block: Some(v5::schema::Block {
+                        attributes: vec![attr5("b", false)],
+                        ..Default::default()
+                    }),
+                    nesting: 3,
+                    min_items: 1,
+                    max_items: 4,
+                }],
+                deprecated: true,
+                ..Default::default()
+            }),
+        };
+        let schema6 = v6::Schema {
+            version: 2,
+            block: Some(v6::schema::Block {
+                attributes: vec![attr6("a", false), attr6("secret", true)],
+                block_types: vec![v6::schema::NestedBlock {
+                    type_name: "rule".into(),
+                    block: Some(v6::schema::Block {
+                        attributes: vec![attr6("b", false)],
+                        ..Default::default()
+                    }),
+                    nesting: 3,
+                    min_items: 1,
+                    max_items: 4,
+                }],
+                deprecated: true,
+                ..Default::default()
+            }),
+        };
+        let from5 = ProviderSchema::from_v5(v5::get_provider_schema::Response {
+            resource_schemas: [("x_thing".to_string(), schema5)].into(),
+            server_capabilities: Some(v5::ServerCapabilities {
+                plan_destroy: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        let from6 = ProviderSchema::from_v6(v6::get_provider_schema::Response {
+            resource_schemas: [("x_thing".to_string(), schema6)].into(),
+            server_capabilities: Some(v6::ServerCapabilities {
+                plan_destroy: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(from5.plan_destroy);
+        let model = from5.resource("x_thing").unwrap().unwrap();
+        assert_eq!(model, from6.resource("x_thing").unwrap().unwrap());
+        assert_eq!(model.block.block_types["rule"].nesting, Nesting::Set);
+        let json = from5.to_terraform_json("p");
+        assert_eq!(json, from6.to_terraform_json("p"));
+        let attrs = &json["provider_schemas"]["p"]["resource_schemas"]["x_thing"]["block"];
+        assert_eq!(attrs["attributes"]["secret"]["write_only"], true);
+        let again = ProviderSchema::from_bytes(&from5.to_bytes()).unwrap();
+        assert_eq!(again.to_terraform_json("p"), json);
+    }
 }
