@@ -425,6 +425,31 @@ impl<'a> Parser<'a> {
             if t.nl && t.indent < ind {
                 break;
             }
+            // a line starting with no operand: upstream's lexer has taken the line break, so
+            // the token itself is what it got (not the newline)
+            let operand = matches!(
+                t.tok,
+                Tok::Ident(_)
+                    | Tok::Number
+                    | Tok::Str { .. }
+                    | Tok::True
+                    | Tok::False
+                    | Tok::None
+                    | Tok::Undefined
+                    | Tok::LParen
+                    | Tok::LBracket
+                    | Tok::LBrace
+                    | Tok::Minus
+                    | Tok::Plus
+                    | Tok::Tilde
+                    | Tok::Eof
+            ) || t.tok.is_word_keyword();
+            if !operand {
+                let got = t.tok.describe(self.text(t));
+                self.expected_got(self.tspan(t), super::expr::OPERAND_START, &got);
+                self.bump();
+                continue;
+            }
             let start = self.pos;
             self.stmt_start = self.pos;
             out.push(self.parse_check_expr());

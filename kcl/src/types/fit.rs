@@ -499,7 +499,8 @@ impl<'a> Checker<'a> {
                         _ => None,
                     });
                     let Some(path) = path else {
-                        self.infer_config_key(env, key);
+                        let t = self.infer_config_key(env, key);
+                        self.check_str_key(&t, key.span.shrink_to_lo(), false);
                         let t = self.infer(env, value);
                         self.check_insert(*op, &t, value.span);
                         continue;

@@ -555,11 +555,19 @@ fn strip_paren(e: &Expr) -> &Expr {
 /// `a`, `"a"` or `a.b.c` as a config key path.
 fn key_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
     match &key.kind {
-        ExprKind::Ident(s) => Some(vec![(*s, key.span)]),
         // upstream's resolver leaves an empty key to the run time
         ExprKind::Str(s) if !s.is_empty() => Some(vec![(Symbol::intern(s), key.span)]),
+        _ => name_path(key),
+    }
+}
+
+/// `a.b.c` of names only: a string before a dot (`"a".b`) makes the key an expression, an
+/// attribute of a string, as upstream reads it.
+fn name_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
+    match &key.kind {
+        ExprKind::Ident(s) => Some(vec![(*s, key.span)]),
         ExprKind::Selector(x) if !x.optional => {
-            let mut p = key_path(&x.value)?;
+            let mut p = name_path(&x.value)?;
             p.push((x.attr.sym, x.attr.span));
             Some(p)
         }

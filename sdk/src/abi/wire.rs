@@ -201,6 +201,16 @@ fn encode<T: Serialize>(encoding: Encoding, value: &T) -> PluginResult<Vec<u8>> 
         .map_err(|e| PluginError::internal(format!("cannot encode the answer: {e}")))
 }
 
+/// The `configure` verb of every kind of plugin: a [`Value`] in, nothing out.
+fn configure(
+    enc: Encoding,
+    payload: &[u8],
+    configure: impl FnOnce(&Value) -> PluginResult<()>,
+) -> PluginResult<Vec<u8>> {
+    configure(&decode(enc, verb::CONFIGURE, payload)?)?;
+    encode(enc, &())
+}
+
 fn unknown_verb(kind: &str, verb: &str) -> PluginError {
     PluginError::new(
         ErrorKind::Unsupported,
@@ -234,11 +244,7 @@ pub(crate) fn serve_runtime(
 ) -> PluginResult<Vec<u8>> {
     match verb {
         verb::DESCRIBE => encode(enc, &runtime.describe()),
-        verb::CONFIGURE => {
-            let config: Value = decode(enc, verb, payload)?;
-            runtime.configure(&config)?;
-            encode(enc, &())
-        }
+        verb::CONFIGURE => configure(enc, payload, |c| runtime.configure(c)),
         verb::APPLY => encode(
             enc,
             &runtime.apply(&decode::<ApplyRequest>(enc, verb, payload)?)?,
@@ -298,11 +304,7 @@ pub(crate) fn serve_function(
 ) -> PluginResult<Vec<u8>> {
     match verb {
         verb::DESCRIBE => encode(enc, &plugin.describe()),
-        verb::CONFIGURE => {
-            let config: Value = decode(enc, verb, payload)?;
-            plugin.configure(&config)?;
-            encode(enc, &())
-        }
+        verb::CONFIGURE => configure(enc, payload, |c| plugin.configure(c)),
         verb::CALL => {
             let call: CallPayload = decode(enc, verb, payload)?;
             encode(enc, &plugin.call(&call.function, &call.args, &call.kwargs)?)
@@ -320,11 +322,7 @@ pub(crate) fn serve_policy(
 ) -> PluginResult<Vec<u8>> {
     match verb {
         verb::DESCRIBE => encode(enc, &plugin.describe()),
-        verb::CONFIGURE => {
-            let config: Value = decode(enc, verb, payload)?;
-            plugin.configure(&config)?;
-            encode(enc, &())
-        }
+        verb::CONFIGURE => configure(enc, payload, |c| plugin.configure(c)),
         verb::EVALUATE => {
             let request: EvaluatePayload = decode(enc, verb, payload)?;
             encode(enc, &plugin.evaluate(&request.spec, &request.context)?)
@@ -345,18 +343,28 @@ pub mod guest {
         result.map_err(|e| encode_error(&e))
     }
 
+    /// A `describe` export's answer: the JSON of `info` (empty if it cannot be encoded).
+    fn describe<T: Serialize>(info: &T) -> String {
+        serde_json::to_string(info).unwrap_or_default()
+    }
+
+    /// A `configure` export: the JSON configuration served through `serve`'s `configure` verb.
+    fn configure_json(
+        config: &str,
+        serve: impl FnOnce(Encoding, &[u8]) -> PluginResult<Vec<u8>>,
+    ) -> Result<(), String> {
+        wrap(json(config, serve)).map(|_| ())
+    }
+
     /// The `describe` export: JSON [`crate::policy::PolicyPluginInfo`] (empty if it cannot
     /// be encoded).
     pub fn policy_describe(plugin: &dyn PolicyPlugin) -> String {
-        serde_json::to_string(&plugin.describe()).unwrap_or_default()
+        describe(&plugin.describe())
     }
 
     /// The `configure` export: JSON configuration in.
     pub fn policy_configure(plugin: &dyn PolicyPlugin, config: &str) -> Result<(), String> {
-        wrap(json(config, |e, p| {
-            serve_policy(e, plugin, verb::CONFIGURE, p)
-        }))
-        .map(|_| ())
+        configure_json(config, |e, p| serve_policy(e, plugin, verb::CONFIGURE, p))
     }
 
     /// The `evaluate` export: JSON spec and context in, a JSON list of findings out.
@@ -379,15 +387,12 @@ pub mod guest {
     /// The `describe` export: JSON [`crate::runtime::RuntimeInfo`] (empty if it cannot be
     /// encoded).
     pub fn runtime_describe(runtime: &dyn Runtime) -> String {
-        serde_json::to_string(&runtime.describe()).unwrap_or_default()
+        describe(&runtime.describe())
     }
 
     /// The `configure` export: JSON configuration in.
     pub fn runtime_configure(runtime: &dyn Runtime, config: &str) -> Result<(), String> {
-        wrap(json(config, |e, p| {
-            serve_runtime(e, runtime, verb::CONFIGURE, p)
-        }))
-        .map(|_| ())
+        configure_json(config, |e, p| serve_runtime(e, runtime, verb::CONFIGURE, p))
     }
 
     /// `apply`, `read` or `import`: a JSON request in, a JSON answer out.
@@ -460,15 +465,12 @@ pub mod guest {
     /// The `describe` export: JSON [`crate::function::FunctionPluginInfo`] (empty if it cannot
     /// be encoded).
     pub fn function_describe(plugin: &dyn FunctionPlugin) -> String {
-        serde_json::to_string(&plugin.describe()).unwrap_or_default()
+        describe(&plugin.describe())
     }
 
     /// The `configure` export: JSON configuration in.
     pub fn function_configure(plugin: &dyn FunctionPlugin, config: &str) -> Result<(), String> {
-        wrap(json(config, |e, p| {
-            serve_function(e, plugin, verb::CONFIGURE, p)
-        }))
-        .map(|_| ())
+        configure_json(config, |e, p| serve_function(e, plugin, verb::CONFIGURE, p))
     }
 
     /// The `call` export: the function's name, a JSON array of positional arguments and a JSON
