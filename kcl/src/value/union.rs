@@ -111,7 +111,13 @@ fn union_into<E: From<RtError>>(
             }
             Ok(())
         }
-        // unifying with None or Undefined keeps the value (`{x: 1, x: None}` is `{x: 1}`)
+        // None or Undefined unified with anything is the other side, even None with
+        // Undefined (upstream's order of the two tests); unifying a value with None or
+        // Undefined keeps the value (`{x: 1, x: None}` is `{x: 1}`)
+        (Value::None | Value::Undefined, _) => {
+            *a = b.clone();
+            Ok(())
+        }
         (_, Value::Undefined | Value::None) => Ok(()),
         _ => {
             *a = b.clone();

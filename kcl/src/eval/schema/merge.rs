@@ -199,6 +199,11 @@ impl Evaluator {
         let mut merged = a.attrs.clone();
         for (k, bv) in &b.attrs.map {
             if matches!(bv, Value::Undefined) {
+                // an attribute the other leaves unset keeps this one's value, but None gives
+                // way to it (upstream's union takes the right side when the left is None)
+                if let Some(av @ Value::None) = merged.map.get_mut(k) {
+                    *av = Value::Undefined;
+                }
                 continue;
             }
             let unify = b_keys.iter().any(|(bk, replaced)| bk == k && !replaced);
