@@ -383,7 +383,7 @@ struct TargetRef {
 /// index). A step on None or Undefined, and an attribute of any value but a dict or instance,
 /// fails as upstream's: an index is not subscriptable, an attribute on the way is not
 /// loadable, and the last attribute cannot update the dict.
-fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<Value, RtError> {
+pub(super) fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<Value, RtError> {
     if keys.is_empty() {
         return Ok(v);
     }
@@ -447,4 +447,16 @@ pub(crate) fn stmt_target(s: &Stmt) -> Option<Symbol> {
         StmtKind::SchemaAttr(a) => Some(a.name.sym),
         _ => None,
     }
+}
+
+/// Binding a dotted parameter (`lambda a.b {}`, which upstream's parser accepts) stores
+/// into an attribute of the undefined `a`, which fails as upstream's store does.
+pub(super) fn dotted_param_error(name: &str) -> Option<RtError> {
+    let mut names = name.split('.');
+    names.next();
+    let keys: Vec<(Value, bool)> = names.map(|n| (Value::from(n), true)).collect();
+    if keys.is_empty() {
+        return None;
+    }
+    set_path(Value::Undefined, &keys, Value::None).err()
 }

@@ -346,9 +346,24 @@ impl<'a> Parser<'a> {
                 break;
             }
             let lo = self.tk().lo;
-            let Some(name) = self.expect_ident() else {
+            let Some(mut name) = self.expect_ident() else {
                 break;
             };
+            // upstream's parameter is an identifier, which may be dotted (`a.b`): it names no
+            // variable, and binding it fails at run time
+            while self.at(Tok::Dot)
+                && !self.at_line_break()
+                && matches!(self.nth(1).tok, Tok::Ident(_))
+                && !self.nth(1).nl
+            {
+                self.bump();
+                let attr = self.bump();
+                let dotted = format!("{}.{}", name.sym.as_str(), self.text(attr));
+                name = crate::ast::Name {
+                    sym: crate::ast::Symbol::intern(&dotted),
+                    span: name.span.to(self.tspan(attr)),
+                };
+            }
             // (the `:` and `=` of an unbraced header too)
             let on_line = |p: &Self| close != Tok::LBrace || !p.tk().nl;
             let ty = if on_line(self) && self.eat(Tok::Colon) {

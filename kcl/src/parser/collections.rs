@@ -39,7 +39,11 @@ impl<'a> Parser<'a> {
             }
             elts.push(item);
             if elts.len() > 1 && self.at(Tok::For) {
-                // upstream reads a comprehension of several elements, then refuses it
+                // upstream reads a comprehension of several elements to its `]`, then
+                // refuses it
+                let clauses = self.parse_comp_clauses();
+                self.ctx.pop();
+                self.expect_closer(Tok::RBracket, "]");
                 let sp = elts[0].span;
                 self.error(
                     Span {
@@ -52,9 +56,6 @@ impl<'a> Parser<'a> {
                         elts.len()
                     ),
                 );
-                let clauses = self.parse_comp_clauses();
-                self.ctx.pop();
-                self.expect_closer(Tok::RBracket, "]");
                 let elt = elts.swap_remove(0);
                 return Expr {
                     kind: ExprKind::ListComp(Box::new(ListComp { elt, clauses })),

@@ -533,6 +533,33 @@ impl<'a> Parser<'a> {
                 });
             } else {
                 let e = self.parse_expr();
+                // `expr = value`: upstream's keyword argument whose name is an identifier, a
+                // dotted one naming its first part; any other expression is no name, which
+                // it reports at the value
+                if self.at(Tok::Assign) && !self.tk().nl {
+                    self.bump();
+                    let name = dotted_root(&e);
+                    if name.is_none() {
+                        let (got, at) = self.describe_current();
+                        self.expected_got(at, &["identifier"], &got);
+                    }
+                    let value = self.parse_expr();
+                    if let Some(name) = name {
+                        args.keywords.push(Keyword { name, value });
+                    }
+                    if self.at(Tok::Comma) && self.tk().nl {
+                        if one_line {
+                            break;
+                        }
+                        self.expected(OPERAND_START);
+                        self.bump();
+                        continue;
+                    }
+                    if !self.eat(Tok::Comma) && !self.starts_item() {
+                        break;
+                    }
+                    continue;
+                }
                 if !args.keywords.is_empty() {
                     self.error(e.span, "positional argument follows keyword argument");
                 }
@@ -545,6 +572,21 @@ impl<'a> Parser<'a> {
                     break;
                 }
                 self.expected(OPERAND_START);
+                self.bump();
+                continue;
+            }
+            // on the line, a token that starts no argument: upstream tries another argument
+            // there, then wants a comma, and skips the token
+            if self.pos != start
+                && !self.tk().nl
+                && !self.starts_item()
+                && !matches!(
+                    self.tok(),
+                    Tok::Comma | Tok::RParen | Tok::RBracket | Tok::RBrace | Tok::Eof
+                )
+            {
+                self.expected(OPERAND_START);
+                self.expected(&[","]);
                 self.bump();
                 continue;
             }
@@ -773,4 +815,16 @@ pub(super) fn is_member_token(t: Tok) -> bool {
         t,
         Tok::Ident(_) | Tok::True | Tok::False | Tok::None | Tok::Undefined
     ) || t.is_word_keyword()
+}
+
+/// The first name of `a` or `a.b.c` (names only), as upstream names a keyword argument.
+fn dotted_root(e: &Expr) -> Option<Name> {
+    match &e.kind {
+        ExprKind::Ident(sym) => Some(Name {
+            sym: *sym,
+            span: e.span,
+        }),
+        ExprKind::Selector(x) if !x.optional => dotted_root(&x.value),
+        _ => None,
+    }
 }

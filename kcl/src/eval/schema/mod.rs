@@ -454,6 +454,9 @@ impl Evaluator {
             let sc = Scope::new(None);
             if let Some(ps) = t.stmt.and_then(|s| s.params.as_ref()) {
                 for (i, p) in ps.iter().enumerate() {
+                    if let Some(e) = crate::eval::stmt::dotted_param_error(p.name.sym.as_str()) {
+                        return Err(self.rt(e, span));
+                    }
                     let v = self.param_value(t, p, i, args, kwargs)?;
                     let v = match &p.ty {
                         Some(pt) if !v.is_none_or_undefined() => {
