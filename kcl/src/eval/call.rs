@@ -151,10 +151,11 @@ impl Evaluator {
             ..c.ctx.clone()
         };
         let params = &c.lambda.params;
-        for p in params {
-            if let Some(e) = super::stmt::dotted_param_error(p.name.sym.as_str()) {
-                return Err(self.rt(e, span));
-            }
+        if let Some(e) = c
+            .dotted
+            .and_then(|s| super::stmt::dotted_param_error(s.as_str()))
+        {
+            return Err(self.rt(e, span));
         }
         // Upstream evaluates every default at each call, converted to its parameter's type
         // (a default that does not fit fails there, at the default, even when an argument is

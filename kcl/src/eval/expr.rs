@@ -361,7 +361,15 @@ impl Evaluator {
                 self.captured(&ctx);
                 Ok(Value::Func(Rc::new(Func::User {
                     name: Str::from("lambda"),
-                    data: Rc::new(Closure { lambda: l, ctx }),
+                    data: Rc::new(Closure {
+                        lambda: l,
+                        ctx,
+                        dotted: l
+                            .params
+                            .iter()
+                            .map(|p| p.name.sym)
+                            .find(|s| s.as_str().contains('.')),
+                    }),
                     is_type: false,
                 })))
             }

@@ -329,6 +329,9 @@ pub enum ModuleRef {
 pub struct Closure {
     pub lambda: &'static ast::LambdaExpr,
     pub ctx: Ctx,
+    /// Its first dotted parameter (`lambda a.b {}`), which fails every call; found once
+    /// here, not at each call.
+    pub dotted: Option<ast::Symbol>,
 }
 
 /// A package's folder and its parsed modules, shared with the parse cache.
