@@ -311,9 +311,16 @@ impl<'a> Parser<'a> {
                 }) = entry
             {
                 let clauses = self.parse_comp_clauses();
-                self.ctx.pop();
                 self.no_schema_brace = saved;
-                self.expect_closer(Tok::RBrace, "}");
+                // (a line break there is skipped, as in a list comprehension: the `}` is
+                // wanted from the next token)
+                if self.at_eof() {
+                    self.ctx.pop();
+                    self.expect_closer(Tok::RBrace, "}");
+                } else {
+                    self.expect_closer(Tok::RBrace, "}");
+                    self.ctx.pop();
+                }
                 let comp = DictComp {
                     key,
                     op,

@@ -521,7 +521,11 @@ impl<'a> Parser<'a> {
             // (upstream parses an expression after `@`, then wants it a name: what starts no
             // expression is both a missing expression and a missing name; a keyword is a name)
             // (a sign starts that expression: the name is then wanted after it)
-            if matches!(self.tok(), Tok::Plus | Tok::Minus | Tok::Tilde) {
+            // (`not` and `lambda` start one too)
+            if matches!(
+                self.tok(),
+                Tok::Plus | Tok::Minus | Tok::Tilde | Tok::Not | Tok::Lambda
+            ) {
                 self.parse_expr();
                 if self.tk().nl || self.at_eof() {
                     self.expected_at_line_end(&["identifier"]);
@@ -533,6 +537,9 @@ impl<'a> Parser<'a> {
             }
             if !self.starts_expr() && !self.tok().is_word_keyword() {
                 self.expected(super::expr::OPERAND_START);
+            }
+            if self.tok().is_word_keyword() && !self.at_line_break() {
+                self.keyword_as_name();
             }
             let Some(name) = self.parse_identifier() else {
                 self.recover_to_line_end();
@@ -548,10 +555,7 @@ impl<'a> Parser<'a> {
                 args,
                 span: self.since(lo),
             });
-            if !self.tk().nl && !self.at_eof() {
-                self.unexpected();
-                self.recover_to_line_end();
-            }
+            // (what follows on its line is the decorated statement, as on the next line)
         }
         out
     }
