@@ -333,7 +333,8 @@ impl<'a> Parser<'a> {
 
     fn parse_index_signature(&mut self) -> IndexSignature {
         let lo = self.bump().lo;
-        self.ctx.push(super::Ctx::Bracket);
+        // upstream's parser skips no line break in an index signature's brackets
+        self.ctx.push(super::Ctx::ParenLine);
         let mut any_other = false;
         let mut key_name = None;
         if self.eat(Tok::Ellipsis) {
