@@ -226,6 +226,11 @@ impl<'a> Parser<'a> {
                 self.bump();
             }
         }
+        // an indented body running to the end of the file takes its last newline (upstream's
+        // block): a closer wanted after it finds the end of the file
+        if self.at_eof() {
+            self.eof_newline_taken = true;
+        }
         out
     }
 

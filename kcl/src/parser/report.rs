@@ -67,9 +67,6 @@ impl Parser<'_> {
             // comment included), as upstream does.
             let at = if self.pos == 0 {
                 t.lo
-            } else if t.tok == Tok::Eof {
-                let p = self.prev();
-                p.hi.saturating_sub(1).max(p.lo)
             } else {
                 self.line_end_span().lo
             };
