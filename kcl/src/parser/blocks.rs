@@ -391,7 +391,11 @@ impl<'a> Parser<'a> {
                 && !self.at(close)
                 && !self.at_eof()
                 && !self.tk().nl;
-            if !self.eat(Tok::Comma) && !next_name && !more {
+            // (a lambda's comma on the next line is past its header's line)
+            let comma = self.at(Tok::Comma)
+                && !(close == Tok::LBrace && self.tk().nl)
+                && self.eat(Tok::Comma);
+            if !comma && !next_name && !more {
                 break;
             }
         }

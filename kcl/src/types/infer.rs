@@ -557,14 +557,6 @@ impl<'a> Checker<'a> {
     /// `Name(args) {config}`: a schema instantiation.
     fn infer_schema_expr(&mut self, env: &Env, e: &Expr, se: &ast::SchemaExpr) -> Ty {
         let head = se.name.names[0];
-        if matches!(se.config.kind, ExprKind::DictComp(_)) {
-            self.err(
-                ErrKind::Compile,
-                "Invalid schema config expr, expect config entries, e.g., {k1 = v1, k2 = v2}"
-                    .to_string(),
-                se.config.span.shrink_to_lo(),
-            );
-        }
         let before = self.errors.len();
         self.check_defined(env, head.sym, head.span);
         let id = self.resolve_schema(env.pkg, env.file, &se.name.names);
@@ -576,13 +568,24 @@ impl<'a> Checker<'a> {
         {
             self.check_module_member(m.span.file, m.sym, member.sym, m.span);
         }
+        let name_ok = self.errors.len() == before;
+        // (after the name's own errors, as upstream's resolver walks the name first)
+        if matches!(se.config.kind, ExprKind::DictComp(_)) {
+            self.err(
+                ErrKind::Compile,
+                "Invalid schema config expr, expect config entries, e.g., {k1 = v1, k2 = v2}"
+                    .to_string(),
+                se.config.span.shrink_to_lo(),
+            );
+        }
         // a name whose type is known and takes no config: upstream's compile error (the
         // config is still checked)
-        if id.is_none() && self.errors.len() == before {
+        if id.is_none() && name_ok {
             let path: Vec<(Symbol, Span)> = se.name.names.iter().map(|n| (n.sym, n.span)).collect();
             if let Some(name) = path_expr(&path) {
+                let kept = self.errors.len();
                 let t = self.infer(env, &name);
-                self.errors.truncate(before);
+                self.errors.truncate(kept);
                 if !matches!(
                     t,
                     Ty::Any | Ty::None | Ty::Schema(_) | Ty::SchemaType(_) | Ty::Dict(..)

@@ -94,6 +94,16 @@ impl<'a> Checker<'a> {
         let mut ty = self.lookup(env, t.name.sym);
         let at = t.span.shrink_to_lo();
         for p in &t.path {
+            // a dict's or an instance's key that is statically no string: upstream's
+            // resolver error, at the target
+            if let (ast::TargetPath::Index(ix), Ty::Dict(..) | Ty::Schema(_)) = (p, &ty) {
+                let it = self.infer(env, ix);
+                if it.kind().is_some_and(|k| k != super::Kind::Str) {
+                    let msg = format!("invalid dict/schema key type: '{}'", self.ty_str(&it));
+                    self.err(ErrKind::Compile, msg, at);
+                    return None;
+                }
+            }
             ty = match (p, &ty) {
                 (ast::TargetPath::Index(_), Ty::List(et)) => (**et).clone(),
                 (ast::TargetPath::Index(_) | ast::TargetPath::Attr(_), Ty::Dict(_, vt)) => {
