@@ -212,6 +212,18 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let span = self.expected_at_line_end(&[":"]);
                 self.expected_got(span, &["indent"], "dedent");
+            } else if self.ident_is(0, "check")
+                && !self.nth(1).nl
+                && !matches!(self.nth(1).tok, Tok::Colon | Tok::Eof)
+            {
+                // `check` and anything but its `:` on the line: upstream's keyword wants the
+                // `:` there, then reads on as the block
+                let check_indent = if t.nl { t.indent } else { self.line_indent };
+                self.bump();
+                self.expected(&[":"]);
+                let checks = self.parse_check_block(check_indent);
+                s.checks.extend(checks);
+                checked = true;
             } else if self.ident_is(0, "check") && self.nth(1).tok == Tok::Colon {
                 let check_indent = if t.nl { t.indent } else { self.line_indent };
                 self.bump();
