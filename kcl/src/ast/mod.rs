@@ -1062,6 +1062,20 @@ pub struct LambdaExpr {
 }
 
 impl Expr {
+    /// `a` or `a.b.c` written with names only (no `?.`), as its names and their spans; `None`
+    /// for any other expression.
+    pub fn name_path(&self) -> Option<Vec<(Symbol, Span)>> {
+        match &self.kind {
+            ExprKind::Ident(s) => Some(vec![(*s, self.span)]),
+            ExprKind::Selector(x) if !x.optional => {
+                let mut p = x.value.name_path()?;
+                p.push((x.attr.sym, x.attr.span));
+                Some(p)
+            }
+            _ => None,
+        }
+    }
+
     /// A placeholder expression used by error recovery.
     pub fn missing(span: Span) -> Expr {
         Expr {

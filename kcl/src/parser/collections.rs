@@ -23,14 +23,7 @@ impl<'a> Parser<'a> {
             };
             if elts.is_empty() && self.at(Tok::For) {
                 let clauses = self.parse_comp_clauses();
-                // (a line break there is skipped: the `]` is wanted from the next token)
-                if self.at_eof() {
-                    self.ctx.pop();
-                    self.expect_closer(Tok::RBracket, "]");
-                } else {
-                    self.expect_closer(Tok::RBracket, "]");
-                    self.ctx.pop();
-                }
+                self.close_comprehension(Tok::RBracket, "]");
                 let span = self.since(lo);
                 return Expr {
                     kind: ExprKind::ListComp(Box::new(ListComp { elt: item, clauses })),
@@ -234,6 +227,18 @@ impl<'a> Parser<'a> {
         out
     }
 
+    /// A comprehension's closer, its bracket's context still pushed: a line break before it
+    /// is skipped (the closer is wanted from the next token), except at the end of the file.
+    fn close_comprehension(&mut self, close: Tok, text: &str) {
+        if self.at_eof() {
+            self.ctx.pop();
+            self.expect_closer(close, text);
+        } else {
+            self.expect_closer(close, text);
+            self.ctx.pop();
+        }
+    }
+
     fn parse_comp_clauses(&mut self) -> Vec<CompClause> {
         let mut clauses = Vec::new();
         while self.at(Tok::For) {
@@ -317,15 +322,7 @@ impl<'a> Parser<'a> {
             {
                 let clauses = self.parse_comp_clauses();
                 self.no_schema_brace = saved;
-                // (a line break there is skipped, as in a list comprehension: the `}` is
-                // wanted from the next token)
-                if self.at_eof() {
-                    self.ctx.pop();
-                    self.expect_closer(Tok::RBrace, "}");
-                } else {
-                    self.expect_closer(Tok::RBrace, "}");
-                    self.ctx.pop();
-                }
+                self.close_comprehension(Tok::RBrace, "}");
                 let comp = DictComp {
                     key,
                     op,

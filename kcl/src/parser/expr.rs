@@ -261,22 +261,7 @@ impl<'a> Parser<'a> {
     /// Whether the current token, on the same line, starts an expression (upstream then
     /// parses another list item, config entry, argument or statement without a separator).
     pub(crate) fn starts_expr(&self) -> bool {
-        !self.at_line_break()
-            && matches!(
-                self.tok(),
-                Tok::Ident(_)
-                    | Tok::Number
-                    | Tok::Str { .. }
-                    | Tok::True
-                    | Tok::False
-                    | Tok::None
-                    | Tok::Undefined
-                    | Tok::LParen
-                    | Tok::LBracket
-                    | Tok::LBrace
-                    | Tok::Lambda
-                    | Tok::Not
-            )
+        !self.at_line_break() && starts_operand(self.tok())
     }
 
     /// A list item or config entry: an expression, an unpacking or an `if` entry.
@@ -538,7 +523,11 @@ impl<'a> Parser<'a> {
                 // it reports at the value
                 if self.at(Tok::Assign) && !self.tk().nl {
                     self.bump();
-                    let name = dotted_root(&e);
+                    // (upstream names a keyword argument by a dotted name's first part)
+                    let name = e.name_path().map(|p| Name {
+                        sym: p[0].0,
+                        span: p[0].1,
+                    });
                     if name.is_none() {
                         let (got, at) = self.describe_current();
                         self.expected_got(at, &["identifier"], &got);
@@ -547,23 +536,12 @@ impl<'a> Parser<'a> {
                     if let Some(name) = name {
                         args.keywords.push(Keyword { name, value });
                     }
-                    if self.at(Tok::Comma) && self.tk().nl {
-                        if one_line {
-                            break;
-                        }
-                        self.expected(OPERAND_START);
-                        self.bump();
-                        continue;
+                } else {
+                    if !args.keywords.is_empty() {
+                        self.error(e.span, "positional argument follows keyword argument");
                     }
-                    if !self.eat(Tok::Comma) && !self.starts_item() {
-                        break;
-                    }
-                    continue;
+                    args.args.push(e);
                 }
-                if !args.keywords.is_empty() {
-                    self.error(e.span, "positional argument follows keyword argument");
-                }
-                args.args.push(e);
             }
             // a comma starting a line: the `)` of a one-line call is missing before it, and
             // elsewhere upstream wants the next argument there
@@ -817,14 +795,22 @@ pub(super) fn is_member_token(t: Tok) -> bool {
     ) || t.is_word_keyword()
 }
 
-/// The first name of `a` or `a.b.c` (names only), as upstream names a keyword argument.
-fn dotted_root(e: &Expr) -> Option<Name> {
-    match &e.kind {
-        ExprKind::Ident(sym) => Some(Name {
-            sym: *sym,
-            span: e.span,
-        }),
-        ExprKind::Selector(x) if !x.optional => dotted_root(&x.value),
-        _ => None,
-    }
+/// Whether `t` starts an expression that is no signed operand (`-x` after an operand is a
+/// binary minus).
+pub(super) fn starts_operand(t: Tok) -> bool {
+    matches!(
+        t,
+        Tok::Ident(_)
+            | Tok::Number
+            | Tok::Str { .. }
+            | Tok::True
+            | Tok::False
+            | Tok::None
+            | Tok::Undefined
+            | Tok::LParen
+            | Tok::LBracket
+            | Tok::LBrace
+            | Tok::Lambda
+            | Tok::Not
+    )
 }

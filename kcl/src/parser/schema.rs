@@ -440,23 +440,9 @@ impl<'a> Parser<'a> {
             }
             // a line starting with no operand: upstream's lexer has taken the line break, so
             // the token itself is what it got (not the newline)
-            let operand = matches!(
-                t.tok,
-                Tok::Ident(_)
-                    | Tok::Number
-                    | Tok::Str { .. }
-                    | Tok::True
-                    | Tok::False
-                    | Tok::None
-                    | Tok::Undefined
-                    | Tok::LParen
-                    | Tok::LBracket
-                    | Tok::LBrace
-                    | Tok::Minus
-                    | Tok::Plus
-                    | Tok::Tilde
-                    | Tok::Eof
-            ) || t.tok.is_word_keyword();
+            let operand = super::expr::starts_operand(t.tok)
+                || matches!(t.tok, Tok::Minus | Tok::Plus | Tok::Tilde | Tok::Eof)
+                || t.tok.is_word_keyword();
             if !operand {
                 let got = t.tok.describe(self.text(t));
                 self.expected_got(self.tspan(t), super::expr::OPERAND_START, &got);

@@ -629,7 +629,13 @@ impl<'a> Parser<'a> {
         // the name is an expression too: a dotted name is one, anything else (`T == "a"`)
         // is no identifier, and the `=` is wanted after all of it
         let e = self.parse_expr();
-        let name = dotted_name(&e);
+        let name = e.name_path().map(|p| {
+            let text: Vec<&str> = p.iter().map(|(s, _)| s.as_str()).collect();
+            crate::ast::Name {
+                sym: crate::ast::Symbol::intern(&text.join(".")),
+                span: e.span,
+            }
+        });
         if name.is_none() {
             self.error(e.span.shrink_to_lo(), "expected identifier");
         }
@@ -639,25 +645,6 @@ impl<'a> Parser<'a> {
             kind: StmtKind::TypeAlias(TypeAliasStmt { name: name?, ty }),
             span: self.since(lo),
         })
-    }
-}
-
-/// `a` or `a.b.c` (names only) as one name, its parts joined with dots.
-fn dotted_name(e: &Expr) -> Option<crate::ast::Name> {
-    match &e.kind {
-        ExprKind::Ident(sym) => Some(crate::ast::Name {
-            sym: *sym,
-            span: e.span,
-        }),
-        ExprKind::Selector(x) if !x.optional => {
-            let base = dotted_name(&x.value)?;
-            let text = format!("{}.{}", base.sym.as_str(), x.attr.sym.as_str());
-            Some(crate::ast::Name {
-                sym: crate::ast::Symbol::intern(&text),
-                span: e.span,
-            })
-        }
-        _ => None,
     }
 }
 

@@ -168,7 +168,7 @@ impl<'a> Checker<'a> {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, value, op } => {
                     // `a.b.c = v` is `a: {b: {c = v}}` to upstream
-                    let path = selector_names(key);
+                    let path = key.name_path();
                     let kt = match &key.kind {
                         // a loop variable as a key is its value
                         ExprKind::Ident(s) if let Some(t) = env.loop_var_ty(*s) => {
@@ -179,7 +179,7 @@ impl<'a> Checker<'a> {
                         ExprKind::Str(s) => Ty::StrLit(s.clone()),
                         ExprKind::Selector(_) if path.is_some() => {
                             let names = path.as_deref().unwrap_or_default();
-                            Ty::StrLit(std::sync::Arc::from(names[0].as_str()))
+                            Ty::StrLit(std::sync::Arc::from(names[0].0.as_str()))
                         }
                         // (`d?.k`, `d["k"].v`: no key path, an expression)
                         _ => {
@@ -201,7 +201,7 @@ impl<'a> Checker<'a> {
                     }
                     if let Some(names) = &path {
                         for n in names[1..].iter().rev() {
-                            let k = Ty::StrLit(std::sync::Arc::from(n.as_str()));
+                            let k = Ty::StrLit(std::sync::Arc::from(n.0.as_str()));
                             vt = Ty::Dict(Rc::new(k), Rc::new(vt));
                         }
                     }
@@ -339,18 +339,6 @@ pub(super) fn literal_keys(entries: &[ast::ConfigEntry], keys: &mut Vec<String>)
 }
 
 /// The names of a dotted key `a.b.c` (a selector chain on a name), `None` for anything else.
-fn selector_names(e: &Expr) -> Option<Vec<Symbol>> {
-    match &e.kind {
-        ExprKind::Ident(s) => Some(vec![*s]),
-        ExprKind::Selector(x) if !x.optional => {
-            let mut v = selector_names(&x.value)?;
-            v.push(x.attr.sym);
-            Some(v)
-        }
-        _ => None,
-    }
-}
-
 impl<'a> Checker<'a> {
     /// Config literals among the operands of `e` (through parentheses, `as`, operators,
     /// conditionals, quantifier targets and a call of unknown type) read against `want`, as

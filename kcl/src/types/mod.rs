@@ -557,21 +557,9 @@ fn key_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
     match &key.kind {
         // upstream's resolver leaves an empty key to the run time
         ExprKind::Str(s) if !s.is_empty() => Some(vec![(Symbol::intern(s), key.span)]),
-        _ => name_path(key),
-    }
-}
-
-/// `a.b.c` of names only: a string before a dot (`"a".b`) makes the key an expression, an
-/// attribute of a string, as upstream reads it.
-fn name_path(key: &Expr) -> Option<Vec<(Symbol, Span)>> {
-    match &key.kind {
-        ExprKind::Ident(s) => Some(vec![(*s, key.span)]),
-        ExprKind::Selector(x) if !x.optional => {
-            let mut p = name_path(&x.value)?;
-            p.push((x.attr.sym, x.attr.span));
-            Some(p)
-        }
-        _ => None,
+        // (a string before a dot, `"a".b`, makes the key an expression: an attribute of a
+        // string, as upstream reads it)
+        _ => key.name_path(),
     }
 }
 
