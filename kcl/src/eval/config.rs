@@ -92,7 +92,7 @@ impl Evaluator {
                                 optional: false,
                             } if path.is_empty()
                                 && index.is_none()
-                                && matches!(inner.kind, ExprKind::Ident(_))
+                                && inner.name_path().is_some()
                                 && matches!(
                                     idx.kind,
                                     ExprKind::Int(_) | ExprKind::Unary { .. }
@@ -106,7 +106,12 @@ impl Evaluator {
                                         Some(idx.span),
                                     )
                                 })?);
+                                // (upstream's run time indexes the first name of
+                                // `a.b[0]` and drops the others)
                                 k = inner;
+                                while let ExprKind::Selector(x) = &k.kind {
+                                    k = &x.value;
+                                }
                             }
                             _ => break,
                         }
@@ -186,10 +191,13 @@ impl Evaluator {
         // an instance takes its attributes, a dict merged into one sets them in place, a dict
         // then an instance under one key is the instance's attributes laid over the dict
         let rb = |i: &Value, x: &Value| self.rebuild_in_config(i, x, span);
+        // an entry without an index leaves the key's last one (upstream: `a[0] += [3]` then
+        // `a = [9]` overrides item 0 of what `a` holds where this config is merged later)
+        let kept = index.or(d.op_of_key(k).1);
         value::merge_entry_with(d, k, v, op, index, true, &rb).map_err(|x| x.or_span(span))?;
         // the last entry's operator is the key's (upstream: `a = S {}` then `a: {...}` leaves
         // `a` a union, so a schema merges it with its default)
-        d.set_op(k.clone(), op, index);
+        d.set_op(k.clone(), op, kept);
         if let Some(nv) = d.map.get(k) {
             scope
                 .vars

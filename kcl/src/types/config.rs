@@ -194,7 +194,7 @@ impl<'a> Checker<'a> {
                     // a list of the value
                     if *op != ast::ConfigOp::Insert
                         && matches!(&key.kind, ExprKind::Subscript { value: n, index, .. }
-                            if matches!(n.kind, ExprKind::Ident(_)) && number_literal(index))
+                            if n.name_path().is_some() && number_literal(index))
                         && !vt.is_any()
                     {
                         vt = Ty::List(Rc::new(vt));
@@ -276,7 +276,7 @@ impl<'a> Checker<'a> {
     pub(super) fn infer_config_key(&mut self, env: &Env, key: &Expr) -> Ty {
         match &key.kind {
             ExprKind::Subscript { value, index, .. }
-                if matches!(value.kind, ExprKind::Ident(_)) && number_literal(index) =>
+                if value.name_path().is_some() && number_literal(index) =>
             {
                 Ty::Str
             }

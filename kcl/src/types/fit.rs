@@ -491,10 +491,7 @@ impl<'a> Checker<'a> {
                         ExprKind::Subscript { value, index, .. }
                             if super::infer::number_literal(index) =>
                         {
-                            match &value.kind {
-                                ExprKind::Ident(n) => Some(vec![(*n, value.span)]),
-                                _ => None,
-                            }
+                            value.name_path()
                         }
                         _ => None,
                     });

@@ -119,6 +119,15 @@ fn union_into<E: From<RtError>>(
             Ok(())
         }
         (_, Value::Undefined | Value::None) => Ok(()),
+        // a list and a config do not merge, even where no conflict is checked (a schema's
+        // default under its config's entry)
+        (Value::List(_), Value::Dict(_) | Value::Schema(_))
+        | (Value::Dict(_) | Value::Schema(_), Value::List(_)) => Err(RtError::eval(format!(
+            "union failure, expect \"{}\", got \"{}\"",
+            a.type_name(),
+            b.type_name()
+        ))
+        .into()),
         _ => {
             *a = b.clone();
             Ok(())
@@ -279,6 +288,10 @@ fn merge_entry_in<E: From<RtError>>(
 ) -> Result<(), E> {
     // upstream takes a config key's index as a 32-bit integer
     let index = index.map(|i| i64::from(i as i32));
+    // the key's operator becomes this entry's; its index only when the entry has one
+    // (upstream keeps the last index given: merged later, `a[0] += [3]` then `a = [9]`
+    // overrides item 0)
+    let kept = index.or(d.op_of_key(k).1);
     match op {
         ConfigOp::Override => {
             if let Some(i) = index {
@@ -309,7 +322,7 @@ fn merge_entry_in<E: From<RtError>>(
             } else {
                 d.map.insert(k.clone(), v.clone());
             }
-            d.set_op(k.clone(), ConfigOp::Override, None);
+            d.set_op(k.clone(), ConfigOp::Override, kept);
         }
         ConfigOp::Insert => {
             let cur = d.map.get(k).cloned().unwrap_or(Value::None);
@@ -369,7 +382,7 @@ fn merge_entry_in<E: From<RtError>>(
             // still an insertion when this dict is merged into another later (the last
             // entry's operator is the key's, as upstream's: `l = [1]` then `l += [2]` appends
             // both to what `l` holds there)
-            d.set_op(k.clone(), ConfigOp::Insert, index);
+            d.set_op(k.clone(), ConfigOp::Insert, kept);
         }
         ConfigOp::Union if index.is_some() => {
             let i = index.unwrap_or_default();
@@ -404,6 +417,7 @@ fn merge_entry_in<E: From<RtError>>(
                 return Err(conflict_at(&ki, &at, cur, v).into());
             }
             union_into(cur, v, check, depth + 1, rb, Some(&at))?;
+            d.set_op(k.clone(), ConfigOp::Union, kept);
         }
         ConfigOp::Union => match d.map.get_mut(k) {
             Some(cur) => {
@@ -414,7 +428,7 @@ fn merge_entry_in<E: From<RtError>>(
                 union_into(cur, v, check, depth + 1, rb, Some(&at))?;
                 // a key's operator is its last entry's, as upstream's: `a = x` then `a: {..}`
                 // merges into (not over) what `a` holds where this dict is merged later
-                d.set_op(k.clone(), ConfigOp::Union, None);
+                d.set_op(k.clone(), ConfigOp::Union, kept);
             }
             None => {
                 d.map.insert(k.clone(), v.clone());

@@ -305,6 +305,11 @@ impl Evaluator {
         let overridden =
             fr.config.map.contains_key(k) && fr.config.op_of(k) == (ConfigOp::Override, None);
         let Some(val) = &attr.value else {
+            // an entry still carrying an index (`a[0] += [3]` then `a = [9]` in one config)
+            // is merged onto the unset attribute here, as upstream's: an `=` finds no list
+            if fr.config.map.contains_key(k) && fr.config.op_of(k).1.is_some() {
+                return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
+            }
             if let Some(lz) = &fr.lazy
                 && self.lazy_declare_insert(fr, lz, attr.name.sym, span)?
             {
