@@ -664,6 +664,9 @@ impl<'a> Lexer<'a> {
         let q = self.src[self.pos];
         let triple = self.peek(1) == q && self.peek(2) == q;
         self.pos += if triple { 3 } else { 1 };
+        if !triple {
+            return self.one_line_string(lo, q, raw);
+        }
         loop {
             if self.pos >= self.src.len() {
                 self.pos = self.src.len();
@@ -685,11 +688,39 @@ impl<'a> Lexer<'a> {
                     return Tok::Str { raw, triple };
                 }
             }
-            if !triple && (b == b'\n' || b == b'\r') {
-                self.err(lo, lo, "unterminated string");
-                return Tok::Str { raw, triple };
-            }
             self.pos += 1;
         }
+    }
+
+    /// A `"..."` or `'...'` string after its quote, read as upstream's lexer reads it: a
+    /// character followed by a line break ends an unterminated string there (a `\` too), so
+    /// only a line break right after the quote is taken in, and the string then runs to its
+    /// quote on the next line. A line break in the string is invalid syntax.
+    fn one_line_string(&mut self, lo: usize, q: u8, raw: bool) -> Tok {
+        let tok = Tok::Str { raw, triple: false };
+        let terminated = loop {
+            let Some(&c) = self.src.get(self.pos) else {
+                break false;
+            };
+            self.pos += 1;
+            if c == q {
+                break true;
+            }
+            if c == b'\\' && matches!(self.src.get(self.pos), Some(&n) if n == b'\\' || n == q) {
+                self.pos += 1;
+            } else if matches!(self.src.get(self.pos), Some(b'\n' | b'\r')) {
+                break false;
+            }
+        };
+        if !terminated {
+            self.err(lo, lo, "unterminated string");
+        }
+        if self.src[lo..self.pos]
+            .iter()
+            .any(|&b| b == b'\n' || b == b'\r')
+        {
+            self.err(lo, lo, "invalid string syntax");
+        }
+        tok
     }
 }

@@ -214,6 +214,10 @@ impl<'a> Parser<'a> {
             params = self.parse_params(Tok::RBrace);
             self.ctx.pop();
             self.expect(Tok::RBrace, "}");
+        } else if matches!(self.tok(), Tok::LParen | Tok::LBracket) && !self.tk().nl {
+            // (upstream's lambda has no bracketed parameter list: it wants the body there)
+            self.expected(&["{"]);
+            return Expr::missing(self.since(lo));
         } else if !self.at(Tok::LBrace) && !self.at(Tok::Arrow) {
             // (upstream reads the header on one line: a default value ends with it)
             self.ctx.push(Ctx::ParenLine);
@@ -346,7 +350,20 @@ impl<'a> Parser<'a> {
                 break;
             }
             let lo = self.tk().lo;
-            let Some(mut name) = self.expect_ident() else {
+            // (a keyword or constant is a name to upstream's parameter list: `lambda if {}`)
+            let t = self.tk();
+            let word = t.tok.is_word_keyword()
+                || matches!(t.tok, Tok::True | Tok::False | Tok::None | Tok::Undefined);
+            let name = if word && !self.nl_break() {
+                self.bump();
+                Some(crate::ast::Name {
+                    sym: crate::ast::Symbol::intern(self.text(t)),
+                    span: self.tspan(t),
+                })
+            } else {
+                self.expect_ident()
+            };
+            let Some(mut name) = name else {
                 break;
             };
             // upstream's parameter is an identifier, which may be dotted (`a.b`): it names no

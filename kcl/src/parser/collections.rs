@@ -22,7 +22,7 @@ impl<'a> Parser<'a> {
                 self.parse_list_item()
             };
             if elts.is_empty() && self.at(Tok::For) {
-                let clauses = self.parse_comp_clauses();
+                let clauses = self.parse_comp_clauses(false);
                 self.close_comprehension(Tok::RBracket, "]");
                 let span = self.since(lo);
                 return Expr {
@@ -34,7 +34,7 @@ impl<'a> Parser<'a> {
             if elts.len() > 1 && self.at(Tok::For) {
                 // upstream reads a comprehension of several elements to its `]`, then
                 // refuses it
-                let clauses = self.parse_comp_clauses();
+                let clauses = self.parse_comp_clauses(false);
                 self.ctx.pop();
                 self.expect_closer(Tok::RBracket, "]");
                 let sp = elts[0].span;
@@ -144,7 +144,7 @@ impl<'a> Parser<'a> {
             self.elif_block_seen = false;
         }
         let cond = self.parse_expr();
-        self.expect(Tok::Colon, ":");
+        self.expect_colon_on_line();
         let inline = !self.tk().nl;
         if is_elif && inline && self.elif_block_seen {
             let t = self.tk();
@@ -165,13 +165,24 @@ impl<'a> Parser<'a> {
             orelse.push(nested(self));
         } else if t.tok == Tok::Else && aligned {
             self.bump();
-            self.expect(Tok::Colon, ":");
+            self.expect_colon_on_line();
             orelse = body(self, header_indent);
         }
         if !is_elif {
             self.elif_block_seen = outer;
         }
         (cond, then, orelse)
+    }
+
+    /// The `:` of a list or config `if`/`elif`/`else` header, in brackets too on the header's
+    /// line: on a later line it is missing at the line's end (upstream reads on from it).
+    fn expect_colon_on_line(&mut self) {
+        if self.tk().nl || self.at_eof() {
+            self.expected_at_line_end(&[":"]);
+            self.eat(Tok::Colon);
+        } else {
+            self.expect(Tok::Colon, ":");
+        }
     }
 
     /// The body of a list or config `if`/`elif`/`else`: one item on the header's line, or an
@@ -239,14 +250,17 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn parse_comp_clauses(&mut self) -> Vec<CompClause> {
+    /// `for ... in ... [if ...]` clauses. `one_line`: a clause (or filter) on a later line is
+    /// no part of them, as in upstream's config written on the `{` line.
+    fn parse_comp_clauses(&mut self, one_line: bool) -> Vec<CompClause> {
         let mut clauses = Vec::new();
-        while self.at(Tok::For) {
+        while self.at(Tok::For) && !(one_line && self.tk().nl) {
             let lo = self.bump().lo;
             let mut targets = Vec::new();
             while let Some(id) = self.parse_identifier() {
                 targets.push(id);
-                if !self.eat(Tok::Comma) {
+                // (a comma on the next line is past the clause's variables, in brackets too)
+                if self.tk().nl || !self.eat(Tok::Comma) {
                     break;
                 }
                 // (the clause's variables stand on its line, in brackets too)
@@ -256,9 +270,9 @@ impl<'a> Parser<'a> {
                 }
             }
             // (inside brackets too, `in` belongs on the line of the clause's variables)
-            if self.at(Tok::In) && self.tk().nl {
+            if self.tk().nl || self.at_eof() {
                 self.expected_at_line_end(&["in"]);
-                self.bump();
+                self.eat(Tok::In);
             } else if !self.expect(Tok::In, "in") {
                 // Recover like upstream: keep parsing what follows as the iterable.
             }
@@ -266,7 +280,7 @@ impl<'a> Parser<'a> {
             // one filter per clause, a full expression as upstream's (`if a if b else c` is
             // one conditional expression)
             let mut ifs = Vec::new();
-            if self.at(Tok::If) {
+            if self.at(Tok::If) && !(one_line && self.tk().nl) {
                 self.bump();
                 ifs.push(self.parse_expr());
             }
@@ -309,18 +323,19 @@ impl<'a> Parser<'a> {
                 // `{for x in y}`: the comprehension's entry is missing
                 let sp = self.tspan(self.tk());
                 self.error(sp, "missing config comp clause expression");
-                self.parse_comp_clauses();
+                self.parse_comp_clauses(false);
                 break;
             }
             let entry = self.parse_config_entry();
             if entries.is_empty()
                 && self.at(Tok::For)
+                && !(one_line && self.tk().nl)
                 && let Some(ConfigEntry {
                     kind: ConfigEntryKind::KeyValue { key, op, value },
                     ..
                 }) = entry
             {
-                let clauses = self.parse_comp_clauses();
+                let clauses = self.parse_comp_clauses(one_line);
                 self.no_schema_brace = saved;
                 self.close_comprehension(Tok::RBrace, "}");
                 let comp = DictComp {

@@ -22,7 +22,8 @@ impl<'a> Parser<'a> {
         };
         let (name, params) = self.parse_def_name()?;
         let mut parent = None;
-        if self.at(Tok::LParen) {
+        // (the header is one line: a `(` or `[` on the next one is no part of it)
+        if self.at(Tok::LParen) && !self.at_line_break() {
             self.bump();
             // (upstream reads the parent on the header's line)
             self.ctx.push(super::Ctx::ParenLine);
@@ -70,13 +71,18 @@ impl<'a> Parser<'a> {
     fn parse_def_name(&mut self) -> Option<(Name, Option<Vec<Param>>)> {
         let name = self.expect_ident()?;
         let mut params = None;
-        if self.at(Tok::LBracket) {
+        if self.at(Tok::LBracket) && !self.at_line_break() {
             self.bump();
             self.ctx.push(super::Ctx::Bracket);
             let p = self.parse_params(Tok::RBracket);
             self.ctx.pop();
             self.expect(Tok::RBracket, "]");
             params = Some(p);
+            // upstream skips line breaks after the `]`: the header goes on at the next token
+            // (unless that line is indented otherwise: its indent or dedent is what follows)
+            if self.tk().nl && !self.at_eof() && self.tk().indent == self.line_indent {
+                self.toks[self.pos].nl = false;
+            }
         }
         Some((name, params))
     }
@@ -479,7 +485,7 @@ impl<'a> Parser<'a> {
         self.bump();
         let (name, params) = self.parse_def_name()?;
         let mut parents = Vec::new();
-        if self.at(Tok::LParen) {
+        if self.at(Tok::LParen) && !self.at_line_break() {
             self.bump();
             self.ctx.push(super::Ctx::Paren);
             while !self.at(Tok::RParen) && !self.at_eof() {

@@ -620,15 +620,15 @@ impl<'a> Parser<'a> {
 
     fn parse_type_alias(&mut self, lo: u32) -> Option<Stmt> {
         self.bump();
-        if !matches!(self.tok(), Tok::Ident(_)) || self.at_line_break() {
-            // upstream parses an expression for the name: its error names what it found
-            self.parse_expr();
+        // upstream parses an expression for the name: where that fails, its error names what
+        // it found; a dotted name is one name, any other expression (`T == "a"`, `+T`) is no
+        // identifier, and the `=` is wanted after all of it
+        let errors = self.errors.len();
+        let e = self.parse_expr();
+        if self.errors.len() > errors {
             self.recover_to_line_end();
             return None;
         }
-        // the name is an expression too: a dotted name is one, anything else (`T == "a"`)
-        // is no identifier, and the `=` is wanted after all of it
-        let e = self.parse_expr();
         let name = e.name_path().map(|p| {
             let text: Vec<&str> = p.iter().map(|(s, _)| s.as_str()).collect();
             crate::ast::Name {

@@ -118,9 +118,9 @@ impl<'a> Parser<'a> {
                     "str" => Some(TypeKind::Basic(BasicType::Str)),
                     _ => None,
                 };
-                if let Some(k) = basic
-                    && self.nth(1).tok != Tok::Dot
-                {
+                // (a builtin type's name is no package's: `int.x` is `int`, the `.` left to
+                // what follows)
+                if let Some(k) = basic {
                     self.bump();
                     return Type { kind: k, span };
                 }
