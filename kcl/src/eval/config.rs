@@ -191,13 +191,10 @@ impl Evaluator {
         // an instance takes its attributes, a dict merged into one sets them in place, a dict
         // then an instance under one key is the instance's attributes laid over the dict
         let rb = |i: &Value, x: &Value| self.rebuild_in_config(i, x, span);
-        // an entry without an index leaves the key's last one (upstream: `a[0] += [3]` then
-        // `a = [9]` overrides item 0 of what `a` holds where this config is merged later)
-        let kept = index.or(d.op_of_key(k).1);
+        // (the merge records the key's operator: the last entry's, as upstream's `a = S {}`
+        // then `a: {...}` leaves `a` a union a schema merges with its default; and its last
+        // index: `a[0] += [3]` then `a = [9]` overrides item 0 where this config is merged)
         value::merge_entry_with(d, k, v, op, index, true, &rb).map_err(|x| x.or_span(span))?;
-        // the last entry's operator is the key's (upstream: `a = S {}` then `a: {...}` leaves
-        // `a` a union, so a schema merges it with its default)
-        d.set_op(k.clone(), op, kept);
         if let Some(nv) = d.map.get(k) {
             scope
                 .vars

@@ -697,30 +697,36 @@ impl<'a> Lexer<'a> {
     /// only a line break right after the quote is taken in, and the string then runs to its
     /// quote on the next line. A line break in the string is invalid syntax.
     fn one_line_string(&mut self, lo: usize, q: u8, raw: bool) -> Tok {
-        let tok = Tok::Str { raw, triple: false };
+        let src = self.src;
+        let mut i = self.pos;
+        let mut line_break = false;
         let terminated = loop {
-            let Some(&c) = self.src.get(self.pos) else {
+            let Some(&c) = src.get(i) else {
                 break false;
             };
-            self.pos += 1;
+            i += 1;
             if c == q {
                 break true;
             }
-            if c == b'\\' && matches!(self.src.get(self.pos), Some(&n) if n == b'\\' || n == q) {
-                self.pos += 1;
-            } else if matches!(self.src.get(self.pos), Some(b'\n' | b'\r')) {
+            match c {
+                b'\\' if matches!(src.get(i), Some(&n) if n == b'\\' || n == q) => {
+                    i += 1;
+                    continue;
+                }
+                b'\n' | b'\r' => line_break = true,
+                _ => {}
+            }
+            if matches!(src.get(i), Some(b'\n' | b'\r')) {
                 break false;
             }
         };
+        self.pos = i;
         if !terminated {
             self.err(lo, lo, "unterminated string");
         }
-        if self.src[lo..self.pos]
-            .iter()
-            .any(|&b| b == b'\n' || b == b'\r')
-        {
+        if line_break {
             self.err(lo, lo, "invalid string syntax");
         }
-        tok
+        Tok::Str { raw, triple: false }
     }
 }

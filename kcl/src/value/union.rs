@@ -291,7 +291,7 @@ fn merge_entry_in<E: From<RtError>>(
     // the key's operator becomes this entry's; its index only when the entry has one
     // (upstream keeps the last index given: merged later, `a[0] += [3]` then `a = [9]`
     // overrides item 0)
-    let kept = index.or(d.op_of_key(k).1);
+    let kept = index.or_else(|| d.op_of_key(k).1);
     match op {
         ConfigOp::Override => {
             if let Some(i) = index {

@@ -307,7 +307,7 @@ impl Evaluator {
         let Some(val) = &attr.value else {
             // an entry still carrying an index (`a[0] += [3]` then `a = [9]` in one config)
             // is merged onto the unset attribute here, as upstream's: an `=` finds no list
-            if fr.config.map.contains_key(k) && fr.config.op_of(k).1.is_some() {
+            if fr.config.op_of(k).1.is_some() && fr.config.map.contains_key(k) {
                 return self.schema_set(ctx, fr, attr.name.sym, Value::Undefined, span);
             }
             if let Some(lz) = &fr.lazy
