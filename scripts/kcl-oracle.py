@@ -19,7 +19,14 @@ untouched (upstream resolves them against the -E package of that name).
 import json
 import os
 import re
+import resource
 import sys
+
+# upstream's parser loops and grows without bound on some broken programs (`x = [if True:`
+# at the end of a file): cap the address space so such a run fails, instead of swapping the
+# machine (KCL_ORACLE_MEMORY_MB, default 4096)
+_cap = int(os.environ.get("KCL_ORACLE_MEMORY_MB", "4096")) << 20
+resource.setrlimit(resource.RLIMIT_AS, (_cap, _cap))
 
 # KCL_ORACLE_PATH: a `pip install --target` folder holding another kcl-lib release (the Konfig
 # goldens come from 0.12.4; 0.13 rejects Konfig's cross-module `__META_*` references)

@@ -352,6 +352,26 @@ impl<'a> Parser<'a> {
             if let Some(e) = entry {
                 entries.push(e);
             }
+            if entries.len() > 1 && self.at(Tok::For) && !(one_line && self.tk().nl) {
+                // as with lists, upstream reads a comprehension of several entries to its
+                // `}`, then refuses it at the first entry
+                self.parse_comp_clauses(one_line);
+                self.ctx.pop();
+                self.no_schema_brace = saved;
+                self.expect_closer(Tok::RBrace, "}");
+                let sp = entries[0].span();
+                self.error(
+                    Span { hi: sp.lo, ..sp },
+                    format!(
+                        "multiple config comp clause expression found: expected 1, got {}",
+                        entries.len()
+                    ),
+                );
+                return Expr {
+                    kind: ExprKind::Config(entries.into_boxed_slice()),
+                    span: self.since(lo),
+                };
+            }
             // (a comma starting a line is where upstream wants the next entry, or the `}` of
             // a one-line config)
             if self.at(Tok::Comma) && self.tk().nl {

@@ -70,9 +70,9 @@ impl Parser<'_> {
             } else {
                 self.line_end_span().lo
             };
-            // at the end of the file upstream's lexer has ended the last line (a newline), but
-            // `[...]` and `{...}` skip newlines (so the next token is the end of file), and the
-            // start of a block (also an `if` entry's, inside braces) finds the end of file or,
+            // at the end of the file upstream's lexer has ended the last line (a newline): a
+            // missing operand finds it inside brackets too (only where `[...]` and `{...}`
+            // want their closer are newlines skipped, see `expect`), and the start of a block (also an `if` entry's, inside braces) finds the end of file or,
             // on an indented line, a dedent
             let what = if t.tok == Tok::Eof && self.want_block && !self.embedded {
                 if self.line_indent > 0 {
@@ -80,12 +80,7 @@ impl Parser<'_> {
                 } else {
                     "eof"
                 }
-            } else if t.tok == Tok::Eof
-                && (self.embedded
-                    || matches!(
-                        self.ctx.last(),
-                        Some(Ctx::Bracket | Ctx::Brace | Ctx::Lambda)
-                    ))
+            } else if t.tok == Tok::Eof && (self.embedded || self.ctx.last() == Some(&Ctx::Lambda))
             {
                 "eof"
             } else if self.want_block && t.tok != Tok::Eof && t.indent < self.line_indent {

@@ -237,25 +237,7 @@ impl<'a> Parser<'a> {
                 let checks = self.parse_check_block(check_indent);
                 s.checks.extend(checks);
                 checked = true;
-            } else if self.at(Tok::LBracket)
-                && !self.nth(1).nl
-                && ((!matches!(
-                    self.nth(1).tok,
-                    Tok::Ident(_)
-                        | Tok::Ellipsis
-                        | Tok::RBracket
-                        | Tok::LBracket
-                        | Tok::Eof
-                        | Tok::True
-                        | Tok::False
-                        | Tok::None
-                        | Tok::Undefined
-                ) && !self.nth(1).tok.is_word_keyword())
-                    || (self.nth(1).tok == Tok::Ellipsis
-                        && !matches!(self.nth(2).tok, Tok::Ident(_))))
-            {
-                // upstream wants a name, a type or `...` and a type name after a schema body's
-                // `[`
+            } else if self.at(Tok::LBracket) && self.bracket_start() == BracketStart::Neither {
                 let t = self.nth(1);
                 let got = t.tok.describe(self.text(t));
                 self.error(
@@ -263,7 +245,8 @@ impl<'a> Parser<'a> {
                     format!("expected a index signature or list expression here, got {got}"),
                 );
                 self.recover_to_line_end();
-            } else if self.at(Tok::LBracket) && self.looks_like_index_signature() {
+            } else if self.at(Tok::LBracket) && self.bracket_start() == BracketStart::IndexSignature
+            {
                 let sig = self.parse_index_signature();
                 if s.index_signature.is_some() {
                     self.error(
@@ -328,27 +311,54 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `[name: T]:`, `[T]:`, `[...T]:` — as upstream decides: a key name, or a type closed by
-    /// `]` and followed by `:`; anything else is a list expression (`[k = str]: str`).
-    fn looks_like_index_signature(&mut self) -> bool {
-        let (save, nerr, nctx) = (self.pos, self.errors.len(), self.ctx.len());
-        self.bump();
-        self.eat(Tok::Ellipsis);
-        // (`[name?: T]` too: upstream takes the name and wants its `:`)
-        let yes = if matches!(self.tok(), Tok::Ident(_))
-            && matches!(self.nth(1).tok, Tok::Colon | Tok::Question)
-        {
-            true
-        } else {
-            self.parse_type();
-            self.at(Tok::RBracket) && self.nth(1).tok == Tok::Colon
-        };
-        self.pos = save;
-        self.errors.truncate(nerr);
-        self.ctx.truncate(nctx);
-        yes
+    /// What a schema body's `[` starts, decided as upstream's parser does from the three
+    /// tokens after it (a line break counting as one): a line break or `]` starts a list; a
+    /// name starts an index signature when one of the next two tokens is `:` (`[k: T]`,
+    /// `[T]:`), else a list (`[a.b]`, `[k = str]`); `...` and a name start an index signature;
+    /// anything else is neither (`[1]`, `["a"]`, `[[T]]`).
+    fn bracket_start(&self) -> BracketStart {
+        // (`None`: a line break, a token to upstream's lexer here, and so is an indent or a
+        // dedent after it when the next line's indentation differs)
+        let here = self.pos.min(self.toks.len() - 1);
+        let indent = self.toks[..=here]
+            .iter()
+            .rev()
+            .find(|t| t.nl)
+            .map_or(0, |t| t.indent);
+        let mut la: [Option<Tok>; 3] = [None; 3];
+        let (mut n, mut k) = (0, 1);
+        while n < 3 {
+            let t = self.nth(k);
+            if t.nl || t.tok == Tok::Eof {
+                la[n] = None;
+                n += 1;
+                if t.tok != Tok::Eof && t.indent != indent && n < 3 {
+                    la[n] = None;
+                    n += 1;
+                }
+            }
+            if n < 3 {
+                la[n] = Some(t.tok);
+                n += 1;
+            }
+            if t.tok == Tok::Eof {
+                break;
+            }
+            k += 1;
+        }
+        let colon = Some(Tok::Colon);
+        match la {
+            [None | Some(Tok::RBracket), ..] => BracketStart::List,
+            [Some(t0), t1, t2] if is_name(t0) && t1 != colon && t2 != colon => BracketStart::List,
+            [Some(Tok::Ellipsis), Some(t1), _] if is_name(t1) => BracketStart::IndexSignature,
+            [Some(t0), ..] if is_name(t0) => BracketStart::IndexSignature,
+            _ => BracketStart::Neither,
+        }
     }
 
+    /// `[name: T]: V`, `[T]: V`, `[...T]: V`, `[name: ...T]: V`, each with an optional
+    /// `= default`, read as upstream's parser does (a name is the key's type when `]` follows
+    /// it, else the key's name, and `:` must follow).
     fn parse_index_signature(&mut self) -> IndexSignature {
         let lo = self.bump().lo;
         // upstream's parser skips no line break in an index signature's brackets
@@ -357,40 +367,32 @@ impl<'a> Parser<'a> {
         let mut key_name = None;
         if self.eat(Tok::Ellipsis) {
             any_other = true;
-        }
-        if let Tok::Ident(sym) = self.tok()
-            && self.nth(1).tok == Tok::Colon
-        {
+        } else if self.nth(1).tok != Tok::RBracket {
             let t = self.bump();
             key_name = Some(Name {
-                sym,
+                sym: crate::ast::Symbol::intern(self.text(t)),
                 span: self.tspan(t),
             });
-            self.bump();
+            if !self.expect(Tok::Colon, ":") {
+                self.recover_to_line_end();
+                self.ctx.pop();
+                let span = self.since(lo);
+                let any = Type {
+                    kind: crate::ast::TypeKind::Any,
+                    span,
+                };
+                return IndexSignature {
+                    key_name,
+                    key_ty: any.clone(),
+                    value_ty: any,
+                    value: None,
+                    any_other,
+                    span,
+                };
+            }
             if self.eat(Tok::Ellipsis) {
                 any_other = true;
             }
-        } else if matches!(self.tok(), Tok::Ident(_)) && self.nth(1).tok == Tok::Question {
-            // `[name?: T]`: the name, then its `:` wanted
-            self.bump();
-            self.expected(&[":"]);
-            self.recover_to_line_end();
-            self.ctx.pop();
-            let span = self.since(lo);
-            return IndexSignature {
-                key_name,
-                key_ty: Type {
-                    kind: crate::ast::TypeKind::Any,
-                    span,
-                },
-                value_ty: Type {
-                    kind: crate::ast::TypeKind::Any,
-                    span,
-                },
-                value: None,
-                any_other,
-                span,
-            };
         }
         let key_ty = self.parse_type();
         self.ctx.pop();
@@ -542,4 +544,20 @@ impl<'a> Parser<'a> {
             span: self.since(lo),
         })
     }
+}
+
+/// What a schema body's `[` starts (see `Parser::bracket_start`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BracketStart {
+    List,
+    IndexSignature,
+    Neither,
+}
+
+/// A token upstream's lexer makes a name: identifiers, keywords and the constants.
+fn is_name(t: Tok) -> bool {
+    matches!(
+        t,
+        Tok::Ident(_) | Tok::True | Tok::False | Tok::None | Tok::Undefined
+    ) || t.is_word_keyword()
 }

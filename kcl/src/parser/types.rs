@@ -165,8 +165,9 @@ impl<'a> Parser<'a> {
                     if !self.at(Tok::Colon) {
                         k = Some(Box::new(self.parse_type()));
                     }
-                    // at the end of the file upstream finds the last line's newline here
-                    if self.at_eof() {
+                    // the `:` stands on the key type's line: at a line break (and at the end
+                    // of the file) upstream finds the line's newline here
+                    if self.at_eof() || self.tk().nl {
                         self.expected_at_line_end(&[":"]);
                     } else {
                         self.expect(Tok::Colon, ":");
