@@ -264,10 +264,15 @@ impl<'a> Parser<'a> {
         !self.at_line_break() && starts_operand(self.tok())
     }
 
-    /// A list item or config entry: an expression, an unpacking or an `if` entry.
+    /// A list item, config entry or call argument: an expression, an unpacking or an `if`
+    /// entry; a keyword other than `for` starts one too, as a name to upstream's parser
+    /// (`[True else]`, `{a = 1 else = 2}`).
     pub(super) fn starts_item(&self) -> bool {
+        let t = self.tok();
         self.starts_expr()
-            || (!self.at_line_break() && matches!(self.tok(), Tok::Star | Tok::StarStar | Tok::If))
+            || (!self.at_line_break()
+                && (matches!(t, Tok::Star | Tok::StarStar | Tok::If)
+                    || (t.is_word_keyword() && t != Tok::For)))
     }
 
     /// Upstream's parser reads a keyword right after a unary operator as a name (`not not x` is
@@ -500,7 +505,8 @@ impl<'a> Parser<'a> {
         let mut args = CallArgs::default();
         while !self.at(Tok::RParen) && !self.at_eof() && !self.gave_up() {
             let start = self.pos;
-            if one_line && self.tk().nl {
+            // (`for` starts no argument: upstream wants the `)` there)
+            if (one_line && self.tk().nl) || self.at(Tok::For) {
                 break;
             }
             if let (Tok::Ident(sym), Tok::Assign) = (self.tok(), self.nth(1).tok)
@@ -560,7 +566,7 @@ impl<'a> Parser<'a> {
                 && !self.starts_item()
                 && !matches!(
                     self.tok(),
-                    Tok::Comma | Tok::RParen | Tok::RBracket | Tok::RBrace | Tok::Eof
+                    Tok::Comma | Tok::RParen | Tok::RBracket | Tok::RBrace | Tok::Eof | Tok::For
                 )
             {
                 self.expected(OPERAND_START);
