@@ -327,7 +327,6 @@ fn b_typeof(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<V
             format!("{}.{}", s.pkg, s.name)
         }
         Value::Schema(s) => s.name.to_string(),
-        Value::Func(f) if matches!(&**f, value::Func::User { is_type: true, .. }) => "type".into(),
         Value::None => "None".into(),
         Value::Undefined => "UndefinedType".into(),
         other => other.type_name(),

@@ -74,13 +74,7 @@ impl Evaluator {
         t: &'static ast::Type,
         span: Span,
     ) -> EvalError {
-        // (a schema or rule itself is a `type` to upstream's runtime here)
-        let got = match v {
-            Value::Func(f) if matches!(&**f, crate::value::Func::User { is_type: true, .. }) => {
-                "type".to_string()
-            }
-            _ => v.type_name_full(),
-        };
+        let got = v.type_name_full();
         let mut msg = format!("expect {}, got {got}", self.type_src(ctx, t));
         if let (TypeKind::Named(id), Some(d)) = (&t.kind, v.as_dict())
             && let Some(st) = self

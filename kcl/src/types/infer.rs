@@ -292,21 +292,13 @@ impl<'a> Checker<'a> {
             }
         }
         match t {
-            Ty::SchemaType(id) => {
-                if attr.sym.as_str() != "instances" {
-                    let name = self.schema_name(id);
-                    let a = attr.sym.as_str();
-                    let msg = format!(
-                        "attribute '{a}' not found in '{name}'{}",
-                        did_you_mean(a, ["instances"])
-                    );
-                    self.err(
-                        ErrKind::Type,
-                        msg,
-                        attr_error_at(value, attr.span, x.optional),
-                    );
-                    return Ty::Any;
-                }
+            // upstream's resolver reads a schema's attribute on the schema as on an instance
+            // (the run time then finds no such attribute on the type)
+            Ty::SchemaType(id) if attr.sym.as_str() != "instances" => {
+                let at = attr_error_at(value, attr.span, x.optional);
+                self.instance_attr(env, id, value, attr.sym.as_str(), at)
+            }
+            Ty::SchemaType(_) => {
                 // upstream's `instances(full_pkg: bool = False) -> [any]`
                 Ty::Func(Rc::new(ty::FuncTy {
                     params: vec![(Some(crate::ast::Symbol::intern("full_pkg")), Ty::Bool, true)],

@@ -108,7 +108,14 @@ impl<'a> Checker<'a> {
                     Rc::new(Ty::union(vec![(**k1).clone(), (**k2).clone()])),
                     Rc::new(Ty::union(vec![(**v1).clone(), (**v2).clone()])),
                 )),
-                (Ty::Schema(_), Ty::Schema(_) | Ty::Dict(..)) => Some(t1.clone()),
+                (Ty::Schema(_), Ty::Schema(_) | Ty::SchemaType(_) | Ty::Dict(..)) => {
+                    Some(t1.clone())
+                }
+                // upstream's checker takes a schema's type as its instance here; the union
+                // fails at run time ('"type"' and '"dict"')
+                (Ty::SchemaType(id), Ty::Schema(_) | Ty::SchemaType(_) | Ty::Dict(..)) => {
+                    Some(Ty::Schema(*id))
+                }
                 _ => None,
             },
             B::And => Some(Ty::Bool),
@@ -200,7 +207,9 @@ pub(super) fn compare_allowed(op: ast::CmpOp, l: &Ty, r: &Ty) -> bool {
         C::Lt | C::LtE | C::Gt | C::GtE if l.is_any() || r.is_any() => true,
         C::Lt | C::LtE | C::Gt | C::GtE => {
             let known = |t: &Ty| all_of(t, |t| matches!(t, Ty::None) || t.kind().is_some());
-            !(l.is_mapping() || r.is_mapping() || (known(l) && known(r) && !(num(l) && num(r))))
+            // (a schema's type is ordered as its instances are: not at all)
+            let mapping = |t: &Ty| t.is_mapping() || matches!(t, Ty::SchemaType(_));
+            !(mapping(l) || mapping(r) || (known(l) && known(r) && !(num(l) && num(r))))
         }
         C::In | C::NotIn => {
             l.is_any()

@@ -384,6 +384,8 @@ impl Value {
             Value::List(_) => "list".into(),
             Value::Dict(_) => "dict".into(),
             Value::Schema(s) => s.name.to_string(),
+            // (a schema or rule itself is a `type` to upstream's run time)
+            Value::Func(f) if matches!(&**f, Func::User { is_type: true, .. }) => "type".into(),
             Value::Func(_) => "function".into(),
         }
     }
