@@ -584,7 +584,8 @@ impl<'a> Parser<'a> {
         }
         // outside a schema upstream parses whatever statement follows and drops the
         // decorators (`@info` over `a = 1`)
-        if body == Body::Plain && !self.at_eof() {
+        // (so does a schema's `if` block)
+        if (body == Body::Plain || self.in_schema_if) && !self.at_eof() {
             return self.parse_stmt_in(body);
         }
         // in a schema body a decorator decorates an attribute: at the end of the file upstream
@@ -600,7 +601,15 @@ impl<'a> Parser<'a> {
             self.error(span, "unexpected token 'eof'");
             return None;
         }
-        self.expected(&["schema", "rule", "identifier"]);
+        // (in a schema body upstream wants the decorated attribute's name, on this line or
+        // the next)
+        if body == Body::Schema {
+            let t = self.tk();
+            let got = t.tok.describe(self.text(t));
+            self.expected_got(self.tspan(t), &["identifier"], &got);
+        } else {
+            self.expected(&["schema", "rule", "identifier"]);
+        }
         None
     }
 

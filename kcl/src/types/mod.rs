@@ -418,6 +418,10 @@ impl<'a> Checker<'a> {
                             for n in names {
                                 *counts.entry(n).or_default() += 2;
                             }
+                            // an annotation under an `if` types the name everywhere too
+                            // (upstream's first scan goes through `if` bodies)
+                            collect_annotated(&i.body, m.file, &mut info.globals);
+                            collect_annotated(&i.orelse, m.file, &mut info.globals);
                         }
                         StmtKind::Import(i) => {
                             if let (Some(t), Some(n)) = (program.import_target(i), i.local_name()) {
@@ -593,6 +597,30 @@ fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
             StmtKind::If(i) => {
                 collect_assigned(&i.body, out);
                 collect_assigned(&i.orelse, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The annotated names `=` assigns in `body` (through nested `if` bodies), with their types.
+fn collect_annotated<'a>(
+    body: &'a [Stmt],
+    file: FileId,
+    out: &mut FxHashMap<Symbol, (&'a ast::Type, FileId)>,
+) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign(a) => {
+                if let (Some(t), [target]) = (&a.ty, a.targets.as_slice())
+                    && target.path.is_empty()
+                {
+                    out.insert(target.name.sym, (t, file));
+                }
+            }
+            StmtKind::If(i) => {
+                collect_annotated(&i.body, file, out);
+                collect_annotated(&i.orelse, file, out);
             }
             _ => {}
         }
