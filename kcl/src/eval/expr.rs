@@ -9,43 +9,6 @@ use super::{Closure, Ctx, EvalError, EvalResult, Evaluator, ModuleRef};
 use crate::ast::{self, Expr, ExprKind, Span};
 use crate::value::{self, ConfigOp, Dict, ErrKind, Func, Str, Value};
 
-fn conv_bin(op: ast::BinOp) -> Option<value::BinOp> {
-    use ast::BinOp as A;
-    use value::BinOp as B;
-    Some(match op {
-        A::Add => B::Add,
-        A::Sub => B::Sub,
-        A::Mul => B::Mul,
-        A::Div => B::Div,
-        A::Mod => B::Mod,
-        A::Pow => B::Pow,
-        A::FloorDiv => B::FloorDiv,
-        A::Shl => B::LShift,
-        A::Shr => B::RShift,
-        A::BitAnd => B::BitAnd,
-        A::BitOr => B::BitOr,
-        A::BitXor => B::BitXor,
-        A::And | A::Or => return None,
-    })
-}
-
-fn conv_cmp(op: ast::CmpOp) -> value::CmpOp {
-    use ast::CmpOp as A;
-    use value::CmpOp as B;
-    match op {
-        A::Eq => B::Eq,
-        A::NotEq => B::NotEq,
-        A::Lt => B::Lt,
-        A::LtE => B::LtE,
-        A::Gt => B::Gt,
-        A::GtE => B::GtE,
-        A::Is => B::Is,
-        A::IsNot => B::IsNot,
-        A::In => B::In,
-        A::NotIn => B::NotIn,
-    }
-}
-
 pub(crate) fn conv_op(op: ast::ConfigOp) -> ConfigOp {
     match op {
         ast::ConfigOp::Union => ConfigOp::Union,
@@ -56,30 +19,10 @@ pub(crate) fn conv_op(op: ast::ConfigOp) -> ConfigOp {
 
 impl Evaluator {
     pub fn binop(&self, op: ast::BinOp, a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
-        match conv_bin(op) {
-            Some(o) => {
-                if self.opts.strict_range_check {
-                    value::strict_range_check(o, a, b).map_err(|e| self.rt(e, span))?;
-                }
-                value::binary(o, a, b).map_err(|e| self.rt(e, span))
-            }
-            None => Ok(match op {
-                ast::BinOp::And => {
-                    if a.truthy() {
-                        b.clone()
-                    } else {
-                        a.clone()
-                    }
-                }
-                _ => {
-                    if a.truthy() {
-                        a.clone()
-                    } else {
-                        b.clone()
-                    }
-                }
-            }),
+        if self.opts.strict_range_check {
+            value::strict_range_check(op, a, b).map_err(|e| self.rt(e, span))?;
         }
+        value::binary(op, a, b).map_err(|e| self.rt(e, span))
     }
 
     /// Evaluate an expression. Deeply nested programs grow the stack on the heap instead of
@@ -169,7 +112,7 @@ impl Evaluator {
                 let mut a = self.eval(ctx, &c.left)?;
                 for (op, r) in &c.ops {
                     let b = self.eval(ctx, r)?;
-                    if !value::compare(conv_cmp(*op), &a, &b).map_err(|x| self.rt(x, e.span))? {
+                    if !value::compare(*op, &a, &b).map_err(|x| self.rt(x, e.span))? {
                         return Ok(Value::Bool(false));
                     }
                     a = b;

@@ -23,8 +23,7 @@ use rustc_hash::FxBuildHasher;
 pub use dict::{Dict, Ops};
 pub use num::{float_to_str, float_to_yaml, unit_multiplier};
 pub use ops::{
-    BinOp, CmpOp, binary, compare, strict_range_check, unary_invert, unary_neg, unary_not,
-    unary_pos,
+    BinOp, binary, compare, strict_range_check, unary_invert, unary_neg, unary_not, unary_pos,
 };
 pub use strfmt::to_str;
 pub use union::{Rebuild, check_union, merge_entry_with, union, union_dict_instance, union_with};

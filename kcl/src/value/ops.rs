@@ -4,74 +4,12 @@
 use std::cmp::Ordering;
 use std::rc::Rc;
 
+// (the syntax tree's operators: `and`/`or` short-circuit in the evaluator and reach no
+// value operation)
+pub use crate::ast::{BinOp, CmpOp};
+
 use super::union::union;
 use super::{RtError, RtResult, Value};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-    Pow,
-    FloorDiv,
-    LShift,
-    RShift,
-    BitAnd,
-    BitOr,
-    BitXor,
-}
-
-impl BinOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::Mod => "%",
-            BinOp::Pow => "**",
-            BinOp::FloorDiv => "//",
-            BinOp::LShift => "<<",
-            BinOp::RShift => ">>",
-            BinOp::BitAnd => "&",
-            BinOp::BitOr => "|",
-            BinOp::BitXor => "^",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    NotEq,
-    Lt,
-    LtE,
-    Gt,
-    GtE,
-    Is,
-    IsNot,
-    In,
-    NotIn,
-}
-
-impl CmpOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "==",
-            CmpOp::NotEq => "!=",
-            CmpOp::Lt => "<",
-            CmpOp::LtE => "<=",
-            CmpOp::Gt => ">",
-            CmpOp::GtE => ">=",
-            CmpOp::Is => "is",
-            CmpOp::IsNot => "is not",
-            CmpOp::In => "in",
-            CmpOp::NotIn => "not in",
-        }
-    }
-}
 
 /// At run time upstream names plain types; literal forms (`int(1)`) come from the static
 /// checker (`crate::types`), which sees the operands first.
@@ -145,8 +83,8 @@ pub fn strict_range_check(op: BinOp, a: &Value, b: &Value) -> RtResult<()> {
             Sub => (xi.checked_sub(yi).is_none(), x as i128 - y as i128),
             Mul => (xi.checked_mul(yi).is_none(), x as i128 * y as i128),
             Pow => (xi.checked_pow(n).is_none(), (x as i128).wrapping_pow(n)),
-            LShift => (xi.checked_shl(n).is_none(), (x as i128).wrapping_shl(n)),
-            RShift => (xi.checked_shr(n).is_none(), (x as i128).wrapping_shr(n)),
+            Shl => (xi.checked_shl(n).is_none(), (x as i128).wrapping_shl(n)),
+            Shr => (xi.checked_shr(n).is_none(), (x as i128).wrapping_shr(n)),
             _ => return Ok(()),
         };
         if overflow || !fits(x) || !fits(y) {
@@ -217,6 +155,10 @@ fn py_mod_i(a: i64, b: i64) -> i64 {
 /// `a <op> b`.
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
     use BinOp::*;
+    // (`and`/`or` of two values; the evaluator short-circuits before it gets here)
+    if matches!(op, And | Or) {
+        return Ok(if a.truthy() == (op == And) { b } else { a }.clone());
+    }
     // `x | None` and `None | x` are `x`, whatever `x` is
     if op == BitOr && a.is_none_or_undefined() != b.is_none_or_undefined() {
         return Ok(if a.is_none_or_undefined() { b } else { a }.clone());
@@ -233,7 +175,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
         if !(matches!(op, BitOr | BitAnd | BitXor)
             && matches!((a, b), (Value::Bool(_), Value::Bool(_))))
         {
-            return Err(unsupported(op.symbol(), a, b));
+            return Err(unsupported(op.as_str(), a, b));
         }
     }
     if let (Some(x), Some(y)) = (num(a), num(b)) {
@@ -276,19 +218,20 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                         (x as i128).wrapping_pow(y as u32)
                     ))),
                 },
-                LShift | RShift if (y as u32) >= 64 || i32::try_from(y).is_err() => {
-                    let r = if op == LShift {
+                Shl | Shr if (y as u32) >= 64 || i32::try_from(y).is_err() => {
+                    let r = if op == Shl {
                         (x as i128).wrapping_shl(y as u32)
                     } else {
                         (x as i128).wrapping_shr(y as u32)
                     };
                     Err(RtError::eval(format!("{r}: A 64 bit integer overflow")))
                 }
-                LShift => Ok(Value::Int(x.wrapping_shl(y as u32))),
-                RShift => Ok(Value::Int(x >> y)),
+                Shl => Ok(Value::Int(x.wrapping_shl(y as u32))),
+                Shr => Ok(Value::Int(x >> y)),
                 BitAnd => Ok(Value::Int(x & y)),
                 BitOr => Ok(Value::Int(x | y)),
                 BitXor => Ok(Value::Int(x ^ y)),
+                And | Or => Err(unsupported(op.as_str(), a, b)),
             },
             (x, y) => {
                 let mixed = matches!((&x, &y), (Num::I(_), Num::F(_)) | (Num::F(_), Num::I(_)));
@@ -311,7 +254,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
                     FloorDiv => Ok(Value::Float((xf / yf).floor())),
                     Mod => Ok(Value::Float(xf % yf)),
                     Pow => float_result(xf.powf(yf)),
-                    _ => Err(unsupported(op.symbol(), a, b)),
+                    _ => Err(unsupported(op.as_str(), a, b)),
                 }
             }
         };
@@ -367,7 +310,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> RtResult<Value> {
         }
         (BitOr, Value::None | Value::Undefined, _) => Ok(b.clone()),
         (BitOr, _, Value::None | Value::Undefined) => Ok(a.clone()),
-        _ => Err(unsupported(op.symbol(), a, b)),
+        _ => Err(unsupported(op.as_str(), a, b)),
     }
 }
 
@@ -479,7 +422,7 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> RtResult<bool> {
         Lt | LtE | Gt | GtE => {
             // upstream names the operator as written, as a runtime (evaluation) error
             let o = ordering(a, b).map_err(|e| {
-                RtError::eval(e.msg.replacen("'<'", &format!("'{}'", op.symbol()), 1))
+                RtError::eval(e.msg.replacen("'<'", &format!("'{}'", op.as_str()), 1))
             })?;
             match op {
                 Lt => o == Ordering::Less,
