@@ -174,6 +174,15 @@ impl Tok {
         )
     }
 
+    /// Whether upstream's lexer makes this token a name: identifiers, word keywords and the
+    /// constants (its parser takes them where a name stands, as its comprehension variables).
+    pub fn is_upstream_name(self) -> bool {
+        matches!(
+            self,
+            Tok::Ident(_) | Tok::True | Tok::False | Tok::None | Tok::Undefined
+        ) || self.is_word_keyword()
+    }
+
     /// How upstream's parser names a token it did not expect: keywords (and the constants
     /// `True`, `None`...) are identifiers to it, a literal is its value.
     pub fn describe(self, text: &str) -> String {

@@ -13,17 +13,19 @@ impl<'a> Parser<'a> {
         let mut elts = Vec::new();
         while !self.at(Tok::RBracket) && !self.at_eof() && !self.gave_up() {
             let start = self.pos;
-            // `[for x in y]`: the comprehension's element is missing
-            let item = if elts.is_empty() && self.at(Tok::For) {
-                let sp = self.tspan(self.tk());
-                self.error(sp, "missing list comp clause expression");
-                Expr::missing(sp)
-            } else {
-                self.parse_list_item()
+            // `[for x in y]`: the comprehension's element is missing (upstream says so once
+            // it has read the clauses and the `]`)
+            let missing = (elts.is_empty() && self.at(Tok::For)).then(|| self.tspan(self.tk()));
+            let item = match missing {
+                Some(sp) => Expr::missing(sp),
+                None => self.parse_list_item(),
             };
             if elts.is_empty() && self.at(Tok::For) {
                 let clauses = self.parse_comp_clauses(false);
                 self.close_comprehension(Tok::RBracket, "]");
+                if let Some(sp) = missing {
+                    self.error(sp, "missing list comp clause expression");
+                }
                 let span = self.since(lo);
                 return Expr {
                     kind: ExprKind::ListComp(Box::new(ListComp { elt: item, clauses })),
@@ -257,7 +259,14 @@ impl<'a> Parser<'a> {
         while self.at(Tok::For) && !(one_line && self.tk().nl) {
             let lo = self.bump().lo;
             let mut targets = Vec::new();
-            while let Some(id) = self.parse_identifier() {
+            loop {
+                // (upstream's lexer makes keywords names: `for in in xs` binds `in`)
+                if !self.tk().nl && self.tok().is_upstream_name() {
+                    self.keyword_as_name();
+                }
+                let Some(id) = self.parse_identifier() else {
+                    break;
+                };
                 targets.push(id);
                 // (a comma on the next line is past the clause's variables, in brackets too)
                 if self.tk().nl || !self.eat(Tok::Comma) {
@@ -320,11 +329,18 @@ impl<'a> Parser<'a> {
                 };
             }
             if entries.is_empty() && self.at(Tok::For) {
-                // `{for x in y}`: the comprehension's entry is missing
+                // `{for x in y}`: the comprehension's entry is missing (upstream says so once
+                // it has read the clauses and the `}`)
                 let sp = self.tspan(self.tk());
-                self.error(sp, "missing config comp clause expression");
                 self.parse_comp_clauses(false);
-                break;
+                self.ctx.pop();
+                self.no_schema_brace = saved;
+                self.expect_closer(Tok::RBrace, "}");
+                self.error(sp, "missing config comp clause expression");
+                return Expr {
+                    kind: ExprKind::Config(entries.into_boxed_slice()),
+                    span: self.since(lo),
+                };
             }
             let entry = self.parse_config_entry();
             if entries.is_empty()

@@ -15,6 +15,8 @@ impl<'a> Parser<'a> {
     pub(super) fn expect_member(&mut self) -> Option<crate::ast::Name> {
         let t = self.tk();
         if is_member_token(t.tok) && !matches!(t.tok, Tok::Ident(_)) && !self.nl_break() {
+            // (a name from here on: what follows is not after an operator)
+            self.keyword_as_name();
             self.bump();
             return Some(crate::ast::Name {
                 sym: crate::ast::Symbol::intern(self.text(t)),
@@ -706,6 +708,8 @@ impl<'a> Parser<'a> {
             // upstream's parser reads any other word keyword where an operand starts as a
             // name (`x = else` is the undefined name 'else')
             tok if tok.is_word_keyword() => {
+                // (a name from here on: what follows is not after an operator)
+                self.keyword_as_name();
                 self.bump();
                 Expr {
                     kind: ExprKind::Ident(crate::ast::Symbol::intern(self.text(t))),

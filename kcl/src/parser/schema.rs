@@ -349,9 +349,13 @@ impl<'a> Parser<'a> {
         let colon = Some(Tok::Colon);
         match la {
             [None | Some(Tok::RBracket), ..] => BracketStart::List,
-            [Some(t0), t1, t2] if is_name(t0) && t1 != colon && t2 != colon => BracketStart::List,
-            [Some(Tok::Ellipsis), Some(t1), _] if is_name(t1) => BracketStart::IndexSignature,
-            [Some(t0), ..] if is_name(t0) => BracketStart::IndexSignature,
+            [Some(t0), t1, t2] if t0.is_upstream_name() && t1 != colon && t2 != colon => {
+                BracketStart::List
+            }
+            [Some(Tok::Ellipsis), Some(t1), _] if t1.is_upstream_name() => {
+                BracketStart::IndexSignature
+            }
+            [Some(t0), ..] if t0.is_upstream_name() => BracketStart::IndexSignature,
             _ => BracketStart::Neither,
         }
     }
@@ -373,7 +377,13 @@ impl<'a> Parser<'a> {
                 sym: crate::ast::Symbol::intern(self.text(t)),
                 span: self.tspan(t),
             });
-            if !self.expect(Tok::Colon, ":") {
+            // (upstream reads the name as a dotted one: a `.` wants a name after it)
+            let mut dotted = true;
+            while dotted && self.at(Tok::Dot) && !self.tk().nl {
+                self.bump();
+                dotted = self.expect_ident().is_some();
+            }
+            if !dotted || !self.expect(Tok::Colon, ":") {
                 self.recover_to_line_end();
                 self.ctx.pop();
                 let span = self.since(lo);
@@ -552,12 +562,4 @@ enum BracketStart {
     List,
     IndexSignature,
     Neither,
-}
-
-/// A token upstream's lexer makes a name: identifiers, keywords and the constants.
-fn is_name(t: Tok) -> bool {
-    matches!(
-        t,
-        Tok::Ident(_) | Tok::True | Tok::False | Tok::None | Tok::Undefined
-    ) || t.is_word_keyword()
 }
