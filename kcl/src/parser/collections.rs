@@ -1,5 +1,5 @@
-//! Lists and configs (dict literals): their items and entries, `if` items and entries with
-//! their indented bodies, and the comprehension clauses both share.
+//! Lists, configs (dict literals) and call arguments: their items and entries, `if` items and
+//! entries with their indented bodies, and the comprehension clauses lists and configs share.
 
 use super::expr::OPERAND_START;
 use super::{Ctx, Parser};
@@ -89,6 +89,104 @@ impl<'a> Parser<'a> {
             kind: ExprKind::List(elts.into_boxed_slice()),
             span: self.since(lo),
         }
+    }
+
+    /// `(args)` of a call, schema instantiation or decorator; the current token is `(`.
+    pub(crate) fn parse_call_args(&mut self) -> CallArgs {
+        self.bump();
+        // arguments starting on the `(` line stay on it (upstream's parser)
+        let one_line = !self.tk().nl;
+        self.ctx
+            .push(if one_line { Ctx::ParenLine } else { Ctx::Paren });
+        let mut args = CallArgs::default();
+        while !self.at(Tok::RParen) && !self.at_eof() && !self.gave_up() {
+            let start = self.pos;
+            // (`for` starts no argument: upstream wants the `)` there)
+            if (one_line && self.tk().nl) || self.at(Tok::For) {
+                break;
+            }
+            if let (Tok::Ident(sym), Tok::Assign) = (self.tok(), self.nth(1).tok)
+                && !(one_line && self.nth(1).nl)
+            {
+                let t = self.bump();
+                self.bump();
+                let value = self.parse_expr();
+                args.keywords.push(Keyword {
+                    name: Name {
+                        sym,
+                        span: self.tspan(t),
+                    },
+                    value,
+                });
+            } else {
+                let e = self.parse_expr();
+                // `expr = value`: upstream's keyword argument whose name is an identifier, a
+                // dotted one naming its first part; any other expression is no name, which
+                // it reports at the value
+                if self.at(Tok::Assign) && !self.tk().nl {
+                    self.bump();
+                    // (upstream names a keyword argument by a dotted name's first part)
+                    let name = e.name_path().map(|p| Name {
+                        sym: p[0].0,
+                        span: p[0].1,
+                    });
+                    if name.is_none() {
+                        let (got, at) = self.describe_current();
+                        self.expected_got(at, &["identifier"], &got);
+                    }
+                    let value = self.parse_expr();
+                    if let Some(name) = name {
+                        args.keywords.push(Keyword { name, value });
+                    }
+                } else {
+                    if !args.keywords.is_empty() {
+                        self.error(e.span, "positional argument follows keyword argument");
+                    }
+                    args.args.push(e);
+                }
+            }
+            // a comma starting a line: the `)` of a one-line call is missing before it, and
+            // elsewhere upstream wants the next argument there
+            if self.at(Tok::Comma) && self.tk().nl {
+                if one_line {
+                    break;
+                }
+                self.expected(OPERAND_START);
+                self.bump();
+                continue;
+            }
+            // on the line, a token that starts no argument: upstream tries another argument
+            // there, then wants a comma, and skips the token
+            if self.pos != start
+                && !self.tk().nl
+                && !self.starts_item()
+                && !matches!(
+                    self.tok(),
+                    Tok::Comma | Tok::RParen | Tok::RBracket | Tok::RBrace | Tok::Eof | Tok::For
+                )
+            {
+                self.expected(OPERAND_START);
+                self.expected(&[","]);
+                self.bump();
+                continue;
+            }
+            // Upstream needs no comma between arguments on one line (`f(1 2)`); an argument
+            // on the next line without one ends the call (its `)` is missing there)
+            if !self.eat(Tok::Comma) && (self.pos == start || !self.starts_item() || self.tk().nl) {
+                break;
+            }
+            if self.pos == start {
+                self.bump();
+            }
+        }
+        if one_line {
+            self.close_paren_line();
+            self.ctx.pop();
+        } else {
+            self.ctx.pop();
+            self.expect_closer(Tok::RParen, ")");
+        }
+        args
     }
 
     fn parse_list_item(&mut self) -> Expr {

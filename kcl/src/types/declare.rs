@@ -237,3 +237,43 @@ impl<'a> Checker<'a> {
         }
     }
 }
+
+/// Names assigned anywhere in a block (lambda bodies make them locals).
+pub(super) fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
+            StmtKind::AugAssign(a) => out.push(a.target.name.sym),
+            StmtKind::Unification(u) => out.push(u.target.sym),
+            StmtKind::If(i) => {
+                collect_assigned(&i.body, out);
+                collect_assigned(&i.orelse, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The annotated names `=` assigns in `body` (through nested `if` bodies), with their types.
+pub(super) fn collect_annotated<'a>(
+    body: &'a [Stmt],
+    file: FileId,
+    out: &mut FxHashMap<Symbol, (&'a ast::Type, FileId)>,
+) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign(a) => {
+                if let (Some(t), [target]) = (&a.ty, a.targets.as_slice())
+                    && target.path.is_empty()
+                {
+                    out.insert(target.name.sym, (t, file));
+                }
+            }
+            StmtKind::If(i) => {
+                collect_annotated(&i.body, file, out);
+                collect_annotated(&i.orelse, file, out);
+            }
+            _ => {}
+        }
+    }
+}

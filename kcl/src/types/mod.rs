@@ -47,6 +47,7 @@ use crate::eval::EvalError;
 use crate::parser::loader::{ImportTarget, Program};
 use crate::value::ErrKind;
 
+use declare::{collect_annotated, collect_assigned};
 use ops::*;
 pub use ty::Ty;
 use ty::{Kind, SchemaId, assignable, field_type_fits};
@@ -585,46 +586,6 @@ fn path_expr(path: &[(Symbol, Span)]) -> Option<Expr> {
         };
     }
     Some(key)
-}
-
-/// Names assigned anywhere in a block (lambda bodies make them locals).
-fn collect_assigned(body: &[Stmt], out: &mut Vec<Symbol>) {
-    for s in body {
-        match &s.kind {
-            StmtKind::Assign(a) => out.extend(a.targets.iter().map(|t| t.name.sym)),
-            StmtKind::AugAssign(a) => out.push(a.target.name.sym),
-            StmtKind::Unification(u) => out.push(u.target.sym),
-            StmtKind::If(i) => {
-                collect_assigned(&i.body, out);
-                collect_assigned(&i.orelse, out);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The annotated names `=` assigns in `body` (through nested `if` bodies), with their types.
-fn collect_annotated<'a>(
-    body: &'a [Stmt],
-    file: FileId,
-    out: &mut FxHashMap<Symbol, (&'a ast::Type, FileId)>,
-) {
-    for s in body {
-        match &s.kind {
-            StmtKind::Assign(a) => {
-                if let (Some(t), [target]) = (&a.ty, a.targets.as_slice())
-                    && target.path.is_empty()
-                {
-                    out.insert(target.name.sym, (t, file));
-                }
-            }
-            StmtKind::If(i) => {
-                collect_annotated(&i.body, file, out);
-                collect_annotated(&i.orelse, file, out);
-            }
-            _ => {}
-        }
-    }
 }
 
 /// Public package-level names a statement assigns with `=` (through `if` bodies).
