@@ -429,10 +429,11 @@ pub(super) fn set_path(root: Value, keys: &[(Value, bool)], v: Value) -> Result<
                 ),
             }))
         }
+        // (an index that does not fit the value: upstream words it as a read)
         (r, (k, _)) => Err(RtError::eval(format!(
-            "'{}' object does not support item assignment with key '{}'",
+            "'{}' object is not subscriptable with '{}'",
             r.type_name(),
-            crate::value::to_str(k)
+            k.type_name()
         ))),
     }
 }
