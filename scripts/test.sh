@@ -18,5 +18,7 @@ bash scripts/stage-plugins.sh
 cargo test --workspace --locked -- "$@"
 # A library user who needs only the model builds the kernel without wasmtime, PostgreSQL or S3.
 cargo check -p kusion-kernel --no-default-features --locked
+# The command line alone, without the server and controller front ends (features on by default).
+cargo check -p kusionctl --no-default-features --locked
 # The plugin SDK's documentation: every public item documented, every link resolving.
 RUSTDOCFLAGS="-D missing_docs -D rustdoc::broken_intra_doc_links" cargo doc -p kusion-sdk --no-deps --all-features --locked

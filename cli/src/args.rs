@@ -214,18 +214,21 @@ impl Cli {
                 config_output(g, config, output.output);
                 &[Human, Json]
             }
+            #[cfg(feature = "controller")]
             Command::Controller(args) => {
                 g.config = args.config.config.clone();
                 g.set = args.config.set.clone();
                 g.runtime_config = args.runtime_config.clone();
                 &[]
             }
+            #[cfg(feature = "server")]
             Command::Server(args) => {
                 g.config = args.config.config.clone();
                 g.set = args.config.set.clone();
                 g.runtime_config = args.runtime_config.clone();
                 &[]
             }
+            #[cfg(feature = "server")]
             Command::Worker(args) => {
                 g.config = args.config.config.clone();
                 g.set = args.config.set.clone();
@@ -507,14 +510,17 @@ pub enum Command {
     },
     /// GitOps: keep `Stack` objects (stacks.kusion.io) converged to what Git says; `controller
     /// crd` prints the CustomResourceDefinition.
+    #[cfg(feature = "controller")]
     Controller(crate::cmd::controller::ControllerArgs),
     /// Serve the Konfig checkout in the current folder over a REST API: stacks, compile,
     /// previews, applies and destroys with approval, progress events, history. With no options:
     /// 127.0.0.1, the stacks' own state, an in-process worker and a one-time admin token.
+    #[cfg(feature = "server")]
     Server(crate::cmd::server::ServerArgs),
     /// Run operations queued by `kusionctl server --queue postgres://...` (any number of
     /// workers on any number of machines share one queue), on the Konfig checkout in the current
     /// folder.
+    #[cfg(feature = "server")]
     Worker(crate::cmd::server::WorkerArgs),
     /// Print a shell completion script: `source <(kusionctl completion bash)`.
     Completion {

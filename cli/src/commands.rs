@@ -98,12 +98,15 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
     }
     match &cli.command {
         Command::Completion { shell } => return crate::completion::completion(*shell),
+        #[cfg(feature = "controller")]
         Command::Controller(args) => {
             return crate::cmd::controller::run(args, &cli.global, runtimes).await;
         }
+        #[cfg(feature = "server")]
         Command::Server(args) => {
             return crate::cmd::server::run(args, &cli.global, runtimes).await;
         }
+        #[cfg(feature = "server")]
         Command::Worker(args) => {
             return crate::cmd::server::run_worker(args, &cli.global, runtimes).await;
         }
@@ -290,19 +293,19 @@ async fn dispatch(cli: Cli, runtimes: Vec<Arc<dyn Runtime>>) -> Result<u8> {
             ctx.output == Output::Json,
         ),
         // Dispatched before the runtimes load (see the top of `run`).
-        Command::Compile { .. }
-        | Command::Init { .. }
-        | Command::Completion { .. }
-        | Command::Controller(_)
-        | Command::Server(_)
-        | Command::Worker(_)
-        | Command::Manpages { .. } => Err(anyhow::anyhow!(
-            "internal: {} is handled before the runtimes load",
-            match cli.command {
-                Command::Compile { .. } => "compile",
-                Command::Init { .. } => "init",
-                _ => "completion",
-            }
-        )),
+        Command::Compile { .. } => Err(dispatched_early("compile")),
+        Command::Init { .. } => Err(dispatched_early("init")),
+        Command::Completion { .. } | Command::Manpages { .. } => {
+            Err(dispatched_early("completion"))
+        }
+        #[cfg(feature = "controller")]
+        Command::Controller(_) => Err(dispatched_early("controller")),
+        #[cfg(feature = "server")]
+        Command::Server(_) | Command::Worker(_) => Err(dispatched_early("server")),
     }
+}
+
+/// A command that `run` hands off before the runtimes load reached the dispatch after it.
+fn dispatched_early(command: &str) -> anyhow::Error {
+    anyhow::anyhow!("internal: {command} is handled before the runtimes load")
 }

@@ -12,6 +12,7 @@ mod context;
 mod diff_view;
 mod interrupt;
 pub mod kcl_plugins;
+#[cfg(feature = "controller")]
 mod opener;
 mod policy;
 mod progress;

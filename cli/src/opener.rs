@@ -10,7 +10,6 @@ use kusion_kernel::operation::Stack;
 use kusion_kernel::plugin::LoadedPlugins;
 use kusion_kernel::policy::PolicyGuard;
 use kusion_kernel::spec::Spec;
-use kusion_kernel::state::StateStore;
 use kusion_sdk::runtime::Runtime;
 use serde_json::Value;
 
@@ -72,12 +71,13 @@ impl StackOpener {
         })
     }
 
-    /// The stack's state store alone, where `kusionctl state` would look.
+    /// The stack's state store alone, where `kusionctl state` would look (the server's history).
+    #[cfg(feature = "server")]
     pub(crate) fn state_store(
         &self,
         dir: &Path,
         state: StateChoice<'_>,
-    ) -> Result<Arc<dyn StateStore>> {
+    ) -> Result<Arc<dyn kusion_kernel::state::StateStore>> {
         let settings = self.settings(dir, state, false)?;
         Ok(kusion_kernel::state::open(
             &settings.state_backend,

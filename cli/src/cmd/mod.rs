@@ -3,6 +3,7 @@
 
 pub(crate) mod apply;
 pub(crate) mod compile;
+#[cfg(feature = "controller")]
 pub(crate) mod controller;
 pub(crate) mod drift;
 pub(crate) mod graph;
@@ -12,6 +13,7 @@ pub(crate) mod plugin;
 pub(crate) mod plugin_test;
 pub(crate) mod rollback;
 pub(crate) mod run;
+#[cfg(feature = "server")]
 pub(crate) mod server;
 pub(crate) mod state;
 pub(crate) mod tfstate;
