@@ -155,6 +155,14 @@ impl Cli {
             g.runtime_config = s.runtime_config.clone();
             config_output(g, &s.config, s.output.output);
         };
+        // The long-running front ends: plugin settings and runtime configuration, no `-o`.
+        #[cfg(feature = "controller")]
+        let front_end = |g: &mut Global, config: &ConfigArgs, runtime_config: &Option<PathBuf>| {
+            g.config = config.config.clone();
+            g.set = config.set.clone();
+            g.runtime_config = runtime_config.clone();
+            &[] as &[Output]
+        };
         let allowed: &[Output] = match &self.command {
             Command::Kcl { .. } | Command::Completion { .. } | Command::Manpages { .. } => &[],
             Command::Preview { stack: s, .. }
@@ -215,26 +223,11 @@ impl Cli {
                 &[Human, Json]
             }
             #[cfg(feature = "controller")]
-            Command::Controller(args) => {
-                g.config = args.config.config.clone();
-                g.set = args.config.set.clone();
-                g.runtime_config = args.runtime_config.clone();
-                &[]
-            }
+            Command::Controller(args) => front_end(g, &args.config, &args.runtime_config),
             #[cfg(feature = "server")]
-            Command::Server(args) => {
-                g.config = args.config.config.clone();
-                g.set = args.config.set.clone();
-                g.runtime_config = args.runtime_config.clone();
-                &[]
-            }
+            Command::Server(args) => front_end(g, &args.config, &args.runtime_config),
             #[cfg(feature = "server")]
-            Command::Worker(args) => {
-                g.config = args.config.config.clone();
-                g.set = args.config.set.clone();
-                g.runtime_config = args.runtime_config.clone();
-                &[]
-            }
+            Command::Worker(args) => front_end(g, &args.config, &args.runtime_config),
         };
         let output = self.global.output;
         if output != Human && !allowed.contains(&output) {

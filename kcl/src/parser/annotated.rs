@@ -121,17 +121,13 @@ impl<'a> Parser<'a> {
                 value = Some(v);
             }
             Tok::AugAssign(a)
-                if !self.at_line_break()
-                    && body != Body::Plain
-                    && !(self.in_schema_if && decorators.is_empty()) =>
+                if !self.at_line_break() && body != Body::Plain && !self.in_schema_if =>
             {
                 self.bump();
                 op = Some(AttrOp::Aug(a));
                 value = Some(self.parse_expr());
             }
-            _ if body == Body::Plain || (self.in_schema_if && decorators.is_empty()) => {
-                self.want_declared_value()
-            }
+            _ if body == Body::Plain || self.in_schema_if => self.want_declared_value(),
             // in a schema the declaration ends after its type: a value, or another statement
             // on the same line (`x: int y = 1`), follows
             _ if !self.at_line_break() && !self.at_eof() && !self.starts_stmt() => {

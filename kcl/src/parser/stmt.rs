@@ -577,8 +577,9 @@ impl<'a> Parser<'a> {
             self.error(span, "expected one of [\"identifier\"] got dedent");
             return None;
         }
+        // (a schema's `if` block declares as a module does: `name?:` is no declaration there)
         if matches!(t.tok, Tok::Ident(_) | Tok::Str { .. })
-            && (body == Body::Schema || self.nth(1).tok == Tok::Colon)
+            && ((body == Body::Schema && !self.in_schema_if) || self.nth(1).tok == Tok::Colon)
         {
             return self.parse_attr_or_annotated(lo, decorators, body);
         }
