@@ -15,7 +15,7 @@ use crate::value::{Dict, ErrKind, Func, Str, Value};
 /// Statically check a loaded program, as `kcl run` does before evaluating it: type errors,
 /// import cycles, malformed schemas and rules.
 pub fn check(program: &Program) -> Result<(), EvalError> {
-    crate::types::check_program(program)
+    crate::types::check_program(program).map(|_| ())
 }
 
 /// Whether `name` is a KCL keyword (so not usable as a plain identifier).

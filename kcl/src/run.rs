@@ -329,7 +329,7 @@ pub fn run_parts(
     // rewrites them before resolving
     crate::parser::merge::merge_main(&mut program);
     // static errors first, as upstream's resolver reports them before anything runs
-    crate::types::check_program(&program).map_err(KclError::Eval)?;
+    let checked = crate::types::check_program(&program).map_err(KclError::Eval)?;
     let exec_workdir = opts
         .work_dir
         .as_ref()
@@ -344,6 +344,7 @@ pub fn run_parts(
         strict_range_check: opts.strict_range_check,
         note_instances: opts.note_instances,
         access,
+        unchecked_configs: checked.unchecked_configs,
     };
     let _limits = crate::limits::enter(opts.limits);
     let (ev, modules) = Evaluator::new(program, eopts);

@@ -202,7 +202,7 @@ fn run_package(
     };
     let mut program = load_program(&files, &load).map_err(|d| d.to_string())?;
     crate::parser::merge::merge_main(&mut program);
-    crate::types::check_program(&program).map_err(|e| e.to_string())?;
+    let checked = crate::types::check_program(&program).map_err(|e| e.to_string())?;
     // the tests: `test_* = lambda` at the top level of a test file
     let mut tests: Vec<(Symbol, Span, String)> = Vec::new();
     for m in &program.main.modules {
@@ -240,6 +240,7 @@ fn run_package(
             strict_range_check: s.strict_range_check,
             note_instances: false,
             access: access.clone(),
+            unchecked_configs: checked.unchecked_configs.clone(),
         };
         let (ev, modules) = Evaluator::new(program.clone(), eopts);
         let result = (|| {

@@ -68,6 +68,8 @@ pub struct EvalOptions {
     pub note_instances: bool,
     /// What `file.*` and `file.read_env` may reach.
     pub access: crate::access::Access,
+    /// Schema expressions the checker did not check (see [`crate::types::Checked`]).
+    pub unchecked_configs: rustc_hash::FxHashSet<Span>,
 }
 
 /// A loaded package: its statements (from every file) and global variables.

@@ -572,12 +572,20 @@ impl<'a> Checker<'a> {
         }
         // a name whose type is known and takes no config: upstream's compile error (the
         // config is still checked)
+        let mut name_ty = None;
         if id.is_none() && name_ok {
             let path: Vec<(Symbol, Span)> = se.name.names.iter().map(|n| (n.sym, n.span)).collect();
             if let Some(name) = path_expr(&path) {
                 let kept = self.errors.len();
                 let t = self.infer(env, &name);
                 self.errors.truncate(kept);
+                // a name of type `any` (a lambda's parameter, `f: any = S`) or `None`: upstream's
+                // resolver walks neither the config nor the arguments; they meet the run only
+                if matches!(t, Ty::Any | Ty::None) && !self.names_rule(env, se) {
+                    self.unchecked_configs.insert(e.span);
+                    return Ty::Any;
+                }
+                name_ty = Some(t.clone());
                 if !matches!(
                     t,
                     Ty::Any | Ty::None | Ty::Schema(_) | Ty::SchemaType(_) | Ty::Dict(..)
@@ -621,6 +629,12 @@ impl<'a> Checker<'a> {
                     && let Ty::Schema(sid) = self.lookup(env, n.sym)
                     && self.schema_is_plain(sid)
                 {
+                    self.check_schema_config(env, entries, &[sid]);
+                    Ty::Schema(sid)
+                } else if let Some(Ty::SchemaType(sid)) = name_ty
+                    && self.schema_is_plain(sid)
+                {
+                    // a name holding the schema itself (`f = S` then `f {...}`)
                     self.check_schema_config(env, entries, &[sid]);
                     Ty::Schema(sid)
                 } else {
@@ -673,6 +687,26 @@ impl<'a> Checker<'a> {
         ty
     }
 
+    /// The rule a schema expression's name stands for: its statement, file and package.
+    fn rule_named(
+        &self,
+        env: &Env,
+        se: &ast::SchemaExpr,
+    ) -> Option<(&'a ast::RuleStmt, FileId, usize)> {
+        let (pkg, name) = match se.name.names.as_slice() {
+            [n] => (Some(env.pkg), n.sym),
+            [m, n] => (self.pkg_of_import(m.span.file, m.sym), n.sym),
+            _ => return None,
+        };
+        let pkg = pkg?;
+        let &(rule, file) = self.pkgs[pkg].rules.get(&name)?;
+        Some((rule, file, pkg))
+    }
+
+    fn names_rule(&self, env: &Env, se: &ast::SchemaExpr) -> bool {
+        self.rule_named(env, se).is_some()
+    }
+
     /// A rule's config may set only the attributes of the protocol the rule is for (none
     /// without one; its parents' protocols give none): upstream's `Cannot add member` at each
     /// other key, the protocol's types checked at the others, in the config's order. False
@@ -683,13 +717,7 @@ impl<'a> Checker<'a> {
         se: &ast::SchemaExpr,
         entries: &[ast::ConfigEntry],
     ) -> bool {
-        let (pkg, name) = match se.name.names.as_slice() {
-            [n] => (Some(env.pkg), n.sym),
-            [m, n] => (self.pkg_of_import(m.span.file, m.sym), n.sym),
-            _ => return false,
-        };
-        let Some(pkg) = pkg else { return false };
-        let Some(&(rule, file)) = self.pkgs[pkg].rules.get(&name) else {
+        let Some((rule, file, pkg)) = self.rule_named(env, se) else {
             return false;
         };
         let (allowed, host): (Vec<Symbol>, _) = match &rule.for_host {
@@ -718,7 +746,7 @@ impl<'a> Checker<'a> {
                     let msg = format!(
                         "Cannot add member '{}' to schema '{}'",
                         k.as_str(),
-                        name.as_str()
+                        rule.name.sym.as_str()
                     );
                     self.err(ErrKind::Compile, msg, at.shrink_to_lo());
                 }

@@ -55,7 +55,7 @@ use ty::{Kind, SchemaId, assignable, field_type_fits};
 /// Check `program`; the first error found is returned, every later one with it (each
 /// package's in source order, the packages in checking order: upstream's resolver reports
 /// them all).
-pub fn check_program(program: &Program) -> Result<(), EvalError> {
+pub(crate) fn check_program(program: &Program) -> Result<Checked, EvalError> {
     let mut c = Checker::new(program);
     c.check_import_cycles()?;
     let mut all = Vec::new();
@@ -70,7 +70,9 @@ pub fn check_program(program: &Program) -> Result<(), EvalError> {
             first.also = (!rest.is_empty()).then(|| Box::new(rest));
             Err(first)
         }
-        None => Ok(()),
+        None => Ok(Checked {
+            unchecked_configs: c.unchecked_configs,
+        }),
     }
 }
 
@@ -229,6 +231,17 @@ struct Checker<'a> {
     mixed_union: bool,
     /// Schemas whose inheritance circle was reported.
     cycle_reported: rustc_hash::FxHashSet<SchemaId>,
+    /// Schema expressions whose config and arguments were not checked (see [`Checked`]).
+    unchecked_configs: rustc_hash::FxHashSet<Span>,
+}
+
+/// What the evaluator learns from the check of a program that passed it.
+#[derive(Default)]
+pub(crate) struct Checked {
+    /// Schema expressions on a name of type `any` or `None` (`t {a = 1}` in a lambda over a
+    /// schema `t`), by span: upstream's resolver does not walk their config, so a key the
+    /// schema does not declare is a run-time error there, not a compile error.
+    pub(crate) unchecked_configs: rustc_hash::FxHashSet<Span>,
 }
 
 /// Lexical context of the expression being checked.
@@ -325,6 +338,7 @@ impl<'a> Checker<'a> {
             file_pkg: FxHashMap::default(),
             errors: Vec::new(),
             overridden: Default::default(),
+            unchecked_configs: Default::default(),
             members_building: Default::default(),
             members_cycle_hit: false,
             config_elif: false,

@@ -262,9 +262,10 @@ impl Validator {
         let file = module.file;
         program.main.modules.push(std::sync::Arc::new(module));
         crate::parser::merge::merge_main(&mut program);
-        if let Err(e) = crate::types::check_program(&program) {
-            return Ok((file, Err(e)));
-        }
+        let checked = match crate::types::check_program(&program) {
+            Ok(c) => c,
+            Err(e) => return Ok((file, Err(e))),
+        };
         let access = crate::run::Allow::default().access(&program.root, &self.cwd, &self.external);
         let eopts = EvalOptions {
             args: Vec::new(),
@@ -274,6 +275,7 @@ impl Validator {
             strict_range_check: false,
             note_instances: false,
             access,
+            unchecked_configs: checked.unchecked_configs,
         };
         let (ev, modules) = Evaluator::new(program, eopts);
         let r = (|| {

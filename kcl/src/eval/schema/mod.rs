@@ -587,7 +587,12 @@ impl Evaluator {
         for k in frame.config.map.keys() {
             let unknown = !layout.declared.contains_key(k) && layout.index_sig.is_none();
             // upstream's resolver skips an empty key: only the run time refuses it
-            if unknown && (merged || k.is_empty() || self.dynamic_keys.borrow().contains(k)) {
+            if unknown
+                && (merged
+                    || k.is_empty()
+                    || self.dynamic_keys.borrow().contains(k)
+                    || self.opts.unchecked_configs.contains(&span))
+            {
                 let msg = format!("No attribute named '{k}' in the schema '{}'", ty.name);
                 // upstream's runtime is then on the body's last statement
                 let at = layout.body.last().map_or(span, |(st, _)| st.span);
