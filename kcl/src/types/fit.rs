@@ -224,10 +224,11 @@ impl<'a> Checker<'a> {
         self.check_dict_config(env, entries, dict, vt, defs.0);
         // the whole can only fail where an entry did or a key may not fit: a literal of
         // names and strings under a string key type is not inferred again (a large literal
-        // would be walked twice)
+        // would be walked twice; the empty key's value was not checked as an entry)
         let str_keys = entries.iter().all(|en| {
             matches!(&en.kind, ast::ConfigEntryKind::KeyValue { key, .. }
-                if matches!(key.kind, ExprKind::Ident(_) | ExprKind::Str(_)))
+                if matches!(&key.kind, ExprKind::Ident(_))
+                    || matches!(&key.kind, ExprKind::Str(s) if !s.is_empty()))
         });
         // (every string fits the key type only if it takes `str`: a string literal key type
         // takes only its own literal keys)
@@ -335,6 +336,12 @@ impl<'a> Checker<'a> {
                             self.check_str_key(&t, key.span, false);
                             continue;
                         }
+                    }
+                    // upstream's resolver reads no entry under the empty key: the value meets
+                    // the dict's type only in the check of the whole literal
+                    if matches!(&key.kind, ExprKind::Str(s) if s.is_empty()) {
+                        self.infer(env, value);
+                        continue;
                     }
                     if matches!(key.kind, ExprKind::Selector(_)) {
                         match key_path(key) {
