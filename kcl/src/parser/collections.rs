@@ -431,9 +431,8 @@ impl<'a> Parser<'a> {
                 // it has read the clauses and the `}`)
                 let sp = self.tspan(self.tk());
                 self.parse_comp_clauses(false);
-                self.ctx.pop();
                 self.no_schema_brace = saved;
-                self.expect_closer(Tok::RBrace, "}");
+                self.close_comprehension(Tok::RBrace, "}");
                 self.error(sp, "missing config comp clause expression");
                 return Expr {
                     kind: ExprKind::Config(entries.into_boxed_slice()),

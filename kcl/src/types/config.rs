@@ -382,6 +382,10 @@ impl<'a> Checker<'a> {
                     self.check_operand_configs(env, r, want, def);
                 }
             }
+            // a config literal subscripted or selected from (`{x = {y = 1}}["x"]`): upstream's
+            // config context reaches it with the type wanted of the whole
+            ExprKind::Subscript { value: x, .. } => self.check_operand_configs(env, x, want, def),
+            ExprKind::Selector(s) => self.check_operand_configs(env, &s.value, want, def),
             ExprKind::If(x) => {
                 self.check_operand_configs(env, &x.cond, want, def);
                 self.check_operand_configs(env, &x.then, want, def);

@@ -126,7 +126,11 @@ impl<'a> Checker<'a> {
                     && items.iter().any(|it| {
                         matches!(
                             strip_paren(it).kind,
-                            ExprKind::If(_) | ExprKind::Binary { .. } | ExprKind::Unary { .. }
+                            ExprKind::If(_)
+                                | ExprKind::Binary { .. }
+                                | ExprKind::Unary { .. }
+                                | ExprKind::Subscript { .. }
+                                | ExprKind::Selector(_)
                         )
                     }) =>
             {
@@ -158,7 +162,8 @@ impl<'a> Checker<'a> {
                 return;
             }
             // any other operator, a conditional or a quantifier: upstream checks the config
-            // literals among its operands (not inside calls, subscripts or lists) against the
+            // literals among its operands (and in what is subscripted or selected from; not in
+            // calls or lists) against the
             // schema, list or dict type expected of the whole, before the expression's own type
             (
                 ExprKind::Unary { .. }
@@ -167,7 +172,9 @@ impl<'a> Checker<'a> {
                 | ExprKind::If(_)
                 | ExprKind::Quant(_)
                 | ExprKind::Call { .. }
-                | ExprKind::As { .. },
+                | ExprKind::As { .. }
+                | ExprKind::Subscript { .. }
+                | ExprKind::Selector(_),
                 _,
             ) if schema_ids(expected).is_some()
                 || matches!(expected, Ty::List(_) | Ty::Dict(..)) =>
@@ -379,7 +386,9 @@ impl<'a> Checker<'a> {
                         self.check_operand_configs(&env2, &c.value, vt, def);
                         self.infer(env, v);
                     }
+                    // config literals among its operands (`**{a: 1} | {b: 2}`) against the dict
                     _ => {
+                        self.check_operand_configs(env, v, dict_ty, def);
                         self.infer(env, v);
                     }
                 },
