@@ -619,8 +619,17 @@ impl<'a> Checker<'a> {
             .unwrap_or_else(|| new.clone());
         self.schema_nested
             .entry((id, a.name.sym))
-            .or_insert((new, a.name.span));
+            .or_insert((new.clone(), a.name.span));
         if let Some(v) = &a.value {
+            // (upstream checks the value against its own annotation first, then against the
+            // attribute's type)
+            if !new.is_any() && new != want {
+                let before = self.errors.len();
+                self.check_attr_value(env, a, v, &new);
+                if self.errors.len() > before {
+                    return;
+                }
+            }
             self.check_attr_value(env, a, v, &want);
         }
     }
