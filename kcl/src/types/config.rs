@@ -225,10 +225,13 @@ impl<'a> Checker<'a> {
                             ks.push(Ty::Any);
                             vs.push(Ty::None);
                         }
-                        // (a value that cannot be unpacked, reported, brings nothing)
-                        Ty::None | Ty::Schema(_) | Ty::SchemaType(_) | Ty::Union(_) => {
-                            known = false
+                        // (an instance brings upstream's `{str:any}`)
+                        Ty::Schema(_) => {
+                            ks.push(Ty::Str);
+                            vs.push(Ty::Any);
                         }
+                        // (a value that cannot be unpacked, reported, brings nothing)
+                        Ty::None | Ty::SchemaType(_) | Ty::Union(_) => known = false,
                         _ => {}
                     }
                 }

@@ -293,6 +293,24 @@ impl<'a> Checker<'a> {
         true
     }
 
+    /// An instance of schema `id` unpacked into a dict whose values are `vt`: upstream checks
+    /// each of the schema's own attributes against `vt`, noting where the attribute is declared.
+    fn check_unpacked_instance(&mut self, id: SchemaId, vt: &Ty, span: Span, def: Option<Span>) {
+        let m = self.members(id);
+        // (its own attributes: upstream's instance type carries no inherited ones here)
+        for name in m.order.iter().filter(|n| m.declared.contains(n)) {
+            let Some((t, at)) = m.attrs.get(name) else {
+                continue;
+            };
+            if !self.fits(t, vt, span, def)
+                && let Some(e) = self.errors.pop()
+            {
+                let e = e.with_note(at.shrink_to_lo(), "config attribute is defined here");
+                self.errors.push(e);
+            }
+        }
+    }
+
     /// Upstream rejects config keys statically known not to be strings; false when reported.
     /// `every`: each member of a union must be a string (a comprehension's key), not one.
     pub(super) fn check_str_key(&mut self, t: &Ty, span: Span, every: bool) -> bool {
@@ -389,7 +407,9 @@ impl<'a> Checker<'a> {
                     // config literals among its operands (`**{a: 1} | {b: 2}`) against the dict
                     _ => {
                         self.check_operand_configs(env, v, dict_ty, def);
-                        self.infer(env, v);
+                        if let Ty::Schema(id) = self.infer(env, v) {
+                            self.check_unpacked_instance(id, vt, v.span, def);
+                        }
                     }
                 },
                 ast::ConfigEntryKind::If(ci) => {
