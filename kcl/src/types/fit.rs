@@ -507,6 +507,21 @@ impl<'a> Checker<'a> {
         self.check_insert(op, &t, value.span);
     }
 
+    /// Whether `key` is a plain name none of the schemas `ids` has (nor takes by an index
+    /// signature, an unknown parent or a mixin).
+    fn no_member_named(&mut self, key: &Expr, ids: &[SchemaId]) -> bool {
+        let ExprKind::Ident(s) = &key.kind else {
+            return false;
+        };
+        for id in ids {
+            let m = self.members(*id);
+            if m.open || m.attrs.contains_key(s) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Entries of a config literal used as the config of a schema (or a union of schemas).
     pub(super) fn check_schema_config(
         &mut self,
@@ -518,7 +533,8 @@ impl<'a> Checker<'a> {
         for en in entries {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
-                    if self.loop_var_key(env, key, *op, value) {
+                    // (a loop variable's name no schema has is refused as a member first)
+                    if !self.no_member_named(key, ids) && self.loop_var_key(env, key, *op, value) {
                         continue;
                     }
                     // `name[0] = v`: upstream's resolver checks `v` against the attribute's
