@@ -534,7 +534,12 @@ impl<'a> Checker<'a> {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     // (a loop variable's name no schema has is refused as a member first)
-                    if !self.no_member_named(key, ids) && self.loop_var_key(env, key, *op, value) {
+                    let loop_key =
+                        matches!(&key.kind, ExprKind::Ident(s) if env.loop_var_ty(*s).is_some());
+                    if loop_key
+                        && !self.no_member_named(key, ids)
+                        && self.loop_var_key(env, key, *op, value)
+                    {
                         continue;
                     }
                     // `name[0] = v`: upstream's resolver checks `v` against the attribute's
