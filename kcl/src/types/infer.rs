@@ -1003,6 +1003,11 @@ impl<'a> Checker<'a> {
         let mut env2 = env.clone();
         for c in clauses {
             let it = self.infer(&env2, &c.iter);
+            // (after the iterable's own errors, before the number of variables)
+            if let Some(t) = c.targets.iter().find(|t| t.names.len() > 1) {
+                let msg = "loop variables can only be ordinary identifiers".to_string();
+                self.err(ErrKind::Compile, msg, t.span.shrink_to_lo());
+            }
             // (after the iterable's own errors) upstream's resolver reports it at the end of
             // the second variable
             if c.targets.len() > 2 {
