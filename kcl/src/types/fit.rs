@@ -163,8 +163,8 @@ impl<'a> Checker<'a> {
             }
             // any other operator, a conditional or a quantifier: upstream checks the config
             // literals among its operands (and in what is subscripted or selected from; not in
-            // calls or lists) against the
-            // schema, list or dict type expected of the whole, before the expression's own type
+            // calls or lists) against the schema, list or dict type expected of the whole,
+            // before the expression's own type
             (
                 ExprKind::Unary { .. }
                 | ExprKind::Binary { .. }
@@ -507,15 +507,12 @@ impl<'a> Checker<'a> {
         self.check_insert(op, &t, value.span);
     }
 
-    /// Whether `key` is a plain name none of the schemas `ids` has (nor takes by an index
-    /// signature, an unknown parent or a mixin).
-    fn no_member_named(&mut self, key: &Expr, ids: &[SchemaId]) -> bool {
-        let ExprKind::Ident(s) = &key.kind else {
-            return false;
-        };
+    /// Whether none of the schemas `ids` has `name` (nor takes it by an index signature, an
+    /// unknown parent or a mixin).
+    fn no_member_named(&mut self, name: Symbol, ids: &[SchemaId]) -> bool {
         for id in ids {
             let m = self.members(*id);
-            if m.open || m.attrs.contains_key(s) {
+            if m.open || m.attrs.contains_key(&name) {
                 return false;
             }
         }
@@ -534,10 +531,9 @@ impl<'a> Checker<'a> {
             match &en.kind {
                 ast::ConfigEntryKind::KeyValue { key, op, value } => {
                     // (a loop variable's name no schema has is refused as a member first)
-                    let loop_key =
-                        matches!(&key.kind, ExprKind::Ident(s) if env.loop_var_ty(*s).is_some());
-                    if loop_key
-                        && !self.no_member_named(key, ids)
+                    if let ExprKind::Ident(s) = &key.kind
+                        && env.loop_var_ty(*s).is_some()
+                        && !self.no_member_named(*s, ids)
                         && self.loop_var_key(env, key, *op, value)
                     {
                         continue;

@@ -581,11 +581,10 @@ impl<'a> Checker<'a> {
                 self.errors.truncate(kept);
                 // a name of type `any` (a lambda's parameter, `f: any = S`) or `None`: upstream's
                 // resolver walks neither the config nor the arguments; they meet the run only
-                if matches!(t, Ty::Any | Ty::None) && !self.names_rule(env, se) {
+                if matches!(t, Ty::Any | Ty::None) && self.rule_named(env, se).is_none() {
                     self.unchecked_configs.insert(e.span);
                     return Ty::Any;
                 }
-                name_ty = Some(t.clone());
                 if !matches!(
                     t,
                     Ty::Any | Ty::None | Ty::Schema(_) | Ty::SchemaType(_) | Ty::Dict(..)
@@ -593,6 +592,7 @@ impl<'a> Checker<'a> {
                     let msg = format!("Invalid schema type '{}'", self.ty_str(&t));
                     self.err(ErrKind::Compile, msg, se.name.span.shrink_to_lo());
                 }
+                name_ty = Some(t);
             }
         }
         // `S {}` of a schema with required parameters: upstream's resolver checks the missing
@@ -701,10 +701,6 @@ impl<'a> Checker<'a> {
         let pkg = pkg?;
         let &(rule, file) = self.pkgs[pkg].rules.get(&name)?;
         Some((rule, file, pkg))
-    }
-
-    fn names_rule(&self, env: &Env, se: &ast::SchemaExpr) -> bool {
-        self.rule_named(env, se).is_some()
     }
 
     /// A rule's config may set only the attributes of the protocol the rule is for (none
