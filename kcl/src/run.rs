@@ -626,8 +626,34 @@ mod tests {
         assert_eq!(crate::eval::live::packages(), 0);
     }
 
+    // The syntax trees belong to the run's packages, not to the process: once the run and
+    // the values a host kept from it are gone, only the parse cache holds them (an edited
+    // file's old version is then freed by the cache).
+    #[test]
+    fn a_run_gives_its_syntax_trees_back() {
+        let dir = program();
+        let cache = std::sync::Arc::new(ParseCache::new());
+        let opts = RunOptions {
+            work_dir: Some(dir.path().to_path_buf()),
+            parse_cache: Some(cache.clone()),
+            ..Default::default()
+        };
+        let holders = |f: &str| {
+            let m = cache.parse(&dir.path().join(f)).unwrap();
+            std::sync::Arc::strong_count(&m) - 1
+        };
+        let out = run_full(&[dir.path().join("main.k")], &opts).unwrap();
+        // `l` is an instance of `Local`: its schema type holds the main package's tree
+        assert!(holders("main.k") > 1, "the kept value lost its tree");
+        let text = crate::output::to_yaml(&out.value, Default::default());
+        assert!(text.contains("count: 3"), "{text}");
+        drop(out);
+        assert_eq!(holders("main.k"), 1);
+        assert_eq!(holders("lib/model.k"), 1);
+    }
+
     // A process running the same files again parses and registers them once (the process's
-    // parse cache): the source map and the leaked modules do not grow per run.
+    // parse cache): the source map does not grow per run.
     #[test]
     fn running_the_same_files_again_registers_no_new_source() {
         let dir = program();

@@ -6,8 +6,9 @@
 //! `comp.rs`, `call.rs`), schemas in `schema/`, and where upstream's runtime reports an error
 //! (the node it walked last) in `walked.rs`.
 //!
-//! Parsed modules are leaked (`&'static`, see [`Evaluator::make_pkg`]): closures and schema
-//! types point into the AST without reference counting.
+//! Closures, schema types and statements point into the syntax trees as `&'static` nodes
+//! without reference counting; the package that holds the module keeps it alive (see
+//! [`Evaluator::make_pkg`]).
 
 mod call;
 mod comp;
@@ -78,6 +79,9 @@ pub struct Pkg {
     /// The package's folder (not read by the evaluator today; kept with the package it names).
     #[allow(dead_code)]
     pub dir: PathBuf,
+    /// The syntax trees `stmts` point into, and every schema type, closure and type alias made
+    /// here (each holds this package through its `Ctx`): they live as long as the package.
+    _modules: Vec<Arc<ast::Module>>,
     stmts: Vec<&'static Stmt>,
     /// The statements that assign each global, in order (see [`Setter`]).
     setters: FxHashMap<Symbol, Vec<Setter>>,
@@ -402,6 +406,30 @@ pub struct Evaluator {
     pub(crate) config_ops: RefCell<FxHashMap<usize, Rc<crate::value::Ops>>>,
     /// The schema frame and local scope each closure was made in (see `Drop`).
     captures: RefCell<Vec<(std::rc::Weak<schema::Frame>, std::rc::Weak<Scope>)>>,
+    /// Every module given to [`Evaluator::make_pkg`]: positions kept between packages
+    /// (`last_pos`, `body_walked`) and nodes keyed by address stay valid for the run even
+    /// where a package is replaced (`kcl test` makes one main package per test file).
+    modules: RefCell<Vec<Arc<ast::Module>>>,
+}
+
+/// A module's syntax tree as the evaluator's `&'static` nodes.
+///
+/// The evaluator does not carry a lifetime: closures, schema types and type aliases are
+/// `Func::User` values holding `Rc<dyn Any>`, and `Any` is `'static`, so a borrowed tree would
+/// put a lifetime on `Value` (builtins, output, the public face, the policy host); an index
+/// per node would add a lookup at every node evaluated. Instead the tree is borrowed from an
+/// `Arc` that its holders keep: the package (`Pkg::_modules`) for its statements, and
+/// through it every schema type, closure and type alias made there, since each holds
+/// `Ctx::pkg`; the evaluator (`Evaluator::modules`) for positions it keeps between packages.
+/// A value a host keeps after the run (an instance and its schema type) keeps its package.
+///
+/// # Safety
+/// The caller keeps `m` in the package it builds and in the evaluator.
+unsafe fn tree_of(m: &Arc<ast::Module>) -> &'static ast::Module {
+    // SAFETY: an `Arc`'s value does not move and is not mutated (`Module` has no interior
+    // mutability); every `&'static` node taken from it sits in a structure that also holds an
+    // `Arc` of the module (see above), so it is never read after the module is freed.
+    unsafe { &*Arc::as_ptr(m) }
 }
 
 /// Whether any source file of the program selects an attribute named `instances` (a cheap,
@@ -455,6 +483,7 @@ impl Evaluator {
             running: RefCell::new(Vec::new()),
             comp_len: Cell::new(0),
             captures: RefCell::new(Vec::new()),
+            modules: RefCell::new(Vec::new()),
         };
         (ev, program.main.modules)
     }
@@ -468,19 +497,9 @@ impl Evaluator {
     ) -> EvalResult<Rc<Pkg>> {
         let mut stmts: Vec<&'static Stmt> = Vec::new();
         let mut import_stmts = Vec::new();
-        for m in modules {
-            // Leaked on purpose: the evaluator holds `&'static` AST nodes. Not an owned or
-            // borrowed design because (1) closures, schema types and type aliases live in
-            // values as `Func::User { data: Rc<dyn Any> }`, and `Any` needs `'static`, so a
-            // borrowing evaluator would need a lifetime on `Value` itself (builtins, output,
-            // the public face, the policy host); (2) statement indices into kept `Arc`s would
-            // add a lookup at every node the ~40 `&'static` signatures here reach. Owning them
-            // in `Pkg` would need proof that no `&'static` node outlives its package (values a
-            // host keeps can hold closures). Cost: each version of a file stays for the process
-            // once, since runs share modules through the process's parse cache
-            // (`loader::process_cache`), and the run's values are freed when the evaluator
-            // drops (see its `Drop`); only this box (one pointer per module) is left per run.
-            let m: &'static ast::Module = Box::leak(Box::new(m));
+        for m in &modules {
+            // SAFETY: `modules` goes into the package and the evaluator below
+            let m = unsafe { tree_of(m) };
             for (k, s) in m.body.iter().enumerate() {
                 // the module docstring is no expression statement (it is not output)
                 if k == 0
@@ -564,6 +583,7 @@ impl Evaluator {
         let pkg = Rc::new(Pkg {
             path: path.to_string(),
             dir,
+            _modules: modules.clone(),
             stmts,
             setters,
             lazy: RefCell::new(Lazy::default()),
@@ -583,6 +603,7 @@ impl Evaluator {
             _live: live::Token::new(),
         });
         self.pkgs.borrow_mut().insert(path.to_string(), pkg.clone());
+        self.modules.borrow_mut().extend(modules);
         Ok(pkg)
     }
 

@@ -283,9 +283,10 @@ pub struct ParseCache {
 /// The cache of every run that is given none ([`crate::RunOptions::parse_cache`]) and of
 /// rule programs: a process that runs the same files again and again (`kusionctl server`, the
 /// policy plugin) parses and registers each version of a file once instead of once per run,
-/// which would otherwise keep every run's syntax trees and source texts for the process's life
-/// (modules live as long as the process, see `Evaluator::make_pkg`). It verifies content on
-/// every use ([`ParseCache::verifying`]), so a result never depends on file times.
+/// which would otherwise add every run's source texts to the source map for the process's life
+/// (diagnostics find a file's text there by its [`FileId`]). It verifies content on every use
+/// ([`ParseCache::verifying`]), so a result never depends on file times. A version no run
+/// holds any more is freed when the file changes (its entry is replaced).
 pub(crate) fn process_cache() -> &'static ParseCache {
     static CACHE: std::sync::OnceLock<ParseCache> = std::sync::OnceLock::new();
     CACHE.get_or_init(ParseCache::verifying)
