@@ -1,7 +1,26 @@
 //! Walks over the syntax tree: every expression below a statement or an expression,
 //! outermost first (for passes that look for names or shapes without evaluating).
 
-use super::{ConfigEntry, ConfigEntryKind, Expr, ExprKind, Stmt, StmtKind, StrPart};
+use super::{ConfigEntry, ConfigEntryKind, Expr, ExprKind, Name, Span, Stmt, StmtKind, StrPart};
+
+/// Public (not `_`) package-level names a statement assigns with `=`, through `if` bodies,
+/// with each target's span; `dotted` counts `a.b = v` too (it changes `a`).
+pub(crate) fn public_assignments(s: &Stmt, dotted: bool, out: &mut Vec<(Name, Span)>) {
+    match &s.kind {
+        StmtKind::Assign(a) => out.extend(
+            a.targets
+                .iter()
+                .filter(|t| (dotted || t.path.is_empty()) && !t.name.sym.as_str().starts_with('_'))
+                .map(|t| (t.name, t.span)),
+        ),
+        StmtKind::If(i) => {
+            for st in i.body.iter().chain(&i.orelse) {
+                public_assignments(st, dotted, out);
+            }
+        }
+        _ => {}
+    }
+}
 
 /// Every expression below `stmts`, outermost first.
 pub(crate) fn walk_stmts<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {

@@ -59,8 +59,9 @@ impl<'a> Checker<'a> {
         first: &mut FxHashMap<Symbol, Span>,
     ) {
         let mut assigns = Vec::new();
-        public_assignments(s, &mut assigns);
-        for (n, sp) in assigns {
+        // (`a.b = v` changes `a` too: upstream's ImmutableError once `a` is declared)
+        crate::ast::walk::public_assignments(s, true, &mut assigns);
+        for (n, sp) in assigns.into_iter().map(|(n, sp)| (n.sym, sp)) {
             let prev = defined
                 .get(&n)
                 .or_else(|| aliases.get(&n))

@@ -14,7 +14,8 @@
 //! Where things are: this file holds the entry points, the checker's state and the package
 //! order; `resolve.rs` names, imports, annotations and schema members; `stmt.rs` statements
 //! and schema bodies; `checks.rs` `check:` blocks; `fit.rs` values against the type they must
-//! have (assignments, config entries), `whole.rs` the values checked once more whole; `infer.rs`
+//! have (assignments, config entries), `schema_config.rs` a config literal against its
+//! schema, `whole.rs` the values checked once more whole; `infer.rs`
 //! the type of an expression; `calls.rs` builtin, method, lambda and schema calls; `ops.rs`
 //! operators and joins of types; `ty.rs` the type model and assignability; `sysmod.rs` the
 //! system modules' signatures.
@@ -30,6 +31,7 @@ mod fit;
 mod infer;
 mod ops;
 mod resolve;
+mod schema_config;
 mod schema_type;
 mod stmt;
 mod sysmod;
@@ -600,25 +602,6 @@ fn path_expr(path: &[(Symbol, Span)]) -> Option<Expr> {
         };
     }
     Some(key)
-}
-
-/// Public package-level names a statement assigns with `=` (through `if` bodies).
-fn public_assignments(s: &Stmt, out: &mut Vec<(Symbol, Span)>) {
-    match &s.kind {
-        StmtKind::Assign(a) => out.extend(
-            a.targets
-                .iter()
-                // (`a.b = v` changes `a` too: upstream's ImmutableError once `a` is declared)
-                .filter(|t| !t.name.sym.as_str().starts_with('_'))
-                .map(|t| (t.name.sym, t.span)),
-        ),
-        StmtKind::If(i) => {
-            for st in i.body.iter().chain(&i.orelse) {
-                public_assignments(st, out);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// Public package-level names a statement declares by unification (`x: S {}`, through `if`
