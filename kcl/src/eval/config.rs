@@ -146,7 +146,7 @@ impl Evaluator {
                                     self.dynamic_keys.borrow_mut().insert(k.clone());
                                 }
                                 let (op, idx) = src.op_of_key(k);
-                                value::ops_merge_entry(d, k, val, op, idx, true)
+                                value::merge_entry(d, k, val, op, idx, true)
                                     .map_err(|x| self.rt(x, en.span()))?;
                             }
                         }

@@ -251,7 +251,7 @@ impl Evaluator {
                         _ => Str::from(""),
                     };
                     let v = this.eval(cx, &c.value)?;
-                    value::ops_merge_entry(&mut d, &k, &v, conv_op(c.op), None, true)
+                    value::merge_entry(&mut d, &k, &v, conv_op(c.op), None, true)
                         .map_err(|x| this.rt(x, c.key.span))?;
                     if d.len() & 0xfff == 0 {
                         crate::limits::check_items(d.len(), "the dict comprehension")

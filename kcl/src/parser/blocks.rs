@@ -3,7 +3,7 @@
 //! rules.
 
 use super::expr::selector;
-use super::{Ctx, MAX_CHAIN, Parser};
+use super::{Ctx, Parser};
 use crate::ast::*;
 use crate::diag::ErrorKind;
 use crate::lexer::Tok;
@@ -129,7 +129,8 @@ impl<'a> Parser<'a> {
                 // Upstream takes subscripts after the name, then selectors (`?.` too) and
                 // further subscripts; never a call (`all x in a[1:] {`, `a[0]?.b {`).
                 if self.at(Tok::LBracket) && !self.at_line_break() {
-                    e = self.parse_quant_target_trailers(e);
+                    // subscripts and selectors only
+                    e = self.parse_trailers(e, false);
                 }
                 e
             }
@@ -161,47 +162,6 @@ impl<'a> Parser<'a> {
                 Expr::missing(self.span(t.lo, t.lo))
             }
         }
-    }
-
-    /// Subscripts and selectors after a quantifier target's name (see `parse_quant_target`).
-    fn parse_quant_target_trailers(&mut self, mut e: Expr) -> Expr {
-        let mut n = 0;
-        loop {
-            n += 1;
-            if n > MAX_CHAIN {
-                self.too_long();
-                break;
-            }
-            if self.at_line_break() {
-                break;
-            }
-            let optional = self.at(Tok::Question) && !self.nth(1).nl;
-            let next = if optional {
-                self.nth(1).tok
-            } else {
-                self.tok()
-            };
-            match next {
-                Tok::LBracket => {
-                    if optional {
-                        self.bump();
-                    }
-                    e = self.parse_subscript(e, optional);
-                }
-                Tok::Dot => {
-                    if optional {
-                        self.bump();
-                    }
-                    self.bump();
-                    let Some(attr) = self.expect_member() else {
-                        break;
-                    };
-                    e = selector(e, attr, optional);
-                }
-                _ => break,
-            }
-        }
-        e
     }
 
     pub(super) fn parse_lambda(&mut self) -> Expr {

@@ -301,7 +301,14 @@ impl<'a> Parser<'a> {
     }
 
     /// Selectors, subscripts, calls and schema configs after `e`.
-    pub(super) fn parse_postfix_from(&mut self, mut e: Expr) -> Expr {
+    pub(super) fn parse_postfix_from(&mut self, e: Expr) -> Expr {
+        self.parse_trailers(e, true)
+    }
+
+    /// Selectors and subscripts after `e`, and with `calls` calls and schema configs too (a
+    /// quantifier's target takes none, and a selector missing its name ends it there without
+    /// the placeholder name upstream's recovered tree selects elsewhere).
+    pub(super) fn parse_trailers(&mut self, mut e: Expr, calls: bool) -> Expr {
         let mut n = 0;
         loop {
             n += 1;
@@ -316,6 +323,9 @@ impl<'a> Parser<'a> {
                 Tok::Dot => {
                     self.bump();
                     let Some(attr) = self.expect_member() else {
+                        if !calls {
+                            break;
+                        }
                         // upstream's recovered tree selects a placeholder name, which its
                         // resolver then looks up
                         let t = self.tk();
@@ -341,7 +351,7 @@ impl<'a> Parser<'a> {
                     e = self.parse_subscript(e, true);
                 }
                 Tok::LBracket => e = self.parse_subscript(e, false),
-                Tok::LParen => {
+                Tok::LParen if calls => {
                     let args = self.parse_call_args();
                     if self.at(Tok::LBrace)
                         && !self.at_line_break()
@@ -360,7 +370,7 @@ impl<'a> Parser<'a> {
                         span,
                     };
                 }
-                Tok::LBrace if !self.no_schema_brace => {
+                Tok::LBrace if calls && !self.no_schema_brace => {
                     let Some(name) = expr_to_identifier(&e) else {
                         break;
                     };

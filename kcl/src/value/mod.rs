@@ -26,7 +26,9 @@ pub use ops::{
     BinOp, binary, compare, strict_range_check, unary_invert, unary_neg, unary_not, unary_pos,
 };
 pub use strfmt::to_str;
-pub use union::{Rebuild, check_union, merge_entry_with, union, union_dict_instance, union_with};
+pub use union::{
+    Rebuild, check_union, merge_entry, merge_entry_with, union, union_dict_instance, union_with,
+};
 
 pub use rcstr::Str;
 /// Insertion-ordered map used by dicts and schema instances.
@@ -618,18 +620,6 @@ pub fn sort_cmp(a: &Value, b: &Value) -> RtResult<std::cmp::Ordering> {
             b.type_name()
         ))
     })
-}
-
-/// Apply one config entry `k <op> v` to `d` (`check`: `:` conflicts are errors).
-pub fn ops_merge_entry(
-    d: &mut Dict,
-    k: &Str,
-    v: &Value,
-    op: ConfigOp,
-    index: Option<i64>,
-    check: bool,
-) -> RtResult<()> {
-    union::merge_entry(d, k, v, op, index, check, 0)
 }
 
 #[cfg(test)]

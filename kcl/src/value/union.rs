@@ -83,25 +83,16 @@ fn union_into<E: From<RtError>>(
             if let (Value::Dict(_), Value::Schema(bs)) = (&*a, b) {
                 let unified = bs.unified_config();
                 let ad = a.dict_mut().unwrap();
-                for (k, v) in &bs.attrs.map {
-                    // (an attribute it leaves unset stays a key, as upstream's: `-S` finds it)
-                    if matches!(v, Value::Undefined) {
-                        if !ad.map.contains_key(k) {
-                            ad.map.insert(k.clone(), Value::Undefined);
-                        }
-                        continue;
+                return lay_attrs_over(ad, bs, |ad, k, v| match ad.map.get_mut(k) {
+                    Some(cur) if unified.map.contains_key(k) && cur.is_config() => {
+                        let at = Path::under(path, k);
+                        union_into(cur, v, check, depth + 1, rb, Some(&at))
                     }
-                    match ad.map.get_mut(k) {
-                        Some(cur) if unified.map.contains_key(k) && cur.is_config() => {
-                            let at = Path::under(path, k);
-                            union_into(cur, v, check, depth + 1, rb, Some(&at))?;
-                        }
-                        _ => {
-                            ad.map.insert(k.clone(), v.clone());
-                        }
+                    _ => {
+                        ad.map.insert(k.clone(), v.clone());
+                        Ok(())
                     }
-                }
-                return Ok(());
+                });
             }
             let bd = b.as_dict().unwrap();
             let ad = a.dict_mut().unwrap();
@@ -135,6 +126,26 @@ fn union_into<E: From<RtError>>(
     }
 }
 
+/// The attributes of instance `bs` laid over the dict `ad` by `merge`, in the instance's
+/// order; an attribute it leaves unset stays a key (as upstream's: `-S` finds it) and never
+/// replaces the dict's value.
+fn lay_attrs_over<E>(
+    ad: &mut super::Dict,
+    bs: &super::SchemaInst,
+    mut merge: impl FnMut(&mut super::Dict, &super::Str, &Value) -> Result<(), E>,
+) -> Result<(), E> {
+    for (k, v) in &bs.attrs.map {
+        if matches!(v, Value::Undefined) {
+            if !ad.map.contains_key(k) {
+                ad.map.insert(k.clone(), Value::Undefined);
+            }
+            continue;
+        }
+        merge(ad, k, v)?;
+    }
+    Ok(())
+}
+
 /// An instance `bs` merged into the plain dict `a`, as upstream does it: the instance's
 /// values go into the dict (what it was configured with `:` as a union, conflicts checked as
 /// between dicts; the rest as overrides; an attribute it leaves undefined keeps the dict's
@@ -157,13 +168,7 @@ fn dict_then_instance<E: From<RtError>>(
         return Ok(None);
     };
     let ad = a.dict_mut().unwrap();
-    for (k, v) in &bs.attrs.map {
-        if matches!(v, Value::Undefined) {
-            if !ad.map.contains_key(k) {
-                ad.map.insert(k.clone(), Value::Undefined);
-            }
-            continue;
-        }
+    lay_attrs_over(ad, bs, |ad, k, v| {
         let unified = origin
             .keys
             .iter()
@@ -176,8 +181,8 @@ fn dict_then_instance<E: From<RtError>>(
         } else {
             ConfigOp::Override
         };
-        merge_entry_in(ad, k, v, op, None, check, depth, Some(rb), path)?;
-    }
+        merge_entry_in(ad, k, v, op, None, check, depth, Some(rb), path)
+    })?;
     let keys: super::ConfigKeys = ad
         .map
         .iter()
@@ -230,7 +235,7 @@ pub fn union_dict_instance<E: From<RtError>>(
     union_with(a, b, true, rb)
 }
 
-/// Apply one config entry `k <op> v` to `d`.
+/// Apply one config entry `k <op> v` to `d` (`check`: `:` conflicts are errors).
 pub fn merge_entry(
     d: &mut Dict,
     k: &super::Str,
@@ -238,10 +243,9 @@ pub fn merge_entry(
     op: ConfigOp,
     index: Option<i64>,
     check: bool,
-    depth: usize,
 ) -> RtResult<()> {
     undefined_indexed(d, k, op, index)?;
-    merge_entry_in::<RtError>(d, k, v, op, index, check, depth, None, None)
+    merge_entry_in::<RtError>(d, k, v, op, index, check, 0, None, None)
 }
 
 /// In one config, an attribute set to Undefined is no list at all for `a[i]: v` (merged from
