@@ -18,10 +18,23 @@ impl<'a> Parser<'a> {
             "map" => QuantOp::Map,
             _ => QuantOp::Filter,
         };
-        let mut vars = Vec::new();
-        while let Some(n) = self.expect_ident() {
+        // upstream's grammar takes one or two variables, each an identifier that may be
+        // dotted (`i.j`: its resolver then says a loop variable must be an ordinary one)
+        let mut vars: Vec<crate::ast::Name> = Vec::new();
+        while let Some(mut n) = self.expect_ident() {
+            while self.at(Tok::Dot) && !self.at_line_break() && !self.nth(1).nl {
+                self.bump();
+                let Some(attr) = self.expect_ident() else {
+                    break;
+                };
+                let dotted = format!("{}.{}", n.sym.as_str(), attr.sym.as_str());
+                n = crate::ast::Name {
+                    sym: crate::ast::Symbol::intern(&dotted),
+                    span: n.span.to(attr.span),
+                };
+            }
             vars.push(n);
-            if !self.eat(Tok::Comma) {
+            if vars.len() == 2 || !self.eat(Tok::Comma) {
                 break;
             }
         }

@@ -572,9 +572,15 @@ impl<'a> Parser<'a> {
         }
         // in a schema body the decorated attribute must follow in the body: a line indented
         // less is upstream's dedent
+        // (a schema's `if` block, as a module's block, finds no statement there)
         if body == Body::Schema && t.nl && t.tok != Tok::Eof && t.indent < self.line_indent {
             let span = self.span(t.lo, t.lo);
-            self.error(span, "expected one of [\"identifier\"] got dedent");
+            let msg = if self.in_schema_if {
+                "unexpected token 'dedent'"
+            } else {
+                "expected one of [\"identifier\"] got dedent"
+            };
+            self.error(span, msg);
             return None;
         }
         // (a schema's `if` block declares as a module does: `name?:` is no declaration there)
@@ -588,6 +594,13 @@ impl<'a> Parser<'a> {
         // (so does a schema's `if` block)
         if (body == Body::Plain || self.in_schema_if) && !self.at_eof() {
             return self.parse_stmt_in(body);
+        }
+        // in an indented block of statements (a module's or a schema's `if`) the end of the
+        // file is the block's dedent, where no statement starts
+        if (body == Body::Plain || self.in_schema_if) && self.line_indent > 0 && self.at_eof() {
+            let (_, span) = self.describe_current();
+            self.error(span, "unexpected token 'dedent'");
+            return None;
         }
         // in a schema body a decorator decorates an attribute: at the end of the file upstream
         // finds the body's dedent instead

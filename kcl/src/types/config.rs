@@ -260,7 +260,8 @@ impl<'a> Checker<'a> {
             )
         };
         let fits = match &t {
-            Ty::Union(ts) => ts.iter().all(ok),
+            // (an `any` member, kept from an annotation, is not one of them)
+            Ty::Union(ts) => ts.iter().all(|t| !matches!(t, Ty::Any) && ok(t)),
             t => ok(t),
         };
         if !fits {

@@ -522,6 +522,11 @@ impl<'a> Checker<'a> {
     /// A quantifier (`all`, `any`, `map`, `filter`) over a list, dict or string.
     fn infer_quant(&mut self, env: &Env, q: &ast::QuantExpr) -> Ty {
         let it = self.infer(env, &q.target);
+        // (after the target's own errors, as a comprehension's)
+        if let Some(v) = q.vars.iter().find(|v| v.sym.as_str().contains('.')) {
+            let msg = "loop variables can only be ordinary identifiers".to_string();
+            self.err(ErrKind::Compile, msg, v.span.shrink_to_lo());
+        }
         // (as a comprehension's)
         for t in not_iterable_members(&it) {
             let msg = format!("'{}' object is not iterable", self.ty_str(&t));
@@ -530,6 +535,11 @@ impl<'a> Checker<'a> {
         let tys = loop_var_types(&it, q.vars.len());
         let mut env2 = env.clone();
         for (i, v) in q.vars.iter().enumerate() {
+            // (a dotted one, `i.j`, names its first part only, as a comprehension's)
+            if let Some((first, _)) = v.sym.as_str().split_once('.') {
+                env2 = env2.with_loop_var(ast::Symbol::intern(first), Ty::Any);
+                continue;
+            }
             env2 = env2.with_loop_var(v.sym, tys.get(i).cloned().unwrap_or(Ty::Any));
         }
         let test = self.infer(&env2, &q.test);
@@ -837,7 +847,8 @@ impl<'a> Checker<'a> {
             | Ty::None
             | Ty::Unit(_)
             | Ty::Func(_) => true,
-            Ty::Union(ts) => !ts.iter().any(|t| matches!(t, Ty::None | Ty::Any)),
+            // (an `any` member, kept from an annotation, does not make it one)
+            Ty::Union(ts) => !ts.iter().any(|t| matches!(t, Ty::None)),
             _ => false,
         };
         if bad {
@@ -1033,8 +1044,9 @@ impl<'a> Checker<'a> {
                     (1, Some(ty)) => ty.clone(),
                     _ => Ty::Any,
                 };
-                for n in &t.names {
-                    env2 = env2.with_loop_var(n.sym, ty.clone());
+                // (a dotted one, `i.j`, names its first part only, as upstream's resolver)
+                if let Some(n) = t.names.first() {
+                    env2 = env2.with_loop_var(n.sym, ty);
                 }
             }
             for x in &c.ifs {

@@ -117,9 +117,11 @@ impl<'a> Checker<'a> {
             TypeKind::Union(ts) => {
                 let ts: Vec<Ty> = ts.iter().map(|x| self.resolve_type(pkg, file, x)).collect();
                 // a member written twice stays twice, as upstream's annotation types keep
-                // them (`expected str | str`); everything else is the usual union
+                // them (`expected str | str`), and so does `any` (`int | any` is no `any`: an
+                // `int | any` value is no `str`); everything else is the usual union
                 let repeated = ts.iter().enumerate().any(|(i, t)| ts[..i].contains(t));
-                if repeated && !ts.iter().any(|t| matches!(t, Ty::Any | Ty::Union(_))) {
+                let any = ts.iter().any(|t| matches!(t, Ty::Any));
+                if (repeated || any) && !ts.iter().any(|t| matches!(t, Ty::Union(_))) {
                     Ty::Union(Rc::from(ts))
                 } else {
                     Ty::union(ts)

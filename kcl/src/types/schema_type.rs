@@ -100,7 +100,7 @@ impl<'a> Checker<'a> {
     /// A base chain that comes back to the schema it starts from: upstream's resolver reports
     /// the circle once, at each member's name in the chain's order, from the member declared
     /// first.
-    fn check_inherit_cycle(&mut self, env: &Env, st: &ast::SchemaStmt) {
+    pub(super) fn check_inherit_cycle(&mut self, env: &Env, st: &ast::SchemaStmt) {
         let Some(&start) = self.pkgs[env.pkg].schemas.get(&st.name.sym) else {
             return;
         };
@@ -286,7 +286,6 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn build_schema_type(&mut self, env: &Env, st: &ast::SchemaStmt) {
-        self.check_inherit_cycle(env, st);
         // the base is looked up as the type is built: an unknown name is upstream's name error
         // and an inherit error (its type is any), a mixin an inherit error (the walk reports
         // them again: the copies are dropped)

@@ -104,6 +104,16 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        // base chains that come back to their schema, after every schema type is built (its
+        // names' errors first)
+        for m in modules {
+            let env = Env::top(pkg, m.file);
+            for s in &m.body {
+                if let StmtKind::Schema(st) = &s.kind {
+                    self.check_inherit_cycle(&env, st);
+                }
+            }
+        }
         self.assigned.clear();
         self.checking = Some(pkg);
         for m in modules {

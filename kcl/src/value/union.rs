@@ -73,7 +73,7 @@ fn union_into<E: From<RtError>>(
             // an instance merged into a plain dict: the instance made again from both, with
             // the dict's keys first
             if let (Some(rb), Value::Dict(_), Value::Schema(bs)) = (rb, &*a, b)
-                && let Some(v) = dict_then_instance(a, bs, check, depth, rb, true, path)?
+                && let Some(v) = dict_then_instance(a, bs, check, depth, rb, path)?
             {
                 *a = v;
                 return Ok(());
@@ -149,17 +149,15 @@ fn lay_attrs_over<E>(
 /// An instance `bs` merged into the plain dict `a`, as upstream does it: the instance's
 /// values go into the dict (what it was configured with `:` as a union, conflicts checked as
 /// between dicts; the rest as overrides; an attribute it leaves undefined keeps the dict's
-/// value, or takes its place), then the schema is made again from the result. `dict_order`:
-/// the dict's keys come first (a config's repeated key); else the schema's order (`|`).
-/// `None` when the instance cannot be made again.
-#[allow(clippy::too_many_arguments)]
+/// value, or takes its place), then the schema is made again from the result, in the
+/// schema's order (`|`, at its top or under a key). `None` when the instance cannot be made
+/// again (a config's repeated key: the attributes are laid over the dict, in its order).
 fn dict_then_instance<E: From<RtError>>(
     a: &mut Value,
     bs: &super::SchemaInst,
     check: bool,
     depth: usize,
     rb: Rebuild<'_, E>,
-    dict_order: bool,
     path: Option<&Path<'_>>,
 ) -> Result<Option<Value>, E> {
     // (an instance that cannot be made again is left before the dict is touched, so the
@@ -189,7 +187,6 @@ fn dict_then_instance<E: From<RtError>>(
         .filter(|(_, v)| !matches!(v, Value::Undefined))
         .map(|(k, _)| (k.clone(), ad.op_of_key(k).0 != ConfigOp::Union))
         .collect();
-    let order: Vec<super::Str> = ad.map.keys().cloned().collect();
     let inst = super::SchemaInst {
         name: bs.name.clone(),
         pkg: bs.pkg.clone(),
@@ -203,21 +200,9 @@ fn dict_then_instance<E: From<RtError>>(
             open: true,
         })),
     };
-    // (`None` merges nothing: the instance is made again from its config)
-    let Some(mut v) = rb(&Value::Schema(Rc::new(inst)), &Value::None)? else {
-        return Ok(None);
-    };
-    if dict_order && let Value::Schema(s) = &mut v {
-        let attrs = &mut Rc::make_mut(s).attrs.map;
-        let mut at = 0;
-        for k in &order {
-            if let Some(i) = attrs.get_index_of(k) {
-                attrs.move_index(i, at);
-                at += 1;
-            }
-        }
-    }
-    Ok(Some(v))
+    // (`None` merges nothing: the instance is made again from its config, in the schema's
+    // order: under a key of `|` as at its top)
+    rb(&Value::Schema(Rc::new(inst)), &Value::None)
 }
 
 /// `dict | instance` (`|` at run time): the instance made again from both in the schema's
@@ -228,7 +213,7 @@ pub fn union_dict_instance<E: From<RtError>>(
     rb: Rebuild<'_, E>,
 ) -> Result<Value, E> {
     if let (Value::Dict(_), Value::Schema(bs)) = (&a, b)
-        && let Some(v) = dict_then_instance(&mut a, bs, true, 0, rb, false, None)?
+        && let Some(v) = dict_then_instance(&mut a, bs, true, 0, rb, None)?
     {
         return Ok(v);
     }
