@@ -459,9 +459,14 @@ impl<'a> Checker<'a> {
             .collect();
         match &t {
             Ty::Str | Ty::StrLit(_) | Ty::List(_) => {
-                if let Some((bt, at)) = bounds.iter().find(|(bt, _)| !int_index(bt)) {
+                // (each bound that is no index)
+                let mut bad = false;
+                for (bt, at) in bounds.iter().filter(|(bt, _)| !int_index(bt)) {
                     let msg = format!("expected int, got {}", self.ty_str(bt));
                     self.err(ErrKind::Type, msg, at.shrink_to_lo());
+                    bad = true;
+                }
+                if bad {
                     return Ty::Any;
                 }
                 t.widen()

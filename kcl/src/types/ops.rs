@@ -168,8 +168,9 @@ pub(super) fn is_num(t: &Ty) -> bool {
 pub(super) fn int_index(t: &Ty) -> bool {
     match t {
         Ty::Any | Ty::None | Ty::SchemaType(_) => true,
-        Ty::Union(_) => false,
-        t => t.kind().is_none() || matches!(t, Ty::Int | Ty::IntLit(_) | Ty::Bool | Ty::BoolLit(_)),
+        // (a bool is no index to upstream's resolver, nor a number with a unit)
+        Ty::Union(_) | Ty::Unit(_) => false,
+        t => t.kind().is_none() || matches!(t, Ty::Int | Ty::IntLit(_)),
     }
 }
 

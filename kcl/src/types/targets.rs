@@ -104,6 +104,15 @@ impl<'a> Checker<'a> {
                     return None;
                 }
             }
+            // a list's index that is statically no integer: upstream's type error, at it
+            if let (ast::TargetPath::Index(ix), Ty::List(_)) = (p, &ty) {
+                let it = self.infer(env, ix);
+                if !super::ops::int_index(&it) {
+                    let msg = format!("expected int, got {}", self.ty_str(&it));
+                    self.err(ErrKind::Type, msg, ix.span.shrink_to_lo());
+                    return None;
+                }
+            }
             ty = match (p, &ty) {
                 (ast::TargetPath::Index(_), Ty::List(et)) => (**et).clone(),
                 (ast::TargetPath::Index(_) | ast::TargetPath::Attr(_), Ty::Dict(_, vt)) => {

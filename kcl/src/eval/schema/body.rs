@@ -257,7 +257,9 @@ impl Evaluator {
                 let (op, idx) = fr.config.op_of(kk);
                 let mut d = Dict::new();
                 d.map.insert(kk.clone(), v);
-                let rb = |i: &Value, x: &Value| self.rebuild_nested(i, x, span);
+                // (a default dict then the config's instance: the instance made again from
+                // both, in the schema's order)
+                let rb = self.rebuild_for_union(span);
                 value::merge_entry_with(&mut d, kk, cv, op, idx, false, &rb)
                     .map_err(|e| e.or_span(span))?;
                 d.map.swap_remove(&**kk).unwrap_or(Value::Undefined)

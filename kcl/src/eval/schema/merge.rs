@@ -272,15 +272,22 @@ impl Evaluator {
     /// [`Self::union_eval`] with upstream's conflict check (`|`, repeated `:` keys of one
     /// config): unequal scalars or lists under a `:` key are an error.
     pub(crate) fn union_checked(&self, a: Value, b: &Value, span: Span) -> EvalResult<Value> {
-        // (a dict then an instance under one key: the instance made again from both, its
-        // keys set with `=`, as at the top of `dict | instance`)
-        let rb = |i: &Value, x: &Value| match x {
+        value::union_with(a, b, true, &self.rebuild_for_union(span)).map_err(|e| e.or_span(span))
+    }
+
+    /// How a union rebuilds the instances it merges into: one that receives config is made
+    /// again with it; a dict then an instance under one key is the instance made again from
+    /// both, its keys set with `=`, as at the top of `dict | instance`.
+    pub(crate) fn rebuild_for_union(
+        &self,
+        span: Span,
+    ) -> impl Fn(&Value, &Value) -> EvalResult<Option<Value>> + '_ {
+        move |i: &Value, x: &Value| match x {
             Value::None => Ok(self
                 .rebuild_merged(i, x, None, span)?
                 .map(keys_as_overrides)),
             _ => self.rebuild_nested(i, x, span),
-        };
-        value::union_with(a, b, true, &rb).map_err(|e| e.or_span(span))
+        }
     }
 }
 
