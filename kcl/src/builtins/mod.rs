@@ -142,6 +142,9 @@ fn b_len(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Valu
 fn b_sum(_: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
     let it = req(args, kw, 0, "iterable", "sum")?;
     let mut acc = arg(args, kw, 1, "start").cloned().unwrap_or(Value::Int(0));
+    if matches!(acc, Value::Str(_)) && matches!(it, Value::List(_)) {
+        return Err(RtError::eval("sum() can't sum strings"));
+    }
     // a list is summed in place (no copy of a possibly large argument)
     if let Value::List(l) = it {
         for x in l.iter() {
@@ -211,10 +214,12 @@ fn minmax(args: &[Value], want: std::cmp::Ordering, f: &str) -> RtResult<Value> 
     };
     for x in items {
         let Ok(o) = value::ops_cmp(&x, &best) else {
+            // (lists compare item by item: upstream names the first pair that does not)
+            let (a, b) = incomparable(&x, &best);
             return Err(RtError::eval(format!(
                 "'{op}' not supported between instances of '{}' and '{}'",
-                x.type_name(),
-                best.type_name()
+                a.type_name(),
+                b.type_name()
             )));
         };
         if o == want {
@@ -222,6 +227,23 @@ fn minmax(args: &[Value], want: std::cmp::Ordering, f: &str) -> RtResult<Value> 
         }
     }
     Ok(best)
+}
+
+/// The pair of values that makes comparing `a` with `b` fail: the first unequal items of two
+/// lists that do not compare, however deep; else `a` and `b` themselves.
+fn incomparable<'v>(a: &'v Value, b: &'v Value) -> (&'v Value, &'v Value) {
+    if let (Value::List(x), Value::List(y)) = (a, b) {
+        for (p, q) in x.iter().zip(y.iter()) {
+            if p == q {
+                continue;
+            }
+            if value::ops_cmp(p, q).is_err() {
+                return incomparable(p, q);
+            }
+            break;
+        }
+    }
+    (a, b)
 }
 
 fn b_max(_: &mut dyn Host, args: &[Value], _: &[(Str, Value)]) -> RtResult<Value> {

@@ -37,6 +37,8 @@ fn str_to_int(s: &str, base: i64) -> RtResult<Value> {
     if base == 10 {
         return quantity(s).map(Value::Int);
     }
+    // (upstream's radix is the base cut to 32 bits)
+    let base = i64::from(base as u32);
     if !(2..=36).contains(&base) {
         return Err(RtError::eval(format!(
             "from_ascii_radix: radix must lie in the range `[2, 36]` - found {base}"

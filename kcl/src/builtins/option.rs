@@ -84,7 +84,11 @@ fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
 }
 
 pub(super) fn b_option(h: &mut dyn Host, args: &[Value], kw: &[(Str, Value)]) -> RtResult<Value> {
-    let key = str_arg(args, kw, 0, "key", "option")?;
+    // (a None key is upstream's empty one)
+    let key = match arg(args, kw, 0, "key") {
+        Some(Value::None) => Default::default(),
+        _ => str_arg(args, kw, 0, "key", "option")?,
+    };
     let ty = arg(args, kw, 1, "type").map(value::to_str);
     let required = arg(args, kw, 2, "required").is_some_and(|v| v.truthy());
     let default = arg(args, kw, 3, "default").cloned();

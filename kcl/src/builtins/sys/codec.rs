@@ -203,6 +203,9 @@ pub(super) fn yaml(name: &str) -> Option<Value> {
         },
         "encode_all" => |_: &mut dyn Host, a: A, k: K| -> R {
             let v = req(a, k, 0, "data", "encode_all")?;
+            if v.is_none_or_undefined() {
+                return Err(RtError::eval("invalid list value"));
+            }
             let items = v.iter_items()?;
             let mut docs = Vec::new();
             for x in &items {

@@ -270,9 +270,9 @@ fn encoded(a: A, k: K, f: &str) -> RtResult<Vec<u8>> {
     let Some(label) = arg(a, k, 1, "encoding") else {
         return Ok(s.as_bytes().to_vec());
     };
-    // upstream's label: spaces become dashes (so " latin1 " is no label)
+    // upstream's label: lower case, spaces become dashes (so " latin1 " is no label)
     let label = match label {
-        Value::Str(l) => l.replace(' ', "-"),
+        Value::Str(l) => l.to_lowercase().replace(' ', "-"),
         _ => String::new(),
     };
     const UNWRAP: &str = "called `Result::unwrap()` on an `Err` value: ";
