@@ -35,7 +35,8 @@ fn convert_option(v: Value, ty: Option<&str>, parse: bool) -> RtResult<Value> {
         _ => v,
     };
     Ok(match ty {
-        None | Some("") | Some("any") => v,
+        // (`any` is no type here: upstream's "unknown type 'any'")
+        None | Some("") => v,
         Some("str") => match &v {
             Value::Str(_) => v,
             Value::Bool(b) => Value::from(if *b { "true" } else { "false" }),
