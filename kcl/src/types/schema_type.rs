@@ -478,10 +478,9 @@ impl<'a> Checker<'a> {
         first.insert(a.name.sym, (nt.clone(), a.optional));
         let Some((pid, pm)) = parent else { return };
         let parent_ty = pm.attrs.get(&a.name.sym).map(|(pt, _)| pt);
+        // (a narrower type is no change: `any` to `int`, `float` to `int`, a union to a member)
         if let Some(pt) = parent_ty
-            && !pt.is_any()
-            && !nt.is_any()
-            && self.ty_str(pt) != self.ty_str(&nt)
+            && !field_type_fits(&nt, pt, &|x, y| self.is_sub_schema(x, y))
         {
             // upstream names the new type on both sides
             let shown = match &a.ty.kind {

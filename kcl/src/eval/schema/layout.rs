@@ -123,27 +123,10 @@ impl Evaluator {
                         }
                     }
                     if let Some(prev) = declared.get(&k)
-                        && let (Some(pt), true) = (prev.ty, prev.schema_attr)
+                        && let (Some(_), true) = (prev.ty, prev.schema_attr)
                     {
-                        let short = |t: &ast::Type| match &t.kind {
-                            ast::TypeKind::Named(id) => id
-                                .names
-                                .last()
-                                .map(|n| n.sym.as_str().to_string())
-                                .unwrap_or_default(),
-                            _ => crate::eval::types::type_str(t),
-                        };
-                        let (ps, ns) = (short(pt), short(&a.ty));
-                        if ps != ns && prev.part != pi {
-                            return Err(EvalError::new(
-                                ErrKind::Type,
-                                format!(
-                                    // upstream prints the new type on both sides
-                                    "can't change schema field type of '{k}' from {ns} to {ns}"
-                                ),
-                                Some(a.name.span),
-                            ));
-                        }
+                        // (a changed type is the checker's error, as upstream's resolver
+                        // reports it, and none through a mixin)
                         if !prev.optional && a.optional && prev.part != pi {
                             return Err(EvalError::new(
                                 ErrKind::Type,
