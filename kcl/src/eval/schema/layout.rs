@@ -127,7 +127,7 @@ impl Evaluator {
                     {
                         // (a changed type is the checker's error, as upstream's resolver
                         // reports it, and none through a mixin)
-                        if !prev.optional && a.optional && prev.part != pi {
+                        if !prev.optional && a.optional && prev.part != pi && !s.is_mixin() {
                             return Err(EvalError::new(
                                 ErrKind::Type,
                                 format!(
@@ -182,12 +182,23 @@ impl Evaluator {
                             ));
                         }
                     }
+                    // a mixin's declaration of an attribute its schema declares leaves it as
+                    // the schema has it (its `a?` does not make it optional, its type is
+                    // checked on the config's value only, at its statement)
+                    let before = declared
+                        .get(&k)
+                        .filter(|d| s.is_mixin() && d.schema_attr)
+                        .map(|d| (d.ty, d.converts, d.optional));
+                    let (ty, converts, optional) = match before {
+                        Some((ty, converts, optional)) => (ty, converts, optional && a.optional),
+                        None => (Some(&a.ty), names_a_type(&a.ty), a.optional),
+                    };
                     declared.insert(
                         k.clone(),
                         AttrDecl {
-                            ty: Some(&a.ty),
-                            converts: names_a_type(&a.ty),
-                            optional: a.optional,
+                            ty,
+                            converts,
+                            optional,
                             part: pi,
                             schema_attr: true,
                             at: Some(a.name.span),
