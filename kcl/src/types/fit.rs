@@ -377,6 +377,8 @@ impl<'a> Checker<'a> {
                             }
                         }
                     } else if *op == ast::ConfigOp::Insert {
+                        // (the value's config literals against the type first, as at `=`)
+                        self.check_value(env, value, vt, key.span, def);
                         let t = self.infer(env, value);
                         if self.fits(&t, vt, key.span, def) {
                             self.check_insert(*op, &t, value.span);

@@ -189,11 +189,14 @@ impl<'a> Checker<'a> {
                         {
                             self.check_value(env, value, &t, at, Some(def));
                         }
+                        // `+=`: upstream checks the value's config literals against the
+                        // attribute's type, then the whole value, then that it is a list
                         Some((t, def)) if ok => {
+                            self.check_value(env, value, &t, at, (!by_sig).then_some(def));
                             let got = self.infer(env, value);
-                            if self.fits(&got, &t, at, (!by_sig).then_some(def)) {
-                                self.check_insert(*op, &got, value.span);
-                            } else {
+                            let fits = self.fits(&got, &t, at, (!by_sig).then_some(def));
+                            self.check_insert(*op, &got, value.span);
+                            if !fits {
                                 self.check_path_whole(env, value, &t, def, parent_schema_at);
                             }
                         }
